@@ -1,0 +1,91 @@
+"""Read template.yaml into plain dicts, with CloudFormation short tags in their long form.
+
+Pure YAML parsing (no AWS, no cfn-lint): `!Ref X` becomes {"Ref": "X"}, `!GetAtt A.B` becomes
+{"Fn::GetAtt": ["A", "B"]}, `!Sub ...` becomes {"Fn::Sub": ...} and so on, which is what
+CloudFormation, aws-sam-translator and moto's CloudFormation all take.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+# The repository root: infrastructure/tickwork_local/template.py -> ../../
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_TEMPLATE = REPO_ROOT / "template.yaml"
+
+# Short tags that map to "Fn::<Name>"; !Ref and !Condition are the two without the prefix.
+_FN_TAGS = (
+    "And",
+    "Base64",
+    "Cidr",
+    "Equals",
+    "FindInMap",
+    "GetAZs",
+    "GetAtt",
+    "If",
+    "ImportValue",
+    "Join",
+    "Length",
+    "Not",
+    "Or",
+    "Select",
+    "Split",
+    "Sub",
+    "ToJsonString",
+    "Transform",
+)
+
+
+class _CfnLoader(yaml.SafeLoader):
+    """SafeLoader plus CloudFormation tags; dates stay strings (as CloudFormation reads them)."""
+
+
+# YAML 1.1 would turn an unquoted 2012-10-17 into a date; CloudFormation keeps it a string.
+_CfnLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _construct(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    if isinstance(node, yaml.ScalarNode):
+        return loader.construct_scalar(node)
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node, deep=True)
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_mapping(node, deep=True)
+    raise yaml.constructor.ConstructorError(None, None, f"unexpected node {node!r}", node.start_mark)
+
+
+def _make_fn(name: str):  # type: ignore[no-untyped-def]
+    key = name if name in ("Ref", "Condition") else f"Fn::{name}"
+
+    def construct(loader: yaml.SafeLoader, node: yaml.Node) -> dict[str, Any]:
+        value = _construct(loader, node)
+        if name == "GetAtt" and isinstance(value, str):
+            # "Resource.Attribute" (the attribute itself may contain dots, e.g. Endpoint.Address)
+            resource, _, attribute = value.partition(".")
+            value = [resource, attribute]
+        return {key: value}
+
+    return construct
+
+
+for _name in (*_FN_TAGS, "Ref", "Condition"):
+    _CfnLoader.add_constructor(f"!{_name}", _make_fn(_name))
+
+
+def loads_template(text: str) -> dict[str, Any]:
+    """Parse template text (YAML or JSON) into long-form dicts."""
+    document = yaml.load(text, Loader=_CfnLoader)  # noqa: S506 - SafeLoader subclass with CFN tags only
+    if not isinstance(document, dict):
+        raise ValueError("a CloudFormation template must be a mapping")
+    return document
+
+
+def load_template(path: Path | None = None) -> dict[str, Any]:
+    """The repository's template.yaml (or `path`) as a dict with long-form intrinsic functions."""
+    return loads_template(Path(path or DEFAULT_TEMPLATE).read_text(encoding="utf-8"))
