@@ -1,0 +1,60 @@
+"""Executor: SQS delivers run messages in batches; each is run under a lease; failures are reported per item."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.batch import process_partial_response
+from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from tickwork.batch import ConcurrentBatchProcessor
+from tickwork.executor import Delivery, Outcome
+from tickwork.observability import logger, metrics, tracer
+from tickwork.services import Services
+
+
+class RunNotFinished(Exception):
+    """Reported as a batch item failure: SQS redelivers the message (after its backoff)."""
+
+
+processor = ConcurrentBatchProcessor(max_workers=10)
+_services: Services | None = None
+
+
+def services() -> Services:
+    global _services  # noqa: PLW0603 - built once per container, lazily (after moto patches, in tests)
+    if _services is None:
+        _services = Services.from_env()
+    return _services
+
+
+def use_services(value: Services | None) -> None:
+    global _services  # noqa: PLW0603
+    _services = value
+
+
+def _delivery(record: SqsRecordModel) -> Delivery:
+    settings = services().settings
+    band = settings.band_of_queue_arn_or_url(record.eventSourceARN)
+    queue_url = settings.queue_url(band) if band else record.eventSourceARN
+    return Delivery(
+        body=record.body,
+        message_id=record.messageId,
+        receipt_handle=record.receiptHandle,
+        queue_url=queue_url,
+        band=band,
+        receive_count=int(record.attributes.ApproximateReceiveCount),
+    )
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    def record_handler(record: SqsRecordModel) -> str:
+        outcome = services().executor.execute(_delivery(record), context.get_remaining_time_in_millis)
+        if outcome is not Outcome.DONE:
+            raise RunNotFinished(outcome.value)
+        return outcome.value
+
+    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)

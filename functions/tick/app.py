@@ -1,0 +1,53 @@
+"""Tick: EventBridge calls it every minute; it claims what is due and queues it on SQS."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel, ConfigDict
+from tickwork.observability import logger, metrics, tracer
+from tickwork.services import Services
+
+
+class TickEvent(BaseModel):
+    """An EventBridge scheduled event (rule or Scheduler); only its shape is checked, the time is the clock's."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    source: str | None = None
+    time: str | None = None
+
+
+class TickResult(BaseModel):
+    dispatched: int
+    skipped: int
+    redispatched: int
+    lost_races: int
+    over_capacity: int
+    duration_ms: int
+
+
+_services: Services | None = None
+
+
+def services() -> Services:
+    global _services  # noqa: PLW0603 - built once per container, lazily (after moto patches, in tests)
+    if _services is None:
+        _services = Services.from_env()
+    return _services
+
+
+def use_services(value: Services | None) -> None:
+    """Tests and the local runtime inject their own wiring (clock, clients)."""
+    global _services  # noqa: PLW0603
+    _services = value
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    TickEvent.model_validate(event)
+    report = services().dispatcher.claim_due_runs()
+    return TickResult(**{k: getattr(report, k) for k in TickResult.model_fields}).model_dump()

@@ -1,0 +1,24 @@
+"""SQS batch processing for the executor: Powertools' BatchProcessor, records run concurrently.
+
+A batch of 10 runs due at the same second must start together, not one after another, so each record
+gets its own thread (runs are I/O-bound: DynamoDB, S3, HTTP). Partial failures are reported per record.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
+from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
+
+
+class ConcurrentBatchProcessor(BatchProcessor):
+    def __init__(self, *, max_workers: int = 10) -> None:
+        super().__init__(event_type=EventType.SQS, model=SqsRecordModel)
+        self.max_workers = max_workers
+
+    def process(self) -> list[tuple]:
+        if len(self.records) <= 1:
+            return super().process()
+        with ThreadPoolExecutor(max_workers=min(self.max_workers, len(self.records))) as pool:
+            return list(pool.map(self._process_record, self.records))

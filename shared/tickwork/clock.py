@@ -1,0 +1,66 @@
+"""Time comes from a clock object, so tests move time instead of sleeping."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+
+class Clock(Protocol):
+    def now(self) -> datetime:
+        """The current instant, timezone-aware UTC."""
+        ...
+
+    def sleep(self, seconds: float) -> None: ...
+
+
+class SystemClock:
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    def sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            time.sleep(seconds)
+
+
+class FakeClock:
+    """A clock that only moves when told to; `sleep` advances it instantly."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self._now = start or datetime(2026, 1, 5, 12, 0, 0, tzinfo=UTC)
+        if self._now.tzinfo is None:
+            raise ValueError("FakeClock needs an aware datetime")
+        self._lock = threading.Lock()
+
+    def now(self) -> datetime:
+        with self._lock:
+            return self._now
+
+    def sleep(self, seconds: float) -> None:
+        self.advance(seconds)
+
+    def advance(self, seconds: float) -> datetime:
+        with self._lock:
+            self._now += timedelta(seconds=seconds)
+            return self._now
+
+    def set(self, instant: datetime) -> None:
+        with self._lock:
+            self._now = instant
+
+
+def to_ms(instant: datetime) -> int:
+    return int(instant.timestamp() * 1000)
+
+
+def from_ms(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+def iso(instant: datetime | None) -> str | None:
+    """ISO-8601 UTC with milliseconds and a Z, the one format Tickwork writes."""
+    if instant is None:
+        return None
+    return instant.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

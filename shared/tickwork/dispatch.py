@@ -1,0 +1,390 @@
+"""Claim and dispatch: what the tick does every minute, and job creation does when a job is due soon.
+
+1. Read every shard of the due index (in parallel) up to now + horizon.
+2. Order: what must go before the next tick first, then by priority (9 first), then by due time.
+3. Claim each job with one transaction that creates its run records (each must not exist) and advances
+   the job: the transaction is the lock, so racing ticks produce each run exactly once (promise 2).
+4. Send the claimed runs to their band queue in batches of 10 with DelaySeconds = ceil(due - now),
+   so a run starts within about a second of its time and never before it.
+5. A run that was claimed but never leased (the tick died before sending) is still in the due index;
+   once its re-send time passes, the next tick sends it again (nothing lost; the executor's lease makes a
+   duplicate message harmless).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from tickwork.clock import Clock, from_ms, to_ms
+from tickwork.models import Band, Job, JobState, Run, RunMessage, RunStatus, SkipReason, run_id_for
+from tickwork.observability import logger, metrics
+from tickwork.queues import Outgoing, RunQueues, delay_for
+from tickwork.schedule import Schedule, _as_utc
+from tickwork.store import DueItem, ItemKind, JobStore
+
+MAX_RUNS_PER_CLAIM = 25  # one transaction: the job update plus at most this many run records
+MAX_CLAIM_ROUNDS = 10  # a 1-second rate job needs several claims to fill a 120 s horizon
+MISFIRE_RECORD_CAP = 10  # misfired occurrences recorded one by one; the rest share one capped record
+MISFIRE_COUNT_LIMIT = 10_000  # beyond this the capped record's count is a lower bound
+REDISPATCH_BACKOFF = timedelta(minutes=5)  # after a re-send, wait this long before the next one
+
+
+class CrashInjected(RuntimeError):
+    """Raised by tests through `Dispatcher.crash_after_claim` to simulate a tick dying mid-flight."""
+
+
+@dataclass(frozen=True)
+class CappedMisfire:
+    first: datetime
+    last: datetime
+    count: int
+    reason: SkipReason
+
+
+@dataclass(frozen=True)
+class ClaimPlan:
+    queued: list[datetime]
+    skipped: list[tuple[datetime, SkipReason]]
+    capped: CappedMisfire | None
+    next_run_at: datetime | None
+    complete: bool  # a recurring schedule with no occurrence left
+
+
+@dataclass(frozen=True)
+class ClaimableJob:
+    """What a claim needs to know of a job: exactly what the due index projects."""
+
+    job_id: str
+    tenant: str
+    priority: int
+    schedule: Schedule
+    version: int
+    next_run_at: datetime
+    created_at: datetime
+    misfire_grace: timedelta
+    paused_at: datetime | None = None
+    resumed_at: datetime | None = None
+
+    @classmethod
+    def from_due(cls, item: DueItem) -> ClaimableJob:
+        a = item.attrs
+        return cls(
+            job_id=a["job_id"],
+            tenant=a["tenant"],
+            priority=int(a.get("priority", 5)),
+            schedule=Schedule.model_validate(a["schedule"]),
+            version=int(a["version"]),
+            next_run_at=from_ms(item.due_at),
+            created_at=_as_utc(a["created_at"]),  # type: ignore[arg-type]
+            misfire_grace=timedelta(seconds=int(a.get("misfire_grace_seconds", 900))),
+            paused_at=_instant(a.get("paused_at")),
+            resumed_at=_instant(a.get("resumed_at")),
+        )
+
+    @classmethod
+    def from_job(cls, job: Job) -> ClaimableJob:
+        assert job.next_run_at is not None
+        return cls(
+            job_id=job.id,
+            tenant=job.tenant,
+            priority=job.priority,
+            schedule=job.schedule,
+            version=job.version,
+            next_run_at=job.next_run_at,
+            created_at=job.created_at,
+            misfire_grace=timedelta(seconds=job.misfire_grace_seconds),
+            paused_at=job.paused_at,
+            resumed_at=job.resumed_at,
+        )
+
+    def next_after(self, instant: datetime) -> datetime | None:
+        return self.schedule.next_after(instant, anchor=self.created_at, hash_key=self.job_id)
+
+
+def _instant(value: Any) -> datetime | None:
+    return None if value is None else _as_utc(value)  # type: ignore[return-value]
+
+
+def plan_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime) -> ClaimPlan:
+    """Decide every occurrence from job.next_run_at up to the horizon: queue it, or skip it as misfired.
+
+    An occurrence older than the job's misfire grace is never run. After an outage, each missed occurrence
+    gets a SKIPPED record, up to MISFIRE_RECORD_CAP; the rest are summed up in one capped record, so
+    catching up is bounded work and nothing is dropped silently.
+    """
+    grace_cut = now - job.misfire_grace
+    queued: list[datetime] = []
+    skipped: list[tuple[datetime, SkipReason]] = []
+    capped: CappedMisfire | None = None
+    cursor: datetime | None = job.next_run_at
+
+    def reason_for(instant: datetime) -> SkipReason:
+        if job.paused_at and job.resumed_at and job.paused_at <= instant < job.resumed_at:
+            return SkipReason.PAUSED
+        return SkipReason.MISFIRED
+
+    while cursor is not None and cursor <= horizon_end and len(queued) + len(skipped) < MAX_RUNS_PER_CLAIM:
+        if cursor >= grace_cut:
+            queued.append(cursor)
+            cursor = job.next_after(cursor)
+            continue
+        if len(skipped) < MISFIRE_RECORD_CAP:
+            skipped.append((cursor, reason_for(cursor)))
+            cursor = job.next_after(cursor)
+            continue
+        # Over the cap: one record stands for every remaining misfired occurrence.
+        first, last, count = cursor, cursor, 0
+        while cursor is not None and cursor < grace_cut and count < MISFIRE_COUNT_LIMIT:
+            last, count = cursor, count + 1
+            cursor = job.next_after(cursor)
+        if cursor is not None and cursor < grace_cut:
+            cursor = job.next_after(grace_cut - timedelta(milliseconds=1))
+        capped = CappedMisfire(first, last, count, reason_for(first))
+        break
+    return ClaimPlan(
+        queued=queued,
+        skipped=skipped,
+        capped=capped,
+        next_run_at=cursor,
+        complete=cursor is None and not job.schedule.is_one_shot,
+    )
+
+
+@dataclass
+class TickReport:
+    candidates: int = 0
+    claimed_jobs: int = 0
+    dispatched: int = 0
+    skipped: int = 0
+    redispatched: int = 0
+    lost_races: int = 0
+    send_failures: int = 0
+    over_capacity: int = 0
+    duration_ms: int = 0
+    dispatched_run_ids: list[str] = field(default_factory=list)
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        store: JobStore,
+        queues: RunQueues,
+        clock: Clock,
+        *,
+        horizon: timedelta = timedelta(seconds=120),
+        tick_period: timedelta = timedelta(seconds=60),
+        redispatch_after: timedelta = timedelta(seconds=30),
+        max_dispatch: int = 5000,
+        threads: int = 8,
+    ) -> None:
+        self.store = store
+        self.queues = queues
+        self.clock = clock
+        self.horizon = horizon
+        self.tick_period = tick_period
+        self.redispatch_after = redispatch_after
+        self.max_dispatch = max_dispatch
+        self.threads = threads
+        # Fault injection for tests: raise after claiming, before sending (a tick that dies mid-flight).
+        self.crash_after_claim = False
+
+    # ------------------------------------------------------------ the tick
+
+    def claim_due_runs(self) -> TickReport:
+        started = time.monotonic()
+        now = self.clock.now()
+        horizon_end = now + self.horizon
+        report = TickReport()
+        with ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="claim") as pool:
+            shards = [str(s) for s in range(self.store.shards)]
+            pages = pool.map(
+                lambda s: list(self.store.query_due(s, to_ms(horizon_end), max_items=self.max_dispatch)),
+                shards,
+            )
+            now_ms = to_ms(now)
+            items = [
+                i
+                for page in pages
+                for i in page
+                if i.kind is ItemKind.JOB or (i.kind is ItemKind.RUN and i.due_at <= now_ms)
+            ]
+            report.candidates = len(items)
+            urgent_ms = to_ms(now + self.tick_period)
+            # Must-go-now first, then priority 9..0, then the oldest: when over capacity, high priority wins.
+            items.sort(key=lambda i: (i.due_at > urgent_ms, -i.priority, i.due_at))
+            if len(items) > self.max_dispatch:
+                report.over_capacity = len(items) - self.max_dispatch
+                logger.warning("more due than one tick dispatches", extra={"deferred": report.over_capacity})
+                items = items[: self.max_dispatch]
+            # Claim in priority-ordered slices; each slice is sent before the next is claimed.
+            step = max(10, self.threads * 5)
+            for start in range(0, len(items), step):
+                chunk = items[start : start + step]
+                outgoing: list[Outgoing] = []
+                for result in pool.map(lambda item: self._claim_item(item, now, horizon_end, report), chunk):
+                    outgoing.extend(result)
+                if self.crash_after_claim:
+                    raise CrashInjected("tick died after claiming, before sending")
+                self._send(outgoing, report)
+        report.duration_ms = int((time.monotonic() - started) * 1000)
+        metrics.add_metric(name="TickDurationMs", unit="Milliseconds", value=report.duration_ms)
+        logger.info(
+            "tick done",
+            extra={k: v for k, v in report.__dict__.items() if k != "dispatched_run_ids"},
+        )
+        return report
+
+    def dispatch_job(self, job: Job) -> TickReport:
+        """Claim and send a newly created job's occurrences right away when they fall within the horizon."""
+        report = TickReport()
+        now = self.clock.now()
+        if job.state is not JobState.ACTIVE or job.next_run_at is None or job.next_run_at > now + self.horizon:
+            return report
+        outgoing = self._claim_job(ClaimableJob.from_job(job), now, now + self.horizon, report)
+        self._send(outgoing, report)
+        return report
+
+    # ------------------------------------------------------------ claims
+
+    def _claim_item(self, item: DueItem, now: datetime, horizon_end: datetime, report: TickReport) -> list[Outgoing]:
+        try:
+            if item.kind is ItemKind.RUN:
+                return self._redispatch(item, now, report)
+            return self._claim_job(ClaimableJob.from_due(item), now, horizon_end, report)
+        except Exception:
+            # One bad item must not stop the tick; it stays in the index and is tried again.
+            logger.exception("claim failed", extra={"due_item": item.attrs.get("run_id") or item.attrs.get("job_id")})
+            return []
+
+    def _claim_job(self, job: ClaimableJob, now: datetime, horizon_end: datetime, report: TickReport) -> list[Outgoing]:
+        outgoing: list[Outgoing] = []
+        for _ in range(MAX_CLAIM_ROUNDS):
+            plan = plan_claim(job, now=now, horizon_end=horizon_end)
+            runs = self._runs_of(job, plan, now)
+            if not self.store.claim(
+                job_id=job.job_id,
+                expected_version=job.version,
+                next_run_at=plan.next_run_at,
+                complete=plan.complete,
+                runs=runs,
+                now=now,
+                redispatch_after=self.redispatch_after,
+            ):
+                report.lost_races += 1  # another tick won, or the job changed: nothing to do
+                return outgoing
+            report.claimed_jobs += 1
+            skipped = [r for r in runs if r.status is RunStatus.SKIPPED]
+            report.skipped += sum(r.skipped_count or 1 for r in skipped)
+            for run in skipped:
+                metrics.add_metric(name="RunsSkipped", unit="Count", value=run.skipped_count or 1)
+                logger.info(
+                    "run skipped",
+                    extra={
+                        "run_id": run.id,
+                        "job_id": run.job_id,
+                        "skip_reason": run.skip_reason,
+                        "skipped_count": run.skipped_count,
+                    },
+                )
+            outgoing += [self._outgoing(r) for r in runs if r.status is RunStatus.QUEUED]
+            if plan.next_run_at is None or plan.next_run_at > horizon_end:
+                return outgoing
+            job = ClaimableJob(**{**job.__dict__, "version": job.version + 1, "next_run_at": plan.next_run_at})
+        return outgoing
+
+    def _runs_of(self, job: ClaimableJob, plan: ClaimPlan, now: datetime) -> list[Run]:
+        base = {"job_id": job.job_id, "tenant": job.tenant, "priority": job.priority}
+        runs = [
+            Run(
+                id=run_id_for(job.job_id, at),
+                scheduled_for=at,
+                status=RunStatus.QUEUED,
+                enqueued_at=now,
+                **base,
+            )
+            for at in plan.queued
+        ]
+        runs += [
+            Run(
+                id=run_id_for(job.job_id, at),
+                scheduled_for=at,
+                status=RunStatus.SKIPPED,
+                skip_reason=reason,
+                finished_at=now,
+                **base,
+            )
+            for at, reason in plan.skipped
+        ]
+        if plan.capped is not None:
+            runs.append(
+                Run(
+                    id=run_id_for(job.job_id, plan.capped.first),
+                    scheduled_for=plan.capped.first,
+                    status=RunStatus.SKIPPED,
+                    skip_reason=plan.capped.reason,
+                    skipped_count=plan.capped.count,
+                    skipped_until=plan.capped.last,
+                    finished_at=now,
+                    **base,
+                )
+            )
+        return runs
+
+    def _redispatch(self, item: DueItem, now: datetime, report: TickReport) -> list[Outgoing]:
+        """A claimed run nobody leased: send it again, once per REDISPATCH_BACKOFF."""
+        a = item.attrs
+        if a.get("status") != RunStatus.QUEUED.value:
+            return []
+        if not self.store.postpone_redispatch(
+            a["run_id"], expected_due_at=item.due_at, new_due_at=to_ms(now + REDISPATCH_BACKOFF)
+        ):
+            return []  # another tick is re-sending it, or an executor just leased it
+        report.redispatched += 1
+        logger.warning("re-sending a claimed run that no executor leased", extra={"run_id": a["run_id"]})
+        run = Run(
+            id=a["run_id"],
+            job_id=a["job_id"],
+            tenant=a["tenant"],
+            scheduled_for=a["scheduled_for"],
+            status=RunStatus.QUEUED,
+            priority=int(a.get("priority", 5)),
+        )
+        return [self._outgoing(run)]
+
+    @staticmethod
+    def _outgoing(run: Run) -> Outgoing:
+        message = RunMessage(run_id=run.id, job_id=run.job_id, tenant=run.tenant, scheduled_for=run.scheduled_for)
+        return Outgoing(message=message, band=Band.of_priority(run.priority), delay_seconds=0)
+
+    # ------------------------------------------------------------ sending
+
+    def send_runs(self, runs: Iterable[Run]) -> TickReport:
+        """Send runs created outside a tick (trigger, retry, redrive)."""
+        report = TickReport()
+        self._send([self._outgoing(r) for r in runs], report)
+        return report
+
+    def _send(self, outgoing: list[Outgoing], report: TickReport) -> None:
+        if not outgoing:
+            return
+        # The delay is computed at the last moment, so time spent claiming never makes a run early.
+        now = self.clock.now()
+        timed = [
+            Outgoing(o.message, o.band, delay_for((o.message.scheduled_for - now).total_seconds())) for o in outgoing
+        ]
+        sent = self.queues.send(timed)
+        report.dispatched += len(sent.sent)
+        report.dispatched_run_ids.extend(sent.sent)
+        report.send_failures += len(sent.failed)
+        if sent.failed:
+            # They stay in the due index: the next tick re-sends them after redispatch_after.
+            logger.error("SQS refused some messages", extra={"run_ids": sent.failed})
+        if sent.sent:
+            metrics.add_metric(name="RunsDispatched", unit="Count", value=len(sent.sent))
+            lag = [max(0, to_ms(now) - to_ms(o.message.scheduled_for)) for o in timed]
+            metrics.add_metric(name="DispatchLagMs", unit="Milliseconds", value=max(lag))

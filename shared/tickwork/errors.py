@@ -1,0 +1,62 @@
+"""Domain errors the API turns into problem details (RFC 9457)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+
+@dataclass(frozen=True)
+class FieldError:
+    field: str
+    message: str
+
+
+class TickworkError(Exception):
+    status = 500
+    title = "Internal error"
+
+
+class InvalidInput(TickworkError):
+    """Bad input, naming each offending field. Nothing was written."""
+
+    status = 422
+    title = "Invalid input"
+
+    def __init__(self, errors: list[FieldError]) -> None:
+        self.errors = errors
+        super().__init__("; ".join(f"{e.field}: {e.message}" for e in errors))
+
+    @classmethod
+    def one(cls, field: str, message: str) -> InvalidInput:
+        return cls([FieldError(field, message)])
+
+    @classmethod
+    def from_validation(cls, exc: ValidationError, prefix: str = "") -> InvalidInput:
+        errors = []
+        for err in exc.errors():
+            path = ".".join(str(p) for p in err["loc"])
+            field = ".".join(p for p in (prefix, path) if p) or prefix or "body"
+            message = err["msg"].removeprefix("Value error, ")
+            errors.append(FieldError(field, message))
+        return cls(errors)
+
+
+class PayloadTooLarge(TickworkError):
+    status = 413
+    title = "Payload too large"
+
+    def __init__(self, size: int, limit: int) -> None:
+        self.errors = [FieldError("payload", f"{size} bytes exceeds the limit of {limit} bytes")]
+        super().__init__(self.errors[0].message)
+
+
+class NotFound(TickworkError):
+    status = 404
+    title = "Not found"
+
+
+class Conflict(TickworkError):
+    status = 409
+    title = "Conflict"

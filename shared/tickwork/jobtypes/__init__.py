@@ -1,0 +1,37 @@
+"""Job types: a registry that users extend in the layer with a decorator.
+
+from pydantic import BaseModel
+from tickwork.jobtypes import job_type, RunContext
+
+class ResizePayload(BaseModel):
+    bucket: str
+    key: str
+
+@job_type("resize", ResizePayload)
+def resize(payload: ResizePayload, ctx: RunContext) -> dict:
+    ...  # return a JSON-serialisable result; raise to fail (and retry)
+"""
+
+from __future__ import annotations
+
+# Importing registers the built-in types.
+from tickwork.jobtypes import echo, http, lambda_invoke  # noqa: F401
+from tickwork.jobtypes.registry import (
+    JobType,
+    PermanentJobError,
+    RunContext,
+    RunTimeout,
+    UnknownJobType,
+    job_type,
+    registry,
+)
+
+__all__ = [
+    "JobType",
+    "PermanentJobError",
+    "RunContext",
+    "RunTimeout",
+    "UnknownJobType",
+    "job_type",
+    "registry",
+]

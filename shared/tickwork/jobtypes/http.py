@@ -1,0 +1,159 @@
+"""`http`: calls a URL with `Idempotency-Key: <run id>`; non-2xx fails (and retries).
+
+Server-side request forgery guard: link-local and cloud metadata addresses are refused always; private,
+loopback and other non-public addresses unless HTTP_ALLOWLIST names a network that holds them. The check
+runs on every address the host resolves to at call time, and the connection goes to the checked address
+(no second lookup an attacker could rebind).
+"""
+
+from __future__ import annotations
+
+import http.client
+import ipaddress
+import json
+import socket
+import ssl
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from tickwork.jobtypes.registry import PermanentJobError, RunContext, job_type
+
+MAX_RESPONSE_BYTES = 256 * 1024
+_ALWAYS_BLOCKED = [
+    ipaddress.ip_network("169.254.0.0/16"),  # link-local, incl. EC2/ECS metadata 169.254.169.254, 169.254.170.2
+    ipaddress.ip_network("fe80::/10"),
+    ipaddress.ip_network("fd00:ec2::/32"),  # EC2 IPv6 metadata
+    ipaddress.ip_network("100.100.100.200/32"),  # Alibaba metadata
+]
+_BLOCKED_HOSTS = {"metadata.google.internal", "metadata", "instance-data", "instance-data.ec2.internal"}
+
+
+class UrlRefused(PermanentJobError):
+    pass
+
+
+class HttpStatusError(RuntimeError):
+    pass
+
+
+def refusal(address: str, allowlist: tuple[str, ...]) -> str | None:
+    """Why this address may not be called, or None when it may."""
+    ip = ipaddress.ip_address(address)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    if any(ip in net for net in _ALWAYS_BLOCKED):
+        return f"{ip} is link-local or a cloud metadata address"
+    if ip.is_global:
+        return None
+    if any(ip in ipaddress.ip_network(net, strict=False) for net in allowlist):
+        return None
+    return f"{ip} is private or loopback and not in HTTP_ALLOWLIST"
+
+
+class HttpPayload(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(min_length=8, max_length=2048)
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"] = "POST"
+    headers: dict[str, str] = Field(default_factory=dict)
+    body: Any = None
+    timeout: float = Field(default=10, gt=0, le=840)
+
+    @field_validator("method", mode="before")
+    @classmethod
+    def _upper(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value
+
+    @field_validator("url")
+    @classmethod
+    def _checked_url(cls, value: str, info: ValidationInfo) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("url must be an absolute http:// or https:// URL")
+        host = parts.hostname.lower().rstrip(".")
+        if host in _BLOCKED_HOSTS:
+            raise ValueError(f"url host {host!r} is a cloud metadata endpoint")
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            return value  # a name: checked after resolution, when the run executes
+        allowlist = tuple((info.context or {}).get("http_allowlist", ()))
+        reason = refusal(host, allowlist)
+        if reason:
+            raise ValueError(f"url refused: {reason}")
+        return value
+
+
+def _resolve(host: str, port: int, allowlist: tuple[str, ...]) -> str:
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    addresses = [str(info[4][0]) for info in infos]
+    for address in addresses:
+        reason = refusal(address, allowlist)
+        if reason:
+            raise UrlRefused(f"url refused: {host} resolves to {reason}")
+    return addresses[0]
+
+
+class _PinnedHTTPSConnection(http.client.HTTPSConnection):
+    """HTTPS to a checked address, verifying the certificate for the original host name."""
+
+    def __init__(self, host: str, address: str, port: int, timeout: float) -> None:
+        super().__init__(host, port, timeout=timeout, context=ssl.create_default_context())
+        self._address = address
+
+    def connect(self) -> None:
+        sock = socket.create_connection((self._address, self.port), self.timeout)
+        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)  # type: ignore[attr-defined]
+
+
+@job_type("http", HttpPayload)
+def call_url(payload: HttpPayload, ctx: RunContext) -> dict[str, Any]:
+    """Calls `url` with `Idempotency-Key: <run id>`; the result holds status, headers and body."""
+    parts = urlsplit(payload.url)
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    address = _resolve(host, port, ctx.http_allowlist)
+    timeout = max(0.1, min(payload.timeout, ctx.remaining_seconds()))
+    conn: http.client.HTTPConnection
+    if parts.scheme == "https":
+        conn = _PinnedHTTPSConnection(host, address, port, timeout)
+    else:
+        conn = http.client.HTTPConnection(address, port, timeout=timeout)
+    headers = {"User-Agent": "tickwork/1", **payload.headers, "Idempotency-Key": ctx.run_id}
+    headers.setdefault("Host", parts.netloc)
+    body: bytes | None = None
+    if payload.body is not None:
+        if isinstance(payload.body, str):
+            body = payload.body.encode()
+        else:
+            body = json.dumps(payload.body).encode()
+            headers.setdefault("Content-Type", "application/json")
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    try:
+        conn.request(payload.method, path, body=body, headers=headers)
+        response = conn.getresponse()
+        raw = response.read(MAX_RESPONSE_BYTES + 1)
+    finally:
+        conn.close()
+    text = raw[:MAX_RESPONSE_BYTES].decode("utf-8", errors="replace")
+    content: Any = text
+    if "json" in (response.getheader("Content-Type") or ""):
+        try:
+            content = json.loads(text)
+        except ValueError:
+            content = text
+    result = {
+        "status": response.status,
+        "headers": dict(response.getheaders()),
+        "body": content,
+        "truncated": len(raw) > MAX_RESPONSE_BYTES,
+    }
+    if not 200 <= response.status < 300:
+        raise HttpStatusError(
+            f"{payload.method} {parts.scheme}://{parts.netloc}{parts.path} returned {response.status}"
+        )
+    return result

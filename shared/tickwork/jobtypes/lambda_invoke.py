@@ -1,0 +1,47 @@
+"""`lambda`: invokes a function synchronously with the payload; a function error is a failure."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from tickwork.jobtypes.registry import RunContext, job_type
+
+_FUNCTION = re.compile(r"^(arn:aws[a-zA-Z-]*:lambda:[a-z0-9-]+:\d{12}:function:)?[A-Za-z0-9_-]{1,64}(:[\w$-]+)?$")
+
+
+class LambdaPayload(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    function_arn: str = Field(min_length=1, max_length=170)
+    payload: Any = Field(default_factory=dict)
+
+    @field_validator("function_arn")
+    @classmethod
+    def _valid_function(cls, value: str) -> str:
+        if not _FUNCTION.match(value):
+            raise ValueError("function_arn must be a Lambda function name or ARN")
+        return value
+
+
+class FunctionError(RuntimeError):
+    pass
+
+
+@job_type("lambda", LambdaPayload)
+def invoke_function(payload: LambdaPayload, ctx: RunContext) -> Any:
+    """Invokes `function_arn` with `payload` (RequestResponse); returns the function's response."""
+    client = ctx.clients.client("lambda")
+    response = client.invoke(
+        FunctionName=payload.function_arn,
+        InvocationType="RequestResponse",
+        Payload=json.dumps({"payload": payload.payload, "run_id": ctx.run_id, "job_id": ctx.job_id}).encode(),
+    )
+    raw = response["Payload"].read()
+    body: Any = json.loads(raw) if raw else None
+    if response.get("FunctionError"):
+        raise FunctionError(f"{payload.function_arn} failed ({response['FunctionError']}): {str(body)[:500]}")
+    return body

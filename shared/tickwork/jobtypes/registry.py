@@ -1,0 +1,115 @@
+"""The job type registry and the context a handler runs in."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+from tickwork.clock import Clock
+
+
+class UnknownJobType(LookupError):
+    pass
+
+
+class PermanentJobError(Exception):
+    """Raise from a handler when retrying cannot help (bad input): the run fails without retries."""
+
+
+class RunTimeout(TimeoutError):
+    """The run outlived its timeout (or the Lambda's remaining time)."""
+
+
+@dataclass
+class RunContext:
+    """What a handler may use: ids, its attempt number, a deadline, and a cooperative sleep."""
+
+    run_id: str
+    job_id: str
+    tenant: str
+    attempt: int
+    deadline: datetime
+    clock: Clock
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    http_allowlist: tuple[str, ...] = ()
+    clients: Any = None  # a factory of boto3 clients, for types that call AWS (see jobtypes.lambda_invoke)
+    on_tick: Callable[[], None] | None = None  # the heartbeat, called between sleep slices
+
+    def remaining_seconds(self) -> float:
+        return (self.deadline - self.clock.now()).total_seconds()
+
+    def check(self) -> None:
+        """Raise if the run should stop: cancelled (lease lost, timeout) or past its deadline."""
+        if self.cancelled.is_set():
+            raise RunTimeout("run cancelled: its lease was lost or it timed out")
+        if self.remaining_seconds() <= 0:
+            raise RunTimeout("run exceeded its timeout")
+
+    def sleep(self, seconds: float, *, slice_seconds: float = 5.0) -> None:
+        """Sleep in slices, beating the heartbeat between them and stopping at the deadline."""
+        left = seconds
+        while left > 0:
+            self.check()
+            step = min(left, slice_seconds, max(self.remaining_seconds(), 0))
+            if step <= 0:
+                self.check()
+                break
+            self.clock.sleep(step)
+            left -= step
+            if self.on_tick is not None:
+                self.on_tick()
+        self.check()
+
+
+Handler = Callable[[Any, RunContext], Any]
+
+
+@dataclass(frozen=True)
+class JobType:
+    name: str
+    payload_model: type[BaseModel]
+    handler: Handler
+    description: str = ""
+
+    def parse(self, payload: dict[str, Any], *, context: dict[str, Any] | None = None) -> BaseModel:
+        return self.payload_model.model_validate(payload, context=context or {})
+
+
+class JobTypeRegistry:
+    def __init__(self) -> None:
+        self._types: dict[str, JobType] = {}
+
+    def register(self, job: JobType) -> None:
+        if job.name in self._types:
+            raise ValueError(f"job type {job.name!r} is already registered")
+        self._types[job.name] = job
+
+    def get(self, name: str) -> JobType:
+        try:
+            return self._types[name]
+        except KeyError:
+            raise UnknownJobType(f"unknown job type {name!r}; known: {', '.join(sorted(self._types))}") from None
+
+    def names(self) -> list[str]:
+        return sorted(self._types)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._types
+
+
+registry = JobTypeRegistry()
+
+
+def job_type(name: str, payload_model: type[BaseModel], *, description: str = "") -> Callable[[Handler], Handler]:
+    """Register a handler for a job type. The payload is validated with `payload_model` at create time."""
+
+    def decorate(fn: Handler) -> Handler:
+        registry.register(JobType(name, payload_model, fn, description or (fn.__doc__ or "").strip()))
+        return fn
+
+    return decorate

@@ -1,0 +1,228 @@
+"""Tickwork's domain models: jobs, runs, and the messages between tick and executor."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from tickwork.clock import from_ms, to_ms
+from tickwork.schedule import Schedule, UtcDatetime
+
+MAX_TIMEOUT_SECONDS = 840  # the executor Lambda has 900 s; 60 s stay for lease, result and bookkeeping
+DEFAULT_MISFIRE_GRACE_SECONDS = 900  # the 15-minute start threshold
+
+
+class Band(StrEnum):
+    """Priority bands, one SQS queue each: high 7-9, normal 3-6, low 0-2."""
+
+    HIGH = "high"
+    NORMAL = "normal"
+    LOW = "low"
+
+    @classmethod
+    def of_priority(cls, priority: int) -> Band:
+        if priority >= 7:
+            return cls.HIGH
+        return cls.NORMAL if priority >= 3 else cls.LOW
+
+
+class JobState(StrEnum):
+    ACTIVE = "ACTIVE"
+    PAUSED = "PAUSED"
+    CANCELLED = "CANCELLED"
+    COMPLETED = "COMPLETED"
+
+
+class RunStatus(StrEnum):
+    QUEUED = "QUEUED"
+    RUNNING = "RUNNING"
+    RETRYING = "RETRYING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    SKIPPED = "SKIPPED"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.SKIPPED)
+
+
+class SkipReason(StrEnum):
+    PAUSED = "paused"
+    CANCELLED = "cancelled"
+    MISFIRED = "misfired"
+    OVERLAP = "overlap"
+    JOB_DELETED = "job_deleted"
+
+
+class OverlapPolicy(StrEnum):
+    """What to do when an occurrence starts while the job's previous run is still running."""
+
+    ALLOW = "ALLOW"
+    SKIP = "SKIP"
+
+
+class RunTrigger(StrEnum):
+    SCHEDULE = "schedule"
+    MANUAL = "manual"
+
+
+class RetryPolicy(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_attempts: int = Field(default=3, ge=1, le=100)
+    backoff_seconds: float = Field(default=2, gt=0, le=3600)
+    # 900 s is also SQS's longest message delay, so a backoff never outlives one visibility change.
+    max_backoff_seconds: float = Field(default=900, gt=0, le=43200)
+
+    @model_validator(mode="after")
+    def _cap_above_base(self) -> RetryPolicy:
+        if self.max_backoff_seconds < self.backoff_seconds:
+            raise ValueError("max_backoff_seconds must be at least backoff_seconds")
+        return self
+
+
+_ID = re.compile(r"^j[0-9a-z]{25}$")
+_RUN_ID = re.compile(r"^(j[0-9a-z]{25})\.(\d{13})(\.m)?$")
+_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case
+
+
+def new_job_id(now_ms: int | None = None) -> str:
+    """Time-ordered, collision-resistant: 10 chars of milliseconds then 15 random chars (ULID-like)."""
+    ms = int(time.time() * 1000) if now_ms is None else now_ms
+    head = "".join(_ALPHABET[(ms >> shift) & 31] for shift in range(45, -5, -5))
+    rand = int.from_bytes(os.urandom(10), "big")
+    tail = "".join(_ALPHABET[(rand >> shift) & 31] for shift in range(70, -5, -5))[:15]
+    return "j" + head + tail
+
+
+def is_job_id(value: str) -> bool:
+    return bool(_ID.match(value))
+
+
+def run_id_for(job_id: str, scheduled_for: datetime, trigger: RunTrigger = RunTrigger.SCHEDULE) -> str:
+    """Deterministic: the same job and occurrence always name the same run (the claim's lock key)."""
+    suffix = ".m" if trigger is RunTrigger.MANUAL else ""
+    return f"{job_id}.{to_ms(scheduled_for):013d}{suffix}"
+
+
+def parse_run_id(run_id: str) -> tuple[str, datetime, RunTrigger] | None:
+    match = _RUN_ID.match(run_id)
+    if not match:
+        return None
+    trigger = RunTrigger.MANUAL if match.group(3) else RunTrigger.SCHEDULE
+    return match.group(1), from_ms(int(match.group(2))), trigger
+
+
+class Job(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    tenant: str = Field(min_length=1, max_length=128)
+    name: str = Field(min_length=1, max_length=200)
+    type: str = Field(min_length=1, max_length=64)
+    payload: dict[str, Any] = Field(default_factory=dict)
+    schedule: Schedule
+    priority: int = Field(default=5, ge=0, le=9)
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    timeout_seconds: int = Field(default=300, ge=1, le=MAX_TIMEOUT_SECONDS)
+    misfire_grace_seconds: int = Field(default=DEFAULT_MISFIRE_GRACE_SECONDS, ge=0, le=7 * 86400)
+    overlap: OverlapPolicy = OverlapPolicy.ALLOW
+    tags: dict[str, str] = Field(default_factory=dict)
+    state: JobState = JobState.ACTIVE
+    next_run_at: UtcDatetime | None = None
+    created_at: UtcDatetime
+    updated_at: UtcDatetime
+    paused_at: UtcDatetime | None = None
+    resumed_at: UtcDatetime | None = None
+    version: int = 1
+
+    @property
+    def band(self) -> Band:
+        return Band.of_priority(self.priority)
+
+    def next_occurrence_after(self, instant: datetime) -> datetime | None:
+        return self.schedule.next_after(instant, anchor=self.created_at, hash_key=self.id)
+
+
+class RunError(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    type: str
+    message: str
+
+
+class RunResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    location: str
+    sha256: str
+    bytes: int
+
+
+class Run(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    job_id: str
+    tenant: str
+    scheduled_for: UtcDatetime
+    status: RunStatus
+    priority: int = Field(default=5, ge=0, le=9)
+    trigger: RunTrigger = RunTrigger.SCHEDULE
+    attempts: int = 0
+    max_attempts: int | None = None
+    enqueued_at: UtcDatetime | None = None
+    started_at: UtcDatetime | None = None
+    finished_at: UtcDatetime | None = None
+    lateness_ms: int | None = None
+    duration_ms: int | None = None
+    error: RunError | None = None
+    result: RunResult | None = None
+    skip_reason: SkipReason | None = None
+    # A capped misfire record stands for this many occurrences, up to skipped_until.
+    skipped_count: int | None = None
+    skipped_until: UtcDatetime | None = None
+    lease_until: UtcDatetime | None = None
+
+    @property
+    def band(self) -> Band:
+        return Band.of_priority(self.priority)
+
+
+class RunMessage(BaseModel):
+    """The SQS body from tick to executor: small, because the run record holds the rest."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    v: Literal[1] = 1
+    run_id: str = Field(min_length=28, max_length=64)
+    job_id: str
+    tenant: str
+    scheduled_for: UtcDatetime
+
+    @model_validator(mode="after")
+    def _ids_agree(self) -> RunMessage:
+        parsed = parse_run_id(self.run_id)
+        if parsed is None or parsed[0] != self.job_id:
+            raise ValueError("run_id does not belong to job_id")
+        return self
+
+
+class DeadLetter(BaseModel):
+    """What the executor puts on a band's DLQ when a run has no attempts left."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    v: Literal[1] = 1
+    run_id: str
+    job_id: str
+    tenant: str
+    attempts: int
+    error: RunError
+    failed_at: UtcDatetime

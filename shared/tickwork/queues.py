@@ -1,0 +1,87 @@
+"""SQS data access: the band queues and their dead-letter queues."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tickwork.models import Band, DeadLetter, RunMessage
+
+MAX_DELAY_SECONDS = 900  # SQS's per-message DelaySeconds limit
+BATCH = 10  # SQS's batch limit
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    message: RunMessage
+    band: Band
+    delay_seconds: int
+
+
+@dataclass
+class SendReport:
+    sent: list[str] = field(default_factory=list)  # run ids
+    failed: list[str] = field(default_factory=list)
+
+
+def delay_for(seconds_until_due: float) -> int:
+    """DelaySeconds = ceil(max(0, scheduled_for - now)), capped by SQS: a run never starts early."""
+    return min(MAX_DELAY_SECONDS, max(0, math.ceil(seconds_until_due)))
+
+
+class RunQueues:
+    """Sends run messages to band queues in batches of 10. Takes its client; builds none."""
+
+    def __init__(self, client: Any, queue_urls: dict[Band, str], dlq_urls: dict[Band, str]) -> None:
+        self._sqs = client
+        self.queue_urls = queue_urls
+        self.dlq_urls = dlq_urls
+
+    def send(self, outgoing: Sequence[Outgoing]) -> SendReport:
+        """One SendMessageBatch per 10 messages of a band. Entries SQS refuses are reported, not raised."""
+        report = SendReport()
+        by_band: dict[Band, list[Outgoing]] = {}
+        for item in outgoing:
+            by_band.setdefault(item.band, []).append(item)
+        for band, items in by_band.items():
+            for chunk in _chunks(items, BATCH):
+                entries = [
+                    {
+                        "Id": str(i),
+                        "MessageBody": item.message.model_dump_json(),
+                        "DelaySeconds": item.delay_seconds,
+                    }
+                    for i, item in enumerate(chunk)
+                ]
+                response = self._sqs.send_message_batch(QueueUrl=self.queue_urls[band], Entries=entries)
+                failed_ids = {f["Id"] for f in response.get("Failed", [])}
+                for i, item in enumerate(chunk):
+                    (report.failed if str(i) in failed_ids else report.sent).append(item.message.run_id)
+        return report
+
+    def change_visibility(self, queue_url: str, receipt_handle: str, seconds: int) -> None:
+        self._sqs.change_message_visibility(
+            QueueUrl=queue_url, ReceiptHandle=receipt_handle, VisibilityTimeout=max(0, min(43200, seconds))
+        )
+
+    def dead_letter(self, band: Band, letter: DeadLetter) -> None:
+        self._sqs.send_message(
+            QueueUrl=self.dlq_urls[band],
+            MessageBody=letter.model_dump_json(),
+            MessageAttributes={"run_id": {"DataType": "String", "StringValue": letter.run_id}},
+        )
+
+    def dead_letter_raw(self, band: Band, body: str, reason: str) -> None:
+        """A message the executor cannot even parse goes to the DLQ with the reason, not back to the queue."""
+        self._sqs.send_message(
+            QueueUrl=self.dlq_urls[band],
+            MessageBody=json.dumps({"v": 1, "malformed": True, "reason": reason, "body": body[:200_000]}),
+        )
+
+
+def _chunks(items: Sequence[Outgoing], size: int) -> Iterable[Sequence[Outgoing]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

@@ -1,0 +1,85 @@
+"""Builds the domain objects from settings and lazily built clients: the one wiring shared by all handlers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from functools import cached_property
+
+from tickwork.aws import AwsClients
+from tickwork.clock import Clock, SystemClock
+from tickwork.dispatch import Dispatcher
+from tickwork.executor import RunExecutor
+from tickwork.jobs import JobService
+from tickwork.jobtypes import registry
+from tickwork.models import Band
+from tickwork.queues import RunQueues
+from tickwork.results import ResultStore
+from tickwork.settings import Settings, load_settings
+from tickwork.store import JobStore
+
+
+@dataclass
+class Services:
+    settings: Settings
+    clients: AwsClients = field(default_factory=AwsClients)
+    clock: Clock = field(default_factory=SystemClock)
+
+    @classmethod
+    def from_env(cls) -> Services:
+        return cls(settings=load_settings())
+
+    @cached_property
+    def store(self) -> JobStore:
+        s = self.settings
+        return JobStore(
+            self.clients.client("dynamodb"),
+            s.table_name,
+            shards=s.due_shards,
+            retention_days=s.run_retention_days,
+        )
+
+    @cached_property
+    def queues(self) -> RunQueues:
+        s = self.settings
+        return RunQueues(
+            self.clients.client("sqs"),
+            {band: s.queue_url(band) for band in Band},
+            {band: s.dlq_url(band) for band in Band},
+        )
+
+    @cached_property
+    def results(self) -> ResultStore:
+        return ResultStore(self.clients.client("s3"), self.settings.results_bucket)
+
+    @cached_property
+    def dispatcher(self) -> Dispatcher:
+        s = self.settings
+        return Dispatcher(
+            self.store,
+            self.queues,
+            self.clock,
+            horizon=timedelta(seconds=s.horizon_seconds),
+            tick_period=timedelta(seconds=s.tick_period_seconds),
+            redispatch_after=timedelta(seconds=s.redispatch_after_seconds),
+            max_dispatch=s.max_dispatch_per_tick,
+            threads=s.claim_threads,
+        )
+
+    @cached_property
+    def executor(self) -> RunExecutor:
+        return RunExecutor(
+            self.store,
+            self.results,
+            self.queues,
+            registry,
+            self.clock,
+            http_allowlist=self.settings.http_allowlist,
+            clients=self.clients,
+        )
+
+    @cached_property
+    def jobs(self) -> JobService:
+        return JobService(
+            self.store, self.dispatcher, self.results, self.clock, http_allowlist=self.settings.http_allowlist
+        )

@@ -1,0 +1,584 @@
+"""DynamoDB data access: jobs and runs in one table, with a sparse, sharded due index.
+
+Layout (single table, pk/sk strings):
+- job:  pk=JOB#<job_id>  sk=JOB
+- run:  pk=JOB#<job_id>  sk=RUN#<scheduled ms, 13 digits>[#m]   (runs of a job sort by time)
+
+Indexes:
+- `due-index` (sparse; due_shard, due_at ms): the queue of claimable work. A job carries the keys while it
+  is ACTIVE with a next occurrence; a run carries them from its claim until an executor leases it
+  (due_at = when to re-send it if nobody has: orphan recovery). Claiming and leasing REMOVE the keys.
+- `tenant-index` (tenant_key, tenant_sort): a tenant's jobs newest first (T#<tenant>#JOB) and its
+  FAILED runs newest first (T#<tenant>#FAILED), so the API never scans.
+
+Every state change is a conditional write; the condition is the lock (see README, "How the promises hold").
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+from enum import StrEnum
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.exceptions import ClientError
+
+from tickwork.clock import iso, to_ms
+from tickwork.models import (
+    Job,
+    JobState,
+    Run,
+    RunError,
+    RunResult,
+    RunStatus,
+    RunTrigger,
+    SkipReason,
+    parse_run_id,
+)
+
+DUE_INDEX = "due-index"
+TENANT_INDEX = "tenant-index"
+# The due index projects only what a claim needs (never the payload): template.yaml must list the same.
+DUE_INDEX_PROJECTION = (
+    "kind",
+    "job_id",
+    "run_id",
+    "tenant",
+    "priority",
+    "schedule",
+    "state",
+    "version",
+    "next_run_at",
+    "misfire_grace_seconds",
+    "paused_at",
+    "resumed_at",
+    "status",
+    "scheduled_for",
+    "overlap",
+    "type",
+    "trigger",
+    "created_at",
+)
+
+_ser = TypeSerializer()
+_des = TypeDeserializer()
+
+
+class ItemKind(StrEnum):
+    JOB = "JOB"
+    RUN = "RUN"
+
+
+def shard_of(job_id: str, shards: int) -> str:
+    """Stable shard for a job and all its runs. Shards may grow, never shrink (old ones stay queried)."""
+    return str(zlib.crc32(job_id.encode()) % shards)
+
+
+def job_key(job_id: str) -> dict[str, Any]:
+    return {"pk": {"S": f"JOB#{job_id}"}, "sk": {"S": "JOB"}}
+
+
+def run_key(run_id: str) -> dict[str, Any]:
+    parsed = parse_run_id(run_id)
+    if parsed is None:
+        raise ValueError(f"not a run id: {run_id!r}")
+    job_id, scheduled_for, trigger = parsed
+    suffix = "#m" if trigger is RunTrigger.MANUAL else ""
+    return {"pk": {"S": f"JOB#{job_id}"}, "sk": {"S": f"RUN#{to_ms(scheduled_for):013d}{suffix}"}}
+
+
+def _plain(value: Any) -> Any:
+    """DynamoDB's Decimals back to int/float."""
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | set):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _dynamo(value: Any) -> Any:
+    """JSON-ish Python to what TypeSerializer takes (floats become Decimals, None values dropped)."""
+    if isinstance(value, float):
+        return Decimal(str(value))
+    if isinstance(value, dict):
+        return {k: _dynamo(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_dynamo(v) for v in value]
+    return value
+
+
+def serialize(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _ser.serialize(_dynamo(v)) for k, v in attrs.items() if v is not None}
+
+
+def deserialize(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _plain(_des.deserialize(v)) for k, v in item.items()}
+
+
+def _values(**values: Any) -> dict[str, Any]:
+    return {f":{k}": _ser.serialize(_dynamo(v)) for k, v in values.items()}
+
+
+# ---------------------------------------------------------------- item <-> model
+
+
+def job_to_item(job: Job, shards: int) -> dict[str, Any]:
+    data = job.model_dump(mode="json", exclude={"id", "payload"})
+    attrs: dict[str, Any] = {
+        "pk": f"JOB#{job.id}",
+        "sk": "JOB",
+        "kind": ItemKind.JOB.value,
+        "job_id": job.id,
+        "payload_json": json.dumps(job.payload, separators=(",", ":"), sort_keys=True),
+        "tenant_key": f"T#{job.tenant}#JOB",
+        "tenant_sort": f"{to_ms(job.created_at):013d}#{job.id}",
+        **data,
+    }
+    if job.state is JobState.ACTIVE and job.next_run_at is not None:
+        attrs["due_shard"] = shard_of(job.id, shards)
+        attrs["due_at"] = to_ms(job.next_run_at)
+    return serialize(attrs)
+
+
+_JOB_FIELDS = set(Job.model_fields)
+_RUN_FIELDS = set(Run.model_fields)
+
+
+def job_from_attrs(attrs: Mapping[str, Any]) -> Job:
+    data = {k: v for k, v in attrs.items() if k in _JOB_FIELDS}
+    data["id"] = attrs["job_id"]
+    data["payload"] = json.loads(attrs.get("payload_json") or "{}")
+    return Job.model_validate(data)
+
+
+def run_to_attrs(run: Run) -> dict[str, Any]:
+    data = run.model_dump(mode="json", exclude={"id"})
+    key = run_key(run.id)
+    return {"pk": key["pk"]["S"], "sk": key["sk"]["S"], "kind": ItemKind.RUN.value, "run_id": run.id, **data}
+
+
+def run_from_attrs(attrs: Mapping[str, Any]) -> Run:
+    data = {k: v for k, v in attrs.items() if k in _RUN_FIELDS}
+    data["id"] = attrs["run_id"]
+    return Run.model_validate(data)
+
+
+@dataclass(frozen=True)
+class DueItem:
+    """One entry of the due index, as projected (no payload)."""
+
+    kind: ItemKind
+    shard: str
+    due_at: int
+    attrs: dict[str, Any]
+
+    @property
+    def priority(self) -> int:
+        return int(self.attrs.get("priority", 5))
+
+
+class LeaseOutcome(StrEnum):
+    LEASED = "LEASED"
+    TERMINAL = "TERMINAL"  # already finished: a duplicate delivery
+    BUSY = "BUSY"  # another executor holds a live lease
+    MISSING = "MISSING"  # no such run
+
+
+@dataclass(frozen=True)
+class Lease:
+    outcome: LeaseOutcome
+    run: Run | None
+    previous_status: RunStatus | None = None
+    lease_until: datetime | None = None
+
+
+class JobStore:
+    """Jobs and runs in one DynamoDB table. Takes its client; builds none."""
+
+    def __init__(self, client: Any, table_name: str, *, shards: int = 8, retention_days: int = 30) -> None:
+        self._db = client
+        self.table = table_name
+        self.shards = shards
+        self.retention = timedelta(days=retention_days)
+
+    # ------------------------------------------------------------ jobs
+
+    def put_new_job(self, job: Job) -> None:
+        """Durable create; fails if the id exists (the API's acknowledgement waits for this write)."""
+        self._db.put_item(
+            TableName=self.table,
+            Item=job_to_item(job, self.shards),
+            ConditionExpression="attribute_not_exists(pk)",
+        )
+
+    def get_job(self, job_id: str, *, consistent: bool = True) -> Job | None:
+        item = self._db.get_item(TableName=self.table, Key=job_key(job_id), ConsistentRead=consistent).get("Item")
+        return job_from_attrs(deserialize(item)) if item else None
+
+    def replace_job(self, job: Job, *, expected_version: int) -> bool:
+        """Write a changed job (pause, resume, cancel, update) if nobody changed it since `expected_version`."""
+        try:
+            self._db.put_item(
+                TableName=self.table,
+                Item=job_to_item(job, self.shards),
+                ConditionExpression="attribute_exists(pk) AND version = :v",
+                ExpressionAttributeValues=_values(v=expected_version),
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                return False
+            raise
+        return True
+
+    def complete_one_shot(self, job_id: str, now: datetime) -> bool:
+        try:
+            self._db.update_item(
+                TableName=self.table,
+                Key=job_key(job_id),
+                UpdateExpression="SET #state = :done, updated_at = :now, version = version + :one",
+                ConditionExpression="#state = :active",
+                ExpressionAttributeNames={"#state": "state"},
+                ExpressionAttributeValues=_values(
+                    done=JobState.COMPLETED.value, active=JobState.ACTIVE.value, now=iso(now), one=1
+                ),
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                return False
+            raise
+        return True
+
+    # ------------------------------------------------------------ due index
+
+    def query_due(self, shard: str, until_ms: int, *, page_size: int = 200, max_items: int = 5000) -> Iterator[DueItem]:
+        """Due entries of one shard, oldest first, paginated."""
+        kwargs: dict[str, Any] = {
+            "TableName": self.table,
+            "IndexName": DUE_INDEX,
+            "KeyConditionExpression": "due_shard = :s AND due_at <= :u",
+            "ExpressionAttributeValues": _values(s=shard, u=until_ms),
+            "Limit": page_size,
+        }
+        seen = 0
+        while True:
+            page = self._db.query(**kwargs)
+            for raw in page.get("Items", []):
+                attrs = deserialize(raw)
+                yield DueItem(ItemKind(attrs["kind"]), shard, int(attrs["due_at"]), attrs)
+                seen += 1
+                if seen >= max_items:
+                    return
+            if "LastEvaluatedKey" not in page:
+                return
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def claim(
+        self,
+        *,
+        job_id: str,
+        expected_version: int,
+        next_run_at: datetime | None,
+        complete: bool,
+        runs: Sequence[Run],
+        now: datetime,
+        redispatch_after: timedelta,
+    ) -> bool:
+        """The claim: atomically create the runs (each must not exist) and advance the job past them.
+
+        Losing a race (another tick claimed first, or the job changed) cancels the whole transaction.
+        """
+        shard = shard_of(job_id, self.shards)
+        names = {"#state": "state"}
+        values = _values(v=expected_version, active=JobState.ACTIVE.value, one=1, now=iso(now))
+        sets = ["version = version + :one", "updated_at = :now"]
+        removes: list[str] = []
+        if next_run_at is not None:
+            sets += ["next_run_at = :next", "due_at = :due", "due_shard = :shard"]
+            values.update(_values(next=iso(next_run_at), due=to_ms(next_run_at), shard=shard))
+        else:
+            removes += ["next_run_at", "due_at", "due_shard"]
+        if complete:
+            sets.append("#state = :completed")
+            values.update(_values(completed=JobState.COMPLETED.value))
+        expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
+        items: list[dict[str, Any]] = [
+            {
+                "Update": {
+                    "TableName": self.table,
+                    "Key": job_key(job_id),
+                    "UpdateExpression": expression,
+                    "ConditionExpression": "version = :v AND #state = :active",
+                    "ExpressionAttributeNames": names,
+                    "ExpressionAttributeValues": values,
+                }
+            }
+        ]
+        for run in runs:
+            attrs = run_to_attrs(run)
+            if run.status is RunStatus.QUEUED:
+                attrs["due_shard"] = shard
+                # Stays in the due index until an executor leases it: if no executor has by then, the tick
+                # re-sends it (the claim committed but the send was lost).
+                attrs["due_at"] = to_ms(run.scheduled_for + redispatch_after)
+            else:
+                attrs["expires_at"] = self._expiry(now)
+            items.append(
+                {
+                    "Put": {
+                        "TableName": self.table,
+                        "Item": serialize(attrs),
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                }
+            )
+        try:
+            self._db.transact_write_items(TransactItems=items)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] in (
+                "TransactionCanceledException",
+                "ConditionalCheckFailedException",
+            ):
+                return False
+            raise
+        return True
+
+    def put_queued_run(self, run: Run, *, redispatch_at: datetime) -> bool:
+        """A run outside the schedule (trigger): created QUEUED, in the due index until leased."""
+        attrs = run_to_attrs(run)
+        attrs["due_shard"] = shard_of(run.job_id, self.shards)
+        attrs["due_at"] = to_ms(redispatch_at)
+        try:
+            self._db.put_item(
+                TableName=self.table, Item=serialize(attrs), ConditionExpression="attribute_not_exists(pk)"
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                return False
+            raise
+        return True
+
+    def postpone_redispatch(self, run_id: str, *, expected_due_at: int, new_due_at: int) -> bool:
+        """Move an unleased run's re-send time; only the tick that moves it re-sends it."""
+        return self._conditional_update(
+            run_id,
+            "SET due_at = :new",
+            "#status = :queued AND due_at = :old",
+            {"#status": "status"},
+            _values(new=new_due_at, old=expected_due_at, queued=RunStatus.QUEUED.value),
+        )
+
+    # ------------------------------------------------------------ runs
+
+    def get_run(self, run_id: str, *, consistent: bool = True) -> Run | None:
+        item = self._db.get_item(TableName=self.table, Key=run_key(run_id), ConsistentRead=consistent).get("Item")
+        return run_from_attrs(deserialize(item)) if item else None
+
+    def lease_run(self, run_id: str, *, owner: str, now: datetime, lease_for: timedelta) -> Lease:
+        """Take the run: QUEUED/RETRYING, or RUNNING whose lease expired, becomes RUNNING with attempts+1.
+
+        The condition is promise 4's lock: at most one live lease per run.
+        """
+        parsed = parse_run_id(run_id)
+        if parsed is None:
+            return Lease(LeaseOutcome.MISSING, None)
+        lease_until = now + lease_for
+        lateness = to_ms(now) - to_ms(parsed[1])
+        try:
+            old_raw = self._db.update_item(
+                TableName=self.table,
+                Key=run_key(run_id),
+                UpdateExpression=(
+                    "SET #status = :running, attempts = if_not_exists(attempts, :zero) + :one, "
+                    "lease_owner = :owner, lease_until = :lu, lease_until_ms = :lu_ms, "
+                    "started_at = if_not_exists(started_at, :now), lateness_ms = if_not_exists(lateness_ms, :late) "
+                    "REMOVE due_shard, due_at"
+                ),
+                ConditionExpression=(
+                    "attribute_exists(pk) AND (#status IN (:queued, :retrying) "
+                    "OR (#status = :running AND lease_until_ms < :now_ms))"
+                ),
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues=_values(
+                    running=RunStatus.RUNNING.value,
+                    queued=RunStatus.QUEUED.value,
+                    retrying=RunStatus.RETRYING.value,
+                    zero=0,
+                    one=1,
+                    owner=owner,
+                    lu=iso(lease_until),
+                    lu_ms=to_ms(lease_until),
+                    now=iso(now),
+                    now_ms=to_ms(now),
+                    late=lateness,
+                ),
+                ReturnValues="ALL_OLD",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )["Attributes"]
+        except ClientError as exc:
+            if not _is_condition_failure(exc):
+                raise
+            item: dict[str, Any] | None = exc.response.get("Item")  # type: ignore[assignment]
+            if not item:
+                return Lease(LeaseOutcome.MISSING, None)
+            current = run_from_attrs(deserialize(item))
+            outcome = LeaseOutcome.TERMINAL if current.status.terminal else LeaseOutcome.BUSY
+            return Lease(outcome, current, current.status)
+        old = run_from_attrs(deserialize(old_raw))
+        run = old.model_copy(
+            update={
+                "status": RunStatus.RUNNING,
+                "attempts": old.attempts + 1,
+                "started_at": old.started_at or now,
+                "lateness_ms": old.lateness_ms if old.lateness_ms is not None else lateness,
+                "lease_until": lease_until,
+            }
+        )
+        return Lease(LeaseOutcome.LEASED, run, old.status, lease_until)
+
+    def extend_lease(self, run_id: str, *, owner: str, lease_until: datetime) -> bool:
+        return self._conditional_update(
+            run_id,
+            "SET lease_until = :lu, lease_until_ms = :lu_ms",
+            "lease_owner = :owner AND #status = :running",
+            {"#status": "status"},
+            _values(lu=iso(lease_until), lu_ms=to_ms(lease_until), owner=owner, running=RunStatus.RUNNING.value),
+        )
+
+    def finish_run(
+        self,
+        run: Run,
+        *,
+        owner: str,
+        status: RunStatus,
+        now: datetime,
+        result: RunResult | None = None,
+        error: RunError | None = None,
+        skip_reason: SkipReason | None = None,
+        duration_ms: int | None = None,
+    ) -> bool:
+        """Leave RUNNING: SUCCEEDED, RETRYING, FAILED or SKIPPED, only while holding the lease."""
+        sets = ["#status = :status"]
+        values: dict[str, Any] = {"status": status.value, "owner": owner, "running": RunStatus.RUNNING.value}
+        removes = ["lease_owner", "lease_until", "lease_until_ms"]
+        if status.terminal:
+            sets += ["finished_at = :now", "expires_at = :exp"]
+            values.update(now=iso(now), exp=self._expiry(now))
+        if duration_ms is not None:
+            sets.append("duration_ms = :dur")
+            values["dur"] = duration_ms
+        if result is not None:
+            sets.append("#result = :result")
+            values["result"] = result.model_dump(mode="json")
+        if error is not None:
+            sets.append("#error = :error")
+            values["error"] = error.model_dump(mode="json")
+        elif status is RunStatus.SUCCEEDED:
+            removes.append("#error")
+        if skip_reason is not None:
+            sets.append("skip_reason = :reason")
+            values["reason"] = skip_reason.value
+        if status is RunStatus.FAILED:
+            # Sparse entry in the tenant index: GET /v1/dlq lists these newest first.
+            sets += ["tenant_key = :tk", "tenant_sort = :ts"]
+            values.update(tk=f"T#{run.tenant}#FAILED", ts=f"{to_ms(now):013d}#{run.id}")
+        expression = "SET " + ", ".join(sets) + " REMOVE " + ", ".join(removes)
+        names = {"#status": "status"}
+        if "#result" in expression:
+            names["#result"] = "result"
+        if "#error" in expression:
+            names["#error"] = "error"
+        return self._conditional_update(
+            run.id, expression, "lease_owner = :owner AND #status = :running", names, _values(**values)
+        )
+
+    def requeue_failed_run(self, run: Run, *, now: datetime, redispatch_at: datetime) -> bool:
+        """FAILED -> QUEUED with attempts starting again (retry and DLQ redrive)."""
+        return self._conditional_update(
+            run.id,
+            "SET #status = :queued, attempts = :zero, enqueued_at = :now, due_shard = :shard, due_at = :due "
+            "REMOVE #error, finished_at, expires_at, tenant_key, tenant_sort, lease_owner, lease_until, lease_until_ms",
+            "#status = :failed",
+            {"#status": "status", "#error": "error"},
+            _values(
+                queued=RunStatus.QUEUED.value,
+                failed=RunStatus.FAILED.value,
+                zero=0,
+                now=iso(now),
+                shard=shard_of(run.job_id, self.shards),
+                due=to_ms(redispatch_at),
+            ),
+        )
+
+    def running_runs_of_job(self, job_id: str, *, now: datetime, exclude: str) -> list[Run]:
+        """Runs of a job that hold a live lease (for the overlap policy). Reads the job's partition only."""
+        page = self._db.query(
+            TableName=self.table,
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :run)",
+            FilterExpression="#status = :running AND lease_until_ms > :now_ms AND run_id <> :me",
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues=_values(
+                pk=f"JOB#{job_id}", run="RUN#", running=RunStatus.RUNNING.value, now_ms=to_ms(now), me=exclude
+            ),
+            ScanIndexForward=False,
+            Limit=50,
+        )
+        return [run_from_attrs(deserialize(i)) for i in page.get("Items", [])]
+
+    def runs_of_job(
+        self,
+        job_id: str,
+        *,
+        limit: int = 50,
+        start_key: dict[str, Any] | None = None,
+        status: RunStatus | None = None,
+    ) -> tuple[list[Run], dict[str, Any] | None]:
+        """A job's runs, newest first, one page."""
+        kwargs: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :run)",
+            "ExpressionAttributeValues": _values(pk=f"JOB#{job_id}", run="RUN#"),
+            "ScanIndexForward": False,
+            "Limit": limit,
+        }
+        if status is not None:
+            kwargs["FilterExpression"] = "#status = :status"
+            kwargs["ExpressionAttributeNames"] = {"#status": "status"}
+            kwargs["ExpressionAttributeValues"].update(_values(status=status.value))
+        if start_key:
+            kwargs["ExclusiveStartKey"] = start_key
+        page = self._db.query(**kwargs)
+        return [run_from_attrs(deserialize(i)) for i in page.get("Items", [])], page.get("LastEvaluatedKey")
+
+    # ------------------------------------------------------------ helpers
+
+    def _expiry(self, now: datetime) -> int:
+        return int((now + self.retention).timestamp())
+
+    def _conditional_update(
+        self, run_id: str, update: str, condition: str, names: dict[str, str], values: dict[str, Any]
+    ) -> bool:
+        try:
+            self._db.update_item(
+                TableName=self.table,
+                Key=run_key(run_id),
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                return False
+            raise
+        return True
+
+
+def _is_condition_failure(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"

@@ -1,0 +1,168 @@
+"""Schedule math: properties over random schedules, and the named DST cases."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+from tickwork.schedule import Schedule, resolve_wall_time
+
+ANCHOR = datetime(2026, 1, 1, tzinfo=UTC)
+PARIS = ZoneInfo("Europe/Paris")
+NEW_YORK = ZoneInfo("America/New_York")
+
+crons = st.sampled_from(
+    ["*/5 * * * *", "0 9 * * MON-FRI", "30 2 * * *", "0 0 1 * *", "15 */3 * * *", "*/20 * * * * *", "0 0 29 2 *"]
+)
+zones = st.sampled_from(["UTC", "Europe/Paris", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata"])
+instants = st.datetimes(min_value=datetime(2025, 1, 1), max_value=datetime(2030, 1, 1), timezones=st.just(UTC))
+rates = st.sampled_from(["1 second", "45 seconds", "5 minutes", "1 hour", "3 days"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(cron=crons, zone=zones, instant=instants)
+def test_cron_next_is_strictly_after_and_increasing(cron: str, zone: str, instant: datetime) -> None:
+    schedule = Schedule(cron=cron, timezone=zone)
+    seq = schedule.occurrences(instant, instant + timedelta(days=1500), anchor=ANCHOR, limit=6)
+    assert seq, "a valid cron fires within four years"
+    assert seq[0] > instant
+    assert all(a < b for a, b in itertools.pairwise(seq))
+
+
+@settings(max_examples=100, deadline=None)
+@given(rate=rates, instant=instants, start_offset=st.integers(0, 10**6), span=st.integers(1, 10**7))
+def test_rate_stays_within_start_and_end(rate: str, instant: datetime, start_offset: int, span: int) -> None:
+    start = ANCHOR + timedelta(seconds=start_offset)
+    end = start + timedelta(seconds=span)
+    schedule = Schedule(rate=rate, start_at=start, end_at=end)
+    seq = schedule.occurrences(instant, end + timedelta(days=1), anchor=ANCHOR, limit=5)
+    assert all(start <= t <= end for t in seq)
+    assert all(t > instant for t in seq)
+    assert all(a < b for a, b in itertools.pairwise(seq))
+
+
+@settings(max_examples=100, deadline=None)
+@given(cron=crons, zone=zones, instant=instants, days=st.integers(1, 60))
+def test_cron_respects_end_at(cron: str, zone: str, instant: datetime, days: int) -> None:
+    end = instant + timedelta(days=days)
+    schedule = Schedule(cron=cron, timezone=zone, start_at=instant, end_at=end)
+    seq = schedule.occurrences(instant - timedelta(days=1), end + timedelta(days=400), anchor=ANCHOR, limit=50)
+    assert all(instant <= t <= end for t in seq)
+
+
+def _local(seq: list[datetime], zone: ZoneInfo) -> list[str]:
+    return [t.astimezone(zone).isoformat() for t in seq]
+
+
+def test_paris_spring_gap_runs_once_at_the_end_of_the_gap() -> None:
+    # 2026-03-29: clocks go 02:00 -> 03:00 in Paris; 02:30 does not exist that day.
+    schedule = Schedule(cron="30 2 * * *", timezone="Europe/Paris")
+    seq = schedule.occurrences(datetime(2026, 3, 28, 12, tzinfo=UTC), datetime(2026, 3, 31, tzinfo=UTC), anchor=ANCHOR)
+    assert _local(seq, PARIS) == ["2026-03-29T03:00:00+02:00", "2026-03-30T02:30:00+02:00"]
+
+
+def test_paris_autumn_repeat_runs_once() -> None:
+    # 2026-10-25: clocks go 03:00 -> 02:00 in Paris; 02:30 happens twice, the job runs at the first.
+    schedule = Schedule(cron="30 2 * * *", timezone="Europe/Paris")
+    seq = schedule.occurrences(
+        datetime(2026, 10, 24, 12, tzinfo=UTC), datetime(2026, 10, 27, tzinfo=UTC), anchor=ANCHOR
+    )
+    assert _local(seq, PARIS) == ["2026-10-25T02:30:00+02:00", "2026-10-26T02:30:00+01:00"]
+
+
+def test_new_york_spring_gap_collapses_every_skipped_wall_time_into_one_run() -> None:
+    # 2026-03-08: 02:00 -> 03:00 in New York. 02:00, 02:15, 02:30, 02:45 do not exist.
+    schedule = Schedule(cron="*/15 2-3 * * *", timezone="America/New_York")
+    seq = schedule.occurrences(
+        datetime(2026, 3, 8, 5, tzinfo=UTC), datetime(2026, 3, 8, 8, 1, tzinfo=UTC), anchor=ANCHOR
+    )
+    assert _local(seq, NEW_YORK) == [
+        "2026-03-08T03:00:00-04:00",
+        "2026-03-08T03:15:00-04:00",
+        "2026-03-08T03:30:00-04:00",
+        "2026-03-08T03:45:00-04:00",
+    ]
+
+
+def test_new_york_autumn_repeat_runs_each_wall_time_once() -> None:
+    # 2026-11-01: 02:00 -> 01:00 in New York; the 01:xx hour happens twice.
+    schedule = Schedule(cron="0,30 1 * * *", timezone="America/New_York")
+    seq = schedule.occurrences(
+        datetime(2026, 11, 1, 4, tzinfo=UTC), datetime(2026, 11, 1, 8, tzinfo=UTC), anchor=ANCHOR
+    )
+    assert _local(seq, NEW_YORK) == ["2026-11-01T01:00:00-04:00", "2026-11-01T01:30:00-04:00"]
+
+
+def test_created_during_the_repeated_hour_does_not_rerun_the_first_pass() -> None:
+    # At 01:10 EST (second pass), 01:30 EDT has already happened: next is tomorrow.
+    schedule = Schedule(cron="30 1 * * *", timezone="America/New_York")
+    instant = datetime(2026, 11, 1, 6, 10, tzinfo=UTC)  # 01:10 EST
+    nxt = schedule.next_after(instant, anchor=ANCHOR)
+    assert nxt is not None
+    assert nxt.astimezone(NEW_YORK).isoformat() == "2026-11-02T01:30:00-05:00"
+
+
+def test_resolve_wall_time_in_gap_is_the_transition() -> None:
+    assert resolve_wall_time(datetime(2026, 3, 29, 2, 30), PARIS) == datetime(2026, 3, 29, 1, 0, tzinfo=UTC)
+
+
+def test_seconds_field_comes_first() -> None:
+    schedule = Schedule(cron="*/15 * * * * *")
+    seq = schedule.occurrences(ANCHOR, ANCHOR + timedelta(minutes=1), anchor=ANCHOR)
+    assert [t.second for t in seq] == [15, 30, 45, 0]
+
+
+def test_rate_without_start_fires_one_period_after_creation() -> None:
+    created = datetime(2026, 1, 1, 0, 0, 7, 500000, tzinfo=UTC)
+    schedule = Schedule(rate="5 minutes")
+    assert schedule.next_after(created, anchor=created) == datetime(2026, 1, 1, 0, 5, 7, tzinfo=UTC)
+
+
+def test_rate_with_start_fires_at_start() -> None:
+    start = datetime(2026, 2, 1, tzinfo=UTC)
+    schedule = Schedule(rate="1 hour", start_at=start)
+    assert schedule.next_after(ANCHOR, anchor=ANCHOR) == start
+
+
+def test_at_fires_once() -> None:
+    at = datetime(2026, 5, 1, tzinfo=UTC)
+    schedule = Schedule(at=at)
+    assert schedule.next_after(ANCHOR, anchor=ANCHOR) == at
+    assert schedule.next_after(at, anchor=ANCHOR) is None
+
+
+def test_hash_spreads_jobs_but_is_stable() -> None:
+    schedule = Schedule(cron="H * * * *")
+    minutes = {schedule.next_after(ANCHOR, anchor=ANCHOR, hash_key=f"job{i}").minute for i in range(40)}  # type: ignore[union-attr]
+    assert len(minutes) > 10
+    first = schedule.next_after(ANCHOR, anchor=ANCHOR, hash_key="job1")
+    assert first == schedule.next_after(ANCHOR, anchor=ANCHOR, hash_key="job1")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field", "fragment"),
+    [
+        ({"cron": "61 * * * *"}, "cron", "not valid"),
+        ({"cron": "* * *"}, "cron", "5 fields"),
+        ({"cron": "0 0 31 4 *"}, "", "never fires"),
+        ({"cron": "* * * * *", "timezone": "Mars/Olympus"}, "timezone", "unknown time zone"),
+        ({"rate": "0 minutes"}, "rate", "at least 1 second"),
+        ({"rate": "fortnightly"}, "rate", "rate must look like"),
+        ({"at": "2026-01-01T00:00:00Z", "cron": "* * * * *"}, "", "exactly one of"),
+        ({}, "", "exactly one of"),
+        ({"rate": "1 hour", "start_at": "2026-02-01T00:00:00Z", "end_at": "2026-01-01T00:00:00Z"}, "", "end_at"),
+        ({"at": "not a date"}, "at", "ISO-8601"),
+        ({"rate": "1 hour", "every": 3}, "every", "Extra inputs"),
+    ],
+)
+def test_bad_schedules_name_the_field(kwargs: dict, field: str, fragment: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        Schedule(**kwargs)
+    err = info.value.errors()[0]
+    assert ".".join(str(p) for p in err["loc"]) == field
+    assert fragment.lower() in err["msg"].lower()
