@@ -1,0 +1,144 @@
+"""Helpers shared by the template tests: translation, stripping for moto, IAM statement walking."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from samtranslator.translator.transform import transform
+
+# Where translated functions and the layer "live": the stack test uploads a stub zip here.
+CODE_BUCKET = "tickwork-template-test-code"
+FUNCTION_KEY = "function.zip"
+LAYER_KEY = "layer.zip"
+
+# What moto's CloudFormation cannot create (it fails on these); everything that depends on them
+# only through a reference is kept, with that reference replaced by a "stripped-<Id>" literal.
+MOTO_UNSUPPORTED_TYPES = ("AWS::ApiGatewayV2::", "AWS::ApiGateway::", "AWS::CloudWatch::Alarm")
+
+
+class _NoManagedPolicies:
+    """aws-sam-translator's managed-policy loader: called only for managed-policy names in `Policies`."""
+
+    def load(self) -> dict[str, str]:
+        return {}
+
+
+def with_placeholder_code(template: dict[str, Any]) -> dict[str, Any]:
+    """A copy whose local CodeUri/ContentUri folders are s3:// placeholders (translation needs them)."""
+    result = copy.deepcopy(template)
+    for resource in result["Resources"].values():
+        props = resource.get("Properties", {})
+        if "CodeUri" in props:
+            props["CodeUri"] = f"s3://{CODE_BUCKET}/{FUNCTION_KEY}"
+        if "ContentUri" in props:
+            props["ContentUri"] = f"s3://{CODE_BUCKET}/{LAYER_KEY}"
+    return result
+
+
+def translate(template: dict[str, Any], parameters: dict[str, Any] | None = None) -> dict[str, Any]:
+    """SAM -> plain CloudFormation, offline. Needs AWS_DEFAULT_REGION set."""
+    return transform(with_placeholder_code(template), parameters or {}, _NoManagedPolicies())
+
+
+def _references(value: Any) -> set[str]:
+    """Logical ids a value refers to (Ref, GetAtt, ${X} / ${X.Attr} in Sub)."""
+    found: set[str] = set()
+    if isinstance(value, list):
+        for item in value:
+            found |= _references(item)
+    elif isinstance(value, dict):
+        for key, arg in value.items():
+            if key == "Ref" and isinstance(arg, str):
+                found.add(arg)
+            elif key == "Fn::GetAtt":
+                found.add(arg.split(".", 1)[0] if isinstance(arg, str) else arg[0])
+            elif key == "Fn::Sub":
+                text = arg if isinstance(arg, str) else arg[0]
+                found |= {m.split(".", 1)[0] for m in re.findall(r"\$\{([^!}][^}]*)\}", text)}
+                if not isinstance(arg, str):
+                    found |= _references(arg[1])
+            else:
+                found |= _references(arg)
+    return found
+
+
+def _stub(value: Any, stripped: set[str]) -> Any:
+    if isinstance(value, list):
+        return [_stub(item, stripped) for item in value]
+    if not isinstance(value, dict):
+        return value
+    if len(value) == 1:
+        ((key, arg),) = value.items()
+        if key == "Ref" and arg in stripped:
+            return f"stripped-{arg}"
+        if key == "Fn::GetAtt":
+            target = arg.split(".", 1)[0] if isinstance(arg, str) else arg[0]
+            if target in stripped:
+                return f"stripped-{target}"
+        if key == "Fn::Sub" and isinstance(arg, str):
+
+            def replace(match: re.Match[str]) -> str:
+                name = match.group(1)
+                return f"stripped-{name.split('.', 1)[0]}" if name.split(".", 1)[0] in stripped else match.group(0)
+
+            return {"Fn::Sub": re.sub(r"\$\{([^!}][^}]*)\}", replace, arg)}
+    return {key: _stub(arg, stripped) for key, arg in value.items()}
+
+
+def strip_for_moto(translated: dict[str, Any]) -> tuple[dict[str, Any], list[str], dict[str, list[str]]]:
+    """Remove what moto's CloudFormation cannot create.
+
+    Returns (template, stripped logical ids, {kept logical id or "Outputs.X": stripped ids it
+    referred to, now replaced by literals}). The API's invoke permission goes with the API: its
+    only purpose is to let API Gateway call ApiFunction.
+    """
+    template = copy.deepcopy(translated)
+    resources = template["Resources"]
+    stripped = {
+        logical_id
+        for logical_id, resource in resources.items()
+        if resource["Type"].startswith(MOTO_UNSUPPORTED_TYPES)
+        or (
+            resource["Type"] == "AWS::Lambda::Permission"
+            and resource["Properties"].get("Principal") == "apigateway.amazonaws.com"
+        )
+    }
+    for logical_id in stripped:
+        del resources[logical_id]
+    stubbed: dict[str, list[str]] = {}
+    for logical_id, resource in resources.items():
+        refs = sorted(_references(resource) & stripped)
+        if refs:
+            stubbed[logical_id] = refs
+            resources[logical_id] = _stub(resource, stripped)
+    for name, output in template.get("Outputs", {}).items():
+        refs = sorted(_references(output) & stripped)
+        if refs:
+            stubbed[f"Outputs.{name}"] = refs
+            template["Outputs"][name] = _stub(output, stripped)
+    return template, sorted(stripped), stubbed
+
+
+def iam_statements(template: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(role logical id, statement) for every inline policy statement of every IAM role."""
+    for logical_id, resource in template["Resources"].items():
+        if resource["Type"] != "AWS::IAM::Role":
+            continue
+        for policy in resource["Properties"].get("Policies", []):
+            statements = policy["PolicyDocument"]["Statement"]
+            for statement in statements if isinstance(statements, list) else [statements]:
+                yield logical_id, statement
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def dashboard_json(body: Any) -> dict[str, Any]:
+    """The dashboard body with every ${...} replaced by a placeholder, parsed as JSON."""
+    text = body["Fn::Sub"] if isinstance(body, dict) else body
+    return json.loads(re.sub(r"\$\{([^}]*)\}", lambda m: f"<{m.group(1)}>", text))

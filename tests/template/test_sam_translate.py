@@ -1,0 +1,109 @@
+"""template.yaml transforms offline, with aws-sam-translator, into the CloudFormation we expect."""
+
+from __future__ import annotations
+
+import pytest
+from samtranslator.model.exceptions import InvalidDocumentException
+from template_support import translate
+
+FUNCTIONS = ("TickFunction", "ExecutorFunction", "ApiFunction")
+
+
+def _of_type(translated, type_):
+    return {k: r for k, r in translated["Resources"].items() if r["Type"] == type_}
+
+
+def test_translates_to_plain_cloudformation(translated):
+    assert "Transform" not in translated
+    types = {r["Type"] for r in translated["Resources"].values()}
+    assert not {t for t in types if t.startswith("AWS::Serverless::")}
+    assert set(_of_type(translated, "AWS::Lambda::Function")) == set(FUNCTIONS)
+    assert len(_of_type(translated, "AWS::Lambda::LayerVersion")) == 1
+    assert set(_of_type(translated, "AWS::Lambda::EventSourceMapping")) == {
+        "ExecutorFunctionHighBand",
+        "ExecutorFunctionNormalBand",
+        "ExecutorFunctionLowBand",
+    }
+    assert set(_of_type(translated, "AWS::Events::Rule")) == {"TickFunctionEveryMinute"}
+    assert "AWS::ApiGatewayV2::Api" in types
+    assert "AWS::ApiGatewayV2::Stage" in types
+
+
+def test_functions_use_our_roles_and_the_layer(translated):
+    layer_id = next(iter(_of_type(translated, "AWS::Lambda::LayerVersion")))
+    roles = {"TickFunction": "TickRole", "ExecutorFunction": "ExecutorRole", "ApiFunction": "ApiRole"}
+    for name in FUNCTIONS:
+        props = translated["Resources"][name]["Properties"]
+        assert props["Role"] == {"Fn::GetAtt": [roles[name], "Arn"]}
+        assert props["Layers"] == [{"Ref": layer_id}]
+        assert props["Runtime"] == "python3.13"
+        assert props["Architectures"] == ["arm64"]
+        assert props["TracingConfig"] == {"Mode": "Active"}
+
+
+def test_sam_generates_no_function_roles_and_no_managed_policies(translated):
+    """SAM's generated roles would carry AWS-managed policies with Resource "*"; we have none."""
+    roles = _of_type(translated, "AWS::IAM::Role")
+    # Ours, plus nothing: the rule invokes through a Lambda permission, not a role.
+    assert set(roles) == {"TickRole", "ExecutorRole", "ApiRole"}
+    for role in roles.values():
+        assert "ManagedPolicyArns" not in role["Properties"]
+
+
+def test_tick_rule_retries_and_dead_letters(translated):
+    rule = translated["Resources"]["TickFunctionEveryMinute"]["Properties"]
+    assert rule["ScheduleExpression"] == "rate(1 minute)"
+    assert rule["State"] == "ENABLED"
+    (target,) = rule["Targets"]
+    assert target["Arn"] == {"Fn::GetAtt": ["TickFunction", "Arn"]}
+    assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": ["TickDeadLetterQueue", "Arn"]}}
+    assert target["RetryPolicy"]["MaximumRetryAttempts"] >= 1
+    permission = translated["Resources"]["TickFunctionEveryMinutePermission"]["Properties"]
+    assert permission["Principal"] == "events.amazonaws.com"
+
+
+def test_tick_async_failures_go_to_the_tick_dlq(translated):
+    config = _of_type(translated, "AWS::Lambda::EventInvokeConfig")
+    (props,) = (r["Properties"] for r in config.values())
+    assert props["FunctionName"] == {"Ref": "TickFunction"}
+    assert props["MaximumRetryAttempts"] == 0
+    assert props["DestinationConfig"]["OnFailure"]["Destination"] == {"Fn::GetAtt": ["TickDeadLetterQueue", "Arn"]}
+
+
+def test_http_api_is_iam_authenticated_with_access_logs(translated):
+    api = _of_type(translated, "AWS::ApiGatewayV2::Api")
+    (body,) = (r["Properties"]["Body"] for r in api.values())
+    schemes = body["components"]["securitySchemes"]
+    assert schemes["AWS_IAM"]["x-amazon-apigateway-authtype"] == "awsSigv4"
+    for methods in body["paths"].values():
+        for method in methods.values():
+            assert method["security"] == [{"AWS_IAM": []}]
+            assert "ApiFunction.Arn" in method["x-amazon-apigateway-integration"]["uri"]["Fn::Sub"]
+    (stage,) = (r["Properties"] for r in _of_type(translated, "AWS::ApiGatewayV2::Stage").values())
+    assert stage["AccessLogSettings"]["DestinationArn"] == {"Fn::GetAtt": ["ApiAccessLogGroup", "Arn"]}
+
+
+def test_every_parameter_set_translates(template, monkeypatch):
+    """Non-default parameter values (email on, custom ARNs, protection off) translate too."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    translated = translate(
+        template,
+        {
+            "AlarmEmail": "ops@example.com",
+            "InvokableFunctionArns": "arn:aws:lambda:eu-west-1:111122223333:function:report-*",
+            "TableDeletionProtection": "false",
+        },
+    )
+    assert "AlarmEmailSubscription" in translated["Resources"]
+
+
+def test_translator_rejects_an_unknown_event_property(template, monkeypatch):
+    """The translation check has teeth: what cfn-lint misses on SQS events, the translator catches."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    broken = {**template, "Resources": dict(template["Resources"])}
+    executor = broken["Resources"]["ExecutorFunction"]
+    events = dict(executor["Properties"]["Events"])
+    events["HighBand"] = {"Type": "SQS", "Properties": {**events["HighBand"]["Properties"], "BatchSizee": 10}}
+    broken["Resources"]["ExecutorFunction"] = {**executor, "Properties": {**executor["Properties"], "Events": events}}
+    with pytest.raises(InvalidDocumentException):
+        translate(broken)

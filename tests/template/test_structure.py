@@ -1,0 +1,513 @@
+"""Structural checks of template.yaml (and its translation) for what moto cannot verify:
+encryption, public access, TLS-only policy, timeouts, alarms, event sources, least privilege."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+from template_support import as_list, dashboard_json, iam_statements
+from tickwork.settings import Settings
+from tickwork_local.template import REPO_ROOT
+
+BANDS = ("High", "Normal", "Low")
+QUEUES = (*(f"{b}Queue" for b in BANDS), *(f"{b}DeadLetterQueue" for b in BANDS), "TickDeadLetterQueue")
+FUNCTIONS = {"TickFunction": "tick", "ExecutorFunction": "executor", "ApiFunction": "api"}
+DUE_INDEX_ATTRIBUTES = [
+    "kind",
+    "job_id",
+    "run_id",
+    "tenant",
+    "priority",
+    "schedule",
+    "state",
+    "version",
+    "next_run_at",
+    "misfire_grace_seconds",
+    "paused_at",
+    "resumed_at",
+    "status",
+    "scheduled_for",
+    "overlap",
+    "type",
+    "trigger",
+    "created_at",
+]
+METRICS = [
+    "RunsDispatched",
+    "DispatchLagMs",
+    "StartLatenessMs",
+    "RunDurationMs",
+    "RunsSucceeded",
+    "RunsFailed",
+    "RunsRetried",
+    "RunsSkipped",
+    "TickDurationMs",
+]
+# Actions that have no resource-level permissions: the only ones allowed on "*".
+NO_RESOURCE_LEVEL = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+
+
+def _props(template, logical_id):
+    return template["Resources"][logical_id]["Properties"]
+
+
+def _default(template, parameter):
+    return template["Parameters"][parameter]["Default"]
+
+
+def _of_type(template, type_):
+    return {k: r for k, r in template["Resources"].items() if r["Type"] == type_}
+
+
+# ---------------------------------------------------------------- globals and layer
+
+
+def test_globals_runtime_architecture_tracing(template):
+    function = template["Globals"]["Function"]
+    assert function["Runtime"] == "python3.13"
+    assert function["Architectures"] == ["arm64"]
+    assert function["Tracing"] == "Active"
+    assert function["Layers"] == [{"Ref": "SharedLayer"}]
+    assert 128 <= function["MemorySize"] <= 3008
+    assert function["Timeout"] <= 60
+
+
+def test_globals_environment_covers_every_setting(template):
+    env = template["Globals"]["Function"]["Environment"]["Variables"]
+    aliases = {field.alias for field in Settings.model_fields.values()}
+    assert aliases <= env.keys(), aliases - env.keys()
+    assert env["TABLE_NAME"] == {"Ref": "JobsTable"}
+    assert env["RESULTS_BUCKET"] == {"Ref": "ResultsBucket"}
+    for band in BANDS:
+        assert env[f"QUEUE_URL_{band.upper()}"] == {"Ref": f"{band}Queue"}
+        assert env[f"DLQ_URL_{band.upper()}"] == {"Ref": f"{band}DeadLetterQueue"}
+    assert env["POWERTOOLS_SERVICE_NAME"] == "tickwork"
+    assert env["POWERTOOLS_METRICS_NAMESPACE"] == "Tickwork"
+    assert env["POWERTOOLS_LOG_LEVEL"] == {"Ref": "LogLevel"}
+    assert env["RUN_RETENTION_DAYS"] == {"Ref": "RunRetentionDays"}
+    assert _props(template, "ApiFunction")["Environment"]["Variables"] == {"API_AUTH_MODE": "iam"}
+
+
+def test_environment_defaults_are_valid_settings(template):
+    """The literal and default values the template sets pass the Settings validation."""
+    env = {}
+    for name, value in template["Globals"]["Function"]["Environment"]["Variables"].items():
+        if isinstance(value, str):
+            env[name] = value
+        elif "Ref" in value and value["Ref"] in template["Parameters"]:
+            env[name] = str(_default(template, value["Ref"]))
+        else:
+            env[name] = f"resource-{name.lower()}"
+    settings = Settings.from_env(env)
+    assert settings.horizon_seconds > settings.tick_period_seconds
+
+
+def test_layer_is_built_from_shared_with_its_requirements(template):
+    layer = template["Resources"]["SharedLayer"]
+    assert layer["Type"] == "AWS::Serverless::LayerVersion"
+    assert layer["Properties"]["ContentUri"] == "shared/"
+    assert layer["Metadata"]["BuildMethod"] == "python3.13"
+    assert layer["Properties"]["CompatibleRuntimes"] == ["python3.13"]
+    assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
+    # SAM puts ContentUri's contents into python/, so the package sits directly in shared/.
+    assert (REPO_ROOT / "shared" / "tickwork" / "__init__.py").is_file()
+    requirements = (REPO_ROOT / "shared" / "requirements.txt").read_text().split("\n")
+    names = {line.split(">")[0].split("=")[0].split("<")[0].strip() for line in requirements}
+    assert {"aws-lambda-powertools", "croniter", "pydantic"} <= names
+    assert "boto3" not in names  # the Lambda runtime provides it
+
+
+# ---------------------------------------------------------------- table
+
+
+def test_table_is_on_demand_encrypted_recoverable_and_protected(template):
+    table = template["Resources"]["JobsTable"]
+    props = table["Properties"]
+    assert props["BillingMode"] == "PAY_PER_REQUEST"
+    assert props["SSESpecification"]["SSEEnabled"] is True
+    assert props["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
+    assert props["DeletionProtectionEnabled"] == {"Fn::If": ["ProtectTable", True, False]}
+    assert template["Conditions"]["ProtectTable"] == {"Fn::Equals": [{"Ref": "TableDeletionProtection"}, "true"]}
+    assert _default(template, "TableDeletionProtection") == "true"
+    assert props["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
+    assert table["DeletionPolicy"] == table["UpdateReplacePolicy"] == "Retain"
+
+
+def test_table_keys_and_indexes(template):
+    props = _props(template, "JobsTable")
+    assert props["KeySchema"] == [
+        {"AttributeName": "pk", "KeyType": "HASH"},
+        {"AttributeName": "sk", "KeyType": "RANGE"},
+    ]
+    types = {d["AttributeName"]: d["AttributeType"] for d in props["AttributeDefinitions"]}
+    assert types == {"pk": "S", "sk": "S", "due_shard": "S", "due_at": "N", "tenant_key": "S", "tenant_sort": "S"}
+    indexes = {i["IndexName"]: i for i in props["GlobalSecondaryIndexes"]}
+    assert set(indexes) == {"due-index", "tenant-index"}
+    due = indexes["due-index"]
+    assert due["KeySchema"] == [
+        {"AttributeName": "due_shard", "KeyType": "HASH"},
+        {"AttributeName": "due_at", "KeyType": "RANGE"},
+    ]
+    assert due["Projection"] == {"ProjectionType": "INCLUDE", "NonKeyAttributes": DUE_INDEX_ATTRIBUTES}
+    tenant = indexes["tenant-index"]
+    assert tenant["KeySchema"] == [
+        {"AttributeName": "tenant_key", "KeyType": "HASH"},
+        {"AttributeName": "tenant_sort", "KeyType": "RANGE"},
+    ]
+    assert tenant["Projection"] == {"ProjectionType": "ALL"}
+
+
+# ---------------------------------------------------------------- queues
+
+
+def test_every_queue_is_encrypted(template):
+    assert set(_of_type(template, "AWS::SQS::Queue")) == set(QUEUES)
+    for queue in QUEUES:
+        assert _props(template, queue)["SqsManagedSseEnabled"] is True
+
+
+def test_band_visibility_is_at_least_six_executor_timeouts(template):
+    executor_timeout = _props(template, "ExecutorFunction")["Timeout"]
+    assert executor_timeout == 900
+    for band in BANDS:
+        assert _props(template, f"{band}Queue")["VisibilityTimeout"] >= 6 * executor_timeout
+
+
+def test_band_queues_redrive_to_their_own_dlq_after_a_parameter(template):
+    max_receive = template["Parameters"]["MaxReceiveCount"]
+    assert max_receive["Default"] > 100  # > the largest retry policy (max_attempts <= 100)
+    assert max_receive["MaxValue"] <= 1000
+    for band in BANDS:
+        redrive = _props(template, f"{band}Queue")["RedrivePolicy"]
+        assert redrive == {
+            "deadLetterTargetArn": {"Fn::GetAtt": [f"{band}DeadLetterQueue", "Arn"]},
+            "maxReceiveCount": {"Ref": "MaxReceiveCount"},
+        }
+
+
+def test_dead_letter_queues_keep_messages_14_days(template):
+    for queue in (*(f"{b}DeadLetterQueue" for b in BANDS), "TickDeadLetterQueue"):
+        assert _props(template, queue)["MessageRetentionPeriod"] == 14 * 24 * 3600
+
+
+# ---------------------------------------------------------------- bucket
+
+
+def test_bucket_blocks_public_access_encrypts_and_enforces_ownership(template):
+    bucket = template["Resources"]["ResultsBucket"]
+    props = bucket["Properties"]
+    assert props["PublicAccessBlockConfiguration"] == {
+        "BlockPublicAcls": True,
+        "BlockPublicPolicy": True,
+        "IgnorePublicAcls": True,
+        "RestrictPublicBuckets": True,
+    }
+    (rule,) = props["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert rule["ServerSideEncryptionByDefault"]["SSEAlgorithm"] in ("AES256", "aws:kms")
+    assert props["OwnershipControls"] == {"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]}
+    assert "AccessControl" not in props
+    assert bucket["DeletionPolicy"] == "Retain"
+
+
+def test_bucket_expires_results_after_a_parameter(template):
+    rules = _props(template, "ResultsBucket")["LifecycleConfiguration"]["Rules"]
+    assert any(r["Status"] == "Enabled" and r["ExpirationInDays"] == {"Ref": "ResultsRetentionDays"} for r in rules)
+
+
+def test_bucket_policy_denies_non_tls_requests(template):
+    policy = _props(template, "ResultsBucketPolicy")
+    assert policy["Bucket"] == {"Ref": "ResultsBucket"}
+    deny = [
+        s
+        for s in policy["PolicyDocument"]["Statement"]
+        if s["Effect"] == "Deny" and s.get("Condition", {}).get("Bool", {}).get("aws:SecureTransport") == "false"
+    ]
+    (statement,) = deny
+    assert statement["Principal"] == "*"
+    assert statement["Action"] == "s3:*"
+    assert statement["Resource"] == [
+        {"Fn::GetAtt": ["ResultsBucket", "Arn"]},
+        {"Fn::Sub": "${ResultsBucket.Arn}/*"},
+    ]
+
+
+# ---------------------------------------------------------------- functions
+
+
+@pytest.mark.parametrize(("function", "folder"), FUNCTIONS.items())
+def test_function_code_handler_and_own_log_group(template, function, folder):
+    props = _props(template, function)
+    assert props["CodeUri"] == f"functions/{folder}/"
+    assert props["Handler"] == "app.handler"
+    log_group_id = props["LoggingConfig"]["LogGroup"]["Ref"]
+    log_group = template["Resources"][log_group_id]
+    assert log_group["Type"] == "AWS::Logs::LogGroup"
+    assert log_group["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+    # Its role may write to its own log group and no other.
+    role_id = props["Role"]["Fn::GetAtt"][0]
+    (logs,) = [s for r, s in iam_statements(template) if r == role_id and "logs:PutLogEvents" in as_list(s["Action"])]
+    assert logs["Resource"] == {"Fn::GetAtt": [log_group_id, "Arn"]}
+
+
+def test_each_function_has_its_own_log_group(template):
+    groups = [_props(template, f)["LoggingConfig"]["LogGroup"]["Ref"] for f in FUNCTIONS]
+    assert len(set(groups)) == len(groups)
+
+
+def test_no_data_plane_action_on_star_and_no_wildcard_actions(translated):
+    for role, statement in iam_statements(translated):
+        actions = set(as_list(statement["Action"]))
+        assert not any("*" in action for action in actions), (role, actions)
+        if "*" in as_list(statement["Resource"]):
+            assert actions <= NO_RESOURCE_LEVEL, (role, statement)
+
+
+def test_no_role_can_scan_the_table(translated):
+    for role, statement in iam_statements(translated):
+        assert "dynamodb:Scan" not in as_list(statement["Action"]), role
+
+
+def test_no_managed_policies_on_any_role(translated):
+    for resource in translated["Resources"].values():
+        if resource["Type"] == "AWS::IAM::Role":
+            assert "ManagedPolicyArns" not in resource["Properties"]
+
+
+def test_dynamodb_statements_name_only_this_table(template):
+    table_arns = (
+        {"Fn::GetAtt": ["JobsTable", "Arn"]},
+        {"Fn::Sub": "${JobsTable.Arn}/index/due-index"},
+        {"Fn::Sub": "${JobsTable.Arn}/index/tenant-index"},
+    )
+    for role, statement in iam_statements(template):
+        if any(a.startswith("dynamodb:") for a in as_list(statement["Action"])):
+            assert all(r in table_arns for r in as_list(statement["Resource"])), role
+
+
+def test_executor_may_invoke_only_the_configured_functions(template):
+    (statement,) = [
+        s
+        for r, s in iam_statements(template)
+        if r == "ExecutorRole" and "lambda:InvokeFunction" in as_list(s["Action"])
+    ]
+    assert statement["Resource"] == {
+        "Fn::If": [
+            "HasInvokableFunctionArns",
+            {"Ref": "InvokableFunctionArns"},
+            {"Fn::Sub": "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:tickwork-job-*"},
+        ]
+    }
+    assert template["Parameters"]["InvokableFunctionArns"]["Type"] == "CommaDelimitedList"
+    # only the executor invokes functions
+    others = [
+        r
+        for r, s in iam_statements(template)
+        if r != "ExecutorRole" and "lambda:InvokeFunction" in as_list(s["Action"])
+    ]
+    assert others == []
+
+
+# ---------------------------------------------------------------- tick
+
+
+def test_tick_runs_every_minute_with_retries_and_a_dlq(template):
+    tick = _props(template, "TickFunction")
+    (event,) = tick["Events"].values()
+    assert event["Type"] in ("Schedule", "ScheduleV2")
+    props = event["Properties"]
+    assert props.get("Schedule", props.get("ScheduleExpression")) == "rate(1 minute)"
+    assert props["RetryPolicy"]["MaximumRetryAttempts"] >= 1
+    assert props["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": ["TickDeadLetterQueue", "Arn"]}}
+    assert tick["Timeout"] < 60  # a tick finishes before the next one starts
+
+
+def test_tick_dlq_accepts_only_the_tick_rule(template):
+    policy = _props(template, "TickDeadLetterQueuePolicy")
+    assert policy["Queues"] == [{"Ref": "TickDeadLetterQueue"}]
+    (statement,) = policy["PolicyDocument"]["Statement"]
+    assert statement["Principal"] == {"Service": "events.amazonaws.com"}
+    assert statement["Action"] == "sqs:SendMessage"
+    assert statement["Condition"]["ArnEquals"]["aws:SourceArn"] == {"Fn::GetAtt": ["TickFunctionEveryMinute", "Arn"]}
+
+
+# ---------------------------------------------------------------- executor event sources
+
+
+def test_executor_reads_each_band_with_report_batch_item_failures(template):
+    events = _props(template, "ExecutorFunction")["Events"]
+    queues = {}
+    for event in events.values():
+        assert event["Type"] == "SQS"
+        props = event["Properties"]
+        assert props["BatchSize"] == 10
+        assert props["MaximumBatchingWindowInSeconds"] == 0
+        assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+        queues[props["Queue"]["Fn::GetAtt"][0]] = props["ScalingConfig"]["MaximumConcurrency"]["Ref"]
+    assert queues == {f"{b}Queue": f"{b}Concurrency" for b in BANDS}
+
+
+def test_band_concurrency_is_weighted_high_to_low(template):
+    high, normal, low = (_default(template, f"{b}Concurrency") for b in BANDS)
+    assert high > normal > low >= 2
+    assert (high, normal, low) == (50, 20, 5)
+
+
+# ---------------------------------------------------------------- API
+
+
+def test_http_api_uses_iam_auth_and_access_logs(template):
+    api = template["Resources"]["HttpApi"]
+    assert api["Type"] == "AWS::Serverless::HttpApi"
+    props = api["Properties"]
+    assert props["Auth"]["DefaultAuthorizer"] == "AWS_IAM"
+    assert props["Auth"]["EnableIamAuthorizer"] is True
+    assert props["AccessLogSettings"]["DestinationArn"] == {"Fn::GetAtt": ["ApiAccessLogGroup", "Arn"]}
+    assert "$context.requestId" in props["AccessLogSettings"]["Format"]
+    events = _props(template, "ApiFunction")["Events"]
+    assert all(e["Type"] == "HttpApi" and e["Properties"]["ApiId"] == {"Ref": "HttpApi"} for e in events.values())
+
+
+# ---------------------------------------------------------------- alarms
+
+
+def _alarms(template):
+    return {k: r["Properties"] for k, r in _of_type(template, "AWS::CloudWatch::Alarm").items()}
+
+
+def test_every_alarm_notifies_the_topic(template):
+    alarms = _alarms(template)
+    assert len(alarms) == 13
+    for props in alarms.values():
+        assert props["AlarmActions"] == [{"Ref": "AlarmTopic"}]
+        assert props["OKActions"] == [{"Ref": "AlarmTopic"}]
+
+
+def test_alarm_email_subscription_is_optional(template):
+    subscription = template["Resources"]["AlarmEmailSubscription"]
+    assert subscription["Condition"] == "HasAlarmEmail"
+    assert subscription["Properties"]["Protocol"] == "email"
+    assert subscription["Properties"]["Endpoint"] == {"Ref": "AlarmEmail"}
+    assert _default(template, "AlarmEmail") == ""
+
+
+def _alarm_on(template, namespace, metric, dimension_value):
+    matches = [
+        props
+        for props in _alarms(template).values()
+        if props["Namespace"] == namespace
+        and props["MetricName"] == metric
+        and [d["Value"] for d in props["Dimensions"]] == [dimension_value]
+    ]
+    assert len(matches) == 1, (namespace, metric, dimension_value)
+    return matches[0]
+
+
+@pytest.mark.parametrize("queue", [*(f"{b}DeadLetterQueue" for b in BANDS), "TickDeadLetterQueue"])
+def test_any_dlq_message_alarms(template, queue):
+    alarm = _alarm_on(template, "AWS/SQS", "ApproximateNumberOfMessagesVisible", {"Fn::GetAtt": [queue, "QueueName"]})
+    assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
+    assert alarm["Threshold"] == 0
+
+
+def test_tick_errors_and_tick_not_running_alarm(template):
+    tick = {"Ref": "TickFunction"}
+    errors = _alarm_on(template, "AWS/Lambda", "Errors", tick)
+    assert (errors["ComparisonOperator"], errors["Threshold"]) == ("GreaterThanThreshold", 0)
+    silent = _alarm_on(template, "AWS/Lambda", "Invocations", tick)
+    assert silent["Statistic"] == "Sum"
+    assert (silent["ComparisonOperator"], silent["Threshold"]) == ("LessThanThreshold", 1)
+    assert silent["TreatMissingData"] == "breaching"
+    assert silent["Period"] * silent["EvaluationPeriods"] == 180
+    assert silent["DatapointsToAlarm"] == silent["EvaluationPeriods"]
+
+
+def test_executor_errors_and_throttles_alarm(template):
+    executor = {"Ref": "ExecutorFunction"}
+    for metric in ("Errors", "Throttles"):
+        alarm = _alarm_on(template, "AWS/Lambda", metric, executor)
+        assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("GreaterThanThreshold", 0)
+
+
+@pytest.mark.parametrize("band", BANDS)
+def test_oldest_message_age_alarms_per_band(template, band):
+    alarm = _alarm_on(
+        template, "AWS/SQS", "ApproximateAgeOfOldestMessage", {"Fn::GetAtt": [f"{band}Queue", "QueueName"]}
+    )
+    assert alarm["Threshold"] == {"Ref": "QueueAgeAlarmSeconds"}
+
+
+def test_start_lateness_p99_alarm(template):
+    alarm = _alarm_on(template, "Tickwork", "StartLatenessMs", "tickwork")
+    assert alarm["Dimensions"] == [{"Name": "service", "Value": "tickwork"}]
+    assert alarm["ExtendedStatistic"] == "p99"
+    assert alarm["Threshold"] == {"Ref": "StartLatenessAlarmMs"}
+
+
+def test_api_5xx_alarm(template):
+    alarm = _alarm_on(template, "AWS/ApiGateway", "5xx", {"Ref": "HttpApi"})
+    assert alarm["Dimensions"][0]["Name"] == "ApiId"
+    assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("GreaterThanThreshold", 0)
+
+
+# ---------------------------------------------------------------- dashboard and outputs
+
+
+def _dashboard_metrics(template):
+    body = dashboard_json(_props(template, "Dashboard")["DashboardBody"])
+    metrics = []
+    for widget in body["widgets"]:
+        for metric in widget["properties"].get("metrics", []):
+            stat = metric[-1].get("stat") if isinstance(metric[-1], dict) else None
+            metrics.append((metric[0], metric[1], metric[3], stat or widget["properties"].get("stat")))
+    return body, metrics
+
+
+def test_dashboard_shows_every_tickwork_metric(template):
+    _, metrics = _dashboard_metrics(template)
+    shown = {name for namespace, name, dimension, _ in metrics if namespace == "Tickwork" and dimension == "tickwork"}
+    assert shown == set(METRICS)
+    lateness = {stat for ns, name, _, stat in metrics if name == "StartLatenessMs"}
+    assert {"p50", "p99"} <= lateness
+
+
+def test_dashboard_shows_queues_dlqs_executor_and_api(template):
+    body, metrics = _dashboard_metrics(template)
+    sqs = {(name, dimension) for namespace, name, dimension, _ in metrics if namespace == "AWS/SQS"}
+    for band in BANDS:
+        assert ("ApproximateNumberOfMessagesVisible", f"<{band}Queue.QueueName>") in sqs
+        assert ("ApproximateAgeOfOldestMessage", f"<{band}Queue.QueueName>") in sqs
+        assert ("ApproximateNumberOfMessagesVisible", f"<{band}DeadLetterQueue.QueueName>") in sqs
+    assert ("ApproximateNumberOfMessagesVisible", "<TickDeadLetterQueue.QueueName>") in sqs
+    executor = {name for namespace, name, dimension, _ in metrics if dimension == "<ExecutorFunction>"}
+    assert {"ConcurrentExecutions", "Errors", "Duration"} <= executor
+    api = {name for namespace, name, dimension, _ in metrics if namespace == "AWS/ApiGateway"}
+    assert {"Count", "4xx", "5xx"} <= api
+    alarm_widgets = [w for w in body["widgets"] if w["type"] == "alarm"]
+    assert len(alarm_widgets[0]["properties"]["alarms"]) == len(_alarms(template))
+
+
+def test_outputs(template):
+    outputs = template["Outputs"]
+    required = {"ApiUrl", "TableName", "ResultsBucketName", "AlarmTopicArn", "DashboardName"}
+    required |= {f"{b}QueueUrl" for b in BANDS}
+    assert required <= outputs.keys()
+    assert outputs["DashboardName"]["Value"] == {"Ref": "Dashboard"}
+    assert "${HttpApi}" in outputs["ApiUrl"]["Value"]["Fn::Sub"]
+
+
+# ---------------------------------------------------------------- samconfig
+
+
+def test_samconfig_has_deploy_defaults():
+    config = tomllib.loads((Path(REPO_ROOT) / "samconfig.toml").read_text())
+    assert config["version"] == 0.1
+    deploy = config["default"]["deploy"]["parameters"]
+    assert deploy["stack_name"] == "tickwork"
+    assert deploy["resolve_s3"] is True
+    assert "CAPABILITY_IAM" in deploy["capabilities"]
+    assert deploy["confirm_changeset"] is True
+    build = config["default"]["build"]["parameters"]
+    assert build["cached"] is True
+    assert config["default"]["validate"]["parameters"]["lint"] is True
