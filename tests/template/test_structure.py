@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from template_support import as_list, dashboard_json, iam_statements
 from tickwork.settings import Settings
+from tickwork.store import DUE_INDEX, DUE_INDEX_PROJECTION, TENANT_INDEX
 from tickwork_local.template import REPO_ROOT
 
 BANDS = ("High", "Normal", "Low")
@@ -144,13 +145,14 @@ def test_table_keys_and_indexes(template):
     types = {d["AttributeName"]: d["AttributeType"] for d in props["AttributeDefinitions"]}
     assert types == {"pk": "S", "sk": "S", "due_shard": "S", "due_at": "N", "tenant_key": "S", "tenant_sort": "S"}
     indexes = {i["IndexName"]: i for i in props["GlobalSecondaryIndexes"]}
-    assert set(indexes) == {"due-index", "tenant-index"}
+    assert set(indexes) == {"due-index", "tenant-index"} == {DUE_INDEX, TENANT_INDEX}
     due = indexes["due-index"]
     assert due["KeySchema"] == [
         {"AttributeName": "due_shard", "KeyType": "HASH"},
         {"AttributeName": "due_at", "KeyType": "RANGE"},
     ]
     assert due["Projection"] == {"ProjectionType": "INCLUDE", "NonKeyAttributes": DUE_INDEX_ATTRIBUTES}
+    assert tuple(DUE_INDEX_ATTRIBUTES) == DUE_INDEX_PROJECTION  # what the tick reads from the index
     tenant = indexes["tenant-index"]
     assert tenant["KeySchema"] == [
         {"AttributeName": "tenant_key", "KeyType": "HASH"},
@@ -284,6 +286,73 @@ def test_dynamodb_statements_name_only_this_table(template):
     for role, statement in iam_statements(template):
         if any(a.startswith("dynamodb:") for a in as_list(statement["Action"])):
             assert all(r in table_arns for r in as_list(statement["Resource"])), role
+
+
+def _grants(template, role):
+    """{action: [resources]} a role's statements allow (resources as written in the template)."""
+    grants: dict[str, list] = {}
+    for r, statement in iam_statements(template):
+        if r == role and statement["Effect"] == "Allow":
+            for action in as_list(statement["Action"]):
+                grants.setdefault(action, []).extend(as_list(statement["Resource"]))
+    return grants
+
+
+def _arn(logical_id):
+    return {"Fn::GetAtt": [logical_id, "Arn"]}
+
+
+def test_only_the_executor_consumes_the_band_queues(template):
+    consume = {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"}
+    executor = _grants(template, "ExecutorRole")
+    for action in consume:  # what the SQS event source mapping and retries need
+        assert sorted(executor[action], key=str) == sorted((_arn(f"{b}Queue") for b in BANDS), key=str)
+    for role in ("TickRole", "ApiRole"):
+        assert not consume & _grants(template, role).keys(), role
+
+
+def test_who_may_send_where(template):
+    bands = sorted((_arn(f"{b}Queue") for b in BANDS), key=str)
+    dlqs = sorted((_arn(f"{b}DeadLetterQueue") for b in BANDS), key=str)
+    tick = _grants(template, "TickRole")["sqs:SendMessage"]
+    assert sorted(tick, key=str) == sorted([*bands, _arn("TickDeadLetterQueue")], key=str)
+    assert sorted(_grants(template, "ApiRole")["sqs:SendMessage"], key=str) == bands  # immediate dispatch
+    assert sorted(_grants(template, "ExecutorRole")["sqs:SendMessage"], key=str) == dlqs  # dead letters only
+
+
+def test_results_bucket_access(template):
+    objects = {"Fn::Sub": "${ResultsBucket.Arn}/*"}
+    executor = _grants(template, "ExecutorRole")
+    api = _grants(template, "ApiRole")
+    assert executor["s3:PutObject"] == [objects]
+    assert executor["s3:GetObject"] == api["s3:GetObject"] == [objects]
+    # HeadObject/GetObject of a missing result must be a 404 (results.find), not a 403.
+    assert executor["s3:ListBucket"] == api["s3:ListBucket"] == [_arn("ResultsBucket")]
+    assert "s3:PutObject" not in api
+    assert not any(a.startswith("s3:") for a in _grants(template, "TickRole"))
+
+
+def test_table_access_is_what_the_store_does(template):
+    table = _arn("JobsTable")
+    tick = _grants(template, "TickRole")
+    # The claim is a TransactWriteItems of an Update and Puts: IAM authorises each action.
+    assert {a: tick[a] for a in tick if a.startswith("dynamodb:")} == {
+        "dynamodb:GetItem": [table],
+        "dynamodb:PutItem": [table],
+        "dynamodb:UpdateItem": [table],
+        "dynamodb:Query": [{"Fn::Sub": "${JobsTable.Arn}/index/due-index"}],
+    }
+    executor = _grants(template, "ExecutorRole")
+    assert {a for a in executor if a.startswith("dynamodb:")} == {
+        "dynamodb:GetItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:Query",
+    }
+    api = _grants(template, "ApiRole")
+    assert {"Fn::Sub": "${JobsTable.Arn}/index/tenant-index"} in api["dynamodb:Query"]
+    for role in ("TickRole", "ExecutorRole", "ApiRole"):
+        forbidden = {"dynamodb:Scan", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteTable"}
+        assert not forbidden & _grants(template, role).keys(), role
 
 
 def test_executor_may_invoke_only_the_configured_functions(template):
