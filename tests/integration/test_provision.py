@@ -16,20 +16,28 @@ TEMPLATE = load_template()
 RESOURCES = TEMPLATE["Resources"]
 
 
+def _fake_credentials(patch: pytest.MonkeyPatch) -> None:
+    patch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    patch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    patch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    patch.setenv("AWS_SESSION_TOKEN", "testing")
+    patch.delenv("AWS_ENDPOINT_URL", raising=False)
+    patch.delenv("AWS_PROFILE", raising=False)
+
+
+@pytest.fixture(scope="module")
+def clients():
+    """Made once (client creation is the slow part); moto intercepts them inside each test's mock_aws."""
+    with pytest.MonkeyPatch.context() as patch:
+        _fake_credentials(patch)
+        yield {name: boto3.client(name) for name in ("dynamodb", "sqs", "s3")}
+
+
 @pytest.fixture
-def aws(monkeypatch):
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_SESSION_TOKEN", "testing")
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
+def aws(clients, monkeypatch):
+    _fake_credentials(monkeypatch)
     with mock_aws():
-        yield {
-            "dynamodb": boto3.client("dynamodb"),
-            "sqs": boto3.client("sqs"),
-            "s3": boto3.client("s3"),
-        }
+        yield clients
 
 
 @pytest.fixture
@@ -231,9 +239,7 @@ def test_prefixes_isolate_deployments(aws, provisioned):
 
 
 def test_works_against_a_moto_server(monkeypatch):
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    _fake_credentials(monkeypatch)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
     server.start()
     try:

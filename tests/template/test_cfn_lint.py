@@ -4,32 +4,37 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
 from tickwork_local.template import REPO_ROOT
 
 # Exactly the `cfn-lint` console script, run from the repo root so .cfnlintrc.yaml applies.
 CFN_LINT = "import sys; from cfnlint.runner import main; sys.argv[0] = 'cfn-lint'; sys.exit(main())"
 
 
-def test_cfn_lint_reports_nothing():
-    result = subprocess.run(
-        [sys.executable, "-c", CFN_LINT], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, check=False
-    )
-    assert result.stdout + result.stderr == ""
-    assert result.returncode == 0
-
-
-def test_cfn_lint_does_catch_a_broken_template(tmp_path):
-    """The lint test is not vacuous: the same invocation fails on a typo'd resource type."""
-    bad = tmp_path / "bad.yaml"
+@pytest.fixture(scope="module")
+def lint_runs(tmp_path_factory) -> dict[str, tuple[int, str]]:
+    """Both runs at once (each takes seconds): the repo's template, and a broken one as a control."""
+    bad = Path(tmp_path_factory.mktemp("cfn")) / "bad.yaml"
     bad.write_text("Resources:\n  Q:\n    Type: AWS::SQS::Queu\n")
-    result = subprocess.run(
-        [sys.executable, "-c", CFN_LINT, str(bad)],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode != 0
-    assert "E3006" in result.stdout
+    commands = {"repo": [sys.executable, "-c", CFN_LINT], "broken": [sys.executable, "-c", CFN_LINT, str(bad)]}
+    processes = {
+        name: subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for name, command in commands.items()
+    }
+    outputs = {name: p.communicate(timeout=120)[0] for name, p in processes.items()}
+    return {name: (processes[name].returncode, output) for name, output in outputs.items()}
+
+
+def test_cfn_lint_reports_nothing(lint_runs):
+    returncode, output = lint_runs["repo"]
+    assert output == ""
+    assert returncode == 0
+
+
+def test_cfn_lint_does_catch_a_broken_template(lint_runs):
+    """The lint test is not vacuous: the same invocation fails on a typo'd resource type."""
+    returncode, output = lint_runs["broken"]
+    assert returncode != 0
+    assert "E3006" in output

@@ -75,6 +75,7 @@ def test_http_api_is_iam_authenticated_with_access_logs(translated):
     (body,) = (r["Properties"]["Body"] for r in api.values())
     schemes = body["components"]["securitySchemes"]
     assert schemes["AWS_IAM"]["x-amazon-apigateway-authtype"] == "awsSigv4"
+    assert set(body["paths"]) == {"$default"}  # every path reaches ApiFunction, IAM-authenticated
     for methods in body["paths"].values():
         for method in methods.values():
             assert method["security"] == [{"AWS_IAM": []}]
