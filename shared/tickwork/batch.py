@@ -14,7 +14,9 @@ from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
 
 class ConcurrentBatchProcessor(BatchProcessor):
     def __init__(self, *, max_workers: int = 10) -> None:
-        super().__init__(event_type=EventType.SQS, model=SqsRecordModel)
+        # A batch whose every run is retrying is routine, not an invocation error: report the items,
+        # don't raise (raising would count as a function error and trip the executor alarm).
+        super().__init__(event_type=EventType.SQS, model=SqsRecordModel, raise_on_entire_batch_failure=False)
         self.max_workers = max_workers
 
     def process(self) -> list[tuple]:

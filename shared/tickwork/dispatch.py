@@ -266,7 +266,7 @@ class Dispatcher:
         for _ in range(MAX_CLAIM_ROUNDS):
             plan = plan_claim(job, now=now, horizon_end=horizon_end)
             runs = self._runs_of(job, plan, now)
-            if not self.store.claim(
+            claim = self.store.claim(
                 job_id=job.job_id,
                 expected_version=job.version,
                 next_run_at=plan.next_run_at,
@@ -274,11 +274,9 @@ class Dispatcher:
                 runs=runs,
                 now=now,
                 redispatch_after=self.redispatch_after,
-            ):
-                report.lost_races += 1  # another tick won, or the job changed: nothing to do
-                return outgoing
-            report.claimed_jobs += 1
-            skipped = [r for r in runs if r.status is RunStatus.SKIPPED]
+            )
+            created = claim.created
+            skipped = [r for r in created if r.status is RunStatus.SKIPPED]
             report.skipped += sum(r.skipped_count or 1 for r in skipped)
             for run in skipped:
                 metrics.add_metric(name="RunsSkipped", unit="Count", value=run.skipped_count or 1)
@@ -291,7 +289,11 @@ class Dispatcher:
                         "skipped_count": run.skipped_count,
                     },
                 )
-            outgoing += [self._outgoing(r) for r in runs if r.status is RunStatus.QUEUED]
+            outgoing += [self._outgoing(r) for r in created if r.status is RunStatus.QUEUED]
+            if not claim.advanced:
+                report.lost_races += 1  # another tick moved the job (or it changed): its next claim is theirs
+                return outgoing
+            report.claimed_jobs += 1
             if plan.next_run_at is None or plan.next_run_at > horizon_end:
                 return outgoing
             job = ClaimableJob(**{**job.__dict__, "version": job.version + 1, "next_run_at": plan.next_run_at})

@@ -184,6 +184,12 @@ class DueItem:
         return int(self.attrs.get("priority", 5))
 
 
+@dataclass(frozen=True)
+class Claim:
+    created: list[Run]  # the runs this claimer created, and so sends
+    advanced: bool  # whether this claimer moved the job forward
+
+
 class LeaseOutcome(StrEnum):
     LEASED = "LEASED"
     TERMINAL = "TERMINAL"  # already finished: a duplicate delivery
@@ -289,12 +295,47 @@ class JobStore:
         runs: Sequence[Run],
         now: datetime,
         redispatch_after: timedelta,
-    ) -> bool:
-        """The claim: atomically create the runs (each must not exist) and advance the job past them.
+        in_flight_for: timedelta = timedelta(seconds=30),
+    ) -> Claim:
+        """The claim, as two ordered conditional writes (promise 2):
 
-        Losing a race (another tick claimed first, or the job changed) cancels the whole transaction.
+        1. each run record is created only if it does not exist: this is the lock on the occurrence.
+           Whoever creates it sends it; a run found existing was claimed by someone else (who sends it,
+           or, had it died, the orphan re-send does).
+        2. the job advances past the claimed occurrences only from `expected_version`.
+
+        A claimer that dies between 1 and 2 leaves the job un-advanced; the next claimer finds the runs
+        existing and just completes step 2. Nothing is lost and nothing is doubled, as with a transaction,
+        at half its cost (a transaction bills 2 WRU per item) and with no cross-item lock.
         """
         shard = shard_of(job_id, self.shards)
+        created: list[Run] = []
+        for index, run in enumerate(runs):
+            attrs = run_to_attrs(run)
+            attrs["claimed_at_ms"] = to_ms(now)
+            if run.status is RunStatus.QUEUED:
+                # In the due index until an executor leases it: if none has by then, the tick re-sends it.
+                attrs["due_shard"] = shard
+                attrs["due_at"] = to_ms(run.scheduled_for + redispatch_after)
+            else:
+                attrs["expires_at"] = self._expiry(now)
+            try:
+                self._db.put_item(
+                    TableName=self.table,
+                    Item=serialize(attrs),
+                    ConditionExpression="attribute_not_exists(pk)",
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+                created.append(run)
+            except ClientError as exc:
+                if not _is_condition_failure(exc):
+                    raise
+                existing = deserialize(exc.response.get("Item") or {})  # type: ignore[arg-type]
+                claimed_ms = int(existing.get("claimed_at_ms", 0))
+                if index == 0 and to_ms(now) - claimed_ms < in_flight_for.total_seconds() * 1000:
+                    # Another claimer is on this job right now: leave it the rest (and the advance).
+                    return Claim(created=[], advanced=False)
+                # Otherwise its claimer died part-way: carry the claim through.
         names = {"#state": "state"}
         values = _values(v=expected_version, active=JobState.ACTIVE.value, one=1, now=iso(now))
         sets = ["version = version + :one", "updated_at = :now"]
@@ -307,47 +348,21 @@ class JobStore:
         if complete:
             sets.append("#state = :completed")
             values.update(_values(completed=JobState.COMPLETED.value))
-        expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
-        items: list[dict[str, Any]] = [
-            {
-                "Update": {
-                    "TableName": self.table,
-                    "Key": job_key(job_id),
-                    "UpdateExpression": expression,
-                    "ConditionExpression": "version = :v AND #state = :active",
-                    "ExpressionAttributeNames": names,
-                    "ExpressionAttributeValues": values,
-                }
-            }
-        ]
-        for run in runs:
-            attrs = run_to_attrs(run)
-            if run.status is RunStatus.QUEUED:
-                attrs["due_shard"] = shard
-                # Stays in the due index until an executor leases it: if no executor has by then, the tick
-                # re-sends it (the claim committed but the send was lost).
-                attrs["due_at"] = to_ms(run.scheduled_for + redispatch_after)
-            else:
-                attrs["expires_at"] = self._expiry(now)
-            items.append(
-                {
-                    "Put": {
-                        "TableName": self.table,
-                        "Item": serialize(attrs),
-                        "ConditionExpression": "attribute_not_exists(pk)",
-                    }
-                }
-            )
         try:
-            self._db.transact_write_items(TransactItems=items)
+            self._db.update_item(
+                TableName=self.table,
+                Key=job_key(job_id),
+                UpdateExpression="SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else ""),
+                ConditionExpression="version = :v AND #state = :active",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+            advanced = True
         except ClientError as exc:
-            if exc.response["Error"]["Code"] in (
-                "TransactionCanceledException",
-                "ConditionalCheckFailedException",
-            ):
-                return False
-            raise
-        return True
+            if not _is_condition_failure(exc):
+                raise
+            advanced = False
+        return Claim(created=created, advanced=advanced)
 
     def put_queued_run(self, run: Run, *, redispatch_at: datetime) -> bool:
         """A run outside the schedule (trigger): created QUEUED, in the due index until leased."""

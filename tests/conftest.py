@@ -1,0 +1,50 @@
+"""Shared fixtures. AWS is moto, in-process; resources come from template.yaml via tickwork_local.provision."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# Before anything imports Powertools: no X-Ray daemon here, and EMF lines would drown the test output.
+os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+
+ROOT = Path(__file__).resolve().parents[1]
+EVENTS = ROOT / "events"
+
+
+def load_event(name: str) -> dict[str, Any]:
+    return json.loads((EVENTS / name).read_text())
+
+
+@pytest.fixture
+def aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_SESSION_TOKEN", "testing")
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+
+
+@pytest.fixture
+def mocked_aws(aws_credentials: None) -> Iterator[None]:
+    from moto import mock_aws
+
+    with mock_aws():
+        yield
+
+
+@pytest.fixture
+def pipeline(mocked_aws: None) -> Iterator[Any]:
+    """The whole pipeline in-process: tables/queues/bucket from template.yaml, a fake clock, real handlers."""
+    from tests.harness import Pipeline
+
+    with Pipeline.create() as p:
+        yield p

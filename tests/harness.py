@@ -1,0 +1,207 @@
+"""Drive the real pipeline in-process against moto: tick handler -> SQS -> executor handler -> S3.
+
+The harness plays only what AWS itself does around the functions (EventBridge invoking the tick, the
+SQS event source mapping invoking the executor and deleting what succeeded); the code under test is
+the same handler code that runs in Lambda.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from executor import app as executor_app
+from tick import app as tick_app
+from tickwork.aws import AwsClients
+from tickwork.clock import FakeClock
+from tickwork.jobs import JobSpec
+from tickwork.models import Band, Job, Run
+from tickwork.services import Services
+from tickwork.settings import Settings
+from tickwork_local.lambda_runtime import LocalLambdaContext, failed_message_ids, sqs_event
+from tickwork_local.provision import ProvisionedResources, provision
+from tickwork_local.template import load_template
+
+from tests.conftest import load_event
+
+START = datetime(2026, 11, 21, 12, 0, 0, tzinfo=UTC)
+TENANT = "default"
+
+
+@dataclass
+class CallLog:
+    """Every AWS call the code makes, with its parameters (a botocore event hook; nothing is faked)."""
+
+    calls: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def attach(self, client: Any) -> None:
+        client.meta.events.register("provide-client-params.*.*", self._record)
+
+    def _record(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        with self._lock:
+            self.calls.append((model.service_model.service_name, model.name, dict(params)))
+
+    def count(self, operation: str | None = None) -> int:
+        return sum(1 for _, op, _ in self.calls if operation is None or op == operation)
+
+    def params(self, operation: str) -> list[dict[str, Any]]:
+        return [p for _, op, p in self.calls if op == operation]
+
+    def by_operation(self) -> Counter[str]:
+        return Counter(op for _, op, _ in self.calls)
+
+    def clear(self) -> None:
+        with self._lock:
+            self.calls.clear()
+
+
+@dataclass
+class Pipeline:
+    services: Services
+    resources: ProvisionedResources
+    clock: FakeClock
+    calls: CallLog
+
+    @classmethod
+    @contextmanager
+    def create(cls, **env: str) -> Iterator[Pipeline]:
+        clients = AwsClients()
+        resources = provision(
+            load_template(),
+            dynamodb=clients.client("dynamodb"),
+            sqs=clients.client("sqs"),
+            s3=clients.client("s3"),
+            parameters={"TableDeletionProtection": "false"},
+        )
+        overrides = {"DUE_SHARDS": "4", "REDISPATCH_AFTER_SECONDS": "30", **env}
+        settings = Settings.from_env(resources.environment("ExecutorFunction", overrides=overrides))
+        clock = FakeClock(START)
+        services = Services(settings=settings, clients=clients, clock=clock)
+        calls = CallLog()
+        for service in ("dynamodb", "sqs", "s3"):
+            calls.attach(clients.client(service))
+        tick_app.use_services(services)
+        executor_app.use_services(services)
+        try:
+            yield cls(services, resources, clock, calls)
+        finally:
+            tick_app.use_services(None)
+            executor_app.use_services(None)
+
+    # ------------------------------------------------------------ shortcuts
+
+    @property
+    def sqs(self) -> Any:
+        return self.services.clients.client("sqs")
+
+    @property
+    def s3(self) -> Any:
+        return self.services.clients.client("s3")
+
+    def create_job(self, tenant: str = TENANT, **spec: Any) -> Job:
+        spec.setdefault("name", "test job")
+        spec.setdefault("type", "echo")
+        return self.services.jobs.create_job(tenant, JobSpec.model_validate(spec))
+
+    def tick(self) -> dict[str, Any]:
+        """EventBridge invoking the tick function with the sample scheduled event."""
+        return tick_app.handler(load_event("tick-scheduled.json"), LocalLambdaContext("TickFunction"))
+
+    def run(self, run_id: str) -> Run:
+        run = self.services.store.get_run(run_id)
+        assert run is not None, f"no run {run_id}"
+        return run
+
+    def runs_of(self, job_id: str) -> list[Run]:
+        runs, _ = self.services.store.runs_of_job(job_id, limit=1000)
+        return sorted(runs, key=lambda r: r.scheduled_for)
+
+    # ------------------------------------------------------------ SQS, as an event source mapping
+
+    def receive(self, band: Band, max_messages: int = 10) -> list[dict[str, Any]]:
+        response = self.sqs.receive_message(
+            QueueUrl=self.resources.queue_urls[band.value],
+            MaxNumberOfMessages=max_messages,
+            AttributeNames=["All"],
+            MessageAttributeNames=["All"],
+            WaitTimeSeconds=0,
+        )
+        return response.get("Messages", [])
+
+    def deliver(self, band: Band, messages: list[dict[str, Any]], timeout_seconds: float = 900) -> set[str]:
+        """Invoke the executor with these messages; delete the successes; return the failed message ids."""
+        url = self.resources.queue_urls[band.value]
+        try:
+            response = executor_app.handler(
+                sqs_event(messages, url), LocalLambdaContext("ExecutorFunction", timeout_seconds)
+            )
+            failed = failed_message_ids(response)
+        except Exception:
+            failed = {m["MessageId"] for m in messages}  # an invocation that throws leaves the whole batch
+        done = [m for m in messages if m["MessageId"] not in failed]
+        for start in range(0, len(done), 10):
+            chunk = done[start : start + 10]
+            self.sqs.delete_message_batch(
+                QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(chunk)]
+            )
+        self._last_failed = [m for m in messages if m["MessageId"] in failed]
+        return failed
+
+    def visibility_set_for(self, receipt_handle: str) -> list[int]:
+        return [
+            p["VisibilityTimeout"]
+            for p in self.calls.params("ChangeMessageVisibility")
+            if p["ReceiptHandle"] == receipt_handle
+        ]
+
+    def drain(self, *, max_rounds: int = 100, wait_out_backoff: bool = True) -> int:
+        """Deliver until every band queue is empty. A failed item's backoff is waited out by moving the fake
+        clock by the visibility the executor set, then making the message visible again (as time would)."""
+        delivered = 0
+        for _ in range(max_rounds):
+            progressed = False
+            for band in Band:
+                messages = self.receive(band)
+                if not messages:
+                    continue
+                progressed = True
+                delivered += len(messages)
+                self.deliver(band, messages)
+                if wait_out_backoff:
+                    url = self.resources.queue_urls[band.value]
+                    for m in self._last_failed:
+                        waits = self.visibility_set_for(m["ReceiptHandle"])
+                        self.clock.advance(waits[-1] if waits else 1)
+                        self.sqs.change_message_visibility(
+                            QueueUrl=url, ReceiptHandle=m["ReceiptHandle"], VisibilityTimeout=0
+                        )
+            if not progressed:
+                return delivered
+        raise AssertionError("queues did not drain")
+
+    def queued_messages(self, band: Band) -> int:
+        attrs = self.sqs.get_queue_attributes(
+            QueueUrl=self.resources.queue_urls[band.value],
+            AttributeNames=[
+                "ApproximateNumberOfMessages",
+                "ApproximateNumberOfMessagesDelayed",
+                "ApproximateNumberOfMessagesNotVisible",
+            ],
+        )["Attributes"]
+        return sum(int(v) for v in attrs.values())
+
+    def dlq_messages(self, band: Band) -> list[dict[str, Any]]:
+        response = self.sqs.receive_message(
+            QueueUrl=self.resources.dlq_urls[band.value], MaxNumberOfMessages=10, WaitTimeSeconds=0
+        )
+        return response.get("Messages", [])
+
+    def result_objects(self) -> list[str]:
+        pages = self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.resources.results_bucket)
+        return [o["Key"] for page in pages for o in page.get("Contents", [])]
