@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from botocore.exceptions import ClientError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from tickwork.catalog import DEFAULT_LIMIT, Catalog, IdempotencyMismatch, IdempotencyRecord, Page
 from tickwork.clock import Clock, to_ms
 from tickwork.dispatch import Dispatcher
-from tickwork.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge
+from tickwork.errors import Conflict, FieldError, InvalidInput, NotFound, PayloadTooLarge
 from tickwork.jobtypes import UnknownJobType, registry
 from tickwork.models import (
     DEFAULT_MISFIRE_GRACE_SECONDS,
@@ -40,6 +43,7 @@ from tickwork.store import JobStore
 # The job item (<= 400 KB in DynamoDB) carries the payload; SQS messages never do. 256 KiB leaves room.
 MAX_PAYLOAD_BYTES = 256 * 1024
 _VERSION_RETRIES = 5
+MAX_REDRIVE = 250  # runs one "redrive all" call re-queues; the response says when there are more
 
 
 class JobSpec(BaseModel):
@@ -57,6 +61,57 @@ class JobSpec(BaseModel):
     misfire_grace_seconds: int = Field(default=DEFAULT_MISFIRE_GRACE_SECONDS, ge=0, le=7 * 86400)
     overlap: OverlapPolicy = OverlapPolicy.ALLOW
     tags: dict[str, str] = Field(default_factory=dict, max_length=50)
+
+
+class KeyReused(Conflict):
+    """An Idempotency-Key reused within 24 h with a different body."""
+
+    def __init__(self, key: str) -> None:
+        message = f"Idempotency-Key {key!r} was used within the last 24 hours with a different request body"
+        self.errors = [FieldError("Idempotency-Key", message)]
+        super().__init__(message)
+
+
+class JobUpdate(BaseModel):
+    """What PATCH may change; absent fields stay as they are. The type of a job never changes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(default=None, min_length=1, max_length=200)
+    payload: dict[str, Any] | None = None
+    schedule: Schedule | None = None
+    priority: int | None = Field(default=None, ge=0, le=9)
+    retry: RetryPolicy | None = None
+    timeout_seconds: int | None = Field(default=None, ge=1, le=MAX_TIMEOUT_SECONDS)
+    misfire_grace_seconds: int | None = Field(default=None, ge=0, le=7 * 86400)
+    overlap: OverlapPolicy | None = None
+    tags: dict[str, str] | None = Field(default=None, max_length=50)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _not_null(cls, value: object) -> object:
+        if value is None:
+            raise ValueError("must not be null; leave the field out to keep its value")
+        return value
+
+    def changes(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.model_fields_set}
+
+
+class RedriveRequest(BaseModel):
+    """POST /v1/dlq/redrive: every FAILED run of the caller (no body, or no run_ids), or just these."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_ids: list[str] | None = Field(default=None, min_length=1, max_length=100)
+
+
+@dataclass(frozen=True)
+class RedriveReport:
+    redriven: int
+    run_ids: list[str]
+    not_redriven: list[str]  # unknown ids, other tenants' ids, and runs that are not FAILED (any more)
+    more: bool  # "all" stopped at MAX_REDRIVE; call again for the rest
 
 
 class JobService:
@@ -100,11 +155,11 @@ class JobService:
             raise InvalidInput.one(field, "the schedule has no occurrence in the future")
         return first
 
-    def create_job(self, tenant: str, spec: JobSpec) -> Job:
+    def new_job(self, tenant: str, spec: JobSpec, *, now: datetime, job_id: str | None = None) -> Job:
+        """The job `spec` describes, checked (type, payload, size, a future occurrence); nothing is written."""
         self.check_payload(spec.type, spec.payload)
-        now = self.clock.now()
         job = Job(
-            id=new_job_id(to_ms(now)),
+            id=job_id or new_job_id(to_ms(now)),
             tenant=tenant,
             created_at=now,
             updated_at=now,
@@ -112,8 +167,71 @@ class JobService:
             schedule=spec.schedule,
             retry=spec.retry,
         )
-        job = job.model_copy(update={"next_run_at": self.first_occurrence(job, now)})
+        return job.model_copy(update={"next_run_at": self.first_occurrence(job, now)})
+
+    def create_job(self, tenant: str, spec: JobSpec) -> Job:
+        job = self.new_job(tenant, spec, now=self.clock.now())
         self.store.put_new_job(job)  # durable before acknowledged
+        logger.info("job created", extra={"job_id": job.id, "type": job.type, "next_run_at": job.next_run_at})
+        self._dispatch_soon(job)
+        return job
+
+    def create_job_once(
+        self, tenant: str, spec: JobSpec, *, catalog: Catalog, key: str, request_hash: str
+    ) -> tuple[dict[str, Any], bool]:
+        """Create under an Idempotency-Key. Returns (the first response's body, whether this is a replay).
+
+        The same key with the same body within 24 h returns the first response (even once the job has
+        changed, or its `at` has passed); a different body is a Conflict. The record is written only after
+        the request proved valid, so bad input writes nothing; the job id is recorded before the job is
+        written, so a request that dies in between is completed by its retry, under the same id.
+        """
+        earlier = catalog.find_idempotency_record(tenant, key, now=self.clock.now())
+        if earlier is not None:
+            return self._replay(tenant, spec, catalog, earlier, request_hash)
+        now = self.clock.now()
+        job = self.new_job(tenant, spec, now=now)
+        try:
+            earlier = catalog.claim_idempotency_key(tenant, key, request_hash=request_hash, job_id=job.id, now=now)
+        except IdempotencyMismatch:
+            raise self._key_reused(key) from None
+        if earlier is not None:  # a concurrent request with the same key won
+            return self._replay(tenant, spec, catalog, earlier, request_hash)
+        job = self._put_or_get(job)
+        body = job.model_dump(mode="json")
+        catalog.save_idempotent_response(tenant, key, job_id=job.id, response=body)
+        return body, False
+
+    @staticmethod
+    def _key_reused(key: str) -> Conflict:
+        return KeyReused(key)
+
+    def _replay(
+        self, tenant: str, spec: JobSpec, catalog: Catalog, earlier: IdempotencyRecord, request_hash: str
+    ) -> tuple[dict[str, Any], bool]:
+        if earlier.request_hash != request_hash:
+            raise self._key_reused(earlier.key)
+        if earlier.response is not None:
+            return earlier.response, True
+        # The first request has not answered yet (in flight, or it died): finish it under its recorded id.
+        job = self.store.get_job(earlier.job_id)
+        if job is None:
+            job = self._put_or_get(self.new_job(tenant, spec, now=self.clock.now(), job_id=earlier.job_id))
+        body = job.model_dump(mode="json")
+        catalog.save_idempotent_response(tenant, earlier.key, job_id=job.id, response=body)
+        return body, True
+
+    def _put_or_get(self, job: Job) -> Job:
+        """Write a new job; if a racing request with the same idempotency key wrote it first, that one stands."""
+        try:
+            self.store.put_new_job(job)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+            existing = self.store.get_job(job.id)
+            if existing is None:  # pragma: no cover - the condition failed because it exists
+                raise
+            return existing
         logger.info("job created", extra={"job_id": job.id, "type": job.type, "next_run_at": job.next_run_at})
         self._dispatch_soon(job)
         return job
@@ -217,9 +335,125 @@ class JobService:
         run = self.get_run(tenant, run_id)
         if run.status is not RunStatus.FAILED:
             raise Conflict(f"only FAILED runs can be retried; this one is {run.status.value}")
-        now = self.clock.now()
-        if not self.store.requeue_failed_run(run, now=now, redispatch_at=now + self.dispatcher.redispatch_after):
+        queued = self._requeue(run, self.clock.now())
+        if queued is None:
             raise Conflict("the run changed meanwhile; try again")
-        queued = run.model_copy(update={"status": RunStatus.QUEUED, "attempts": 0, "error": None, "enqueued_at": now})
-        self.dispatcher.send_runs([queued.model_copy(update={"scheduled_for": now})])
+        self._send_requeued([queued])
         return queued
+
+    def _requeue(self, run: Run, now: datetime) -> Run | None:
+        """FAILED -> QUEUED in the table (conditional); the caller sends it. None if it was not FAILED."""
+        if not self.store.requeue_failed_run(run, now=now, redispatch_at=now + self.dispatcher.redispatch_after):
+            return None
+        return run.model_copy(
+            update={
+                "status": RunStatus.QUEUED,
+                "attempts": 0,
+                "error": None,
+                "enqueued_at": now,
+                "finished_at": None,
+                "lease_until": None,
+            }
+        )
+
+    def _send_requeued(self, runs: list[Run]) -> None:
+        # Sent for now (no delay); the run record keeps its original scheduled_for.
+        now = self.clock.now()
+        self.dispatcher.send_runs([r.model_copy(update={"scheduled_for": now}) for r in runs])
+
+    # ------------------------------------------------------------ update
+
+    def update(self, tenant: str, job_id: str, patch: JobUpdate) -> Job:
+        """Change name, payload, schedule, priority, retry, timeouts, overlap or tags.
+
+        A new schedule recomputes the next occurrence from now (runs already queued for the next couple of
+        minutes still run); other changes keep the pending occurrence, so an update never loses a run.
+        The payload is checked against the job's type, as at create. Nothing is written if anything is bad.
+        """
+        changes = patch.changes()
+
+        def change(job: Job, now: datetime) -> Job | None:
+            if job.state in (JobState.CANCELLED, JobState.COMPLETED):
+                raise Conflict(f"cannot update a {job.state.value} job")
+            if not changes:
+                return None
+            if "payload" in changes:
+                self.check_payload(job.type, changes["payload"])
+            updated = Job.model_validate({**job.model_dump(), **_dumped(changes)})
+            if "schedule" in changes and updated.schedule != job.schedule:
+                updated = updated.model_copy(update={"next_run_at": self.first_occurrence(updated, now)})
+            return updated
+
+        job = self._change(tenant, job_id, change)
+        if "schedule" in changes or "priority" in changes:
+            self._dispatch_soon(job)
+        return job
+
+    # ------------------------------------------------------------ listings (catalog)
+
+    def list_jobs(self, catalog: Catalog, tenant: str, **filters: Any) -> Page[Job]:
+        return catalog.list_jobs(tenant, **filters)
+
+    def list_runs(
+        self,
+        catalog: Catalog,
+        tenant: str,
+        job_id: str,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        cursor: str | None = None,
+        status: RunStatus | None = None,
+    ) -> Page[Run]:
+        self.get_job(tenant, job_id)  # 404 unless it is the caller's job
+        return catalog.list_runs(tenant, job_id, limit=limit, cursor=cursor, status=status)
+
+    def list_dlq(
+        self, catalog: Catalog, tenant: str, *, limit: int = DEFAULT_LIMIT, cursor: str | None = None
+    ) -> Page[Run]:
+        return catalog.list_failed_runs(tenant, limit=limit, cursor=cursor)
+
+    def redrive(self, catalog: Catalog, tenant: str, run_ids: list[str] | None = None) -> RedriveReport:
+        """Re-queue the caller's FAILED runs: all of them (up to MAX_REDRIVE per call), or the ones named."""
+        now = self.clock.now()
+        queued: list[Run] = []
+        not_redriven: list[str] = []
+        more = False
+        if run_ids is None:
+            for index, run in enumerate(catalog.iter_failed_runs(tenant, max_items=MAX_REDRIVE + 1)):
+                if index == MAX_REDRIVE:
+                    more = True
+                    break
+                requeued = self._requeue(run, now)
+                if requeued is None:
+                    not_redriven.append(run.id)
+                else:
+                    queued.append(requeued)
+        else:
+            for run_id in dict.fromkeys(run_ids):  # each once, in the order given
+                try:
+                    run = self.get_run(tenant, run_id)
+                except NotFound:
+                    not_redriven.append(run_id)
+                    continue
+                requeued = self._requeue(run, now) if run.status is RunStatus.FAILED else None
+                if requeued is None:
+                    not_redriven.append(run_id)
+                else:
+                    queued.append(requeued)
+        self._send_requeued(queued)
+        logger.info("dlq redriven", extra={"tenant": tenant, "redriven": len(queued), "more": more})
+        return RedriveReport(len(queued), [r.id for r in queued], not_redriven, more)
+
+    # ------------------------------------------------------------ results
+
+    def get_result(self, tenant: str, run_id: str) -> Any:
+        """The run's result document, as stored in S3 (for echo, the payload itself)."""
+        run = self.get_run(tenant, run_id)
+        document = self.results.read(run)
+        if document is None:
+            raise NotFound(f"run {run_id} has no result yet (status {run.status.value})")
+        return document
+
+
+def _dumped(changes: dict[str, Any]) -> dict[str, Any]:
+    return {k: v.model_dump() if isinstance(v, BaseModel) else v for k, v in changes.items()}

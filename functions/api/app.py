@@ -1,0 +1,507 @@
+"""The Tickwork HTTP API (v1): Powertools' event handler with request validation and a generated OpenAPI.
+
+Every route is thin: it resolves the caller's tenant, calls the domain (tickwork.jobs.JobService) and
+shapes the answer. Errors are RFC 9457 problem details (application/problem+json) naming each bad field.
+
+Tenants (see docs/api.md):
+- API_AUTH_MODE=iam (deployed; the default): from the SigV4 identity API Gateway verified, in
+  requestContext.authorizer.iam. A role `tickwork-tenant-<name>` of the API's own account is tenant
+  `<name>`; any other principal is `<account id>:role/<role name>`, `<account id>:user/<user name>` or
+  `<account id>:root`. Nothing in the body or headers can choose the tenant.
+- API_AUTH_MODE=local (the local runtime, on 127.0.0.1): tenant `default`; or, with API_KEYS_FILE (a JSON
+  object mapping key -> tenant), the tenant of the `X-Api-Key` header.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from pathlib import Path
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.openapi.exceptions import (
+    RequestUnsupportedContentType,
+    RequestValidationError,
+)
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
+from aws_lambda_powertools.event_handler.openapi.params import Path as PathParam
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel
+from tickwork.api_models import PROBLEM_JSON, Health, JobList, Problem, RedriveResult, RunList
+from tickwork.catalog import IDEMPOTENCY_KEY, MAX_LIMIT, TENANT, Catalog, request_hash
+from tickwork.errors import FieldError, InvalidInput, TickworkError
+from tickwork.jobs import JobSpec, JobUpdate, RedriveRequest
+from tickwork.models import Job, JobState, Run, RunStatus
+from tickwork.observability import logger, metrics, tracer
+from tickwork.services import Services
+
+VERSION = "1.0.0"
+TENANT_ROLE_PREFIX = "tickwork-tenant-"
+
+app = APIGatewayHttpResolver(enable_validation=True)
+
+# ---------------------------------------------------------------- wiring
+
+_services: Services | None = None
+_catalog: tuple[Services, Catalog] | None = None
+_lock = threading.Lock()
+
+
+def services() -> Services:
+    global _services  # noqa: PLW0603 - built once per container, lazily (after moto patches, in tests)
+    if _services is None:
+        _services = Services.from_env()
+    return _services
+
+
+def use_services(value: Services | None) -> None:
+    """Tests and the local runtime inject their own wiring (clock, clients)."""
+    global _services, _catalog  # noqa: PLW0603
+    _services = value
+    _catalog = None
+
+
+def catalog() -> Catalog:
+    """Listings and idempotency records, on the same (cached) DynamoDB client as everything else."""
+    global _catalog  # noqa: PLW0603
+    current = services()
+    with _lock:
+        if _catalog is None or _catalog[0] is not current:
+            _catalog = (current, Catalog(current.clients.client("dynamodb"), current.settings.table_name))
+        return _catalog[1]
+
+
+# ---------------------------------------------------------------- problems (RFC 9457)
+
+
+class ApiProblem(Exception):
+    def __init__(self, status: int, title: str, detail: str, errors: list[FieldError] | None = None) -> None:
+        super().__init__(detail)
+        self.status, self.title, self.detail, self.errors = status, title, detail, errors or []
+
+
+_SLUGS = {
+    400: "bad-request",
+    401: "unauthenticated",
+    403: "forbidden",
+    404: "not-found",
+    409: "conflict",
+    413: "payload-too-large",
+    415: "unsupported-media-type",
+    422: "invalid-input",
+    500: "internal-error",
+}
+
+
+def problem(status: int, title: str, detail: str, errors: list[FieldError] | None = None) -> Response:
+    body = Problem(
+        type=f"urn:tickwork:problem:{_SLUGS.get(status, str(status))}",
+        title=title,
+        status=status,
+        detail=detail,
+        instance=app.current_event.path if app.current_event else None,
+        errors=[{"field": e.field, "message": e.message} for e in errors or []],  # type: ignore[misc]
+    )
+    return Response(status_code=status, content_type=PROBLEM_JSON, body=body.model_dump_json(exclude_none=True))
+
+
+@app.exception_handler(TickworkError)
+def _domain_error(exc: TickworkError) -> Response:
+    errors: list[FieldError] = list(getattr(exc, "errors", []))
+    if exc.status >= 500:
+        logger.exception("domain error")
+        return problem(500, "Internal error", "the request failed; try again")
+    return problem(exc.status, exc.title, str(exc), errors)
+
+
+@app.exception_handler(ApiProblem)
+def _api_problem(exc: ApiProblem) -> Response:
+    return problem(exc.status, exc.title, exc.detail, exc.errors)
+
+
+_HEADER_NAMES = {"idempotency-key": "Idempotency-Key", "x-api-key": "X-Api-Key"}
+
+
+def field_path(loc: tuple[Any, ...] | list[Any]) -> str:
+    """Powertools/pydantic error locations as field paths: ("body", "schedule", "cron") -> schedule.cron."""
+    where, *rest = list(loc) or ["body"]
+    if where == "header" and rest:
+        return _HEADER_NAMES.get(str(rest[0]).lower(), str(rest[0]))
+    if where not in ("body", "query", "path", "header", "cookie"):
+        rest = [where, *rest]
+    path = ""
+    for part in rest:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += ("." if path else "") + str(part)
+    return path or "body"
+
+
+@app.exception_handler(RequestValidationError)
+def _request_invalid(exc: RequestValidationError) -> Response:
+    errors: list[FieldError] = []
+    status = 422
+    for err in exc.errors():
+        kind = err.get("type", "")
+        if kind == "json_invalid":
+            status = 400
+            detail = (err.get("ctx") or {}).get("error", "invalid JSON")
+            errors.append(FieldError("body", f"the body is not valid JSON: {detail}"))
+            continue
+        message = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        if kind == "missing" and tuple(err.get("loc", ())) == ("body",):
+            message = "a JSON body is required"
+        errors.append(FieldError(field_path(err.get("loc", ("body",))), message))
+    if status == 400:
+        return problem(400, "Malformed request", "the request body is not valid JSON", errors)
+    detail = "; ".join(f"{e.field}: {e.message}" for e in errors)
+    return problem(422, "Invalid input", detail, errors)
+
+
+@app.exception_handler(RequestUnsupportedContentType)
+def _unsupported(exc: RequestUnsupportedContentType) -> Response:
+    return problem(
+        415,
+        "Unsupported media type",
+        "send JSON (Content-Type: application/json)",
+        [FieldError("Content-Type", "must be application/json")],
+    )
+
+
+@app.not_found
+def _no_route(exc: NotFoundError) -> Response:
+    event = app.current_event
+    return problem(404, "Not found", f"no route {event.http_method} {event.path}")
+
+
+@app.exception_handler(Exception)
+def _unexpected(exc: Exception) -> Response:
+    logger.exception("unhandled error")
+    return problem(500, "Internal error", "the request failed; try again")
+
+
+# ---------------------------------------------------------------- tenants
+
+_ARN = re.compile(r"^arn:aws[a-zA-Z-]*:(?:sts|iam)::(\d{12}):(.+)$")
+_keys_cache: dict[str, Any] = {}
+
+
+def _iam_tenant(event: dict[str, Any]) -> str:
+    context = event.get("requestContext") or {}
+    iam = (context.get("authorizer") or {}).get("iam") or {}
+    arn = iam.get("userArn") or ""
+    match = _ARN.match(arn)
+    if not match:
+        raise ApiProblem(401, "Unauthenticated", "sign requests with SigV4 (IAM auth); no caller identity was found")
+    account, resource = match.groups()
+    if iam.get("accountId") and iam["accountId"] != account:
+        raise ApiProblem(403, "Forbidden", "the caller identity is inconsistent")
+    kind, _, rest = resource.partition("/")
+    if kind == "assumed-role":
+        role = rest.split("/", 1)[0]
+        if role.startswith(TENANT_ROLE_PREFIX) and account == context.get("accountId"):
+            tenant = role[len(TENANT_ROLE_PREFIX) :]
+        else:
+            tenant = f"{account}:role/{role}"
+    elif kind == "user":
+        tenant = f"{account}:user/{rest.rsplit('/', 1)[-1]}"
+    elif kind == "root" and not rest:
+        tenant = f"{account}:root"
+    else:
+        raise ApiProblem(403, "Forbidden", f"callers of kind {kind!r} have no tenant; use an IAM role or user")
+    if not TENANT.match(tenant):
+        raise ApiProblem(403, "Forbidden", "the caller identity does not map to a valid tenant")
+    return tenant
+
+
+def _api_keys(path: str) -> dict[str, str]:
+    """The keys file (JSON object: key -> tenant), re-read when it changes."""
+    stamp = Path(path).stat().st_mtime_ns
+    cached = _keys_cache.get(path)
+    if cached and cached[0] == stamp:
+        return cached[1]
+    data = json.loads(Path(path).read_text())
+    if not isinstance(data, dict) or not all(isinstance(v, str) and TENANT.match(v) for v in data.values()):
+        raise ValueError(f"{path}: must be a JSON object mapping API keys to tenant names")
+    keys = {str(k): v for k, v in data.items()}
+    _keys_cache[path] = (stamp, keys)
+    return keys
+
+
+def _local_tenant(headers: dict[str, str]) -> str:
+    path = os.environ.get("API_KEYS_FILE")
+    if not path:
+        return "default"
+    key = next((v for k, v in headers.items() if k.lower() == "x-api-key"), None)
+    if not key:
+        raise ApiProblem(401, "Unauthenticated", "send your API key in the X-Api-Key header")
+    tenant = _api_keys(path).get(key)
+    if tenant is None:
+        raise ApiProblem(401, "Unauthenticated", "unknown API key")
+    return tenant
+
+
+def tenant() -> str:
+    """The caller's tenant, from the verified identity (iam) or the local configuration; never the body."""
+    mode = os.environ.get("API_AUTH_MODE", "iam")
+    if mode == "iam":
+        return _iam_tenant(app.current_event.raw_event)
+    if mode == "local":
+        return _local_tenant(dict(app.current_event.headers or {}))
+    raise RuntimeError(f"API_AUTH_MODE must be iam or local, not {mode!r}")
+
+
+# ---------------------------------------------------------------- responses
+
+
+def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
+    text = body.model_dump_json() if isinstance(body, BaseModel) else json.dumps(body, separators=(",", ":"))
+    return Response(status_code=status, content_type="application/json", body=text, headers=headers)
+
+
+def _job(job: Job, status: int = 200) -> Response:
+    return json_response(status, job)
+
+
+def _run(run: Run, status: int = 200) -> Response:
+    return json_response(status, run)
+
+
+def _ok(model: Any, description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"model": model}}}
+
+
+def _problems(*statuses: int) -> dict[int, Any]:
+    text = {
+        400: "Malformed request",
+        401: "No caller identity",
+        404: "Unknown id (or another tenant's)",
+        409: "Conflicting state",
+        413: "Payload too large",
+        422: "Invalid input, naming each field",
+    }
+    return {s: {"description": text[s], "content": {PROBLEM_JSON: {"model": Problem}}} for s in statuses}
+
+
+JobId = Annotated[str, PathParam(description="A job id, such as j01jd2k3m4n5p6q7r8s9t0v1w2.", max_length=64)]
+RunId = Annotated[
+    str, PathParam(description="A run id: `<job id>.<13-digit ms>` (or `...m` for manual).", max_length=80)
+]
+Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"Page size, 1 to {MAX_LIMIT}.")]
+Cursor = Annotated[str | None, Query(max_length=512, description="`next_cursor` of the previous page.")]
+
+# ---------------------------------------------------------------- routes
+
+
+@app.get("/v1/health", summary="Liveness", responses={200: _ok(Health, "Alive")}, tags=["meta"])
+def health():
+    return json_response(200, Health(version=VERSION))
+
+
+@app.get("/v1/openapi.json", summary="This OpenAPI document", tags=["meta"])
+def openapi():
+    return Response(status_code=200, content_type="application/json", body=openapi_document())
+
+
+def openapi_document() -> str:
+    return app.get_openapi_json_schema(
+        title="Tickwork API",
+        version=VERSION,
+        summary="Jobs, runs and the dead-letter queue of a Tickwork scheduler.",
+        description="Errors are RFC 9457 problem details. Deployed, requests are signed with SigV4 (IAM auth).",
+    )
+
+
+@app.post(
+    "/v1/jobs",
+    summary="Create a job",
+    responses={
+        201: _ok(Job, "Created (or replayed for the same Idempotency-Key and body)"),
+        **_problems(400, 409, 413, 422),
+    },
+    tags=["jobs"],
+)
+def create_job(
+    spec: Annotated[JobSpec, Body(description="The job.")],
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            alias="Idempotency-Key",
+            pattern=IDEMPOTENCY_KEY.pattern,
+            description="The same key and body within 24 h return the first response; another body is a 409.",
+        ),
+    ] = None,
+):
+    who = tenant()
+    jobs = services().jobs
+    if idempotency_key is None:
+        return _job(jobs.create_job(who, spec), 201)
+    body, replayed = jobs.create_job_once(
+        who,
+        spec,
+        catalog=catalog(),
+        key=idempotency_key,
+        request_hash=request_hash(app.current_event.json_body),
+    )
+    return json_response(201, body, {"Idempotent-Replayed": "true" if replayed else "false"})
+
+
+@app.get(
+    "/v1/jobs",
+    summary="List your jobs, newest first",
+    responses={200: _ok(JobList, "One page"), **_problems(422)},
+    tags=["jobs"],
+)
+def list_jobs(
+    limit: Limit = 50,
+    cursor: Cursor = None,
+    state: Annotated[JobState | None, Query()] = None,
+    job_type: Annotated[str | None, Query(alias="type", max_length=64)] = None,
+    name_prefix: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+):
+    page = services().jobs.list_jobs(
+        catalog(), tenant(), limit=limit, cursor=cursor, state=state, job_type=job_type, name_prefix=name_prefix
+    )
+    return json_response(200, JobList(items=page.items, next_cursor=page.next_cursor))
+
+
+@app.get("/v1/jobs/<job_id>", summary="One job", responses={200: _ok(Job, "The job"), **_problems(404)}, tags=["jobs"])
+def get_job(job_id: JobId):
+    return _job(services().jobs.get_job(tenant(), job_id))
+
+
+@app.patch(
+    "/v1/jobs/<job_id>",
+    summary="Change a job; a new schedule recomputes the next occurrence",
+    responses={200: _ok(Job, "The changed job"), **_problems(404, 409, 413, 422)},
+    tags=["jobs"],
+)
+def update_job(job_id: JobId, patch: Annotated[JobUpdate, Body(description="The fields to change.")]):
+    return _job(services().jobs.update(tenant(), job_id, patch))
+
+
+@app.delete(
+    "/v1/jobs/<job_id>",
+    summary="Cancel a job (idempotent)",
+    responses={200: _ok(Job, "The job, CANCELLED"), **_problems(404, 409)},
+    tags=["jobs"],
+)
+def cancel_job(job_id: JobId):
+    return _job(services().jobs.cancel(tenant(), job_id))
+
+
+@app.post(
+    "/v1/jobs/<job_id>/pause",
+    summary="Pause a job (idempotent)",
+    responses={200: _ok(Job, "The job, PAUSED"), **_problems(404, 409)},
+    tags=["jobs"],
+)
+def pause_job(job_id: JobId):
+    return _job(services().jobs.pause(tenant(), job_id))
+
+
+@app.post(
+    "/v1/jobs/<job_id>/resume",
+    summary="Resume a job (idempotent); what was missed while paused follows the misfire rule",
+    responses={200: _ok(Job, "The job, ACTIVE"), **_problems(404, 409)},
+    tags=["jobs"],
+)
+def resume_job(job_id: JobId):
+    return _job(services().jobs.resume(tenant(), job_id))
+
+
+@app.post(
+    "/v1/jobs/<job_id>/trigger",
+    summary="Run a job now, once, outside its schedule",
+    responses={202: _ok(Run, "The run, QUEUED"), **_problems(404, 409)},
+    tags=["jobs"],
+)
+def trigger_job(job_id: JobId):
+    return _run(services().jobs.trigger(tenant(), job_id), 202)
+
+
+@app.get(
+    "/v1/jobs/<job_id>/runs",
+    summary="Runs of a job, newest first",
+    responses={200: _ok(RunList, "One page"), **_problems(404, 422)},
+    tags=["runs"],
+)
+def list_runs(
+    job_id: JobId,
+    limit: Limit = 50,
+    cursor: Cursor = None,
+    status: Annotated[RunStatus | None, Query()] = None,
+):
+    page = services().jobs.list_runs(catalog(), tenant(), job_id, limit=limit, cursor=cursor, status=status)
+    return json_response(200, RunList(items=page.items, next_cursor=page.next_cursor))
+
+
+@app.get("/v1/runs/<run_id>", summary="One run", responses={200: _ok(Run, "The run"), **_problems(404)}, tags=["runs"])
+def get_run(run_id: RunId):
+    return _run(services().jobs.get_run(tenant(), run_id))
+
+
+@app.get(
+    "/v1/runs/<run_id>/result",
+    summary="The run's result document as stored in S3 (for echo, the payload)",
+    responses={200: {"description": "The result document (any JSON)"}, **_problems(404)},
+    tags=["runs"],
+)
+def get_result(run_id: RunId):
+    return json_response(200, services().jobs.get_result(tenant(), run_id))
+
+
+@app.post(
+    "/v1/runs/<run_id>/retry",
+    summary="Re-queue a FAILED run; attempts start again",
+    responses={202: _ok(Run, "The run, QUEUED"), **_problems(404, 409)},
+    tags=["runs"],
+)
+def retry_run(run_id: RunId):
+    return _run(services().jobs.retry_run(tenant(), run_id), 202)
+
+
+@app.get(
+    "/v1/dlq",
+    summary="Your FAILED runs, newest first",
+    responses={200: _ok(RunList, "One page"), **_problems(422)},
+    tags=["dlq"],
+)
+def list_dlq(limit: Limit = 50, cursor: Cursor = None):
+    page = services().jobs.list_dlq(catalog(), tenant(), limit=limit, cursor=cursor)
+    return json_response(200, RunList(items=page.items, next_cursor=page.next_cursor))
+
+
+@app.post(
+    "/v1/dlq/redrive",
+    summary="Re-queue all your FAILED runs, or the ones named",
+    responses={202: _ok(RedriveResult, "Re-queued"), **_problems(400, 422)},
+    tags=["dlq"],
+)
+def redrive(request: Annotated[RedriveRequest | None, Body(description='Optional: {"run_ids": [...]}.')] = None):
+    run_ids = request.run_ids if request is not None else None
+    report = services().jobs.redrive(catalog(), tenant(), run_ids)
+    return json_response(
+        202,
+        RedriveResult(
+            redriven=report.redriven, run_ids=report.run_ids, not_redriven=report.not_redriven, more=report.more
+        ),
+    )
+
+
+# ---------------------------------------------------------------- entry point
+
+
+@logger.inject_lambda_context(clear_state=True, correlation_id_path="requestContext.requestId")
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)
+
+
+__all__ = ["InvalidInput", "app", "handler", "openapi_document", "services", "use_services"]
