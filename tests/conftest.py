@@ -36,8 +36,10 @@ def aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def mocked_aws(aws_credentials: None) -> Iterator[None]:
     from moto import mock_aws
+    from tickwork_local.moto_atomic import atomic_requests_in_process
 
-    with mock_aws():
+    # DynamoDB's conditional writes are atomic; moto's are not unless it serves one request at a time.
+    with mock_aws(), atomic_requests_in_process():
         yield
 
 
