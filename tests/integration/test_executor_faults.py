@@ -226,12 +226,20 @@ def test_retrying_a_failed_run_starts_its_attempts_again(pipeline):
     assert run.status is RunStatus.FAILED
     with pytest.raises(NotFound):
         pipeline.services.jobs.retry_run("default", job.id + ".0000000000000")
+    # The user fixes the job's payload, then retries the failed run.
+    fixed = pipeline.services.store.get_job(job.id)
+    assert fixed is not None
+    pipeline.services.store.replace_job(
+        fixed.model_copy(update={"payload": {"fixed": True}, "version": fixed.version + 1}),
+        expected_version=fixed.version,
+    )
     requeued = pipeline.services.jobs.retry_run("default", run.id)
     assert requeued.attempts == 0
     pipeline.drain()
     done = pipeline.run(run.id)
-    assert done.status is RunStatus.SUCCEEDED  # fail_attempts=1 fails attempt 1 only
-    assert done.attempts == 2
+    assert done.status is RunStatus.SUCCEEDED
+    assert done.attempts == 1  # attempts started again
+    assert done.error is None
     with pytest.raises(Conflict):
         pipeline.services.jobs.retry_run("default", run.id)  # only FAILED runs
 
