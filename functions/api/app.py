@@ -14,6 +14,7 @@ Tenants (see docs/api.md):
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -31,7 +32,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Que
 from aws_lambda_powertools.event_handler.openapi.params import Path as PathParam
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
-from tickwork.api_models import PROBLEM_JSON, Health, JobList, Problem, RedriveResult, RunList
+from tickwork.api_models import PROBLEM_JSON, Health, JobList, Problem, ProblemField, RedriveResult, RunList
 from tickwork.catalog import IDEMPOTENCY_KEY, MAX_LIMIT, TENANT, Catalog, request_hash
 from tickwork.errors import FieldError, InvalidInput, TickworkError
 from tickwork.jobs import JobSpec, JobUpdate, RedriveRequest
@@ -97,16 +98,24 @@ _SLUGS = {
 }
 
 
-def problem(status: int, title: str, detail: str, errors: list[FieldError] | None = None) -> Response:
-    body = Problem(
+def problem_body(
+    status: int, title: str, detail: str, errors: list[FieldError] | None = None, instance: str | None = None
+) -> str:
+    return Problem(
         type=f"urn:tickwork:problem:{_SLUGS.get(status, str(status))}",
         title=title,
         status=status,
         detail=detail,
-        instance=app.current_event.path if app.current_event else None,
-        errors=[{"field": e.field, "message": e.message} for e in errors or []],  # type: ignore[misc]
+        instance=instance,
+        errors=[ProblemField(field=e.field, message=e.message) for e in errors or []],
+    ).model_dump_json(exclude_none=True)
+
+
+def problem(status: int, title: str, detail: str, errors: list[FieldError] | None = None) -> Response:
+    instance = app.current_event.path if app.current_event else None
+    return Response(
+        status_code=status, content_type=PROBLEM_JSON, body=problem_body(status, title, detail, errors, instance)
     )
-    return Response(status_code=status, content_type=PROBLEM_JSON, body=body.model_dump_json(exclude_none=True))
 
 
 @app.exception_handler(TickworkError)
@@ -246,14 +255,18 @@ def _local_tenant(headers: dict[str, str]) -> str:
     return tenant
 
 
-def tenant() -> str:
+def tenant_of(event: dict[str, Any]) -> str:
     """The caller's tenant, from the verified identity (iam) or the local configuration; never the body."""
     mode = os.environ.get("API_AUTH_MODE", "iam")
     if mode == "iam":
-        return _iam_tenant(app.current_event.raw_event)
+        return _iam_tenant(event)
     if mode == "local":
-        return _local_tenant(dict(app.current_event.headers or {}))
+        return _local_tenant(dict(event.get("headers") or {}))
     raise RuntimeError(f"API_AUTH_MODE must be iam or local, not {mode!r}")
+
+
+def tenant() -> str:
+    return tenant_of(app.current_event.raw_event)
 
 
 # ---------------------------------------------------------------- responses
@@ -501,7 +514,41 @@ def redrive(request: Annotated[RedriveRequest | None, Body(description='Optional
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return app.resolve(event, context)
+    return precheck(event) or app.resolve(event, context)
+
+
+PUBLIC_PATHS = {"/v1/health", "/v1/openapi.json"}
+
+
+def precheck(event: dict[str, Any]) -> dict[str, Any] | None:
+    """What must hold before routing and validation: the caller is authenticated (401 before any 422), and a
+    JSON body is an object (Powertools would otherwise take the first element of an array body)."""
+    path = event.get("rawPath") or ""
+
+    def reply(status: int, title: str, detail: str, errors: list[FieldError] | None = None) -> dict[str, Any]:
+        return {
+            "statusCode": status,
+            "headers": {"Content-Type": PROBLEM_JSON},
+            "body": problem_body(status, title, detail, errors, path),
+            "isBase64Encoded": False,
+        }
+
+    if path not in PUBLIC_PATHS:
+        try:
+            tenant_of(event)
+        except ApiProblem as exc:
+            return reply(exc.status, exc.title, exc.detail, exc.errors)
+    body = event.get("body")
+    if body:
+        try:
+            text = base64.b64decode(body).decode() if event.get("isBase64Encoded") else body
+            parsed = json.loads(text)
+        except (ValueError, UnicodeDecodeError):
+            return None  # not JSON: validation answers 400 (or 415 for another content type)
+        if not isinstance(parsed, dict):
+            message = f"must be a JSON object, not {type(parsed).__name__}"
+            return reply(422, "Invalid input", f"body: {message}", [FieldError("body", message)])
+    return None
 
 
 __all__ = ["InvalidInput", "app", "handler", "openapi_document", "services", "use_services"]

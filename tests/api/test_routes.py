@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from tickwork.clock import iso
 
 from tests.api.conftest import ACME
 from tests.harness import START
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
 
 def _due_in(seconds: float) -> dict[str, str]:
