@@ -1,0 +1,64 @@
+"""The OpenAPI document: valid OpenAPI 3, every route of the contract, problem+json errors."""
+
+from __future__ import annotations
+
+import pytest
+from openapi_spec_validator import validate
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
+
+ROUTES = {
+    ("post", "/v1/jobs"),
+    ("get", "/v1/jobs"),
+    ("get", "/v1/jobs/{job_id}"),
+    ("patch", "/v1/jobs/{job_id}"),
+    ("delete", "/v1/jobs/{job_id}"),
+    ("post", "/v1/jobs/{job_id}/pause"),
+    ("post", "/v1/jobs/{job_id}/resume"),
+    ("post", "/v1/jobs/{job_id}/trigger"),
+    ("get", "/v1/jobs/{job_id}/runs"),
+    ("get", "/v1/runs/{run_id}"),
+    ("get", "/v1/runs/{run_id}/result"),
+    ("post", "/v1/runs/{run_id}/retry"),
+    ("get", "/v1/dlq"),
+    ("post", "/v1/dlq/redrive"),
+    ("get", "/v1/health"),
+    ("get", "/v1/openapi.json"),
+}
+
+
+@pytest.fixture
+def document(api):
+    reply = api.get("/v1/openapi.json")
+    assert reply.status == 200
+    assert reply.headers["content-type"] == "application/json"
+    return reply.json
+
+
+def test_the_document_is_valid_openapi(document):
+    validate(document)
+    assert document["info"]["title"] == "Tickwork API"
+
+
+def test_every_route_is_listed(document):
+    listed = {(method, path) for path, item in document["paths"].items() for method in item}
+    assert listed == ROUTES
+
+
+def test_success_statuses_and_schemas_match_the_contract(document):
+    paths = document["paths"]
+    assert "201" in paths["/v1/jobs"]["post"]["responses"]
+    assert "202" in paths["/v1/jobs/{job_id}/trigger"]["post"]["responses"]
+    assert "202" in paths["/v1/runs/{run_id}/retry"]["post"]["responses"]
+    assert "202" in paths["/v1/dlq/redrive"]["post"]["responses"]
+    create = paths["/v1/jobs"]["post"]
+    assert "application/problem+json" in create["responses"]["422"]["content"]
+    headers = {p["name"].lower() for p in create.get("parameters", []) if p["in"] == "header"}
+    assert "idempotency-key" in headers
+    listing = {p["name"] for p in paths["/v1/jobs"]["get"]["parameters"]}
+    assert {"limit", "cursor", "state", "type", "name_prefix"} <= listing
+    schemas = document["components"]["schemas"]
+    assert {"JobSpec", "JobUpdate", "Job", "Run", "JobList", "RunList", "Problem", "Schedule-Input"} <= set(schemas)
+    assert {"id", "state", "next_run_at"} <= set(schemas["Job"]["properties"])
+    run_fields = {"id", "job_id", "scheduled_for", "status", "attempts", "started_at", "finished_at"}
+    assert run_fields | {"lateness_ms", "error", "result"} <= set(schemas["Run"]["properties"])
