@@ -124,7 +124,7 @@ def test_every_call_the_code_makes_is_allowed_by_its_functions_role(pipeline, te
 
     operations = {op for calls in recorded.values() for _, op, _ in calls}
     # The phases really exercised the paths that need distinct permissions.
-    assert {"TransactWriteItems", "SendMessageBatch", "Query", "PutObject", "ChangeMessageVisibility"} <= operations
+    assert {"PutItem", "UpdateItem", "SendMessageBatch", "Query", "PutObject", "ChangeMessageVisibility"} <= operations
     assert any(op == "SendMessage" and "DeadLetterQueue" in p["QueueUrl"] for _, op, p in recorded["ExecutorRole"]), (
         "the exhausted run was not dead-lettered"
     )
