@@ -285,7 +285,7 @@ def _run(run: Run, status: int = 200) -> Response:
     return json_response(status, run)
 
 
-def _ok(model: Any, description: str) -> dict[str, Any]:
+def _ok(model: Any, description: str) -> Any:
     return {"description": description, "content": {"application/json": {"model": model}}}
 
 

@@ -1,0 +1,185 @@
+"""The CLI's HTTP client: JSON in and out, SigV4-signed for a deployed API, problem details as errors.
+
+Requests to anything but a loopback host are signed with SigV4 (service `execute-api`) using the normal AWS
+credential chain (environment, AWS_PROFILE / --profile, SSO, instance role, ...). Local APIs (localhost,
+127.0.0.1, ::1) are not signed; a local API with keys takes `--api-key` (sent as X-Api-Key).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.session import Session
+
+USER_AGENT = "tickwork-cli/0.1.0"
+LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1", "[::1]"}
+_EXECUTE_API = re.compile(r"^[a-z0-9]+\.execute-api\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?$")
+
+
+@dataclass(frozen=True)
+class HttpResponse:
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+
+# (method, url, headers, body) -> response. Tests swap in one that calls the handler directly.
+Transport = Callable[[str, str, dict[str, str], bytes | None], HttpResponse]
+
+
+def urllib_transport(method: str, url: str, headers: dict[str, str], body: bytes | None) -> HttpResponse:
+    request = urllib.request.Request(url, data=body, method=method, headers=headers)  # noqa: S310 - http(s) only
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
+            return HttpResponse(response.status, dict(response.headers.items()), response.read())
+    except urllib.error.HTTPError as exc:
+        return HttpResponse(exc.code, dict(exc.headers.items()), exc.read())
+
+
+transport: Transport = urllib_transport
+
+
+class ApiError(Exception):
+    """A non-2xx answer, with its problem details when the API sent them (RFC 9457)."""
+
+    def __init__(self, status: int, problem: dict[str, Any] | None, raw: str = "") -> None:
+        self.status = status
+        self.problem = problem or {}
+        self.raw = raw
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        p = self.problem
+        if not p:
+            return f"HTTP {self.status}: {self.raw.strip()[:500] or 'no details'}"
+        lines = [f"Error {p.get('status', self.status)} {p.get('title', '')}".rstrip()]
+        errors = p.get("errors") or []
+        if errors:
+            width = max(len(str(e.get("field", ""))) for e in errors)
+            lines += [f"  {str(e.get('field', '')).ljust(width)}  {e.get('message', '')}" for e in errors]
+        elif p.get("detail"):
+            lines.append(f"  {p['detail']}")
+        return "\n".join(lines)
+
+
+class ConfigError(Exception):
+    """The CLI cannot make the request (no URL, no credentials, ...)."""
+
+
+def is_local(url: str) -> bool:
+    host = (urlsplit(url).hostname or "").lower()
+    return host in LOOPBACK_HOSTS or host.endswith(".localhost")
+
+
+def region_of(url: str, fallback: str | None) -> str | None:
+    match = _EXECUTE_API.match((urlsplit(url).hostname or "").lower())
+    return match.group(1) if match else fallback
+
+
+@dataclass
+class Client:
+    base_url: str
+    api_key: str | None = None
+    profile: str | None = None
+    region: str | None = None
+    _signer: Any = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.base_url:
+            raise ConfigError("no API URL: pass --api-url or set TICKWORK_API_URL")
+        parts = urlsplit(self.base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigError(f"--api-url must be an http(s) URL, not {self.base_url!r}")
+        self.base_url = self.base_url.rstrip("/")
+        # Accept both https://host/ and https://host/v1 as the base.
+        if self.base_url.endswith("/v1"):
+            self.base_url = self.base_url[: -len("/v1")]
+
+    # ------------------------------------------------------------ signing
+
+    def _sign(self, method: str, url: str, headers: dict[str, str], body: bytes | None) -> dict[str, str]:
+        if self._signer is None:
+            session = Session(profile=self.profile)
+            credentials = session.get_credentials()
+            if credentials is None:
+                raise ConfigError(
+                    "no AWS credentials found to sign the request (SigV4): configure them (aws configure, "
+                    "AWS_PROFILE, SSO) or point --api-url at a local API"
+                )
+            region = region_of(self.base_url, self.region or session.get_config_variable("region"))
+            if not region:
+                raise ConfigError("cannot tell the API's region from its URL: pass --region or set AWS_REGION")
+            self._signer = SigV4Auth(credentials, "execute-api", region)
+        request = AWSRequest(method=method, url=url, data=body or b"", headers=headers)
+        self._signer.add_auth(request)
+        return dict(request.headers.items())
+
+    # ------------------------------------------------------------ requests
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Any:
+        params = {k: v for k, v in (query or {}).items() if v is not None}
+        url = self.base_url + path + (("?" + urlencode(params)) if params else "")
+        data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        sent = {"Accept": "application/json", "User-Agent": USER_AGENT, **(headers or {})}
+        if data is not None:
+            sent["Content-Type"] = "application/json"
+        if self.api_key:
+            sent["X-Api-Key"] = self.api_key
+        if not is_local(url):
+            sent = self._sign(method, url, sent, data)
+        try:
+            response = transport(method, url, sent, data)
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise ConfigError(f"cannot reach {self.base_url}: {reason}") from None
+        text = response.body.decode("utf-8", errors="replace")
+        if not 200 <= response.status < 300:
+            problem = None
+            try:
+                parsed = json.loads(text)
+                problem = parsed if isinstance(parsed, dict) else None
+            except ValueError:
+                pass
+            if problem is not None and "status" not in problem and "message" in problem:
+                problem = {"status": response.status, "title": str(problem["message"])}  # API Gateway's own errors
+            raise ApiError(response.status, problem, text)
+        return json.loads(text) if text else None
+
+    def get(self, path: str, **query: Any) -> Any:
+        return self.request("GET", path, query=query)
+
+    def post(self, path: str, body: Any = None, headers: Mapping[str, str] | None = None) -> Any:
+        return self.request("POST", path, body=body, headers=headers)
+
+    def patch(self, path: str, body: Any) -> Any:
+        return self.request("PATCH", path, body=body)
+
+    def delete(self, path: str) -> Any:
+        return self.request("DELETE", path)
+
+    def pages(self, path: str, **query: Any) -> Any:
+        """Every item of a listing, following next_cursor to the end."""
+        cursor = query.pop("cursor", None)
+        while True:
+            page = self.get(path, **query, cursor=cursor)
+            yield from page["items"]
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return

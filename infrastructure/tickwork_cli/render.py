@@ -1,0 +1,77 @@
+"""Tables for people, JSON for programs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+
+def as_json(value: Any) -> str:
+    return json.dumps(value, indent=2, sort_keys=False)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, dict | list):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)
+
+
+def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in cells:
+        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+    return "\n".join(lines)
+
+
+def schedule_text(schedule: dict[str, Any]) -> str:
+    if schedule.get("at"):
+        text = f"at {schedule['at']}"
+    elif schedule.get("cron"):
+        text = f"cron {schedule['cron']}"
+        if schedule.get("timezone") not in (None, "UTC"):
+            text += f" ({schedule['timezone']})"
+    else:
+        text = f"every {schedule.get('rate')}"
+    return text
+
+
+JOB_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
+    ("ID", lambda j: j["id"]),
+    ("NAME", lambda j: j["name"]),
+    ("TYPE", lambda j: j["type"]),
+    ("STATE", lambda j: j["state"]),
+    ("PRIORITY", lambda j: j["priority"]),
+    ("SCHEDULE", lambda j: schedule_text(j["schedule"])),
+    ("NEXT RUN", lambda j: j.get("next_run_at")),
+]
+
+RUN_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
+    ("ID", lambda r: r["id"]),
+    ("STATUS", lambda r: r["status"]),
+    ("SCHEDULED FOR", lambda r: r["scheduled_for"]),
+    ("ATTEMPTS", lambda r: r.get("attempts")),
+    ("LATE MS", lambda r: r.get("lateness_ms")),
+    ("FINISHED", lambda r: r.get("finished_at")),
+    ("ERROR", lambda r: (r.get("error") or {}).get("message") or r.get("skip_reason")),
+]
+
+
+def items_table(items: Sequence[dict[str, Any]], columns: list[tuple[str, Callable[[dict[str, Any]], Any]]]) -> str:
+    if not items:
+        return "(none)"
+    return table([[get(item) for _, get in columns] for item in items], [name for name, _ in columns])
+
+
+def record(item: dict[str, Any]) -> str:
+    """One job or run, a field per line."""
+    rows = []
+    for key, value in item.items():
+        shown = schedule_text(value) if key == "schedule" and isinstance(value, dict) else value
+        rows.append([key, shown])
+    return table(rows, ["FIELD", "VALUE"])
