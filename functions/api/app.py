@@ -292,13 +292,16 @@ def _ok(model: Any, description: str) -> Any:
 def _problems(*statuses: int) -> dict[int, Any]:
     text = {
         400: "Malformed request",
-        401: "No caller identity",
+        401: "No caller identity (or no valid API key, locally)",
+        403: "The caller's identity maps to no tenant",
         404: "Unknown id (or another tenant's)",
         409: "Conflicting state",
         413: "Payload too large",
+        415: "The body is not JSON",
         422: "Invalid input, naming each field",
     }
-    return {s: {"description": text[s], "content": {PROBLEM_JSON: {"model": Problem}}} for s in statuses}
+    every = sorted({401, 403, 422, *statuses})
+    return {s: {"description": text[s], "content": {PROBLEM_JSON: {"model": Problem}}} for s in every}
 
 
 JobId = Annotated[str, PathParam(description="A job id, such as j01jd2k3m4n5p6q7r8s9t0v1w2.", max_length=64)]
@@ -335,7 +338,7 @@ def openapi_document() -> str:
     summary="Create a job",
     responses={
         201: _ok(Job, "Created (or replayed for the same Idempotency-Key and body)"),
-        **_problems(400, 409, 413, 422),
+        **_problems(400, 409, 413, 415),
     },
     tags=["jobs"],
 )
@@ -391,7 +394,7 @@ def get_job(job_id: JobId):
 @app.patch(
     "/v1/jobs/<job_id>",
     summary="Change a job; a new schedule recomputes the next occurrence",
-    responses={200: _ok(Job, "The changed job"), **_problems(404, 409, 413, 422)},
+    responses={200: _ok(Job, "The changed job"), **_problems(400, 404, 409, 413, 415)},
     tags=["jobs"],
 )
 def update_job(job_id: JobId, patch: Annotated[JobUpdate, Body(description="The fields to change.")]):
@@ -493,7 +496,7 @@ def list_dlq(limit: Limit = 50, cursor: Cursor = None):
 @app.post(
     "/v1/dlq/redrive",
     summary="Re-queue all your FAILED runs, or the ones named",
-    responses={202: _ok(RedriveResult, "Re-queued"), **_problems(400, 422)},
+    responses={202: _ok(RedriveResult, "Re-queued"), **_problems(400, 415)},
     tags=["dlq"],
 )
 def redrive(request: Annotated[RedriveRequest | None, Body(description='Optional: {"run_ids": [...]}.')] = None):
