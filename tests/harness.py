@@ -118,6 +118,33 @@ class Pipeline:
         assert run is not None, f"no run {run_id}"
         return run
 
+    def existing_runs(self, run_ids: list[str]) -> set[str]:
+        """Which of these runs exist (BatchGetItem: moto's queries walk the whole table, key lookups don't)."""
+        from tickwork.store import run_key
+
+        db = self.services.clients.client("dynamodb")
+        table = self.services.settings.table_name
+        found: set[str] = set()
+        for start in range(0, len(run_ids), 100):
+            keys = [run_key(r) for r in run_ids[start : start + 100]]
+            request: dict[str, Any] = {table: {"Keys": keys, "ProjectionExpression": "run_id"}}
+            while request:
+                response = db.batch_get_item(RequestItems=request)
+                found |= {item["run_id"]["S"] for item in response["Responses"].get(table, [])}
+                request = response.get("UnprocessedKeys") or {}
+        return found
+
+    def count_items(self, *, kind: str) -> int:
+        """How many items of a kind the table holds (a test-only Scan: the product never scans)."""
+        db = self.services.clients.client("dynamodb")
+        pages = db.get_paginator("scan").paginate(
+            TableName=self.services.settings.table_name,
+            FilterExpression="kind = :k",
+            ExpressionAttributeValues={":k": {"S": kind}},
+            Select="COUNT",
+        )
+        return sum(page["Count"] for page in pages)
+
     def runs_of(self, job_id: str) -> list[Run]:
         runs, _ = self.services.store.runs_of_job(job_id, limit=1000)
         return sorted(runs, key=lambda r: r.scheduled_for)

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -190,6 +191,8 @@ class Dispatcher:
         self.redispatch_after = redispatch_after
         self.max_dispatch = max_dispatch
         self.threads = threads
+        # Long enough to cover a busy tick, short enough that a dead tick's shards free up by the next one.
+        self.shard_lease = max(timedelta(seconds=5), tick_period - timedelta(seconds=5))
         # Fault injection for tests: raise after claiming, before sending (a tick that dies mid-flight).
         self.crash_after_claim = False
 
@@ -200,44 +203,52 @@ class Dispatcher:
         now = self.clock.now()
         horizon_end = now + self.horizon
         report = TickReport()
-        with ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="claim") as pool:
-            shards = [str(s) for s in range(self.store.shards)]
-            pages = pool.map(
-                lambda s: list(self.store.query_due(s, to_ms(horizon_end), max_items=self.max_dispatch)),
-                shards,
-            )
-            now_ms = to_ms(now)
-            items = [
-                i
-                for page in pages
-                for i in page
-                if i.kind is ItemKind.JOB or (i.kind is ItemKind.RUN and i.due_at <= now_ms)
-            ]
-            report.candidates = len(items)
-            urgent_ms = to_ms(now + self.tick_period)
-            # Must-go-now first, then priority 9..0, then the oldest: when over capacity, high priority wins.
-            items.sort(key=lambda i: (i.due_at > urgent_ms, -i.priority, i.due_at))
-            if len(items) > self.max_dispatch:
-                report.over_capacity = len(items) - self.max_dispatch
-                logger.warning("more due than one tick dispatches", extra={"deferred": report.over_capacity})
-                items = items[: self.max_dispatch]
-            # Claim in priority-ordered slices; each slice is sent before the next is claimed.
-            step = max(10, self.threads * 5)
-            for start in range(0, len(items), step):
-                chunk = items[start : start + step]
-                outgoing: list[Outgoing] = []
-                for result in pool.map(lambda item: self._claim_item(item, now, horizon_end, report), chunk):
-                    outgoing.extend(result)
-                if self.crash_after_claim:
-                    raise CrashInjected("tick died after claiming, before sending")
-                self._send(outgoing, report)
+        owner = uuid.uuid4().hex
+        held: list[str] = []
+        try:
+            with ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="claim") as pool:
+                shards = [str(s) for s in range(self.store.shards)]
+                pages = list(pool.map(lambda s: self._read_shard(s, now, horizon_end, owner), shards))
+                held = [shard for shard, items in zip(shards, pages, strict=True) if items]
+                items = [i for page in pages for i in page]
+                report.candidates = len(items)
+                urgent_ms = to_ms(now + self.tick_period)
+                # Must-go-now first, then priority 9..0, then the oldest: when over capacity, high priority wins.
+                items.sort(key=lambda i: (i.due_at > urgent_ms, -i.priority, i.due_at))
+                if len(items) > self.max_dispatch:
+                    report.over_capacity = len(items) - self.max_dispatch
+                    logger.warning("more due than one tick dispatches", extra={"deferred": report.over_capacity})
+                    items = items[: self.max_dispatch]
+                # Claim in priority-ordered slices; each slice is sent before the next is claimed.
+                step = max(10, self.threads * 5)
+                for start in range(0, len(items), step):
+                    chunk = items[start : start + step]
+                    outgoing: list[Outgoing] = []
+                    for result in pool.map(lambda item: self._claim_item(item, now, horizon_end, report), chunk):
+                        outgoing.extend(result)
+                    if self.crash_after_claim:
+                        raise CrashInjected("tick died after claiming, before sending")
+                    self._send(outgoing, report)
+        finally:
+            for shard in held:
+                self.store.release_shard(shard, owner=owner)
         report.duration_ms = int((time.monotonic() - started) * 1000)
         metrics.add_metric(name="TickDurationMs", unit="Milliseconds", value=report.duration_ms)
-        logger.info(
-            "tick done",
-            extra={k: v for k, v in report.__dict__.items() if k != "dispatched_run_ids"},
-        )
+        logger.info("tick done", extra={k: v for k, v in report.__dict__.items() if k != "dispatched_run_ids"})
         return report
+
+    def _read_shard(self, shard: str, now: datetime, horizon_end: datetime, owner: str) -> list[DueItem]:
+        """A shard's actionable entries, if this tick may work it. An idle shard costs one query, no write;
+        a shard another tick is working right now is left to it."""
+        now_ms = to_ms(now)
+        items = [
+            i
+            for i in self.store.query_due(shard, to_ms(horizon_end), max_items=self.max_dispatch)
+            if i.kind is ItemKind.JOB or i.due_at <= now_ms
+        ]
+        if items and not self.store.acquire_shard(shard, owner=owner, now=now, lease_for=self.shard_lease):
+            return []
+        return items
 
     def dispatch_job(self, job: Job) -> TickReport:
         """Claim and send a newly created job's occurrences right away when they fall within the horizon."""

@@ -285,6 +285,45 @@ class JobStore:
                 return
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
+    def acquire_shard(self, shard: str, *, owner: str, now: datetime, lease_for: timedelta) -> bool:
+        """A tick's short lease on a shard, so racing ticks split the shards instead of all walking the same
+        items. Only an efficiency measure: the run's conditional put is what keeps claims exactly-once."""
+        try:
+            self._db.put_item(
+                TableName=self.table,
+                Item=serialize(
+                    {
+                        "pk": f"SHARD#{shard}",
+                        "sk": "LEASE",
+                        "kind": "SHARD",
+                        "owner": owner,
+                        "until_ms": to_ms(now + lease_for),
+                    }
+                ),
+                ConditionExpression="attribute_not_exists(pk) OR until_ms < :now OR #owner = :owner",
+                ExpressionAttributeNames={"#owner": "owner"},
+                ExpressionAttributeValues=_values(now=to_ms(now), owner=owner),
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                return False
+            raise
+        return True
+
+    def release_shard(self, shard: str, *, owner: str) -> None:
+        try:
+            self._db.update_item(
+                TableName=self.table,
+                Key={"pk": {"S": f"SHARD#{shard}"}, "sk": {"S": "LEASE"}},
+                UpdateExpression="SET until_ms = :zero",
+                ConditionExpression="#owner = :owner",
+                ExpressionAttributeNames={"#owner": "owner"},
+                ExpressionAttributeValues=_values(zero=0, owner=owner),
+            )
+        except ClientError as exc:
+            if not _is_condition_failure(exc):
+                raise
+
     def claim(
         self,
         *,
