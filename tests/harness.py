@@ -84,7 +84,7 @@ class Pipeline:
         clock = FakeClock(START)
         services = Services(settings=settings, clients=clients, clock=clock)
         calls = CallLog()
-        for service in ("dynamodb", "sqs", "s3"):
+        for service in ("dynamodb", "sqs", "s3", "lambda"):
             calls.attach(clients.client(service))
         tick_app.use_services(services)
         executor_app.use_services(services)

@@ -258,3 +258,23 @@ def test_resume_applies_the_misfire_rule_to_what_was_missed(pipeline):
     # 13:00 is the resume instant itself: within grace, so it runs.
     queued = [r.scheduled_for for r in runs if r.status is RunStatus.QUEUED]
     assert queued[0] == START + timedelta(hours=1)
+
+
+def test_lambda_job_invokes_through_the_executors_client_and_records_its_error(pipeline):
+    # moto can't run a function without Docker; invoking a missing one is a real answer from the service.
+    job = _due(pipeline, type="lambda", payload={"function_arn": "tickwork-job-missing"}, retry={"max_attempts": 2})
+    pipeline.drain()
+    (run,) = pipeline.runs_of(job.id)
+    assert run.status is RunStatus.FAILED
+    assert run.attempts == 2
+    assert run.error is not None
+    assert "Function not found" in run.error.message
+    invokes = pipeline.calls.params("Invoke")
+    assert [p["FunctionName"] for p in invokes] == ["tickwork-job-missing"] * 2
+    assert all(p["InvocationType"] == "RequestResponse" for p in invokes)
+
+
+def test_lambda_job_rejects_a_malformed_function_at_create(pipeline):
+    with pytest.raises(InvalidInput) as info:
+        pipeline.create_job(type="lambda", payload={"function_arn": "not a function!"}, schedule={"at": START + FAR})
+    assert info.value.errors[0].field == "payload.function_arn"
