@@ -104,3 +104,22 @@ def test_cursors_are_opaque(api, pipeline):
     assert "acme" not in cursor
     assert "JOB#" not in cursor
     assert "T#" not in cursor
+
+
+def test_a_selective_filter_reads_a_bounded_amount_per_request_and_still_pages_to_the_end(api, pipeline, monkeypatch):
+    from tickwork import catalog
+
+    monkeypatch.setattr(catalog, "MAX_QUERY_PAGES", 2)
+    monkeypatch.setattr(catalog, "_FILTERED_PAGE", 2)
+    ids = _make_jobs(api, pipeline, 9)
+    wanted = {ids[0], ids[4]}
+    for job_id in wanted:
+        api.patch(f"/v1/jobs/{job_id}", {"name": "needle"})
+    pipeline.calls.clear()
+    pages = _all_pages(api, "/v1/jobs", limit=1, name_prefix="needle")
+    assert _flat(pages) == [ids[4], ids[0]]
+    assert len(pages) > 1  # the budget cut pages short, each with a cursor to resume from
+    queries = pipeline.calls.params("Query")
+    assert len(queries) <= 2 * len(pages)
+    assert all(q["Limit"] == 2 for q in queries)
+    assert [] in pages  # a page may come back empty, with a cursor, rather than reading without bound
