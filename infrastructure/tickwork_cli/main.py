@@ -429,13 +429,17 @@ def runs_list(
     page = _listing(client, path, all_pages, status=status, limit=limit, cursor=cursor)
     deadline = time.monotonic() + wait_timeout
     waited = 0.0
+    said = ""
     while wait and not (page["items"] and all(r["status"] in TERMINAL for r in page["items"])):
         if time.monotonic() >= deadline or waited >= wait_timeout:
             _show_page(page, output, render.RUN_COLUMNS)
             typer.echo(f"tickwork: runs still unfinished after {wait_timeout:g} s", err=True)
             raise typer.Exit(EXIT_TIMEOUT)
         pending = sorted({r["status"] for r in page["items"] if r["status"] not in TERMINAL}) or ["no runs yet"]
-        typer.echo(f"waiting: {', '.join(pending)}", err=True)
+        news = f"waiting: {', '.join(pending)}"
+        if news != said:  # say it once, and again when it changes
+            typer.echo(news, err=True)
+            said = news
         sleep(interval)
         waited += interval
         page = _listing(client, path, all_pages, status=status, limit=limit, cursor=cursor)
