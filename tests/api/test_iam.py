@@ -1,0 +1,96 @@
+"""Every AWS call the API makes, through every route, is allowed by ApiRole in template.yaml (least privilege
+must not mean "too little": a missing grant would be a 500 in AWS that moto never shows)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from tickwork_local.template import load_template
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
+
+_ACTION_OF = {("sqs", "SendMessageBatch"): "sqs:SendMessage", ("s3", "HeadObject"): "s3:GetObject"}
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def _api_grants() -> set[tuple[str, str]]:
+    """(action, target) pairs ApiRole allows; target is `<logical id><sub-resource>`."""
+    role = load_template()["Resources"]["ApiRole"]["Properties"]
+    grants = set()
+    for policy in role["Policies"]:
+        for statement in policy["PolicyDocument"]["Statement"]:
+            if statement["Effect"] != "Allow":
+                continue
+            for resource in _as_list(statement["Resource"]):
+                if isinstance(resource, dict) and "Fn::GetAtt" in resource:
+                    target = resource["Fn::GetAtt"][0]
+                elif isinstance(resource, dict) and "Fn::Sub" in resource:
+                    match = re.fullmatch(r"\$\{(\w+)\.Arn\}(.*)", resource["Fn::Sub"])
+                    target = "".join(match.groups()) if match else resource["Fn::Sub"]
+                else:
+                    target = str(resource)
+                for action in _as_list(statement["Action"]):
+                    grants.add((action, target))
+    return grants
+
+
+def _needed(service: str, operation: str, params: dict[str, Any], resources: Any) -> tuple[str, str]:
+    if service == "dynamodb":
+        assert params["TableName"] == resources.table_name
+        index = params.get("IndexName")
+        return f"dynamodb:{operation}", "JobsTable" + (f"/index/{index}" if index else "")
+    if service == "sqs":
+        band = next(b for b, url in resources.queue_urls.items() if url == params["QueueUrl"])
+        return _ACTION_OF.get((service, operation), f"sqs:{operation}"), f"{band.capitalize()}Queue"
+    assert service == "s3"
+    assert params["Bucket"] == resources.results_bucket
+    target = "ResultsBucket/*" if "Key" in params else "ResultsBucket"
+    return _ACTION_OF.get((service, operation), f"s3:{operation}"), target
+
+
+def test_every_call_of_every_route_is_granted_to_api_role(api, pipeline):
+    recorded: list[tuple[str, str, dict[str, Any]]] = []
+
+    def as_api(call):
+        pipeline.calls.clear()
+        reply = call()
+        recorded.extend(pipeline.calls.calls)
+        return reply
+
+    body = {"name": "n", "type": "echo", "payload": {"fail_attempts": 9}, "schedule": {"rate": "1 minute"}}
+    body["retry"] = {"max_attempts": 1}
+    job = as_api(lambda: api.post("/v1/jobs", body, headers={"Idempotency-Key": "iam-1"})).json
+    as_api(lambda: api.post("/v1/jobs", body, headers={"Idempotency-Key": "iam-1"}))
+    as_api(lambda: api.get("/v1/jobs", query={"limit": 1, "state": "ACTIVE"}))
+    as_api(lambda: api.get(f"/v1/jobs/{job['id']}"))
+    as_api(lambda: api.patch(f"/v1/jobs/{job['id']}", {"priority": 9, "schedule": {"rate": "30 seconds"}}))
+    as_api(lambda: api.post(f"/v1/jobs/{job['id']}/pause"))
+    as_api(lambda: api.post(f"/v1/jobs/{job['id']}/resume"))
+    run = as_api(lambda: api.post(f"/v1/jobs/{job['id']}/trigger")).json
+    assert as_api(lambda: api.get(f"/v1/runs/{run['id']}/result")).status == 404  # S3 answers 404, not 403
+    pipeline.drain()
+    as_api(lambda: api.get(f"/v1/jobs/{job['id']}/runs", query={"status": "FAILED"}))
+    as_api(lambda: api.get(f"/v1/runs/{run['id']}"))
+    as_api(lambda: api.get("/v1/dlq"))
+    assert as_api(lambda: api.post(f"/v1/runs/{run['id']}/retry")).status == 202
+    pipeline.drain()
+    assert as_api(lambda: api.post("/v1/dlq/redrive")).json["redriven"] >= 1
+    pipeline.drain()
+    assert as_api(lambda: api.post("/v1/dlq/redrive", {"run_ids": [run["id"]]})).json["redriven"] == 1
+    as_api(lambda: api.delete(f"/v1/jobs/{job['id']}"))
+    ok = as_api(lambda: api.post("/v1/jobs", {**body, "payload": {}})).json
+    done = as_api(lambda: api.post(f"/v1/jobs/{ok['id']}/trigger")).json
+    pipeline.drain()
+    assert as_api(lambda: api.get(f"/v1/runs/{done['id']}/result")).status == 200
+
+    operations = {op for _, op, _ in recorded}
+    assert {"GetItem", "PutItem", "UpdateItem", "Query", "SendMessageBatch", "GetObject"} <= operations
+    assert "Scan" not in operations
+    granted = _api_grants()
+    missing = {_needed(s, op, p, pipeline.resources) for s, op, p in recorded} - granted
+    assert missing == set()
