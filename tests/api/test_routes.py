@@ -233,3 +233,17 @@ def test_unknown_route_is_a_problem_404(api):
     assert missing.status == 404
     assert missing.headers["content-type"] == "application/problem+json"
     assert missing.json["status"] == 404
+
+
+@pytest.mark.parametrize(
+    ("name", "status", "tenant"),
+    [("api-create-job.json", 201, "acme"), ("api-list-jobs.json", 200, None), ("api-get-job.json", 404, None)],
+)
+def test_the_sample_events_as_api_gateway_sends_them(api, name, status, tenant):
+    from tests.conftest import load_event
+
+    reply = api.call(load_event(name))
+    assert reply.status == status, reply.text
+    if tenant:
+        assert reply.json["tenant"] == tenant
+        assert reply.json["schedule"]["timezone"] == "Europe/Paris"
