@@ -1,0 +1,342 @@
+"""One local Tickwork node: the three functions of template.yaml, run in-process as Lambda would run them,
+with what AWS does around them played locally:
+
+- API Gateway (HTTP API, `$default` route, payload 2.0) in front of ApiFunction;
+- an EventBridge schedule invoking TickFunction every period, aligned to the wall clock;
+- one SQS event source mapping per `Type: SQS` event of ExecutorFunction (batch size, batching window,
+  ReportBatchItemFailures and MaximumConcurrency from the template; concurrency scaled to `workers`).
+
+The handlers are the same modules as in Lambda; each gets `Services` built from the function's own
+environment in the template (resolved to the local resource names) and clients for the local endpoint.
+Several nodes can share one endpoint: they are several Lambdas on one account.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+import boto3
+import botocore.loaders
+import botocore.session
+from tickwork.aws import AwsClients
+from tickwork.settings import Settings
+
+from tickwork_local.apigateway import ApiGatewayServer
+from tickwork_local.lambda_runtime import (
+    REGION,
+    FunctionConfig,
+    FunctionRuntime,
+    function_config,
+    scheduled_event,
+)
+from tickwork_local.observe import ObservedResults, ObservedStore, RunLog, format_tick_line
+from tickwork_local.poller import POLL_LANES, BatchOutcome, QueuePoller
+from tickwork_local.provision import ProvisionedResources, provision
+from tickwork_local.template import load_template
+from tickwork_local.ticker import Ticker
+
+log = logging.getLogger("tickwork_local")
+
+API_FUNCTION = "ApiFunction"
+TICK_FUNCTION = "TickFunction"
+EXECUTOR_FUNCTION = "ExecutorFunction"
+FUNCTIONS = (API_FUNCTION, TICK_FUNCTION, EXECUTOR_FUNCTION)
+
+FAKE_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",  # moto's placeholder credentials
+}
+
+
+@dataclass
+class NodeOptions:
+    endpoint_url: str
+    host: str = "127.0.0.1"
+    port: int = 3000
+    tick_seconds: int = 60
+    workers: int = 10
+    due_shards: int = 2
+    prefix: str = "tickwork"
+    attach: bool = False  # the resources may exist already (another node, or an earlier run)
+    visibility_timeout: int | None = None  # local override of the band queues' visibility on receive
+    poll_wait_seconds: int = 5
+    api_environments: int = 8
+    log_level: str = "WARNING"
+    api_keys_file: str | None = None
+    parameters: dict[str, str] = field(default_factory=dict)  # more template parameter overrides
+    node_name: str = ""
+
+
+def prepare_process(endpoint_url: str, log_level: str = "WARNING") -> None:
+    """Process settings every boto3 client and Powertools object here must see, before they are built:
+    all AWS calls go to the local endpoint; no X-Ray daemon; no EMF metric lines on stdout."""
+    os.environ["AWS_ENDPOINT_URL"] = endpoint_url
+    os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
+    os.environ.setdefault("AWS_REGION", os.environ["AWS_DEFAULT_REGION"])
+    if not os.environ.get("AWS_ACCESS_KEY_ID") and not os.environ.get("AWS_PROFILE"):
+        os.environ.update(FAKE_CREDENTIALS)
+    os.environ["POWERTOOLS_TRACE_DISABLED"] = "true"
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    os.environ["POWERTOOLS_LOG_LEVEL"] = log_level
+    for name in ("werkzeug", "urllib3.connectionpool"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    # Metrics are off locally (EMF lines would drown the run lines); Powertools warns on every invocation.
+    warnings.filterwarnings("ignore", message="No application metrics to publish")
+
+
+MIN_BAND_CONCURRENCY = 2  # Lambda's floor for an SQS event source's MaximumConcurrency
+
+
+def apportion(weights: Mapping[str, int], total: int, minimum: int = MIN_BAND_CONCURRENCY) -> dict[str, int]:
+    """Split `total` workers over bands in proportion to their template MaximumConcurrency (largest
+    remainder), at least `minimum` each (Lambda's floor) and never more than the template's own ceiling."""
+    if total < minimum * len(weights):
+        raise ValueError(f"--workers must be at least {minimum * len(weights)} ({minimum} per band)")
+    whole = sum(weights.values())
+    exact = {band: total * weight / whole for band, weight in weights.items()}
+    shares = {band: max(minimum, int(value)) for band, value in exact.items()}
+    order = sorted(weights, key=lambda band: exact[band] - int(exact[band]), reverse=True)
+    while sum(shares.values()) < total:
+        grown = False
+        for band in order:
+            if sum(shares.values()) >= total:
+                break
+            if shares[band] < weights[band]:
+                shares[band] += 1
+                grown = True
+        if not grown:
+            break
+    while sum(shares.values()) > total:  # the minimum overshot: take from the largest
+        band = max((b for b in shares if shares[b] > minimum), key=lambda b: shares[b])
+        shares[band] -= 1
+    return {band: min(shares[band], weights[band]) for band in weights}
+
+
+class LocalNode:
+    def __init__(
+        self, options: NodeOptions, *, template: dict[str, Any] | None = None, out: TextIO | None = None
+    ) -> None:
+        self.options = options
+        self.template = template or load_template()
+        self.out = out or sys.stdout
+        self.resources: ProvisionedResources | None = None
+        self.functions: dict[str, FunctionRuntime] = {}
+        self.pollers: list[Any] = []
+        self.concurrency: dict[str, int] = {}
+        self.ticker: Any = None
+        self.api: Any = None
+        self.runlog: Any = None
+        self.clients: dict[str, Any] = {}
+        self._loader: Any = None
+        self._started = False
+
+    # ------------------------------------------------------------ set-up
+
+    @property
+    def api_url(self) -> str:
+        port = self.api.port if self.api is not None else self.options.port
+        return f"http://{self.options.host}:{port}"
+
+    def parameters(self) -> dict[str, str]:
+        return {"DueShards": str(self.options.due_shards), **self.options.parameters}
+
+    def environment(self, logical_id: str) -> dict[str, str]:
+        """The function's environment from the template, with the local runtime's few overrides."""
+        assert self.resources is not None
+        tick = self.options.tick_seconds
+        overrides = {
+            "TICK_PERIOD_SECONDS": str(tick),
+            "POWERTOOLS_LOG_LEVEL": self.options.log_level,
+        }
+        horizon = int(self.resources.environment(logical_id).get("HORIZON_SECONDS", "120"))
+        if horizon <= tick:  # claims must look beyond the next tick
+            overrides["HORIZON_SECONDS"] = str(min(900, tick + 60))
+        if logical_id == API_FUNCTION:
+            # The deployed API authenticates with IAM; locally it is open, for tenant `default`, or keyed.
+            overrides["API_AUTH_MODE"] = "local"
+            if self.options.api_keys_file:
+                overrides["API_KEYS_FILE"] = self.options.api_keys_file
+        return self.resources.environment(logical_id, overrides=overrides)
+
+    def provision(self, clients: Any) -> ProvisionedResources:
+        self.resources = provision(
+            self.template,
+            dynamodb=clients.client("dynamodb"),
+            sqs=clients.client("sqs"),
+            s3=clients.client("s3"),
+            prefix=self.options.prefix,
+            if_missing=self.options.attach,
+            parameters=self.parameters(),
+        )
+        return self.resources
+
+    def start(self) -> None:
+        """Create (or find) the resources, then start the API, the tick and the event source mappings."""
+        opts = self.options
+        prepare_process(opts.endpoint_url, opts.log_level)
+
+        def clients() -> AwsClients:
+            return AwsClients(session=self._session(), endpoint_url=opts.endpoint_url)
+
+        setup = clients()
+        self.provision(setup)
+        envs = {logical_id: self.environment(logical_id) for logical_id in FUNCTIONS}
+        # One process hosts the three functions: their environments must agree where they overlap.
+        merged: dict[str, str] = {}
+        for logical_id, env in envs.items():
+            for name, value in env.items():
+                if name in merged and merged[name] != value:
+                    raise ValueError(f"{logical_id} sets {name}={value!r}, another function {merged[name]!r}")
+                merged[name] = value
+        os.environ.update(merged)
+
+        # Powertools reads its POWERTOOLS_* settings when these are first imported: after the environment.
+        from tickwork.observability import logger as powertools_logger  # noqa: PLC0415
+        from tickwork.services import Services  # noqa: PLC0415
+
+        handler = getattr(powertools_logger, "logger_handler", None)
+        if isinstance(handler, logging.StreamHandler) and handler.stream is sys.stdout:
+            handler.setStream(sys.stderr)  # stdout is for the runtime's readable lines
+        self.runlog = RunLog(self.out, node=opts.node_name)
+
+        def services(logical_id: str, clients: Any, *, observed: bool = False) -> Services:
+            built = Services(settings=Settings.from_env(envs[logical_id]), clients=clients)
+            if observed:
+                built.store = ObservedStore(built.store, self.runlog)  # type: ignore[misc]
+                built.results = ObservedResults(built.results, self.runlog)  # type: ignore[misc]
+            return built
+
+        api_clients, executor_clients, poller_clients = clients(), clients(), clients()
+        self.clients = {"api": api_clients, "executor": executor_clients, "poller": poller_clients}
+        for clients, names in (
+            (api_clients, ("dynamodb", "sqs", "s3")),
+            (executor_clients, ("dynamodb", "sqs", "s3")),
+            (poller_clients, ("sqs",)),
+        ):
+            for name in names:
+                clients.client(name)  # built now, not on the first request
+
+        configs = {fid: function_config(self.template, fid, self.resources.parameters) for fid in FUNCTIONS}  # type: ignore[union-attr]
+        api_services = services(API_FUNCTION, api_clients)
+        tick_services = services(TICK_FUNCTION, api_clients)
+        executor_services = services(EXECUTOR_FUNCTION, executor_clients, observed=True)
+
+        sources = [s for s in configs[EXECUTOR_FUNCTION].sqs_event_sources(self.resources.parameters) if s.enabled]  # type: ignore[union-attr]
+        weights = {s.band or s.name: s.maximum_concurrency or 1000 for s in sources}
+        self.concurrency = apportion(weights, opts.workers)
+
+        self.functions = {
+            API_FUNCTION: self._runtime(configs[API_FUNCTION], api_services, opts.api_environments),
+            TICK_FUNCTION: self._runtime(configs[TICK_FUNCTION], tick_services, 1),
+            EXECUTOR_FUNCTION: self._runtime(
+                configs[EXECUTOR_FUNCTION], executor_services, max(1, sum(self.concurrency.values()))
+            ),
+        }
+        # Cold-start the API and the executor before serving, so the first requests are not slow.
+        for fid in (API_FUNCTION, EXECUTOR_FUNCTION):
+            self.functions[fid].warm()
+
+        self._start_api()
+        self._start_pollers(sources, poller_clients.client("sqs"))
+        self._start_ticker(configs[TICK_FUNCTION])
+        self._started = True
+
+    def _session(self) -> Any:
+        """A boto3 session of its own (sessions are not thread-safe) sharing one model loader (loading
+        the service models is most of a client's creation time)."""
+        if self._loader is None:
+            self._loader = botocore.loaders.create_loader()
+        core = botocore.session.get_session()
+        core.register_component("data_loader", self._loader)
+        return boto3.session.Session(botocore_session=core)
+
+    def _runtime(self, config: FunctionConfig, services: Any, environments: int) -> FunctionRuntime:
+        return FunctionRuntime(
+            config,
+            prepare=lambda module: module.use_services(services),
+            max_environments=environments,
+            function_name=f"{self.options.prefix}-{config.logical_id}",
+        )
+
+    def _start_api(self) -> None:
+        self.api = ApiGatewayServer((self.options.host, self.options.port), self.functions[API_FUNCTION].invoke)
+        self.api.start()
+
+    def _start_pollers(self, sources: list[Any], sqs: Any) -> None:
+        assert self.resources is not None
+        executor = self.functions[EXECUTOR_FUNCTION]
+        phase = random.random()  # noqa: S311 - spreads several nodes' polls over the second
+
+        def on_batch(outcome: BatchOutcome) -> None:
+            if outcome.error is not None:
+                self.runlog.line(
+                    f"executor invocation failed on {outcome.band} ({type(outcome.error).__name__}: {outcome.error}); "
+                    f"its {outcome.received} messages return after their visibility timeout"
+                )
+
+        for source in sources:
+            url = self.resources.queue_urls[source.band] if source.band else self._queue_url(source.queue_logical_id)
+            concurrency = self.concurrency[source.band or source.name]
+            poller = QueuePoller(
+                sqs=sqs,
+                queue_url=url,
+                source=source,
+                invoke=executor.invoke,
+                concurrency=concurrency,
+                lanes=max(concurrency, POLL_LANES),
+                wait_seconds=self.options.poll_wait_seconds,
+                visibility_timeout=self.options.visibility_timeout,
+                phase=phase,
+                on_batch=on_batch,
+            )
+            poller.start()
+            self.pollers.append(poller)
+
+    def _queue_url(self, logical_id: str) -> str:
+        assert self.resources is not None
+        return self.resources.extra_queue_urls[logical_id]
+
+    def _start_ticker(self, config: FunctionConfig) -> None:
+        rule_arn = config.schedule_rule_arn(self.options.prefix)
+
+        def on_result(instant: Any, result: Any, error: BaseException | None, seconds: float) -> None:
+            text = format_tick_line(instant, result, error, seconds, node=self.options.node_name)
+            if text:
+                self.runlog.line(text)
+
+        self.ticker = Ticker(
+            self.functions[TICK_FUNCTION].invoke,
+            period_seconds=self.options.tick_seconds,
+            event_for=lambda instant: scheduled_event(instant, rule_arn),
+            on_result=on_result,
+        )
+        self.ticker.start()
+
+    # ------------------------------------------------------------ shutdown
+
+    def shutdown(self, grace_seconds: float = 7.0) -> dict[str, int]:
+        """Stop taking work, let what runs finish within `grace_seconds`, and release what did not: the
+        messages go back to their queue at once (visibility 0), for this node's next start or another node."""
+        deadline = time.monotonic() + grace_seconds
+        if self.api is not None:
+            threading.Thread(target=self.api.stop, daemon=True).start()
+        if self.ticker is not None:
+            self.ticker.stop()
+        for poller in self.pollers:
+            poller.stop()
+        finished = all(p.join(max(0.0, deadline - time.monotonic())) for p in self.pollers)
+        released = 0
+        if not finished:
+            released = sum(p.release_unfinished() for p in self.pollers)
+        if self.ticker is not None:
+            self.ticker.join(max(0.0, deadline - time.monotonic()))
+        return {"released": released, "finished": int(finished)}
