@@ -1,0 +1,331 @@
+"""Section 1: AWS requests and DynamoDB capacity units per one-shot run, end to end.
+
+The real pipeline in-process on moto (tests/harness.Pipeline): JobService.create_job (what POST /v1/jobs
+calls), the tick handler, and the executor handler fed the way Lambda's SQS event source mapping feeds it
+(ReceiveMessage of up to 10, then DeleteMessageBatch of the successes). Every botocore call of the three
+clients is metered (benchmarks.common.AwsMeter), by phase, service and operation, and divided by the
+number of runs: SQS batches and query pages are amortised over the runs they carry.
+
+Two ways a one-shot run reaches the queue, measured separately:
+- `ahead`: created more than the claim horizon (120 s) before it is due; the minute tick claims it with
+  the others due, and sends it in a batch of 10. This is the common case, and the headline.
+- `soon`: created less than 120 s before it is due; create claims it at once and sends it alone.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from datetime import timedelta
+from typing import Any
+
+from tickwork.clock import iso
+from tickwork_local.template import load_template
+
+from benchmarks.common import AwsMeter, Call, Stamp, moto_session, stopwatch
+from tests.harness import START, Pipeline
+
+FULL = {"ahead": 300, "soon": 100}
+QUICK = {"ahead": 40, "soon": 10}
+PHASES = ("create", "tick", "execute")
+# Requests billed per call, whatever they carry (DynamoDB bills capacity units instead; listed apart).
+EMPTY_RECEIVE = "ReceiveMessage (empty)"
+
+
+def _template_shards() -> str:
+    return str(load_template()["Parameters"]["DueShards"]["Default"])
+
+
+def measure(runs: int, scenario: str) -> dict[str, Any]:
+    """Create `runs` one-shot echo jobs, tick, execute every run; return the metered calls per phase."""
+    with moto_session(), Pipeline.create(DUE_SHARDS=_template_shards()) as pipeline:
+        meter = AwsMeter(pipeline.resources.table_name)
+        for service in ("dynamodb", "sqs", "s3"):
+            meter.attach(pipeline.services.clients.client(service))
+        phases: dict[str, list[Call]] = {}
+        mark = 0
+
+        def close(phase: str) -> None:
+            nonlocal mark
+            phases[phase] = meter.calls[mark:]
+            mark = len(meter.calls)
+
+        with stopwatch() as elapsed:
+            if scenario == "ahead":
+                # Due 150 s after create, beyond the 120 s horizon: nothing is claimed at create.
+                due = [START + timedelta(seconds=150, milliseconds=10 * i) for i in range(runs)]
+            else:
+                # Due 1 s after create: create claims and sends each run itself (SQS delays it 1 s).
+                due = [START + timedelta(seconds=1)] * runs
+            jobs = [
+                pipeline.create_job(name=f"bench {i}", payload={"n": i}, schedule={"at": iso(at)})
+                for i, at in enumerate(due)
+            ]
+            close("create")
+            pipeline.clock.advance((due[-1] - START).total_seconds() + 1)
+            if scenario == "soon":
+                time.sleep(1.2)  # SQS's DelaySeconds is real time in moto
+            report = pipeline.tick()
+            close("tick")
+            delivered = pipeline.drain()
+            close("execute")
+            seconds = elapsed()
+        succeeded = sum(1 for job in jobs for run in pipeline.runs_of(job.id) if run.status.value == "SUCCEEDED")
+    if succeeded != runs or delivered != runs:
+        raise RuntimeError(f"{scenario}: {succeeded} of {runs} runs succeeded, {delivered} delivered")
+    return {
+        "scenario": scenario,
+        "runs": runs,
+        "seconds": round(seconds, 1),
+        "tick_dispatched": report["dispatched"],
+        "phases": {phase: summarize(calls, runs) for phase, calls in phases.items()},
+        "total": summarize([c for calls in phases.values() for c in calls], runs),
+    }
+
+
+def op_name(call: Call) -> str:
+    name = f"{call.service}:{EMPTY_RECEIVE if call.empty else call.operation}"
+    return f"{name} {call.item}" if call.item else name
+
+
+def per_tick(call: Call) -> bool:
+    """Calls a tick makes once, however many runs it claims: a query per shard, a shard lease and its release
+    per shard with due work. They are amortised over the runs of that tick, not over runs in general."""
+    return call.operation == "Query" or call.item == "shard lease"
+
+
+def summarize(calls: list[Call], runs: int) -> dict[str, Any]:
+    """Per-run counts by service, operation and item; per-tick counts apart; DynamoDB units and sizes."""
+    counts: dict[str, int] = defaultdict(int)
+    tick_counts: dict[str, int] = defaultdict(int)
+    wru: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    tick_wru: dict[str, int] = defaultdict(int)
+    rru: dict[str, float] = defaultdict(float)
+    tick_rru = 0.0
+    sizes: dict[str, list[int]] = defaultdict(list)
+    moto_reported = 0.0
+    for call in calls:
+        op = op_name(call)
+        if per_tick(call):
+            tick_counts[op] += 1
+            for part, units in call.wru.items():
+                tick_wru[part] += units
+            tick_rru += call.rru
+            continue
+        counts[op] += 1
+        for part, units in call.wru.items():
+            wru[op][part] += units
+        if call.rru:
+            rru[op] += call.rru
+        if call.service == "dynamodb" and call.size:
+            sizes[op].append(call.size)
+        if call.wru and call.moto_capacity is not None:
+            moto_reported += call.moto_capacity
+    return {
+        "calls": dict(counts),
+        "per_run": {op: n / runs for op, n in counts.items()},
+        "wru_per_run": {op: {part: n / runs for part, n in parts.items()} for op, parts in wru.items()},
+        "rru_per_run": {op: n / runs for op, n in rru.items()},
+        "mean_item_bytes": {op: round(sum(v) / len(v)) for op, v in sizes.items()},
+        "moto_reported_wcu_per_run": moto_reported / runs,
+        "per_tick_calls": dict(tick_counts),
+        "per_tick_wru": dict(tick_wru),
+        "per_tick_rru": tick_rru,
+    }
+
+
+def billable(total: dict[str, Any], runs_per_tick: int) -> dict[str, float]:
+    """What the bill counts per run. Measured: SDK requests (empty receives apart), with the tick's fixed calls
+    amortised over `runs_per_tick`. Modelled: the requests that are not SDK calls of our code: API Gateway's
+    (1 per create) and Lambda invocations (API: 1 per create; executor: 1 per non-empty receive, i.e. per
+    batch; the tick's are per minute, not per run: section 2)."""
+    per_run = total["per_run"]
+    tick_calls = sum(total["per_tick_calls"].values())
+    tick_share = tick_calls / runs_per_tick
+    sdk = sum(n for op, n in per_run.items() if EMPTY_RECEIVE not in op)
+    receives = sum(n for op, n in per_run.items() if op.startswith("sqs:ReceiveMessage") and EMPTY_RECEIVE not in op)
+    wru = sum(sum(parts.values()) for parts in total["wru_per_run"].values())
+
+    def of(service: str) -> float:
+        return sum(n for op, n in per_run.items() if op.startswith(service + ":") and EMPTY_RECEIVE not in op)
+
+    return {
+        "runs_per_tick": runs_per_tick,
+        "sdk_requests_per_run": sdk,
+        "tick_requests": tick_calls,
+        "sdk_requests": sdk + tick_share,
+        "dynamodb_requests": of("dynamodb") + tick_share,
+        "sqs_requests": of("sqs"),
+        "s3_requests": of("s3"),
+        "apigw_requests": 1.0,
+        "lambda_invocations": 1.0 + receives,
+        "billable_requests": sdk + tick_share + 1.0 + 1.0 + receives,
+        "wru_per_run": wru,
+        "tick_wru": sum(total["per_tick_wru"].values()),
+        "wru": wru + sum(total["per_tick_wru"].values()) / runs_per_tick,
+        "rru": sum(total["rru_per_run"].values()) + total["per_tick_rru"] / runs_per_tick,
+    }
+
+
+def run(stamp: Stamp, *, quick: bool) -> dict[str, Any]:
+    plan = QUICK if quick else FULL
+    scenarios = {name: measure(runs, name) for name, runs in plan.items()}
+    return {
+        "stamp": stamp.__dict__,
+        "runs": plan["ahead"],
+        "runs_soon": plan["soon"],
+        "shards": int(_template_shards()),
+        "scenarios": scenarios,
+        "billable": {name: billable(s["total"], s["runs"]) for name, s in scenarios.items()},
+    }
+
+
+# ---------------------------------------------------------------- rendering
+
+
+def _fmt(x: float) -> str:
+    if x == 0:
+        return "0"
+    if abs(x - round(x)) < 1e-9:
+        return str(round(x))
+    return f"{x:.3f}".rstrip("0")
+
+
+def render(result: dict[str, Any]) -> str:
+    stamp = Stamp(**result["stamp"])
+    ahead = result["scenarios"]["ahead"]
+    soon = result["scenarios"]["soon"]
+    b_ahead, b_soon = result["billable"]["ahead"], result["billable"]["soon"]
+    goal_req = "met" if b_ahead["billable_requests"] <= 5 else "not met"
+    goal_wru = "met" if b_ahead["wru"] <= 4 else "not met"
+    lines = [
+        "## 1. AWS requests per one-shot run",
+        "",
+        f"Measured by {stamp.line()}.",
+        "",
+        f"{result['runs']} one-shot `echo` jobs ({result['runs_soon']} for the second column), each created through `JobService.create_job` (what `POST /v1/jobs`"
+        " calls), claimed by the tick handler, and executed by the executor handler fed as Lambda's SQS event"
+        " source mapping feeds it (receive up to 10, delete the successes). Every botocore call is counted by an"
+        f" event hook and divided by the runs; SQS batches and query pages are amortised. `DUE_SHARDS={result['shards']}`"
+        " (the template's default).",
+        "",
+        f"**Headline (created ahead of time, claimed by the tick, {b_ahead['runs_per_tick']} runs per tick):"
+        f" {_fmt(b_ahead['billable_requests'])} billable requests and {_fmt(b_ahead['wru'])} DynamoDB WRU per run.** The goal (≤ 5 requests, ≤ 4 WRU) is"
+        f" {goal_req} for requests and {goal_wru} for WRU.",
+        "",
+        "| per run | created ahead (tick claims) | created < 2 min before due (create claims) |",
+        "|---|---:|---:|",
+        f"| SDK requests of the run itself (measured) | {_fmt(b_ahead['sdk_requests_per_run'])} |"
+        f" {_fmt(b_soon['sdk_requests_per_run'])} |",
+        f"| + the tick's fixed requests ({_fmt(b_ahead['tick_requests'])} per tick), amortised over"
+        f" {b_ahead['runs_per_tick']} runs | {_fmt(b_ahead['tick_requests'] / b_ahead['runs_per_tick'])} |"
+        f" {_fmt(b_soon['tick_requests'] / b_soon['runs_per_tick'])} |",
+        f"| = SDK requests | {_fmt(b_ahead['sdk_requests'])} | {_fmt(b_soon['sdk_requests'])} |",
+        f"| of which DynamoDB | {_fmt(b_ahead['dynamodb_requests'])} | {_fmt(b_soon['dynamodb_requests'])} |",
+        f"| of which SQS | {_fmt(b_ahead['sqs_requests'])} | {_fmt(b_soon['sqs_requests'])} |",
+        f"| of which S3 | {_fmt(b_ahead['s3_requests'])} | {_fmt(b_soon['s3_requests'])} |",
+        f"| API Gateway requests (1 per create) | {_fmt(b_ahead['apigw_requests'])} | {_fmt(b_soon['apigw_requests'])} |",
+        f"| Lambda invocations (API 1 + executor 1 per batch) | {_fmt(b_ahead['lambda_invocations'])} |"
+        f" {_fmt(b_soon['lambda_invocations'])} |",
+        f"| **billable requests** | **{_fmt(b_ahead['billable_requests'])}** | **{_fmt(b_soon['billable_requests'])}** |",
+        f"| **DynamoDB WRU** (computed, see below) | **{_fmt(b_ahead['wru'])}** | **{_fmt(b_soon['wru'])}** |",
+        f"| of which the run's own | {_fmt(b_ahead['wru_per_run'])} | {_fmt(b_soon['wru_per_run'])} |",
+        f"| DynamoDB RRU | {_fmt(b_ahead['rru'])} | {_fmt(b_soon['rru'])} |",
+        f"| moto's ReturnConsumedCapacity (the run's writes) | {_fmt(ahead['total']['moto_reported_wcu_per_run'])} |"
+        f" {_fmt(soon['total']['moto_reported_wcu_per_run'])} |",
+        "",
+        "A tick's fixed requests are one query per shard and, per shard with due work, a lease and its release:"
+        f" {', '.join(f'{n} {op}' for op, n in sorted(ahead['total']['per_tick_calls'].items()))} in this run."
+        " They are per tick, so the fewer runs a tick carries the more they weigh; section 2 costs them per month.",
+        "",
+        "The tick's own invocation (one a minute) and the event source mapping's empty receives are not per run"
+        " either: they are the idle cost in section 2.",
+        "",
+        "### By phase, service and operation (created ahead)",
+        "",
+        "| phase | operation and item | calls per run | WRU per run (table + indexes) | bytes billed (mean) |",
+        "|---|---|---:|---|---:|",
+    ]
+    for phase in ("create", "tick", "execute"):
+        summary = ahead["phases"][phase]
+        for op, n in sorted(summary["per_run"].items()):
+            if op.endswith(EMPTY_RECEIVE):
+                continue
+            parts = summary["wru_per_run"].get(op, {})
+            wru = " + ".join(f"{_fmt(v)} {k}" for k, v in parts.items() if v) if parts else ""
+            size = summary["mean_item_bytes"].get(op, "")
+            lines.append(f"| {phase} | `{op}` | {_fmt(n)} | {wru} | {size} |")
+    lines += [
+        "",
+        "What each write is: create = `PutItem` job (enters `due-index` and `tenant-index`); tick = `Query`"
+        " per shard, `PutItem` run (enters `due-index`), `UpdateItem` job (leaves `due-index`; `tenant-index`"
+        " projects ALL, so every job change rewrites its entry), `SendMessageBatch`; execute = `ReceiveMessage`,"
+        " `UpdateItem` lease (run leaves `due-index`), `GetItem` job, `PutObject` result, `UpdateItem` finish,"
+        " `UpdateItem` complete the one-shot job (rewrites its `tenant-index` entry again), `DeleteMessageBatch`.",
+        "",
+        "**How WRU are counted.** The meter asks for `ReturnConsumedCapacity=TOTAL` on every DynamoDB call, but moto"
+        " answers a constant 1.0 per write whatever the item's size and indexes (the last row of the table above)."
+        " So WRU are computed by DynamoDB's documented rules from the item's images before and after each write,"
+        " read from moto's backend: 1 WRU per started KB of the larger image, plus per GSI 1 write per started"
+        " KB of the index entry when the item enters or leaves the index or a projected attribute changes (2 when"
+        " the index key changes). RRU: 1 per started 4 KB, half for eventually consistent reads and GSI queries.",
+        "",
+        "### What dominates, and what would cut it",
+        "",
+        *_advice(ahead, b_ahead),
+    ]
+    return "\n".join(lines)
+
+
+def _advice(ahead: dict[str, Any], billed: dict[str, float]) -> list[str]:
+    per_run = ahead["total"]["per_run"]
+    wru = ahead["total"]["wru_per_run"]
+
+    def calls(prefix: str) -> float:
+        return sum(n for op, n in per_run.items() if op.startswith(prefix))
+
+    def units(prefix: str) -> float:
+        return sum(sum(parts.values()) for op, parts in wru.items() if op.startswith(prefix))
+
+    update_wru = units("dynamodb:UpdateItem")
+    put_wru = units("dynamodb:PutItem")
+    tenant = sum(parts.get("tenant-index", 0) for parts in wru.values())
+    due = sum(parts.get("due-index", 0) for parts in wru.values())
+    return [
+        f"- DynamoDB is {_fmt(billed['dynamodb_requests'])} of the {_fmt(billed['sdk_requests'])} SDK requests:"
+        f" {_fmt(calls('dynamodb:PutItem'))} `PutItem` ({_fmt(put_wru)} WRU),"
+        f" {_fmt(calls('dynamodb:UpdateItem'))} `UpdateItem` ({_fmt(update_wru)} WRU),"
+        f" {_fmt(calls('dynamodb:GetItem'))} `GetItem`. Index maintenance is"
+        f" {_fmt(due + tenant)} of the run's {_fmt(billed['wru_per_run'])} WRU ({_fmt(due)} `due-index`,"
+        f" {_fmt(tenant)} `tenant-index`).",
+        "- Cheap cuts, none made here (domain files belong to others); each keeps the promises:",
+        "  1. `tenant-index` projects ALL, so the claim's and the completion's job updates each rewrite the job's"
+        " index entry (1 WRU each). Projecting `KEYS_ONLY` or a few listing attributes that these writes do not"
+        " touch (name, type, created_at; not state/version/updated_at/next_run_at) removes those writes:"
+        " template.yaml `tenant-index` Projection, with `tickwork.catalog` reading state via BatchGetItem. -2 WRU.",
+        "  2. `JobStore.complete_one_shot` (called by `RunExecutor._succeed`) is a third write to the job after"
+        " the claim already removed it from the due index. Marking a one-shot job COMPLETED in the claim's"
+        " `UpdateItem` (`JobStore.claim`: `complete` is passed only for recurring schedules; `plan_claim` sets"
+        " it `not job.schedule.is_one_shot`) would drop that call: -1 request, -1 WRU table, -1 WRU"
+        " tenant-index. The cost: a one-shot job reads COMPLETED once its run is queued, not once it ran (its"
+        " run record still says how it went), and cancel of a queued one-shot then needs its run to be skipped.",
+        "  3. The executor's `GetItem` of the job (`RunExecutor._execute`) fetches type, payload, retry, timeout"
+        " and state. Carrying type/retry/timeout/overlap in the run message (SQS bills per 64 KB, so small"
+        " payloads ride free) and reading the job only when the payload is large would save 1 request and"
+        " 1 RRU; the paused/cancelled check then needs the claim's state (stale by up to the horizon).",
+        "  4. The S3 `PutObject` is the single most expensive line in section 2 ($5 per million). Results under"
+        " ~1 KB could be stored in the run record by the `finish_run` UpdateItem that is written anyway"
+        " (`RunExecutor._run` / `ResultStore.write_once`), keeping S3 for larger ones: -1 request, -$5 per"
+        " million for small results, at up to +1 WRU when the run item crosses 1 KB. Exactly-once holds through"
+        " the `finish_run` condition (lease owner) instead of `If-None-Match`.",
+    ]
+
+
+def console(result: dict[str, Any]) -> str:
+    b = result["billable"]["ahead"]
+    return (
+        f"[1] requests per one-shot run ({result['runs']} runs): {b['billable_requests']:.2f} billable"
+        f" ({b['sdk_requests']:.2f} SDK calls: DynamoDB {b['dynamodb_requests']:.2f}, SQS {b['sqs_requests']:.2f},"
+        f" S3 {b['s3_requests']:.2f}; + API Gateway 1, Lambda {b['lambda_invocations']:.2f}),"
+        f" {b['wru']:.2f} WRU, {b['rru']:.2f} RRU per run"
+    )

@@ -1,0 +1,96 @@
+"""The quick benchmark's deterministic half, as tests: request counts and capacity units, never timings.
+
+`make bench-quick` prints the same sections with timings. These tests fail when a change adds AWS requests
+or write units to a run, or makes a tick's requests grow with the jobs stored rather than the jobs due.
+The budgets below are today's measured counts (docs/benchmarks.md, section 1): lower them as the cuts
+described there land. The issue's goal is 5 billable requests and 4 WRU per run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+# Per one-shot run, the run's own calls (the tick's per-tick queries and shard leases are checked apart).
+RUN_CALL_BUDGET = {
+    "dynamodb:PutItem job": 1,  # create
+    "dynamodb:PutItem run": 1,  # claim: the run record
+    "dynamodb:UpdateItem job": 2,  # claim: advance the job; executor: complete the one-shot
+    "dynamodb:UpdateItem run": 2,  # executor: lease, finish
+    "dynamodb:GetItem job": 1,  # executor: the job's type and payload
+    "s3:PutObject": 1,  # the result
+    "sqs:SendMessageBatch": 0.1,  # batches of 10
+    "sqs:ReceiveMessage": 0.1,
+    "sqs:DeleteMessageBatch": 0.1,
+}
+WRU_BUDGET = 13.0  # the run's own write units
+SHARDS = 8  # template.yaml DueShards default
+
+
+@pytest.fixture(scope="module")
+def section1() -> dict[str, Any]:
+    with pytest.MonkeyPatch.context() as mp:
+        _fake_credentials(mp)
+        from benchmarks import calls_per_run
+        from benchmarks.common import Stamp
+
+        return calls_per_run.run(Stamp.now("pytest tests/bench"), quick=True)
+
+
+@pytest.fixture(scope="module")
+def section4() -> dict[str, Any]:
+    with pytest.MonkeyPatch.context() as mp:
+        _fake_credentials(mp)
+        from benchmarks import idle_scaling
+        from benchmarks.common import Stamp
+
+        return idle_scaling.run(Stamp.now("pytest tests/bench"), quick=True)
+
+
+def _fake_credentials(mp: pytest.MonkeyPatch) -> None:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        mp.setenv(name, "testing")
+    mp.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    mp.delenv("AWS_ENDPOINT_URL", raising=False)
+    mp.delenv("AWS_PROFILE", raising=False)
+
+
+def test_a_one_shot_run_makes_no_more_requests_than_budgeted(section1: dict[str, Any]) -> None:
+    per_run = section1["scenarios"]["ahead"]["total"]["per_run"]
+    calls = {op: n for op, n in per_run.items() if "(empty)" not in op}
+    assert set(calls) <= set(RUN_CALL_BUDGET), f"new kinds of calls per run: {set(calls) - set(RUN_CALL_BUDGET)}"
+    over = {op: n for op, n in calls.items() if n > RUN_CALL_BUDGET[op] + 1e-9}
+    assert not over, f"more calls per run than budgeted: {over}"
+
+
+def test_a_one_shot_run_writes_no_more_units_than_budgeted(section1: dict[str, Any]) -> None:
+    billed = section1["billable"]["ahead"]
+    assert billed["wru_per_run"] <= WRU_BUDGET
+    # Every write carries the job's and the run's indexes as template.yaml defines them: the computed
+    # units are at least one per write.
+    writes = sum(
+        n for op, n in section1["scenarios"]["ahead"]["total"]["per_run"].items() if "Item " in op and "Get" not in op
+    )
+    assert billed["wru_per_run"] >= writes
+
+
+def test_a_tick_pays_one_query_per_shard_and_a_lease_per_busy_shard(section1: dict[str, Any]) -> None:
+    tick = section1["scenarios"]["ahead"]["total"]["per_tick_calls"]
+    assert tick["dynamodb:Query"] == SHARDS  # 40 due jobs fit one page per shard
+    leases = tick.get("dynamodb:PutItem shard lease", 0)
+    assert leases == tick.get("dynamodb:UpdateItem shard lease", 0) <= SHARDS
+
+
+def test_a_job_due_soon_is_sent_alone_by_its_create(section1: dict[str, Any]) -> None:
+    soon = section1["scenarios"]["soon"]
+    assert soon["phases"]["create"]["per_run"]["sqs:SendMessageBatch"] == 1
+    assert soon["tick_dispatched"] == 0
+
+
+def test_a_ticks_requests_do_not_grow_with_stored_jobs(section4: dict[str, Any]) -> None:
+    large, small = section4["large"], section4["small"]
+    assert large["stored"] >= 10 * small["stored"]
+    assert large["calls"] == small["calls"], (large["calls"], small["calls"])
+    assert large["calls"]["Query"] == SHARDS
+    assert large["calls"]["SendMessageBatch"] == 10  # 100 runs, 10 to a batch
