@@ -6,24 +6,18 @@ pass the same condition (measured here: 8 racing ticks over 500 jobs produced 50
 claims and leases are built on that atomicity, so the local emulator is made to honour it: moto serves
 one request at a time. It holds the GIL throughout a request anyway, so little throughput is lost.
 
-This changes no behaviour of any AWS API; it removes a race that exists only in the emulator.
+This changes no behaviour of any AWS API; it removes a race that exists only in the emulator. The moto
+server of the local runtime gets the same treatment in `tickwork_local.motoserver`.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from moto.core.botocore_stubber import BotocoreStubber
-from moto.moto_server.threaded_moto_server import (
-    DomainDispatcherApplication,
-    MotoRequestHandler,
-    ThreadedMotoServer,
-    create_backend_app,
-    make_server,
-)
 
 _LOCK = threading.RLock()
 
@@ -42,30 +36,3 @@ def atomic_requests_in_process() -> Iterator[None]:
         yield
     finally:
         BotocoreStubber.process_request = original  # type: ignore[method-assign]
-
-
-def atomic_wsgi(app: Callable[..., Iterable[bytes]]) -> Callable[..., Iterable[bytes]]:
-    """For the moto server: a WSGI wrapper that serves one request at a time (body included)."""
-    lock = threading.RLock()
-
-    def wrapped(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        with lock:
-            return list(app(environ, start_response))
-
-    return wrapped
-
-
-class AtomicMotoServer(ThreadedMotoServer):
-    """ThreadedMotoServer whose app handles one request at a time (see module docstring)."""
-
-    def _server_entry(self) -> None:
-        app = atomic_wsgi(DomainDispatcherApplication(create_backend_app))
-        self._server = make_server(
-            self._ip_address,
-            self._port,
-            app,  # type: ignore[arg-type]
-            True,
-            request_handler=MotoRequestHandler,
-        )
-        self._server_ready_event.set()
-        self._server.serve_forever()
