@@ -27,6 +27,7 @@ from typing import Any, TextIO
 import boto3
 import botocore.loaders
 import botocore.session
+from botocore.exceptions import ClientError
 from tickwork.aws import AwsClients
 from tickwork.settings import Settings
 
@@ -69,7 +70,10 @@ class NodeOptions:
     attach: bool = False  # the resources may exist already (another node, or an earlier run)
     visibility_timeout: int | None = None  # local override of the band queues' visibility on receive
     poll_wait_seconds: int = 5
-    api_environments: int = 8
+    # One: Powertools' API resolver keeps the event being resolved in a class attribute (BaseRouter.current_event),
+    # shared by every resolver in the process, so two API invocations at once would read each other's request.
+    # In Lambda each process serves one request at a time; here requests to the API are served one at a time.
+    api_environments: int = 1
     log_level: str = "WARNING"
     api_keys_file: str | None = None
     parameters: dict[str, str] = field(default_factory=dict)  # more template parameter overrides
@@ -93,6 +97,13 @@ def prepare_process(endpoint_url: str, log_level: str = "WARNING") -> None:
     warnings.filterwarnings("ignore", message="No application metrics to publish")
 
 
+_ALREADY_EXISTS = {
+    "ResourceInUseException",  # DynamoDB CreateTable
+    "QueueAlreadyExists",
+    "QueueNameExists",
+    "BucketAlreadyOwnedByYou",
+    "BucketAlreadyExists",
+}
 MIN_BAND_CONCURRENCY = 2  # Lambda's floor for an SQS event source's MaximumConcurrency
 
 
@@ -168,16 +179,25 @@ class LocalNode:
         return self.resources.environment(logical_id, overrides=overrides)
 
     def provision(self, clients: Any) -> ProvisionedResources:
-        self.resources = provision(
-            self.template,
-            dynamodb=clients.client("dynamodb"),
-            sqs=clients.client("sqs"),
-            s3=clients.client("s3"),
-            prefix=self.options.prefix,
-            if_missing=self.options.attach,
-            parameters=self.parameters(),
-        )
-        return self.resources
+        """Create the template's table, queues and bucket; attached, only those missing. Nodes starting
+        together may race to create them: the loser finds them made and attaches (a second pass)."""
+        for attempt in (1, 2):
+            try:
+                self.resources = provision(
+                    self.template,
+                    dynamodb=clients.client("dynamodb"),
+                    sqs=clients.client("sqs"),
+                    s3=clients.client("s3"),
+                    prefix=self.options.prefix,
+                    if_missing=self.options.attach,
+                    parameters=self.parameters(),
+                )
+                return self.resources
+            except ClientError as exc:
+                code = exc.response.get("Error", {}).get("Code", "")
+                if not (self.options.attach and attempt == 1 and code in _ALREADY_EXISTS):
+                    raise
+        raise AssertionError("unreachable")
 
     def start(self) -> None:
         """Create (or find) the resources, then start the API, the tick and the event source mappings."""
