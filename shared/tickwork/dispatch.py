@@ -191,6 +191,9 @@ class Dispatcher:
         self.redispatch_after = redispatch_after
         self.max_dispatch = max_dispatch
         self.threads = threads
+        # Each shard is read oldest first; reading well past the dispatch cap lets priority, not due time,
+        # decide what a tick over capacity sends (a shard may hold all of the highest-priority work).
+        self.read_per_shard = max(max_dispatch, 1000)
         # Long enough to cover a busy tick, short enough that a dead tick's shards free up by the next one.
         self.shard_lease = max(timedelta(seconds=5), tick_period - timedelta(seconds=5))
         # Fault injection for tests: raise after claiming, before sending (a tick that dies mid-flight).
@@ -243,7 +246,7 @@ class Dispatcher:
         now_ms = to_ms(now)
         items = [
             i
-            for i in self.store.query_due(shard, to_ms(horizon_end), max_items=self.max_dispatch)
+            for i in self.store.query_due(shard, to_ms(horizon_end), max_items=self.read_per_shard)
             if i.kind is ItemKind.JOB or i.due_at <= now_ms
         ]
         if items and not self.store.acquire_shard(shard, owner=owner, now=now, lease_for=self.shard_lease):

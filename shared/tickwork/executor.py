@@ -206,7 +206,13 @@ class RunExecutor:
             # Earlier attempts died without recording an outcome (a crashing run): stop here.
             error = RunError(type="AttemptsExhausted", message="attempts exhausted by executor crashes or timeouts")
             return self._fail(run, job, owner, error, delivery)
-        if run.attempts == 1 and run.lateness_ms is not None:
+        # Start lateness measures the scheduler: a first attempt of a run nobody re-queued by hand.
+        if (
+            run.attempts == 1
+            and run.requeues == 0
+            and run.trigger is RunTrigger.SCHEDULE
+            and run.lateness_ms is not None
+        ):
             metrics.add_metric(name="StartLatenessMs", unit="Milliseconds", value=max(0, run.lateness_ms))
         return self._run(run, job, owner, delivery, remaining_ms)
 

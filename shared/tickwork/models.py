@@ -189,6 +189,9 @@ class Run(BaseModel):
     skipped_count: int | None = None
     skipped_until: UtcDatetime | None = None
     lease_until: UtcDatetime | None = None
+    # Times this run was re-queued after FAILED (retry, DLQ redrive); its lateness then says how late the
+    # new execution started relative to the original occurrence.
+    requeues: int = 0
 
     @property
     def band(self) -> Band:

@@ -553,17 +553,21 @@ class JobStore:
         )
 
     def requeue_failed_run(self, run: Run, *, now: datetime, redispatch_at: datetime) -> bool:
-        """FAILED -> QUEUED with attempts starting again (retry and DLQ redrive)."""
+        """FAILED -> QUEUED with attempts starting again (retry and DLQ redrive): a new execution, so its start,
+        lateness and duration are measured afresh; `requeues` counts how often this happened."""
         return self._conditional_update(
             run.id,
-            "SET #status = :queued, attempts = :zero, enqueued_at = :now, due_shard = :shard, due_at = :due "
-            "REMOVE #error, finished_at, expires_at, tenant_key, tenant_sort, lease_owner, lease_until, lease_until_ms",
+            "SET #status = :queued, attempts = :zero, enqueued_at = :now, due_shard = :shard, due_at = :due, "
+            "requeues = if_not_exists(requeues, :zero) + :one "
+            "REMOVE #error, finished_at, expires_at, tenant_key, tenant_sort, lease_owner, lease_until, "
+            "lease_until_ms, started_at, lateness_ms, duration_ms",
             "#status = :failed",
             {"#status": "status", "#error": "error"},
             _values(
                 queued=RunStatus.QUEUED.value,
                 failed=RunStatus.FAILED.value,
                 zero=0,
+                one=1,
                 now=iso(now),
                 shard=shard_of(run.job_id, self.shards),
                 due=to_ms(redispatch_at),

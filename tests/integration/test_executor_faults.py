@@ -233,6 +233,7 @@ def test_retrying_a_failed_run_starts_its_attempts_again(pipeline):
         fixed.model_copy(update={"payload": {"fixed": True}, "version": fixed.version + 1}),
         expected_version=fixed.version,
     )
+    pipeline.clock.advance(600)  # ten minutes later
     requeued = pipeline.services.jobs.retry_run("default", run.id)
     assert requeued.attempts == 0
     pipeline.drain()
@@ -240,6 +241,10 @@ def test_retrying_a_failed_run_starts_its_attempts_again(pipeline):
     assert done.status is RunStatus.SUCCEEDED
     assert done.attempts == 1  # attempts started again
     assert done.error is None
+    assert done.requeues == 1
+    assert done.started_at is not None
+    assert done.started_at > run.started_at  # a new execution, measured afresh
+    assert done.lateness_ms == 600_000
     with pytest.raises(Conflict):
         pipeline.services.jobs.retry_run("default", run.id)  # only FAILED runs
 
