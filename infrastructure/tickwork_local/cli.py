@@ -6,13 +6,16 @@ and moto load only when the command runs.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import shutil
 import signal
 import sys
 import threading
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -21,6 +24,7 @@ DEFAULT_PORT = 3000
 DEFAULT_MOTO_PORT = 5000
 SHUTDOWN_GRACE_SECONDS = 7.0  # in-flight runs may finish within this; the rest are released
 READY_TIMEOUT_SECONDS = 25.0
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
 def _say(text: str = "") -> None:
@@ -32,6 +36,16 @@ def _fail(text: str, code: int = 2) -> None:
     sys.stderr.write(f"tickwork dev: {text}\n")
     sys.stderr.flush()
     raise typer.Exit(code)
+
+
+def _this_command() -> str:
+    """How to run this `tickwork` from another terminal: the name if PATH finds this one, else its path
+    (`make dev` runs .venv/bin/tickwork without activating the venv)."""
+    invoked = sys.argv[0] if sys.argv and sys.argv[0] else "tickwork"
+    found = shutil.which("tickwork")
+    if found and Path(found).resolve() == Path(invoked).resolve():
+        return "tickwork"
+    return invoked if os.sep in invoked else "tickwork"
 
 
 def _wait_healthy(url: str, timeout: float) -> bool:
@@ -111,6 +125,16 @@ def dev(
     started = time.monotonic()
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(line_buffering=True)
+    level = log_level.upper()
+    if level not in LOG_LEVELS:
+        _fail(f"--log-level must be one of {', '.join(LOG_LEVELS)}")
+    if api_keys is not None:
+        keys = Path(api_keys).expanduser().resolve()
+        if not keys.is_file():
+            _fail(f"--api-keys: no file {keys}")
+        api_keys = str(keys)  # the API reads it relative to nothing
+    if not attach and importlib.util.find_spec("moto") is None:
+        _fail("moto is not installed: `make dev` installs it, or pip install -e '.[dev]' (or use --attach URL)")
 
     from tickwork_local.endpoint import MotoFailed, MotoProcess, PortInUse, check_port_free, endpoint_reachable  # noqa: PLC0415
 
@@ -146,7 +170,7 @@ def dev(
             prefix=prefix,
             attach=bool(attach),
             visibility_timeout=visibility_timeout,
-            log_level=log_level.upper(),
+            log_level=level,
             api_keys_file=api_keys,
             node_name=node_name,
         )
@@ -181,7 +205,7 @@ def dev(
     _say(f"  moto     {endpoint}{'' if attach else ' (started here; its state ends with this process)'}")
     _say(f"  tick     every {tick_seconds} s; executors: {bands} (--workers {workers})")
     _say(
-        f"  Try      TICKWORK_API_URL={api} tickwork jobs create --name hello --type echo --at +10s "
+        f"  Try      {_this_command()} jobs create --api-url {api} --name hello --type echo --at +10s "
         '--payload \'{"hello": "world"}\''
     )
     if not _wait_healthy(api, READY_TIMEOUT_SECONDS):

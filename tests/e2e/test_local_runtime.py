@@ -4,7 +4,10 @@ resume, and the docs."""
 from __future__ import annotations
 
 import itertools
+import json
+import os
 import statistics
+import subprocess
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -13,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Api, Node, wait_for
+from tests.e2e.conftest import BIN, Api, Node, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -176,3 +179,23 @@ def test_docs_page_and_openapi_document_are_served(node: Node) -> None:
     paths = node.api.get("/v1/openapi.json")["paths"]
     assert "/v1/jobs" in paths
     assert "/v1/dlq/redrive" in paths
+
+
+def test_the_quick_start_commands_work_against_the_runtime(node: Node) -> None:
+    """docs/local.md's second terminal, with the job due in 3 s instead of 10."""
+    env = {**os.environ, "TICKWORK_API_URL": node.api.url}
+
+    def tickwork(*args: str) -> Any:
+        done = subprocess.run(
+            [str(BIN / "tickwork"), *args], capture_output=True, text=True, env=env, timeout=60, check=False
+        )
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)  # not a terminal: JSON
+
+    job = tickwork(
+        "jobs", "create", "--name", "hello", "--type", "echo", "--at", "+3s", "--payload", '{"hello": "world"}'
+    )
+    page = tickwork("runs", "list", job["id"], "--wait")
+    (run,) = page["items"]
+    assert run["status"] == "SUCCEEDED"
+    assert tickwork("runs", "result", run["id"]) == {"hello": "world"}
