@@ -16,10 +16,7 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import re
 import threading
-from pathlib import Path
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
@@ -33,15 +30,15 @@ from aws_lambda_powertools.event_handler.openapi.params import Path as PathParam
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 from tickwork.api_models import PROBLEM_JSON, Health, JobList, Problem, ProblemField, RedriveResult, RunList
-from tickwork.catalog import IDEMPOTENCY_KEY, MAX_LIMIT, TENANT, Catalog, request_hash
-from tickwork.errors import FieldError, InvalidInput, TickworkError
+from tickwork.catalog import IDEMPOTENCY_KEY, MAX_LIMIT, Catalog, request_hash
+from tickwork.errors import FieldError, Forbidden, InvalidInput, TickworkError, Unauthenticated
 from tickwork.jobs import JobSpec, JobUpdate, RedriveRequest
 from tickwork.models import Job, JobState, Run, RunStatus
 from tickwork.observability import logger, metrics, tracer
 from tickwork.services import Services
+from tickwork.tenancy import tenant_of
 
 VERSION = "1.0.0"
-TENANT_ROLE_PREFIX = "tickwork-tenant-"
 
 app = APIGatewayHttpResolver(enable_validation=True)
 
@@ -77,12 +74,6 @@ def catalog() -> Catalog:
 
 
 # ---------------------------------------------------------------- problems (RFC 9457)
-
-
-class ApiProblem(Exception):
-    def __init__(self, status: int, title: str, detail: str, errors: list[FieldError] | None = None) -> None:
-        super().__init__(detail)
-        self.status, self.title, self.detail, self.errors = status, title, detail, errors or []
 
 
 _SLUGS = {
@@ -125,11 +116,6 @@ def _domain_error(exc: TickworkError) -> Response:
         logger.exception("domain error")
         return problem(500, "Internal error", "the request failed; try again")
     return problem(exc.status, exc.title, str(exc), errors)
-
-
-@app.exception_handler(ApiProblem)
-def _api_problem(exc: ApiProblem) -> Response:
-    return problem(exc.status, exc.title, exc.detail, exc.errors)
 
 
 _HEADER_NAMES = {"idempotency-key": "Idempotency-Key", "x-api-key": "X-Api-Key"}
@@ -192,77 +178,6 @@ def _no_route(exc: NotFoundError) -> Response:
 def _unexpected(exc: Exception) -> Response:
     logger.exception("unhandled error")
     return problem(500, "Internal error", "the request failed; try again")
-
-
-# ---------------------------------------------------------------- tenants
-
-_ARN = re.compile(r"^arn:aws[a-zA-Z-]*:(?:sts|iam)::(\d{12}):(.+)$")
-_keys_cache: dict[str, Any] = {}
-
-
-def _iam_tenant(event: dict[str, Any]) -> str:
-    context = event.get("requestContext") or {}
-    iam = (context.get("authorizer") or {}).get("iam") or {}
-    arn = iam.get("userArn") or ""
-    match = _ARN.match(arn)
-    if not match:
-        raise ApiProblem(401, "Unauthenticated", "sign requests with SigV4 (IAM auth); no caller identity was found")
-    account, resource = match.groups()
-    if iam.get("accountId") and iam["accountId"] != account:
-        raise ApiProblem(403, "Forbidden", "the caller identity is inconsistent")
-    kind, _, rest = resource.partition("/")
-    if kind == "assumed-role":
-        role = rest.split("/", 1)[0]
-        if role.startswith(TENANT_ROLE_PREFIX) and account == context.get("accountId"):
-            tenant = role[len(TENANT_ROLE_PREFIX) :]
-        else:
-            tenant = f"{account}:role/{role}"
-    elif kind == "user":
-        tenant = f"{account}:user/{rest.rsplit('/', 1)[-1]}"
-    elif kind == "root" and not rest:
-        tenant = f"{account}:root"
-    else:
-        raise ApiProblem(403, "Forbidden", f"callers of kind {kind!r} have no tenant; use an IAM role or user")
-    if not TENANT.match(tenant):
-        raise ApiProblem(403, "Forbidden", "the caller identity does not map to a valid tenant")
-    return tenant
-
-
-def _api_keys(path: str) -> dict[str, str]:
-    """The keys file (JSON object: key -> tenant), re-read when it changes."""
-    stamp = Path(path).stat().st_mtime_ns
-    cached = _keys_cache.get(path)
-    if cached and cached[0] == stamp:
-        return cached[1]
-    data = json.loads(Path(path).read_text())
-    if not isinstance(data, dict) or not all(isinstance(v, str) and TENANT.match(v) for v in data.values()):
-        raise ValueError(f"{path}: must be a JSON object mapping API keys to tenant names")
-    keys = {str(k): v for k, v in data.items()}
-    _keys_cache[path] = (stamp, keys)
-    return keys
-
-
-def _local_tenant(headers: dict[str, str]) -> str:
-    path = os.environ.get("API_KEYS_FILE")
-    if not path:
-        return "default"
-    key = next((v for k, v in headers.items() if k.lower() == "x-api-key"), None)
-    if not key:
-        raise ApiProblem(401, "Unauthenticated", "send your API key in the X-Api-Key header")
-    tenant = _api_keys(path).get(key)
-    if tenant is None:
-        raise ApiProblem(401, "Unauthenticated", "unknown API key")
-    return tenant
-
-
-def tenant_of(event: dict[str, Any]) -> str:
-    """The caller's tenant, from the verified identity (iam) or the local configuration; never the body."""
-    mode = os.environ.get("API_AUTH_MODE", "iam")
-    if mode == "iam":
-        return _iam_tenant(event)
-    if mode == "local":
-        return _local_tenant(dict(event.get("headers") or {}))
-    raise RuntimeError(f"API_AUTH_MODE must be iam or local, not {mode!r}")
 
 
 def tenant() -> str:
@@ -539,8 +454,8 @@ def precheck(event: dict[str, Any]) -> dict[str, Any] | None:
     if path not in PUBLIC_PATHS:
         try:
             tenant_of(event)
-        except ApiProblem as exc:
-            return reply(exc.status, exc.title, exc.detail, exc.errors)
+        except (Unauthenticated, Forbidden) as exc:
+            return reply(exc.status, exc.title, str(exc))
     body = event.get("body")
     if body:
         try:

@@ -52,6 +52,16 @@ class PayloadTooLarge(TickworkError):
         super().__init__(self.errors[0].message)
 
 
+class Unauthenticated(TickworkError):
+    status = 401
+    title = "Unauthenticated"
+
+
+class Forbidden(TickworkError):
+    status = 403
+    title = "Forbidden"
+
+
 class NotFound(TickworkError):
     status = 404
     title = "Not found"
