@@ -10,10 +10,11 @@ What the event source mapping does, and so what this does:
 - an invocation that throws deletes nothing: the whole batch comes back after its visibility timeout;
 - at most MaximumConcurrency invocations at a time.
 
-Local detail, not AWS behaviour: moto re-checks a long poll for messages whose delay or visibility timeout
-has just ended only once a second (it is woken at once only by a send). So each queue is polled by several
-lanes whose long polls are spread over the second (lane i re-checks at phase i/lanes): a delayed message is
-received within about 1/lanes of a second of becoming visible, which keeps start lateness near AWS's.
+Local detail, not AWS behaviour: plain moto re-checks a waiting long poll for messages whose delay or
+visibility timeout has just ended only once a second (a send wakes it at once). The endpoint `tickwork dev`
+starts wakes its long polls itself (tickwork_local.motoserver); for any other endpoint (--attach), each queue
+is polled by several lanes whose long polls are spread over the second (lane i re-checks at phase i/lanes),
+so a delayed message is received within about 1/lanes of a second of becoming visible either way.
 """
 
 from __future__ import annotations

@@ -148,7 +148,6 @@ class LocalNode:
         self.runlog: Any = None
         self.clients: dict[str, Any] = {}
         self._loader: Any = None
-        self._started = False
 
     # ------------------------------------------------------------ set-up
 
@@ -229,6 +228,8 @@ class LocalNode:
         self.runlog = RunLog(self.out, node=opts.node_name)
 
         def services(logical_id: str, clients: Any, *, observed: bool = False) -> Services:
+            # One wiring per function, shared by its execution environments: the domain objects hold no
+            # per-invocation state, and boto3 clients are thread-safe.
             built = Services(settings=Settings.from_env(envs[logical_id]), clients=clients)
             if observed:
                 built.store = ObservedStore(built.store, self.runlog)  # type: ignore[misc]
@@ -268,7 +269,6 @@ class LocalNode:
         self._start_api()
         self._start_pollers(sources, poller_clients.client("sqs"))
         self._start_ticker(configs[TICK_FUNCTION])
-        self._started = True
 
     def _session(self) -> Any:
         """A boto3 session of its own (sessions are not thread-safe) sharing one model loader (loading

@@ -41,8 +41,6 @@ class Ticker:
         self.ticks = 0
         self.failures = 0
         self._stop = threading.Event()
-        self._idle = threading.Event()
-        self._idle.set()
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
@@ -65,7 +63,6 @@ class Ticker:
         started = time.monotonic()
         error: BaseException | None = None
         result: Any = None
-        self._idle.clear()
         try:
             result = self.invoke(self.event_for(at))
         except Exception as exc:
@@ -74,7 +71,6 @@ class Ticker:
             log.error("tick failed: %s: %s", type(exc).__name__, exc, exc_info=exc)
         finally:
             self.ticks += 1
-            self._idle.set()
         if self.on_result is not None:
             try:
                 self.on_result(at, result, error, time.monotonic() - started)
