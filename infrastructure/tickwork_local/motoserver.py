@@ -89,7 +89,7 @@ def wake_long_polls(stop: threading.Event, interval: float = 0.02) -> None:
         now = unix_time_millis()
         try:
             for _account, _region, backend in list(sqs_backends.iter_backends()):
-                for queue in list(backend.queues.values()):
+                for queue in list(backend.queues.values()):  # type: ignore[attr-defined]
                     # visible once now > visible_at, and no longer delayed once now >= delayed_until
                     if any(last <= m.visible_at < now or last <= m.delayed_until <= now for m in list(queue._messages)):
                         with queue._messages_lock:

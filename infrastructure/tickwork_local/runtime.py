@@ -232,19 +232,19 @@ class LocalNode:
             # per-invocation state, and boto3 clients are thread-safe.
             built = Services(settings=Settings.from_env(envs[logical_id]), clients=clients)
             if observed:
-                built.store = ObservedStore(built.store, self.runlog)  # type: ignore[misc]
-                built.results = ObservedResults(built.results, self.runlog)  # type: ignore[misc]
+                built.store = ObservedStore(built.store, self.runlog)  # type: ignore[assignment,misc]
+                built.results = ObservedResults(built.results, self.runlog)  # type: ignore[assignment,misc]
             return built
 
         api_clients, executor_clients, poller_clients = clients(), clients(), clients()
         self.clients = {"api": api_clients, "executor": executor_clients, "poller": poller_clients}
-        for clients, names in (
+        for factory, names in (
             (api_clients, ("dynamodb", "sqs", "s3")),
             (executor_clients, ("dynamodb", "sqs", "s3")),
             (poller_clients, ("sqs",)),
         ):
             for name in names:
-                clients.client(name)  # built now, not on the first request
+                factory.client(name)  # built now, not on the first request
 
         configs = {fid: function_config(self.template, fid, self.resources.parameters) for fid in FUNCTIONS}  # type: ignore[union-attr]
         api_services = services(API_FUNCTION, api_clients)
