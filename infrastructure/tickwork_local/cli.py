@@ -120,6 +120,14 @@ def dev(
         ),
     ] = None,
     node_name: Annotated[str, typer.Option("--node-name", help="Shown on every line (several nodes).")] = "",
+    parameter: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--parameter",
+            metavar="NAME=VALUE",
+            help="Override a template parameter locally, e.g. HttpAllowlist=127.0.0.1/32; repeatable.",
+        ),
+    ] = None,
 ) -> None:
     """Run the whole scheduler locally on moto: API, tick and executors, until Ctrl-C."""
     started = time.monotonic()
@@ -133,6 +141,16 @@ def dev(
         if not keys.is_file():
             _fail(f"--api-keys: no file {keys}")
         api_keys = str(keys)  # the API reads it relative to nothing
+    overrides: dict[str, str] = {}
+    if parameter:
+        from tickwork_local.template import load_template  # noqa: PLC0415 - only when overriding
+
+        known = load_template().get("Parameters", {})
+        for item in parameter:
+            name, sep, value = item.partition("=")
+            if not sep or name.strip() not in known:
+                _fail(f"--parameter takes NAME=VALUE with a parameter of template.yaml, not {item!r}")
+            overrides[name.strip()] = value
     if not attach and importlib.util.find_spec("moto") is None:
         _fail("moto is not installed: `make dev` installs it, or pip install -e '.[dev]' (or use --attach URL)")
 
@@ -173,6 +191,7 @@ def dev(
             log_level=level,
             api_keys_file=api_keys,
             node_name=node_name,
+            parameters=overrides,
         )
     )
     stop = threading.Event()
