@@ -38,8 +38,8 @@ app.add_typer(dlq_app, name="dlq")
 try:
     from tickwork_local.cli import register as _register_dev
 except ImportError:  # pragma: no cover - the local runtime is not installed
-    _register_dev = None
-if _register_dev is not None:
+    pass
+else:
     _register_dev(app)
 
 EXIT_API_ERROR = 1
