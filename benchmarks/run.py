@@ -11,9 +11,13 @@ so a section run alone (or still pending) does not erase the others' figures.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
+import os
 import sys
 import time
+import warnings
 from typing import Any
 
 from benchmarks import ROOT, prepare_environment
@@ -39,40 +43,63 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--write", action="store_true", help="with --quick: write the results and the doc anyway")
     parser.add_argument("--no-write", action="store_true", help="print only, even for a full run")
+    parser.add_argument(
+        "--render",
+        action="store_true",
+        help="run nothing: render docs/benchmarks.md again from benchmarks/results.json",
+    )
     return parser.parse_args(argv)
 
 
+_OUT = sys.stdout  # the sections' own stdout is swallowed (see run_sections); ours is not
+
+
 def _say(text: str = "") -> None:
-    sys.stdout.write(text + "\n")
-    sys.stdout.flush()
+    _OUT.write(text + "\n")
+    _OUT.flush()
 
 
 def run_sections(names: list[str], *, quick: bool, command: str, previous: dict[str, Any]) -> dict[str, Any]:
     """Run the named sections in order; return their results (others come from `previous`)."""
     results: dict[str, Any] = {}
-    modules = {
-        "requests": calls_per_run,
-        "dispatch": dispatch_rate,
-        "scaling": idle_scaling,
-        "lateness": lateness,
-    }
     for name in names:
         started = time.monotonic()
         stamp = Stamp.now(command)
-        if name == "cost":
-            section1 = results.get("requests") or previous.get("requests")
-            if section1 is None:
-                _say("[2] cost: needs section 1 (requests); run it first")
-                continue
-            results[name] = cost.run(stamp, section1)
-            _say(cost.console(results[name]))
+        # Powertools prints EMF lines whenever 100 values of a metric pile up, even with metrics disabled:
+        # they would bury the tables, so the sections' stdout goes nowhere.
+        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="No application metrics to publish")
+            results.update(_run_one(name, stamp, quick=quick, previous=previous, results=results))
+        if name in results:
+            results[name]["elapsed_s"] = round(time.monotonic() - started, 1)
+            _say(f"{CONSOLE[name](results[name])}  ({results[name]['elapsed_s']:.0f} s)")
         else:
-            module = modules[name]
-            results[name] = module.run(stamp, quick=quick)
-            _say(module.console(results[name]))
-        results[name]["elapsed_s"] = round(time.monotonic() - started, 1)
-        _say(f"    ({results[name]['elapsed_s']:.0f} s)")
+            _say("[2] cost: needs section 1 (requests); run it first")
     return results
+
+
+def _run_one(
+    name: str, stamp: Stamp, *, quick: bool, previous: dict[str, Any], results: dict[str, Any]
+) -> dict[str, Any]:
+    if name == "cost":
+        section1 = results.get("requests") or previous.get("requests")
+        return {} if section1 is None else {name: cost.run(stamp, section1)}
+    return {name: MODULES[name].run(stamp, quick=quick)}
+
+
+MODULES: dict[str, Any] = {
+    "requests": calls_per_run,
+    "dispatch": dispatch_rate,
+    "scaling": idle_scaling,
+    "lateness": lateness,
+}
+CONSOLE: dict[str, Any] = {
+    "requests": calls_per_run.console,
+    "cost": cost.console,
+    "dispatch": dispatch_rate.console,
+    "scaling": idle_scaling.console,
+    "lateness": lateness.console,
+}
 
 
 def render_doc(results: dict[str, Any], command: str) -> str:
@@ -159,16 +186,20 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         _say(f"unknown section(s): {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
         return 2
-    command = "make bench-quick" if args.quick else "make bench"
-    if args.only:
-        command = f"python -m benchmarks.run{' --quick' if args.quick else ''} --only {args.only}"
+    command = ("python -m benchmarks.run " + " ".join(argv if argv is not None else sys.argv[1:])).strip()
+    if os.environ.get("MAKELEVEL") and not args.only:  # started by make
+        command = "make bench-quick" if args.quick else "make bench"
     write = (args.write or not args.quick) and not args.no_write
     previous: dict[str, Any] = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    if args.render:
+        DOC.write_text(render_doc(previous, previous.get("rendered_by", command)))
+        _say(f"rendered {DOC.relative_to(ROOT)} from {RESULTS.relative_to(ROOT)}")
+        return 0
     _say(f"Tickwork benchmarks ({'quick' if args.quick else 'full'}): {', '.join(names)}")
     started = time.monotonic()
     results = run_sections(names, quick=args.quick, command=command, previous=previous)
     _say(f"done in {time.monotonic() - started:.0f} s")
-    merged = {**previous, **results}
+    merged = {**previous, **results, "rendered_by": command}
     if write:
         RESULTS.write_text(json.dumps(merged, indent=1, sort_keys=True, default=str) + "\n")
         DOC.write_text(render_doc(merged, command))

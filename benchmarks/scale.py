@@ -161,7 +161,8 @@ def render(stamp: Stamp, s1: dict[str, Any], s2: dict[str, Any], s3: dict[str, A
         "",
         "### What changes: a shard-parallel dispatcher fan-out",
         "",
-        "1. **Shards.** `DueShards` to the table's power of two (32 for 100M/day, 256 for 1B/day). Shards may"
+        f"1. **Shards.** `DueShards` to the table's power of two ({r100['shards']} for 100M/day, {r1b['shards']} for"
+        " 1B/day). Shards may"
         " grow, never shrink (the README's deploy note): a job's shard is `crc32(job id) % shards`, and a tick"
         " queries every shard, so old entries stay reachable when the count grows.",
         "2. **Fan-out.** The minute rule invokes a coordinator that sends one message per worker to a"
