@@ -332,13 +332,19 @@ def _advice(ahead: dict[str, Any], billed: dict[str, float]) -> list[str]:
         " recovery path (e.g. the claim leaving the job's own entry in place, moved forward, until the send"
         " succeeded) would save those, at the cost of a third write on the send path.",
         "",
-        f"With cuts 1-4: about {_fmt(sdk_after)} SDK requests, {_fmt(billable_after)} billable requests and"
-        f" {_fmt(wru_after)} WRU per run. The goal is out of reach for this design, for a structural reason: a"
+        f"With cuts 1-4: about {sdk_after:.1f} SDK requests, {billable_after:.1f} billable requests and"
+        f" {wru_after:.1f} WRU per run. The goal is out of reach for this design, for a structural reason: a"
         " one-shot run needs a durable create, a claim (the exactly-once lock), a lease (the one-place lock)"
         " and an outcome, four conditional writes of at least 1 WRU each, plus the due index's entry and exit"
         " (2 WRU), so about 6 WRU is the floor unless the one-shot job and its run become one item. For"
         " requests, API Gateway and the Lambda invocations are 2.1 of every run's count before DynamoDB is"
-        " touched; ≤ 5 holds only if they are not counted (SDK requests after cuts 1-4).",
+        " touched, so ≤ 5 billable requests leaves under 3 for the data path; not counting them, cuts 1-4 leave"
+        f" {sdk_after:.1f} SDK requests, "
+        + (
+            "within 5."
+            if sdk_after <= 5
+            else "still above 5: the claim's two writes (run, then job) are the next place to look."
+        ),
     ]
 
 

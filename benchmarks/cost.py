@@ -89,8 +89,10 @@ def per_million(section1: dict[str, Any]) -> dict[str, Any]:
             f"{assumption('api_ms_per_create'):.0f} ms x {api_gb:g} GB + {assumption('executor_ms_per_run'):g} ms x"
             f" {exec_gb:g} GB + {assumption('tick_ms_per_run'):g} ms x {tick_gb:g} GB (assumed)",
         ),
-        _line("DynamoDB writes (WRU, measured)", m * billed["wru_per_run"], "ddb_wru"),
-        _line("DynamoDB reads (RRU, measured)", m * sum(total["rru_per_run"].values()), "ddb_rru"),
+        _line("DynamoDB writes (WRU, computed from the measured writes)", m * billed["wru_per_run"], "ddb_wru"),
+        _line(
+            "DynamoDB reads (RRU, computed from the measured reads)", m * sum(total["rru_per_run"].values()), "ddb_rru"
+        ),
         _line("SQS: send, receive, delete (batched by 10)", m * billed["sqs_requests"], "sqs_request"),
         _line("S3 PUT: the result object", m * billed["s3_requests"], "s3_put"),
     ]
@@ -229,13 +231,18 @@ def _qty(x: float) -> str:
     return f"{x:g}" if x == int(x) else f"{x:.2f}"
 
 
+def _unit_price(usd: float, per: float, unit: str) -> str:
+    amount = f"{usd:.10f}".rstrip("0").rstrip(".") if usd < 0.001 and usd else f"{usd:g}"
+    return f"${amount} per {unit}" if per == 1 else f"${amount} per {per:,.0f}"
+
+
 def _lines_table(lines: list[dict[str, Any]]) -> list[str]:
     out = ["| line item | quantity | unit price | cost | note |", "|---|---:|---:|---:|---|"]
     for line in lines:
         p = PRICES[line["price_key"]]
         mark = "" if p.verified else " ?"
         out.append(
-            f"| {line['item']} | {_qty(line['quantity'])} {line['unit']} | ${p.usd:g} per {p.per:,.0f}{mark} |"
+            f"| {line['item']} | {_qty(line['quantity'])} {line['unit']} | {_unit_price(p.usd, p.per, p.unit)}{mark} |"
             f" {_money(line['usd'])} | {line['note']} |"
         )
     return out
@@ -295,7 +302,10 @@ def render(result: dict[str, Any]) -> str:
     ]
     for p in result["prices"]:
         mark = " ?" if not p["verified"] else ""
-        lines.append(f"| {p['item']} | ${p['usd']:g} per {p['per']:,.0f} {p['unit']}{mark} | {p['source']} |")
+        price_text = _unit_price(p["usd"], p["per"], p["unit"])
+        if p["per"] != 1:
+            price_text += f" {p['unit']}"
+        lines.append(f"| {p['item']} | {price_text}{mark} | {p['source']} |")
     lines += [
         "",
         "`?`: not in `shared/reference/aws-facts.md`; taken from the AWS pricing page, to be checked.",

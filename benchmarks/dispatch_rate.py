@@ -195,7 +195,9 @@ def render(result: dict[str, Any]) -> str:
         "Every run costs the tick one conditional `PutItem` (the run) and one conditional `UpdateItem` (the job),"
         " plus a tenth of a `SendMessageBatch`, so a tick is bound by the rate of conditional writes. In moto"
         " that is one or two hundred per second (the ceiling row), and requests are served one at a time (the atomicity patch) under the"
-        " GIL. A ratio near 1 means the tick costs little more than the emulator's own handling of its requests.",
+        " GIL. A ratio near 1 means the tick costs little more than the emulator's own handling of its requests;"
+        " the spread between runs (last row) is the noise of this machine, and a run above 1 is within it (the"
+        " replay runs after the tick, single-threaded, in a process holding twice the data).",
         "",
         f"### Shards and claim threads ({result['sweep_jobs']:,} due jobs, one run each)",
         "",
