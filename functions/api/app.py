@@ -35,7 +35,7 @@ from tickwork.errors import FieldError, Forbidden, InvalidInput, TickworkError, 
 from tickwork.jobs import JobSpec, JobUpdate, RedriveRequest
 from tickwork.models import Job, JobState, Run, RunStatus
 from tickwork.observability import logger, metrics, tracer
-from tickwork.services import Services
+from tickwork.services import Services, ServicesSlot
 from tickwork.tenancy import tenant_of
 
 VERSION = "1.0.0"
@@ -44,23 +44,11 @@ app = APIGatewayHttpResolver(enable_validation=True)
 
 # ---------------------------------------------------------------- wiring
 
-_services: Services | None = None
 _catalog: tuple[Services, Catalog] | None = None
 _lock = threading.Lock()
-
-
-def services() -> Services:
-    global _services  # noqa: PLW0603 - built once per container, lazily (after moto patches, in tests)
-    if _services is None:
-        _services = Services.from_env()
-    return _services
-
-
-def use_services(value: Services | None) -> None:
-    """Tests and the local runtime inject their own wiring (clock, clients)."""
-    global _services, _catalog  # noqa: PLW0603
-    _services = value
-    _catalog = None
+_slot = ServicesSlot()
+services = _slot.get  # the wiring, built on first use
+use_services = _slot.set  # tests and the local runtime inject theirs (catalog() follows the change)
 
 
 def catalog() -> Catalog:

@@ -10,7 +10,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from tickwork.batch import ConcurrentBatchProcessor
 from tickwork.executor import Delivery, Outcome
 from tickwork.observability import logger, metrics, tracer
-from tickwork.services import Services
+from tickwork.services import ServicesSlot
 
 
 class RunNotFinished(Exception):
@@ -18,19 +18,9 @@ class RunNotFinished(Exception):
 
 
 processor = ConcurrentBatchProcessor(max_workers=10)
-_services: Services | None = None
-
-
-def services() -> Services:
-    global _services  # noqa: PLW0603 - built once per container, lazily (after moto patches, in tests)
-    if _services is None:
-        _services = Services.from_env()
-    return _services
-
-
-def use_services(value: Services | None) -> None:
-    global _services  # noqa: PLW0603
-    _services = value
+_slot = ServicesSlot()
+services = _slot.get  # the wiring, built on first use
+use_services = _slot.set  # tests and the local runtime inject theirs
 
 
 def _delivery(record: SqsRecordModel) -> Delivery:

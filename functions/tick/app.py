@@ -7,7 +7,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict
 from tickwork.observability import logger, metrics, tracer
-from tickwork.services import Services
+from tickwork.services import ServicesSlot
 
 
 class TickEvent(BaseModel):
@@ -28,20 +28,9 @@ class TickResult(BaseModel):
     duration_ms: int
 
 
-_services: Services | None = None
-
-
-def services() -> Services:
-    global _services  # noqa: PLW0603 - built once per container, lazily (after moto patches, in tests)
-    if _services is None:
-        _services = Services.from_env()
-    return _services
-
-
-def use_services(value: Services | None) -> None:
-    """Tests and the local runtime inject their own wiring (clock, clients)."""
-    global _services  # noqa: PLW0603
-    _services = value
+_slot = ServicesSlot()
+services = _slot.get  # the wiring, built on first use
+use_services = _slot.set  # tests and the local runtime inject theirs
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import cached_property
@@ -83,3 +84,22 @@ class Services:
         return JobService(
             self.store, self.dispatcher, self.results, self.clock, http_allowlist=self.settings.http_allowlist
         )
+
+
+class ServicesSlot:
+    """A handler module's wiring: built on first use (never at import, so moto can patch first) and kept for the
+    life of the execution environment; tests and the local runtime inject their own."""
+
+    def __init__(self) -> None:
+        self._value: Services | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> Services:
+        with self._lock:
+            if self._value is None:
+                self._value = Services.from_env()
+            return self._value
+
+    def set(self, value: Services | None) -> None:
+        with self._lock:
+            self._value = value
