@@ -22,14 +22,19 @@ from tickwork.errors import Conflict, FieldError, InvalidInput, NotFound, Payloa
 from tickwork.jobtypes import UnknownJobType, registry
 from tickwork.models import (
     DEFAULT_MISFIRE_GRACE_SECONDS,
-    MAX_TIMEOUT_SECONDS,
     Job,
+    JobName,
     JobState,
+    JobTypeName,
+    MisfireGraceSeconds,
     OverlapPolicy,
+    Priority,
     RetryPolicy,
     Run,
     RunStatus,
     RunTrigger,
+    Tags,
+    TimeoutSeconds,
     is_job_id,
     new_job_id,
     parse_run_id,
@@ -51,16 +56,16 @@ class JobSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1, max_length=200)
-    type: str = Field(min_length=1, max_length=64)
+    name: JobName
+    type: JobTypeName
     payload: dict[str, Any] = Field(default_factory=dict)
     schedule: Schedule
-    priority: int = Field(default=5, ge=0, le=9)
+    priority: Priority = 5
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
-    timeout_seconds: int = Field(default=300, ge=1, le=MAX_TIMEOUT_SECONDS)
-    misfire_grace_seconds: int = Field(default=DEFAULT_MISFIRE_GRACE_SECONDS, ge=0, le=7 * 86400)
+    timeout_seconds: TimeoutSeconds = 300
+    misfire_grace_seconds: MisfireGraceSeconds = DEFAULT_MISFIRE_GRACE_SECONDS
     overlap: OverlapPolicy = OverlapPolicy.ALLOW
-    tags: dict[str, str] = Field(default_factory=dict, max_length=50)
+    tags: Tags = Field(default_factory=dict)
 
 
 class KeyReused(Conflict):
@@ -77,15 +82,15 @@ class JobUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str | None = Field(default=None, min_length=1, max_length=200)
+    name: JobName | None = None
     payload: dict[str, Any] | None = None
     schedule: Schedule | None = None
-    priority: int | None = Field(default=None, ge=0, le=9)
+    priority: Priority | None = None
     retry: RetryPolicy | None = None
-    timeout_seconds: int | None = Field(default=None, ge=1, le=MAX_TIMEOUT_SECONDS)
-    misfire_grace_seconds: int | None = Field(default=None, ge=0, le=7 * 86400)
+    timeout_seconds: TimeoutSeconds | None = None
+    misfire_grace_seconds: MisfireGraceSeconds | None = None
     overlap: OverlapPolicy | None = None
-    tags: dict[str, str] | None = Field(default=None, max_length=50)
+    tags: Tags | None = None
 
     @field_validator("*", mode="before")
     @classmethod

@@ -7,7 +7,7 @@ import re
 import time
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -16,6 +16,15 @@ from tickwork.schedule import Schedule, UtcDatetime
 
 MAX_TIMEOUT_SECONDS = 840  # the executor Lambda has 900 s; 60 s stay for lease, result and bookkeeping
 DEFAULT_MISFIRE_GRACE_SECONDS = 900  # the 15-minute start threshold
+
+
+# Job field limits, defined once: the stored Job, the create body and the PATCH body all use these.
+JobName = Annotated[str, Field(min_length=1, max_length=200)]
+JobTypeName = Annotated[str, Field(min_length=1, max_length=64)]
+Priority = Annotated[int, Field(ge=0, le=9)]
+TimeoutSeconds = Annotated[int, Field(ge=1, le=MAX_TIMEOUT_SECONDS)]
+MisfireGraceSeconds = Annotated[int, Field(ge=0, le=7 * 86400)]
+Tags = Annotated[dict[str, str], Field(max_length=50)]
 
 
 class Band(StrEnum):
@@ -124,16 +133,16 @@ class Job(BaseModel):
 
     id: str
     tenant: str = Field(min_length=1, max_length=128)
-    name: str = Field(min_length=1, max_length=200)
-    type: str = Field(min_length=1, max_length=64)
+    name: JobName
+    type: JobTypeName
     payload: dict[str, Any] = Field(default_factory=dict)
     schedule: Schedule
-    priority: int = Field(default=5, ge=0, le=9)
+    priority: Priority = 5
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
-    timeout_seconds: int = Field(default=300, ge=1, le=MAX_TIMEOUT_SECONDS)
-    misfire_grace_seconds: int = Field(default=DEFAULT_MISFIRE_GRACE_SECONDS, ge=0, le=7 * 86400)
+    timeout_seconds: TimeoutSeconds = 300
+    misfire_grace_seconds: MisfireGraceSeconds = DEFAULT_MISFIRE_GRACE_SECONDS
     overlap: OverlapPolicy = OverlapPolicy.ALLOW
-    tags: dict[str, str] = Field(default_factory=dict)
+    tags: Tags = Field(default_factory=dict)
     state: JobState = JobState.ACTIVE
     next_run_at: UtcDatetime | None = None
     created_at: UtcDatetime
@@ -173,7 +182,7 @@ class Run(BaseModel):
     tenant: str
     scheduled_for: UtcDatetime
     status: RunStatus
-    priority: int = Field(default=5, ge=0, le=9)
+    priority: Priority = 5
     trigger: RunTrigger = RunTrigger.SCHEDULE
     attempts: int = 0
     max_attempts: int | None = None
