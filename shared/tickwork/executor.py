@@ -253,7 +253,8 @@ class RunExecutor:
         if budget <= 0:
             error = RunError(type="RunTimeout", message="not enough Lambda time left to start the run")
         else:
-            heartbeat.start()
+            if budget > heartbeat.every.total_seconds():
+                heartbeat.start()  # a run that can't outlive one interval never needs a beat: no thread
             try:
                 value = _call_with_timeout(lambda: job_type.handler(payload, ctx), budget, ctx)
             except Exception as exc:
