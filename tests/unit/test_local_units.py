@@ -7,6 +7,7 @@ import base64
 import io
 import json
 import socket
+import time
 from datetime import UTC, datetime
 
 import pytest
@@ -74,8 +75,9 @@ def test_no_band_gets_more_than_its_template_ceiling():
 
 
 def test_context_counts_down_from_the_function_timeout():
-    ctx = LocalLambdaContext("fn", timeout_seconds=900, _started=0.0)
-    assert ctx.get_remaining_time_in_millis() == 0  # monotonic time is far beyond 900 s after 0
+    # Started 901 s ago (not "at monotonic 0": a machine up for less than 900 s has a small monotonic clock).
+    ctx = LocalLambdaContext("fn", timeout_seconds=900, _started=time.monotonic() - 901)
+    assert ctx.get_remaining_time_in_millis() == 0
     fresh = LocalLambdaContext("fn", timeout_seconds=30)
     assert 29_000 < fresh.get_remaining_time_in_millis() <= 30_000
     assert fresh.invoked_function_arn.endswith(":function:fn")
