@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import boto3
 from executor import app as executor_app
 from tick import app as tick_app
 from tickwork.aws import AwsClients
@@ -42,6 +43,10 @@ class CallLog:
 
     def attach(self, client: Any) -> None:
         client.meta.events.register("provide-client-params.*.*", self._record)
+
+    def attach_session(self, session: Any) -> None:
+        """Every client the session builds from now on records its calls (the single-attempt ones too)."""
+        session.events.register("provide-client-params.*.*", self._record)
 
     def _record(self, params: dict[str, Any], model: Any, **_: Any) -> None:
         with self._lock:
@@ -71,7 +76,10 @@ class Pipeline:
     @classmethod
     @contextmanager
     def create(cls, **env: str) -> Iterator[Pipeline]:
-        clients = AwsClients()
+        session = boto3.session.Session()
+        calls = CallLog()
+        calls.attach_session(session)
+        clients = AwsClients(session)
         resources = provision(
             load_template(),
             dynamodb=clients.client("dynamodb"),
@@ -83,9 +91,7 @@ class Pipeline:
         settings = Settings.from_env(resources.environment("ExecutorFunction", overrides=overrides))
         clock = FakeClock(START)
         services = Services(settings=settings, clients=clients, clock=clock)
-        calls = CallLog()
-        for service in ("dynamodb", "sqs", "s3", "lambda"):
-            calls.attach(clients.client(service))
+        calls.clear()  # provisioning's calls are not the pipeline's
         tick_app.use_services(services)
         executor_app.use_services(services)
         try:

@@ -98,16 +98,6 @@ def dev(
         ),
     ] = 2,
     prefix: Annotated[str, typer.Option(help="Prefix of the local resource names.")] = "tickwork",
-    visibility_timeout: Annotated[
-        int | None,
-        typer.Option(
-            "--visibility-timeout",
-            help="Local override: receive band-queue messages with this visibility timeout (seconds) instead "
-            "of the queue's 5400 s, so a killed node's messages come back sooner.",
-            min=1,
-            max=43200,
-        ),
-    ] = None,
     log_level: Annotated[
         str, typer.Option("--log-level", help="Level of the functions' JSON logs (to stderr).")
     ] = "WARNING",
@@ -187,7 +177,6 @@ def dev(
             due_shards=due_shards,
             prefix=prefix,
             attach=bool(attach),
-            visibility_timeout=visibility_timeout,
             log_level=level,
             api_keys_file=api_keys,
             node_name=node_name,

@@ -97,7 +97,6 @@ class QueuePoller:
         concurrency: int,
         lanes: int | None = None,
         wait_seconds: int = 5,
-        visibility_timeout: int | None = None,
         phase: float = 0.0,
         region: str = REGION,
         on_batch: Callable[[BatchOutcome], None] | None = None,
@@ -111,7 +110,6 @@ class QueuePoller:
         self.concurrency = concurrency
         self.lanes = max(lanes if lanes is not None else POLL_LANES, 1)
         self.wait_seconds = max(0, min(20, wait_seconds))
-        self.visibility_timeout = visibility_timeout
         self.phase = phase % 1.0
         self.region = region
         self.on_batch = on_batch
@@ -210,8 +208,6 @@ class QueuePoller:
             "AttributeNames": ["All"],
             "MessageAttributeNames": ["All"],
         }
-        if self.visibility_timeout is not None:
-            kwargs["VisibilityTimeout"] = self.visibility_timeout
         messages: list[dict[str, Any]] = self.sqs.receive_message(**kwargs).get("Messages", [])
         self.stats.add(receives=1, messages=len(messages))
         window = self.source.batching_window_seconds

@@ -68,7 +68,6 @@ class NodeOptions:
     due_shards: int = 2
     prefix: str = "tickwork"
     attach: bool = False  # the resources may exist already (another node, or an earlier run)
-    visibility_timeout: int | None = None  # local override of the band queues' visibility on receive
     poll_wait_seconds: int = 5
     # One: Powertools' API resolver keeps the event being resolved in a class attribute (BaseRouter.current_event),
     # shared by every resolver in the process, so two API invocations at once would read each other's request.
@@ -314,7 +313,6 @@ class LocalNode:
                 concurrency=concurrency,
                 lanes=max(concurrency, POLL_LANES),
                 wait_seconds=self.options.poll_wait_seconds,
-                visibility_timeout=self.options.visibility_timeout,
                 phase=phase,
                 on_batch=on_batch,
             )

@@ -2,20 +2,25 @@
 
 1. Read every shard of the due index (in parallel) up to now + horizon.
 2. Order: what must go before the next tick first, then by priority (9 first), then by due time.
-3. Claim each job with one transaction that creates its run records (each must not exist) and advances
-   the job: the transaction is the lock, so racing ticks produce each run exactly once (promise 2).
+3. Claim each job with two ordered conditional writes: create its run records (each only if it does not
+   exist: the lock on the occurrence), then advance the job from the version read. Racing ticks produce
+   each run exactly once (promise 2); a claimer that dies between the two is completed by the next.
 4. Send the claimed runs to their band queue in batches of 10 with DelaySeconds = ceil(due - now),
    so a run starts within about a second of its time and never before it.
-5. A run that was claimed but never leased (the tick died before sending) is still in the due index;
-   once its re-send time passes, the next tick sends it again (nothing lost; the executor's lease makes a
-   duplicate message harmless).
+5. A run that was claimed but never leased (the tick died before sending, or its message was lost) is still
+   in the due index; once its re-send time passes, the tick sends it again (nothing lost; the executor's
+   lease makes a duplicate message harmless). While the run's band has a backlog of waiting messages its
+   message is most likely among them, so the re-send waits (up to RESEND_DEFER_LIMIT) rather than
+   multiplying the backlog; re-sends are spaced by the run's age, so they thin out exponentially.
+6. A retry whose backoff is too long for a message (see executor) is parked in the due index at its
+   retry time; the tick sends it with DelaySeconds like any claimed run.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -28,11 +33,13 @@ from tickwork.queues import Outgoing, RunQueues, delay_for
 from tickwork.schedule import Schedule, _as_utc
 from tickwork.store import DueItem, ItemKind, JobStore
 
-MAX_RUNS_PER_CLAIM = 25  # one transaction: the job update plus at most this many run records
+MAX_RUNS_PER_CLAIM = 25  # run records one claim creates before it advances the job
 MAX_CLAIM_ROUNDS = 10  # a 1-second rate job needs several claims to fill a 120 s horizon
-MISFIRE_RECORD_CAP = 10  # misfired occurrences recorded one by one; the rest share one capped record
-MISFIRE_COUNT_LIMIT = 10_000  # beyond this the capped record's count is a lower bound
-REDISPATCH_BACKOFF = timedelta(minutes=5)  # after a re-send, wait this long before the next one
+MISFIRE_RECORD_CAP = 10  # skipped occurrences recorded one by one; the rest of a stretch share one capped record
+MISFIRE_COUNT_LIMIT = 10_000  # beyond this the capped record's count is a lower bound (its range stays exact)
+REDISPATCH_BACKOFF = timedelta(minutes=5)  # after a re-send, wait at least this long before the next one
+MAX_REDISPATCH_BACKOFF = timedelta(hours=1)
+RESEND_DEFER_LIMIT = timedelta(minutes=15)  # past this, a run is re-sent even while its band has a backlog
 
 
 class CrashInjected(RuntimeError):
@@ -106,53 +113,77 @@ class ClaimableJob:
     def next_after(self, instant: datetime) -> datetime | None:
         return self.schedule.next_after(instant, anchor=self.created_at, hash_key=self.job_id)
 
+    def occurrences_from(self, instant: datetime) -> Iterator[datetime]:
+        """Occurrences at or after `instant`, in order, from one schedule iterator."""
+        cursor = self.next_after(instant - timedelta(milliseconds=1))
+        while cursor is not None:
+            yield cursor
+            cursor = self.next_after(cursor)
+
 
 def _instant(value: Any) -> datetime | None:
     return None if value is None else _as_utc(value)  # type: ignore[return-value]
 
 
 def plan_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime) -> ClaimPlan:
-    """Decide every occurrence from job.next_run_at up to the horizon: queue it, or skip it as misfired.
+    """Decide every occurrence from job.next_run_at up to the horizon: queue it, or record it skipped.
 
-    An occurrence older than the job's misfire grace is never run. After an outage, each missed occurrence
-    gets a SKIPPED record, up to MISFIRE_RECORD_CAP; the rest are summed up in one capped record, so
-    catching up is bounded work and nothing is dropped silently.
+    Skipped, never run: an occurrence older than the job's misfire grace (`misfired`), and every occurrence
+    that fell while the job was paused (`paused`), however recent, so resuming never fires a burst. Each
+    skipped occurrence gets a record, up to MISFIRE_RECORD_CAP one by one; the rest of the same stretch share
+    one capped record (count and last instant), so catching up is bounded work and nothing is dropped.
+    One schedule iterator serves the whole plan (a per-second cron after a long outage walks thousands).
     """
     grace_cut = now - job.misfire_grace
+
+    def skip_reason(instant: datetime) -> SkipReason | None:
+        if job.paused_at and job.resumed_at and job.paused_at <= instant < job.resumed_at:
+            return SkipReason.PAUSED
+        return SkipReason.MISFIRED if instant < grace_cut else None
+
+    def stretch_end(reason: SkipReason, instant: datetime) -> datetime:
+        """Where a stretch of skips with this reason ends (exclusive)."""
+        if reason is SkipReason.PAUSED:
+            assert job.resumed_at is not None
+            return job.resumed_at
+        if job.paused_at and job.resumed_at and instant < job.paused_at < grace_cut:
+            return job.paused_at
+        return grace_cut
+
     queued: list[datetime] = []
     skipped: list[tuple[datetime, SkipReason]] = []
     capped: CappedMisfire | None = None
-    cursor: datetime | None = job.next_run_at
-
-    def reason_for(instant: datetime) -> SkipReason:
-        if job.paused_at and job.resumed_at and job.paused_at <= instant < job.resumed_at:
-            return SkipReason.PAUSED
-        return SkipReason.MISFIRED
-
+    occurrences = job.occurrences_from(job.next_run_at)
+    cursor = next(occurrences, None)
     while cursor is not None and cursor <= horizon_end and len(queued) + len(skipped) < MAX_RUNS_PER_CLAIM:
-        if cursor >= grace_cut:
+        reason = skip_reason(cursor)
+        if reason is None:
             queued.append(cursor)
-            cursor = job.next_after(cursor)
-            continue
-        if len(skipped) < MISFIRE_RECORD_CAP:
-            skipped.append((cursor, reason_for(cursor)))
-            cursor = job.next_after(cursor)
-            continue
-        # Over the cap: one record stands for every remaining misfired occurrence.
-        first, last, count = cursor, cursor, 0
-        while cursor is not None and cursor < grace_cut and count < MISFIRE_COUNT_LIMIT:
-            last, count = cursor, count + 1
-            cursor = job.next_after(cursor)
-        if cursor is not None and cursor < grace_cut:
-            cursor = job.next_after(grace_cut - timedelta(milliseconds=1))
-        capped = CappedMisfire(first, last, count, reason_for(first))
-        break
+        elif len(skipped) < MISFIRE_RECORD_CAP:
+            skipped.append((cursor, reason))
+        else:
+            # Over the cap: one record stands for the rest of this stretch of skips.
+            first, last, count = cursor, cursor, 0
+            while cursor is not None and skip_reason(cursor) is reason and count < MISFIRE_COUNT_LIMIT:
+                last, count = cursor, count + 1
+                cursor = next(occurrences, None)
+            if cursor is not None and skip_reason(cursor) is reason:
+                # Too many to count: jump to the stretch's end; the record's range still covers them all.
+                end = stretch_end(reason, cursor)
+                last = end - timedelta(milliseconds=1)
+                occurrences = job.occurrences_from(end)
+                cursor = next(occurrences, None)
+            capped = CappedMisfire(first, last, count, reason)
+            break
+        cursor = next(occurrences, None)
     return ClaimPlan(
         queued=queued,
         skipped=skipped,
         capped=capped,
         next_run_at=cursor,
-        complete=cursor is None and not job.schedule.is_one_shot,
+        # Settled now only when the last occurrence is a skip record; a queued last run completes the job
+        # when it settles (executor), so a job never shows COMPLETED while its last runs are still to come.
+        complete=cursor is None and not queued,
     )
 
 
@@ -163,6 +194,7 @@ class TickReport:
     dispatched: int = 0
     skipped: int = 0
     redispatched: int = 0
+    resends_deferred: int = 0  # re-sends held back while the run's band has a backlog
     lost_races: int = 0
     send_failures: int = 0
     over_capacity: int = 0
@@ -215,6 +247,7 @@ class Dispatcher:
                 held = [shard for shard, items in zip(shards, pages, strict=True) if items]
                 items = [i for page in pages for i in page]
                 report.candidates = len(items)
+                backlogged = self._backlogged_bands(items, now)
                 urgent_ms = to_ms(now + self.tick_period)
                 # Must-go-now first, then priority 9..0, then the oldest: when over capacity, high priority wins.
                 items.sort(key=lambda i: (i.due_at > urgent_ms, -i.priority, i.due_at))
@@ -227,7 +260,9 @@ class Dispatcher:
                 for start in range(0, len(items), step):
                     chunk = items[start : start + step]
                     outgoing: list[Outgoing] = []
-                    for result in pool.map(lambda item: self._claim_item(item, now, horizon_end, report), chunk):
+                    for result in pool.map(
+                        lambda item: self._claim_item(item, now, horizon_end, report, backlogged), chunk
+                    ):
                         outgoing.extend(result)
                     if self.crash_after_claim:
                         raise CrashInjected("tick died after claiming, before sending")
@@ -242,16 +277,30 @@ class Dispatcher:
 
     def _read_shard(self, shard: str, now: datetime, horizon_end: datetime, owner: str) -> list[DueItem]:
         """A shard's actionable entries, if this tick may work it. An idle shard costs one query, no write;
-        a shard another tick is working right now is left to it."""
+        a shard another tick is working right now is left to it.
+
+        Jobs due within the horizon are claimed ahead (and sent with DelaySeconds). Runs are re-sent once
+        their re-send time has passed; a parked retry (RETRYING) is sent ahead like a claimed run."""
         now_ms = to_ms(now)
         items = [
             i
             for i in self.store.query_due(shard, to_ms(horizon_end), max_items=self.read_per_shard)
-            if i.kind is ItemKind.JOB or i.due_at <= now_ms
+            if i.kind is ItemKind.JOB or i.due_at <= now_ms or i.attrs.get("status") == RunStatus.RETRYING.value
         ]
         if items and not self.store.acquire_shard(shard, owner=owner, now=now, lease_for=self.shard_lease):
             return []
         return items
+
+    def _backlogged_bands(self, items: list[DueItem], now: datetime) -> set[Band]:
+        """Bands with messages waiting to be received, among those of overdue QUEUED runs (one
+        GetQueueAttributes per such band, and none on a tick with nothing to re-send)."""
+        now_ms = to_ms(now)
+        bands = {
+            Band.of_priority(i.priority)
+            for i in items
+            if i.kind is ItemKind.RUN and i.attrs.get("status") == RunStatus.QUEUED.value and i.due_at <= now_ms
+        }
+        return {band for band in bands if self.queues.waiting_messages(band) > 0}
 
     def dispatch_job(self, job: Job) -> TickReport:
         """Claim and send a newly created job's occurrences right away when they fall within the horizon."""
@@ -265,10 +314,12 @@ class Dispatcher:
 
     # ------------------------------------------------------------ claims
 
-    def _claim_item(self, item: DueItem, now: datetime, horizon_end: datetime, report: TickReport) -> list[Outgoing]:
+    def _claim_item(
+        self, item: DueItem, now: datetime, horizon_end: datetime, report: TickReport, backlogged: set[Band]
+    ) -> list[Outgoing]:
         try:
             if item.kind is ItemKind.RUN:
-                return self._redispatch(item, now, report)
+                return self._redispatch(item, now, report, backlogged)
             return self._claim_job(ClaimableJob.from_due(item), now, horizon_end, report)
         except Exception:
             # One bad item must not stop the tick; it stays in the index and is tried again.
@@ -280,38 +331,56 @@ class Dispatcher:
         for _ in range(MAX_CLAIM_ROUNDS):
             plan = plan_claim(job, now=now, horizon_end=horizon_end)
             runs = self._runs_of(job, plan, now)
-            claim = self.store.claim(
-                job_id=job.job_id,
-                expected_version=job.version,
-                next_run_at=plan.next_run_at,
-                complete=plan.complete,
-                runs=runs,
-                now=now,
-                redispatch_after=self.redispatch_after,
-            )
-            created = claim.created
-            skipped = [r for r in created if r.status is RunStatus.SKIPPED]
-            report.skipped += sum(r.skipped_count or 1 for r in skipped)
-            for run in skipped:
-                metrics.add_metric(name="RunsSkipped", unit="Count", value=run.skipped_count or 1)
-                logger.info(
-                    "run skipped",
-                    extra={
-                        "run_id": run.id,
-                        "job_id": run.job_id,
-                        "skip_reason": run.skip_reason,
-                        "skipped_count": run.skipped_count,
-                    },
-                )
-            outgoing += [self._outgoing(r) for r in created if r.status is RunStatus.QUEUED]
-            if not claim.advanced:
+            put = self.store.put_claimed_runs(runs, now=now, redispatch_after=self.redispatch_after)
+            self._record_skips(put.created, report)
+            outgoing += [self._outgoing(r) for r in put.created if r.status is RunStatus.QUEUED]
+            if put.in_flight_elsewhere:
+                report.lost_races += 1  # another claimer is on this job right now: the rest is theirs
+                return outgoing
+            next_run_at, complete = self._advance_past(job, plan, put.existing)
+            if not self.store.advance_job(
+                job.job_id, expected_version=job.version, next_run_at=next_run_at, complete=complete, now=now
+            ):
                 report.lost_races += 1  # another tick moved the job (or it changed): its next claim is theirs
                 return outgoing
             report.claimed_jobs += 1
-            if plan.next_run_at is None or plan.next_run_at > horizon_end:
+            if next_run_at is None or next_run_at > horizon_end:
                 return outgoing
-            job = ClaimableJob(**{**job.__dict__, "version": job.version + 1, "next_run_at": plan.next_run_at})
+            job = ClaimableJob(**{**job.__dict__, "version": job.version + 1, "next_run_at": next_run_at})
         return outgoing
+
+    @staticmethod
+    def _advance_past(
+        job: ClaimableJob, plan: ClaimPlan, existing: dict[str, dict[str, Any]]
+    ) -> tuple[datetime | None, bool]:
+        """Where the job moves to: past what the plan's records cover, as written. A capped record another
+        claimer wrote first (it died before advancing the job) may end earlier than ours would have, since it
+        planned at an earlier `now`: then the job advances only past its end, and the next round records the
+        rest, so no occurrence is left without a record."""
+        if plan.capped is not None:
+            found = existing.get(run_id_for(job.job_id, plan.capped.first))
+            if found is not None:
+                covered = _instant(found.get("skipped_until") or found.get("scheduled_for"))
+                if covered is not None and covered != plan.capped.last:
+                    return job.next_after(covered), False
+        return plan.next_run_at, plan.complete
+
+    @staticmethod
+    def _record_skips(created: list[Run], report: TickReport) -> None:
+        for run in created:
+            if run.status is not RunStatus.SKIPPED:
+                continue
+            report.skipped += run.skipped_count or 1
+            metrics.add_metric(name="RunsSkipped", unit="Count", value=run.skipped_count or 1)
+            logger.info(
+                "run skipped",
+                extra={
+                    "run_id": run.id,
+                    "job_id": run.job_id,
+                    "skip_reason": run.skip_reason,
+                    "skipped_count": run.skipped_count,
+                },
+            )
 
     def _runs_of(self, job: ClaimableJob, plan: ClaimPlan, now: datetime) -> list[Run]:
         base = {"job_id": job.job_id, "tenant": job.tenant, "priority": job.priority}
@@ -349,40 +418,58 @@ class Dispatcher:
                     **base,
                 )
             )
-        return runs
+        # In time order, so that the first record is the one a racing claimer meets first.
+        return sorted(runs, key=lambda r: r.scheduled_for)
 
-    def _redispatch(self, item: DueItem, now: datetime, report: TickReport) -> list[Outgoing]:
-        """A claimed run nobody leased: send it again, once per REDISPATCH_BACKOFF."""
+    def _redispatch(self, item: DueItem, now: datetime, report: TickReport, backlogged: set[Band]) -> list[Outgoing]:
+        """A run in the due index: a claimed run nobody leased (re-send it), or a parked retry (send it).
+
+        Re-sends are spaced by the run's age (at least REDISPATCH_BACKOFF), so a run whose message is really
+        lost is re-sent soon, and one that is merely waiting is not re-sent over and over."""
         a = item.attrs
-        if a.get("status") != RunStatus.QUEUED.value:
+        status = a.get("status")
+        if status not in (RunStatus.QUEUED.value, RunStatus.RETRYING.value):
             return []
-        if not self.store.postpone_redispatch(
-            a["run_id"], expected_due_at=item.due_at, new_due_at=to_ms(now + REDISPATCH_BACKOFF)
-        ):
-            return []  # another tick is re-sending it, or an executor just leased it
+        scheduled_for = _instant(a["scheduled_for"])
+        assert scheduled_for is not None
+        send_at = max(now, from_ms(item.due_at))
+        age = send_at - scheduled_for
+        next_look = send_at + min(MAX_REDISPATCH_BACKOFF, max(REDISPATCH_BACKOFF, age))
+        band = Band.of_priority(item.priority)
+        if status == RunStatus.QUEUED.value and band in backlogged and now - from_ms(item.due_at) < RESEND_DEFER_LIMIT:
+            # Its message is most likely waiting in that backlog: a duplicate would only lengthen it.
+            if self.store.postpone_redispatch(
+                a["run_id"], expected_due_at=item.due_at, new_due_at=to_ms(now + REDISPATCH_BACKOFF)
+            ):
+                report.resends_deferred += 1
+            return []
+        if not self.store.postpone_redispatch(a["run_id"], expected_due_at=item.due_at, new_due_at=to_ms(next_look)):
+            return []  # another tick is sending it, or an executor just leased it
         report.redispatched += 1
-        logger.warning("re-sending a claimed run that no executor leased", extra={"run_id": a["run_id"]})
+        if status == RunStatus.QUEUED.value:
+            logger.warning("re-sending a claimed run that no executor leased", extra={"run_id": a["run_id"]})
         run = Run(
             id=a["run_id"],
             job_id=a["job_id"],
             tenant=a["tenant"],
-            scheduled_for=a["scheduled_for"],
-            status=RunStatus.QUEUED,
-            priority=int(a.get("priority", 5)),
+            scheduled_for=scheduled_for,
+            status=RunStatus(status),
+            priority=item.priority,
         )
-        return [self._outgoing(run)]
+        return [self._outgoing(run, start_at=send_at)]
 
     @staticmethod
-    def _outgoing(run: Run) -> Outgoing:
+    def _outgoing(run: Run, *, start_at: datetime | None = None) -> Outgoing:
         message = RunMessage(run_id=run.id, job_id=run.job_id, tenant=run.tenant, scheduled_for=run.scheduled_for)
-        return Outgoing(message=message, band=Band.of_priority(run.priority), delay_seconds=0)
+        return Outgoing(message=message, band=Band.of_priority(run.priority), delay_seconds=0, start_at=start_at)
 
     # ------------------------------------------------------------ sending
 
     def send_runs(self, runs: Iterable[Run]) -> TickReport:
-        """Send runs created outside a tick (trigger, retry, redrive)."""
+        """Send runs to start now, created outside a tick (trigger, retry, redrive)."""
         report = TickReport()
-        self._send([self._outgoing(r) for r in runs], report)
+        now = self.clock.now()
+        self._send([self._outgoing(r, start_at=now) for r in runs], report)
         return report
 
     def _send(self, outgoing: list[Outgoing], report: TickReport) -> None:
@@ -391,7 +478,7 @@ class Dispatcher:
         # The delay is computed at the last moment, so time spent claiming never makes a run early.
         now = self.clock.now()
         timed = [
-            Outgoing(o.message, o.band, delay_for((o.message.scheduled_for - now).total_seconds())) for o in outgoing
+            Outgoing(o.message, o.band, delay_for((o.starts_at - now).total_seconds()), o.start_at) for o in outgoing
         ]
         sent = self.queues.send(timed)
         report.dispatched += len(sent.sent)

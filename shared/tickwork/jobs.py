@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from botocore.exceptions import ClientError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from tickwork.catalog import DEFAULT_LIMIT, Catalog, IdempotencyMismatch, IdempotencyRecord, Page
@@ -176,7 +175,8 @@ class JobService:
 
     def create_job(self, tenant: str, spec: JobSpec) -> Job:
         job = self.new_job(tenant, spec, now=self.clock.now())
-        self.store.put_new_job(job)  # durable before acknowledged
+        if not self.store.put_new_job(job):  # durable before acknowledged
+            raise Conflict(f"job {job.id} exists already")  # pragma: no cover - ids are 75 random bits
         logger.info("job created", extra={"job_id": job.id, "type": job.type, "next_run_at": job.next_run_at})
         self._dispatch_soon(job)
         return job
@@ -228,14 +228,10 @@ class JobService:
 
     def _put_or_get(self, job: Job) -> Job:
         """Write a new job; if a racing request with the same idempotency key wrote it first, that one stands."""
-        try:
-            self.store.put_new_job(job)
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                raise
+        if not self.store.put_new_job(job):
             existing = self.store.get_job(job.id)
             if existing is None:  # pragma: no cover - the condition failed because it exists
-                raise
+                raise Conflict(f"job {job.id} is being created concurrently; try again")
             return existing
         logger.info("job created", extra={"job_id": job.id, "type": job.type, "next_run_at": job.next_run_at})
         self._dispatch_soon(job)
@@ -362,9 +358,7 @@ class JobService:
         )
 
     def _send_requeued(self, runs: list[Run]) -> None:
-        # Sent for now (no delay); the run record keeps its original scheduled_for.
-        now = self.clock.now()
-        self.dispatcher.send_runs([r.model_copy(update={"scheduled_for": now}) for r in runs])
+        self.dispatcher.send_runs(runs)  # to start now; the run keeps its original scheduled_for
 
     # ------------------------------------------------------------ update
 

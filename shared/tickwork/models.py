@@ -198,6 +198,9 @@ class Run(BaseModel):
     skipped_count: int | None = None
     skipped_until: UtcDatetime | None = None
     lease_until: UtcDatetime | None = None
+    # The earliest instant the next attempt may start (its backoff, or how long an abandoned attempt's effect
+    # may still be under way). The lease's condition enforces it, so no duplicate message can start it early.
+    not_before: UtcDatetime | None = None
     # Times this run was re-queued after FAILED (retry, DLQ redrive); its lateness then says how late the
     # new execution started relative to the original occurrence.
     requeues: int = 0

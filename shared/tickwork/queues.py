@@ -6,10 +6,22 @@ import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
-from tickwork.models import Band, DeadLetter, RunMessage
+from botocore.exceptions import ClientError
 
+from tickwork.models import Band, DeadLetter, RunMessage
+from tickwork.observability import logger
+
+# What SQS answers when a receipt handle no longer names an in-flight message.
+_RECEIPT_GONE = {
+    "ReceiptHandleIsInvalid",
+    "AWS.SimpleQueueService.ReceiptHandleIsInvalid",
+    "InvalidParameterValue",
+    "MessageNotInflight",
+    "AWS.SimpleQueueService.MessageNotInflight",
+}
 MAX_DELAY_SECONDS = 900  # SQS's per-message DelaySeconds limit
 BATCH = 10  # SQS's batch limit
 
@@ -19,6 +31,11 @@ class Outgoing:
     message: RunMessage
     band: Band
     delay_seconds: int
+    start_at: datetime | None = None  # when the executor may start it; the occurrence's time unless set
+
+    @property
+    def starts_at(self) -> datetime:
+        return self.start_at or self.message.scheduled_for
 
 
 @dataclass
@@ -62,10 +79,26 @@ class RunQueues:
                     (report.failed if str(i) in failed_ids else report.sent).append(item.message.run_id)
         return report
 
-    def change_visibility(self, queue_url: str, receipt_handle: str, seconds: int) -> None:
-        self._sqs.change_message_visibility(
-            QueueUrl=queue_url, ReceiptHandle=receipt_handle, VisibilityTimeout=max(0, min(43200, seconds))
-        )
+    def waiting_messages(self, band: Band) -> int:
+        """Messages of a band ready to be received and not yet taken: its backlog (approximate, as SQS says)."""
+        attrs = self._sqs.get_queue_attributes(
+            QueueUrl=self.queue_urls[band], AttributeNames=["ApproximateNumberOfMessages"]
+        )["Attributes"]
+        return int(attrs.get("ApproximateNumberOfMessages", 0))
+
+    def change_visibility(self, queue_url: str, receipt_handle: str, seconds: int) -> bool:
+        """When the message comes back. False if SQS no longer holds it under this receipt (it was deleted, or
+        another receive took it): nothing to change then, and the run's lease still guards it."""
+        try:
+            self._sqs.change_message_visibility(
+                QueueUrl=queue_url, ReceiptHandle=receipt_handle, VisibilityTimeout=max(0, min(43200, seconds))
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code", "") not in _RECEIPT_GONE:
+                raise
+            logger.warning("message no longer held under this receipt; visibility unchanged")
+            return False
+        return True
 
     def dead_letter(self, band: Band, letter: DeadLetter) -> None:
         self._sqs.send_message(

@@ -75,6 +75,10 @@ class Services:
             self.queues,
             registry,
             self.clock,
+            lease_for=timedelta(seconds=self.settings.lease_seconds),
+            # A message-borne retry not back by then is re-sent by the tick; past the horizon, so that the tick
+            # never sends ahead a retry whose own message is still on its way.
+            retry_safety_net=timedelta(seconds=self.settings.redispatch_after_seconds + self.settings.horizon_seconds),
             http_allowlist=self.settings.http_allowlist,
             clients=self.clients,
         )

@@ -35,6 +35,9 @@ class Settings(BaseModel):
     redispatch_after_seconds: int = Field(default=300, alias="REDISPATCH_AFTER_SECONDS", ge=30)
     # Upper bound on runs one tick dispatches; beyond it, higher priority goes first.
     max_dispatch_per_tick: int = Field(default=5000, alias="MAX_DISPATCH_PER_TICK", ge=1)
+    # An executor's lease on a run; heartbeats extend it by a third. A run whose executor dies is retried
+    # within lease + 15 s (the message's visibility follows the lease).
+    lease_seconds: int = Field(default=60, alias="LEASE_SECONDS", ge=10, le=300)
     claim_threads: int = Field(default=8, alias="CLAIM_THREADS", ge=1, le=64)
     run_retention_days: int = Field(default=30, alias="RUN_RETENTION_DAYS", ge=1)
     # CIDRs the http job type may reach even though they are private or loopback.

@@ -185,15 +185,17 @@ class DueItem:
 
 
 @dataclass(frozen=True)
-class Claim:
+class ClaimedRuns:
     created: list[Run]  # the runs this claimer created, and so sends
-    advanced: bool  # whether this claimer moved the job forward
+    existing: dict[str, dict[str, Any]]  # run id -> the record another claimer had already created
+    in_flight_elsewhere: bool  # another claimer is on this job right now: leave it the job
 
 
 class LeaseOutcome(StrEnum):
     LEASED = "LEASED"
     TERMINAL = "TERMINAL"  # already finished: a duplicate delivery
     BUSY = "BUSY"  # another executor holds a live lease
+    EARLY = "EARLY"  # retrying, but its next attempt may not start yet (run.not_before)
     MISSING = "MISSING"  # no such run
 
 
@@ -216,13 +218,10 @@ class JobStore:
 
     # ------------------------------------------------------------ jobs
 
-    def put_new_job(self, job: Job) -> None:
-        """Durable create; fails if the id exists (the API's acknowledgement waits for this write)."""
-        self._db.put_item(
-            TableName=self.table,
-            Item=job_to_item(job, self.shards),
-            ConditionExpression="attribute_not_exists(pk)",
-        )
+    def put_new_job(self, job: Job) -> bool:
+        """Durable create (the API's acknowledgement waits for this write); False if the id exists."""
+        won, _ = self._put_if_absent(job_to_item(job, self.shards), return_old=False)
+        return won
 
     def get_job(self, job_id: str, *, consistent: bool = True) -> Job | None:
         item = self._db.get_item(TableName=self.table, Key=job_key(job_id), ConsistentRead=consistent).get("Item")
@@ -230,36 +229,53 @@ class JobStore:
 
     def replace_job(self, job: Job, *, expected_version: int) -> bool:
         """Write a changed job (pause, resume, cancel, update) if nobody changed it since `expected_version`."""
-        try:
-            self._db.put_item(
-                TableName=self.table,
-                Item=job_to_item(job, self.shards),
-                ConditionExpression="attribute_exists(pk) AND version = :v",
-                ExpressionAttributeValues=_values(v=expected_version),
-            )
-        except ClientError as exc:
-            if _is_condition_failure(exc):
-                return False
-            raise
-        return True
+        return self._put_if(
+            job_to_item(job, self.shards), "attribute_exists(pk) AND version = :v", None, _values(v=expected_version)
+        )
 
-    def complete_one_shot(self, job_id: str, now: datetime) -> bool:
-        try:
-            self._db.update_item(
-                TableName=self.table,
-                Key=job_key(job_id),
-                UpdateExpression="SET #state = :done, updated_at = :now, version = version + :one",
-                ConditionExpression="#state = :active",
-                ExpressionAttributeNames={"#state": "state"},
-                ExpressionAttributeValues=_values(
-                    done=JobState.COMPLETED.value, active=JobState.ACTIVE.value, now=iso(now), one=1
-                ),
-            )
-        except ClientError as exc:
-            if _is_condition_failure(exc):
-                return False
-            raise
-        return True
+    def complete_if_settled(self, job_id: str, now: datetime) -> bool:
+        """ACTIVE -> COMPLETED once the job's last occurrence has settled, and out of the due index for good.
+
+        Only while it has no pending occurrence (`next_run_at` absent): a PATCH that moved a one-shot's `at`,
+        or gave a recurring job more occurrences, set one, and then the job is not complete."""
+        return self._update_if(
+            job_key(job_id),
+            "SET #state = :done, updated_at = :now, version = version + :one REMOVE due_shard, due_at",
+            "#state = :active AND attribute_not_exists(next_run_at)",
+            {"#state": "state"},
+            _values(done=JobState.COMPLETED.value, active=JobState.ACTIVE.value, now=iso(now), one=1),
+        )
+
+    def take_running_slot(self, job_id: str, *, run_id: str, until: datetime, now: datetime) -> bool:
+        """Overlap SKIP's atomic decision: the job's one running slot, held by one run at a time.
+
+        Free when empty, expired (its holder's lease ended: it died), or already this run's (a takeover)."""
+        return self._update_if(
+            job_key(job_id),
+            "SET running_run = :run, running_until_ms = :until",
+            "attribute_exists(pk) AND (attribute_not_exists(running_run) OR running_until_ms < :now "
+            "OR running_run = :run)",
+            None,
+            _values(run=run_id, until=to_ms(until), now=to_ms(now)),
+        )
+
+    def extend_running_slot(self, job_id: str, *, run_id: str, until: datetime) -> bool:
+        return self._update_if(
+            job_key(job_id),
+            "SET running_until_ms = :until",
+            "running_run = :run",
+            None,
+            _values(run=run_id, until=to_ms(until)),
+        )
+
+    def release_running_slot(self, job_id: str, *, run_id: str) -> None:
+        self._update_if(
+            job_key(job_id),
+            "REMOVE running_run, running_until_ms",
+            "running_run = :run",
+            None,
+            _values(run=run_id),
+        )
 
     # ------------------------------------------------------------ due index
 
@@ -288,68 +304,42 @@ class JobStore:
     def acquire_shard(self, shard: str, *, owner: str, now: datetime, lease_for: timedelta) -> bool:
         """A tick's short lease on a shard, so racing ticks split the shards instead of all walking the same
         items. Only an efficiency measure: the run's conditional put is what keeps claims exactly-once."""
-        try:
-            self._db.put_item(
-                TableName=self.table,
-                Item=serialize(
-                    {
-                        "pk": f"SHARD#{shard}",
-                        "sk": "LEASE",
-                        "kind": "SHARD",
-                        "owner": owner,
-                        "until_ms": to_ms(now + lease_for),
-                    }
-                ),
-                ConditionExpression="attribute_not_exists(pk) OR until_ms < :now OR #owner = :owner",
-                ExpressionAttributeNames={"#owner": "owner"},
-                ExpressionAttributeValues=_values(now=to_ms(now), owner=owner),
-            )
-        except ClientError as exc:
-            if _is_condition_failure(exc):
-                return False
-            raise
-        return True
+        item = serialize(
+            {"pk": f"SHARD#{shard}", "sk": "LEASE", "kind": "SHARD", "owner": owner, "until_ms": to_ms(now + lease_for)}
+        )
+        return self._put_if(
+            item,
+            "attribute_not_exists(pk) OR until_ms < :now OR #owner = :owner",
+            {"#owner": "owner"},
+            _values(now=to_ms(now), owner=owner),
+        )
 
     def release_shard(self, shard: str, *, owner: str) -> None:
-        try:
-            self._db.update_item(
-                TableName=self.table,
-                Key={"pk": {"S": f"SHARD#{shard}"}, "sk": {"S": "LEASE"}},
-                UpdateExpression="SET until_ms = :zero",
-                ConditionExpression="#owner = :owner",
-                ExpressionAttributeNames={"#owner": "owner"},
-                ExpressionAttributeValues=_values(zero=0, owner=owner),
-            )
-        except ClientError as exc:
-            if not _is_condition_failure(exc):
-                raise
+        self._update_if(
+            {"pk": {"S": f"SHARD#{shard}"}, "sk": {"S": "LEASE"}},
+            "SET until_ms = :zero",
+            "#owner = :owner",
+            {"#owner": "owner"},
+            _values(zero=0, owner=owner),
+        )
 
-    def claim(
+    def put_claimed_runs(
         self,
-        *,
-        job_id: str,
-        expected_version: int,
-        next_run_at: datetime | None,
-        complete: bool,
         runs: Sequence[Run],
+        *,
         now: datetime,
         redispatch_after: timedelta,
         in_flight_for: timedelta = timedelta(seconds=30),
-    ) -> Claim:
-        """The claim, as two ordered conditional writes (promise 2):
-
-        1. each run record is created only if it does not exist: this is the lock on the occurrence.
-           Whoever creates it sends it; a run found existing was claimed by someone else (who sends it,
-           or, had it died, the orphan re-send does).
-        2. the job advances past the claimed occurrences only from `expected_version`.
-
-        A claimer that dies between 1 and 2 leaves the job un-advanced; the next claimer finds the runs
-        existing and just completes step 2. Nothing is lost and nothing is doubled, as with a transaction,
-        at half its cost (a transaction bills 2 WRU per item) and with no cross-item lock.
-        """
-        shard = shard_of(job_id, self.shards)
+    ) -> ClaimedRuns:
+        """The claim's first write (promise 2): each run record is created only if it does not exist. This is
+        the lock on the occurrence: whoever creates a run sends it; a run found existing was claimed by someone
+        else (who sends it, or, had it died, the orphan re-send does). The existing records come back, so the
+        claimer can advance the job past exactly what they cover (a capped misfire record may cover less)."""
+        shard = None
         created: list[Run] = []
+        existing: dict[str, dict[str, Any]] = {}
         for index, run in enumerate(runs):
+            shard = shard or shard_of(run.job_id, self.shards)
             attrs = run_to_attrs(run)
             attrs["claimed_at_ms"] = to_ms(now)
             if run.status is RunStatus.QUEUED:
@@ -358,24 +348,27 @@ class JobStore:
                 attrs["due_at"] = to_ms(run.scheduled_for + redispatch_after)
             else:
                 attrs["expires_at"] = self._expiry(now)
-            try:
-                self._db.put_item(
-                    TableName=self.table,
-                    Item=serialize(attrs),
-                    ConditionExpression="attribute_not_exists(pk)",
-                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
-                )
+            won, old = self._put_if_absent(serialize(attrs))
+            if won:
                 created.append(run)
-            except ClientError as exc:
-                if not _is_condition_failure(exc):
-                    raise
-                existing = deserialize(exc.response.get("Item") or {})  # type: ignore[arg-type]
-                claimed_ms = int(existing.get("claimed_at_ms", 0))
-                if index == 0 and to_ms(now) - claimed_ms < in_flight_for.total_seconds() * 1000:
-                    # Another claimer is on this job right now: leave it the rest (and the advance).
-                    return Claim(created=[], advanced=False)
-                # Otherwise its claimer died part-way: carry the claim through.
-        names = {"#state": "state"}
+                continue
+            claimed_ms = int(old.get("claimed_at_ms", 0))
+            if index == 0 and to_ms(now) - claimed_ms < in_flight_for.total_seconds() * 1000:
+                # Another claimer is on this job right now: leave it the rest (and the advance).
+                return ClaimedRuns(created=[], existing={run.id: old}, in_flight_elsewhere=True)
+            existing[run.id] = old  # its claimer died part-way: carry the claim through
+        return ClaimedRuns(created=created, existing=existing, in_flight_elsewhere=False)
+
+    def advance_job(
+        self, job_id: str, *, expected_version: int, next_run_at: datetime | None, complete: bool, now: datetime
+    ) -> bool:
+        """The claim's second write: the job moves past the claimed occurrences, only from `expected_version`.
+
+        A claimer that dies before this leaves the job un-advanced; the next claimer finds the runs existing
+        and just completes this step. Nothing is lost and nothing doubled, as with a transaction, at half its
+        cost (a transaction bills 2 WRU per item) and with no cross-item lock. `complete` (the last occurrence
+        is already settled, as a skip record) also takes the job out of the due index for good."""
+        shard = shard_of(job_id, self.shards)
         values = _values(v=expected_version, active=JobState.ACTIVE.value, one=1, now=iso(now))
         sets = ["version = version + :one", "updated_at = :now"]
         removes: list[str] = []
@@ -387,45 +380,32 @@ class JobStore:
         if complete:
             sets.append("#state = :completed")
             values.update(_values(completed=JobState.COMPLETED.value))
-        try:
-            self._db.update_item(
-                TableName=self.table,
-                Key=job_key(job_id),
-                UpdateExpression="SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else ""),
-                ConditionExpression="version = :v AND #state = :active",
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-            )
-            advanced = True
-        except ClientError as exc:
-            if not _is_condition_failure(exc):
-                raise
-            advanced = False
-        return Claim(created=created, advanced=advanced)
+        return self._update_if(
+            job_key(job_id),
+            "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else ""),
+            "version = :v AND #state = :active",
+            {"#state": "state"},
+            values,
+        )
 
     def put_queued_run(self, run: Run, *, redispatch_at: datetime) -> bool:
         """A run outside the schedule (trigger): created QUEUED, in the due index until leased."""
         attrs = run_to_attrs(run)
         attrs["due_shard"] = shard_of(run.job_id, self.shards)
         attrs["due_at"] = to_ms(redispatch_at)
-        try:
-            self._db.put_item(
-                TableName=self.table, Item=serialize(attrs), ConditionExpression="attribute_not_exists(pk)"
-            )
-        except ClientError as exc:
-            if _is_condition_failure(exc):
-                return False
-            raise
-        return True
+        won, _ = self._put_if_absent(serialize(attrs), return_old=False)
+        return won
 
     def postpone_redispatch(self, run_id: str, *, expected_due_at: int, new_due_at: int) -> bool:
         """Move an unleased run's re-send time; only the tick that moves it re-sends it."""
-        return self._conditional_update(
-            run_id,
+        return self._update_if(
+            run_key(run_id),
             "SET due_at = :new",
-            "#status = :queued AND due_at = :old",
+            "#status IN (:queued, :retrying) AND due_at = :old",
             {"#status": "status"},
-            _values(new=new_due_at, old=expected_due_at, queued=RunStatus.QUEUED.value),
+            _values(
+                new=new_due_at, old=expected_due_at, queued=RunStatus.QUEUED.value, retrying=RunStatus.RETRYING.value
+            ),
         )
 
     # ------------------------------------------------------------ runs
@@ -435,10 +415,9 @@ class JobStore:
         return run_from_attrs(deserialize(item)) if item else None
 
     def lease_run(self, run_id: str, *, owner: str, now: datetime, lease_for: timedelta) -> Lease:
-        """Take the run: QUEUED/RETRYING, or RUNNING whose lease expired, becomes RUNNING with attempts+1.
-
-        The condition is promise 4's lock: at most one live lease per run.
-        """
+        """Take the run: QUEUED, RETRYING whose backoff has passed, or RUNNING whose lease expired, becomes
+        RUNNING with attempts+1. The condition is promise 4's lock (at most one live lease per run) and keeps
+        the retry backoff (no duplicate message starts an attempt before `not_before`)."""
         parsed = parse_run_id(run_id)
         if parsed is None:
             return Lease(LeaseOutcome.MISSING, None)
@@ -452,10 +431,11 @@ class JobStore:
                     "SET #status = :running, attempts = if_not_exists(attempts, :zero) + :one, "
                     "lease_owner = :owner, lease_until = :lu, lease_until_ms = :lu_ms, "
                     "started_at = if_not_exists(started_at, :now), lateness_ms = if_not_exists(lateness_ms, :late) "
-                    "REMOVE due_shard, due_at"
+                    "REMOVE due_shard, due_at, not_before, not_before_ms"
                 ),
                 ConditionExpression=(
-                    "attribute_exists(pk) AND (#status IN (:queued, :retrying) "
+                    "attribute_exists(pk) AND (#status = :queued "
+                    "OR (#status = :retrying AND (attribute_not_exists(not_before_ms) OR not_before_ms <= :now_ms)) "
                     "OR (#status = :running AND lease_until_ms < :now_ms))"
                 ),
                 ExpressionAttributeNames={"#status": "status"},
@@ -482,8 +462,11 @@ class JobStore:
             if not item:
                 return Lease(LeaseOutcome.MISSING, None)
             current = run_from_attrs(deserialize(item))
-            outcome = LeaseOutcome.TERMINAL if current.status.terminal else LeaseOutcome.BUSY
-            return Lease(outcome, current, current.status)
+            if current.status.terminal:
+                return Lease(LeaseOutcome.TERMINAL, current, current.status)
+            if current.status is RunStatus.RETRYING:
+                return Lease(LeaseOutcome.EARLY, current, current.status)
+            return Lease(LeaseOutcome.BUSY, current, current.status)
         old = run_from_attrs(deserialize(old_raw))
         run = old.model_copy(
             update={
@@ -492,13 +475,14 @@ class JobStore:
                 "started_at": old.started_at or now,
                 "lateness_ms": old.lateness_ms if old.lateness_ms is not None else lateness,
                 "lease_until": lease_until,
+                "not_before": None,
             }
         )
         return Lease(LeaseOutcome.LEASED, run, old.status, lease_until)
 
     def extend_lease(self, run_id: str, *, owner: str, lease_until: datetime) -> bool:
-        return self._conditional_update(
-            run_id,
+        return self._update_if(
+            run_key(run_id),
             "SET lease_until = :lu, lease_until_ms = :lu_ms",
             "lease_owner = :owner AND #status = :running",
             {"#status": "status"},
@@ -516,8 +500,15 @@ class JobStore:
         error: RunError | None = None,
         skip_reason: SkipReason | None = None,
         duration_ms: int | None = None,
+        not_before: datetime | None = None,
+        resend_at: datetime | None = None,
     ) -> bool:
-        """Leave RUNNING: SUCCEEDED, RETRYING, FAILED or SKIPPED, only while holding the lease."""
+        """Leave RUNNING: SUCCEEDED, RETRYING, FAILED or SKIPPED, only while holding the lease.
+
+        A RETRYING run records `not_before` (its next attempt's earliest start, which the lease enforces) and
+        goes back into the due index at `resend_at`: when its backoff rides on a message, that is a safety net
+        (the tick re-sends it if the message never came back); when the backoff is too long for a message,
+        that is the retry itself."""
         sets = ["#status = :status"]
         values: dict[str, Any] = {"status": status.value, "owner": owner, "running": RunStatus.RUNNING.value}
         removes = ["lease_owner", "lease_until", "lease_until_ms"]
@@ -538,6 +529,12 @@ class JobStore:
         if skip_reason is not None:
             sets.append("skip_reason = :reason")
             values["reason"] = skip_reason.value
+        if not_before is not None:
+            sets += ["not_before = :nb", "not_before_ms = :nb_ms"]
+            values.update(nb=iso(not_before), nb_ms=to_ms(not_before))
+        if resend_at is not None:
+            sets += ["due_shard = :shard", "due_at = :due"]
+            values.update(shard=shard_of(run.job_id, self.shards), due=to_ms(resend_at))
         if status is RunStatus.FAILED:
             # Sparse entry in the tenant index: GET /v1/dlq lists these newest first.
             sets += ["tenant_key = :tk", "tenant_sort = :ts"]
@@ -548,19 +545,19 @@ class JobStore:
             names["#result"] = "result"
         if "#error" in expression:
             names["#error"] = "error"
-        return self._conditional_update(
-            run.id, expression, "lease_owner = :owner AND #status = :running", names, _values(**values)
+        return self._update_if(
+            run_key(run.id), expression, "lease_owner = :owner AND #status = :running", names, _values(**values)
         )
 
     def requeue_failed_run(self, run: Run, *, now: datetime, redispatch_at: datetime) -> bool:
         """FAILED -> QUEUED with attempts starting again (retry and DLQ redrive): a new execution, so its start,
         lateness and duration are measured afresh; `requeues` counts how often this happened."""
-        return self._conditional_update(
-            run.id,
+        return self._update_if(
+            run_key(run.id),
             "SET #status = :queued, attempts = :zero, enqueued_at = :now, due_shard = :shard, due_at = :due, "
             "requeues = if_not_exists(requeues, :zero) + :one "
             "REMOVE #error, finished_at, expires_at, tenant_key, tenant_sort, lease_owner, lease_until, "
-            "lease_until_ms, started_at, lateness_ms, duration_ms",
+            "lease_until_ms, started_at, lateness_ms, duration_ms, not_before, not_before_ms",
             "#status = :failed",
             {"#status": "status", "#error": "error"},
             _values(
@@ -573,21 +570,6 @@ class JobStore:
                 due=to_ms(redispatch_at),
             ),
         )
-
-    def running_runs_of_job(self, job_id: str, *, now: datetime, exclude: str) -> list[Run]:
-        """Runs of a job that hold a live lease (for the overlap policy). Reads the job's partition only."""
-        page = self._db.query(
-            TableName=self.table,
-            KeyConditionExpression="pk = :pk AND begins_with(sk, :run)",
-            FilterExpression="#status = :running AND lease_until_ms > :now_ms AND run_id <> :me",
-            ExpressionAttributeNames={"#status": "status"},
-            ExpressionAttributeValues=_values(
-                pk=f"JOB#{job_id}", run="RUN#", running=RunStatus.RUNNING.value, now_ms=to_ms(now), me=exclude
-            ),
-            ScanIndexForward=False,
-            Limit=50,
-        )
-        return [run_from_attrs(deserialize(i)) for i in page.get("Items", [])]
 
     def runs_of_job(
         self,
@@ -614,23 +596,54 @@ class JobStore:
         page = self._db.query(**kwargs)
         return [run_from_attrs(deserialize(i)) for i in page.get("Items", [])], page.get("LastEvaluatedKey")
 
-    # ------------------------------------------------------------ helpers
+    # ------------------------------------------------------------ conditional writes (the one place)
 
     def _expiry(self, now: datetime) -> int:
         return int((now + self.retention).timestamp())
 
-    def _conditional_update(
-        self, run_id: str, update: str, condition: str, names: dict[str, str], values: dict[str, Any]
-    ) -> bool:
+    def _put_if_absent(self, item: dict[str, Any], *, return_old: bool = True) -> tuple[bool, dict[str, Any]]:
+        """PutItem only where no item has this key. Returns (won, the existing item's attributes if lost)."""
+        kwargs: dict[str, Any] = {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"} if return_old else {}
         try:
-            self._db.update_item(
-                TableName=self.table,
-                Key=run_key(run_id),
-                UpdateExpression=update,
-                ConditionExpression=condition,
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-            )
+            self._db.put_item(TableName=self.table, Item=item, ConditionExpression="attribute_not_exists(pk)", **kwargs)
+        except ClientError as exc:
+            if not _is_condition_failure(exc):
+                raise
+            return False, deserialize(exc.response.get("Item") or {})  # type: ignore[arg-type]
+        return True, {}
+
+    def _put_if(
+        self, item: dict[str, Any], condition: str, names: dict[str, str] | None, values: dict[str, Any]
+    ) -> bool:
+        """PutItem under a condition; False (never an exception) when the condition does not hold."""
+        return self._conditional(
+            self._db.put_item, names, Item=item, ConditionExpression=condition, ExpressionAttributeValues=values
+        )
+
+    def _update_if(
+        self,
+        key: dict[str, Any],
+        update: str,
+        condition: str,
+        names: dict[str, str] | None,
+        values: dict[str, Any],
+    ) -> bool:
+        """UpdateItem under a condition; False (never an exception) when the condition does not hold."""
+        return self._conditional(
+            self._db.update_item,
+            names,
+            Key=key,
+            UpdateExpression=update,
+            ConditionExpression=condition,
+            ExpressionAttributeValues=values,
+        )
+
+    def _conditional(self, write: Any, names: dict[str, str] | None, **params: Any) -> bool:
+        """The one place a conditional write's outcome is read: True if it won, False if its condition failed."""
+        if names:
+            params["ExpressionAttributeNames"] = names
+        try:
+            write(TableName=self.table, **params)
         except ClientError as exc:
             if _is_condition_failure(exc):
                 return False

@@ -16,11 +16,12 @@ import pytest
 RUN_CALL_BUDGET = {
     "dynamodb:PutItem job": 1,  # create
     "dynamodb:PutItem run": 1,  # claim: the run record
-    "dynamodb:UpdateItem job": 2,  # claim: advance the job; executor: complete the one-shot
+    "dynamodb:UpdateItem job": 2,  # claim: advance the job; executor: complete the one-shot once settled
     "dynamodb:UpdateItem run": 2,  # executor: lease, finish
     "dynamodb:GetItem job": 1,  # executor: the job's type and payload
     "s3:PutObject": 1,  # the result
     "sqs:SendMessageBatch": 0.1,  # batches of 10
+    "sqs:ChangeMessageVisibility": 1,  # executor: the message follows the lease from before it is taken
     "sqs:ReceiveMessage": 0.1,
     "sqs:DeleteMessageBatch": 0.1,
 }

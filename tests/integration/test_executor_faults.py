@@ -129,9 +129,10 @@ def test_long_runs_heartbeat_the_lease_and_the_message_visibility(pipeline):
     (run,) = pipeline.runs_of(job.id)
     assert run.status is RunStatus.SUCCEEDED
     assert run.duration_ms == 150_000
-    beats = [p["VisibilityTimeout"] for p in pipeline.calls.params("ChangeMessageVisibility")]
+    first, *beats = [p["VisibilityTimeout"] for p in pipeline.calls.params("ChangeMessageVisibility")]
+    assert first == 75  # before the lease is taken, the message is set to return when it would end (+15 s)
     assert len(beats) >= 6  # every 20 s of a 60 s lease, over 150 s
-    assert set(beats) == {65}  # visibility follows the lease
+    assert set(beats) == {75}  # visibility follows the lease
     lease_writes = [
         p
         for p in pipeline.calls.params("UpdateItem")
@@ -189,7 +190,10 @@ def test_a_run_over_its_timeout_fails_with_run_timeout(pipeline):
 def test_overlap_skip_records_the_second_run_skipped_while_the_first_runs(pipeline):
     job = pipeline.create_job(schedule={"at": START + FAR}, overlap="SKIP")
     first = pipeline.services.jobs.trigger("default", job.id)
-    pipeline.services.store.lease_run(first.id, owner="busy", now=pipeline.clock.now(), lease_for=timedelta(minutes=5))
+    # The first run is running: leased, holding the job's running slot (what the executor takes under SKIP).
+    now = pipeline.clock.now()
+    pipeline.services.store.lease_run(first.id, owner="busy", now=now, lease_for=timedelta(minutes=5))
+    assert pipeline.services.store.take_running_slot(job.id, run_id=first.id, until=now + timedelta(minutes=5), now=now)
     pipeline.clock.advance(1)
     second = pipeline.services.jobs.trigger("default", job.id)
     messages = pipeline.receive(Band.NORMAL)

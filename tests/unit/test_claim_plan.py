@@ -90,9 +90,17 @@ def test_occurrences_missed_while_paused_are_skipped_as_paused() -> None:
     assert plan.queued == [NOW]  # 12:00 is within grace: it runs
 
 
-def test_recurring_past_its_end_completes() -> None:
+def test_recurring_whose_last_run_is_queued_is_not_complete_until_it_settles() -> None:
     schedule = Schedule(rate="1 minute", start_at=NOW - timedelta(minutes=1), end_at=NOW + timedelta(seconds=30))
     plan = plan_claim(job(schedule, NOW), now=NOW, horizon_end=HORIZON)
     assert plan.queued == [NOW]
     assert plan.next_run_at is None
-    assert plan.complete is True
+    assert plan.complete is False  # the executor completes the job once that last run has settled
+
+
+def test_recurring_whose_last_occurrence_is_skipped_completes_at_the_claim() -> None:
+    schedule = Schedule(rate="1 minute", start_at=NOW - timedelta(hours=1), end_at=NOW - timedelta(minutes=30))
+    plan = plan_claim(job(schedule, NOW - timedelta(hours=1)), now=NOW, horizon_end=HORIZON)
+    assert plan.queued == []
+    assert plan.next_run_at is None
+    assert plan.complete is True  # every occurrence is a skip record: settled now

@@ -17,6 +17,7 @@ from __future__ import annotations
 # Importing registers the built-in types.
 from tickwork.jobtypes import echo, http, lambda_invoke  # noqa: F401
 from tickwork.jobtypes.registry import (
+    EffectMayContinue,
     JobType,
     PermanentJobError,
     RunContext,
@@ -27,6 +28,7 @@ from tickwork.jobtypes.registry import (
 )
 
 __all__ = [
+    "EffectMayContinue",
     "JobType",
     "PermanentJobError",
     "RunContext",

@@ -6,9 +6,10 @@ import json
 import re
 from typing import Any
 
+from botocore.exceptions import ConnectionClosedError, ReadTimeoutError
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from tickwork.jobtypes.registry import RunContext, job_type
+from tickwork.jobtypes.registry import EffectMayContinue, RunContext, job_type
 
 _FUNCTION = re.compile(r"^(arn:aws[a-zA-Z-]*:lambda:[a-z0-9-]+:\d{12}:function:)?[A-Za-z0-9_-]{1,64}(:[\w$-]+)?$")
 
@@ -31,15 +32,29 @@ class FunctionError(RuntimeError):
     pass
 
 
+# A Lambda function runs for at most 15 minutes, whether or not its caller is still waiting.
+TARGET_MAX_SECONDS = 900
+
+
 @job_type("lambda", LambdaPayload)
 def invoke_function(payload: LambdaPayload, ctx: RunContext) -> Any:
-    """Invokes `function_arn` with `payload` (RequestResponse); returns the function's response."""
-    client = ctx.clients.client("lambda")
-    response = client.invoke(
-        FunctionName=payload.function_arn,
-        InvocationType="RequestResponse",
-        Payload=json.dumps({"payload": payload.payload, "run_id": ctx.run_id, "job_id": ctx.job_id}).encode(),
-    )
+    """Invokes `function_arn` with `payload` (RequestResponse); returns the function's response.
+
+    One attempt is one Invoke: the client never retries by itself, and waits only for the time the run has
+    left. If the answer is lost after the request went out (a read timeout, a dropped connection), the target
+    may still be running, so the next attempt is held back until it has certainly ended."""
+    client = ctx.clients.single_attempt_client("lambda", read_timeout=max(1.0, ctx.remaining_seconds()))
+    try:
+        response = client.invoke(
+            FunctionName=payload.function_arn,
+            InvocationType="RequestResponse",
+            Payload=json.dumps({"payload": payload.payload, "run_id": ctx.run_id, "job_id": ctx.job_id}).encode(),
+        )
+    except (ReadTimeoutError, ConnectionClosedError) as exc:
+        raise EffectMayContinue(
+            f"{payload.function_arn}: no answer ({type(exc).__name__}); the function may still be running",
+            busy_seconds=TARGET_MAX_SECONDS,
+        ) from exc
     raw = response["Payload"].read()
     body: Any = json.loads(raw) if raw else None
     if response.get("FunctionError"):

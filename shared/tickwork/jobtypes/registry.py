@@ -25,6 +25,16 @@ class RunTimeout(TimeoutError):
     """The run outlived its timeout (or the Lambda's remaining time)."""
 
 
+class EffectMayContinue(RuntimeError):
+    """The attempt gave up, but its effect may still be under way elsewhere for up to `busy_seconds` (a Lambda
+    invoked synchronously runs on after its caller's read timeout). The next attempt waits at least that long,
+    so two attempts' effects never overlap."""
+
+    def __init__(self, message: str, *, busy_seconds: float) -> None:
+        super().__init__(message)
+        self.busy_seconds = busy_seconds
+
+
 @dataclass
 class RunContext:
     """What a handler may use: ids, its attempt number, a deadline, and a cooperative sleep."""
