@@ -75,6 +75,17 @@ def _cron_fields(expression: str) -> tuple[str, bool]:
     return expr, count == 6
 
 
+def _day_or(expr: str, seconds: bool) -> bool:
+    """Vixie cron's day rule: a day matches day-of-month OR day-of-week only when both are restricted.
+
+    A field starting with `*` (`*`, `*/2`) or `?` is unrestricted, and then the day must match both fields.
+    """
+    if expr.startswith("@"):
+        return True
+    fields = expr.split(" ")[1:] if seconds else expr.split(" ")
+    return not any(field.startswith(("*", "?")) for field in (fields[2], fields[4]))
+
+
 def validate_cron(expression: str) -> str:
     expr, seconds = _cron_fields(expression)
     try:
@@ -199,6 +210,7 @@ class Schedule(BaseModel):
                 wall,
                 hash_id=hash_key or "tickwork",
                 second_at_beginning=seconds,
+                day_or=_day_or(expr, seconds),
                 max_years_between_matches=_CRON_SEARCH_YEARS,
             )
             # Wall times already passed in an earlier fold (autumn repeat) resolve to instants <= instant.

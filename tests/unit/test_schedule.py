@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import itertools
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable
+from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -166,3 +167,38 @@ def test_bad_schedules_name_the_field(kwargs: dict, field: str, fragment: str) -
     err = info.value.errors()[0]
     assert ".".join(str(p) for p in err["loc"]) == field
     assert fragment.lower() in err["msg"].lower()
+
+
+# ---------------------------------------------------------------- the cron dialect (issue #9)
+
+
+def _days(cron: str, n: int = 40) -> list[datetime]:
+    return Schedule(cron=cron).occurrences(ANCHOR, ANCHOR + timedelta(days=3000), anchor=ANCHOR, limit=n)
+
+
+def _sunday_is_0(t: date) -> int:
+    return t.isoweekday() % 7
+
+
+@pytest.mark.parametrize(
+    ("cron", "matches"),
+    [
+        # Either field starting with `*` (even `*/2`): the day must match both fields.
+        ("59 * 4,15,21 * */2", lambda t: t.day in (4, 15, 21) and _sunday_is_0(t) in (0, 2, 4, 6)),
+        ("0 0 */2 * MON", lambda t: t.day % 2 == 1 and _sunday_is_0(t) == 1),
+        ("0 0 13 * *", lambda t: t.day == 13),
+        ("0 0 * * 5", lambda t: _sunday_is_0(t) == 5),
+        ("0 0 13 * ?", lambda t: t.day == 13),
+        # Both restricted: either field may match (Vixie's OR).
+        ("0 0 13 * 5", lambda t: t.day == 13 or _sunday_is_0(t) == 5),
+        ("0 0 1,15 * 1-5", lambda t: t.day in (1, 15) or 1 <= _sunday_is_0(t) <= 5),
+    ],
+)
+def test_dom_and_dow_are_anded_when_either_starts_with_star(cron: str, matches: Callable[[date], bool]) -> None:
+    seq = _days(cron)
+    assert len(seq) == 40
+    assert all(matches(t) for t in seq), [t.strftime("%a %d") for t in seq if not matches(t)]
+    # ...and no matching day in between was skipped.
+    first, last = seq[0].date(), seq[-1].date()
+    every_day = (first + timedelta(days=i) for i in range((last - first).days + 1))
+    assert {t.date() for t in seq} == {d for d in every_day if matches(d)}
