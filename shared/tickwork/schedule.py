@@ -10,7 +10,9 @@ DST rules (wall-clock schedules such as cron are evaluated in the job's time zon
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -75,15 +77,88 @@ def _cron_fields(expression: str) -> tuple[str, bool]:
     return expr, count == 6
 
 
-def _day_or(expr: str, seconds: bool) -> bool:
-    """Vixie cron's day rule: a day matches day-of-month OR day-of-week only when both are restricted.
+@dataclass(frozen=True)
+class _Field:
+    name: str
+    low: int
+    high: int
+    names: dict[str, int] = field(default_factory=dict)
 
-    A field starting with `*` (`*`, `*/2`) or `?` is unrestricted, and then the day must match both fields.
-    """
+
+_MONTH_NAMES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_DAY_NAMES = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
+_SECOND = _Field("second", 0, 59)
+_MINUTE = _Field("minute", 0, 59)
+_HOUR = _Field("hour", 0, 23)
+_DOM = _Field("day-of-month", 1, 31)
+_MONTH = _Field("month", 1, 12, {name: i for i, name in enumerate(_MONTH_NAMES, start=1)})
+_DOW = _Field("day-of-week", 0, 7, {name: i for i, name in enumerate(_DAY_NAMES)})  # 0 and 7 are Sunday
+_FIVE = (_MINUTE, _HOUR, _DOM, _MONTH, _DOW)
+# `*`, `*/step`, `value`, `value/step`, `low-high`, `low-high/step`; values are numbers or names.
+_ITEM = re.compile(r"(?:(?P<star>\*)|(?P<low>[0-9a-z]+)(?:-(?P<high>[0-9a-z]+))?)(?:/(?P<step>[0-9]+))?", re.ASCII)
+
+
+class _NotPlain(Exception):
+    """A field that is not made of plain numbers, names, ranges and steps (left to croniter)."""
+
+
+def _value(spec: _Field, text: str) -> int:
+    value = int(text) if text.isdigit() else spec.names.get(text)
+    if value is None or not spec.low <= value <= spec.high:
+        raise _NotPlain
+    return value
+
+
+def _expand_field(spec: _Field, text: str) -> str:
+    """A plain field as the explicit, sorted list of its values (so croniter never re-reads a range)."""
+    if text == "*":
+        return text
+    values: set[int] = set()
+    for item in text.lower().split(","):
+        match = _ITEM.fullmatch(item)
+        if match is None:
+            raise _NotPlain
+        if match["star"]:
+            low, high = spec.low, spec.high
+        else:
+            low = _value(spec, match["low"])
+            high = _value(spec, match["high"]) if match["high"] else (spec.high if match["step"] else low)
+        step = int(match["step"] or 1)
+        if step < 1 or high < low:
+            raise _NotPlain
+        values.update(range(low, high + 1, step))
+    if spec is _DOW and 7 in values:
+        values = (values - {7}) | {0}
+    return ",".join(str(v) for v in sorted(values))
+
+
+@dataclass(frozen=True)
+class _CronPlan:
+    """What croniter is given for an expression: explicit values wherever croniter would misread the text."""
+
+    expression: str
+    seconds: bool
+    day_or: bool
+
+
+@lru_cache(maxsize=1024)
+def _cron_plan(expression: str) -> _CronPlan:
+    expr, seconds = _cron_fields(expression)
     if expr.startswith("@"):
-        return True
-    fields = expr.split(" ")[1:] if seconds else expr.split(" ")
-    return not any(field.startswith(("*", "?")) for field in (fields[2], fields[4]))
+        return _CronPlan(expr, seconds, day_or=True)
+    fields = expr.split(" ")
+    specs = (_SECOND, *_FIVE) if seconds else _FIVE
+    out = []
+    for spec, text in zip(specs, fields, strict=True):
+        try:
+            out.append(_expand_field(spec, text))
+        except _NotPlain:
+            out.append(text)
+    # Vixie cron's day rule: a day matches day-of-month OR day-of-week only when both are restricted;
+    # a field starting with `*` (`*`, `*/2`) or `?` is unrestricted, and then the day must match both.
+    dom, dow = fields[-3], fields[-1]
+    day_or = not (dom.startswith(("*", "?")) or dow.startswith(("*", "?")))
+    return _CronPlan(" ".join(out), seconds, day_or)
 
 
 def validate_cron(expression: str) -> str:
@@ -201,16 +276,16 @@ class Schedule(BaseModel):
         return origin + k * period
 
     def _next_cron(self, instant: datetime, hash_key: str | None) -> datetime | None:
-        expr, seconds = _cron_fields(self.cron or "")
+        plan = _cron_plan(self.cron or "")
         zone = self.zone
         wall = instant.astimezone(zone).replace(tzinfo=None)
         try:
             it = croniter(
-                expr,
+                plan.expression,
                 wall,
                 hash_id=hash_key or "tickwork",
-                second_at_beginning=seconds,
-                day_or=_day_or(expr, seconds),
+                second_at_beginning=plan.seconds,
+                day_or=plan.day_or,
                 max_years_between_matches=_CRON_SEARCH_YEARS,
             )
             # Wall times already passed in an earlier fold (autumn repeat) resolve to instants <= instant.

@@ -202,3 +202,26 @@ def test_dom_and_dow_are_anded_when_either_starts_with_star(cron: str, matches: 
     first, last = seq[0].date(), seq[-1].date()
     every_day = (first + timedelta(days=i) for i in range((last - first).days + 1))
     assert {t.date() for t in seq} == {d for d in every_day if matches(d)}
+
+
+def _next_n(cron: str, n: int = 3, *, zone: str = "UTC", after: datetime = ANCHOR) -> list[str]:
+    seq = Schedule(cron=cron, timezone=zone).occurrences(after, after + timedelta(days=1500), anchor=ANCHOR, limit=n)
+    return [t.astimezone(ZoneInfo(zone)).strftime("%a %Y-%m-%d %H:%M:%S") for t in seq]
+
+
+@pytest.mark.parametrize(
+    ("cron", "expected"),
+    [
+        ("15-15 * * * *", ["Thu 2026-01-01 00:15:00", "Thu 2026-01-01 01:15:00", "Thu 2026-01-01 02:15:00"]),
+        ("0 3-3 * * *", ["Thu 2026-01-01 03:00:00", "Fri 2026-01-02 03:00:00", "Sat 2026-01-03 03:00:00"]),
+        ("0 0 * * 1-1", ["Mon 2026-01-05 00:00:00", "Mon 2026-01-12 00:00:00", "Mon 2026-01-19 00:00:00"]),
+        ("0 0 * * MON-MON", ["Mon 2026-01-05 00:00:00", "Mon 2026-01-12 00:00:00", "Mon 2026-01-19 00:00:00"]),
+        ("0 0 1 JAN-JAN *", ["Fri 2027-01-01 00:00:00", "Sat 2028-01-01 00:00:00", "Mon 2029-01-01 00:00:00"]),
+        ("0 0 5-5 * *", ["Mon 2026-01-05 00:00:00", "Thu 2026-02-05 00:00:00", "Thu 2026-03-05 00:00:00"]),
+        ("10,15-15 0 * * *", ["Thu 2026-01-01 00:10:00", "Thu 2026-01-01 00:15:00", "Fri 2026-01-02 00:10:00"]),
+        ("15-15/5 0 * * *", ["Thu 2026-01-01 00:15:00", "Fri 2026-01-02 00:15:00", "Sat 2026-01-03 00:15:00"]),
+        ("30-30 0 0 * * *", ["Thu 2026-01-01 00:00:30", "Fri 2026-01-02 00:00:30", "Sat 2026-01-03 00:00:30"]),
+    ],
+)
+def test_single_value_range_is_not_whole_field(cron: str, expected: list[str]) -> None:
+    assert _next_n(cron) == expected
