@@ -262,7 +262,7 @@ class Schedule(BaseModel):
             found: datetime | None = self.at if self.at > instant else None
         else:
             if self.start_at is not None and instant < self.start_at:
-                instant = self.start_at - timedelta(milliseconds=1)
+                instant = self.start_at - timedelta(microseconds=1)  # the next occurrence at or after start_at
             found = self._next_rate(instant, anchor) if self.rate is not None else self._next_cron(instant, hash_key)
         if found is not None and self.end_at is not None and found > self.end_at:
             return None

@@ -225,3 +225,9 @@ def _next_n(cron: str, n: int = 3, *, zone: str = "UTC", after: datetime = ANCHO
 )
 def test_single_value_range_is_not_whole_field(cron: str, expected: list[str]) -> None:
     assert _next_n(cron) == expected
+
+
+def test_start_at_a_fraction_after_an_occurrence_excludes_it() -> None:
+    start = datetime(2025, 1, 1, 0, 0, 0, 1, tzinfo=UTC)  # 1 µs after a */5 occurrence (found by Hypothesis)
+    schedule = Schedule(cron="*/5 * * * *", start_at=start)
+    assert schedule.next_after(start - timedelta(days=1), anchor=ANCHOR) == datetime(2025, 1, 1, 0, 5, tzinfo=UTC)
