@@ -141,8 +141,16 @@ class _CronPlan:
     day_or: bool
 
 
+_RANDOM = re.compile(r"r(?:\(.*\))?(?:/.*)?", re.ASCII | re.IGNORECASE)
+
+
+def _invalid(expression: str, reason: str) -> ValueError:
+    return ValueError(f"cron expression {expression!r} is not valid: {reason}")
+
+
 @lru_cache(maxsize=1024)
 def _cron_plan(expression: str) -> _CronPlan:
+    """Check an expression against Tickwork's dialect (ValueError naming cron) and plan it for croniter."""
     expr, seconds = _cron_fields(expression)
     if expr.startswith("@"):
         return _CronPlan(expr, seconds, day_or=True)
@@ -150,6 +158,9 @@ def _cron_plan(expression: str) -> _CronPlan:
     specs = (_SECOND, *_FIVE) if seconds else _FIVE
     out = []
     for spec, text in zip(specs, fields, strict=True):
+        if _RANDOM.fullmatch(text):
+            # croniter draws R afresh every time the expression is read: a random number of runs.
+            raise _invalid(expression, f"`R` (random) is not supported in the {spec.name} field; use `H`")
         try:
             out.append(_expand_field(spec, text))
         except _NotPlain:
@@ -162,9 +173,10 @@ def _cron_plan(expression: str) -> _CronPlan:
 
 
 def validate_cron(expression: str) -> str:
-    expr, seconds = _cron_fields(expression)
+    expr, _ = _cron_fields(expression)
+    plan = _cron_plan(expr)
     try:
-        valid = croniter.is_valid(expr, hash_id=b"validate", second_at_beginning=seconds)
+        valid = croniter.is_valid(plan.expression, hash_id=b"validate", second_at_beginning=plan.seconds)
     except CroniterError:  # pragma: no cover - is_valid normally swallows these
         valid = False
     if not valid:

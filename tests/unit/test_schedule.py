@@ -231,3 +231,13 @@ def test_start_at_a_fraction_after_an_occurrence_excludes_it() -> None:
     start = datetime(2025, 1, 1, 0, 0, 0, 1, tzinfo=UTC)  # 1 µs after a */5 occurrence (found by Hypothesis)
     schedule = Schedule(cron="*/5 * * * *", start_at=start)
     assert schedule.next_after(start - timedelta(days=1), anchor=ANCHOR) == datetime(2025, 1, 1, 0, 5, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("cron", ["R * * * *", "0 R * * *", "r/15 * * * *", "R(0-29) * * * *", "0 0 R * * *"])
+def test_random_r_is_rejected(cron: str) -> None:
+    # croniter's R draws a new random value every time the expression is evaluated: a random number of runs.
+    with pytest.raises(ValidationError) as info:
+        Schedule(cron=cron)
+    err = info.value.errors()[0]
+    assert err["loc"] == ("cron",)
+    assert "`R` (random) is not supported" in err["msg"]
