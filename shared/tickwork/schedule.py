@@ -141,6 +141,16 @@ class _CronPlan:
     day_or: bool
 
 
+# Fixed times, as in Vixie cron: a macro is never hashed (only a written `H` is).
+_MACROS = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
 _RANDOM = re.compile(r"r(?:\(.*\))?(?:/.*)?", re.ASCII | re.IGNORECASE)
 
 
@@ -153,7 +163,12 @@ def _cron_plan(expression: str) -> _CronPlan:
     """Check an expression against Tickwork's dialect (ValueError naming cron) and plan it for croniter."""
     expr, seconds = _cron_fields(expression)
     if expr.startswith("@"):
-        return _CronPlan(expr, seconds, day_or=True)
+        macro = expr.lower()
+        if macro == "@reboot":
+            raise _invalid(expression, "@reboot is not supported: a Tickwork job has no boot to run at")
+        if macro not in _MACROS:
+            raise _invalid(expression, f"unknown macro; use one of {', '.join(_MACROS)}")
+        expr = _MACROS[macro]
     fields = expr.split(" ")
     specs = (_SECOND, *_FIVE) if seconds else _FIVE
     out = []

@@ -241,3 +241,32 @@ def test_random_r_is_rejected(cron: str) -> None:
     err = info.value.errors()[0]
     assert err["loc"] == ("cron",)
     assert "`R` (random) is not supported" in err["msg"]
+
+
+@pytest.mark.parametrize(
+    ("macro", "expected"),
+    [
+        ("@yearly", ["Fri 2027-01-01 00:00:00", "Sat 2028-01-01 00:00:00"]),
+        ("@annually", ["Fri 2027-01-01 00:00:00", "Sat 2028-01-01 00:00:00"]),
+        ("@monthly", ["Sun 2026-02-01 00:00:00", "Sun 2026-03-01 00:00:00"]),
+        ("@weekly", ["Sun 2026-01-04 00:00:00", "Sun 2026-01-11 00:00:00"]),
+        ("@daily", ["Fri 2026-01-02 00:00:00", "Sat 2026-01-03 00:00:00"]),
+        ("@midnight", ["Fri 2026-01-02 00:00:00", "Sat 2026-01-03 00:00:00"]),
+        ("@hourly", ["Thu 2026-01-01 01:00:00", "Thu 2026-01-01 02:00:00"]),
+        ("@DAILY", ["Fri 2026-01-02 00:00:00", "Sat 2026-01-03 00:00:00"]),
+    ],
+)
+def test_macros_fire_at_their_fixed_times_not_hashed(macro: str, expected: list[str]) -> None:
+    schedule = Schedule(cron=macro)
+    for job in ("job1", "job2", "j01m7yzmhg0000000000000000"):
+        seq = schedule.occurrences(ANCHOR, ANCHOR + timedelta(days=800), anchor=ANCHOR, hash_key=job, limit=2)
+        assert [t.strftime("%a %Y-%m-%d %H:%M:%S") for t in seq] == expected
+
+
+@pytest.mark.parametrize(("macro", "fragment"), [("@reboot", "@reboot is not supported"), ("@fortnightly", "unknown")])
+def test_reboot_and_unknown_macros_are_rejected(macro: str, fragment: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        Schedule(cron=macro)
+    err = info.value.errors()[0]
+    assert err["loc"] == ("cron",)
+    assert fragment in err["msg"]
