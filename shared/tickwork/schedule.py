@@ -65,16 +65,24 @@ def parse_rate(text: str) -> timedelta:
 
 
 def _cron_fields(expression: str) -> tuple[str, bool]:
-    """Normalise a cron expression; returns (expression, has_seconds). Seconds, when present, come first."""
+    """Normalise a cron expression's spacing; returns (expression, has_seconds). Seconds, when present, come first."""
     expr = " ".join(expression.split())
     if expr.startswith("@"):
         return expr, False
     count = len(expr.split(" "))
     if count not in (5, 6):
-        raise ValueError(
-            f"cron must have 5 fields (minute hour day month weekday) or 6 with seconds first; got {count}"
+        raise _invalid(
+            expression, f"it must have 5 fields (minute hour day month weekday) or 6 with seconds first; got {count}"
         )
     return expr, count == 6
+
+
+def _invalid(expression: str, reason: str) -> ValueError:
+    return ValueError(f"cron expression {expression!r} is not valid: {reason}")
+
+
+class _Unsupported(Exception):
+    """A field outside Tickwork's cron dialect; the message says why (see docs/cron.md)."""
 
 
 @dataclass(frozen=True)
@@ -96,40 +104,107 @@ _DOW = _Field("day-of-week", 0, 7, {name: i for i, name in enumerate(_DAY_NAMES)
 _FIVE = (_MINUTE, _HOUR, _DOM, _MONTH, _DOW)
 # `*`, `*/step`, `value`, `value/step`, `low-high`, `low-high/step`; values are numbers or names.
 _ITEM = re.compile(r"(?:(?P<star>\*)|(?P<low>[0-9a-z]+)(?:-(?P<high>[0-9a-z]+))?)(?:/(?P<step>[0-9]+))?", re.ASCII)
-
-
-class _NotPlain(Exception):
-    """A field that is not made of plain numbers, names, ranges and steps (left to croniter)."""
+_HASH = re.compile(r"h(?:\((?P<low>[0-9]+)-(?P<high>[0-9]+)\))?(?:/(?P<step>[0-9]+))?", re.ASCII)
+_RANDOM = re.compile(r"r(?:\(.*\))?(?:/.*)?", re.ASCII)
+_NTH_WEEKDAY = re.compile(r"(?P<day>[^#]+)#(?P<nth>[0-9]+)", re.ASCII)  # 5#2: the second Friday
+_LAST_WEEKDAY = re.compile(r"(?P<day>[^l]+)l", re.ASCII)  # 5L, FRIL: the last Friday
+# Fixed times, as in Vixie cron: a macro is never hashed (only a written `H` is).
+_MACROS = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
 
 
 def _value(spec: _Field, text: str) -> int:
     value = int(text) if text.isdigit() else spec.names.get(text)
-    if value is None or not spec.low <= value <= spec.high:
-        raise _NotPlain
+    if value is None:
+        raise _Unsupported(f"unknown value {text.upper()!r} in the {spec.name} field")
+    if not spec.low <= value <= spec.high:
+        raise _Unsupported(f"{spec.name} value {value} is out of range {spec.low}-{spec.high}")
     return value
 
 
-def _expand_field(spec: _Field, text: str) -> str:
-    """A plain field as the explicit, sorted list of its values (so croniter never re-reads a range)."""
+def _single_day(text: str) -> int:
+    if not (text.isdigit() or text in _DOW.names):
+        raise _Unsupported(f"`#` and `L` in the day-of-week field take a single day (5#2, FRIL), not {text.upper()!r}")
+    return _value(_DOW, text) % 7
+
+
+def _hashed(spec: _Field, match: re.Match[str]) -> str:
+    if match["low"] is not None:
+        low, high = _value(spec, match["low"]), _value(spec, match["high"])
+        if low >= high:
+            raise _Unsupported(f"H(low-high) needs low < high in the {spec.name} field")
+    if match["step"] is not None and int(match["step"]) < 1:
+        raise _Unsupported(f"step must be at least 1 in the {spec.name} field")
+    return match[0]
+
+
+def _plan_field(spec: _Field, text: str) -> str:
+    """One field as croniter is to read it: the explicit, sorted list of its values (never a range croniter could
+    misread), `*`, a hash (`H`...) for croniter to draw, or the kept extensions `L`, `5L` and `5#2`."""
+    text = text.lower()
     if text == "*":
         return text
+    if text == "?":
+        if spec not in (_DOM, _DOW):
+            raise _Unsupported("`?` is only allowed in the day-of-month and day-of-week fields (it means *)")
+        return "*"
+    if _RANDOM.fullmatch(text):
+        # croniter draws R afresh every time the expression is read: a random number of runs.
+        raise _Unsupported(f"`R` (random) is not supported in the {spec.name} field; use `H`")
+    if hashed := _HASH.fullmatch(text):
+        return _hashed(spec, hashed)
     values: set[int] = set()
-    for item in text.lower().split(","):
+    extensions: list[str] = []
+    for item in text.split(","):
+        if _HASH.fullmatch(item):
+            raise _Unsupported(f"`H` must be the whole field, not part of a list, in the {spec.name} field")
+        if spec is _DOM and "w" in item:
+            raise _Unsupported("`W` (nearest weekday) is not supported")
+        if spec is _DOM and "l" in item:
+            if item != "l":
+                raise _Unsupported("`L` must stand alone in the day-of-month field (as in 15,L); no L-n, no ranges")
+            extensions.append("l")
+            continue
+        if spec is _DOW and (nth := _NTH_WEEKDAY.fullmatch(item)):
+            day, n = _single_day(nth["day"]), int(nth["nth"])
+            if not 1 <= n <= 5:
+                raise _Unsupported(f"the n of day#n is out of range 1-5, not {n}")
+            extensions.append(f"{day}#{n}")
+            continue
+        if spec is _DOW and item == "l":
+            raise _Unsupported("`L` alone in the day-of-week field is not supported; write 5L or FRIL (last Friday)")
+        if spec is _DOW and (last := _LAST_WEEKDAY.fullmatch(item)):
+            extensions.append(f"l{_single_day(last['day'])}")
+            continue
         match = _ITEM.fullmatch(item)
         if match is None:
-            raise _NotPlain
+            raise _Unsupported(
+                f"{item.upper() or 'an empty item'!r} is not a value, range or step in the {spec.name} field"
+            )
         if match["star"]:
             low, high = spec.low, spec.high
         else:
             low = _value(spec, match["low"])
             high = _value(spec, match["high"]) if match["high"] else (spec.high if match["step"] else low)
+        if high < low:
+            hint = "Sunday is 0 or 7, so write e.g. FRI-7 or 5-7" if spec is _DOW else "split it, e.g. 22-23,0-2"
+            raise _Unsupported(f"range {item.upper()!r} in the {spec.name} field runs backwards; {hint}")
         step = int(match["step"] or 1)
-        if step < 1 or high < low:
-            raise _NotPlain
+        if step < 1:
+            raise _Unsupported(f"step must be at least 1 in the {spec.name} field")
         values.update(range(low, high + 1, step))
-    if spec is _DOW and 7 in values:
-        values = (values - {7}) | {0}
-    return ",".join(str(v) for v in sorted(values))
+    if spec is _DOW:
+        if values and extensions:
+            raise _Unsupported("`#` and `L` cannot be mixed with plain days in the day-of-week field")
+        values = {v % 7 for v in values}
+    return ",".join([*(str(v) for v in sorted(values)), *extensions])
 
 
 @dataclass(frozen=True)
@@ -141,26 +216,11 @@ class _CronPlan:
     day_or: bool
 
 
-# Fixed times, as in Vixie cron: a macro is never hashed (only a written `H` is).
-_MACROS = {
-    "@yearly": "0 0 1 1 *",
-    "@annually": "0 0 1 1 *",
-    "@monthly": "0 0 1 * *",
-    "@weekly": "0 0 * * 0",
-    "@daily": "0 0 * * *",
-    "@midnight": "0 0 * * *",
-    "@hourly": "0 * * * *",
-}
-_RANDOM = re.compile(r"r(?:\(.*\))?(?:/.*)?", re.ASCII | re.IGNORECASE)
-
-
-def _invalid(expression: str, reason: str) -> ValueError:
-    return ValueError(f"cron expression {expression!r} is not valid: {reason}")
-
-
 @lru_cache(maxsize=1024)
 def _cron_plan(expression: str) -> _CronPlan:
-    """Check an expression against Tickwork's dialect (ValueError naming cron) and plan it for croniter."""
+    """Check an expression against Tickwork's dialect (docs/cron.md) and plan it for croniter.
+
+    Raises ValueError naming the cron expression and the reason."""
     expr, seconds = _cron_fields(expression)
     if expr.startswith("@"):
         macro = expr.lower()
@@ -171,20 +231,17 @@ def _cron_plan(expression: str) -> _CronPlan:
         expr = _MACROS[macro]
     fields = expr.split(" ")
     specs = (_SECOND, *_FIVE) if seconds else _FIVE
-    out = []
-    for spec, text in zip(specs, fields, strict=True):
-        if _RANDOM.fullmatch(text):
-            # croniter draws R afresh every time the expression is read: a random number of runs.
-            raise _invalid(expression, f"`R` (random) is not supported in the {spec.name} field; use `H`")
-        try:
-            out.append(_expand_field(spec, text))
-        except _NotPlain:
-            out.append(text)
+    try:
+        planned = [_plan_field(spec, text) for spec, text in zip(specs, fields, strict=True)]
+    except _Unsupported as exc:
+        raise _invalid(expression, str(exc)) from None
+    dom, dow = fields[-3], fields[-1]
+    if ("#" in planned[-1] or "l" in planned[-1]) and dom not in ("*", "?"):
+        raise _invalid(expression, "with `#` or `L` in day-of-week, day-of-month must be * or ?")
     # Vixie cron's day rule: a day matches day-of-month OR day-of-week only when both are restricted;
     # a field starting with `*` (`*`, `*/2`) or `?` is unrestricted, and then the day must match both.
-    dom, dow = fields[-3], fields[-1]
     day_or = not (dom.startswith(("*", "?")) or dow.startswith(("*", "?")))
-    return _CronPlan(" ".join(out), seconds, day_or)
+    return _CronPlan(" ".join(planned), seconds, day_or)
 
 
 def validate_cron(expression: str) -> str:
@@ -194,8 +251,8 @@ def validate_cron(expression: str) -> str:
         valid = croniter.is_valid(plan.expression, hash_id=b"validate", second_at_beginning=plan.seconds)
     except CroniterError:  # pragma: no cover - is_valid normally swallows these
         valid = False
-    if not valid:
-        raise ValueError(f"cron expression {expression!r} is not valid")
+    if not valid:  # pragma: no cover - the plan is croniter-ready by construction
+        raise _invalid(expression, "croniter cannot read it")
     return expr
 
 

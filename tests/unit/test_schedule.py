@@ -270,3 +270,85 @@ def test_reboot_and_unknown_macros_are_rejected(macro: str, fragment: str) -> No
     err = info.value.errors()[0]
     assert err["loc"] == ("cron",)
     assert fragment in err["msg"]
+
+
+def _rejected(cron: str) -> str:
+    with pytest.raises(ValidationError) as info:
+        Schedule(cron=cron)
+    err = info.value.errors()[0]
+    assert err["loc"] == ("cron",)
+    return err["msg"]
+
+
+@pytest.mark.parametrize("cron", ["0 0 * * THU-SUN", "5-1 * * * *", "0 22-2 * * *", "0 0 * NOV-FEB *", "0 0 25-5 * *"])
+def test_wrapping_range_is_rejected(cron: str) -> None:
+    assert "runs backwards" in _rejected(cron)
+
+
+@pytest.mark.parametrize(
+    ("cron", "expected"),
+    [
+        ("0 9 * * 5L", ["Fri 2026-01-30 09:00:00", "Fri 2026-02-27 09:00:00", "Fri 2026-03-27 09:00:00"]),
+        ("0 9 * * FRIL", ["Fri 2026-01-30 09:00:00", "Fri 2026-02-27 09:00:00", "Fri 2026-03-27 09:00:00"]),
+        ("0 9 ? * 0L,1#1", ["Mon 2026-01-05 09:00:00", "Sun 2026-01-25 09:00:00", "Mon 2026-02-02 09:00:00"]),
+        ("0 9 * * 7L", ["Sun 2026-01-25 09:00:00", "Sun 2026-02-22 09:00:00", "Sun 2026-03-29 09:00:00"]),
+    ],
+)
+def test_last_weekday_of_month_5L_is_supported(cron: str, expected: list[str]) -> None:
+    assert _next_n(cron) == expected
+
+
+@pytest.mark.parametrize(
+    ("cron", "expected"),
+    [
+        ("0 9 * * MON#2", ["Mon 2026-01-12 09:00:00", "Mon 2026-02-09 09:00:00", "Mon 2026-03-09 09:00:00"]),
+        ("0 9 * * 5#5", ["Fri 2026-01-30 09:00:00", "Fri 2026-05-29 09:00:00", "Fri 2026-07-31 09:00:00"]),
+        ("0 9 * * 7#1", ["Sun 2026-01-04 09:00:00", "Sun 2026-02-01 09:00:00", "Sun 2026-03-01 09:00:00"]),
+        ("0 0 L * *", ["Sat 2026-01-31 00:00:00", "Sat 2026-02-28 00:00:00", "Tue 2026-03-31 00:00:00"]),
+        ("0 0 L 2 *", ["Sat 2026-02-28 00:00:00", "Sun 2027-02-28 00:00:00", "Tue 2028-02-29 00:00:00"]),
+        ("0 0 15,L * *", ["Thu 2026-01-15 00:00:00", "Sat 2026-01-31 00:00:00", "Sun 2026-02-15 00:00:00"]),
+        ("0 0 L * 1", ["Mon 2026-01-05 00:00:00", "Mon 2026-01-12 00:00:00", "Mon 2026-01-19 00:00:00"]),
+        ("0 0 L * */3", ["Sat 2026-01-31 00:00:00", "Sat 2026-02-28 00:00:00", "Sun 2026-05-31 00:00:00"]),
+        ("0 0 ? * MON", ["Mon 2026-01-05 00:00:00", "Mon 2026-01-12 00:00:00", "Mon 2026-01-19 00:00:00"]),
+        ("0 0 1 * ?", ["Thu 2026-01-01 00:00:00", "Sun 2026-02-01 00:00:00", "Sun 2026-03-01 00:00:00"]),
+        ("0 0 10/10 * *", ["Sat 2026-01-10 00:00:00", "Tue 2026-01-20 00:00:00", "Fri 2026-01-30 00:00:00"]),
+        ("0 0 * * 5-7", ["Fri 2026-01-02 00:00:00", "Sat 2026-01-03 00:00:00", "Sun 2026-01-04 00:00:00"]),
+    ],
+)
+def test_kept_extensions_fire_as_documented(cron: str, expected: list[str]) -> None:
+    assert _next_n(cron, after=ANCHOR - timedelta(microseconds=1)) == expected
+
+
+@pytest.mark.parametrize(
+    ("cron", "fragment"),
+    [
+        ("0 0 15W * *", "`W` (nearest weekday) is not supported"),
+        ("0 0 LW * *", "`W` (nearest weekday) is not supported"),
+        ("0 0 L-3 * *", "`L` must stand alone"),
+        ("0 0 20-L * *", "`L` must stand alone"),
+        ("0 0 * * L", "`L` alone"),
+        ("0 0 15 * 5#2", "day-of-month must be * or ?"),
+        ("0 0 1-7 * FRIL", "day-of-month must be * or ?"),
+        ("0 0 * * 1,5#2", "cannot be mixed"),
+        ("0 0 * * 5#6", "out of range 1-5"),
+        ("0 0 * * MON-FRI#2", "a single day"),
+        ("? * * * *", "`?` is only allowed"),
+        ("61 * * * *", "out of range 0-59"),
+        ("0 24 * * *", "out of range 0-23"),
+        ("0 0 0 * *", "out of range 1-31"),
+        ("0 0 * 13 *", "out of range 1-12"),
+        ("0 0 * * 8", "out of range 0-7"),
+        ("0 0 * JANUARY *", "unknown value"),
+        ("0 MON * * *", "unknown value"),
+        ("*/0 * * * *", "step must be at least 1"),
+        ("1,,2 * * * *", "not valid"),
+        ("H,5 * * * *", "`H` must be the whole field"),
+        ("H(30-10) * * * *", "H(low-high) needs low < high"),
+        ("H(0-60) * * * *", "out of range 0-59"),
+        ("0 0 * * * * *", "5 fields"),
+    ],
+)
+def test_unsupported_cron_syntax_is_rejected_naming_cron(cron: str, fragment: str) -> None:
+    msg = _rejected(cron)
+    assert msg.startswith("Value error, cron expression")
+    assert fragment in msg
