@@ -24,8 +24,9 @@ from tickwork.clock import iso
 _RATE = re.compile(r"^\s*(\d+)\s+(second|minute|hour|day)s?\s*$", re.IGNORECASE)
 _RATE_UNITS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
 MAX_RATE_SECONDS = 366 * 86400
-# Far enough to find the next Feb 29th on a Monday, close enough to fail fast on `0 0 31 4 *`.
-_CRON_SEARCH_YEARS = 30
+# The Gregorian calendar repeats every 400 years: a cron with no occurrence in that span has none at all
+# (and such expressions are rejected up front; see _never_fires).
+_CRON_SEARCH_YEARS = 400
 
 
 def _as_utc(value: object) -> object:
@@ -142,7 +143,46 @@ def _hashed(spec: _Field, match: re.Match[str]) -> str:
             raise _Unsupported(f"H(low-high) needs low < high in the {spec.name} field")
     if match["step"] is not None and int(match["step"]) < 1:
         raise _Unsupported(f"step must be at least 1 in the {spec.name} field")
+    if spec is _DOM and match["low"] is None:
+        # As in Jenkins: a hashed day of the month is one that every month has.
+        return "h(1-28)" + (f"/{match['step']}" if match["step"] else "")
     return match[0]
+
+
+def _draws(planned: str, low: int, high: int) -> list[set[int]]:
+    """Every set of values a planned field can stand for: one per possible hash draw (croniter's H expansion)."""
+    if planned == "*":
+        return [set(range(low, high + 1))]
+    if hashed := _HASH.fullmatch(planned):
+        if hashed["low"] is not None:
+            low, high = int(hashed["low"]), int(hashed["high"])
+        if hashed["step"] is None:
+            return [{value} for value in range(low, high + 1)]
+        step = int(hashed["step"])
+        return [set(range(first, high + 1, step)) for first in range(low, min(low + step - 1, high) + 1)]
+    return [{28 if value == "l" else int(value) for value in planned.split(",")}]  # L: every month has one
+
+
+_LONGEST_MONTH = (0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _never_fires(plan: _CronPlan) -> str | None:
+    """Why an expression has no occurrence at all, for some or every hash draw; None when it always fires.
+
+    Only a day of the month that no selected month has can stop a cron: every date comes round on every
+    weekday within the 400-year Gregorian cycle (Feb 29th too), and the other fields always match something.
+    """
+    *_, dom, month, _ = plan.expression.split(" ")
+    if plan.day_or or dom == "*":
+        return None
+    possible = [
+        any(day <= _LONGEST_MONTH[m] for day in days for m in months)
+        for days in _draws(dom, 1, 31)
+        for months in _draws(month, 1, 12)
+    ]
+    if all(possible):
+        return None
+    return "never fires" if not any(possible) else "never fires for some jobs: H can draw a day no selected month has"
 
 
 def _plan_field(spec: _Field, text: str) -> str:
@@ -318,8 +358,8 @@ class Schedule(BaseModel):
             raise ValueError(f"exactly one of at, cron or rate is required; got {', '.join(kinds) or 'none'}")
         if self.start_at and self.end_at and self.end_at <= self.start_at:
             raise ValueError("end_at must be after start_at")
-        if self.cron is not None and self._next_cron(datetime(2000, 1, 1, tzinfo=UTC), "validate") is None:
-            raise ValueError(f"cron expression {self.cron!r} never fires")
+        if self.cron is not None and (reason := _never_fires(_cron_plan(self.cron))):
+            raise ValueError(f"cron expression {self.cron!r} {reason}")
         return self
 
     @property

@@ -352,3 +352,36 @@ def test_unsupported_cron_syntax_is_rejected_naming_cron(cron: str, fragment: st
     msg = _rejected(cron)
     assert msg.startswith("Value error, cron expression")
     assert fragment in msg
+
+
+@pytest.mark.parametrize("cron", ["0 0 H * *", "0 0 H/7 * *", "H H H * *"])
+def test_hashed_day_of_month_fires_every_month(cron: str) -> None:
+    # H in day-of-month draws from 1-28, as in Jenkins: with 1-31, one job in ten ran only in some months.
+    schedule = Schedule(cron=cron)
+    for i in range(60):
+        seq = schedule.occurrences(ANCHOR, ANCHOR + timedelta(days=365), anchor=ANCHOR, hash_key=f"job{i}")
+        assert {t.month for t in seq} == set(range(1, 13)), f"job{i}"
+        assert all(t.day <= 28 for t in seq)
+
+
+@pytest.mark.parametrize(
+    "cron", ["0 0 30 H *", "0 0 H(29-31) 2 *", "0 0 31 H(1-4) *", "0 0 H(30-31) 4,6 *", "0 0 30,31 2 */2"]
+)
+def test_cron_that_never_fires_for_some_jobs_is_rejected(cron: str) -> None:
+    # H draws once per job: an expression that never fires for some draws is rejected for every job.
+    with pytest.raises(ValidationError, match="never fires"):
+        Schedule(cron=cron)
+
+
+@pytest.mark.parametrize(
+    "cron", ["0 0 H(1-31) * *", "0 0 29 2 *", "0 0 30 H(3-5) *", "0 0 30 2 1", "0 0 L H *", "0 0 29,30 2 */2"]
+)
+def test_cron_that_fires_for_every_job_is_accepted(cron: str) -> None:
+    Schedule(cron=cron)
+
+
+def test_rare_cron_is_found_decades_ahead() -> None:
+    # Feb 29th on a Sunday: 2088, then 2128. The search is not capped at 30 years.
+    schedule = Schedule(cron="0 0 29 2 */7")
+    nxt = schedule.next_after(datetime(2089, 1, 1, tzinfo=UTC), anchor=ANCHOR)
+    assert nxt == datetime(2128, 2, 29, tzinfo=UTC)
