@@ -10,13 +10,14 @@ DST rules (wall-clock schedules such as cron are evaluated in the job's time zon
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import CroniterBadCronError, CroniterBadDateError, CroniterError, croniter
+from croniter import CroniterBadDateError, CroniterError, croniter
 from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, field_validator, model_validator
 
 from tickwork.clock import iso
@@ -321,6 +322,28 @@ def resolve_wall_time(wall: datetime, zone: ZoneInfo) -> datetime:
     return hi.replace(microsecond=(hi.microsecond // 1000) * 1000)
 
 
+def _search_start(instant: datetime, zone: ZoneInfo) -> datetime:
+    """The naive wall time after which the next cron wall time is the next occurrence after `instant`."""
+    wall = instant.astimezone(zone).replace(tzinfo=None)
+    first = resolve_wall_time(wall, zone)
+    if first >= instant:
+        return wall
+    # `instant` is in the second pass of a repeated period (autumn fall-back): every wall time up to the end
+    # of the repeat already fired at its first instant, so search from there. The transition is the first
+    # instant with the later offset, between the first and the second pass of `wall`.
+    lo, hi = first, instant
+    later_offset = instant.astimezone(zone).utcoffset()
+    while hi - lo > timedelta(microseconds=1):
+        mid = lo + (hi - lo) / 2
+        if mid.astimezone(zone).utcoffset() == later_offset:
+            hi = mid
+        else:
+            lo = mid
+    # Up to the transition the clock showed the earlier (larger) offset: that is where the repeat ends.
+    repeat_end = hi.astimezone(UTC).replace(tzinfo=None) + (first.astimezone(zone).utcoffset() or timedelta(0))
+    return repeat_end - timedelta(microseconds=1)
+
+
 class Schedule(BaseModel):
     """Exactly one of `at`, `cron`, `rate`; optional `timezone`, `start_at`, `end_at`."""
 
@@ -400,26 +423,43 @@ class Schedule(BaseModel):
         return origin + k * period
 
     def _next_cron(self, instant: datetime, hash_key: str | None) -> datetime | None:
+        return next(self._cron_after(instant, hash_key), None)
+
+    def _cron_after(self, instant: datetime, hash_key: str | None) -> Iterator[datetime]:
+        """Successive cron occurrences strictly after `instant`, by the DST rules, from one croniter iterator.
+
+        croniter walks naive wall times in the zone; each is resolved to its instant. The walk starts where the
+        next occurrence can be, so no wall time is ever resolved only to be thrown away: after a wall time in a
+        spring-forward gap it resumes at the end of the gap (the rest of the gap fired with it), and from the
+        second pass of a repeated hour it starts at the end of the repeat (the repeated wall times fired in the
+        first pass). It ends only when there is no occurrence within 400 years, that is none at all.
+        """
         plan = _cron_plan(self.cron or "")
         zone = self.zone
-        wall = instant.astimezone(zone).replace(tzinfo=None)
-        try:
-            it = croniter(
-                plan.expression,
-                wall,
-                hash_id=hash_key or "tickwork",
-                second_at_beginning=plan.seconds,
-                day_or=plan.day_or,
-                max_years_between_matches=_CRON_SEARCH_YEARS,
-            )
-            # Wall times already passed in an earlier fold (autumn repeat) resolve to instants <= instant.
-            for _ in range(1000):
-                candidate = resolve_wall_time(it.get_next(datetime), zone)
-                if candidate > instant:
-                    return candidate
-        except (CroniterBadDateError, CroniterBadCronError):
-            return None
-        return None  # pragma: no cover - 1000 consecutive past instants cannot happen
+        it = croniter(
+            plan.expression,
+            _search_start(instant, zone),
+            hash_id=hash_key or "tickwork",
+            second_at_beginning=plan.seconds,
+            day_or=plan.day_or,
+            max_years_between_matches=_CRON_SEARCH_YEARS,
+        )
+        last = instant
+        while True:
+            try:
+                wall: datetime = it.get_next(datetime)
+            except CroniterBadDateError:
+                return
+            found = resolve_wall_time(wall, zone)
+            if found <= last:  # pragma: no cover - first instants of later wall times are later
+                raise RuntimeError(
+                    f"cron {self.cron!r} in {self.timezone}: {wall} resolves to {found}, not after {last}"
+                )
+            yield found
+            last = found
+            landed = found.astimezone(zone).replace(tzinfo=None)
+            if landed > wall:  # a wall time skipped by a gap fired at its end, with every other one in the gap
+                it.set_current(landed, force=True)
 
     def occurrences(
         self,

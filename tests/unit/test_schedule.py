@@ -385,3 +385,53 @@ def test_rare_cron_is_found_decades_ahead() -> None:
     schedule = Schedule(cron="0 0 29 2 */7")
     nxt = schedule.next_after(datetime(2089, 1, 1, tzinfo=UTC), anchor=ANCHOR)
     assert nxt == datetime(2128, 2, 29, tzinfo=UTC)
+
+
+LORD_HOWE = ZoneInfo("Australia/Lord_Howe")
+
+
+@pytest.mark.parametrize(
+    ("cron", "zone", "instant", "expected"),
+    [
+        # 2026-11-01 New York: 02:00 EDT -> 01:00 EST. At 01:10 EST every 01:xx wall time has already fired.
+        ("* * * * * *", NEW_YORK, datetime(2026, 11, 1, 6, 10, tzinfo=UTC), "2026-11-01T02:00:00-05:00"),
+        ("* * * * *", NEW_YORK, datetime(2026, 11, 1, 6, 10, tzinfo=UTC), "2026-11-01T02:00:00-05:00"),
+        ("* * * * * *", NEW_YORK, datetime(2026, 11, 1, 6, 0, tzinfo=UTC), "2026-11-01T02:00:00-05:00"),
+        ("* * * * * *", NEW_YORK, datetime(2026, 11, 1, 6, 59, 59, 999999, tzinfo=UTC), "2026-11-01T02:00:00-05:00"),
+        ("*/10 * * * * *", NEW_YORK, datetime(2026, 11, 1, 5, 59, 55, tzinfo=UTC), "2026-11-01T02:00:00-05:00"),
+        ("0 5 * * *", NEW_YORK, datetime(2026, 11, 1, 6, 10, tzinfo=UTC), "2026-11-01T05:00:00-05:00"),
+        # 2026-10-25 Paris: 03:00 CEST -> 02:00 CET.
+        ("* * * * * *", PARIS, datetime(2026, 10, 25, 1, 10, tzinfo=UTC), "2026-10-25T03:00:00+01:00"),
+        # 2026-04-05 Lord Howe: 02:00 (+11) -> 01:30 (+10:30); only half an hour repeats.
+        ("* * * * * *", LORD_HOWE, datetime(2026, 4, 4, 15, 10, tzinfo=UTC), "2026-04-05T02:00:00+10:30"),
+        ("*/15 * * * *", LORD_HOWE, datetime(2026, 4, 4, 15, 0, tzinfo=UTC), "2026-04-05T02:00:00+10:30"),
+        # In the first pass the next wall time is simply the next one.
+        ("* * * * * *", NEW_YORK, datetime(2026, 11, 1, 5, 10, tzinfo=UTC), "2026-11-01T01:10:01-04:00"),
+    ],
+)
+def test_seconds_cron_in_repeated_hour_finds_next_fire(
+    cron: str, zone: ZoneInfo, instant: datetime, expected: str
+) -> None:
+    nxt = Schedule(cron=cron, timezone=str(zone)).next_after(instant, anchor=ANCHOR)
+    assert nxt is not None
+    assert nxt.astimezone(zone).isoformat() == expected
+
+
+def test_outage_ending_in_a_repeated_hour_does_not_complete_the_job() -> None:
+    from tickwork.dispatch import ClaimableJob, plan_claim
+
+    now = datetime(2026, 11, 1, 6, 25, tzinfo=UTC)  # 01:25 EST; the grace cut, 01:10 EST, is in the repeat
+    job = ClaimableJob(
+        job_id="j" + "0" * 25,
+        tenant="t",
+        priority=5,
+        schedule=Schedule(cron="* * * * * *", timezone="America/New_York"),
+        version=1,
+        next_run_at=datetime(2026, 11, 1, 3, tzinfo=UTC),  # down since 23:00 EDT: over 10,000 missed seconds
+        created_at=ANCHOR,
+        misfire_grace=timedelta(minutes=15),
+    )
+    plan = plan_claim(job, now=now, horizon_end=now + timedelta(seconds=120))
+    assert plan.capped is not None
+    assert plan.next_run_at == datetime(2026, 11, 1, 7, tzinfo=UTC)  # 02:00 EST
+    assert not plan.complete
