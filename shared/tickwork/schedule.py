@@ -9,6 +9,7 @@ DST rules (wall-clock schedules such as cron are evaluated in the job's time zon
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -405,25 +406,35 @@ class Schedule(BaseModel):
         `anchor` is the job's creation time: rate schedules without start_at fire at anchor + k*rate (k >= 1).
         `hash_key` (the job id) spreads `H` fields in cron expressions, Jenkins-style.
         """
-        if self.at is not None:
-            found: datetime | None = self.at if self.at > instant else None
-        else:
-            if self.start_at is not None and instant < self.start_at:
-                instant = self.start_at - timedelta(microseconds=1)  # the next occurrence at or after start_at
-            found = self._next_rate(instant, anchor) if self.rate is not None else self._next_cron(instant, hash_key)
-        if found is not None and self.end_at is not None and found > self.end_at:
-            return None
-        return found
+        return next(self.iter_after(instant, anchor=anchor, hash_key=hash_key), None)
 
-    def _next_rate(self, instant: datetime, anchor: datetime) -> datetime:
+    def iter_after(self, instant: datetime, *, anchor: datetime, hash_key: str | None = None) -> Iterator[datetime]:
+        """Successive occurrences strictly after `instant`, in order, within start_at/end_at.
+
+        The same sequence as calling next_after on each result in turn, but one cron iterator (or the rate
+        arithmetic) serves the whole walk: catching up after an outage costs one step per occurrence.
+        """
+        if self.at is not None:
+            if self.at > instant and (self.end_at is None or self.at <= self.end_at):
+                yield self.at
+            return
+        if self.start_at is not None and instant < self.start_at:
+            instant = self.start_at - timedelta(microseconds=1)  # the next occurrence at or after start_at
+        found = self._rate_after(instant, anchor) if self.rate is not None else self._cron_after(instant, hash_key)
+        for occurrence in found:
+            if self.end_at is not None and occurrence > self.end_at:
+                return
+            yield occurrence
+
+    def _rate_after(self, instant: datetime, anchor: datetime) -> Iterator[datetime]:
         period = parse_rate(self.rate or "")
         origin, first_k = (self.start_at, 0) if self.start_at is not None else (anchor.replace(microsecond=0), 1)
         elapsed = instant - origin
         k = max(first_k, int(elapsed // period) + 1) if elapsed >= timedelta(0) else first_k
-        return origin + k * period
-
-    def _next_cron(self, instant: datetime, hash_key: str | None) -> datetime | None:
-        return next(self._cron_after(instant, hash_key), None)
+        occurrence = origin + k * period
+        while True:
+            yield occurrence
+            occurrence += period
 
     def _cron_after(self, instant: datetime, hash_key: str | None) -> Iterator[datetime]:
         """Successive cron occurrences strictly after `instant`, by the DST rules, from one croniter iterator.
@@ -471,12 +482,5 @@ class Schedule(BaseModel):
         limit: int = 1000,
     ) -> list[datetime]:
         """Occurrences in (after, until], at most `limit`."""
-        found: list[datetime] = []
-        cursor = after
-        while len(found) < limit:
-            nxt = self.next_after(cursor, anchor=anchor, hash_key=hash_key)
-            if nxt is None or nxt > until:
-                break
-            found.append(nxt)
-            cursor = nxt
-        return found
+        found = itertools.takewhile(lambda t: t <= until, self.iter_after(after, anchor=anchor, hash_key=hash_key))
+        return list(itertools.islice(found, max(limit, 0)))

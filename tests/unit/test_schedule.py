@@ -435,3 +435,84 @@ def test_outage_ending_in_a_repeated_hour_does_not_complete_the_job() -> None:
     assert plan.capped is not None
     assert plan.next_run_at == datetime(2026, 11, 1, 7, tzinfo=UTC)  # 02:00 EST
     assert not plan.complete
+
+
+some_crons = st.sampled_from(
+    [
+        "* * * * * *",
+        "*/7 * * * * *",
+        "*/15 * * * *",
+        "30 1-3 * * *",
+        "0,30 1,2 * * *",
+        "H H(0-3) * * *",
+        "0 0 L * *",
+        "0 9 * * 5L",
+        "@daily",
+        "0 0 29 2 *",
+    ]
+)
+some_rates = st.sampled_from(["1 second", "45 seconds", "5 minutes", "1 hour", "3 days"])
+# Around the 2026 transitions of the zones below, and anywhere.
+near_transitions = st.sampled_from(
+    [
+        datetime(2026, 3, 8, 7, tzinfo=UTC),
+        datetime(2026, 11, 1, 6, tzinfo=UTC),
+        datetime(2026, 3, 29, 1, tzinfo=UTC),
+        datetime(2026, 10, 25, 1, tzinfo=UTC),
+        datetime(2026, 4, 4, 15, tzinfo=UTC),
+        datetime(2026, 10, 3, 15, 30, tzinfo=UTC),
+    ]
+).flatmap(lambda t: st.integers(-2 * 3600 * 10**6, 2 * 3600 * 10**6).map(lambda us: t + timedelta(microseconds=us)))
+any_instant = st.one_of(near_transitions, instants)
+
+
+@st.composite
+def schedules(draw: st.DrawFn) -> Schedule:
+    kind = draw(st.sampled_from(["cron", "cron", "rate", "at"]))
+    bounds: dict = {}
+    if draw(st.booleans()):
+        bounds["start_at"] = draw(any_instant)
+    if draw(st.booleans()):
+        bounds["end_at"] = (bounds.get("start_at") or draw(any_instant)) + timedelta(
+            seconds=draw(st.integers(1, 10**6))
+        )
+    if kind == "at":
+        return Schedule(at=draw(any_instant), **bounds)
+    if kind == "rate":
+        return Schedule(rate=draw(some_rates), **bounds)
+    return Schedule(cron=draw(some_crons), timezone=draw(zones), **bounds)
+
+
+@settings(max_examples=150, deadline=None)
+@given(schedule=schedules(), instant=any_instant, job=st.sampled_from(["job1", "job2", None]))
+def test_iter_after_yields_the_same_sequence_as_repeated_next_after(
+    schedule: Schedule, instant: datetime, job: str | None
+) -> None:
+    by_next: list[datetime] = []
+    cursor: datetime | None = instant
+    while len(by_next) < 40 and (cursor := schedule.next_after(cursor, anchor=ANCHOR, hash_key=job)) is not None:
+        by_next.append(cursor)
+    by_iter = list(itertools.islice(schedule.iter_after(instant, anchor=ANCHOR, hash_key=job), 40))
+    assert by_iter == by_next
+
+
+def test_iter_after_reuses_one_croniter(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tickwork.schedule as module
+
+    made: list[object] = []
+    real = module.croniter
+
+    def counting(*args: object, **kwargs: object) -> object:
+        made.append(args)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    schedule = Schedule(cron="* * * * * *", timezone="America/New_York")
+    monkeypatch.setattr(module, "croniter", counting)
+    seq = schedule.occurrences(
+        datetime(2026, 11, 1, 5, tzinfo=UTC), datetime(2026, 11, 1, 9, tzinfo=UTC), anchor=ANCHOR, limit=10_000
+    )
+    assert len(seq) == 10_000
+    assert len(made) == 1
+    # Through New York's repeated hour: 01:00-01:59:59 EDT once, then straight on from 02:00 EST.
+    assert seq[3598].astimezone(NEW_YORK).isoformat() == "2026-11-01T01:59:59-04:00"
+    assert seq[3599].astimezone(NEW_YORK).isoformat() == "2026-11-01T02:00:00-05:00"
