@@ -236,7 +236,11 @@ def _plan_field(spec: _Field, text: str) -> str:
             low = _value(spec, match["low"])
             high = _value(spec, match["high"]) if match["high"] else (spec.high if match["step"] else low)
         if high < low:
-            hint = "Sunday is 0 or 7, so write e.g. FRI-7 or 5-7" if spec is _DOW else "split it, e.g. 22-23,0-2"
+            if spec is _DOW and high == 0:
+                stepped = f"/{match['step']}" if match["step"] else ""
+                hint = f"Sunday is also 7, so write {match['low'].upper()}-7{stepped}"
+            else:
+                hint = f"split it in two: {low}-{spec.high},{spec.low}-{high}"
             raise _Unsupported(f"range {item.upper()!r} in the {spec.name} field runs backwards; {hint}")
         step = int(match["step"] or 1)
         if step < 1:

@@ -286,6 +286,19 @@ def test_wrapping_range_is_rejected(cron: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("cron", "hint"),
+    [
+        ("0 0 * * THU-SUN", "Sunday is also 7, so write THU-7"),
+        ("0 0 * * fri-sun/2", "Sunday is also 7, so write FRI-7/2"),
+        ("0 22-2 * * *", "split it in two: 22-23,0-2"),
+        ("0 0 * NOV-FEB *", "split it in two: 11-12,1-2"),
+    ],
+)
+def test_wrapping_range_error_says_how_to_write_it(cron: str, hint: str) -> None:
+    assert _rejected(cron).endswith(hint)
+
+
+@pytest.mark.parametrize(
     ("cron", "expected"),
     [
         ("0 9 * * 5L", ["Fri 2026-01-30 09:00:00", "Fri 2026-02-27 09:00:00", "Fri 2026-03-27 09:00:00"]),
