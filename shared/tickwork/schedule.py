@@ -1,5 +1,8 @@
 """When a job fires: one-shot `at`, `cron` (5 fields, or 6 with seconds first) or `rate`, in a time zone.
 
+The cron dialect is Vixie cron's, with the differences listed in docs/cron.md. Tickwork parses and checks each
+expression itself and hands croniter explicit value lists, so croniter only iterates.
+
 DST rules (wall-clock schedules such as cron are evaluated in the job's time zone):
 - a wall time skipped by a spring-forward gap fires once, at the first valid instant after it
   (the end of the gap);
