@@ -1,5 +1,8 @@
 """When a job fires: one-shot `at`, `cron` (5 fields, or 6 with seconds first) or `rate`, in a time zone.
 
+The cron dialect is Vixie cron's, with the differences listed in docs/cron.md. Tickwork parses and checks each
+expression itself and hands croniter explicit value lists, so croniter only iterates.
+
 DST rules (wall-clock schedules such as cron are evaluated in the job's time zone):
 - a wall time skipped by a spring-forward gap fires once, at the first valid instant after it
   (the end of the gap);
@@ -9,12 +12,16 @@ DST rules (wall-clock schedules such as cron are evaluated in the job's time zon
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import CroniterBadCronError, CroniterBadDateError, CroniterError, croniter
+from croniter import CroniterBadDateError, CroniterError, croniter
 from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, field_validator, model_validator
 
 from tickwork.clock import iso
@@ -22,8 +29,9 @@ from tickwork.clock import iso
 _RATE = re.compile(r"^\s*(\d+)\s+(second|minute|hour|day)s?\s*$", re.IGNORECASE)
 _RATE_UNITS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
 MAX_RATE_SECONDS = 366 * 86400
-# Far enough to find the next Feb 29th on a Monday, close enough to fail fast on `0 0 31 4 *`.
-_CRON_SEARCH_YEARS = 30
+# The Gregorian calendar repeats every 400 years: a cron with no occurrence in that span has none at all
+# (and such expressions are rejected up front; see _never_fires).
+_CRON_SEARCH_YEARS = 400
 
 
 def _as_utc(value: object) -> object:
@@ -63,26 +71,237 @@ def parse_rate(text: str) -> timedelta:
 
 
 def _cron_fields(expression: str) -> tuple[str, bool]:
-    """Normalise a cron expression; returns (expression, has_seconds). Seconds, when present, come first."""
+    """Normalise a cron expression's spacing; returns (expression, has_seconds). Seconds, when present, come first."""
     expr = " ".join(expression.split())
     if expr.startswith("@"):
         return expr, False
     count = len(expr.split(" "))
     if count not in (5, 6):
-        raise ValueError(
-            f"cron must have 5 fields (minute hour day month weekday) or 6 with seconds first; got {count}"
+        raise _invalid(
+            expression, f"it must have 5 fields (minute hour day month weekday) or 6 with seconds first; got {count}"
         )
     return expr, count == 6
 
 
-def validate_cron(expression: str) -> str:
+def _invalid(expression: str, reason: str) -> ValueError:
+    return ValueError(f"cron expression {expression!r} is not valid: {reason}")
+
+
+class _Unsupported(Exception):
+    """A field outside Tickwork's cron dialect; the message says why (see docs/cron.md)."""
+
+
+@dataclass(frozen=True)
+class _Field:
+    name: str
+    low: int
+    high: int
+    names: dict[str, int] = field(default_factory=dict)
+
+
+_MONTH_NAMES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_DAY_NAMES = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
+_SECOND = _Field("second", 0, 59)
+_MINUTE = _Field("minute", 0, 59)
+_HOUR = _Field("hour", 0, 23)
+_DOM = _Field("day-of-month", 1, 31)
+_MONTH = _Field("month", 1, 12, {name: i for i, name in enumerate(_MONTH_NAMES, start=1)})
+_DOW = _Field("day-of-week", 0, 7, {name: i for i, name in enumerate(_DAY_NAMES)})  # 0 and 7 are Sunday
+_FIVE = (_MINUTE, _HOUR, _DOM, _MONTH, _DOW)
+# `*`, `*/step`, `value`, `value/step`, `low-high`, `low-high/step`; values are numbers or names.
+_ITEM = re.compile(r"(?:(?P<star>\*)|(?P<low>[0-9a-z]+)(?:-(?P<high>[0-9a-z]+))?)(?:/(?P<step>[0-9]+))?", re.ASCII)
+_HASH = re.compile(r"h(?:\((?P<low>[0-9]+)-(?P<high>[0-9]+)\))?(?:/(?P<step>[0-9]+))?", re.ASCII)
+_RANDOM = re.compile(r"r(?:\(.*\))?(?:/.*)?", re.ASCII)
+_NTH_WEEKDAY = re.compile(r"(?P<day>[^#]+)#(?P<nth>[0-9]+)", re.ASCII)  # 5#2: the second Friday
+_LAST_WEEKDAY = re.compile(r"(?P<day>[^l]+)l", re.ASCII)  # 5L, FRIL: the last Friday
+# Fixed times, as in Vixie cron: a macro is never hashed (only a written `H` is).
+_MACROS = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+
+
+def _value(spec: _Field, text: str) -> int:
+    value = int(text) if text.isdigit() else spec.names.get(text)
+    if value is None:
+        raise _Unsupported(f"unknown value {text.upper()!r} in the {spec.name} field")
+    if not spec.low <= value <= spec.high:
+        raise _Unsupported(f"{spec.name} value {value} is out of range {spec.low}-{spec.high}")
+    return value
+
+
+def _single_day(text: str) -> int:
+    if not (text.isdigit() or text in _DOW.names):
+        raise _Unsupported(f"`#` and `L` in the day-of-week field take a single day (5#2, FRIL), not {text.upper()!r}")
+    return _value(_DOW, text) % 7
+
+
+def _hashed(spec: _Field, match: re.Match[str]) -> str:
+    if match["low"] is not None:
+        low, high = _value(spec, match["low"]), _value(spec, match["high"])
+        if low >= high:
+            raise _Unsupported(f"H(low-high) needs low < high in the {spec.name} field")
+    if match["step"] is not None and int(match["step"]) < 1:
+        raise _Unsupported(f"step must be at least 1 in the {spec.name} field")
+    if spec is _DOM and match["low"] is None:
+        # As in Jenkins: a hashed day of the month is one that every month has.
+        return "h(1-28)" + (f"/{match['step']}" if match["step"] else "")
+    return match[0]
+
+
+def _draws(planned: str, low: int, high: int) -> list[set[int]]:
+    """Every set of values a planned field can stand for: one per possible hash draw (croniter's H expansion)."""
+    if planned == "*":
+        return [set(range(low, high + 1))]
+    if hashed := _HASH.fullmatch(planned):
+        if hashed["low"] is not None:
+            low, high = int(hashed["low"]), int(hashed["high"])
+        if hashed["step"] is None:
+            return [{value} for value in range(low, high + 1)]
+        step = int(hashed["step"])
+        return [set(range(first, high + 1, step)) for first in range(low, min(low + step - 1, high) + 1)]
+    return [{28 if value == "l" else int(value) for value in planned.split(",")}]  # L: every month has one
+
+
+_LONGEST_MONTH = (0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _never_fires(plan: _CronPlan) -> str | None:
+    """Why an expression has no occurrence at all, for some or every hash draw; None when it always fires.
+
+    Only a day of the month that no selected month has can stop a cron: every date comes round on every
+    weekday within the 400-year Gregorian cycle (Feb 29th too), and the other fields always match something.
+    """
+    *_, dom, month, _ = plan.expression.split(" ")
+    if plan.day_or or dom == "*":
+        return None
+    possible = [
+        any(day <= _LONGEST_MONTH[m] for day in days for m in months)
+        for days in _draws(dom, 1, 31)
+        for months in _draws(month, 1, 12)
+    ]
+    if all(possible):
+        return None
+    return "never fires" if not any(possible) else "never fires for some jobs: H can draw a day no selected month has"
+
+
+def _plan_field(spec: _Field, text: str) -> str:
+    """One field as croniter is to read it: the explicit, sorted list of its values (never a range croniter could
+    misread), `*`, a hash (`H`...) for croniter to draw, or the kept extensions `L`, `5L` and `5#2`."""
+    text = text.lower()
+    if text == "*":
+        return text
+    if text == "?":
+        if spec not in (_DOM, _DOW):
+            raise _Unsupported("`?` is only allowed in the day-of-month and day-of-week fields (it means *)")
+        return "*"
+    if _RANDOM.fullmatch(text):
+        # croniter draws R afresh every time the expression is read: a random number of runs.
+        raise _Unsupported(f"`R` (random) is not supported in the {spec.name} field; use `H`")
+    if hashed := _HASH.fullmatch(text):
+        return _hashed(spec, hashed)
+    values: set[int] = set()
+    extensions: list[str] = []
+    for item in text.split(","):
+        if _HASH.fullmatch(item):
+            raise _Unsupported(f"`H` must be the whole field, not part of a list, in the {spec.name} field")
+        if spec is _DOM and "w" in item:
+            raise _Unsupported("`W` (nearest weekday) is not supported")
+        if spec is _DOM and "l" in item:
+            if item != "l":
+                raise _Unsupported("`L` must stand alone in the day-of-month field (as in 15,L); no L-n, no ranges")
+            extensions.append("l")
+            continue
+        if spec is _DOW and (nth := _NTH_WEEKDAY.fullmatch(item)):
+            day, n = _single_day(nth["day"]), int(nth["nth"])
+            if not 1 <= n <= 5:
+                raise _Unsupported(f"the n of day#n is out of range 1-5, not {n}")
+            extensions.append(f"{day}#{n}")
+            continue
+        if spec is _DOW and item == "l":
+            raise _Unsupported("`L` alone in the day-of-week field is not supported; write 5L or FRIL (last Friday)")
+        if spec is _DOW and (last := _LAST_WEEKDAY.fullmatch(item)):
+            extensions.append(f"l{_single_day(last['day'])}")
+            continue
+        match = _ITEM.fullmatch(item)
+        if match is None:
+            raise _Unsupported(
+                f"{item.upper() or 'an empty item'!r} is not a value, range or step in the {spec.name} field"
+            )
+        if match["star"]:
+            low, high = spec.low, spec.high
+        else:
+            low = _value(spec, match["low"])
+            high = _value(spec, match["high"]) if match["high"] else (spec.high if match["step"] else low)
+        if high < low:
+            if spec is _DOW and high == 0:
+                stepped = f"/{match['step']}" if match["step"] else ""
+                hint = f"Sunday is also 7, so write {match['low'].upper()}-7{stepped}"
+            else:
+                hint = f"split it in two: {low}-{spec.high},{spec.low}-{high}"
+            raise _Unsupported(f"range {item.upper()!r} in the {spec.name} field runs backwards; {hint}")
+        step = int(match["step"] or 1)
+        if step < 1:
+            raise _Unsupported(f"step must be at least 1 in the {spec.name} field")
+        values.update(range(low, high + 1, step))
+    if spec is _DOW:
+        if values and extensions:
+            raise _Unsupported("`#` and `L` cannot be mixed with plain days in the day-of-week field")
+        values = {v % 7 for v in values}
+    return ",".join([*(str(v) for v in sorted(values)), *extensions])
+
+
+@dataclass(frozen=True)
+class _CronPlan:
+    """What croniter is given for an expression: explicit values wherever croniter would misread the text."""
+
+    expression: str
+    seconds: bool
+    day_or: bool
+
+
+@lru_cache(maxsize=1024)
+def _cron_plan(expression: str) -> _CronPlan:
+    """Check an expression against Tickwork's dialect (docs/cron.md) and plan it for croniter.
+
+    Raises ValueError naming the cron expression and the reason."""
     expr, seconds = _cron_fields(expression)
+    if expr.startswith("@"):
+        macro = expr.lower()
+        if macro == "@reboot":
+            raise _invalid(expression, "@reboot is not supported: a Tickwork job has no boot to run at")
+        if macro not in _MACROS:
+            raise _invalid(expression, f"unknown macro; use one of {', '.join(_MACROS)}")
+        expr = _MACROS[macro]
+    fields = expr.split(" ")
+    specs = (_SECOND, *_FIVE) if seconds else _FIVE
     try:
-        valid = croniter.is_valid(expr, hash_id=b"validate", second_at_beginning=seconds)
+        planned = [_plan_field(spec, text) for spec, text in zip(specs, fields, strict=True)]
+    except _Unsupported as exc:
+        raise _invalid(expression, str(exc)) from None
+    dom, dow = fields[-3], fields[-1]
+    if ("#" in planned[-1] or "l" in planned[-1]) and dom not in ("*", "?"):
+        raise _invalid(expression, "with `#` or `L` in day-of-week, day-of-month must be * or ?")
+    # Vixie cron's day rule: a day matches day-of-month OR day-of-week only when both are restricted;
+    # a field starting with `*` (`*`, `*/2`) or `?` is unrestricted, and then the day must match both.
+    day_or = not (dom.startswith(("*", "?")) or dow.startswith(("*", "?")))
+    return _CronPlan(" ".join(planned), seconds, day_or)
+
+
+def validate_cron(expression: str) -> str:
+    expr, _ = _cron_fields(expression)
+    plan = _cron_plan(expr)
+    try:
+        valid = croniter.is_valid(plan.expression, hash_id=b"validate", second_at_beginning=plan.seconds)
     except CroniterError:  # pragma: no cover - is_valid normally swallows these
         valid = False
-    if not valid:
-        raise ValueError(f"cron expression {expression!r} is not valid")
+    if not valid:  # pragma: no cover - the plan is croniter-ready by construction
+        raise _invalid(expression, "croniter cannot read it")
     return expr
 
 
@@ -109,6 +328,28 @@ def resolve_wall_time(wall: datetime, zone: ZoneInfo) -> datetime:
         else:
             lo = mid
     return hi.replace(microsecond=(hi.microsecond // 1000) * 1000)
+
+
+def _search_start(instant: datetime, zone: ZoneInfo) -> datetime:
+    """The naive wall time after which the next cron wall time is the next occurrence after `instant`."""
+    wall = instant.astimezone(zone).replace(tzinfo=None)
+    first = resolve_wall_time(wall, zone)
+    if first >= instant:
+        return wall
+    # `instant` is in the second pass of a repeated period (autumn fall-back): every wall time up to the end
+    # of the repeat already fired at its first instant, so search from there. The transition is the first
+    # instant with the later offset, between the first and the second pass of `wall`.
+    lo, hi = first, instant
+    later_offset = instant.astimezone(zone).utcoffset()
+    while hi - lo > timedelta(microseconds=1):
+        mid = lo + (hi - lo) / 2
+        if mid.astimezone(zone).utcoffset() == later_offset:
+            hi = mid
+        else:
+            lo = mid
+    # Up to the transition the clock showed the earlier (larger) offset: that is where the repeat ends.
+    repeat_end = hi.astimezone(UTC).replace(tzinfo=None) + (first.astimezone(zone).utcoffset() or timedelta(0))
+    return repeat_end - timedelta(microseconds=1)
 
 
 class Schedule(BaseModel):
@@ -148,8 +389,8 @@ class Schedule(BaseModel):
             raise ValueError(f"exactly one of at, cron or rate is required; got {', '.join(kinds) or 'none'}")
         if self.start_at and self.end_at and self.end_at <= self.start_at:
             raise ValueError("end_at must be after start_at")
-        if self.cron is not None and self._next_cron(datetime(2000, 1, 1, tzinfo=UTC), "validate") is None:
-            raise ValueError(f"cron expression {self.cron!r} never fires")
+        if self.cron is not None and (reason := _never_fires(_cron_plan(self.cron))):
+            raise ValueError(f"cron expression {self.cron!r} {reason}")
         return self
 
     @property
@@ -172,43 +413,71 @@ class Schedule(BaseModel):
         `anchor` is the job's creation time: rate schedules without start_at fire at anchor + k*rate (k >= 1).
         `hash_key` (the job id) spreads `H` fields in cron expressions, Jenkins-style.
         """
-        if self.at is not None:
-            found: datetime | None = self.at if self.at > instant else None
-        else:
-            if self.start_at is not None and instant < self.start_at:
-                instant = self.start_at - timedelta(milliseconds=1)
-            found = self._next_rate(instant, anchor) if self.rate is not None else self._next_cron(instant, hash_key)
-        if found is not None and self.end_at is not None and found > self.end_at:
-            return None
-        return found
+        return next(self.iter_after(instant, anchor=anchor, hash_key=hash_key), None)
 
-    def _next_rate(self, instant: datetime, anchor: datetime) -> datetime:
+    def iter_after(self, instant: datetime, *, anchor: datetime, hash_key: str | None = None) -> Iterator[datetime]:
+        """Successive occurrences strictly after `instant`, in order, within start_at/end_at.
+
+        The same sequence as calling next_after on each result in turn, but one cron iterator (or the rate
+        arithmetic) serves the whole walk: catching up after an outage costs one step per occurrence.
+        """
+        if self.at is not None:
+            if self.at > instant and (self.end_at is None or self.at <= self.end_at):
+                yield self.at
+            return
+        if self.start_at is not None and instant < self.start_at:
+            instant = self.start_at - timedelta(microseconds=1)  # the next occurrence at or after start_at
+        found = self._rate_after(instant, anchor) if self.rate is not None else self._cron_after(instant, hash_key)
+        for occurrence in found:
+            if self.end_at is not None and occurrence > self.end_at:
+                return
+            yield occurrence
+
+    def _rate_after(self, instant: datetime, anchor: datetime) -> Iterator[datetime]:
         period = parse_rate(self.rate or "")
         origin, first_k = (self.start_at, 0) if self.start_at is not None else (anchor.replace(microsecond=0), 1)
         elapsed = instant - origin
         k = max(first_k, int(elapsed // period) + 1) if elapsed >= timedelta(0) else first_k
-        return origin + k * period
+        occurrence = origin + k * period
+        while True:
+            yield occurrence
+            occurrence += period
 
-    def _next_cron(self, instant: datetime, hash_key: str | None) -> datetime | None:
-        expr, seconds = _cron_fields(self.cron or "")
+    def _cron_after(self, instant: datetime, hash_key: str | None) -> Iterator[datetime]:
+        """Successive cron occurrences strictly after `instant`, by the DST rules, from one croniter iterator.
+
+        croniter walks naive wall times in the zone; each is resolved to its instant. The walk starts where the
+        next occurrence can be, so no wall time is ever resolved only to be thrown away: after a wall time in a
+        spring-forward gap it resumes at the end of the gap (the rest of the gap fired with it), and from the
+        second pass of a repeated hour it starts at the end of the repeat (the repeated wall times fired in the
+        first pass). It ends only when there is no occurrence within 400 years, that is none at all.
+        """
+        plan = _cron_plan(self.cron or "")
         zone = self.zone
-        wall = instant.astimezone(zone).replace(tzinfo=None)
-        try:
-            it = croniter(
-                expr,
-                wall,
-                hash_id=hash_key or "tickwork",
-                second_at_beginning=seconds,
-                max_years_between_matches=_CRON_SEARCH_YEARS,
-            )
-            # Wall times already passed in an earlier fold (autumn repeat) resolve to instants <= instant.
-            for _ in range(1000):
-                candidate = resolve_wall_time(it.get_next(datetime), zone)
-                if candidate > instant:
-                    return candidate
-        except (CroniterBadDateError, CroniterBadCronError):
-            return None
-        return None  # pragma: no cover - 1000 consecutive past instants cannot happen
+        it = croniter(
+            plan.expression,
+            _search_start(instant, zone),
+            hash_id=hash_key or "tickwork",
+            second_at_beginning=plan.seconds,
+            day_or=plan.day_or,
+            max_years_between_matches=_CRON_SEARCH_YEARS,
+        )
+        last = instant
+        while True:
+            try:
+                wall: datetime = it.get_next(datetime)
+            except CroniterBadDateError:
+                return
+            found = resolve_wall_time(wall, zone)
+            if found <= last:  # pragma: no cover - first instants of later wall times are later
+                raise RuntimeError(
+                    f"cron {self.cron!r} in {self.timezone}: {wall} resolves to {found}, not after {last}"
+                )
+            yield found
+            last = found
+            landed = found.astimezone(zone).replace(tzinfo=None)
+            if landed > wall:  # a wall time skipped by a gap fired at its end, with every other one in the gap
+                it.set_current(landed, force=True)
 
     def occurrences(
         self,
@@ -220,12 +489,5 @@ class Schedule(BaseModel):
         limit: int = 1000,
     ) -> list[datetime]:
         """Occurrences in (after, until], at most `limit`."""
-        found: list[datetime] = []
-        cursor = after
-        while len(found) < limit:
-            nxt = self.next_after(cursor, anchor=anchor, hash_key=hash_key)
-            if nxt is None or nxt > until:
-                break
-            found.append(nxt)
-            cursor = nxt
-        return found
+        found = itertools.takewhile(lambda t: t <= until, self.iter_after(after, anchor=anchor, hash_key=hash_key))
+        return list(itertools.islice(found, max(limit, 0)))
