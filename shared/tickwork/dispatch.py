@@ -115,10 +115,9 @@ class ClaimableJob:
 
     def occurrences_from(self, instant: datetime) -> Iterator[datetime]:
         """Occurrences at or after `instant`, in order, from one schedule iterator."""
-        cursor = self.next_after(instant - timedelta(milliseconds=1))
-        while cursor is not None:
-            yield cursor
-            cursor = self.next_after(cursor)
+        return self.schedule.iter_after(
+            instant - timedelta(milliseconds=1), anchor=self.created_at, hash_key=self.job_id
+        )
 
 
 def _instant(value: Any) -> datetime | None:
