@@ -446,15 +446,43 @@ def precheck(event: dict[str, Any]) -> dict[str, Any] | None:
             return reply(exc.status, exc.title, str(exc))
     body = event.get("body")
     if body:
+        text = _body_text(body, bool(event.get("isBase64Encoded")))
+        if text is None:
+            if not _decodes_body((event.get("headers") or {}).get("content-type", "")):
+                return None  # another media type: validation answers 415 without reading the body
+            message = "is not valid UTF-8 text"
+            return reply(400, "Malformed request", f"the request body {message}", [FieldError("body", message)])
         try:
-            text = base64.b64decode(body).decode() if event.get("isBase64Encoded") else body
             parsed = json.loads(text)
-        except (ValueError, UnicodeDecodeError):
+        except ValueError:
             return None  # not JSON: validation answers 400 (or 415 for another content type)
         if not isinstance(parsed, dict):
             message = f"must be a JSON object, not {type(parsed).__name__}"
             return reply(422, "Invalid input", f"body: {message}", [FieldError("body", message)])
     return None
+
+
+def _body_text(body: str, base64_encoded: bool) -> str | None:
+    """The body as text, or None when it is not UTF-8 (or not the base64 it claims to be). Powertools would
+    raise on it while decoding, a 500; checked here, it is a 400 naming `body`."""
+    try:
+        if base64_encoded:
+            return base64.b64decode(body, validate=True).decode("utf-8")
+        body.encode("utf-8")  # a str with unpaired surrogates (from a JSON \udcxx escape) is no UTF-8 text
+    except (ValueError, UnicodeError):
+        return None
+    return body
+
+
+def _decodes_body(content_type: str) -> bool:
+    """Whether Powertools' validation decodes the body as text for this Content-Type (JSON, or forms)."""
+    kind = content_type.split(";", 1)[0].strip().lower()
+    return kind in (
+        "",
+        "application/json",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data",
+    ) or kind.startswith("application/json")
 
 
 __all__ = ["InvalidInput", "app", "handler", "openapi_document", "services", "use_services"]
