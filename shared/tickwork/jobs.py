@@ -42,13 +42,25 @@ from tickwork.models import (
 )
 from tickwork.observability import logger
 from tickwork.results import ResultStore
-from tickwork.schedule import Schedule
+from tickwork.schedule import CallerInstant, Schedule
 from tickwork.store import JobStore
 
 # The job item (<= 400 KB in DynamoDB) carries the payload; SQS messages never do. 256 KiB leaves room.
 MAX_PAYLOAD_BYTES = 256 * 1024
 _VERSION_RETRIES = 5
 MAX_REDRIVE = 250  # runs one "redrive all" call re-queues; the response says when there are more
+
+
+class ScheduleSpec(Schedule):
+    """A schedule as a caller gives it: the stored Schedule's rules, and stricter instants (CallerInstant: an
+    explicit offset, years 2000 to 2099). Stored schedules are read leniently, as Schedule."""
+
+    at: CallerInstant | None = None
+    start_at: CallerInstant | None = None
+    end_at: CallerInstant | None = None
+
+    def stored(self) -> Schedule:
+        return Schedule.model_validate(self.model_dump())
 
 
 class JobSpec(BaseModel):
@@ -59,7 +71,7 @@ class JobSpec(BaseModel):
     name: JobName
     type: JobTypeName
     payload: dict[str, Any] = Field(default_factory=dict)
-    schedule: Schedule
+    schedule: ScheduleSpec
     priority: Priority = 5
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     timeout_seconds: TimeoutSeconds = 300
@@ -84,7 +96,7 @@ class JobUpdate(BaseModel):
 
     name: JobName | None = None
     payload: dict[str, Any] | None = None
-    schedule: Schedule | None = None
+    schedule: ScheduleSpec | None = None
     priority: Priority | None = None
     retry: RetryPolicy | None = None
     timeout_seconds: TimeoutSeconds | None = None
@@ -169,7 +181,7 @@ class JobService:
             created_at=now,
             updated_at=now,
             **spec.model_dump(exclude={"schedule", "retry"}),
-            schedule=spec.schedule,
+            schedule=spec.schedule.stored(),
             retry=spec.retry,
         )
         return job.model_copy(update={"next_run_at": self.first_occurrence(job, now)})

@@ -44,6 +44,80 @@ def _idempotency_records(pipeline) -> list[dict[str, Any]]:
     return [i for i in _table_items(pipeline) if i["pk"]["S"].startswith("IDEM#")]
 
 
+# ---------------------------------------------------------------- 9: instants a run id cannot hold
+
+
+FAR_FUTURE_CASES = [
+    ("at in 2290", {"at": "2290-01-01T00:00:00Z"}, "schedule.at"),
+    ("start_at in 2290", {"rate": "1 hour", "start_at": "2290-01-01T00:00:00Z"}, "schedule.start_at"),
+    ("end_at in 2290", {"rate": "1 hour", "end_at": "2290-01-01T00:00:00Z"}, "schedule.end_at"),
+    ("at in 2100", {"at": "2100-01-01T00:00:00Z"}, "schedule.at"),
+    ("start_at in 1970", {"rate": "1 hour", "start_at": "1970-01-01T00:00:00Z"}, "schedule.start_at"),
+    ("start_at in year 1", {"cron": "0 2 * * *", "start_at": "0001-01-01T00:00:00Z"}, "schedule.start_at"),
+]
+
+
+@pytest.mark.parametrize(("schedule", "field"), [c[1:] for c in FAR_FUTURE_CASES], ids=[c[0] for c in FAR_FUTURE_CASES])
+def test_far_future_or_absurdly_early_instants_are_refused_at_create(api, pipeline, schedule, field):
+    pipeline.calls.clear()
+    reply = api.post("/v1/jobs", _job(schedule=schedule), headers={"Idempotency-Key": "k-9"})
+    _assert_problem(reply, 422, field)
+    assert "2000 to 2099" in reply.text
+    _assert_nothing_written(pipeline)
+
+
+@pytest.mark.parametrize(("schedule", "field"), [c[1:] for c in FAR_FUTURE_CASES], ids=[c[0] for c in FAR_FUTURE_CASES])
+def test_far_future_or_absurdly_early_instants_are_refused_at_patch(api, pipeline, schedule, field):
+    job = api.create()
+    pipeline.calls.clear()
+    reply = api.patch(f"/v1/jobs/{job['id']}", {"schedule": schedule})
+    _assert_problem(reply, 422, field)
+    _assert_nothing_written(pipeline)
+    assert api.get(f"/v1/jobs/{job['id']}").json == job
+
+
+def test_the_last_accepted_instant_still_fits_a_run_id(api):
+    job = api.create(schedule={"at": "2099-12-31T23:59:59.999+00:00"})
+    assert job["next_run_at"] == "2099-12-31T23:59:59.999Z"
+
+
+# ---------------------------------------------------------------- 14: naive times read as UTC
+
+
+NAIVE_CASES = [
+    ("naive at", {"at": "2026-12-01T09:00", "timezone": "America/New_York"}, "schedule.at"),
+    (
+        "naive start_at",
+        {"cron": "0 9 * * *", "timezone": "America/New_York", "start_at": "2026-12-01T09:00"},
+        "schedule.start_at",
+    ),
+    (
+        "naive end_at",
+        {"rate": "1 hour", "timezone": "America/New_York", "end_at": "2026-12-01T09:00:00"},
+        "schedule.end_at",
+    ),
+    ("date only", {"rate": "1 hour", "start_at": "2026-12-01"}, "schedule.start_at"),
+]
+
+
+@pytest.mark.parametrize(("schedule", "field"), [c[1:] for c in NAIVE_CASES], ids=[c[0] for c in NAIVE_CASES])
+def test_naive_times_are_refused_not_read_as_utc(api, pipeline, schedule, field):
+    job = api.create()
+    pipeline.calls.clear()
+    reply = api.post("/v1/jobs", _job(schedule=schedule), headers={"Idempotency-Key": "k-14"})
+    _assert_problem(reply, 422, field)
+    assert "offset" in reply.text
+    _assert_problem(api.patch(f"/v1/jobs/{job['id']}", {"schedule": schedule}), 422, field)
+    _assert_nothing_written(pipeline)
+
+
+def test_times_with_an_offset_are_the_instant_they_name(api):
+    job = api.create(schedule={"at": "2026-12-01T09:00:00-05:00", "timezone": "America/New_York"})
+    assert job["schedule"]["at"] == "2026-12-01T14:00:00.000Z"
+    assert job["next_run_at"] == "2026-12-01T14:00:00.000Z"
+    assert api.get(f"/v1/jobs/{job['id']}").json == job  # stored with Z, read back the same
+
+
 # ---------------------------------------------------------------- 18: a body that is not UTF-8
 
 
