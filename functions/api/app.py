@@ -137,9 +137,15 @@ def _request_invalid(exc: RequestValidationError) -> Response:
             errors.append(FieldError("body", f"the body is not valid JSON: {detail}"))
             continue
         message = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-        if kind == "missing" and tuple(err.get("loc", ())) == ("body",):
+        loc = tuple(err.get("loc", ("body",)))
+        if kind == "missing" and loc == ("body",):
             message = "a JSON body is required"
-        errors.append(FieldError(field_path(err.get("loc", ("body",))), message))
+        if len(loc) >= 2 and loc[-1] == "[key]":  # a mapping's key (tags): name the mapping, quote the key
+            key = str(loc[-2])
+            shown = key if len(key) <= 40 else key[:40] + "..."
+            message = f"key {shown!r}: {message}"
+            loc = loc[:-2]
+        errors.append(FieldError(field_path(loc), message))
     if status == 400:
         return problem(400, "Malformed request", "the request body is not valid JSON", errors)
     detail = "; ".join(f"{e.field}: {e.message}" for e in errors)

@@ -384,6 +384,25 @@ class Catalog:
             return record
         return None
 
+    def release_idempotency_key(self, tenant: str, key: str, *, job_id: str) -> bool:
+        """Free `key` after its request failed before creating anything, so the caller can retry it, corrected.
+
+        Only our own record goes (it names our job id) and only while it holds no response; False otherwise.
+        """
+        try:
+            self._db.delete_item(
+                TableName=self.table,
+                Key=self._idem_key(tenant, key),
+                ConditionExpression="job_id = :job AND attribute_not_exists(#response)",
+                ExpressionAttributeNames={"#response": "response"},
+                ExpressionAttributeValues=_values(job=job_id),
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+            return False
+        return True
+
     def save_idempotent_response(self, tenant: str, key: str, *, job_id: str, response: dict[str, Any]) -> None:
         """Keep the first response, so a replay returns exactly it."""
         try:

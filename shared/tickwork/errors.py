@@ -52,6 +52,17 @@ class PayloadTooLarge(TickworkError):
         super().__init__(self.errors[0].message)
 
 
+class ItemTooLarge(TickworkError):
+    """The job as it would be stored does not fit the item budget; `field` is its largest variable part."""
+
+    status = 413
+    title = "Payload too large"
+
+    def __init__(self, field: str, size: int, limit: int, detail: str) -> None:
+        self.errors = [FieldError(field, f"the job would be {size} bytes stored, over the limit of {limit}: {detail}")]
+        super().__init__(self.errors[0].message)
+
+
 class Unauthenticated(TickworkError):
     status = 401
     title = "Unauthenticated"

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from tickwork.catalog import DEFAULT_LIMIT, Catalog, IdempotencyMismatch, IdempotencyRecord, Page
 from tickwork.clock import Clock, to_ms
 from tickwork.dispatch import Dispatcher
-from tickwork.errors import Conflict, FieldError, InvalidInput, NotFound, PayloadTooLarge
+from tickwork.errors import Conflict, FieldError, InvalidInput, ItemTooLarge, NotFound, PayloadTooLarge
 from tickwork.jobtypes import UnknownJobType, registry
 from tickwork.models import (
     DEFAULT_MISFIRE_GRACE_SECONDS,
@@ -43,10 +43,13 @@ from tickwork.models import (
 from tickwork.observability import logger
 from tickwork.results import ResultStore
 from tickwork.schedule import CallerInstant, Schedule
-from tickwork.store import JobStore
+from tickwork.store import JobStore, item_bytes, job_to_item
 
 # The job item (<= 400 KB in DynamoDB) carries the payload; SQS messages never do. 256 KiB leaves room.
 MAX_PAYLOAD_BYTES = 256 * 1024
+# The whole job item as stored (payload, tags, schedule, keys, index attributes) is checked against this
+# before anything is written: DynamoDB's 400 KB item limit less room for what the tick adds to the item.
+MAX_JOB_ITEM_BYTES = 350 * 1024
 _VERSION_RETRIES = 5
 MAX_REDRIVE = 250  # runs one "redrive all" call re-queues; the response says when there are more
 
@@ -184,7 +187,21 @@ class JobService:
             schedule=spec.schedule.stored(),
             retry=spec.retry,
         )
-        return job.model_copy(update={"next_run_at": self.first_occurrence(job, now)})
+        job = job.model_copy(update={"next_run_at": self.first_occurrence(job, now)})
+        self.check_item_size(job)
+        return job
+
+    def check_item_size(self, job: Job) -> None:
+        """The job fits one DynamoDB item with room to spare: measured as stored, before anything is written
+        (a write DynamoDB refuses would come after the idempotency key was taken). Names the larger of the two
+        parts a caller controls without a bound of their own, payload and tags."""
+        size = item_bytes(job_to_item(job, self.store.shards))
+        if size <= MAX_JOB_ITEM_BYTES:
+            return
+        payload = len(json.dumps(job.payload, separators=(",", ":")).encode())
+        tags = sum(len(k.encode()) + len(v.encode()) for k, v in job.tags.items())
+        field = "payload" if payload >= tags else "tags"
+        raise ItemTooLarge(field, size, MAX_JOB_ITEM_BYTES, f"payload {payload} bytes, tags {tags} bytes")
 
     def create_job(self, tenant: str, spec: JobSpec) -> Job:
         job = self.new_job(tenant, spec, now=self.clock.now())
@@ -214,10 +231,30 @@ class JobService:
             raise self._key_reused(key) from None
         if earlier is not None:  # a concurrent request with the same key won
             return self._replay(tenant, spec, catalog, earlier, request_hash)
-        job = self._put_or_get(job)
-        body = job.model_dump(mode="json")
-        catalog.save_idempotent_response(tenant, key, job_id=job.id, response=body)
+        try:
+            job = self._put_or_get(job)
+            body = job.model_dump(mode="json")
+            catalog.save_idempotent_response(tenant, key, job_id=job.id, response=body)
+        except Exception:
+            self._release_unless_created(catalog, tenant, key, job.id)
+            raise
         return body, False
+
+    def _release_unless_created(self, catalog: Catalog, tenant: str, key: str, job_id: str) -> None:
+        """After a failure between claiming the key and saving the response: if the job was not written, free
+        the key (a failed request must not burn it, or the corrected retry gets a 409). If it was written, or
+        we cannot tell, the record stays: it names the job, so a retry returns that job instead of a second."""
+        try:
+            created = self.store.get_job(job_id) is not None
+        except Exception:
+            logger.exception("could not tell whether the job was written; the idempotency record stays")
+            return
+        if created:
+            return
+        try:
+            catalog.release_idempotency_key(tenant, key, job_id=job_id)
+        except Exception:
+            logger.exception("could not release the idempotency key", extra={"job_id": job_id})
 
     @staticmethod
     def _key_reused(key: str) -> Conflict:
@@ -399,6 +436,7 @@ class JobService:
             updated = Job.model_validate({**job.model_dump(), **_dumped(changes)})
             if "schedule" in changes and updated.schedule != job.schedule:
                 updated = updated.model_copy(update={"next_run_at": self.first_occurrence(updated, now)})
+            self.check_item_size(updated)
             return updated
 
         job = self._change(tenant, job_id, change)

@@ -24,7 +24,15 @@ JobTypeName = Annotated[str, Field(min_length=1, max_length=64)]
 Priority = Annotated[int, Field(ge=0, le=9)]
 TimeoutSeconds = Annotated[int, Field(ge=1, le=MAX_TIMEOUT_SECONDS)]
 MisfireGraceSeconds = Annotated[int, Field(ge=0, le=7 * 86400)]
-Tags = Annotated[dict[str, str], Field(max_length=50)]
+# Tags as AWS bounds them: at most 50, keys of 1 to 128 characters, values of 0 to 256. Bounded so that a job
+# item always fits DynamoDB's 400 KB (see tickwork.jobs.MAX_JOB_ITEM_BYTES).
+MAX_TAGS = 50
+TagKey = Annotated[str, Field(min_length=1, max_length=128)]
+TagValue = Annotated[str, Field(max_length=256)]
+Tags = Annotated[dict[TagKey, TagValue], Field(max_length=MAX_TAGS)]
+# What a stored job may hold: jobs written before the limits above stay readable (as UtcDatetime reads old
+# times leniently); every write goes through JobSpec or JobUpdate, which apply Tags.
+StoredTags = Annotated[dict[str, str], Field(max_length=MAX_TAGS)]
 
 
 class Band(StrEnum):
@@ -142,7 +150,7 @@ class Job(BaseModel):
     timeout_seconds: TimeoutSeconds = 300
     misfire_grace_seconds: MisfireGraceSeconds = DEFAULT_MISFIRE_GRACE_SECONDS
     overlap: OverlapPolicy = OverlapPolicy.ALLOW
-    tags: Tags = Field(default_factory=dict)
+    tags: StoredTags = Field(default_factory=dict)
     state: JobState = JobState.ACTIVE
     next_run_at: UtcDatetime | None = None
     created_at: UtcDatetime

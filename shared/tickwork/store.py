@@ -147,6 +147,31 @@ def job_to_item(job: Job, shards: int) -> dict[str, Any]:
     return serialize(attrs)
 
 
+def item_bytes(item: Mapping[str, Any]) -> int:
+    """An item's size as DynamoDB counts it against its 400 KB limit: attribute names plus values (UTF-8
+    strings, numbers at up to 21 bytes, 3 bytes of overhead per map or list and 1 per element)."""
+    return sum(len(name.encode()) + _value_bytes(value) for name, value in item.items())
+
+
+def _value_bytes(value: Mapping[str, Any]) -> int:
+    ((kind, data),) = value.items()
+    if kind == "S":
+        return len(str(data).encode())
+    if kind == "N":
+        return 21
+    if kind == "B":
+        return len(data)
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "M":
+        return 3 + sum(len(k.encode()) + _value_bytes(v) + 1 for k, v in data.items())
+    if kind == "L":
+        return 3 + sum(_value_bytes(v) + 1 for v in data)
+    if kind in ("SS", "BS"):
+        return sum(len(v.encode()) if isinstance(v, str) else len(v) for v in data)
+    return 21 * len(data)  # NS
+
+
 _JOB_FIELDS = set(Job.model_fields)
 _RUN_FIELDS = set(Run.model_fields)
 

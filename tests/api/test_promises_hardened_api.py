@@ -81,6 +81,107 @@ def test_the_last_accepted_instant_still_fits_a_run_id(api):
     assert job["next_run_at"] == "2099-12-31T23:59:59.999Z"
 
 
+# ---------------------------------------------------------------- 12: a 500 that burned the idempotency key
+
+
+def test_oversized_tags_are_refused_naming_tags_and_leave_the_idempotency_key_free(api, pipeline):
+    """45 tags of 10 KB overflowed DynamoDB's 400 KB item: a 500 after the key was taken, then a 409."""
+    huge_tags = {f"k{i}": "v" * 10240 for i in range(45)}
+    pipeline.calls.clear()
+    reply = api.post("/v1/jobs", _job(tags=huge_tags), headers={"Idempotency-Key": "order-12"})
+    _assert_problem(reply, 422, "tags.k0")
+    _assert_nothing_written(pipeline)
+    corrected = api.post("/v1/jobs", _job(tags={"team": "data"}), headers={"Idempotency-Key": "order-12"})
+    assert corrected.status == 201, corrected.text
+    assert corrected.headers["idempotent-replayed"] == "false"
+
+
+TAG_CASES = [
+    ("key over 128 characters", {"k" * 129: "v"}, "tags"),
+    ("value over 256 characters", {"team": "v" * 257}, "tags.team"),
+    ("51 tags", {f"k{i}": "v" for i in range(51)}, "tags"),
+]
+
+
+@pytest.mark.parametrize(("tags", "field"), [c[1:] for c in TAG_CASES], ids=[c[0] for c in TAG_CASES])
+def test_tag_limits_are_enforced_at_create_and_patch(api, pipeline, tags, field):
+    job = api.create()
+    pipeline.calls.clear()
+    _assert_problem(api.post("/v1/jobs", _job(tags=tags), headers={"Idempotency-Key": "t"}), 422, field)
+    _assert_problem(api.patch(f"/v1/jobs/{job['id']}", {"tags": tags}), 422, field)
+    _assert_nothing_written(pipeline)
+
+
+def test_tags_at_their_limits_are_accepted(api):
+    tags = {f"{i:03d}" + "k" * 125: "v" * 256 for i in range(50)}
+    assert api.create(tags=tags)["tags"] == tags
+
+
+def test_a_job_item_over_the_size_budget_is_413_before_any_write(api, pipeline, monkeypatch):
+    """The whole stored item (payload, tags, the rest) is measured before the key is claimed or anything written."""
+    from tickwork import jobs
+
+    monkeypatch.setattr(jobs, "MAX_JOB_ITEM_BYTES", 4096)
+    pipeline.calls.clear()
+    reply = api.post("/v1/jobs", _job(payload={"blob": "x" * 5000}), headers={"Idempotency-Key": "k-size"})
+    _assert_problem(reply, 413, "payload")
+    _assert_nothing_written(pipeline)
+    tagged = api.post("/v1/jobs", _job(tags={f"t{i}": "v" * 200 for i in range(30)}), headers={"Idempotency-Key": "k2"})
+    _assert_problem(tagged, 413, "tags")
+    job = api.create()
+    pipeline.calls.clear()
+    _assert_problem(api.patch(f"/v1/jobs/{job['id']}", {"payload": {"blob": "x" * 5000}}), 413, "payload")
+    _assert_nothing_written(pipeline)
+
+
+def _fail_job_puts(pipeline, code: str = "ValidationException", times: int = 1) -> list[int]:
+    """Make the next `times` PutItems of a job item fail as DynamoDB would (the idempotency record's go through)."""
+    from botocore.exceptions import ClientError
+
+    db = pipeline.services.clients.client("dynamodb")
+    failed: list[int] = []
+
+    def refuse(params: dict[str, Any], **_: Any) -> None:
+        if str(params.get("Item", {}).get("pk", {}).get("S", "")).startswith("JOB#") and len(failed) < times:
+            failed.append(1)
+            raise ClientError({"Error": {"Code": code, "Message": "injected storage failure"}}, "PutItem")
+
+    db.meta.events.register_first("before-parameter-build.dynamodb.PutItem", refuse)
+    return failed
+
+
+@pytest.mark.parametrize("code", ["ValidationException", "InternalServerError"])
+def test_a_storage_failure_after_claiming_the_idempotency_key_releases_it(api, pipeline, code):
+    failed = _fail_job_puts(pipeline, code)
+    first = api.post("/v1/jobs", _job(name="first try"), headers={"Idempotency-Key": "order-12b"})
+    assert failed == [1]
+    assert first.status == 500
+    assert first.headers["content-type"] == "application/problem+json"
+    assert _idempotency_records(pipeline) == []  # the failed request left no record
+    corrected = api.post("/v1/jobs", _job(name="corrected"), headers={"Idempotency-Key": "order-12b"})
+    assert corrected.status == 201, corrected.text
+    assert corrected.json["name"] == "corrected"
+    assert len(api.get("/v1/jobs").json["items"]) == 1
+
+
+def test_a_failure_after_the_job_was_written_keeps_the_key_for_the_retry(api, pipeline, monkeypatch):
+    """If the job was written, the record stays (it names the job), so a retry returns that job, never a second."""
+    from api import app as api_app
+
+    catalog = api_app.catalog()
+
+    def lost(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("connection reset while saving the response")
+
+    monkeypatch.setattr(catalog, "save_idempotent_response", lost)
+    assert api.post("/v1/jobs", _job(), headers={"Idempotency-Key": "order-12c"}).status == 500
+    monkeypatch.undo()
+    retried = api.post("/v1/jobs", _job(), headers={"Idempotency-Key": "order-12c"})
+    assert retried.status == 201
+    assert retried.headers["idempotent-replayed"] == "true"
+    assert len(api.get("/v1/jobs").json["items"]) == 1
+
+
 # ---------------------------------------------------------------- 14: naive times read as UTC
 
 
