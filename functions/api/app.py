@@ -31,7 +31,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 from tickwork.api_models import PROBLEM_JSON, Health, JobList, Problem, ProblemField, RedriveResult, RunList
 from tickwork.catalog import IDEMPOTENCY_KEY, MAX_LIMIT, Catalog, request_hash
-from tickwork.errors import FieldError, Forbidden, InvalidInput, TickworkError, Unauthenticated
+from tickwork.errors import FieldError, Forbidden, InvalidInput, TickworkError, Unauthenticated, UnreadableItem
 from tickwork.jobs import JobSpec, JobUpdate, RedriveRequest
 from tickwork.models import Job, JobState, Run, RunStatus
 from tickwork.observability import logger, metrics, tracer
@@ -100,6 +100,8 @@ def problem(status: int, title: str, detail: str, errors: list[FieldError] | Non
 @app.exception_handler(TickworkError)
 def _domain_error(exc: TickworkError) -> Response:
     errors: list[FieldError] = list(getattr(exc, "errors", []))
+    if isinstance(exc, UnreadableItem):  # logged with the item's key where it was read
+        return problem(500, exc.title, str(exc))
     if exc.status >= 500:
         logger.exception("domain error")
         return problem(500, "Internal error", "the request failed; try again")

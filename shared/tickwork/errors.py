@@ -63,6 +63,19 @@ class ItemTooLarge(TickworkError):
         super().__init__(self.errors[0].message)
 
 
+class UnreadableItem(TickworkError):
+    """A stored item this code cannot read (written by an older bug, or by hand). Never the caller's fault;
+    listings skip such items, so only a read of this very item answers with this."""
+
+    status = 500
+
+    def __init__(self, kind: str, key: str, reason: str) -> None:
+        self.title = f"Stored {kind} unreadable"
+        self.key = key
+        self.reason = reason
+        super().__init__(f"{kind} {key} is stored in a form this version cannot read; an operator must repair it")
+
+
 class Unauthenticated(TickworkError):
     status = 401
     title = "Unauthenticated"

@@ -25,10 +25,12 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
+from aws_lambda_powertools.metrics import MetricUnit
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
 from tickwork.clock import iso, to_ms
+from tickwork.errors import UnreadableItem
 from tickwork.models import (
     Job,
     JobState,
@@ -40,6 +42,7 @@ from tickwork.models import (
     SkipReason,
     parse_run_id,
 )
+from tickwork.observability import logger, metrics
 
 DUE_INDEX = "due-index"
 TENANT_INDEX = "tenant-index"
@@ -195,6 +198,37 @@ def run_from_attrs(attrs: Mapping[str, Any]) -> Run:
     return Run.model_validate(data)
 
 
+# What reading a stored item that does not fit the models raises (pydantic's ValidationError is a ValueError;
+# so is bad JSON in payload_json).
+UNREADABLE = (ValueError, KeyError, TypeError)
+
+
+def note_unreadable(attrs: Mapping[str, Any], exc: BaseException) -> None:
+    """Log (with the item's key) and count an item the code cannot read; the caller skips it or says so."""
+    logger.error(
+        "stored item unreadable",
+        extra={"item_pk": str(attrs.get("pk")), "item_sk": str(attrs.get("sk")), "reason": str(exc)[:1000]},
+    )
+    metrics.add_metric(name="UnreadableItems", unit=MetricUnit.Count, value=1)
+
+
+def read_job(attrs: Mapping[str, Any]) -> Job:
+    """job_from_attrs, or UnreadableItem (logged and counted) for an item that does not fit the model."""
+    try:
+        return job_from_attrs(attrs)
+    except UNREADABLE as exc:
+        note_unreadable(attrs, exc)
+        raise UnreadableItem("job", str(attrs.get("job_id") or attrs.get("pk")), str(exc)) from exc
+
+
+def read_run(attrs: Mapping[str, Any]) -> Run:
+    try:
+        return run_from_attrs(attrs)
+    except UNREADABLE as exc:
+        note_unreadable(attrs, exc)
+        raise UnreadableItem("run", str(attrs.get("run_id") or attrs.get("pk")), str(exc)) from exc
+
+
 @dataclass(frozen=True)
 class DueItem:
     """One entry of the due index, as projected (no payload)."""
@@ -251,7 +285,7 @@ class JobStore:
 
     def get_job(self, job_id: str, *, consistent: bool = True) -> Job | None:
         item = self._db.get_item(TableName=self.table, Key=job_key(job_id), ConsistentRead=consistent).get("Item")
-        return job_from_attrs(deserialize(item)) if item else None
+        return read_job(deserialize(item)) if item else None
 
     def replace_job(self, job: Job, *, expected_version: int) -> bool:
         """Write a changed job (pause, resume, cancel, update) if nobody changed it since `expected_version`."""
@@ -457,7 +491,7 @@ class JobStore:
 
     def get_run(self, run_id: str, *, consistent: bool = True) -> Run | None:
         item = self._db.get_item(TableName=self.table, Key=run_key(run_id), ConsistentRead=consistent).get("Item")
-        return run_from_attrs(deserialize(item)) if item else None
+        return read_run(deserialize(item)) if item else None
 
     def lease_run(self, run_id: str, *, owner: str, now: datetime, lease_for: timedelta) -> Lease:
         """Take the run: QUEUED/RETRYING, or RUNNING whose lease expired, becomes RUNNING with attempts+1.

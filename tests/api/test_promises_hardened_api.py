@@ -247,3 +247,88 @@ def test_a_body_that_is_not_base64_though_flagged_so_is_400_naming_body(api, pip
     event["isBase64Encoded"] = True
     _assert_problem(api.call(event), 400, "body")
     _assert_nothing_written(pipeline)
+
+
+# ---------------------------------------------------------------- 19: an empty tag key, then 500 on every read
+
+
+def test_an_empty_tag_key_is_refused_naming_tags(api, pipeline):
+    job = api.create()
+    pipeline.calls.clear()
+    _assert_problem(api.post("/v1/jobs", _job(tags={"": "x"}), headers={"Idempotency-Key": "k-19"}), 422, "tags")
+    _assert_problem(api.patch(f"/v1/jobs/{job['id']}", {"tags": {"": "x"}}), 422, "tags")
+    _assert_nothing_written(pipeline)
+
+
+def _corrupt_job(pipeline, api, **overrides: Any) -> str:
+    """A job item written straight to the table in a form the code cannot read (as an older bug could leave)."""
+    job = api.create(name="to be corrupted")
+    db = pipeline.services.clients.client("dynamodb")
+    table = pipeline.services.settings.table_name
+    item = db.get_item(TableName=table, Key={"pk": {"S": f"JOB#{job['id']}"}, "sk": {"S": "JOB"}})["Item"]
+    item.update(overrides)
+    db.put_item(TableName=table, Item=item)
+    return job["id"]
+
+
+def test_an_unreadable_stored_job_never_takes_the_listing_down(api, pipeline, monkeypatch):
+    from tickwork import store
+
+    logged: list[dict[str, Any]] = []
+    monkeypatch.setattr(store.logger, "error", lambda message, extra=None, **_: logged.append(extra or {}))
+    good = api.create(name="fine")
+    bad = _corrupt_job(pipeline, api, priority={"S": "high"}, schedule={"M": {}})
+    also_good = api.create(name="also fine")
+    listing = api.get("/v1/jobs")
+    assert listing.status == 200, listing.text
+    assert {j["id"] for j in listing.json["items"]} == {also_good["id"], good["id"]}
+    seen, cursor = [], None
+    for _ in range(5):  # page by one: the unreadable one is skipped, the rest still pages
+        page = api.get("/v1/jobs", query={"limit": 1, **({"cursor": cursor} if cursor else {})})
+        assert page.status == 200, page.text
+        seen += [j["id"] for j in page.json["items"]]
+        cursor = page.json["next_cursor"]
+        if cursor is None:
+            break
+    assert sorted(seen) == sorted([also_good["id"], good["id"]])
+    assert {"item_pk": f"JOB#{bad}", "item_sk": "JOB"}.items() <= logged[0].items()  # logged with the item's key
+
+
+def test_an_unreadable_stored_job_answers_a_clear_error_and_breaks_no_other_job(api, pipeline):
+    good = api.create(name="fine")
+    bad = _corrupt_job(pipeline, api, state={"S": "ZOMBIE"})
+    for method, path in (
+        ("GET", f"/v1/jobs/{bad}"),
+        ("POST", f"/v1/jobs/{bad}/pause"),
+        ("POST", f"/v1/jobs/{bad}/trigger"),
+        ("GET", f"/v1/jobs/{bad}/runs"),
+        ("PATCH", f"/v1/jobs/{bad}"),
+    ):
+        reply = api.request(method, path, body={"name": "x"} if method == "PATCH" else None)
+        assert reply.status == 500, (method, path, reply.text)
+        assert reply.headers["content-type"] == "application/problem+json"
+        assert reply.json["title"] == "Stored job unreadable"
+        assert bad in reply.json["detail"]
+    assert api.get(f"/v1/jobs/{good['id']}").status == 200
+    assert api.post(f"/v1/jobs/{good['id']}/pause").status == 200
+    assert api.post(f"/v1/jobs/{good['id']}/trigger").status == 202
+    assert api.get(f"/v1/jobs/{good['id']}/runs").status == 200
+    assert {j["id"] for j in api.get("/v1/jobs").json["items"]} == {good["id"]}
+
+
+def test_unreadable_items_are_counted_as_a_metric(api, pipeline, monkeypatch):
+    from tickwork.observability import metrics
+
+    counted: list[tuple[str, float]] = []
+    monkeypatch.setattr(metrics, "add_metric", lambda name, unit, value, **_: counted.append((name, value)))
+    _corrupt_job(pipeline, api, payload_json={"S": "{not json"})
+    assert api.get("/v1/jobs").status == 200
+    assert ("UnreadableItems", 1) in counted
+
+
+def test_stored_times_with_z_still_read_back(api, pipeline):
+    job = api.create(schedule={"cron": "0 9 * * *", "timezone": "America/New_York", "start_at": SOON})
+    raw = _table_items(pipeline)
+    stored = next(i for i in raw if i["pk"]["S"] == f"JOB#{job['id']}")
+    assert stored["schedule"]["M"]["start_at"]["S"].endswith("Z")
+    assert api.get(f"/v1/jobs/{job['id']}").json == job
