@@ -87,8 +87,10 @@ def _instant_from_caller(value: object) -> object:
         if not EARLIEST_YEAR <= value.year <= LATEST_YEAR:
             raise ValueError(years)
         return value.astimezone(UTC)
-    if not isinstance(value, str):
-        return value  # the datetime type reports the wrong type
+    if not isinstance(value, str):  # a number would otherwise be read as seconds since 1970
+        raise ValueError(
+            f"must be an RFC 3339 date-time string such as 2026-12-01T09:00:00Z, not {type(value).__name__}"
+        )
     if _INSTANT.fullmatch(value):
         return _as_utc(value)
     # Refused: say why as precisely as we can.

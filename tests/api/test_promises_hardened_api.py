@@ -6,6 +6,7 @@ Bad input gets a clear problem naming the field, and changes nothing: no job, no
 from __future__ import annotations
 
 import base64
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -332,3 +333,109 @@ def test_stored_times_with_z_still_read_back(api, pipeline):
     stored = next(i for i in raw if i["pk"]["S"] == f"JOB#{job['id']}")
     assert stored["schedule"]["M"]["start_at"]["S"].endswith("Z")
     assert api.get(f"/v1/jobs/{job['id']}").json == job
+
+
+# ---------------------------------------------------------------- 20: the OpenAPI document and the server disagreed
+
+
+@pytest.fixture
+def document(api):
+    return api.get("/v1/openapi.json").json
+
+
+def test_patch_fields_are_optional_but_not_nullable_in_the_schema_as_on_the_server(api, document, pipeline):
+    update = document["components"]["schemas"]["JobUpdate"]
+    assert update.get("required", []) == []
+    for name, prop in update["properties"].items():
+        assert "null" not in json.dumps(prop), (name, prop)  # neither `type: null` nor an anyOf with it
+        assert "default" not in prop, name
+    job = api.create()
+    for name in update["properties"]:
+        reply = api.patch(f"/v1/jobs/{job['id']}", {name: None})
+        assert reply.status == 422, name
+        assert reply.fields == [name]  # the field itself, not a union member's path
+
+
+def test_redrive_body_is_optional_and_not_nullable_in_the_schema_as_on_the_server(api, document, pipeline):
+    body = document["paths"]["/v1/dlq/redrive"]["post"]["requestBody"]
+    assert not body.get("required", False)
+    schema = body["content"]["application/json"]["schema"]
+    assert schema.get("$ref") == "#/components/schemas/RedriveRequest", schema
+    assert "null" not in json.dumps(
+        document["components"]["schemas"]["RedriveRequest"]["properties"]["run_ids"]["anyOf"][0]
+    )
+    assert api.post("/v1/dlq/redrive").status == 202  # no body: every FAILED run
+    assert api.post("/v1/dlq/redrive", {}).status == 202
+    assert api.post("/v1/dlq/redrive", {"run_ids": ["x"]}).status == 202
+    null = api.call(build_event("POST", "/v1/dlq/redrive", raw_body="null"))
+    _assert_problem(null, 422, "body")
+
+
+SCHEDULES = [
+    ({}, False),
+    ({"timezone": "UTC"}, False),
+    ({"at": None}, False),
+    ({"rate": "1 hour"}, True),
+    ({"cron": "0 2 * * *", "at": None}, True),
+    ({"at": SOON, "cron": "0 2 * * *"}, False),
+    ({"at": SOON}, True),
+    ({"at": "2026-12-01T09:00"}, False),  # naive: the pattern refuses it too
+    ({"at": "2290-01-01T00:00:00Z"}, False),
+]
+
+
+@pytest.mark.parametrize(("schedule", "valid"), SCHEDULES, ids=[json.dumps(s) for s, _ in SCHEDULES])
+def test_a_schedule_without_exactly_one_kind_is_invalid_by_the_schema_as_on_the_server(api, document, schedule, valid):
+    from jsonschema import Draft202012Validator
+
+    spec = {"name": "n", "type": "echo", "schedule": schedule}
+    checker = Draft202012Validator(
+        {"$ref": "#/components/schemas/JobSpec", "components": document["components"]},
+        format_checker=Draft202012Validator.FORMAT_CHECKER,
+    )
+    assert checker.is_valid(spec) is valid
+    assert (api.post("/v1/jobs", spec).status == 201) is valid
+
+
+def test_path_ids_are_length_checked_once_decoded(api, pipeline):
+    encoded = "%6A" * 60  # 180 characters as sent, "jjj..." (60) once decoded: within the 64 the document says
+    reply = api.get(f"/v1/jobs/{encoded}")
+    assert reply.status == 404, reply.text
+    assert api.get(f"/v1/runs/{'%41' * 80}").status == 404
+    too_long = api.get(f"/v1/jobs/{'j' * 65}")
+    _assert_problem(too_long, 422, "job_id")
+    job = api.create()
+    quoted = "".join(f"%{ord(c):02X}" for c in job["id"])  # the real id, every character percent-encoded
+    assert api.get(f"/v1/jobs/{quoted}").json == job
+
+
+NOT_NUMBERS = [("priority", "5"), ("priority", True), ("timeout_seconds", "60"), ("retry", {"max_attempts": "3"})]
+
+
+@pytest.mark.parametrize(("field", "value"), NOT_NUMBERS, ids=[f"{f}={v!r}" for f, v in NOT_NUMBERS])
+def test_numbers_as_strings_or_booleans_are_refused_as_the_schema_says(api, pipeline, field, value):
+    """pydantic's lax mode took "5" and true for integers, which the document (JSON Schema) does not."""
+    pipeline.calls.clear()
+    reply = api.post("/v1/jobs", _job(**{field: value}))
+    assert reply.status == 422, reply.text
+    assert reply.fields[0].startswith(field)
+    _assert_nothing_written(pipeline)
+    assert api.post("/v1/jobs", _job(priority=5.0)).json["priority"] == 5  # 5.0 is an integer in JSON Schema
+
+
+@pytest.mark.parametrize("content_type", ["multipart/form-data", "application/x-www-form-urlencoded", "text/plain"])
+def test_a_body_that_is_not_json_is_415_never_a_500(api, pipeline, content_type):
+    job = api.create()
+    pipeline.calls.clear()
+    for method, path in (("POST", "/v1/jobs"), ("PATCH", f"/v1/jobs/{job['id']}"), ("POST", "/v1/dlq/redrive")):
+        reply = api.request(method, path, raw_body="name=x", headers={"content-type": content_type})
+        _assert_problem(reply, 415, "Content-Type")
+    _assert_nothing_written(pipeline)
+
+
+def test_a_bodiless_action_may_carry_any_content_type(api):
+    job = api.create()
+    assert (
+        api.post(f"/v1/jobs/{job['id']}/pause", headers={"content-type": "application/x-www-form-urlencoded"}).status
+        == 200
+    )
