@@ -18,6 +18,7 @@ import base64
 import json
 import threading
 from typing import Annotated, Any
+from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
@@ -28,10 +29,10 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 from aws_lambda_powertools.event_handler.openapi.params import Path as PathParam
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel
+from pydantic import BaseModel, BeforeValidator
 from tickwork.api_models import PROBLEM_JSON, Health, JobList, Problem, ProblemField, RedriveResult, RunList
 from tickwork.catalog import IDEMPOTENCY_KEY, MAX_LIMIT, Catalog, request_hash
-from tickwork.errors import FieldError, Forbidden, InvalidInput, TickworkError, Unauthenticated
+from tickwork.errors import FieldError, Forbidden, InvalidInput, TickworkError, Unauthenticated, UnreadableItem
 from tickwork.jobs import JobSpec, JobUpdate, RedriveRequest
 from tickwork.models import Job, JobState, Run, RunStatus
 from tickwork.observability import logger, metrics, tracer
@@ -100,6 +101,8 @@ def problem(status: int, title: str, detail: str, errors: list[FieldError] | Non
 @app.exception_handler(TickworkError)
 def _domain_error(exc: TickworkError) -> Response:
     errors: list[FieldError] = list(getattr(exc, "errors", []))
+    if isinstance(exc, UnreadableItem):  # logged with the item's key where it was read
+        return problem(500, exc.title, str(exc))
     if exc.status >= 500:
         logger.exception("domain error")
         return problem(500, "Internal error", "the request failed; try again")
@@ -137,9 +140,15 @@ def _request_invalid(exc: RequestValidationError) -> Response:
             errors.append(FieldError("body", f"the body is not valid JSON: {detail}"))
             continue
         message = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-        if kind == "missing" and tuple(err.get("loc", ())) == ("body",):
+        loc = tuple(err.get("loc", ("body",)))
+        if kind == "missing" and loc == ("body",):
             message = "a JSON body is required"
-        errors.append(FieldError(field_path(err.get("loc", ("body",))), message))
+        if len(loc) >= 2 and loc[-1] == "[key]":  # a mapping's key (tags): name the mapping, quote the key
+            key = str(loc[-2])
+            shown = key if len(key) <= 40 else key[:40] + "..."
+            message = f"key {shown!r}: {message}"
+            loc = loc[:-2]
+        errors.append(FieldError(field_path(loc), message))
     if status == 400:
         return problem(400, "Malformed request", "the request body is not valid JSON", errors)
     detail = "; ".join(f"{e.field}: {e.message}" for e in errors)
@@ -207,12 +216,23 @@ def _problems(*statuses: int) -> dict[int, Any]:
     return {s: {"description": text[s], "content": {PROBLEM_JSON: {"model": Problem}}} for s in every}
 
 
-JobId = Annotated[str, PathParam(description="A job id, such as j01jd2k3m4n5p6q7r8s9t0v1w2.", max_length=64)]
+# Path ids arrive as sent, percent-encoded (API Gateway's rawPath); they are decoded before their length is
+# checked, so the check (and the id the route gets) is the one the OpenAPI document describes.
+JobId = Annotated[
+    str,
+    BeforeValidator(unquote),
+    PathParam(description="A job id, such as j01jd2k3m4n5p6q7r8s9t0v1w2.", max_length=64),
+]
 RunId = Annotated[
-    str, PathParam(description="A run id: `<job id>.<13-digit ms>` (or `...m` for manual).", max_length=80)
+    str,
+    BeforeValidator(unquote),
+    PathParam(description="A run id: `<job id>.<13-digit ms>` (or `...m` for manual).", max_length=80),
 ]
 Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"Page size, 1 to {MAX_LIMIT}.")]
 Cursor = Annotated[str | None, Query(max_length=512, description="`next_cursor` of the previous page.")]
+
+# An optional body's default: None, without making the body's schema nullable (`null` is refused).
+NO_BODY: Any = None
 
 # ---------------------------------------------------------------- routes
 
@@ -402,7 +422,12 @@ def list_dlq(limit: Limit = 50, cursor: Cursor = None):
     responses={202: _ok(RedriveResult, "Re-queued"), **_problems(400, 415)},
     tags=["dlq"],
 )
-def redrive(request: Annotated[RedriveRequest | None, Body(description='Optional: {"run_ids": [...]}.')] = None):
+def redrive(
+    request: Annotated[
+        RedriveRequest,
+        Body(description='Optional: no body or `{}` for all FAILED runs, or `{"run_ids": [...]}`. Not `null`.'),
+    ] = NO_BODY,
+):
     run_ids = request.run_ids if request is not None else None
     report = services().jobs.redrive(catalog(), tenant(), run_ids)
     return json_response(
@@ -424,6 +449,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
 
 
 PUBLIC_PATHS = {"/v1/health", "/v1/openapi.json"}
+BODY_PATHS = {"/v1/jobs", "/v1/dlq/redrive"}  # the POST routes that read a JSON body (and PATCH /v1/jobs/{id})
 
 
 def precheck(event: dict[str, Any]) -> dict[str, Any] | None:
@@ -444,17 +470,51 @@ def precheck(event: dict[str, Any]) -> dict[str, Any] | None:
             tenant_of(event)
         except (Unauthenticated, Forbidden) as exc:
             return reply(exc.status, exc.title, str(exc))
+    content_type = str((event.get("headers") or {}).get("content-type", ""))
+    method = str(event.get("requestContext", {}).get("http", {}).get("method", "")).upper()
     body = event.get("body")
+    takes_body = method == "PATCH" or (method == "POST" and path in BODY_PATHS)
+    if (body or takes_body) and not _is_json(content_type):
+        # Only JSON is spoken. Checked here because Powertools would parse forms itself (a multipart type
+        # without a boundary raised, a 500) and read a form as if it were the JSON body. A bodiless POST
+        # to an action (pause, trigger, ...) may carry any Content-Type.
+        message = "must be application/json"
+        return reply(
+            415,
+            "Unsupported media type",
+            "send JSON (Content-Type: application/json)",
+            [FieldError("Content-Type", message)],
+        )
     if body:
+        text = _body_text(body, bool(event.get("isBase64Encoded")))
+        if text is None:
+            message = "is not valid UTF-8 text"
+            return reply(400, "Malformed request", f"the request body {message}", [FieldError("body", message)])
         try:
-            text = base64.b64decode(body).decode() if event.get("isBase64Encoded") else body
             parsed = json.loads(text)
-        except (ValueError, UnicodeDecodeError):
+        except ValueError:
             return None  # not JSON: validation answers 400 (or 415 for another content type)
         if not isinstance(parsed, dict):
             message = f"must be a JSON object, not {type(parsed).__name__}"
             return reply(422, "Invalid input", f"body: {message}", [FieldError("body", message)])
     return None
+
+
+def _body_text(body: str, base64_encoded: bool) -> str | None:
+    """The body as text, or None when it is not UTF-8 (or not the base64 it claims to be). Powertools would
+    raise on it while decoding, a 500; checked here, it is a 400 naming `body`."""
+    try:
+        if base64_encoded:
+            return base64.b64decode(body, validate=True).decode("utf-8")
+        body.encode("utf-8")  # a str with unpaired surrogates (from a JSON \udcxx escape) is no UTF-8 text
+    except (ValueError, UnicodeError):
+        return None
+    return body
+
+
+def _is_json(content_type: str) -> bool:
+    """No Content-Type (JSON is assumed, as Powertools does) or application/json, with any parameters."""
+    return content_type.split(";", 1)[0].strip().lower() in ("", "application/json")
 
 
 __all__ = ["InvalidInput", "app", "handler", "openapi_document", "services", "use_services"]

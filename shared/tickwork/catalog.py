@@ -36,7 +36,16 @@ from botocore.exceptions import ClientError
 from tickwork.clock import to_ms
 from tickwork.errors import InvalidInput
 from tickwork.models import Job, JobState, Run, RunStatus, parse_run_id
-from tickwork.store import TENANT_INDEX, _values, deserialize, job_from_attrs, run_from_attrs, run_key
+from tickwork.store import (
+    TENANT_INDEX,
+    UNREADABLE,
+    _values,
+    deserialize,
+    job_from_attrs,
+    note_unreadable,
+    run_from_attrs,
+    run_key,
+)
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 100
@@ -310,17 +319,17 @@ class Catalog:
                 found.append(deserialize(raw))
                 if len(found) > limit:
                     return Page(
-                        [convert(a) for a in found[:limit]],
+                        _readable(convert, found[:limit]),
                         self.cursors.encode(tenant, scope, position(found[limit - 1])),
                     )
             last = page.get("LastEvaluatedKey")
             if not last:
-                return Page([convert(a) for a in found], None)
+                return Page(_readable(convert, found), None)
             kwargs["ExclusiveStartKey"] = last
         # Budget spent on a selective filter: return what matched, and resume after what was read.
         resume = deserialize(kwargs["ExclusiveStartKey"])
         sort_attr = "sk" if "IndexName" not in kwargs else "tenant_sort"
-        return Page([convert(a) for a in found], self.cursors.encode(tenant, scope, str(resume[sort_attr])))
+        return Page(_readable(convert, found), self.cursors.encode(tenant, scope, str(resume[sort_attr])))
 
     # ------------------------------------------------------------ idempotency
 
@@ -384,6 +393,25 @@ class Catalog:
             return record
         return None
 
+    def release_idempotency_key(self, tenant: str, key: str, *, job_id: str) -> bool:
+        """Free `key` after its request failed before creating anything, so the caller can retry it, corrected.
+
+        Only our own record goes (it names our job id) and only while it holds no response; False otherwise.
+        """
+        try:
+            self._db.delete_item(
+                TableName=self.table,
+                Key=self._idem_key(tenant, key),
+                ConditionExpression="job_id = :job AND attribute_not_exists(#response)",
+                ExpressionAttributeNames={"#response": "response"},
+                ExpressionAttributeValues=_values(job=job_id),
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+            return False
+        return True
+
     def save_idempotent_response(self, tenant: str, key: str, *, job_id: str, response: dict[str, Any]) -> None:
         """Keep the first response, so a replay returns exactly it."""
         try:
@@ -400,6 +428,18 @@ class Catalog:
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                 raise
+
+
+def _readable(convert: Callable[[dict[str, Any]], T], items: list[dict[str, Any]]) -> list[T]:
+    """The items converted; one the code cannot read is skipped (logged with its key, counted), so a single bad
+    item never takes a whole listing down. The page may come out short; its cursor still moves past it."""
+    converted: list[T] = []
+    for attrs in items:
+        try:
+            converted.append(convert(attrs))
+        except UNREADABLE as exc:
+            note_unreadable(attrs, exc)
+    return converted
 
 
 def request_hash(body: Any) -> str:

@@ -52,6 +52,30 @@ class PayloadTooLarge(TickworkError):
         super().__init__(self.errors[0].message)
 
 
+class ItemTooLarge(TickworkError):
+    """The job as it would be stored does not fit the item budget; `field` is its largest variable part."""
+
+    status = 413
+    title = "Payload too large"
+
+    def __init__(self, field: str, size: int, limit: int, detail: str) -> None:
+        self.errors = [FieldError(field, f"the job would be {size} bytes stored, over the limit of {limit}: {detail}")]
+        super().__init__(self.errors[0].message)
+
+
+class UnreadableItem(TickworkError):
+    """A stored item this code cannot read (written by an older bug, or by hand). Never the caller's fault;
+    listings skip such items, so only a read of this very item answers with this."""
+
+    status = 500
+
+    def __init__(self, kind: str, key: str, reason: str) -> None:
+        self.title = f"Stored {kind} unreadable"
+        self.key = key
+        self.reason = reason
+        super().__init__(f"{kind} {key} is stored in a form this version cannot read; an operator must repair it")
+
+
 class Unauthenticated(TickworkError):
     status = 401
     title = "Unauthenticated"

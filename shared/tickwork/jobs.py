@@ -10,14 +10,14 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema, field_validator
 
 from tickwork.catalog import DEFAULT_LIMIT, Catalog, IdempotencyMismatch, IdempotencyRecord, Page
 from tickwork.clock import Clock, to_ms
 from tickwork.dispatch import Dispatcher
-from tickwork.errors import Conflict, FieldError, InvalidInput, NotFound, PayloadTooLarge
+from tickwork.errors import Conflict, FieldError, InvalidInput, ItemTooLarge, NotFound, PayloadTooLarge
 from tickwork.jobtypes import UnknownJobType, registry
 from tickwork.models import (
     DEFAULT_MISFIRE_GRACE_SECONDS,
@@ -41,24 +41,84 @@ from tickwork.models import (
 )
 from tickwork.observability import logger
 from tickwork.results import ResultStore
-from tickwork.schedule import Schedule
-from tickwork.store import JobStore
+from tickwork.schedule import CallerInstant, Schedule
+from tickwork.store import JobStore, item_bytes, job_to_item
 
 # The job item (<= 400 KB in DynamoDB) carries the payload; SQS messages never do. 256 KiB leaves room.
 MAX_PAYLOAD_BYTES = 256 * 1024
+# The whole job item as stored (payload, tags, schedule, keys, index attributes) is checked against this
+# before anything is written: DynamoDB's 400 KB item limit less room for what the tick adds to the item.
+MAX_JOB_ITEM_BYTES = 350 * 1024
 _VERSION_RETRIES = 5
 MAX_REDRIVE = 250  # runs one "redrive all" call re-queues; the response says when there are more
+
+
+def _format(name: str, description: str) -> dict[str, Any]:
+    return {"type": "string", "format": name, "description": description}
+
+
+class ScheduleSpec(Schedule):
+    """A schedule as a caller gives it: the stored Schedule's rules, and stricter instants (CallerInstant: an
+    explicit offset, years 2000 to 2099). Stored schedules are read leniently, as Schedule."""
+
+    # Exactly one of at, cron and rate, as the server checks it (null counts as absent): said in the OpenAPI
+    # document too, so that `schedule: {}` is schema-invalid as it is server-invalid.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [{"required": [kind], "properties": {kind: {"type": "string"}}} for kind in ("at", "cron", "rate")]
+        },
+    )
+
+    at: CallerInstant | None = None
+    # Checked by the server beyond what a pattern can say (croniter, the rate grammar and its 366-day cap, the
+    # IANA database): the document names them as formats.
+    cron: Annotated[str, WithJsonSchema(_format("cron", "5 fields, or 6 with seconds first; `H` spreads."))] | None = (
+        None
+    )
+    rate: (
+        Annotated[
+            str, WithJsonSchema(_format("rate", '"30 seconds", "5 minutes", "1 hour", "2 days"; at most 366 days.'))
+        ]
+        | None
+    ) = None
+    timezone: Annotated[str, WithJsonSchema(_format("time-zone", "An IANA time zone name, such as Europe/Paris."))] = (
+        "UTC"
+    )
+    start_at: CallerInstant | None = None
+    end_at: CallerInstant | None = None
+
+    def stored(self) -> Schedule:
+        return Schedule.model_validate(self.model_dump())
+
+
+def _typed_payloads(schema: dict[str, Any]) -> None:
+    """The OpenAPI document says which types exist and what each one's payload must be (its own model's schema),
+    as the server checks them. Built when the document is, so types registered by then are listed."""
+    names = registry.names()
+    schema["properties"]["type"]["enum"] = names
+    branches = []
+    for name in names:
+        model = registry.get(name).payload_model
+        payload = model.model_json_schema()
+        if "$defs" in payload:  # nested models would need their own components: say only "an object"
+            payload = {"type": "object"}
+        payload.pop("title", None)
+        branch: dict[str, Any] = {"properties": {"type": {"const": name}, "payload": payload}}
+        if payload.get("required"):
+            branch["required"] = ["payload"]
+        branches.append(branch)
+    schema["oneOf"] = branches
 
 
 class JobSpec(BaseModel):
     """What a caller submits to create a job."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_typed_payloads)
 
     name: JobName
     type: JobTypeName
     payload: dict[str, Any] = Field(default_factory=dict)
-    schedule: Schedule
+    schedule: ScheduleSpec
     priority: Priority = 5
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     timeout_seconds: TimeoutSeconds = 300
@@ -76,20 +136,30 @@ class KeyReused(Conflict):
         super().__init__(message)
 
 
+_ABSENT: Any = None  # a JobUpdate field's default: "leave it as it is"
+
+
+def _no_defaults(schema: dict[str, Any]) -> None:
+    for prop in schema.get("properties", {}).values():
+        prop.pop("default", None)
+
+
 class JobUpdate(BaseModel):
-    """What PATCH may change; absent fields stay as they are. The type of a job never changes."""
+    """What PATCH may change; absent fields stay as they are (`null` is refused). A job's type never changes."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Every field optional, none nullable: the None defaults only mark "absent" (never validated, and kept out
+    # of the OpenAPI document), and an explicit null is refused by _not_null.
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_no_defaults)
 
-    name: JobName | None = None
-    payload: dict[str, Any] | None = None
-    schedule: Schedule | None = None
-    priority: Priority | None = None
-    retry: RetryPolicy | None = None
-    timeout_seconds: TimeoutSeconds | None = None
-    misfire_grace_seconds: MisfireGraceSeconds | None = None
-    overlap: OverlapPolicy | None = None
-    tags: Tags | None = None
+    name: JobName = Field(default=_ABSENT)
+    payload: dict[str, Any] = Field(default=_ABSENT)
+    schedule: ScheduleSpec = Field(default=_ABSENT)
+    priority: Priority = Field(default=_ABSENT)
+    retry: RetryPolicy = Field(default=_ABSENT)
+    timeout_seconds: TimeoutSeconds = Field(default=_ABSENT)
+    misfire_grace_seconds: MisfireGraceSeconds = Field(default=_ABSENT)
+    overlap: OverlapPolicy = Field(default=_ABSENT)
+    tags: Tags = Field(default=_ABSENT)
 
     @field_validator("*", mode="before")
     @classmethod
@@ -168,10 +238,24 @@ class JobService:
             created_at=now,
             updated_at=now,
             **spec.model_dump(exclude={"schedule", "retry"}),
-            schedule=spec.schedule,
+            schedule=spec.schedule.stored(),
             retry=spec.retry,
         )
-        return job.model_copy(update={"next_run_at": self.first_occurrence(job, now)})
+        job = job.model_copy(update={"next_run_at": self.first_occurrence(job, now)})
+        self.check_item_size(job)
+        return job
+
+    def check_item_size(self, job: Job) -> None:
+        """The job fits one DynamoDB item with room to spare: measured as stored, before anything is written
+        (a write DynamoDB refuses would come after the idempotency key was taken). Names the larger of the two
+        parts a caller controls without a bound of their own, payload and tags."""
+        size = item_bytes(job_to_item(job, self.store.shards))
+        if size <= MAX_JOB_ITEM_BYTES:
+            return
+        payload = len(json.dumps(job.payload, separators=(",", ":")).encode())
+        tags = sum(len(k.encode()) + len(v.encode()) for k, v in job.tags.items())
+        field = "payload" if payload >= tags else "tags"
+        raise ItemTooLarge(field, size, MAX_JOB_ITEM_BYTES, f"payload {payload} bytes, tags {tags} bytes")
 
     def create_job(self, tenant: str, spec: JobSpec) -> Job:
         job = self.new_job(tenant, spec, now=self.clock.now())
@@ -202,10 +286,30 @@ class JobService:
             raise self._key_reused(key) from None
         if earlier is not None:  # a concurrent request with the same key won
             return self._replay(tenant, spec, catalog, earlier, request_hash)
-        job = self._put_or_get(job)
-        body = job.model_dump(mode="json")
-        catalog.save_idempotent_response(tenant, key, job_id=job.id, response=body)
+        try:
+            job = self._put_or_get(job)
+            body = job.model_dump(mode="json")
+            catalog.save_idempotent_response(tenant, key, job_id=job.id, response=body)
+        except Exception:
+            self._release_unless_created(catalog, tenant, key, job.id)
+            raise
         return body, False
+
+    def _release_unless_created(self, catalog: Catalog, tenant: str, key: str, job_id: str) -> None:
+        """After a failure between claiming the key and saving the response: if the job was not written, free
+        the key (a failed request must not burn it, or the corrected retry gets a 409). If it was written, or
+        we cannot tell, the record stays: it names the job, so a retry returns that job instead of a second."""
+        try:
+            created = self.store.get_job(job_id) is not None
+        except Exception:
+            logger.exception("could not tell whether the job was written; the idempotency record stays")
+            return
+        if created:
+            return
+        try:
+            catalog.release_idempotency_key(tenant, key, job_id=job_id)
+        except Exception:
+            logger.exception("could not release the idempotency key", extra={"job_id": job_id})
 
     @staticmethod
     def _key_reused(key: str) -> Conflict:
@@ -381,6 +485,7 @@ class JobService:
             updated = Job.model_validate({**job.model_dump(), **_dumped(changes)})
             if "schedule" in changes and updated.schedule != job.schedule:
                 updated = updated.model_copy(update={"next_run_at": self.first_occurrence(updated, now)})
+            self.check_item_size(updated)
             return updated
 
         job = self._change(tenant, job_id, change)

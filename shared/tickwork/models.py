@@ -9,7 +9,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from tickwork.clock import from_ms, to_ms
 from tickwork.schedule import Schedule, UtcDatetime
@@ -18,13 +18,32 @@ MAX_TIMEOUT_SECONDS = 840  # the executor Lambda has 900 s; 60 s stay for lease,
 DEFAULT_MISFIRE_GRACE_SECONDS = 900  # the 15-minute start threshold
 
 
+def _no_coercion(value: object) -> object:
+    """Numbers are JSON numbers: "5" or true is no priority (nor a JSON Schema integer, as the OpenAPI document
+    says), while 5.0 is (it is one in JSON Schema too); pydantic's lax mode would take all of them."""
+    if isinstance(value, str | bool):
+        raise ValueError(f"must be a number, not {'a boolean' if isinstance(value, bool) else 'a string'}")
+    return value
+
+
+# After the type's own constraints in an Annotated, so that the OpenAPI document keeps its minimum and maximum.
+NotCoerced = BeforeValidator(_no_coercion)
+
 # Job field limits, defined once: the stored Job, the create body and the PATCH body all use these.
 JobName = Annotated[str, Field(min_length=1, max_length=200)]
 JobTypeName = Annotated[str, Field(min_length=1, max_length=64)]
-Priority = Annotated[int, Field(ge=0, le=9)]
-TimeoutSeconds = Annotated[int, Field(ge=1, le=MAX_TIMEOUT_SECONDS)]
-MisfireGraceSeconds = Annotated[int, Field(ge=0, le=7 * 86400)]
-Tags = Annotated[dict[str, str], Field(max_length=50)]
+Priority = Annotated[int, Field(ge=0, le=9), NotCoerced]
+TimeoutSeconds = Annotated[int, Field(ge=1, le=MAX_TIMEOUT_SECONDS), NotCoerced]
+MisfireGraceSeconds = Annotated[int, Field(ge=0, le=7 * 86400), NotCoerced]
+# Tags as AWS bounds them: at most 50, keys of 1 to 128 characters, values of 0 to 256. Bounded so that a job
+# item always fits DynamoDB's 400 KB (see tickwork.jobs.MAX_JOB_ITEM_BYTES).
+MAX_TAGS = 50
+TagKey = Annotated[str, Field(min_length=1, max_length=128)]
+TagValue = Annotated[str, Field(max_length=256)]
+Tags = Annotated[dict[TagKey, TagValue], Field(max_length=MAX_TAGS)]
+# What a stored job may hold: jobs written before the limits above stay readable (as UtcDatetime reads old
+# times leniently); every write goes through JobSpec or JobUpdate, which apply Tags.
+StoredTags = Annotated[dict[str, str], Field(max_length=MAX_TAGS)]
 
 
 class Band(StrEnum):
@@ -84,10 +103,10 @@ class RunTrigger(StrEnum):
 class RetryPolicy(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_attempts: int = Field(default=3, ge=1, le=100)
-    backoff_seconds: float = Field(default=2, gt=0, le=3600)
+    max_attempts: Annotated[int, Field(ge=1, le=100), NotCoerced] = 3
+    backoff_seconds: Annotated[float, Field(gt=0, le=3600), NotCoerced] = 2
     # 900 s is also SQS's longest message delay, so a backoff never outlives one visibility change.
-    max_backoff_seconds: float = Field(default=900, gt=0, le=43200)
+    max_backoff_seconds: Annotated[float, Field(gt=0, le=43200), NotCoerced] = 900
 
     @model_validator(mode="after")
     def _cap_above_base(self) -> RetryPolicy:
@@ -142,7 +161,7 @@ class Job(BaseModel):
     timeout_seconds: TimeoutSeconds = 300
     misfire_grace_seconds: MisfireGraceSeconds = DEFAULT_MISFIRE_GRACE_SECONDS
     overlap: OverlapPolicy = OverlapPolicy.ALLOW
-    tags: Tags = Field(default_factory=dict)
+    tags: StoredTags = Field(default_factory=dict)
     state: JobState = JobState.ACTIVE
     next_run_at: UtcDatetime | None = None
     created_at: UtcDatetime

@@ -22,7 +22,15 @@ from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, CroniterError, croniter
-from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    PlainSerializer,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from tickwork.clock import iso
 
@@ -55,6 +63,72 @@ UtcDatetime = Annotated[
     datetime,
     BeforeValidator(_as_utc),
     PlainSerializer(iso, return_type=str, when_used="json-unless-none"),
+]
+
+# Instants a caller may give (API input; stored data is read leniently by UtcDatetime): RFC 3339 with an
+# explicit offset (`Z` or `+hh:mm`), a real calendar date, written with a year from 2000 to 2099. The
+# lower bound catches typos (1970, 0001); the upper keeps every occurrence inside a run id's 13 digits of
+# milliseconds (those end in 2286) with a wide margin. The same grammar is the OpenAPI `pattern`, so the
+# document says exactly what the server accepts.
+EARLIEST_YEAR = 2000
+LATEST_YEAR = 2099
+_DAY = (
+    r"20[0-9]{2}-(0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])"
+    r"|20[0-9]{2}-(0[469]|11)-(0[1-9]|[12][0-9]|30)"
+    r"|20[0-9]{2}-02-(0[1-9]|1[0-9]|2[0-8])"
+    r"|20(0[048]|[2468][048]|[13579][26])-02-29"
+)
+INSTANT_PATTERN = (
+    rf"^({_DAY})T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{{1,6}})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"
+)
+_INSTANT = re.compile(INSTANT_PATTERN)
+
+
+def _instant_from_caller(value: object) -> object:
+    """An instant from API input, strictly: no naive times (they would silently be read as UTC whatever the
+    schedule's time zone), no other ISO-8601 shapes, years 2000 to 2099 as written."""
+    naive = "must include a UTC offset or Z (a time without one is refused, not guessed), such as 2026-12-01T09:00:00-05:00 or 2026-12-01T14:00:00Z"
+    years = f"must be in the years {EARLIEST_YEAR} to {LATEST_YEAR}"
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise ValueError(naive)
+        if not EARLIEST_YEAR <= value.year <= LATEST_YEAR:
+            raise ValueError(years)
+        return value.astimezone(UTC)
+    if not isinstance(value, str):  # a number would otherwise be read as seconds since 1970
+        raise ValueError(
+            f"must be an RFC 3339 date-time string such as 2026-12-01T09:00:00Z, not {type(value).__name__}"
+        )
+    if _INSTANT.fullmatch(value):
+        return _as_utc(value)
+    # Refused: say why as precisely as we can.
+    text = value.strip()
+    zulu = text.endswith(("Z", "z"))
+    shape = f"must be an RFC 3339 date-time such as 2026-12-01T09:00:00Z, not {value!r}"
+    try:
+        written = datetime.fromisoformat(text[:-1] + "+00:00" if zulu else text)
+    except ValueError:
+        raise ValueError(shape) from None
+    if written.tzinfo is None:
+        raise ValueError(naive)
+    if not EARLIEST_YEAR <= written.year <= LATEST_YEAR:
+        raise ValueError(f"{years}, not {value!r}")
+    raise ValueError(shape)
+
+
+# A Schedule's instants as a caller gives them (see _instant_from_caller); stored as UtcDatetime.
+CallerInstant = Annotated[
+    datetime,
+    BeforeValidator(_instant_from_caller),
+    PlainSerializer(iso, return_type=str, when_used="json-unless-none"),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "format": "date-time",
+            "pattern": INSTANT_PATTERN,
+            "description": f"RFC 3339 with a UTC offset or Z, years {EARLIEST_YEAR} to {LATEST_YEAR}.",
+        }
+    ),
 ]
 
 

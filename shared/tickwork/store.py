@@ -25,10 +25,12 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
+from aws_lambda_powertools.metrics import MetricUnit
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
 from tickwork.clock import iso, to_ms
+from tickwork.errors import UnreadableItem
 from tickwork.models import (
     Job,
     JobState,
@@ -40,6 +42,7 @@ from tickwork.models import (
     SkipReason,
     parse_run_id,
 )
+from tickwork.observability import logger, metrics
 
 DUE_INDEX = "due-index"
 TENANT_INDEX = "tenant-index"
@@ -147,6 +150,31 @@ def job_to_item(job: Job, shards: int) -> dict[str, Any]:
     return serialize(attrs)
 
 
+def item_bytes(item: Mapping[str, Any]) -> int:
+    """An item's size as DynamoDB counts it against its 400 KB limit: attribute names plus values (UTF-8
+    strings, numbers at up to 21 bytes, 3 bytes of overhead per map or list and 1 per element)."""
+    return sum(len(name.encode()) + _value_bytes(value) for name, value in item.items())
+
+
+def _value_bytes(value: Mapping[str, Any]) -> int:
+    ((kind, data),) = value.items()
+    if kind == "S":
+        return len(str(data).encode())
+    if kind == "N":
+        return 21
+    if kind == "B":
+        return len(data)
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "M":
+        return 3 + sum(len(k.encode()) + _value_bytes(v) + 1 for k, v in data.items())
+    if kind == "L":
+        return 3 + sum(_value_bytes(v) + 1 for v in data)
+    if kind in ("SS", "BS"):
+        return sum(len(v.encode()) if isinstance(v, str) else len(v) for v in data)
+    return 21 * len(data)  # NS
+
+
 _JOB_FIELDS = set(Job.model_fields)
 _RUN_FIELDS = set(Run.model_fields)
 
@@ -168,6 +196,37 @@ def run_from_attrs(attrs: Mapping[str, Any]) -> Run:
     data = {k: v for k, v in attrs.items() if k in _RUN_FIELDS}
     data["id"] = attrs["run_id"]
     return Run.model_validate(data)
+
+
+# What reading a stored item that does not fit the models raises (pydantic's ValidationError is a ValueError;
+# so is bad JSON in payload_json).
+UNREADABLE = (ValueError, KeyError, TypeError)
+
+
+def note_unreadable(attrs: Mapping[str, Any], exc: BaseException) -> None:
+    """Log (with the item's key) and count an item the code cannot read; the caller skips it or says so."""
+    logger.error(
+        "stored item unreadable",
+        extra={"item_pk": str(attrs.get("pk")), "item_sk": str(attrs.get("sk")), "reason": str(exc)[:1000]},
+    )
+    metrics.add_metric(name="UnreadableItems", unit=MetricUnit.Count, value=1)
+
+
+def read_job(attrs: Mapping[str, Any]) -> Job:
+    """job_from_attrs, or UnreadableItem (logged and counted) for an item that does not fit the model."""
+    try:
+        return job_from_attrs(attrs)
+    except UNREADABLE as exc:
+        note_unreadable(attrs, exc)
+        raise UnreadableItem("job", str(attrs.get("job_id") or attrs.get("pk")), str(exc)) from exc
+
+
+def read_run(attrs: Mapping[str, Any]) -> Run:
+    try:
+        return run_from_attrs(attrs)
+    except UNREADABLE as exc:
+        note_unreadable(attrs, exc)
+        raise UnreadableItem("run", str(attrs.get("run_id") or attrs.get("pk")), str(exc)) from exc
 
 
 @dataclass(frozen=True)
@@ -225,7 +284,7 @@ class JobStore:
 
     def get_job(self, job_id: str, *, consistent: bool = True) -> Job | None:
         item = self._db.get_item(TableName=self.table, Key=job_key(job_id), ConsistentRead=consistent).get("Item")
-        return job_from_attrs(deserialize(item)) if item else None
+        return read_job(deserialize(item)) if item else None
 
     def replace_job(self, job: Job, *, expected_version: int) -> bool:
         """Write a changed job (pause, resume, cancel, update) if nobody changed it since `expected_version`."""
@@ -412,7 +471,7 @@ class JobStore:
 
     def get_run(self, run_id: str, *, consistent: bool = True) -> Run | None:
         item = self._db.get_item(TableName=self.table, Key=run_key(run_id), ConsistentRead=consistent).get("Item")
-        return run_from_attrs(deserialize(item)) if item else None
+        return read_run(deserialize(item)) if item else None
 
     def lease_run(self, run_id: str, *, owner: str, now: datetime, lease_for: timedelta) -> Lease:
         """Take the run: QUEUED, RETRYING whose backoff has passed, or RUNNING whose lease expired, becomes

@@ -58,7 +58,7 @@ def test_success_statuses_and_schemas_match_the_contract(document):
     listing = {p["name"] for p in paths["/v1/jobs"]["get"]["parameters"]}
     assert {"limit", "cursor", "state", "type", "name_prefix"} <= listing
     schemas = document["components"]["schemas"]
-    assert {"JobSpec", "JobUpdate", "Job", "Run", "JobList", "RunList", "Problem", "Schedule-Input"} <= set(schemas)
+    assert {"JobSpec", "JobUpdate", "Job", "Run", "JobList", "RunList", "Problem", "ScheduleSpec"} <= set(schemas)
     assert {"id", "state", "next_run_at"} <= set(schemas["Job"]["properties"])
     run_fields = {"id", "job_id", "scheduled_for", "status", "attempts", "started_at", "finished_at"}
     assert run_fields | {"lateness_ms", "error", "result"} <= set(schemas["Run"]["properties"])

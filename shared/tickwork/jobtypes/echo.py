@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from tickwork.jobtypes.registry import RunContext, job_type
+from tickwork.models import NotCoerced
 
 
 class EchoPayload(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    fail_attempts: int = Field(default=0, ge=0, le=1000)
-    sleep_seconds: float = Field(default=0, ge=0, le=900)
+    fail_attempts: Annotated[int, Field(ge=0, le=1000), NotCoerced] = 0
+    sleep_seconds: Annotated[float, Field(ge=0, le=900), NotCoerced] = 0
 
 
 class EchoFailure(RuntimeError):

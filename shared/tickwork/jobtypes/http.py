@@ -13,12 +13,13 @@ import ipaddress
 import json
 import socket
 import ssl
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from tickwork.jobtypes.registry import PermanentJobError, RunContext, job_type
+from tickwork.models import NotCoerced
 
 MAX_RESPONSE_BYTES = 256 * 1024
 _ALWAYS_BLOCKED = [
@@ -55,11 +56,14 @@ def refusal(address: str, allowlist: tuple[str, ...]) -> str | None:
 class HttpPayload(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    url: str = Field(min_length=8, max_length=2048)
+    # The scheme and a host, as a pattern; which hosts may be called depends on where the host points (see above).
+    url: str = Field(
+        min_length=8, max_length=2048, json_schema_extra={"format": "uri", "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://"}
+    )
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"] = "POST"
     headers: dict[str, str] = Field(default_factory=dict)
     body: Any = None
-    timeout: float = Field(default=10, gt=0, le=840)
+    timeout: Annotated[float, Field(gt=0, le=840), NotCoerced] = 10
 
     @field_validator("method", mode="before")
     @classmethod

@@ -17,7 +17,7 @@ _FUNCTION = re.compile(r"^(arn:aws[a-zA-Z-]*:lambda:[a-z0-9-]+:\d{12}:function:)
 class LambdaPayload(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    function_arn: str = Field(min_length=1, max_length=170)
+    function_arn: str = Field(min_length=1, max_length=170, json_schema_extra={"pattern": _FUNCTION.pattern})
     payload: Any = Field(default_factory=dict)
 
     @field_validator("function_arn")
