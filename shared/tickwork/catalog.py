@@ -36,7 +36,7 @@ from botocore.exceptions import ClientError
 from tickwork.clock import to_ms
 from tickwork.errors import InvalidInput
 from tickwork.models import Job, JobState, Run, RunStatus, parse_run_id
-from tickwork.store import TENANT_INDEX, _values, deserialize, job_from_attrs, run_from_attrs, run_key
+from tickwork.store import TENANT_INDEX, deserialize, expression_values, job_from_attrs, run_from_attrs, run_key
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 100
@@ -183,7 +183,7 @@ class Catalog:
                 "TableName": self.table,
                 "IndexName": TENANT_INDEX,
                 "KeyConditionExpression": "tenant_key = :tk",
-                "ExpressionAttributeValues": _values(tk=partition, **values),
+                "ExpressionAttributeValues": expression_values(tk=partition, **values),
                 "ScanIndexForward": False,
             },
             filters=filters,
@@ -212,7 +212,7 @@ class Catalog:
                 "TableName": self.table,
                 "IndexName": TENANT_INDEX,
                 "KeyConditionExpression": "tenant_key = :tk",
-                "ExpressionAttributeValues": _values(tk=partition),
+                "ExpressionAttributeValues": expression_values(tk=partition),
                 "ScanIndexForward": False,
             },
             filters=[],
@@ -265,7 +265,7 @@ class Catalog:
             {
                 "TableName": self.table,
                 "KeyConditionExpression": "pk = :pk AND begins_with(sk, :run)",
-                "ExpressionAttributeValues": _values(pk=pk, run="RUN#", **values),
+                "ExpressionAttributeValues": expression_values(pk=pk, run="RUN#", **values),
                 "ScanIndexForward": False,
             },
             filters=filters,
@@ -393,7 +393,7 @@ class Catalog:
                 UpdateExpression="SET #response = :response",
                 ConditionExpression="job_id = :job AND attribute_not_exists(#response)",
                 ExpressionAttributeNames={"#response": "response"},
-                ExpressionAttributeValues=_values(
+                ExpressionAttributeValues=expression_values(
                     response=json.dumps(response, separators=(",", ":"), sort_keys=True), job=job_id
                 ),
             )

@@ -122,7 +122,7 @@ def deserialize(item: Mapping[str, Any]) -> dict[str, Any]:
     return {k: _plain(_des.deserialize(v)) for k, v in item.items()}
 
 
-def _values(**values: Any) -> dict[str, Any]:
+def expression_values(**values: Any) -> dict[str, Any]:
     return {f":{k}": _ser.serialize(_dynamo(v)) for k, v in values.items()}
 
 
@@ -230,7 +230,10 @@ class JobStore:
     def replace_job(self, job: Job, *, expected_version: int) -> bool:
         """Write a changed job (pause, resume, cancel, update) if nobody changed it since `expected_version`."""
         return self._put_if(
-            job_to_item(job, self.shards), "attribute_exists(pk) AND version = :v", None, _values(v=expected_version)
+            job_to_item(job, self.shards),
+            "attribute_exists(pk) AND version = :v",
+            None,
+            expression_values(v=expected_version),
         )
 
     def complete_if_settled(self, job_id: str, now: datetime) -> bool:
@@ -243,7 +246,7 @@ class JobStore:
             "SET #state = :done, updated_at = :now, version = version + :one REMOVE due_shard, due_at",
             "#state = :active AND attribute_not_exists(next_run_at)",
             {"#state": "state"},
-            _values(done=JobState.COMPLETED.value, active=JobState.ACTIVE.value, now=iso(now), one=1),
+            expression_values(done=JobState.COMPLETED.value, active=JobState.ACTIVE.value, now=iso(now), one=1),
         )
 
     def take_running_slot(self, job_id: str, *, run_id: str, until: datetime, now: datetime) -> bool:
@@ -256,7 +259,7 @@ class JobStore:
             "attribute_exists(pk) AND (attribute_not_exists(running_run) OR running_until_ms < :now "
             "OR running_run = :run)",
             None,
-            _values(run=run_id, until=to_ms(until), now=to_ms(now)),
+            expression_values(run=run_id, until=to_ms(until), now=to_ms(now)),
         )
 
     def extend_running_slot(self, job_id: str, *, run_id: str, until: datetime) -> bool:
@@ -265,7 +268,7 @@ class JobStore:
             "SET running_until_ms = :until",
             "running_run = :run",
             None,
-            _values(run=run_id, until=to_ms(until)),
+            expression_values(run=run_id, until=to_ms(until)),
         )
 
     def release_running_slot(self, job_id: str, *, run_id: str) -> None:
@@ -274,7 +277,7 @@ class JobStore:
             "REMOVE running_run, running_until_ms",
             "running_run = :run",
             None,
-            _values(run=run_id),
+            expression_values(run=run_id),
         )
 
     # ------------------------------------------------------------ due index
@@ -285,7 +288,7 @@ class JobStore:
             "TableName": self.table,
             "IndexName": DUE_INDEX,
             "KeyConditionExpression": "due_shard = :s AND due_at <= :u",
-            "ExpressionAttributeValues": _values(s=shard, u=until_ms),
+            "ExpressionAttributeValues": expression_values(s=shard, u=until_ms),
             "Limit": page_size,
         }
         seen = 0
@@ -311,7 +314,7 @@ class JobStore:
             item,
             "attribute_not_exists(pk) OR until_ms < :now OR #owner = :owner",
             {"#owner": "owner"},
-            _values(now=to_ms(now), owner=owner),
+            expression_values(now=to_ms(now), owner=owner),
         )
 
     def release_shard(self, shard: str, *, owner: str) -> None:
@@ -320,7 +323,7 @@ class JobStore:
             "SET until_ms = :zero",
             "#owner = :owner",
             {"#owner": "owner"},
-            _values(zero=0, owner=owner),
+            expression_values(zero=0, owner=owner),
         )
 
     def put_claimed_runs(
@@ -369,17 +372,17 @@ class JobStore:
         cost (a transaction bills 2 WRU per item) and with no cross-item lock. `complete` (the last occurrence
         is already settled, as a skip record) also takes the job out of the due index for good."""
         shard = shard_of(job_id, self.shards)
-        values = _values(v=expected_version, active=JobState.ACTIVE.value, one=1, now=iso(now))
+        values = expression_values(v=expected_version, active=JobState.ACTIVE.value, one=1, now=iso(now))
         sets = ["version = version + :one", "updated_at = :now"]
         removes: list[str] = []
         if next_run_at is not None:
             sets += ["next_run_at = :next", "due_at = :due", "due_shard = :shard"]
-            values.update(_values(next=iso(next_run_at), due=to_ms(next_run_at), shard=shard))
+            values.update(expression_values(next=iso(next_run_at), due=to_ms(next_run_at), shard=shard))
         else:
             removes += ["next_run_at", "due_at", "due_shard"]
         if complete:
             sets.append("#state = :completed")
-            values.update(_values(completed=JobState.COMPLETED.value))
+            values.update(expression_values(completed=JobState.COMPLETED.value))
         return self._update_if(
             job_key(job_id),
             "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else ""),
@@ -403,7 +406,7 @@ class JobStore:
             "SET due_at = :new",
             "#status IN (:queued, :retrying) AND due_at = :old",
             {"#status": "status"},
-            _values(
+            expression_values(
                 new=new_due_at, old=expected_due_at, queued=RunStatus.QUEUED.value, retrying=RunStatus.RETRYING.value
             ),
         )
@@ -439,7 +442,7 @@ class JobStore:
                     "OR (#status = :running AND lease_until_ms < :now_ms))"
                 ),
                 ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues=_values(
+                ExpressionAttributeValues=expression_values(
                     running=RunStatus.RUNNING.value,
                     queued=RunStatus.QUEUED.value,
                     retrying=RunStatus.RETRYING.value,
@@ -486,7 +489,9 @@ class JobStore:
             "SET lease_until = :lu, lease_until_ms = :lu_ms",
             "lease_owner = :owner AND #status = :running",
             {"#status": "status"},
-            _values(lu=iso(lease_until), lu_ms=to_ms(lease_until), owner=owner, running=RunStatus.RUNNING.value),
+            expression_values(
+                lu=iso(lease_until), lu_ms=to_ms(lease_until), owner=owner, running=RunStatus.RUNNING.value
+            ),
         )
 
     def finish_run(
@@ -546,7 +551,11 @@ class JobStore:
         if "#error" in expression:
             names["#error"] = "error"
         return self._update_if(
-            run_key(run.id), expression, "lease_owner = :owner AND #status = :running", names, _values(**values)
+            run_key(run.id),
+            expression,
+            "lease_owner = :owner AND #status = :running",
+            names,
+            expression_values(**values),
         )
 
     def requeue_failed_run(self, run: Run, *, now: datetime, redispatch_at: datetime) -> bool:
@@ -560,7 +569,7 @@ class JobStore:
             "lease_until_ms, started_at, lateness_ms, duration_ms, not_before, not_before_ms",
             "#status = :failed",
             {"#status": "status", "#error": "error"},
-            _values(
+            expression_values(
                 queued=RunStatus.QUEUED.value,
                 failed=RunStatus.FAILED.value,
                 zero=0,
@@ -583,14 +592,14 @@ class JobStore:
         kwargs: dict[str, Any] = {
             "TableName": self.table,
             "KeyConditionExpression": "pk = :pk AND begins_with(sk, :run)",
-            "ExpressionAttributeValues": _values(pk=f"JOB#{job_id}", run="RUN#"),
+            "ExpressionAttributeValues": expression_values(pk=f"JOB#{job_id}", run="RUN#"),
             "ScanIndexForward": False,
             "Limit": limit,
         }
         if status is not None:
             kwargs["FilterExpression"] = "#status = :status"
             kwargs["ExpressionAttributeNames"] = {"#status": "status"}
-            kwargs["ExpressionAttributeValues"].update(_values(status=status.value))
+            kwargs["ExpressionAttributeValues"].update(expression_values(status=status.value))
         if start_key:
             kwargs["ExclusiveStartKey"] = start_key
         page = self._db.query(**kwargs)
