@@ -39,8 +39,8 @@ from tickwork.models import Job, JobState, Run, RunStatus, parse_run_id
 from tickwork.store import (
     TENANT_INDEX,
     UNREADABLE,
-    _values,
     deserialize,
+    expression_values,
     job_from_attrs,
     note_unreadable,
     run_from_attrs,
@@ -192,7 +192,7 @@ class Catalog:
                 "TableName": self.table,
                 "IndexName": TENANT_INDEX,
                 "KeyConditionExpression": "tenant_key = :tk",
-                "ExpressionAttributeValues": _values(tk=partition, **values),
+                "ExpressionAttributeValues": expression_values(tk=partition, **values),
                 "ScanIndexForward": False,
             },
             filters=filters,
@@ -221,7 +221,7 @@ class Catalog:
                 "TableName": self.table,
                 "IndexName": TENANT_INDEX,
                 "KeyConditionExpression": "tenant_key = :tk",
-                "ExpressionAttributeValues": _values(tk=partition),
+                "ExpressionAttributeValues": expression_values(tk=partition),
                 "ScanIndexForward": False,
             },
             filters=[],
@@ -274,7 +274,7 @@ class Catalog:
             {
                 "TableName": self.table,
                 "KeyConditionExpression": "pk = :pk AND begins_with(sk, :run)",
-                "ExpressionAttributeValues": _values(pk=pk, run="RUN#", **values),
+                "ExpressionAttributeValues": expression_values(pk=pk, run="RUN#", **values),
                 "ScanIndexForward": False,
             },
             filters=filters,
@@ -404,7 +404,7 @@ class Catalog:
                 Key=self._idem_key(tenant, key),
                 ConditionExpression="job_id = :job AND attribute_not_exists(#response)",
                 ExpressionAttributeNames={"#response": "response"},
-                ExpressionAttributeValues=_values(job=job_id),
+                ExpressionAttributeValues=expression_values(job=job_id),
             )
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
@@ -421,7 +421,7 @@ class Catalog:
                 UpdateExpression="SET #response = :response",
                 ConditionExpression="job_id = :job AND attribute_not_exists(#response)",
                 ExpressionAttributeNames={"#response": "response"},
-                ExpressionAttributeValues=_values(
+                ExpressionAttributeValues=expression_values(
                     response=json.dumps(response, separators=(",", ":"), sort_keys=True), job=job_id
                 ),
             )

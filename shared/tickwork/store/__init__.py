@@ -1,0 +1,151 @@
+"""DynamoDB data access: jobs and runs in one table, with a sparse, sharded due index.
+
+Layout (single table, pk/sk strings):
+- job:  pk=JOB#<job_id>  sk=JOB
+- run:  pk=JOB#<job_id>  sk=RUN#<scheduled ms, 13 digits>[#m]   (runs of a job sort by time)
+
+Indexes:
+- `due-index` (sparse; due_shard, due_at ms): the queue of claimable work. A job carries the keys while it
+  is ACTIVE with a next occurrence; a run carries them from its claim until an executor leases it
+  (due_at = when to re-send it if nobody has: orphan recovery). Claiming and leasing REMOVE the keys.
+- `tenant-index` (tenant_key, tenant_sort): a tenant's jobs newest first (T#<tenant>#JOB) and its
+  FAILED runs newest first (T#<tenant>#FAILED), so the API never scans.
+
+Every state change is a conditional write; the condition is the lock (see README, "How the promises hold").
+
+The package, one module a concern:
+- `codec`: keys, attribute-value encoding, and the job/run <-> item mappings (pure, no client);
+- `conditional`: `Table`, the client and table name, and the one place a conditional write's outcome is read;
+- `jobs`: `JobRecords`, the job items (create, replace, claim advance, completion, the running slot);
+- `runs`: `RunRecords`, the run items (claim puts, lease, finish, requeue, a job's runs);
+- `due_index`: `DueIndex`, the due-index query, the shard leases and a run's re-send time.
+`JobStore` below composes the three record classes over one `Table`; callers use it and the names exported
+here, not the modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+
+from tickwork.store.codec import (
+    ItemKind,
+    deserialize,
+    expression_values,
+    job_from_attrs,
+    job_key,
+    job_to_item,
+    run_from_attrs,
+    run_key,
+    run_to_attrs,
+    serialize,
+    shard_of,
+)
+from tickwork.store.conditional import Table
+from tickwork.store.due_index import DUE_INDEX, DUE_INDEX_PROJECTION, TENANT_INDEX, DueIndex, DueItem
+from tickwork.store.jobs import JobRecords
+from tickwork.store.reading import UNREADABLE, item_bytes, note_unreadable, read_job, read_run
+from tickwork.store.runs import ClaimedRuns, Lease, LeaseOutcome, RunRecords
+
+__all__ = [
+    "DUE_INDEX",
+    "DUE_INDEX_PROJECTION",
+    "TENANT_INDEX",
+    "UNREADABLE",
+    "ClaimedRuns",
+    "DueIndex",
+    "DueItem",
+    "ItemKind",
+    "JobRecords",
+    "JobStore",
+    "Lease",
+    "LeaseOutcome",
+    "RunRecords",
+    "Table",
+    "deserialize",
+    "expression_values",
+    "item_bytes",
+    "job_from_attrs",
+    "job_key",
+    "job_to_item",
+    "note_unreadable",
+    "read_job",
+    "read_run",
+    "run_from_attrs",
+    "run_key",
+    "run_to_attrs",
+    "serialize",
+    "shard_of",
+]
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+_Part = TypeVar("_Part")
+
+
+class _Forward(Generic[_Part, _P, _R]):
+    """A facade method: the same method of one of the store's parts, so its signature is written once."""
+
+    def __init__(self, part: str, method: Callable[Concatenate[_Part, _P], _R]) -> None:
+        self._part = part
+        self._name = method.__name__
+
+    @overload
+    def __get__(self, store: None, owner: type) -> _Forward[_Part, _P, _R]: ...
+    @overload
+    def __get__(self, store: object, owner: type) -> Callable[_P, _R]: ...
+    def __get__(self, store: object | None, owner: type) -> Any:
+        if store is None:
+            return self
+        return getattr(getattr(store, self._part), self._name)
+
+
+class JobStore:
+    """Jobs and runs in one DynamoDB table. Takes its client; builds none.
+
+    A facade over `jobs` (JobRecords), `runs` (RunRecords) and `due` (DueIndex), which share one `Table`."""
+
+    def __init__(self, client: Any, table_name: str, *, shards: int = 8, retention_days: int = 30) -> None:
+        self._table = Table(client, table_name)
+        self.table = table_name
+        self.shards = shards
+        self.retention = timedelta(days=retention_days)
+        self.jobs = JobRecords(self._table, shards=shards)
+        self.runs = RunRecords(self._table, shards=shards, retention=self.retention)
+        self.due = DueIndex(self._table)
+
+    @property
+    def _db(self) -> Any:
+        """The client, shared by the parts: replacing it (a test injecting faults) replaces it for all."""
+        return self._table.client
+
+    @_db.setter
+    def _db(self, client: Any) -> None:
+        self._table.client = client
+
+    # jobs
+    put_new_job = _Forward("jobs", JobRecords.put_new_job)
+    get_job = _Forward("jobs", JobRecords.get_job)
+    replace_job = _Forward("jobs", JobRecords.replace_job)
+    complete_if_settled = _Forward("jobs", JobRecords.complete_if_settled)
+    advance_job = _Forward("jobs", JobRecords.advance_job)
+    take_running_slot = _Forward("jobs", JobRecords.take_running_slot)
+    extend_running_slot = _Forward("jobs", JobRecords.extend_running_slot)
+    release_running_slot = _Forward("jobs", JobRecords.release_running_slot)
+
+    # due index and shard leases
+    query_due = _Forward("due", DueIndex.query_due)
+    acquire_shard = _Forward("due", DueIndex.acquire_shard)
+    release_shard = _Forward("due", DueIndex.release_shard)
+    postpone_redispatch = _Forward("due", DueIndex.postpone_redispatch)
+
+    # runs
+    get_run = _Forward("runs", RunRecords.get_run)
+    put_claimed_runs = _Forward("runs", RunRecords.put_claimed_runs)
+    put_queued_run = _Forward("runs", RunRecords.put_queued_run)
+    lease_run = _Forward("runs", RunRecords.lease_run)
+    extend_lease = _Forward("runs", RunRecords.extend_lease)
+    finish_run = _Forward("runs", RunRecords.finish_run)
+    requeue_failed_run = _Forward("runs", RunRecords.requeue_failed_run)
+    runs_of_job = _Forward("runs", RunRecords.runs_of_job)

@@ -1,0 +1,89 @@
+"""The table and its conditional writes: the one place a conditional write's outcome is read.
+
+Every state change in the store is a conditional write, and its condition is the lock. `Table` sends such a
+write and answers whether it won; a failed condition comes back as False (with the item the condition saw,
+where asked for), never as an exception, so no caller parses botocore errors. Any other error propagates.
+
+`Table` also carries the client and the table name for plain reads, and the store's parts share one
+instance: swapping its `client` (as a fault-injecting test does through `JobStore._db`) reaches them all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from tickwork.store.codec import deserialize
+
+
+class Table:
+    """One DynamoDB table and the client that reaches it. Takes its client; builds none."""
+
+    def __init__(self, client: Any, name: str) -> None:
+        self.client = client
+        self.name = name
+
+    def put_if_absent(self, item: dict[str, Any], *, return_old: bool = True) -> tuple[bool, dict[str, Any]]:
+        """PutItem only where no item has this key. Returns (won, the existing item's attributes if lost)."""
+        params: dict[str, Any] = {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"} if return_old else {}
+        return self._attempt(
+            self.client.put_item, None, Item=item, ConditionExpression="attribute_not_exists(pk)", **params
+        )
+
+    def put_if(
+        self, item: dict[str, Any], condition: str, names: dict[str, str] | None, values: dict[str, Any]
+    ) -> bool:
+        """PutItem under a condition; False (never an exception) when the condition does not hold."""
+        won, _ = self._attempt(
+            self.client.put_item, names, Item=item, ConditionExpression=condition, ExpressionAttributeValues=values
+        )
+        return won
+
+    def update_if(
+        self, key: dict[str, Any], update: str, condition: str, names: dict[str, str] | None, values: dict[str, Any]
+    ) -> bool:
+        """UpdateItem under a condition; False (never an exception) when the condition does not hold."""
+        won, _ = self._attempt(self.client.update_item, names, **_update(key, update, condition, values))
+        return won
+
+    def update_if_returning_old(
+        self, key: dict[str, Any], update: str, condition: str, names: dict[str, str] | None, values: dict[str, Any]
+    ) -> tuple[bool, dict[str, Any]]:
+        """`update_if` that also returns the item as it was: before the update if it won, as its condition saw
+        it if it lost (empty: there was none)."""
+        return self._attempt(
+            self.client.update_item,
+            names,
+            **_update(key, update, condition, values),
+            ReturnValues="ALL_OLD",
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
+
+    def _attempt(
+        self, write: Callable[..., Any], names: dict[str, str] | None, **params: Any
+    ) -> tuple[bool, dict[str, Any]]:
+        """(True, the returned attributes) if the write won, (False, the item its condition saw) if it failed."""
+        if names:
+            params["ExpressionAttributeNames"] = names
+        try:
+            response = write(TableName=self.name, **params)
+        except ClientError as exc:
+            if not _is_condition_failure(exc):
+                raise
+            return False, deserialize(exc.response.get("Item") or {})  # type: ignore[arg-type]
+        return True, deserialize(response.get("Attributes") or {})
+
+
+def _update(key: dict[str, Any], update: str, condition: str, values: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "Key": key,
+        "UpdateExpression": update,
+        "ConditionExpression": condition,
+        "ExpressionAttributeValues": values,
+    }
+
+
+def _is_condition_failure(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"

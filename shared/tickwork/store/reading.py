@@ -1,0 +1,72 @@
+"""Reading stored items that may not fit today's models, and measuring items against DynamoDB's 400 KB.
+
+One bad item must never take a whole listing down: readers skip it (logged with its key, counted as the
+`UnreadableItems` metric), and a read of that one item says it is unreadable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+
+from tickwork.errors import UnreadableItem
+from tickwork.models import Job, Run
+from tickwork.observability import logger, metrics
+from tickwork.store.codec import job_from_attrs, run_from_attrs
+
+# What reading a stored item that does not fit the models raises (pydantic's ValidationError is a ValueError;
+# so is bad JSON in payload_json).
+UNREADABLE = (ValueError, KeyError, TypeError)
+
+
+def item_bytes(item: Mapping[str, Any]) -> int:
+    """An item's size as DynamoDB counts it against its 400 KB limit: attribute names plus values (UTF-8
+    strings, numbers at up to 21 bytes, 3 bytes of overhead per map or list and 1 per element)."""
+    return sum(len(name.encode()) + _value_bytes(value) for name, value in item.items())
+
+
+def _value_bytes(value: Mapping[str, Any]) -> int:
+    ((kind, data),) = value.items()
+    if kind == "S":
+        return len(str(data).encode())
+    if kind == "N":
+        return 21
+    if kind == "B":
+        return len(data)
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "M":
+        return 3 + sum(len(k.encode()) + _value_bytes(v) + 1 for k, v in data.items())
+    if kind == "L":
+        return 3 + sum(_value_bytes(v) + 1 for v in data)
+    if kind in ("SS", "BS"):
+        return sum(len(v.encode()) if isinstance(v, str) else len(v) for v in data)
+    return 21 * len(data)  # NS
+
+
+def note_unreadable(attrs: Mapping[str, Any], exc: BaseException) -> None:
+    """Log (with the item's key) and count an item the code cannot read; the caller skips it or says so."""
+    logger.error(
+        "stored item unreadable",
+        extra={"item_pk": str(attrs.get("pk")), "item_sk": str(attrs.get("sk")), "reason": str(exc)[:1000]},
+    )
+    metrics.add_metric(name="UnreadableItems", unit=MetricUnit.Count, value=1)
+
+
+def read_job(attrs: Mapping[str, Any]) -> Job:
+    """job_from_attrs, or UnreadableItem (logged and counted) for an item that does not fit the model."""
+    try:
+        return job_from_attrs(attrs)
+    except UNREADABLE as exc:
+        note_unreadable(attrs, exc)
+        raise UnreadableItem("job", str(attrs.get("job_id") or attrs.get("pk")), str(exc)) from exc
+
+
+def read_run(attrs: Mapping[str, Any]) -> Run:
+    try:
+        return run_from_attrs(attrs)
+    except UNREADABLE as exc:
+        note_unreadable(attrs, exc)
+        raise UnreadableItem("run", str(attrs.get("run_id") or attrs.get("pk")), str(exc)) from exc

@@ -1,0 +1,290 @@
+"""Run records (pk=JOB#<job_id>, sk=RUN#<scheduled ms, 13 digits>[#m]): the claim's puts, the executor's
+lease and its end, the retry and DLQ requeue, and a job's runs newest first.
+
+A run's lifecycle is a chain of conditional writes through `Table`: created only if absent (the lock on the
+occurrence), leased only if free (at most one live lease), finished only by the lease holder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from tickwork.clock import iso, to_ms
+from tickwork.models import Run, RunError, RunResult, RunStatus, SkipReason, parse_run_id
+from tickwork.store.codec import (
+    deserialize,
+    expression_values,
+    run_from_attrs,
+    run_key,
+    run_to_attrs,
+    serialize,
+    shard_of,
+)
+from tickwork.store.conditional import Table
+from tickwork.store.reading import read_run
+
+
+@dataclass(frozen=True)
+class ClaimedRuns:
+    created: list[Run]  # the runs this claimer created, and so sends
+    existing: dict[str, dict[str, Any]]  # run id -> the record another claimer had already created
+    in_flight_elsewhere: bool  # another claimer is on this job right now: leave it the job
+
+
+class LeaseOutcome(StrEnum):
+    LEASED = "LEASED"
+    TERMINAL = "TERMINAL"  # already finished: a duplicate delivery
+    BUSY = "BUSY"  # another executor holds a live lease
+    EARLY = "EARLY"  # retrying, but its next attempt may not start yet (run.not_before)
+    MISSING = "MISSING"  # no such run
+
+
+@dataclass(frozen=True)
+class Lease:
+    outcome: LeaseOutcome
+    run: Run | None
+    previous_status: RunStatus | None = None
+    lease_until: datetime | None = None
+
+
+class RunRecords:
+    """The run items of the table. Finished runs get `expires_at`, `retention` after they end (TTL)."""
+
+    def __init__(self, table: Table, *, shards: int, retention: timedelta) -> None:
+        self._table = table
+        self.shards = shards
+        self.retention = retention
+
+    def get_run(self, run_id: str, *, consistent: bool = True) -> Run | None:
+        item = self._table.client.get_item(
+            TableName=self._table.name, Key=run_key(run_id), ConsistentRead=consistent
+        ).get("Item")
+        return read_run(deserialize(item)) if item else None
+
+    def put_claimed_runs(
+        self,
+        runs: Sequence[Run],
+        *,
+        now: datetime,
+        redispatch_after: timedelta,
+        in_flight_for: timedelta = timedelta(seconds=30),
+    ) -> ClaimedRuns:
+        """The claim's first write (promise 2): each run record is created only if it does not exist. This is
+        the lock on the occurrence: whoever creates a run sends it; a run found existing was claimed by someone
+        else (who sends it, or, had it died, the orphan re-send does). The existing records come back, so the
+        claimer can advance the job past exactly what they cover (a capped misfire record may cover less)."""
+        shard = None
+        created: list[Run] = []
+        existing: dict[str, dict[str, Any]] = {}
+        for index, run in enumerate(runs):
+            shard = shard or shard_of(run.job_id, self.shards)
+            attrs = run_to_attrs(run)
+            attrs["claimed_at_ms"] = to_ms(now)
+            if run.status is RunStatus.QUEUED:
+                # In the due index until an executor leases it: if none has by then, the tick re-sends it.
+                attrs["due_shard"] = shard
+                attrs["due_at"] = to_ms(run.scheduled_for + redispatch_after)
+            else:
+                attrs["expires_at"] = self._expiry(now)
+            won, old = self._table.put_if_absent(serialize(attrs))
+            if won:
+                created.append(run)
+                continue
+            claimed_ms = int(old.get("claimed_at_ms", 0))
+            if index == 0 and to_ms(now) - claimed_ms < in_flight_for.total_seconds() * 1000:
+                # Another claimer is on this job right now: leave it the rest (and the advance).
+                return ClaimedRuns(created=[], existing={run.id: old}, in_flight_elsewhere=True)
+            existing[run.id] = old  # its claimer died part-way: carry the claim through
+        return ClaimedRuns(created=created, existing=existing, in_flight_elsewhere=False)
+
+    def put_queued_run(self, run: Run, *, redispatch_at: datetime) -> bool:
+        """A run outside the schedule (trigger): created QUEUED, in the due index until leased."""
+        attrs = run_to_attrs(run)
+        attrs["due_shard"] = shard_of(run.job_id, self.shards)
+        attrs["due_at"] = to_ms(redispatch_at)
+        won, _ = self._table.put_if_absent(serialize(attrs), return_old=False)
+        return won
+
+    def lease_run(self, run_id: str, *, owner: str, now: datetime, lease_for: timedelta) -> Lease:
+        """Take the run: QUEUED, RETRYING whose backoff has passed, or RUNNING whose lease expired, becomes
+        RUNNING with attempts+1. The condition is promise 4's lock (at most one live lease per run) and keeps
+        the retry backoff (no duplicate message starts an attempt before `not_before`)."""
+        parsed = parse_run_id(run_id)
+        if parsed is None:
+            return Lease(LeaseOutcome.MISSING, None)
+        lease_until = now + lease_for
+        lateness = to_ms(now) - to_ms(parsed[1])
+        won, old_attrs = self._table.update_if_returning_old(
+            run_key(run_id),
+            "SET #status = :running, attempts = if_not_exists(attempts, :zero) + :one, "
+            "lease_owner = :owner, lease_until = :lu, lease_until_ms = :lu_ms, "
+            "started_at = if_not_exists(started_at, :now), lateness_ms = if_not_exists(lateness_ms, :late) "
+            "REMOVE due_shard, due_at, not_before, not_before_ms",
+            "attribute_exists(pk) AND (#status = :queued "
+            "OR (#status = :retrying AND (attribute_not_exists(not_before_ms) OR not_before_ms <= :now_ms)) "
+            "OR (#status = :running AND lease_until_ms < :now_ms))",
+            {"#status": "status"},
+            expression_values(
+                running=RunStatus.RUNNING.value,
+                queued=RunStatus.QUEUED.value,
+                retrying=RunStatus.RETRYING.value,
+                zero=0,
+                one=1,
+                owner=owner,
+                lu=iso(lease_until),
+                lu_ms=to_ms(lease_until),
+                now=iso(now),
+                now_ms=to_ms(now),
+                late=lateness,
+            ),
+        )
+        if not won:
+            if not old_attrs:
+                return Lease(LeaseOutcome.MISSING, None)
+            current = run_from_attrs(old_attrs)
+            if current.status.terminal:
+                return Lease(LeaseOutcome.TERMINAL, current, current.status)
+            if current.status is RunStatus.RETRYING:
+                return Lease(LeaseOutcome.EARLY, current, current.status)
+            return Lease(LeaseOutcome.BUSY, current, current.status)
+        old = run_from_attrs(old_attrs)
+        run = old.model_copy(
+            update={
+                "status": RunStatus.RUNNING,
+                "attempts": old.attempts + 1,
+                "started_at": old.started_at or now,
+                "lateness_ms": old.lateness_ms if old.lateness_ms is not None else lateness,
+                "lease_until": lease_until,
+                "not_before": None,
+            }
+        )
+        return Lease(LeaseOutcome.LEASED, run, old.status, lease_until)
+
+    def extend_lease(self, run_id: str, *, owner: str, lease_until: datetime) -> bool:
+        return self._table.update_if(
+            run_key(run_id),
+            "SET lease_until = :lu, lease_until_ms = :lu_ms",
+            "lease_owner = :owner AND #status = :running",
+            {"#status": "status"},
+            expression_values(
+                lu=iso(lease_until), lu_ms=to_ms(lease_until), owner=owner, running=RunStatus.RUNNING.value
+            ),
+        )
+
+    def finish_run(
+        self,
+        run: Run,
+        *,
+        owner: str,
+        status: RunStatus,
+        now: datetime,
+        result: RunResult | None = None,
+        error: RunError | None = None,
+        skip_reason: SkipReason | None = None,
+        duration_ms: int | None = None,
+        not_before: datetime | None = None,
+        resend_at: datetime | None = None,
+    ) -> bool:
+        """Leave RUNNING: SUCCEEDED, RETRYING, FAILED or SKIPPED, only while holding the lease.
+
+        A RETRYING run records `not_before` (its next attempt's earliest start, which the lease enforces) and
+        goes back into the due index at `resend_at`: when its backoff rides on a message, that is a safety net
+        (the tick re-sends it if the message never came back); when the backoff is too long for a message,
+        that is the retry itself."""
+        sets = ["#status = :status"]
+        values: dict[str, Any] = {"status": status.value, "owner": owner, "running": RunStatus.RUNNING.value}
+        removes = ["lease_owner", "lease_until", "lease_until_ms"]
+        if status.terminal:
+            sets += ["finished_at = :now", "expires_at = :exp"]
+            values.update(now=iso(now), exp=self._expiry(now))
+        if duration_ms is not None:
+            sets.append("duration_ms = :dur")
+            values["dur"] = duration_ms
+        if result is not None:
+            sets.append("#result = :result")
+            values["result"] = result.model_dump(mode="json")
+        if error is not None:
+            sets.append("#error = :error")
+            values["error"] = error.model_dump(mode="json")
+        elif status is RunStatus.SUCCEEDED:
+            removes.append("#error")
+        if skip_reason is not None:
+            sets.append("skip_reason = :reason")
+            values["reason"] = skip_reason.value
+        if not_before is not None:
+            sets += ["not_before = :nb", "not_before_ms = :nb_ms"]
+            values.update(nb=iso(not_before), nb_ms=to_ms(not_before))
+        if resend_at is not None:
+            sets += ["due_shard = :shard", "due_at = :due"]
+            values.update(shard=shard_of(run.job_id, self.shards), due=to_ms(resend_at))
+        if status is RunStatus.FAILED:
+            # Sparse entry in the tenant index: GET /v1/dlq lists these newest first.
+            sets += ["tenant_key = :tk", "tenant_sort = :ts"]
+            values.update(tk=f"T#{run.tenant}#FAILED", ts=f"{to_ms(now):013d}#{run.id}")
+        expression = "SET " + ", ".join(sets) + " REMOVE " + ", ".join(removes)
+        names = {"#status": "status"}
+        if "#result" in expression:
+            names["#result"] = "result"
+        if "#error" in expression:
+            names["#error"] = "error"
+        return self._table.update_if(
+            run_key(run.id),
+            expression,
+            "lease_owner = :owner AND #status = :running",
+            names,
+            expression_values(**values),
+        )
+
+    def requeue_failed_run(self, run: Run, *, now: datetime, redispatch_at: datetime) -> bool:
+        """FAILED -> QUEUED with attempts starting again (retry and DLQ redrive): a new execution, so its start,
+        lateness and duration are measured afresh; `requeues` counts how often this happened."""
+        return self._table.update_if(
+            run_key(run.id),
+            "SET #status = :queued, attempts = :zero, enqueued_at = :now, due_shard = :shard, due_at = :due, "
+            "requeues = if_not_exists(requeues, :zero) + :one "
+            "REMOVE #error, finished_at, expires_at, tenant_key, tenant_sort, lease_owner, lease_until, "
+            "lease_until_ms, started_at, lateness_ms, duration_ms, not_before, not_before_ms",
+            "#status = :failed",
+            {"#status": "status", "#error": "error"},
+            expression_values(
+                queued=RunStatus.QUEUED.value,
+                failed=RunStatus.FAILED.value,
+                zero=0,
+                one=1,
+                now=iso(now),
+                shard=shard_of(run.job_id, self.shards),
+                due=to_ms(redispatch_at),
+            ),
+        )
+
+    def runs_of_job(
+        self,
+        job_id: str,
+        *,
+        limit: int = 50,
+        start_key: dict[str, Any] | None = None,
+        status: RunStatus | None = None,
+    ) -> tuple[list[Run], dict[str, Any] | None]:
+        """A job's runs, newest first, one page."""
+        kwargs: dict[str, Any] = {
+            "TableName": self._table.name,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :run)",
+            "ExpressionAttributeValues": expression_values(pk=f"JOB#{job_id}", run="RUN#"),
+            "ScanIndexForward": False,
+            "Limit": limit,
+        }
+        if status is not None:
+            kwargs["FilterExpression"] = "#status = :status"
+            kwargs["ExpressionAttributeNames"] = {"#status": "status"}
+            kwargs["ExpressionAttributeValues"].update(expression_values(status=status.value))
+        if start_key:
+            kwargs["ExclusiveStartKey"] = start_key
+        page = self._table.client.query(**kwargs)
+        return [run_from_attrs(deserialize(i)) for i in page.get("Items", [])], page.get("LastEvaluatedKey")
+
+    def _expiry(self, now: datetime) -> int:
+        return int((now + self.retention).timestamp())
