@@ -273,10 +273,10 @@ def _corrupt_job(pipeline, api, **overrides: Any) -> str:
 
 
 def test_an_unreadable_stored_job_never_takes_the_listing_down(api, pipeline, monkeypatch):
-    from tickwork import store
+    from tickwork.store import reading
 
     logged: list[dict[str, Any]] = []
-    monkeypatch.setattr(store.logger, "error", lambda message, extra=None, **_: logged.append(extra or {}))
+    monkeypatch.setattr(reading.logger, "error", lambda message, extra=None, **_: logged.append(extra or {}))
     good = api.create(name="fine")
     bad = _corrupt_job(pipeline, api, priority={"S": "high"}, schedule={"M": {}})
     also_good = api.create(name="also fine")

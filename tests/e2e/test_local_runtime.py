@@ -75,7 +75,9 @@ def test_fifty_one_shot_echo_jobs_each_run_once_on_time_with_their_payload_as_re
     )
     print(report)
     assert min(lateness) >= 0, report  # never early
-    assert figures[98] <= 1500, report
+    # On time, not at the next tick (60 s): a sanity bound, not a performance goal. How late runs start on this
+    # machine is measured and printed by `make bench` (docs/benchmarks.md), never asserted by a timed test.
+    assert max(lateness) <= 5000, report
 
 
 def test_a_rate_job_yields_consecutive_runs(node: Node) -> None:
