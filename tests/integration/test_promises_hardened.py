@@ -227,27 +227,23 @@ def closing_endpoint() -> Iterator[ClosingEndpoint]:
     endpoint.close()
 
 
-def _executor_with_lambda_endpoint(pipeline: Pipeline, url: str) -> RunExecutor:
+def _execute_with_lambda_endpoint(pipeline: Pipeline, url: str) -> Outcome:
+    """Receive the one due message and run it in an executor whose AWS clients call `url` (the target)."""
+    (message,) = pipeline.receive(Band.NORMAL)
     s = pipeline.services
-    return RunExecutor(
+    executor = RunExecutor(
         s.store, s.results, s.queues, registry, s.clock, rng=FixedRandom(0.0), clients=AwsClients(endpoint_url=url)
     )
+    queue_url = pipeline.resources.queue_urls["normal"]
+    delivery = Delivery(message["Body"], message["MessageId"], message["ReceiptHandle"], queue_url, Band.NORMAL)
+    return executor.execute(delivery, lambda: 900_000)
 
 
 def test_lambda_attempt_invokes_the_target_exactly_once(pipeline, closing_endpoint):
     job = _due(
         pipeline, type="lambda", payload={"function_arn": "target"}, timeout_seconds=5, retry={"max_attempts": 2}
     )
-    (message,) = pipeline.receive(Band.NORMAL)
-    executor = _executor_with_lambda_endpoint(pipeline, closing_endpoint.url)
-    delivery = Delivery(
-        message["Body"],
-        message["MessageId"],
-        message["ReceiptHandle"],
-        pipeline.resources.queue_urls["normal"],
-        Band.NORMAL,
-    )
-    outcome = executor.execute(delivery, lambda: 900_000)
+    outcome = _execute_with_lambda_endpoint(pipeline, closing_endpoint.url)
     assert outcome is Outcome.RETRY_LATER
     # One attempt is one Invoke: a non-idempotent target is never called again by a client-side retry.
     assert closing_endpoint.requests == 1
@@ -261,17 +257,8 @@ def test_lambda_invoke_that_times_out_is_not_retried_before_the_target_can_have_
         job = _due(
             pipeline, type="lambda", payload={"function_arn": "target"}, timeout_seconds=1, retry={"max_attempts": 2}
         )
-        (message,) = pipeline.receive(Band.NORMAL)
-        executor = _executor_with_lambda_endpoint(pipeline, endpoint.url)
-        delivery = Delivery(
-            message["Body"],
-            message["MessageId"],
-            message["ReceiptHandle"],
-            pipeline.resources.queue_urls["normal"],
-            Band.NORMAL,
-        )
         started = time.monotonic()
-        executor.execute(delivery, lambda: 900_000)
+        _execute_with_lambda_endpoint(pipeline, endpoint.url)
         assert time.monotonic() - started < 2.5  # the client's read timeout is the time the run had left
         run = pipeline.runs_of(job.id)[0]
         assert run.status is RunStatus.RETRYING
@@ -448,15 +435,6 @@ class _FailingUpdates:
 
             return boom
         return getattr(self._client, name)
-
-
-def _covered(runs) -> list:
-    out = []
-    for r in runs:
-        out.append(r.scheduled_for)
-        if r.skipped_until is not None:
-            out.append(r.skipped_until)
-    return out
 
 
 def test_tick_dying_mid_catch_up_leaves_no_occurrence_without_a_record(pipeline):
