@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: dev test lint unit integration e2e typecheck build bench bench-quick clean
+.PHONY: dev test lint security unit integration e2e typecheck build bench bench-quick clean
 
 # The venv is rebuilt when pyproject.toml changes (stale) or is missing.
 $(STAMP): pyproject.toml
@@ -14,6 +14,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
+
+# checkov pins an older boto3 than ours, so the scanner gets a venv of its own.
+CHECKOV_VENV  := .venv-checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
+$(CHECKOV_STAMP):
+	test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet 'checkov>=3.2,<4'
+	touch $(CHECKOV_STAMP)
 
 dev: $(STAMP)
 	$(BIN)/tickwork dev $(ARGS)
@@ -25,7 +33,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: lint typecheck
+# The template's security scan: every failed check is fixed, or skipped in the template with its reason.
+security: $(CHECKOV_STAMP)
+	$(CHECKOV_VENV)/bin/checkov -f template.yaml --framework cloudformation --compact --quiet --skip-download
+
+test: lint typecheck security
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 unit: $(STAMP)
@@ -48,4 +60,4 @@ bench-quick: $(STAMP)
 	$(BIN)/python -m benchmarks.run --quick
 
 clean:
-	rm -rf $(VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(CHECKOV_VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache

@@ -442,7 +442,10 @@ def provision(
     bucket_name = _physical_name(prefix, BUCKET_ID).lower()
     bucket = template["Resources"][BUCKET_ID]
     if not (if_missing and _exists(lambda: s3.head_bucket(Bucket=bucket_name), "404", "NoSuchBucket")):
-        _create_bucket(s3, bucket_name, resolver.resolve(bucket.get("Properties", {})))
+        # Not applied: server access logging (LoggingConfiguration) names the access-log bucket, which
+        # only a deployed stack has; a local run has no S3 access logs to keep.
+        properties = {k: v for k, v in bucket.get("Properties", {}).items() if k != "LoggingConfiguration"}
+        _create_bucket(s3, bucket_name, resolver.resolve(properties))
     resolver.refs[BUCKET_ID] = bucket_name
     resolver.attributes[(BUCKET_ID, "Arn")] = f"arn:aws:s3:::{bucket_name}"
     resolver.attributes[(BUCKET_ID, "DomainName")] = f"{bucket_name}.s3.amazonaws.com"

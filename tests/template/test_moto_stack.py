@@ -121,7 +121,12 @@ def test_everything_else_is_created_and_what_moto_skips_is_known(stack):
     # moto's CloudFormation accepts but does not create these (it has no model for them);
     # test_structure.py and test_sam_translate.py check them instead. (It lists the layer but
     # does not attach it to the functions.)
-    skipped = {"TickFunctionEventInvokeConfig", "ResultsBucketPolicy", "TickDeadLetterQueuePolicy"}
+    skipped = {
+        "TickFunctionEventInvokeConfig",
+        "ResultsBucketPolicy",
+        "ResultsAccessLogsBucketPolicy",
+        "TickDeadLetterQueuePolicy",
+    }
     assert expected - created == skipped
 
 

@@ -215,6 +215,24 @@ def test_bucket_policy_denies_non_tls_requests(template):
     ]
 
 
+def test_results_bucket_access_is_logged_to_a_private_expiring_bucket(template):
+    logging = _props(template, "ResultsBucket")["LoggingConfiguration"]
+    assert logging == {"DestinationBucketName": {"Ref": "ResultsAccessLogsBucket"}, "LogFilePrefix": "results/"}
+    logs = _props(template, "ResultsAccessLogsBucket")
+    assert all(logs["PublicAccessBlockConfiguration"].values())
+    # S3 server access logging delivers only to SSE-S3 (AES256) buckets.
+    (rule,) = logs["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert rule["ServerSideEncryptionByDefault"] == {"SSEAlgorithm": "AES256"}
+    (expiry,) = logs["LifecycleConfiguration"]["Rules"]
+    assert expiry["ExpirationInDays"] == {"Ref": "AccessLogRetentionDays"}
+    statements = {s["Sid"]: s for s in _props(template, "ResultsAccessLogsBucketPolicy")["PolicyDocument"]["Statement"]}
+    writer = statements["S3ServerAccessLogsFromResultsBucket"]
+    assert writer["Principal"] == {"Service": "logging.s3.amazonaws.com"}
+    assert writer["Action"] == "s3:PutObject"
+    assert writer["Condition"]["ArnLike"] == {"aws:SourceArn": {"Fn::GetAtt": ["ResultsBucket", "Arn"]}}
+    assert statements["DenyInsecureTransport"]["Effect"] == "Deny"
+
+
 # ---------------------------------------------------------------- functions
 
 
@@ -431,6 +449,16 @@ def test_every_alarm_notifies_the_topic(template):
     for props in alarms.values():
         assert props["AlarmActions"] == [{"Ref": "AlarmTopic"}]
         assert props["OKActions"] == [{"Ref": "AlarmTopic"}]
+
+
+def test_alarm_topic_is_encrypted_with_a_rotating_key_cloudwatch_may_use(template):
+    assert _props(template, "AlarmTopic")["KmsMasterKeyId"] == {"Ref": "AlarmTopicKey"}
+    key = _props(template, "AlarmTopicKey")
+    assert key["EnableKeyRotation"] is True
+    statements = {s["Sid"]: s for s in key["KeyPolicy"]["Statement"]}
+    cloudwatch = statements["CloudWatchAlarmsPublish"]
+    assert cloudwatch["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    assert sorted(cloudwatch["Action"]) == ["kms:Decrypt", "kms:GenerateDataKey*"]
 
 
 def test_alarm_email_subscription_is_optional(template):
