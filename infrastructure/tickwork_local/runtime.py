@@ -32,6 +32,7 @@ from tickwork.aws import AwsClients
 from tickwork.settings import Settings
 
 from tickwork_local.apigateway import ApiGatewayServer
+from tickwork_local.aws_faults import AwsErrorInjector
 from tickwork_local.lambda_runtime import (
     REGION,
     FunctionConfig,
@@ -77,6 +78,9 @@ class NodeOptions:
     api_keys_file: str | None = None
     parameters: dict[str, str] = field(default_factory=dict)  # more template parameter overrides
     node_name: str = ""
+    # Fail this share of the functions' AWS requests (throttles, 5xx, connect timeouts; see aws_faults).
+    aws_error_rate: float = 0.0
+    aws_error_seed: int = 0
 
 
 def prepare_process(endpoint_url: str, log_level: str = "WARNING") -> None:
@@ -146,6 +150,7 @@ class LocalNode:
         self.api: Any = None
         self.runlog: Any = None
         self.clients: dict[str, Any] = {}
+        self.aws_errors: AwsErrorInjector | None = None  # with NodeOptions.aws_error_rate
         self._loader: Any = None
 
     # ------------------------------------------------------------ set-up
@@ -202,10 +207,15 @@ class LocalNode:
         opts = self.options
         prepare_process(opts.endpoint_url, opts.log_level)
 
-        def clients() -> AwsClients:
-            return AwsClients(session=self._session(), endpoint_url=opts.endpoint_url)
+        def clients(*, faulty: bool = True) -> AwsClients:
+            session = self._session()
+            if faulty and self.aws_errors is not None:
+                self.aws_errors.register(session.events)
+            return AwsClients(session=session, endpoint_url=opts.endpoint_url)
 
-        setup = clients()
+        if opts.aws_error_rate:
+            self.aws_errors = AwsErrorInjector(opts.aws_error_rate, seed=opts.aws_error_seed)
+        setup = clients(faulty=False)  # creating the resources is not what a fault run tests
         self.provision(setup)
         envs = {logical_id: self.environment(logical_id) for logical_id in FUNCTIONS}
         # One process hosts the three functions: their environments must agree where they overlap.
@@ -268,6 +278,18 @@ class LocalNode:
         self._start_api()
         self._start_pollers(sources, poller_clients.client("sqs"))
         self._start_ticker(configs[TICK_FUNCTION])
+        if self.aws_errors is not None:
+            threading.Thread(target=self._report_aws_errors, name="aws-errors", daemon=True).start()
+
+    def _report_aws_errors(self, every_seconds: float = 10.0) -> None:
+        """A line every few seconds, so whoever kills this node still knows how many errors it injected."""
+        assert self.aws_errors is not None
+        prefix = f"{self.options.node_name}: " if self.options.node_name else ""
+        while True:
+            time.sleep(every_seconds)
+            injected, seen = sum(self.aws_errors.injected.values()), sum(self.aws_errors.requests.values())
+            self.out.write(f"{prefix}injected {injected} AWS errors in {seen} requests\n")
+            self.out.flush()
 
     def _session(self) -> Any:
         """A boto3 session of its own (sessions are not thread-safe) sharing one model loader (loading

@@ -1,0 +1,115 @@
+"""AWS that misbehaves on purpose: throttles, 5xx and connection timeouts injected into botocore requests.
+
+The local runtime (`tickwork dev --inject-aws-errors RATE`), the soak and tests/faults use it to show that
+what AWS does under load (throttling, brief 5xx, a connection that never opens) neither loses nor doubles a
+run. Each request fails with probability `rate`, by a seeded random stream, with a kind that its service
+really returns; the SDK's own retries (tickwork.aws.RETRY_CONFIG) then do what they do against AWS.
+
+It hooks `before-send`, the last event before a request leaves botocore, registered first so it also runs
+ahead of moto's in-process stub (which answers on the same event). Nothing here is imported by a function.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.awsrequest import AWSResponse, HTTPHeaders
+from botocore.exceptions import ConnectTimeoutError
+
+
+@dataclass(frozen=True)
+class ErrorKind:
+    """One way a request fails: an HTTP answer (`status`, error `code`) or, with status 0, no answer at all."""
+
+    service: str  # botocore's hyphenated service id: dynamodb, sqs, s3
+    code: str
+    status: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.service}:{self.code}"
+
+
+CONNECT_TIMEOUT = "ConnectTimeout"
+
+# What DynamoDB, SQS and S3 answer when they are busy or broken (each retryable by the SDK's standard mode).
+KINDS: tuple[ErrorKind, ...] = (
+    ErrorKind("dynamodb", "ProvisionedThroughputExceededException", 400),
+    ErrorKind("dynamodb", "ThrottlingException", 400),
+    ErrorKind("dynamodb", "InternalServerError", 500),
+    ErrorKind("sqs", "ThrottlingException", 400),
+    ErrorKind("sqs", "InternalError", 500),
+    ErrorKind("sqs", "ServiceUnavailable", 503),
+    ErrorKind("s3", "SlowDown", 503),
+    ErrorKind("dynamodb", CONNECT_TIMEOUT, 0),
+    ErrorKind("sqs", CONNECT_TIMEOUT, 0),
+    ErrorKind("s3", CONNECT_TIMEOUT, 0),
+)
+
+# The JSON protocols' error type prefixes (DynamoDB and SQS speak JSON; S3 speaks XML).
+_JSON_TYPE = {"dynamodb": "com.amazonaws.dynamodb.v20120810#", "sqs": "com.amazonaws.sqs#"}
+
+
+class _Body:
+    """The raw stream botocore reads an injected answer from."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def stream(self, **_: Any) -> Iterator[bytes]:
+        yield self._data
+
+
+def _answer(kind: ErrorKind, url: str) -> AWSResponse:
+    message = f"injected by tickwork_local.aws_faults ({kind.code})"
+    if kind.service == "s3":
+        body = f"<Error><Code>{kind.code}</Code><Message>{message}</Message></Error>".encode()
+        headers = {"Content-Type": "application/xml"}
+    else:
+        body = json.dumps({"__type": _JSON_TYPE[kind.service] + kind.code, "message": message}).encode()
+        headers = {"Content-Type": "application/x-amz-json-1.0"}
+        if kind.service == "sqs":
+            headers["x-amzn-query-error"] = f"{kind.code};Receiver"
+    answer_headers = HTTPHeaders()
+    for name, value in headers.items():
+        answer_headers[name] = value
+    return AWSResponse(url, kind.status, answer_headers, _Body(body))
+
+
+class AwsErrorInjector:
+    """Fails a seeded share of requests to the services it has kinds for; counts what it injected."""
+
+    def __init__(self, rate: float, *, seed: int = 0, kinds: Sequence[ErrorKind] = KINDS) -> None:
+        if not 0 <= rate <= 1:
+            raise ValueError("rate must be between 0 and 1")
+        self.rate = rate
+        self._random = random.Random(seed)  # noqa: S311 (a reproducible fault stream, not a secret)
+        self._kinds: dict[str, list[ErrorKind]] = {}
+        for kind in kinds:
+            self._kinds.setdefault(kind.service, []).append(kind)
+        self._lock = threading.Lock()
+        self.injected: Counter[str] = Counter()  # ErrorKind.name -> requests failed that way
+        self.requests: Counter[str] = Counter()  # service -> requests seen
+
+    def register(self, events: Any) -> None:
+        """Hook into a botocore session's (or client's) event system, ahead of any other handler."""
+        events.register_first("before-send", self._before_send)
+
+    def _before_send(self, request: Any, event_name: str = "", **_: Any) -> AWSResponse | None:
+        service = event_name.split(".")[1] if event_name.count(".") >= 2 else ""
+        kinds = self._kinds.get(service)
+        with self._lock:
+            self.requests[service] += 1
+            if not kinds or self._random.random() >= self.rate:
+                return None
+            kind = self._random.choice(kinds)
+            self.injected[kind.name] += 1
+        if kind.code == CONNECT_TIMEOUT:
+            raise ConnectTimeoutError(endpoint_url=request.url)
+        return _answer(kind, request.url)
