@@ -1,0 +1,86 @@
+"""Subprocesses whose output is collected line by line, and polling with a deadline: for the e2e tests and
+the soak (benchmarks/soak.py), which run the local runtime as a user would."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for(check: Callable[[], Any], timeout: float, interval: float = 0.25, what: str = "condition") -> Any:
+    """Poll `check` until it returns something truthy; fail with `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})")
+
+
+@dataclass
+class Proc:
+    """A subprocess whose stdout lines are collected as they come."""
+
+    name: str
+    process: subprocess.Popen[str]
+    lines: list[str] = field(default_factory=list)
+
+    @classmethod
+    def start(cls, name: str, command: list[str], **kwargs: Any) -> Proc:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env.pop("AWS_ENDPOINT_URL", None)
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT, **kwargs
+        )
+        proc = cls(name, process)
+        threading.Thread(target=proc._read, daemon=True).start()
+        return proc
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def wait_line(self, text: str, timeout: float) -> str:
+        def found() -> str | None:
+            if self.process.poll() is not None and not any(text in line for line in self.lines):
+                raise AssertionError(f"{self.name} exited ({self.process.returncode}):\n{self.output()}")
+            return next((line for line in self.lines if text in line), None)
+
+        return wait_for(found, timeout, 0.05, f"{self.name} to print {text!r}\n{self.output()}")
+
+    def output(self, last: int = 60) -> str:
+        return "\n".join(self.lines[-last:])
+
+    def terminate(self, timeout: float = 10) -> int:
+        """SIGTERM; the exit status, or fail if it takes longer than `timeout`."""
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(5)
+            raise AssertionError(f"{self.name} did not exit within {timeout} s of SIGTERM:\n{self.output()}") from None
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
