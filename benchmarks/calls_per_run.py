@@ -312,12 +312,11 @@ def _advice(ahead: dict[str, Any], billed: dict[str, float]) -> list[str]:
         " index entry (1 WRU each). Projecting `KEYS_ONLY` or a few listing attributes that these writes do not"
         " touch (name, type, created_at; not state/version/updated_at/next_run_at) removes those writes:"
         " template.yaml `tenant-index` Projection, with `tickwork.catalog` reading state via BatchGetItem. -2 WRU.",
-        "  2. `JobStore.complete_one_shot` (called by `RunExecutor._succeed`) is a third write to the job after"
-        " the claim already removed it from the due index. Marking a one-shot job COMPLETED in the claim's"
-        " `UpdateItem` (`JobStore.claim`: `complete` is passed only for recurring schedules; `plan_claim` sets"
-        " it `not job.schedule.is_one_shot`) would drop that call: -1 request, -1 WRU table, -1 WRU"
-        " tenant-index. The cost: a one-shot job reads COMPLETED once its run is queued, not once it ran (its"
-        " run record still says how it went), and cancel of a queued one-shot then needs its run to be skipped.",
+        "  2. `JobStore.complete_if_settled` (called by `RunExecutor` when a one-shot's run settles) is a third"
+        " write to the job after the claim already removed it from the due index. It stays: a job completes only"
+        " once its last occurrence has settled (issue 9), so that a queued one-shot can still be cancelled or"
+        " paused and its run is recorded as skipped. Folding it into the claim's `UpdateItem` would save"
+        " 1 request and 2 WRU but break that promise.",
         "  3. The executor's `GetItem` of the job (`RunExecutor._execute`) fetches type, payload, retry, timeout"
         " and state. Carrying type/retry/timeout/overlap in the run message (SQS bills per 64 KB, so small"
         " payloads ride free) and reading the job only when the payload is large would save 1 request and"
