@@ -10,21 +10,28 @@ credential chain; a local one (127.0.0.1) needs nothing, or --api-key when it wa
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from enum import StrEnum
-from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
 
 from tickwork_cli import render
-from tickwork_cli.client import ApiError, Client, ConfigError
+from tickwork_cli.client import Client, ConfigError
+from tickwork_cli.options import (
+    AllPages,
+    CursorOpt,
+    JobFields,
+    JobIdArg,
+    Limit,
+    RunIdArg,
+    Session,
+    api_command,
+)
 
 app = typer.Typer(help="Tickwork: a serverless job scheduler.", no_args_is_help=True)
 jobs_app = typer.Typer(help="Create, list, change and run jobs.", no_args_is_help=True)
@@ -42,8 +49,6 @@ except ImportError:  # pragma: no cover - the local runtime is not installed
 else:
     _register_dev(app)
 
-EXIT_API_ERROR = 1
-EXIT_USAGE = 2
 EXIT_TIMEOUT = 3
 TERMINAL = {"SUCCEEDED", "FAILED", "SKIPPED"}
 # Tests replace these to wait without sleeping, and to share the API's (fake) clock.
@@ -52,77 +57,6 @@ sleep: Callable[[float], None] = time.sleep
 
 def now() -> datetime:
     return datetime.now(UTC)
-
-
-class Output(StrEnum):
-    table = "table"
-    json = "json"
-
-
-# ---------------------------------------------------------------- common options
-
-ApiUrl = Annotated[
-    str,
-    typer.Option("--api-url", envvar="TICKWORK_API_URL", help="The API's base URL.", show_default=False),
-]
-OutputOpt = Annotated[
-    Output | None,
-    typer.Option("--output", "-o", help="table or json (default: table on a terminal, else json)."),
-]
-ApiKey = Annotated[
-    str | None,
-    typer.Option("--api-key", envvar="TICKWORK_API_KEY", help="X-Api-Key, for a local API started with keys."),
-]
-Profile = Annotated[str | None, typer.Option("--profile", envvar="AWS_PROFILE", help="AWS profile to sign with.")]
-Region = Annotated[str | None, typer.Option("--region", help="Region to sign for (default: from the URL).")]
-Limit = Annotated[int | None, typer.Option("--limit", min=1, max=100, help="Page size (1-100).")]
-CursorOpt = Annotated[str | None, typer.Option("--cursor", help="Continue from a previous page's next_cursor.")]
-AllPages = Annotated[bool, typer.Option("--all", help="Follow next_cursor to the end.")]
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def handles_errors(fn: F) -> F:
-    """Problem details printed readably on stderr, and a non-zero exit status."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except ApiError as exc:
-            typer.echo(exc.describe(), err=True)
-            raise typer.Exit(EXIT_API_ERROR) from None
-        except ConfigError as exc:
-            typer.echo(f"tickwork: {exc}", err=True)
-            raise typer.Exit(EXIT_USAGE) from None
-
-    return wrapper  # type: ignore[return-value]
-
-
-def _client(api_url: str, api_key: str | None, profile: str | None, region: str | None) -> Client:
-    return Client(api_url, api_key=api_key, profile=profile, region=region)
-
-
-def _mode(output: Output | None) -> Output:
-    if output is not None:
-        return output
-    return Output.table if sys.stdout.isatty() else Output.json
-
-
-def _show_one(item: Any, output: Output | None) -> None:
-    if _mode(output) is Output.json or not isinstance(item, dict):
-        typer.echo(render.as_json(item))
-    else:
-        typer.echo(render.record(item))
-
-
-def _show_page(page: dict[str, Any], output: Output | None, columns: Any) -> None:
-    if _mode(output) is Output.json:
-        typer.echo(render.as_json(page))
-        return
-    typer.echo(render.items_table(page["items"], columns))
-    if page.get("next_cursor"):
-        typer.echo(f"more: --cursor {page['next_cursor']}", err=True)
 
 
 def _listing(client: Client, path: str, all_pages: bool, **query: Any) -> dict[str, Any]:
@@ -148,7 +82,8 @@ def parse_at(value: str, current: datetime | None = None) -> str:
     return instant.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _payload(payload: str | None, payload_file: Path | None) -> dict[str, Any] | None:
+def _payload(fields: JobFields) -> dict[str, Any] | None:
+    payload, payload_file = fields.payload, fields.payload_file
     if payload is not None and payload_file is not None:
         raise ConfigError("give --payload or --payload-file, not both")
     if payload_file is not None:
@@ -178,235 +113,135 @@ def _tags(tags: list[str] | None) -> dict[str, str] | None:
     return out
 
 
-def _schedule(
-    at: str | None, cron: str | None, rate: str | None, tz: str | None, start_at: str | None, end_at: str | None
-) -> dict[str, Any]:
-    schedule: dict[str, Any] = {}
-    if at is not None:
-        schedule["at"] = parse_at(at)
-    if cron is not None:
-        schedule["cron"] = cron
-    if rate is not None:
-        schedule["rate"] = rate
-    if tz is not None:
-        schedule["timezone"] = tz
-    if start_at is not None:
-        schedule["start_at"] = parse_at(start_at)
-    if end_at is not None:
-        schedule["end_at"] = parse_at(end_at)
-    return schedule
-
-
-def _retry(max_attempts: int | None, backoff: float | None, max_backoff: float | None) -> dict[str, Any] | None:
-    retry = {
-        k: v
-        for k, v in (("max_attempts", max_attempts), ("backoff_seconds", backoff), ("max_backoff_seconds", max_backoff))
-        if v is not None
-    }
-    return retry or None
-
-
-At = Annotated[str | None, typer.Option("--at", help="Run once at this ISO-8601 time, or +10s / +5m / +2h from now.")]
-Cron = Annotated[str | None, typer.Option("--cron", help="Cron: 5 fields, or 6 with seconds first.")]
-Rate = Annotated[str | None, typer.Option("--rate", help='Fixed interval, e.g. "5 minutes".')]
-Tz = Annotated[str | None, typer.Option("--tz", help="IANA time zone for --cron (default UTC).")]
-StartAt = Annotated[str | None, typer.Option("--start-at", help="No occurrence before this time.")]
-EndAt = Annotated[str | None, typer.Option("--end-at", help="No occurrence after this time.")]
-Payload = Annotated[str | None, typer.Option("--payload", help="The payload, a JSON object.")]
-PayloadFile = Annotated[
-    Path | None, typer.Option("--payload-file", help="Read the payload (JSON object) from a file, or - for stdin.")
-]
-Priority = Annotated[int | None, typer.Option("--priority", help="0-9 (9 first).")]
-MaxAttempts = Annotated[int | None, typer.Option("--max-attempts", help="Attempts before a run FAILS.")]
-Backoff = Annotated[float | None, typer.Option("--backoff", help="First retry delay, seconds.")]
-MaxBackoff = Annotated[float | None, typer.Option("--max-backoff", help="Longest retry delay, seconds.")]
-Timeout = Annotated[int | None, typer.Option("--timeout", help="Run timeout, seconds.")]
-MisfireGrace = Annotated[int | None, typer.Option("--misfire-grace", help="Seconds late a run may still start.")]
-Tags = Annotated[list[str] | None, typer.Option("--tag", help="key=value; repeatable.")]
+def _schedule(fields: JobFields) -> dict[str, Any]:
+    """The schedule fields given; times relative to now (`+10s`) made absolute."""
+    given = {"at": fields.at, "cron": fields.cron, "rate": fields.rate, "timezone": fields.tz}
+    given |= {"start_at": fields.start_at, "end_at": fields.end_at}
+    times = {"at", "start_at", "end_at"}
+    return {key: parse_at(value) if key in times else value for key, value in given.items() if value is not None}
 
 
 def _optional_fields(**fields: Any) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
 
 
+def _settings(fields: JobFields) -> dict[str, Any]:
+    """What create and update send only when given: priority, the retry policy, limits, tags."""
+    retry = _optional_fields(
+        max_attempts=fields.max_attempts, backoff_seconds=fields.backoff, max_backoff_seconds=fields.max_backoff
+    )
+    return _optional_fields(
+        priority=fields.priority,
+        retry=retry or None,
+        timeout_seconds=fields.timeout,
+        misfire_grace_seconds=fields.misfire_grace,
+        tags=_tags(fields.tag),
+    )
+
+
 # ---------------------------------------------------------------- jobs
 
 
 @jobs_app.command("create")
-@handles_errors
+@api_command
 def jobs_create(
     name: Annotated[str, typer.Option("--name", help="A name for people.")],
     job_type: Annotated[str, typer.Option("--type", help="echo, http, lambda, or a registered type.")],
-    api_url: ApiUrl = "",
-    at: At = None,
-    cron: Cron = None,
-    rate: Rate = None,
-    tz: Tz = None,
-    start_at: StartAt = None,
-    end_at: EndAt = None,
-    payload: Payload = None,
-    payload_file: PayloadFile = None,
-    priority: Priority = None,
-    max_attempts: MaxAttempts = None,
-    backoff: Backoff = None,
-    max_backoff: MaxBackoff = None,
-    timeout: Timeout = None,
-    misfire_grace: MisfireGrace = None,
-    tag: Tags = None,
+    session: Session,
+    fields: JobFields,
     idempotency_key: Annotated[
         str | None, typer.Option("--idempotency-key", help="Retrying with the same key never creates twice.")
     ] = None,
-    output: OutputOpt = None,
-    api_key: ApiKey = None,
-    profile: Profile = None,
-    region: Region = None,
 ) -> None:
     """Create a job."""
     spec: dict[str, Any] = {
         "name": name,
         "type": job_type,
-        "payload": _payload(payload, payload_file) or {},
-        "schedule": _schedule(at, cron, rate, tz, start_at, end_at),
-        **_optional_fields(
-            priority=priority,
-            retry=_retry(max_attempts, backoff, max_backoff),
-            timeout_seconds=timeout,
-            misfire_grace_seconds=misfire_grace,
-            tags=_tags(tag),
-        ),
+        "payload": _payload(fields) or {},
+        "schedule": _schedule(fields),
+        **_settings(fields),
     }
     headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
-    client = _client(api_url, api_key, profile, region)
-    _show_one(client.post("/v1/jobs", spec, headers=headers), output)
+    session.show_one(session.client.post("/v1/jobs", spec, headers=headers))
 
 
 @jobs_app.command("list")
-@handles_errors
+@api_command
 def jobs_list(
-    api_url: ApiUrl = "",
+    session: Session,
     state: Annotated[str | None, typer.Option("--state", help="ACTIVE, PAUSED, CANCELLED or COMPLETED.")] = None,
     job_type: Annotated[str | None, typer.Option("--type", help="Only jobs of this type.")] = None,
     name_prefix: Annotated[str | None, typer.Option("--name-prefix", help="Only names starting so.")] = None,
     limit: Limit = None,
     cursor: CursorOpt = None,
     all_pages: AllPages = False,
-    output: OutputOpt = None,
-    api_key: ApiKey = None,
-    profile: Profile = None,
-    region: Region = None,
 ) -> None:
     """Your jobs, newest first."""
-    client = _client(api_url, api_key, profile, region)
-    page = _listing(
-        client, "/v1/jobs", all_pages, state=state, type=job_type, name_prefix=name_prefix, limit=limit, cursor=cursor
-    )
-    _show_page(page, output, render.JOB_COLUMNS)
+    query = {"state": state, "type": job_type, "name_prefix": name_prefix, "limit": limit, "cursor": cursor}
+    session.show_page(_listing(session.client, "/v1/jobs", all_pages, **query), render.JOB_COLUMNS)
 
 
-JobIdArg = Annotated[str, typer.Argument(help="The job id.")]
-RunIdArg = Annotated[str, typer.Argument(help="The run id.")]
+def _job_call(name: str, doc: str, method: str, action: str = "") -> None:
+    """A `jobs` command that makes one call about one job and shows the answer."""
+
+    def command(job_id: JobIdArg, session: Session) -> None:
+        session.show_one(session.client.request(method, f"/v1/jobs/{job_id}{action}"))
+
+    command.__doc__ = doc
+    jobs_app.command(name)(api_command(command))
 
 
-@jobs_app.command("get")
-@handles_errors
-def jobs_get(
-    job_id: JobIdArg,
-    api_url: ApiUrl = "",
-    output: OutputOpt = None,
-    api_key: ApiKey = None,
-    profile: Profile = None,
-    region: Region = None,
-) -> None:
-    """One job."""
-    _show_one(_client(api_url, api_key, profile, region).get(f"/v1/jobs/{job_id}"), output)
+def _run_call(name: str, doc: str, method: str, action: str = "") -> None:
+    """A `runs` command that makes one call about one run and shows the answer."""
+
+    def command(run_id: RunIdArg, session: Session) -> None:
+        session.show_one(session.client.request(method, f"/v1/runs/{run_id}{action}"))
+
+    command.__doc__ = doc
+    runs_app.command(name)(api_command(command))
+
+
+_job_call("get", "One job.", "GET")
 
 
 @jobs_app.command("update")
-@handles_errors
+@api_command
 def jobs_update(
     job_id: JobIdArg,
-    api_url: ApiUrl = "",
+    session: Session,
     name: Annotated[str | None, typer.Option("--name", help="A new name.")] = None,
-    at: At = None,
-    cron: Cron = None,
-    rate: Rate = None,
-    tz: Tz = None,
-    start_at: StartAt = None,
-    end_at: EndAt = None,
-    payload: Payload = None,
-    payload_file: PayloadFile = None,
-    priority: Priority = None,
-    max_attempts: MaxAttempts = None,
-    backoff: Backoff = None,
-    max_backoff: MaxBackoff = None,
-    timeout: Timeout = None,
-    misfire_grace: MisfireGrace = None,
-    tag: Tags = None,
-    output: OutputOpt = None,
-    api_key: ApiKey = None,
-    profile: Profile = None,
-    region: Region = None,
+    *,
+    fields: JobFields,
 ) -> None:
     """Change a job; a new schedule recomputes its next occurrence."""
-    client = _client(api_url, api_key, profile, region)
-    change: dict[str, Any] = _optional_fields(
-        name=name,
-        payload=_payload(payload, payload_file),
-        priority=priority,
-        timeout_seconds=timeout,
-        misfire_grace_seconds=misfire_grace,
-        tags=_tags(tag),
-    )
-    schedule = _schedule(at, cron, rate, tz, start_at, end_at)
+    client = session.client
+    change: dict[str, Any] = {**_optional_fields(name=name, payload=_payload(fields)), **_settings(fields)}
+    schedule = _schedule(fields)
     if schedule:
         if not {"at", "cron", "rate"} & set(schedule):
             # Only the zone or the window changes: keep the kind the job has.
             current = client.get(f"/v1/jobs/{job_id}")["schedule"]
             schedule = {**{k: v for k, v in current.items() if v is not None}, **schedule}
         change["schedule"] = schedule
-    retry = _retry(max_attempts, backoff, max_backoff)
-    if retry:
-        change["retry"] = retry
     if not change:
         raise ConfigError("nothing to change: give at least one option (see --help)")
-    _show_one(client.patch(f"/v1/jobs/{job_id}", change), output)
+    session.show_one(client.patch(f"/v1/jobs/{job_id}", change))
 
 
-def _job_action(action: str, doc: str) -> None:
-    @handles_errors
-    def command(
-        job_id: JobIdArg,
-        api_url: ApiUrl = "",
-        output: OutputOpt = None,
-        api_key: ApiKey = None,
-        profile: Profile = None,
-        region: Region = None,
-    ) -> None:
-        client = _client(api_url, api_key, profile, region)
-        if action == "cancel":
-            result = client.delete(f"/v1/jobs/{job_id}")
-        else:
-            result = client.post(f"/v1/jobs/{job_id}/{action}")
-        _show_one(result, output)
-
-    command.__doc__ = doc
-    jobs_app.command(action)(command)
-
-
-_job_action("pause", "Pause a job (idempotent).")
-_job_action("resume", "Resume a paused job (idempotent); missed occurrences follow the misfire rule.")
-_job_action("cancel", "Cancel a job (idempotent).")
-_job_action("trigger", "Run a job now, once, outside its schedule.")
+_job_call("pause", "Pause a job (idempotent).", "POST", "/pause")
+_job_call("resume", "Resume a paused job (idempotent); missed occurrences follow the misfire rule.", "POST", "/resume")
+_job_call("cancel", "Cancel a job (idempotent).", "DELETE")
+_job_call("trigger", "Run a job now, once, outside its schedule.", "POST", "/trigger")
 
 
 # ---------------------------------------------------------------- runs
 
 
 @runs_app.command("list")
-@handles_errors
+@api_command
 def runs_list(
     job_id: JobIdArg,
-    api_url: ApiUrl = "",
+    session: Session,
     status: Annotated[str | None, typer.Option("--status", help="Only runs with this status.")] = None,
     limit: Limit = None,
     cursor: CursorOpt = None,
@@ -418,13 +253,9 @@ def runs_list(
         float, typer.Option("--wait-timeout", help="Give up waiting after this many seconds.")
     ] = 120,
     interval: Annotated[float, typer.Option("--interval", help="Seconds between polls when waiting.")] = 1,
-    output: OutputOpt = None,
-    api_key: ApiKey = None,
-    profile: Profile = None,
-    region: Region = None,
 ) -> None:
     """Runs of a job, newest first."""
-    client = _client(api_url, api_key, profile, region)
+    client = session.client
     path = f"/v1/jobs/{job_id}/runs"
     page = _listing(client, path, all_pages, status=status, limit=limit, cursor=cursor)
     deadline = time.monotonic() + wait_timeout
@@ -432,7 +263,7 @@ def runs_list(
     said = ""
     while wait and not (page["items"] and all(r["status"] in TERMINAL for r in page["items"])):
         if time.monotonic() >= deadline or waited >= wait_timeout:
-            _show_page(page, output, render.RUN_COLUMNS)
+            session.show_page(page, render.RUN_COLUMNS)
             typer.echo(f"tickwork: runs still unfinished after {wait_timeout:g} s", err=True)
             raise typer.Exit(EXIT_TIMEOUT)
         pending = sorted({r["status"] for r in page["items"] if r["status"] not in TERMINAL}) or ["no runs yet"]
@@ -443,86 +274,41 @@ def runs_list(
         sleep(interval)
         waited += interval
         page = _listing(client, path, all_pages, status=status, limit=limit, cursor=cursor)
-    _show_page(page, output, render.RUN_COLUMNS)
+    session.show_page(page, render.RUN_COLUMNS)
 
 
-@runs_app.command("get")
-@handles_errors
-def runs_get(
-    run_id: RunIdArg,
-    api_url: ApiUrl = "",
-    output: OutputOpt = None,
-    api_key: ApiKey = None,
-    profile: Profile = None,
-    region: Region = None,
-) -> None:
-    """One run."""
-    _show_one(_client(api_url, api_key, profile, region).get(f"/v1/runs/{run_id}"), output)
+_run_call("get", "One run.", "GET")
 
 
 @runs_app.command("result")
-@handles_errors
-def runs_result(
-    run_id: RunIdArg,
-    api_url: ApiUrl = "",
-    output: OutputOpt = None,
-    api_key: ApiKey = None,
-    profile: Profile = None,
-    region: Region = None,
-) -> None:
+@api_command
+def runs_result(run_id: RunIdArg, session: Session) -> None:
     """The run's result document (JSON), as stored; JSON whatever --output says."""
-    del output
-    typer.echo(render.as_json(_client(api_url, api_key, profile, region).get(f"/v1/runs/{run_id}/result")))
+    typer.echo(render.as_json(session.client.get(f"/v1/runs/{run_id}/result")))
 
 
-@runs_app.command("retry")
-@handles_errors
-def runs_retry(
-    run_id: RunIdArg,
-    api_url: ApiUrl = "",
-    output: OutputOpt = None,
-    api_key: ApiKey = None,
-    profile: Profile = None,
-    region: Region = None,
-) -> None:
-    """Re-queue a FAILED run; its attempts start again."""
-    _show_one(_client(api_url, api_key, profile, region).post(f"/v1/runs/{run_id}/retry"), output)
+_run_call("retry", "Re-queue a FAILED run; its attempts start again.", "POST", "/retry")
 
 
 # ---------------------------------------------------------------- dlq
 
 
 @dlq_app.command("list")
-@handles_errors
-def dlq_list(
-    api_url: ApiUrl = "",
-    limit: Limit = None,
-    cursor: CursorOpt = None,
-    all_pages: AllPages = False,
-    output: OutputOpt = None,
-    api_key: ApiKey = None,
-    profile: Profile = None,
-    region: Region = None,
-) -> None:
+@api_command
+def dlq_list(session: Session, limit: Limit = None, cursor: CursorOpt = None, all_pages: AllPages = False) -> None:
     """Your FAILED runs, newest first."""
-    client = _client(api_url, api_key, profile, region)
-    _show_page(_listing(client, "/v1/dlq", all_pages, limit=limit, cursor=cursor), output, render.RUN_COLUMNS)
+    session.show_page(_listing(session.client, "/v1/dlq", all_pages, limit=limit, cursor=cursor), render.RUN_COLUMNS)
 
 
 @dlq_app.command("redrive")
-@handles_errors
+@api_command
 def dlq_redrive(
+    session: Session,
     run_ids: Annotated[list[str] | None, typer.Argument(help="Runs to re-queue (default: all FAILED runs).")] = None,
-    api_url: ApiUrl = "",
-    output: OutputOpt = None,
-    api_key: ApiKey = None,
-    profile: Profile = None,
-    region: Region = None,
 ) -> None:
     """Re-queue all your FAILED runs, or the ones named."""
-    client = _client(api_url, api_key, profile, region)
-    result = client.post("/v1/dlq/redrive", {"run_ids": run_ids} if run_ids else None)
-    if _mode(output) is Output.json:
+    result = session.client.post("/v1/dlq/redrive", {"run_ids": run_ids} if run_ids else None)
+    if session.as_json:
         typer.echo(render.as_json(result))
         return
     typer.echo(f"redriven: {result['redriven']}")
