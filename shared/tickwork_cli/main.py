@@ -49,7 +49,7 @@ except ImportError:  # pragma: no cover - the local runtime is not installed
 else:
     _register_dev(app)
 
-EXIT_TIMEOUT = 3
+EXIT_TIMEOUT = 3  # `runs list --wait` gave up; API errors exit 1, usage errors 2 (options.api_command)
 TERMINAL = {"SUCCEEDED", "FAILED", "SKIPPED"}
 # Tests replace these to wait without sleeping, and to share the API's (fake) clock.
 sleep: Callable[[float], None] = time.sleep
