@@ -16,9 +16,13 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
+
+if TYPE_CHECKING:
+    from tickwork_local.endpoint import MotoProcess
+    from tickwork_local.runtime import LocalNode
 
 DEFAULT_PORT = 3000
 DEFAULT_MOTO_PORT = 5000
@@ -32,10 +36,22 @@ def _say(text: str = "") -> None:
     sys.stdout.flush()
 
 
-def _fail(text: str, code: int = 2) -> None:
+def _fail(text: str, code: int = 2) -> NoReturn:
     sys.stderr.write(f"tickwork dev: {text}\n")
     sys.stderr.flush()
     raise typer.Exit(code)
+
+
+def _leave(code: int, moto: MotoProcess | None, last_line: str | None = None) -> NoReturn:
+    """Stop the moto started here (if any), say the last line, and exit now: handler threads still running
+    (a job sleeping past the grace) must not hold the exit."""
+    if moto is not None:
+        moto.stop()
+    if last_line is not None:
+        _say(last_line)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _this_command() -> str:
@@ -61,109 +77,213 @@ def _wait_healthy(url: str, timeout: float) -> bool:
     return False
 
 
-def dev(
-    host: Annotated[str, typer.Option(help="Address the API listens on (and moto, when started here).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="API port (0: any free port).", min=0, max=65535)] = DEFAULT_PORT,
-    moto_port: Annotated[
-        int, typer.Option("--moto-port", help="Port of the moto server started here (0: any free port).", min=0)
-    ] = DEFAULT_MOTO_PORT,
-    attach: Annotated[
-        str | None,
-        typer.Option(
-            metavar="URL",
-            help="Use this moto (or other AWS-compatible) endpoint instead of starting one; resources are "
-            "created only if missing. Several nodes attached to one endpoint share the work.",
-        ),
-    ] = None,
-    tick_seconds: Annotated[
-        int, typer.Option("--tick-seconds", help="Tick period, aligned to the wall clock.", min=1, max=840)
-    ] = 60,
-    workers: Annotated[
-        int,
-        typer.Option(
-            help="Concurrent executor invocations, shared by the bands in the template's "
-            "MaximumConcurrency proportions (high > normal > low), at least 2 each (Lambda's floor).",
-            min=6,
-            max=512,
-        ),
-    ] = 10,
-    due_shards: Annotated[
-        int,
-        typer.Option(
-            "--due-shards",
-            help="Due-index partitions (template parameter DueShards). moto scans for every GSI query, so keep "
-            "it small; nodes sharing an endpoint must agree.",
-            min=1,
-            max=1000,
-        ),
-    ] = 2,
-    prefix: Annotated[str, typer.Option(help="Prefix of the local resource names.")] = "tickwork",
-    log_level: Annotated[
-        str, typer.Option("--log-level", help="Level of the functions' JSON logs (to stderr).")
-    ] = "WARNING",
-    api_keys: Annotated[
-        str | None,
-        typer.Option(
-            "--api-keys",
-            metavar="FILE",
-            help="API keys file mapping keys to tenants (default: open, tenant 'default').",
-        ),
-    ] = None,
-    node_name: Annotated[str, typer.Option("--node-name", help="Shown on every line (several nodes).")] = "",
-    parameter: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--parameter",
-            metavar="NAME=VALUE",
-            help="Override a template parameter locally, e.g. HttpAllowlist=127.0.0.1/32; repeatable.",
-        ),
-    ] = None,
-) -> None:
-    """Run the whole scheduler locally on moto: API, tick and executors, until Ctrl-C."""
-    started = time.monotonic()
-    if hasattr(sys.stdout, "reconfigure"):
-        sys.stdout.reconfigure(line_buffering=True)
-    level = log_level.upper()
+# ---------------------------------------------------------------- checking the options
+
+
+def _log_level(value: str) -> str:
+    level = value.upper()
     if level not in LOG_LEVELS:
         _fail(f"--log-level must be one of {', '.join(LOG_LEVELS)}")
-    if api_keys is not None:
-        keys = Path(api_keys).expanduser().resolve()
-        if not keys.is_file():
-            _fail(f"--api-keys: no file {keys}")
-        api_keys = str(keys)  # the API reads it relative to nothing
+    return level
+
+
+def _keys_file(value: str | None) -> str | None:
+    """The keys file as an absolute path: the API reads it relative to nothing."""
+    if value is None:
+        return None
+    keys = Path(value).expanduser().resolve()
+    if not keys.is_file():
+        _fail(f"--api-keys: no file {keys}")
+    return str(keys)
+
+
+def _parameter_overrides(items: list[str] | None) -> dict[str, str]:
+    """`--parameter NAME=VALUE` pairs, each naming a parameter of template.yaml."""
+    if not items:
+        return {}
+    from tickwork_local.template import load_template  # noqa: PLC0415 - only when overriding
+
+    known = load_template().get("Parameters", {})
     overrides: dict[str, str] = {}
-    if parameter:
-        from tickwork_local.template import load_template  # noqa: PLC0415 - only when overriding
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or name.strip() not in known:
+            _fail(f"--parameter takes NAME=VALUE with a parameter of template.yaml, not {item!r}")
+        overrides[name.strip()] = value
+    return overrides
 
-        known = load_template().get("Parameters", {})
-        for item in parameter:
-            name, sep, value = item.partition("=")
-            if not sep or name.strip() not in known:
-                _fail(f"--parameter takes NAME=VALUE with a parameter of template.yaml, not {item!r}")
-            overrides[name.strip()] = value
-    if not attach and importlib.util.find_spec("moto") is None:
-        _fail("moto is not installed: `make dev` installs it, or pip install -e '.[dev]' (or use --attach URL)")
 
+# ---------------------------------------------------------------- the steps of `tickwork dev`
+
+
+def _start_aws_stand_in(host: str, port: int, moto_port: int, attach: str | None) -> tuple[MotoProcess | None, str]:
+    """The AWS endpoint to use: the one given with --attach, or a moto server started here (returned, to
+    stop at the end). The API's port is checked first, so a taken port fails before anything starts."""
     from tickwork_local.endpoint import MotoFailed, MotoProcess, PortInUse, check_port_free, endpoint_reachable  # noqa: PLC0415
 
     try:
         check_port_free(host, port)
     except PortInUse:
         _fail(f"the API port {host}:{port} is taken; choose another with --port")
-
-    moto: MotoProcess | None = None
     if attach:
         endpoint = attach.rstrip("/")
         if not endpoint_reachable(endpoint):
             _fail(f"nothing answers at {endpoint} (--attach)")
-    else:
-        moto = MotoProcess(host, moto_port)
-        try:
-            endpoint = moto.start()
-        except PortInUse:
-            _fail(f"the moto port {host}:{moto_port} is taken; choose another with --moto-port, or --attach to it")
-        except MotoFailed as exc:
-            _fail(str(exc))
+        return None, endpoint
+    moto = MotoProcess(host, moto_port)
+    try:
+        return moto, moto.start()
+    except PortInUse:
+        _fail(f"the moto port {host}:{moto_port} is taken; choose another with --moto-port, or --attach to it")
+    except MotoFailed as exc:
+        _fail(str(exc))
+
+
+class _StopRequest:
+    """Set by the first SIGINT or SIGTERM; a second one leaves at once."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.signals: list[int] = []
+        signal.signal(signal.SIGINT, self._on_signal)
+        signal.signal(signal.SIGTERM, self._on_signal)
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        if self.event.is_set():  # a second Ctrl-C: leave now
+            os._exit(128 + signum)
+        self.signals.append(signum)
+        self.event.set()
+
+    def wait(self) -> str:
+        """Block until asked to stop; the signal's name."""
+        while not self.event.wait(0.5):
+            pass
+        return signal.Signals(self.signals[0]).name if self.signals else "signal"
+
+
+def _start_node(node: LocalNode, moto: MotoProcess | None) -> None:
+    """Provision the template's resources and start the API, the tick and the executors; exit 1 if that fails."""
+    try:
+        node.start()
+    except Exception as exc:
+        _say(f"tickwork dev: could not start: {type(exc).__name__}: {exc}")
+        _leave(1, moto)
+
+
+def _print_banner(node: LocalNode, endpoint: str, attached: bool, tick_seconds: int, workers: int) -> None:
+    api = node.api_url
+    bands = ", ".join(f"{band} {n}" for band, n in node.concurrency.items())
+    _say("Tickwork local runtime: the template's functions on moto (no AWS account, no Docker)")
+    _say(f"  API      {api}/v1")
+    _say(f"  Docs     {api}/docs")
+    _say(f"  moto     {endpoint}{'' if attached else ' (started here; its state ends with this process)'}")
+    _say(f"  tick     every {tick_seconds} s; executors: {bands} (--workers {workers})")
+    _say(
+        f"  Try      {_this_command()} jobs create --api-url {api} --name hello --type echo --at +10s "
+        '--payload \'{"hello": "world"}\''
+    )
+
+
+def _wait_ready(node: LocalNode, moto: MotoProcess | None, started: float) -> None:
+    """Say `ready in N s` once the API answers its health check; stop everything and exit 1 if it never does."""
+    api = node.api_url
+    if not _wait_healthy(api, READY_TIMEOUT_SECONDS):
+        _say(f"tickwork dev: {api}/v1/health did not answer 200; stopping")
+        node.shutdown(2.0)
+        _leave(1, moto)
+    _say(f"ready in {time.monotonic() - started:.1f} s: {api} (Ctrl-C to stop)")
+
+
+def _serve_until_stopped(stop: _StopRequest, node: LocalNode, moto: MotoProcess | None) -> NoReturn:
+    """Run until a signal; give runs in progress the grace period, release the rest, and exit 0."""
+    name = stop.wait()
+    _say(f"{name}: stopping; runs in progress get {SHUTDOWN_GRACE_SECONDS:.0f} s to finish")
+    report = node.shutdown(SHUTDOWN_GRACE_SECONDS)
+    if report["released"]:
+        _say(f"released {report['released']} unfinished messages back to their queues")
+    _leave(0, moto, "stopped")
+
+
+# ---------------------------------------------------------------- the command
+
+Host = Annotated[str, typer.Option(help="Address the API listens on (and moto, when started here).")]
+Port = Annotated[int, typer.Option(help="API port (0: any free port).", min=0, max=65535)]
+MotoPort = Annotated[
+    int, typer.Option("--moto-port", help="Port of the moto server started here (0: any free port).", min=0)
+]
+Attach = Annotated[
+    str | None,
+    typer.Option(
+        metavar="URL",
+        help="Use this moto (or other AWS-compatible) endpoint instead of starting one; resources are "
+        "created only if missing. Several nodes attached to one endpoint share the work.",
+    ),
+]
+TickSeconds = Annotated[
+    int, typer.Option("--tick-seconds", help="Tick period, aligned to the wall clock.", min=1, max=840)
+]
+Workers = Annotated[
+    int,
+    typer.Option(
+        help="Concurrent executor invocations, shared by the bands in the template's "
+        "MaximumConcurrency proportions (high > normal > low), at least 2 each (Lambda's floor).",
+        min=6,
+        max=512,
+    ),
+]
+DueShards = Annotated[
+    int,
+    typer.Option(
+        "--due-shards",
+        help="Due-index partitions (template parameter DueShards). moto scans for every GSI query, so keep "
+        "it small; nodes sharing an endpoint must agree.",
+        min=1,
+        max=1000,
+    ),
+]
+Prefix = Annotated[str, typer.Option(help="Prefix of the local resource names.")]
+LogLevel = Annotated[str, typer.Option("--log-level", help="Level of the functions' JSON logs (to stderr).")]
+ApiKeys = Annotated[
+    str | None,
+    typer.Option(
+        "--api-keys",
+        metavar="FILE",
+        help="API keys file mapping keys to tenants (default: open, tenant 'default').",
+    ),
+]
+NodeName = Annotated[str, typer.Option("--node-name", help="Shown on every line (several nodes).")]
+Parameter = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--parameter",
+        metavar="NAME=VALUE",
+        help="Override a template parameter locally, e.g. HttpAllowlist=127.0.0.1/32; repeatable.",
+    ),
+]
+
+
+def dev(
+    host: Host = "127.0.0.1",
+    port: Port = DEFAULT_PORT,
+    moto_port: MotoPort = DEFAULT_MOTO_PORT,
+    attach: Attach = None,
+    tick_seconds: TickSeconds = 60,
+    workers: Workers = 10,
+    due_shards: DueShards = 2,
+    prefix: Prefix = "tickwork",
+    log_level: LogLevel = "WARNING",
+    api_keys: ApiKeys = None,
+    node_name: NodeName = "",
+    parameter: Parameter = None,
+) -> None:
+    """Run the whole scheduler locally on moto: API, tick and executors, until Ctrl-C."""
+    started = time.monotonic()
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(line_buffering=True)
+    level, keys_file, overrides = _log_level(log_level), _keys_file(api_keys), _parameter_overrides(parameter)
+    if not attach and importlib.util.find_spec("moto") is None:
+        _fail("moto is not installed: `make dev` installs it, or pip install -e '.[dev]' (or use --attach URL)")
+    moto, endpoint = _start_aws_stand_in(host, port, moto_port, attach)
 
     from tickwork_local.runtime import LocalNode, NodeOptions  # noqa: PLC0415 - boto3 loads only for `dev`
 
@@ -178,67 +298,16 @@ def dev(
             prefix=prefix,
             attach=bool(attach),
             log_level=level,
-            api_keys_file=api_keys,
+            api_keys_file=keys_file,
             node_name=node_name,
             parameters=overrides,
         )
     )
-    stop = threading.Event()
-    signals: list[int] = []
-
-    def on_signal(signum: int, _frame: object) -> None:
-        if stop.is_set():  # a second Ctrl-C: leave now
-            os._exit(128 + signum)
-        signals.append(signum)
-        stop.set()
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
-
-    try:
-        node.start()
-    except Exception as exc:
-        _say(f"tickwork dev: could not start: {type(exc).__name__}: {exc}")
-        if moto is not None:
-            moto.stop()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(1)
-
-    api = node.api_url
-    bands = ", ".join(f"{band} {n}" for band, n in node.concurrency.items())
-    _say("Tickwork local runtime: the template's functions on moto (no AWS account, no Docker)")
-    _say(f"  API      {api}/v1")
-    _say(f"  Docs     {api}/docs")
-    _say(f"  moto     {endpoint}{'' if attach else ' (started here; its state ends with this process)'}")
-    _say(f"  tick     every {tick_seconds} s; executors: {bands} (--workers {workers})")
-    _say(
-        f"  Try      {_this_command()} jobs create --api-url {api} --name hello --type echo --at +10s "
-        '--payload \'{"hello": "world"}\''
-    )
-    if not _wait_healthy(api, READY_TIMEOUT_SECONDS):
-        _say(f"tickwork dev: {api}/v1/health did not answer 200; stopping")
-        node.shutdown(2.0)
-        if moto is not None:
-            moto.stop()
-        sys.stdout.flush()
-        os._exit(1)
-    _say(f"ready in {time.monotonic() - started:.1f} s: {api} (Ctrl-C to stop)")
-
-    while not stop.wait(0.5):
-        pass
-    name = signal.Signals(signals[0]).name if signals else "signal"
-    _say(f"{name}: stopping; runs in progress get {SHUTDOWN_GRACE_SECONDS:.0f} s to finish")
-    report = node.shutdown(SHUTDOWN_GRACE_SECONDS)
-    if report["released"]:
-        _say(f"released {report['released']} unfinished messages back to their queues")
-    if moto is not None:
-        moto.stop()
-    _say("stopped")
-    sys.stdout.flush()
-    sys.stderr.flush()
-    # Handler threads still running (a job sleeping past the grace) must not hold the exit.
-    os._exit(0)
+    stop = _StopRequest()
+    _start_node(node, moto)
+    _print_banner(node, endpoint, bool(attach), tick_seconds, workers)
+    _wait_ready(node, moto, started)
+    _serve_until_stopped(stop, node, moto)
 
 
 def register(app: typer.Typer) -> None:

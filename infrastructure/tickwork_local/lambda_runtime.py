@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
 from tickwork_local.provision import BAND_QUEUES, LOCAL_ACCOUNT_ID
 from tickwork_local.template import DEFAULT_TEMPLATE
@@ -40,22 +40,16 @@ class LocalLambdaContext:
     _started: float = field(default_factory=time.monotonic)
     identity: Any = None
     client_context: Any = None
+    function_version: ClassVar[str] = "$LATEST"
+    log_stream_name: ClassVar[str] = "local"
 
     @property
     def invoked_function_arn(self) -> str:
         return f"arn:aws:lambda:{self.region}:{self.account_id}:function:{self.function_name}"
 
     @property
-    def function_version(self) -> str:
-        return "$LATEST"
-
-    @property
     def log_group_name(self) -> str:
         return f"/aws/lambda/{self.function_name}"
-
-    @property
-    def log_stream_name(self) -> str:
-        return "local"
 
     def get_remaining_time_in_millis(self) -> int:
         return max(0, int((self.timeout_seconds - (time.monotonic() - self._started)) * 1000))

@@ -61,35 +61,12 @@ class RunLog:
             while len(self._results) > _JOB_NAMES:  # outcomes never recorded (a lease lost): forget them
                 self._results.popitem(last=False)
 
-    def run_finished(
-        self,
-        run: Run,
-        *,
-        status: RunStatus,
-        now: datetime,
-        result: RunResult | None = None,
-        error: RunError | None = None,
-        skip_reason: SkipReason | None = None,
-        duration_ms: int | None = None,
-        **_: Any,
-    ) -> None:
+    def run_finished(self, run: Run, *, now: datetime, **outcome: Any) -> None:
+        """`outcome`: what `JobStore.finish_run` recorded (status, result, error, ...), as it was given."""
         with self._lock:
             name = self._names.get(run.job_id)
             document = self._results.pop(run.id, None)
-        self.line(
-            format_run_line(
-                run,
-                status=status,
-                finished=now,
-                name=name,
-                result=result,
-                document=document,
-                error=error,
-                skip_reason=skip_reason,
-                duration_ms=duration_ms,
-                node=self.node,
-            )
-        )
+        self.line(format_run_line(run, finished=now, name=name, document=document, node=self.node, **outcome))
 
 
 def format_run_line(
@@ -104,6 +81,7 @@ def format_run_line(
     skip_reason: SkipReason | None = None,
     duration_ms: int | None = None,
     node: str = "",
+    **_: Any,  # the rest of what a run's outcome records (the lease owner, retry times): not shown
 ) -> str:
     """`12:00:05.412 run SUCCEEDED  nightly (j0...3.1795262405000) scheduled 12:00:05.000 -> started
     12:00:05.412, late 412 ms, attempt 1, 12 ms: result {"n":3}`"""
@@ -153,8 +131,8 @@ def format_tick_line(
     return f"{prefix} {said} ({seconds * 1000:.0f} ms)"
 
 
-class ObservedStore:
-    """A JobStore that tells the run log what it records; everything else passes through."""
+class _Observed:
+    """Passes everything through to the wrapped store; subclasses tell the run log what it records."""
 
     def __init__(self, inner: Any, runlog: RunLog) -> None:
         self._inner = inner
@@ -162,6 +140,10 @@ class ObservedStore:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
+
+
+class ObservedStore(_Observed):
+    """A JobStore that tells the run log what it records; everything else passes through."""
 
     def get_job(self, *args: Any, **kwargs: Any) -> Any:
         job = self._inner.get_job(*args, **kwargs)
@@ -176,15 +158,8 @@ class ObservedStore:
         return recorded
 
 
-class ObservedResults:
+class ObservedResults(_Observed):
     """A ResultStore that hands the run log each result it writes, for the line's preview."""
-
-    def __init__(self, inner: Any, runlog: RunLog) -> None:
-        self._inner = inner
-        self._runlog = runlog
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
     def write_once(self, run: Run, document: Any) -> Any:
         outcome = self._inner.write_once(run, document)

@@ -250,33 +250,33 @@ class QueuePoller:
             except Exception:  # the runtime's own log must never break delivery
                 log.exception("batch report failed")
 
-    def _delete(self, messages: list[dict[str, Any]]) -> int:
-        deleted = 0
+    def _in_batches(
+        self, action: Callable[..., Any], what: str, messages: list[dict[str, Any]], **entry: Any
+    ) -> tuple[int, list[Any]]:
+        """An SQS *Batch action on the messages' receipt handles, SQS_BATCH at a time, each entry with `entry`'s
+        fields: how many succeeded, and the entries that failed. A call that fails is logged and skipped; its
+        messages come back by themselves when their visibility ends."""
+        succeeded, failed = 0, []
         for start in range(0, len(messages), SQS_BATCH):
             chunk = messages[start : start + SQS_BATCH]
-            entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(chunk)]
+            entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], **entry} for i, m in enumerate(chunk)]
             try:
-                response = self.sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)
+                response = action(QueueUrl=self.queue_url, Entries=entries)
             except Exception as exc:
-                log.warning("DeleteMessageBatch on %s failed: %s", self.queue_url, exc)
+                log.warning("%s on %s failed: %s", what, self.queue_url, exc)
                 continue
-            deleted += len(response.get("Successful", []))
-            for failure in response.get("Failed", []):
-                log.warning("DeleteMessageBatch entry failed: %s", failure)
+            succeeded += len(response.get("Successful", []))
+            failed += response.get("Failed", [])
+        return succeeded, failed
+
+    def _delete(self, messages: list[dict[str, Any]]) -> int:
+        deleted, failed = self._in_batches(self.sqs.delete_message_batch, "DeleteMessageBatch", messages)
+        for failure in failed:
+            log.warning("DeleteMessageBatch entry failed: %s", failure)
         return deleted
 
     def _release(self, messages: list[dict[str, Any]]) -> int:
-        released = 0
-        for start in range(0, len(messages), SQS_BATCH):
-            chunk = messages[start : start + SQS_BATCH]
-            entries = [
-                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0} for i, m in enumerate(chunk)
-            ]
-            try:
-                response = self.sqs.change_message_visibility_batch(QueueUrl=self.queue_url, Entries=entries)
-            except Exception as exc:
-                log.warning("releasing messages on %s failed: %s", self.queue_url, exc)
-                continue
-            released += len(response.get("Successful", []))
+        action = self.sqs.change_message_visibility_batch
+        released, _ = self._in_batches(action, "releasing messages", messages, VisibilityTimeout=0)
         self.stats.add(released=released)
         return released

@@ -249,3 +249,23 @@ def test_the_dev_command_name_is_reserved():
     from typer.main import get_command
 
     assert {"jobs", "runs", "dlq"} <= set(get_command(app).commands)  # type: ignore[attr-defined]
+
+
+def test_shared_options_keep_their_place_in_every_command():
+    """The option groups are declared once, yet each command lists them where --help always has: --api-url
+    after what the command requires, the other session options last, a job's fields together."""
+    from tickwork_cli.main import app
+    from typer.main import get_command
+
+    session_tail = ["--output", "--api-key", "--profile", "--region"]
+    groups = get_command(app).commands  # type: ignore[attr-defined]
+    for group in ("jobs", "runs", "dlq"):
+        for name, command in groups[group].commands.items():
+            flags = [p.opts[0] for p in command.params if p.param_type_name == "option"]
+            assert flags[-4:] == session_tail, (group, name, flags)
+            assert flags.count("--api-url") == 1, (group, name, flags)
+    create = [p.opts[0] for p in groups["jobs"].commands["create"].params]
+    assert create[:4] == ["--name", "--type", "--api-url", "--at"]
+    assert create[-6:-4] == ["--tag", "--idempotency-key"]
+    update = [p.opts[0] for p in groups["jobs"].commands["update"].params]
+    assert update[:4] == ["job_id", "--api-url", "--name", "--at"]

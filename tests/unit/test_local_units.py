@@ -120,6 +120,44 @@ def test_batch_item_failures_are_read_as_lambda_reads_them(response, failed):
     assert failed_ids_from(response, {"a", "b"}) == failed
 
 
+class _BatchSqs:
+    """SQS's two batch actions the poller calls: the first DeleteMessageBatch call fails outright, later ones
+    fail their first entry; ChangeMessageVisibilityBatch succeeds."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, list[dict]]] = []
+
+    def delete_message_batch(self, QueueUrl, Entries):
+        self.calls.append(("delete", Entries))
+        if len(self.calls) == 1:
+            raise RuntimeError("throttled")
+        return {"Successful": [{"Id": e["Id"]} for e in Entries[1:]], "Failed": [{"Id": Entries[0]["Id"]}]}
+
+    def change_message_visibility_batch(self, QueueUrl, Entries):
+        self.calls.append(("release", Entries))
+        return {"Successful": [{"Id": e["Id"]} for e in Entries]}
+
+
+def test_batch_actions_go_ten_at_a_time_and_a_failed_call_or_entry_is_logged_and_skipped(caplog):
+    from tickwork_local.lambda_runtime import SqsEventSource
+    from tickwork_local.poller import QueuePoller
+
+    source = SqsEventSource("HighBand", "HighQueue", "high", 10, 0, 2, True, True)
+    sqs = _BatchSqs()
+    poller = QueuePoller(sqs=sqs, queue_url="q", source=source, invoke=lambda event: None, concurrency=1)
+    messages = [{"MessageId": f"m{i}", "ReceiptHandle": f"r{i}"} for i in range(15)]
+
+    assert poller._delete(messages) == 4  # the first ten: the call failed; the last five: one entry failed
+    assert "DeleteMessageBatch on q failed: throttled" in caplog.text
+    assert "DeleteMessageBatch entry failed: {'Id': '0'}" in caplog.text
+    assert poller._release(messages) == 15
+    assert poller.stats.released == 15
+    assert [(kind, len(entries)) for kind, entries in sqs.calls] == [
+        ("delete", 10), ("delete", 5), ("release", 10), ("release", 5)
+    ]  # fmt: skip
+    assert sqs.calls[3][1][0] == {"Id": "0", "ReceiptHandle": "r10", "VisibilityTimeout": 0}
+
+
 # ---------------------------------------------------------------- API Gateway, payload 2.0
 
 

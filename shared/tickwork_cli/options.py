@@ -1,0 +1,168 @@
+"""Options that several commands take, declared once as groups: the session with the API, a job's fields.
+
+Typer reads a command's options from its signature, and users give them after the command name
+(`tickwork jobs get ID --api-url ...`), so a callback on the group cannot hold them. Instead a command names
+a group as one parameter (`session: Session`, `fields: JobFields`) and `api_command` spreads the group's
+fields into the signature typer sees, then hands the command the group built from their values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import sys
+import typing
+from collections.abc import Callable
+from enum import StrEnum
+from functools import cached_property
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from tickwork_cli import render
+from tickwork_cli.client import ApiError, Client, ConfigError
+
+EXIT_API_ERROR = 1
+EXIT_USAGE = 2
+
+
+class Output(StrEnum):
+    table = "table"
+    json = "json"
+
+
+Limit = Annotated[int | None, typer.Option("--limit", min=1, max=100, help="Page size (1-100).")]
+CursorOpt = Annotated[str | None, typer.Option("--cursor", help="Continue from a previous page's next_cursor.")]
+AllPages = Annotated[bool, typer.Option("--all", help="Follow next_cursor to the end.")]
+JobIdArg = Annotated[str, typer.Argument(help="The job id.")]
+RunIdArg = Annotated[str, typer.Argument(help="The run id.")]
+
+
+@dataclasses.dataclass
+class Session:
+    """Every API command's options: where the API is, how to sign for it, how to print its answers.
+
+    `--api-url` stands where the command declares its session, the other four after all its own options:
+    the order `--help` has always shown.
+    """
+
+    api_url: Annotated[
+        str,
+        typer.Option("--api-url", envvar="TICKWORK_API_URL", help="The API's base URL.", show_default=False),
+    ] = ""
+    output: Annotated[
+        Output | None,
+        typer.Option("--output", "-o", help="table or json (default: table on a terminal, else json)."),
+    ] = None
+    api_key: Annotated[
+        str | None,
+        typer.Option("--api-key", envvar="TICKWORK_API_KEY", help="X-Api-Key, for a local API started with keys."),
+    ] = None
+    profile: Annotated[
+        str | None, typer.Option("--profile", envvar="AWS_PROFILE", help="AWS profile to sign with.")
+    ] = None
+    region: Annotated[str | None, typer.Option("--region", help="Region to sign for (default: from the URL).")] = None
+
+    @cached_property
+    def client(self) -> Client:
+        """Built on first use, so a command that checks its input before calling reports that first."""
+        return Client(self.api_url, api_key=self.api_key, profile=self.profile, region=self.region)
+
+    @property
+    def as_json(self) -> bool:
+        return (self.output or (Output.table if sys.stdout.isatty() else Output.json)) is Output.json
+
+    def show_one(self, item: Any) -> None:
+        typer.echo(render.as_json(item) if self.as_json or not isinstance(item, dict) else render.record(item))
+
+    def show_page(self, page: dict[str, Any], columns: Any) -> None:
+        if self.as_json:
+            typer.echo(render.as_json(page))
+            return
+        typer.echo(render.items_table(page["items"], columns))
+        if page.get("next_cursor"):
+            typer.echo(f"more: --cursor {page['next_cursor']}", err=True)
+
+
+@dataclasses.dataclass
+class JobFields:
+    """What `jobs create` and `jobs update` both set on a job: schedule, payload, priority, retries, limits, tags."""
+
+    at: Annotated[
+        str | None, typer.Option("--at", help="Run once at this ISO-8601 time, or +10s / +5m / +2h from now.")
+    ] = None
+    cron: Annotated[str | None, typer.Option("--cron", help="Cron: 5 fields, or 6 with seconds first.")] = None
+    rate: Annotated[str | None, typer.Option("--rate", help='Fixed interval, e.g. "5 minutes".')] = None
+    tz: Annotated[str | None, typer.Option("--tz", help="IANA time zone for --cron (default UTC).")] = None
+    start_at: Annotated[str | None, typer.Option("--start-at", help="No occurrence before this time.")] = None
+    end_at: Annotated[str | None, typer.Option("--end-at", help="No occurrence after this time.")] = None
+    payload: Annotated[str | None, typer.Option("--payload", help="The payload, a JSON object.")] = None
+    payload_file: Annotated[
+        Path | None, typer.Option("--payload-file", help="Read the payload (JSON object) from a file, or - for stdin.")
+    ] = None
+    priority: Annotated[int | None, typer.Option("--priority", help="0-9 (9 first).")] = None
+    max_attempts: Annotated[int | None, typer.Option("--max-attempts", help="Attempts before a run FAILS.")] = None
+    backoff: Annotated[float | None, typer.Option("--backoff", help="First retry delay, seconds.")] = None
+    max_backoff: Annotated[float | None, typer.Option("--max-backoff", help="Longest retry delay, seconds.")] = None
+    timeout: Annotated[int | None, typer.Option("--timeout", help="Run timeout, seconds.")] = None
+    misfire_grace: Annotated[
+        int | None, typer.Option("--misfire-grace", help="Seconds late a run may still start.")
+    ] = None
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="key=value; repeatable.")] = None
+
+
+GROUPS = (Session, JobFields)
+_SESSION_HEAD = "api_url"  # the one Session option that stands where the command declares its session
+
+
+def _options_of(group: type) -> list[inspect.Parameter]:
+    hints = typing.get_type_hints(group, include_extras=True)
+    return [
+        inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=hints[f.name])
+        for f in dataclasses.fields(group)
+    ]
+
+
+def _spread(command: Callable[..., Any]) -> tuple[list[inspect.Parameter], dict[str, type]]:
+    """The parameters typer sees, and which of the command's parameters are groups (name -> group)."""
+    head: list[inspect.Parameter] = []
+    tail: list[inspect.Parameter] = []
+    groups: dict[str, type] = {}
+    for param in inspect.signature(command, eval_str=True).parameters.values():
+        if param.annotation not in GROUPS:
+            head.append(param.replace(kind=inspect.Parameter.KEYWORD_ONLY))
+            continue
+        groups[param.name] = param.annotation
+        options = _options_of(param.annotation)
+        if param.annotation is Session:
+            head += [p for p in options if p.name == _SESSION_HEAD]
+            tail += [p for p in options if p.name != _SESSION_HEAD]
+        else:
+            head += options
+    return head + tail, groups
+
+
+def api_command(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The command with its option groups spread out for typer, and the API's problems printed readably on
+    stderr with a non-zero exit status."""
+    parameters, groups = _spread(command)
+    members = {name: [f.name for f in dataclasses.fields(group)] for name, group in groups.items()}
+
+    @functools.wraps(command)
+    def run(**values: Any) -> Any:
+        for name, group in groups.items():
+            values[name] = group(**{field: values.pop(field) for field in members[name]})
+        try:
+            return command(**values)
+        except ApiError as exc:
+            typer.echo(exc.describe(), err=True)
+            raise typer.Exit(EXIT_API_ERROR) from None
+        except ConfigError as exc:
+            typer.echo(f"tickwork: {exc}", err=True)
+            raise typer.Exit(EXIT_USAGE) from None
+
+    run.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    run.__annotations__ = {p.name: p.annotation for p in parameters}
+    return run
