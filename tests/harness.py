@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -29,6 +29,7 @@ from tickwork_local.provision import ProvisionedResources, provision
 from tickwork_local.template import load_template
 
 from tests.conftest import load_event
+from tests.faults.crashes import CrashPlan
 
 START = datetime(2026, 11, 21, 12, 0, 0, tzinfo=UTC)
 TENANT = "default"
@@ -72,13 +73,17 @@ class Pipeline:
     resources: ProvisionedResources
     clock: FakeClock
     calls: CallLog
+    crashes: CrashPlan  # disarmed: a test arms it to kill the tick or an executor at a crash point
 
     @classmethod
     @contextmanager
-    def create(cls, **env: str) -> Iterator[Pipeline]:
+    def create(cls, *, session_hooks: Sequence[Callable[[Any], None]] = (), **env: str) -> Iterator[Pipeline]:
+        """`session_hooks` see the boto3 session before any client is built (the fault suite's error injector)."""
         session = boto3.session.Session()
         calls = CallLog()
         calls.attach_session(session)
+        for hook in session_hooks:
+            hook(session)
         clients = AwsClients(session)
         resources = provision(
             load_template(),
@@ -90,12 +95,13 @@ class Pipeline:
         overrides = {"DUE_SHARDS": "4", "REDISPATCH_AFTER_SECONDS": "30", **env}
         settings = Settings.from_env(resources.environment("ExecutorFunction", overrides=overrides))
         clock = FakeClock(START)
-        services = Services(settings=settings, clients=clients, clock=clock)
+        crashes = CrashPlan()
+        services = Services(settings=settings, clients=clients, clock=clock, faults=crashes)
         calls.clear()  # provisioning's calls are not the pipeline's
         tick_app.use_services(services)
         executor_app.use_services(services)
         try:
-            yield cls(services, resources, clock, calls)
+            yield cls(services, resources, clock, calls, crashes)
         finally:
             tick_app.use_services(None)
             executor_app.use_services(None)

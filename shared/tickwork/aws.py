@@ -1,4 +1,9 @@
-"""Lazily built, cached boto3 clients: never at import, so moto can patch first."""
+"""Lazily built, cached boto3 clients: never at import, so moto can patch first.
+
+Every client Tickwork builds comes from `AwsClients`, in the Lambdas (through `Services`), in the local runtime
+and in the job types (through `RunContext.clients`), so every one of them gets `CLIENT_CONFIG`: its retry
+configuration is set here and nowhere else.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +14,18 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-# Enough connections for the claim and executor thread pools; standard retry mode for throttles.
-_CONFIG = Config(max_pool_connections=64, retries={"mode": "standard", "max_attempts": 5})
+# The SDK's "standard" retry mode: throttles (ProvisionedThroughputExceeded, Throttling, SlowDown), 5xx answers
+# and connection errors are retried with exponential backoff and full jitter, behind a client-side retry quota
+# that stops retry storms when a service is really down. Six attempts in all (the first and five retries, each
+# backoff up to 20 s) ride out a brief throttle without holding a tick or an executor for long; past them the
+# error reaches Tickwork, whose own recovery (the claim's conditional writes, the lease, the re-send) takes over.
+# A pool as large as the claim and executor thread pools, so threads never wait for a connection.
+TOTAL_ATTEMPTS = 6
+CLIENT_CONFIG = Config(max_pool_connections=64, retries={"mode": "standard", "total_max_attempts": TOTAL_ATTEMPTS})
 
-
-# For calls that must not be repeated (invoking a job's target): one attempt, and a read timeout that is
-# the time the run has left, so a slow target is never invoked twice by the SDK itself.
+# For calls that must not be repeated (invoking a job's target): one attempt, on purpose. An SDK retry after a
+# lost answer would invoke the target twice within one run attempt; the run's own retry policy decides instead.
+# And a read timeout that is the time the run has left, so a slow target is never waited on past the run's end.
 _ONE_ATTEMPT = {"total_max_attempts": 1, "mode": "standard"}
 
 
@@ -26,22 +37,21 @@ class AwsClients:
         self._lock = threading.Lock()
 
     def client(self, service: str) -> Any:
-        with self._lock:
-            if service not in self._clients:
-                session = self._session or boto3.session.Session()
-                self._clients[service] = session.client(service, config=_CONFIG, **self._kwargs)  # type: ignore[call-overload]
-            return self._clients[service]
+        """The service's client, with `CLIENT_CONFIG` (standard retries)."""
+        return self._cached(service, CLIENT_CONFIG)
 
     def single_attempt_client(self, service: str, *, read_timeout: float) -> Any:
         """A client that sends each request once (no SDK retries) and waits at most `read_timeout` seconds
         for an answer. Cached per whole second of timeout, so a busy executor builds few of them."""
         seconds = max(1, math.ceil(read_timeout))
-        key = f"{service}#once#{seconds}"
+        config = CLIENT_CONFIG.merge(
+            Config(retries=_ONE_ATTEMPT, read_timeout=seconds, connect_timeout=min(seconds, 10))  # type: ignore[arg-type]
+        )
+        return self._cached(f"{service}#once#{seconds}", config, service=service)
+
+    def _cached(self, key: str, config: Config, *, service: str | None = None) -> Any:
         with self._lock:
             if key not in self._clients:
                 session = self._session or boto3.session.Session()
-                config = _CONFIG.merge(
-                    Config(retries=_ONE_ATTEMPT, read_timeout=seconds, connect_timeout=min(seconds, 10))  # type: ignore[arg-type]
-                )
-                self._clients[key] = session.client(service, config=config, **self._kwargs)  # type: ignore[call-overload]
+                self._clients[key] = session.client(service or key, config=config, **self._kwargs)  # type: ignore[call-overload]
             return self._clients[key]

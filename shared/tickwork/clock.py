@@ -64,3 +64,29 @@ def iso(instant: datetime | None) -> str | None:
     if instant is None:
         return None
     return instant.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def as_utc(value: object) -> object:
+    """An instant as aware UTC, from an ISO string or a datetime; naive values are taken as UTC (schedules re-read
+    them in their zone). Anything else is returned as it is, for a validator to refuse."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            value = datetime.fromisoformat(text)
+        except ValueError:
+            raise ValueError(f"must be an ISO-8601 date-time such as 2026-12-01T09:00:00Z, not {value!r}") from None
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+    return value
+
+
+def stored_instant(value: object) -> datetime:
+    """An instant as written by Tickwork (ISO text, or a datetime), as aware UTC."""
+    instant = as_utc(value)
+    if not isinstance(instant, datetime):
+        raise ValueError(f"not an instant: {value!r}")
+    return instant

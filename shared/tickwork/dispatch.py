@@ -1,10 +1,14 @@
 """Claim and dispatch: what the tick does every minute, and job creation does when a job is due soon.
 
+Four pieces: `JobClaimer` (claims a job's occurrences), `Resender` (re-sends claimed runs nobody leased, and
+sends parked retries), `RunSender` (sends to the band queues) and `Dispatcher`, the tick that drives them.
+
 1. Read every shard of the due index (in parallel) up to now + horizon.
 2. Order: what must go before the next tick first, then by priority (9 first), then by due time.
-3. Claim each job with two ordered conditional writes: create its run records (each only if it does not
-   exist: the lock on the occurrence), then advance the job from the version read. Racing ticks produce
-   each run exactly once (promise 2); a claimer that dies between the two is completed by the next.
+3. Claim each job with two ordered conditional writes, not one transaction: first create its run records
+   (each only if it does not exist: the lock on the occurrence), then advance the job from the version read.
+   Racing ticks produce each run exactly once (promise 2); a claimer that dies between the two writes is
+   completed by the next, which finds the runs and advances the job past exactly what they cover.
 4. Send the claimed runs to their band queue in batches of 10 with DelaySeconds = ceil(due - now),
    so a run starts within about a second of its time and never before it.
 5. A run that was claimed but never leased (the tick died before sending, or its message was lost) is still
@@ -20,170 +24,24 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from tickwork.clock import Clock, from_ms, to_ms
-from tickwork.models import Band, Job, JobState, Run, RunMessage, RunStatus, SkipReason, run_id_for
+from tickwork.claims import ClaimableJob, ClaimPlan, optional_instant, plan_claim
+from tickwork.clock import Clock, from_ms, stored_instant, to_ms
+from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
+from tickwork.models import Band, Job, JobState, Run, RunMessage, RunStatus, run_id_for
 from tickwork.observability import logger, metrics
-from tickwork.queues import Outgoing, RunQueues, delay_for
-from tickwork.schedule import Schedule, _as_utc
+from tickwork.queues import Outgoing, RunQueues, SendReport, delay_for
 from tickwork.store import DueItem, ItemKind, JobStore
 
-MAX_RUNS_PER_CLAIM = 25  # run records one claim creates before it advances the job
 MAX_CLAIM_ROUNDS = 10  # a 1-second rate job needs several claims to fill a 120 s horizon
-MISFIRE_RECORD_CAP = 10  # skipped occurrences recorded one by one; the rest of a stretch share one capped record
-MISFIRE_COUNT_LIMIT = 10_000  # beyond this the capped record's count is a lower bound (its range stays exact)
 REDISPATCH_BACKOFF = timedelta(minutes=5)  # after a re-send, wait at least this long before the next one
 MAX_REDISPATCH_BACKOFF = timedelta(hours=1)
 RESEND_DEFER_LIMIT = timedelta(minutes=15)  # past this, a run is re-sent even while its band has a backlog
-
-
-class CrashInjected(RuntimeError):
-    """Raised by tests through `Dispatcher.crash_after_claim` to simulate a tick dying mid-flight."""
-
-
-@dataclass(frozen=True)
-class CappedMisfire:
-    first: datetime
-    last: datetime
-    count: int
-    reason: SkipReason
-
-
-@dataclass(frozen=True)
-class ClaimPlan:
-    queued: list[datetime]
-    skipped: list[tuple[datetime, SkipReason]]
-    capped: CappedMisfire | None
-    next_run_at: datetime | None
-    complete: bool  # a recurring schedule with no occurrence left
-
-
-@dataclass(frozen=True)
-class ClaimableJob:
-    """What a claim needs to know of a job: exactly what the due index projects."""
-
-    job_id: str
-    tenant: str
-    priority: int
-    schedule: Schedule
-    version: int
-    next_run_at: datetime
-    created_at: datetime
-    misfire_grace: timedelta
-    paused_at: datetime | None = None
-    resumed_at: datetime | None = None
-
-    @classmethod
-    def from_due(cls, item: DueItem) -> ClaimableJob:
-        a = item.attrs
-        return cls(
-            job_id=a["job_id"],
-            tenant=a["tenant"],
-            priority=int(a.get("priority", 5)),
-            schedule=Schedule.model_validate(a["schedule"]),
-            version=int(a["version"]),
-            next_run_at=from_ms(item.due_at),
-            created_at=_as_utc(a["created_at"]),  # type: ignore[arg-type]
-            misfire_grace=timedelta(seconds=int(a.get("misfire_grace_seconds", 900))),
-            paused_at=_instant(a.get("paused_at")),
-            resumed_at=_instant(a.get("resumed_at")),
-        )
-
-    @classmethod
-    def from_job(cls, job: Job) -> ClaimableJob:
-        assert job.next_run_at is not None
-        return cls(
-            job_id=job.id,
-            tenant=job.tenant,
-            priority=job.priority,
-            schedule=job.schedule,
-            version=job.version,
-            next_run_at=job.next_run_at,
-            created_at=job.created_at,
-            misfire_grace=timedelta(seconds=job.misfire_grace_seconds),
-            paused_at=job.paused_at,
-            resumed_at=job.resumed_at,
-        )
-
-    def next_after(self, instant: datetime) -> datetime | None:
-        return self.schedule.next_after(instant, anchor=self.created_at, hash_key=self.job_id)
-
-    def occurrences_from(self, instant: datetime) -> Iterator[datetime]:
-        """Occurrences at or after `instant`, in order, from one schedule iterator."""
-        return self.schedule.iter_after(
-            instant - timedelta(milliseconds=1), anchor=self.created_at, hash_key=self.job_id
-        )
-
-
-def _instant(value: Any) -> datetime | None:
-    return None if value is None else _as_utc(value)  # type: ignore[return-value]
-
-
-def plan_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime) -> ClaimPlan:
-    """Decide every occurrence from job.next_run_at up to the horizon: queue it, or record it skipped.
-
-    Skipped, never run: an occurrence older than the job's misfire grace (`misfired`), and every occurrence
-    that fell while the job was paused (`paused`), however recent, so resuming never fires a burst. Each
-    skipped occurrence gets a record, up to MISFIRE_RECORD_CAP one by one; the rest of the same stretch share
-    one capped record (count and last instant), so catching up is bounded work and nothing is dropped.
-    One schedule iterator serves the whole plan (a per-second cron after a long outage walks thousands).
-    """
-    grace_cut = now - job.misfire_grace
-
-    def skip_reason(instant: datetime) -> SkipReason | None:
-        if job.paused_at and job.resumed_at and job.paused_at <= instant < job.resumed_at:
-            return SkipReason.PAUSED
-        return SkipReason.MISFIRED if instant < grace_cut else None
-
-    def stretch_end(reason: SkipReason, instant: datetime) -> datetime:
-        """Where a stretch of skips with this reason ends (exclusive)."""
-        if reason is SkipReason.PAUSED:
-            assert job.resumed_at is not None
-            return job.resumed_at
-        if job.paused_at and job.resumed_at and instant < job.paused_at < grace_cut:
-            return job.paused_at
-        return grace_cut
-
-    queued: list[datetime] = []
-    skipped: list[tuple[datetime, SkipReason]] = []
-    capped: CappedMisfire | None = None
-    occurrences = job.occurrences_from(job.next_run_at)
-    cursor = next(occurrences, None)
-    while cursor is not None and cursor <= horizon_end and len(queued) + len(skipped) < MAX_RUNS_PER_CLAIM:
-        reason = skip_reason(cursor)
-        if reason is None:
-            queued.append(cursor)
-        elif len(skipped) < MISFIRE_RECORD_CAP:
-            skipped.append((cursor, reason))
-        else:
-            # Over the cap: one record stands for the rest of this stretch of skips.
-            first, last, count = cursor, cursor, 0
-            while cursor is not None and skip_reason(cursor) is reason and count < MISFIRE_COUNT_LIMIT:
-                last, count = cursor, count + 1
-                cursor = next(occurrences, None)
-            if cursor is not None and skip_reason(cursor) is reason:
-                # Too many to count: jump to the stretch's end; the record's range still covers them all.
-                end = stretch_end(reason, cursor)
-                last = end - timedelta(milliseconds=1)
-                occurrences = job.occurrences_from(end)
-                cursor = next(occurrences, None)
-            capped = CappedMisfire(first, last, count, reason)
-            break
-        cursor = next(occurrences, None)
-    return ClaimPlan(
-        queued=queued,
-        skipped=skipped,
-        capped=capped,
-        next_run_at=cursor,
-        # Settled now only when the last occurrence is a skip record; a queued last run completes the job
-        # when it settles (executor), so a job never shows COMPLETED while its last runs are still to come.
-        complete=cursor is None and not queued,
-    )
 
 
 @dataclass
@@ -200,139 +58,39 @@ class TickReport:
     duration_ms: int = 0
     dispatched_run_ids: list[str] = field(default_factory=list)
 
+    def add_sent(self, sent: SendReport) -> None:
+        self.dispatched += len(sent.sent)
+        self.dispatched_run_ids.extend(sent.sent)
+        self.send_failures += len(sent.failed)
 
-class Dispatcher:
-    def __init__(
-        self,
-        store: JobStore,
-        queues: RunQueues,
-        clock: Clock,
-        *,
-        horizon: timedelta = timedelta(seconds=120),
-        tick_period: timedelta = timedelta(seconds=60),
-        redispatch_after: timedelta = timedelta(seconds=30),
-        max_dispatch: int = 5000,
-        threads: int = 8,
-    ) -> None:
+
+def outgoing_for(run: Run, *, start_at: datetime | None = None) -> Outgoing:
+    """A run's message to its band queue; it may start at `start_at`, or else at its scheduled time."""
+    message = RunMessage(run_id=run.id, job_id=run.job_id, tenant=run.tenant, scheduled_for=run.scheduled_for)
+    return Outgoing(message=message, band=Band.of_priority(run.priority), delay_seconds=0, start_at=start_at)
+
+
+# ---------------------------------------------------------------- claims
+
+
+class JobClaimer:
+    """Claims a job's occurrences: its run records first, then the job advanced past them."""
+
+    def __init__(self, store: JobStore, *, redispatch_after: timedelta, faults: FaultPlan) -> None:
         self.store = store
-        self.queues = queues
-        self.clock = clock
-        self.horizon = horizon
-        self.tick_period = tick_period
         self.redispatch_after = redispatch_after
-        self.max_dispatch = max_dispatch
-        self.threads = threads
-        # Each shard is read oldest first; reading well past the dispatch cap lets priority, not due time,
-        # decide what a tick over capacity sends (a shard may hold all of the highest-priority work).
-        self.read_per_shard = max(max_dispatch, 1000)
-        # Long enough to cover a busy tick, short enough that a dead tick's shards free up by the next one.
-        self.shard_lease = max(timedelta(seconds=5), tick_period - timedelta(seconds=5))
-        # Fault injection for tests: raise after claiming, before sending (a tick that dies mid-flight).
-        self.crash_after_claim = False
+        self.faults = faults
 
-    # ------------------------------------------------------------ the tick
-
-    def claim_due_runs(self) -> TickReport:
-        started = time.monotonic()
-        now = self.clock.now()
-        horizon_end = now + self.horizon
-        report = TickReport()
-        owner = uuid.uuid4().hex
-        held: list[str] = []
-        try:
-            with ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="claim") as pool:
-                shards = [str(s) for s in range(self.store.shards)]
-                pages = list(pool.map(lambda s: self._read_shard(s, now, horizon_end, owner), shards))
-                held = [shard for shard, items in zip(shards, pages, strict=True) if items]
-                items = [i for page in pages for i in page]
-                report.candidates = len(items)
-                backlogged = self._backlogged_bands(items, now)
-                urgent_ms = to_ms(now + self.tick_period)
-                # Must-go-now first, then priority 9..0, then the oldest: when over capacity, high priority wins.
-                items.sort(key=lambda i: (i.due_at > urgent_ms, -i.priority, i.due_at))
-                if len(items) > self.max_dispatch:
-                    report.over_capacity = len(items) - self.max_dispatch
-                    logger.warning("more due than one tick dispatches", extra={"deferred": report.over_capacity})
-                    items = items[: self.max_dispatch]
-                # Claim in priority-ordered slices; each slice is sent before the next is claimed.
-                step = max(10, self.threads * 5)
-                for start in range(0, len(items), step):
-                    chunk = items[start : start + step]
-                    outgoing: list[Outgoing] = []
-                    for result in pool.map(
-                        lambda item: self._claim_item(item, now, horizon_end, report, backlogged), chunk
-                    ):
-                        outgoing.extend(result)
-                    if self.crash_after_claim:
-                        raise CrashInjected("tick died after claiming, before sending")
-                    self._send(outgoing, report)
-        finally:
-            for shard in held:
-                self.store.release_shard(shard, owner=owner)
-        report.duration_ms = int((time.monotonic() - started) * 1000)
-        metrics.add_metric(name="TickDurationMs", unit="Milliseconds", value=report.duration_ms)
-        logger.info("tick done", extra={k: v for k, v in report.__dict__.items() if k != "dispatched_run_ids"})
-        return report
-
-    def _read_shard(self, shard: str, now: datetime, horizon_end: datetime, owner: str) -> list[DueItem]:
-        """A shard's actionable entries, if this tick may work it. An idle shard costs one query, no write;
-        a shard another tick is working right now is left to it.
-
-        Jobs due within the horizon are claimed ahead (and sent with DelaySeconds). Runs are re-sent once
-        their re-send time has passed; a parked retry (RETRYING) is sent ahead like a claimed run."""
-        now_ms = to_ms(now)
-        items = [
-            i
-            for i in self.store.query_due(shard, to_ms(horizon_end), max_items=self.read_per_shard)
-            if i.kind is ItemKind.JOB or i.due_at <= now_ms or i.attrs.get("status") == RunStatus.RETRYING.value
-        ]
-        if items and not self.store.acquire_shard(shard, owner=owner, now=now, lease_for=self.shard_lease):
-            return []
-        return items
-
-    def _backlogged_bands(self, items: list[DueItem], now: datetime) -> set[Band]:
-        """Bands with messages waiting to be received, among those of overdue QUEUED runs (one
-        GetQueueAttributes per such band, and none on a tick with nothing to re-send)."""
-        now_ms = to_ms(now)
-        bands = {
-            Band.of_priority(i.priority)
-            for i in items
-            if i.kind is ItemKind.RUN and i.attrs.get("status") == RunStatus.QUEUED.value and i.due_at <= now_ms
-        }
-        return {band for band in bands if self.queues.waiting_messages(band) > 0}
-
-    def dispatch_job(self, job: Job) -> TickReport:
-        """Claim and send a newly created job's occurrences right away when they fall within the horizon."""
-        report = TickReport()
-        now = self.clock.now()
-        if job.state is not JobState.ACTIVE or job.next_run_at is None or job.next_run_at > now + self.horizon:
-            return report
-        outgoing = self._claim_job(ClaimableJob.from_job(job), now, now + self.horizon, report)
-        self._send(outgoing, report)
-        return report
-
-    # ------------------------------------------------------------ claims
-
-    def _claim_item(
-        self, item: DueItem, now: datetime, horizon_end: datetime, report: TickReport, backlogged: set[Band]
-    ) -> list[Outgoing]:
-        try:
-            if item.kind is ItemKind.RUN:
-                return self._redispatch(item, now, report, backlogged)
-            return self._claim_job(ClaimableJob.from_due(item), now, horizon_end, report)
-        except Exception:
-            # One bad item must not stop the tick; it stays in the index and is tried again.
-            logger.exception("claim failed", extra={"due_item": item.attrs.get("run_id") or item.attrs.get("job_id")})
-            return []
-
-    def _claim_job(self, job: ClaimableJob, now: datetime, horizon_end: datetime, report: TickReport) -> list[Outgoing]:
+    def claim(self, job: ClaimableJob, now: datetime, horizon_end: datetime, report: TickReport) -> list[Outgoing]:
+        """Record the job's occurrences up to the horizon and advance it past them; return the runs to send."""
         outgoing: list[Outgoing] = []
         for _ in range(MAX_CLAIM_ROUNDS):
             plan = plan_claim(job, now=now, horizon_end=horizon_end)
             runs = self._runs_of(job, plan, now)
             put = self.store.put_claimed_runs(runs, now=now, redispatch_after=self.redispatch_after)
+            self.faults.reached(CrashPoint.TICK_AFTER_RUN_PUT)
             self._record_skips(put.created, report)
-            outgoing += [self._outgoing(r) for r in put.created if r.status is RunStatus.QUEUED]
+            outgoing += [outgoing_for(r) for r in put.created if r.status is RunStatus.QUEUED]
             if put.in_flight_elsewhere:
                 report.lost_races += 1  # another claimer is on this job right now: the rest is theirs
                 return outgoing
@@ -342,6 +100,7 @@ class Dispatcher:
             ):
                 report.lost_races += 1  # another tick moved the job (or it changed): its next claim is theirs
                 return outgoing
+            self.faults.reached(CrashPoint.TICK_AFTER_JOB_UPDATE)
             report.claimed_jobs += 1
             if next_run_at is None or next_run_at > horizon_end:
                 return outgoing
@@ -359,7 +118,7 @@ class Dispatcher:
         if plan.capped is not None:
             found = existing.get(run_id_for(job.job_id, plan.capped.first))
             if found is not None:
-                covered = _instant(found.get("skipped_until") or found.get("scheduled_for"))
+                covered = optional_instant(found.get("skipped_until") or found.get("scheduled_for"))
                 if covered is not None and covered != plan.capped.last:
                     return job.next_after(covered), False
         return plan.next_run_at, plan.complete
@@ -420,7 +179,29 @@ class Dispatcher:
         # In time order, so that the first record is the one a racing claimer meets first.
         return sorted(runs, key=lambda r: r.scheduled_for)
 
-    def _redispatch(self, item: DueItem, now: datetime, report: TickReport, backlogged: set[Band]) -> list[Outgoing]:
+
+# ---------------------------------------------------------------- re-sends
+
+
+class Resender:
+    """Runs in the due index: claimed runs nobody leased (re-sent), and parked retries (sent at their time)."""
+
+    def __init__(self, store: JobStore, queues: RunQueues) -> None:
+        self.store = store
+        self.queues = queues
+
+    def backlogged_bands(self, items: list[DueItem], now: datetime) -> set[Band]:
+        """Bands with messages waiting to be received, among those of overdue QUEUED runs (one
+        GetQueueAttributes per such band, and none on a tick with nothing to re-send)."""
+        now_ms = to_ms(now)
+        bands = {
+            Band.of_priority(i.priority)
+            for i in items
+            if i.kind is ItemKind.RUN and i.attrs.get("status") == RunStatus.QUEUED.value and i.due_at <= now_ms
+        }
+        return {band for band in bands if self.queues.waiting_messages(band) > 0}
+
+    def resend(self, item: DueItem, now: datetime, report: TickReport, backlogged: set[Band]) -> list[Outgoing]:
         """A run in the due index: a claimed run nobody leased (re-send it), or a parked retry (send it).
 
         Re-sends are spaced by the run's age (at least REDISPATCH_BACKOFF), so a run whose message is really
@@ -429,8 +210,7 @@ class Dispatcher:
         status = a.get("status")
         if status not in (RunStatus.QUEUED.value, RunStatus.RETRYING.value):
             return []
-        scheduled_for = _instant(a["scheduled_for"])
-        assert scheduled_for is not None
+        scheduled_for = stored_instant(a["scheduled_for"])
         send_at = max(now, from_ms(item.due_at))
         age = send_at - scheduled_for
         next_look = send_at + min(MAX_REDISPATCH_BACKOFF, max(REDISPATCH_BACKOFF, age))
@@ -455,34 +235,32 @@ class Dispatcher:
             status=RunStatus(status),
             priority=item.priority,
         )
-        return [self._outgoing(run, start_at=send_at)]
+        return [outgoing_for(run, start_at=send_at)]
 
-    @staticmethod
-    def _outgoing(run: Run, *, start_at: datetime | None = None) -> Outgoing:
-        message = RunMessage(run_id=run.id, job_id=run.job_id, tenant=run.tenant, scheduled_for=run.scheduled_for)
-        return Outgoing(message=message, band=Band.of_priority(run.priority), delay_seconds=0, start_at=start_at)
 
-    # ------------------------------------------------------------ sending
+# ---------------------------------------------------------------- sending
 
-    def send_runs(self, runs: Iterable[Run]) -> TickReport:
-        """Send runs to start now, created outside a tick (trigger, retry, redrive)."""
-        report = TickReport()
-        now = self.clock.now()
-        self._send([self._outgoing(r, start_at=now) for r in runs], report)
-        return report
 
-    def _send(self, outgoing: list[Outgoing], report: TickReport) -> None:
+class RunSender:
+    """Sends runs to their band queues, each delayed until it may start."""
+
+    def __init__(self, queues: RunQueues, clock: Clock, faults: FaultPlan) -> None:
+        self.queues = queues
+        self.clock = clock
+        self.faults = faults
+
+    def send(self, outgoing: list[Outgoing]) -> SendReport:
+        """Send to the band queues; what SQS refuses is reported (it stays in the due index for a re-send)."""
         if not outgoing:
-            return
+            return SendReport()
         # The delay is computed at the last moment, so time spent claiming never makes a run early.
         now = self.clock.now()
         timed = [
             Outgoing(o.message, o.band, delay_for((o.starts_at - now).total_seconds()), o.start_at) for o in outgoing
         ]
+        self.faults.reached(CrashPoint.TICK_BEFORE_SEND)
         sent = self.queues.send(timed)
-        report.dispatched += len(sent.sent)
-        report.dispatched_run_ids.extend(sent.sent)
-        report.send_failures += len(sent.failed)
+        self.faults.reached(CrashPoint.TICK_AFTER_SEND)
         if sent.failed:
             # They stay in the due index: the next tick re-sends them after redispatch_after.
             logger.error("SQS refused some messages", extra={"run_ids": sent.failed})
@@ -490,3 +268,121 @@ class Dispatcher:
             metrics.add_metric(name="RunsDispatched", unit="Count", value=len(sent.sent))
             lag = [max(0, to_ms(now) - to_ms(o.message.scheduled_for)) for o in timed]
             metrics.add_metric(name="DispatchLagMs", unit="Milliseconds", value=max(lag))
+        return sent
+
+
+# ---------------------------------------------------------------- the tick
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        store: JobStore,
+        queues: RunQueues,
+        clock: Clock,
+        *,
+        horizon: timedelta = timedelta(seconds=120),
+        tick_period: timedelta = timedelta(seconds=60),
+        redispatch_after: timedelta = timedelta(seconds=30),
+        max_dispatch: int = 5000,
+        threads: int = 8,
+        faults: FaultPlan = NO_FAULTS,
+    ) -> None:
+        self.store, self.clock = store, clock
+        self.horizon, self.tick_period = horizon, tick_period
+        self.max_dispatch, self.threads = max_dispatch, threads
+        self.redispatch_after = redispatch_after  # job service: a run it sends is re-sent after this, if unleased
+        self.claimer = JobClaimer(store, redispatch_after=redispatch_after, faults=faults)
+        self.resender = Resender(store, queues)
+        self.sender = RunSender(queues, clock, faults)
+        # Each shard is read oldest first; reading well past the dispatch cap lets priority, not due time,
+        # decide what a tick over capacity sends (a shard may hold all of the highest-priority work).
+        self.read_per_shard = max(max_dispatch, 1000)
+        # Long enough to cover a busy tick, short enough that a dead tick's shards free up by the next one.
+        self.shard_lease = max(timedelta(seconds=5), tick_period - timedelta(seconds=5))
+
+    def claim_due_runs(self) -> TickReport:
+        started = time.monotonic()
+        now = self.clock.now()
+        horizon_end = now + self.horizon
+        report = TickReport()
+        owner = uuid.uuid4().hex
+        held: list[str] = []
+        try:
+            with ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="claim") as pool:
+                shards = [str(s) for s in range(self.store.shards)]
+                pages = list(pool.map(lambda s: self._read_shard(s, now, horizon_end, owner), shards))
+                held = [shard for shard, items in zip(shards, pages, strict=True) if items]
+                items = [i for page in pages for i in page]
+                report.candidates = len(items)
+                backlogged = self.resender.backlogged_bands(items, now)
+                urgent_ms = to_ms(now + self.tick_period)
+                # Must-go-now first, then priority 9..0, then the oldest: when over capacity, high priority wins.
+                items.sort(key=lambda i: (i.due_at > urgent_ms, -i.priority, i.due_at))
+                if len(items) > self.max_dispatch:
+                    report.over_capacity = len(items) - self.max_dispatch
+                    logger.warning("more due than one tick dispatches", extra={"deferred": report.over_capacity})
+                    items = items[: self.max_dispatch]
+                # Claim in priority-ordered slices; each slice is sent before the next is claimed.
+                step = max(10, self.threads * 5)
+                for start in range(0, len(items), step):
+                    chunk = items[start : start + step]
+                    outgoing: list[Outgoing] = []
+                    for result in pool.map(
+                        lambda item: self._claim_item(item, now, horizon_end, report, backlogged), chunk
+                    ):
+                        outgoing.extend(result)
+                    self._send(outgoing, report)
+        finally:
+            for shard in held:
+                self.store.release_shard(shard, owner=owner)
+        report.duration_ms = int((time.monotonic() - started) * 1000)
+        metrics.add_metric(name="TickDurationMs", unit="Milliseconds", value=report.duration_ms)
+        logger.info("tick done", extra={k: v for k, v in report.__dict__.items() if k != "dispatched_run_ids"})
+        return report
+
+    def _read_shard(self, shard: str, now: datetime, horizon_end: datetime, owner: str) -> list[DueItem]:
+        """A shard's actionable entries, if this tick may work it. An idle shard costs one query, no write;
+        a shard another tick is working right now is left to it.
+
+        Jobs due within the horizon are claimed ahead (and sent with DelaySeconds). Runs are re-sent once
+        their re-send time has passed; a parked retry (RETRYING) is sent ahead like a claimed run."""
+        now_ms = to_ms(now)
+        items = [
+            i
+            for i in self.store.query_due(shard, to_ms(horizon_end), max_items=self.read_per_shard)
+            if i.kind is ItemKind.JOB or i.due_at <= now_ms or i.attrs.get("status") == RunStatus.RETRYING.value
+        ]
+        if items and not self.store.acquire_shard(shard, owner=owner, now=now, lease_for=self.shard_lease):
+            return []
+        return items
+
+    def dispatch_job(self, job: Job) -> TickReport:
+        """Claim and send a newly created job's occurrences right away when they fall within the horizon."""
+        report = TickReport()
+        now = self.clock.now()
+        if job.state is not JobState.ACTIVE or job.next_run_at is None or job.next_run_at > now + self.horizon:
+            return report
+        outgoing = self.claimer.claim(ClaimableJob.from_job(job), now, now + self.horizon, report)
+        self._send(outgoing, report)
+        return report
+
+    def _claim_item(
+        self, item: DueItem, now: datetime, horizon_end: datetime, report: TickReport, backlogged: set[Band]
+    ) -> list[Outgoing]:
+        try:
+            if item.kind is ItemKind.RUN:
+                return self.resender.resend(item, now, report, backlogged)
+            return self.claimer.claim(ClaimableJob.from_due(item), now, horizon_end, report)
+        except Exception:
+            # One bad item must not stop the tick; it stays in the index and is tried again.
+            logger.exception("claim failed", extra={"due_item": item.attrs.get("run_id") or item.attrs.get("job_id")})
+            return []
+
+    def send_runs(self, runs: Iterable[Run]) -> SendReport:
+        """Send runs to start now, created outside a tick (trigger, retry, redrive)."""
+        now = self.clock.now()
+        return self.sender.send([outgoing_for(r, start_at=now) for r in runs])
+
+    def _send(self, outgoing: list[Outgoing], report: TickReport) -> None:
+        report.add_sent(self.sender.send(outgoing))

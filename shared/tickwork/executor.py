@@ -22,141 +22,41 @@ Promises kept here:
 from __future__ import annotations
 
 import math
-import threading
 import uuid
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from enum import StrEnum
 from typing import Any
 
 from pydantic import ValidationError
 
-from tickwork.backoff import Random, backoff_seconds
+from tickwork.backoff import Random
 from tickwork.clock import Clock, to_ms
-from tickwork.jobtypes import EffectMayContinue, PermanentJobError, RunContext, RunTimeout, UnknownJobType
+from tickwork.delivery import Delivery, Outcome, visibility_for
+from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
+from tickwork.heartbeat import HandlerStillRunning, Heartbeat, call_under_lease
+from tickwork.jobtypes import EffectMayContinue, PermanentJobError, RunContext, UnknownJobType
 from tickwork.jobtypes.registry import JobTypeRegistry
 from tickwork.models import (
     Band,
-    DeadLetter,
     Job,
     JobState,
     OverlapPolicy,
     Run,
     RunError,
     RunMessage,
-    RunResult,
     RunStatus,
     RunTrigger,
     SkipReason,
 )
 from tickwork.observability import logger, metrics
+from tickwork.outcomes import MAX_MESSAGE_BACKOFF_SECONDS, RunOutcomes
 from tickwork.queues import RunQueues
 from tickwork.results import ResultStore
 from tickwork.store import JobStore, LeaseOutcome
 
+__all__ = ["Delivery", "Outcome", "RunExecutor"]  # the executor's handler takes all three from here
+
 SAFETY_MARGIN_SECONDS = 15  # left of the Lambda's time for writing the result and the outcome
-VISIBILITY_MARGIN_SECONDS = 15  # a message comes back this long after its run's lease has ended
-MAX_MESSAGE_BACKOFF_SECONDS = 900  # longer backoffs park the run in the due index (a fresh message, on time)
-
-
-class Outcome(StrEnum):
-    DONE = "DONE"  # acknowledge: the message is deleted
-    RETRY_LATER = "RETRY_LATER"  # report the item failed: SQS redelivers after the backoff
-    BUSY = "BUSY"  # another executor holds the lease: redeliver when it expires
-
-
-@dataclass(frozen=True)
-class Delivery:
-    """One SQS message as the executor received it."""
-
-    body: str
-    message_id: str
-    receipt_handle: str
-    queue_url: str
-    band: Band | None = None
-    receive_count: int = 1
-
-
-class Heartbeat:
-    """Extends the lease (and the job's running slot, under overlap SKIP) and the message's visibility while a
-    run works. It beats for as long as the handler runs, even past the executor's own wait: it stops when the
-    handler returns (or when told to, before the handler starts)."""
-
-    def __init__(
-        self,
-        store: JobStore,
-        queues: RunQueues,
-        clock: Clock,
-        *,
-        run_id: str,
-        owner: str,
-        delivery: Delivery,
-        lease_for: timedelta,
-        cancelled: threading.Event,
-        slot_job_id: str | None = None,
-    ) -> None:
-        self.store, self.queues, self.clock = store, queues, clock
-        self.run_id, self.owner, self.delivery = run_id, owner, delivery
-        self.lease_for = lease_for
-        self.every = lease_for / 3
-        self.cancelled = cancelled
-        self.slot_job_id = slot_job_id
-        self.lost = False
-        self.beats = 0
-        self._next = clock.now() + self.every
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def maybe_beat(self) -> None:
-        with self._lock:
-            now = self.clock.now()
-            if self.lost or now < self._next:
-                return
-            self._next = now + self.every
-            lease_until = now + self.lease_for
-            if not self.store.extend_lease(self.run_id, owner=self.owner, lease_until=lease_until):
-                self.lost = True
-                self.cancelled.set()
-                logger.error("lease lost: another executor took the run", extra={"run_id": self.run_id})
-                return
-            if self.slot_job_id is not None:
-                self.store.extend_running_slot(self.slot_job_id, run_id=self.run_id, until=lease_until)
-            self.beats += 1
-            # Visibility follows the lease: were this executor to die, the message returns when the lease ends.
-            self.queues.change_visibility(
-                self.delivery.queue_url, self.delivery.receipt_handle, visibility_for(self.lease_for)
-            )
-
-    def start(self) -> None:
-        """A background beat for handlers that block without calling ctx.sleep (real time). Idempotent."""
-        with self._lock:
-            if self._thread is not None or self._stop.is_set():
-                return
-
-            def loop() -> None:
-                while not self._stop.wait(self.every.total_seconds()):
-                    try:
-                        self.maybe_beat()
-                    except Exception:  # a failed beat is retried at the next; the lease still has a margin
-                        logger.exception("heartbeat failed", extra={"run_id": self.run_id})
-
-            self._thread = threading.Thread(target=loop, name=f"heartbeat-{self.run_id}", daemon=True)
-            self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-
-
-def visibility_for(lease_for: timedelta) -> int:
-    return int(lease_for.total_seconds()) + VISIBILITY_MARGIN_SECONDS
-
-
-class HandlerStillRunning(Exception):
-    """The handler ignored its cancellation until the Lambda's own time ran out: its outcome is unknown, so
-    nothing is recorded; the lease stays held (beating) until it returns or the process dies."""
 
 
 class RunExecutor:
@@ -173,18 +73,24 @@ class RunExecutor:
         rng: Random | None = None,
         http_allowlist: tuple[str, ...] = (),
         clients: Any = None,
+        faults: FaultPlan = NO_FAULTS,
     ) -> None:
-        self.store = store
-        self.results = results
-        self.queues = queues
+        self.store, self.results, self.queues, self.clock = store, results, queues, clock
         self.job_types = job_types
-        self.clock = clock
         self.lease_for = lease_for
-        # How long after a message-borne retry's time the tick re-sends it, were its message never to come back.
-        self.retry_safety_net = retry_safety_net
-        self.rng = rng
         self.http_allowlist = http_allowlist
         self.clients = clients
+        self.faults = faults
+        self.outcomes = RunOutcomes(store, queues, clock, retry_safety_net=retry_safety_net, rng=rng, faults=faults)
+
+    @property
+    def rng(self) -> Random | None:
+        """The backoff's randomness (tests fix it)."""
+        return self.outcomes.rng
+
+    @rng.setter
+    def rng(self, value: Random | None) -> None:
+        self.outcomes.rng = value
 
     def execute(self, delivery: Delivery, remaining_ms: Callable[[], int]) -> Outcome:
         try:
@@ -221,28 +127,30 @@ class RunExecutor:
         run = lease.run
         assert run is not None
         assert lease.lease_until is not None
+        self.faults.reached(CrashPoint.EXECUTOR_AFTER_LEASE)
         job = self.store.get_job(run.job_id)
+        self.faults.reached(CrashPoint.EXECUTOR_AFTER_JOB_READ)
         if job is None:
-            return self._skip(run, None, owner, SkipReason.JOB_DELETED)
+            return self.outcomes.skip(run, None, owner, SkipReason.JOB_DELETED)
         if lease.previous_status is RunStatus.RUNNING:
             # Taken over from an executor that died: it may have written the result before dying. That
             # result is the run's effect, and it wins over everything else (a pause or cancel included).
             existing = self.results.find(run)
             if existing is not None:
                 logger.warning("result already written by a previous attempt; recording it, not re-running")
-                return self._succeed(run, job, owner, existing, duration_ms=None)
+                return self.outcomes.succeed(run, job, owner, existing, duration_ms=None)
         if run.trigger is RunTrigger.SCHEDULE and job.state in (JobState.PAUSED, JobState.CANCELLED):
             reason = SkipReason.PAUSED if job.state is JobState.PAUSED else SkipReason.CANCELLED
-            return self._skip(run, job, owner, reason)
+            return self.outcomes.skip(run, job, owner, reason)
         if run.attempts > job.retry.max_attempts:
             # Earlier attempts died without recording an outcome (a crashing run): stop here.
             error = RunError(type="AttemptsExhausted", message="attempts exhausted by executor crashes or timeouts")
-            return self._fail(run, job, owner, error, delivery)
+            return self.outcomes.fail(run, job, owner, error)
         if job.overlap is OverlapPolicy.SKIP and not self.store.take_running_slot(
             job.id, run_id=run.id, until=lease.lease_until, now=now
         ):
             # The slot is one conditional write on the job: of two runs starting together, exactly one runs.
-            return self._skip(run, job, owner, SkipReason.OVERLAP)
+            return self.outcomes.skip(run, job, owner, SkipReason.OVERLAP)
         # Start lateness measures the scheduler: a first attempt of a run nobody re-queued by hand.
         if (
             run.attempts == 1
@@ -272,7 +180,7 @@ class RunExecutor:
             payload = job_type.parse(job.payload, context={"http_allowlist": self.http_allowlist})
         except (UnknownJobType, ValidationError) as exc:
             invalid = RunError(type=type(exc).__name__, message=str(exc)[:2000])
-            return self._fail(run, job, owner, invalid, delivery)
+            return self.outcomes.fail(run, job, owner, invalid)
         budget = min(float(job.timeout_seconds), remaining_ms() / 1000 - SAFETY_MARGIN_SECONDS)
         started = self.clock.now()
         ctx = RunContext(
@@ -295,6 +203,7 @@ class RunExecutor:
             lease_for=self.lease_for,
             cancelled=ctx.cancelled,
             slot_job_id=slot,
+            faults=self.faults,
         )
         ctx.on_tick = heartbeat.maybe_beat
         logger.info("run started", extra={"attempt": run.attempts, "lateness_ms": run.lateness_ms, "type": job.type})
@@ -307,7 +216,7 @@ class RunExecutor:
             error = RunError(type="RunTimeout", message="not enough Lambda time left to start the run")
         else:
             try:
-                value = _call_under_lease(
+                value = call_under_lease(
                     lambda: job_type.handler(payload, ctx),
                     budget,
                     ctx,
@@ -336,169 +245,16 @@ class RunExecutor:
                     result, written = self.results.write_once(run, value)
                 except (TypeError, ValueError) as exc:
                     error = RunError(type="UnserializableResult", message=str(exc)[:2000])
-                    return self._fail(run, job, owner, error, delivery)
+                    return self.outcomes.fail(run, job, owner, error)
+                self.faults.reached(CrashPoint.EXECUTOR_AFTER_RESULT_WRITE)
                 if not written:
                     logger.warning("result existed already; the first write stands")
-                return self._succeed(run, job, owner, result, duration_ms=duration_ms)
+                return self.outcomes.succeed(run, job, owner, result, duration_ms=duration_ms)
             if not permanent and run.attempts < job.retry.max_attempts:
-                return self._retry(run, job, owner, error, delivery, duration_ms, at_least=effect_busy_seconds)
-            return self._fail(run, job, owner, error, delivery, duration_ms=duration_ms)
+                return self.outcomes.retry(
+                    run, job, owner, error, delivery, duration_ms=duration_ms, at_least=effect_busy_seconds
+                )
+            return self.outcomes.fail(run, job, owner, error, duration_ms=duration_ms)
         finally:
             if slot is not None:
                 self.store.release_running_slot(slot, run_id=run.id)
-
-    # ------------------------------------------------------------ outcomes
-
-    def _settled(self, run: Run, job: Job | None, now: datetime) -> None:
-        """A scheduled run reached a terminal state: if it was the job's last occurrence, the job completes.
-
-        The store completes it only while nothing else is pending (a PATCH may have added an occurrence)."""
-        if job is None or job.state is not JobState.ACTIVE or run.trigger is not RunTrigger.SCHEDULE:
-            return
-        if job.next_occurrence_after(run.scheduled_for) is None and self.store.complete_if_settled(job.id, now):
-            logger.info("job completed: its last occurrence has settled", extra={"job_id": job.id})
-
-    def _succeed(self, run: Run, job: Job, owner: str, result: RunResult, *, duration_ms: int | None) -> Outcome:
-        now = self.clock.now()
-        recorded = self.store.finish_run(
-            run, owner=owner, status=RunStatus.SUCCEEDED, now=now, result=result, duration_ms=duration_ms
-        )
-        if not recorded:
-            logger.warning("lease lost before recording success; the result object stands")
-            return Outcome.DONE
-        self._settled(run, job, now)
-        metrics.add_metric(name="RunsSucceeded", unit="Count", value=1)
-        logger.info(
-            "run succeeded",
-            extra={
-                "attempt": run.attempts,
-                "duration_ms": duration_ms,
-                "result_bytes": result.bytes,
-                "lateness_ms": run.lateness_ms,
-            },
-        )
-        return Outcome.DONE
-
-    def _retry(
-        self,
-        run: Run,
-        job: Job,
-        owner: str,
-        error: RunError,
-        delivery: Delivery,
-        duration_ms: int,
-        *,
-        at_least: float = 0.0,
-    ) -> Outcome:
-        delay = max(backoff_seconds(job.retry, run.attempts, self.rng), math.ceil(at_least))
-        now = self.clock.now()
-        not_before = now + timedelta(seconds=delay)
-        on_message = delay <= MAX_MESSAGE_BACKOFF_SECONDS
-        if not self.store.finish_run(
-            run,
-            owner=owner,
-            status=RunStatus.RETRYING,
-            now=now,
-            error=error,
-            duration_ms=duration_ms,
-            not_before=not_before,
-            # On the message: a safety net, were it never to come back. Parked: the retry itself.
-            resend_at=not_before + self.retry_safety_net if on_message else not_before,
-        ):
-            return Outcome.DONE
-        metrics.add_metric(name="RunsRetried", unit="Count", value=1)
-        logger.warning(
-            "run failed; retrying",
-            extra={
-                "attempt": run.attempts,
-                "max_attempts": job.retry.max_attempts,
-                "retry_in_s": delay,
-                "retry_via": "message" if on_message else "due index",
-                "error_type": error.type,
-                "error": error.message,
-            },
-        )
-        if not on_message:
-            return Outcome.DONE  # the message goes; the tick sends a fresh one at not_before
-        self.queues.change_visibility(delivery.queue_url, delivery.receipt_handle, delay)
-        return Outcome.RETRY_LATER
-
-    def _fail(
-        self,
-        run: Run,
-        job: Job,
-        owner: str,
-        error: RunError,
-        delivery: Delivery,
-        *,
-        duration_ms: int | None = None,
-    ) -> Outcome:
-        now = self.clock.now()
-        if not self.store.finish_run(
-            run, owner=owner, status=RunStatus.FAILED, now=now, error=error, duration_ms=duration_ms
-        ):
-            return Outcome.DONE
-        self.queues.dead_letter(
-            run.band,
-            DeadLetter(
-                run_id=run.id,
-                job_id=run.job_id,
-                tenant=run.tenant,
-                attempts=run.attempts,
-                error=error,
-                failed_at=now,
-            ),
-        )
-        self._settled(run, job, now)
-        metrics.add_metric(name="RunsFailed", unit="Count", value=1)
-        logger.error(
-            "run failed; no attempts left",
-            extra={"attempt": run.attempts, "error_type": error.type, "error": error.message},
-        )
-        return Outcome.DONE
-
-    def _skip(self, run: Run, job: Job | None, owner: str, reason: SkipReason) -> Outcome:
-        now = self.clock.now()
-        if self.store.finish_run(run, owner=owner, status=RunStatus.SKIPPED, now=now, skip_reason=reason):
-            self._settled(run, job, now)
-        metrics.add_metric(name="RunsSkipped", unit="Count", value=1)
-        logger.info("run skipped", extra={"skip_reason": reason.value})
-        return Outcome.DONE
-
-
-def _call_under_lease(
-    fn: Callable[[], Any],
-    budget: float,
-    ctx: RunContext,
-    heartbeat: Heartbeat,
-    *,
-    seconds_left: Callable[[], float],
-) -> Any:
-    """Run `fn` in a worker thread while the heartbeat holds the lease; return its value or raise its error.
-
-    At `budget` seconds the run is cancelled (ctx.cancelled: cooperative handlers stop at their next
-    ctx.check()/ctx.sleep()). The lease is held until the handler has really returned, so a retry never
-    starts beside a handler that is still running; a handler that returns late is recorded as it returned
-    (its effect happened). If it outlives even the Lambda's time, HandlerStillRunning: nothing is recorded,
-    and the heartbeat goes on until the handler returns or the process dies (with it, the lease ends)."""
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"run-{ctx.run_id}")
-    future: Future[Any] = pool.submit(fn)
-    future.add_done_callback(lambda _: heartbeat.stop())
-    pool.shutdown(wait=False)
-    if budget > heartbeat.every.total_seconds():
-        heartbeat.start()  # a run that can't outlive one interval in time needs no beat unless it overruns
-    # wait() rather than result(timeout=): a handler's own RunTimeout is a TimeoutError too, as is the
-    # futures module's, so only done() tells "still running" from "ended by a timeout".
-    if not wait([future], timeout=budget).done:
-        ctx.cancelled.set()
-        heartbeat.start()
-        logger.warning("run over its timeout: cancelled; waiting for the handler to stop", extra={"budget_s": budget})
-        while not future.done():
-            left = seconds_left()
-            if left <= 0:
-                raise HandlerStillRunning(ctx.run_id)
-            wait([future], timeout=min(left, 1.0))
-        late = future.exception()
-        if late is not None and not isinstance(late, RunTimeout | EffectMayContinue | PermanentJobError):
-            raise RunTimeout(f"run exceeded its timeout of {budget:.0f}s and then failed: {late}") from late
-    return future.result()

@@ -32,7 +32,7 @@ from pydantic import (
     model_validator,
 )
 
-from tickwork.clock import iso
+from tickwork.clock import as_utc, iso
 
 _RATE = re.compile(r"^\s*(\d+)\s+(second|minute|hour|day)s?\s*$", re.IGNORECASE)
 _RATE_UNITS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
@@ -42,26 +42,9 @@ MAX_RATE_SECONDS = 366 * 86400
 _CRON_SEARCH_YEARS = 400
 
 
-def _as_utc(value: object) -> object:
-    """Accept ISO strings or datetimes; naive values are taken as UTC (schedules re-read them in their zone)."""
-    if isinstance(value, str):
-        text = value.strip()
-        if text.endswith(("Z", "z")):
-            text = text[:-1] + "+00:00"
-        try:
-            value = datetime.fromisoformat(text)
-        except ValueError:
-            raise ValueError(f"must be an ISO-8601 date-time such as 2026-12-01T09:00:00Z, not {value!r}") from None
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
-        return value.astimezone(UTC)
-    return value
-
-
 UtcDatetime = Annotated[
     datetime,
-    BeforeValidator(_as_utc),
+    BeforeValidator(as_utc),
     PlainSerializer(iso, return_type=str, when_used="json-unless-none"),
 ]
 
@@ -100,7 +83,7 @@ def _instant_from_caller(value: object) -> object:
             f"must be an RFC 3339 date-time string such as 2026-12-01T09:00:00Z, not {type(value).__name__}"
         )
     if _INSTANT.fullmatch(value):
-        return _as_utc(value)
+        return as_utc(value)
     # Refused: say why as precisely as we can.
     text = value.strip()
     zulu = text.endswith(("Z", "z"))

@@ -11,6 +11,7 @@ from tickwork.aws import AwsClients
 from tickwork.clock import Clock, SystemClock
 from tickwork.dispatch import Dispatcher
 from tickwork.executor import RunExecutor
+from tickwork.faults import NO_FAULTS, FaultPlan
 from tickwork.jobs import JobService
 from tickwork.jobtypes import registry
 from tickwork.models import Band
@@ -25,6 +26,8 @@ class Services:
     settings: Settings
     clients: AwsClients = field(default_factory=AwsClients)
     clock: Clock = field(default_factory=SystemClock)
+    # Where a tick or an executor may be made to die: nowhere in production; the fault-injection suite sets it.
+    faults: FaultPlan = NO_FAULTS
 
     @classmethod
     def from_env(cls) -> Services:
@@ -65,6 +68,7 @@ class Services:
             redispatch_after=timedelta(seconds=s.redispatch_after_seconds),
             max_dispatch=s.max_dispatch_per_tick,
             threads=s.claim_threads,
+            faults=self.faults,
         )
 
     @cached_property
@@ -81,6 +85,7 @@ class Services:
             retry_safety_net=timedelta(seconds=self.settings.redispatch_after_seconds + self.settings.horizon_seconds),
             http_allowlist=self.settings.http_allowlist,
             clients=self.clients,
+            faults=self.faults,
         )
 
     @cached_property

@@ -8,11 +8,12 @@ from datetime import timedelta
 
 import pytest
 from tickwork.clock import iso
-from tickwork.dispatch import CrashInjected
 from tickwork.errors import InvalidInput
+from tickwork.faults import CrashPoint
 from tickwork.models import Band, JobState, RunStatus, SkipReason, run_id_for
 from tickwork_local.lambda_runtime import sqs_event
 
+from tests.faults.crashes import ProcessKilled
 from tests.harness import START
 from tests.testing_jobtypes import EXECUTIONS
 
@@ -124,10 +125,10 @@ def _eight_ticks(pipeline):
 def test_a_tick_that_dies_between_claim_and_send_is_recovered_by_the_next_with_one_message(pipeline):
     job = pipeline.create_job(schedule={"at": START + FAR})
     pipeline.clock.advance(FAR.total_seconds())
-    pipeline.services.dispatcher.crash_after_claim = True
-    with pytest.raises(CrashInjected):
+    pipeline.crashes.arm(CrashPoint.TICK_BEFORE_SEND)
+    with pytest.raises(ProcessKilled):
         pipeline.tick()
-    pipeline.services.dispatcher.crash_after_claim = False
+    assert pipeline.crashes.kills == 1
     (run,) = pipeline.runs_of(job.id)
     assert run.status is RunStatus.QUEUED
     assert sum(pipeline.queued_messages(b) for b in Band) == 0  # claimed, never sent

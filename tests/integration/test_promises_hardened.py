@@ -21,10 +21,12 @@ from pydantic import BaseModel, ConfigDict
 from tickwork.aws import AwsClients
 from tickwork.errors import Conflict
 from tickwork.executor import Delivery, Outcome, RunExecutor
+from tickwork.faults import CrashPoint
 from tickwork.jobtypes import RunContext, job_type, registry
 from tickwork.models import Band, JobState, RunStatus, SkipReason, run_id_for
 from tickwork.store import job_key
 
+from tests.faults.crashes import ProcessKilled
 from tests.harness import START, Pipeline
 
 FAR = timedelta(seconds=300)
@@ -417,37 +419,13 @@ def test_retrying_run_is_not_lost_when_its_backoff_outlives_message_retention(pi
 # ---------------------------------------------------------------- 8. a tick dying mid catch-up loses an occurrence
 
 
-class CrashInjected(RuntimeError):
-    pass
-
-
-class _FailingUpdates:
-    """The store's client, but UpdateItem fails: a tick that dies between the run puts and the job advance."""
-
-    def __init__(self, client: Any) -> None:
-        self._client = client
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "update_item":
-
-            def boom(**_: Any) -> Any:
-                raise CrashInjected("tick died after the run puts")
-
-            return boom
-        return getattr(self._client, name)
-
-
 def test_tick_dying_mid_catch_up_leaves_no_occurrence_without_a_record(pipeline):
     job = pipeline.create_job(schedule={"cron": "* * * * *"})
     pipeline.clock.advance(3 * 3600)  # a three-hour outage
-    store = pipeline.services.store
-    client = store._db
-    store._db = _FailingUpdates(client)
-    try:
-        with pytest.raises(CrashInjected):
-            pipeline.tick()  # claims (run puts), dies before advancing the job
-    finally:
-        store._db = client
+    pipeline.crashes.arm(CrashPoint.TICK_AFTER_RUN_PUT)
+    with pytest.raises(ProcessKilled):
+        pipeline.tick()  # claims (run puts), dies before advancing the job
+    assert pipeline.crashes.kills == 1
     for _ in range(4):
         pipeline.clock.advance(60)
         pipeline.tick()

@@ -1,0 +1,160 @@
+"""The claim plan: what one claim decides for each occurrence of a job, from the job and the time alone.
+
+Pure (no AWS): the dispatcher writes what the plan decides (see dispatch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from tickwork.clock import from_ms, stored_instant
+from tickwork.models import Job, SkipReason
+from tickwork.schedule import Schedule
+from tickwork.store import DueItem
+
+MAX_RUNS_PER_CLAIM = 25  # run records one claim creates before it advances the job
+MISFIRE_RECORD_CAP = 10  # skipped occurrences recorded one by one; the rest of a stretch share one capped record
+MISFIRE_COUNT_LIMIT = 10_000  # beyond this the capped record's count is a lower bound (its range stays exact)
+
+
+@dataclass(frozen=True)
+class CappedMisfire:
+    first: datetime
+    last: datetime
+    count: int
+    reason: SkipReason
+
+
+@dataclass(frozen=True)
+class ClaimPlan:
+    queued: list[datetime]
+    skipped: list[tuple[datetime, SkipReason]]
+    capped: CappedMisfire | None
+    next_run_at: datetime | None
+    complete: bool  # a recurring schedule with no occurrence left
+
+
+@dataclass(frozen=True)
+class ClaimableJob:
+    """What a claim needs to know of a job: exactly what the due index projects."""
+
+    job_id: str
+    tenant: str
+    priority: int
+    schedule: Schedule
+    version: int
+    next_run_at: datetime
+    created_at: datetime
+    misfire_grace: timedelta
+    paused_at: datetime | None = None
+    resumed_at: datetime | None = None
+
+    @classmethod
+    def from_due(cls, item: DueItem) -> ClaimableJob:
+        a = item.attrs
+        return cls(
+            job_id=a["job_id"],
+            tenant=a["tenant"],
+            priority=int(a.get("priority", 5)),
+            schedule=Schedule.model_validate(a["schedule"]),
+            version=int(a["version"]),
+            next_run_at=from_ms(item.due_at),
+            created_at=stored_instant(a["created_at"]),
+            misfire_grace=timedelta(seconds=int(a.get("misfire_grace_seconds", 900))),
+            paused_at=optional_instant(a.get("paused_at")),
+            resumed_at=optional_instant(a.get("resumed_at")),
+        )
+
+    @classmethod
+    def from_job(cls, job: Job) -> ClaimableJob:
+        assert job.next_run_at is not None
+        return cls(
+            job_id=job.id,
+            tenant=job.tenant,
+            priority=job.priority,
+            schedule=job.schedule,
+            version=job.version,
+            next_run_at=job.next_run_at,
+            created_at=job.created_at,
+            misfire_grace=timedelta(seconds=job.misfire_grace_seconds),
+            paused_at=job.paused_at,
+            resumed_at=job.resumed_at,
+        )
+
+    def next_after(self, instant: datetime) -> datetime | None:
+        return self.schedule.next_after(instant, anchor=self.created_at, hash_key=self.job_id)
+
+    def occurrences_from(self, instant: datetime) -> Iterator[datetime]:
+        """Occurrences at or after `instant`, in order, from one schedule iterator."""
+        return self.schedule.iter_after(
+            instant - timedelta(milliseconds=1), anchor=self.created_at, hash_key=self.job_id
+        )
+
+
+def optional_instant(value: Any) -> datetime | None:
+    return None if value is None else stored_instant(value)
+
+
+def plan_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime) -> ClaimPlan:
+    """Decide every occurrence from job.next_run_at up to the horizon: queue it, or record it skipped.
+
+    Skipped, never run: an occurrence older than the job's misfire grace (`misfired`), and every occurrence
+    that fell while the job was paused (`paused`), however recent, so resuming never fires a burst. Each
+    skipped occurrence gets a record, up to MISFIRE_RECORD_CAP one by one; the rest of the same stretch share
+    one capped record (count and last instant), so catching up is bounded work and nothing is dropped.
+    One schedule iterator serves the whole plan (a per-second cron after a long outage walks thousands).
+    """
+    grace_cut = now - job.misfire_grace
+
+    def skip_reason(instant: datetime) -> SkipReason | None:
+        if job.paused_at and job.resumed_at and job.paused_at <= instant < job.resumed_at:
+            return SkipReason.PAUSED
+        return SkipReason.MISFIRED if instant < grace_cut else None
+
+    def stretch_end(reason: SkipReason, instant: datetime) -> datetime:
+        """Where a stretch of skips with this reason ends (exclusive)."""
+        if reason is SkipReason.PAUSED:
+            assert job.resumed_at is not None
+            return job.resumed_at
+        if job.paused_at and job.resumed_at and instant < job.paused_at < grace_cut:
+            return job.paused_at
+        return grace_cut
+
+    queued: list[datetime] = []
+    skipped: list[tuple[datetime, SkipReason]] = []
+    capped: CappedMisfire | None = None
+    occurrences = job.occurrences_from(job.next_run_at)
+    cursor = next(occurrences, None)
+    while cursor is not None and cursor <= horizon_end and len(queued) + len(skipped) < MAX_RUNS_PER_CLAIM:
+        reason = skip_reason(cursor)
+        if reason is None:
+            queued.append(cursor)
+        elif len(skipped) < MISFIRE_RECORD_CAP:
+            skipped.append((cursor, reason))
+        else:
+            # Over the cap: one record stands for the rest of this stretch of skips.
+            first, last, count = cursor, cursor, 0
+            while cursor is not None and skip_reason(cursor) is reason and count < MISFIRE_COUNT_LIMIT:
+                last, count = cursor, count + 1
+                cursor = next(occurrences, None)
+            if cursor is not None and skip_reason(cursor) is reason:
+                # Too many to count: jump to the stretch's end; the record's range still covers them all.
+                end = stretch_end(reason, cursor)
+                last = end - timedelta(milliseconds=1)
+                occurrences = job.occurrences_from(end)
+                cursor = next(occurrences, None)
+            capped = CappedMisfire(first, last, count, reason)
+            break
+        cursor = next(occurrences, None)
+    return ClaimPlan(
+        queued=queued,
+        skipped=skipped,
+        capped=capped,
+        next_run_at=cursor,
+        # Settled now only when the last occurrence is a skip record; a queued last run completes the job
+        # when it settles (executor), so a job never shows COMPLETED while its last runs are still to come.
+        complete=cursor is None and not queued,
+    )

@@ -1,0 +1,47 @@
+"""Named crash points: the places where a tick or an executor dying hurts the most.
+
+The tick and the executor call `faults.reached(point)` at each of them. In production the plan is
+`NO_FAULTS` and does nothing. The fault-injection suite (tests/faults) passes a plan that ends the
+process's work right there, to prove that whatever dies at any of these points, nothing is lost and
+nothing runs twice. The points are named here, in the domain, so that a reader sees where a process
+may die, and so that moving code cannot silently move a test's crash somewhere harmless.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Protocol
+
+
+class CrashPoint(StrEnum):
+    # The tick (and job creation, which claims a job due soon the same way).
+    TICK_AFTER_RUN_PUT = "tick.after_run_put"  # run records written, the job not yet advanced
+    TICK_AFTER_JOB_UPDATE = "tick.after_job_update"  # the job advanced, its runs not yet sent
+    TICK_BEFORE_SEND = "tick.before_send"  # about to send a slice of claimed runs
+    TICK_AFTER_SEND = "tick.after_send"  # a slice sent, the tick not yet done
+    # The executor.
+    EXECUTOR_AFTER_LEASE = "executor.after_lease"  # the run leased, nothing else done
+    EXECUTOR_AFTER_JOB_READ = "executor.after_job_read"  # the job read, the handler not yet started
+    EXECUTOR_AFTER_RESULT_WRITE = "executor.after_result_write"  # the result in S3, the run not yet finished
+    EXECUTOR_BEFORE_FINISH = "executor.before_finish"  # about to record the outcome (any outcome)
+    EXECUTOR_DURING_HEARTBEAT = "executor.during_heartbeat"  # the lease extended, the message not yet
+
+
+TICK_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("tick."))
+EXECUTOR_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("executor."))
+
+
+class FaultPlan(Protocol):
+    def reached(self, point: CrashPoint) -> None:
+        """Called when the code passes `point`. A test plan may end the work here by raising."""
+        ...
+
+
+class NoFaults:
+    """The production plan: every crash point passes."""
+
+    def reached(self, point: CrashPoint) -> None:
+        return None
+
+
+NO_FAULTS: FaultPlan = NoFaults()

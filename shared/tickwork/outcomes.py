@@ -1,0 +1,143 @@
+"""Recording a run's outcome: succeeded, retrying (with backoff), failed (to the DLQ) or skipped.
+
+Every outcome is one conditional write on the run (`lease_owner = :me AND status = RUNNING`): an executor
+whose lease was taken over records nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+from typing import Any
+
+from tickwork.backoff import Random, backoff_seconds
+from tickwork.clock import Clock
+from tickwork.delivery import Delivery, Outcome
+from tickwork.faults import CrashPoint, FaultPlan
+from tickwork.models import DeadLetter, Job, JobState, Run, RunError, RunResult, RunStatus, RunTrigger, SkipReason
+from tickwork.observability import logger, metrics
+from tickwork.queues import RunQueues
+from tickwork.store import JobStore
+
+MAX_MESSAGE_BACKOFF_SECONDS = 900  # longer backoffs park the run in the due index (a fresh message, on time)
+
+
+class RunOutcomes:
+    def __init__(
+        self,
+        store: JobStore,
+        queues: RunQueues,
+        clock: Clock,
+        *,
+        retry_safety_net: timedelta,
+        rng: Random | None,
+        faults: FaultPlan,
+    ) -> None:
+        self.store, self.queues, self.clock = store, queues, clock
+        # How long after a message-borne retry's time the tick re-sends it, were its message never to come back.
+        self.retry_safety_net = retry_safety_net
+        self.rng = rng
+        self.faults = faults
+
+    def _finish(self, run: Run, *, owner: str, status: RunStatus, now: datetime, **fields: Any) -> bool:
+        """The outcome's conditional write: False if this executor no longer holds the lease."""
+        self.faults.reached(CrashPoint.EXECUTOR_BEFORE_FINISH)
+        return self.store.finish_run(run, owner=owner, status=status, now=now, **fields)
+
+    def settled(self, run: Run, job: Job | None, now: datetime) -> None:
+        """A scheduled run reached a terminal state: if it was the job's last occurrence, the job completes.
+
+        The store completes it only while nothing else is pending (a PATCH may have added an occurrence)."""
+        if job is None or job.state is not JobState.ACTIVE or run.trigger is not RunTrigger.SCHEDULE:
+            return
+        if job.next_occurrence_after(run.scheduled_for) is None and self.store.complete_if_settled(job.id, now):
+            logger.info("job completed: its last occurrence has settled", extra={"job_id": job.id})
+
+    def succeed(self, run: Run, job: Job, owner: str, result: RunResult, *, duration_ms: int | None) -> Outcome:
+        now = self.clock.now()
+        recorded = self._finish(
+            run, owner=owner, status=RunStatus.SUCCEEDED, now=now, result=result, duration_ms=duration_ms
+        )
+        if not recorded:
+            logger.warning("lease lost before recording success; the result object stands")
+            return Outcome.DONE
+        self.settled(run, job, now)
+        metrics.add_metric(name="RunsSucceeded", unit="Count", value=1)
+        logger.info(
+            "run succeeded",
+            extra={
+                "attempt": run.attempts,
+                "duration_ms": duration_ms,
+                "result_bytes": result.bytes,
+                "lateness_ms": run.lateness_ms,
+            },
+        )
+        return Outcome.DONE
+
+    def retry(
+        self, run: Run, job: Job, owner: str, error: RunError, delivery: Delivery, *, duration_ms: int, at_least: float
+    ) -> Outcome:
+        """The next attempt after a backoff (at least `at_least` seconds): on the message, or parked."""
+        delay = max(backoff_seconds(job.retry, run.attempts, self.rng), math.ceil(at_least))
+        now = self.clock.now()
+        not_before = now + timedelta(seconds=delay)
+        on_message = delay <= MAX_MESSAGE_BACKOFF_SECONDS
+        if not self._finish(
+            run,
+            owner=owner,
+            status=RunStatus.RETRYING,
+            now=now,
+            error=error,
+            duration_ms=duration_ms,
+            not_before=not_before,
+            # On the message: a safety net, were it never to come back. Parked: the retry itself.
+            resend_at=not_before + self.retry_safety_net if on_message else not_before,
+        ):
+            return Outcome.DONE
+        metrics.add_metric(name="RunsRetried", unit="Count", value=1)
+        logger.warning(
+            "run failed; retrying",
+            extra={
+                "attempt": run.attempts,
+                "max_attempts": job.retry.max_attempts,
+                "retry_in_s": delay,
+                "retry_via": "message" if on_message else "due index",
+                "error_type": error.type,
+                "error": error.message,
+            },
+        )
+        if not on_message:
+            return Outcome.DONE  # the message goes; the tick sends a fresh one at not_before
+        self.queues.change_visibility(delivery.queue_url, delivery.receipt_handle, delay)
+        return Outcome.RETRY_LATER
+
+    def fail(self, run: Run, job: Job, owner: str, error: RunError, *, duration_ms: int | None = None) -> Outcome:
+        now = self.clock.now()
+        if not self._finish(run, owner=owner, status=RunStatus.FAILED, now=now, error=error, duration_ms=duration_ms):
+            return Outcome.DONE
+        self.queues.dead_letter(
+            run.band,
+            DeadLetter(
+                run_id=run.id,
+                job_id=run.job_id,
+                tenant=run.tenant,
+                attempts=run.attempts,
+                error=error,
+                failed_at=now,
+            ),
+        )
+        self.settled(run, job, now)
+        metrics.add_metric(name="RunsFailed", unit="Count", value=1)
+        logger.error(
+            "run failed; no attempts left",
+            extra={"attempt": run.attempts, "error_type": error.type, "error": error.message},
+        )
+        return Outcome.DONE
+
+    def skip(self, run: Run, job: Job | None, owner: str, reason: SkipReason) -> Outcome:
+        now = self.clock.now()
+        if self._finish(run, owner=owner, status=RunStatus.SKIPPED, now=now, skip_reason=reason):
+            self.settled(run, job, now)
+        metrics.add_metric(name="RunsSkipped", unit="Count", value=1)
+        logger.info("run skipped", extra={"skip_reason": reason.value})
+        return Outcome.DONE

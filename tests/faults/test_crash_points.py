@@ -1,0 +1,39 @@
+"""Whatever dies at any crash point, nothing is lost and nothing runs twice (issue 11, item 1)."""
+
+from __future__ import annotations
+
+import pytest
+from tickwork.faults import EXECUTOR_CRASH_POINTS, TICK_CRASH_POINTS, CrashPoint
+
+from tests.faults.world import ACTIVE, RECOVERY_BOUND, World
+
+KILLS = 3  # the process dies at the point this many times (each a different tick or executor invocation)
+
+
+@pytest.mark.parametrize("point", [*TICK_CRASH_POINTS, *EXECUTOR_CRASH_POINTS], ids=lambda p: p.value)
+def test_a_process_dying_at_a_crash_point_loses_nothing_and_runs_nothing_twice(faulty_pipeline, point):
+    world = World(faulty_pipeline)
+    world.create_mix()
+    faulty_pipeline.crashes.arm(point, times=KILLS)
+    world.run_for(ACTIVE)
+    faulty_pipeline.crashes.disarm()
+    # Died there (claim threads of one tick may reach the point together: one death, several kills).
+    assert faulty_pipeline.crashes.kills >= 1, "the mix never reached the crash point"
+    assert 1 <= world.process_deaths <= faulty_pipeline.crashes.kills
+    world.recover(RECOVERY_BOUND)
+    world.assert_promises_kept()
+
+
+def test_every_crash_point_is_named_for_the_tick_or_the_executor():
+    assert set(TICK_CRASH_POINTS) | set(EXECUTOR_CRASH_POINTS) == set(CrashPoint)
+    assert len(TICK_CRASH_POINTS) == 4
+    assert len(EXECUTOR_CRASH_POINTS) == 5
+
+
+def test_without_faults_the_mix_keeps_every_promise(faulty_pipeline):
+    world = World(faulty_pipeline)
+    world.create_mix()
+    world.run_for(ACTIVE)
+    world.recover(RECOVERY_BOUND)
+    assert world.process_deaths == world.aws_failures == 0
+    world.assert_promises_kept()
