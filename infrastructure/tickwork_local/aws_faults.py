@@ -5,8 +5,10 @@ what AWS does under load (throttling, brief 5xx, a connection that never opens) 
 run. Each request fails with probability `rate`, by a seeded random stream, with a kind that its service
 really returns; the SDK's own retries (tickwork.aws.RETRY_CONFIG) then do what they do against AWS.
 
-It hooks `before-send`, the last event before a request leaves botocore, registered first so it also runs
-ahead of moto's in-process stub (which answers on the same event). Nothing here is imported by a function.
+It hooks `before-send`, the last event before a request leaves botocore, registered first. Against an
+endpoint (the local runtime's moto server, or AWS) an answered request is never sent. In-process moto is
+another `before-send` handler, and botocore calls them all: tests/faults/aws_errors.py also keeps moto from
+carrying out a request that was answered with an error. Nothing here is imported by a function.
 """
 
 from __future__ import annotations

@@ -261,6 +261,19 @@ Parameter = Annotated[
     ),
 ]
 
+InjectAwsErrors = Annotated[
+    float,
+    typer.Option(
+        "--inject-aws-errors",
+        metavar="RATE",
+        help="Fail this share of the functions' AWS requests on purpose (throttles, 5xx, connect timeouts), "
+        "e.g. 0.02; the SDK's retries and the scheduler's recovery must ride over them.",
+        min=0.0,
+        max=1.0,
+    ),
+]
+FaultSeed = Annotated[int, typer.Option("--fault-seed", help="Seed of the injected errors' random stream.")]
+
 
 def dev(
     host: Host = "127.0.0.1",
@@ -275,6 +288,8 @@ def dev(
     api_keys: ApiKeys = None,
     node_name: NodeName = "",
     parameter: Parameter = None,
+    inject_aws_errors: InjectAwsErrors = 0.0,
+    fault_seed: FaultSeed = 0,
 ) -> None:
     """Run the whole scheduler locally on moto: API, tick and executors, until Ctrl-C."""
     started = time.monotonic()
@@ -301,6 +316,8 @@ def dev(
             api_keys_file=keys_file,
             node_name=node_name,
             parameters=overrides,
+            aws_error_rate=inject_aws_errors,
+            aws_error_seed=fault_seed,
         )
     )
     stop = _StopRequest()

@@ -1,0 +1,505 @@
+"""`make soak`: three nodes on one backend, one SIGKILLed and restarted every 20 s, 2% of AWS requests failing.
+
+    python -m benchmarks.soak            # 5,000+ runs over 6 minutes; writes docs/reliability.md
+    python -m benchmarks.soak --quick    # a few hundred runs and one kill (tests/e2e/test_soak.py, in make test)
+
+Three `tickwork dev --attach` nodes share one moto server, as three Lambda deployments share one account. Over
+their HTTP APIs the soak creates one-shot, cron (every 10 s), rate (every 15 s), retrying and failing `echo`
+jobs whose occurrences fall in one window. While they run, a node is killed with SIGKILL (no clean-up) and
+started again every 20 s, in turn, and every node fails 2% of its AWS requests (throttles, 5xx, connection
+timeouts; tickwork_local.aws_faults). Production settings throughout: the template's defaults, a 60 s tick.
+
+Afterwards it reads every job's runs and reports:
+- lost: an occurrence with no run record; duplicated: an occurrence with two, or a run whose handler
+  completed twice (two SUCCEEDED lines across the nodes' output); stuck: a run not terminal at the end;
+  wrong: a terminal state or a result that is not the expected one;
+- the longest recovery: the greatest lateness of a run a kill touched (a node died between its due time and
+  its start); the p99 lateness of the runs no kill touched, and of all runs; early starts (must be 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from benchmarks import ROOT
+from benchmarks.common import percentile
+from tests.processes import Proc, free_port
+
+BIN = Path(sys.executable).parent
+READY_LINE = re.compile(r"ready in [0-9.]+ s: (?P<url>http://\S+)")
+INJECTED_LINE = re.compile(r"injected (\d+) AWS errors")
+RUN_LINE = re.compile(r" run (\w+)\s+.*\((j[0-9a-z]{25}\.\d{13})\)")
+TERMINAL = {"SUCCEEDED", "FAILED", "SKIPPED"}
+DOC = ROOT / "docs" / "reliability.md"
+
+
+@dataclass(frozen=True)
+class SoakPlan:
+    one_shots: int
+    cron_jobs: int  # each fires every 10 s in the window
+    rate_jobs: int  # each fires every 15 s in the window
+    retrying: int  # fail twice, succeed on the third attempt
+    failing: int  # fail every attempt: FAILED after 2, to the DLQ
+    window_s: int  # occurrences fall in [start, start + window]
+    lead_s: int  # the window starts this long after the soak does (job creation happens before)
+    kill_every_s: float = 20.0
+    first_kill_s: float | None = None  # None: kill_every_s after the start
+    max_kills: int | None = None  # None: every kill_every_s until the window ends
+    aws_error_rate: float = 0.02
+    nodes: int = 3
+    settle_s: float = 240.0  # after the window, how long everything has to become terminal
+    seed: int = 7
+
+
+FULL = SoakPlan(one_shots=3300, cron_jobs=20, rate_jobs=20, retrying=400, failing=100, window_s=360, lead_s=90)
+# One kill, mid-window, when every node has runs in hand.
+QUICK = SoakPlan(
+    one_shots=200,
+    cron_jobs=2,
+    rate_jobs=2,
+    retrying=20,
+    failing=10,
+    window_s=40,
+    lead_s=35,
+    max_kills=1,
+    first_kill_s=50,
+)
+
+
+# ---------------------------------------------------------------------------- processes and HTTP
+
+
+class Unavailable(Exception):
+    """No node answered (all down, or a 5xx): the caller tries again."""
+
+
+def _http(url: str, method: str, body: Any = None, headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method, headers=dict(headers or {}))
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"null")
+    except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
+        raise Unavailable(str(exc)) from exc
+
+
+class Cluster:
+    """A moto server and N nodes attached to it; nodes die and come back; every line they print is kept."""
+
+    def __init__(self, plan: SoakPlan) -> None:
+        self.plan = plan
+        self.moto: Proc | None = None
+        self.endpoint = ""
+        self.nodes: dict[str, Proc] = {}
+        self.urls: dict[str, str] = {}
+        self.dead: list[Proc] = []  # killed processes, kept for their output
+        self.kills: list[datetime] = []
+        self._lock = threading.Lock()
+        self._starts = itertools.count()
+
+    def start(self) -> None:
+        port = free_port()
+        self.moto = Proc.start("moto", [sys.executable, "-m", "tickwork_local.motoserver", "--port", str(port)])
+        self.moto.wait_line("moto listening on port", 30)
+        self.endpoint = f"http://127.0.0.1:{port}"
+        self._start_node("n0")  # creates the resources; the others attach to them
+        with ThreadPoolExecutor(self.plan.nodes) as pool:
+            list(pool.map(self._start_node, [f"n{i}" for i in range(1, self.plan.nodes)]))
+
+    def _start_node(self, name: str) -> None:
+        seed = self.plan.seed * 1000 + next(self._starts)
+        command = [str(BIN / "tickwork"), "dev", "--attach", self.endpoint, "--port", "0", "--node-name", name]
+        if self.plan.aws_error_rate:
+            command += ["--inject-aws-errors", str(self.plan.aws_error_rate), "--fault-seed", str(seed)]
+        proc = Proc.start(name, command)
+        with self._lock:
+            self.nodes[name] = proc
+        ready = READY_LINE.search(proc.wait_line("ready in", 60))
+        assert ready is not None
+        url = ready.group("url")
+        with self._lock:
+            if self.nodes.get(name) is proc:
+                self.urls[name] = url
+
+    def kill_and_restart(self, name: str) -> None:
+        with self._lock:
+            proc = self.nodes[name]
+            self.urls.pop(name, None)
+            self.kills.append(datetime.now(UTC))
+        proc.kill()
+        with self._lock:
+            self.dead.append(proc)
+        self._start_node(name)
+
+    def call(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None) -> Any:
+        """Through any live node; a node down or a 5xx is tried again on another, for up to 120 s."""
+        deadline = time.monotonic() + 120
+        attempt = 0
+        while True:
+            with self._lock:
+                urls = list(self.urls.values())
+            try:
+                if not urls:
+                    raise Unavailable("no node is up")
+                status, answer = _http(urls[attempt % len(urls)] + path, method, body, headers)
+                if status < 500:
+                    return status, answer
+                raise Unavailable(f"HTTP {status}: {answer}")
+            except Unavailable:
+                attempt += 1
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
+    def all_lines(self) -> Iterator[str]:
+        with self._lock:
+            procs = [*self.dead, *self.nodes.values()]
+        for proc in procs:
+            yield from list(proc.lines)
+
+    def injected_errors(self) -> int:
+        """The sum over every node process of the last count it printed (a killed one prints no last words)."""
+        with self._lock:
+            procs = [*self.dead, *self.nodes.values()]
+        total = 0
+        for proc in procs:
+            counts = [int(m.group(1)) for line in list(proc.lines) if (m := INJECTED_LINE.search(line))]
+            total += counts[-1] if counts else 0
+        return total
+
+    def stop(self) -> None:
+        for proc in [*self.nodes.values(), *([self.moto] if self.moto else [])]:
+            if proc.process.poll() is None:
+                proc.process.terminate()
+        for proc in [*self.nodes.values(), *([self.moto] if self.moto else [])]:
+            try:
+                proc.process.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+# ---------------------------------------------------------------------------- the load
+
+
+def _iso(instant: datetime) -> str:
+    return instant.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _parse(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+@dataclass
+class Expected:
+    spec: dict[str, Any]
+    occurrences: list[datetime]
+    status: str  # SUCCEEDED, or FAILED for the failing jobs
+    job_id: str = ""
+
+
+def _every(start: datetime, end: datetime, step_s: int, aligned: bool) -> list[datetime]:
+    first = start
+    if aligned:  # cron */N seconds: on the minute's multiples of N
+        first = start.replace(microsecond=0) + timedelta(seconds=-(start.second % step_s))
+        if first < start:
+            first += timedelta(seconds=step_s)
+    out = []
+    while first <= end:
+        out.append(first)
+        first += timedelta(seconds=step_s)
+    return out
+
+
+def plan_jobs(plan: SoakPlan, start: datetime, tag: str) -> list[Expected]:
+    rng = random.Random(plan.seed)
+    end = start + timedelta(seconds=plan.window_s)
+    common = {"type": "echo", "misfire_grace_seconds": 900}
+    jobs: list[Expected] = []
+
+    def at(i: int) -> datetime:
+        return start + timedelta(milliseconds=rng.randrange(plan.window_s * 1000))
+
+    for i in range(plan.one_shots):
+        when = at(i)
+        payload = {"tag": tag, "i": i, **({"sleep_seconds": 2} if i % 8 == 0 else {})}
+        jobs.append(
+            Expected(
+                {**common, "name": f"one-{i}", "payload": payload, "schedule": {"at": _iso(when)}, "priority": i % 10},
+                [when],
+                "SUCCEEDED",
+            )
+        )
+    retry = {"max_attempts": 4, "backoff_seconds": 1, "max_backoff_seconds": 4}
+    for i in range(plan.retrying):
+        when = at(i)
+        payload = {"tag": tag, "i": i, "fail_attempts": 2}
+        jobs.append(
+            Expected(
+                {**common, "name": f"retrying-{i}", "payload": payload, "schedule": {"at": _iso(when)}, "retry": retry},
+                [when],
+                "SUCCEEDED",
+            )
+        )
+    for i in range(plan.failing):
+        when = at(i)
+        payload = {"tag": tag, "i": i, "fail_attempts": 1000}
+        failing_retry = {"max_attempts": 2, "backoff_seconds": 1, "max_backoff_seconds": 2}
+        jobs.append(
+            Expected(
+                {
+                    **common,
+                    "name": f"failing-{i}",
+                    "payload": payload,
+                    "schedule": {"at": _iso(when)},
+                    "retry": failing_retry,
+                },
+                [when],
+                "FAILED",
+            )
+        )
+    bounds = {"start_at": _iso(start), "end_at": _iso(end)}
+    for i in range(plan.cron_jobs):
+        schedule = {"cron": "*/10 * * * * *", "timezone": "UTC", **bounds}
+        jobs.append(
+            Expected(
+                {**common, "name": f"cron-{i}", "payload": {"tag": tag, "i": i}, "schedule": schedule},
+                _every(start, end, 10, aligned=True),
+                "SUCCEEDED",
+            )
+        )
+    for i in range(plan.rate_jobs):
+        schedule = {"rate": "15 seconds", **bounds}
+        jobs.append(
+            Expected(
+                {**common, "name": f"rate-{i}", "payload": {"tag": tag, "i": i}, "schedule": schedule},
+                _every(start, end, 15, aligned=False),
+                "SUCCEEDED",
+            )
+        )
+    return jobs
+
+
+def create_jobs(cluster: Cluster, jobs: list[Expected]) -> None:
+    def create(job: Expected) -> None:
+        key = uuid.uuid4().hex  # the same key on every try: a create that died half-way is completed, not doubled
+        status, answer = cluster.call("POST", "/v1/jobs", job.spec, {"Idempotency-Key": key})
+        if status not in (200, 201):
+            raise RuntimeError(f"create {job.spec['name']}: HTTP {status} {answer}")
+        job.job_id = answer["id"]
+
+    with ThreadPoolExecutor(9) as pool:
+        list(pool.map(create, jobs))
+
+
+def read_runs(cluster: Cluster, job_id: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    cursor = ""
+    while True:
+        _, page = cluster.call("GET", f"/v1/jobs/{job_id}/runs?limit=100" + (f"&cursor={cursor}" if cursor else ""))
+        items += page["items"]
+        cursor = page.get("next_cursor") or ""
+        if not cursor:
+            return items
+
+
+# ---------------------------------------------------------------------------- the soak
+
+
+def _killer(cluster: Cluster, plan: SoakPlan, until: datetime, stop: threading.Event) -> None:
+    names = itertools.cycle(sorted(cluster.nodes))
+    kills = 0
+    wait = plan.first_kill_s if plan.first_kill_s is not None else plan.kill_every_s
+    while not stop.wait(wait):
+        wait = plan.kill_every_s
+        if datetime.now(UTC) > until or (plan.max_kills is not None and kills >= plan.max_kills):
+            return
+        cluster.kill_and_restart(next(names))
+        kills += 1
+
+
+def _wait_settled(cluster: Cluster, jobs: list[Expected], deadline: float) -> dict[str, list[dict[str, Any]]]:
+    runs: dict[str, list[dict[str, Any]]] = {}
+    pending = list(jobs)
+    with ThreadPoolExecutor(6) as pool:
+        while True:
+            for job, found in zip(pending, pool.map(lambda j: read_runs(cluster, j.job_id), pending), strict=True):
+                runs[job.job_id] = found
+            pending = [
+                j
+                for j in jobs
+                if len(runs[j.job_id]) < len(j.occurrences) or any(r["status"] not in TERMINAL for r in runs[j.job_id])
+            ]
+            if not pending or time.monotonic() > deadline:
+                return runs
+            time.sleep(3)
+
+
+def run_soak(plan: SoakPlan, say: Callable[[str], None] = print) -> dict[str, Any]:
+    cluster = Cluster(plan)
+    began = time.monotonic()
+    try:
+        cluster.start()
+        say(f"{plan.nodes} nodes up on {cluster.endpoint} in {time.monotonic() - began:.0f} s")
+        start = (datetime.now(UTC) + timedelta(seconds=plan.lead_s)).replace(microsecond=0)
+        end = start + timedelta(seconds=plan.window_s)
+        jobs = plan_jobs(plan, start, uuid.uuid4().hex[:8])
+        stop = threading.Event()
+        killer = threading.Thread(target=_killer, args=(cluster, plan, end, stop), daemon=True)
+        killer.start()
+        created = time.monotonic()
+        create_jobs(cluster, jobs)
+        say(
+            f"created {len(jobs)} jobs ({sum(len(j.occurrences) for j in jobs)} occurrences) in {time.monotonic() - created:.0f} s"
+        )
+        time.sleep(max(0.0, (end - datetime.now(UTC)).total_seconds()))
+        stop.set()
+        killer.join()
+        runs = _wait_settled(cluster, jobs, time.monotonic() + plan.settle_s)
+        report = judge(cluster, jobs, runs)
+        report["seconds"] = round(time.monotonic() - began)
+        report["injected_aws_errors"] = cluster.injected_errors()
+        return report
+    finally:
+        cluster.stop()
+
+
+def judge(cluster: Cluster, jobs: list[Expected], runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    completions = Counter(
+        m.group(2) for line in cluster.all_lines() if (m := RUN_LINE.search(line)) and m.group(1) == "SUCCEEDED"
+    )
+    kills = sorted(cluster.kills)
+    lost = duplicated = stuck = wrong = early = 0
+    touched: list[float] = []
+    untouched: list[float] = []
+    results_checked = 0
+    to_check: list[tuple[dict[str, Any], Expected]] = []
+    for job in jobs:
+        by_time: dict[datetime, list[dict[str, Any]]] = {}
+        for run in runs.get(job.job_id, []):
+            by_time.setdefault(_parse(run["scheduled_for"]), []).append(run)
+        expected = set(job.occurrences)
+        lost += len(expected - set(by_time))
+        duplicated += sum(len(rs) - 1 for rs in by_time.values() if len(rs) > 1)
+        duplicated += sum(len(rs) for when, rs in by_time.items() if when not in expected)
+        for rs in by_time.values():
+            for run in rs:
+                if run["status"] not in TERMINAL:
+                    stuck += 1
+                    continue
+                if run["status"] != job.status:
+                    wrong += 1
+                if completions[run["id"]] > 1:
+                    duplicated += 1
+                if run["status"] == "SUCCEEDED":
+                    to_check.append((run, job))
+                if run.get("lateness_ms") is None or not run.get("started_at"):
+                    continue
+                lateness = run["lateness_ms"] / 1000
+                early += lateness < 0
+                due, began = _parse(run["scheduled_for"]), _parse(run["started_at"])
+                hit = any(due - timedelta(seconds=1) <= k <= began for k in kills)
+                (touched if hit else untouched).append(lateness)
+
+    def check(item: tuple[dict[str, Any], Expected]) -> bool:
+        run, job = item
+        _, result = cluster.call("GET", f"/v1/runs/{run['id']}/result")
+        return result == job.spec["payload"]
+
+    with ThreadPoolExecutor(6) as pool:
+        matches = list(pool.map(check, to_check))
+    results_checked = len(matches)
+    wrong += matches.count(False)
+    everything = touched + untouched
+    return {
+        "jobs": len(jobs),
+        "occurrences": sum(len(j.occurrences) for j in jobs),
+        "runs": sum(len(rs) for rs in runs.values()),
+        "kills": len(kills),
+        "lost": lost,
+        "duplicated": duplicated,
+        "stuck": stuck,
+        "wrong": wrong,
+        "early_starts": early,
+        "results_checked": results_checked,
+        "touched_runs": len(touched),
+        "longest_recovery_s": round(max(touched, default=0.0), 1),
+        "p99_lateness_untouched_s": round(percentile(untouched, 99), 2) if untouched else None,
+        "p50_lateness_untouched_s": round(percentile(untouched, 50), 2) if untouched else None,
+        "p99_lateness_all_s": round(percentile(everything, 99), 2) if everything else None,
+        "max_lateness_all_s": round(max(everything, default=0.0), 1),
+    }
+
+
+def render(report: dict[str, Any], plan: SoakPlan, command: str) -> str:
+    return f"""# Reliability: the soak
+
+`{command}` on {datetime.now(UTC).date().isoformat()}, {os.cpu_count()} cores, {report["seconds"]} s.
+
+Three `tickwork dev --attach` nodes on one moto server; a node SIGKILLed and restarted every
+{plan.kill_every_s:.0f} s, in turn ({report["kills"]} kills); {plan.aws_error_rate:.0%} of every node's AWS requests
+failed on purpose (DynamoDB throttles and 500s, SQS throttles and 5xx, S3 503 SlowDown, connection timeouts:
+{report["injected_aws_errors"]} injected). Production settings: the template's defaults, a 60 s tick.
+The load: {plan.one_shots} one-shot jobs, {plan.cron_jobs} cron jobs every 10 s, {plan.rate_jobs} rate jobs every 15 s,
+{plan.retrying} jobs that fail twice then succeed, {plan.failing} that always fail (2 attempts), all falling in a
+{plan.window_s} s window: {report["occurrences"]} occurrences.
+
+| figure | value |
+|---|---|
+| occurrences / run records | {report["occurrences"]} / {report["runs"]} |
+| **lost** (an occurrence with no run) | **{report["lost"]}** |
+| **duplicated** (two runs for an occurrence, or a handler completed twice) | **{report["duplicated"]}** |
+| **stuck** (not terminal {plan.settle_s:.0f} s after the window) | **{report["stuck"]}** |
+| wrong (state or result not the expected one; {report["results_checked"]} results read back) | {report["wrong"]} |
+| early starts | {report["early_starts"]} |
+| runs a kill touched (a node died between their due time and their start) | {report["touched_runs"]} |
+| longest recovery (greatest lateness of a touched run) | {report["longest_recovery_s"]} s |
+| lateness of untouched runs, p50 / p99 | {report["p50_lateness_untouched_s"]} s / {report["p99_lateness_untouched_s"]} s |
+| lateness of all runs, p99 / max | {report["p99_lateness_all_s"]} s / {report["max_lateness_all_s"]} s |
+
+How a killed node's runs come back: a run it had leased, once its lease and the message's visibility lapse
+(LeaseSeconds 60 + 15 s); a message it had received but not leased, or a claim it had not sent, by the next
+tick's re-send once the run is 30 s overdue. Both are bounded by about 75-150 s, which the longest recovery
+shows. The quick variant (`python -m benchmarks.soak --quick`, a few hundred runs and one kill) runs in
+`make test` as tests/e2e/test_soak.py and asserts 0 lost, 0 duplicated, 0 stuck, 0 wrong, 0 early.
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.soak", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a few hundred runs and one kill; prints only")
+    args = parser.parse_args(argv)
+    plan = QUICK if args.quick else FULL
+    report = run_soak(plan)
+    print(json.dumps(report, indent=2))
+    if not args.quick:
+        DOC.write_text(render(report, plan, "make soak"))
+        print(f"wrote {DOC.relative_to(ROOT)}")
+    failed = any(report[k] for k in ("lost", "duplicated", "stuck", "wrong", "early_starts"))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
