@@ -1,6 +1,6 @@
 """Section 1: AWS requests and DynamoDB capacity units per one-shot run, end to end.
 
-The real pipeline in-process on moto (tests/harness.Pipeline): JobService.create_job (what POST /v1/jobs
+The real pipeline in-process on moto (tests/harness.Pipeline): JobLifecycle.create_job (what POST /v1/jobs
 calls), the tick handler, and the executor handler fed the way Lambda's SQS event source mapping feeds it
 (ReceiveMessage of up to 10, then DeleteMessageBatch of the successes). Every botocore call of the three
 clients is metered (benchmarks.common.AwsMeter), by phase, service and operation, and divided by the
@@ -203,7 +203,7 @@ def render(result: dict[str, Any]) -> str:
         "",
         f"Measured by {stamp.line()}.",
         "",
-        f"{result['runs']} one-shot `echo` jobs ({result['runs_soon']} for the second column), each created through `JobService.create_job` (what `POST /v1/jobs`"
+        f"{result['runs']} one-shot `echo` jobs ({result['runs_soon']} for the second column), each created through `JobLifecycle.create_job` (what `POST /v1/jobs`"
         " calls), claimed by the tick handler, and executed by the executor handler fed as Lambda's SQS event"
         " source mapping feeds it (receive up to 10, delete the successes). Every botocore call is counted by an"
         f" event hook and divided by the runs; SQS batches and query pages are amortised. `DUE_SHARDS={result['shards']}`"
@@ -311,7 +311,7 @@ def _advice(ahead: dict[str, Any], billed: dict[str, float]) -> list[str]:
         "  1. `tenant-index` projects ALL, so the claim's and the completion's job updates each rewrite the job's"
         " index entry (1 WRU each). Projecting `KEYS_ONLY` or a few listing attributes that these writes do not"
         " touch (name, type, created_at; not state/version/updated_at/next_run_at) removes those writes:"
-        " template.yaml `tenant-index` Projection, with `tickwork.catalog` reading state via BatchGetItem. -2 WRU.",
+        " template.yaml `tenant-index` Projection, with `tickwork.store.listings` reading state via BatchGetItem. -2 WRU.",
         "  2. `JobStore.complete_if_settled` (called by `RunExecutor` when a one-shot's run settles) is a third"
         " write to the job after the claim already removed it from the due index. It stays: a job completes only"
         " once its last occurrence has settled (issue 9), so that a queued one-shot can still be cancelled or"

@@ -36,8 +36,8 @@ import moto
 from moto import mock_aws
 from moto.dynamodb.models import dynamodb_backends
 from moto.dynamodb.models.dynamo_type import DynamoType
+from tickwork.api_models import JobSpec
 from tickwork.clock import iso
-from tickwork.jobs import JobSpec
 from tickwork.store import job_to_item
 from tickwork_local.moto_atomic import atomic_requests_in_process
 from tickwork_local.template import load_template
@@ -436,14 +436,14 @@ class CallTimer:
 
 
 def seed_one_shots(pipeline: Any, count: int, at: datetime, *, tag: str = "seed", tenant: str = "default") -> list[Any]:
-    """Store `count` one-shot echo jobs due at `at`, exactly as JobService.create_job would write them
-    (JobService.new_job, then tickwork.store.job_to_item), but 25 to a BatchWriteItem: set-up, not measured."""
-    service, store = pipeline.services.jobs, pipeline.services.store
+    """Store `count` one-shot echo jobs due at `at`, exactly as JobLifecycle.create_job would write them
+    (JobFactory.new_job, then tickwork.store.job_to_item), but 25 to a BatchWriteItem: set-up, not measured."""
+    factory, store = pipeline.services.job_factory, pipeline.services.store
     db = pipeline.services.clients.client("dynamodb")
     now = pipeline.clock.now()
     spec = {"type": "echo", "schedule": {"at": iso(at)}}
     jobs = [
-        service.new_job(tenant, JobSpec.model_validate({**spec, "name": f"{tag} {i}", "payload": {"n": i}}), now=now)
+        factory.new_job(tenant, JobSpec.model_validate({**spec, "name": f"{tag} {i}", "payload": {"n": i}}), now=now)
         for i in range(count)
     ]
     for start in range(0, count, 25):

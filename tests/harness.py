@@ -18,9 +18,9 @@ from typing import Any
 import boto3
 from executor import app as executor_app
 from tick import app as tick_app
+from tickwork.api_models import JobSpec
 from tickwork.aws import AwsClients
 from tickwork.clock import FakeClock
-from tickwork.jobs import JobSpec
 from tickwork.models import Band, Job, Run
 from tickwork.services import Services
 from tickwork.settings import Settings

@@ -1,6 +1,6 @@
 """The Tickwork HTTP API (v1): Powertools' event handler with request validation and a generated OpenAPI.
 
-Every route is thin: it resolves the caller's tenant, calls the domain (tickwork.jobs.JobService) and
+Every route is thin: it resolves the caller's tenant, calls the domain (a service of tickwork.services) and
 shapes the answer. Errors are RFC 9457 problem details (application/problem+json) naming each bad field.
 
 Tenants (see docs/api.md):
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 from typing import Annotated, Any
 from urllib.parse import unquote
 
@@ -30,13 +29,24 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Que
 from aws_lambda_powertools.event_handler.openapi.params import Path as PathParam
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, BeforeValidator
-from tickwork.api_models import PROBLEM_JSON, Health, JobList, Problem, ProblemField, RedriveResult, RunList
-from tickwork.catalog import IDEMPOTENCY_KEY, MAX_LIMIT, Catalog, request_hash
+from tickwork.api_models import (
+    PROBLEM_JSON,
+    Health,
+    JobList,
+    JobSpec,
+    JobUpdate,
+    Problem,
+    ProblemField,
+    RedriveRequest,
+    RedriveResult,
+    RunList,
+)
 from tickwork.errors import FieldError, Forbidden, InvalidInput, TickworkError, Unauthenticated, UnreadableItem
-from tickwork.jobs import JobSpec, JobUpdate, RedriveRequest
+from tickwork.idempotent_create import request_hash
 from tickwork.models import Job, JobState, Run, RunStatus
 from tickwork.observability import logger, metrics, tracer
-from tickwork.services import Services, ServicesSlot
+from tickwork.services import ServicesSlot
+from tickwork.store import IDEMPOTENCY_KEY, MAX_LIMIT
 from tickwork.tenancy import tenant_of
 
 VERSION = "1.0.0"
@@ -45,21 +55,9 @@ app = APIGatewayHttpResolver(enable_validation=True)
 
 # ---------------------------------------------------------------- wiring
 
-_catalog: tuple[Services, Catalog] | None = None
-_lock = threading.Lock()
 _slot = ServicesSlot()
 services = _slot.get  # the wiring, built on first use
-use_services = _slot.set  # tests and the local runtime inject theirs (catalog() follows the change)
-
-
-def catalog() -> Catalog:
-    """Listings and idempotency records, on the same (cached) DynamoDB client as everything else."""
-    global _catalog  # noqa: PLW0603
-    current = services()
-    with _lock:
-        if _catalog is None or _catalog[0] is not current:
-            _catalog = (current, Catalog(current.clients.client("dynamodb"), current.settings.table_name))
-        return _catalog[1]
+use_services = _slot.set  # tests and the local runtime inject theirs
 
 
 # ---------------------------------------------------------------- problems (RFC 9457)
@@ -277,13 +275,11 @@ def create_job(
     ] = None,
 ):
     who = tenant()
-    jobs = services().jobs
     if idempotency_key is None:
-        return _job(jobs.create_job(who, spec), 201)
-    body, replayed = jobs.create_job_once(
+        return _job(services().jobs.create_job(who, spec), 201)
+    body, replayed = services().idempotent_create.create_job_once(
         who,
         spec,
-        catalog=catalog(),
         key=idempotency_key,
         request_hash=request_hash(app.current_event.json_body),
     )
@@ -303,15 +299,15 @@ def list_jobs(
     job_type: Annotated[str | None, Query(alias="type", max_length=64)] = None,
     name_prefix: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
 ):
-    page = services().jobs.list_jobs(
-        catalog(), tenant(), limit=limit, cursor=cursor, state=state, job_type=job_type, name_prefix=name_prefix
+    page = services().queries.list_jobs(
+        tenant(), limit=limit, cursor=cursor, state=state, job_type=job_type, name_prefix=name_prefix
     )
     return json_response(200, JobList(items=page.items, next_cursor=page.next_cursor))
 
 
 @app.get("/v1/jobs/<job_id>", summary="One job", responses={200: _ok(Job, "The job"), **_problems(404)}, tags=["jobs"])
 def get_job(job_id: JobId):
-    return _job(services().jobs.get_job(tenant(), job_id))
+    return _job(services().queries.get_job(tenant(), job_id))
 
 
 @app.patch(
@@ -376,13 +372,13 @@ def list_runs(
     cursor: Cursor = None,
     status: Annotated[RunStatus | None, Query()] = None,
 ):
-    page = services().jobs.list_runs(catalog(), tenant(), job_id, limit=limit, cursor=cursor, status=status)
+    page = services().queries.list_runs(tenant(), job_id, limit=limit, cursor=cursor, status=status)
     return json_response(200, RunList(items=page.items, next_cursor=page.next_cursor))
 
 
 @app.get("/v1/runs/<run_id>", summary="One run", responses={200: _ok(Run, "The run"), **_problems(404)}, tags=["runs"])
 def get_run(run_id: RunId):
-    return _run(services().jobs.get_run(tenant(), run_id))
+    return _run(services().queries.get_run(tenant(), run_id))
 
 
 @app.get(
@@ -392,7 +388,7 @@ def get_run(run_id: RunId):
     tags=["runs"],
 )
 def get_result(run_id: RunId):
-    return json_response(200, services().jobs.get_result(tenant(), run_id))
+    return json_response(200, services().queries.get_result(tenant(), run_id))
 
 
 @app.post(
@@ -402,7 +398,7 @@ def get_result(run_id: RunId):
     tags=["runs"],
 )
 def retry_run(run_id: RunId):
-    return _run(services().jobs.retry_run(tenant(), run_id), 202)
+    return _run(services().redrive.retry_run(tenant(), run_id), 202)
 
 
 @app.get(
@@ -412,7 +408,7 @@ def retry_run(run_id: RunId):
     tags=["dlq"],
 )
 def list_dlq(limit: Limit = 50, cursor: Cursor = None):
-    page = services().jobs.list_dlq(catalog(), tenant(), limit=limit, cursor=cursor)
+    page = services().queries.list_dlq(tenant(), limit=limit, cursor=cursor)
     return json_response(200, RunList(items=page.items, next_cursor=page.next_cursor))
 
 
@@ -429,7 +425,7 @@ def redrive(
     ] = NO_BODY,
 ):
     run_ids = request.run_ids if request is not None else None
-    report = services().jobs.redrive(catalog(), tenant(), run_ids)
+    report = services().redrive.redrive(tenant(), run_ids)
     return json_response(
         202,
         RedriveResult(

@@ -1,16 +1,149 @@
-"""The HTTP API's response shapes (requests are tickwork.jobs.JobSpec, JobUpdate and RedriveRequest).
+"""The HTTP API's request and response models, in one place.
 
-Jobs and runs are the core models themselves (tickwork.models.Job and Run), serialised with times as
-ISO-8601 UTC with milliseconds; these models only wrap them for listings, and describe problem details.
+Requests: JobSpec (create), JobUpdate (PATCH) and RedriveRequest. Responses: jobs and runs are the core models
+themselves (tickwork.models.Job and Run), serialised with times as ISO-8601 UTC with milliseconds; the models
+here wrap them for listings, and describe problem details. The class names are the OpenAPI document's schema
+component names.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Annotated, Any
 
-from tickwork.models import Job, Run
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
+
+from tickwork.jobtypes import registry
+from tickwork.models import (
+    Job,
+    JobDefinition,
+    JobName,
+    MisfireGraceSeconds,
+    OverlapPolicy,
+    Priority,
+    RetryPolicy,
+    Run,
+    Tags,
+    TimeoutSeconds,
+)
+from tickwork.schedule import CallerInstant, Schedule
 
 PROBLEM_JSON = "application/problem+json"
+
+# ---------------------------------------------------------------- requests
+
+
+def _format(name: str, description: str) -> dict[str, Any]:
+    return {"type": "string", "format": name, "description": description}
+
+
+class ScheduleSpec(Schedule):
+    """A schedule as a caller gives it: the stored Schedule's rules, and stricter instants (CallerInstant: an
+    explicit offset, years 2000 to 2099). Stored schedules are read leniently, as Schedule."""
+
+    # Exactly one of at, cron and rate, as the server checks it (null counts as absent): said in the OpenAPI
+    # document too, so that `schedule: {}` is schema-invalid as it is server-invalid.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [{"required": [kind], "properties": {kind: {"type": "string"}}} for kind in ("at", "cron", "rate")]
+        },
+    )
+
+    at: CallerInstant | None = None
+    # Checked by the server beyond what a pattern can say (croniter, the rate grammar and its 366-day cap, the
+    # IANA database): the document names them as formats.
+    cron: Annotated[str, WithJsonSchema(_format("cron", "5 fields, or 6 with seconds first; `H` spreads."))] | None = (
+        None
+    )
+    rate: (
+        Annotated[
+            str, WithJsonSchema(_format("rate", '"30 seconds", "5 minutes", "1 hour", "2 days"; at most 366 days.'))
+        ]
+        | None
+    ) = None
+    timezone: Annotated[str, WithJsonSchema(_format("time-zone", "An IANA time zone name, such as Europe/Paris."))] = (
+        "UTC"
+    )
+    start_at: CallerInstant | None = None
+    end_at: CallerInstant | None = None
+
+    def stored(self) -> Schedule:
+        return Schedule.model_validate(self.model_dump())
+
+
+def _typed_payloads(schema: dict[str, Any]) -> None:
+    """The OpenAPI document says which types exist and what each one's payload must be (its own model's schema),
+    as the server checks them. Built when the document is, so types registered by then are listed."""
+    names = registry.names()
+    schema["properties"]["type"]["enum"] = names
+    branches = []
+    for name in names:
+        model = registry.get(name).payload_model
+        payload = model.model_json_schema()
+        if "$defs" in payload:  # nested models would need their own components: say only "an object"
+            payload = {"type": "object"}
+        payload.pop("title", None)
+        branch: dict[str, Any] = {"properties": {"type": {"const": name}, "payload": payload}}
+        if payload.get("required"):
+            branch["required"] = ["payload"]
+        branches.append(branch)
+    schema["oneOf"] = branches
+
+
+class JobSpec(JobDefinition):
+    """What a caller submits to create a job."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_typed_payloads)
+
+    # A job's definition as a caller gives it: stricter instants, and tags within AWS's bounds.
+    schedule: ScheduleSpec
+    tags: Tags = Field(default_factory=dict)
+
+
+_ABSENT: Any = None  # a JobUpdate field's default: "leave it as it is"
+
+
+def _no_defaults(schema: dict[str, Any]) -> None:
+    for prop in schema.get("properties", {}).values():
+        prop.pop("default", None)
+
+
+class JobUpdate(BaseModel):
+    """What PATCH may change; absent fields stay as they are (`null` is refused). A job's type never changes."""
+
+    # Every field optional, none nullable: the None defaults only mark "absent" (never validated, and kept out
+    # of the OpenAPI document), and an explicit null is refused by _not_null.
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_no_defaults)
+
+    name: JobName = Field(default=_ABSENT)
+    payload: dict[str, Any] = Field(default=_ABSENT)
+    schedule: ScheduleSpec = Field(default=_ABSENT)
+    priority: Priority = Field(default=_ABSENT)
+    retry: RetryPolicy = Field(default=_ABSENT)
+    timeout_seconds: TimeoutSeconds = Field(default=_ABSENT)
+    misfire_grace_seconds: MisfireGraceSeconds = Field(default=_ABSENT)
+    overlap: OverlapPolicy = Field(default=_ABSENT)
+    tags: Tags = Field(default=_ABSENT)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _not_null(cls, value: object) -> object:
+        if value is None:
+            raise ValueError("must not be null; leave the field out to keep its value")
+        return value
+
+    def changes(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.model_fields_set}
+
+
+class RedriveRequest(BaseModel):
+    """POST /v1/dlq/redrive: every FAILED run of the caller (no body, or no run_ids), or just these."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_ids: list[str] | None = Field(default=None, min_length=1, max_length=100)
+
+
+# ---------------------------------------------------------------- responses
 
 
 class JobList(BaseModel):

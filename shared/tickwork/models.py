@@ -36,13 +36,13 @@ Priority = Annotated[int, Field(ge=0, le=9), NotCoerced]
 TimeoutSeconds = Annotated[int, Field(ge=1, le=MAX_TIMEOUT_SECONDS), NotCoerced]
 MisfireGraceSeconds = Annotated[int, Field(ge=0, le=7 * 86400), NotCoerced]
 # Tags as AWS bounds them: at most 50, keys of 1 to 128 characters, values of 0 to 256. Bounded so that a job
-# item always fits DynamoDB's 400 KB (see tickwork.jobs.MAX_JOB_ITEM_BYTES).
+# item always fits DynamoDB's 400 KB (see tickwork.job_factory.MAX_JOB_ITEM_BYTES).
 MAX_TAGS = 50
 TagKey = Annotated[str, Field(min_length=1, max_length=128)]
 TagValue = Annotated[str, Field(max_length=256)]
 Tags = Annotated[dict[TagKey, TagValue], Field(max_length=MAX_TAGS)]
 # What a stored job may hold: jobs written before the limits above stay readable (as UtcDatetime reads old
-# times leniently); every write goes through JobSpec or JobUpdate, which apply Tags.
+# times leniently); every write goes through JobSpec or JobUpdate (tickwork.api_models), which apply Tags.
 StoredTags = Annotated[dict[str, str], Field(max_length=MAX_TAGS)]
 
 
@@ -147,11 +147,12 @@ def parse_run_id(run_id: str) -> tuple[str, datetime, RunTrigger] | None:
     return match.group(1), from_ms(int(match.group(2))), trigger
 
 
-class Job(BaseModel):
+class JobDefinition(BaseModel):
+    """The fields a caller chooses for a job, declared once: the stored Job and the create body (JobSpec, which
+    takes stricter schedule instants and tags) both are one. Never used on its own."""
+
     model_config = ConfigDict(extra="forbid")
 
-    id: str
-    tenant: str = Field(min_length=1, max_length=128)
     name: JobName
     type: JobTypeName
     payload: dict[str, Any] = Field(default_factory=dict)
@@ -162,6 +163,20 @@ class Job(BaseModel):
     misfire_grace_seconds: MisfireGraceSeconds = DEFAULT_MISFIRE_GRACE_SECONDS
     overlap: OverlapPolicy = OverlapPolicy.ALLOW
     tags: StoredTags = Field(default_factory=dict)
+
+
+class _JobIdentity(BaseModel):
+    """A stored job's id and owner, which come first in its documents."""
+
+    id: str
+    tenant: str = Field(min_length=1, max_length=128)
+
+
+# Bases in this order, so the fields run id, tenant, then the definition, then the job's own (pydantic orders
+# fields by the reversed MRO); the serialised form and the OpenAPI schema keep that order.
+class Job(JobDefinition, _JobIdentity):
+    model_config = ConfigDict(extra="forbid")
+
     state: JobState = JobState.ACTIVE
     next_run_at: UtcDatetime | None = None
     created_at: UtcDatetime

@@ -12,13 +12,17 @@ from tickwork.clock import Clock, SystemClock
 from tickwork.dispatch import Dispatcher
 from tickwork.executor import RunExecutor
 from tickwork.faults import NO_FAULTS, FaultPlan
-from tickwork.jobs import JobService
+from tickwork.idempotent_create import IdempotentCreate
+from tickwork.job_factory import JobFactory
+from tickwork.jobs import JobLifecycle
 from tickwork.jobtypes import registry
 from tickwork.models import Band
+from tickwork.queries import JobQueries
 from tickwork.queues import RunQueues
+from tickwork.redrive import RunRedrive
 from tickwork.results import ResultStore
 from tickwork.settings import Settings, load_settings
-from tickwork.store import JobStore
+from tickwork.store import Cursors, IdempotencyRecords, JobStore, Listings, cursor_key
 
 
 @dataclass
@@ -89,10 +93,34 @@ class Services:
         )
 
     @cached_property
-    def jobs(self) -> JobService:
-        return JobService(
-            self.store, self.dispatcher, self.results, self.clock, http_allowlist=self.settings.http_allowlist
-        )
+    def listings(self) -> Listings:
+        """A tenant's jobs, runs and DLQ, page by page, over the store's table (and client)."""
+        s = self.settings
+        return Listings(self.store.shared_table, Cursors(cursor_key(s.table_name, s.cursor_secret)))
+
+    @cached_property
+    def idempotency(self) -> IdempotencyRecords:
+        return IdempotencyRecords(self.store.shared_table)
+
+    @cached_property
+    def job_factory(self) -> JobFactory:
+        return JobFactory(self.store.shards, http_allowlist=self.settings.http_allowlist)
+
+    @cached_property
+    def queries(self) -> JobQueries:
+        return JobQueries(self.store, self.listings, self.results)
+
+    @cached_property
+    def jobs(self) -> JobLifecycle:
+        return JobLifecycle(self.store, self.dispatcher, self.clock, self.job_factory, self.queries)
+
+    @cached_property
+    def idempotent_create(self) -> IdempotentCreate:
+        return IdempotentCreate(self.store, self.job_factory, self.jobs, self.idempotency, self.clock)
+
+    @cached_property
+    def redrive(self) -> RunRedrive:
+        return RunRedrive(self.store, self.dispatcher, self.clock, self.queries, self.listings)
 
 
 class ServicesSlot:

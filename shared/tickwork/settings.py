@@ -40,6 +40,9 @@ class Settings(BaseModel):
     lease_seconds: int = Field(default=60, alias="LEASE_SECONDS", ge=10, le=300)
     claim_threads: int = Field(default=8, alias="CLAIM_THREADS", ge=1, le=64)
     run_retention_days: int = Field(default=30, alias="RUN_RETENTION_DAYS", ge=1)
+    # Keys the HMAC of the API's page cursors; unset (or empty), a key derived from the table name is used.
+    # Isolation does not depend on it (see tickwork.store.cursors).
+    cursor_secret: str | None = Field(default=None, alias="CURSOR_SECRET")
     # CIDRs the http job type may reach even though they are private or loopback.
     http_allowlist: tuple[str, ...] = Field(default=(), alias="HTTP_ALLOWLIST")
 

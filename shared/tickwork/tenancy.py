@@ -16,8 +16,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tickwork.catalog import TENANT
 from tickwork.errors import Forbidden, Unauthenticated
+from tickwork.store import TENANT
 
 TENANT_ROLE_PREFIX = "tickwork-tenant-"
 

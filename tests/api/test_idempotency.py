@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from tickwork.catalog import request_hash
+from tickwork.api_models import JobSpec
 from tickwork.clock import iso
-from tickwork.jobs import JobSpec
+from tickwork.idempotent_create import request_hash
 
 from tests.api.conftest import ACME, GLOBEX
 from tests.harness import START
@@ -119,7 +119,7 @@ def test_a_request_that_died_after_recording_its_key_is_completed_by_the_retry(a
     from api import app as api_app
 
     now = pipeline.clock.now()
-    api_app.catalog().claim_idempotency_key(
+    api_app.services().idempotency.claim(
         "acme", "order-42", request_hash=request_hash(BODY), job_id="j01m7yzmhg0000000000000000", now=now
     )
     retried = _create(api)
@@ -132,17 +132,17 @@ def test_a_request_that_died_after_recording_its_key_is_completed_by_the_retry(a
 
 def test_concurrent_first_requests_create_one_job(api, pipeline):
     """Two requests with the same key both pass the read; the conditional write picks one winner."""
-    catalog = __import__("api.app", fromlist=["catalog"]).catalog()
-    jobs = pipeline.services.jobs
+    records = pipeline.services.idempotency
+    create = pipeline.services.idempotent_create
     spec = JobSpec.model_validate(BODY)
     digest = request_hash(BODY)
-    original = catalog.find_idempotency_record
-    catalog.find_idempotency_record = lambda *a, **k: None  # both see no record yet
+    original = records.find
+    records.find = lambda *a, **k: None  # type: ignore[method-assign] # both see no record yet
     try:
-        first, replayed_first = jobs.create_job_once("acme", spec, catalog=catalog, key="race", request_hash=digest)
-        second, replayed_second = jobs.create_job_once("acme", spec, catalog=catalog, key="race", request_hash=digest)
+        first, replayed_first = create.create_job_once("acme", spec, key="race", request_hash=digest)
+        second, replayed_second = create.create_job_once("acme", spec, key="race", request_hash=digest)
     finally:
-        catalog.find_idempotency_record = original
+        records.find = original  # type: ignore[method-assign]
     assert (replayed_first, replayed_second) == (False, True)
     assert second == first
     assert _job_count(api) == 1

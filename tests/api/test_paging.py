@@ -107,10 +107,10 @@ def test_cursors_are_opaque(api, pipeline):
 
 
 def test_a_selective_filter_reads_a_bounded_amount_per_request_and_still_pages_to_the_end(api, pipeline, monkeypatch):
-    from tickwork import catalog
+    from tickwork.store import listings
 
-    monkeypatch.setattr(catalog, "MAX_QUERY_PAGES", 2)
-    monkeypatch.setattr(catalog, "_FILTERED_PAGE", 2)
+    monkeypatch.setattr(listings, "MAX_QUERY_PAGES", 2)
+    monkeypatch.setattr(listings, "_FILTERED_PAGE", 2)
     ids = _make_jobs(api, pipeline, 9)
     wanted = {ids[0], ids[4]}
     for job_id in wanted:

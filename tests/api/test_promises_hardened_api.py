@@ -120,9 +120,9 @@ def test_tags_at_their_limits_are_accepted(api):
 
 def test_a_job_item_over_the_size_budget_is_413_before_any_write(api, pipeline, monkeypatch):
     """The whole stored item (payload, tags, the rest) is measured before the key is claimed or anything written."""
-    from tickwork import jobs
+    from tickwork import job_factory
 
-    monkeypatch.setattr(jobs, "MAX_JOB_ITEM_BYTES", 4096)
+    monkeypatch.setattr(job_factory, "MAX_JOB_ITEM_BYTES", 4096)
     pipeline.calls.clear()
     reply = api.post("/v1/jobs", _job(payload={"blob": "x" * 5000}), headers={"Idempotency-Key": "k-size"})
     _assert_problem(reply, 413, "payload")
@@ -169,12 +169,12 @@ def test_a_failure_after_the_job_was_written_keeps_the_key_for_the_retry(api, pi
     """If the job was written, the record stays (it names the job), so a retry returns that job, never a second."""
     from api import app as api_app
 
-    catalog = api_app.catalog()
+    records = api_app.services().idempotency
 
     def lost(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("connection reset while saving the response")
 
-    monkeypatch.setattr(catalog, "save_idempotent_response", lost)
+    monkeypatch.setattr(records, "save_response", lost)
     assert api.post("/v1/jobs", _job(), headers={"Idempotency-Key": "order-12c"}).status == 500
     monkeypatch.undo()
     retried = api.post("/v1/jobs", _job(), headers={"Idempotency-Key": "order-12c"})

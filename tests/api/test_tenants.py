@@ -94,7 +94,7 @@ def test_a_forged_cursor_cannot_reach_another_tenants_partition(api, pipeline):
     from api import app as api_app
 
     _two_tenants_with_pages(api, pipeline)
-    catalog = api_app.catalog()
+    cursors = api_app.services().listings.cursors
     globex_jobs = api.get("/v1/jobs", identity=GLOBEX).json["items"]
     # acme forges a cursor (valid MAC for acme) whose position is a globex job's sort key.
     victim = globex_jobs[0]
@@ -102,7 +102,7 @@ def test_a_forged_cursor_cannot_reach_another_tenants_partition(api, pipeline):
 
     # tenant-index sort keys are <created ms>#<job id>; start just after the victim's.
     position = f"{to_ms(as_utc(victim['created_at'])) + 1:013d}#{victim['id']}"
-    forged = catalog.cursors.encode("acme", "jobs", position)
+    forged = cursors.encode("acme", "jobs", position)
     pipeline.calls.clear()
     page = api.get("/v1/jobs", query={"cursor": forged}, identity=ACME)
     assert page.status == 200

@@ -229,7 +229,7 @@ def test_retrying_a_failed_run_starts_its_attempts_again(pipeline):
     (run,) = pipeline.runs_of(job.id)
     assert run.status is RunStatus.FAILED
     with pytest.raises(NotFound):
-        pipeline.services.jobs.retry_run("default", job.id + ".0000000000000")
+        pipeline.services.redrive.retry_run("default", job.id + ".0000000000000")
     # The user fixes the job's payload, then retries the failed run.
     fixed = pipeline.services.store.get_job(job.id)
     assert fixed is not None
@@ -238,7 +238,7 @@ def test_retrying_a_failed_run_starts_its_attempts_again(pipeline):
         expected_version=fixed.version,
     )
     pipeline.clock.advance(600)  # ten minutes later
-    requeued = pipeline.services.jobs.retry_run("default", run.id)
+    requeued = pipeline.services.redrive.retry_run("default", run.id)
     assert requeued.attempts == 0
     pipeline.drain()
     done = pipeline.run(run.id)
@@ -250,7 +250,7 @@ def test_retrying_a_failed_run_starts_its_attempts_again(pipeline):
     assert done.started_at > run.started_at  # a new execution, measured afresh
     assert done.lateness_ms == 600_000
     with pytest.raises(Conflict):
-        pipeline.services.jobs.retry_run("default", run.id)  # only FAILED runs
+        pipeline.services.redrive.retry_run("default", run.id)  # only FAILED runs
 
 
 def test_resume_applies_the_misfire_rule_to_what_was_missed(pipeline):

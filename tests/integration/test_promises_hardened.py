@@ -519,7 +519,7 @@ def test_recurring_job_completes_once_its_last_occurrence_has_settled(pipeline):
 
 
 def _patch(**fields: Any):
-    from tickwork.jobs import JobUpdate
+    from tickwork.api_models import JobUpdate
 
     return JobUpdate.model_validate(fields)
 

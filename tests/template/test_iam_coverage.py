@@ -98,7 +98,7 @@ def test_every_call_the_code_makes_is_allowed_by_its_functions_role(pipeline, te
         recorded[role].extend(pipeline.calls.calls)
         pipeline.calls.clear()
 
-    jobs = pipeline.services.jobs
+    jobs, queries, redrive = pipeline.services.jobs, pipeline.services.queries, pipeline.services.redrive
     with acting_as("ApiRole"):
         ok = pipeline.create_job(schedule={"at": START + FAR})
         failing = pipeline.create_job(
@@ -107,7 +107,7 @@ def test_every_call_the_code_makes_is_allowed_by_its_functions_role(pipeline, te
             retry={"max_attempts": 2, "backoff_seconds": 1},
         )
         pipeline.create_job(schedule={"at": START + timedelta(seconds=5)})  # claimed and sent at create
-        jobs.get_job(TENANT, ok.id)
+        queries.get_job(TENANT, ok.id)
 
     pipeline.clock.advance(FAR.total_seconds())
     with acting_as("TickRole"):
@@ -118,8 +118,8 @@ def test_every_call_the_code_makes_is_allowed_by_its_functions_role(pipeline, te
     (failed,) = pipeline.runs_of(failing.id)
     assert failed.status is RunStatus.FAILED
     with acting_as("ApiRole"):
-        jobs.get_run(TENANT, failed.id)
-        jobs.retry_run(TENANT, failed.id)
+        queries.get_run(TENANT, failed.id)
+        redrive.retry_run(TENANT, failed.id)
         jobs.trigger(TENANT, ok.id)
 
     operations = {op for calls in recorded.values() for _, op, _ in calls}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
+from tickwork.api_models import JobSpec
 from tickwork.errors import InvalidInput
-from tickwork.jobs import JobSpec
 from tickwork.models import Band, RunMessage, new_job_id, parse_run_id, run_id_for
 from tickwork.queues import delay_for
 from tickwork.settings import Settings

@@ -18,9 +18,11 @@ The package, one module a concern:
 - `conditional`: `Table`, the client and table name, and the one place a conditional write's outcome is read;
 - `jobs`: `JobRecords`, the job items (create, replace, claim advance, completion, the running slot);
 - `runs`: `RunRecords`, the run items (claim puts, lease, finish, requeue, a job's runs);
-- `due_index`: `DueIndex`, the due-index query, the shard leases and a run's re-send time.
-`JobStore` below composes the three record classes over one `Table`; callers use it and the names exported
-here, not the modules.
+- `due_index`: `DueIndex`, the due-index query, the shard leases and a run's re-send time;
+- `listings` and `cursors`: `Listings`, a tenant's jobs, runs and DLQ page by page, with opaque `Cursors`;
+- `idempotency`: `IdempotencyRecords`, the records behind create's Idempotency-Key.
+`JobStore` below composes the three record classes over one `Table`; `Listings` and `IdempotencyRecords` are
+built over the same `Table` (`JobStore.shared_table`) by the wiring. Callers use the names exported here.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from datetime import timedelta
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from tickwork.store.codec import (
+    TENANT,
     ItemKind,
     deserialize,
     expression_values,
@@ -43,26 +46,39 @@ from tickwork.store.codec import (
     shard_of,
 )
 from tickwork.store.conditional import Table
+from tickwork.store.cursors import Cursors, cursor_key
 from tickwork.store.due_index import DUE_INDEX, DUE_INDEX_PROJECTION, TENANT_INDEX, DueIndex, DueItem
+from tickwork.store.idempotency import IDEMPOTENCY_KEY, IdempotencyRecord, IdempotencyRecords
 from tickwork.store.jobs import JobRecords
+from tickwork.store.listings import DEFAULT_LIMIT, MAX_LIMIT, Listings, Page
 from tickwork.store.reading import UNREADABLE, item_bytes, note_unreadable, read_job, read_run
 from tickwork.store.runs import ClaimedRuns, Lease, LeaseOutcome, RunRecords
 
 __all__ = [
+    "DEFAULT_LIMIT",
     "DUE_INDEX",
     "DUE_INDEX_PROJECTION",
+    "IDEMPOTENCY_KEY",
+    "MAX_LIMIT",
+    "TENANT",
     "TENANT_INDEX",
     "UNREADABLE",
     "ClaimedRuns",
+    "Cursors",
     "DueIndex",
     "DueItem",
+    "IdempotencyRecord",
+    "IdempotencyRecords",
     "ItemKind",
     "JobRecords",
     "JobStore",
     "Lease",
     "LeaseOutcome",
+    "Listings",
+    "Page",
     "RunRecords",
     "Table",
+    "cursor_key",
     "deserialize",
     "expression_values",
     "item_bytes",
@@ -114,6 +130,12 @@ class JobStore:
         self.jobs = JobRecords(self._table, shards=shards)
         self.runs = RunRecords(self._table, shards=shards, retention=self.retention)
         self.due = DueIndex(self._table)
+
+    @property
+    def shared_table(self) -> Table:
+        """The table and client the parts share, for the other record kinds built over it (listings,
+        idempotency records), so that swapping the client reaches them too."""
+        return self._table
 
     @property
     def _db(self) -> Any:

@@ -2,12 +2,13 @@
 
 Pure functions, no client: the keys (job_key, run_key, shard_of), the attribute-value encoding (serialize,
 deserialize, expression_values) and the model mappings (job_to_item, job_from_attrs, run_to_attrs,
-run_from_attrs). Every other store module, and the catalog's read queries, build their requests from these.
+run_from_attrs). Every other store module builds its requests from these.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from collections.abc import Mapping
 from decimal import Decimal
@@ -21,6 +22,12 @@ from tickwork.models import Job, JobState, Run, RunTrigger, parse_run_id
 
 _ser = TypeSerializer()
 _des = TypeDeserializer()
+
+
+# What a tenant name may be. Tenants are derived from identities (IAM role names and account ids, or the local
+# keys file) and become part of keys (T#<tenant>#JOB, IDEM#<tenant>#<key>), where '#' is the separator and so
+# never allowed.
+TENANT = re.compile(r"^[A-Za-z0-9_.:=+,@/-]{1,128}$")
 
 
 class ItemKind(StrEnum):

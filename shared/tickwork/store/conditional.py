@@ -33,11 +33,32 @@ class Table:
         )
 
     def put_if(
-        self, item: dict[str, Any], condition: str, names: dict[str, str] | None, values: dict[str, Any]
+        self,
+        item: dict[str, Any],
+        condition: str,
+        names: dict[str, str] | None,
+        values: dict[str, Any],
+        *,
+        return_old: bool = False,
+    ) -> tuple[bool, dict[str, Any]]:
+        """PutItem under a condition. Returns (won, the item as its condition saw it if lost and `return_old`);
+        a condition that does not hold is a False, never an exception."""
+        params: dict[str, Any] = {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"} if return_old else {}
+        return self._attempt(
+            self.client.put_item,
+            names,
+            Item=item,
+            ConditionExpression=condition,
+            ExpressionAttributeValues=values,
+            **params,
+        )
+
+    def delete_if(
+        self, key: dict[str, Any], condition: str, names: dict[str, str] | None, values: dict[str, Any]
     ) -> bool:
-        """PutItem under a condition; False (never an exception) when the condition does not hold."""
+        """DeleteItem under a condition; False (never an exception) when the condition does not hold."""
         won, _ = self._attempt(
-            self.client.put_item, names, Item=item, ConditionExpression=condition, ExpressionAttributeValues=values
+            self.client.delete_item, names, Key=key, ConditionExpression=condition, ExpressionAttributeValues=values
         )
         return won
 

@@ -18,7 +18,7 @@ from tickwork.store.codec import ItemKind, deserialize, expression_values, run_k
 from tickwork.store.conditional import Table
 
 DUE_INDEX = "due-index"
-# The table's other index (tenant_key, tenant_sort): a tenant's jobs and FAILED runs, read by the catalog.
+# The table's other index (tenant_key, tenant_sort): a tenant's jobs and FAILED runs, read by `listings`.
 TENANT_INDEX = "tenant-index"
 # The due index projects only what a claim needs (never the payload): template.yaml must list the same.
 DUE_INDEX_PROJECTION = (
@@ -91,12 +91,13 @@ class DueIndex:
         item = serialize(
             {"pk": f"SHARD#{shard}", "sk": "LEASE", "kind": "SHARD", "owner": owner, "until_ms": to_ms(now + lease_for)}
         )
-        return self._table.put_if(
+        won, _ = self._table.put_if(
             item,
             "attribute_not_exists(pk) OR until_ms < :now OR #owner = :owner",
             {"#owner": "owner"},
             expression_values(now=to_ms(now), owner=owner),
         )
+        return won
 
     def release_shard(self, shard: str, *, owner: str) -> None:
         self._table.update_if(

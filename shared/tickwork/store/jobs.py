@@ -35,12 +35,13 @@ class JobRecords:
 
     def replace_job(self, job: Job, *, expected_version: int) -> bool:
         """Write a changed job (pause, resume, cancel, update) if nobody changed it since `expected_version`."""
-        return self._table.put_if(
+        won, _ = self._table.put_if(
             job_to_item(job, self.shards),
             "attribute_exists(pk) AND version = :v",
             None,
             expression_values(v=expected_version),
         )
+        return won
 
     def complete_if_settled(self, job_id: str, now: datetime) -> bool:
         """ACTIVE -> COMPLETED once the job's last occurrence has settled, and out of the due index for good.

@@ -6,8 +6,8 @@ One bad item must never take a whole listing down: readers skip it (logged with 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from aws_lambda_powertools.metrics import MetricUnit
 
@@ -19,6 +19,8 @@ from tickwork.store.codec import job_from_attrs, run_from_attrs
 # What reading a stored item that does not fit the models raises (pydantic's ValidationError is a ValueError;
 # so is bad JSON in payload_json).
 UNREADABLE = (ValueError, KeyError, TypeError)
+
+T = TypeVar("T")
 
 
 def item_bytes(item: Mapping[str, Any]) -> int:
@@ -57,16 +59,17 @@ def note_unreadable(attrs: Mapping[str, Any], exc: BaseException) -> None:
 
 def read_job(attrs: Mapping[str, Any]) -> Job:
     """job_from_attrs, or UnreadableItem (logged and counted) for an item that does not fit the model."""
-    try:
-        return job_from_attrs(attrs)
-    except UNREADABLE as exc:
-        note_unreadable(attrs, exc)
-        raise UnreadableItem("job", str(attrs.get("job_id") or attrs.get("pk")), str(exc)) from exc
+    return _read("job", "job_id", job_from_attrs, attrs)
 
 
 def read_run(attrs: Mapping[str, Any]) -> Run:
+    """run_from_attrs, or UnreadableItem (logged and counted) for an item that does not fit the model."""
+    return _read("run", "run_id", run_from_attrs, attrs)
+
+
+def _read(kind: str, id_attribute: str, convert: Callable[[Mapping[str, Any]], T], attrs: Mapping[str, Any]) -> T:
     try:
-        return run_from_attrs(attrs)
+        return convert(attrs)
     except UNREADABLE as exc:
         note_unreadable(attrs, exc)
-        raise UnreadableItem("run", str(attrs.get("run_id") or attrs.get("pk")), str(exc)) from exc
+        raise UnreadableItem(kind, str(attrs.get(id_attribute) or attrs.get("pk")), str(exc)) from exc

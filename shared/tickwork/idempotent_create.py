@@ -1,0 +1,112 @@
+"""Creating a job under an Idempotency-Key: the same key and body within 24 h return the first response.
+
+The record (tickwork.store.idempotency) is written only after the request proved valid, so bad input writes
+nothing; the job id is recorded before the job is written, so a request that dies in between is completed by
+its retry, under the same id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from tickwork.api_models import JobSpec
+from tickwork.clock import Clock
+from tickwork.errors import Conflict, FieldError
+from tickwork.job_factory import JobFactory
+from tickwork.jobs import JobLifecycle
+from tickwork.models import Job
+from tickwork.observability import logger
+from tickwork.store import JobStore
+from tickwork.store.idempotency import IdempotencyRecord, IdempotencyRecords
+
+
+class KeyReused(Conflict):
+    """An Idempotency-Key reused within 24 h with a different body."""
+
+    def __init__(self, key: str) -> None:
+        message = f"Idempotency-Key {key!r} was used within the last 24 hours with a different request body"
+        self.errors = [FieldError("Idempotency-Key", message)]
+        super().__init__(message)
+
+
+def request_hash(body: Any) -> str:
+    """A stable digest of a JSON request body (key order and whitespace do not matter)."""
+    canonical = json.dumps(body, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class IdempotentCreate:
+    store: JobStore
+    factory: JobFactory
+    jobs: JobLifecycle  # writes and dispatches the new job
+    records: IdempotencyRecords
+    clock: Clock
+
+    def create_job_once(
+        self, tenant: str, spec: JobSpec, *, key: str, request_hash: str
+    ) -> tuple[dict[str, Any], bool]:
+        """Create under `key`. Returns (the first response's body, whether this is a replay).
+
+        The same key with the same body within 24 h returns the first response (even once the job has
+        changed, or its `at` has passed); a different body is a Conflict (KeyReused).
+        """
+        earlier = self.records.find(tenant, key, now=self.clock.now())
+        if earlier is not None:
+            return self._replay(tenant, spec, earlier, request_hash)
+        now = self.clock.now()
+        job = self.factory.new_job(tenant, spec, now=now)
+        earlier = self.records.claim(tenant, key, request_hash=request_hash, job_id=job.id, now=now)
+        if earlier is not None:  # a concurrent request with the same key won (or the key's body differs)
+            return self._replay(tenant, spec, earlier, request_hash)
+        try:
+            job = self._put_or_get(job)
+            body = job.model_dump(mode="json")
+            self.records.save_response(tenant, key, job_id=job.id, response=body)
+        except Exception:
+            self._release_unless_created(tenant, key, job.id)
+            raise
+        return body, False
+
+    def _release_unless_created(self, tenant: str, key: str, job_id: str) -> None:
+        """After a failure between claiming the key and saving the response: if the job was not written, free
+        the key (a failed request must not burn it, or the corrected retry gets a 409). If it was written, or
+        we cannot tell, the record stays: it names the job, so a retry returns that job instead of a second."""
+        try:
+            created = self.store.get_job(job_id) is not None
+        except Exception:
+            logger.exception("could not tell whether the job was written; the idempotency record stays")
+            return
+        if created:
+            return
+        try:
+            self.records.release(tenant, key, job_id=job_id)
+        except Exception:
+            logger.exception("could not release the idempotency key", extra={"job_id": job_id})
+
+    def _replay(
+        self, tenant: str, spec: JobSpec, earlier: IdempotencyRecord, request_hash: str
+    ) -> tuple[dict[str, Any], bool]:
+        if earlier.request_hash != request_hash:
+            raise KeyReused(earlier.key)
+        if earlier.response is not None:
+            return earlier.response, True
+        # The first request has not answered yet (in flight, or it died): finish it under its recorded id.
+        job = self.store.get_job(earlier.job_id)
+        if job is None:
+            job = self._put_or_get(self.factory.new_job(tenant, spec, now=self.clock.now(), job_id=earlier.job_id))
+        body = job.model_dump(mode="json")
+        self.records.save_response(tenant, earlier.key, job_id=job.id, response=body)
+        return body, True
+
+    def _put_or_get(self, job: Job) -> Job:
+        """Write a new job; if a racing request with the same idempotency key wrote it first, that one stands."""
+        if self.jobs.add_new(job):
+            return job
+        existing = self.store.get_job(job.id)
+        if existing is None:  # pragma: no cover - the condition failed because it exists
+            raise Conflict(f"job {job.id} is being created concurrently; try again")
+        return existing

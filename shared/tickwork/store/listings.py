@@ -1,0 +1,215 @@
+"""Tenant-scoped listings, page by page with opaque cursors (see `cursors`). What the API reads.
+
+Listings are paginated Queries, never a Scan:
+- a tenant's jobs, newest first: `tenant-index`, partition `T#<tenant>#JOB`;
+- a tenant's FAILED runs (the DLQ), newest first: `tenant-index`, partition `T#<tenant>#FAILED`;
+- a job's runs, newest first: the base table, partition `JOB#<job id>`, sort keys `RUN#...`.
+
+The partition a page reads always comes from the caller's tenant (and a job it owns), never from the cursor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from tickwork.errors import InvalidInput
+from tickwork.models import Job, JobState, Run, RunStatus, parse_run_id
+from tickwork.store.codec import deserialize, expression_values, job_from_attrs, run_from_attrs, run_key
+from tickwork.store.conditional import Table
+from tickwork.store.cursors import Cursors
+from tickwork.store.due_index import TENANT_INDEX
+from tickwork.store.reading import UNREADABLE, note_unreadable
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 100
+# A filtered listing reads at most this many pages per request; past it, the page is returned short, with
+# a cursor (so one request's cost stays bounded however selective the filter is).
+MAX_QUERY_PAGES = 10
+_FILTERED_PAGE = 200
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    items: list[T]
+    next_cursor: str | None
+
+
+@dataclass
+class _Filter:
+    """A listing's FilterExpression, built one condition at a time."""
+
+    conditions: list[str]
+    names: dict[str, str]
+    values: dict[str, Any]
+
+    @classmethod
+    def of(cls, **equal: Any) -> _Filter:
+        """`attribute = value` for each keyword whose value is not None."""
+        found = cls([], {}, {})
+        for attribute, value in equal.items():
+            if value is not None:
+                found.add(f"#{attribute} = :{attribute}", attribute, value)
+        return found
+
+    def add(self, condition: str, attribute: str, value: Any, *, placeholder: str | None = None) -> None:
+        self.conditions.append(condition)
+        self.names[f"#{attribute}"] = attribute
+        self.values[placeholder or attribute] = value
+
+
+class Listings:
+    """Reads a tenant's jobs, runs and DLQ page by page. Shares the store's `Table`; takes its cursors."""
+
+    def __init__(self, table: Table, cursors: Cursors) -> None:
+        self._table = table
+        self.cursors = cursors
+
+    def list_jobs(
+        self,
+        tenant: str,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        cursor: str | None = None,
+        state: JobState | None = None,
+        job_type: str | None = None,
+        name_prefix: str | None = None,
+    ) -> Page[Job]:
+        """The tenant's jobs, newest first (tenant-index, T#<tenant>#JOB)."""
+        scope = "jobs"
+        partition = f"T#{tenant}#JOB"
+        start = None
+        if cursor:
+            sort = self.cursors.decode(tenant, scope, cursor)
+            start = {
+                "tenant_key": {"S": partition},
+                "tenant_sort": {"S": sort},
+                "pk": {"S": f"JOB#{sort.split('#', 1)[-1]}"},
+                "sk": {"S": "JOB"},
+            }
+        where = _Filter.of(state=state.value if state is not None else None, type=job_type)
+        if name_prefix:
+            where.add("begins_with(#name, :prefix)", "name", name_prefix, placeholder="prefix")
+        return self._page(tenant, scope, self._tenant_index(partition, where), where, limit, start, job_from_attrs)
+
+    def list_failed_runs(self, tenant: str, *, limit: int = DEFAULT_LIMIT, cursor: str | None = None) -> Page[Run]:
+        """The tenant's FAILED runs, newest failure first (tenant-index, T#<tenant>#FAILED)."""
+        scope = "dlq"
+        partition = f"T#{tenant}#FAILED"
+        start = None
+        if cursor:
+            sort = self.cursors.decode(tenant, scope, cursor)
+            run_id = sort.split("#", 1)[-1]
+            if parse_run_id(run_id) is None:  # pragma: no cover - MACed, so we wrote it
+                raise InvalidInput.one("cursor", "not a cursor from this listing")
+            start = {"tenant_key": {"S": partition}, "tenant_sort": {"S": sort}, **run_key(run_id)}
+        where = _Filter.of()
+        return self._page(tenant, scope, self._tenant_index(partition, where), where, limit, start, run_from_attrs)
+
+    def iter_failed_runs(self, tenant: str, *, max_items: int) -> Iterator[Run]:
+        """Every FAILED run of the tenant, newest first, up to max_items (for redrive)."""
+        cursor: str | None = None
+        seen = 0
+        while True:
+            page = self.list_failed_runs(tenant, limit=MAX_LIMIT, cursor=cursor)
+            for run in page.items:
+                yield run
+                seen += 1
+                if seen >= max_items:
+                    return
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    def list_runs(
+        self,
+        tenant: str,
+        job_id: str,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        cursor: str | None = None,
+        status: RunStatus | None = None,
+    ) -> Page[Run]:
+        """Runs of one job (which the caller must already have checked is the tenant's), newest first."""
+        scope = f"runs:{job_id}"
+        pk = f"JOB#{job_id}"
+        start = None
+        if cursor:
+            sort = self.cursors.decode(tenant, scope, cursor)
+            start = {"pk": {"S": pk}, "sk": {"S": sort}}
+        where = _Filter.of(status=status.value if status is not None else None)
+        query = {
+            "TableName": self._table.name,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :run)",
+            "ExpressionAttributeValues": expression_values(pk=pk, run="RUN#", **where.values),
+            "ScanIndexForward": False,
+        }
+        return self._page(tenant, scope, query, where, limit, start, run_from_attrs)
+
+    def _tenant_index(self, partition: str, where: _Filter) -> dict[str, Any]:
+        """The Query of one tenant-index partition, newest first."""
+        return {
+            "TableName": self._table.name,
+            "IndexName": TENANT_INDEX,
+            "KeyConditionExpression": "tenant_key = :tk",
+            "ExpressionAttributeValues": expression_values(tk=partition, **where.values),
+            "ScanIndexForward": False,
+        }
+
+    def _page(
+        self,
+        tenant: str,
+        scope: str,
+        query: dict[str, Any],
+        where: _Filter,
+        limit: int,
+        start: dict[str, Any] | None,
+        convert: Callable[[dict[str, Any]], T],
+    ) -> Page[T]:
+        """One page of `limit` items. Reads limit+1 to know whether there is more, so the last page says so.
+
+        The cursor names the last item returned (not DynamoDB's LastEvaluatedKey, which may lie past it).
+        """
+        if not 1 <= limit <= MAX_LIMIT:
+            raise InvalidInput.one("limit", f"must be between 1 and {MAX_LIMIT}")
+        # The position a cursor names: the sort key of the partition the query reads.
+        sort_attr = "tenant_sort" if "IndexName" in query else "sk"
+        kwargs = dict(query)
+        if where.conditions:
+            kwargs["FilterExpression"] = " AND ".join(where.conditions)
+            kwargs["ExpressionAttributeNames"] = where.names
+        if start:
+            kwargs["ExclusiveStartKey"] = start
+        found: list[dict[str, Any]] = []
+        for _ in range(MAX_QUERY_PAGES):
+            kwargs["Limit"] = max(_FILTERED_PAGE, limit + 1) if where.conditions else limit + 1 - len(found)
+            page = self._table.client.query(**kwargs)
+            for raw in page.get("Items", []):
+                found.append(deserialize(raw))
+                if len(found) > limit:
+                    return Page(
+                        _readable(convert, found[:limit]),
+                        self.cursors.encode(tenant, scope, str(found[limit - 1][sort_attr])),
+                    )
+            last = page.get("LastEvaluatedKey")
+            if not last:
+                return Page(_readable(convert, found), None)
+            kwargs["ExclusiveStartKey"] = last
+        # Budget spent on a selective filter: return what matched, and resume after what was read.
+        resume = deserialize(kwargs["ExclusiveStartKey"])
+        return Page(_readable(convert, found), self.cursors.encode(tenant, scope, str(resume[sort_attr])))
+
+
+def _readable(convert: Callable[[dict[str, Any]], T], items: list[dict[str, Any]]) -> list[T]:
+    """The items converted; one the code cannot read is skipped (logged with its key, counted), so a single bad
+    item never takes a whole listing down. The page may come out short; its cursor still moves past it."""
+    converted: list[T] = []
+    for attrs in items:
+        try:
+            converted.append(convert(attrs))
+        except UNREADABLE as exc:
+            note_unreadable(attrs, exc)
+    return converted
