@@ -8,6 +8,7 @@ from datetime import timedelta
 from functools import cached_property
 
 from tickwork.aws import AwsClients
+from tickwork.catalog import Catalog
 from tickwork.clock import Clock, SystemClock
 from tickwork.dispatch import Dispatcher
 from tickwork.executor import RunExecutor
@@ -39,6 +40,11 @@ class Services:
             shards=s.due_shards,
             retention_days=s.run_retention_days,
         )
+
+    @cached_property
+    def catalog(self) -> Catalog:
+        """Listings and idempotency records, on the same (cached) DynamoDB client as the store."""
+        return Catalog(self.clients.client("dynamodb"), self.settings.table_name)
 
     @cached_property
     def queues(self) -> RunQueues:
