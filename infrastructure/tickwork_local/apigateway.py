@@ -257,7 +257,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send(200, [("Content-Type", "text/html; charset=utf-8")], docs_page(self.server.spec_url).encode())
 
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _handle
+    # Every method goes to the function, which answers 405 (with Allow) for one a path does not take; without
+    # do_TRACE, http.server would answer TRACE itself with a 501 HTML page.
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_TRACE = _handle
 
 
 class ApiGatewayServer(ThreadingHTTPServer):

@@ -1,4 +1,5 @@
-"""Domain errors the API turns into problem details (RFC 9457)."""
+"""Domain errors: what happened, in the domain's words. How a protocol spells them (an HTTP status, a problem
+type) is the edge's business: the API maps them in functions/api/problems.py."""
 
 from __future__ import annotations
 
@@ -14,19 +15,23 @@ class FieldError:
 
 
 class TickworkError(Exception):
-    status = 500
-    title = "Internal error"
+    """Something the domain refused or could not do. `errors` names the offending fields, when there are any."""
+
+    errors: list[FieldError]
+
+    def __init__(self, message: str = "", errors: list[FieldError] | None = None) -> None:
+        if errors is not None:
+            self.errors = list(errors)
+        elif "errors" not in self.__dict__:  # a subclass may have named them before calling this
+            self.errors = []
+        super().__init__(message)
 
 
 class InvalidInput(TickworkError):
     """Bad input, naming each offending field. Nothing was written."""
 
-    status = 422
-    title = "Invalid input"
-
     def __init__(self, errors: list[FieldError]) -> None:
-        self.errors = errors
-        super().__init__("; ".join(f"{e.field}: {e.message}" for e in errors))
+        super().__init__("; ".join(f"{e.field}: {e.message}" for e in errors), errors)
 
     @classmethod
     def one(cls, field: str, message: str) -> InvalidInput:
@@ -43,54 +48,47 @@ class InvalidInput(TickworkError):
         return cls(errors)
 
 
-class PayloadTooLarge(TickworkError):
-    status = 413
-    title = "Payload too large"
+class TooLarge(TickworkError):
+    """Something sent, or what would be stored of it, is over a size limit; `errors` names the part."""
 
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message, [FieldError(field, message)])
+
+
+class PayloadTooLarge(TooLarge):
     def __init__(self, size: int, limit: int) -> None:
-        self.errors = [FieldError("payload", f"{size} bytes exceeds the limit of {limit} bytes")]
-        super().__init__(self.errors[0].message)
+        super().__init__("payload", f"{size} bytes exceeds the limit of {limit} bytes")
 
 
-class ItemTooLarge(TickworkError):
+class ItemTooLarge(TooLarge):
     """The job as it would be stored does not fit the item budget; `field` is its largest variable part."""
 
-    status = 413
-    title = "Payload too large"
-
     def __init__(self, field: str, size: int, limit: int, detail: str) -> None:
-        self.errors = [FieldError(field, f"the job would be {size} bytes stored, over the limit of {limit}: {detail}")]
-        super().__init__(self.errors[0].message)
+        super().__init__(field, f"the job would be {size} bytes stored, over the limit of {limit}: {detail}")
 
 
 class UnreadableItem(TickworkError):
     """A stored item this code cannot read (written by an older bug, or by hand). Never the caller's fault;
     listings skip such items, so only a read of this very item answers with this."""
 
-    status = 500
-
     def __init__(self, kind: str, key: str, reason: str) -> None:
-        self.title = f"Stored {kind} unreadable"
+        self.kind = kind
         self.key = key
         self.reason = reason
         super().__init__(f"{kind} {key} is stored in a form this version cannot read; an operator must repair it")
 
 
 class Unauthenticated(TickworkError):
-    status = 401
-    title = "Unauthenticated"
+    """No caller identity (or, locally, no valid API key)."""
 
 
 class Forbidden(TickworkError):
-    status = 403
-    title = "Forbidden"
+    """A caller identity that maps to no tenant."""
 
 
 class NotFound(TickworkError):
-    status = 404
-    title = "Not found"
+    """No such job or run for this tenant (another tenant's is not found either)."""
 
 
 class Conflict(TickworkError):
-    status = 409
-    title = "Conflict"
+    """The request contradicts the state of the job or run, or an earlier request with the same key."""

@@ -1,7 +1,12 @@
-"""Environment settings, validated once at the edge (cold start), never read ad hoc.
+"""Environment settings, validated once at the edge (cold start), never read ad hoc: the one module that reads
+os.environ.
 
 Every Lambda and the local runtime configure Tickwork through these variables; the
 template sets them from its resources, so names here are the contract with template.yaml.
+- Settings: what every function reads (the template's Globals).
+- ApiSettings: the API function's own (API_AUTH_MODE is set on ApiFunction only; the local runtime sets it
+  to local, with API_KEYS_FILE).
+- TelemetryNames: the names Powertools' logger, tracer and metrics are built with.
 """
 
 from __future__ import annotations
@@ -9,15 +14,24 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from functools import lru_cache
+from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tickwork.models import Band
 
 
-class Settings(BaseModel):
+class FromEnvironment(BaseModel):
+    """Fields named by their variables (aliases); other variables are ignored."""
+
     model_config = ConfigDict(frozen=True, extra="ignore")
 
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Self:
+        return cls.model_validate(dict(os.environ if env is None else env))
+
+
+class Settings(FromEnvironment):
     table_name: str = Field(alias="TABLE_NAME", min_length=3)
     results_bucket: str = Field(alias="RESULTS_BUCKET", min_length=3)
     queue_url_high: str = Field(alias="QUEUE_URL_HIGH")
@@ -79,9 +93,25 @@ class Settings(BaseModel):
                 return band
         return None
 
+
+class ApiSettings(FromEnvironment):
+    """How the API finds the caller's tenant (tickwork.tenancy): iam (deployed; the default) or local."""
+
+    auth_mode: Literal["iam", "local"] = Field(default="iam", alias="API_AUTH_MODE")
+    # Local mode only: a JSON object mapping API keys to tenants; unset, every caller is tenant `default`.
+    api_keys_file: str | None = Field(default=None, alias="API_KEYS_FILE")
+
+    @field_validator("api_keys_file")
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
-        return cls.model_validate(dict(os.environ if env is None else env))
+    def _unset_when_empty(cls, value: str | None) -> str | None:
+        return value or None
+
+
+class TelemetryNames(FromEnvironment):
+    """The service name and metrics namespace (the template sets both); the defaults serve tests and scripts."""
+
+    service: str = Field(default="tickwork", alias="POWERTOOLS_SERVICE_NAME")
+    namespace: str = Field(default="Tickwork", alias="POWERTOOLS_METRICS_NAMESPACE")
 
 
 @lru_cache(maxsize=1)

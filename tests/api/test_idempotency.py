@@ -116,10 +116,8 @@ def test_without_a_key_each_post_creates(api):
 
 def test_a_request_that_died_after_recording_its_key_is_completed_by_the_retry(api, pipeline):
     """The key and job id were recorded, then the process died before the job was written."""
-    from api import app as api_app
-
     now = pipeline.clock.now()
-    api_app.services().idempotency.claim(
+    pipeline.services.idempotency.claim(
         "acme", "order-42", request_hash=request_hash(BODY), job_id="j01m7yzmhg0000000000000000", now=now
     )
     retried = _create(api)

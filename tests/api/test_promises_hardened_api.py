@@ -167,9 +167,7 @@ def test_a_storage_failure_after_claiming_the_idempotency_key_releases_it(api, p
 
 def test_a_failure_after_the_job_was_written_keeps_the_key_for_the_retry(api, pipeline, monkeypatch):
     """If the job was written, the record stays (it names the job), so a retry returns that job, never a second."""
-    from api import app as api_app
-
-    records = api_app.services().idempotency
+    records = pipeline.services.idempotency
 
     def lost(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("connection reset while saving the response")

@@ -29,11 +29,13 @@ from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
 from schemathesis.openapi.checks import RejectedPositiveData
 from schemathesis.specs.openapi.checks import (
+    allow_header_conformance,
     content_type_conformance,
     negative_data_rejection,
     positive_data_acceptance,
     response_schema_conformance,
     status_code_conformance,
+    unsupported_method,
 )
 
 from tests.api.conftest import ACME
@@ -139,6 +141,8 @@ CHECKS = [
     content_type_conformance,
     positive_data_acceptance_but_beyond_the_schema,
     negative_data_rejection,
+    unsupported_method,  # an undeclared method on a known path: 405 with Allow
+    allow_header_conformance,
 ]
 
 config = schemathesis.config.SchemathesisConfig.from_dict(

@@ -91,10 +91,8 @@ def test_a_cursor_is_bound_to_its_listing(api, pipeline):
 
 def test_a_forged_cursor_cannot_reach_another_tenants_partition(api, pipeline):
     """Even with the MAC key, a cursor only positions inside the caller's own partition."""
-    from api import app as api_app
-
     _two_tenants_with_pages(api, pipeline)
-    cursors = api_app.services().listings.cursors
+    cursors = pipeline.services.listings.cursors
     globex_jobs = api.get("/v1/jobs", identity=GLOBEX).json["items"]
     # acme forges a cursor (valid MAC for acme) whose position is a globex job's sort key.
     victim = globex_jobs[0]

@@ -383,6 +383,10 @@ def test_api_gateway_passes_requests_as_events_and_maps_responses_and_errors():
         with urllib.request.urlopen(f"{base}/docs/swagger-ui.min.css", timeout=5) as css:
             assert css.headers["Content-Type"] == "text/css"
         assert all(e["rawPath"] != "/docs" for e in seen)  # the docs are the local server's own
+
+        with urllib.request.urlopen(urllib.request.Request(f"{base}/v1/dlq", method="TRACE"), timeout=5) as traced:
+            assert traced.status == 201  # the function's answer (the API's is a 405), not the server's 501
+        assert seen[-1]["requestContext"]["http"]["method"] == "TRACE"
     finally:
         server.stop()
 

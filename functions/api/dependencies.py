@@ -1,0 +1,109 @@
+"""What routes are given through Powertools' dependency injection (Depends): the caller's tenant and the
+domain objects, from the API's wiring.
+
+The wiring (Services, and ApiSettings for tenancy) belongs to the handler module: app.py keeps it in a
+WiringSlot, built on first use, and puts that in the resolver's context for each request (WIRING); the
+dependencies below read it through the Request. Handler modules stay apart this way even where one process hosts several (the local runtime's
+execution environments), while the routers, which hold no state, are shared.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Annotated, Any, cast
+
+from aws_lambda_powertools.event_handler import Depends, Request
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
+from tickwork.api_models import JobList, JobSpec, RedriveResult, RunList
+from tickwork.jobs import JobLifecycle
+from tickwork.services import Services, ServicesSlot
+from tickwork.settings import ApiSettings
+from tickwork.tenancy import tenant_of
+
+WIRING = "tickwork_wiring"  # the key of the API's wiring in the resolver's context
+
+
+class WiringSlot:
+    """A handler module's wiring: built on first use (never at import, so moto can patch first) and kept for
+    the life of the execution environment. Tests and the local runtime inject their Services; the API
+    settings, unless given with them, are then read from the environment when first needed."""
+
+    def __init__(self) -> None:
+        self._services = ServicesSlot()
+        self._settings: ApiSettings | None = None
+        self._lock = threading.Lock()
+
+    def services(self) -> Services:
+        return self._services.get()
+
+    def settings(self) -> ApiSettings:
+        with self._lock:
+            if self._settings is None:
+                self._settings = ApiSettings.from_env()
+            return self._settings
+
+    def set(self, services: Services | None, settings: ApiSettings | None = None) -> None:
+        self._services.set(services)
+        with self._lock:
+            self._settings = settings
+
+
+def wiring(request: Request) -> WiringSlot:
+    return cast(WiringSlot, request.context[WIRING])
+
+
+def services(slot: Annotated[WiringSlot, Depends(wiring)]) -> Services:
+    return slot.services()
+
+
+def job_lifecycle(built: Annotated[Services, Depends(services)]) -> JobLifecycle:
+    return built.jobs
+
+
+def tenant(request: Request, slot: Annotated[WiringSlot, Depends(wiring)]) -> str:
+    """The caller's tenant (already checked before routing, so a refusal here is rare: a keys file edited
+    in between)."""
+    return tenant_of(cast(APIGatewayProxyEventV2, request.resolved_event), slot.settings())
+
+
+Wired = Annotated[Services, Depends(services)]
+Jobs = Annotated[JobLifecycle, Depends(job_lifecycle)]
+Tenant = Annotated[str, Depends(tenant)]
+
+
+@dataclass(frozen=True)
+class TenantJobs:
+    """The calls that answer a page or a report, bound to the caller's tenant: listings, idempotent create
+    and redrive, shaped into their response models."""
+
+    services: Services
+    tenant: str
+
+    def create_once(self, spec: JobSpec, key: str, request_hash: str) -> tuple[dict[str, Any], bool]:
+        return self.services.idempotent_create.create_job_once(self.tenant, spec, key=key, request_hash=request_hash)
+
+    def jobs_page(self, **filters: Any) -> JobList:
+        page = self.services.queries.list_jobs(self.tenant, **filters)
+        return JobList(items=page.items, next_cursor=page.next_cursor)
+
+    def runs_page(self, job_id: str, **filters: Any) -> RunList:
+        page = self.services.queries.list_runs(self.tenant, job_id, **filters)
+        return RunList(items=page.items, next_cursor=page.next_cursor)
+
+    def dlq_page(self, **filters: Any) -> RunList:
+        page = self.services.queries.list_dlq(self.tenant, **filters)
+        return RunList(items=page.items, next_cursor=page.next_cursor)
+
+    def redrive(self, run_ids: list[str] | None) -> RedriveResult:
+        report = self.services.redrive.redrive(self.tenant, run_ids)
+        return RedriveResult(
+            redriven=report.redriven, run_ids=report.run_ids, not_redriven=report.not_redriven, more=report.more
+        )
+
+
+def tenant_jobs(built: Wired, caller: Tenant) -> TenantJobs:
+    return TenantJobs(built, caller)
+
+
+CallerJobs = Annotated[TenantJobs, Depends(tenant_jobs)]

@@ -1,0 +1,37 @@
+"""/v1/dlq: a tenant's FAILED runs, and re-queueing them."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+from dependencies import CallerJobs
+from tickwork.api_models import RedriveRequest, RedriveResult, RunList
+
+from routes.parameters import NO_BODY, Cursor, Limit
+from routes.responses import json_response, ok, problems
+
+router = APIGatewayHttpRouter()
+
+
+PAGE_OF_RUNS = {200: ok(RunList, "One page"), **problems(422)}
+REDRIVEN = {202: ok(RedriveResult, "Re-queued"), **problems(400, 415)}
+
+
+@router.get("/v1/dlq", summary="Your FAILED runs, newest first", responses=PAGE_OF_RUNS, tags=["dlq"])
+def list_dlq(mine: CallerJobs, limit: Limit = 50, cursor: Cursor = None):
+    return json_response(200, mine.dlq_page(limit=limit, cursor=cursor))
+
+
+@router.post(
+    "/v1/dlq/redrive", summary="Re-queue all your FAILED runs, or the ones named", responses=REDRIVEN, tags=["dlq"]
+)
+def redrive(
+    mine: CallerJobs,
+    request: Annotated[
+        RedriveRequest,
+        Body(description='Optional: no body or `{}` for all FAILED runs, or `{"run_ids": [...]}`. Not `null`.'),
+    ] = NO_BODY,
+):
+    return json_response(202, mine.redrive(request.run_ids if request is not None else None))

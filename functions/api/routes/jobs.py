@@ -1,0 +1,82 @@
+"""/v1/jobs: create, list, read, change, cancel, pause, resume and trigger a tenant's jobs."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Request
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+from dependencies import CallerJobs, Jobs, Tenant
+from tickwork.api_models import JobList, JobSpec, JobUpdate
+from tickwork.idempotent_create import request_hash
+from tickwork.models import Job, JobState
+from tickwork.store import IDEMPOTENCY_KEY
+
+from routes.by_id import add_routes
+from routes.parameters import Cursor, JobId, Limit
+from routes.responses import json_response, ok, problems
+
+router = APIGatewayHttpRouter()
+
+
+@router.post(
+    "/v1/jobs",
+    summary="Create a job",
+    responses={
+        201: ok(Job, "Created (or replayed for the same Idempotency-Key and body)"),
+        **problems(400, 409, 413, 415),
+    },
+    tags=["jobs"],
+)
+def create_job(
+    spec: Annotated[JobSpec, Body(description="The job.")],
+    request: Request,
+    jobs: Jobs,
+    mine: CallerJobs,
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            alias="Idempotency-Key",
+            pattern=IDEMPOTENCY_KEY.pattern,
+            description="The same key and body within 24 h return the first response; another body is a 409.",
+        ),
+    ] = None,
+):
+    if idempotency_key is None:
+        return json_response(201, jobs.create_job(mine.tenant, spec))
+    body, replayed = mine.create_once(spec, idempotency_key, request_hash(request.json_body))
+    return json_response(201, body, {"Idempotent-Replayed": "true" if replayed else "false"})
+
+
+@router.get(
+    "/v1/jobs",
+    summary="List your jobs, newest first",
+    responses={200: ok(JobList, "One page"), **problems(422)},
+    tags=["jobs"],
+)
+def list_jobs(
+    mine: CallerJobs,
+    limit: Limit = 50,
+    cursor: Cursor = None,
+    state: Annotated[JobState | None, Query()] = None,
+    job_type: Annotated[str | None, Query(alias="type", max_length=64)] = None,
+    name_prefix: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+):
+    page = mine.jobs_page(limit=limit, cursor=cursor, state=state, job_type=job_type, name_prefix=name_prefix)
+    return json_response(200, page)
+
+
+@router.patch(
+    "/v1/jobs/<job_id>",
+    summary="Change a job; a new schedule recomputes the next occurrence",
+    responses={200: ok(Job, "The changed job"), **problems(400, 404, 409, 413, 415)},
+    tags=["jobs"],
+)
+def update_job(
+    job_id: JobId, patch: Annotated[JobUpdate, Body(description="The fields to change.")], jobs: Jobs, tenant: Tenant
+):
+    return json_response(200, jobs.update(tenant, job_id, patch))
+
+
+add_routes(router, "jobs")  # one job, and its state changes: see routes/by_id.py

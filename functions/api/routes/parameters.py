@@ -1,0 +1,29 @@
+"""Path and query parameters more than one route takes, as the OpenAPI document describes them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+from urllib.parse import unquote
+
+from aws_lambda_powertools.event_handler.openapi.params import Path as PathParam
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from pydantic import BeforeValidator
+from tickwork.store import MAX_LIMIT
+
+# Path ids arrive as sent, percent-encoded (API Gateway's rawPath); they are decoded before their length is
+# checked, so the check (and the id the route gets) is the one the OpenAPI document describes.
+JobId = Annotated[
+    str,
+    BeforeValidator(unquote),
+    PathParam(description="A job id, such as j01jd2k3m4n5p6q7r8s9t0v1w2.", max_length=64),
+]
+RunId = Annotated[
+    str,
+    BeforeValidator(unquote),
+    PathParam(description="A run id: `<job id>.<13-digit ms>` (or `...m` for manual).", max_length=80),
+]
+Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"Page size, 1 to {MAX_LIMIT}.")]
+Cursor = Annotated[str | None, Query(max_length=512, description="`next_cursor` of the previous page.")]
+
+# An optional body's default: None, without making the body's schema nullable (`null` is refused).
+NO_BODY: Any = None
