@@ -13,6 +13,7 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import ConnectionClosedError, ReadTimeoutError
 
 # The SDK's "standard" retry mode: throttles (ProvisionedThroughputExceeded, Throttling, SlowDown), 5xx answers
 # and connection errors are retried with exponential backoff and full jitter, behind a client-side retry quota
@@ -27,6 +28,10 @@ CLIENT_CONFIG = Config(max_pool_connections=64, retries={"mode": "standard", "to
 # lost answer would invoke the target twice within one run attempt; the run's own retry policy decides instead.
 # And a read timeout that is the time the run has left, so a slow target is never waited on past the run's end.
 _ONE_ATTEMPT = {"total_max_attempts": 1, "mode": "standard"}
+
+# A request that was sent but whose answer never came: the call may have happened, or may still be going on.
+# (Job types catch these without importing botocore themselves.)
+ANSWER_LOST: tuple[type[Exception], ...] = (ReadTimeoutError, ConnectionClosedError)
 
 
 class AwsClients:

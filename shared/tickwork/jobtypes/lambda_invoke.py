@@ -6,9 +6,9 @@ import json
 import re
 from typing import Any
 
-from botocore.exceptions import ConnectionClosedError, ReadTimeoutError
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from tickwork.aws import ANSWER_LOST
 from tickwork.jobtypes.registry import EffectMayContinue, RunContext, job_type
 
 _FUNCTION = re.compile(r"^(arn:aws[a-zA-Z-]*:lambda:[a-z0-9-]+:\d{12}:function:)?[A-Za-z0-9_-]{1,64}(:[\w$-]+)?$")
@@ -50,7 +50,7 @@ def invoke_function(payload: LambdaPayload, ctx: RunContext) -> Any:
             InvocationType="RequestResponse",
             Payload=json.dumps({"payload": payload.payload, "run_id": ctx.run_id, "job_id": ctx.job_id}).encode(),
         )
-    except (ReadTimeoutError, ConnectionClosedError) as exc:
+    except ANSWER_LOST as exc:
         raise EffectMayContinue(
             f"{payload.function_arn}: no answer ({type(exc).__name__}); the function may still be running",
             busy_seconds=TARGET_MAX_SECONDS,
