@@ -38,7 +38,7 @@ security: $(CHECKOV_STAMP)
 	$(CHECKOV_VENV)/bin/checkov -f template.yaml --framework cloudformation --compact --quiet --skip-download
 
 test: lint typecheck security
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q --durations=15 $(PYTEST_ARGS)
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q tests/unit

@@ -71,8 +71,8 @@ class SoakPlan:
 
 
 # 5,000+ runs, most from recurring jobs: moto serves a few creates a second, and a one-shot must be created
-# before its time. Creating the ~1,000 jobs takes about 3 minutes, hence the lead.
-FULL = SoakPlan(one_shots=700, cron_jobs=50, rate_jobs=30, retrying=200, failing=50, window_s=600, lead_s=240)
+# before its time. Creating the ~1,000 jobs takes about a minute or two, hence the lead.
+FULL = SoakPlan(one_shots=700, cron_jobs=50, rate_jobs=30, retrying=200, failing=50, window_s=600, lead_s=150)
 # One kill, mid-window, when every node has runs in hand.
 QUICK = SoakPlan(
     one_shots=200,
@@ -119,6 +119,7 @@ class Cluster:
         self.urls: dict[str, str] = {}
         self.dead: list[Proc] = []  # killed processes, kept for their output
         self.kills: list[datetime] = []
+        self.failed_starts = 0  # node starts that failed and were tried again
         self._lock = threading.Lock()
         self._starts = itertools.count()
 
@@ -131,20 +132,32 @@ class Cluster:
         with ThreadPoolExecutor(self.plan.nodes) as pool:
             list(pool.map(self._start_node, [f"n{i}" for i in range(1, self.plan.nodes)]))
 
-    def _start_node(self, name: str) -> None:
-        seed = self.plan.seed * 1000 + next(self._starts)
-        command = [str(BIN / "tickwork"), "dev", "--attach", self.endpoint, "--port", "0", "--node-name", name]
-        if self.plan.aws_error_rate:
-            command += ["--inject-aws-errors", str(self.plan.aws_error_rate), "--fault-seed", str(seed)]
-        proc = Proc.start(name, command)
-        with self._lock:
-            self.nodes[name] = proc
-        ready = READY_LINE.search(proc.wait_line("ready in", 60))
-        assert ready is not None
-        url = ready.group("url")
-        with self._lock:
-            if self.nodes.get(name) is proc:
-                self.urls[name] = url
+    def _start_node(self, name: str, attempts: int = 5) -> None:
+        """Start `name` and wait for it to serve; a start that fails (moto too busy to answer the node's
+        probe) is tried again, as Lambda retries a failed init."""
+        for attempt in range(1, attempts + 1):
+            seed = self.plan.seed * 1000 + next(self._starts)
+            command = [str(BIN / "tickwork"), "dev", "--attach", self.endpoint, "--port", "0", "--node-name", name]
+            if self.plan.aws_error_rate:
+                command += ["--inject-aws-errors", str(self.plan.aws_error_rate), "--fault-seed", str(seed)]
+            proc = Proc.start(name, command)
+            with self._lock:
+                self.nodes[name] = proc
+            try:
+                ready = READY_LINE.search(proc.wait_line("ready in", 60))
+            except AssertionError:
+                proc.kill()
+                with self._lock:
+                    self.dead.append(proc)
+                    self.failed_starts += 1
+                if attempt == attempts:
+                    raise
+                continue
+            assert ready is not None
+            with self._lock:
+                if self.nodes.get(name) is proc:
+                    self.urls[name] = ready.group("url")
+            return
 
     def kill_and_restart(self, name: str) -> None:
         with self._lock:
@@ -457,6 +470,7 @@ def judge(cluster: Cluster, jobs: list[Expected], runs: dict[str, list[dict[str,
         "occurrences": sum(len(j.occurrences) for j in jobs),
         "runs": sum(len(rs) for rs in runs.values()),
         "kills": len(kills),
+        "failed_starts": cluster.failed_starts,
         "lost_detail": lost_detail[:20],
         "lost": lost,
         "duplicated": duplicated,

@@ -37,8 +37,9 @@ def check_port_free(host: str, port: int) -> None:
             raise
 
 
-def endpoint_reachable(url: str, timeout: float = 2.0) -> bool:
-    """True if something answers HTTP at `url` (any status: AWS endpoints answer 4xx to a bare GET)."""
+def endpoint_reachable(url: str, timeout: float = 10.0) -> bool:
+    """True if something answers HTTP at `url` (any status: AWS endpoints answer 4xx to a bare GET). A busy
+    endpoint may take seconds to answer (moto under a soak's load): slow is not absent."""
     try:
         urllib.request.urlopen(url, timeout=timeout)  # noqa: S310 - a URL the user gave for an endpoint
     except urllib.error.HTTPError:
