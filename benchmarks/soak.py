@@ -70,7 +70,7 @@ class SoakPlan:
     seed: int = 7
 
 
-# 5,000+ runs, most from recurring jobs: moto serves a few creates a second, and a one-shot must be created
+# 5,000+ runs, most from recurring jobs: moto serves some 15 creates a second, and a one-shot must be created
 # before its time. Creating the ~1,000 jobs takes about a minute or two, hence the lead.
 FULL = SoakPlan(one_shots=700, cron_jobs=50, rate_jobs=30, retrying=200, failing=50, window_s=600, lead_s=150)
 # One kill, mid-window, when every node has runs in hand.
@@ -324,7 +324,8 @@ def plan_jobs(plan: SoakPlan, start: datetime, tag: str) -> list[Expected]:
                 "FAILED",
             )
         )
-    return jobs
+    # Recurring jobs first, then one-shots in the order they are due: the earliest must be created in time.
+    return sorted(jobs, key=lambda job: (bool(job.spec["schedule"].get("at")), job.occurrences[0]))
 
 
 def create_jobs(cluster: Cluster, jobs: list[Expected]) -> None:
@@ -478,6 +479,7 @@ def judge(cluster: Cluster, jobs: list[Expected], runs: dict[str, list[dict[str,
         "wrong": wrong,
         "early_starts": early,
         "results_checked": results_checked,
+        "completion_lines": sum(completions.values()),  # SUCCEEDED lines the nodes printed, the dead ones' too
         "touched_runs": len(touched),
         "longest_recovery_s": round(max(touched, default=0.0), 1),
         "p99_lateness_untouched_s": round(percentile(untouched, 99), 2) if untouched else None,
