@@ -7,7 +7,7 @@ import re
 import time
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
@@ -165,6 +165,19 @@ class JobDefinition(BaseModel):
     tags: StoredTags = Field(default_factory=dict)
 
 
+class _HasPriority(Protocol):
+    @property
+    def priority(self) -> int: ...
+
+
+class _InBand:
+    """A job or run runs in its priority's band (no fields of its own, so pydantic leaves it alone)."""
+
+    @property
+    def band(self: _HasPriority) -> Band:
+        return Band.of_priority(self.priority)
+
+
 class _JobIdentity(BaseModel):
     """A stored job's id and owner, which come first in its documents."""
 
@@ -174,7 +187,7 @@ class _JobIdentity(BaseModel):
 
 # Bases in this order, so the fields run id, tenant, then the definition, then the job's own (pydantic orders
 # fields by the reversed MRO); the serialised form and the OpenAPI schema keep that order.
-class Job(JobDefinition, _JobIdentity):
+class Job(JobDefinition, _JobIdentity, _InBand):
     model_config = ConfigDict(extra="forbid")
 
     state: JobState = JobState.ACTIVE
@@ -184,10 +197,6 @@ class Job(JobDefinition, _JobIdentity):
     paused_at: UtcDatetime | None = None
     resumed_at: UtcDatetime | None = None
     version: int = 1
-
-    @property
-    def band(self) -> Band:
-        return Band.of_priority(self.priority)
 
     def next_occurrence_after(self, instant: datetime) -> datetime | None:
         return self.schedule.next_after(instant, anchor=self.created_at, hash_key=self.id)
@@ -208,7 +217,7 @@ class RunResult(BaseModel):
     bytes: int
 
 
-class Run(BaseModel):
+class Run(BaseModel, _InBand):
     model_config = ConfigDict(extra="forbid")
 
     id: str
@@ -238,10 +247,6 @@ class Run(BaseModel):
     # Times this run was re-queued after FAILED (retry, DLQ redrive); its lateness then says how late the
     # new execution started relative to the original occurrence.
     requeues: int = 0
-
-    @property
-    def band(self) -> Band:
-        return Band.of_priority(self.priority)
 
 
 class RunMessage(BaseModel):
