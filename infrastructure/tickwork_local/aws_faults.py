@@ -7,8 +7,9 @@ really returns; the SDK's own retries (tickwork.aws.RETRY_CONFIG) then do what t
 
 It hooks `before-send`, the last event before a request leaves botocore, registered first. Against an
 endpoint (the local runtime's moto server, or AWS) an answered request is never sent. In-process moto is
-another `before-send` handler, and botocore calls them all: tests/faults/aws_errors.py also keeps moto from
-carrying out a request that was answered with an error. Nothing here is imported by a function.
+another `before-send` handler, and botocore calls them all: a request answered with an error is marked
+(`REFUSED`), and tests/faults/aws_errors.py makes moto pass over marked requests, so a refused write is
+never carried out. Nothing here is imported by a function.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from botocore.awsrequest import AWSResponse, HTTPHeaders
-from botocore.exceptions import ConnectTimeoutError
+from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,10 @@ class ErrorKind:
 
 
 CONNECT_TIMEOUT = "ConnectTimeout"
+ENDPOINT_UNREACHABLE = "EndpointConnectionError"
+NO_ANSWER = {CONNECT_TIMEOUT: ConnectTimeoutError, ENDPOINT_UNREACHABLE: EndpointConnectionError}
+# Set on a request the injector answered with an error, so an in-process stub can pass over it.
+REFUSED = "_tickwork_fault_refused"
 
 # What DynamoDB, SQS and S3 answer when they are busy or broken (each retryable by the SDK's standard mode).
 KINDS: tuple[ErrorKind, ...] = (
@@ -52,6 +57,9 @@ KINDS: tuple[ErrorKind, ...] = (
     ErrorKind("dynamodb", CONNECT_TIMEOUT, 0),
     ErrorKind("sqs", CONNECT_TIMEOUT, 0),
     ErrorKind("s3", CONNECT_TIMEOUT, 0),
+    ErrorKind("dynamodb", ENDPOINT_UNREACHABLE, 0),
+    ErrorKind("sqs", ENDPOINT_UNREACHABLE, 0),
+    ErrorKind("s3", ENDPOINT_UNREACHABLE, 0),
 )
 
 # The JSON protocols' error type prefixes (DynamoDB and SQS speak JSON; S3 speaks XML).
@@ -85,33 +93,43 @@ def _answer(kind: ErrorKind, url: str) -> AWSResponse:
 
 
 class AwsErrorInjector:
-    """Fails a seeded share of requests to the services it has kinds for; counts what it injected."""
+    """Fails a seeded share of the requests to the services it has kinds for, while `active`; counts what it
+    injected, by kind and by operation."""
 
     def __init__(self, rate: float, *, seed: int = 0, kinds: Sequence[ErrorKind] = KINDS) -> None:
         if not 0 <= rate <= 1:
             raise ValueError("rate must be between 0 and 1")
         self.rate = rate
+        self.active = True
         self._random = random.Random(seed)  # noqa: S311 (a reproducible fault stream, not a secret)
         self._kinds: dict[str, list[ErrorKind]] = {}
         for kind in kinds:
             self._kinds.setdefault(kind.service, []).append(kind)
         self._lock = threading.Lock()
         self.injected: Counter[str] = Counter()  # ErrorKind.name -> requests failed that way
+        self.by_operation: Counter[str] = Counter()  # operation name -> requests failed
         self.requests: Counter[str] = Counter()  # service -> requests seen
+
+    @property
+    def total(self) -> int:
+        return sum(self.injected.values())
 
     def register(self, events: Any) -> None:
         """Hook into a botocore session's (or client's) event system, ahead of any other handler."""
         events.register_first("before-send", self._before_send)
 
     def _before_send(self, request: Any, event_name: str = "", **_: Any) -> AWSResponse | None:
-        service = event_name.split(".")[1] if event_name.count(".") >= 2 else ""
+        service, operation = [*event_name.split(".", 2), "", ""][1:3]
+        setattr(request, REFUSED, False)  # botocore sends the same request object again on a retry
         kinds = self._kinds.get(service)
         with self._lock:
             self.requests[service] += 1
-            if not kinds or self._random.random() >= self.rate:
+            if not (self.active and kinds) or self._random.random() >= self.rate:
                 return None
             kind = self._random.choice(kinds)
             self.injected[kind.name] += 1
-        if kind.code == CONNECT_TIMEOUT:
-            raise ConnectTimeoutError(endpoint_url=request.url)
+            self.by_operation[operation] += 1
+        if kind.code in NO_ANSWER:  # never connected: raising ends the event, so nothing sees the request
+            raise NO_ANSWER[kind.code](endpoint_url=request.url)
+        setattr(request, REFUSED, True)
         return _answer(kind, request.url)

@@ -10,9 +10,10 @@ import botocore.endpoint
 import moto.sqs.models
 import pytest
 from moto.core.botocore_stubber import BotocoreStubber
+from tickwork_local.aws_faults import AwsErrorInjector
 
 from tests.faults import jobtypes
-from tests.faults.aws_errors import AwsErrorInjector, AwsErrorKind, skipping_refused
+from tests.faults.aws_errors import AwsErrorKind, injector_for, skipping_refused
 from tests.harness import Pipeline
 
 
@@ -41,7 +42,7 @@ def sdk_backoffs(monkeypatch: pytest.MonkeyPatch) -> _RecordedSleeps:
 @pytest.fixture
 def injector(request: pytest.FixtureRequest) -> AwsErrorInjector | None:
     kind: AwsErrorKind | None = getattr(request, "param", None)
-    return None if kind is None else AwsErrorInjector(kind, rate=0.2, seed=11)
+    return None if kind is None else injector_for(kind, rate=0.2, seed=11)
 
 
 @pytest.fixture
@@ -49,7 +50,7 @@ def faulty_pipeline(
     mocked_aws: None, monkeypatch: pytest.MonkeyPatch, sdk_backoffs: _RecordedSleeps, injector: AwsErrorInjector | None
 ) -> Iterator[Pipeline]:
     jobtypes.COMPLETIONS.clear()
-    hooks = [injector.attach_session] if injector is not None else []
+    hooks = [lambda session: injector.register(session.events)] if injector is not None else []
     monkeypatch.setattr(BotocoreStubber, "process_request", skipping_refused(BotocoreStubber.process_request))
     with Pipeline.create(session_hooks=hooks) as pipeline:
         # SQS's clock is the fake one: delays and visibility timeouts end when the fake clock says so.

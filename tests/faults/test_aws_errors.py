@@ -9,7 +9,7 @@ from botocore.exceptions import ClientError, ConnectTimeoutError
 from moto.core.botocore_stubber import BotocoreStubber
 from tickwork.aws import CLIENT_CONFIG, TOTAL_ATTEMPTS, AwsClients
 
-from tests.faults.aws_errors import AwsErrorInjector, AwsErrorKind, skipping_refused
+from tests.faults.aws_errors import AwsErrorKind, injector_for, skipping_refused
 from tests.faults.world import ACTIVE, RECOVERY_BOUND, World
 
 
@@ -20,7 +20,7 @@ def test_aws_errors_lose_nothing_and_run_nothing_twice(faulty_pipeline, injector
     injector.active = True
     world.run_for(ACTIVE)
     injector.active = False
-    assert injector.total > 0, f"no {injector.kind} was injected"
+    assert injector.total > 0, f"nothing was injected: {injector.requests}"
     assert sdk_backoffs.backoffs, "the SDK retried nothing: are the clients configured for retries?"
     world.recover(RECOVERY_BOUND)
     world.assert_promises_kept()
@@ -35,9 +35,9 @@ def test_an_injected_error_is_refused_ahead_of_moto_and_retried_by_the_sdk(
 ):
     """Our hook runs before moto's: a refused write is never carried out, and every attempt is refused."""
     monkeypatch.setattr(BotocoreStubber, "process_request", skipping_refused(BotocoreStubber.process_request))
-    injector = AwsErrorInjector(kind, rate=1.0, seed=1)
+    injector = injector_for(kind, rate=1.0, seed=1)
     session = boto3.session.Session()
-    injector.attach_session(session)
+    injector.register(session.events)
     db = AwsClients(session).client("dynamodb")
     db.create_table(
         TableName="t",
@@ -49,7 +49,7 @@ def test_an_injected_error_is_refused_ahead_of_moto_and_retried_by_the_sdk(
     with pytest.raises(error):
         db.put_item(TableName="t", Item={"pk": {"S": "x"}})
     injector.active = False
-    assert injector.injected["PutItem"] == TOTAL_ATTEMPTS
+    assert injector.by_operation["PutItem"] == TOTAL_ATTEMPTS
     assert len(sdk_backoffs.backoffs) == TOTAL_ATTEMPTS - 1
     assert "Item" not in db.get_item(TableName="t", Key={"pk": {"S": "x"}})
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import boto3
 import pytest
 from botocore.config import Config
-from botocore.exceptions import ClientError, ConnectTimeoutError
+from botocore.exceptions import ClientError
 from moto import mock_aws
-from tickwork_local.aws_faults import CONNECT_TIMEOUT, KINDS, AwsErrorInjector, ErrorKind
+from tickwork_local.aws_faults import KINDS, NO_ANSWER, AwsErrorInjector, ErrorKind
 
 ONE_ATTEMPT = Config(retries={"total_max_attempts": 1, "mode": "standard"})
 
@@ -44,8 +44,8 @@ def _any_call(client, service: str):
 def test_each_kind_reaches_the_caller_as_aws_would_send_it(kind: ErrorKind):
     injector = AwsErrorInjector(1.0, kinds=[kind])
     client = _client(injector, kind.service)
-    if kind.code == CONNECT_TIMEOUT:
-        with pytest.raises(ConnectTimeoutError):
+    if kind.code in NO_ANSWER:
+        with pytest.raises(NO_ANSWER[kind.code]):
             _any_call(client, kind.service)
     else:
         with pytest.raises(ClientError) as raised:
