@@ -253,77 +253,34 @@ def _every(start: datetime, end: datetime, step_s: int, offset_s: int = 0, *, al
 def plan_jobs(plan: SoakPlan, start: datetime, tag: str) -> list[Expected]:
     rng = random.Random(plan.seed)
     end = start + timedelta(seconds=plan.window_s)
-    common = {"type": "echo", "misfire_grace_seconds": 900}
     jobs: list[Expected] = []
 
-    def at(i: int) -> datetime:
-        return start + timedelta(milliseconds=rng.randrange(plan.window_s * 1000))
+    def add(
+        name: str, payload: dict[str, Any], schedule: dict[str, Any], occurrences: list[datetime], **extra: Any
+    ) -> None:
+        status = "FAILED" if payload.get("fail_attempts", 0) >= 1000 else "SUCCEEDED"
+        spec = {"type": "echo", "misfire_grace_seconds": 900, "name": name, "payload": {"tag": tag, **payload}}
+        jobs.append(Expected({**spec, "schedule": schedule, **extra}, occurrences, status))
 
-    # Recurring jobs first, so they are acknowledged well before their window opens.
-    # Offsets spread them over the seconds, as real schedules are, instead of one burst every 10 s.
+    def one_shot(name: str, payload: dict[str, Any], **extra: Any) -> None:
+        when = start + timedelta(milliseconds=rng.randrange(plan.window_s * 1000))
+        add(name, payload, {"at": _iso(when)}, [when], **extra)
+
+    # Offsets spread the recurring jobs over the seconds, as real schedules are, instead of one burst every 10 s.
     for i in range(plan.cron_jobs):
-        offset = i % 10
-        schedule = {
-            "cron": f"{offset}-59/10 * * * * *",
-            "timezone": "UTC",
-            "start_at": _iso(start),
-            "end_at": _iso(end),
-        }
-        jobs.append(
-            Expected(
-                {**common, "name": f"cron-{i}", "payload": {"tag": tag, "i": i}, "schedule": schedule},
-                _every(start, end, 10, offset, aligned=True),
-                "SUCCEEDED",
-            )
-        )
+        cron = {"cron": f"{i % 10}-59/10 * * * * *", "timezone": "UTC", "start_at": _iso(start), "end_at": _iso(end)}
+        add(f"cron-{i}", {"i": i}, cron, _every(start, end, 10, i % 10, aligned=True))
     for i in range(plan.rate_jobs):
-        offset = i % 15
-        schedule = {"rate": "15 seconds", "start_at": _iso(start + timedelta(seconds=offset)), "end_at": _iso(end)}
-        jobs.append(
-            Expected(
-                {**common, "name": f"rate-{i}", "payload": {"tag": tag, "i": i}, "schedule": schedule},
-                _every(start, end, 15, offset, aligned=False),
-                "SUCCEEDED",
-            )
-        )
+        rate = {"rate": "15 seconds", "start_at": _iso(start + timedelta(seconds=i % 15)), "end_at": _iso(end)}
+        add(f"rate-{i}", {"i": i}, rate, _every(start, end, 15, i % 15, aligned=False))
     for i in range(plan.one_shots):
-        when = at(i)
-        payload = {"tag": tag, "i": i, **({"sleep_seconds": 2} if i % 8 == 0 else {})}
-        jobs.append(
-            Expected(
-                {**common, "name": f"one-{i}", "payload": payload, "schedule": {"at": _iso(when)}, "priority": i % 10},
-                [when],
-                "SUCCEEDED",
-            )
-        )
-    retry = {"max_attempts": 4, "backoff_seconds": 1, "max_backoff_seconds": 4}
+        one_shot(f"one-{i}", {"i": i, **({"sleep_seconds": 2} if i % 8 == 0 else {})}, priority=i % 10)
     for i in range(plan.retrying):
-        when = at(i)
-        payload = {"tag": tag, "i": i, "fail_attempts": 2}
-        jobs.append(
-            Expected(
-                {**common, "name": f"retrying-{i}", "payload": payload, "schedule": {"at": _iso(when)}, "retry": retry},
-                [when],
-                "SUCCEEDED",
-            )
-        )
+        retry = {"max_attempts": 4, "backoff_seconds": 1, "max_backoff_seconds": 4}
+        one_shot(f"retrying-{i}", {"i": i, "fail_attempts": 2}, retry=retry)
     for i in range(plan.failing):
-        when = at(i)
-        payload = {"tag": tag, "i": i, "fail_attempts": 1000}
-        failing_retry = {"max_attempts": 2, "backoff_seconds": 1, "max_backoff_seconds": 2}
-        jobs.append(
-            Expected(
-                {
-                    **common,
-                    "name": f"failing-{i}",
-                    "payload": payload,
-                    "schedule": {"at": _iso(when)},
-                    "retry": failing_retry,
-                },
-                [when],
-                "FAILED",
-            )
-        )
+        retry = {"max_attempts": 2, "backoff_seconds": 1, "max_backoff_seconds": 2}
+        one_shot(f"failing-{i}", {"i": i, "fail_attempts": 1000}, retry=retry)
     # Recurring jobs first, then one-shots in the order they are due: the earliest must be created in time.
     return sorted(jobs, key=lambda job: (bool(job.spec["schedule"].get("at")), job.occurrences[0]))
 
