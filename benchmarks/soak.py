@@ -1,6 +1,6 @@
 """`make soak`: three nodes on one backend, one SIGKILLed and restarted every 20 s, 2% of AWS requests failing.
 
-    python -m benchmarks.soak            # 5,000+ runs over 6 minutes; writes docs/reliability.md
+    python -m benchmarks.soak            # 5,000+ runs over 30 minutes; writes docs/reliability.md
     python -m benchmarks.soak --quick    # a few hundred runs and one kill (tests/e2e/test_soak.py, in make test)
 
 Three `tickwork dev --attach` nodes share one moto server, as three Lambda deployments share one account. Over
@@ -67,12 +67,14 @@ class SoakPlan:
     aws_error_rate: float = 0.02
     nodes: int = 3
     settle_s: float = 240.0  # after the window, how long everything has to become terminal
+    grace_s: float = 900.0  # if some did not: how much longer to watch, to tell "late" from "never"
     seed: int = 7
 
 
-# 5,000+ runs, most from recurring jobs: moto serves some 15 creates a second, and a one-shot must be created
-# before its time. Creating the ~1,000 jobs takes about a minute or two, hence the lead.
-FULL = SoakPlan(one_shots=700, cron_jobs=50, rate_jobs=30, retrying=200, failing=50, window_s=600, lead_s=150)
+# 5,000+ runs at about 3 a second, most from recurring jobs. One moto process serves the three nodes one request
+# at a time; at 8.6 runs a second it saturated (docs/reliability.md, first run), so the window is 30 minutes.
+# Creating the ~1,200 jobs takes a minute or two (moto serves some 15 creates a second), hence the lead.
+FULL = SoakPlan(one_shots=900, cron_jobs=15, rate_jobs=10, retrying=200, failing=50, window_s=1800, lead_s=150)
 # One kill, mid-window, when every node has runs in hand.
 QUICK = SoakPlan(
     one_shots=200,
@@ -84,6 +86,7 @@ QUICK = SoakPlan(
     lead_s=45,
     max_kills=1,
     first_kill_s=65,
+    grace_s=0,  # in make test: judge at the bound, no more
 )
 
 
@@ -344,6 +347,16 @@ def _wait_settled(cluster: Cluster, jobs: list[Expected], deadline: float) -> di
             time.sleep(3)
 
 
+def _unsettled(jobs: list[Expected], runs: dict[str, list[dict[str, Any]]]) -> tuple[int, int]:
+    """(occurrences with no run, runs not terminal) as the runs stand."""
+    lost = stuck = 0
+    for job in jobs:
+        found = runs.get(job.job_id, [])
+        lost += len(set(job.occurrences) - {_parse(r["scheduled_for"]) for r in found})
+        stuck += sum(r["status"] not in TERMINAL for r in found)
+    return lost, stuck
+
+
 def run_soak(plan: SoakPlan, say: Callable[[str], None] = print) -> dict[str, Any]:
     cluster = Cluster(plan)
     began = time.monotonic()
@@ -365,7 +378,15 @@ def run_soak(plan: SoakPlan, say: Callable[[str], None] = print) -> dict[str, An
         stop.set()
         killer.join()
         runs = _wait_settled(cluster, jobs, time.monotonic() + plan.settle_s)
+        lost_at_bound, stuck_at_bound = _unsettled(jobs, runs)
+        if (lost_at_bound or stuck_at_bound) and plan.grace_s:
+            say(
+                f"at the bound: {lost_at_bound} without a run, {stuck_at_bound} not terminal; watching {plan.grace_s:.0f} s more"
+            )
+            runs = _wait_settled(cluster, jobs, time.monotonic() + plan.grace_s)
         report = judge(cluster, jobs, runs)
+        # At the bound is the promise; after the grace tells a late run ("not yet") from a lost one ("never").
+        report["lost_at_bound"], report["stuck_at_bound"] = lost_at_bound, stuck_at_bound
         report["seconds"] = round(time.monotonic() - began)
         report["injected_aws_errors"] = cluster.injected_errors()
         return report
@@ -462,9 +483,10 @@ The load: {plan.one_shots} one-shot jobs, {plan.cron_jobs} cron jobs every 10 s,
 | figure | value |
 |---|---|
 | occurrences / run records | {report["occurrences"]} / {report["runs"]} |
-| **lost** (an occurrence with no run) | **{report["lost"]}** |
+| **lost** (an occurrence with no run {plan.settle_s:.0f} s after the window) | **{report["lost_at_bound"]}** |
 | **duplicated** (two runs for an occurrence, or a handler completed twice) | **{report["duplicated"]}** |
-| **stuck** (not terminal {plan.settle_s:.0f} s after the window) | **{report["stuck"]}** |
+| **stuck** (a run not terminal {plan.settle_s:.0f} s after the window) | **{report["stuck_at_bound"]}** |
+| of those, still without a run / not terminal after {plan.grace_s:.0f} s more (never, not late) | {report["lost"]} / {report["stuck"]} |
 | wrong (state or result not the expected one; {report["results_checked"]} results read back) | {report["wrong"]} |
 | early starts | {report["early_starts"]} |
 | runs a kill touched (a node died between their due time and their start) | {report["touched_runs"]} |
@@ -490,7 +512,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.quick:
         DOC.write_text(render(report, plan, "make soak"))
         print(f"wrote {DOC.relative_to(ROOT)}")
-    failed = any(report[k] for k in ("lost", "duplicated", "stuck", "wrong", "early_starts"))
+    bar = ("lost", "lost_at_bound", "duplicated", "stuck", "stuck_at_bound", "wrong", "early_starts")
+    failed = any(report[k] for k in bar)
     return 1 if failed else 0
 
 
