@@ -13,7 +13,10 @@ sends parked retries), `RunSender` (sends to the band queues) and `Dispatcher`, 
    so a run starts within about a second of its time and never before it.
 5. A run that was claimed but never leased (the tick died before sending, or its message was lost) is still
    in the due index; once its re-send time passes, the tick sends it again (nothing lost; the executor's
-   lease makes a duplicate message harmless). While the run's band has a backlog of waiting messages its
+   lease makes a duplicate message harmless). A leased run keeps its entry until its outcome: were its
+   executor to die and its message be stranded (received by an executor that died before its first
+   ChangeMessageVisibility: invisible for the queue's 5,400 s), the tick re-sends it once the lease has
+   lapsed by redispatch_after; while the lease is live (heartbeats extend it), the entry follows it. While the run's band has a backlog of waiting messages its
    message is most likely among them, so the re-send waits (up to RESEND_DEFER_LIMIT) rather than
    multiplying the backlog; re-sends are spaced by the run's age, so they thin out exponentially.
 6. A retry whose backoff is too long for a message (see executor) is parked in the due index at its
@@ -186,9 +189,10 @@ class JobClaimer:
 class Resender:
     """Runs in the due index: claimed runs nobody leased (re-sent), and parked retries (sent at their time)."""
 
-    def __init__(self, store: JobStore, queues: RunQueues) -> None:
+    def __init__(self, store: JobStore, queues: RunQueues, *, redispatch_after: timedelta) -> None:
         self.store = store
         self.queues = queues
+        self.redispatch_after = redispatch_after
 
     def backlogged_bands(self, items: list[DueItem], now: datetime) -> set[Band]:
         """Bands with messages waiting to be received, among those of overdue QUEUED runs (one
@@ -208,8 +212,15 @@ class Resender:
         lost is re-sent soon, and one that is merely waiting is not re-sent over and over."""
         a = item.attrs
         status = a.get("status")
-        if status not in (RunStatus.QUEUED.value, RunStatus.RETRYING.value):
+        if status not in (RunStatus.QUEUED.value, RunStatus.RETRYING.value, RunStatus.RUNNING.value):
             return []
+        if status == RunStatus.RUNNING.value:
+            # Leased: its executor (or the message's return after the lease) finishes it. Only a lease that has
+            # lapsed by redispatch_after with no executor back on it means the message is stranded.
+            lapses_at = int(a.get("lease_until_ms", 0)) + int(self.redispatch_after.total_seconds() * 1000)
+            if to_ms(now) < lapses_at:
+                self.store.postpone_redispatch(a["run_id"], expected_due_at=item.due_at, new_due_at=lapses_at)
+                return []
         scheduled_for = stored_instant(a["scheduled_for"])
         send_at = max(now, from_ms(item.due_at))
         age = send_at - scheduled_for
@@ -227,6 +238,8 @@ class Resender:
         report.redispatched += 1
         if status == RunStatus.QUEUED.value:
             logger.warning("re-sending a claimed run that no executor leased", extra={"run_id": a["run_id"]})
+        elif status == RunStatus.RUNNING.value:
+            logger.warning("re-sending a run whose lease lapsed without an outcome", extra={"run_id": a["run_id"]})
         run = Run(
             id=a["run_id"],
             job_id=a["job_id"],
@@ -293,7 +306,7 @@ class Dispatcher:
         self.max_dispatch, self.threads = max_dispatch, threads
         self.redispatch_after = redispatch_after  # job service: a run it sends is re-sent after this, if unleased
         self.claimer = JobClaimer(store, redispatch_after=redispatch_after, faults=faults)
-        self.resender = Resender(store, queues)
+        self.resender = Resender(store, queues, redispatch_after=redispatch_after)
         self.sender = RunSender(queues, clock, faults)
         # Each shard is read oldest first; reading well past the dispatch cap lets priority, not due time,
         # decide what a tick over capacity sends (a shard may hold all of the highest-priority work).

@@ -108,6 +108,7 @@ class RunExecutor:
 
     def _execute(self, message: RunMessage, delivery: Delivery, remaining_ms: Callable[[], int]) -> Outcome:
         owner = f"{delivery.message_id}:{uuid.uuid4().hex[:12]}"
+        self.faults.reached(CrashPoint.EXECUTOR_ON_RECEIVE)
         # Before the lease exists, the message is set to come back when the lease would end: an executor that
         # dies at any point from here on (timeout, out of memory, SIGKILL) strands nothing for longer than
         # the lease + VISIBILITY_MARGIN_SECONDS, rather than the queue's 90-minute visibility.

@@ -20,6 +20,9 @@ class CrashPoint(StrEnum):
     TICK_BEFORE_SEND = "tick.before_send"  # about to send a slice of claimed runs
     TICK_AFTER_SEND = "tick.after_send"  # a slice sent, the tick not yet done
     # The executor.
+    # The batch received, the first ChangeMessageVisibility not yet made: the message stays invisible for the
+    # queue's whole visibility timeout (5,400 s: six times the executor's timeout, as AWS asks).
+    EXECUTOR_ON_RECEIVE = "executor.on_receive"
     EXECUTOR_AFTER_LEASE = "executor.after_lease"  # the run leased, nothing else done
     EXECUTOR_AFTER_JOB_READ = "executor.after_job_read"  # the job read, the handler not yet started
     EXECUTOR_AFTER_RESULT_WRITE = "executor.after_result_write"  # the result in S3, the run not yet finished

@@ -6,8 +6,9 @@ Layout (single table, pk/sk strings):
 
 Indexes:
 - `due-index` (sparse; due_shard, due_at ms): the queue of claimable work. A job carries the keys while it
-  is ACTIVE with a next occurrence; a run carries them from its claim until an executor leases it
-  (due_at = when to re-send it if nobody has: orphan recovery). Claiming and leasing REMOVE the keys.
+  is ACTIVE with a next occurrence; a run carries them from its claim until its outcome (due_at = when to
+  re-send it if nobody has leased it, or if its lease lapsed with its message stranded: orphan recovery).
+  Claiming a job, and a run's outcome, REMOVE the keys (a retry sets them to its re-send time).
 - `tenant-index` (tenant_key, tenant_sort): a tenant's jobs newest first (T#<tenant>#JOB) and its
   FAILED runs newest first (T#<tenant>#FAILED), so the API never scans.
 

@@ -1,8 +1,9 @@
 """The due index and the shard leases: how a tick finds claimable work and splits it with racing ticks.
 
 `due-index` (sparse; due_shard, due_at ms) is the queue of claimable work: a job carries the keys while it is
-ACTIVE with a next occurrence; a run carries them from its claim until an executor leases it (due_at = when
-to re-send it if nobody has: orphan recovery). A shard lease is its own item (pk=SHARD#<n>, sk=LEASE).
+ACTIVE with a next occurrence; a run carries them from its claim until its outcome (due_at = when to re-send
+it if nobody has leased it, or if its lease lapsed with its message stranded: orphan recovery). A shard lease
+is its own item (pk=SHARD#<n>, sk=LEASE).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ DUE_INDEX_PROJECTION = (
     "type",
     "trigger",
     "created_at",
+    "lease_until_ms",
 )
 
 
@@ -109,13 +111,18 @@ class DueIndex:
         )
 
     def postpone_redispatch(self, run_id: str, *, expected_due_at: int, new_due_at: int) -> bool:
-        """Move an unleased run's re-send time; only the tick that moves it re-sends it."""
+        """Move a run's re-send time (a run without an outcome: queued, retrying, or leased); only the tick
+        that moves it re-sends it."""
         return self._table.update_if(
             run_key(run_id),
             "SET due_at = :new",
-            "#status IN (:queued, :retrying) AND due_at = :old",
+            "#status IN (:queued, :retrying, :running) AND due_at = :old",
             {"#status": "status"},
             expression_values(
-                new=new_due_at, old=expected_due_at, queued=RunStatus.QUEUED.value, retrying=RunStatus.RETRYING.value
+                new=new_due_at,
+                old=expected_due_at,
+                queued=RunStatus.QUEUED.value,
+                retrying=RunStatus.RETRYING.value,
+                running=RunStatus.RUNNING.value,
             ),
         )

@@ -85,7 +85,7 @@ class RunRecords:
             attrs = run_to_attrs(run)
             attrs["claimed_at_ms"] = to_ms(now)
             if run.status is RunStatus.QUEUED:
-                # In the due index until an executor leases it: if none has by then, the tick re-sends it.
+                # In the due index until its outcome: if no executor has leased it by then, the tick re-sends it.
                 attrs["due_shard"] = shard
                 attrs["due_at"] = to_ms(run.scheduled_for + redispatch_after)
             else:
@@ -102,7 +102,7 @@ class RunRecords:
         return ClaimedRuns(created=created, existing=existing, in_flight_elsewhere=False)
 
     def put_queued_run(self, run: Run, *, redispatch_at: datetime) -> bool:
-        """A run outside the schedule (trigger): created QUEUED, in the due index until leased."""
+        """A run outside the schedule (trigger): created QUEUED, in the due index until its outcome."""
         attrs = run_to_attrs(run)
         attrs["due_shard"] = shard_of(run.job_id, self.shards)
         attrs["due_at"] = to_ms(redispatch_at)
@@ -123,7 +123,9 @@ class RunRecords:
             "SET #status = :running, attempts = if_not_exists(attempts, :zero) + :one, "
             "lease_owner = :owner, lease_until = :lu, lease_until_ms = :lu_ms, "
             "started_at = if_not_exists(started_at, :now), lateness_ms = if_not_exists(lateness_ms, :late) "
-            "REMOVE due_shard, due_at, not_before, not_before_ms",
+            # The run keeps its due-index entry while leased: the safety net were the lease to lapse with its
+            # message stranded (see dispatch.Resender); the outcome removes it.
+            "REMOVE not_before, not_before_ms",
             "attribute_exists(pk) AND (#status = :queued "
             "OR (#status = :retrying AND (attribute_not_exists(not_before_ms) OR not_before_ms <= :now_ms)) "
             "OR (#status = :running AND lease_until_ms < :now_ms))",
@@ -221,6 +223,8 @@ class RunRecords:
         if resend_at is not None:
             sets += ["due_shard = :shard", "due_at = :due"]
             values.update(shard=shard_of(run.job_id, self.shards), due=to_ms(resend_at))
+        elif status.terminal:
+            removes += ["due_shard", "due_at"]  # nothing left to send
         if status is RunStatus.FAILED:
             # Sparse entry in the tenant index: GET /v1/dlq lists these newest first.
             sets += ["tenant_key = :tk", "tenant_sort = :ts"]
