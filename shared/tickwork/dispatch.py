@@ -16,9 +16,10 @@ sends parked retries), `RunSender` (sends to the band queues) and `Dispatcher`, 
    lease makes a duplicate message harmless). A leased run keeps its entry until its outcome: were its
    executor to die and its message be stranded (received by an executor that died before its first
    ChangeMessageVisibility: invisible for the queue's 5,400 s), the tick re-sends it once the lease has
-   lapsed by redispatch_after; while the lease is live (heartbeats extend it), the entry follows it. While the run's band has a backlog of waiting messages its
-   message is most likely among them, so the re-send waits (up to RESEND_DEFER_LIMIT) rather than
-   multiplying the backlog; re-sends are spaced by the run's age, so they thin out exponentially.
+   lapsed by redispatch_after; while the lease is live (heartbeats extend it), the entry follows it. While the run's band has a backlog at least as large as its overdue runs, their messages may
+   all be waiting in it, so the re-sends wait (up to RESEND_DEFER_LIMIT) rather than multiply the backlog;
+   a smaller backlog cannot hold them all, so they are re-sent. Re-sends are spaced by the run's age, so they
+   thin out exponentially.
 6. A retry whose backoff is too long for a message (see executor) is parked in the due index at its
    retry time; the tick sends it with DelaySeconds like any claimed run.
 """
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -44,7 +46,11 @@ from tickwork.store import DueItem, ItemKind, JobStore
 MAX_CLAIM_ROUNDS = 10  # a 1-second rate job needs several claims to fill a 120 s horizon
 REDISPATCH_BACKOFF = timedelta(minutes=5)  # after a re-send, wait at least this long before the next one
 MAX_REDISPATCH_BACKOFF = timedelta(hours=1)
-RESEND_DEFER_LIMIT = timedelta(minutes=15)  # past this, a run is re-sent even while its band has a backlog
+# Past this, a run is re-sent even while its band has a backlog. Short: a stranded message (received by an
+# executor that died before changing its visibility) is invisible for the queue's 5,400 s, and only the re-send
+# brings its run; the soak showed a 15-minute limit making such runs 17 minutes late under steady load.
+RESEND_DEFER_LIMIT = timedelta(minutes=2)
+DEFER_STEP = timedelta(seconds=60)  # a deferred re-send is looked at again by the next tick
 
 
 @dataclass
@@ -195,15 +201,16 @@ class Resender:
         self.redispatch_after = redispatch_after
 
     def backlogged_bands(self, items: list[DueItem], now: datetime) -> set[Band]:
-        """Bands with messages waiting to be received, among those of overdue QUEUED runs (one
-        GetQueueAttributes per such band, and none on a tick with nothing to re-send)."""
+        """Bands whose waiting messages are at least as many as their overdue QUEUED runs: all of those runs'
+        messages may be in that backlog. A steady trickle of waiting messages is no reason to hold back a
+        re-send (one GetQueueAttributes per band with overdue runs, and none on a tick with nothing to re-send)."""
         now_ms = to_ms(now)
-        bands = {
+        overdue = Counter(
             Band.of_priority(i.priority)
             for i in items
             if i.kind is ItemKind.RUN and i.attrs.get("status") == RunStatus.QUEUED.value and i.due_at <= now_ms
-        }
-        return {band for band in bands if self.queues.waiting_messages(band) > 0}
+        )
+        return {band for band, count in overdue.items() if self.queues.waiting_messages(band) >= count}
 
     def resend(self, item: DueItem, now: datetime, report: TickReport, backlogged: set[Band]) -> list[Outgoing]:
         """A run in the due index: a claimed run nobody leased (re-send it), or a parked retry (send it).
@@ -226,10 +233,12 @@ class Resender:
         age = send_at - scheduled_for
         next_look = send_at + min(MAX_REDISPATCH_BACKOFF, max(REDISPATCH_BACKOFF, age))
         band = Band.of_priority(item.priority)
-        if status == RunStatus.QUEUED.value and band in backlogged and now - from_ms(item.due_at) < RESEND_DEFER_LIMIT:
-            # Its message is most likely waiting in that backlog: a duplicate would only lengthen it.
+        # Measured from the run's own re-send time, not from its entry's due_at, which each deferral moves.
+        defer_until = scheduled_for + self.redispatch_after + RESEND_DEFER_LIMIT
+        if status == RunStatus.QUEUED.value and band in backlogged and now < defer_until:
+            # Its message may be waiting in that backlog: a duplicate would only lengthen it. Look again next tick.
             if self.store.postpone_redispatch(
-                a["run_id"], expected_due_at=item.due_at, new_due_at=to_ms(now + REDISPATCH_BACKOFF)
+                a["run_id"], expected_due_at=item.due_at, new_due_at=to_ms(min(now + DEFER_STEP, defer_until))
             ):
                 report.resends_deferred += 1
             return []

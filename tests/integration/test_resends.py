@@ -1,0 +1,52 @@
+"""Re-sends of claimed runs whose message is gone, against a band's backlog (issue 11: found by the soak).
+
+A message can vanish for 90 minutes (received by an executor that died before changing its visibility); only
+the tick's re-send brings its run. Holding the re-send back is right only while the band's backlog could hold
+the run's message: a steady trickle of waiting messages must not delay it, and a real backlog only briefly.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from tickwork.dispatch import RESEND_DEFER_LIMIT
+from tickwork.models import Band, RunStatus, run_id_for
+
+from tests.harness import START
+
+
+def _claimed_with_its_message_lost(pipeline: Any, count: int) -> list[str]:
+    """`count` one-shots due at START + 60 s, claimed by a tick, their messages then lost."""
+    jobs = [pipeline.create_job(schedule={"at": START + timedelta(seconds=60)}) for _ in range(count)]
+    pipeline.tick()
+    pipeline.sqs.purge_queue(QueueUrl=pipeline.resources.queue_urls[Band.NORMAL.value])
+    return [run_id_for(job.id, job.next_run_at) for job in jobs]
+
+
+def _waiting(pipeline: Any, count: int) -> None:
+    """Other messages waiting in the normal band: a backlog of `count`."""
+    url = pipeline.resources.queue_urls[Band.NORMAL.value]
+    for _ in range(count):
+        pipeline.sqs.send_message(QueueUrl=url, MessageBody="{}")
+
+
+def test_a_trickle_of_waiting_messages_does_not_hold_back_a_re_send(pipeline):
+    run_ids = _claimed_with_its_message_lost(pipeline, 3)
+    _waiting(pipeline, 2)  # fewer than the overdue runs: their messages cannot all be in it
+    pipeline.clock.advance(95)  # 35 s past their time, past the 30 s re-send time
+    report = pipeline.tick()
+    assert report["redispatched"] == 3
+    pipeline.drain()
+    assert {pipeline.run(r).status for r in run_ids} == {RunStatus.SUCCEEDED}
+
+
+def test_a_backlog_that_could_hold_the_messages_holds_the_re_sends_back_two_minutes_at_most(pipeline):
+    run_ids = _claimed_with_its_message_lost(pipeline, 2)
+    _waiting(pipeline, 5)
+    pipeline.clock.advance(95)
+    assert pipeline.tick()["redispatched"] == 0  # deferred: the backlog may hold them
+    pipeline.clock.advance(int(RESEND_DEFER_LIMIT.total_seconds()) + 30)  # the backlog is still there
+    assert pipeline.tick()["redispatched"] == 2
+    pipeline.drain()
+    assert {pipeline.run(r).status for r in run_ids} == {RunStatus.SUCCEEDED}
