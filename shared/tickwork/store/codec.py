@@ -48,9 +48,11 @@ def run_key(run_id: str) -> dict[str, Any]:
     parsed = parse_run_id(run_id)
     if parsed is None:
         raise ValueError(f"not a run id: {run_id!r}")
-    job_id, scheduled_for, trigger = parsed
-    suffix = "#m" if trigger is RunTrigger.MANUAL else ""
-    return {"pk": {"S": f"JOB#{job_id}"}, "sk": {"S": f"RUN#{to_ms(scheduled_for):013d}{suffix}"}}
+    suffix = "#m" if parsed.trigger is RunTrigger.MANUAL else ""
+    when = f"{to_ms(parsed.scheduled_for):013d}{suffix}"
+    # A step's run sorts under STEP#, apart from the workflow runs (RUN#), so a workflow's runs page alone.
+    sort = f"RUN#{when}" if parsed.step_id is None else f"STEP#{when}#{parsed.step_id}"
+    return {"pk": {"S": f"JOB#{parsed.job_id}"}, "sk": {"S": sort}}
 
 
 def _plain(value: Any) -> Any:
