@@ -161,6 +161,16 @@ def plan_advance(
     return AdvancePlan(start=start, skip=skip, status=workflow_status(dag, after))
 
 
+def step_start(
+    dag: Dag, step_id: str, states: Mapping[str, StepState], results: Mapping[str, Any], *, max_payload_bytes: int
+) -> StepStart:
+    """A started step's run as plan_advance made it: its payload resolved over the same upstream states and
+    results (which read the same once the step has started: its upstream steps are terminal). For re-creating
+    the run of a step recorded QUEUED whose run is missing (its creator died between the two writes)."""
+    document = _document(dag, step_id, states, results) if dag.reads(step_id) else {}
+    return _start(step_id, dag.steps[step_id].payload, document, max_payload_bytes)
+
+
 def _document(dag: Dag, sid: str, states: Mapping[str, StepState], results: Mapping[str, Any]) -> dict[str, Any]:
     """What a step's condition and `$from` values read: its upstream steps' statuses and results."""
     return {

@@ -10,9 +10,10 @@ override the workflow's `retry`, `timeout_seconds` and `priority`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from enum import StrEnum
 from functools import cached_property
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -80,10 +81,15 @@ class WorkflowDefinition(BaseModel):
     tags: StoredTags = Field(default_factory=dict)
 
 
-class Workflow(ScheduledLifecycle, WorkflowDefinition, _JobIdentity, _InBand):
-    """A stored workflow: id and tenant, its definition, and the same lifecycle as a job's."""
+class StepSettings:
+    """What a step runs with: its own priority, retry and timeout, else its workflow's. Shared by the stored
+    Workflow and the snapshot a workflow run keeps (tickwork.workflow.runs), which both have these fields."""
 
-    model_config = ConfigDict(extra="forbid")
+    if TYPE_CHECKING:  # the fields of the models that use it (declared here for the type checker only)
+        steps: list[WorkflowStep]
+        priority: int
+        retry: RetryPolicy
+        timeout_seconds: int
 
     @cached_property
     def dag(self) -> Dag:
@@ -102,6 +108,15 @@ class Workflow(ScheduledLifecycle, WorkflowDefinition, _JobIdentity, _InBand):
     def step_timeout_seconds(self, step_id: str) -> int:
         step = self.step(step_id)
         return self.timeout_seconds if step.timeout_seconds is None else step.timeout_seconds
+
+
+class Workflow(ScheduledLifecycle, WorkflowDefinition, _JobIdentity, _InBand, StepSettings):
+    """A stored workflow: id and tenant, its definition, and the same lifecycle as a job's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    def next_occurrence_after(self, instant: datetime) -> datetime | None:
+        return self.schedule.next_after(instant, anchor=self.created_at, hash_key=self.id)
 
 
 class Dag:
