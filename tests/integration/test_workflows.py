@@ -715,3 +715,15 @@ def test_other_tenants_workflows_and_runs_do_not_exist(pipeline):
             call()
     assert [w.id for w in workflows.list(TENANT).items] == [workflow.id]
     assert workflows.list("other").items == []
+
+
+def test_a_failed_steps_run_is_retried_with_its_workflow_run_not_alone(pipeline):
+    workflow_run_id = occur(pipeline, create(pipeline, [step("bad", **FAILING), step("after", "bad")]))
+    pipeline.drain()
+    bad = step_run_id_for(workflow_run_id, "bad")
+    assert [r.id for r in pipeline.services.queries.list_dlq(TENANT).items] == [bad]
+    with pytest.raises(Conflict, match=f"retried with its workflow run: retry {workflow_run_id}"):
+        pipeline.services.redrive.retry_run(TENANT, bad)
+    report = pipeline.services.redrive.redrive(TENANT)
+    assert (report.redriven, report.not_redriven) == (0, [bad])
+    assert pipeline.run(bad).status is RunStatus.FAILED
