@@ -599,6 +599,10 @@ def test_pause_stops_new_workflow_runs_while_the_run_in_progress_finishes(pipeli
         ("12:05", "SUCCEEDED", None),
     ]
     assert runs[0].steps == {}  # a skipped occurrence ran nothing
+    skipped = workflows.runs(TENANT, workflow.id, status=WorkflowRunStatus.SKIPPED, limit=2)
+    assert [r.scheduled_for.strftime("%H:%M") for r in skipped.items] == ["12:20", "12:15"]
+    rest = workflows.runs(TENANT, workflow.id, status=WorkflowRunStatus.SKIPPED, cursor=skipped.next_cursor)
+    assert ([r.scheduled_for.strftime("%H:%M") for r in rest.items], rest.next_cursor) == (["12:10"], None)
     assert pipeline.count_items(kind="RUN") == 2  # a and b of 12:05 only
     assert sum(pipeline.queued_messages(b) for b in Band) == 0
 
@@ -727,3 +731,20 @@ def test_a_failed_steps_run_is_retried_with_its_workflow_run_not_alone(pipeline)
     report = pipeline.services.redrive.redrive(TENANT)
     assert (report.redriven, report.not_redriven) == (0, [bad])
     assert pipeline.run(bad).status is RunStatus.FAILED
+
+
+def test_a_trigger_that_dies_after_opening_its_run_is_completed_by_the_ticks_reconciliation(pipeline):
+    workflows = pipeline.services.workflows
+    workflow = create(pipeline, [step("a"), step("b", "a")])
+    pipeline.crashes.arm(CrashPoint.WORKFLOW_AFTER_RUN_PUT)
+    with pytest.raises(ProcessKilled):
+        workflows.trigger(TENANT, workflow.id)
+    pipeline.crashes.disarm()
+    workflow_run_id = run_id_for(workflow.id, pipeline.clock.now(), RunTrigger.MANUAL)
+    assert statuses(view(pipeline, workflow_run_id)) == {"a": "QUEUED", "b": "PENDING"}  # recorded, never created
+    assert pipeline.count_items(kind="RUN") == 0
+    pipeline.clock.advance(150)  # past RECONCILE_AFTER: the run's root is created and sent by the tick
+    pipeline.tick()
+    assert pipeline.drain() == 2
+    assert view(pipeline, workflow_run_id).status is WorkflowRunStatus.SUCCEEDED
+    assert {step_run_id_for(workflow_run_id, s): 1 for s in "ab"} == EXECUTIONS
