@@ -3,7 +3,7 @@ sk=RUN#<ms>[#m]). A workflow's step runs are ordinary run records (sk=STEP#..., 
 
 A workflow sits where a job would and carries the same claim attributes, so the due index, the claim's advance
 (`JobRecords.advance_job`) and the completion (`complete_if_settled`) serve it unchanged. A RUNNING workflow
-run is in the due index too, at the time the tick should reconcile it (every recorded progress pushes it out).
+run is in the due index too, at the time the tick should reconcile it (every step's end pushes it out).
 
 Every change to a workflow run is one conditional UpdateItem that returns the item (as it left it, or as its
 condition saw it), so whoever records progress plans the next step from the current run without another read.
@@ -154,20 +154,21 @@ class WorkflowRecords:
         *,
         final: WorkflowRunStatus | None,
         now: datetime,
-        reconcile_at: datetime,
     ) -> tuple[bool, WorkflowRunRecord | None]:
         """Record a plan (tickwork.workflow.advance): each decided step's entry, only while the run is RUNNING and
         each of them is still PENDING, so a plan applied twice, or two plans at once, record each step once. With
         `final`, the run ends: its status, finished_at, expiry, and out of the due index. Returns (won, the run
-        now)."""
+        now).
+
+        The reconciliation time is not pushed here: a plan follows the step's end that pushed it (or the
+        reconciliation that postponed it) at once, and moving `due_at`, a due-index key, would rewrite the
+        run's index entry again (2 WRU) for nothing."""
         update = _StepUpdate()
         update.require_run(WorkflowRunStatus.RUNNING)
         for step_id, entry in decisions.items():
             update.set_entry(step_id, entry)
             update.require_step(step_id, StepStatus.PENDING)
-        if final is None:
-            update.sets.append(f"due_at = {update.value(to_ms(reconcile_at))}")
-        else:
+        if final is not None:
             self._end(update, final, now)
         return self._update(workflow_run_id, update)
 

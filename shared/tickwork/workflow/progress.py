@@ -10,7 +10,7 @@ each step's run exactly once and record each decision once:
   that loses re-plans from the run the failed write returned;
 - a step's run is created before the decision that records it, so a crash between the two leaves a run the
   next plan finds (its put loses, its decision is recorded) and the due index re-sends;
-- a RUNNING workflow run sits in the due index at now + `reconcile_after` (every recorded progress pushes it):
+- a RUNNING workflow run sits in the due index at now + `reconcile_after` (every step's end pushes it):
   a run whose progress stopped (a crash between a step's end and its recording, or between its recording and
   the plan that follows) is reconciled by the tick without waiting for any other event.
 """
@@ -144,11 +144,7 @@ class WorkflowProgress:
             outgoing += self._create_runs(record, plan.start, now)
             self.faults.reached(CrashPoint.WORKFLOW_AFTER_STEP_RUNS_PUT)
             won, current = self.records.record_decisions(
-                record.id,
-                self._entries(record, plan.start, plan.skip),
-                final=plan.status,
-                now=now,
-                reconcile_at=now + self.settings.reconcile_after,
+                record.id, self._entries(record, plan.start, plan.skip), final=plan.status, now=now
             )
             if current is None:
                 return outgoing  # pragma: no cover - a workflow run is never deleted, only expired once ended

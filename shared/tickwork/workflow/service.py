@@ -176,9 +176,7 @@ class WorkflowService:
                 if entry.status is StepStatus.PENDING
             }
             now = self.clock.now()
-            won, current = self.records.record_decisions(
-                record.id, pending, final=WorkflowRunStatus.CANCELLED, now=now, reconcile_at=now
-            )
+            won, current = self.records.record_decisions(record.id, pending, final=WorkflowRunStatus.CANCELLED, now=now)
             if current is None:  # pragma: no cover - a workflow run is never deleted, only expired once ended
                 raise NotFound(f"workflow run {workflow_run_id} not found")
             record = current
