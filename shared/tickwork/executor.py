@@ -51,7 +51,8 @@ from tickwork.outcomes import MAX_MESSAGE_BACKOFF_SECONDS, RunOutcomes, StepSett
 from tickwork.queues import RunQueues
 from tickwork.results import ResultStore
 from tickwork.run_target import RunTarget
-from tickwork.store import JobStore, LeaseOutcome, WorkflowRecords
+from tickwork.store import JobStore, LeaseOutcome
+from tickwork.workflow.runs import WorkflowRunRecord
 
 __all__ = ["Delivery", "Outcome", "RunExecutor"]  # the executor's handler takes all three from here
 
@@ -62,8 +63,7 @@ class WorkflowSteps(StepSettlement, Protocol):
     """What the executor needs of workflows (tickwork.workflow.progress.WorkflowProgress): a step's workflow run
     (its snapshot says what the step runs), and where the step's end goes."""
 
-    @property
-    def records(self) -> WorkflowRecords: ...
+    def workflow_run(self, workflow_run_id: str) -> WorkflowRunRecord | None: ...
 
 
 class RunExecutor:
@@ -181,7 +181,7 @@ class RunExecutor:
         if self.workflows is None:
             logger.error("a workflow step's run, but this executor has no workflows wired")
             return None
-        record = self.workflows.records.get_workflow_run(run.workflow_run_id)
+        record = self.workflows.workflow_run(run.workflow_run_id)
         return RunTarget.of_step(record, run) if record is not None and record.definition is not None else None
 
     def _not_yet(self, current: Run | None, outcome: LeaseOutcome, delivery: Delivery, now: datetime) -> Outcome:

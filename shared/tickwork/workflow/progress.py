@@ -104,6 +104,10 @@ class WorkflowProgress:
             outgoing += self.advance(opened)
         return Opened(opened, {}, outgoing)
 
+    def workflow_run(self, workflow_run_id: str) -> WorkflowRunRecord | None:
+        """A workflow run as stored (read consistently): what its steps run is in its snapshot."""
+        return self.records.get_workflow_run(workflow_run_id)
+
     # ------------------------------------------------------------ a step ended
 
     def step_settled(self, run: Run, status: RunStatus, skip_reason: SkipReason | None = None) -> SendReport:
