@@ -35,6 +35,8 @@ class VersionedChanges(Generic[Scheduled]):
     read: Callable[[str, str], Scheduled]  # (tenant, id) -> the caller's item, or NotFound
     replace: Callable[[Scheduled, int], bool]  # (changed, expected version) -> won
     clock: Clock
+    # A change to the state it is in already: no change (jobs), or a Conflict (workflows, as their API says).
+    repeat_conflicts: bool = False
 
     def change(self, tenant: str, item_id: str, change: Callable[[Scheduled, datetime], Scheduled | None]) -> Scheduled:
         """Apply `change` under optimistic locking; it returns None when there is nothing to do."""
@@ -79,11 +81,11 @@ class VersionedChanges(Generic[Scheduled]):
     def toggle(
         self, tenant: str, item_id: str, *, verb: str, source: JobState, target: JobState, stamp: str
     ) -> Scheduled:
-        """`source` -> `target`, recording when in `stamp`; idempotent (already `target` is no change), and a
-        Conflict from any other state."""
+        """`source` -> `target`, recording when in `stamp`; idempotent (already `target` is no change) unless
+        `repeat_conflicts`, and a Conflict from any other state."""
 
         def change(current: Scheduled, now: datetime) -> Scheduled | None:
-            if current.state is target:
+            if current.state is target and not self.repeat_conflicts:
                 return None
             if current.state is not source:
                 raise Conflict(f"cannot {verb} a {current.state.value} {self.noun}")
@@ -103,13 +105,14 @@ class VersionedChanges(Generic[Scheduled]):
         )
 
     def cancel(self, tenant: str, item_id: str) -> Scheduled:
-        """CANCELLED, with no next occurrence (out of the due index); already cancelled is no change."""
+        """CANCELLED, with no next occurrence (out of the due index); already cancelled is no change, or a
+        Conflict with `repeat_conflicts`."""
 
         def change(current: Scheduled, now: datetime) -> Scheduled | None:
-            if current.state is JobState.CANCELLED:
+            if current.state is JobState.CANCELLED and not self.repeat_conflicts:
                 return None
-            if current.state is JobState.COMPLETED:
-                raise Conflict(f"cannot cancel a COMPLETED {self.noun}")
+            if current.state in (JobState.CANCELLED, JobState.COMPLETED):
+                raise Conflict(f"cannot cancel a {current.state.value} {self.noun}")
             return current.model_copy(update={"state": JobState.CANCELLED, "next_run_at": None})
 
         return self.change(tenant, item_id, change)
