@@ -1,5 +1,11 @@
 """Run one delivered run message: lease, check the job, run its type's handler, record the outcome.
 
+A workflow step's run is run the same way; what it runs (type, payload, retry, timeout) comes from its
+workflow run's snapshot instead of a job (tickwork.run_target), and its end is recorded in its workflow run,
+which starts what that allows (tickwork.workflow.progress). A step whose workflow run was cancelled is not
+started (SKIPPED `cancelled`); one already running is asked to stop through its heartbeat, and if it then
+raises it is recorded SKIPPED `cancelled`, not retried.
+
 Promises kept here:
 - 3, effect once: a terminal run is acknowledged without running; a result is written with
   If-None-Match: *, and a run taken over from a dead executor first looks for the result it may have left
