@@ -22,7 +22,7 @@ from typing import Any
 from tickwork.clock import iso
 from tickwork_local.template import load_template
 
-from benchmarks.common import AwsMeter, Call, Stamp, moto_session, stopwatch
+from benchmarks.common import Call, PhaseMeter, Stamp, moto_session, stopwatch
 from tests.harness import START, Pipeline
 
 FULL = {"ahead": 300, "soon": 50}
@@ -39,17 +39,8 @@ def _template_shards() -> str:
 def measure(runs: int, scenario: str) -> dict[str, Any]:
     """Create `runs` one-shot echo jobs, tick, execute every run; return the metered calls per phase."""
     with moto_session(), Pipeline.create(DUE_SHARDS=_template_shards()) as pipeline:
-        meter = AwsMeter(pipeline.resources.table_name)
-        for service in ("dynamodb", "sqs", "s3"):
-            meter.attach(pipeline.services.clients.client(service))
-        phases: dict[str, list[Call]] = {}
-        mark = 0
-
-        def close(phase: str) -> None:
-            nonlocal mark
-            phases[phase] = meter.calls[mark:]
-            mark = len(meter.calls)
-
+        metered = PhaseMeter(pipeline)
+        close = metered.close
         with stopwatch() as elapsed:
             if scenario == "ahead":
                 # Due 150 s after create, beyond the 120 s horizon: nothing is claimed at create.
@@ -78,8 +69,8 @@ def measure(runs: int, scenario: str) -> dict[str, Any]:
         "runs": runs,
         "seconds": round(seconds, 1),
         "tick_dispatched": report["dispatched"],
-        "phases": {phase: summarize(calls, runs) for phase, calls in phases.items()},
-        "total": summarize([c for calls in phases.values() for c in calls], runs),
+        "phases": {phase: summarize(calls, runs) for phase, calls in metered.phases.items()},
+        "total": summarize(metered.all_calls(), runs),
     }
 
 
@@ -134,11 +125,12 @@ def summarize(calls: list[Call], runs: int) -> dict[str, Any]:
     }
 
 
-def billable(total: dict[str, Any], runs_per_tick: int) -> dict[str, float]:
+def billable(total: dict[str, Any], runs_per_tick: int, *, creates_per_run: float = 1.0) -> dict[str, float]:
     """What the bill counts per run. Measured: SDK requests (empty receives apart), with the tick's fixed calls
     amortised over `runs_per_tick`. Modelled: the requests that are not SDK calls of our code: API Gateway's
-    (1 per create) and Lambda invocations (API: 1 per create; executor: 1 per non-empty receive, i.e. per
-    batch; the tick's are per minute, not per run: section 2)."""
+    (1 per create, `creates_per_run` creates per run: a workflow's one create serves all its step runs) and
+    Lambda invocations (API: 1 per create; executor: 1 per non-empty receive, i.e. per batch; the tick's are
+    per minute, not per run: section 2)."""
     per_run = total["per_run"]
     tick_calls = sum(total["per_tick_calls"].values())
     tick_share = tick_calls / runs_per_tick
@@ -157,9 +149,9 @@ def billable(total: dict[str, Any], runs_per_tick: int) -> dict[str, float]:
         "dynamodb_requests": of("dynamodb") + tick_share,
         "sqs_requests": of("sqs"),
         "s3_requests": of("s3"),
-        "apigw_requests": 1.0,
-        "lambda_invocations": 1.0 + receives,
-        "billable_requests": sdk + tick_share + 1.0 + 1.0 + receives,
+        "apigw_requests": creates_per_run,
+        "lambda_invocations": creates_per_run + receives,
+        "billable_requests": sdk + tick_share + 2 * creates_per_run + receives,
         "wru_per_run": wru,
         "tick_wru": sum(total["per_tick_wru"].values()),
         "wru": wru + sum(total["per_tick_wru"].values()) / runs_per_tick,
@@ -246,15 +238,7 @@ def render(result: dict[str, Any]) -> str:
         "| phase | operation and item | calls per run | WRU per run (table + indexes) | bytes billed (mean) |",
         "|---|---|---:|---|---:|",
     ]
-    for phase in ("create", "tick", "execute"):
-        summary = ahead["phases"][phase]
-        for op, n in sorted(summary["per_run"].items()):
-            if op.endswith(EMPTY_RECEIVE):
-                continue
-            parts = summary["wru_per_run"].get(op, {})
-            wru = " + ".join(f"{_fmt(v)} {k}" for k, v in parts.items() if v) if parts else ""
-            size = summary["mean_item_bytes"].get(op, "")
-            lines.append(f"| {phase} | `{op}` | {_fmt(n)} | {wru} | {size} |")
+    lines += phase_rows(ahead["phases"])
     lines += [
         "",
         "What each write is: create = `PutItem` job (enters `due-index` and `tenant-index`); tick = `Query`"
@@ -275,6 +259,22 @@ def render(result: dict[str, Any]) -> str:
         *_advice(ahead, b_ahead),
     ]
     return "\n".join(lines)
+
+
+def phase_rows(phases: dict[str, Any]) -> list[str]:
+    """One table row per phase and operation: calls, WRU by part, and bytes billed, per run."""
+    rows = []
+    for phase in PHASES:
+        summary = phases[phase]
+        for op, n in sorted(summary["per_run"].items()):
+            if op.endswith(EMPTY_RECEIVE):
+                continue
+            parts = summary["wru_per_run"].get(op, {})
+            ordered = sorted(parts.items(), key=lambda part: (part[0] != "table", part[0]))  # the table, then indexes
+            wru = " + ".join(f"{_fmt(v)} {k}" for k, v in ordered if v)
+            size = summary["mean_item_bytes"].get(op, "")
+            rows.append(f"| {phase} | `{op}` | {_fmt(n)} | {wru} | {size} |")
+    return rows
 
 
 def _advice(ahead: dict[str, Any], billed: dict[str, float]) -> list[str]:

@@ -253,11 +253,16 @@ _WRITES = {"PutItem", "UpdateItem", "DeleteItem"}
 
 
 def item_kind(key: Mapping[str, Any] | None) -> str:
-    """job | run | shard | other, from Tickwork's key layout (tickwork.store): JOB#id/JOB, JOB#id/RUN#..., SHARD#n."""
+    """job | run | workflow | workflow run | step run | shard | other, from Tickwork's key layout
+    (tickwork.store): JOB#id/JOB, JOB#id/RUN#..., JOB#id/STEP#..., SHARD#n; a workflow's id starts with w."""
     if not key:
         return ""
     pk = str(key.get("pk", {}).get("S", ""))
     sk = str(key.get("sk", {}).get("S", ""))
+    if pk.startswith("JOB#w"):
+        if sk == "JOB":
+            return "workflow"
+        return "workflow run" if sk.startswith("RUN#") else "step run" if sk.startswith("STEP#") else "job-other"
     if pk.startswith("JOB#"):
         return "job" if sk == "JOB" else "run" if sk.startswith("RUN#") else "job-other"
     if pk.startswith("SHARD#"):
@@ -378,6 +383,25 @@ class AwsMeter:
 
     def moto_reported_wcu(self) -> float:
         return sum(c.moto_capacity or 0 for c in self.calls if c.operation in _WRITES)
+
+
+class PhaseMeter:
+    """An AwsMeter on a pipeline's DynamoDB, SQS and S3 clients, its calls split into named phases."""
+
+    def __init__(self, pipeline: Any) -> None:
+        self.meter = AwsMeter(pipeline.resources.table_name)
+        for service in ("dynamodb", "sqs", "s3"):
+            self.meter.attach(pipeline.services.clients.client(service))
+        self.phases: dict[str, list[Call]] = {}
+        self._mark = 0
+
+    def close(self, phase: str) -> None:
+        """The calls since the last phase closed are `phase`'s."""
+        self.phases[phase] = self.meter.calls[self._mark :]
+        self._mark = len(self.meter.calls)
+
+    def all_calls(self) -> list[Call]:
+        return [c for calls in self.phases.values() for c in calls]
 
 
 def as_plain(value: Any) -> Any:

@@ -25,10 +25,10 @@ from benchmarks import ROOT, prepare_environment
 # Before the sections import boto3, Powertools and the domain: fake credentials, no X-Ray, no EMF lines.
 prepare_environment()
 
-from benchmarks import calls_per_run, cost, dispatch_rate, idle_scaling, lateness, scale  # noqa: E402
+from benchmarks import calls_per_run, calls_per_step, cost, dispatch_rate, idle_scaling, lateness, scale  # noqa: E402
 from benchmarks.common import Stamp  # noqa: E402
 
-SECTIONS = ("requests", "cost", "dispatch", "scaling", "lateness")
+SECTIONS = ("requests", "workflows", "cost", "dispatch", "scaling", "lateness")
 RESULTS = ROOT / "benchmarks" / "results.json"
 DOC = ROOT / "docs" / "benchmarks.md"
 
@@ -89,12 +89,14 @@ def _run_one(
 
 MODULES: dict[str, Any] = {
     "requests": calls_per_run,
+    "workflows": calls_per_step,
     "dispatch": dispatch_rate,
     "scaling": idle_scaling,
     "lateness": lateness,
 }
 CONSOLE: dict[str, Any] = {
     "requests": calls_per_run.console,
+    "workflows": calls_per_step.console,
     "cost": cost.console,
     "dispatch": dispatch_rate.console,
     "scaling": idle_scaling.console,
@@ -123,6 +125,7 @@ def render_doc(results: dict[str, Any], command: str) -> str:
         parts += ["## Headline", "", *headline, ""]
     renderers = [
         ("requests", calls_per_run.render),
+        ("workflows", lambda result: calls_per_step.render(result, results.get("requests"))),
         ("cost", cost.render),
         ("dispatch", dispatch_rate.render),
         ("scaling", idle_scaling.render),
@@ -155,6 +158,13 @@ def _headline(results: dict[str, Any]) -> list[str]:
             f"- Per one-shot run: **{b['billable_requests']:.1f} billable requests** ({b['sdk_requests']:.1f} AWS SDK"
             f" calls + API Gateway + Lambda invocations) and **{b['wru']:.1f} DynamoDB WRU** (goal: ≤ 5 and ≤ 4:"
             " not met; section 1 says what dominates)."
+        )
+    w = results.get("workflows")
+    if w:
+        b = w["billable"]
+        out.append(
+            f"- Per workflow step run (diamond workflows): **{b['billable_requests']:.1f} billable requests** and"
+            f" **{b['wru']:.1f} DynamoDB WRU** (section 1b)."
         )
     c = results.get("cost")
     if c:

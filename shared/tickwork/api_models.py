@@ -8,7 +8,7 @@ component names.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
@@ -22,10 +22,15 @@ from tickwork.models import (
     Priority,
     RetryPolicy,
     Run,
+    RunStatus,
+    RunTrigger,
+    SkipReason,
     Tags,
     TimeoutSeconds,
 )
-from tickwork.schedule import CallerInstant, Schedule
+from tickwork.schedule import CallerInstant, Schedule, UtcDatetime
+from tickwork.workflow.advance import WorkflowRunStatus
+from tickwork.workflow.definition import MAX_STEPS, Workflow, WorkflowDefinition, WorkflowStep
 
 PROBLEM_JSON = "application/problem+json"
 
@@ -107,12 +112,25 @@ def _no_defaults(schema: dict[str, Any]) -> None:
         prop.pop("default", None)
 
 
-class JobUpdate(BaseModel):
-    """What PATCH may change; absent fields stay as they are (`null` is refused). A job's type never changes."""
+class _Patch(BaseModel):
+    """A PATCH body: every field optional, none nullable. The None defaults only mark "absent" (never validated,
+    and kept out of the OpenAPI document), and an explicit null is refused by _not_null."""
 
-    # Every field optional, none nullable: the None defaults only mark "absent" (never validated, and kept out
-    # of the OpenAPI document), and an explicit null is refused by _not_null.
     model_config = ConfigDict(extra="forbid", json_schema_extra=_no_defaults)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _not_null(cls, value: object) -> object:
+        if value is None:
+            raise ValueError("must not be null; leave the field out to keep its value")
+        return value
+
+    def changes(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.model_fields_set}
+
+
+class JobUpdate(_Patch):
+    """What PATCH may change; absent fields stay as they are (`null` is refused). A job's type never changes."""
 
     name: JobName = Field(default=_ABSENT)
     payload: dict[str, Any] = Field(default=_ABSENT)
@@ -124,15 +142,28 @@ class JobUpdate(BaseModel):
     overlap: OverlapPolicy = Field(default=_ABSENT)
     tags: Tags = Field(default=_ABSENT)
 
-    @field_validator("*", mode="before")
-    @classmethod
-    def _not_null(cls, value: object) -> object:
-        if value is None:
-            raise ValueError("must not be null; leave the field out to keep its value")
-        return value
 
-    def changes(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.model_fields_set}
+class WorkflowSpec(WorkflowDefinition):
+    """What a caller submits to create a workflow (POST /v1/workflows)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schedule: ScheduleSpec
+    tags: Tags = Field(default_factory=dict)
+
+
+class WorkflowUpdate(_Patch):
+    """What PATCH /v1/workflows/{id} may change; absent fields stay as they are (`null` is refused). New steps
+    apply to workflow runs that start after the change; a run in progress keeps the steps it started with."""
+
+    name: JobName = Field(default=_ABSENT)
+    schedule: ScheduleSpec = Field(default=_ABSENT)
+    steps: list[WorkflowStep] = Field(default=_ABSENT, min_length=1, max_length=MAX_STEPS)
+    priority: Priority = Field(default=_ABSENT)
+    retry: RetryPolicy = Field(default=_ABSENT)
+    timeout_seconds: TimeoutSeconds = Field(default=_ABSENT)
+    misfire_grace_seconds: MisfireGraceSeconds = Field(default=_ABSENT)
+    tags: Tags = Field(default=_ABSENT)
 
 
 class RedriveRequest(BaseModel):
@@ -153,6 +184,45 @@ class JobList(BaseModel):
 
 class RunList(BaseModel):
     items: list[Run]
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")
+
+
+class WorkflowList(BaseModel):
+    items: list[Workflow]
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")
+
+
+class StepRun(BaseModel):
+    """A step of a workflow run: its state, and (once it has one) its run's, which GET /v1/runs/{run_id} shows
+    in full."""
+
+    status: RunStatus | Literal["PENDING"] = Field(
+        description="PENDING until its upstream steps end; then its run's status, or SKIPPED with the reason."
+    )
+    run_id: str | None = None
+    skip_reason: SkipReason | None = None
+    attempts: int = 0
+    started_at: UtcDatetime | None = None
+    finished_at: UtcDatetime | None = None
+
+
+class WorkflowRun(BaseModel):
+    """One occurrence of a workflow (GET /v1/workflow-runs/{id})."""
+
+    id: str
+    workflow_id: str
+    tenant: str
+    scheduled_for: UtcDatetime
+    trigger: RunTrigger = RunTrigger.SCHEDULE
+    status: WorkflowRunStatus
+    skip_reason: SkipReason | None = Field(default=None, description="Why the occurrence itself was skipped.")
+    started_at: UtcDatetime | None = None
+    finished_at: UtcDatetime | None = None
+    steps: dict[str, StepRun] = Field(description="Every step of the run's definition, by step id.")
+
+
+class WorkflowRunList(BaseModel):
+    items: list[WorkflowRun]
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")
 
 

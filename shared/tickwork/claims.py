@@ -13,7 +13,8 @@ from typing import Any
 from tickwork.clock import from_ms, stored_instant
 from tickwork.models import Job, SkipReason
 from tickwork.schedule import Schedule
-from tickwork.store import DueItem
+from tickwork.store import DueItem, ItemKind
+from tickwork.workflow.definition import Workflow
 
 MAX_RUNS_PER_CLAIM = 25  # run records one claim creates before it advances the job
 MISFIRE_RECORD_CAP = 10  # skipped occurrences recorded one by one; the rest of a stretch share one capped record
@@ -29,12 +30,32 @@ class CappedMisfire:
 
 
 @dataclass(frozen=True)
+class Occurrence:
+    """One record a claim writes: an occurrence that runs (no skip reason), or one recorded skipped (a capped
+    record stands for `skipped_count` of them, up to `skipped_until`)."""
+
+    at: datetime
+    skip_reason: SkipReason | None = None
+    skipped_count: int | None = None
+    skipped_until: datetime | None = None
+
+
+@dataclass(frozen=True)
 class ClaimPlan:
     queued: list[datetime]
     skipped: list[tuple[datetime, SkipReason]]
     capped: CappedMisfire | None
     next_run_at: datetime | None
     complete: bool  # a recurring schedule with no occurrence left
+
+    def occurrences(self) -> list[Occurrence]:
+        """Every record the plan writes, in time order, so that the first is the one a racing claimer meets
+        first."""
+        found = [Occurrence(at) for at in self.queued] + [Occurrence(at, reason) for at, reason in self.skipped]
+        if self.capped is not None:
+            c = self.capped
+            found.append(Occurrence(c.first, c.reason, skipped_count=c.count, skipped_until=c.last))
+        return sorted(found, key=lambda o: o.at)
 
 
 @dataclass(frozen=True)
@@ -51,6 +72,7 @@ class ClaimableJob:
     misfire_grace: timedelta
     paused_at: datetime | None = None
     resumed_at: datetime | None = None
+    kind: ItemKind = ItemKind.JOB  # a job's occurrences are runs; a workflow's, workflow runs
 
     @classmethod
     def from_due(cls, item: DueItem) -> ClaimableJob:
@@ -66,10 +88,12 @@ class ClaimableJob:
             misfire_grace=timedelta(seconds=int(a.get("misfire_grace_seconds", 900))),
             paused_at=optional_instant(a.get("paused_at")),
             resumed_at=optional_instant(a.get("resumed_at")),
+            kind=item.kind,
         )
 
     @classmethod
-    def from_job(cls, job: Job) -> ClaimableJob:
+    def from_job(cls, job: Job | Workflow) -> ClaimableJob:
+        """A job's, or a workflow's: both carry the same lifecycle and claim fields."""
         assert job.next_run_at is not None
         return cls(
             job_id=job.id,
@@ -82,6 +106,7 @@ class ClaimableJob:
             misfire_grace=timedelta(seconds=job.misfire_grace_seconds),
             paused_at=job.paused_at,
             resumed_at=job.resumed_at,
+            kind=ItemKind.WORKFLOW if isinstance(job, Workflow) else ItemKind.JOB,
         )
 
     def next_after(self, instant: datetime) -> datetime | None:

@@ -16,12 +16,14 @@ sends parked retries), `RunSender` (sends to the band queues) and `Dispatcher`, 
    lease makes a duplicate message harmless). A leased run keeps its entry until its outcome: were its
    executor to die and its message be stranded (received by an executor that died before its first
    ChangeMessageVisibility: invisible for the queue's 5,400 s), the tick re-sends it once the lease has
-   lapsed by redispatch_after; while the lease is live (heartbeats extend it), the entry follows it. While the run's band has a backlog at least as large as its overdue runs, their messages may
-   all be waiting in it, so the re-sends wait (up to RESEND_DEFER_LIMIT) rather than multiply the backlog;
+   lapsed by redispatch_after; while the lease is live (heartbeats extend it), the entry follows it. While
+   the run's band has a backlog at least as large as its overdue runs, their messages may all be waiting in it, so the re-sends wait (up to RESEND_DEFER_LIMIT) rather than multiply the backlog;
    a smaller backlog cannot hold them all, so they are re-sent. Re-sends are spaced by the run's age, so they
    thin out exponentially.
 6. A retry whose backoff is too long for a message (see executor) is parked in the due index at its
    retry time; the tick sends it with DelaySeconds like any claimed run.
+7. Workflows are claimed as jobs are (their occurrences are workflow runs, written by `WorkflowTick`), and a
+   RUNNING workflow run due in the index is reconciled (tickwork.workflow.occurrences).
 """
 
 from __future__ import annotations
@@ -33,15 +35,16 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
-from tickwork.claims import ClaimableJob, ClaimPlan, optional_instant, plan_claim
+from tickwork.claims import ClaimableJob, ClaimPlan, Occurrence, optional_instant, plan_claim
 from tickwork.clock import Clock, from_ms, stored_instant, to_ms
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
-from tickwork.models import Band, Job, JobState, Run, RunMessage, RunStatus, run_id_for
+from tickwork.models import Band, Job, JobState, Run, RunStatus, SkipReason, run_id_for
 from tickwork.observability import logger, metrics
-from tickwork.queues import Outgoing, RunQueues, SendReport, delay_for
+from tickwork.queues import Outgoing, RunQueues, SendReport
 from tickwork.store import DueItem, ItemKind, JobStore
+from tickwork.workflow.definition import Workflow
 
 MAX_CLAIM_ROUNDS = 10  # a 1-second rate job needs several claims to fill a 120 s horizon
 REDISPATCH_BACKOFF = timedelta(minutes=5)  # after a re-send, wait at least this long before the next one
@@ -75,35 +78,114 @@ class TickReport:
 
 def outgoing_for(run: Run, *, start_at: datetime | None = None) -> Outgoing:
     """A run's message to its band queue; it may start at `start_at`, or else at its scheduled time."""
-    message = RunMessage(run_id=run.id, job_id=run.job_id, tenant=run.tenant, scheduled_for=run.scheduled_for)
-    return Outgoing(message=message, band=Band.of_priority(run.priority), delay_seconds=0, start_at=start_at)
+    return Outgoing.for_run(run, start_at=start_at)
 
 
 # ---------------------------------------------------------------- claims
 
 
-class JobClaimer:
-    """Claims a job's occurrences: its run records first, then the job advanced past them."""
+@dataclass(frozen=True)
+class SkippedOccurrence:
+    record_id: str
+    owner_id: str
+    reason: SkipReason
+    count: int
 
-    def __init__(self, store: JobStore, *, redispatch_after: timedelta, faults: FaultPlan) -> None:
+
+@dataclass(frozen=True)
+class OccurrenceRecords:
+    """What writing a claim plan's records did: the runs to send, the skips recorded, the records another
+    claimer had written first (run id -> attributes), and whether that claimer is on the job right now."""
+
+    outgoing: list[Outgoing] = field(default_factory=list)
+    skipped: list[SkippedOccurrence] = field(default_factory=list)
+    existing: dict[str, dict[str, Any]] = field(default_factory=dict)
+    in_flight_elsewhere: bool = False
+
+
+class OccurrenceWriter(Protocol):
+    """Writes the records of a claim plan's occurrences, each only if absent (the lock on the occurrence): a
+    job's runs, or a workflow's runs."""
+
+    def write(self, job: ClaimableJob, plan: ClaimPlan, now: datetime) -> OccurrenceRecords: ...
+
+
+class JobRunWriter:
+    """A job's occurrences are its runs."""
+
+    def __init__(self, store: JobStore, *, redispatch_after: timedelta) -> None:
         self.store = store
         self.redispatch_after = redispatch_after
+
+    def write(self, job: ClaimableJob, plan: ClaimPlan, now: datetime) -> OccurrenceRecords:
+        runs = [self._run_of(job, o, now) for o in plan.occurrences()]
+        put = self.store.put_claimed_runs(runs, now=now, redispatch_after=self.redispatch_after)
+        return OccurrenceRecords(
+            outgoing=[outgoing_for(r) for r in put.created if r.status is RunStatus.QUEUED],
+            skipped=[
+                SkippedOccurrence(r.id, r.job_id, r.skip_reason, r.skipped_count or 1)
+                for r in put.created
+                if r.status is RunStatus.SKIPPED and r.skip_reason is not None
+            ],
+            existing=put.existing,
+            in_flight_elsewhere=put.in_flight_elsewhere,
+        )
+
+    @staticmethod
+    def _run_of(job: ClaimableJob, occurrence: Occurrence, now: datetime) -> Run:
+        base = {"job_id": job.job_id, "tenant": job.tenant, "priority": job.priority}
+        if occurrence.skip_reason is None:
+            return Run(
+                id=run_id_for(job.job_id, occurrence.at),
+                scheduled_for=occurrence.at,
+                status=RunStatus.QUEUED,
+                enqueued_at=now,
+                **base,
+            )
+        return Run(
+            id=run_id_for(job.job_id, occurrence.at),
+            scheduled_for=occurrence.at,
+            status=RunStatus.SKIPPED,
+            skip_reason=occurrence.skip_reason,
+            skipped_count=occurrence.skipped_count,
+            skipped_until=occurrence.skipped_until,
+            finished_at=now,
+            **base,
+        )
+
+
+class WorkflowTick(OccurrenceWriter, Protocol):
+    """What the tick does for workflows: write their occurrences' workflow runs, and reconcile a RUNNING
+    workflow run that is due for it (tickwork.workflow.occurrences)."""
+
+    def reconcile(self, item: DueItem, now: datetime) -> list[Outgoing]: ...
+
+
+class JobClaimer:
+    """Claims the occurrences of a job (or a workflow): their records first, then the job advanced past them."""
+
+    def __init__(self, store: JobStore, writers: dict[ItemKind, OccurrenceWriter], *, faults: FaultPlan) -> None:
+        self.store = store
+        self.writers = writers
         self.faults = faults
 
     def claim(self, job: ClaimableJob, now: datetime, horizon_end: datetime, report: TickReport) -> list[Outgoing]:
         """Record the job's occurrences up to the horizon and advance it past them; return the runs to send."""
+        writer = self.writers.get(job.kind)
+        if writer is None:
+            logger.error("nothing claims this kind of item", extra={"job_id": job.job_id, "kind": job.kind.value})
+            return []
         outgoing: list[Outgoing] = []
         for _ in range(MAX_CLAIM_ROUNDS):
             plan = plan_claim(job, now=now, horizon_end=horizon_end)
-            runs = self._runs_of(job, plan, now)
-            put = self.store.put_claimed_runs(runs, now=now, redispatch_after=self.redispatch_after)
+            written = writer.write(job, plan, now)
             self.faults.reached(CrashPoint.TICK_AFTER_RUN_PUT)
-            self._record_skips(put.created, report)
-            outgoing += [outgoing_for(r) for r in put.created if r.status is RunStatus.QUEUED]
-            if put.in_flight_elsewhere:
+            self._record_skips(written.skipped, report)
+            outgoing += written.outgoing
+            if written.in_flight_elsewhere:
                 report.lost_races += 1  # another claimer is on this job right now: the rest is theirs
                 return outgoing
-            next_run_at, complete = self._advance_past(job, plan, put.existing)
+            next_run_at, complete = self._advance_past(job, plan, written.existing)
             if not self.store.advance_job(
                 job.job_id, expected_version=job.version, next_run_at=next_run_at, complete=complete, now=now
             ):
@@ -133,60 +215,19 @@ class JobClaimer:
         return plan.next_run_at, plan.complete
 
     @staticmethod
-    def _record_skips(created: list[Run], report: TickReport) -> None:
-        for run in created:
-            if run.status is not RunStatus.SKIPPED:
-                continue
-            report.skipped += run.skipped_count or 1
-            metrics.add_metric(name="RunsSkipped", unit="Count", value=run.skipped_count or 1)
+    def _record_skips(skipped: list[SkippedOccurrence], report: TickReport) -> None:
+        for skip in skipped:
+            report.skipped += skip.count
+            metrics.add_metric(name="RunsSkipped", unit="Count", value=skip.count)
             logger.info(
                 "run skipped",
                 extra={
-                    "run_id": run.id,
-                    "job_id": run.job_id,
-                    "skip_reason": run.skip_reason,
-                    "skipped_count": run.skipped_count,
+                    "run_id": skip.record_id,
+                    "job_id": skip.owner_id,
+                    "skip_reason": skip.reason,
+                    "skipped_count": skip.count,
                 },
             )
-
-    def _runs_of(self, job: ClaimableJob, plan: ClaimPlan, now: datetime) -> list[Run]:
-        base = {"job_id": job.job_id, "tenant": job.tenant, "priority": job.priority}
-        runs = [
-            Run(
-                id=run_id_for(job.job_id, at),
-                scheduled_for=at,
-                status=RunStatus.QUEUED,
-                enqueued_at=now,
-                **base,
-            )
-            for at in plan.queued
-        ]
-        runs += [
-            Run(
-                id=run_id_for(job.job_id, at),
-                scheduled_for=at,
-                status=RunStatus.SKIPPED,
-                skip_reason=reason,
-                finished_at=now,
-                **base,
-            )
-            for at, reason in plan.skipped
-        ]
-        if plan.capped is not None:
-            runs.append(
-                Run(
-                    id=run_id_for(job.job_id, plan.capped.first),
-                    scheduled_for=plan.capped.first,
-                    status=RunStatus.SKIPPED,
-                    skip_reason=plan.capped.reason,
-                    skipped_count=plan.capped.count,
-                    skipped_until=plan.capped.last,
-                    finished_at=now,
-                    **base,
-                )
-            )
-        # In time order, so that the first record is the one a racing claimer meets first.
-        return sorted(runs, key=lambda r: r.scheduled_for)
 
 
 # ---------------------------------------------------------------- re-sends
@@ -277,9 +318,7 @@ class RunSender:
             return SendReport()
         # The delay is computed at the last moment, so time spent claiming never makes a run early.
         now = self.clock.now()
-        timed = [
-            Outgoing(o.message, o.band, delay_for((o.starts_at - now).total_seconds()), o.start_at) for o in outgoing
-        ]
+        timed = [o.timed(now) for o in outgoing]
         self.faults.reached(CrashPoint.TICK_BEFORE_SEND)
         sent = self.queues.send(timed)
         self.faults.reached(CrashPoint.TICK_AFTER_SEND)
@@ -309,12 +348,19 @@ class Dispatcher:
         max_dispatch: int = 5000,
         threads: int = 8,
         faults: FaultPlan = NO_FAULTS,
+        workflows: WorkflowTick | None = None,
     ) -> None:
         self.store, self.clock = store, clock
         self.horizon, self.tick_period = horizon, tick_period
         self.max_dispatch, self.threads = max_dispatch, threads
         self.redispatch_after = redispatch_after  # job service: a run it sends is re-sent after this, if unleased
-        self.claimer = JobClaimer(store, redispatch_after=redispatch_after, faults=faults)
+        writers: dict[ItemKind, OccurrenceWriter] = {
+            ItemKind.JOB: JobRunWriter(store, redispatch_after=redispatch_after)
+        }
+        if workflows is not None:
+            writers[ItemKind.WORKFLOW] = workflows
+        self.workflows = workflows
+        self.claimer = JobClaimer(store, writers, faults=faults)
         self.resender = Resender(store, queues, redispatch_after=redispatch_after)
         self.sender = RunSender(queues, clock, faults)
         # Each shard is read oldest first; reading well past the dispatch cap lets priority, not due time,
@@ -373,14 +419,15 @@ class Dispatcher:
         items = [
             i
             for i in self.store.query_due(shard, to_ms(horizon_end), max_items=self.read_per_shard)
-            if i.kind is ItemKind.JOB or i.due_at <= now_ms or i.attrs.get("status") == RunStatus.RETRYING.value
+            if i.kind.scheduled or i.due_at <= now_ms or i.attrs.get("status") == RunStatus.RETRYING.value
         ]
         if items and not self.store.acquire_shard(shard, owner=owner, now=now, lease_for=self.shard_lease):
             return []
         return items
 
-    def dispatch_job(self, job: Job) -> TickReport:
-        """Claim and send a newly created job's occurrences right away when they fall within the horizon."""
+    def dispatch_job(self, job: Job | Workflow) -> TickReport:
+        """Claim and send a newly created job's (or workflow's) occurrences right away when they fall within the
+        horizon."""
         report = TickReport()
         now = self.clock.now()
         if job.state is not JobState.ACTIVE or job.next_run_at is None or job.next_run_at > now + self.horizon:
@@ -395,6 +442,8 @@ class Dispatcher:
         try:
             if item.kind is ItemKind.RUN:
                 return self.resender.resend(item, now, report, backlogged)
+            if item.kind is ItemKind.WORKFLOW_RUN:
+                return self.workflows.reconcile(item, now) if self.workflows is not None else []
             return self.claimer.claim(ClaimableJob.from_due(item), now, horizon_end, report)
         except Exception:
             # One bad item must not stop the tick; it stays in the index and is tried again.

@@ -1,5 +1,11 @@
 """Run one delivered run message: lease, check the job, run its type's handler, record the outcome.
 
+A workflow step's run is run the same way; what it runs (type, payload, retry, timeout) comes from its
+workflow run's snapshot instead of a job (tickwork.run_target), and its end is recorded in its workflow run,
+which starts what that allows (tickwork.workflow.progress). A step whose workflow run was cancelled is not
+started (SKIPPED `cancelled`); one already running is asked to stop through its heartbeat, and if it then
+raises it is recorded SKIPPED `cancelled`, not retried.
+
 Promises kept here:
 - 3, effect once: a terminal run is acknowledged without running; a result is written with
   If-None-Match: *, and a run taken over from a dead executor first looks for the result it may have left
@@ -25,7 +31,7 @@ import math
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
@@ -38,8 +44,6 @@ from tickwork.jobtypes import EffectMayContinue, PermanentJobError, RunContext, 
 from tickwork.jobtypes.registry import JobTypeRegistry
 from tickwork.models import (
     Band,
-    Job,
-    JobState,
     OverlapPolicy,
     Run,
     RunError,
@@ -49,14 +53,23 @@ from tickwork.models import (
     SkipReason,
 )
 from tickwork.observability import logger, metrics
-from tickwork.outcomes import MAX_MESSAGE_BACKOFF_SECONDS, RunOutcomes
+from tickwork.outcomes import MAX_MESSAGE_BACKOFF_SECONDS, RunOutcomes, StepSettlement
 from tickwork.queues import RunQueues
 from tickwork.results import ResultStore
+from tickwork.run_target import RunTarget
 from tickwork.store import JobStore, LeaseOutcome
+from tickwork.workflow.runs import WorkflowRunRecord
 
 __all__ = ["Delivery", "Outcome", "RunExecutor"]  # the executor's handler takes all three from here
 
 SAFETY_MARGIN_SECONDS = 15  # left of the Lambda's time for writing the result and the outcome
+
+
+class WorkflowSteps(StepSettlement, Protocol):
+    """What the executor needs of workflows (tickwork.workflow.progress.WorkflowProgress): a step's workflow run
+    (its snapshot says what the step runs), and where the step's end goes."""
+
+    def workflow_run(self, workflow_run_id: str) -> WorkflowRunRecord | None: ...
 
 
 class RunExecutor:
@@ -74,6 +87,7 @@ class RunExecutor:
         http_allowlist: tuple[str, ...] = (),
         clients: Any = None,
         faults: FaultPlan = NO_FAULTS,
+        workflows: WorkflowSteps | None = None,
     ) -> None:
         self.store, self.results, self.queues, self.clock = store, results, queues, clock
         self.job_types = job_types
@@ -81,7 +95,10 @@ class RunExecutor:
         self.http_allowlist = http_allowlist
         self.clients = clients
         self.faults = faults
-        self.outcomes = RunOutcomes(store, queues, clock, retry_safety_net=retry_safety_net, rng=rng, faults=faults)
+        self.workflows = workflows
+        self.outcomes = RunOutcomes(
+            store, queues, clock, retry_safety_net=retry_safety_net, rng=rng, faults=faults, steps=workflows
+        )
 
     @property
     def rng(self) -> Random | None:
@@ -129,9 +146,9 @@ class RunExecutor:
         assert run is not None
         assert lease.lease_until is not None
         self.faults.reached(CrashPoint.EXECUTOR_AFTER_LEASE)
-        job = self.store.get_job(run.job_id)
+        target = self._target(run)
         self.faults.reached(CrashPoint.EXECUTOR_AFTER_JOB_READ)
-        if job is None:
+        if target is None:
             return self.outcomes.skip(run, None, owner, SkipReason.JOB_DELETED)
         if lease.previous_status is RunStatus.RUNNING:
             # Taken over from an executor that died: it may have written the result before dying. That
@@ -139,28 +156,40 @@ class RunExecutor:
             existing = self.results.find(run)
             if existing is not None:
                 logger.warning("result already written by a previous attempt; recording it, not re-running")
-                return self.outcomes.succeed(run, job, owner, existing, duration_ms=None)
-        if run.trigger is RunTrigger.SCHEDULE and job.state in (JobState.PAUSED, JobState.CANCELLED):
-            reason = SkipReason.PAUSED if job.state is JobState.PAUSED else SkipReason.CANCELLED
-            return self.outcomes.skip(run, job, owner, reason)
-        if run.attempts > job.retry.max_attempts:
+                return self.outcomes.succeed(run, target, owner, existing, duration_ms=None)
+        if target.held_back is not None:
+            return self.outcomes.skip(run, target, owner, target.held_back)
+        if run.attempts > target.retry.max_attempts:
             # Earlier attempts died without recording an outcome (a crashing run): stop here.
             error = RunError(type="AttemptsExhausted", message="attempts exhausted by executor crashes or timeouts")
-            return self.outcomes.fail(run, job, owner, error)
-        if job.overlap is OverlapPolicy.SKIP and not self.store.take_running_slot(
-            job.id, run_id=run.id, until=lease.lease_until, now=now
+            return self.outcomes.fail(run, target, owner, error)
+        if target.overlap is OverlapPolicy.SKIP and not self.store.take_running_slot(
+            target.owner_id, run_id=run.id, until=lease.lease_until, now=now
         ):
             # The slot is one conditional write on the job: of two runs starting together, exactly one runs.
-            return self.outcomes.skip(run, job, owner, SkipReason.OVERLAP)
-        # Start lateness measures the scheduler: a first attempt of a run nobody re-queued by hand.
+            return self.outcomes.skip(run, target, owner, SkipReason.OVERLAP)
+        # Start lateness measures the scheduler: a first attempt of a job's run nobody re-queued by hand (a
+        # workflow step after the first starts when its upstream steps end, not at the occurrence).
         if (
             run.attempts == 1
             and run.requeues == 0
             and run.trigger is RunTrigger.SCHEDULE
+            and run.workflow_run_id is None
             and run.lateness_ms is not None
         ):
             metrics.add_metric(name="StartLatenessMs", unit="Milliseconds", value=max(0, run.lateness_ms))
-        return self._run(run, job, owner, delivery, remaining_ms)
+        return self._run(run, target, owner, delivery, remaining_ms)
+
+    def _target(self, run: Run) -> RunTarget | None:
+        """What the run runs: its job, or its workflow step (from its workflow run); None if that is gone."""
+        if run.workflow_run_id is None:
+            job = self.store.get_job(run.job_id)
+            return RunTarget.of_job(job, run) if job is not None else None
+        if self.workflows is None:
+            logger.error("a workflow step's run, but this executor has no workflows wired")
+            return None
+        record = self.workflows.workflow_run(run.workflow_run_id)
+        return RunTarget.of_step(record, run) if record is not None and record.definition is not None else None
 
     def _not_yet(self, current: Run | None, outcome: LeaseOutcome, delivery: Delivery, now: datetime) -> Outcome:
         """Another executor holds the run (BUSY), or its backoff has not ended (EARLY): look again then."""
@@ -174,20 +203,22 @@ class RunExecutor:
         logger.info("run not available yet; will look again", extra={"retry_in_s": wait, "reason": outcome.value})
         return Outcome.BUSY
 
-    def _run(self, run: Run, job: Job, owner: str, delivery: Delivery, remaining_ms: Callable[[], int]) -> Outcome:
-        slot = job.id if job.overlap is OverlapPolicy.SKIP else None
+    def _run(
+        self, run: Run, target: RunTarget, owner: str, delivery: Delivery, remaining_ms: Callable[[], int]
+    ) -> Outcome:
+        slot = target.owner_id if target.overlap is OverlapPolicy.SKIP else None
         try:
-            job_type = self.job_types.get(job.type)
-            payload = job_type.parse(job.payload, context={"http_allowlist": self.http_allowlist})
+            job_type = self.job_types.get(target.type)
+            payload = job_type.parse(target.payload, context={"http_allowlist": self.http_allowlist})
         except (UnknownJobType, ValidationError) as exc:
             invalid = RunError(type=type(exc).__name__, message=str(exc)[:2000])
-            return self.outcomes.fail(run, job, owner, invalid)
-        budget = min(float(job.timeout_seconds), remaining_ms() / 1000 - SAFETY_MARGIN_SECONDS)
+            return self.outcomes.fail(run, target, owner, invalid)
+        budget = min(float(target.timeout_seconds), remaining_ms() / 1000 - SAFETY_MARGIN_SECONDS)
         started = self.clock.now()
         ctx = RunContext(
             run_id=run.id,
-            job_id=job.id,
-            tenant=job.tenant,
+            job_id=target.owner_id,
+            tenant=target.tenant,
             attempt=run.attempts,
             deadline=started + timedelta(seconds=max(budget, 0)),
             clock=self.clock,
@@ -207,7 +238,7 @@ class RunExecutor:
             faults=self.faults,
         )
         ctx.on_tick = heartbeat.maybe_beat
-        logger.info("run started", extra={"attempt": run.attempts, "lateness_ms": run.lateness_ms, "type": job.type})
+        logger.info("run started", extra={"attempt": run.attempts, "lateness_ms": run.lateness_ms, "type": target.type})
         error: RunError | None = None
         value: Any = None
         permanent = False
@@ -227,7 +258,7 @@ class RunExecutor:
             except HandlerStillRunning:
                 logger.error(
                     "handler ignored its cancellation past the Lambda's time: nothing recorded, lease held while it runs",
-                    extra={"attempt": run.attempts, "type": job.type},
+                    extra={"attempt": run.attempts, "type": target.type},
                 )
                 metrics.add_metric(name="HandlersOverrunning", unit="Count", value=1)
                 return Outcome.BUSY
@@ -240,22 +271,26 @@ class RunExecutor:
         metrics.add_metric(name="RunDurationMs", unit="Milliseconds", value=duration_ms)
         if heartbeat.lost:
             return Outcome.DONE  # the run belongs to another executor now; it records the outcome
+        if error is not None and heartbeat.cancel_requested:
+            # Its workflow run was cancelled and the handler stopped: cancelled, not failed (no retry). A
+            # handler that returned a value anyway succeeded (its effect happened).
+            return self.outcomes.skip(run, target, owner, SkipReason.CANCELLED)
         try:
             if error is None:
                 try:
                     result, written = self.results.write_once(run, value)
                 except (TypeError, ValueError) as exc:
                     error = RunError(type="UnserializableResult", message=str(exc)[:2000])
-                    return self.outcomes.fail(run, job, owner, error)
+                    return self.outcomes.fail(run, target, owner, error)
                 self.faults.reached(CrashPoint.EXECUTOR_AFTER_RESULT_WRITE)
                 if not written:
                     logger.warning("result existed already; the first write stands")
-                return self.outcomes.succeed(run, job, owner, result, duration_ms=duration_ms)
-            if not permanent and run.attempts < job.retry.max_attempts:
+                return self.outcomes.succeed(run, target, owner, result, duration_ms=duration_ms)
+            if not permanent and run.attempts < target.retry.max_attempts:
                 return self.outcomes.retry(
-                    run, job, owner, error, delivery, duration_ms=duration_ms, at_least=effect_busy_seconds
+                    run, target, owner, error, delivery, duration_ms=duration_ms, at_least=effect_busy_seconds
                 )
-            return self.outcomes.fail(run, job, owner, error, duration_ms=duration_ms)
+            return self.outcomes.fail(run, target, owner, error, duration_ms=duration_ms)
         finally:
             if slot is not None:
                 self.store.release_running_slot(slot, run_id=run.id)

@@ -28,10 +28,16 @@ class CrashPoint(StrEnum):
     EXECUTOR_AFTER_RESULT_WRITE = "executor.after_result_write"  # the result in S3, the run not yet finished
     EXECUTOR_BEFORE_FINISH = "executor.before_finish"  # about to record the outcome (any outcome)
     EXECUTOR_DURING_HEARTBEAT = "executor.during_heartbeat"  # the lease extended, the message not yet
+    # A workflow run's progress (by an executor that just ended a step, or by the tick reconciling).
+    WORKFLOW_AFTER_RUN_PUT = "workflow.after_run_put"  # a workflow run opened, its root steps' runs not created
+    WORKFLOW_BEFORE_STEP_SETTLED = "workflow.before_step_settled"  # a step's run ended, its workflow run not told
+    WORKFLOW_AFTER_STEP_SETTLED = "workflow.after_step_settled"  # a step's end recorded, downstream not decided
+    WORKFLOW_AFTER_STEP_RUNS_PUT = "workflow.after_step_runs_put"  # downstream runs created, not yet recorded
 
 
 TICK_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("tick."))
 EXECUTOR_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("executor."))
+WORKFLOW_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("workflow."))
 
 
 class FaultPlan(Protocol):

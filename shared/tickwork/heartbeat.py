@@ -44,6 +44,7 @@ class Heartbeat:
         self.slot_job_id = slot_job_id
         self.faults = faults
         self.lost = False
+        self.cancel_requested = False  # the run was asked to stop (seen on the lease extension's answer)
         self.beats = 0
         self._next = clock.now() + self.every
         self._lock = threading.Lock()
@@ -57,11 +58,17 @@ class Heartbeat:
                 return
             self._next = now + self.every
             lease_until = now + self.lease_for
-            if not self.store.extend_lease(self.run_id, owner=self.owner, lease_until=lease_until):
+            extension = self.store.extend_lease(self.run_id, owner=self.owner, lease_until=lease_until)
+            if not extension.held:
                 self.lost = True
                 self.cancelled.set()
                 logger.error("lease lost: another executor took the run", extra={"run_id": self.run_id})
                 return
+            if extension.cancel_requested and not self.cancel_requested:
+                # Its workflow run was cancelled: the handler is asked to stop, as at its timeout.
+                self.cancel_requested = True
+                self.cancelled.set()
+                logger.warning("run cancelled by its workflow run's cancellation", extra={"run_id": self.run_id})
             self.faults.reached(CrashPoint.EXECUTOR_DURING_HEARTBEAT)
             if self.slot_job_id is not None:
                 self.store.extend_running_slot(self.slot_job_id, run_id=self.run_id, until=lease_until)

@@ -19,6 +19,7 @@ from tickwork.errors import InvalidInput, ItemTooLarge, PayloadTooLarge
 from tickwork.jobtypes import UnknownJobType, registry
 from tickwork.models import Job, new_job_id
 from tickwork.store import item_bytes, job_to_item
+from tickwork.workflow.definition import Workflow
 
 # The job item (<= 400 KB in DynamoDB) carries the payload; SQS messages never do. 256 KiB leaves room.
 MAX_PAYLOAD_BYTES = 256 * 1024
@@ -65,7 +66,9 @@ class JobFactory:
         except ValidationError as exc:
             raise InvalidInput.from_validation(exc, prefix="payload") from None
 
-    def first_occurrence(self, job: Job, now: datetime) -> datetime:
+    def first_occurrence(self, job: Job | Workflow, now: datetime) -> datetime:
+        """The first occurrence after `now` of a job's (or a workflow's) schedule, or InvalidInput naming why
+        there is none."""
         if job.schedule.at is not None and job.schedule.at <= now:
             raise InvalidInput.one("schedule.at", "must be in the future")
         first = job.next_occurrence_after(now)

@@ -7,24 +7,19 @@ Creating under an Idempotency-Key is `tickwork.idempotent_create`; re-queueing F
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any
-
-from pydantic import BaseModel
+from datetime import timedelta
 
 from tickwork.api_models import JobSpec, JobUpdate
 from tickwork.clock import Clock
 from tickwork.dispatch import Dispatcher
 from tickwork.errors import Conflict
 from tickwork.job_factory import JobFactory
+from tickwork.lifecycle import VersionedChanges
 from tickwork.models import Job, JobState, Run, RunStatus, RunTrigger, run_id_for
 from tickwork.observability import logger
 from tickwork.queries import JobQueries
 from tickwork.store import JobStore
-
-_VERSION_RETRIES = 5
 
 
 @dataclass(frozen=True)
@@ -61,54 +56,24 @@ class JobLifecycle:
 
     # ------------------------------------------------------------ state changes
 
-    def _change(self, tenant: str, job_id: str, change: Callable[[Job, datetime], Job | None]) -> Job:
-        """Apply `change` under optimistic locking; it returns None when there is nothing to do."""
-        for _ in range(_VERSION_RETRIES):
-            job = self.queries.get_job(tenant, job_id)
-            now = self.clock.now()
-            changed = change(job, now)
-            if changed is None:
-                return job
-            changed = changed.model_copy(update={"version": job.version + 1, "updated_at": now})
-            if self.store.replace_job(changed, expected_version=job.version):
-                return changed
-        raise Conflict(f"job {job_id} is changing concurrently; try again")
+    @property
+    def _changes(self) -> VersionedChanges[Job]:
+        return VersionedChanges("job", self.queries.get_job, self._replace, self.clock)
 
-    def _toggle(self, tenant: str, job_id: str, *, verb: str, source: JobState, target: JobState, stamp: str) -> Job:
-        """`source` -> `target`, recording when in `stamp`; idempotent (already `target` is no change), and a
-        Conflict from any other state."""
-
-        def change(job: Job, now: datetime) -> Job | None:
-            if job.state is target:
-                return None
-            if job.state is not source:
-                raise Conflict(f"cannot {verb} a {job.state.value} job")
-            return job.model_copy(update={"state": target, stamp: now})
-
-        return self._change(tenant, job_id, change)
+    def _replace(self, job: Job, expected_version: int) -> bool:
+        return self.store.replace_job(job, expected_version=expected_version)
 
     def pause(self, tenant: str, job_id: str) -> Job:
-        return self._toggle(
-            tenant, job_id, verb="pause", source=JobState.ACTIVE, target=JobState.PAUSED, stamp="paused_at"
-        )
+        return self._changes.pause(tenant, job_id)
 
     def resume(self, tenant: str, job_id: str) -> Job:
         """Back to ACTIVE; the next claim applies the misfire rule to what was missed while paused."""
-        job = self._toggle(
-            tenant, job_id, verb="resume", source=JobState.PAUSED, target=JobState.ACTIVE, stamp="resumed_at"
-        )
+        job = self._changes.resume(tenant, job_id)
         self._dispatch_soon(job)
         return job
 
     def cancel(self, tenant: str, job_id: str) -> Job:
-        def change(job: Job, now: datetime) -> Job | None:
-            if job.state is JobState.CANCELLED:
-                return None
-            if job.state is JobState.COMPLETED:
-                raise Conflict("cannot cancel a COMPLETED job")
-            return job.model_copy(update={"state": JobState.CANCELLED, "next_run_at": None})
-
-        return self._change(tenant, job_id, change)
+        return self._changes.cancel(tenant, job_id)
 
     def update(self, tenant: str, job_id: str, patch: JobUpdate) -> Job:
         """Change name, payload, schedule, priority, retry, timeouts, overlap or tags.
@@ -119,20 +84,11 @@ class JobLifecycle:
         """
         changes = patch.changes()
 
-        def change(job: Job, now: datetime) -> Job | None:
-            if job.state in (JobState.CANCELLED, JobState.COMPLETED):
-                raise Conflict(f"cannot update a {job.state.value} job")
-            if not changes:
-                return None
+        def check_changes(job: Job) -> None:
             if "payload" in changes:
                 self.factory.check_payload(job.type, changes["payload"])
-            updated = Job.model_validate({**job.model_dump(), **_dumped(changes)})
-            if "schedule" in changes and updated.schedule != job.schedule:
-                updated = updated.model_copy(update={"next_run_at": self.factory.first_occurrence(updated, now)})
-            self.factory.check_item_size(updated)
-            return updated
 
-        job = self._change(tenant, job_id, change)
+        job = self._changes.update(tenant, job_id, changes, self.factory, check_changes)
         if "schedule" in changes or "priority" in changes:
             self._dispatch_soon(job)
         return job
@@ -161,7 +117,3 @@ class JobLifecycle:
                 self.dispatcher.send_runs([run])
                 return run
         raise Conflict("too many triggers at once; try again")
-
-
-def _dumped(changes: dict[str, Any]) -> dict[str, Any]:
-    return {k: v.model_dump() if isinstance(v, BaseModel) else v for k, v in changes.items()}

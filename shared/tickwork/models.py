@@ -7,7 +7,7 @@ import re
 import time
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, Literal, NamedTuple, Protocol
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
@@ -86,6 +86,13 @@ class SkipReason(StrEnum):
     MISFIRED = "misfired"
     OVERLAP = "overlap"
     JOB_DELETED = "job_deleted"
+    # A workflow step that did not run (docs/workflows.md): its trigger rule cannot hold because an upstream
+    # step failed, or because upstream steps were skipped; its rule waits for a failure that did not come
+    # (one_failed, all_failed); or its condition was false.
+    UPSTREAM_FAILED = "upstream_failed"
+    UPSTREAM_SKIPPED = "upstream_skipped"
+    RULE_NOT_MET = "rule_not_met"
+    CONDITION_FALSE = "condition_false"
 
 
 class OverlapPolicy(StrEnum):
@@ -115,36 +122,80 @@ class RetryPolicy(BaseModel):
         return self
 
 
+# Ids: a job is j + 25 characters, a workflow w + 25. An occurrence's run is <owner id>.<13 digits of ms>, with
+# `.m` for a manual trigger: a job's run, or a workflow run. A workflow step's run is its workflow run's id,
+# `.s-`, and the step id, so that every id names its place in the table (see store.codec).
+STEP_ID_PATTERN = r"[A-Za-z_][A-Za-z0-9_-]{0,63}"
 _ID = re.compile(r"^j[0-9a-z]{25}$")
-_RUN_ID = re.compile(r"^(j[0-9a-z]{25})\.(\d{13})(\.m)?$")
+_WORKFLOW_ID = re.compile(r"^w[0-9a-z]{25}$")
+_JOB_RUN_ID = re.compile(r"^(j[0-9a-z]{25})\.(\d{13})(\.m)?$")
+_WORKFLOW_RUN_ID = re.compile(r"^(w[0-9a-z]{25})\.(\d{13})(\.m)?$")
+_STEP_RUN_ID = re.compile(rf"^(w[0-9a-z]{{25}})\.(\d{{13}})(\.m)?\.s-({STEP_ID_PATTERN})$")
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case
 
 
-def new_job_id(now_ms: int | None = None) -> str:
+def new_job_id(now_ms: int | None = None, *, prefix: Literal["j", "w"] = "j") -> str:
     """Time-ordered, collision-resistant: 10 chars of milliseconds then 15 random chars (ULID-like)."""
     ms = int(time.time() * 1000) if now_ms is None else now_ms
     head = "".join(_ALPHABET[(ms >> shift) & 31] for shift in range(45, -5, -5))
     rand = int.from_bytes(os.urandom(10), "big")
     tail = "".join(_ALPHABET[(rand >> shift) & 31] for shift in range(70, -5, -5))[:15]
-    return "j" + head + tail
+    return prefix + head + tail
+
+
+def new_workflow_id(now_ms: int | None = None) -> str:
+    return new_job_id(now_ms, prefix="w")
 
 
 def is_job_id(value: str) -> bool:
     return bool(_ID.match(value))
 
 
+def is_workflow_id(value: str) -> bool:
+    return bool(_WORKFLOW_ID.match(value))
+
+
 def run_id_for(job_id: str, scheduled_for: datetime, trigger: RunTrigger = RunTrigger.SCHEDULE) -> str:
-    """Deterministic: the same job and occurrence always name the same run (the claim's lock key)."""
+    """Deterministic: the same job (or workflow) and occurrence always name the same run (the claim's lock key)."""
     suffix = ".m" if trigger is RunTrigger.MANUAL else ""
     return f"{job_id}.{to_ms(scheduled_for):013d}{suffix}"
 
 
-def parse_run_id(run_id: str) -> tuple[str, datetime, RunTrigger] | None:
-    match = _RUN_ID.match(run_id)
+def step_run_id_for(workflow_run_id: str, step_id: str) -> str:
+    """Deterministic: a workflow run's step has one run, whoever creates it (the lock on the step)."""
+    return f"{workflow_run_id}.s-{step_id}"
+
+
+class ParsedRunId(NamedTuple):
+    job_id: str  # the job's id, or for a step's run its workflow's
+    scheduled_for: datetime
+    trigger: RunTrigger
+    step_id: str | None = None  # a workflow step's run
+
+    @property
+    def workflow_run_id(self) -> str | None:
+        if self.step_id is None:
+            return None
+        return run_id_for(self.job_id, self.scheduled_for, self.trigger)
+
+
+def parse_run_id(run_id: str) -> ParsedRunId | None:
+    """A run's id: a job's run, or a workflow step's run (a workflow run itself is not a run: see
+    parse_workflow_run_id)."""
+    match = _JOB_RUN_ID.match(run_id) or _STEP_RUN_ID.match(run_id)
     if not match:
         return None
     trigger = RunTrigger.MANUAL if match.group(3) else RunTrigger.SCHEDULE
-    return match.group(1), from_ms(int(match.group(2))), trigger
+    step = match.group(4) if match.re is _STEP_RUN_ID else None
+    return ParsedRunId(match.group(1), from_ms(int(match.group(2))), trigger, step)
+
+
+def parse_workflow_run_id(workflow_run_id: str) -> ParsedRunId | None:
+    match = _WORKFLOW_RUN_ID.match(workflow_run_id)
+    if not match:
+        return None
+    trigger = RunTrigger.MANUAL if match.group(3) else RunTrigger.SCHEDULE
+    return ParsedRunId(match.group(1), from_ms(int(match.group(2))), trigger)
 
 
 class JobDefinition(BaseModel):
@@ -179,16 +230,14 @@ class _InBand:
 
 
 class _JobIdentity(BaseModel):
-    """A stored job's id and owner, which come first in its documents."""
+    """A stored job's (or workflow's) id and owner, which come first in its documents."""
 
     id: str
     tenant: str = Field(min_length=1, max_length=128)
 
 
-# Bases in this order, so the fields run id, tenant, then the definition, then the job's own (pydantic orders
-# fields by the reversed MRO); the serialised form and the OpenAPI schema keep that order.
-class Job(JobDefinition, _JobIdentity, _InBand):
-    model_config = ConfigDict(extra="forbid")
+class ScheduledLifecycle(BaseModel):
+    """What the scheduler keeps of anything it schedules, a job or a workflow: its state and next occurrence."""
 
     state: JobState = JobState.ACTIVE
     next_run_at: UtcDatetime | None = None
@@ -197,6 +246,12 @@ class Job(JobDefinition, _JobIdentity, _InBand):
     paused_at: UtcDatetime | None = None
     resumed_at: UtcDatetime | None = None
     version: int = 1
+
+
+# Bases in this order, so the fields run id, tenant, then the definition, then the job's own (pydantic orders
+# fields by the reversed MRO); the serialised form and the OpenAPI schema keep that order.
+class Job(ScheduledLifecycle, JobDefinition, _JobIdentity, _InBand):
+    model_config = ConfigDict(extra="forbid")
 
     def next_occurrence_after(self, instant: datetime) -> datetime | None:
         return self.schedule.next_after(instant, anchor=self.created_at, hash_key=self.id)
@@ -247,6 +302,11 @@ class Run(BaseModel, _InBand):
     # Times this run was re-queued after FAILED (retry, DLQ redrive); its lateness then says how late the
     # new execution started relative to the original occurrence.
     requeues: int = 0
+    # A workflow step's run: its workflow run, its step, and its payload as resolved when the run was created
+    # (`$from` values replaced by upstream results); job_id is then the workflow's id.
+    workflow_run_id: str | None = None
+    step_id: str | None = None
+    payload: dict[str, Any] | None = None
 
 
 class RunMessage(BaseModel):
@@ -255,7 +315,7 @@ class RunMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     v: Literal[1] = 1
-    run_id: str = Field(min_length=28, max_length=64)
+    run_id: str = Field(min_length=28, max_length=128)
     job_id: str
     tenant: str
     scheduled_for: UtcDatetime

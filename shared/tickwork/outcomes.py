@@ -1,25 +1,33 @@
 """Recording a run's outcome: succeeded, retrying (with backoff), failed (to the DLQ) or skipped.
 
 Every outcome is one conditional write on the run (`lease_owner = :me AND status = RUNNING`): an executor
-whose lease was taken over records nothing.
+whose lease was taken over records nothing. A terminal outcome then settles what the run belongs to: its job
+completes after its last occurrence, or its workflow run records the step's end and moves on.
 """
 
 from __future__ import annotations
 
 import math
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from tickwork.backoff import Random, backoff_seconds
 from tickwork.clock import Clock
 from tickwork.delivery import Delivery, Outcome
 from tickwork.faults import CrashPoint, FaultPlan
-from tickwork.models import DeadLetter, Job, JobState, Run, RunError, RunResult, RunStatus, RunTrigger, SkipReason
+from tickwork.models import DeadLetter, JobState, Run, RunError, RunResult, RunStatus, RunTrigger, SkipReason
 from tickwork.observability import logger, metrics
-from tickwork.queues import RunQueues
+from tickwork.queues import RunQueues, SendReport
+from tickwork.run_target import RunTarget
 from tickwork.store import JobStore
 
 MAX_MESSAGE_BACKOFF_SECONDS = 900  # longer backoffs park the run in the due index (a fresh message, on time)
+
+
+class StepSettlement(Protocol):
+    """Where a workflow step's end goes (tickwork.workflow.progress.WorkflowProgress)."""
+
+    def step_settled(self, run: Run, status: RunStatus, skip_reason: SkipReason | None = None) -> SendReport: ...
 
 
 class RunOutcomes:
@@ -32,8 +40,10 @@ class RunOutcomes:
         retry_safety_net: timedelta,
         rng: Random | None,
         faults: FaultPlan,
+        steps: StepSettlement | None = None,
     ) -> None:
         self.store, self.queues, self.clock = store, queues, clock
+        self.steps = steps
         # How long after a message-borne retry's time the tick re-sends it, were its message never to come back.
         self.retry_safety_net = retry_safety_net
         self.rng = rng
@@ -44,16 +54,30 @@ class RunOutcomes:
         self.faults.reached(CrashPoint.EXECUTOR_BEFORE_FINISH)
         return self.store.finish_run(run, owner=owner, status=status, now=now, **fields)
 
-    def settled(self, run: Run, job: Job | None, now: datetime) -> None:
-        """A scheduled run reached a terminal state: if it was the job's last occurrence, the job completes.
-
-        The store completes it only while nothing else is pending (a PATCH may have added an occurrence)."""
+    def settled(
+        self,
+        run: Run,
+        target: RunTarget | None,
+        now: datetime,
+        status: RunStatus,
+        skip_reason: SkipReason | None = None,
+    ) -> None:
+        """A run reached a terminal state. A workflow step's: its workflow run records it and starts what that
+        allows. A job's scheduled run: if it was the job's last occurrence, the job completes (the store
+        completes it only while nothing else is pending: a PATCH may have added an occurrence)."""
+        if run.workflow_run_id is not None:
+            if self.steps is not None:
+                self.steps.step_settled(run, status, skip_reason)
+            return
+        job = target.job if target is not None else None
         if job is None or job.state is not JobState.ACTIVE or run.trigger is not RunTrigger.SCHEDULE:
             return
         if job.next_occurrence_after(run.scheduled_for) is None and self.store.complete_if_settled(job.id, now):
             logger.info("job completed: its last occurrence has settled", extra={"job_id": job.id})
 
-    def succeed(self, run: Run, job: Job, owner: str, result: RunResult, *, duration_ms: int | None) -> Outcome:
+    def succeed(
+        self, run: Run, target: RunTarget, owner: str, result: RunResult, *, duration_ms: int | None
+    ) -> Outcome:
         now = self.clock.now()
         recorded = self._finish(
             run, owner=owner, status=RunStatus.SUCCEEDED, now=now, result=result, duration_ms=duration_ms
@@ -61,7 +85,7 @@ class RunOutcomes:
         if not recorded:
             logger.warning("lease lost before recording success; the result object stands")
             return Outcome.DONE
-        self.settled(run, job, now)
+        self.settled(run, target, now, RunStatus.SUCCEEDED)
         metrics.add_metric(name="RunsSucceeded", unit="Count", value=1)
         logger.info(
             "run succeeded",
@@ -75,10 +99,18 @@ class RunOutcomes:
         return Outcome.DONE
 
     def retry(
-        self, run: Run, job: Job, owner: str, error: RunError, delivery: Delivery, *, duration_ms: int, at_least: float
+        self,
+        run: Run,
+        target: RunTarget,
+        owner: str,
+        error: RunError,
+        delivery: Delivery,
+        *,
+        duration_ms: int,
+        at_least: float,
     ) -> Outcome:
         """The next attempt after a backoff (at least `at_least` seconds): on the message, or parked."""
-        delay = max(backoff_seconds(job.retry, run.attempts, self.rng), math.ceil(at_least))
+        delay = max(backoff_seconds(target.retry, run.attempts, self.rng), math.ceil(at_least))
         now = self.clock.now()
         not_before = now + timedelta(seconds=delay)
         on_message = delay <= MAX_MESSAGE_BACKOFF_SECONDS
@@ -99,7 +131,7 @@ class RunOutcomes:
             "run failed; retrying",
             extra={
                 "attempt": run.attempts,
-                "max_attempts": job.retry.max_attempts,
+                "max_attempts": target.retry.max_attempts,
                 "retry_in_s": delay,
                 "retry_via": "message" if on_message else "due index",
                 "error_type": error.type,
@@ -111,7 +143,9 @@ class RunOutcomes:
         self.queues.change_visibility(delivery.queue_url, delivery.receipt_handle, delay)
         return Outcome.RETRY_LATER
 
-    def fail(self, run: Run, job: Job, owner: str, error: RunError, *, duration_ms: int | None = None) -> Outcome:
+    def fail(
+        self, run: Run, target: RunTarget, owner: str, error: RunError, *, duration_ms: int | None = None
+    ) -> Outcome:
         now = self.clock.now()
         if not self._finish(run, owner=owner, status=RunStatus.FAILED, now=now, error=error, duration_ms=duration_ms):
             return Outcome.DONE
@@ -126,7 +160,7 @@ class RunOutcomes:
                 failed_at=now,
             ),
         )
-        self.settled(run, job, now)
+        self.settled(run, target, now, RunStatus.FAILED)
         metrics.add_metric(name="RunsFailed", unit="Count", value=1)
         logger.error(
             "run failed; no attempts left",
@@ -134,10 +168,10 @@ class RunOutcomes:
         )
         return Outcome.DONE
 
-    def skip(self, run: Run, job: Job | None, owner: str, reason: SkipReason) -> Outcome:
+    def skip(self, run: Run, target: RunTarget | None, owner: str, reason: SkipReason) -> Outcome:
         now = self.clock.now()
         if self._finish(run, owner=owner, status=RunStatus.SKIPPED, now=now, skip_reason=reason):
-            self.settled(run, job, now)
+            self.settled(run, target, now, RunStatus.SKIPPED, reason)
         metrics.add_metric(name="RunsSkipped", unit="Count", value=1)
         logger.info("run skipped", extra={"skip_reason": reason.value})
         return Outcome.DONE

@@ -11,7 +11,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from tickwork.models import Band, DeadLetter, RunMessage
+from tickwork.models import Band, DeadLetter, Run, RunMessage
 from tickwork.observability import logger
 
 # What SQS answers when a receipt handle no longer names an in-flight message.
@@ -36,6 +36,17 @@ class Outgoing:
     @property
     def starts_at(self) -> datetime:
         return self.start_at or self.message.scheduled_for
+
+    @classmethod
+    def for_run(cls, run: Run, *, start_at: datetime | None = None) -> Outgoing:
+        """A run's message to its band queue; it may start at `start_at`, or else at its scheduled time (the
+        delay is set when it is sent)."""
+        message = RunMessage(run_id=run.id, job_id=run.job_id, tenant=run.tenant, scheduled_for=run.scheduled_for)
+        return cls(message=message, band=Band.of_priority(run.priority), delay_seconds=0, start_at=start_at)
+
+    def timed(self, now: datetime) -> Outgoing:
+        """This message with its delay set: the time left, at `now`, until it may start (never early)."""
+        return Outgoing(self.message, self.band, delay_for((self.starts_at - now).total_seconds()), self.start_at)
 
 
 @dataclass

@@ -26,7 +26,7 @@ MAX_REDRIVE = 250  # runs one "redrive all" call re-queues; the response says wh
 class RedriveReport:
     redriven: int
     run_ids: list[str]
-    not_redriven: list[str]  # unknown ids, other tenants' ids, and runs that are not FAILED (any more)
+    not_redriven: list[str]  # unknown ids, other tenants' ids, runs not FAILED (any more), workflow steps' runs
     more: bool  # "all" stopped at MAX_REDRIVE; call again for the rest
 
 
@@ -43,6 +43,9 @@ class RunRedrive:
         run = self.queries.get_run(tenant, run_id)
         if run.status is not RunStatus.FAILED:
             raise Conflict(f"only FAILED runs can be retried; this one is {run.status.value}")
+        if run.workflow_run_id is not None:
+            # Re-running a step alone would leave its workflow run FAILED and its downstream steps unstarted.
+            raise Conflict(f"a workflow step's run is retried with its workflow run: retry {run.workflow_run_id}")
         queued = self._requeue(run, self.clock.now())
         if queued is None:
             raise Conflict("the run changed meanwhile; try again")
@@ -83,7 +86,10 @@ class RunRedrive:
         return run if run.status is RunStatus.FAILED else None
 
     def _requeue(self, run: Run, now: datetime) -> Run | None:
-        """FAILED -> QUEUED in the table (conditional); the caller sends it. None if it was not FAILED."""
+        """FAILED -> QUEUED in the table (conditional); the caller sends it. None if it was not FAILED, or if it
+        is a workflow step's (retried with its workflow run, so that the run goes on past it)."""
+        if run.workflow_run_id is not None:
+            return None
         if not self.store.requeue_failed_run(run, now=now, redispatch_at=now + self.dispatcher.redispatch_after):
             return None
         return run.model_copy(

@@ -12,7 +12,12 @@ from tickwork.models import Run, RunResult
 
 
 def result_key(run: Run) -> str:
-    return f"results/{run.tenant}/{run.job_id}/{run.id}.json"
+    return result_key_of(run.tenant, run.job_id, run.id)
+
+
+def result_key_of(tenant: str, job_id: str, run_id: str) -> str:
+    """Where a run's result lives: by tenant, then job (or workflow), then run."""
+    return f"results/{tenant}/{job_id}/{run_id}.json"
 
 
 class ResultStore:
@@ -64,8 +69,12 @@ class ResultStore:
         )
 
     def read(self, run: Run) -> Any | None:
+        return self.read_of(run.tenant, run.job_id, run.id)
+
+    def read_of(self, tenant: str, job_id: str, run_id: str) -> Any | None:
+        """A run's result document by its ids (None if there is none), without reading the run first."""
         try:
-            obj = self._s3.get_object(Bucket=self.bucket, Key=result_key(run))
+            obj = self._s3.get_object(Bucket=self.bucket, Key=result_key_of(tenant, job_id, run_id))
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
                 return None

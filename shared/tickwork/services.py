@@ -13,7 +13,7 @@ from tickwork.dispatch import Dispatcher
 from tickwork.executor import RunExecutor
 from tickwork.faults import NO_FAULTS, FaultPlan
 from tickwork.idempotent_create import IdempotentCreate
-from tickwork.job_factory import JobFactory
+from tickwork.job_factory import MAX_PAYLOAD_BYTES, JobFactory
 from tickwork.jobs import JobLifecycle
 from tickwork.jobtypes import registry
 from tickwork.models import Band
@@ -22,7 +22,11 @@ from tickwork.queues import RunQueues
 from tickwork.redrive import RunRedrive
 from tickwork.results import ResultStore
 from tickwork.settings import Settings, load_settings
-from tickwork.store import Cursors, IdempotencyRecords, JobStore, Listings, cursor_key
+from tickwork.store import Cursors, IdempotencyRecords, JobStore, Listings, WorkflowRecords, cursor_key
+from tickwork.workflow.factory import WorkflowFactory
+from tickwork.workflow.occurrences import WorkflowOccurrences
+from tickwork.workflow.progress import ProgressSettings, WorkflowProgress
+from tickwork.workflow.service import WorkflowService
 
 
 @dataclass
@@ -73,6 +77,7 @@ class Services:
             max_dispatch=s.max_dispatch_per_tick,
             threads=s.claim_threads,
             faults=self.faults,
+            workflows=WorkflowOccurrences(self.workflow_records, self.workflow_progress),
         )
 
     @cached_property
@@ -90,6 +95,43 @@ class Services:
             http_allowlist=self.settings.http_allowlist,
             clients=self.clients,
             faults=self.faults,
+            workflows=self.workflow_progress,
+        )
+
+    @cached_property
+    def workflow_records(self) -> WorkflowRecords:
+        """Workflows and their runs, over the store's table (and client)."""
+        return WorkflowRecords(self.store.shared_table, shards=self.store.shards, retention=self.store.retention)
+
+    @cached_property
+    def workflow_progress(self) -> WorkflowProgress:
+        """Opens workflow runs, records their steps' ends, advances and reconciles them (tick and executor)."""
+        s = self.settings
+        return WorkflowProgress(
+            self.workflow_records,
+            self.store,
+            self.results,
+            self.queues,
+            self.clock,
+            ProgressSettings(
+                reconcile_after=timedelta(seconds=s.reconcile_after_seconds),
+                redispatch_after=timedelta(seconds=s.redispatch_after_seconds),
+                max_payload_bytes=MAX_PAYLOAD_BYTES,
+            ),
+            faults=self.faults,
+        )
+
+    @cached_property
+    def workflows(self) -> WorkflowService:
+        """What the API calls for workflows and their runs."""
+        return WorkflowService(
+            self.workflow_records,
+            self.store,
+            self.workflow_progress,
+            self.dispatcher,
+            self.listings,
+            self.clock,
+            WorkflowFactory(self.store.shards, http_allowlist=self.settings.http_allowlist),
         )
 
     @cached_property

@@ -53,6 +53,9 @@ class Settings(FromEnvironment):
     # within lease + 15 s (the message's visibility follows the lease).
     lease_seconds: int = Field(default=60, alias="LEASE_SECONDS", ge=10, le=300)
     claim_threads: int = Field(default=8, alias="CLAIM_THREADS", ge=1, le=64)
+    # A RUNNING workflow run is reconciled by the tick this long after its last step's end (or its opening):
+    # how long a run whose progress a crash interrupted waits at most, plus a tick.
+    reconcile_after_seconds: int = Field(default=120, alias="RECONCILE_AFTER_SECONDS", ge=10, le=3600)
     run_retention_days: int = Field(default=30, alias="RUN_RETENTION_DAYS", ge=1)
     # Keys the HMAC of the API's page cursors; unset (or empty), a key derived from the table name is used.
     # Isolation does not depend on it (see tickwork.store.cursors).

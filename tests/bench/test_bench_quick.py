@@ -28,6 +28,25 @@ RUN_CALL_BUDGET = {
 # The run's own write units. 14 since a leased run keeps its due-index entry until its outcome (the safety net
 # for a lapsed lease whose message is stranded): the outcome's write now also deletes that index entry.
 WRU_BUDGET = 14.0
+# Per workflow step run, diamond workflows (benchmarks/calls_per_step.py): the workflow's create, claim and
+# completion are shared by its 4 steps; a step's end is recorded in its workflow run, and so is each plan.
+STEP_CALL_BUDGET = {
+    "dynamodb:PutItem workflow": 0.25,  # create
+    "dynamodb:GetItem workflow": 0.25,  # claim: the definition (the due index carries no steps)
+    "dynamodb:PutItem workflow run": 0.25,  # claim: the lock on the occurrence
+    "dynamodb:UpdateItem workflow": 0.5,  # claim: advance; the last occurrence's end: complete
+    "dynamodb:PutItem step run": 1,  # its creation (the root's at the claim, the others' by an executor)
+    "dynamodb:GetItem workflow run": 1,  # executor: the step's definition, from the run's snapshot
+    "dynamodb:UpdateItem step run": 2,  # lease, finish
+    "dynamodb:UpdateItem workflow run": 1.75,  # the step's end (1), the plans that follow (3 per diamond)
+    "s3:PutObject": 1,  # the result
+    "s3:GetObject": 1,  # upstream results for $from (b, c: a's; d: b's and c's)
+    "sqs:ChangeMessageVisibility": 1,
+    "sqs:SendMessageBatch": 0.55,  # the roots at the tick; a's end sends b and c, c's (or b's) end sends d
+    "sqs:ReceiveMessage": 0.15,
+    "sqs:DeleteMessageBatch": 0.15,
+}
+STEP_WRU_BUDGET = 14.0  # as a job's run, +1 for the due-index entry a leased run keeps (see WRU_BUDGET)
 SHARDS = 8  # template.yaml DueShards default
 
 
@@ -39,6 +58,16 @@ def section1() -> dict[str, Any]:
         from benchmarks.common import Stamp
 
         return calls_per_run.run(Stamp.now("pytest tests/bench"), quick=True)
+
+
+@pytest.fixture(scope="module")
+def section1b() -> dict[str, Any]:
+    with pytest.MonkeyPatch.context() as mp:
+        _fake_credentials(mp)
+        from benchmarks import calls_per_step
+        from benchmarks.common import Stamp
+
+        return calls_per_step.run(Stamp.now("pytest tests/bench"), quick=True)
 
 
 @pytest.fixture(scope="module")
@@ -97,3 +126,15 @@ def test_a_ticks_requests_do_not_grow_with_stored_jobs(section4: dict[str, Any])
     assert large["calls"] == small["calls"], (large["calls"], small["calls"])
     assert large["calls"]["Query"] == SHARDS
     assert large["calls"]["SendMessageBatch"] == 10  # 100 runs, 10 to a batch
+
+
+def test_a_workflow_step_run_makes_no_more_requests_than_budgeted(section1b: dict[str, Any]) -> None:
+    per_run = section1b["total"]["per_run"]
+    calls = {op: n for op, n in per_run.items() if "(empty)" not in op}
+    assert set(calls) <= set(STEP_CALL_BUDGET), f"new kinds of calls per step: {set(calls) - set(STEP_CALL_BUDGET)}"
+    over = {op: n for op, n in calls.items() if n > STEP_CALL_BUDGET[op] + 1e-9}
+    assert not over, f"more calls per step run than budgeted: {over}"
+
+
+def test_a_workflow_step_run_writes_no_more_units_than_budgeted(section1b: dict[str, Any]) -> None:
+    assert section1b["billable"]["wru_per_run"] <= STEP_WRU_BUDGET

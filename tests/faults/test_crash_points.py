@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from tickwork.faults import EXECUTOR_CRASH_POINTS, TICK_CRASH_POINTS, CrashPoint
+from tickwork.faults import EXECUTOR_CRASH_POINTS, TICK_CRASH_POINTS, WORKFLOW_CRASH_POINTS, CrashPoint
 from tickwork.models import RunStatus, run_id_for
 
 from tests.faults.world import ACTIVE, RECOVERY_BOUND, Planned, World
@@ -28,10 +28,11 @@ def test_a_process_dying_at_a_crash_point_loses_nothing_and_runs_nothing_twice(f
     world.assert_promises_kept()
 
 
-def test_every_crash_point_is_named_for_the_tick_or_the_executor():
-    assert set(TICK_CRASH_POINTS) | set(EXECUTOR_CRASH_POINTS) == set(CrashPoint)
+def test_every_crash_point_is_named_for_the_tick_the_executor_or_a_workflow_run():
+    assert set(TICK_CRASH_POINTS) | set(EXECUTOR_CRASH_POINTS) | set(WORKFLOW_CRASH_POINTS) == set(CrashPoint)
     assert len(TICK_CRASH_POINTS) == 4
     assert len(EXECUTOR_CRASH_POINTS) == 6
+    assert len(WORKFLOW_CRASH_POINTS) == 4  # the mix here has no workflow: tests/faults/test_workflow_crash.py
 
 
 def test_without_faults_the_mix_keeps_every_promise(faulty_pipeline):

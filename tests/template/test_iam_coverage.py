@@ -8,6 +8,7 @@ the executor handler plus its SQS event source mapping (receive, delete) to Exec
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections import defaultdict
 from collections.abc import Iterator
@@ -16,7 +17,7 @@ from datetime import timedelta
 from typing import Any
 
 from template_support import as_list, iam_statements
-from tickwork.models import RunStatus
+from tickwork.models import RunStatus, RunTrigger, run_id_for
 
 from tests.harness import START, TENANT
 
@@ -129,11 +130,81 @@ def test_every_call_the_code_makes_is_allowed_by_its_functions_role(pipeline, te
         "the exhausted run was not dead-lettered"
     )
 
+    assert _missing(recorded, template, pipeline.resources) == []
+
+
+def _missing(recorded: dict[str, list[tuple[str, str, dict[str, Any]]]], template, resources) -> list[tuple[str, ...]]:
     missing = []
     for role, calls in recorded.items():
         granted = _granted(template, role)
         for service, operation, params in calls:
-            for need in _needed(service, operation, params, pipeline.resources):
+            for need in _needed(service, operation, params, resources):
                 if need not in granted:
                     missing.append((role, operation, *need))
-    assert sorted(set(missing)) == []
+    return sorted(set(missing))
+
+
+def test_every_call_workflows_make_is_allowed_by_its_functions_role(pipeline, template):
+    """Workflows: the API creates, triggers, reads, cancels and retries runs; the tick claims a workflow and
+    reconciles a stalled run (reading upstream results); executors run steps and start downstream ones."""
+    from tickwork.api_models import WorkflowSpec
+    from tickwork.faults import CrashPoint
+    from tickwork.models import step_run_id_for
+
+    from tests.faults.crashes import ProcessKilled
+
+    recorded: dict[str, list[tuple[str, str, dict[str, Any]]]] = defaultdict(list)
+
+    @contextmanager
+    def acting_as(role: str) -> Iterator[None]:
+        pipeline.calls.clear()
+        yield
+        recorded[role].extend(pipeline.calls.calls)
+        pipeline.calls.clear()
+
+    workflows = pipeline.services.workflows
+    steps = [
+        {"id": "a", "type": "echo", "payload": {"n": 1}},
+        {"id": "b", "type": "echo", "depends_on": ["a"], "payload": {"n": {"$from": "steps.a.result.n"}}},
+        {
+            "id": "c",
+            "type": "echo",
+            "depends_on": ["b"],
+            "payload": {"fail_attempts": 9, "n": {"$from": "steps.b.result.n"}},
+            "retry": {"max_attempts": 1},
+        },
+    ]
+    spec = {"name": "wf", "schedule": {"at": START + FAR}, "steps": steps}
+    with acting_as("ApiRole"):
+        workflow = workflows.create(TENANT, WorkflowSpec.model_validate(spec))
+        triggered = workflows.trigger(TENANT, workflow.id)
+    with acting_as("ExecutorRole"):
+        pipeline.drain()
+    with acting_as("ApiRole"):
+        assert workflows.get_run(TENANT, triggered.id).status.value == "FAILED"
+        workflows.retry_run(TENANT, triggered.id)
+    with acting_as("ExecutorRole"):
+        pipeline.drain()
+    # The scheduled run: b ends, but its executor dies before its workflow run hears of it; the tick reconciles.
+    pipeline.clock.advance(FAR.total_seconds())
+    with acting_as("TickRole"):
+        pipeline.tick()
+    pipeline.crashes.arm(CrashPoint.WORKFLOW_BEFORE_STEP_SETTLED, skip=1)  # a's end goes on, b's dies there
+    with acting_as("ExecutorRole"), contextlib.suppress(ProcessKilled):
+        pipeline.drain()
+    pipeline.crashes.disarm()
+    pipeline.clock.advance(300)
+    with acting_as("TickRole"):
+        pipeline.tick()
+    with acting_as("ExecutorRole"):
+        pipeline.drain()
+    scheduled = run_id_for(workflow.id, START + FAR)
+    assert pipeline.run(step_run_id_for(scheduled, "c")).status is RunStatus.FAILED
+    with acting_as("ApiRole"):
+        workflows.trigger(TENANT, workflow.id)
+        workflows.cancel_run(TENANT, run_id_for(workflow.id, pipeline.clock.now(), RunTrigger.MANUAL))
+
+    operations = {(role, op) for role, calls in recorded.items() for _, op, _ in calls}
+    assert {("ApiRole", "BatchGetItem"), ("TickRole", "BatchGetItem"), ("TickRole", "GetObject")} <= operations
+    assert {("ExecutorRole", "PutItem"), ("ExecutorRole", "SendMessageBatch")} <= operations
+    assert _missing(recorded, template, pipeline.resources) == []

@@ -316,9 +316,11 @@ def test_who_may_send_where(template):
     bands = sorted((_arn(f"{b}Queue") for b in BANDS), key=str)
     dlqs = sorted((_arn(f"{b}DeadLetterQueue") for b in BANDS), key=str)
     tick = _grants(template, "TickRole")["sqs:SendMessage"]
-    assert sorted(tick, key=str) == sorted([*bands, _arn("TickDeadLetterQueue")], key=str)
+    # A workflow step whose payload a reconciliation cannot make is FAILED onto its band's DLQ.
+    assert sorted(tick, key=str) == sorted([*bands, *dlqs, _arn("TickDeadLetterQueue")], key=str)
     assert sorted(_grants(template, "ApiRole")["sqs:SendMessage"], key=str) == bands  # immediate dispatch
-    assert sorted(_grants(template, "ExecutorRole")["sqs:SendMessage"], key=str) == dlqs  # dead letters only
+    # Dead letters, and the workflow steps a step's end lets start.
+    assert sorted(_grants(template, "ExecutorRole")["sqs:SendMessage"], key=str) == sorted([*bands, *dlqs], key=str)
 
 
 def test_results_bucket_access(template):
@@ -330,22 +332,34 @@ def test_results_bucket_access(template):
     # HeadObject/GetObject of a missing result must be a 404 (results.find), not a 403.
     assert executor["s3:ListBucket"] == api["s3:ListBucket"] == [_arn("ResultsBucket")]
     assert "s3:PutObject" not in api
-    assert not any(a.startswith("s3:") for a in _grants(template, "TickRole"))
+    # The tick reads the upstream results a stalled workflow run's next steps use; it writes none.
+    tick = _grants(template, "TickRole")
+    assert {a: tick[a] for a in tick if a.startswith("s3:")} == {
+        "s3:GetObject": [objects],
+        "s3:ListBucket": [_arn("ResultsBucket")],
+    }
 
 
 def test_table_access_is_what_the_store_does(template):
     table = _arn("JobsTable")
     tick = _grants(template, "TickRole")
-    # The claim is two ordered conditional writes: Puts of the runs, then an Update of the job.
+    # The claim is two ordered conditional writes: Puts of the runs, then an Update of the job; a workflow
+    # run's reconciliation reads its queued steps' runs at once.
     assert {a: tick[a] for a in tick if a.startswith("dynamodb:")} == {
         "dynamodb:GetItem": [table],
         "dynamodb:PutItem": [table],
         "dynamodb:UpdateItem": [table],
+        "dynamodb:BatchGetItem": [table],
         "dynamodb:Query": [{"Fn::Sub": "${JobsTable.Arn}/index/due-index"}],
     }
     executor = _grants(template, "ExecutorRole")
-    # Overlap SKIP is a conditional update of the job's running slot: no query of a job's runs.
-    assert {a for a in executor if a.startswith("dynamodb:")} == {"dynamodb:GetItem", "dynamodb:UpdateItem"}
+    # Overlap SKIP is a conditional update of the job's running slot: no query of a job's runs. A workflow
+    # step's end creates the runs of the steps it lets start (conditional Puts).
+    assert {a for a in executor if a.startswith("dynamodb:")} == {
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+    }
     api = _grants(template, "ApiRole")
     assert {"Fn::Sub": "${JobsTable.Arn}/index/tenant-index"} in api["dynamodb:Query"]
     for role in ("TickRole", "ExecutorRole", "ApiRole"):

@@ -3,6 +3,8 @@
 Layout (single table, pk/sk strings):
 - job:  pk=JOB#<job_id>  sk=JOB
 - run:  pk=JOB#<job_id>  sk=RUN#<scheduled ms, 13 digits>[#m]   (runs of a job sort by time)
+- workflow: as a job (pk=JOB#<workflow id>, sk=JOB, kind=WORKFLOW); its runs at sk=RUN#<ms>[#m]
+  (kind=WORKFLOW_RUN), each step's run at sk=STEP#<ms>[#m]#<step id> (an ordinary run)
 
 Indexes:
 - `due-index` (sparse; due_shard, due_at ms): the queue of claimable work. A job carries the keys while it
@@ -21,7 +23,8 @@ The package, one module a concern:
 - `runs`: `RunRecords`, the run items (claim puts, lease, finish, requeue, a job's runs);
 - `due_index`: `DueIndex`, the due-index query, the shard leases and a run's re-send time;
 - `listings` and `cursors`: `Listings`, a tenant's jobs, runs and DLQ page by page, with opaque `Cursors`;
-- `idempotency`: `IdempotencyRecords`, the records behind create's Idempotency-Key.
+- `idempotency`: `IdempotencyRecords`, the records behind create's Idempotency-Key;
+- `workflows`: `WorkflowRecords`, the workflow and workflow run items (built over the same `Table`).
 `JobStore` below composes the three record classes over one `Table`; `Listings` and `IdempotencyRecords` are
 built over the same `Table` (`JobStore.shared_table`) by the wiring. Callers use the names exported here.
 """
@@ -45,6 +48,7 @@ from tickwork.store.codec import (
     run_to_attrs,
     serialize,
     shard_of,
+    workflow_run_key,
 )
 from tickwork.store.conditional import Table
 from tickwork.store.cursors import Cursors, cursor_key
@@ -52,8 +56,17 @@ from tickwork.store.due_index import DUE_INDEX, DUE_INDEX_PROJECTION, TENANT_IND
 from tickwork.store.idempotency import IDEMPOTENCY_KEY, IdempotencyRecord, IdempotencyRecords
 from tickwork.store.jobs import JobRecords
 from tickwork.store.listings import DEFAULT_LIMIT, MAX_LIMIT, Listings, Page
-from tickwork.store.reading import UNREADABLE, item_bytes, note_unreadable, read_job, read_run
-from tickwork.store.runs import ClaimedRuns, Lease, LeaseOutcome, RunRecords
+from tickwork.store.reading import (
+    UNREADABLE,
+    item_bytes,
+    note_unreadable,
+    read_job,
+    read_run,
+    read_workflow,
+    read_workflow_run,
+)
+from tickwork.store.runs import ClaimedRuns, Lease, LeaseExtension, LeaseOutcome, RunRecords
+from tickwork.store.workflows import WorkflowRecords
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -74,11 +87,13 @@ __all__ = [
     "JobRecords",
     "JobStore",
     "Lease",
+    "LeaseExtension",
     "LeaseOutcome",
     "Listings",
     "Page",
     "RunRecords",
     "Table",
+    "WorkflowRecords",
     "cursor_key",
     "deserialize",
     "expression_values",
@@ -89,11 +104,14 @@ __all__ = [
     "note_unreadable",
     "read_job",
     "read_run",
+    "read_workflow",
+    "read_workflow_run",
     "run_from_attrs",
     "run_key",
     "run_to_attrs",
     "serialize",
     "shard_of",
+    "workflow_run_key",
 ]
 
 _P = ParamSpec("_P")
@@ -167,6 +185,9 @@ class JobStore:
     get_run = _Forward("runs", RunRecords.get_run)
     put_claimed_runs = _Forward("runs", RunRecords.put_claimed_runs)
     put_queued_run = _Forward("runs", RunRecords.put_queued_run)
+    put_failed_run = _Forward("runs", RunRecords.put_failed_run)
+    get_runs = _Forward("runs", RunRecords.get_runs)
+    request_cancel = _Forward("runs", RunRecords.request_cancel)
     lease_run = _Forward("runs", RunRecords.lease_run)
     extend_lease = _Forward("runs", RunRecords.extend_lease)
     finish_run = _Forward("runs", RunRecords.finish_run)

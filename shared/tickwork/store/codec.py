@@ -1,8 +1,9 @@
-"""The item codec: how jobs and runs become DynamoDB items and back, and where each item lives.
+"""The item codec: how jobs, workflows and their runs become DynamoDB items and back, and where each item lives.
 
-Pure functions, no client: the keys (job_key, run_key, shard_of), the attribute-value encoding (serialize,
-deserialize, expression_values) and the model mappings (job_to_item, job_from_attrs, run_to_attrs,
-run_from_attrs). Every other store module builds its requests from these.
+Pure functions, no client: the keys (job_key, run_key, workflow_run_key, shard_of), the attribute-value
+encoding (serialize, deserialize, expression_values) and the model mappings (job_to_item, job_from_attrs,
+workflow_to_item, workflow_from_attrs, run_to_attrs, run_from_attrs, workflow_run_to_attrs,
+workflow_run_from_attrs). Every other store module builds its requests from these.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from tickwork.clock import to_ms
-from tickwork.models import Job, JobState, Run, RunTrigger, parse_run_id
+from tickwork.models import Job, JobState, Run, RunTrigger, parse_run_id, parse_workflow_run_id
+from tickwork.workflow.definition import Workflow
+from tickwork.workflow.runs import WorkflowRunRecord
 
 _ser = TypeSerializer()
 _des = TypeDeserializer()
@@ -32,7 +35,14 @@ TENANT = re.compile(r"^[A-Za-z0-9_.:=+,@/-]{1,128}$")
 
 class ItemKind(StrEnum):
     JOB = "JOB"
-    RUN = "RUN"
+    RUN = "RUN"  # a job's run, or a workflow step's
+    WORKFLOW = "WORKFLOW"
+    WORKFLOW_RUN = "WORKFLOW_RUN"
+
+    @property
+    def scheduled(self) -> bool:
+        """A job or a workflow: what the tick claims occurrences of (ahead, within the horizon)."""
+        return self in (ItemKind.JOB, ItemKind.WORKFLOW)
 
 
 def shard_of(job_id: str, shards: int) -> str:
@@ -48,9 +58,20 @@ def run_key(run_id: str) -> dict[str, Any]:
     parsed = parse_run_id(run_id)
     if parsed is None:
         raise ValueError(f"not a run id: {run_id!r}")
-    job_id, scheduled_for, trigger = parsed
-    suffix = "#m" if trigger is RunTrigger.MANUAL else ""
-    return {"pk": {"S": f"JOB#{job_id}"}, "sk": {"S": f"RUN#{to_ms(scheduled_for):013d}{suffix}"}}
+    suffix = "#m" if parsed.trigger is RunTrigger.MANUAL else ""
+    when = f"{to_ms(parsed.scheduled_for):013d}{suffix}"
+    # A step's run sorts under STEP#, apart from the workflow runs (RUN#), so a workflow's runs page alone.
+    sort = f"RUN#{when}" if parsed.step_id is None else f"STEP#{when}#{parsed.step_id}"
+    return {"pk": {"S": f"JOB#{parsed.job_id}"}, "sk": {"S": sort}}
+
+
+def workflow_run_key(workflow_run_id: str) -> dict[str, Any]:
+    """A workflow run sorts among its workflow's runs (RUN#<ms>[#m]); its steps' runs sort under STEP#."""
+    parsed = parse_workflow_run_id(workflow_run_id)
+    if parsed is None:
+        raise ValueError(f"not a workflow run id: {workflow_run_id!r}")
+    suffix = "#m" if parsed.trigger is RunTrigger.MANUAL else ""
+    return {"pk": {"S": f"JOB#{parsed.job_id}"}, "sk": {"S": f"RUN#{to_ms(parsed.scheduled_for):013d}{suffix}"}}
 
 
 def _plain(value: Any) -> Any:
@@ -92,25 +113,40 @@ def expression_values(**values: Any) -> dict[str, Any]:
 
 
 def job_to_item(job: Job, shards: int) -> dict[str, Any]:
-    data = job.model_dump(mode="json", exclude={"id", "payload"})
+    return _scheduled_item(job, ItemKind.JOB, "payload_json", job.payload, shards)
+
+
+def workflow_to_item(workflow: Workflow, shards: int) -> dict[str, Any]:
+    """A workflow sits where a job would (pk=JOB#<id>, sk=JOB, `job_id`), so the due index's projection and the
+    claim read it as they read a job; its steps are JSON text, as a job's payload is."""
+    steps = [step.model_dump(mode="json", exclude_none=True) for step in workflow.steps]
+    return _scheduled_item(workflow, ItemKind.WORKFLOW, "steps_json", steps, shards)
+
+
+def _scheduled_item(thing: Job | Workflow, kind: ItemKind, text_name: str, text: Any, shards: int) -> dict[str, Any]:
+    """The item of a job or a workflow: its fields, one of them as JSON text, its tenant-index entry, and its
+    due-index entry while it is ACTIVE with a next occurrence."""
+    data = thing.model_dump(mode="json", exclude={"id", "payload", "steps"})
     attrs: dict[str, Any] = {
-        "pk": f"JOB#{job.id}",
+        "pk": f"JOB#{thing.id}",
         "sk": "JOB",
-        "kind": ItemKind.JOB.value,
-        "job_id": job.id,
-        "payload_json": json.dumps(job.payload, separators=(",", ":"), sort_keys=True),
-        "tenant_key": f"T#{job.tenant}#JOB",
-        "tenant_sort": f"{to_ms(job.created_at):013d}#{job.id}",
+        "kind": kind.value,
+        "job_id": thing.id,
+        text_name: _json_text(text),
+        "tenant_key": f"T#{thing.tenant}#{kind.value}",
+        "tenant_sort": f"{to_ms(thing.created_at):013d}#{thing.id}",
         **data,
     }
-    if job.state is JobState.ACTIVE and job.next_run_at is not None:
-        attrs["due_shard"] = shard_of(job.id, shards)
-        attrs["due_at"] = to_ms(job.next_run_at)
+    if thing.state is JobState.ACTIVE and thing.next_run_at is not None:
+        attrs["due_shard"] = shard_of(thing.id, shards)
+        attrs["due_at"] = to_ms(thing.next_run_at)
     return serialize(attrs)
 
 
 _JOB_FIELDS = set(Job.model_fields)
-_RUN_FIELDS = set(Run.model_fields)
+_RUN_FIELDS = set(Run.model_fields) - {"payload"}
+_WORKFLOW_FIELDS = set(Workflow.model_fields)
+_WORKFLOW_RUN_FIELDS = set(WorkflowRunRecord.model_fields) - {"definition"}
 
 
 def job_from_attrs(attrs: Mapping[str, Any]) -> Job:
@@ -120,13 +156,55 @@ def job_from_attrs(attrs: Mapping[str, Any]) -> Job:
     return Job.model_validate(data)
 
 
+def workflow_from_attrs(attrs: Mapping[str, Any]) -> Workflow:
+    data = {k: v for k, v in attrs.items() if k in _WORKFLOW_FIELDS}
+    data["id"] = attrs["job_id"]
+    data["steps"] = json.loads(attrs["steps_json"])
+    return Workflow.model_validate(data)
+
+
 def run_to_attrs(run: Run) -> dict[str, Any]:
-    data = run.model_dump(mode="json", exclude={"id"})
+    """A run's attributes. A step's payload is JSON text (as a job's is), so that its size as stored is its
+    size as JSON: a map would bill every number at up to 21 bytes."""
+    data = run.model_dump(mode="json", exclude={"id", "payload"})
     key = run_key(run.id)
-    return {"pk": key["pk"]["S"], "sk": key["sk"]["S"], "kind": ItemKind.RUN.value, "run_id": run.id, **data}
+    attrs = {"pk": key["pk"]["S"], "sk": key["sk"]["S"], "kind": ItemKind.RUN.value, "run_id": run.id, **data}
+    if run.payload is not None:
+        attrs["payload_json"] = _json_text(run.payload)
+    return attrs
 
 
 def run_from_attrs(attrs: Mapping[str, Any]) -> Run:
     data = {k: v for k, v in attrs.items() if k in _RUN_FIELDS}
     data["id"] = attrs["run_id"]
+    if "payload_json" in attrs:
+        data["payload"] = json.loads(attrs["payload_json"])
     return Run.model_validate(data)
+
+
+def workflow_run_to_attrs(record: WorkflowRunRecord) -> dict[str, Any]:
+    """A workflow run's attributes; its definition is JSON text (written once, never updated in place)."""
+    data = record.model_dump(mode="json", exclude={"id", "definition"}, exclude_none=True)
+    key = workflow_run_key(record.id)
+    attrs = {
+        "pk": key["pk"]["S"],
+        "sk": key["sk"]["S"],
+        "kind": ItemKind.WORKFLOW_RUN.value,
+        "run_id": record.id,
+        **data,
+    }
+    if record.definition is not None:
+        attrs["definition_json"] = _json_text(record.definition.model_dump(mode="json", exclude_none=True))
+    return attrs
+
+
+def workflow_run_from_attrs(attrs: Mapping[str, Any]) -> WorkflowRunRecord:
+    data = {k: v for k, v in attrs.items() if k in _WORKFLOW_RUN_FIELDS}
+    data["id"] = attrs["run_id"]
+    if "definition_json" in attrs:
+        data["definition"] = json.loads(attrs["definition_json"])
+    return WorkflowRunRecord.model_validate(data)
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)

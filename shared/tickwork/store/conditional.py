@@ -82,6 +82,33 @@ class Table:
             ReturnValuesOnConditionCheckFailure="ALL_OLD",
         )
 
+    def update_if_returning_new(
+        self, key: dict[str, Any], update: str, condition: str, names: dict[str, str] | None, values: dict[str, Any]
+    ) -> tuple[bool, dict[str, Any]]:
+        """`update_if` that also returns the item: as the update left it if it won, as its condition saw it if it
+        lost (empty: there was none). Either way the caller has the current item without another read."""
+        return self._attempt(
+            self.client.update_item,
+            names,
+            **_update(key, update, condition, values),
+            ReturnValues="ALL_NEW",
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
+
+    def batch_get(self, keys: list[dict[str, Any]], *, projection: str | None = None) -> list[dict[str, Any]]:
+        """The items of these keys that exist (BatchGetItem, consistent reads, 100 keys a request, unprocessed
+        keys asked again), as attributes, in no particular order."""
+        found: list[dict[str, Any]] = []
+        for start in range(0, len(keys), 100):
+            request: dict[str, Any] = {self.name: {"Keys": keys[start : start + 100], "ConsistentRead": True}}
+            if projection:
+                request[self.name]["ProjectionExpression"] = projection
+            while request:
+                response = self.client.batch_get_item(RequestItems=request)
+                found += [deserialize(item) for item in response.get("Responses", {}).get(self.name, [])]
+                request = response.get("UnprocessedKeys") or {}
+        return found
+
     def _attempt(
         self, write: Callable[..., Any], names: dict[str, str] | None, **params: Any
     ) -> tuple[bool, dict[str, Any]]:

@@ -3,7 +3,10 @@
 Listings are paginated Queries, never a Scan:
 - a tenant's jobs, newest first: `tenant-index`, partition `T#<tenant>#JOB`;
 - a tenant's FAILED runs (the DLQ), newest first: `tenant-index`, partition `T#<tenant>#FAILED`;
-- a job's runs, newest first: the base table, partition `JOB#<job id>`, sort keys `RUN#...`.
+- a job's runs, newest first: the base table, partition `JOB#<job id>`, sort keys `RUN#...`;
+- a tenant's workflows, newest first: `tenant-index`, partition `T#<tenant>#WORKFLOW`;
+- a workflow's runs, newest first: partition `JOB#<workflow id>`, sort keys `RUN#...` (its steps' runs sort
+  under `STEP#...`, apart).
 
 The partition a page reads always comes from the caller's tenant (and a job it owns), never from the cursor.
 """
@@ -12,15 +15,27 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
 from tickwork.errors import InvalidInput
 from tickwork.models import Job, JobState, Run, RunStatus, parse_run_id
-from tickwork.store.codec import deserialize, expression_values, job_from_attrs, run_from_attrs, run_key
+from tickwork.store.codec import (
+    deserialize,
+    expression_values,
+    job_from_attrs,
+    run_from_attrs,
+    run_key,
+    workflow_from_attrs,
+    workflow_run_from_attrs,
+)
 from tickwork.store.conditional import Table
 from tickwork.store.cursors import Cursors
 from tickwork.store.due_index import TENANT_INDEX
 from tickwork.store.reading import UNREADABLE, note_unreadable
+from tickwork.workflow.advance import WorkflowRunStatus
+from tickwork.workflow.definition import Workflow
+from tickwork.workflow.runs import WorkflowRunRecord
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 100
@@ -79,8 +94,39 @@ class Listings:
         name_prefix: str | None = None,
     ) -> Page[Job]:
         """The tenant's jobs, newest first (tenant-index, T#<tenant>#JOB)."""
-        scope = "jobs"
-        partition = f"T#{tenant}#JOB"
+        return self._scheduled(
+            tenant, "JOB", "jobs", job_from_attrs, limit, cursor, state=state, name_prefix=name_prefix, type=job_type
+        )
+
+    def list_workflows(
+        self,
+        tenant: str,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        cursor: str | None = None,
+        state: JobState | None = None,
+        name_prefix: str | None = None,
+    ) -> Page[Workflow]:
+        """The tenant's workflows, newest first (tenant-index, T#<tenant>#WORKFLOW)."""
+        return self._scheduled(
+            tenant, "WORKFLOW", "workflows", workflow_from_attrs, limit, cursor, state=state, name_prefix=name_prefix
+        )
+
+    def _scheduled(
+        self,
+        tenant: str,
+        kind: str,
+        scope: str,
+        convert: Callable[[dict[str, Any]], T],
+        limit: int,
+        cursor: str | None,
+        *,
+        state: JobState | None,
+        name_prefix: str | None,
+        **equal: Any,
+    ) -> Page[T]:
+        """Jobs or workflows of the tenant, newest first, filtered by state, name prefix and `equal`."""
+        partition = f"T#{tenant}#{kind}"
         start = None
         if cursor:
             sort = self.cursors.decode(tenant, scope, cursor)
@@ -90,10 +136,10 @@ class Listings:
                 "pk": {"S": f"JOB#{sort.split('#', 1)[-1]}"},
                 "sk": {"S": "JOB"},
             }
-        where = _Filter.of(state=state.value if state is not None else None, type=job_type)
+        where = _Filter.of(state=state.value if state is not None else None, **equal)
         if name_prefix:
             where.add("begins_with(#name, :prefix)", "name", name_prefix, placeholder="prefix")
-        return self._page(tenant, scope, self._tenant_index(partition, where), where, limit, start, job_from_attrs)
+        return self._page(tenant, scope, self._tenant_index(partition, where), where, limit, start, convert)
 
     def list_failed_runs(self, tenant: str, *, limit: int = DEFAULT_LIMIT, cursor: str | None = None) -> Page[Run]:
         """The tenant's FAILED runs, newest failure first (tenant-index, T#<tenant>#FAILED)."""
@@ -134,8 +180,34 @@ class Listings:
         status: RunStatus | None = None,
     ) -> Page[Run]:
         """Runs of one job (which the caller must already have checked is the tenant's), newest first."""
-        scope = f"runs:{job_id}"
-        pk = f"JOB#{job_id}"
+        return self._runs_of(tenant, job_id, "runs", run_from_attrs, limit, cursor, status)
+
+    def list_workflow_runs(
+        self,
+        tenant: str,
+        workflow_id: str,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        cursor: str | None = None,
+        status: WorkflowRunStatus | None = None,
+    ) -> Page[WorkflowRunRecord]:
+        """Runs of one workflow (the caller's, checked by the caller), newest first; its steps' runs (STEP#...)
+        are not among them."""
+        return self._runs_of(tenant, workflow_id, "workflow-runs", workflow_run_from_attrs, limit, cursor, status)
+
+    def _runs_of(
+        self,
+        tenant: str,
+        owner_id: str,
+        scope_name: str,
+        convert: Callable[[dict[str, Any]], T],
+        limit: int,
+        cursor: str | None,
+        status: StrEnum | None,
+    ) -> Page[T]:
+        """The RUN# items of one job's or workflow's partition, newest first."""
+        scope = f"{scope_name}:{owner_id}"
+        pk = f"JOB#{owner_id}"
         start = None
         if cursor:
             sort = self.cursors.decode(tenant, scope, cursor)
@@ -147,7 +219,7 @@ class Listings:
             "ExpressionAttributeValues": expression_values(pk=pk, run="RUN#", **where.values),
             "ScanIndexForward": False,
         }
-        return self._page(tenant, scope, query, where, limit, start, run_from_attrs)
+        return self._page(tenant, scope, query, where, limit, start, convert)
 
     def _tenant_index(self, partition: str, where: _Filter) -> dict[str, Any]:
         """The Query of one tenant-index partition, newest first."""

@@ -14,7 +14,9 @@ from aws_lambda_powertools.metrics import MetricUnit
 from tickwork.errors import UnreadableItem
 from tickwork.models import Job, Run
 from tickwork.observability import logger, metrics
-from tickwork.store.codec import job_from_attrs, run_from_attrs
+from tickwork.store.codec import job_from_attrs, run_from_attrs, workflow_from_attrs, workflow_run_from_attrs
+from tickwork.workflow.definition import Workflow
+from tickwork.workflow.runs import WorkflowRunRecord
 
 # What reading a stored item that does not fit the models raises (pydantic's ValidationError is a ValueError;
 # so is bad JSON in payload_json).
@@ -65,6 +67,14 @@ def read_job(attrs: Mapping[str, Any]) -> Job:
 def read_run(attrs: Mapping[str, Any]) -> Run:
     """run_from_attrs, or UnreadableItem (logged and counted) for an item that does not fit the model."""
     return _read("run", "run_id", run_from_attrs, attrs)
+
+
+def read_workflow(attrs: Mapping[str, Any]) -> Workflow:
+    return _read("workflow", "job_id", workflow_from_attrs, attrs)
+
+
+def read_workflow_run(attrs: Mapping[str, Any]) -> WorkflowRunRecord:
+    return _read("workflow run", "run_id", workflow_run_from_attrs, attrs)
 
 
 def _read(kind: str, id_attribute: str, convert: Callable[[Mapping[str, Any]], T], attrs: Mapping[str, Any]) -> T:

@@ -51,6 +51,12 @@ class Lease:
     lease_until: datetime | None = None
 
 
+@dataclass(frozen=True)
+class LeaseExtension:
+    held: bool  # False: the lease is another executor's now
+    cancel_requested: bool  # the run was asked to stop (its workflow run was cancelled)
+
+
 class RunRecords:
     """The run items of the table. Finished runs get `expires_at`, `retention` after they end (TTL)."""
 
@@ -109,6 +115,32 @@ class RunRecords:
         won, _ = self._table.put_if_absent(serialize(attrs), return_old=False)
         return won
 
+    def put_failed_run(self, run: Run, *, now: datetime) -> bool:
+        """A run created FAILED, never run (a workflow step whose payload could not be made): ended, in the
+        tenant's DLQ listing, expiring as any ended run. False if it exists."""
+        attrs = run_to_attrs(run)
+        attrs.update(
+            expires_at=self._expiry(now), tenant_key=f"T#{run.tenant}#FAILED", tenant_sort=f"{to_ms(now):013d}#{run.id}"
+        )
+        won, _ = self._table.put_if_absent(serialize(attrs), return_old=False)
+        return won
+
+    def get_runs(self, run_ids: Sequence[str]) -> dict[str, Run]:
+        """The runs of these ids that exist, by id (BatchGetItem, consistent)."""
+        items = self._table.batch_get([run_key(run_id) for run_id in dict.fromkeys(run_ids)])
+        runs = [read_run(attrs) for attrs in items]
+        return {run.id: run for run in runs}
+
+    def request_cancel(self, run_id: str) -> bool:
+        """Ask a RUNNING run to stop: its executor's next heartbeat sees it (cooperative cancellation)."""
+        return self._table.update_if(
+            run_key(run_id),
+            "SET cancel_requested = :yes",
+            "#status = :running",
+            {"#status": "status"},
+            expression_values(yes=True, running=RunStatus.RUNNING.value),
+        )
+
     def lease_run(self, run_id: str, *, owner: str, now: datetime, lease_for: timedelta) -> Lease:
         """Take the run: QUEUED, RETRYING whose backoff has passed, or RUNNING whose lease expired, becomes
         RUNNING with attempts+1. The condition is promise 4's lock (at most one live lease per run) and keeps
@@ -166,8 +198,10 @@ class RunRecords:
         )
         return Lease(LeaseOutcome.LEASED, run, old.status, lease_until)
 
-    def extend_lease(self, run_id: str, *, owner: str, lease_until: datetime) -> bool:
-        return self._table.update_if(
+    def extend_lease(self, run_id: str, *, owner: str, lease_until: datetime) -> LeaseExtension:
+        """The heartbeat's write: the lease runs on, while this owner holds it. The item comes back with it, so
+        the heartbeat learns at no extra read whether the run was asked to stop (`request_cancel`)."""
+        won, attrs = self._table.update_if_returning_new(
             run_key(run_id),
             "SET lease_until = :lu, lease_until_ms = :lu_ms",
             "lease_owner = :owner AND #status = :running",
@@ -176,6 +210,7 @@ class RunRecords:
                 lu=iso(lease_until), lu_ms=to_ms(lease_until), owner=owner, running=RunStatus.RUNNING.value
             ),
         )
+        return LeaseExtension(held=won, cancel_requested=won and bool(attrs.get("cancel_requested")))
 
     def finish_run(
         self,
@@ -251,7 +286,7 @@ class RunRecords:
             "SET #status = :queued, attempts = :zero, enqueued_at = :now, due_shard = :shard, due_at = :due, "
             "requeues = if_not_exists(requeues, :zero) + :one "
             "REMOVE #error, finished_at, expires_at, tenant_key, tenant_sort, lease_owner, lease_until, "
-            "lease_until_ms, started_at, lateness_ms, duration_ms, not_before, not_before_ms",
+            "lease_until_ms, started_at, lateness_ms, duration_ms, not_before, not_before_ms, cancel_requested",
             "#status = :failed",
             {"#status": "status", "#error": "error"},
             expression_values(

@@ -1,0 +1,63 @@
+"""What a run runs, and under which rules: built from its job, or from its workflow step (the workflow run's
+snapshot). The executor and RunOutcomes depend on this small value, not on a Job, so a step is never dressed
+up as a job."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tickwork.models import Job, JobState, OverlapPolicy, RetryPolicy, Run, RunTrigger, SkipReason
+from tickwork.workflow.advance import WorkflowRunStatus
+from tickwork.workflow.runs import WorkflowRunRecord
+
+
+@dataclass(frozen=True)
+class RunTarget:
+    owner_id: str  # the job's id, or the workflow's
+    tenant: str
+    type: str
+    payload: dict[str, Any]
+    retry: RetryPolicy
+    timeout_seconds: int
+    overlap: OverlapPolicy = OverlapPolicy.ALLOW
+    # Why the run must not start now (it is recorded SKIPPED with this): its job is paused or cancelled (a
+    # scheduled run), or its workflow run was cancelled.
+    held_back: SkipReason | None = None
+    # The job, for completing it once its last occurrence has settled; None for a workflow step.
+    job: Job | None = field(default=None, compare=False)
+
+    @classmethod
+    def of_job(cls, job: Job, run: Run) -> RunTarget:
+        held_back = None
+        if run.trigger is RunTrigger.SCHEDULE and job.state in (JobState.PAUSED, JobState.CANCELLED):
+            held_back = SkipReason.PAUSED if job.state is JobState.PAUSED else SkipReason.CANCELLED
+        return cls(
+            owner_id=job.id,
+            tenant=job.tenant,
+            type=job.type,
+            payload=job.payload,
+            retry=job.retry,
+            timeout_seconds=job.timeout_seconds,
+            overlap=job.overlap,
+            held_back=held_back,
+            job=job,
+        )
+
+    @classmethod
+    def of_step(cls, record: WorkflowRunRecord, run: Run) -> RunTarget:
+        """A step's run: type, retry and timeout from the run's snapshot (the step's own, else the workflow's),
+        the payload as resolved when the run was created. Overlap is ALLOW: a step runs once per workflow run.
+        A paused workflow lets its runs in progress finish; a cancelled workflow run starts nothing more."""
+        assert run.step_id is not None
+        snapshot = record.snapshot()
+        step = snapshot.step(run.step_id)
+        return cls(
+            owner_id=record.workflow_id,
+            tenant=record.tenant,
+            type=step.type,
+            payload=run.payload if run.payload is not None else step.payload,
+            retry=snapshot.step_retry(step.id),
+            timeout_seconds=snapshot.step_timeout_seconds(step.id),
+            held_back=SkipReason.CANCELLED if record.status is WorkflowRunStatus.CANCELLED else None,
+        )

@@ -1,0 +1,222 @@
+"""Workflow records (pk=JOB#<workflow id>, sk=JOB) and workflow run records (pk=JOB#<workflow id>,
+sk=RUN#<ms>[#m]). A workflow's step runs are ordinary run records (sk=STEP#..., see `runs`).
+
+A workflow sits where a job would and carries the same claim attributes, so the due index, the claim's advance
+(`JobRecords.advance_job`) and the completion (`complete_if_settled`) serve it unchanged. A RUNNING workflow
+run is in the due index too, at the time the tick should reconcile it (every step's end pushes it out).
+
+Every change to a workflow run is one conditional UpdateItem that returns the item (as it left it, or as its
+condition saw it), so whoever records progress plans the next step from the current run without another read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from tickwork.clock import iso, to_ms
+from tickwork.models import parse_workflow_run_id
+from tickwork.store.codec import (
+    deserialize,
+    expression_values,
+    job_key,
+    serialize,
+    shard_of,
+    workflow_run_key,
+    workflow_run_to_attrs,
+    workflow_to_item,
+)
+from tickwork.store.conditional import Table
+from tickwork.store.reading import read_workflow, read_workflow_run
+from tickwork.workflow.advance import StepStatus, WorkflowRunStatus
+from tickwork.workflow.definition import Workflow
+from tickwork.workflow.runs import StepEntry, WorkflowRunRecord
+
+
+class _StepUpdate:
+    """An UpdateItem on a workflow run being built: SET clauses, conditions, names and values, with each step id
+    behind a name placeholder (ids may hold `-`)."""
+
+    def __init__(self) -> None:
+        self.sets: list[str] = []
+        self.removes: list[str] = []
+        self.conditions: list[str] = []
+        self.names: dict[str, str] = {"#status": "status"}
+        self.values: dict[str, Any] = {}
+
+    def step(self, step_id: str) -> str:
+        """The path of a step's entry in the map."""
+        placeholder = f"#s{len(self.names)}"
+        self.names.setdefault("#steps", "steps")
+        self.names[placeholder] = step_id
+        return f"#steps.{placeholder}"
+
+    def value(self, value: Any) -> str:
+        placeholder = f"v{len(self.values)}"
+        self.values[placeholder] = value
+        return f":{placeholder}"
+
+    def set_entry(self, step_id: str, entry: StepEntry) -> None:
+        self.sets.append(f"{self.step(step_id)} = {self.value(entry.model_dump(mode='json', exclude_none=True))}")
+
+    def require_step(self, step_id: str, status: StepStatus) -> None:
+        self.conditions.append(f"{self.step(step_id)}.#status = {self.value(status.value)}")
+
+    def require_run(self, status: WorkflowRunStatus) -> None:
+        self.conditions.append(f"#status = {self.value(status.value)}")
+
+    def expression(self) -> str:
+        parts = []
+        if self.sets:
+            parts.append("SET " + ", ".join(self.sets))
+        if self.removes:
+            parts.append("REMOVE " + ", ".join(self.removes))
+        return " ".join(parts)
+
+
+class WorkflowRecords:
+    """The workflow and workflow run items of the table. Ended runs get `expires_at` (TTL), as runs do."""
+
+    def __init__(self, table: Table, *, shards: int, retention: timedelta) -> None:
+        self._table = table
+        self.shards = shards
+        self.retention = retention
+
+    # ------------------------------------------------------------ workflows
+
+    def put_new_workflow(self, workflow: Workflow) -> bool:
+        """Durable create; False if the id exists."""
+        won, _ = self._table.put_if_absent(workflow_to_item(workflow, self.shards), return_old=False)
+        return won
+
+    def get_workflow(self, workflow_id: str, *, consistent: bool = True) -> Workflow | None:
+        item = self._table.client.get_item(
+            TableName=self._table.name, Key=job_key(workflow_id), ConsistentRead=consistent
+        ).get("Item")
+        if not item:
+            return None
+        attrs = deserialize(item)
+        return read_workflow(attrs) if attrs.get("kind") == "WORKFLOW" else None
+
+    def replace_workflow(self, workflow: Workflow, *, expected_version: int) -> bool:
+        """Write a changed workflow (pause, resume, cancel, update) if nobody changed it since `expected_version`."""
+        won, _ = self._table.put_if(
+            workflow_to_item(workflow, self.shards),
+            "attribute_exists(pk) AND version = :v",
+            None,
+            expression_values(v=expected_version),
+        )
+        return won
+
+    # ------------------------------------------------------------ workflow runs
+
+    def put_workflow_run(
+        self, record: WorkflowRunRecord, *, now: datetime, reconcile_at: datetime | None
+    ) -> tuple[bool, dict[str, Any]]:
+        """Create a workflow run only if absent: the lock on its occurrence (exactly one run per occurrence).
+        A RUNNING one goes into the due index at `reconcile_at`; an ended one (skipped) expires. Returns (won,
+        the existing item's attributes if lost)."""
+        attrs = workflow_run_to_attrs(record)
+        attrs["claimed_at_ms"] = to_ms(now)
+        if record.status is WorkflowRunStatus.RUNNING:
+            assert reconcile_at is not None
+            attrs["due_shard"] = shard_of(record.workflow_id, self.shards)
+            attrs["due_at"] = to_ms(reconcile_at)
+        else:
+            attrs["expires_at"] = self._expiry(now)
+        return self._table.put_if_absent(serialize(attrs))
+
+    def get_workflow_run(self, workflow_run_id: str, *, consistent: bool = True) -> WorkflowRunRecord | None:
+        if parse_workflow_run_id(workflow_run_id) is None:
+            return None
+        item = self._table.client.get_item(
+            TableName=self._table.name, Key=workflow_run_key(workflow_run_id), ConsistentRead=consistent
+        ).get("Item")
+        return read_workflow_run(deserialize(item)) if item else None
+
+    def settle_step(
+        self, workflow_run_id: str, step_id: str, entry: StepEntry, *, reconcile_at: datetime
+    ) -> tuple[bool, WorkflowRunRecord | None]:
+        """A step's run ended: its entry becomes `entry`, only while the map has it QUEUED (a second report of
+        the same end changes nothing). Pushes the run's reconciliation out. Returns (won, the run now)."""
+        update = _StepUpdate()
+        update.set_entry(step_id, entry)
+        update.require_step(step_id, StepStatus.QUEUED)
+        # A run that has ended is out of the due index (no due_shard): due_at alone does not put it back.
+        update.sets.append(f"due_at = {update.value(to_ms(reconcile_at))}")
+        return self._update(workflow_run_id, update)
+
+    def record_decisions(
+        self,
+        workflow_run_id: str,
+        decisions: Mapping[str, StepEntry],
+        *,
+        final: WorkflowRunStatus | None,
+        now: datetime,
+    ) -> tuple[bool, WorkflowRunRecord | None]:
+        """Record a plan (tickwork.workflow.advance): each decided step's entry, only while the run is RUNNING and
+        each of them is still PENDING, so a plan applied twice, or two plans at once, record each step once. With
+        `final`, the run ends: its status, finished_at, expiry, and out of the due index. Returns (won, the run
+        now).
+
+        The reconciliation time is not pushed here: a plan follows the step's end that pushed it (or the
+        reconciliation that postponed it) at once, and moving `due_at`, a due-index key, would rewrite the
+        run's index entry again (2 WRU) for nothing."""
+        update = _StepUpdate()
+        update.require_run(WorkflowRunStatus.RUNNING)
+        for step_id, entry in decisions.items():
+            update.set_entry(step_id, entry)
+            update.require_step(step_id, StepStatus.PENDING)
+        if final is not None:
+            self._end(update, final, now)
+        return self._update(workflow_run_id, update)
+
+    def reopen(
+        self, workflow_run_id: str, entries: Mapping[str, StepEntry], *, reconcile_at: datetime
+    ) -> tuple[bool, WorkflowRunRecord | None]:
+        """FAILED -> RUNNING (a retry) with these steps' entries replaced, back in the due index."""
+        parsed = parse_workflow_run_id(workflow_run_id)
+        assert parsed is not None
+        update = _StepUpdate()
+        update.require_run(WorkflowRunStatus.FAILED)
+        for step_id, entry in entries.items():
+            update.set_entry(step_id, entry)
+        update.sets += [
+            f"#status = {update.value(WorkflowRunStatus.RUNNING.value)}",
+            f"due_shard = {update.value(shard_of(parsed.job_id, self.shards))}",
+            f"due_at = {update.value(to_ms(reconcile_at))}",
+        ]
+        update.removes += ["finished_at", "expires_at"]
+        return self._update(workflow_run_id, update)
+
+    def postpone_reconcile(self, workflow_run_id: str, *, expected_due_at: int, new_due_at: int) -> bool:
+        """Move a RUNNING run's reconciliation; only the tick that moves it reconciles it now."""
+        return self._table.update_if(
+            workflow_run_key(workflow_run_id),
+            "SET due_at = :new",
+            "#status = :running AND due_at = :old",
+            {"#status": "status"},
+            expression_values(new=new_due_at, old=expected_due_at, running=WorkflowRunStatus.RUNNING.value),
+        )
+
+    def _end(self, update: _StepUpdate, status: WorkflowRunStatus, now: datetime) -> None:
+        update.sets += [
+            f"#status = {update.value(status.value)}",
+            f"finished_at = {update.value(iso(now))}",
+            f"expires_at = {update.value(self._expiry(now))}",
+        ]
+        update.removes += ["due_shard", "due_at"]
+
+    def _update(self, workflow_run_id: str, update: _StepUpdate) -> tuple[bool, WorkflowRunRecord | None]:
+        won, attrs = self._table.update_if_returning_new(
+            workflow_run_key(workflow_run_id),
+            update.expression(),
+            " AND ".join(["attribute_exists(pk)", *update.conditions]),
+            update.names,
+            expression_values(**update.values),
+        )
+        return won, read_workflow_run(attrs) if attrs else None
+
+    def _expiry(self, now: datetime) -> int:
+        return int((now + self.retention).timestamp())

@@ -1,0 +1,91 @@
+"""JMESPath in workflows: a step's `condition`, and `{"$from": "<expression>"}` values in its payload.
+
+Both are evaluated over one document, `{"steps": {<id>: {"status": ..., "result": <json>}}}`, of the step's
+upstream steps (its ancestors in the DAG). Which steps an expression reads is known from its syntax tree
+(`steps.<id>...`), so a definition naming a step that is not upstream is refused before anything is written,
+and the executor reads from S3 only the results an expression really uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import jmespath
+from jmespath.exceptions import JMESPathError
+
+FROM_KEY = "$from"
+ALL_STEPS = None  # referenced_steps' answer when an expression reads `steps` as a whole (`keys(steps)`)
+
+
+def compile_expression(text: str) -> Any:
+    """The compiled expression, or ValueError naming what is wrong with it."""
+    if not text.strip():
+        raise ValueError("must be a JMESPath expression, not empty")
+    try:
+        return jmespath.compile(text)
+    except JMESPathError as exc:
+        raise ValueError(f"not a valid JMESPath expression: {str(exc).splitlines()[0]}") from None
+
+
+def referenced_steps(text: str) -> set[str] | None:
+    """The step ids an expression reads (`steps.<id>`), or ALL_STEPS if it reads `steps` some other way."""
+    found: set[str] = set()
+    whole = False
+
+    def walk(node: dict[str, Any]) -> None:
+        nonlocal whole
+        children = node.get("children", [])
+        if node.get("type") == "subexpression" and children and _is_field(children[0], "steps"):
+            if len(children) > 1 and children[1].get("type") == "field":
+                found.add(children[1]["value"])
+                children = children[2:]
+            else:
+                whole = True
+                children = children[1:]
+        elif _is_field(node, "steps"):
+            whole = True
+        for child in children:
+            if isinstance(child, dict):
+                walk(child)
+
+    walk(compile_expression(text).parsed)
+    return ALL_STEPS if whole else found
+
+
+def _is_field(node: Any, name: str) -> bool:
+    return isinstance(node, dict) and node.get("type") == "field" and node.get("value") == name
+
+
+def from_references(payload: Any, path: str = "payload") -> Iterator[tuple[str, Any]]:
+    """Every `{"$from": <expression>}` in a payload, with its path (`payload.rows`, `payload.items[2]`).
+
+    A `$from` object is exactly that one key; an object with other keys beside it is refused by the
+    definition's checks (see definition), rather than guessed at."""
+    if isinstance(payload, dict):
+        if FROM_KEY in payload:
+            yield path, payload
+            return
+        for key, value in payload.items():
+            yield from from_references(value, f"{path}.{key}")
+    elif isinstance(payload, list):
+        for index, value in enumerate(payload):
+            yield from from_references(value, f"{path}[{index}]")
+
+
+def resolve_payload(payload: Any, document: dict[str, Any]) -> Any:
+    """The payload with each `{"$from": expr}` replaced by the expression's value over `document` (a value the
+    expression does not find is JSON null)."""
+    if isinstance(payload, dict):
+        if FROM_KEY in payload:
+            return compile_expression(payload[FROM_KEY]).search(document)
+        return {key: resolve_payload(value, document) for key, value in payload.items()}
+    if isinstance(payload, list):
+        return [resolve_payload(value, document) for value in payload]
+    return payload
+
+
+def holds(condition: str, document: dict[str, Any]) -> bool:
+    """A condition's value, by JMESPath's truth rules: false, null, "", [] and {} are false; 0 is true."""
+    value = compile_expression(condition).search(document)
+    return not (value is None or value is False or value in ("", [], {}))
