@@ -408,7 +408,7 @@ _call_by_id(
 _call_by_id(
     workflows_app,
     "cancel",
-    "Cancel a workflow: no new runs; runs in progress go on.",
+    "Cancel a workflow: it has no new workflow runs.",
     "DELETE",
     "/v1/workflows/{workflow_id}",
     WorkflowIdArg,

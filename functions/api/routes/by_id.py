@@ -164,7 +164,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "cancel_workflow",
             "DELETE",
             "/v1/workflows/<workflow_id>",
-            "Cancel a workflow: no new workflow runs; runs in progress go on",
+            "Cancel a workflow: it has no new workflow runs",
             lambda s, tenant, i: workflows_of(s).cancel(tenant, i),
             200,
             ok(Workflow, "The workflow, CANCELLED"),
