@@ -5,11 +5,13 @@ executor delivering every step's run, as the job tests drive runs)."""
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
 
 from tests.api.conftest import ACME
+from tests.conftest import ROOT
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
@@ -110,41 +112,29 @@ def test_create_then_get_a_workflow(api):
     assert got.json == workflow
 
 
-def test_the_issues_nightly_etl_example_is_accepted(api):
-    """The issue's example, with the function its `load` step needs (a lambda step names its function)."""
-    nightly = {
-        "name": "nightly-etl",
-        "schedule": {"cron": "0 2 * * *", "timezone": "Europe/Paris"},
-        "steps": [
-            {"id": "extract", "type": "http", "payload": {"url": "https://example.com/export"}},
-            {
-                "id": "transform",
-                "type": "echo",
-                "depends_on": ["extract"],
-                "payload": {"rows": {"$from": "steps.extract.result.rows"}},
-            },
-            {
-                "id": "load",
-                "type": "lambda",
-                "depends_on": ["transform"],
-                "condition": "steps.transform.result.rows > `0`",
-                "payload": {"function_arn": "load-warehouse"},
-            },
-            {
-                "id": "alert",
-                "type": "http",
-                "depends_on": ["extract", "transform", "load"],
-                "trigger_rule": "one_failed",
-                "payload": {"url": "https://example.com/alert"},
-            },
-        ],
-        "priority": 5,
-        "retry": {"max_attempts": 3},
-    }
+def docs_example() -> dict[str, Any]:
+    """The worked example of docs/workflows.md: its first JSON block."""
+    text = (ROOT / "docs" / "workflows.md").read_text()
+    return json.loads(text.split("```json\n", 1)[1].split("```", 1)[0])
+
+
+def test_the_docs_nightly_etl_example_is_accepted_as_written(api):
+    nightly = docs_example()
     workflow = create(api, nightly)
+    assert workflow["name"] == "nightly-etl"
     assert [s["id"] for s in workflow["steps"]] == ["extract", "transform", "load", "alert"]
     assert workflow["steps"][3]["trigger_rule"] == "one_failed"
     assert workflow["steps"][2]["condition"] == "steps.transform.result.rows > `0`"
+    assert workflow["next_run_at"] == "2026-11-22T01:00:00.000Z"
+
+
+def test_the_issues_sketch_of_it_names_no_function_for_load(api):
+    """The issue's example leaves out the function its `lambda` step calls: refused, naming the field."""
+    sketch = docs_example()
+    del sketch["steps"][2]["payload"]
+    reply = api.post("/v1/workflows", sketch)
+    assert reply.status == 422, reply.text
+    assert reply.fields == ["steps[2].payload.function_arn"]
 
 
 def test_list_newest_first_with_filters_and_pages(api, pipeline):
