@@ -165,3 +165,18 @@ def test_another_tenant_can_neither_read_nor_change_nor_list(api, pipeline):
     assert api.get(f"/v1/workflows/{workflow['id']}", identity=ACME).json == before
     assert api.get(f"/v1/workflow-runs/{failed['id']}").json["status"] == "FAILED"
     assert api.get(f"/v1/workflow-runs/{running['id']}").json["status"] == "RUNNING"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allow"),
+    [
+        ("PUT", "/v1/workflows/w" + "0" * 25, "GET, PATCH, DELETE"),
+        ("DELETE", "/v1/workflows", "GET, POST"),
+        ("GET", "/v1/workflows/w" + "0" * 25 + "/trigger", "POST"),
+        ("DELETE", "/v1/workflow-runs/w" + "0" * 25 + ".1795262400000", "GET"),
+    ],
+)
+def test_a_method_a_workflow_path_does_not_take_is_405_with_allow(api, method, path, allow):
+    reply = api.request(method, path)
+    assert reply.status == 405, reply.text
+    assert reply.headers["allow"] == allow

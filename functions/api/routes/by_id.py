@@ -1,5 +1,5 @@
-"""Routes that name one job, run, workflow or workflow run by id, call one domain service method with the tenant and that id, and answer
-what it returns: declared as data, since they differ only in that data."""
+"""Routes that name one job, run, workflow or workflow run by id, call one domain service method with the tenant
+and that id, and answer what it returns: declared as data, since they differ only in that data."""
 
 from __future__ import annotations
 
