@@ -29,7 +29,7 @@ from problems import (
     unsupported_media_type_problem,
     validation_problem,
 )
-from routes import dlq, jobs, meta, runs
+from routes import dlq, jobs, meta, runs, workflows
 from routes.meta import VERSION
 from tickwork.errors import TickworkError
 from tickwork.observability import logger, metrics, tracer
@@ -56,12 +56,12 @@ def openapi_document() -> str:
     return app.get_openapi_json_schema(
         title="Tickwork API",
         version=VERSION,
-        summary="Jobs, runs and the dead-letter queue of a Tickwork scheduler.",
+        summary="Jobs, runs, the dead-letter queue and workflows of a Tickwork scheduler.",
         description="Errors are RFC 9457 problem details. Deployed, requests are signed with SigV4 (IAM auth).",
     )
 
 
-for _resource in (jobs, runs, dlq):
+for _resource in (jobs, runs, dlq, workflows):
     app.include_router(_resource.router)
 
 

@@ -11,15 +11,20 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from aws_lambda_powertools.event_handler import Depends, Request
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
-from tickwork.api_models import JobList, JobSpec, RedriveResult, RunList
+from tickwork.api_models import JobList, JobSpec, RedriveResult, RunList, WorkflowList, WorkflowRunList
 from tickwork.jobs import JobLifecycle
 from tickwork.services import Services, ServicesSlot
 from tickwork.settings import ApiSettings
 from tickwork.tenancy import tenant_of
+
+if TYPE_CHECKING:
+    # For the type checker only: Powertools resolves dependencies from evaluated annotations, so none of
+    # them names this class (routes reach the service through workflows_of).
+    from tickwork.workflow.service import WorkflowService
 
 WIRING = "tickwork_wiring"  # the key of the API's wiring in the resolver's context
 
@@ -59,6 +64,11 @@ def services(slot: Annotated[WiringSlot, Depends(wiring)]) -> Services:
 
 def job_lifecycle(built: Annotated[Services, Depends(services)]) -> JobLifecycle:
     return built.jobs
+
+
+def workflows_of(built: Services) -> WorkflowService:
+    """The workflows' service of the wiring (not a dependency itself: see the import above)."""
+    return built.workflows  # type: ignore[attr-defined]  # built once in Services, by the workflow pipeline
 
 
 def tenant(request: Request, slot: Annotated[WiringSlot, Depends(wiring)]) -> str:
@@ -107,3 +117,26 @@ def tenant_jobs(built: Wired, caller: Tenant) -> TenantJobs:
 
 
 CallerJobs = Annotated[TenantJobs, Depends(tenant_jobs)]
+
+
+@dataclass(frozen=True)
+class TenantWorkflows:
+    """The caller's workflow listings, shaped into their response models."""
+
+    services: Services
+    tenant: str
+
+    def workflows_page(self, **filters: Any) -> WorkflowList:
+        page = workflows_of(self.services).list(self.tenant, **filters)
+        return WorkflowList(items=page.items, next_cursor=page.next_cursor)
+
+    def runs_page(self, workflow_id: str, **filters: Any) -> WorkflowRunList:
+        page = workflows_of(self.services).runs(self.tenant, workflow_id, **filters)
+        return WorkflowRunList(items=page.items, next_cursor=page.next_cursor)
+
+
+def tenant_workflows(built: Wired, caller: Tenant) -> TenantWorkflows:
+    return TenantWorkflows(built, caller)
+
+
+CallerWorkflows = Annotated[TenantWorkflows, Depends(tenant_workflows)]

@@ -75,11 +75,10 @@ class ScheduleSpec(Schedule):
         return Schedule.model_validate(self.model_dump())
 
 
-def _typed_payloads(schema: dict[str, Any]) -> None:
-    """The OpenAPI document says which types exist and what each one's payload must be (its own model's schema),
-    as the server checks them. Built when the document is, so types registered by then are listed."""
+def _payload_branches() -> tuple[list[str], list[dict[str, Any]]]:
+    """The job types registered (by the time the document is built), and for each, what its payload must be
+    (its own model's schema), as the server checks them."""
     names = registry.names()
-    schema["properties"]["type"]["enum"] = names
     branches = []
     for name in names:
         model = registry.get(name).payload_model
@@ -91,7 +90,24 @@ def _typed_payloads(schema: dict[str, Any]) -> None:
         if payload.get("required"):
             branch["required"] = ["payload"]
         branches.append(branch)
+    return names, branches
+
+
+def _typed_payloads(schema: dict[str, Any]) -> None:
+    """The OpenAPI document says which types exist and what each one's payload must be."""
+    names, branches = _payload_branches()
+    schema["properties"]["type"]["enum"] = names
     schema["oneOf"] = branches
+
+
+def _typed_steps(schema: dict[str, Any]) -> None:
+    """A workflow's steps, as a request gives them, typed as a job's type and payload are (see _typed_payloads).
+    The stored step's component (WorkflowStep) stays as it is: it describes responses too."""
+    steps = schema["properties"].get("steps")
+    if steps is None:
+        return
+    names, branches = _payload_branches()
+    steps["items"] = {"allOf": [steps["items"], {"properties": {"type": {"enum": names}}}], "oneOf": branches}
 
 
 class JobSpec(JobDefinition):
@@ -146,15 +162,22 @@ class JobUpdate(_Patch):
 class WorkflowSpec(WorkflowDefinition):
     """What a caller submits to create a workflow (POST /v1/workflows)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_typed_steps)
 
     schedule: ScheduleSpec
     tags: Tags = Field(default_factory=dict)
 
 
+def _patch_of_steps(schema: dict[str, Any]) -> None:
+    _no_defaults(schema)
+    _typed_steps(schema)
+
+
 class WorkflowUpdate(_Patch):
     """What PATCH /v1/workflows/{id} may change; absent fields stay as they are (`null` is refused). New steps
     apply to workflow runs that start after the change; a run in progress keeps the steps it started with."""
+
+    model_config = ConfigDict(json_schema_extra=_patch_of_steps)
 
     name: JobName = Field(default=_ABSENT)
     schedule: ScheduleSpec = Field(default=_ABSENT)

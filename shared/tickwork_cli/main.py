@@ -1,8 +1,12 @@
-"""The `tickwork` command line: jobs, runs and the DLQ over the HTTP API; `tickwork dev` runs it all locally.
+"""The `tickwork` command line: jobs, runs, the DLQ and workflows over the HTTP API; `tickwork dev` runs it all
+locally.
 
     tickwork jobs create --name hello --type echo --at +10s --payload '{"hello": "world"}'
     tickwork runs list <job id> --wait
     tickwork runs result <run id>
+    tickwork workflows create --file workflow.json
+    tickwork workflows trigger <workflow id>
+    tickwork workflows runs <workflow id> --wait
 
 The API comes from --api-url or TICKWORK_API_URL. A deployed API is called with SigV4 from the normal AWS
 credential chain; a local one (127.0.0.1) needs nothing, or --api-key when it was started with a keys file.
@@ -10,12 +14,14 @@ credential chain; a local one (127.0.0.1) needs nothing, or --api-key when it wa
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -29,7 +35,10 @@ from tickwork_cli.options import (
     JobIdArg,
     Limit,
     RunIdArg,
+    RunsListing,
     Session,
+    WorkflowIdArg,
+    WorkflowRunIdArg,
     api_command,
 )
 
@@ -37,9 +46,13 @@ app = typer.Typer(help="Tickwork: a serverless job scheduler.", no_args_is_help=
 jobs_app = typer.Typer(help="Create, list, change and run jobs.", no_args_is_help=True)
 runs_app = typer.Typer(help="Runs of jobs: list, inspect, fetch results, retry.", no_args_is_help=True)
 dlq_app = typer.Typer(help="FAILED runs: list and re-queue them.", no_args_is_help=True)
+workflows_app = typer.Typer(
+    help="Workflows (a schedule and a DAG of steps): create, list, trigger, and their runs.", no_args_is_help=True
+)
 app.add_typer(jobs_app, name="jobs")
 app.add_typer(runs_app, name="runs")
 app.add_typer(dlq_app, name="dlq")
+app.add_typer(workflows_app, name="workflows")
 
 # `tickwork dev` lives with the local runtime (tickwork_local.cli), which registers itself here.
 try:
@@ -51,6 +64,7 @@ else:
 
 EXIT_TIMEOUT = 3  # `runs list --wait` gave up; API errors exit 1, usage errors 2 (options.api_command)
 TERMINAL = {"SUCCEEDED", "FAILED", "SKIPPED"}
+WORKFLOW_RUN_TERMINAL = TERMINAL | {"CANCELLED"}
 # Tests replace these to wait without sleeping, and to share the API's (fake) clock.
 sleep: Callable[[float], None] = time.sleep
 
@@ -64,6 +78,53 @@ def _listing(client: Client, path: str, all_pages: bool, **query: Any) -> dict[s
         return {"items": list(client.pages(path, **query)), "next_cursor": None}
     page: dict[str, Any] = client.get(path, **query)
     return page
+
+
+def _call_by_id(group: typer.Typer, name: str, doc: str, method: str, path: str, id_arg: Any) -> None:
+    """A command that makes one call about one thing named by its id and shows the answer. The id stands in
+    `path` as `{job_id}` (or `{run_id}`, ...), which names the command's argument too (its metavar in --help)."""
+    id_name = path[path.index("{") + 1 : path.index("}")]
+
+    def command(session: Session, **ids: str) -> None:
+        session.show_one(session.client.request(method, path.format(**ids)))
+
+    command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [
+            inspect.Parameter(id_name, inspect.Parameter.KEYWORD_ONLY, annotation=id_arg),
+            inspect.Parameter("session", inspect.Parameter.KEYWORD_ONLY, annotation=Session),
+        ]
+    )
+    command.__doc__ = doc
+    group.command(name)(api_command(command))
+
+
+def _watch(
+    session: Session, path: str, status: str | None, listing: RunsListing, columns: Any, terminal: set[str]
+) -> None:
+    """Show a page of runs; with --wait, first poll until it lists runs and all of them are terminal."""
+
+    def fetch() -> dict[str, Any]:
+        query = {"status": status, "limit": listing.limit, "cursor": listing.cursor}
+        return _listing(session.client, path, listing.all_pages, **query)
+
+    page = fetch()
+    deadline = time.monotonic() + listing.wait_timeout
+    waited = 0.0
+    said = ""
+    while listing.wait and not (page["items"] and all(r["status"] in terminal for r in page["items"])):
+        if time.monotonic() >= deadline or waited >= listing.wait_timeout:
+            session.show_page(page, columns)
+            typer.echo(f"tickwork: runs still unfinished after {listing.wait_timeout:g} s", err=True)
+            raise typer.Exit(EXIT_TIMEOUT)
+        pending = sorted({r["status"] for r in page["items"] if r["status"] not in terminal}) or ["no runs yet"]
+        news = f"waiting: {', '.join(pending)}"
+        if news != said:  # say it once, and again when it changes
+            typer.echo(news, err=True)
+            said = news
+        sleep(listing.interval)
+        waited += listing.interval
+        page = fetch()
+    session.show_page(page, columns)
 
 
 # ---------------------------------------------------------------- building requests
@@ -181,27 +242,7 @@ def jobs_list(
     session.show_page(_listing(session.client, "/v1/jobs", all_pages, **query), render.JOB_COLUMNS)
 
 
-def _job_call(name: str, doc: str, method: str, action: str = "") -> None:
-    """A `jobs` command that makes one call about one job and shows the answer."""
-
-    def command(job_id: JobIdArg, session: Session) -> None:
-        session.show_one(session.client.request(method, f"/v1/jobs/{job_id}{action}"))
-
-    command.__doc__ = doc
-    jobs_app.command(name)(api_command(command))
-
-
-def _run_call(name: str, doc: str, method: str, action: str = "") -> None:
-    """A `runs` command that makes one call about one run and shows the answer."""
-
-    def command(run_id: RunIdArg, session: Session) -> None:
-        session.show_one(session.client.request(method, f"/v1/runs/{run_id}{action}"))
-
-    command.__doc__ = doc
-    runs_app.command(name)(api_command(command))
-
-
-_job_call("get", "One job.", "GET")
+_call_by_id(jobs_app, "get", "One job.", "GET", "/v1/jobs/{job_id}", JobIdArg)
 
 
 @jobs_app.command("update")
@@ -228,10 +269,19 @@ def jobs_update(
     session.show_one(client.patch(f"/v1/jobs/{job_id}", change))
 
 
-_job_call("pause", "Pause a job (idempotent).", "POST", "/pause")
-_job_call("resume", "Resume a paused job (idempotent); missed occurrences follow the misfire rule.", "POST", "/resume")
-_job_call("cancel", "Cancel a job (idempotent).", "DELETE")
-_job_call("trigger", "Run a job now, once, outside its schedule.", "POST", "/trigger")
+_call_by_id(jobs_app, "pause", "Pause a job (idempotent).", "POST", "/v1/jobs/{job_id}/pause", JobIdArg)
+_call_by_id(
+    jobs_app,
+    "resume",
+    "Resume a paused job (idempotent); missed occurrences follow the misfire rule.",
+    "POST",
+    "/v1/jobs/{job_id}/resume",
+    JobIdArg,
+)
+_call_by_id(jobs_app, "cancel", "Cancel a job (idempotent).", "DELETE", "/v1/jobs/{job_id}", JobIdArg)
+_call_by_id(
+    jobs_app, "trigger", "Run a job now, once, outside its schedule.", "POST", "/v1/jobs/{job_id}/trigger", JobIdArg
+)
 
 
 # ---------------------------------------------------------------- runs
@@ -243,41 +293,14 @@ def runs_list(
     job_id: JobIdArg,
     session: Session,
     status: Annotated[str | None, typer.Option("--status", help="Only runs with this status.")] = None,
-    limit: Limit = None,
-    cursor: CursorOpt = None,
-    all_pages: AllPages = False,
-    wait: Annotated[
-        bool, typer.Option("--wait", help="Poll until the job has a run and every run listed has finished.")
-    ] = False,
-    wait_timeout: Annotated[
-        float, typer.Option("--wait-timeout", help="Give up waiting after this many seconds.")
-    ] = 120,
-    interval: Annotated[float, typer.Option("--interval", help="Seconds between polls when waiting.")] = 1,
+    *,
+    listing: RunsListing,
 ) -> None:
     """Runs of a job, newest first."""
-    client = session.client
-    path = f"/v1/jobs/{job_id}/runs"
-    page = _listing(client, path, all_pages, status=status, limit=limit, cursor=cursor)
-    deadline = time.monotonic() + wait_timeout
-    waited = 0.0
-    said = ""
-    while wait and not (page["items"] and all(r["status"] in TERMINAL for r in page["items"])):
-        if time.monotonic() >= deadline or waited >= wait_timeout:
-            session.show_page(page, render.RUN_COLUMNS)
-            typer.echo(f"tickwork: runs still unfinished after {wait_timeout:g} s", err=True)
-            raise typer.Exit(EXIT_TIMEOUT)
-        pending = sorted({r["status"] for r in page["items"] if r["status"] not in TERMINAL}) or ["no runs yet"]
-        news = f"waiting: {', '.join(pending)}"
-        if news != said:  # say it once, and again when it changes
-            typer.echo(news, err=True)
-            said = news
-        sleep(interval)
-        waited += interval
-        page = _listing(client, path, all_pages, status=status, limit=limit, cursor=cursor)
-    session.show_page(page, render.RUN_COLUMNS)
+    _watch(session, f"/v1/jobs/{job_id}/runs", status, listing, render.RUN_COLUMNS, TERMINAL)
 
 
-_run_call("get", "One run.", "GET")
+_call_by_id(runs_app, "get", "One run.", "GET", "/v1/runs/{run_id}", RunIdArg)
 
 
 @runs_app.command("result")
@@ -287,7 +310,9 @@ def runs_result(run_id: RunIdArg, session: Session) -> None:
     typer.echo(render.as_json(session.client.get(f"/v1/runs/{run_id}/result")))
 
 
-_run_call("retry", "Re-queue a FAILED run; its attempts start again.", "POST", "/retry")
+_call_by_id(
+    runs_app, "retry", "Re-queue a FAILED run; its attempts start again.", "POST", "/v1/runs/{run_id}/retry", RunIdArg
+)
 
 
 # ---------------------------------------------------------------- dlq
@@ -316,3 +341,125 @@ def dlq_redrive(
         typer.echo(f"not redriven (unknown or not FAILED): {', '.join(result['not_redriven'])}")
     if result.get("more"):
         typer.echo("more FAILED runs remain: run it again", err=True)
+
+
+# ---------------------------------------------------------------- workflows
+
+
+def _workflow_file(path: Path) -> dict[str, Any]:
+    """A workflow's definition, as POST /v1/workflows takes it, from a JSON file (or - for stdin)."""
+    try:
+        text = sys.stdin.read() if str(path) == "-" else path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"--file: cannot read {path}: {exc.strerror}") from None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"--file: not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise ConfigError("--file: must hold a JSON object (name, schedule, steps, ...)")
+    return value
+
+
+@workflows_app.command("create")
+@api_command
+def workflows_create(
+    file: Annotated[
+        Path, typer.Option("--file", "-f", help="The workflow as JSON (name, schedule, steps, ...), or - for stdin.")
+    ],
+    session: Session,
+) -> None:
+    """Create a workflow from its definition (see docs/workflows.md)."""
+    session.show_one(session.client.post("/v1/workflows", _workflow_file(file)))
+
+
+@workflows_app.command("list")
+@api_command
+def workflows_list(
+    session: Session,
+    state: Annotated[str | None, typer.Option("--state", help="ACTIVE, PAUSED, CANCELLED or COMPLETED.")] = None,
+    name_prefix: Annotated[str | None, typer.Option("--name-prefix", help="Only names starting so.")] = None,
+    limit: Limit = None,
+    cursor: CursorOpt = None,
+    all_pages: AllPages = False,
+) -> None:
+    """Your workflows, newest first."""
+    query = {"state": state, "name_prefix": name_prefix, "limit": limit, "cursor": cursor}
+    session.show_page(_listing(session.client, "/v1/workflows", all_pages, **query), render.WORKFLOW_COLUMNS)
+
+
+_call_by_id(workflows_app, "get", "One workflow.", "GET", "/v1/workflows/{workflow_id}", WorkflowIdArg)
+_call_by_id(
+    workflows_app,
+    "pause",
+    "Pause a workflow: its occurrences are skipped; runs in progress go on.",
+    "POST",
+    "/v1/workflows/{workflow_id}/pause",
+    WorkflowIdArg,
+)
+_call_by_id(
+    workflows_app,
+    "resume",
+    "Resume a paused workflow; missed occurrences follow the misfire rule.",
+    "POST",
+    "/v1/workflows/{workflow_id}/resume",
+    WorkflowIdArg,
+)
+_call_by_id(
+    workflows_app,
+    "cancel",
+    "Cancel a workflow: it has no new workflow runs.",
+    "DELETE",
+    "/v1/workflows/{workflow_id}",
+    WorkflowIdArg,
+)
+_call_by_id(
+    workflows_app,
+    "trigger",
+    "Run a workflow now, once, outside its schedule: its root steps are queued.",
+    "POST",
+    "/v1/workflows/{workflow_id}/trigger",
+    WorkflowIdArg,
+)
+
+
+@workflows_app.command("runs")
+@api_command
+def workflows_runs(
+    workflow_id: WorkflowIdArg,
+    session: Session,
+    status: Annotated[
+        str | None, typer.Option("--status", help="RUNNING, SUCCEEDED, FAILED, SKIPPED or CANCELLED.")
+    ] = None,
+    *,
+    listing: RunsListing,
+) -> None:
+    """Runs of a workflow, newest first, with each step's state."""
+    path = f"/v1/workflows/{workflow_id}/runs"
+    _watch(session, path, status, listing, render.WORKFLOW_RUN_COLUMNS, WORKFLOW_RUN_TERMINAL)
+
+
+_call_by_id(
+    workflows_app,
+    "show-run",
+    "One workflow run, with every step's state and run id (`tickwork runs get` shows a step's run).",
+    "GET",
+    "/v1/workflow-runs/{workflow_run_id}",
+    WorkflowRunIdArg,
+)
+_call_by_id(
+    workflows_app,
+    "cancel-run",
+    "Cancel a RUNNING workflow run: steps not started are skipped, running ones asked to stop.",
+    "POST",
+    "/v1/workflow-runs/{workflow_run_id}/cancel",
+    WorkflowRunIdArg,
+)
+_call_by_id(
+    workflows_app,
+    "retry-run",
+    "Re-run a FAILED workflow run's failed steps and what they skipped; nothing that succeeded runs again.",
+    "POST",
+    "/v1/workflow-runs/{workflow_run_id}/retry",
+    WorkflowRunIdArg,
+)

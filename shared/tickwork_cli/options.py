@@ -38,6 +38,8 @@ CursorOpt = Annotated[str | None, typer.Option("--cursor", help="Continue from a
 AllPages = Annotated[bool, typer.Option("--all", help="Follow next_cursor to the end.")]
 JobIdArg = Annotated[str, typer.Argument(help="The job id.")]
 RunIdArg = Annotated[str, typer.Argument(help="The run id.")]
+WorkflowIdArg = Annotated[str, typer.Argument(help="The workflow id.")]
+WorkflowRunIdArg = Annotated[str, typer.Argument(help="The workflow run id.")]
 
 
 @dataclasses.dataclass
@@ -113,7 +115,23 @@ class JobFields:
     tag: Annotated[list[str] | None, typer.Option("--tag", help="key=value; repeatable.")] = None
 
 
-GROUPS = (Session, JobFields)
+@dataclasses.dataclass
+class RunsListing:
+    """How `runs list` and `workflows runs` page through runs, and wait for them to finish."""
+
+    limit: Limit = None
+    cursor: CursorOpt = None
+    all_pages: AllPages = False
+    wait: Annotated[
+        bool, typer.Option("--wait", help="Poll until there is a run and every run listed has finished.")
+    ] = False
+    wait_timeout: Annotated[float, typer.Option("--wait-timeout", help="Give up waiting after this many seconds.")] = (
+        120
+    )
+    interval: Annotated[float, typer.Option("--interval", help="Seconds between polls when waiting.")] = 1
+
+
+GROUPS = (Session, JobFields, RunsListing)
 _SESSION_HEAD = "api_url"  # the one Session option that stands where the command declares its session
 
 

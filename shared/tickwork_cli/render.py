@@ -62,6 +62,37 @@ RUN_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
 ]
 
 
+def steps_text(steps: Any) -> str:
+    """A workflow's steps as the DAG they form (`a; b <- a; d <- b, c`), or a workflow run's steps as their
+    states (`a SUCCEEDED; d SKIPPED (upstream_failed)`)."""
+    if isinstance(steps, list):
+        return "; ".join(s["id"] + (f" <- {', '.join(s['depends_on'])}" if s.get("depends_on") else "") for s in steps)
+    if isinstance(steps, dict):
+        return "; ".join(
+            f"{sid} {s['status']}" + (f" ({s['skip_reason']})" if s.get("skip_reason") else "")
+            for sid, s in steps.items()
+        )
+    return _cell(steps)
+
+
+WORKFLOW_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
+    ("ID", lambda w: w["id"]),
+    ("NAME", lambda w: w["name"]),
+    ("STATE", lambda w: w["state"]),
+    ("STEPS", lambda w: len(w["steps"])),
+    ("SCHEDULE", lambda w: schedule_text(w["schedule"])),
+    ("NEXT RUN", lambda w: w.get("next_run_at")),
+]
+
+WORKFLOW_RUN_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
+    ("ID", lambda r: r["id"]),
+    ("STATUS", lambda r: r["status"]),
+    ("SCHEDULED FOR", lambda r: r["scheduled_for"]),
+    ("FINISHED", lambda r: r.get("finished_at")),
+    ("STEPS", lambda r: steps_text(r["steps"]) if r.get("steps") else r.get("skip_reason")),
+]
+
+
 def items_table(items: Sequence[dict[str, Any]], columns: list[tuple[str, Callable[[dict[str, Any]], Any]]]) -> str:
     if not items:
         return "(none)"
@@ -69,9 +100,13 @@ def items_table(items: Sequence[dict[str, Any]], columns: list[tuple[str, Callab
 
 
 def record(item: dict[str, Any]) -> str:
-    """One job or run, a field per line."""
+    """One job, run, workflow or workflow run, a field per line."""
     rows = []
     for key, value in item.items():
-        shown = schedule_text(value) if key == "schedule" and isinstance(value, dict) else value
+        shown = value
+        if key == "schedule" and isinstance(value, dict):
+            shown = schedule_text(value)
+        elif key == "steps":
+            shown = steps_text(value)
         rows.append([key, shown])
     return table(rows, ["FIELD", "VALUE"])

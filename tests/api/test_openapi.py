@@ -22,6 +22,18 @@ ROUTES = {
     ("post", "/v1/runs/{run_id}/retry"),
     ("get", "/v1/dlq"),
     ("post", "/v1/dlq/redrive"),
+    ("post", "/v1/workflows"),
+    ("get", "/v1/workflows"),
+    ("get", "/v1/workflows/{workflow_id}"),
+    ("patch", "/v1/workflows/{workflow_id}"),
+    ("delete", "/v1/workflows/{workflow_id}"),
+    ("post", "/v1/workflows/{workflow_id}/pause"),
+    ("post", "/v1/workflows/{workflow_id}/resume"),
+    ("post", "/v1/workflows/{workflow_id}/trigger"),
+    ("get", "/v1/workflows/{workflow_id}/runs"),
+    ("get", "/v1/workflow-runs/{workflow_run_id}"),
+    ("post", "/v1/workflow-runs/{workflow_run_id}/cancel"),
+    ("post", "/v1/workflow-runs/{workflow_run_id}/retry"),
     ("get", "/v1/health"),
     ("get", "/v1/openapi.json"),
 }
@@ -62,3 +74,47 @@ def test_success_statuses_and_schemas_match_the_contract(document):
     assert {"id", "state", "next_run_at"} <= set(schemas["Job"]["properties"])
     run_fields = {"id", "job_id", "scheduled_for", "status", "attempts", "started_at", "finished_at"}
     assert run_fields | {"lateness_ms", "error", "result"} <= set(schemas["Run"]["properties"])
+
+
+def test_workflow_routes_document_their_answers_and_ids(document):
+    paths = document["paths"]
+    assert "201" in paths["/v1/workflows"]["post"]["responses"]
+    assert {"400", "413", "415", "422"} <= set(paths["/v1/workflows"]["post"]["responses"])
+    assert "202" in paths["/v1/workflows/{workflow_id}/trigger"]["post"]["responses"]
+    assert "202" in paths["/v1/workflow-runs/{workflow_run_id}/retry"]["post"]["responses"]
+    for path, method in [
+        ("/v1/workflows/{workflow_id}", "delete"),
+        ("/v1/workflows/{workflow_id}/pause", "post"),
+        ("/v1/workflows/{workflow_id}/resume", "post"),
+        ("/v1/workflow-runs/{workflow_run_id}/cancel", "post"),
+        ("/v1/workflow-runs/{workflow_run_id}/retry", "post"),
+    ]:
+        assert {"404", "409"} <= set(paths[path][method]["responses"]), (method, path)
+    listing = {p["name"] for p in paths["/v1/workflows"]["get"]["parameters"]}
+    assert {"limit", "cursor", "state", "name_prefix"} <= listing
+    runs = {p["name"] for p in paths["/v1/workflows/{workflow_id}/runs"]["get"]["parameters"]}
+    assert {"limit", "cursor", "status"} <= runs
+
+    def id_schema(path: str, method: str) -> dict:
+        (param,) = [p for p in paths[path][method]["parameters"] if p["in"] == "path"]
+        return param["schema"]
+
+    assert id_schema("/v1/workflows/{workflow_id}", "get")["pattern"] == "^w[0-9a-z]{25}$"
+    assert id_schema("/v1/workflow-runs/{workflow_run_id}", "get")["pattern"] == r"^w[0-9a-z]{25}\.[0-9]{13}(\.m)?$"
+    # A step's run is a run: the longest step run id (a 64-character step id) fits the runs routes' parameter.
+    longest = "w" + "0" * 25 + ".1795262400000.m.s-" + "s" * 64
+    assert id_schema("/v1/runs/{run_id}", "get")["maxLength"] >= len(longest)
+
+    schemas = document["components"]["schemas"]
+    assert {"WorkflowSpec", "WorkflowUpdate", "Workflow", "WorkflowStep", "WorkflowList"} <= set(schemas)
+    assert {"WorkflowRun", "WorkflowRunList", "StepRun", "TriggerRule"} <= set(schemas)
+    assert set(schemas["TriggerRule"]["enum"]) == {
+        "all_success", "all_done", "all_failed", "one_success", "one_failed", "none_failed"
+    }  # fmt: skip
+    step = schemas["WorkflowSpec"]["properties"]["steps"]
+    assert (step["minItems"], step["maxItems"]) == (1, 100)
+    assert {"echo", "http", "lambda"} <= set(step["items"]["allOf"][1]["properties"]["type"]["enum"])
+    assert {b["properties"]["type"]["const"] for b in step["items"]["oneOf"]} >= {"echo", "http", "lambda"}
+    assert {"status", "run_id", "skip_reason", "attempts", "started_at", "finished_at"} <= set(
+        schemas["StepRun"]["properties"]
+    )

@@ -13,11 +13,13 @@ What the document cannot say, and how the fuzzing deals with it:
   to JSON Schema, the fuzzer may still put any string there, and the server's 422 naming that field is right.
 - rules across fields, hosts, cursors: see _BEYOND_THE_SCHEMA. A positive case refused with a 422 is accepted
   only when every error it names is one of those.
-- unknown ids: random ids name no job (404), and a job's state can conflict (409): expected statuses.
+- unknown ids: random ids name no job or workflow (404), and a job's or workflow's state can conflict (409):
+  expected statuses.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
@@ -96,21 +98,29 @@ schemathesis.openapi.format(
 # ------------------------------------------------------------------ what the document cannot say
 
 # What JSON Schema cannot express, so a schema-valid request may still be refused with a 422 naming only
-# these fields, each for this reason (field, part of the message):
+# these fields (a regular expression over the field's path), each for this reason (part of the message):
 # - rules relating two fields, or depending on where a host points;
 # - strings whose `format` the server checks (cron, rate, time-zone): to JSON Schema a format is an annotation,
 #   so the fuzzer may send any string there (it feeds values seen elsewhere, such as "cursor");
-# - cursors: opaque and MACed by the server, only the ones it issued are valid.
+# - cursors: opaque and MACed by the server, only the ones it issued are valid;
+# - a workflow's steps: ids that name each other (unique, known, no cycle), and JMESPath that reads only
+#   upstream steps (conditions and `$from` values).
+_STEP = r"steps\[\d+\]"
 _BEYOND_THE_SCHEMA = (
-    ("schedule", "end_at must be after start_at"),
-    ("schedule.end_at", "the schedule has no occurrence in the future"),
-    ("retry", "max_backoff_seconds must be at least backoff_seconds"),
-    ("payload.url", "url "),  # the host: a cloud metadata name, or an address that is private or link-local
-    ("schedule.cron", ""),
-    ("schedule.rate", ""),
-    ("schedule.timezone", ""),
-    ("schedule", "never fires"),
-    ("cursor", "not a cursor from this listing"),
+    (r"schedule", "end_at must be after start_at"),
+    (r"schedule\.end_at", "the schedule has no occurrence in the future"),
+    (r"retry|steps\[\d+\]\.retry", "max_backoff_seconds must be at least backoff_seconds"),
+    (rf"({_STEP}\.)?payload\.url", "url "),  # the host: a cloud metadata name, or a private or link-local address
+    (r"schedule\.cron", ""),
+    (r"schedule\.rate", ""),
+    (r"schedule\.timezone", ""),
+    (r"schedule", "never fires"),
+    (r"cursor", "not a cursor from this listing"),
+    (rf"{_STEP}\.id", "duplicate step id"),
+    (rf"{_STEP}\.depends_on\[\d+\]", ""),  # unknown, itself, or listed twice
+    (rf"{_STEP}\.depends_on", "cycle"),
+    (rf"{_STEP}\.condition", ""),
+    (rf"{_STEP}\.payload\..*\$from", ""),
 )
 
 
@@ -119,7 +129,8 @@ def _only_beyond_the_schema(response: Any) -> bool:
         return False
     errors = response.json().get("errors", [])
     return bool(errors) and all(
-        any(e["field"] == field and rule in e["message"] for field, rule in _BEYOND_THE_SCHEMA) for e in errors
+        any(re.fullmatch(field, e["field"]) and rule in e["message"] for field, rule in _BEYOND_THE_SCHEMA)
+        for e in errors
     )
 
 

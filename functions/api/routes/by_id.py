@@ -1,18 +1,21 @@
-"""Routes that name one job or run by id, call one domain service method with the tenant and that id, and answer
-what it returns: declared as data, since they differ only in that data."""
+"""Routes that name one job, run, workflow or workflow run by id, call one domain service method with the tenant
+and that id, and answer what it returns: declared as data, since they differ only in that data."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-from dependencies import Tenant, Wired
+from dependencies import Tenant, Wired, workflows_of
+from tickwork.api_models import WorkflowRun
 from tickwork.models import Job, Run
 from tickwork.services import Services
+from tickwork.workflow.definition import Workflow
 
-from routes.parameters import JobId, RunId
+from routes.parameters import JobId, RunId, WorkflowId, WorkflowRunId
 from routes.responses import json_response, ok, problems
 
 
@@ -20,7 +23,7 @@ from routes.responses import json_response, ok, problems
 class ByIdRoute:
     name: str  # the route function's name, which the OpenAPI operationId starts with
     method: str
-    rule: str  # with <job_id> or <run_id>
+    rule: str  # with one id: <job_id>, <run_id>, <workflow_id> or <workflow_run_id>
     summary: str
     call: Callable[[Services, str, str], Any]  # (services, tenant, id) -> the answer
     status: int
@@ -34,20 +37,31 @@ class ByIdRoute:
         router.route(self.rule, self.method, summary=self.summary, responses=responses, tags=[tag])(route)
 
     def _function(self) -> Callable[..., Any]:
-        if "<job_id>" in self.rule:
+        """The route function: the id named in the rule as its path parameter, then the wiring and the tenant.
+        Powertools reads the signature (and, for dependencies, the annotations), so both are set here."""
+        id_name = self.rule[self.rule.index("<") + 1 : self.rule.index(">")]
 
-            def by_job_id(job_id: JobId, built: Wired, tenant: Tenant):  # no return type: it would show in the document
-                return json_response(self.status, self.call(built, tenant, job_id))
+        def by_id(built: Services, tenant: str, **ids: str):  # no return type: it would show in the document
+            return json_response(self.status, self.call(built, tenant, ids[id_name]))
 
-            return by_job_id
+        annotations = {id_name: ID_PARAMETERS[id_name], "built": Wired, "tenant": Tenant}
+        by_id.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=a) for name, a in annotations.items()]
+        )
+        by_id.__annotations__ = annotations
+        return by_id
 
-        def by_run_id(run_id: RunId, built: Wired, tenant: Tenant):
-            return json_response(self.status, self.call(built, tenant, run_id))
 
-        return by_run_id
+# The path parameter each rule's <id> is.
+ID_PARAMETERS: dict[str, Any] = {
+    "job_id": JobId,
+    "run_id": RunId,
+    "workflow_id": WorkflowId,
+    "workflow_run_id": WorkflowRunId,
+}
 
 
-# The jobs router's, then the runs router's, each in the order the document lists them.
+# The jobs router's, the runs router's, then the workflows router's, each in the order the document lists them.
 BY_TAG: dict[str, list[ByIdRoute]] = {
     # One job, and its state changes: each answers the job (or, triggered, its run) as it now is, or 404 / 409.
     "jobs": [
@@ -131,6 +145,90 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             lambda s, tenant, i: s.redrive.retry_run(tenant, i),
             202,
             ok(Run, "The run, QUEUED"),
+            (404, 409),
+        ),
+    ],
+    # One workflow and its state changes, then one workflow run: each answers it as it now is, or 404 / 409.
+    "workflows": [
+        ByIdRoute(
+            "get_workflow",
+            "GET",
+            "/v1/workflows/<workflow_id>",
+            "One workflow",
+            lambda s, tenant, i: workflows_of(s).get(tenant, i),
+            200,
+            ok(Workflow, "The workflow"),
+            (404,),
+        ),
+        ByIdRoute(
+            "cancel_workflow",
+            "DELETE",
+            "/v1/workflows/<workflow_id>",
+            "Cancel a workflow: it has no new workflow runs",
+            lambda s, tenant, i: workflows_of(s).cancel(tenant, i),
+            200,
+            ok(Workflow, "The workflow, CANCELLED"),
+            (404, 409),
+        ),
+        ByIdRoute(
+            "pause_workflow",
+            "POST",
+            "/v1/workflows/<workflow_id>/pause",
+            "Pause a workflow: its occurrences are recorded SKIPPED `paused`; runs in progress go on",
+            lambda s, tenant, i: workflows_of(s).pause(tenant, i),
+            200,
+            ok(Workflow, "The workflow, PAUSED"),
+            (404, 409),
+        ),
+        ByIdRoute(
+            "resume_workflow",
+            "POST",
+            "/v1/workflows/<workflow_id>/resume",
+            "Resume a paused workflow; what was missed while paused follows the misfire rule",
+            lambda s, tenant, i: workflows_of(s).resume(tenant, i),
+            200,
+            ok(Workflow, "The workflow, ACTIVE"),
+            (404, 409),
+        ),
+        ByIdRoute(
+            "trigger_workflow",
+            "POST",
+            "/v1/workflows/<workflow_id>/trigger",
+            "Run a workflow now, once, outside its schedule: its root steps are queued",
+            lambda s, tenant, i: workflows_of(s).trigger(tenant, i),
+            202,
+            ok(WorkflowRun, "The workflow run, RUNNING"),
+            (404, 409),
+        ),
+        ByIdRoute(
+            "get_workflow_run",
+            "GET",
+            "/v1/workflow-runs/<workflow_run_id>",
+            "One workflow run, with every step's state",
+            lambda s, tenant, i: workflows_of(s).get_run(tenant, i),
+            200,
+            ok(WorkflowRun, "The workflow run"),
+            (404,),
+        ),
+        ByIdRoute(
+            "cancel_workflow_run",
+            "POST",
+            "/v1/workflow-runs/<workflow_run_id>/cancel",
+            "Cancel a RUNNING workflow run: steps not started are SKIPPED `cancelled`, running ones are asked to stop",
+            lambda s, tenant, i: workflows_of(s).cancel_run(tenant, i),
+            200,
+            ok(WorkflowRun, "The workflow run, CANCELLED"),
+            (404, 409),
+        ),
+        ByIdRoute(
+            "retry_workflow_run",
+            "POST",
+            "/v1/workflow-runs/<workflow_run_id>/retry",
+            "Re-run a FAILED workflow run's FAILED steps and the steps skipped because of them; nothing that "
+            "succeeded runs again",
+            lambda s, tenant, i: workflows_of(s).retry_run(tenant, i),
+            202,
+            ok(WorkflowRun, "The workflow run, RUNNING"),
             (404, 409),
         ),
     ],

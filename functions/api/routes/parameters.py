@@ -7,7 +7,7 @@ from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler.openapi.params import Path as PathParam
 from aws_lambda_powertools.event_handler.openapi.params import Query
-from pydantic import BeforeValidator
+from pydantic import BeforeValidator, StringConstraints
 from tickwork.store import MAX_LIMIT
 
 # Path ids arrive as sent, percent-encoded (API Gateway's rawPath); they are decoded before their length is
@@ -17,10 +17,28 @@ JobId = Annotated[
     BeforeValidator(unquote),
     PathParam(description="A job id, such as j01jd2k3m4n5p6q7r8s9t0v1w2.", max_length=64),
 ]
+# A step's run id is the longest: a workflow run id (41 characters), `.s-` and a step id of up to 64.
 RunId = Annotated[
     str,
     BeforeValidator(unquote),
-    PathParam(description="A run id: `<job id>.<13-digit ms>` (or `...m` for manual).", max_length=80),
+    PathParam(
+        description="A run id: `<job id>.<13-digit ms>` (or `...m` for manual), or a workflow step's run: "
+        "`<workflow run id>.s-<step id>`.",
+        max_length=128,
+    ),
+]
+# A pattern stands before the decoding: after it, pydantic would still check it but leave it out of the document.
+WorkflowId = Annotated[
+    str,
+    StringConstraints(pattern=r"^w[0-9a-z]{25}$"),
+    BeforeValidator(unquote),
+    PathParam(description="A workflow id, such as w01jd2k3m4n5p6q7r8s9t0v1w2."),
+]
+WorkflowRunId = Annotated[
+    str,
+    StringConstraints(pattern=r"^w[0-9a-z]{25}\.[0-9]{13}(\.m)?$"),
+    BeforeValidator(unquote),
+    PathParam(description="A workflow run id: `<workflow id>.<13-digit ms>` (or `...m` for a manual trigger)."),
 ]
 Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"Page size, 1 to {MAX_LIMIT}.")]
 Cursor = Annotated[str | None, Query(max_length=512, description="`next_cursor` of the previous page.")]

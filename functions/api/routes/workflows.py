@@ -1,0 +1,81 @@
+"""/v1/workflows and /v1/workflow-runs: create, list, read, change, cancel, pause, resume and trigger a tenant's
+workflows; list a workflow's runs; read, cancel and retry one workflow run. (A step's run is an ordinary run:
+/v1/runs/{run_id} and its result.)"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+from dependencies import CallerWorkflows, Tenant, Wired, workflows_of
+from tickwork.api_models import WorkflowList, WorkflowRunList, WorkflowSpec, WorkflowUpdate
+from tickwork.models import JobState
+from tickwork.workflow.advance import WorkflowRunStatus
+from tickwork.workflow.definition import Workflow
+
+from routes.by_id import add_routes
+from routes.parameters import Cursor, Limit, WorkflowId
+from routes.responses import json_response, ok, problems
+
+router = APIGatewayHttpRouter()
+
+
+@router.post(
+    "/v1/workflows",
+    summary="Create a workflow: a schedule and a DAG of steps (docs/workflows.md)",
+    responses={201: ok(Workflow, "Created"), **problems(400, 413, 415)},
+    tags=["workflows"],
+)
+def create_workflow(spec: Annotated[WorkflowSpec, Body(description="The workflow.")], built: Wired, tenant: Tenant):
+    return json_response(201, workflows_of(built).create(tenant, spec))
+
+
+@router.get(
+    "/v1/workflows",
+    summary="List your workflows, newest first",
+    responses={200: ok(WorkflowList, "One page"), **problems(422)},
+    tags=["workflows"],
+)
+def list_workflows(
+    mine: CallerWorkflows,
+    limit: Limit = 50,
+    cursor: Cursor = None,
+    state: Annotated[JobState | None, Query()] = None,
+    name_prefix: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+):
+    return json_response(200, mine.workflows_page(limit=limit, cursor=cursor, state=state, name_prefix=name_prefix))
+
+
+@router.patch(
+    "/v1/workflows/<workflow_id>",
+    summary="Change a workflow; runs in progress keep the definition they started with",
+    responses={200: ok(Workflow, "The changed workflow"), **problems(400, 404, 409, 413, 415)},
+    tags=["workflows"],
+)
+def update_workflow(
+    workflow_id: WorkflowId,
+    patch: Annotated[WorkflowUpdate, Body(description="The fields to change.")],
+    built: Wired,
+    tenant: Tenant,
+):
+    return json_response(200, workflows_of(built).update(tenant, workflow_id, patch))
+
+
+@router.get(
+    "/v1/workflows/<workflow_id>/runs",
+    summary="Runs of a workflow, newest first",
+    responses={200: ok(WorkflowRunList, "One page"), **problems(404, 422)},
+    tags=["workflows"],
+)
+def list_workflow_runs(
+    workflow_id: WorkflowId,
+    mine: CallerWorkflows,
+    limit: Limit = 50,
+    cursor: Cursor = None,
+    status: Annotated[WorkflowRunStatus | None, Query()] = None,
+):
+    return json_response(200, mine.runs_page(workflow_id, limit=limit, cursor=cursor, status=status))
+
+
+add_routes(router, "workflows")  # one workflow or workflow run, and their state changes: see routes/by_id.py
