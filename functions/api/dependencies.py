@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import Annotated, Any, cast
 
 from aws_lambda_powertools.event_handler import Depends, Request
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
@@ -20,11 +20,7 @@ from tickwork.jobs import JobLifecycle
 from tickwork.services import Services, ServicesSlot
 from tickwork.settings import ApiSettings
 from tickwork.tenancy import tenant_of
-
-if TYPE_CHECKING:
-    # For the type checker only: Powertools resolves dependencies from evaluated annotations, so none of
-    # them names this class (routes reach the service through workflows_of).
-    from tickwork.workflow.service import WorkflowService
+from tickwork.workflow.service import WorkflowService
 
 WIRING = "tickwork_wiring"  # the key of the API's wiring in the resolver's context
 
@@ -67,8 +63,8 @@ def job_lifecycle(built: Annotated[Services, Depends(services)]) -> JobLifecycle
 
 
 def workflows_of(built: Services) -> WorkflowService:
-    """The workflows' service of the wiring (not a dependency itself: see the import above)."""
-    return built.workflows  # type: ignore[attr-defined]  # built once in Services, by the workflow pipeline
+    """The workflows' service of the wiring."""
+    return built.workflows
 
 
 def tenant(request: Request, slot: Annotated[WiringSlot, Depends(wiring)]) -> str:

@@ -35,8 +35,6 @@ class VersionedChanges(Generic[Scheduled]):
     read: Callable[[str, str], Scheduled]  # (tenant, id) -> the caller's item, or NotFound
     replace: Callable[[Scheduled, int], bool]  # (changed, expected version) -> won
     clock: Clock
-    # A change to the state it is in already: no change (jobs), or a Conflict (workflows, as their API says).
-    repeat_conflicts: bool = False
 
     def change(self, tenant: str, item_id: str, change: Callable[[Scheduled, datetime], Scheduled | None]) -> Scheduled:
         """Apply `change` under optimistic locking; it returns None when there is nothing to do."""
@@ -81,11 +79,11 @@ class VersionedChanges(Generic[Scheduled]):
     def toggle(
         self, tenant: str, item_id: str, *, verb: str, source: JobState, target: JobState, stamp: str
     ) -> Scheduled:
-        """`source` -> `target`, recording when in `stamp`; idempotent (already `target` is no change) unless
-        `repeat_conflicts`, and a Conflict from any other state."""
+        """`source` -> `target`, recording when in `stamp`; idempotent (already `target` is no change), and a
+        Conflict from any other state."""
 
         def change(current: Scheduled, now: datetime) -> Scheduled | None:
-            if current.state is target and not self.repeat_conflicts:
+            if current.state is target:
                 return None
             if current.state is not source:
                 raise Conflict(f"cannot {verb} a {current.state.value} {self.noun}")
@@ -105,11 +103,10 @@ class VersionedChanges(Generic[Scheduled]):
         )
 
     def cancel(self, tenant: str, item_id: str) -> Scheduled:
-        """CANCELLED, with no next occurrence (out of the due index); already cancelled is no change, or a
-        Conflict with `repeat_conflicts`."""
+        """CANCELLED, with no next occurrence (out of the due index); already cancelled is no change."""
 
         def change(current: Scheduled, now: datetime) -> Scheduled | None:
-            if current.state is JobState.CANCELLED and not self.repeat_conflicts:
+            if current.state is JobState.CANCELLED:
                 return None
             if current.state in (JobState.CANCELLED, JobState.COMPLETED):
                 raise Conflict(f"cannot cancel a {current.state.value} {self.noun}")

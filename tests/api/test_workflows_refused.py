@@ -9,7 +9,7 @@ import pytest
 
 from tests.api.conftest import ACME, GLOBEX
 from tests.api.test_bad_input import WRITES
-from tests.api.test_workflows import DIAMOND, create, run_to_the_end, spec, trigger, with_step
+from tests.api.test_workflow_routes import DIAMOND, create, run_to_the_end, spec, trigger, with_step
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 

@@ -6,6 +6,8 @@ Every wait here polls with a deadline; real time passes because the runtime runs
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import urllib.error
 import urllib.request
@@ -87,6 +89,17 @@ def tickwork_dev(name: str, *args: str) -> Proc:
 class Node:
     proc: Proc
     api: Api
+
+
+def cli(node: Node, *args: str, timeout: float = 90) -> Any:
+    """The `tickwork` CLI against a node, as a user in a second terminal runs it; its JSON output (not a
+    terminal, so JSON)."""
+    env = {**os.environ, "TICKWORK_API_URL": node.api.url}
+    done = subprocess.run(
+        [str(BIN / "tickwork"), *args], capture_output=True, text=True, env=env, timeout=timeout, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
 
 
 def start_node(name: str, *args: str, port: int | None = None) -> Node:

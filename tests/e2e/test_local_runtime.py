@@ -4,10 +4,7 @@ resume, and the docs."""
 from __future__ import annotations
 
 import itertools
-import json
-import os
 import statistics
-import subprocess
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -16,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import BIN, Api, Node, wait_for
+from tests.e2e.conftest import Api, Node, cli, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -185,14 +182,9 @@ def test_docs_page_and_openapi_document_are_served(node: Node) -> None:
 
 def test_the_quick_start_commands_work_against_the_runtime(node: Node) -> None:
     """docs/local.md's second terminal, with the job due in 3 s instead of 10."""
-    env = {**os.environ, "TICKWORK_API_URL": node.api.url}
 
     def tickwork(*args: str) -> Any:
-        done = subprocess.run(
-            [str(BIN / "tickwork"), *args], capture_output=True, text=True, env=env, timeout=60, check=False
-        )
-        assert done.returncode == 0, done.stderr
-        return json.loads(done.stdout)  # not a terminal: JSON
+        return cli(node, *args, timeout=60)
 
     job = tickwork(
         "jobs", "create", "--name", "hello", "--type", "echo", "--at", "+3s", "--payload", '{"hello": "world"}'

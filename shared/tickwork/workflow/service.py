@@ -89,24 +89,24 @@ class WorkflowService:
         return workflow
 
     def cancel(self, tenant: str, workflow_id: str) -> Workflow:
-        """DELETE: no more workflow runs (Conflict if already CANCELLED or COMPLETED). Runs in progress go on;
-        cancel_run stops one."""
+        """DELETE: no more workflow runs (already CANCELLED is no change, as for jobs; Conflict once COMPLETED).
+        Runs in progress go on; cancel_run stops one."""
         return self._changes.cancel(tenant, workflow_id)
 
     def pause(self, tenant: str, workflow_id: str) -> Workflow:
         """No new workflow runs: occurrences while paused are recorded SKIPPED `paused`; runs in progress go on.
-        Conflict unless ACTIVE."""
+        Already PAUSED is no change, as for jobs; Conflict from CANCELLED or COMPLETED."""
         return self._changes.pause(tenant, workflow_id)
 
     def resume(self, tenant: str, workflow_id: str) -> Workflow:
-        """Back to ACTIVE (Conflict unless PAUSED); the occurrences that fell while paused are recorded SKIPPED."""
+        """Back to ACTIVE (already ACTIVE is no change; Conflict from CANCELLED or COMPLETED); the occurrences that fell while paused are recorded SKIPPED."""
         workflow = self._changes.resume(tenant, workflow_id)
         self._dispatch_soon(workflow)
         return workflow
 
     @property
     def _changes(self) -> VersionedChanges[Workflow]:
-        return VersionedChanges("workflow", self.get, self._replace, self.clock, repeat_conflicts=True)
+        return VersionedChanges("workflow", self.get, self._replace, self.clock)
 
     def _replace(self, workflow: Workflow, expected_version: int) -> bool:
         return self.records.replace_workflow(workflow, expected_version=expected_version)

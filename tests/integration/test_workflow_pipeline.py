@@ -750,18 +750,17 @@ def test_a_trigger_that_dies_after_opening_its_run_is_completed_by_the_ticks_rec
     assert {step_run_id_for(workflow_run_id, s): 1 for s in "ab"} == EXECUTIONS
 
 
-def test_pause_resume_and_delete_refuse_a_workflow_not_in_the_state_they_leave(pipeline):
+def test_pause_resume_and_delete_are_idempotent_and_refuse_a_cancelled_workflow(pipeline):
     workflows = pipeline.services.workflows
     workflow = create(pipeline, [step("a")])
-    with pytest.raises(Conflict, match="cannot resume a ACTIVE workflow"):
-        workflows.resume(TENANT, workflow.id)
+    assert workflows.resume(TENANT, workflow.id) == workflow  # already ACTIVE: no change, as for jobs
     assert workflows.pause(TENANT, workflow.id).state is JobState.PAUSED
-    with pytest.raises(Conflict, match="cannot pause a PAUSED workflow"):
-        workflows.pause(TENANT, workflow.id)
+    assert workflows.pause(TENANT, workflow.id).version == workflow.version + 1  # no second write
     assert workflows.resume(TENANT, workflow.id).state is JobState.ACTIVE
     cancelled = workflows.cancel(TENANT, workflow.id)
     assert (cancelled.state, cancelled.next_run_at) == (JobState.CANCELLED, None)
-    with pytest.raises(Conflict, match="cannot cancel a CANCELLED workflow"):
-        workflows.cancel(TENANT, workflow.id)
+    assert workflows.cancel(TENANT, workflow.id) == cancelled
+    with pytest.raises(Conflict, match="cannot resume a CANCELLED workflow"):
+        workflows.resume(TENANT, workflow.id)
     with pytest.raises(Conflict, match="cannot update a CANCELLED workflow"):
         workflows.update(TENANT, workflow.id, WorkflowUpdate.model_validate({"name": "renamed"}))

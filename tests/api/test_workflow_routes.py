@@ -200,7 +200,7 @@ def test_a_patch_never_changes_a_run_in_progress(api, pipeline):
     assert set(after["steps"]) == {"z"}  # the next run has the new ones
 
 
-def test_pause_resume_and_their_conflicts(api, pipeline):
+def test_pause_and_resume_are_idempotent_as_for_jobs(api, pipeline):
     workflow = create(api)
     paused = api.post(f"/v1/workflows/{workflow['id']}/pause")
     assert paused.status == 200, paused.text
@@ -208,15 +208,15 @@ def test_pause_resume_and_their_conflicts(api, pipeline):
     assert paused.json["paused_at"] == "2026-11-21T12:00:00.000Z"
     pipeline.calls.clear()
     again = api.post(f"/v1/workflows/{workflow['id']}/pause")
-    assert again.status == 409
-    assert again.headers["content-type"] == "application/problem+json"
-    assert pipeline.calls.count("UpdateItem") == 0
+    assert again.status == 200
+    assert again.json == paused.json  # no change, nothing written
+    assert pipeline.calls.count("UpdateItem") == pipeline.calls.count("PutItem") == 0
 
     resumed = api.post(f"/v1/workflows/{workflow['id']}/resume")
     assert resumed.status == 200
     assert resumed.json["state"] == "ACTIVE"
     assert resumed.json["resumed_at"] == "2026-11-21T12:00:00.000Z"
-    assert api.post(f"/v1/workflows/{workflow['id']}/resume").status == 409
+    assert api.post(f"/v1/workflows/{workflow['id']}/resume").json == resumed.json
 
 
 def test_delete_cancels_the_workflow_and_then_conflicts(api):
@@ -226,7 +226,7 @@ def test_delete_cancels_the_workflow_and_then_conflicts(api):
     assert cancelled.json["state"] == "CANCELLED"
     assert cancelled.json["next_run_at"] is None
     assert api.get(f"/v1/workflows/{workflow['id']}").json["state"] == "CANCELLED"
-    assert api.delete(f"/v1/workflows/{workflow['id']}").status == 409
+    assert api.delete(f"/v1/workflows/{workflow['id']}").json["state"] == "CANCELLED"  # idempotent
     assert api.post(f"/v1/workflows/{workflow['id']}/resume").status == 409
     assert api.patch(f"/v1/workflows/{workflow['id']}", {"name": "again"}).status == 409
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.api.test_workflows import DIAMOND
+from tests.api.test_workflow_routes import DIAMOND
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
