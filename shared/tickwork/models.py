@@ -111,9 +111,11 @@ class RetryPolicy(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     max_attempts: Annotated[int, Field(ge=1, le=100), NotCoerced] = 3
-    backoff_seconds: Annotated[float, Field(gt=0, le=3600), NotCoerced] = 2
+    # At least a millisecond: a shorter backoff means nothing, and DynamoDB cannot store a positive number
+    # below 1e-130 (schemathesis found 1.87e-278 failing the write with a 500).
+    backoff_seconds: Annotated[float, Field(ge=0.001, le=3600), NotCoerced] = 2
     # 900 s is also SQS's longest message delay, so a backoff never outlives one visibility change.
-    max_backoff_seconds: Annotated[float, Field(gt=0, le=43200), NotCoerced] = 900
+    max_backoff_seconds: Annotated[float, Field(ge=0.001, le=43200), NotCoerced] = 900
 
     @model_validator(mode="after")
     def _cap_above_base(self) -> RetryPolicy:

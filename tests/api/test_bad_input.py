@@ -74,6 +74,9 @@ CREATE_CASES: list[tuple[str, Any, int, str]] = [
     ("zero max attempts", _with(retry={"max_attempts": 0}), 422, "retry.max_attempts"),
     ("backoff cap below base", _with(retry={"backoff_seconds": 60, "max_backoff_seconds": 10}), 422, "retry"),
     ("unknown retry field", _with(retry={"attempts": 3}), 422, "retry.attempts"),
+    # Found by schemathesis: a positive number DynamoDB cannot store (below 1e-130) was a 500 at the write.
+    ("backoff too small to store", _with(retry={"backoff_seconds": 1.87e-278}), 422, "retry.backoff_seconds"),
+    ("backoff under a millisecond", _with(retry={"backoff_seconds": 0.0001}), 422, "retry.backoff_seconds"),
     ("unknown type", _with(type="carrier-pigeon"), 422, "type"),
     ("missing type", _with(type=_DROP), 422, "type"),
     ("missing name", _with(name=_DROP), 422, "name"),
