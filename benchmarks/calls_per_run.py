@@ -326,10 +326,11 @@ def _advice(ahead: dict[str, Any], billed: dict[str, float]) -> list[str]:
         " (`RunExecutor._run` / `ResultStore.write_once`), keeping S3 for larger ones: -1 request, -$5 per"
         " million for small results, at up to +1 WRU when the run item crosses 1 KB. Exactly-once holds through"
         " the `finish_run` condition (lease owner) instead of `If-None-Match`.",
-        "  5. Not cheap, for completeness: a run enters the due index at its claim and leaves it at its lease"
-        f" ({_fmt(run_due)} WRU) only so that a tick that dies between claiming and sending is recovered. Another"
-        " recovery path (e.g. the claim leaving the job's own entry in place, moved forward, until the send"
-        " succeeded) would save those, at the cost of a third write on the send path.",
+        "  5. Not cheap, for completeness: a run enters the due index at its claim and leaves it at its outcome"
+        f" ({_fmt(run_due)} WRU) only so that a tick that dies between claiming and sending, or a lapsed lease"
+        " whose message is stranded (docs/reliability.md), is recovered. Another recovery path (e.g. the claim"
+        " leaving the job's own entry in place, moved forward, until the send succeeded) would save the claim's"
+        " part, at the cost of a third write on the send path.",
         "",
         f"With cuts 1-4: about {sdk_after:.1f} SDK requests, {billable_after:.1f} billable requests and"
         f" {wru_after:.1f} WRU per run. The goal is out of reach for this design, for a structural reason: a"
