@@ -510,9 +510,11 @@ The load: {plan.one_shots} one-shot jobs, {plan.cron_jobs} cron jobs every 10 s,
 | longest from an occurrence to its run's end (retries and recoveries included) | {report["longest_to_terminal_s"]} s |
 
 How a killed node's runs come back: a run it had leased, once its lease and the message's visibility lapse
-(LeaseSeconds 60 + 15 s); a message it had received but not leased, or a claim it had not sent, by the next
-tick's re-send once the run is 30 s overdue. Both are bounded by about 75-150 s, which the longest recovery
-shows. The quick variant (`python -m benchmarks.soak --quick`, a few hundred runs and one kill) runs in
+(LeaseSeconds 60 + 15 s), or, were that message stranded (received by an executor that died before changing
+its visibility), by the tick's re-send 30 s after the lease lapsed; a message it had received but not leased,
+or a claim it had not sent, by the tick's re-send 30 s after the run's time (held back up to 2 minutes while
+the band's backlog could hold it). One recovery takes at most about 270 s; a run can meet two, since the
+kills go on until the window's end, and the bound covers two. The quick variant (`python -m benchmarks.soak --quick`, a few hundred runs and one kill) runs in
 `make test` as tests/e2e/test_soak.py and asserts 0 lost, 0 duplicated, 0 stuck, 0 wrong, 0 early.
 """
 
