@@ -249,32 +249,19 @@ class WorkflowService:
             sid: _step_view(record.steps.get(sid, StepEntry()), (runs or {}).get(record.step_run_id(sid)))
             for sid in order
         }
-        return WorkflowRun(
-            id=record.id,
-            workflow_id=record.workflow_id,
-            tenant=record.tenant,
-            scheduled_for=record.scheduled_for,
-            trigger=record.trigger,
-            status=record.status,
-            skip_reason=record.skip_reason,
-            started_at=record.started_at,
-            finished_at=record.finished_at,
-            steps=steps,
-        )
+        # The record's own fields carry over as they are; only the steps are the view's.
+        return WorkflowRun.model_validate({**{name: getattr(record, name) for name in _RUN_FIELDS}, "steps": steps})
+
+
+_RUN_FIELDS = set(WorkflowRun.model_fields) - {"steps"}  # each of them a WorkflowRunRecord field too
+_STEP_RUN_FIELDS = set(StepRun.model_fields) - {"run_id"}  # each of them a Run field too
 
 
 def _step_view(entry: StepEntry, run: Run | None) -> StepRun:
     if entry.status is StepStatus.PENDING:
         return StepRun(status="PENDING")
     if run is not None:
-        return StepRun(
-            status=run.status,
-            run_id=run.id,
-            skip_reason=run.skip_reason,
-            attempts=run.attempts,
-            started_at=run.started_at,
-            finished_at=run.finished_at,
-        )
+        return StepRun.model_validate({**{name: getattr(run, name) for name in _STEP_RUN_FIELDS}, "run_id": run.id})
     fields: dict[str, Any] = {"status": RunStatus(entry.status.value), "run_id": entry.run_id}
     if entry.status is StepStatus.SKIPPED:
         fields["skip_reason"] = entry.skip_reason
