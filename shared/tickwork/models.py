@@ -95,6 +95,16 @@ class SkipReason(StrEnum):
     CONDITION_FALSE = "condition_false"
 
 
+class DeferReason(StrEnum):
+    """Why a run was held back without consuming an attempt (docs/fairness.md): its tenant's rate quota (at
+    dispatch) or concurrency quota, its concurrency key's limit or its rate limit (at the executor)."""
+
+    TENANT_RATE = "tenant_rate"
+    TENANT_CONCURRENCY = "tenant_concurrency"
+    CONCURRENCY_KEY = "concurrency_key"
+    RATE_LIMIT = "rate_limit"
+
+
 class OverlapPolicy(StrEnum):
     """What to do when an occurrence starts while the job's previous run is still running."""
 
@@ -304,6 +314,9 @@ class Run(BaseModel, _InBand):
     # Times this run was re-queued after FAILED (retry, DLQ redrive); its lateness then says how late the
     # new execution started relative to the original occurrence.
     requeues: int = 0
+    # Times the run was held back by a limit without consuming an attempt, and why the last time.
+    deferred: int = 0
+    deferred_reason: DeferReason | None = None
     # A workflow step's run: its workflow run, its step, and its payload as resolved when the run was created
     # (`$from` values replaced by upstream results); job_id is then the workflow's id.
     workflow_run_id: str | None = None

@@ -22,7 +22,8 @@ from tickwork.queues import RunQueues
 from tickwork.redrive import RunRedrive
 from tickwork.results import ResultStore
 from tickwork.settings import Settings, load_settings
-from tickwork.store import Cursors, IdempotencyRecords, JobStore, Listings, WorkflowRecords, cursor_key
+from tickwork.store import Cursors, IdempotencyRecords, JobStore, Listings, TenantRecords, WorkflowRecords, cursor_key
+from tickwork.tenant_settings import TenantDirectory
 from tickwork.workflow.factory import WorkflowFactory
 from tickwork.workflow.occurrences import WorkflowOccurrences
 from tickwork.workflow.progress import ProgressSettings, WorkflowProgress
@@ -133,6 +134,16 @@ class Services:
             self.clock,
             WorkflowFactory(self.store.shards, http_allowlist=self.settings.http_allowlist),
         )
+
+    @cached_property
+    def tenant_records(self) -> TenantRecords:
+        """Tenants' settings and usage, over the store's table (and client)."""
+        return TenantRecords(self.store.shared_table)
+
+    @cached_property
+    def tenant_directory(self) -> TenantDirectory:
+        """Tenants' settings as recently read (tick and executor): one directory per execution environment."""
+        return TenantDirectory(self.tenant_records, self.clock)
 
     @cached_property
     def listings(self) -> Listings:

@@ -24,7 +24,8 @@ The package, one module a concern:
 - `due_index`: `DueIndex`, the due-index query, the shard leases and a run's re-send time;
 - `listings` and `cursors`: `Listings`, a tenant's jobs, runs and DLQ page by page, with opaque `Cursors`;
 - `idempotency`: `IdempotencyRecords`, the records behind create's Idempotency-Key;
-- `workflows`: `WorkflowRecords`, the workflow and workflow run items (built over the same `Table`).
+- `workflows`: `WorkflowRecords`, the workflow and workflow run items (built over the same `Table`);
+- `tenants`: `TenantRecords`, a tenant's settings and usage (pk=TENANT#<tenant>; built over the same `Table`).
 `JobStore` below composes the three record classes over one `Table`; `Listings` and `IdempotencyRecords` are
 built over the same `Table` (`JobStore.shared_table`) by the wiring. Callers use the names exported here.
 """
@@ -66,6 +67,7 @@ from tickwork.store.reading import (
     read_workflow_run,
 )
 from tickwork.store.runs import ClaimedRuns, Lease, LeaseExtension, LeaseOutcome, RunRecords
+from tickwork.store.tenants import TenantRecords
 from tickwork.store.workflows import WorkflowRecords
 
 __all__ = [
@@ -93,6 +95,7 @@ __all__ = [
     "Page",
     "RunRecords",
     "Table",
+    "TenantRecords",
     "WorkflowRecords",
     "cursor_key",
     "deserialize",
