@@ -1,0 +1,148 @@
+"""The fair-share allocator (tickwork.fairness): weights, band order, aging, rate budgets, and no change when
+nothing is held back."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tickwork.fairness import Candidate, HoldReason, allocate, effective_band_rank
+
+NOW = 1_000_000_000
+AGING = 300_000
+HOUR = 3_600_000
+
+
+def flood(tenant: str, n: int, *, priority: int = 5, due_at: int = NOW, cost: int = 0) -> list[Candidate[str]]:
+    return [Candidate(f"{tenant}-{i}", tenant, priority, due_at + i, urgent=True, cost=cost) for i in range(n)]
+
+
+def run(candidates, capacity, weights=None, budgets=None, aging=AGING):  # type: ignore[no-untyped-def]
+    return allocate(
+        candidates, capacity=capacity, weights=weights or {}, budgets=budgets or {}, now_ms=NOW, aging_after_ms=aging
+    )
+
+
+def test_weights_three_to_one_under_saturation_share_the_slots_three_to_one() -> None:
+    items = flood("a", 1000) + flood("b", 1000)
+    result = run(items, 400, weights={"a": 3, "b": 1})
+    shares = result.shares()
+    assert shares["a"] + shares["b"] == 400
+    assert 2.7 <= shares["a"] / shares["b"] <= 3.3
+    assert result.held["a"][HoldReason.CAPACITY] == 1000 - shares["a"]
+    assert result.held["b"][HoldReason.CAPACITY] == 1000 - shares["b"]
+
+
+def test_a_light_tenant_gets_all_it_asks_for_beside_a_flood() -> None:
+    items = flood("a", 600) + flood("b", 20, due_at=NOW + 10_000)  # b's items are the youngest
+    result = run(items, 100)
+    assert result.shares()["b"] == 20
+    assert "b" not in result.held
+
+
+def test_bands_keep_their_order_whatever_the_weights() -> None:
+    items = flood("a", 50, priority=8) + flood("b", 50, priority=1)
+    result = run(items, 60, weights={"b": 100})
+    assert result.shares() == Counter({"a": 50, "b": 10})
+    assert [a.candidate.priority for a in result.chosen] == [8] * 50 + [1] * 10
+
+
+def test_must_go_now_comes_before_look_ahead_of_a_higher_band() -> None:
+    ahead = [Candidate("ahead", "a", 9, NOW + 90_000, urgent=False)]
+    now = [Candidate(f"now-{i}", "b", 1, NOW, urgent=True) for i in range(3)]
+    result = run(ahead + now, 3)
+    assert [a.item for a in result.chosen] == ["now-0", "now-1", "now-2"]
+    assert result.held["a"][HoldReason.CAPACITY] == 1
+
+
+def test_aging_lifts_a_starving_low_item_within_the_configured_time() -> None:
+    high = flood("a", 100, priority=9)
+    fresh_low = Candidate("low", "b", 0, NOW - AGING, urgent=True)  # overdue by exactly the aging time: not yet
+    assert "low" not in [a.item for a in run([*high, fresh_low], 50).chosen]
+    aged_once = Candidate("low", "b", 0, NOW - AGING - 1, urgent=True)
+    assert effective_band_rank(aged_once, now_ms=NOW, aging_after_ms=AGING) == 1  # normal: still behind high
+    aged_twice = Candidate("low", "b", 0, NOW - 2 * AGING - 1, urgent=True)
+    chosen = run([*high, aged_twice], 50).chosen
+    assert "low" in [a.item for a in chosen]
+    # Only its class changed: its priority (band, queue) is still low.
+    assert next(a.candidate.priority for a in chosen if a.item == "low") == 0
+
+
+def test_aging_never_lifts_above_high_and_is_off_when_zero() -> None:
+    ancient = Candidate("x", "a", 0, NOW - 10 * HOUR, urgent=True)
+    assert effective_band_rank(ancient, now_ms=NOW, aging_after_ms=AGING) == 2
+    assert effective_band_rank(ancient, now_ms=NOW, aging_after_ms=0) == 0
+
+
+def test_a_rate_budget_caps_a_tenant_and_its_slots_go_to_others() -> None:
+    items = flood("a", 30, cost=1) + flood("b", 30, cost=1)
+    result = run(items, 40, budgets={"a": 10})
+    assert result.shares() == Counter({"a": 10, "b": 30})
+    assert result.held["a"] == Counter({HoldReason.TENANT_RATE: 20})
+    assert sum(a.max_runs or 0 for a in result.chosen if a.candidate.tenant == "a") == 10
+
+
+def test_a_budget_caps_an_item_that_would_dispatch_several_runs() -> None:
+    items = [Candidate("every-second", "a", 5, NOW, urgent=True, cost=60)]
+    result = run(items, 10, budgets={"a": 10})
+    assert [a.max_runs for a in result.chosen] == [10]
+
+
+def test_recovery_items_are_not_held_by_a_spent_budget() -> None:
+    resend = Candidate("resend", "a", 5, NOW, urgent=True, cost=0)
+    result = run([resend, *flood("a", 3, cost=1)], 10, budgets={"a": 0})
+    assert [a.item for a in result.chosen] == ["resend"]
+    assert result.held["a"] == Counter({HoldReason.TENANT_RATE: 3})
+
+
+def test_a_budget_within_demand_changes_nothing() -> None:
+    items = flood("a", 5, cost=1)
+    result = run(items, 10, budgets={"a": 5})
+    assert [a.item for a in result.chosen] == [c.item for c in items]
+    assert [a.max_runs for a in result.chosen] == [1] * 5
+    assert result.held == {}
+
+
+candidate_lists = st.lists(
+    st.builds(
+        Candidate,
+        item=st.integers(),
+        tenant=st.sampled_from(["a", "b", "c"]),
+        priority=st.integers(0, 9),
+        due_at_ms=st.integers(NOW - HOUR, NOW + 120_000),
+        urgent=st.booleans(),
+        cost=st.integers(0, 3),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(candidate_lists)
+def test_no_cut_is_todays_order(candidates: list[Candidate[int]]) -> None:
+    result = run(candidates, len(candidates), weights={"a": 5, "b": 2})
+    today = sorted(candidates, key=lambda c: (not c.urgent, -c.priority, c.due_at_ms))
+    assert [a.candidate for a in result.chosen] == today
+    assert result.held == {}
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    candidate_lists,
+    st.integers(0, 70),
+    st.dictionaries(st.sampled_from(["a", "b", "c"]), st.integers(1, 100)),
+    st.dictionaries(st.sampled_from(["a", "b", "c"]), st.integers(0, 10)),
+)
+def test_every_item_is_chosen_or_held_once_within_capacity_and_budgets(
+    candidates: list[Candidate[int]], capacity: int, weights: dict[str, int], budgets: dict[str, int]
+) -> None:
+    result = run(candidates, capacity, weights=weights, budgets=budgets)
+    assert len(result.chosen) <= capacity
+    assert len(result.chosen) + sum(result.held_by_reason.values()) == len(candidates)
+    assert Counter(id(a.candidate) for a in result.chosen).most_common(1)[0][1] == 1 if result.chosen else True
+    for tenant, budget in budgets.items():
+        assert sum(a.max_runs or 0 for a in result.chosen if a.candidate.tenant == tenant) <= budget
+    # Capacity is never left idle while an item that fits its budget waits.
+    if len(result.chosen) < capacity:
+        assert all(set(reasons) == {HoldReason.TENANT_RATE} for reasons in result.held.values())
