@@ -25,6 +25,7 @@ class TickResult(BaseModel):
     redispatched: int
     lost_races: int
     over_capacity: int
+    held_back_rate: int
     duration_ms: int
 
 

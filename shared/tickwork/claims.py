@@ -6,7 +6,7 @@ Pure (no AWS): the dispatcher writes what the plan decides (see dispatch).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -73,6 +73,9 @@ class ClaimableJob:
     paused_at: datetime | None = None
     resumed_at: datetime | None = None
     kind: ItemKind = ItemKind.JOB  # a job's occurrences are runs; a workflow's, workflow runs
+    # The tick claims it within its tenant's rate quota: an occurrence claimed after its time was held back by
+    # that quota, and its run records so (dispatch.JobRunWriter).
+    rate_limited: bool = False
 
     @classmethod
     def from_due(cls, item: DueItem) -> ClaimableJob:
@@ -123,8 +126,11 @@ def optional_instant(value: Any) -> datetime | None:
     return None if value is None else stored_instant(value)
 
 
-def plan_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime) -> ClaimPlan:
+def plan_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime, max_queued: int | None = None) -> ClaimPlan:
     """Decide every occurrence from job.next_run_at up to the horizon: queue it, or record it skipped.
+
+    `max_queued` (the tenant's rate budget left) stops the plan after that many queued runs: the job advances
+    only past them and stays due for the rest.
 
     Skipped, never run: an occurrence older than the job's misfire grace (`misfired`), and every occurrence
     that fell while the job was paused (`paused`), however recent, so resuming never fires a burst. Each
@@ -153,7 +159,13 @@ def plan_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime) -> Cl
     capped: CappedMisfire | None = None
     occurrences = job.occurrences_from(job.next_run_at)
     cursor = next(occurrences, None)
-    while cursor is not None and cursor <= horizon_end and len(queued) + len(skipped) < MAX_RUNS_PER_CLAIM:
+    room = MAX_RUNS_PER_CLAIM if max_queued is None else max_queued
+    while (
+        cursor is not None
+        and cursor <= horizon_end
+        and len(queued) + len(skipped) < MAX_RUNS_PER_CLAIM
+        and len(queued) < room
+    ):
         reason = skip_reason(cursor)
         if reason is None:
             queued.append(cursor)
@@ -183,3 +195,16 @@ def plan_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime) -> Cl
         # when it settles (executor), so a job never shows COMPLETED while its last runs are still to come.
         complete=cursor is None and not queued,
     )
+
+
+def runs_to_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime, rounds: int) -> int:
+    """How many runs claiming the job now would queue (over up to `rounds` claim rounds, as the claimer makes):
+    what a rate-limited tenant's job asks of its budget. Skips are records, not runs, and cost nothing."""
+    total = 0
+    for _ in range(rounds):
+        plan = plan_claim(job, now=now, horizon_end=horizon_end)
+        total += len(plan.queued)
+        if plan.next_run_at is None or plan.next_run_at > horizon_end:
+            break
+        job = replace(job, next_run_at=plan.next_run_at)
+    return total

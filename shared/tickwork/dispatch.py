@@ -4,7 +4,11 @@ Four pieces: `JobClaimer` (claims a job's occurrences), `Resender` (re-sends cla
 sends parked retries), `RunSender` (sends to the band queues) and `Dispatcher`, the tick that drives them.
 
 1. Read every shard of the due index (in parallel) up to now + horizon.
-2. Order: what must go before the next tick first, then by priority (9 first), then by due time.
+2. Order: what must go before the next tick first, then by priority (9 first), then by due time. When the
+   tick's capacity (MaxDispatchPerTick) or a tenant's rate quota (max_runs_per_minute, one conditional ADD on
+   its window's counter) holds some back, the slots are shared across tenants by weight within each band, and
+   long-overdue items move up a band (tickwork.fairness). What is held back stays in the due index (no write)
+   and a later tick claims it; a run held back by its tenant's quota records the ticks it waited.
 3. Claim each job with two ordered conditional writes, not one transaction: first create its run records
    (each only if it does not exist: the lock on the occurrence), then advance the job from the version read.
    Racing ticks produce each run exactly once (promise 2); a claimer that dies between the two writes is
@@ -28,22 +32,27 @@ sends parked retries), `RunSender` (sends to the band queues) and `Dispatcher`, 
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from collections import Counter
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from tickwork.claims import ClaimableJob, ClaimPlan, Occurrence, optional_instant, plan_claim
+from tickwork.claims import ClaimableJob, ClaimPlan, Occurrence, optional_instant, plan_claim, runs_to_claim
 from tickwork.clock import Clock, from_ms, stored_instant, to_ms
+from tickwork.fairness import Allocation, Allotted, Candidate, HoldReason, allocate
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
-from tickwork.models import Band, Job, JobState, Run, RunStatus, SkipReason, run_id_for
+from tickwork.models import Band, DeferReason, Job, JobState, Run, RunStatus, SkipReason, run_id_for
 from tickwork.observability import logger, metrics
 from tickwork.queues import Outgoing, RunQueues, SendReport
+from tickwork.settings import DEFAULT_AGING_AFTER_SECONDS
 from tickwork.store import DueItem, ItemKind, JobStore
+from tickwork.store.tenant_rates import TenantRates
+from tickwork.tenant_settings import TenantDirectory
 from tickwork.workflow.definition import Workflow
 
 MAX_CLAIM_ROUNDS = 10  # a 1-second rate job needs several claims to fill a 120 s horizon
@@ -54,6 +63,8 @@ MAX_REDISPATCH_BACKOFF = timedelta(hours=1)
 # brings its run; the soak showed a 15-minute limit making such runs 17 minutes late under steady load.
 RESEND_DEFER_LIMIT = timedelta(minutes=2)
 DEFER_STEP = timedelta(seconds=60)  # a deferred re-send is looked at again by the next tick
+# Due items a tick held back, by why (the template's dashboard and DispatchCapacityAlarm read these names).
+HELD_BACK_METRIC = {HoldReason.CAPACITY: "RunsHeldBackCapacity", HoldReason.TENANT_RATE: "RunsHeldBackTenantRate"}
 
 
 @dataclass
@@ -66,7 +77,8 @@ class TickReport:
     resends_deferred: int = 0  # re-sends held back while the run's band has a backlog
     lost_races: int = 0
     send_failures: int = 0
-    over_capacity: int = 0
+    over_capacity: int = 0  # due items held back by MaxDispatchPerTick (a later tick takes them)
+    held_back_rate: int = 0  # due jobs held back by their tenant's max_runs_per_minute (a later tick takes them)
     duration_ms: int = 0
     dispatched_run_ids: list[str] = field(default_factory=list)
 
@@ -113,9 +125,10 @@ class OccurrenceWriter(Protocol):
 class JobRunWriter:
     """A job's occurrences are its runs."""
 
-    def __init__(self, store: JobStore, *, redispatch_after: timedelta) -> None:
+    def __init__(self, store: JobStore, *, redispatch_after: timedelta, tick_period: timedelta) -> None:
         self.store = store
         self.redispatch_after = redispatch_after
+        self.tick_period = tick_period
 
     def write(self, job: ClaimableJob, plan: ClaimPlan, now: datetime) -> OccurrenceRecords:
         runs = [self._run_of(job, o, now) for o in plan.occurrences()]
@@ -131,15 +144,27 @@ class JobRunWriter:
             in_flight_elsewhere=put.in_flight_elsewhere,
         )
 
-    @staticmethod
-    def _run_of(job: ClaimableJob, occurrence: Occurrence, now: datetime) -> Run:
+    def _ticks_held(self, job: ClaimableJob, at: datetime, now: datetime) -> int:
+        """The ticks a rate-limited tenant's occurrence waited for its quota: a running tick claims every
+        occurrence ahead of its time, so one the tick claims after its time was left by the ticks before (held
+        back by the quota, at a tick or at create). Known from the times alone: no write while it waits, and the
+        count rides on the claim's own run put."""
+        late = now - at
+        if not job.rate_limited or late <= timedelta(0):
+            return 0
+        return math.ceil(late / self.tick_period)
+
+    def _run_of(self, job: ClaimableJob, occurrence: Occurrence, now: datetime) -> Run:
         base = {"job_id": job.job_id, "tenant": job.tenant, "priority": job.priority}
         if occurrence.skip_reason is None:
+            waited = self._ticks_held(job, occurrence.at, now)
             return Run(
                 id=run_id_for(job.job_id, occurrence.at),
                 scheduled_for=occurrence.at,
                 status=RunStatus.QUEUED,
                 enqueued_at=now,
+                deferred=waited,
+                deferred_reason=DeferReason.TENANT_RATE if waited else None,
                 **base,
             )
         return Run(
@@ -169,15 +194,26 @@ class JobClaimer:
         self.writers = writers
         self.faults = faults
 
-    def claim(self, job: ClaimableJob, now: datetime, horizon_end: datetime, report: TickReport) -> list[Outgoing]:
-        """Record the job's occurrences up to the horizon and advance it past them; return the runs to send."""
+    def claim(
+        self,
+        job: ClaimableJob,
+        now: datetime,
+        horizon_end: datetime,
+        report: TickReport,
+        *,
+        max_runs: int | None = None,
+    ) -> list[Outgoing]:
+        """Record the job's occurrences up to the horizon and advance it past them; return the runs to send.
+
+        `max_runs` (its tenant's rate budget for it) stops after that many queued runs: the job advances only
+        past them and stays due for a later tick."""
         writer = self.writers.get(job.kind)
         if writer is None:
             logger.error("nothing claims this kind of item", extra={"job_id": job.job_id, "kind": job.kind.value})
             return []
         outgoing: list[Outgoing] = []
         for _ in range(MAX_CLAIM_ROUNDS):
-            plan = plan_claim(job, now=now, horizon_end=horizon_end)
+            plan = plan_claim(job, now=now, horizon_end=horizon_end, max_queued=max_runs)
             written = writer.write(job, plan, now)
             self.faults.reached(CrashPoint.TICK_AFTER_RUN_PUT)
             self._record_skips(written.skipped, report)
@@ -193,7 +229,9 @@ class JobClaimer:
                 return outgoing
             self.faults.reached(CrashPoint.TICK_AFTER_JOB_UPDATE)
             report.claimed_jobs += 1
-            if next_run_at is None or next_run_at > horizon_end:
+            if max_runs is not None:
+                max_runs -= len(plan.queued)
+            if next_run_at is None or next_run_at > horizon_end or max_runs == 0:
                 return outgoing
             job = ClaimableJob(**{**job.__dict__, "version": job.version + 1, "next_run_at": next_run_at})
         return outgoing
@@ -349,13 +387,19 @@ class Dispatcher:
         threads: int = 8,
         faults: FaultPlan = NO_FAULTS,
         workflows: WorkflowTick | None = None,
+        tenants: TenantDirectory | None = None,
+        rates: TenantRates | None = None,
+        aging_after: timedelta = timedelta(seconds=DEFAULT_AGING_AFTER_SECONDS),
     ) -> None:
         self.store, self.clock = store, clock
         self.horizon, self.tick_period = horizon, tick_period
         self.max_dispatch, self.threads = max_dispatch, threads
         self.redispatch_after = redispatch_after  # job service: a run it sends is re-sent after this, if unleased
+        # Without a directory every tenant has the defaults (weight 1, no quota); without rates no quota holds.
+        self.tenants, self.rates = tenants, rates
+        self.aging_after = aging_after
         writers: dict[ItemKind, OccurrenceWriter] = {
-            ItemKind.JOB: JobRunWriter(store, redispatch_after=redispatch_after)
+            ItemKind.JOB: JobRunWriter(store, redispatch_after=redispatch_after, tick_period=tick_period)
         }
         if workflows is not None:
             writers[ItemKind.WORKFLOW] = workflows
@@ -384,20 +428,14 @@ class Dispatcher:
                 items = [i for page in pages for i in page]
                 report.candidates = len(items)
                 backlogged = self.resender.backlogged_bands(items, now)
-                urgent_ms = to_ms(now + self.tick_period)
-                # Must-go-now first, then priority 9..0, then the oldest: when over capacity, high priority wins.
-                items.sort(key=lambda i: (i.due_at > urgent_ms, -i.priority, i.due_at))
-                if len(items) > self.max_dispatch:
-                    report.over_capacity = len(items) - self.max_dispatch
-                    logger.warning("more due than one tick dispatches", extra={"deferred": report.over_capacity})
-                    items = items[: self.max_dispatch]
+                chosen = self._allocate(items, now, horizon_end, report)
                 # Claim in priority-ordered slices; each slice is sent before the next is claimed.
                 step = max(10, self.threads * 5)
-                for start in range(0, len(items), step):
-                    chunk = items[start : start + step]
+                for start in range(0, len(chosen), step):
+                    chunk = chosen[start : start + step]
                     outgoing: list[Outgoing] = []
                     for result in pool.map(
-                        lambda item: self._claim_item(item, now, horizon_end, report, backlogged), chunk
+                        lambda a: self._claim_item(a.item, now, horizon_end, report, backlogged, a.max_runs), chunk
                     ):
                         outgoing.extend(result)
                     self._send(outgoing, report)
@@ -408,6 +446,88 @@ class Dispatcher:
         metrics.add_metric(name="TickDurationMs", unit="Milliseconds", value=report.duration_ms)
         logger.info("tick done", extra={k: v for k, v in report.__dict__.items() if k != "dispatched_run_ids"})
         return report
+
+    def _allocate(
+        self, items: list[DueItem], now: datetime, horizon_end: datetime, report: TickReport
+    ) -> list[Allotted[DueItem]]:
+        """What this tick acts on, in order (tickwork.fairness): everything in today's order unless the tick's
+        capacity or a tenant's rate quota holds some back; then the slots are shared by weight within each band.
+
+        Costs one BatchGetItem for the tenants whose settings are not cached, and one UpdateItem per tenant with
+        a rate quota and jobs to claim; a tenant without a quota pays nothing more."""
+        if not items:
+            return []
+        settings = self.tenants.settings_for({_tenant_of(i) for i in items}) if self.tenants is not None else {}
+        quotas = {
+            t: s.max_runs_per_minute
+            for t, s in settings.items()
+            if s.max_runs_per_minute is not None and self.rates is not None
+        }
+        urgent_ms = to_ms(now + self.tick_period)
+        candidates = [
+            Candidate(
+                item=i,
+                tenant=_tenant_of(i),
+                priority=i.priority,
+                due_at_ms=i.due_at,
+                urgent=i.due_at <= urgent_ms,
+                # Only claims of new occurrences count against a quota: re-sends and parked retries are
+                # recovery of runs already dispatched, and a quota never holds them back.
+                cost=self._runs_asked(i, now, horizon_end) if i.kind is ItemKind.JOB and _tenant_of(i) in quotas else 0,
+            )
+            for i in items
+        ]
+        weights = {t: s.weight for t, s in settings.items()}
+
+        def fit(budgets: dict[str, int]) -> Allocation[DueItem]:
+            return allocate(
+                candidates,
+                capacity=self.max_dispatch,
+                weights=weights,
+                budgets=budgets,
+                now_ms=to_ms(now),
+                aging_after_ms=int(self.aging_after.total_seconds() * 1000),
+            )
+
+        # First as if no quota held, to learn what each rate-limited tenant would get; then reserve that much
+        # of its window, and share again within what the reservations granted.
+        allocation = fit({})
+        if quotas:
+            asked: Counter[str] = Counter()
+            for a in allocation.chosen:
+                if a.candidate.tenant in quotas:
+                    asked[a.candidate.tenant] += a.candidate.cost
+            assert self.rates is not None
+            budgets = {
+                t: self.rates.reserve(t, want=asked[t], limit=limit, now=now) if asked[t] else 0
+                for t, limit in quotas.items()
+            }
+            allocation = fit(budgets)  # caps each rate-limited claim by what was reserved for it
+        self._report_held(allocation, report)
+        return allocation.chosen
+
+    def _runs_asked(self, item: DueItem, now: datetime, horizon_end: datetime) -> int:
+        return runs_to_claim(ClaimableJob.from_due(item), now=now, horizon_end=horizon_end, rounds=MAX_CLAIM_ROUNDS)
+
+    @staticmethod
+    def _report_held(allocation: Allocation[DueItem], report: TickReport) -> None:
+        held = allocation.held_by_reason
+        if not held:
+            return
+        report.over_capacity = held[HoldReason.CAPACITY]
+        report.held_back_rate = held[HoldReason.TENANT_RATE]
+        metrics.add_metric(name="RunsHeldBack", unit="Count", value=sum(held.values()))
+        for reason, count in held.items():
+            metrics.add_metric(name=HELD_BACK_METRIC[reason], unit="Count", value=count)
+        # Per tenant in the log, not as metrics: a dimension per tenant would be a metric per tenant.
+        logger.warning(
+            "more due than this tick dispatches",
+            extra={
+                "held_back": {r.value: n for r, n in held.items()},
+                "held_back_by_tenant": {t: {r.value: n for r, n in c.items()} for t, c in allocation.held.items()},
+                "dispatch_share": dict(allocation.shares()),
+            },
+        )
 
     def _read_shard(self, shard: str, now: datetime, horizon_end: datetime, owner: str) -> list[DueItem]:
         """A shard's actionable entries, if this tick may work it. An idle shard costs one query, no write;
@@ -432,19 +552,45 @@ class Dispatcher:
         now = self.clock.now()
         if job.state is not JobState.ACTIVE or job.next_run_at is None or job.next_run_at > now + self.horizon:
             return report
-        outgoing = self.claimer.claim(ClaimableJob.from_job(job), now, now + self.horizon, report)
+        claimable = ClaimableJob.from_job(job)
+        max_runs = self._create_budget(claimable, now)
+        if max_runs == 0:
+            report.held_back_rate = 1  # its tenant's window is spent: the tick claims it in a later window
+            metrics.add_metric(name="RunsHeldBack", unit="Count", value=1)
+            metrics.add_metric(name=HELD_BACK_METRIC[HoldReason.TENANT_RATE], unit="Count", value=1)
+            return report
+        outgoing = self.claimer.claim(claimable, now, now + self.horizon, report, max_runs=max_runs)
         self._send(outgoing, report)
         return report
 
+    def _create_budget(self, job: ClaimableJob, now: datetime) -> int | None:
+        """The runs a job claimed at create may dispatch under its tenant's rate quota (None: no quota)."""
+        if self.tenants is None or self.rates is None or job.kind is not ItemKind.JOB:
+            return None
+        limit = self.tenants.settings_of(job.tenant).max_runs_per_minute
+        if limit is None:
+            return None
+        asked = runs_to_claim(job, now=now, horizon_end=now + self.horizon, rounds=MAX_CLAIM_ROUNDS)
+        return self.rates.reserve(job.tenant, want=asked, limit=limit, now=now) if asked else None
+
     def _claim_item(
-        self, item: DueItem, now: datetime, horizon_end: datetime, report: TickReport, backlogged: set[Band]
+        self,
+        item: DueItem,
+        now: datetime,
+        horizon_end: datetime,
+        report: TickReport,
+        backlogged: set[Band],
+        max_runs: int | None = None,
     ) -> list[Outgoing]:
         try:
             if item.kind is ItemKind.RUN:
                 return self.resender.resend(item, now, report, backlogged)
             if item.kind is ItemKind.WORKFLOW_RUN:
                 return self.workflows.reconcile(item, now) if self.workflows is not None else []
-            return self.claimer.claim(ClaimableJob.from_due(item), now, horizon_end, report)
+            job = ClaimableJob.from_due(item)
+            if max_runs is not None:
+                job = replace(job, rate_limited=True)
+            return self.claimer.claim(job, now, horizon_end, report, max_runs=max_runs)
         except Exception:
             # One bad item must not stop the tick; it stays in the index and is tried again.
             logger.exception("claim failed", extra={"due_item": item.attrs.get("run_id") or item.attrs.get("job_id")})
@@ -457,3 +603,7 @@ class Dispatcher:
 
     def _send(self, outgoing: list[Outgoing], report: TickReport) -> None:
         report.add_sent(self.sender.send(outgoing))
+
+
+def _tenant_of(item: DueItem) -> str:
+    return str(item.attrs.get("tenant", ""))

@@ -97,7 +97,7 @@ def effective_band_rank(candidate: Candidate[T], *, now_ms: int, aging_after_ms:
     overdue = now_ms - candidate.due_at_ms
     if aging_after_ms <= 0 or overdue <= aging_after_ms:
         return rank
-    return min(_TOP_RANK, rank + overdue // aging_after_ms)
+    return min(_TOP_RANK, rank + (overdue - 1) // aging_after_ms)  # strictly more than k periods: k up
 
 
 def allocate(

@@ -1,4 +1,8 @@
-"""SQS data access: the band queues and their dead-letter queues."""
+"""SQS data access: the band queues and their dead-letter queues.
+
+The queues are standard queues used as SQS fair queues: every run message carries `MessageGroupId` = its
+tenant, so that a tenant with many messages in flight does not hold back the others' (ordering and
+exactly-once stay the run records' business, as on any standard queue)."""
 
 from __future__ import annotations
 
@@ -81,6 +85,9 @@ class RunQueues:
                         "Id": str(i),
                         "MessageBody": item.message.model_dump_json(),
                         "DelaySeconds": item.delay_seconds,
+                        # SQS fair queues: a standard queue whose messages name their tenant serves the other
+                        # tenants first while one holds a disproportionate share of the in-flight messages.
+                        "MessageGroupId": item.message.tenant,
                     }
                     for i, item in enumerate(chunk)
                 ]
@@ -116,6 +123,7 @@ class RunQueues:
             QueueUrl=self.dlq_urls[band],
             MessageBody=letter.model_dump_json(),
             MessageAttributes={"run_id": {"DataType": "String", "StringValue": letter.run_id}},
+            MessageGroupId=letter.tenant,  # a redrive drains the DLQ tenant by tenant as fairly as the band queue
         )
 
     def dead_letter_raw(self, band: Band, body: str, reason: str) -> None:

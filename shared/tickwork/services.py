@@ -23,6 +23,7 @@ from tickwork.redrive import RunRedrive
 from tickwork.results import ResultStore
 from tickwork.settings import Settings, load_settings
 from tickwork.store import Cursors, IdempotencyRecords, JobStore, Listings, TenantRecords, WorkflowRecords, cursor_key
+from tickwork.store.tenant_rates import TenantRates
 from tickwork.tenant_settings import TenantDirectory
 from tickwork.workflow.factory import WorkflowFactory
 from tickwork.workflow.occurrences import WorkflowOccurrences
@@ -79,6 +80,9 @@ class Services:
             threads=s.claim_threads,
             faults=self.faults,
             workflows=WorkflowOccurrences(self.workflow_records, self.workflow_progress),
+            tenants=self.tenant_directory,
+            rates=self.tenant_rates,
+            aging_after=timedelta(seconds=s.aging_after_seconds),
         )
 
     @cached_property
@@ -139,6 +143,11 @@ class Services:
     def tenant_records(self) -> TenantRecords:
         """Tenants' settings and usage, over the store's table (and client)."""
         return TenantRecords(self.store.shared_table)
+
+    @cached_property
+    def tenant_rates(self) -> TenantRates:
+        """Tenants' per-minute dispatch counters (max_runs_per_minute), over the store's table (and client)."""
+        return TenantRates(self.store.shared_table)
 
     @cached_property
     def tenant_directory(self) -> TenantDirectory:

@@ -20,6 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tickwork.models import Band
 
+DEFAULT_AGING_AFTER_SECONDS = 300
+
 
 class FromEnvironment(BaseModel):
     """Fields named by their variables (aliases); other variables are ignored."""
@@ -53,6 +55,9 @@ class Settings(FromEnvironment):
     # within lease + 15 s (the message's visibility follows the lease).
     lease_seconds: int = Field(default=60, alias="LEASE_SECONDS", ge=10, le=300)
     claim_threads: int = Field(default=8, alias="CLAIM_THREADS", ge=1, le=64)
+    # Fair share at dispatch: a due item overdue by more than this competes one band higher per such period
+    # (capped at high), so a busy high band cannot starve the low one; 0 turns aging off.
+    aging_after_seconds: int = Field(default=DEFAULT_AGING_AFTER_SECONDS, alias="AGING_AFTER_SECONDS", ge=0, le=86_400)
     # A RUNNING workflow run is reconciled by the tick this long after its last step's end (or its opening):
     # how long a run whose progress a crash interrupted waits at most, plus a tick.
     reconcile_after_seconds: int = Field(default=120, alias="RECONCILE_AFTER_SECONDS", ge=10, le=3600)

@@ -38,6 +38,7 @@ ALARMS = {
     "LowQueueAgeAlarm",
     "StartLatenessAlarm",
     "ApiServerErrorsAlarm",
+    "DispatchCapacityAlarm",
 }
 
 

@@ -25,6 +25,8 @@ METRICS = [
     "RunsRetried",
     "RunsSkipped",
     "TickDurationMs",
+    "RunsHeldBackCapacity",
+    "RunsHeldBackTenantRate",
 ]
 # Actions that have no resource-level permissions: the only ones allowed on "*".
 NO_RESOURCE_LEVEL = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
@@ -459,7 +461,7 @@ def _alarms(template):
 
 def test_every_alarm_notifies_the_topic(template):
     alarms = _alarms(template)
-    assert len(alarms) == 13
+    assert len(alarms) == 14
     for props in alarms.values():
         assert props["AlarmActions"] == [{"Ref": "AlarmTopic"}]
         assert props["OKActions"] == [{"Ref": "AlarmTopic"}]
