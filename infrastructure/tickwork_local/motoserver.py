@@ -1,6 +1,7 @@
 """The local AWS endpoint: moto's ThreadedMotoServer, so boto3 talks real HTTP to it, with the two things
-real AWS does that moto's server does not: each call is atomic, and a long poll returns as soon as a
-message becomes visible.
+real AWS does that moto's server does not: each call is atomic, a long poll returns as soon as a
+message becomes visible, and a standard queue whose messages carry a group serves them as an SQS fair queue
+(tickwork_local.moto_atomic.play_fair_queues).
 
 `tickwork dev` runs it in a child process (`python -m tickwork_local.motoserver`, started by
 `tickwork_local.endpoint.MotoProcess`): moto holds the GIL while it serves a request, and in a process of
@@ -24,10 +25,12 @@ from moto.server import ThreadedMotoServer
 from moto.sqs.models import Queue, sqs_backends
 
 from tickwork_local.endpoint import READY_PREFIX, PortInUse, check_port_free
+from tickwork_local.moto_atomic import play_fair_queues
 
 
 def _prepare_moto() -> None:
     serialize_requests()
+    play_fair_queues()  # under serialize_requests' lock, like every other request's work
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     # werkzeug formats a log line per request before it looks at the level: skip it.
     MotoRequestHandler.log_request = lambda self, code="-", size="-": None  # type: ignore[method-assign]
