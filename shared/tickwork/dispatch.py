@@ -497,11 +497,7 @@ class Dispatcher:
             for a in allocation.chosen:
                 if a.candidate.tenant in quotas:
                     asked[a.candidate.tenant] += a.candidate.cost
-            assert self.rates is not None
-            budgets = {
-                t: self.rates.reserve(t, want=asked[t], limit=limit, now=now) if asked[t] else 0
-                for t, limit in quotas.items()
-            }
+            budgets = {t: self._reserve(t, asked[t], limit, now) for t, limit in quotas.items()}
             allocation = fit(budgets)  # caps each rate-limited claim by what was reserved for it
         self._report_held(allocation, report)
         return allocation.chosen
@@ -571,7 +567,18 @@ class Dispatcher:
         if limit is None:
             return None
         asked = runs_to_claim(job, now=now, horizon_end=now + self.horizon, rounds=MAX_CLAIM_ROUNDS)
-        return self.rates.reserve(job.tenant, want=asked, limit=limit, now=now) if asked else None
+        return self._reserve(job.tenant, asked, limit, now) if asked else None
+
+    def _reserve(self, tenant: str, asked: int, limit: int, now: datetime) -> int:
+        """Reserve a rate-limited tenant's runs for this window. A reservation that fails (DynamoDB refused it)
+        grants nothing: that tenant's new runs wait for a later tick, and everyone else's go ahead."""
+        if not asked or self.rates is None:
+            return 0
+        try:
+            return self.rates.reserve(tenant, want=asked, limit=limit, now=now)
+        except Exception:
+            logger.exception("could not reserve a tenant's rate quota; its new runs wait", extra={"tenant": tenant})
+            return 0
 
     def _claim_item(
         self,

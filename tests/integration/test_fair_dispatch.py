@@ -177,3 +177,34 @@ def test_every_run_message_names_its_tenant_as_its_group(pipeline: Pipeline) -> 
         (json.loads(m["Body"])["tenant"], m["Attributes"]["MessageGroupId"]) for m in pipeline.receive(Band.NORMAL)
     ]
     assert sorted(received) == [("acme", "acme"), ("acme", "acme"), ("beta", "beta")]
+
+
+def test_racing_reservations_never_pass_the_limit_and_the_loser_takes_what_is_left(pipeline: Pipeline) -> None:
+    rates = TenantRates(pipeline.services.store.shared_table)
+    now = pipeline.clock.now()
+    assert rates.reserve("metered", want=8, limit=10, now=now) == 8
+    pipeline.calls.clear()
+    assert rates.reserve("metered", want=5, limit=10, now=now) == 2  # 8 + 5 > 10: re-read, take the 2 left
+    assert pipeline.calls.count("UpdateItem") == 2  # the failed condition returned the count: no extra read
+    assert rates.reserve("metered", want=1, limit=10, now=now) == 0
+    assert rates.used("metered", now) == 10
+    pipeline.clock.advance(60)
+    assert rates.reserve("metered", want=50, limit=10, now=pipeline.clock.now()) == 10  # a new window
+
+
+def test_a_failed_reservation_holds_only_that_tenant_back(pipeline: Pipeline, monkeypatch: Any) -> None:
+    set_tenant(pipeline, "metered", max_runs_per_minute=10)
+    metered, free = flood(pipeline, "metered", 3), flood(pipeline, "free", 3)
+    pipeline.clock.advance(FAR.total_seconds())
+
+    def refused(*_: Any, **__: Any) -> int:
+        raise RuntimeError("ProvisionedThroughputExceededException")
+
+    monkeypatch.setattr(pipeline.services.tenant_rates, "reserve", refused)
+    report = pipeline.services.dispatcher.claim_due_runs()
+    assert (claimed(pipeline, metered), claimed(pipeline, free)) == (0, 3)
+    assert report.held_back_rate == 3
+    monkeypatch.undo()
+    pipeline.clock.advance(60)
+    pipeline.tick()
+    assert claimed(pipeline, metered) == 3

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 from tickwork.fairness import Candidate, HoldReason, allocate, effective_band_rank
+from tickwork.settings import Settings
 
 NOW = 1_000_000_000
 AGING = 300_000
@@ -146,3 +149,15 @@ def test_every_item_is_chosen_or_held_once_within_capacity_and_budgets(
     # Capacity is never left idle while an item that fits its budget waits.
     if len(result.chosen) < capacity:
         assert all(set(reasons) == {HoldReason.TENANT_RATE} for reasons in result.held.values())
+
+
+def test_aging_after_seconds_is_a_validated_setting() -> None:
+    base = {
+        "TABLE_NAME": "jobs",
+        "RESULTS_BUCKET": "results",
+        **{f"{q}_URL_{b}": "u" for q in ("QUEUE", "DLQ") for b in ("HIGH", "NORMAL", "LOW")},
+    }
+    assert Settings.from_env(base).aging_after_seconds == 300
+    assert Settings.from_env({**base, "AGING_AFTER_SECONDS": "0"}).aging_after_seconds == 0
+    with pytest.raises(ValidationError, match="AGING_AFTER_SECONDS"):
+        Settings.from_env({**base, "AGING_AFTER_SECONDS": "-1"})
