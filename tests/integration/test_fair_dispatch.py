@@ -163,6 +163,14 @@ def test_what_the_feature_costs_per_tick(pipeline: Pipeline) -> None:
     assert pipeline.calls.count("BatchGetItem") == 1
     window_updates = [p for p in pipeline.calls.params("UpdateItem") if p["Key"]["pk"]["S"].startswith("TENANT#")]
     assert [p["Key"]["pk"]["S"] for p in window_updates] == ["TENANT#metered"]
+    assert pipeline.calls.count("SendMessageBatch") == 2  # 20 runs, 10 a batch: no extra request per run
+
+    (later,) = flood(pipeline, "free", 1, at=pipeline.clock.now() + timedelta(seconds=125))  # past the horizon
+    pipeline.clock.advance(10)
+    pipeline.calls.clear()
+    pipeline.tick()  # within the directory's 30 s: the settings are cached
+    assert claimed(pipeline, [later]) == 1
+    assert pipeline.calls.count("BatchGetItem") == 0
 
 
 def test_every_run_message_names_its_tenant_as_its_group(pipeline: Pipeline) -> None:
