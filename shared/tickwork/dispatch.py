@@ -503,7 +503,13 @@ class Dispatcher:
         return allocation.chosen
 
     def _runs_asked(self, item: DueItem, now: datetime, horizon_end: datetime) -> int:
-        return runs_to_claim(ClaimableJob.from_due(item), now=now, horizon_end=horizon_end, rounds=MAX_CLAIM_ROUNDS)
+        """The runs claiming this job would dispatch now. An item that cannot be read as a job asks for one: its
+        claim fails on its own (and is logged there) without stopping the tick."""
+        try:
+            job = ClaimableJob.from_due(item)
+        except Exception:
+            return 1
+        return runs_to_claim(job, now=now, horizon_end=horizon_end, rounds=MAX_CLAIM_ROUNDS)
 
     @staticmethod
     def _report_held(allocation: Allocation[DueItem], report: TickReport) -> None:

@@ -216,3 +216,18 @@ def test_a_failed_reservation_holds_only_that_tenant_back(pipeline: Pipeline, mo
     pipeline.clock.advance(60)
     pipeline.tick()
     assert claimed(pipeline, metered) == 3
+
+
+def test_an_unreadable_job_of_a_rate_limited_tenant_does_not_stop_the_tick(pipeline: Pipeline) -> None:
+    set_tenant(pipeline, "metered", max_runs_per_minute=10)
+    (good,) = flood(pipeline, "metered", 1)
+    pipeline.clock.advance(FAR.total_seconds())
+    db = pipeline.services.clients.client("dynamodb")
+    broken = {"pk": "JOB#broken", "sk": "JOB", "kind": "JOB", "job_id": "broken", "tenant": "metered"}
+    item = {k: {"S": v} for k, v in broken.items()}
+    item |= {"due_shard": {"S": "0"}, "due_at": {"N": str(int(pipeline.clock.now().timestamp() * 1000))}}
+    db.put_item(TableName=pipeline.services.settings.table_name, Item=item)
+
+    report = pipeline.services.dispatcher.claim_due_runs()
+    assert claimed(pipeline, [good]) == 1
+    assert report.candidates == 2
