@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import time
@@ -134,6 +135,47 @@ class RetryPolicy(BaseModel):
         return self
 
 
+LimitKey = Annotated[str, Field(min_length=1, max_length=128)]
+MAX_RATE_INTERVAL_SECONDS = 86400  # a rate limit admits at least one run a day
+
+
+class ConcurrencyLimit(BaseModel):
+    """At most `limit` runs that share `key` (within the tenant) run at once, across every executor."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: LimitKey
+    limit: Annotated[int, Field(ge=1, le=1000), NotCoerced]
+
+
+class RateLimit(BaseModel):
+    """Runs that share `key` (within the tenant) start no faster than this rate: `per_second` or `per_minute`,
+    exactly one. Strictly spaced (no burst): two runs start at least 1/rate apart (tickwork.limits)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: LimitKey
+    per_second: Annotated[float, Field(gt=0, le=1000), NotCoerced] | None = None
+    per_minute: Annotated[float, Field(gt=0, le=60000), NotCoerced] | None = None
+
+    @model_validator(mode="after")
+    def _one_rate(self) -> RateLimit:
+        if (self.per_second is None) == (self.per_minute is None):
+            raise ValueError("give exactly one of per_second and per_minute")
+        if self.interval_seconds > MAX_RATE_INTERVAL_SECONDS:
+            raise ValueError("rate too low: at least one run a day")
+        return self
+
+    @property
+    def interval_seconds(self) -> float:
+        return 1 / self.per_second if self.per_second is not None else 60 / (self.per_minute or 0)
+
+    @property
+    def interval_ms(self) -> int:
+        """The spacing between two starts, rounded up so the rate is never exceeded."""
+        return math.ceil(self.interval_seconds * 1000)
+
+
 # Ids: a job is j + 25 characters, a workflow w + 25. An occurrence's run is <owner id>.<13 digits of ms>, with
 # `.m` for a manual trigger: a job's run, or a workflow run. A workflow step's run is its workflow run's id,
 # `.s-`, and the step id, so that every id names its place in the table (see store.codec).
@@ -226,6 +268,9 @@ class JobDefinition(BaseModel):
     misfire_grace_seconds: MisfireGraceSeconds = DEFAULT_MISFIRE_GRACE_SECONDS
     overlap: OverlapPolicy = OverlapPolicy.ALLOW
     tags: StoredTags = Field(default_factory=dict)
+    # Absent: no limit, and nothing is read or written for it when a run starts.
+    concurrency: ConcurrencyLimit | None = None
+    rate_limit: RateLimit | None = None
 
 
 class _HasPriority(Protocol):
