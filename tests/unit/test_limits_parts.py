@@ -1,0 +1,108 @@
+"""The pure parts of limits and Retry-After: the fields' checks, the semaphore's wait, Retry-After's forms."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+
+import pytest
+from pydantic import ValidationError
+from tickwork.api_models import JobSpec, JobUpdate
+from tickwork.jobtypes.http import retry_after_seconds
+from tickwork.limits import SEMAPHORE_WAIT_MAX_SECONDS, semaphore_wait_seconds
+from tickwork.models import RateLimit
+from tickwork.workflow.definition import WorkflowStep
+
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+
+
+class Fixed:
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+    def random(self) -> float:
+        return self.value
+
+
+def test_a_rate_is_an_interval_rounded_up_so_it_is_never_exceeded():
+    assert RateLimit(key="k", per_second=3).interval_ms == 334
+    assert RateLimit(key="k", per_minute=6).interval_ms == 10_000
+    assert RateLimit(key="k", per_minute=1 / 1440).interval_ms == 86_400_000
+
+
+@pytest.mark.parametrize(
+    ("rate", "fragment"),
+    [
+        ({"key": "k"}, "exactly one of per_second and per_minute"),
+        ({"key": "k", "per_second": 1, "per_minute": 60}, "exactly one of per_second and per_minute"),
+        ({"key": "k", "per_second": 0}, "greater than 0"),
+        ({"key": "k", "per_minute": -1}, "greater than 0"),
+        ({"key": "k", "per_minute": 1e-9}, "at least one run a day"),
+        ({"key": "k", "per_second": "5"}, "must be a number"),
+        ({"key": "", "per_second": 5}, "at least 1 character"),
+        ({"key": "k" * 129, "per_second": 5}, "at most 128 characters"),
+        ({"key": "k", "per_hour": 5}, "Extra inputs"),
+    ],
+)
+def test_a_bad_rate_limit_is_refused(rate, fragment):
+    with pytest.raises(ValidationError) as info:
+        RateLimit.model_validate(rate)
+    assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("concurrency", "field"),
+    [
+        ({"key": "k", "limit": 0}, ("concurrency", "limit")),
+        ({"key": "k", "limit": 1001}, ("concurrency", "limit")),
+        ({"key": "k"}, ("concurrency", "limit")),
+        ({"limit": 2}, ("concurrency", "key")),
+        ({"key": "k", "limit": 2, "extra": 1}, ("concurrency", "extra")),
+    ],
+)
+def test_a_bad_concurrency_is_refused_naming_the_field(concurrency, field):
+    body = {"name": "n", "type": "echo", "schedule": {"cron": "* * * * *"}, "concurrency": concurrency}
+    with pytest.raises(ValidationError) as info:
+        JobSpec.model_validate(body)
+    assert [e["loc"] for e in info.value.errors()] == [field]
+
+
+def test_the_patch_body_and_a_workflow_step_take_the_fields_too():
+    patch = JobUpdate.model_validate(
+        {"concurrency": {"key": "k", "limit": 2}, "rate_limit": {"key": "r", "per_second": 1}}
+    )
+    assert patch.changes().keys() == {"concurrency", "rate_limit"}
+    with pytest.raises(ValidationError):
+        JobUpdate.model_validate({"rate_limit": {"key": "r"}})
+    step = WorkflowStep.model_validate({"id": "a", "type": "echo", "concurrency": {"key": "k", "limit": 1}})
+    assert step.concurrency is not None
+    assert step.concurrency.limit == 1
+    with pytest.raises(ValidationError):
+        WorkflowStep.model_validate({"id": "a", "type": "echo", "concurrency": {"key": "k", "limit": 0}})
+
+
+def test_the_semaphore_wait_doubles_from_1_s_to_60_s_and_never_spins():
+    assert semaphore_wait_seconds(0, Fixed(0.0)) == 1
+    assert semaphore_wait_seconds(0, Fixed(1.0)) == 1
+    assert [semaphore_wait_seconds(n, Fixed(1.0)) for n in range(1, 8)] == [2, 4, 8, 16, 32, 60, 60]
+    # The jitter only spreads the upper half: never sooner than half the step.
+    assert [semaphore_wait_seconds(n, Fixed(0.0)) for n in range(1, 8)] == [1, 2, 4, 8, 16, 30, 30]
+    assert semaphore_wait_seconds(10_000, Fixed(0.5)) <= SEMAPHORE_WAIT_MAX_SECONDS
+
+
+@pytest.mark.parametrize(
+    ("header", "seconds"),
+    [
+        ("120", 120.0),
+        (" 0 ", 0.0),
+        (format_datetime(NOW + timedelta(seconds=90), usegmt=True), 90.0),
+        ("Sat, 21 Nov 2026 12:05:00 GMT", 300.0),
+        (format_datetime(NOW - timedelta(hours=1), usegmt=True), 0.0),  # already past: no wait
+        ("soon", None),
+        ("-5", None),
+        ("1.5", None),
+        (None, None),
+    ],
+)
+def test_retry_after_seconds_or_http_date(header, seconds):
+    assert retry_after_seconds(header, NOW) == seconds
