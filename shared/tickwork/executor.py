@@ -23,6 +23,10 @@ Promises kept here:
   the due index, and the tick sends a fresh message at its time, so no retry depends on a message outliving
   SQS's retention or its 12-hour visibility cap. Then FAILED, with the error, on the band's DLQ;
   paused/cancelled/overlapping runs are recorded SKIPPED with the reason.
+- Limits (tickwork.limits): after the lease and before the handler, the run takes its tenant's concurrency
+  quota and its concurrency key's slot (held with the lease, given back at its end), then its rate's turn. A run
+  over a limit is deferred: the lease given back in one write with the attempt not consumed, and the message
+  back after the wait (the lease refuses it earlier), so nothing spins and nothing is lost.
 """
 
 from __future__ import annotations
@@ -166,15 +170,17 @@ class RunExecutor:
             # Earlier attempts died without recording an outcome (a crashing run): stop here.
             error = RunError(type="AttemptsExhausted", message="attempts exhausted by executor crashes or timeouts")
             return self.outcomes.fail(run, target, owner, error)
-        holds = self._admit(run, target, owner, lease.lease_until, now)
-        if isinstance(holds, Deferral):
-            return self.outcomes.defer(run, owner, lease.previous_status, holds, delivery)
         if target.overlap is OverlapPolicy.SKIP and not self.store.take_running_slot(
             target.owner_id, run_id=run.id, until=lease.lease_until, now=now
         ):
             # The slot is one conditional write on the job: of two runs starting together, exactly one runs.
-            holds.release()
             return self.outcomes.skip(run, target, owner, SkipReason.OVERLAP)
+        # After the overlap check, so that a run skipped anyway takes no slot and no turn of a rate.
+        holds = self._admit(run, target, owner, lease.lease_until, now)
+        if isinstance(holds, Deferral):
+            if target.overlap is OverlapPolicy.SKIP:
+                self.store.release_running_slot(target.owner_id, run_id=run.id)
+            return self.outcomes.defer(run, owner, lease.previous_status, holds, delivery)
         # Start lateness measures the scheduler: a first attempt of a job's run nobody re-queued by hand (a
         # workflow step after the first starts when its upstream steps end, not at the occurrence).
         if (
@@ -185,7 +191,15 @@ class RunExecutor:
             and run.lateness_ms is not None
         ):
             metrics.add_metric(name="StartLatenessMs", unit="Milliseconds", value=max(0, run.lateness_ms))
-        return self._run(run, target, owner, delivery, remaining_ms, holds)
+        # The run's concurrency slots are given back however it ends, but a process that dies (a BaseException:
+        # killed, timed out) gives back nothing: its slots end with its lease.
+        try:
+            outcome = self._run(run, target, owner, delivery, remaining_ms, holds)
+        except Exception:
+            holds.release()
+            raise
+        holds.release()
+        return outcome
 
     def _admit(self, run: Run, target: RunTarget, owner: str, until: datetime, now: datetime) -> Holds | Deferral:
         """The run's concurrency slots and its rate's turn (tickwork.limits), or why it must wait."""
@@ -217,25 +231,6 @@ class RunExecutor:
         return Outcome.BUSY
 
     def _run(
-        self,
-        run: Run,
-        target: RunTarget,
-        owner: str,
-        delivery: Delivery,
-        remaining_ms: Callable[[], int],
-        holds: Holds,
-    ) -> Outcome:
-        """Run the handler and record its outcome; the run's concurrency slots are given back however it ends.
-        A process that dies (a BaseException: killed, timed out) gives back nothing: its slots end with its lease."""
-        try:
-            outcome = self._run_handler(run, target, owner, delivery, remaining_ms, holds)
-        except Exception:
-            holds.release()
-            raise
-        holds.release()
-        return outcome
-
-    def _run_handler(
         self,
         run: Run,
         target: RunTarget,

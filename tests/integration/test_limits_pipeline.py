@@ -320,3 +320,18 @@ def test_what_a_key_and_a_rate_cost_per_run(pipeline):
     # The semaphore: a consistent read and one conditional put to take the slot, one update to give it back;
     # the rate: one conditional update.
     assert {op: n for op, n in extra.items() if n} == {"GetItem": 1, "PutItem": 1, "UpdateItem": 2}
+
+
+def test_a_deferred_run_of_an_overlap_skip_job_gives_the_jobs_running_slot_back(pipeline):
+    (job,) = _due_jobs(pipeline, 1, overlap="SKIP", concurrency={"key": "k", "limit": 1})
+    limits = LimitRecords(pipeline.services.store.shared_table)
+    now = pipeline.clock.now()
+    assert limits.acquire(TENANT, semaphore_sort("k"), holder="other", limit=1, until=now + FAR, now=now)
+    messages = pipeline.receive(Band.NORMAL)
+    pipeline.deliver(Band.NORMAL, messages)
+    assert pipeline.runs_of(job.id)[0].deferred_reason is DeferReason.CONCURRENCY_KEY
+    item = pipeline.services.clients.client("dynamodb").get_item(
+        TableName=pipeline.services.settings.table_name, Key={"pk": {"S": f"JOB#{job.id}"}, "sk": {"S": "JOB"}}
+    )["Item"]
+    assert "running_run" not in item
+    assert GATE.starts == {}
