@@ -10,7 +10,13 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal, NamedTuple, Protocol
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    model_validator,
+)
 
 from tickwork.clock import from_ms, to_ms
 from tickwork.schedule import Schedule, UtcDatetime
@@ -136,7 +142,10 @@ class RetryPolicy(BaseModel):
 
 
 LimitKey = Annotated[str, Field(min_length=1, max_length=128)]
-MAX_RATE_INTERVAL_SECONDS = 86400  # a rate limit admits at least one run a day
+# At least one run a day (the slowest rate worth a key), at most one a millisecond.
+PerSecond = Annotated[float, Field(ge=1 / 86400, le=1000), NotCoerced]
+PerMinute = Annotated[float, Field(ge=1 / 1440, le=60000), NotCoerced]
+_NO_RATE: Any = None  # a RateLimit's unit not given (absent, never null: the document says number)
 
 
 class ConcurrencyLimit(BaseModel):
@@ -148,27 +157,34 @@ class ConcurrencyLimit(BaseModel):
     limit: Annotated[int, Field(ge=1, le=1000), NotCoerced]
 
 
+def _one_rate_schema(schema: dict[str, Any]) -> None:
+    """ "Exactly one" in the OpenAPI document too, so that no schema-valid body is refused; and no null default
+    for a number that is either given or absent."""
+    for prop in schema.get("properties", {}).values():
+        prop.pop("default", None)
+    schema["oneOf"] = [{"required": ["per_second"]}, {"required": ["per_minute"]}]
+
+
 class RateLimit(BaseModel):
     """Runs that share `key` (within the tenant) start no faster than this rate: `per_second` or `per_minute`,
     exactly one. Strictly spaced (no burst): two runs start at least 1/rate apart (tickwork.limits)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=_one_rate_schema)
 
     key: LimitKey
-    per_second: Annotated[float, Field(gt=0, le=1000), NotCoerced] | None = None
-    per_minute: Annotated[float, Field(gt=0, le=60000), NotCoerced] | None = None
+    # The unit not given is left out of the document, as it was of the body.
+    per_second: PerSecond = Field(default=_NO_RATE, exclude_if=lambda v: v is None)
+    per_minute: PerMinute = Field(default=_NO_RATE, exclude_if=lambda v: v is None)
 
     @model_validator(mode="after")
     def _one_rate(self) -> RateLimit:
-        if (self.per_second is None) == (self.per_minute is None):
+        if len(self.model_fields_set & {"per_second", "per_minute"}) != 1:
             raise ValueError("give exactly one of per_second and per_minute")
-        if self.interval_seconds > MAX_RATE_INTERVAL_SECONDS:
-            raise ValueError("rate too low: at least one run a day")
         return self
 
     @property
     def interval_seconds(self) -> float:
-        return 1 / self.per_second if self.per_second is not None else 60 / (self.per_minute or 0)
+        return 1 / self.per_second if "per_second" in self.model_fields_set else 60 / self.per_minute
 
     @property
     def interval_ms(self) -> int:

@@ -23,7 +23,7 @@ def test_a_job_keeps_its_concurrency_and_rate_limit(api):
     assert created.status == 201, created.text
     job = api.get(f"/v1/jobs/{created.json['id']}").json
     assert job["concurrency"] == {"key": "stripe", "limit": 2}
-    assert job["rate_limit"] == {"key": "stripe", "per_second": None, "per_minute": 30}
+    assert job["rate_limit"] == {"key": "stripe", "per_minute": 30}
     patched = api.patch(f"/v1/jobs/{job['id']}", {"rate_limit": {"key": "stripe", "per_second": 0.5}})
     assert patched.status == 200, patched.text
     assert patched.json["rate_limit"]["per_second"] == 0.5

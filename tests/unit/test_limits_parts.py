@@ -28,6 +28,7 @@ def test_a_rate_is_an_interval_rounded_up_so_it_is_never_exceeded():
     assert RateLimit(key="k", per_second=3).interval_ms == 334
     assert RateLimit(key="k", per_minute=6).interval_ms == 10_000
     assert RateLimit(key="k", per_minute=1 / 1440).interval_ms == 86_400_000
+    assert RateLimit(key="k", per_minute=6).model_dump() == {"key": "k", "per_minute": 6}  # the unit given only
 
 
 @pytest.mark.parametrize(
@@ -35,9 +36,11 @@ def test_a_rate_is_an_interval_rounded_up_so_it_is_never_exceeded():
     [
         ({"key": "k"}, "exactly one of per_second and per_minute"),
         ({"key": "k", "per_second": 1, "per_minute": 60}, "exactly one of per_second and per_minute"),
-        ({"key": "k", "per_second": 0}, "greater than 0"),
-        ({"key": "k", "per_minute": -1}, "greater than 0"),
-        ({"key": "k", "per_minute": 1e-9}, "at least one run a day"),
+        ({"key": "k", "per_second": 0}, "greater than or equal to 0.0000115"),  # one a day
+        ({"key": "k", "per_minute": -1}, "greater than or equal to 0.000694"),
+        ({"key": "k", "per_minute": 1e-9}, "greater than or equal to 0.000694"),
+        ({"key": "k", "per_second": 1001}, "less than or equal to 1000"),
+        ({"key": "k", "per_second": None}, "valid number"),  # absent, never null
         ({"key": "k", "per_second": "5"}, "must be a number"),
         ({"key": "", "per_second": 5}, "at least 1 character"),
         ({"key": "k" * 129, "per_second": 5}, "at most 128 characters"),
