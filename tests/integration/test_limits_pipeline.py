@@ -3,7 +3,6 @@ runs over a limit are deferred without consuming an attempt, and the limits hold
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import threading
@@ -341,28 +340,18 @@ def test_a_deferred_run_of_an_overlap_skip_job_gives_the_jobs_running_slot_back(
     assert GATE.starts == {}
 
 
-def test_a_deferral_emits_runs_deferred_with_its_reason_and_logs_the_run(pipeline, monkeypatch, capsys):
+def test_a_deferral_emits_runs_deferred_with_its_reason_and_logs_the_run(pipeline, monkeypatch, capsys, caplog):
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
     (job,) = _due_jobs(pipeline, 1, rate_limit={"key": "sms", "per_minute": 1})
     LimitRecords(pipeline.services.store.shared_table).admit_rate(
         TENANT, rate_sort("sms"), interval_ms=60_000, now=pipeline.clock.now()
     )
     capsys.readouterr()
-    previous = logger.log_level
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(logger.registered_formatter)
-    logger.addHandler(handler)
-    logger.setLevel("INFO")
-    try:
-        pipeline.deliver(Band.NORMAL, pipeline.receive(Band.NORMAL))
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(previous)
+    caplog.set_level(logging.INFO, logger=logger.name)
+    pipeline.deliver(Band.NORMAL, pipeline.receive(Band.NORMAL))
     emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
     (emf,) = [line for line in emitted if "RunsDeferred" in line]
     assert emf["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["Reason"]]
     assert (emf["Reason"], emf["RunsDeferred"]) == ("rate_limit", [1.0])
     run_id = pipeline.runs_of(job.id)[0].id
-    logs = [json.loads(line) for line in stream.getvalue().splitlines()]
-    assert any(line.get("run_id") == run_id and "deferred" in line["message"] for line in logs)
+    assert any(getattr(r, "run_id", None) == run_id and "deferred" in r.getMessage() for r in caplog.records)
