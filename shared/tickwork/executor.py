@@ -276,7 +276,7 @@ class RunExecutor:
         error: RunError | None = None
         value: Any = None
         permanent = False
-        effect_busy_seconds = 0.0
+        wait_at_least_seconds = 0.0
         if budget <= 0:
             heartbeat.stop()
             error = RunError(type="RunTimeout", message="not enough Lambda time left to start the run")
@@ -301,10 +301,10 @@ class RunExecutor:
             except Exception as exc:
                 permanent = isinstance(exc, PermanentJobError)
                 if isinstance(exc, EffectMayContinue):
-                    effect_busy_seconds = exc.busy_seconds
+                    wait_at_least_seconds = exc.busy_seconds
                 elif isinstance(exc, RetryNotBefore):
                     # The other side's own wait, but never past the job's longest backoff.
-                    effect_busy_seconds = min(exc.wait_seconds, target.retry.max_backoff_seconds)
+                    wait_at_least_seconds = min(exc.wait_seconds, target.retry.max_backoff_seconds)
                 error = RunError(type=type(exc).__name__, message=str(exc)[:2000] or type(exc).__name__)
         duration_ms = to_ms(self.clock.now()) - to_ms(started)
         metrics.add_metric(name="RunDurationMs", unit="Milliseconds", value=duration_ms)
@@ -327,7 +327,7 @@ class RunExecutor:
                 return self.outcomes.succeed(run, target, owner, result, duration_ms=duration_ms)
             if not permanent and run.attempts < target.retry.max_attempts:
                 return self.outcomes.retry(
-                    run, target, owner, error, delivery, duration_ms=duration_ms, at_least=effect_busy_seconds
+                    run, target, owner, error, delivery, duration_ms=duration_ms, at_least=wait_at_least_seconds
                 )
             return self.outcomes.fail(run, target, owner, error, duration_ms=duration_ms)
         finally:

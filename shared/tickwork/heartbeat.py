@@ -19,10 +19,10 @@ from tickwork.store import JobStore
 
 
 class Heartbeat:
-    """Extends the lease (and the job's running slot under overlap SKIP, and the run's concurrency slots: see
-    tickwork.limits) and the message's visibility while a
-    run works. It beats for as long as the handler runs, even past the executor's own wait: it stops when the
-    handler returns (or when told to, before the handler starts)."""
+    """Extends the lease (with the job's running slot under overlap SKIP, and the run's concurrency slots: see
+    tickwork.limits) and the message's visibility while a run works. It beats for as long as the handler runs,
+    even past the executor's own wait: it stops when the handler returns (or when told to, before the handler
+    starts)."""
 
     def __init__(
         self,

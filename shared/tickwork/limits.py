@@ -70,6 +70,7 @@ class Holds:
     tenant: str
     holder: str
     sorts: list[str] = field(default_factory=list)
+    kept: bool = False  # held until the lease ends, not released (see keep_until_lease_ends)
 
     def extend(self, until: datetime) -> None:
         for sort in self.sorts:
@@ -78,6 +79,8 @@ class Holds:
 
     def release(self) -> None:
         """Give every slot back (once: a second call releases nothing)."""
+        if self.kept:
+            return
         for sort in reversed(self.sorts):
             assert self.items is not None
             self.items.release(self.tenant, sort, holder=self.holder)
@@ -86,7 +89,7 @@ class Holds:
     def keep_until_lease_ends(self) -> None:
         """Release nothing: a handler still running past its executor's wait keeps its slots, extended by the
         heartbeat for as long as it runs, ending with its lease."""
-        self.sorts.clear()
+        self.kept = True
 
 
 def no_holds(tenant: str, holder: str) -> Holds:

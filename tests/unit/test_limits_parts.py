@@ -9,8 +9,11 @@ import pytest
 from pydantic import ValidationError
 from tickwork.api_models import JobSpec, JobUpdate
 from tickwork.jobtypes.http import retry_after_seconds
-from tickwork.limits import SEMAPHORE_WAIT_MAX_SECONDS, semaphore_wait_seconds
-from tickwork.models import RateLimit
+from tickwork.limits import SEMAPHORE_WAIT_MAX_SECONDS, Deferral, Holds, RunLimits, semaphore_wait_seconds
+from tickwork.models import ConcurrencyLimit, DeferReason, RateLimit, RetryPolicy
+from tickwork.run_target import RunTarget
+from tickwork.store import TENANT_SEMAPHORE, RateAdmission
+from tickwork.tenant_settings import TenantSettings
 from tickwork.workflow.definition import WorkflowStep
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
@@ -109,3 +112,96 @@ def test_the_semaphore_wait_doubles_from_1_s_to_60_s_and_never_spins():
 )
 def test_retry_after_seconds_or_http_date(header, seconds):
     assert retry_after_seconds(header, NOW) == seconds
+
+
+class Items:
+    """LimitItems in memory, recording what was asked of it; `full` semaphores and `rate_wait_ms` refuse."""
+
+    def __init__(self, *, full: tuple[str, ...] = (), rate_wait_ms: int = 0) -> None:
+        self.full = full
+        self.rate_wait_ms = rate_wait_ms
+        self.calls: list[tuple[str, str]] = []
+
+    def acquire(self, tenant: str, sort: str, **_: object) -> bool:
+        self.calls.append(("acquire", sort))
+        return sort not in self.full
+
+    def extend(self, tenant: str, sort: str, **_: object) -> bool:
+        self.calls.append(("extend", sort))
+        return True
+
+    def release(self, tenant: str, sort: str, **_: object) -> None:
+        self.calls.append(("release", sort))
+
+    def admit_rate(self, tenant: str, sort: str, **_: object) -> RateAdmission:
+        self.calls.append(("rate", sort))
+        return RateAdmission(self.rate_wait_ms == 0, self.rate_wait_ms)
+
+
+class Quotas:
+    def __init__(self, max_concurrent_runs: int | None) -> None:
+        self.settings = TenantSettings(max_concurrent_runs=max_concurrent_runs)
+
+    def settings_of(self, tenant: str) -> TenantSettings:
+        return self.settings
+
+
+def _target(**limits: object) -> RunTarget:
+    return RunTarget(
+        owner_id="j1", tenant="acme", type="echo", payload={}, retry=RetryPolicy(), timeout_seconds=60, **limits
+    )
+
+
+LIMITED = {"concurrency": ConcurrencyLimit(key="k", limit=2), "rate_limit": RateLimit(key="r", per_second=2)}
+
+
+def _admit(items: Items, quota: int | None, target: RunTarget, deferred: int = 0) -> Holds | Deferral:
+    return RunLimits(items, Quotas(quota), rng=Fixed(1.0)).admit(
+        target, holder="h", deferred=deferred, until=NOW + timedelta(seconds=60), now=NOW
+    )
+
+
+def test_nothing_is_asked_of_the_store_for_a_run_nothing_limits():
+    items = Items()
+    holds = _admit(items, None, _target())
+    assert isinstance(holds, Holds)
+    holds.extend(NOW)
+    holds.release()
+    assert items.calls == []
+
+
+def test_the_tenant_quota_then_the_key_then_the_rate():
+    items = Items()
+    holds = _admit(items, 5, _target(**LIMITED))
+    assert isinstance(holds, Holds)
+    assert items.calls == [("acquire", TENANT_SEMAPHORE), ("acquire", "LIMIT#CONCURRENCY#k"), ("rate", "LIMIT#RATE#r")]
+    holds.release()
+    assert items.calls[3:] == [("release", "LIMIT#CONCURRENCY#k"), ("release", TENANT_SEMAPHORE)]
+
+
+def test_a_refused_rate_gives_back_the_slots_taken_and_says_its_exact_wait():
+    items = Items(rate_wait_ms=2_300)
+    deferral = _admit(items, 5, _target(**LIMITED))
+    assert deferral == Deferral(DeferReason.RATE_LIMIT, 3)
+    assert items.calls[3:] == [("release", "LIMIT#CONCURRENCY#k"), ("release", TENANT_SEMAPHORE)]
+
+
+def test_a_full_key_gives_back_the_tenant_slot_and_backs_off_on_the_deferred_count():
+    items = Items(full=("LIMIT#CONCURRENCY#k",))
+    assert _admit(items, 5, _target(**LIMITED), deferred=3) == Deferral(DeferReason.CONCURRENCY_KEY, 8)
+    assert items.calls == [
+        ("acquire", TENANT_SEMAPHORE),
+        ("acquire", "LIMIT#CONCURRENCY#k"),
+        ("release", TENANT_SEMAPHORE),
+    ]
+    assert _admit(Items(full=(TENANT_SEMAPHORE,)), 1, _target()) == Deferral(DeferReason.TENANT_CONCURRENCY, 1)
+
+
+def test_holds_kept_past_the_executors_wait_are_extended_but_not_released():
+    items = Items()
+    holds = _admit(items, None, _target(concurrency=ConcurrencyLimit(key="k", limit=1)))
+    assert isinstance(holds, Holds)
+    holds.keep_until_lease_ends()
+    holds.release()
+    holds.extend(NOW)
+    assert items.calls == [("acquire", "LIMIT#CONCURRENCY#k"), ("extend", "LIMIT#CONCURRENCY#k")]
