@@ -355,3 +355,17 @@ def test_a_deferral_emits_runs_deferred_with_its_reason_and_logs_the_run(pipelin
     assert (emf["Reason"], emf["RunsDeferred"]) == ("rate_limit", [1.0])
     run_id = pipeline.runs_of(job.id)[0].id
     assert any(getattr(r, "run_id", None) == run_id and "deferred" in r.getMessage() for r in caplog.records)
+
+
+def test_what_a_deferral_costs(pipeline):
+    (job,) = _due_jobs(pipeline, 1, concurrency={"key": "k", "limit": 1})
+    now = pipeline.clock.now()
+    LimitRecords(pipeline.services.store.shared_table).acquire(
+        TENANT, semaphore_sort("k"), holder="other", limit=1, until=now + FAR, now=now
+    )
+    pipeline.services.tenant_directory.settings_of(TENANT)
+    calls = _calls_of_one_delivery(pipeline, pipeline.receive(Band.NORMAL)[0])
+    assert pipeline.runs_of(job.id)[0].deferred == 1
+    # The visibility before the lease and the message's wait; the lease and the deferral's write; the job and the
+    # key's read (full: nothing written to it).
+    assert calls == {"ChangeMessageVisibility": 2, "UpdateItem": 2, "GetItem": 2}
