@@ -14,12 +14,14 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validat
 
 from tickwork.jobtypes import registry
 from tickwork.models import (
+    ConcurrencyLimit,
     Job,
     JobDefinition,
     JobName,
     MisfireGraceSeconds,
     OverlapPolicy,
     Priority,
+    RateLimit,
     RetryPolicy,
     Run,
     RunStatus,
@@ -157,6 +159,8 @@ class JobUpdate(_Patch):
     misfire_grace_seconds: MisfireGraceSeconds = Field(default=_ABSENT)
     overlap: OverlapPolicy = Field(default=_ABSENT)
     tags: Tags = Field(default=_ABSENT)
+    concurrency: ConcurrencyLimit = Field(default=_ABSENT)
+    rate_limit: RateLimit = Field(default=_ABSENT)
 
 
 class WorkflowSpec(WorkflowDefinition):

@@ -16,13 +16,23 @@ from tickwork.idempotent_create import IdempotentCreate
 from tickwork.job_factory import MAX_PAYLOAD_BYTES, JobFactory
 from tickwork.jobs import JobLifecycle
 from tickwork.jobtypes import registry
+from tickwork.limits import RunLimits
 from tickwork.models import Band
 from tickwork.queries import JobQueries
 from tickwork.queues import RunQueues
 from tickwork.redrive import RunRedrive
 from tickwork.results import ResultStore
 from tickwork.settings import Settings, load_settings
-from tickwork.store import Cursors, IdempotencyRecords, JobStore, Listings, TenantRecords, WorkflowRecords, cursor_key
+from tickwork.store import (
+    Cursors,
+    IdempotencyRecords,
+    JobStore,
+    LimitRecords,
+    Listings,
+    TenantRecords,
+    WorkflowRecords,
+    cursor_key,
+)
 from tickwork.tenant_settings import TenantDirectory
 from tickwork.workflow.factory import WorkflowFactory
 from tickwork.workflow.occurrences import WorkflowOccurrences
@@ -97,6 +107,7 @@ class Services:
             clients=self.clients,
             faults=self.faults,
             workflows=self.workflow_progress,
+            limits=RunLimits(LimitRecords(self.store.shared_table), self.tenant_directory),
         )
 
     @cached_property
