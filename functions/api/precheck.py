@@ -19,16 +19,19 @@ from problems import (
     problem_json,
 )
 from tickwork.api_models import PROBLEM_JSON
-from tickwork.errors import FieldError, Forbidden, Unauthenticated
+from tickwork.errors import AdminRequired, FieldError, Forbidden, Unauthenticated
 from tickwork.settings import ApiSettings
-from tickwork.tenancy import tenant_of
+from tickwork.tenancy import caller_of
 
 PUBLIC_PATHS = {"/v1/health", "/v1/openapi.json"}
-BODY_PATHS = {"/v1/jobs", "/v1/dlq/redrive"}  # the POST routes that read a JSON body (and PATCH /v1/jobs/{id})
+ADMIN_PREFIX = "/v1/tenants/"  # every tenants' route but the caller's own view is an admin's
+OWN_TENANT_PATH = "/v1/tenants/me"
+BODY_PATHS = {"/v1/jobs", "/v1/dlq/redrive"}  # the POST routes that read a JSON body (and every PATCH and PUT)
 
 
 def precheck(event: dict[str, Any], settings: ApiSettings) -> dict[str, Any] | None:
-    """The caller is authenticated (401 before any 422), and a JSON body is an object (Powertools would
+    """The caller is authenticated (401 before any 422), an admin where the route is an admin's (403 before
+    any 422, which would tell a non-admin about the route), and a JSON body is an object (Powertools would
     otherwise take the first element of an array body). None when the request may go on to routing."""
     path = event.get("rawPath") or ""
 
@@ -42,13 +45,15 @@ def precheck(event: dict[str, Any], settings: ApiSettings) -> dict[str, Any] | N
 
     if path not in PUBLIC_PATHS:
         try:
-            tenant_of(APIGatewayProxyEventV2(event), settings)
+            caller = caller_of(APIGatewayProxyEventV2(event), settings)
+            if path.startswith(ADMIN_PREFIX) and path != OWN_TENANT_PATH and not caller.admin:
+                raise AdminRequired()
         except (Unauthenticated, Forbidden) as exc:
             return reply(kind_of(exc), str(exc))
     content_type = str((event.get("headers") or {}).get("content-type", ""))
     method = str(event.get("requestContext", {}).get("http", {}).get("method", "")).upper()
     body = event.get("body")
-    takes_body = method == "PATCH" or (method == "POST" and path in BODY_PATHS)
+    takes_body = method in ("PATCH", "PUT") or (method == "POST" and path in BODY_PATHS)
     if (body or takes_body) and not _is_json(content_type):
         # Only JSON is spoken. Checked here because Powertools would parse forms itself (a multipart type
         # without a boundary raised, a 500) and read a form as if it were the JSON body. A bodiless POST
