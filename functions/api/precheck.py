@@ -34,6 +34,7 @@ def precheck(event: dict[str, Any], settings: ApiSettings) -> dict[str, Any] | N
     any 422, which would tell a non-admin about the route), and a JSON body is an object (Powertools would
     otherwise take the first element of an array body). None when the request may go on to routing."""
     path = event.get("rawPath") or ""
+    method = str(event.get("requestContext", {}).get("http", {}).get("method", "")).upper()
 
     def reply(kind: ProblemKind, detail: str, errors: list[FieldError] | None = None) -> dict[str, Any]:
         return {
@@ -46,12 +47,12 @@ def precheck(event: dict[str, Any], settings: ApiSettings) -> dict[str, Any] | N
     if path not in PUBLIC_PATHS:
         try:
             caller = caller_of(APIGatewayProxyEventV2(event), settings)
-            if path.startswith(ADMIN_PREFIX) and path != OWN_TENANT_PATH and not caller.admin:
+            own_view = path == OWN_TENANT_PATH and method in ("GET", "HEAD")
+            if path.startswith(ADMIN_PREFIX) and not own_view and not caller.admin:
                 raise AdminRequired()
         except (Unauthenticated, Forbidden) as exc:
             return reply(kind_of(exc), str(exc))
     content_type = str((event.get("headers") or {}).get("content-type", ""))
-    method = str(event.get("requestContext", {}).get("http", {}).get("method", "")).upper()
     body = event.get("body")
     takes_body = method in ("PATCH", "PUT") or (method == "POST" and path in BODY_PATHS)
     if (body or takes_body) and not _is_json(content_type):

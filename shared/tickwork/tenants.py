@@ -44,6 +44,9 @@ RETRY_AFTER_HORIZON_SECONDS = 3600
 SETTLE_SECONDS = 5
 
 
+OWN = "me"  # GET /v1/tenants/me is the caller's own view, so `me` names no tenant there
+
+
 def check_tenant_name(tenant: str) -> None:
     if not TENANT.match(tenant):
         raise InvalidInput.one("tenant", f"must match {TENANT.pattern}")
@@ -138,6 +141,8 @@ class TenantService:
     def put(self, tenant: str, settings: TenantSettings) -> TenantSettings:
         """Replace the tenant's settings; with a `max_active_jobs`, count its active jobs not counted yet."""
         check_tenant_name(tenant)
+        if tenant == OWN:  # /v1/tenants/me reads the caller's own; setting it would set a tenant named `me`
+            raise InvalidInput.one("tenant", "`me` names your own tenant only to read it; name the tenant to set")
         previous = self.records.put_settings(tenant, settings, self.clock.now())
         self.directory.forget(tenant)
         recounted = self.recount(tenant) if settings.max_active_jobs is not None else 0

@@ -146,3 +146,10 @@ def test_local_keys_file_admin_keys_and_403_for_the_others(api, monkeypatch, tmp
     assert api.get("/v1/tenants/me", identity=None, headers={"X-Api-Key": "k-acme"}).json["settings"]["weight"] == 5
     assert api.get("/v1/tenants/me", identity=None, headers={"X-Api-Key": "k-ops"}).json["tenant"] == "ops"
     assert api.get("/v1/tenants/me", identity=None).status == 401
+
+
+def test_me_names_no_tenant_to_set(api, pipeline):
+    reply = put(api, "me", SETTINGS)
+    assert reply.status == 422
+    assert reply.fields == ["tenant"]
+    assert put(api, "me", SETTINGS, identity=ACME).status == 403  # and a non-admin is refused first
