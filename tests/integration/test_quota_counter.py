@@ -174,3 +174,30 @@ def test_a_failed_decrement_leaves_the_transition_standing_and_over_counts(pipel
     assert cancelled.state is JobState.CANCELLED
     assert pipeline.services.store.get_job(job.id).state is JobState.CANCELLED
     assert counted(pipeline) == 1  # over by one, logged; never under
+
+
+def _one_shot_run_calls(pipeline) -> list[tuple[str, dict]]:
+    """The AWS calls of one one-shot job's run, from its claim to its completion."""
+    job = pipeline.create_job(schedule={"at": (pipeline.clock.now() + timedelta(hours=1)).isoformat()})
+    pipeline.calls.clear()
+    pipeline.clock.set(job.next_run_at)
+    pipeline.tick()
+    pipeline.drain()
+    assert pipeline.services.store.get_job(job.id).state is JobState.COMPLETED
+    return [(op, params) for _, op, params in pipeline.calls.calls]
+
+
+def _usage_writes(calls) -> int:
+    return sum(1 for op, params in calls if op == "UpdateItem" and "USAGE" in str(params.get("Key")))
+
+
+def test_a_run_pays_nothing_for_the_quota_and_a_counted_job_one_update_when_it_leaves(pipeline):
+    uncounted = _one_shot_run_calls(pipeline)
+    assert _usage_writes(uncounted) == 0
+    assert not any("TENANT#" in str(params) for _, params in uncounted)
+
+    quota(pipeline, 10)
+    counted_calls = _one_shot_run_calls(pipeline)
+    assert _usage_writes(counted_calls) == 1  # the decrement, once, when the job completes
+    assert len(counted_calls) == len(uncounted) + 1
+    assert counted(pipeline) == 0
