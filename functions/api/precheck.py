@@ -47,8 +47,10 @@ def precheck(event: dict[str, Any], settings: ApiSettings) -> dict[str, Any] | N
     if path not in PUBLIC_PATHS:
         try:
             caller = caller_of(APIGatewayProxyEventV2(event), settings)
-            own_view = path == OWN_TENANT_PATH and method in ("GET", "HEAD")
-            if path.startswith(ADMIN_PREFIX) and not own_view and not caller.admin:
+            # Only the methods the tenants' routes take: any other is a 405 from routing, admin or not.
+            own_view = path == OWN_TENANT_PATH and method == "GET"
+            admins_route = path.startswith(ADMIN_PREFIX) and method in ("GET", "PUT") and not own_view
+            if admins_route and not caller.admin:
                 raise AdminRequired()
         except (Unauthenticated, Forbidden) as exc:
             return reply(kind_of(exc), str(exc))

@@ -118,7 +118,7 @@ class IdempotentCreate:
         job = self.store.get_job(earlier.job_id)
         if job is None:
             new = self.factory.new_job(tenant, spec, now=self.clock.now(), job_id=earlier.job_id)
-            with self.quota.admitted(tenant) as counted:
+            with self.quota.admitted(tenant, lambda: self.store.get_job(new.id) is not None) as counted:
                 job = self._put_or_get(new, counted=counted)
                 if job is not new:
                     self._give_back(tenant, counted)

@@ -37,7 +37,7 @@ class JobLifecycle:
     def create_job(self, tenant: str, spec: JobSpec) -> Job:
         """A checked job, durable before acknowledged; QuotaExceeded (nothing written) over max_active_jobs."""
         job = self.factory.new_job(tenant, spec, now=self.clock.now())
-        with self.quota.admitted(tenant) as counted:  # the place is given back if the job is not written
+        with self.quota.admitted(tenant, lambda: self.store.get_job(job.id) is not None) as counted:
             if not self.add_new(job, counted=counted):  # durable before acknowledged
                 raise Conflict(f"job {job.id} exists already")  # pragma: no cover - ids are 75 random bits
         return job

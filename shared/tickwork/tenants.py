@@ -22,7 +22,7 @@ the first two, which an admin repairs by PUTting the settings again (the recount
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -54,22 +54,36 @@ def check_tenant_name(tenant: str) -> None:
 
 @dataclass(frozen=True)
 class ActiveJobsQuota:
-    """The `max_active_jobs` check of a create: `admitted(tenant)` reserves a place for the new job (or refuses
-    with QuotaExceeded) and gives it back if the block fails; it yields whether the job is counted."""
+    """The `max_active_jobs` check of a create: `admitted(tenant, written)` reserves a place for the new job (or
+    refuses with QuotaExceeded) and yields whether the job is counted; if the block fails, the place is given
+    back unless `written()` says the job was written all the same (a write that timed out after it happened),
+    since that job is counted and will leave the count itself."""
 
     records: TenantRecords
     directory: TenantDirectory
     clock: Clock
 
     @contextmanager
-    def admitted(self, tenant: str) -> Iterator[bool]:
+    def admitted(self, tenant: str, written: Callable[[], bool]) -> Iterator[bool]:
         counted = self.reserve(tenant)
         try:
             yield counted
         except BaseException:
             if counted:
-                self.give_back(tenant)
+                self.give_back_unless(tenant, written)
             raise
+
+    def give_back_unless(self, tenant: str, written: Callable[[], bool]) -> None:
+        """Give the place back unless the job was written; when that cannot be told, keep it (over-count)."""
+        try:
+            if written():
+                return
+        except Exception:
+            logger.exception(
+                "could not tell whether the job was written; its place stays taken", extra={"tenant": tenant}
+            )
+            return
+        self.give_back(tenant)
 
     def reserve(self, tenant: str) -> bool:
         """A place for one more active job: True (counted), False (the tenant has no quota: nothing done, no

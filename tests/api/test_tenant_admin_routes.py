@@ -153,3 +153,11 @@ def test_me_names_no_tenant_to_set(api, pipeline):
     assert reply.status == 422
     assert reply.fields == ["tenant"]
     assert put(api, "me", SETTINGS, identity=ACME).status == 403  # and a non-admin is refused first
+
+
+def test_other_methods_are_405_for_everyone(api):
+    for identity in (ADMIN, ACME):
+        for path in ("/v1/tenants/acme", "/v1/tenants/me"):
+            reply = api.request("DELETE", path, identity=identity)
+            assert reply.status == 405, (path, reply.text)
+    assert api.request("PATCH", "/v1/tenants/acme", body={"weight": 2}, identity=ACME).headers["allow"] == "GET, PUT"

@@ -201,3 +201,34 @@ def test_a_run_pays_nothing_for_the_quota_and_a_counted_job_one_update_when_it_l
     assert _usage_writes(counted_calls) == 1  # the decrement, once, when the job completes
     assert len(counted_calls) == len(uncounted) + 1
     assert counted(pipeline) == 0
+
+
+def test_a_write_that_failed_after_it_happened_keeps_its_place(pipeline, monkeypatch):
+    quota(pipeline, 5)
+    records = pipeline.services.store.jobs
+    real = records.put_new_job
+
+    def writes_then_times_out(job, **kwargs):
+        real(job, **kwargs)
+        raise TimeoutError("read timeout")
+
+    monkeypatch.setattr(records, "put_new_job", writes_then_times_out)
+    with pytest.raises(TimeoutError):
+        pipeline.create_job(schedule=HOURLY)
+    monkeypatch.undo()
+    assert counted(pipeline) == 1 == truly_active(pipeline)  # written and counted: not given back
+    (written,) = pipeline.services.listings.list_jobs(TENANT).items
+    pipeline.services.jobs.cancel(TENANT, written.id)
+    assert counted(pipeline) == 0
+
+
+def test_a_workflow_that_was_not_written_gives_its_place_back(pipeline, monkeypatch):
+    quota(pipeline, 5)
+
+    def fails(*args, **kwargs):
+        raise RuntimeError("DynamoDB is down")
+
+    monkeypatch.setattr(pipeline.services.workflow_records, "put_new_workflow", fails)
+    with pytest.raises(RuntimeError):
+        pipeline.services.workflows.create(TENANT, workflow_spec())
+    assert counted(pipeline) == 0

@@ -22,7 +22,7 @@ WholeSettings = Annotated[TenantSettings, Body(description="The tenant's setting
 @router.get(
     "/v1/tenants/me",
     summary="Your tenant's settings and current usage",
-    responses={200: ok(TenantView, "Your settings (the defaults where none are set) and usage")},
+    responses={200: ok(TenantView, "Your settings (the defaults where none are set) and usage"), **problems()},
     tags=["tenants"],
 )
 def get_my_tenant(built: Wired, tenant: Tenant):
@@ -32,7 +32,7 @@ def get_my_tenant(built: Wired, tenant: Tenant):
 @router.get(
     "/v1/tenants/<tenant>",
     summary="A tenant's settings and current usage (admin only)",
-    responses={200: ok(TenantView, "The settings (the defaults where none are set) and usage")},
+    responses={200: ok(TenantView, "The settings (the defaults where none are set) and usage"), **problems()},
     tags=["tenants"],
 )
 def get_tenant(tenant: TenantName, built: Wired, _admin: Admin):

@@ -49,7 +49,7 @@ class WorkflowService:
         InvalidInput (naming `steps[i]...` fields) or TooLarge, and nothing written, if the spec is bad;
         QuotaExceeded, and nothing written, over the tenant's max_active_jobs."""
         workflow = self.factory.new_workflow(tenant, spec, now=self.clock.now())
-        with self.quota.admitted(tenant) as counted:  # the place is given back if the workflow is not written
+        with self.quota.admitted(tenant, lambda: self.records.get_workflow(workflow.id) is not None) as counted:
             if not self.records.put_new_workflow(workflow, counted=counted):
                 raise Conflict(f"workflow {workflow.id} exists already")  # pragma: no cover - 75 random bits
         logger.info(
