@@ -10,6 +10,7 @@ from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 from problems import (
     INVALID_INPUT,
     MALFORMED,
+    METHOD_NOT_ALLOWED,
     NOT_JSON,
     UNSUPPORTED_MEDIA_TYPE,
     UNSUPPORTED_MEDIA_TYPE_DETAIL,
@@ -36,10 +37,12 @@ def precheck(event: dict[str, Any], settings: ApiSettings) -> dict[str, Any] | N
     path = event.get("rawPath") or ""
     method = str(event.get("requestContext", {}).get("http", {}).get("method", "")).upper()
 
-    def reply(kind: ProblemKind, detail: str, errors: list[FieldError] | None = None) -> dict[str, Any]:
+    def reply(
+        kind: ProblemKind, detail: str, errors: list[FieldError] | None = None, allow: str | None = None
+    ) -> dict[str, Any]:
         return {
             "statusCode": kind.status,
-            "headers": {"Content-Type": PROBLEM_JSON},
+            "headers": {"Content-Type": PROBLEM_JSON, **({"Allow": allow} if allow else {})},
             "body": problem_json(problem(kind, detail, errors or [], path)),
             "isBase64Encoded": False,
         }
@@ -48,12 +51,14 @@ def precheck(event: dict[str, Any], settings: ApiSettings) -> dict[str, Any] | N
         try:
             caller = caller_of(APIGatewayProxyEventV2(event), settings)
             # Only the methods the tenants' routes take: any other is a 405 from routing, admin or not.
-            own_view = path == OWN_TENANT_PATH and method == "GET"
-            admins_route = path.startswith(ADMIN_PREFIX) and method in ("GET", "PUT") and not own_view
+            admins_route = path.startswith(ADMIN_PREFIX) and method in ("GET", "PUT") and path != OWN_TENANT_PATH
             if admins_route and not caller.admin:
                 raise AdminRequired()
         except (Unauthenticated, Forbidden) as exc:
             return reply(kind_of(exc), str(exc))
+    if path == OWN_TENANT_PATH and method != "GET":
+        # /v1/tenants/me only reads the caller's own; PUT /v1/tenants/{tenant} would take `me` for a name.
+        return reply(METHOD_NOT_ALLOWED, f"{path} takes GET, not {method}", allow="GET")
     content_type = str((event.get("headers") or {}).get("content-type", ""))
     body = event.get("body")
     takes_body = method in ("PATCH", "PUT") or (method == "POST" and path in BODY_PATHS)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from tickwork.errors import InvalidInput
+from tickwork.tenant_settings import TenantSettings
 
 from tests.api.conftest import ACME, GLOBEX, role_identity
 
@@ -149,10 +151,15 @@ def test_local_keys_file_admin_keys_and_403_for_the_others(api, monkeypatch, tmp
 
 
 def test_me_names_no_tenant_to_set(api, pipeline):
-    reply = put(api, "me", SETTINGS)
-    assert reply.status == 422
-    assert reply.fields == ["tenant"]
-    assert put(api, "me", SETTINGS, identity=ACME).status == 403  # and a non-admin is refused first
+    pipeline.calls.clear()
+    for identity in (ADMIN, ACME):
+        reply = put(api, "me", SETTINGS, identity=identity)
+        assert reply.status == 405
+        assert reply.headers["allow"] == "GET"
+    assert pipeline.calls.count("PutItem") == 0
+    # The domain refuses it too, should another edge call it.
+    with pytest.raises(InvalidInput, match="tenant"):
+        pipeline.services.tenants.put("me", TenantSettings())
 
 
 def test_other_methods_are_405_for_everyone(api):
