@@ -34,6 +34,7 @@ from tickwork.store import (
     cursor_key,
 )
 from tickwork.tenant_settings import TenantDirectory
+from tickwork.tenants import ActiveJobsQuota, TenantService
 from tickwork.workflow.factory import WorkflowFactory
 from tickwork.workflow.occurrences import WorkflowOccurrences
 from tickwork.workflow.progress import ProgressSettings, WorkflowProgress
@@ -144,6 +145,7 @@ class Services:
             self.listings,
             self.clock,
             WorkflowFactory(self.store.shards, http_allowlist=self.settings.http_allowlist),
+            self.active_jobs_quota,
         )
 
     @cached_property
@@ -155,6 +157,16 @@ class Services:
     def tenant_directory(self) -> TenantDirectory:
         """Tenants' settings as recently read (tick and executor): one directory per execution environment."""
         return TenantDirectory(self.tenant_records, self.clock)
+
+    @cached_property
+    def tenants(self) -> TenantService:
+        """What the API calls for tenants' settings and usage."""
+        return TenantService(self.tenant_records, self.tenant_directory, self.clock)
+
+    @cached_property
+    def active_jobs_quota(self) -> ActiveJobsQuota:
+        """The max_active_jobs check of every create (jobs and workflows)."""
+        return ActiveJobsQuota(self.tenant_records, self.tenant_directory, self.clock)
 
     @cached_property
     def listings(self) -> Listings:
@@ -176,11 +188,15 @@ class Services:
 
     @cached_property
     def jobs(self) -> JobLifecycle:
-        return JobLifecycle(self.store, self.dispatcher, self.clock, self.job_factory, self.queries)
+        return JobLifecycle(
+            self.store, self.dispatcher, self.clock, self.job_factory, self.queries, self.active_jobs_quota
+        )
 
     @cached_property
     def idempotent_create(self) -> IdempotentCreate:
-        return IdempotentCreate(self.store, self.job_factory, self.jobs, self.idempotency, self.clock)
+        return IdempotentCreate(
+            self.store, self.job_factory, self.jobs, self.idempotency, self.clock, self.active_jobs_quota
+        )
 
     @cached_property
     def redrive(self) -> RunRedrive:
