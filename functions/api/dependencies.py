@@ -16,10 +16,11 @@ from typing import Annotated, Any, cast
 from aws_lambda_powertools.event_handler import Depends, Request
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 from tickwork.api_models import JobList, JobSpec, RedriveResult, RunList, WorkflowList, WorkflowRunList
+from tickwork.errors import AdminRequired
 from tickwork.jobs import JobLifecycle
 from tickwork.services import Services, ServicesSlot
 from tickwork.settings import ApiSettings
-from tickwork.tenancy import tenant_of
+from tickwork.tenancy import Caller, caller_of
 from tickwork.workflow.service import WorkflowService
 
 WIRING = "tickwork_wiring"  # the key of the API's wiring in the resolver's context
@@ -67,15 +68,28 @@ def workflows_of(built: Services) -> WorkflowService:
     return built.workflows
 
 
-def tenant(request: Request, slot: Annotated[WiringSlot, Depends(wiring)]) -> str:
-    """The caller's tenant (already checked before routing, so a refusal here is rare: a keys file edited
-    in between)."""
-    return tenant_of(cast(APIGatewayProxyEventV2, request.resolved_event), slot.settings())
+def caller(request: Request, slot: Annotated[WiringSlot, Depends(wiring)]) -> Caller:
+    """The caller: its tenant and whether it is an admin (already checked before routing, so a refusal here
+    is rare: a keys file edited in between)."""
+    return caller_of(cast(APIGatewayProxyEventV2, request.resolved_event), slot.settings())
+
+
+def tenant(who: Annotated[Caller, Depends(caller)]) -> str:
+    """The caller's tenant."""
+    return who.tenant
+
+
+def admin(who: Annotated[Caller, Depends(caller)]) -> Caller:
+    """The caller, who must be an admin (AdminRequired, a 403, otherwise)."""
+    if not who.admin:
+        raise AdminRequired()
+    return who
 
 
 Wired = Annotated[Services, Depends(services)]
 Jobs = Annotated[JobLifecycle, Depends(job_lifecycle)]
 Tenant = Annotated[str, Depends(tenant)]
+Admin = Annotated[Caller, Depends(admin)]
 
 
 @dataclass(frozen=True)

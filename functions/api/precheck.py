@@ -10,6 +10,7 @@ from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 from problems import (
     INVALID_INPUT,
     MALFORMED,
+    METHOD_NOT_ALLOWED,
     NOT_JSON,
     UNSUPPORTED_MEDIA_TYPE,
     UNSUPPORTED_MEDIA_TYPE_DETAIL,
@@ -19,36 +20,48 @@ from problems import (
     problem_json,
 )
 from tickwork.api_models import PROBLEM_JSON
-from tickwork.errors import FieldError, Forbidden, Unauthenticated
+from tickwork.errors import AdminRequired, FieldError, Forbidden, Unauthenticated
 from tickwork.settings import ApiSettings
-from tickwork.tenancy import tenant_of
+from tickwork.tenancy import caller_of
 
 PUBLIC_PATHS = {"/v1/health", "/v1/openapi.json"}
-BODY_PATHS = {"/v1/jobs", "/v1/dlq/redrive"}  # the POST routes that read a JSON body (and PATCH /v1/jobs/{id})
+ADMIN_PREFIX = "/v1/tenants/"  # every tenants' route but the caller's own view is an admin's
+OWN_TENANT_PATH = "/v1/tenants/me"
+BODY_PATHS = {"/v1/jobs", "/v1/dlq/redrive"}  # the POST routes that read a JSON body (and every PATCH and PUT)
 
 
 def precheck(event: dict[str, Any], settings: ApiSettings) -> dict[str, Any] | None:
-    """The caller is authenticated (401 before any 422), and a JSON body is an object (Powertools would
+    """The caller is authenticated (401 before any 422), an admin where the route is an admin's (403 before
+    any 422, which would tell a non-admin about the route), and a JSON body is an object (Powertools would
     otherwise take the first element of an array body). None when the request may go on to routing."""
     path = event.get("rawPath") or ""
+    method = str(event.get("requestContext", {}).get("http", {}).get("method", "")).upper()
 
-    def reply(kind: ProblemKind, detail: str, errors: list[FieldError] | None = None) -> dict[str, Any]:
+    def reply(
+        kind: ProblemKind, detail: str, errors: list[FieldError] | None = None, allow: str | None = None
+    ) -> dict[str, Any]:
         return {
             "statusCode": kind.status,
-            "headers": {"Content-Type": PROBLEM_JSON},
+            "headers": {"Content-Type": PROBLEM_JSON, **({"Allow": allow} if allow else {})},
             "body": problem_json(problem(kind, detail, errors or [], path)),
             "isBase64Encoded": False,
         }
 
     if path not in PUBLIC_PATHS:
         try:
-            tenant_of(APIGatewayProxyEventV2(event), settings)
+            caller = caller_of(APIGatewayProxyEventV2(event), settings)
+            # Only the methods the tenants' routes take: any other is a 405 from routing, admin or not.
+            admins_route = path.startswith(ADMIN_PREFIX) and method in ("GET", "PUT") and path != OWN_TENANT_PATH
+            if admins_route and not caller.admin:
+                raise AdminRequired()
         except (Unauthenticated, Forbidden) as exc:
             return reply(kind_of(exc), str(exc))
+    if path == OWN_TENANT_PATH and method != "GET":
+        # /v1/tenants/me only reads the caller's own; PUT /v1/tenants/{tenant} would take `me` for a name.
+        return reply(METHOD_NOT_ALLOWED, f"{path} takes GET, not {method}", allow="GET")
     content_type = str((event.get("headers") or {}).get("content-type", ""))
-    method = str(event.get("requestContext", {}).get("http", {}).get("method", "")).upper()
     body = event.get("body")
-    takes_body = method == "PATCH" or (method == "POST" and path in BODY_PATHS)
+    takes_body = method in ("PATCH", "PUT") or (method == "POST" and path in BODY_PATHS)
     if (body or takes_body) and not _is_json(content_type):
         # Only JSON is spoken. Checked here because Powertools would parse forms itself (a multipart type
         # without a boundary raised, a 500) and read a form as if it were the JSON body. A bodiless POST

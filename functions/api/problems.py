@@ -20,6 +20,7 @@ from tickwork.errors import (
     Forbidden,
     InvalidInput,
     NotFound,
+    QuotaExceeded,
     TickworkError,
     TooLarge,
     Unauthenticated,
@@ -48,6 +49,7 @@ CONFLICT = ProblemKind(409, "conflict", "Conflict")
 TOO_LARGE = ProblemKind(413, "payload-too-large", "Payload too large")
 UNSUPPORTED_MEDIA_TYPE = ProblemKind(415, "unsupported-media-type", "Unsupported media type")
 INVALID_INPUT = ProblemKind(422, "invalid-input", "Invalid input")
+QUOTA_EXCEEDED = ProblemKind(429, "quota-exceeded", "Quota exceeded")
 INTERNAL = ProblemKind(500, "internal-error", "Internal error")
 
 # Each domain error (or its nearest listed base class) and how it is answered; any other is an internal error.
@@ -58,6 +60,7 @@ DOMAIN_KINDS: dict[type[TickworkError], ProblemKind] = {
     Forbidden: FORBIDDEN,
     NotFound: NOT_FOUND,
     Conflict: CONFLICT,
+    QuotaExceeded: QUOTA_EXCEEDED,
 }
 
 
@@ -97,7 +100,17 @@ def domain_problem(exc: TickworkError, instance: str | None) -> Response:
     if kind is INTERNAL:
         logger.exception("domain error")
         return as_response(problem(INTERNAL, "the request failed; try again", instance=instance))
+    if isinstance(exc, QuotaExceeded):
+        return quota_problem(exc, instance)
     return as_response(problem(kind, str(exc), exc.errors, instance))
+
+
+def quota_problem(exc: QuotaExceeded, instance: str | None) -> Response:
+    """429 naming the quota, its limit and the current count; `Retry-After` only where waiting can help."""
+    plain = problem(QUOTA_EXCEEDED, str(exc), instance=instance).model_dump()
+    body = Problem(**plain, quota=exc.quota, limit=exc.limit, current=exc.current)
+    headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else None
+    return as_response(body, headers)
 
 
 def unexpected_problem(instance: str | None) -> Response:

@@ -14,12 +14,14 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validat
 
 from tickwork.jobtypes import registry
 from tickwork.models import (
+    ConcurrencyLimit,
     Job,
     JobDefinition,
     JobName,
     MisfireGraceSeconds,
     OverlapPolicy,
     Priority,
+    RateLimit,
     RetryPolicy,
     Run,
     RunStatus,
@@ -29,6 +31,7 @@ from tickwork.models import (
     TimeoutSeconds,
 )
 from tickwork.schedule import CallerInstant, Schedule, UtcDatetime
+from tickwork.tenant_settings import TenantSettings
 from tickwork.workflow.advance import WorkflowRunStatus
 from tickwork.workflow.definition import MAX_STEPS, Workflow, WorkflowDefinition, WorkflowStep
 
@@ -157,6 +160,8 @@ class JobUpdate(_Patch):
     misfire_grace_seconds: MisfireGraceSeconds = Field(default=_ABSENT)
     overlap: OverlapPolicy = Field(default=_ABSENT)
     tags: Tags = Field(default=_ABSENT)
+    concurrency: ConcurrencyLimit = Field(default=_ABSENT)
+    rate_limit: RateLimit = Field(default=_ABSENT)
 
 
 class WorkflowSpec(WorkflowDefinition):
@@ -279,3 +284,24 @@ class Problem(BaseModel):
     detail: str
     instance: str | None = None
     errors: list[ProblemField] = Field(default_factory=list)
+
+
+# ---------------------------------------------------------------- tenants (settings and usage)
+
+
+class TenantUsage(BaseModel):
+    """What a tenant uses now, of what is cheap to know."""
+
+    active_jobs: int | None = Field(
+        default=None,
+        description="ACTIVE and PAUSED jobs and workflows. Counted only while `max_active_jobs` is set; "
+        "null otherwise.",
+    )
+
+
+class TenantView(BaseModel):
+    """A tenant's settings (the defaults where none are stored) and usage (GET /v1/tenants/{tenant}, /me)."""
+
+    tenant: str
+    settings: TenantSettings
+    usage: TenantUsage

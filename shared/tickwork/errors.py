@@ -92,3 +92,21 @@ class NotFound(TickworkError):
 
 class Conflict(TickworkError):
     """The request contradicts the state of the job or run, or an earlier request with the same key."""
+
+
+class AdminRequired(Forbidden):
+    """A route only an admin may call (tenants' settings), called by a tenant that is not one."""
+
+    def __init__(self) -> None:
+        super().__init__("an admin is needed: tenants' settings are set by the tickwork-admin role (or an admin key)")
+
+
+class QuotaExceeded(TickworkError):
+    """A tenant's quota refuses the request; nothing was written. `retry_after` (seconds) when waiting may help."""
+
+    def __init__(self, quota: str, limit: int, current: int, retry_after: int | None = None) -> None:
+        self.quota = quota
+        self.limit = limit
+        self.current = current
+        self.retry_after = retry_after
+        super().__init__(f"the tenant's {quota} quota is {limit} and it has {current}")

@@ -23,6 +23,10 @@ Promises kept here:
   the due index, and the tick sends a fresh message at its time, so no retry depends on a message outliving
   SQS's retention or its 12-hour visibility cap. Then FAILED, with the error, on the band's DLQ;
   paused/cancelled/overlapping runs are recorded SKIPPED with the reason.
+- Limits (tickwork.limits): after the lease and before the handler, the run takes its tenant's concurrency
+  quota and its concurrency key's slot (held with the lease, given back at its end), then its rate's turn. A run
+  over a limit is deferred: the lease given back in one write with the attempt not consumed, and the message
+  back after the wait (the lease refuses it earlier), so nothing spins and nothing is lost.
 """
 
 from __future__ import annotations
@@ -40,8 +44,9 @@ from tickwork.clock import Clock, to_ms
 from tickwork.delivery import Delivery, Outcome, visibility_for
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
 from tickwork.heartbeat import HandlerStillRunning, Heartbeat, call_under_lease
-from tickwork.jobtypes import EffectMayContinue, PermanentJobError, RunContext, UnknownJobType
+from tickwork.jobtypes import EffectMayContinue, PermanentJobError, RetryNotBefore, RunContext, UnknownJobType
 from tickwork.jobtypes.registry import JobTypeRegistry
+from tickwork.limits import Deferral, Holds, RunLimits, no_holds
 from tickwork.models import (
     Band,
     OverlapPolicy,
@@ -88,6 +93,7 @@ class RunExecutor:
         clients: Any = None,
         faults: FaultPlan = NO_FAULTS,
         workflows: WorkflowSteps | None = None,
+        limits: RunLimits | None = None,
     ) -> None:
         self.store, self.results, self.queues, self.clock = store, results, queues, clock
         self.job_types = job_types
@@ -96,6 +102,7 @@ class RunExecutor:
         self.clients = clients
         self.faults = faults
         self.workflows = workflows
+        self.limits = limits
         self.outcomes = RunOutcomes(
             store, queues, clock, retry_safety_net=retry_safety_net, rng=rng, faults=faults, steps=workflows
         )
@@ -168,6 +175,12 @@ class RunExecutor:
         ):
             # The slot is one conditional write on the job: of two runs starting together, exactly one runs.
             return self.outcomes.skip(run, target, owner, SkipReason.OVERLAP)
+        # After the overlap check, so that a run skipped anyway takes no slot and no turn of a rate.
+        holds = self._admit(run, target, owner, lease.lease_until, now)
+        if isinstance(holds, Deferral):
+            if target.overlap is OverlapPolicy.SKIP:
+                self.store.release_running_slot(target.owner_id, run_id=run.id)
+            return self.outcomes.defer(run, owner, lease.previous_status, holds, delivery)
         # Start lateness measures the scheduler: a first attempt of a job's run nobody re-queued by hand (a
         # workflow step after the first starts when its upstream steps end, not at the occurrence).
         if (
@@ -178,7 +191,21 @@ class RunExecutor:
             and run.lateness_ms is not None
         ):
             metrics.add_metric(name="StartLatenessMs", unit="Milliseconds", value=max(0, run.lateness_ms))
-        return self._run(run, target, owner, delivery, remaining_ms)
+        # The run's concurrency slots are given back however it ends, but a process that dies (a BaseException:
+        # killed, timed out) gives back nothing: its slots end with its lease.
+        try:
+            outcome = self._run(run, target, owner, delivery, remaining_ms, holds)
+        except Exception:
+            holds.release()
+            raise
+        holds.release()
+        return outcome
+
+    def _admit(self, run: Run, target: RunTarget, owner: str, until: datetime, now: datetime) -> Holds | Deferral:
+        """The run's concurrency slots and its rate's turn (tickwork.limits), or why it must wait."""
+        if self.limits is None:
+            return no_holds(target.tenant, owner)
+        return self.limits.admit(target, holder=owner, deferred=run.deferred, until=until, now=now)
 
     def _target(self, run: Run) -> RunTarget | None:
         """What the run runs: its job, or its workflow step (from its workflow run); None if that is gone."""
@@ -204,7 +231,13 @@ class RunExecutor:
         return Outcome.BUSY
 
     def _run(
-        self, run: Run, target: RunTarget, owner: str, delivery: Delivery, remaining_ms: Callable[[], int]
+        self,
+        run: Run,
+        target: RunTarget,
+        owner: str,
+        delivery: Delivery,
+        remaining_ms: Callable[[], int],
+        holds: Holds,
     ) -> Outcome:
         slot = target.owner_id if target.overlap is OverlapPolicy.SKIP else None
         try:
@@ -235,6 +268,7 @@ class RunExecutor:
             lease_for=self.lease_for,
             cancelled=ctx.cancelled,
             slot_job_id=slot,
+            holds=holds,
             faults=self.faults,
         )
         ctx.on_tick = heartbeat.maybe_beat
@@ -242,7 +276,7 @@ class RunExecutor:
         error: RunError | None = None
         value: Any = None
         permanent = False
-        effect_busy_seconds = 0.0
+        wait_at_least_seconds = 0.0
         if budget <= 0:
             heartbeat.stop()
             error = RunError(type="RunTimeout", message="not enough Lambda time left to start the run")
@@ -261,11 +295,16 @@ class RunExecutor:
                     extra={"attempt": run.attempts, "type": target.type},
                 )
                 metrics.add_metric(name="HandlersOverrunning", unit="Count", value=1)
+                # The heartbeat holds its concurrency slots with the lease while it runs; they end with it.
+                holds.keep_until_lease_ends()
                 return Outcome.BUSY
             except Exception as exc:
                 permanent = isinstance(exc, PermanentJobError)
                 if isinstance(exc, EffectMayContinue):
-                    effect_busy_seconds = exc.busy_seconds
+                    wait_at_least_seconds = exc.busy_seconds
+                elif isinstance(exc, RetryNotBefore):
+                    # The other side's own wait, but never past the job's longest backoff.
+                    wait_at_least_seconds = min(exc.wait_seconds, target.retry.max_backoff_seconds)
                 error = RunError(type=type(exc).__name__, message=str(exc)[:2000] or type(exc).__name__)
         duration_ms = to_ms(self.clock.now()) - to_ms(started)
         metrics.add_metric(name="RunDurationMs", unit="Milliseconds", value=duration_ms)
@@ -288,7 +327,7 @@ class RunExecutor:
                 return self.outcomes.succeed(run, target, owner, result, duration_ms=duration_ms)
             if not permanent and run.attempts < target.retry.max_attempts:
                 return self.outcomes.retry(
-                    run, target, owner, error, delivery, duration_ms=duration_ms, at_least=effect_busy_seconds
+                    run, target, owner, error, delivery, duration_ms=duration_ms, at_least=wait_at_least_seconds
                 )
             return self.outcomes.fail(run, target, owner, error, duration_ms=duration_ms)
         finally:

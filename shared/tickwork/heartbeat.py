@@ -11,16 +11,18 @@ from typing import Any
 from tickwork.clock import Clock
 from tickwork.delivery import Delivery, visibility_for
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
-from tickwork.jobtypes import EffectMayContinue, PermanentJobError, RunContext, RunTimeout
+from tickwork.jobtypes import EffectMayContinue, PermanentJobError, RetryNotBefore, RunContext, RunTimeout
+from tickwork.limits import Holds
 from tickwork.observability import logger
 from tickwork.queues import RunQueues
 from tickwork.store import JobStore
 
 
 class Heartbeat:
-    """Extends the lease (and the job's running slot, under overlap SKIP) and the message's visibility while a
-    run works. It beats for as long as the handler runs, even past the executor's own wait: it stops when the
-    handler returns (or when told to, before the handler starts)."""
+    """Extends the lease (with the job's running slot under overlap SKIP, and the run's concurrency slots: see
+    tickwork.limits) and the message's visibility while a run works. It beats for as long as the handler runs,
+    even past the executor's own wait: it stops when the handler returns (or when told to, before the handler
+    starts)."""
 
     def __init__(
         self,
@@ -34,6 +36,7 @@ class Heartbeat:
         lease_for: timedelta,
         cancelled: threading.Event,
         slot_job_id: str | None = None,
+        holds: Holds | None = None,
         faults: FaultPlan = NO_FAULTS,
     ) -> None:
         self.store, self.queues, self.clock = store, queues, clock
@@ -42,6 +45,7 @@ class Heartbeat:
         self.every = lease_for / 3
         self.cancelled = cancelled
         self.slot_job_id = slot_job_id
+        self.holds = holds
         self.faults = faults
         self.lost = False
         self.cancel_requested = False  # the run was asked to stop (seen on the lease extension's answer)
@@ -72,6 +76,9 @@ class Heartbeat:
             self.faults.reached(CrashPoint.EXECUTOR_DURING_HEARTBEAT)
             if self.slot_job_id is not None:
                 self.store.extend_running_slot(self.slot_job_id, run_id=self.run_id, until=lease_until)
+            if self.holds is not None:
+                # Its concurrency slots end with the lease: a long run keeps them, a dead one frees them.
+                self.holds.extend(lease_until)
             self.beats += 1
             # Visibility follows the lease: were this executor to die, the message returns when the lease ends.
             self.queues.change_visibility(
@@ -136,6 +143,8 @@ def call_under_lease(
                 raise HandlerStillRunning(ctx.run_id)
             wait([future], timeout=min(left, 1.0))
         late = future.exception()
-        if late is not None and not isinstance(late, RunTimeout | EffectMayContinue | PermanentJobError):
+        if late is not None and not isinstance(
+            late, RunTimeout | EffectMayContinue | PermanentJobError | RetryNotBefore
+        ):
             raise RunTimeout(f"run exceeded its timeout of {budget:.0f}s and then failed: {late}") from late
     return future.result()

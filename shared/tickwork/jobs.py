@@ -20,6 +20,7 @@ from tickwork.models import Job, JobState, Run, RunStatus, RunTrigger, run_id_fo
 from tickwork.observability import logger
 from tickwork.queries import JobQueries
 from tickwork.store import JobStore
+from tickwork.tenants import ActiveJobsQuota
 
 
 @dataclass(frozen=True)
@@ -29,18 +30,22 @@ class JobLifecycle:
     clock: Clock
     factory: JobFactory
     queries: JobQueries  # the tenant-checked reads every change starts from
+    quota: ActiveJobsQuota  # max_active_jobs: checked before a job is written
 
     # ------------------------------------------------------------ create
 
     def create_job(self, tenant: str, spec: JobSpec) -> Job:
+        """A checked job, durable before acknowledged; QuotaExceeded (nothing written) over max_active_jobs."""
         job = self.factory.new_job(tenant, spec, now=self.clock.now())
-        if not self.add_new(job):  # durable before acknowledged
-            raise Conflict(f"job {job.id} exists already")  # pragma: no cover - ids are 75 random bits
+        with self.quota.admitted(tenant, lambda: self.store.get_job(job.id) is not None) as counted:
+            if not self.add_new(job, counted=counted):  # durable before acknowledged
+                raise Conflict(f"job {job.id} exists already")  # pragma: no cover - ids are 75 random bits
         return job
 
-    def add_new(self, job: Job) -> bool:
-        """Write a new, checked job and dispatch it if it is due soon; False (nothing done) if its id exists."""
-        if not self.store.put_new_job(job):
+    def add_new(self, job: Job, *, counted: bool = False) -> bool:
+        """Write a new, checked job and dispatch it if it is due soon; False (nothing done) if its id exists.
+        `counted`: a place in its tenant's max_active_jobs was reserved for it."""
+        if not self.store.put_new_job(job, counted=counted):
             return False
         logger.info("job created", extra={"job_id": job.id, "type": job.type, "next_run_at": job.next_run_at})
         self._dispatch_soon(job)

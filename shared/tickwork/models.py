@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import time
@@ -9,7 +10,13 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal, NamedTuple, Protocol
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    model_validator,
+)
 
 from tickwork.clock import from_ms, to_ms
 from tickwork.schedule import Schedule, UtcDatetime
@@ -134,6 +141,57 @@ class RetryPolicy(BaseModel):
         return self
 
 
+LimitKey = Annotated[str, Field(min_length=1, max_length=128)]
+# At least one run a day (the slowest rate worth a key), at most one a millisecond.
+PerSecond = Annotated[float, Field(ge=1 / 86400, le=1000), NotCoerced]
+PerMinute = Annotated[float, Field(ge=1 / 1440, le=60000), NotCoerced]
+_NO_RATE: Any = None  # a RateLimit's unit not given (absent, never null: the document says number)
+
+
+class ConcurrencyLimit(BaseModel):
+    """At most `limit` runs that share `key` (within the tenant) run at once, across every executor."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: LimitKey
+    limit: Annotated[int, Field(ge=1, le=1000), NotCoerced]
+
+
+def _one_rate_schema(schema: dict[str, Any]) -> None:
+    """ "Exactly one" in the OpenAPI document too, so that no schema-valid body is refused; and no null default
+    for a number that is either given or absent."""
+    for prop in schema.get("properties", {}).values():
+        prop.pop("default", None)
+    schema["oneOf"] = [{"required": ["per_second"]}, {"required": ["per_minute"]}]
+
+
+class RateLimit(BaseModel):
+    """Runs that share `key` (within the tenant) start no faster than this rate: `per_second` or `per_minute`,
+    exactly one. Strictly spaced (no burst): two runs start at least 1/rate apart (tickwork.limits)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=_one_rate_schema)
+
+    key: LimitKey
+    # The unit not given is left out of the document, as it was of the body.
+    per_second: PerSecond = Field(default=_NO_RATE, exclude_if=lambda v: v is None)
+    per_minute: PerMinute = Field(default=_NO_RATE, exclude_if=lambda v: v is None)
+
+    @model_validator(mode="after")
+    def _one_rate(self) -> RateLimit:
+        if len(self.model_fields_set & {"per_second", "per_minute"}) != 1:
+            raise ValueError("give exactly one of per_second and per_minute")
+        return self
+
+    @property
+    def interval_seconds(self) -> float:
+        return 1 / self.per_second if "per_second" in self.model_fields_set else 60 / self.per_minute
+
+    @property
+    def interval_ms(self) -> int:
+        """The spacing between two starts, rounded up so the rate is never exceeded."""
+        return math.ceil(self.interval_seconds * 1000)
+
+
 # Ids: a job is j + 25 characters, a workflow w + 25. An occurrence's run is <owner id>.<13 digits of ms>, with
 # `.m` for a manual trigger: a job's run, or a workflow run. A workflow step's run is its workflow run's id,
 # `.s-`, and the step id, so that every id names its place in the table (see store.codec).
@@ -226,6 +284,9 @@ class JobDefinition(BaseModel):
     misfire_grace_seconds: MisfireGraceSeconds = DEFAULT_MISFIRE_GRACE_SECONDS
     overlap: OverlapPolicy = OverlapPolicy.ALLOW
     tags: StoredTags = Field(default_factory=dict)
+    # Absent: no limit, and nothing is read or written for it when a run starts.
+    concurrency: ConcurrencyLimit | None = None
+    rate_limit: RateLimit | None = None
 
 
 class _HasPriority(Protocol):

@@ -1,4 +1,5 @@
-"""Recording a run's outcome: succeeded, retrying (with backoff), failed (to the DLQ) or skipped.
+"""Recording a run's outcome: succeeded, retrying (with backoff), failed (to the DLQ) or skipped; or, before it
+ran, deferred by a limit (the attempt given back).
 
 Every outcome is one conditional write on the run (`lease_owner = :me AND status = RUNNING`): an executor
 whose lease was taken over records nothing. A terminal outcome then settles what the run belongs to: its job
@@ -11,11 +12,25 @@ import math
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
+
 from tickwork.backoff import Random, backoff_seconds
 from tickwork.clock import Clock
 from tickwork.delivery import Delivery, Outcome
 from tickwork.faults import CrashPoint, FaultPlan
-from tickwork.models import DeadLetter, JobState, Run, RunError, RunResult, RunStatus, RunTrigger, SkipReason
+from tickwork.limits import Deferral
+from tickwork.models import (
+    DeadLetter,
+    DeferReason,
+    JobState,
+    Run,
+    RunError,
+    RunResult,
+    RunStatus,
+    RunTrigger,
+    SkipReason,
+)
 from tickwork.observability import logger, metrics
 from tickwork.queues import RunQueues, SendReport
 from tickwork.run_target import RunTarget
@@ -143,6 +158,41 @@ class RunOutcomes:
         self.queues.change_visibility(delivery.queue_url, delivery.receipt_handle, delay)
         return Outcome.RETRY_LATER
 
+    def defer(
+        self, run: Run, owner: str, previous: RunStatus | None, deferral: Deferral, delivery: Delivery
+    ) -> Outcome:
+        """A limit held the run back (tickwork.limits): the lease goes back in one write, the attempt not
+        consumed, and the run comes back after the wait: on its message, or from the due index if the wait is
+        longer than a message may be held back. Its scheduled time is untouched, so its lateness keeps counting."""
+        now = self.clock.now()
+        not_before = now + timedelta(seconds=deferral.wait_seconds)
+        on_message = deferral.wait_seconds <= MAX_MESSAGE_BACKOFF_SECONDS
+        # Back to what it was before this lease; a run taken over from a dead executor had an attempt already.
+        status = previous if previous in (RunStatus.QUEUED, RunStatus.RETRYING) else RunStatus.RETRYING
+        if not self.store.defer_run(
+            run,
+            owner=owner,
+            status=status,
+            reason=deferral.reason,
+            not_before=not_before,
+            resend_at=not_before + self.retry_safety_net if on_message else not_before,
+        ):
+            return Outcome.DONE  # the lease was taken over: its new holder decides
+        _count_deferral(deferral.reason)
+        logger.info(
+            "run deferred by a limit; attempt not consumed",
+            extra={
+                "run_id": run.id,
+                "reason": deferral.reason.value,
+                "retry_in_s": deferral.wait_seconds,
+                "deferred": run.deferred + 1,
+            },
+        )
+        if not on_message:
+            return Outcome.DONE  # the tick sends it at not_before
+        self.queues.change_visibility(delivery.queue_url, delivery.receipt_handle, deferral.wait_seconds)
+        return Outcome.BUSY
+
     def fail(
         self, run: Run, target: RunTarget, owner: str, error: RunError, *, duration_ms: int | None = None
     ) -> Outcome:
@@ -175,3 +225,12 @@ class RunOutcomes:
         metrics.add_metric(name="RunsSkipped", unit="Count", value=1)
         logger.info("run skipped", extra={"skip_reason": reason.value})
         return Outcome.DONE
+
+
+def _count_deferral(reason: DeferReason) -> None:
+    """RunsDeferred with its Reason as a dimension, emitted at once: the batch's shared metric set carries no
+    per-metric dimensions. single_metric ignores POWERTOOLS_METRICS_DISABLED, so this honours it."""
+    if is_metrics_disabled():
+        return
+    with single_metric(name="RunsDeferred", unit=MetricUnit.Count, value=1, namespace=metrics.namespace) as metric:
+        metric.add_dimension(name="Reason", value=reason.value)

@@ -7,7 +7,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tickwork.models import Job, JobState, OverlapPolicy, RetryPolicy, Run, RunTrigger, SkipReason
+from tickwork.models import (
+    ConcurrencyLimit,
+    Job,
+    JobState,
+    OverlapPolicy,
+    RateLimit,
+    RetryPolicy,
+    Run,
+    RunTrigger,
+    SkipReason,
+)
 from tickwork.workflow.advance import WorkflowRunStatus
 from tickwork.workflow.runs import WorkflowRunRecord
 
@@ -24,6 +34,9 @@ class RunTarget:
     # Why the run must not start now (it is recorded SKIPPED with this): its job is paused or cancelled (a
     # scheduled run), or its workflow run was cancelled.
     held_back: SkipReason | None = None
+    # Limits shared with other runs of the tenant (tickwork.limits); None: not limited.
+    concurrency: ConcurrencyLimit | None = None
+    rate_limit: RateLimit | None = None
     # The job, for completing it once its last occurrence has settled; None for a workflow step.
     job: Job | None = field(default=None, compare=False)
 
@@ -41,6 +54,8 @@ class RunTarget:
             timeout_seconds=job.timeout_seconds,
             overlap=job.overlap,
             held_back=held_back,
+            concurrency=job.concurrency,
+            rate_limit=job.rate_limit,
             job=job,
         )
 
@@ -60,4 +75,6 @@ class RunTarget:
             retry=snapshot.step_retry(step.id),
             timeout_seconds=snapshot.step_timeout_seconds(step.id),
             held_back=SkipReason.CANCELLED if record.status is WorkflowRunStatus.CANCELLED else None,
+            concurrency=step.concurrency,
+            rate_limit=step.rate_limit,
         )

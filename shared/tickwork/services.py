@@ -16,15 +16,26 @@ from tickwork.idempotent_create import IdempotentCreate
 from tickwork.job_factory import MAX_PAYLOAD_BYTES, JobFactory
 from tickwork.jobs import JobLifecycle
 from tickwork.jobtypes import registry
+from tickwork.limits import RunLimits
 from tickwork.models import Band
 from tickwork.queries import JobQueries
 from tickwork.queues import RunQueues
 from tickwork.redrive import RunRedrive
 from tickwork.results import ResultStore
 from tickwork.settings import Settings, load_settings
-from tickwork.store import Cursors, IdempotencyRecords, JobStore, Listings, TenantRecords, WorkflowRecords, cursor_key
+from tickwork.store import (
+    Cursors,
+    IdempotencyRecords,
+    JobStore,
+    LimitRecords,
+    Listings,
+    TenantRecords,
+    WorkflowRecords,
+    cursor_key,
+)
 from tickwork.store.tenant_rates import TenantRates
 from tickwork.tenant_settings import TenantDirectory
+from tickwork.tenants import ActiveJobsQuota, TenantService
 from tickwork.workflow.factory import WorkflowFactory
 from tickwork.workflow.occurrences import WorkflowOccurrences
 from tickwork.workflow.progress import ProgressSettings, WorkflowProgress
@@ -101,6 +112,7 @@ class Services:
             clients=self.clients,
             faults=self.faults,
             workflows=self.workflow_progress,
+            limits=RunLimits(LimitRecords(self.store.shared_table), self.tenant_directory),
         )
 
     @cached_property
@@ -137,6 +149,7 @@ class Services:
             self.listings,
             self.clock,
             WorkflowFactory(self.store.shards, http_allowlist=self.settings.http_allowlist),
+            self.active_jobs_quota,
         )
 
     @cached_property
@@ -153,6 +166,16 @@ class Services:
     def tenant_directory(self) -> TenantDirectory:
         """Tenants' settings as recently read (tick and executor): one directory per execution environment."""
         return TenantDirectory(self.tenant_records, self.clock)
+
+    @cached_property
+    def tenants(self) -> TenantService:
+        """What the API calls for tenants' settings and usage."""
+        return TenantService(self.tenant_records, self.tenant_directory, self.clock)
+
+    @cached_property
+    def active_jobs_quota(self) -> ActiveJobsQuota:
+        """The max_active_jobs check of every create (jobs and workflows)."""
+        return ActiveJobsQuota(self.tenant_records, self.tenant_directory, self.clock)
 
     @cached_property
     def listings(self) -> Listings:
@@ -174,11 +197,15 @@ class Services:
 
     @cached_property
     def jobs(self) -> JobLifecycle:
-        return JobLifecycle(self.store, self.dispatcher, self.clock, self.job_factory, self.queries)
+        return JobLifecycle(
+            self.store, self.dispatcher, self.clock, self.job_factory, self.queries, self.active_jobs_quota
+        )
 
     @cached_property
     def idempotent_create(self) -> IdempotentCreate:
-        return IdempotentCreate(self.store, self.job_factory, self.jobs, self.idempotency, self.clock)
+        return IdempotentCreate(
+            self.store, self.job_factory, self.jobs, self.idempotency, self.clock, self.active_jobs_quota
+        )
 
     @cached_property
     def redrive(self) -> RunRedrive:

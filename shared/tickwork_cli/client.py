@@ -171,6 +171,9 @@ class Client:
     def patch(self, path: str, body: Any) -> Any:
         return self.request("PATCH", path, body=body)
 
+    def put(self, path: str, body: Any) -> Any:
+        return self.request("PUT", path, body=body)
+
     def delete(self, path: str) -> Any:
         return self.request("DELETE", path)
 

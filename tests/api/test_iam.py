@@ -41,8 +41,10 @@ def _api_grants() -> set[tuple[str, str]]:
 
 def _needed(service: str, operation: str, params: dict[str, Any], resources: Any) -> tuple[str, str]:
     if service == "dynamodb":
-        # BatchGetItem names its table in RequestItems (job create reads the tenant's settings that way).
-        assert params.get("TableName", next(iter(params.get("RequestItems", {})), None)) == resources.table_name
+        # BatchGetItem names its table in RequestItems; TransactWriteItems in each of its TransactItems.
+        items = [next(iter(i.values())) for i in params.get("TransactItems", [])]
+        tables = {params.get("TableName"), *params.get("RequestItems", {}), *(i["TableName"] for i in items)}
+        assert tables - {None} == {resources.table_name}
         index = params.get("IndexName")
         return f"dynamodb:{operation}", "JobsTable" + (f"/index/{index}" if index else "")
     if service == "sqs":

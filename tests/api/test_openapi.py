@@ -34,6 +34,9 @@ ROUTES = {
     ("get", "/v1/workflow-runs/{workflow_run_id}"),
     ("post", "/v1/workflow-runs/{workflow_run_id}/cancel"),
     ("post", "/v1/workflow-runs/{workflow_run_id}/retry"),
+    ("get", "/v1/tenants/me"),
+    ("get", "/v1/tenants/{tenant}"),
+    ("put", "/v1/tenants/{tenant}"),
     ("get", "/v1/health"),
     ("get", "/v1/openapi.json"),
 }

@@ -23,6 +23,8 @@ STEP_DEFAULTS = {
     "retry": None,
     "timeout_seconds": None,
     "priority": None,
+    "concurrency": None,
+    "rate_limit": None,
 }
 ONE_ATTEMPT = {"max_attempts": 1}
 

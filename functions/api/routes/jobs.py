@@ -25,7 +25,7 @@ router = APIGatewayHttpRouter()
     summary="Create a job",
     responses={
         201: ok(Job, "Created (or replayed for the same Idempotency-Key and body)"),
-        **problems(400, 409, 413, 415),
+        **problems(400, 409, 413, 415, 429),
     },
     tags=["jobs"],
 )

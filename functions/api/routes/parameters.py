@@ -8,7 +8,7 @@ from urllib.parse import unquote
 from aws_lambda_powertools.event_handler.openapi.params import Path as PathParam
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from pydantic import BeforeValidator, StringConstraints
-from tickwork.store import MAX_LIMIT
+from tickwork.store import MAX_LIMIT, TENANT
 
 # Path ids arrive as sent, percent-encoded (API Gateway's rawPath); they are decoded before their length is
 # checked, so the check (and the id the route gets) is the one the OpenAPI document describes.
@@ -39,6 +39,13 @@ WorkflowRunId = Annotated[
     StringConstraints(pattern=r"^w[0-9a-z]{25}\.[0-9]{13}(\.m)?$"),
     BeforeValidator(unquote),
     PathParam(description="A workflow run id: `<workflow id>.<13-digit ms>` (or `...m` for a manual trigger)."),
+]
+# A tenant name holds `/` and `:` when it comes from an IAM identity: sent percent-encoded (%2F), decoded here.
+TenantName = Annotated[
+    str,
+    StringConstraints(pattern=TENANT.pattern),
+    BeforeValidator(unquote),
+    PathParam(description="A tenant name, percent-encoded (`123456789012:role%2Fops`); `me` is the caller's own."),
 ]
 Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"Page size, 1 to {MAX_LIMIT}.")]
 Cursor = Annotated[str | None, Query(max_length=512, description="`next_cursor` of the previous page.")]

@@ -23,12 +23,13 @@ def ok(model: Any, description: str) -> Any:
 _PROBLEM_DESCRIPTIONS = {
     400: "Malformed request",
     401: "No caller identity (or no valid API key, locally)",
-    403: "The caller's identity maps to no tenant",
+    403: "The caller's identity maps to no tenant (or the route is an admin's)",
     404: "Unknown id (or another tenant's)",
     409: "Conflicting state",
     413: "Payload too large",
     415: "The body is not JSON",
     422: "Invalid input, naming each field",
+    429: "Over the tenant's quota (`quota`, `limit`, `current`); `Retry-After` when waiting helps",
 }
 
 

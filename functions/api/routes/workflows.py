@@ -24,7 +24,7 @@ router = APIGatewayHttpRouter()
 @router.post(
     "/v1/workflows",
     summary="Create a workflow: a schedule and a DAG of steps (docs/workflows.md)",
-    responses={201: ok(Workflow, "Created"), **problems(400, 413, 415)},
+    responses={201: ok(Workflow, "Created"), **problems(400, 413, 415, 429)},
     tags=["workflows"],
 )
 def create_workflow(spec: Annotated[WorkflowSpec, Body(description="The workflow.")], built: Wired, tenant: Tenant):

@@ -1,4 +1,6 @@
-"""`http`: calls a URL with `Idempotency-Key: <run id>`; non-2xx fails (and retries).
+"""`http`: calls a URL with `Idempotency-Key: <run id>`; non-2xx fails. A 5xx or a 429 is retried, not before its
+Retry-After when it has one (a 429 or 503: capped by the job's `retry.max_backoff_seconds`); any other 4xx
+fails at once, without retries.
 
 Server-side request forgery guard: link-local and cloud metadata addresses are refused always; private,
 loopback and other non-public addresses unless HTTP_ALLOWLIST names a network that holds them. The check
@@ -13,12 +15,14 @@ import ipaddress
 import json
 import socket
 import ssl
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from tickwork.jobtypes.registry import PermanentJobError, RunContext, job_type
+from tickwork.jobtypes.registry import PermanentJobError, RetryNotBefore, RunContext, job_type
 from tickwork.models import NotCoerced
 
 MAX_RESPONSE_BYTES = 256 * 1024
@@ -36,7 +40,36 @@ class UrlRefused(PermanentJobError):
 
 
 class HttpStatusError(RuntimeError):
-    pass
+    """A 5xx, or a 429: retried."""
+
+
+class HttpClientError(PermanentJobError):
+    """A 4xx other than 429: the request itself is wrong, and sending it again cannot help."""
+
+
+class HttpRetryAfter(RetryNotBefore):
+    """A 429 or 503 with Retry-After: retried, not before the server asked (capped by the job's retry policy)."""
+
+
+# Retry-After means "not before then" only on these (RFC 9110 10.2.3; 429 in RFC 6585).
+_RETRY_AFTER_STATUSES = (429, 503)
+
+
+def retry_after_seconds(value: str | None, now: datetime) -> float | None:
+    """Retry-After as seconds from `now`: delay-seconds, or an HTTP-date (RFC 9110 10.2.3). None when absent or
+    unreadable (then the ordinary backoff applies); a date in the past is no wait."""
+    if value is None:
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # an HTTP-date is always GMT
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - now).total_seconds())
 
 
 def refusal(address: str, allowlist: tuple[str, ...]) -> str | None:
@@ -156,8 +189,13 @@ def call_url(payload: HttpPayload, ctx: RunContext) -> dict[str, Any]:
         "body": content,
         "truncated": len(raw) > MAX_RESPONSE_BYTES,
     }
-    if not 200 <= response.status < 300:
-        raise HttpStatusError(
-            f"{payload.method} {parts.scheme}://{parts.netloc}{parts.path} returned {response.status}"
-        )
-    return result
+    if 200 <= response.status < 300:
+        return result
+    message = f"{payload.method} {parts.scheme}://{parts.netloc}{parts.path} returned {response.status}"
+    if response.status in _RETRY_AFTER_STATUSES:
+        wait = retry_after_seconds(response.getheader("Retry-After"), ctx.clock.now())
+        if wait is not None:
+            raise HttpRetryAfter(f"{message}; Retry-After {wait:.0f}s", wait_seconds=wait)
+    if 400 <= response.status < 500 and response.status != 429:
+        raise HttpClientError(message)
+    raise HttpStatusError(message)

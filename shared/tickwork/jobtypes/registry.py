@@ -35,6 +35,15 @@ class EffectMayContinue(RuntimeError):
         self.busy_seconds = busy_seconds
 
 
+class RetryNotBefore(RuntimeError):
+    """The attempt failed and the other side said when to try again (an HTTP 429 or 503 with Retry-After): the
+    next attempt waits at least `wait_seconds`, capped by the job's `retry.max_backoff_seconds`."""
+
+    def __init__(self, message: str, *, wait_seconds: float) -> None:
+        super().__init__(message)
+        self.wait_seconds = wait_seconds
+
+
 @dataclass
 class RunContext:
     """What a handler may use: ids, its attempt number, a deadline, and a cooperative sleep."""

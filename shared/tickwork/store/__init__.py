@@ -25,7 +25,8 @@ The package, one module a concern:
 - `listings` and `cursors`: `Listings`, a tenant's jobs, runs and DLQ page by page, with opaque `Cursors`;
 - `idempotency`: `IdempotencyRecords`, the records behind create's Idempotency-Key;
 - `workflows`: `WorkflowRecords`, the workflow and workflow run items (built over the same `Table`);
-- `tenants`: `TenantRecords`, a tenant's settings and usage (pk=TENANT#<tenant>; built over the same `Table`).
+- `tenants`: `TenantRecords`, a tenant's settings and usage (pk=TENANT#<tenant>; built over the same `Table`);
+- `limits`: `LimitRecords`, concurrency semaphores and rate limits (pk=TENANT#<tenant>, sk=LIMIT#...).
 `JobStore` below composes the three record classes over one `Table`; `Listings` and `IdempotencyRecords` are
 built over the same `Table` (`JobStore.shared_table`) by the wiring. Callers use the names exported here.
 """
@@ -56,6 +57,7 @@ from tickwork.store.cursors import Cursors, cursor_key
 from tickwork.store.due_index import DUE_INDEX, DUE_INDEX_PROJECTION, TENANT_INDEX, DueIndex, DueItem
 from tickwork.store.idempotency import IDEMPOTENCY_KEY, IdempotencyRecord, IdempotencyRecords
 from tickwork.store.jobs import JobRecords
+from tickwork.store.limits import TENANT_SEMAPHORE, LimitRecords, RateAdmission, rate_sort, semaphore_sort
 from tickwork.store.listings import DEFAULT_LIMIT, MAX_LIMIT, Listings, Page
 from tickwork.store.reading import (
     UNREADABLE,
@@ -78,6 +80,7 @@ __all__ = [
     "MAX_LIMIT",
     "TENANT",
     "TENANT_INDEX",
+    "TENANT_SEMAPHORE",
     "UNREADABLE",
     "ClaimedRuns",
     "Cursors",
@@ -91,8 +94,10 @@ __all__ = [
     "Lease",
     "LeaseExtension",
     "LeaseOutcome",
+    "LimitRecords",
     "Listings",
     "Page",
+    "RateAdmission",
     "RunRecords",
     "Table",
     "TenantRecords",
@@ -105,6 +110,7 @@ __all__ = [
     "job_key",
     "job_to_item",
     "note_unreadable",
+    "rate_sort",
     "read_job",
     "read_run",
     "read_workflow",
@@ -112,6 +118,7 @@ __all__ = [
     "run_from_attrs",
     "run_key",
     "run_to_attrs",
+    "semaphore_sort",
     "serialize",
     "shard_of",
     "workflow_run_key",
@@ -194,5 +201,6 @@ class JobStore:
     lease_run = _Forward("runs", RunRecords.lease_run)
     extend_lease = _Forward("runs", RunRecords.extend_lease)
     finish_run = _Forward("runs", RunRecords.finish_run)
+    defer_run = _Forward("runs", RunRecords.defer_run)
     requeue_failed_run = _Forward("runs", RunRecords.requeue_failed_run)
     runs_of_job = _Forward("runs", RunRecords.runs_of_job)

@@ -2,17 +2,65 @@
 one running slot (overlap SKIP).
 
 Each change is a conditional write through `Table`, on the version or state it was decided from.
+
+A job counted in its tenant's `active_jobs` (tickwork.store.tenants) carries `counted_for`. The writes that take
+a job out of the active set (completion, cancel) remove it in the same conditional write and, when that write
+won, decrement the counter: exactly once per counted job, and never for a job that was not counted.
 """
 
 from __future__ import annotations
 
+from collections.abc import Set
 from datetime import datetime
+from typing import Any
 
 from tickwork.clock import iso, to_ms
 from tickwork.models import Job, JobState
 from tickwork.store.codec import deserialize, expression_values, job_key, job_to_item, shard_of
 from tickwork.store.conditional import Table
 from tickwork.store.reading import read_job
+from tickwork.store.tenants import ACTIVE_STATES, COUNTED_FOR, TenantRecords
+
+# What a job item holds that its model decides, and so what a replace removes when the model leaves it out
+# (None fields are not stored). Anything else on the item (the running slot, the counted mark) a replace keeps.
+JOB_ATTRIBUTES = frozenset((set(Job.model_fields) - {"id", "payload"}) | {"due_shard", "due_at"})
+
+
+def replace_scheduled(
+    table: Table, tenants: TenantRecords, item: dict[str, Any], *, expected_version: int, attributes: Set[str]
+) -> bool:
+    """Write a changed job or workflow item (`item`, as the codec builds it) if its version is still
+    `expected_version`.
+
+    An UpdateItem that sets every attribute of `item` and removes the model's `attributes` it lacks, rather
+    than a PutItem: a put would drop what the model does not hold (the counted mark, the running slot). When the
+    change leaves the active set (CANCELLED), the counted mark goes in the same write, and the counter is
+    decremented only if this write won. Same write cost as the put (billed on the larger item)."""
+    names: dict[str, str] = {}
+    values: dict[str, Any] = {}
+    sets: list[str] = []
+    for index, (name, value) in enumerate(sorted(item.items())):
+        if name in ("pk", "sk"):
+            continue
+        names[f"#a{index}"] = name
+        values[f":a{index}"] = value
+        sets.append(f"#a{index} = :a{index}")
+    gone = sorted(set(attributes) - item.keys())
+    leaves = item.get("state", {}).get("S") not in ACTIVE_STATES
+    if leaves:
+        gone.append(COUNTED_FOR)
+    removes = []
+    for index, name in enumerate(gone):
+        names[f"#r{index}"] = name
+        removes.append(f"#r{index}")
+    update = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
+    values.update(expression_values(expected=expected_version))
+    won, old = table.update_if_returning_old(
+        {"pk": item["pk"], "sk": item["sk"]}, update, "attribute_exists(pk) AND version = :expected", names, values
+    )
+    if won and leaves:
+        tenants.release_after_transition(old)
+    return won
 
 
 class JobRecords:
@@ -21,10 +69,14 @@ class JobRecords:
     def __init__(self, table: Table, *, shards: int) -> None:
         self._table = table
         self.shards = shards
+        self._tenants = TenantRecords(table)
 
-    def put_new_job(self, job: Job) -> bool:
-        """Durable create (the API's acknowledgement waits for this write); False if the id exists."""
-        won, _ = self._table.put_if_absent(job_to_item(job, self.shards), return_old=False)
+    def put_new_job(self, job: Job, *, counted: bool = False) -> bool:
+        """Durable create (the API's acknowledgement waits for this write); False if the id exists. `counted`:
+        its tenant's `active_jobs` counts it (a reservation was made for it)."""
+        won, _ = self._table.put_if_absent(
+            counted_item(job_to_item(job, self.shards), job.tenant, counted), return_old=False
+        )
         return won
 
     def get_job(self, job_id: str, *, consistent: bool = True) -> Job | None:
@@ -35,26 +87,30 @@ class JobRecords:
 
     def replace_job(self, job: Job, *, expected_version: int) -> bool:
         """Write a changed job (pause, resume, cancel, update) if nobody changed it since `expected_version`."""
-        won, _ = self._table.put_if(
+        return replace_scheduled(
+            self._table,
+            self._tenants,
             job_to_item(job, self.shards),
-            "attribute_exists(pk) AND version = :v",
-            None,
-            expression_values(v=expected_version),
+            expected_version=expected_version,
+            attributes=JOB_ATTRIBUTES,
         )
-        return won
 
     def complete_if_settled(self, job_id: str, now: datetime) -> bool:
         """ACTIVE -> COMPLETED once the job's last occurrence has settled, and out of the due index for good.
 
         Only while it has no pending occurrence (`next_run_at` absent): a PATCH that moved a one-shot's `at`,
-        or gave a recurring job more occurrences, set one, and then the job is not complete."""
-        return self._table.update_if(
+        or gave a recurring job more occurrences, set one, and then the job is not complete. A counted job
+        leaves its tenant's `active_jobs` here (the item as it was tells whether it was counted, no read)."""
+        won, old = self._table.update_if_returning_old(
             job_key(job_id),
-            "SET #state = :done, updated_at = :now, version = version + :one REMOVE due_shard, due_at",
+            f"SET #state = :done, updated_at = :now, version = version + :one REMOVE due_shard, due_at, {COUNTED_FOR}",
             "#state = :active AND attribute_not_exists(next_run_at)",
             {"#state": "state"},
             expression_values(done=JobState.COMPLETED.value, active=JobState.ACTIVE.value, now=iso(now), one=1),
         )
+        if won:
+            self._tenants.release_after_transition(old)
+        return won
 
     def advance_job(
         self, job_id: str, *, expected_version: int, next_run_at: datetime | None, complete: bool, now: datetime
@@ -76,14 +132,16 @@ class JobRecords:
             removes += ["next_run_at", "due_at", "due_shard"]
         if complete:
             sets.append("#state = :completed")
+            removes.append(COUNTED_FOR)
             values.update(expression_values(completed=JobState.COMPLETED.value))
-        return self._table.update_if(
-            job_key(job_id),
-            "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else ""),
-            "version = :v AND #state = :active",
-            {"#state": "state"},
-            values,
-        )
+        update = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
+        condition = "version = :v AND #state = :active"
+        if not complete:  # the claim's common case: no returned item, nothing more than before
+            return self._table.update_if(job_key(job_id), update, condition, {"#state": "state"}, values)
+        won, old = self._table.update_if_returning_old(job_key(job_id), update, condition, {"#state": "state"}, values)
+        if won:
+            self._tenants.release_after_transition(old)
+        return won
 
     # ------------------------------------------------------------ the running slot (overlap SKIP)
 
@@ -117,3 +175,8 @@ class JobRecords:
             None,
             expression_values(run=run_id),
         )
+
+
+def counted_item(item: dict[str, Any], tenant: str, counted: bool) -> dict[str, Any]:
+    """A new job or workflow item, marked as counted in its tenant's `active_jobs` when it is."""
+    return {**item, COUNTED_FOR: {"S": tenant}} if counted else item

@@ -14,7 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from tickwork.clock import iso, to_ms
-from tickwork.models import Run, RunError, RunResult, RunStatus, SkipReason, parse_run_id
+from tickwork.models import DeferReason, Run, RunError, RunResult, RunStatus, SkipReason, parse_run_id
 from tickwork.store.codec import (
     deserialize,
     expression_values,
@@ -142,7 +142,7 @@ class RunRecords:
         )
 
     def lease_run(self, run_id: str, *, owner: str, now: datetime, lease_for: timedelta) -> Lease:
-        """Take the run: QUEUED, RETRYING whose backoff has passed, or RUNNING whose lease expired, becomes
+        """Take the run: QUEUED or RETRYING whose wait has passed, or RUNNING whose lease expired, becomes
         RUNNING with attempts+1. The condition is promise 4's lock (at most one live lease per run) and keeps
         the retry backoff (no duplicate message starts an attempt before `not_before`)."""
         parsed = parse_run_id(run_id)
@@ -158,7 +158,9 @@ class RunRecords:
             # The run keeps its due-index entry while leased: the safety net were the lease to lapse with its
             # message stranded (see dispatch.Resender); the outcome removes it.
             "REMOVE not_before, not_before_ms",
-            "attribute_exists(pk) AND (#status = :queued "
+            # A QUEUED run has a not_before only when a limit deferred it (see defer_run).
+            "attribute_exists(pk) AND ((#status = :queued "
+            "AND (attribute_not_exists(not_before_ms) OR not_before_ms <= :now_ms)) "
             "OR (#status = :retrying AND (attribute_not_exists(not_before_ms) OR not_before_ms <= :now_ms)) "
             "OR (#status = :running AND lease_until_ms < :now_ms))",
             {"#status": "status"},
@@ -182,7 +184,9 @@ class RunRecords:
             current = run_from_attrs(old_attrs)
             if current.status.terminal:
                 return Lease(LeaseOutcome.TERMINAL, current, current.status)
-            if current.status is RunStatus.RETRYING:
+            if current.status is RunStatus.RETRYING or (
+                current.status is RunStatus.QUEUED and current.not_before is not None
+            ):
                 return Lease(LeaseOutcome.EARLY, current, current.status)
             return Lease(LeaseOutcome.BUSY, current, current.status)
         old = run_from_attrs(old_attrs)
@@ -276,6 +280,46 @@ class RunRecords:
             "lease_owner = :owner AND #status = :running",
             names,
             expression_values(**values),
+        )
+
+    def defer_run(
+        self,
+        run: Run,
+        *,
+        owner: str,
+        status: RunStatus,
+        reason: DeferReason,
+        not_before: datetime,
+        resend_at: datetime,
+    ) -> bool:
+        """Give the lease back without running: a limit held the run back. One write, only while holding the
+        lease: back to `status` (QUEUED or RETRYING) with the attempt not consumed, `deferred` + 1 and its
+        reason, `not_before` (the lease refuses any message before then) and its due-index entry at
+        `resend_at` (the tick re-sends it then, were its message lost). A run that had never started before
+        this lease loses the start the lease gave it, so its start and lateness are those of its real start."""
+        removes = ["lease_owner", "lease_until", "lease_until_ms"]
+        if run.attempts <= 1:
+            removes += ["started_at", "lateness_ms"]
+        return self._table.update_if(
+            run_key(run.id),
+            "SET #status = :status, attempts = attempts - :one, "
+            "#deferred = if_not_exists(#deferred, :zero) + :one, deferred_reason = :reason, "
+            "not_before = :nb, not_before_ms = :nb_ms, due_shard = :shard, due_at = :due "
+            "REMOVE " + ", ".join(removes),
+            "lease_owner = :owner AND #status = :running",
+            {"#status": "status", "#deferred": "deferred"},
+            expression_values(
+                status=status.value,
+                one=1,
+                zero=0,
+                reason=reason.value,
+                nb=iso(not_before),
+                nb_ms=to_ms(not_before),
+                shard=shard_of(run.job_id, self.shards),
+                due=to_ms(resend_at),
+                owner=owner,
+                running=RunStatus.RUNNING.value,
+            ),
         )
 
     def requeue_failed_run(self, run: Run, *, now: datetime, redispatch_at: datetime) -> bool:

@@ -1,20 +1,36 @@
-"""Tenant items (pk=TENANT#<tenant>): the settings an admin sets (sk=SETTINGS).
+"""Tenant items (pk=TENANT#<tenant>): the settings an admin sets (sk=SETTINGS) and the tenant's usage (sk=USAGE).
 
 Other tenant items sit in the same partition (usage counters, limits); each has its own sort key.
+
+The usage item's `active_jobs` counts the tenant's ACTIVE and PAUSED jobs and workflows, kept only while the
+tenant has a `max_active_jobs` (tenants without one pay nothing). A job or workflow the counter includes carries
+`COUNTED_FOR` = its tenant, so that leaving the active set decrements exactly the counted ones, once: the
+transition that leaves (completion, cancel) removes the attribute in the same conditional write, and decrements
+only when that write won (see tickwork.store.jobs).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from tickwork.clock import iso
-from tickwork.store.codec import deserialize, serialize
+from tickwork.models import JobState
+from tickwork.observability import logger
+from tickwork.store.codec import deserialize, expression_values, serialize
 from tickwork.store.conditional import Table
+from tickwork.store.due_index import TENANT_INDEX
 from tickwork.tenant_settings import TenantSettings
 
 SETTINGS_SK = "SETTINGS"
+USAGE_SK = "USAGE"
+ACTIVE_JOBS = "active_jobs"
+# On a job or workflow item: the tenant whose `active_jobs` counts it (absent: not counted).
+COUNTED_FOR = "counted_for"
+ACTIVE_STATES = (JobState.ACTIVE.value, JobState.PAUSED.value)
 _SETTINGS_FIELDS = set(TenantSettings.model_fields)
 
 
@@ -40,8 +56,19 @@ class TenantRecords:
         keys = [tenant_key(t, SETTINGS_SK) for t in sorted(set(tenants))]
         return {a["tenant"]: _settings(a) for a in self._table.batch_get(keys)}
 
-    def put_settings(self, tenant: str, settings: TenantSettings, now: datetime) -> None:
-        """Replace the tenant's settings (an admin's PUT: the whole document, absent quotas removed)."""
+    def get_settings_and_usage(self, tenant: str) -> tuple[TenantSettings | None, dict[str, Any]]:
+        """The tenant's settings item (None: the defaults) and its usage item's attributes (empty if none), in
+        one BatchGetItem."""
+        found = {
+            a["sk"]: a for a in self._table.batch_get([tenant_key(tenant, SETTINGS_SK), tenant_key(tenant, USAGE_SK)])
+        }
+        settings = _settings(found[SETTINGS_SK]) if SETTINGS_SK in found else None
+        usage = {k: v for k, v in found.get(USAGE_SK, {}).items() if k not in ("pk", "sk")}
+        return settings, usage
+
+    def put_settings(self, tenant: str, settings: TenantSettings, now: datetime) -> TenantSettings | None:
+        """Replace the tenant's settings (an admin's PUT: the whole document, absent quotas removed); returns the
+        settings it replaced (None: there were none)."""
         attrs = {
             "pk": f"TENANT#{tenant}",
             "sk": SETTINGS_SK,
@@ -49,7 +76,129 @@ class TenantRecords:
             "updated_at": iso(now),
             **settings.model_dump(exclude_none=True),
         }
-        self._table.client.put_item(TableName=self._table.name, Item=serialize(attrs))
+        old = self._table.client.put_item(TableName=self._table.name, Item=serialize(attrs), ReturnValues="ALL_OLD")
+        attributes = old.get("Attributes")
+        return _settings(deserialize(attributes)) if attributes else None
+
+    # ------------------------------------------------------------ the active jobs counter
+
+    def reserve_active_job(self, tenant: str, limit: int) -> tuple[bool, int]:
+        """Count one more active job, only while fewer than `limit` are. Returns (reserved, the count now, or
+        as the refused condition saw it)."""
+        won, attrs = self._table.update_if_returning_new(
+            tenant_key(tenant, USAGE_SK),
+            "ADD #active :one SET tenant = :tenant",
+            "attribute_not_exists(#active) OR #active < :max",
+            {"#active": ACTIVE_JOBS},
+            expression_values(one=1, max=limit, tenant=tenant),
+        )
+        return won, int(attrs.get(ACTIVE_JOBS, 0))
+
+    def release_active_job(self, tenant: str) -> None:
+        """One counted job left the active set (or a reservation was not used)."""
+        self._table.client.update_item(
+            TableName=self._table.name,
+            Key=tenant_key(tenant, USAGE_SK),
+            UpdateExpression="ADD #active :minus",
+            ExpressionAttributeNames={"#active": ACTIVE_JOBS},
+            ExpressionAttributeValues=expression_values(minus=-1),
+        )
+
+    def release_after_transition(self, old: dict[str, Any]) -> None:
+        """After a won transition out of the active set: decrement the counter that counted the item (`old`, the
+        item before the write), if one did. The transition stands whatever happens here; a failure only leaves
+        the counter one too high (logged), never too low."""
+        tenant = old.get(COUNTED_FOR)
+        if not tenant:
+            return
+        try:
+            self.release_active_job(str(tenant))
+        except Exception:
+            logger.exception(
+                "active jobs counter not decremented; it over-counts by one",
+                extra={"tenant": tenant, "job_id": old.get("job_id")},
+            )
+
+    def uncounted_active(self, tenant: str) -> Iterator[str]:
+        """Ids of the tenant's ACTIVE or PAUSED jobs and workflows not counted yet: a paged Query of its
+        tenant-index partitions (never a Scan)."""
+        for kind in ("JOB", "WORKFLOW"):
+            params: dict[str, Any] = {
+                "TableName": self._table.name,
+                "IndexName": TENANT_INDEX,
+                "KeyConditionExpression": "tenant_key = :key",
+                "FilterExpression": "#state IN (:active, :paused) AND attribute_not_exists(#counted)",
+                "ProjectionExpression": "job_id",
+                "ExpressionAttributeNames": {"#state": "state", "#counted": COUNTED_FOR},
+                "ExpressionAttributeValues": expression_values(
+                    key=f"T#{tenant}#{kind}", active=ACTIVE_STATES[0], paused=ACTIVE_STATES[1]
+                ),
+            }
+            while True:
+                page = self._table.client.query(**params)
+                for item in page.get("Items", []):
+                    yield str(deserialize(item)["job_id"])
+                if "LastEvaluatedKey" not in page:
+                    break
+                params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def next_one_shot(self, tenant: str, *, newest: int = 100) -> str | None:
+        """The earliest `next_run_at` (ISO) among the tenant's `newest` jobs and workflows that are ACTIVE
+        one-shots (an `at` schedule): the soonest a job is likely to leave the active set. One Query page of
+        each tenant-index partition, read only when a create was refused, so its cost is bounded."""
+        earliest: str | None = None
+        for kind in ("JOB", "WORKFLOW"):
+            page = self._table.client.query(
+                TableName=self._table.name,
+                IndexName=TENANT_INDEX,
+                KeyConditionExpression="tenant_key = :key",
+                FilterExpression="#state = :active AND attribute_exists(#schedule.#at) AND attribute_exists(next_run_at)",
+                ProjectionExpression="next_run_at",
+                ExpressionAttributeNames={"#state": "state", "#schedule": "schedule", "#at": "at"},
+                ExpressionAttributeValues=expression_values(key=f"T#{tenant}#{kind}", active=JobState.ACTIVE.value),
+                ScanIndexForward=False,
+                Limit=newest,
+            )
+            for item in page.get("Items", []):
+                due = str(deserialize(item)["next_run_at"])
+                earliest = due if earliest is None or due < earliest else earliest
+        return earliest
+
+    def count_in(self, tenant: str, job_id: str) -> bool:
+        """Mark one job or workflow counted and count it, in one transaction (a crash never counts it twice, nor
+        marks it uncounted); False if it was counted meanwhile, left the active set, or is gone."""
+        try:
+            self._table.client.transact_write_items(
+                TransactItems=[
+                    {
+                        "Update": {
+                            "TableName": self._table.name,
+                            "Key": {"pk": {"S": f"JOB#{job_id}"}, "sk": {"S": "JOB"}},
+                            "UpdateExpression": "SET #counted = :tenant",
+                            "ConditionExpression": "attribute_not_exists(#counted) AND tenant = :tenant "
+                            "AND #state IN (:active, :paused)",
+                            "ExpressionAttributeNames": {"#counted": COUNTED_FOR, "#state": "state"},
+                            "ExpressionAttributeValues": expression_values(
+                                tenant=tenant, active=ACTIVE_STATES[0], paused=ACTIVE_STATES[1]
+                            ),
+                        }
+                    },
+                    {
+                        "Update": {
+                            "TableName": self._table.name,
+                            "Key": tenant_key(tenant, USAGE_SK),
+                            "UpdateExpression": "ADD #active :one SET tenant = :tenant",
+                            "ExpressionAttributeNames": {"#active": ACTIVE_JOBS},
+                            "ExpressionAttributeValues": expression_values(one=1, tenant=tenant),
+                        }
+                    },
+                ]
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+                raise
+            return False
+        return True
 
 
 def _settings(attrs: dict[str, Any]) -> TenantSettings:

@@ -28,7 +28,9 @@ from tickwork.store.codec import (
     workflow_to_item,
 )
 from tickwork.store.conditional import Table
+from tickwork.store.jobs import counted_item, replace_scheduled
 from tickwork.store.reading import read_workflow, read_workflow_run
+from tickwork.store.tenants import TenantRecords
 from tickwork.workflow.advance import StepStatus, WorkflowRunStatus
 from tickwork.workflow.definition import Workflow
 from tickwork.workflow.runs import StepEntry, WorkflowRunRecord
@@ -75,6 +77,10 @@ class _StepUpdate:
         return " ".join(parts)
 
 
+# What a workflow item holds that its model decides (see tickwork.store.jobs.JOB_ATTRIBUTES).
+WORKFLOW_ATTRIBUTES = frozenset((set(Workflow.model_fields) - {"id", "steps"}) | {"due_shard", "due_at"})
+
+
 class WorkflowRecords:
     """The workflow and workflow run items of the table. Ended runs get `expires_at` (TTL), as runs do."""
 
@@ -82,12 +88,14 @@ class WorkflowRecords:
         self._table = table
         self.shards = shards
         self.retention = retention
+        self._tenants = TenantRecords(table)
 
     # ------------------------------------------------------------ workflows
 
-    def put_new_workflow(self, workflow: Workflow) -> bool:
-        """Durable create; False if the id exists."""
-        won, _ = self._table.put_if_absent(workflow_to_item(workflow, self.shards), return_old=False)
+    def put_new_workflow(self, workflow: Workflow, *, counted: bool = False) -> bool:
+        """Durable create; False if the id exists. `counted`: its tenant's `active_jobs` counts it."""
+        item = counted_item(workflow_to_item(workflow, self.shards), workflow.tenant, counted)
+        won, _ = self._table.put_if_absent(item, return_old=False)
         return won
 
     def get_workflow(self, workflow_id: str, *, consistent: bool = True) -> Workflow | None:
@@ -100,14 +108,15 @@ class WorkflowRecords:
         return read_workflow(attrs) if attrs.get("kind") == "WORKFLOW" else None
 
     def replace_workflow(self, workflow: Workflow, *, expected_version: int) -> bool:
-        """Write a changed workflow (pause, resume, cancel, update) if nobody changed it since `expected_version`."""
-        won, _ = self._table.put_if(
+        """Write a changed workflow (pause, resume, cancel, update) if nobody changed it since `expected_version`;
+        a cancel leaves the tenant's `active_jobs` (tickwork.store.jobs.replace_scheduled)."""
+        return replace_scheduled(
+            self._table,
+            self._tenants,
             workflow_to_item(workflow, self.shards),
-            "attribute_exists(pk) AND version = :v",
-            None,
-            expression_values(v=expected_version),
+            expected_version=expected_version,
+            attributes=WORKFLOW_ATTRIBUTES,
         )
-        return won
 
     # ------------------------------------------------------------ workflow runs
 

@@ -20,10 +20,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from tickwork.errors import FieldError
 from tickwork.models import (
     STEP_ID_PATTERN,
+    ConcurrencyLimit,
     JobName,
     JobTypeName,
     MisfireGraceSeconds,
     Priority,
+    RateLimit,
     RetryPolicy,
     ScheduledLifecycle,
     StoredTags,
@@ -63,6 +65,9 @@ class WorkflowStep(BaseModel):
     retry: RetryPolicy | None = None
     timeout_seconds: TimeoutSeconds | None = None
     priority: Priority | None = None
+    # Absent: none (a step does not take its workflow's: a workflow has none of its own).
+    concurrency: ConcurrencyLimit | None = None
+    rate_limit: RateLimit | None = None
 
 
 class WorkflowDefinition(BaseModel):

@@ -21,6 +21,7 @@ from tickwork.observability import logger
 from tickwork.queues import Outgoing
 from tickwork.store import JobStore, Listings, Page, WorkflowRecords
 from tickwork.store.listings import DEFAULT_LIMIT
+from tickwork.tenants import ActiveJobsQuota
 from tickwork.workflow.advance import StepStatus, WorkflowRunStatus
 from tickwork.workflow.definition import Workflow
 from tickwork.workflow.factory import WorkflowFactory
@@ -39,15 +40,18 @@ class WorkflowService:
     listings: Listings
     clock: Clock
     factory: WorkflowFactory
+    quota: ActiveJobsQuota  # a workflow is an active job too (max_active_jobs)
 
     # ------------------------------------------------------------ workflows
 
     def create(self, tenant: str, spec: WorkflowSpec) -> Workflow:
         """A checked workflow, durable before acknowledged; claimed at once if due within the horizon.
-        InvalidInput (naming `steps[i]...` fields) or TooLarge, and nothing written, if the spec is bad."""
+        InvalidInput (naming `steps[i]...` fields) or TooLarge, and nothing written, if the spec is bad;
+        QuotaExceeded, and nothing written, over the tenant's max_active_jobs."""
         workflow = self.factory.new_workflow(tenant, spec, now=self.clock.now())
-        if not self.records.put_new_workflow(workflow):
-            raise Conflict(f"workflow {workflow.id} exists already")  # pragma: no cover - 75 random bits
+        with self.quota.admitted(tenant, lambda: self.records.get_workflow(workflow.id) is not None) as counted:
+            if not self.records.put_new_workflow(workflow, counted=counted):
+                raise Conflict(f"workflow {workflow.id} exists already")  # pragma: no cover - 75 random bits
         logger.info(
             "workflow created",
             extra={"workflow_id": workflow.id, "steps": len(workflow.steps), "next_run_at": workflow.next_run_at},
