@@ -24,6 +24,9 @@ RUN_CALL_BUDGET = {
     "sqs:ChangeMessageVisibility": 1,  # executor: the message follows the lease from before it is taken
     "sqs:ReceiveMessage": 0.1,
     "sqs:DeleteMessageBatch": 0.1,
+    # Tenants' settings (weights and quotas: docs/fairness.md), read by the create's claim, the tick and the
+    # executor, each kept 30 s per execution environment: one read per tenant per 30 s, not one per run.
+    "dynamodb:BatchGetItem": 0.1,
 }
 # The run's own write units. 14 since a leased run keeps its due-index entry until its outcome (the safety net
 # for a lapsed lease whose message is stranded): the outcome's write now also deletes that index entry.
@@ -45,6 +48,7 @@ STEP_CALL_BUDGET = {
     "sqs:SendMessageBatch": 0.55,  # the roots at the tick; a's end sends b and c, c's (or b's) end sends d
     "sqs:ReceiveMessage": 0.15,
     "sqs:DeleteMessageBatch": 0.15,
+    "dynamodb:BatchGetItem": 0.1,  # tenants' settings, as for a job's run
 }
 STEP_WRU_BUDGET = 14.0  # as a job's run, +1 for the due-index entry a leased run keeps (see WRU_BUDGET)
 SHARDS = 8  # template.yaml DueShards default
