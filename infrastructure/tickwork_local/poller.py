@@ -163,36 +163,43 @@ class QueuePoller:
                 self._wait_for_phase(phase)
                 if self._stop.is_set():
                     return
-            try:
-                messages = self._receive()
-            except Exception as exc:
+            # A slot first, then the receive: as the event source mapping with MaximumConcurrency, a lane never
+            # takes messages it cannot invoke with now. Held in a waiting lane they would be in flight for
+            # nobody: later messages (another tenant's, which SQS fair queues serve first) would wait behind
+            # them, and a node killed meanwhile would strand them for their visibility timeout.
+            while not self._slots.acquire(timeout=0.2):
                 if self._stop.is_set():
                     return
+            try:
+                more = self._poll_and_deliver(lane)
+            finally:
+                self._slots.release()
+
+    def _poll_and_deliver(self, lane: int) -> bool:
+        """One receive and, if it brought messages, one invocation; whether the batch came back full."""
+        try:
+            messages = self._receive()
+        except Exception as exc:
+            if not self._stop.is_set():
                 log.warning("ReceiveMessage on %s failed: %s", self.queue_url, exc)
                 self._stop.wait(1.0)
-                continue
-            more = len(messages) >= self.source.batch_size
-            if not messages:
-                continue
+            return False
+        if not messages:
+            return False
+        with self._held_lock:
+            self._held[lane] = messages
+        delivered = False
+        try:
+            if self._stop.is_set():
+                return False  # received after the stop: released below
+            self._deliver(messages)
+            delivered = True
+        finally:
             with self._held_lock:
-                self._held[lane] = messages
-            delivered = False
-            try:
-                if self._stop.is_set():
-                    return  # received after the stop: released below
-                while not self._slots.acquire(timeout=0.2):
-                    if self._stop.is_set():
-                        return
-                try:
-                    self._deliver(messages)
-                    delivered = True
-                finally:
-                    self._slots.release()
-            finally:
-                with self._held_lock:
-                    still_held = self._held.pop(lane, None)  # None: release_unfinished() took them
-                if still_held is not None and not delivered:
-                    self._release(still_held)
+                still_held = self._held.pop(lane, None)  # None: release_unfinished() took them
+            if still_held is not None and not delivered:
+                self._release(still_held)
+        return len(messages) >= self.source.batch_size
 
     def _wait_for_phase(self, phase: float) -> None:
         wait = (phase - time.time()) % 1.0
