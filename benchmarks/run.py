@@ -25,10 +25,19 @@ from benchmarks import ROOT, prepare_environment
 # Before the sections import boto3, Powertools and the domain: fake credentials, no X-Ray, no EMF lines.
 prepare_environment()
 
-from benchmarks import calls_per_run, calls_per_step, cost, dispatch_rate, idle_scaling, lateness, scale  # noqa: E402
+from benchmarks import (  # noqa: E402
+    calls_per_run,
+    calls_per_step,
+    cost,
+    dispatch_rate,
+    fairness,
+    idle_scaling,
+    lateness,
+    scale,
+)
 from benchmarks.common import Stamp  # noqa: E402
 
-SECTIONS = ("requests", "workflows", "cost", "dispatch", "scaling", "lateness")
+SECTIONS = ("requests", "workflows", "cost", "dispatch", "scaling", "lateness", "fairness")
 RESULTS = ROOT / "benchmarks" / "results.json"
 DOC = ROOT / "docs" / "benchmarks.md"
 
@@ -93,6 +102,7 @@ MODULES: dict[str, Any] = {
     "dispatch": dispatch_rate,
     "scaling": idle_scaling,
     "lateness": lateness,
+    "fairness": fairness,
 }
 CONSOLE: dict[str, Any] = {
     "requests": calls_per_run.console,
@@ -101,6 +111,7 @@ CONSOLE: dict[str, Any] = {
     "dispatch": dispatch_rate.console,
     "scaling": idle_scaling.console,
     "lateness": lateness.console,
+    "fairness": fairness.console,
 }
 
 
@@ -130,6 +141,7 @@ def render_doc(results: dict[str, Any], command: str) -> str:
         ("dispatch", dispatch_rate.render),
         ("scaling", idle_scaling.render),
         ("lateness", lateness.render),
+        ("fairness", fairness.render),
     ]
     for name, render in renderers:
         if name in results:
