@@ -27,6 +27,7 @@ import urllib.error
 import urllib.request
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ from tickwork.tenant_settings import TenantSettings
 
 from benchmarks.common import Stamp, moto_session, percentile
 from benchmarks.lateness import Runtime
-from benchmarks.soak import Cluster, SoakPlan
+from benchmarks.soak import NODES_ONLY, Cluster
 from tests.harness import START, Pipeline
 
 KEYS = {"key-a": "a", "key-b": "b", "key-ops": {"tenant": "ops", "admin": True}}
@@ -236,20 +237,7 @@ def max_overlap(intervals: list[tuple[float, float]]) -> int:
 
 
 def measure_key(plan: dict[str, Any]) -> dict[str, Any]:
-    cluster = Cluster(
-        SoakPlan(
-            one_shots=0,
-            cron_jobs=0,
-            rate_jobs=0,
-            retrying=0,
-            failing=0,
-            window_s=0,
-            lead_s=0,
-            aws_error_rate=0.0,
-            nodes=plan["nodes"],
-            max_kills=0,
-        )
-    )
+    cluster = Cluster(replace(NODES_ONLY, nodes=plan["nodes"]))
     cluster.start()
     try:
         due = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=10 + 0.1 * plan["runs"])

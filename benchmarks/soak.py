@@ -81,6 +81,10 @@ class SoakPlan:
 FULL = SoakPlan(
     one_shots=900, cron_jobs=15, rate_jobs=10, retrying=200, failing=50, window_s=1800, lead_s=150, settle_s=600
 )
+# Nodes and no load, no kills, no injected errors: a cluster for other measurements (benchmarks.fairness, e2e).
+NODES_ONLY = SoakPlan(
+    one_shots=0, cron_jobs=0, rate_jobs=0, retrying=0, failing=0, window_s=0, lead_s=0, max_kills=0, aws_error_rate=0.0
+)
 # One kill, mid-window, when every node has runs in hand.
 QUICK = SoakPlan(
     one_shots=200,

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from benchmarks.fairness import max_overlap
-from benchmarks.soak import Cluster, SoakPlan
+from benchmarks.soak import NODES_ONLY, Cluster
 from tests.e2e.conftest import Node, free_port, start_node, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -111,10 +111,7 @@ def test_a_light_tenant_is_served_ahead_of_a_flood_created_before_it(keyed_node:
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    plan = SoakPlan(
-        one_shots=0, cron_jobs=0, rate_jobs=0, retrying=0, failing=0, window_s=0, lead_s=0, aws_error_rate=0.0
-    )
-    started = Cluster(plan)
+    started = Cluster(NODES_ONLY)
     started.start()
     try:
         yield started
