@@ -27,10 +27,15 @@ from moto.sqs.models import Queue, sqs_backends
 from tickwork_local.endpoint import READY_PREFIX, PortInUse, check_port_free
 from tickwork_local.moto_atomic import play_fair_queues
 
+# Set to `arrival` to serve standard queues in moto's own order (oldest first) instead of as SQS fair queues: only
+# for measuring what fair queues change (benchmarks.fairness's control phase), never for use.
+QUEUE_ORDER_VARIABLE = "TICKWORK_LOCAL_SQS_ORDER"
+
 
 def _prepare_moto() -> None:
     serialize_requests()
-    play_fair_queues()  # under serialize_requests' lock, like every other request's work
+    if os.environ.get(QUEUE_ORDER_VARIABLE) != "arrival":
+        play_fair_queues()  # under serialize_requests' lock, like every other request's work
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     # werkzeug formats a log line per request before it looks at the level: skip it.
     MotoRequestHandler.log_request = lambda self, code="-", size="-": None  # type: ignore[method-assign]
