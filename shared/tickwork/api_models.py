@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validat
 
 from tickwork.jobtypes import registry
 from tickwork.models import (
+    CatchupPolicy,
+    CircuitBreaker,
     ConcurrencyLimit,
     Job,
     JobDefinition,
@@ -159,6 +161,8 @@ class JobUpdate(_Patch):
     timeout_seconds: TimeoutSeconds = Field(default=_ABSENT)
     misfire_grace_seconds: MisfireGraceSeconds = Field(default=_ABSENT)
     overlap: OverlapPolicy = Field(default=_ABSENT)
+    catchup: CatchupPolicy = Field(default=_ABSENT)
+    circuit_breaker: CircuitBreaker = Field(default=_ABSENT)
     tags: Tags = Field(default=_ABSENT)
     concurrency: ConcurrencyLimit = Field(default=_ABSENT)
     rate_limit: RateLimit = Field(default=_ABSENT)

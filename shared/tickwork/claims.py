@@ -5,13 +5,14 @@ Pure (no AWS): the dispatcher writes what the plan decides (see dispatch).
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from tickwork.clock import from_ms, stored_instant
-from tickwork.models import Job, SkipReason
+from tickwork.models import BreakerState, CatchupPolicy, Job, JobState, SkipReason
 from tickwork.schedule import Schedule
 from tickwork.store import DueItem, ItemKind
 from tickwork.workflow.definition import Workflow
@@ -19,6 +20,14 @@ from tickwork.workflow.definition import Workflow
 MAX_RUNS_PER_CLAIM = 25  # run records one claim creates before it advances the job
 MISFIRE_RECORD_CAP = 10  # skipped occurrences recorded one by one; the rest of a stretch share one capped record
 MISFIRE_COUNT_LIMIT = 10_000  # beyond this the capped record's count is a lower bound (its range stays exact)
+# An occurrence is missed when a claim first sees it later than this after its time. A running tick claims
+# every occurrence ahead of its time (its horizon), so only an outage, a deploy or a job held back longer than
+# a tick period meets the catch-up policy; a claim a few seconds late does not.
+CATCHUP_TOLERANCE = timedelta(seconds=60)
+# The most missed occurrences catch-up ALL runs (the most recent ones, within the misfire grace, in order).
+CATCHUP_ALL_CAP = 100
+# How many of the missed occurrences within the grace each policy runs (the most recent ones).
+CATCHUP_KEEP = {CatchupPolicy.NONE: 0, CatchupPolicy.LATEST: 1, CatchupPolicy.ALL: CATCHUP_ALL_CAP}
 
 
 @dataclass(frozen=True)
@@ -47,6 +56,7 @@ class ClaimPlan:
     capped: CappedMisfire | None
     next_run_at: datetime | None
     complete: bool  # a recurring schedule with no occurrence left
+    probe_at: datetime | None = None  # the open breaker's probe run, queued by this plan (half-open)
 
     def occurrences(self) -> list[Occurrence]:
         """Every record the plan writes, in time order, so that the first is the one a racing claimer meets
@@ -76,6 +86,21 @@ class ClaimableJob:
     # The tick claims it within its tenant's rate quota: an occurrence claimed after its time was held back by
     # that quota, and its run records so (dispatch.JobRunWriter).
     rate_limited: bool = False
+    # Jobs default to LATEST; a workflow has no catch-up field and keeps running what its grace allows (ALL).
+    catchup: CatchupPolicy = CatchupPolicy.ALL
+    state: JobState = JobState.ACTIVE
+    breaker: BreakerState | None = None  # while SUSPENDED
+
+    @property
+    def suspended(self) -> bool:
+        return self.state is JobState.SUSPENDED and self.breaker is not None
+
+    def advanced(self, plan: ClaimPlan, next_run_at: datetime) -> ClaimableJob:
+        """The job as its advance past `plan` left it: the next claim round's."""
+        breaker = self.breaker
+        if plan.probe_at is not None and breaker is not None:
+            breaker = breaker.model_copy(update={"probe_at": plan.probe_at})
+        return replace(self, version=self.version + 1, next_run_at=next_run_at, breaker=breaker)
 
     @classmethod
     def from_due(cls, item: DueItem) -> ClaimableJob:
@@ -92,6 +117,9 @@ class ClaimableJob:
             paused_at=optional_instant(a.get("paused_at")),
             resumed_at=optional_instant(a.get("resumed_at")),
             kind=item.kind,
+            catchup=CatchupPolicy(a.get("catchup", default_catchup(item.kind))),
+            state=JobState(a.get("state", JobState.ACTIVE.value)),
+            breaker=BreakerState.model_validate(a["breaker"]) if a.get("breaker") else None,
         )
 
     @classmethod
@@ -110,6 +138,9 @@ class ClaimableJob:
             paused_at=job.paused_at,
             resumed_at=job.resumed_at,
             kind=ItemKind.WORKFLOW if isinstance(job, Workflow) else ItemKind.JOB,
+            catchup=job.catchup if isinstance(job, Job) else CatchupPolicy.ALL,
+            state=job.state,
+            breaker=job.breaker if isinstance(job, Job) else None,
         )
 
     def next_after(self, instant: datetime) -> datetime | None:
@@ -126,33 +157,84 @@ def optional_instant(value: Any) -> datetime | None:
     return None if value is None else stored_instant(value)
 
 
+def default_catchup(kind: ItemKind) -> str:
+    """A job item written before catch-up existed reads as the job default; a workflow's as what it did."""
+    return (CatchupPolicy.LATEST if kind is ItemKind.JOB else CatchupPolicy.ALL).value
+
+
+def catchup_start(job: ClaimableJob, *, grace_cut: datetime, late_cut: datetime) -> datetime:
+    """The earliest missed occurrence that still runs under the job's catch-up policy: the policy's number of
+    most recent missed ones (before `late_cut`, within the grace, not paused) run; earlier missed ones do not.
+    `late_cut` when none runs. Walks only the missed occurrences within the grace (bounded by the grace)."""
+    keep = CATCHUP_KEEP[job.catchup]
+    if keep == 0:
+        return late_cut
+    kept: deque[datetime] = deque(maxlen=keep)
+    for at in job.occurrences_from(max(job.next_run_at, grace_cut)):
+        if at >= late_cut:
+            break
+        if not (job.paused_at and job.resumed_at and job.paused_at <= at < job.resumed_at):
+            kept.append(at)
+    return kept[0] if kept else late_cut
+
+
+def probe_of(job: ClaimableJob, grace_cut: datetime) -> datetime | None:
+    """An open breaker's probe: its first occurrence from the end of the cooldown (not one past the grace),
+    unless a claim queued it already. None: no probe is due from this job."""
+    if not job.suspended:
+        return None
+    assert job.breaker is not None
+    if job.breaker.probe_at is not None:
+        return None
+    start = max(job.next_run_at, job.breaker.opens_until, grace_cut)
+    return next(job.occurrences_from(start), None)
+
+
 def plan_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime, max_queued: int | None = None) -> ClaimPlan:
     """Decide every occurrence from job.next_run_at up to the horizon: queue it, or record it skipped.
 
     `max_queued` (the tenant's rate budget left) stops the plan after that many queued runs: the job advances
     only past them and stays due for the rest.
 
-    Skipped, never run: an occurrence older than the job's misfire grace (`misfired`), and every occurrence
-    that fell while the job was paused (`paused`), however recent, so resuming never fires a burst. Each
+    Skipped, never run: an occurrence older than the job's misfire grace (`misfired`), a missed occurrence
+    (more than CATCHUP_TOLERANCE late) that its catch-up policy does not run (`misfired` too: it is missed and
+    not run, and one reason keeps one capped record per stretch), and every occurrence that fell while the job
+    was paused (`paused`), however recent, so resuming never fires a burst. While the job is SUSPENDED (its
+    circuit breaker open), every occurrence is `circuit_open` but one: the first from the end of the cooldown,
+    its probe (`probe_at`). Each
     skipped occurrence gets a record, up to MISFIRE_RECORD_CAP one by one; the rest of the same stretch share
     one capped record (count and last instant), so catching up is bounded work and nothing is dropped.
     One schedule iterator serves the whole plan (a per-second cron after a long outage walks thousands).
     """
     grace_cut = now - job.misfire_grace
+    late_cut = now - CATCHUP_TOLERANCE
+    # A rate-limited tenant's occurrences are late because its quota held them back, not missed: they all run.
+    catch_up = not job.rate_limited and job.next_run_at < late_cut and not job.suspended
+    # Missed occurrences before this are not run (computed only when something was missed).
+    run_from = catchup_start(job, grace_cut=grace_cut, late_cut=late_cut) if catch_up else grace_cut
+    probe = probe_of(job, grace_cut)
+    horizon_stop = horizon_end + timedelta(milliseconds=1)
 
     def skip_reason(instant: datetime) -> SkipReason | None:
         if job.paused_at and job.resumed_at and job.paused_at <= instant < job.resumed_at:
             return SkipReason.PAUSED
-        return SkipReason.MISFIRED if instant < grace_cut else None
+        if instant < max(grace_cut, run_from):
+            return SkipReason.MISFIRED
+        if job.suspended and instant != probe:
+            return SkipReason.CIRCUIT_OPEN
+        return None
 
     def stretch_end(reason: SkipReason, instant: datetime) -> datetime:
         """Where a stretch of skips with this reason ends (exclusive)."""
         if reason is SkipReason.PAUSED:
             assert job.resumed_at is not None
             return job.resumed_at
-        if job.paused_at and job.resumed_at and instant < job.paused_at < grace_cut:
+        if reason is SkipReason.CIRCUIT_OPEN:
+            return probe if probe is not None and instant < probe else horizon_stop
+        end = max(grace_cut, run_from)
+        if job.paused_at and job.resumed_at and instant < job.paused_at < end:
             return job.paused_at
-        return grace_cut
+        return end
 
     queued: list[datetime] = []
     skipped: list[tuple[datetime, SkipReason]] = []
@@ -174,10 +256,15 @@ def plan_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime, max_q
         else:
             # Over the cap: one record stands for the rest of this stretch of skips.
             first, last, count = cursor, cursor, 0
-            while cursor is not None and skip_reason(cursor) is reason and count < MISFIRE_COUNT_LIMIT:
+            while (
+                cursor is not None
+                and cursor < horizon_stop
+                and skip_reason(cursor) is reason
+                and count < MISFIRE_COUNT_LIMIT
+            ):
                 last, count = cursor, count + 1
                 cursor = next(occurrences, None)
-            if cursor is not None and skip_reason(cursor) is reason:
+            if cursor is not None and cursor < horizon_stop and skip_reason(cursor) is reason:
                 # Too many to count: jump to the stretch's end; the record's range still covers them all.
                 end = stretch_end(reason, cursor)
                 last = end - timedelta(milliseconds=1)
@@ -194,6 +281,7 @@ def plan_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime, max_q
         # Settled now only when the last occurrence is a skip record; a queued last run completes the job
         # when it settles (executor), so a job never shows COMPLETED while its last runs are still to come.
         complete=cursor is None and not queued,
+        probe_at=probe if probe is not None and probe in queued else None,
     )
 
 

@@ -223,7 +223,12 @@ class JobClaimer:
                 return outgoing
             next_run_at, complete = self._advance_past(job, plan, written.existing)
             if not self.store.advance_job(
-                job.job_id, expected_version=job.version, next_run_at=next_run_at, complete=complete, now=now
+                job.job_id,
+                expected_version=job.version,
+                next_run_at=next_run_at,
+                complete=complete,
+                now=now,
+                probe_at=plan.probe_at,
             ):
                 report.lost_races += 1  # another tick moved the job (or it changed): its next claim is theirs
                 return outgoing
@@ -233,7 +238,7 @@ class JobClaimer:
                 max_runs -= len(plan.queued)
             if next_run_at is None or next_run_at > horizon_end or max_runs == 0:
                 return outgoing
-            job = ClaimableJob(**{**job.__dict__, "version": job.version + 1, "next_run_at": next_run_at})
+            job = job.advanced(plan, next_run_at)
         return outgoing
 
     @staticmethod
@@ -257,6 +262,8 @@ class JobClaimer:
         for skip in skipped:
             report.skipped += skip.count
             metrics.add_metric(name="RunsSkipped", unit="Count", value=skip.count)
+            if skip.reason is SkipReason.CIRCUIT_OPEN:  # while any job is SUSPENDED: SuspendedJobsAlarm
+                metrics.add_metric(name="RunsSkippedCircuitOpen", unit="Count", value=skip.count)
             logger.info(
                 "run skipped",
                 extra={

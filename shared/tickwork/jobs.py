@@ -8,16 +8,17 @@ Creating under an Idempotency-Key is `tickwork.idempotent_create`; re-queueing F
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from tickwork.api_models import JobSpec, JobUpdate
+from tickwork.breaker import closed
 from tickwork.clock import Clock
 from tickwork.dispatch import Dispatcher
 from tickwork.errors import Conflict
 from tickwork.job_factory import JobFactory
 from tickwork.lifecycle import VersionedChanges
 from tickwork.models import Job, JobState, Run, RunStatus, RunTrigger, run_id_for
-from tickwork.observability import logger
+from tickwork.observability import logger, metrics
 from tickwork.queries import JobQueries
 from tickwork.store import JobStore
 from tickwork.tenants import ActiveJobsQuota
@@ -72,8 +73,25 @@ class JobLifecycle:
         return self._changes.pause(tenant, job_id)
 
     def resume(self, tenant: str, job_id: str) -> Job:
-        """Back to ACTIVE; the next claim applies the misfire rule to what was missed while paused."""
-        job = self._changes.resume(tenant, job_id)
+        """Back to ACTIVE; the next claim applies the misfire rule to what was missed while paused. A SUSPENDED
+        job's resume closes its circuit breaker (ACTIVE, the failure count reset, no probe awaited)."""
+        was_suspended = False
+
+        def change(current: Job, now: datetime) -> Job | None:
+            nonlocal was_suspended
+            if current.state is JobState.SUSPENDED:
+                was_suspended = True
+                return closed(current)
+            if current.state is JobState.ACTIVE:
+                return None
+            if current.state is not JobState.PAUSED:
+                raise Conflict(f"cannot resume a {current.state.value} job")
+            return current.model_copy(update={"state": JobState.ACTIVE, "resumed_at": now})
+
+        job = self._changes.change(tenant, job_id, change)
+        if was_suspended:
+            metrics.add_metric(name="CircuitClosed", unit="Count", value=1)
+            logger.info("circuit breaker closed by a resume", extra={"job_id": job.id})
         self._dispatch_soon(job)
         return job
 

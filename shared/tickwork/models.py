@@ -72,6 +72,9 @@ class JobState(StrEnum):
     PAUSED = "PAUSED"
     CANCELLED = "CANCELLED"
     COMPLETED = "COMPLETED"
+    # Its circuit breaker is open (docs/policies.md): occurrences are recorded SKIPPED `circuit_open` until the
+    # cooldown's probe run succeeds or a resume closes it.
+    SUSPENDED = "SUSPENDED"
 
 
 class RunStatus(StrEnum):
@@ -93,6 +96,7 @@ class SkipReason(StrEnum):
     MISFIRED = "misfired"
     OVERLAP = "overlap"
     JOB_DELETED = "job_deleted"
+    CIRCUIT_OPEN = "circuit_open"  # its job's circuit breaker is open (SUSPENDED)
     # A workflow step that did not run (docs/workflows.md): its trigger rule cannot hold because an upstream
     # step failed, or because upstream steps were skipped; its rule waits for a failure that did not come
     # (one_failed, all_failed); or its condition was false.
@@ -117,6 +121,47 @@ class OverlapPolicy(StrEnum):
 
     ALLOW = "ALLOW"
     SKIP = "SKIP"
+
+
+class CatchupPolicy(StrEnum):
+    """Which occurrences missed during an outage, a pause's aftermath or a deploy run (docs/policies.md)."""
+
+    NONE = "NONE"
+    LATEST = "LATEST"
+    ALL = "ALL"
+
+
+MAX_BREAKER_COOLDOWN_SECONDS = 86400
+BreakerCooldown = Annotated[int, Field(ge=1, le=MAX_BREAKER_COOLDOWN_SECONDS), NotCoerced]
+
+
+class CircuitBreaker(BaseModel):
+    """After `failure_threshold` consecutive FAILED runs the job is SUSPENDED for `cooldown_seconds`; each failed
+    probe doubles the cooldown, up to `max_cooldown_seconds` (default: a day)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    failure_threshold: Annotated[int, Field(ge=1, le=1000), NotCoerced]
+    cooldown_seconds: BreakerCooldown
+    max_cooldown_seconds: BreakerCooldown = MAX_BREAKER_COOLDOWN_SECONDS
+
+    @model_validator(mode="after")
+    def _cap_above_cooldown(self) -> CircuitBreaker:
+        if self.max_cooldown_seconds < self.cooldown_seconds:
+            raise ValueError("max_cooldown_seconds must be at least cooldown_seconds")
+        return self
+
+
+class BreakerState(BaseModel):
+    """An open breaker: no run before `opens_until`; then the first occurrence is its probe (`probe_at`, set
+    when the claim queues it)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    opens_until: UtcDatetime
+    cooldown_seconds: int
+    consecutive_failures: int
+    probe_at: UtcDatetime | None = None
 
 
 class RunTrigger(StrEnum):
@@ -283,6 +328,9 @@ class JobDefinition(BaseModel):
     timeout_seconds: TimeoutSeconds = 300
     misfire_grace_seconds: MisfireGraceSeconds = DEFAULT_MISFIRE_GRACE_SECONDS
     overlap: OverlapPolicy = OverlapPolicy.ALLOW
+    catchup: CatchupPolicy = CatchupPolicy.LATEST
+    # Absent: no breaker, and a run's outcome writes nothing more for it.
+    circuit_breaker: CircuitBreaker | None = None
     tags: StoredTags = Field(default_factory=dict)
     # Absent: no limit, and nothing is read or written for it when a run starts.
     concurrency: ConcurrencyLimit | None = None
@@ -325,6 +373,12 @@ class ScheduledLifecycle(BaseModel):
 # fields by the reversed MRO); the serialised form and the OpenAPI schema keep that order.
 class Job(ScheduledLifecycle, JobDefinition, _JobIdentity, _InBand):
     model_config = ConfigDict(extra="forbid")
+
+    # The circuit breaker's count (tickwork.breaker): FAILED scheduled runs since the last SUCCEEDED one.
+    consecutive_failures: int = 0
+    suspended_at: UtcDatetime | None = None
+    suspended_reason: str | None = None
+    breaker: BreakerState | None = None  # while SUSPENDED
 
     def next_occurrence_after(self, instant: datetime) -> datetime | None:
         return self.schedule.next_after(instant, anchor=self.created_at, hash_key=self.id)

@@ -16,6 +16,7 @@ from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 from tickwork.backoff import Random, backoff_seconds
+from tickwork.breaker import CircuitBreakers
 from tickwork.clock import Clock
 from tickwork.delivery import Delivery, Outcome
 from tickwork.faults import CrashPoint, FaultPlan
@@ -63,6 +64,7 @@ class RunOutcomes:
         self.retry_safety_net = retry_safety_net
         self.rng = rng
         self.faults = faults
+        self.breakers = CircuitBreakers(store)
 
     def _finish(self, run: Run, *, owner: str, status: RunStatus, now: datetime, **fields: Any) -> bool:
         """The outcome's conditional write: False if this executor no longer holds the lease."""
@@ -101,6 +103,7 @@ class RunOutcomes:
             logger.warning("lease lost before recording success; the result object stands")
             return Outcome.DONE
         self.settled(run, target, now, RunStatus.SUCCEEDED)
+        self.breakers.run_settled(run, target.job, RunStatus.SUCCEEDED, now)
         metrics.add_metric(name="RunsSucceeded", unit="Count", value=1)
         logger.info(
             "run succeeded",
@@ -211,6 +214,7 @@ class RunOutcomes:
             ),
         )
         self.settled(run, target, now, RunStatus.FAILED)
+        self.breakers.run_settled(run, target.job, RunStatus.FAILED, now)
         metrics.add_metric(name="RunsFailed", unit="Count", value=1)
         logger.error(
             "run failed; no attempts left",
@@ -222,6 +226,7 @@ class RunOutcomes:
         now = self.clock.now()
         if self._finish(run, owner=owner, status=RunStatus.SKIPPED, now=now, skip_reason=reason):
             self.settled(run, target, now, RunStatus.SKIPPED, reason)
+            self.breakers.run_settled(run, target.job if target is not None else None, RunStatus.SKIPPED, now)
         metrics.add_metric(name="RunsSkipped", unit="Count", value=1)
         logger.info("run skipped", extra={"skip_reason": reason.value})
         return Outcome.DONE

@@ -45,6 +45,10 @@ class RunTarget:
         held_back = None
         if run.trigger is RunTrigger.SCHEDULE and job.state in (JobState.PAUSED, JobState.CANCELLED):
             held_back = SkipReason.PAUSED if job.state is JobState.PAUSED else SkipReason.CANCELLED
+        elif run.trigger is RunTrigger.SCHEDULE and job.state is JobState.SUSPENDED:
+            # Claimed before its breaker opened: only the probe runs while it is open.
+            probe = job.breaker.probe_at if job.breaker is not None else None
+            held_back = None if run.scheduled_for == probe else SkipReason.CIRCUIT_OPEN
         return cls(
             owner_id=job.id,
             tenant=job.tenant,

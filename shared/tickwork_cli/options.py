@@ -112,6 +112,18 @@ class JobFields:
     misfire_grace: Annotated[
         int | None, typer.Option("--misfire-grace", help="Seconds late a run may still start.")
     ] = None
+    catchup: Annotated[
+        str | None, typer.Option("--catchup", help="Missed occurrences to run after an outage: NONE, LATEST or ALL.")
+    ] = None
+    failure_threshold: Annotated[
+        int | None, typer.Option("--failure-threshold", help="Circuit breaker: suspend after this many failed runs.")
+    ] = None
+    cooldown_seconds: Annotated[
+        int | None, typer.Option("--cooldown-seconds", help="Circuit breaker: seconds suspended before a probe.")
+    ] = None
+    max_cooldown_seconds: Annotated[
+        int | None, typer.Option("--max-cooldown-seconds", help="Circuit breaker: the doubled cooldown's cap.")
+    ] = None
     tag: Annotated[list[str] | None, typer.Option("--tag", help="key=value; repeatable.")] = None
 
 

@@ -110,6 +110,7 @@ _BEYOND_THE_SCHEMA = (
     (r"schedule", "end_at must be after start_at"),
     (r"schedule\.end_at", "the schedule has no occurrence in the future"),
     (r"retry|steps\[\d+\]\.retry", "max_backoff_seconds must be at least backoff_seconds"),
+    (r"circuit_breaker", "max_cooldown_seconds must be at least cooldown_seconds"),
     (rf"({_STEP}\.)?payload\.url", "url "),  # the host: a cloud metadata name, or a private or link-local address
     (r"schedule\.cron", ""),
     (r"schedule\.rate", ""),

@@ -291,7 +291,8 @@ def test_misfire_beyond_grace_is_recorded_skipped_not_run(pipeline):
 
 
 def test_outage_catch_up_records_every_occurrence_in_bounded_records(pipeline):
-    job = pipeline.create_job(schedule={"cron": "* * * * *"}, misfire_grace_seconds=300)
+    # ALL: every missed occurrence within the grace runs (the default, LATEST, would run only 14:58).
+    job = pipeline.create_job(schedule={"cron": "* * * * *"}, misfire_grace_seconds=300, catchup="ALL")
     pipeline.clock.advance(3 * 3600)  # three hours without a tick
     pipeline.tick()
     runs = pipeline.runs_of(job.id)

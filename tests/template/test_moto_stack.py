@@ -39,6 +39,7 @@ ALARMS = {
     "StartLatenessAlarm",
     "ApiServerErrorsAlarm",
     "DispatchCapacityAlarm",
+    "SuspendedJobsAlarm",
 }
 
 

@@ -184,6 +184,11 @@ class JobStore:
     take_running_slot = _Forward("jobs", JobRecords.take_running_slot)
     extend_running_slot = _Forward("jobs", JobRecords.extend_running_slot)
     release_running_slot = _Forward("jobs", JobRecords.release_running_slot)
+    count_failure = _Forward("jobs", JobRecords.count_failure)
+    reset_failures = _Forward("jobs", JobRecords.reset_failures)
+    open_breaker = _Forward("jobs", JobRecords.open_breaker)
+    reopen_breaker = _Forward("jobs", JobRecords.reopen_breaker)
+    close_breaker = _Forward("jobs", JobRecords.close_breaker)
 
     # due index and shard leases
     query_due = _Forward("due", DueIndex.query_due)

@@ -125,7 +125,7 @@ def workflow_to_item(workflow: Workflow, shards: int) -> dict[str, Any]:
 
 def _scheduled_item(thing: Job | Workflow, kind: ItemKind, text_name: str, text: Any, shards: int) -> dict[str, Any]:
     """The item of a job or a workflow: its fields, one of them as JSON text, its tenant-index entry, and its
-    due-index entry while it is ACTIVE with a next occurrence."""
+    due-index entry while it is ACTIVE (or SUSPENDED) with a next occurrence."""
     data = thing.model_dump(mode="json", exclude={"id", "payload", "steps"})
     attrs: dict[str, Any] = {
         "pk": f"JOB#{thing.id}",
@@ -137,7 +137,8 @@ def _scheduled_item(thing: Job | Workflow, kind: ItemKind, text_name: str, text:
         "tenant_sort": f"{to_ms(thing.created_at):013d}#{thing.id}",
         **data,
     }
-    if thing.state is JobState.ACTIVE and thing.next_run_at is not None:
+    # A SUSPENDED job stays due: its claims record the skips (circuit_open) and queue its probe on time.
+    if thing.state in (JobState.ACTIVE, JobState.SUSPENDED) and thing.next_run_at is not None:
         attrs["due_shard"] = shard_of(thing.id, shards)
         attrs["due_at"] = to_ms(thing.next_run_at)
     return serialize(attrs)

@@ -38,6 +38,8 @@ DUE_INDEX_PROJECTION = (
     "status",
     "scheduled_for",
     "overlap",
+    "catchup",
+    "breaker",
     "type",
     "trigger",
     "created_at",

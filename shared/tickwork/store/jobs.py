@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from tickwork.clock import iso, to_ms
-from tickwork.models import Job, JobState
+from tickwork.models import BreakerState, Job, JobState
 from tickwork.store.codec import deserialize, expression_values, job_key, job_to_item, shard_of
 from tickwork.store.conditional import Table
 from tickwork.store.reading import read_job
@@ -113,17 +113,30 @@ class JobRecords:
         return won
 
     def advance_job(
-        self, job_id: str, *, expected_version: int, next_run_at: datetime | None, complete: bool, now: datetime
+        self,
+        job_id: str,
+        *,
+        expected_version: int,
+        next_run_at: datetime | None,
+        complete: bool,
+        now: datetime,
+        probe_at: datetime | None = None,
     ) -> bool:
         """The claim's second write: the job moves past the claimed occurrences, only from `expected_version`.
 
         A claimer that dies before this leaves the job un-advanced; the next claimer finds the runs existing
         and just completes this step. Nothing is lost and nothing doubled, as with a transaction, at half its
         cost (a transaction bills 2 WRU per item) and with no cross-item lock. `complete` (the last occurrence
-        is already settled, as a skip record) also takes the job out of the due index for good."""
+        is already settled, as a skip record) also takes the job out of the due index for good. A SUSPENDED job
+        is claimed too (its skips, its probe); `probe_at` marks its breaker half-open, in the same write."""
         shard = shard_of(job_id, self.shards)
-        values = expression_values(v=expected_version, active=JobState.ACTIVE.value, one=1, now=iso(now))
+        values = expression_values(
+            v=expected_version, active=JobState.ACTIVE.value, suspended=JobState.SUSPENDED.value, one=1, now=iso(now)
+        )
         sets = ["version = version + :one", "updated_at = :now"]
+        if probe_at is not None:
+            sets.append("breaker.probe_at = :probe")
+            values.update(expression_values(probe=iso(probe_at)))
         removes: list[str] = []
         if next_run_at is not None:
             sets += ["next_run_at = :next", "due_at = :due", "due_shard = :shard"]
@@ -135,13 +148,92 @@ class JobRecords:
             removes.append(COUNTED_FOR)
             values.update(expression_values(completed=JobState.COMPLETED.value))
         update = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
-        condition = "version = :v AND #state = :active"
+        condition = "version = :v AND #state IN (:active, :suspended)"
         if not complete:  # the claim's common case: no returned item, nothing more than before
             return self._table.update_if(job_key(job_id), update, condition, {"#state": "state"}, values)
         won, old = self._table.update_if_returning_old(job_key(job_id), update, condition, {"#state": "state"}, values)
         if won:
             self._tenants.release_after_transition(old)
         return won
+
+    # ------------------------------------------------------------ the circuit breaker (tickwork.breaker)
+
+    def count_failure(self, job_id: str) -> int:
+        """One more consecutive FAILED run; the count now (0: the job is gone). No version change: a claim or
+        a PATCH racing it still wins."""
+        won, item = self._table.update_if_returning_new(
+            job_key(job_id),
+            "SET consecutive_failures = if_not_exists(consecutive_failures, :zero) + :one",
+            "attribute_exists(pk)",
+            None,
+            expression_values(zero=0, one=1),
+        )
+        return int(item.get("consecutive_failures", 0)) if won else 0
+
+    def reset_failures(self, job_id: str) -> None:
+        """A SUCCEEDED run ends the stretch of failures (a no-op write if another run reset it already)."""
+        self._table.update_if(
+            job_key(job_id),
+            "SET consecutive_failures = :zero",
+            "consecutive_failures > :zero",
+            None,
+            expression_values(zero=0),
+        )
+
+    def open_breaker(self, job_id: str, *, threshold: int, breaker: BreakerState, reason: str, now: datetime) -> bool:
+        """ACTIVE -> SUSPENDED, only while the count still reaches `threshold` (a success may have reset it).
+        The job stays in the due index (its claims record the skips and queue the probe)."""
+        return self._table.update_if(
+            job_key(job_id),
+            "SET #state = :suspended, suspended_at = :now, suspended_reason = :reason, breaker = :breaker, "
+            "updated_at = :now, version = version + :one",
+            "#state = :active AND consecutive_failures >= :threshold",
+            {"#state": "state"},
+            expression_values(
+                suspended=JobState.SUSPENDED.value,
+                active=JobState.ACTIVE.value,
+                now=iso(now),
+                reason=reason,
+                breaker=breaker.model_dump(mode="json"),
+                one=1,
+                threshold=threshold,
+            ),
+        )
+
+    def reopen_breaker(self, job_id: str, *, probe_at: datetime, breaker: BreakerState, now: datetime) -> bool:
+        """A probe that did not succeed: SUSPENDED again with `breaker` (a new cooldown, no probe)."""
+        return self._probe_settled(
+            job_id,
+            probe_at,
+            now,
+            "SET breaker = :breaker, consecutive_failures = :failures",
+            breaker=breaker.model_dump(mode="json"),
+            failures=breaker.consecutive_failures,
+        )
+
+    def close_breaker(self, job_id: str, *, probe_at: datetime, now: datetime) -> bool:
+        """The probe succeeded: SUSPENDED -> ACTIVE, the count and the breaker's state cleared."""
+        return self._probe_settled(
+            job_id,
+            probe_at,
+            now,
+            "SET #state = :active, consecutive_failures = :zero",
+            "REMOVE breaker, suspended_at, suspended_reason",
+            active=JobState.ACTIVE.value,
+            zero=0,
+        )
+
+    def _probe_settled(
+        self, job_id: str, probe_at: datetime, now: datetime, sets: str, removes: str = "", **values: Any
+    ) -> bool:
+        """A change of a SUSPENDED job's breaker, only while `probe_at` is still its probe (once per probe)."""
+        return self._table.update_if(
+            job_key(job_id),
+            f"{sets}, updated_at = :now, version = version + :one {removes}",
+            "#state = :suspended AND breaker.probe_at = :probe",
+            {"#state": "state"},
+            expression_values(suspended=JobState.SUSPENDED.value, probe=iso(probe_at), now=iso(now), one=1, **values),
+        )
 
     # ------------------------------------------------------------ the running slot (overlap SKIP)
 

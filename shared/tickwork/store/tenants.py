@@ -30,7 +30,8 @@ USAGE_SK = "USAGE"
 ACTIVE_JOBS = "active_jobs"
 # On a job or workflow item: the tenant whose `active_jobs` counts it (absent: not counted).
 COUNTED_FOR = "counted_for"
-ACTIVE_STATES = (JobState.ACTIVE.value, JobState.PAUSED.value)
+# SUSPENDED (an open circuit breaker) is still active: it stays scheduled and comes back by itself.
+ACTIVE_STATES = (JobState.ACTIVE.value, JobState.PAUSED.value, JobState.SUSPENDED.value)
 _SETTINGS_FIELDS = set(TenantSettings.model_fields)
 
 
@@ -127,11 +128,14 @@ class TenantRecords:
                 "TableName": self._table.name,
                 "IndexName": TENANT_INDEX,
                 "KeyConditionExpression": "tenant_key = :key",
-                "FilterExpression": "#state IN (:active, :paused) AND attribute_not_exists(#counted)",
+                "FilterExpression": "#state IN (:active, :paused, :suspended) AND attribute_not_exists(#counted)",
                 "ProjectionExpression": "job_id",
                 "ExpressionAttributeNames": {"#state": "state", "#counted": COUNTED_FOR},
                 "ExpressionAttributeValues": expression_values(
-                    key=f"T#{tenant}#{kind}", active=ACTIVE_STATES[0], paused=ACTIVE_STATES[1]
+                    key=f"T#{tenant}#{kind}",
+                    active=ACTIVE_STATES[0],
+                    paused=ACTIVE_STATES[1],
+                    suspended=ACTIVE_STATES[2],
                 ),
             }
             while True:
@@ -176,10 +180,13 @@ class TenantRecords:
                             "Key": {"pk": {"S": f"JOB#{job_id}"}, "sk": {"S": "JOB"}},
                             "UpdateExpression": "SET #counted = :tenant",
                             "ConditionExpression": "attribute_not_exists(#counted) AND tenant = :tenant "
-                            "AND #state IN (:active, :paused)",
+                            "AND #state IN (:active, :paused, :suspended)",
                             "ExpressionAttributeNames": {"#counted": COUNTED_FOR, "#state": "state"},
                             "ExpressionAttributeValues": expression_values(
-                                tenant=tenant, active=ACTIVE_STATES[0], paused=ACTIVE_STATES[1]
+                                tenant=tenant,
+                                active=ACTIVE_STATES[0],
+                                paused=ACTIVE_STATES[1],
+                                suspended=ACTIVE_STATES[2],
                             ),
                         }
                     },
