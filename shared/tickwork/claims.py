@@ -76,6 +76,7 @@ class ClaimableJob:
     # The tick claims it within its tenant's rate quota: an occurrence claimed after its time was held back by
     # that quota, and its run records so (dispatch.JobRunWriter).
     rate_limited: bool = False
+    jitter_seconds: int = 0  # each run starts this much later at most (tickwork.jitter)
 
     @classmethod
     def from_due(cls, item: DueItem) -> ClaimableJob:
@@ -92,6 +93,7 @@ class ClaimableJob:
             paused_at=optional_instant(a.get("paused_at")),
             resumed_at=optional_instant(a.get("resumed_at")),
             kind=item.kind,
+            jitter_seconds=int(a.get("jitter_seconds", 0)),
         )
 
     @classmethod
@@ -110,6 +112,7 @@ class ClaimableJob:
             paused_at=job.paused_at,
             resumed_at=job.resumed_at,
             kind=ItemKind.WORKFLOW if isinstance(job, Workflow) else ItemKind.JOB,
+            jitter_seconds=job.jitter_seconds if isinstance(job, Job) else 0,
         )
 
     def next_after(self, instant: datetime) -> datetime | None:
