@@ -1,0 +1,80 @@
+"""Jitter through the real pipeline (moto, fake clock): a run keeps its nominal occurrence's id, records both
+instants, is sent to start at its jittered time, and never starts before it (nor before its nominal time)."""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+
+import pytest
+from tickwork.models import Band, RunMessage, RunStatus, run_id_for
+
+from tests.harness import START, TENANT
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
+
+
+def test_a_jittered_run_keeps_its_id_and_records_both_instants(pipeline):
+    job = pipeline.create_job(schedule={"rate": "1 minute"}, jitter_seconds=50)
+    nominal = START + timedelta(minutes=1)
+    run = pipeline.runs_of(job.id)[0]  # claimed at create: due within the horizon
+    assert run.id == run_id_for(job.id, nominal)
+    assert run.nominal_at == nominal
+    assert nominal < run.scheduled_for < nominal + timedelta(seconds=50)
+    entries = [e for p in pipeline.calls.params("SendMessageBatch") for e in p["Entries"]]
+    (entry,) = [e for e in entries if run.id in e["MessageBody"]]
+    assert entry["DelaySeconds"] == math.ceil((run.scheduled_for - START).total_seconds())
+
+
+def test_a_jittered_run_never_starts_early(pipeline):
+    job = pipeline.create_job(schedule={"rate": "1 minute"}, jitter_seconds=50)
+    run = pipeline.runs_of(job.id)[0]
+    # A message for it at its nominal time (a duplicate, or SQS's 15-minute delay cap): refused by the lease.
+    pipeline.clock.advance(60)
+    message = RunMessage(run_id=run.id, job_id=job.id, tenant=TENANT, scheduled_for=run.scheduled_for)
+    url = pipeline.resources.queue_urls[Band.NORMAL.value]
+    pipeline.sqs.send_message(QueueUrl=url, MessageBody=message.model_dump_json())
+    messages = pipeline.receive(Band.NORMAL)
+    pipeline.deliver(Band.NORMAL, messages)
+    assert pipeline.run(run.id).status is RunStatus.QUEUED
+    assert pipeline.run(run.id).attempts == 0
+    wait = pipeline.visibility_set_for(messages[0]["ReceiptHandle"])[-1]
+    assert wait == math.ceil((run.scheduled_for - pipeline.clock.now()).total_seconds())
+    pipeline.clock.advance(wait)
+    pipeline.deliver(Band.NORMAL, messages)
+    ran = pipeline.run(run.id)
+    assert ran.status is RunStatus.SUCCEEDED
+    assert ran.started_at is not None
+    assert ran.started_at >= run.scheduled_for > run.nominal_at
+
+
+def test_every_tick_s_runs_are_jittered_within_range_and_deterministic(pipeline):
+    job = pipeline.create_job(schedule={"rate": "1 minute"}, jitter_seconds=30)
+    for _ in range(5):
+        pipeline.clock.advance(60)
+        pipeline.tick()
+    runs = pipeline.runs_of(job.id)
+    assert len(runs) >= 5
+    for run in runs:
+        assert run.nominal_at is not None
+        assert run.id == run_id_for(job.id, run.nominal_at)
+        assert run.nominal_at <= run.scheduled_for < run.nominal_at + timedelta(seconds=30)
+    # Another claimer would compute the same instants: they depend on the job and the occurrence alone.
+    from tickwork.jitter import jittered
+
+    assert [r.scheduled_for for r in runs] == [jittered(job.id, r.nominal_at, 30) for r in runs]  # type: ignore[arg-type]
+
+
+def test_a_job_without_jitter_pays_nothing_for_it(pipeline):
+    plain = pipeline.create_job(schedule={"rate": "1 minute"})
+    run = pipeline.runs_of(plain.id)[0]
+    assert run.scheduled_for == START + timedelta(minutes=1)
+    assert run.nominal_at is None
+    assert run.not_before is None
+    pipeline.calls.clear()
+    jittered_job = pipeline.create_job(schedule={"rate": "1 minute"}, jitter_seconds=10)
+    with_jitter = pipeline.calls.by_operation()
+    pipeline.calls.clear()
+    pipeline.create_job(schedule={"rate": "1 minute"})
+    assert pipeline.calls.by_operation() == with_jitter  # the same AWS requests, jitter or not
+    assert pipeline.runs_of(jittered_job.id)[0].nominal_at is not None
