@@ -115,7 +115,9 @@ class JobFields:
     tag: Annotated[list[str] | None, typer.Option("--tag", help="key=value; repeatable.")] = None
     jitter_seconds: Annotated[
         int | None,
-        typer.Option("--jitter-seconds", help="Delay each run by a fixed-per-occurrence 0 to N s (at most the period)."),
+        typer.Option(
+            "--jitter-seconds", help="Delay each run by a fixed-per-occurrence 0 to N s (at most the period)."
+        ),
     ] = None
 
 
