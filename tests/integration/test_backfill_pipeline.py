@@ -10,9 +10,10 @@ import pytest
 from tickwork.api_models import BackfillRequest
 from tickwork.clock import iso
 from tickwork.errors import Conflict, InvalidInput
-from tickwork.models import Band, RunMessage, RunStatus, RunTrigger, run_id_for
+from tickwork.models import Band, RunStatus, RunTrigger, run_id_for
 
 from tests.harness import START, TENANT
+from tests.integration.early_messages import deliver_now
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
@@ -80,11 +81,7 @@ def test_a_backfilled_run_runs_at_its_turn_and_not_before(pipeline):
     assert pipeline.run(first.id).trigger is RunTrigger.BACKFILL
 
     # A message for the third, early (a duplicate, say): the lease refuses it until its turn.
-    message = RunMessage(run_id=third.id, job_id=job.id, tenant=TENANT, scheduled_for=third.scheduled_for)
-    url = pipeline.resources.queue_urls[Band.LOW.value]
-    pipeline.sqs.send_message(QueueUrl=url, MessageBody=message.model_dump_json())
-    messages = pipeline.receive(Band.LOW)
-    pipeline.deliver(Band.LOW, messages)
+    messages = deliver_now(pipeline, third)
     assert pipeline.run(third.id).status is RunStatus.QUEUED
     assert pipeline.run(third.id).attempts == 0
     assert pipeline.visibility_set_for(messages[0]["ReceiptHandle"])[-1] == 2

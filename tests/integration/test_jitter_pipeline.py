@@ -7,9 +7,10 @@ import math
 from datetime import timedelta
 
 import pytest
-from tickwork.models import Band, RunMessage, RunStatus, run_id_for
+from tickwork.models import Band, RunStatus, run_id_for
 
-from tests.harness import START, TENANT
+from tests.harness import START
+from tests.integration.early_messages import deliver_now
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
@@ -31,11 +32,7 @@ def test_a_jittered_run_never_starts_early(pipeline):
     run = pipeline.runs_of(job.id)[0]
     # A message for it at its nominal time (a duplicate, or SQS's 15-minute delay cap): refused by the lease.
     pipeline.clock.advance(60)
-    message = RunMessage(run_id=run.id, job_id=job.id, tenant=TENANT, scheduled_for=run.scheduled_for)
-    url = pipeline.resources.queue_urls[Band.NORMAL.value]
-    pipeline.sqs.send_message(QueueUrl=url, MessageBody=message.model_dump_json())
-    messages = pipeline.receive(Band.NORMAL)
-    pipeline.deliver(Band.NORMAL, messages)
+    messages = deliver_now(pipeline, run)
     assert pipeline.run(run.id).status is RunStatus.QUEUED
     assert pipeline.run(run.id).attempts == 0
     wait = pipeline.visibility_set_for(messages[0]["ReceiptHandle"])[-1]
