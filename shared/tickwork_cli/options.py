@@ -112,13 +112,13 @@ class JobFields:
     misfire_grace: Annotated[
         int | None, typer.Option("--misfire-grace", help="Seconds late a run may still start.")
     ] = None
-    tag: Annotated[list[str] | None, typer.Option("--tag", help="key=value; repeatable.")] = None
     jitter_seconds: Annotated[
         int | None,
         typer.Option(
             "--jitter-seconds", help="Delay each run by a fixed-per-occurrence 0 to N s (at most the period)."
         ),
     ] = None
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="key=value; repeatable.")] = None
 
 
 @dataclasses.dataclass
