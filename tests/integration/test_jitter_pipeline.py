@@ -7,9 +7,11 @@ import math
 from datetime import timedelta
 
 import pytest
+from tickwork.api_models import JobSpec
+from tickwork.jitter import jitter_offset_ms, jittered
 from tickwork.models import Band, RunStatus, run_id_for
 
-from tests.harness import START
+from tests.harness import START, TENANT
 from tests.integration.early_messages import deliver_now
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
@@ -57,8 +59,6 @@ def test_every_tick_s_runs_are_jittered_within_range_and_deterministic(pipeline)
         assert run.id == run_id_for(job.id, run.nominal_at)
         assert run.nominal_at <= run.scheduled_for < run.nominal_at + timedelta(seconds=30)
     # Another claimer would compute the same instants: they depend on the job and the occurrence alone.
-    from tickwork.jitter import jittered
-
     assert [r.scheduled_for for r in runs] == [jittered(job.id, r.nominal_at, 30) for r in runs]  # type: ignore[arg-type]
 
 
@@ -75,3 +75,29 @@ def test_a_job_without_jitter_pays_nothing_for_it(pipeline):
     pipeline.create_job(schedule={"rate": "1 minute"})
     assert pipeline.calls.by_operation() == with_jitter  # the same AWS requests, jitter or not
     assert pipeline.runs_of(jittered_job.id)[0].nominal_at is not None
+
+
+def test_a_jitter_beyond_sqs_delay_cap_starts_at_its_time_through_the_due_index(pipeline):
+    nominal = START + timedelta(hours=1)
+    # A job id whose offset for this occurrence is well past SQS's 15-minute delay cap.
+    job_id = next(f"j{n:025d}" for n in range(1000) if jitter_offset_ms(f"j{n:025d}", nominal, 3000) > 1_200_000)
+    spec = JobSpec.model_validate({"name": "n", "type": "echo", "schedule": {"rate": "1 hour"}, "jitter_seconds": 3000})
+    jobs = pipeline.services.jobs
+    assert jobs.add_new(jobs.factory.new_job(TENANT, spec, now=START, job_id=job_id))
+    pipeline.clock.advance(3600 - 60)
+    pipeline.tick()
+    run = pipeline.runs_of(job_id)[0]
+    assert run.scheduled_for - run.nominal_at > timedelta(minutes=20)  # type: ignore[operator]
+    # Its message comes at most 15 minutes after the claim: early, acknowledged, and the run left QUEUED.
+    pipeline.clock.advance(900)
+    deliver_now(pipeline, run)
+    assert pipeline.run(run.id).status is RunStatus.QUEUED
+    assert pipeline.run(run.id).attempts == 0
+    # The due index has the tick send it again at its jittered time (plus the re-dispatch delay).
+    pipeline.clock.advance((run.scheduled_for - pipeline.clock.now()).total_seconds() + 31)
+    pipeline.tick()
+    assert pipeline.drain() == 1
+    ran = pipeline.run(run.id)
+    assert ran.status is RunStatus.SUCCEEDED
+    assert ran.started_at is not None
+    assert ran.started_at >= run.scheduled_for
