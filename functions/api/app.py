@@ -29,7 +29,7 @@ from problems import (
     unsupported_media_type_problem,
     validation_problem,
 )
-from routes import dlq, jobs, meta, runs, tenants, workflows
+from routes import backfill, dlq, jobs, meta, preview, runs, tenants, workflows
 from routes.meta import VERSION
 from tickwork.errors import TickworkError
 from tickwork.observability import logger, metrics, tracer
@@ -61,7 +61,7 @@ def openapi_document() -> str:
     )
 
 
-for _resource in (jobs, runs, dlq, workflows, tenants):
+for _resource in (jobs, preview, backfill, runs, dlq, workflows, tenants):
     app.include_router(_resource.router)
 
 

@@ -12,15 +12,18 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
+from tickwork.backfill import DEFAULT_BACKFILL_RUNS, MAX_BACKFILL_RUNS
 from tickwork.jobtypes import registry
 from tickwork.models import (
     CatchupPolicy,
     CircuitBreaker,
     ConcurrencyLimit,
+    JitterSeconds,
     Job,
     JobDefinition,
     JobName,
     MisfireGraceSeconds,
+    NotCoerced,
     OverlapPolicy,
     Priority,
     RateLimit,
@@ -32,6 +35,7 @@ from tickwork.models import (
     Tags,
     TimeoutSeconds,
 )
+from tickwork.preview import DEFAULT_PREVIEW_COUNT, MAX_PREVIEW_COUNT
 from tickwork.schedule import CallerInstant, Schedule, UtcDatetime
 from tickwork.tenant_settings import TenantSettings
 from tickwork.workflow.advance import WorkflowRunStatus
@@ -163,6 +167,7 @@ class JobUpdate(_Patch):
     overlap: OverlapPolicy = Field(default=_ABSENT)
     catchup: CatchupPolicy = Field(default=_ABSENT)
     circuit_breaker: CircuitBreaker = Field(default=_ABSENT)
+    jitter_seconds: JitterSeconds = Field(default=_ABSENT)
     tags: Tags = Field(default=_ABSENT)
     concurrency: ConcurrencyLimit = Field(default=_ABSENT)
     rate_limit: RateLimit = Field(default=_ABSENT)
@@ -309,3 +314,49 @@ class TenantView(BaseModel):
     tenant: str
     settings: TenantSettings
     usage: TenantUsage
+
+
+# ---------------------------------------------------------------- preview and backfill (docs/policies.md)
+
+PreviewCount = Annotated[int, Field(ge=1, le=MAX_PREVIEW_COUNT), NotCoerced]
+
+
+class SchedulePreviewRequest(BaseModel):
+    """POST /v1/schedules/preview: a schedule's next `count` occurrences after `from` (default: now)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    schedule: ScheduleSpec
+    count: PreviewCount = DEFAULT_PREVIEW_COUNT
+    from_: CallerInstant | None = Field(default=None, alias="from")
+
+
+class PreviewItem(BaseModel):
+    at: UtcDatetime = Field(description="The occurrence, in UTC.")
+    local: str = Field(description="Its wall time in the schedule's time zone, with the offset.")
+    dst: Literal["gap", "fold"] | None = Field(
+        description="gap: the wall time asked for did not exist (a spring-forward skipped it; it runs at the "
+        "gap's end). fold: the wall time is one the zone shows twice (it runs at the first). null otherwise."
+    )
+
+
+class Preview(BaseModel):
+    items: list[PreviewItem]
+
+
+class BackfillRequest(BaseModel):
+    """POST /v1/jobs/{id}/backfill: runs for the job's past occurrences in [from, to]."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    from_: CallerInstant = Field(alias="from")
+    to: CallerInstant
+    max_runs: Annotated[int, Field(ge=1, le=MAX_BACKFILL_RUNS), NotCoerced] = DEFAULT_BACKFILL_RUNS
+
+
+class BackfillResponse(BaseModel):
+    created: int = Field(description="Runs created by this call.")
+    runs: list[str] = Field(description="Their ids: each is its occurrence's run id.")
+    existing: list[UtcDatetime] = Field(
+        description="Occurrences skipped because they already had a run (backfilled before, or scheduled)."
+    )

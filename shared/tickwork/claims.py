@@ -101,6 +101,7 @@ class ClaimableJob:
         if plan.probe_at is not None and breaker is not None:
             breaker = breaker.model_copy(update={"probe_at": plan.probe_at})
         return replace(self, version=self.version + 1, next_run_at=next_run_at, breaker=breaker)
+    jitter_seconds: int = 0  # each run starts this much later at most (tickwork.jitter)
 
     @classmethod
     def from_due(cls, item: DueItem) -> ClaimableJob:
@@ -120,6 +121,7 @@ class ClaimableJob:
             catchup=CatchupPolicy(a.get("catchup", default_catchup(item.kind))),
             state=JobState(a.get("state", JobState.ACTIVE.value)),
             breaker=BreakerState.model_validate(a["breaker"]) if a.get("breaker") else None,
+            jitter_seconds=int(a.get("jitter_seconds", 0)),
         )
 
     @classmethod
@@ -141,6 +143,7 @@ class ClaimableJob:
             catchup=job.catchup if isinstance(job, Job) else CatchupPolicy.ALL,
             state=job.state,
             breaker=job.breaker if isinstance(job, Job) else None,
+            jitter_seconds=job.jitter_seconds if isinstance(job, Job) else 0,
         )
 
     def next_after(self, instant: datetime) -> datetime | None:

@@ -46,6 +46,7 @@ from tickwork.claims import ClaimableJob, ClaimPlan, Occurrence, optional_instan
 from tickwork.clock import Clock, from_ms, stored_instant, to_ms
 from tickwork.fairness import Allocation, Allotted, Candidate, HoldReason, allocate
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
+from tickwork.jitter import jittered_times
 from tickwork.models import Band, DeferReason, Job, JobState, Run, RunStatus, SkipReason, run_id_for
 from tickwork.observability import logger, metrics
 from tickwork.queues import Outgoing, RunQueues, SendReport
@@ -160,7 +161,7 @@ class JobRunWriter:
             waited = self._ticks_held(job, occurrence.at, now)
             return Run(
                 id=run_id_for(job.job_id, occurrence.at),
-                scheduled_for=occurrence.at,
+                **jittered_times(job.job_id, occurrence.at, job.jitter_seconds),
                 status=RunStatus.QUEUED,
                 enqueued_at=now,
                 deferred=waited,

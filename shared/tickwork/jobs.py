@@ -12,9 +12,12 @@ from datetime import datetime, timedelta
 
 from tickwork.api_models import JobSpec, JobUpdate
 from tickwork.breaker import closed
+from tickwork.api_models import BackfillRequest, JobSpec, JobUpdate
+from tickwork.backfill import Backfiller, BackfillResult
 from tickwork.clock import Clock
 from tickwork.dispatch import Dispatcher
-from tickwork.errors import Conflict
+from tickwork.errors import Conflict, InvalidInput
+from tickwork.jitter import JitterTooLarge, check_jitter
 from tickwork.job_factory import JobFactory
 from tickwork.lifecycle import VersionedChanges
 from tickwork.models import Job, JobState, Run, RunStatus, RunTrigger, run_id_for
@@ -110,6 +113,12 @@ class JobLifecycle:
         def check_changes(job: Job) -> None:
             if "payload" in changes:
                 self.factory.check_payload(job.type, changes["payload"])
+            if "jitter_seconds" in changes or "schedule" in changes:
+                schedule = changes["schedule"].stored() if "schedule" in changes else job.schedule
+                try:
+                    check_jitter(changes.get("jitter_seconds", job.jitter_seconds), schedule)
+                except JitterTooLarge as exc:
+                    raise InvalidInput.one("jitter_seconds", str(exc)) from None
 
         job = self._changes.update(tenant, job_id, changes, self.factory, check_changes)
         if "schedule" in changes or "priority" in changes:
@@ -140,3 +149,10 @@ class JobLifecycle:
                 self.dispatcher.send_runs([run])
                 return run
         raise Conflict("too many triggers at once; try again")
+
+    def backfill(self, tenant: str, job_id: str, request: BackfillRequest) -> BackfillResult:
+        """Runs for the job's past occurrences in [from, to], each once (tickwork.backfill); 409 if CANCELLED.
+        Runs even while paused (it was asked for explicitly), as a trigger does."""
+        job = self.queries.get_job(tenant, job_id)
+        backfiller = Backfiller(self.store, self.dispatcher, self.clock)
+        return backfiller.backfill(job, request.from_, request.to, request.max_runs)

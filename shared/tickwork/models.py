@@ -15,10 +15,13 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    ValidationInfo,
+    field_validator,
     model_validator,
 )
 
 from tickwork.clock import from_ms, to_ms
+from tickwork.jitter import check_jitter
 from tickwork.schedule import Schedule, UtcDatetime
 
 MAX_TIMEOUT_SECONDS = 840  # the executor Lambda has 900 s; 60 s stay for lease, result and bookkeeping
@@ -42,6 +45,7 @@ JobTypeName = Annotated[str, Field(min_length=1, max_length=64)]
 Priority = Annotated[int, Field(ge=0, le=9), NotCoerced]
 TimeoutSeconds = Annotated[int, Field(ge=1, le=MAX_TIMEOUT_SECONDS), NotCoerced]
 MisfireGraceSeconds = Annotated[int, Field(ge=0, le=7 * 86400), NotCoerced]
+JitterSeconds = Annotated[int, Field(ge=0, le=366 * 86400), NotCoerced]  # and at most the schedule's period
 # Tags as AWS bounds them: at most 50, keys of 1 to 128 characters, values of 0 to 256. Bounded so that a job
 # item always fits DynamoDB's 400 KB (see tickwork.job_factory.MAX_JOB_ITEM_BYTES).
 MAX_TAGS = 50
@@ -167,6 +171,8 @@ class BreakerState(BaseModel):
 class RunTrigger(StrEnum):
     SCHEDULE = "schedule"
     MANUAL = "manual"
+    # A past occurrence created by POST /v1/jobs/{id}/backfill: its id is the occurrence's, as a scheduled run's.
+    BACKFILL = "backfill"
 
 
 class RetryPolicy(BaseModel):
@@ -331,10 +337,20 @@ class JobDefinition(BaseModel):
     catchup: CatchupPolicy = CatchupPolicy.LATEST
     # Absent: no breaker, and a run's outcome writes nothing more for it.
     circuit_breaker: CircuitBreaker | None = None
+    # Each occurrence runs this much later at most, by a deterministic offset (tickwork.jitter).
+    jitter_seconds: JitterSeconds = 0
     tags: StoredTags = Field(default_factory=dict)
     # Absent: no limit, and nothing is read or written for it when a run starts.
     concurrency: ConcurrencyLimit | None = None
     rate_limit: RateLimit | None = None
+
+    @field_validator("jitter_seconds")
+    @classmethod
+    def _jitter_within_period(cls, value: int, info: ValidationInfo) -> int:
+        schedule = info.data.get("schedule")  # absent when the schedule itself was refused
+        if isinstance(schedule, Schedule):
+            check_jitter(value, schedule)
+        return value
 
 
 class _HasPriority(Protocol):
@@ -409,6 +425,9 @@ class Run(BaseModel, _InBand):
     status: RunStatus
     priority: Priority = 5
     trigger: RunTrigger = RunTrigger.SCHEDULE
+    # A jittered job's occurrence (tickwork.jitter): the undelayed instant; scheduled_for is the later one it
+    # starts at. Absent without jitter.
+    nominal_at: UtcDatetime | None = None
     attempts: int = 0
     max_attempts: int | None = None
     enqueued_at: UtcDatetime | None = None

@@ -40,6 +40,9 @@ MAX_RATE_SECONDS = 366 * 86400
 # The Gregorian calendar repeats every 400 years: a cron with no occurrence in that span has none at all
 # (and such expressions are rejected up front; see _never_fires).
 _CRON_SEARCH_YEARS = 400
+# Schedule.shortest_period samples this many occurrences, from this instant.
+PERIOD_SAMPLE = 400
+_PERIOD_SAMPLE_FROM = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 UtcDatetime = Annotated[
@@ -387,6 +390,25 @@ def resolve_wall_time(wall: datetime, zone: ZoneInfo) -> datetime:
     return hi.replace(microsecond=(hi.microsecond // 1000) * 1000)
 
 
+# What DST did to an occurrence: "gap" when the wall time asked for did not exist (a spring-forward skipped it,
+# and the occurrence is at the end of the gap); "fold" when it is a wall time the zone shows twice (autumn
+# fall-back: the occurrence is its first instant, and the second pass does not fire again); None otherwise.
+DstFlag = Literal["gap", "fold"] | None
+
+
+def _is_repeated(wall: datetime, zone: ZoneInfo) -> bool:
+    """The zone shows this naive wall time twice (both passes exist, at different offsets)."""
+    first = wall.replace(tzinfo=zone, fold=0)
+    second = wall.replace(tzinfo=zone, fold=1)
+    return first.utcoffset() != second.utcoffset() and second.astimezone(UTC).astimezone(zone).fold == 1
+
+
+def _real_time_flag(instant: datetime, zone: ZoneInfo) -> DstFlag:
+    """A rate's or a one-shot's instant is real time, never moved by DST: "fold" only says that the wall time it
+    shows in its zone is one the zone shows twice."""
+    return "fold" if _is_repeated(instant.astimezone(zone).replace(tzinfo=None), zone) else None
+
+
 def _search_start(instant: datetime, zone: ZoneInfo) -> datetime:
     """The naive wall time after which the next cron wall time is the next occurrence after `instant`."""
     wall = instant.astimezone(zone).replace(tzinfo=None)
@@ -430,7 +452,16 @@ class Schedule(BaseModel):
     @field_validator("cron")
     @classmethod
     def _valid_cron(cls, value: str | None) -> str | None:
-        return None if value is None else validate_cron(value)
+        if value is None:
+            return None
+        expression = validate_cron(value)
+        # Here rather than on the whole schedule, so that the 422 names `schedule.cron`.
+        if reason := _never_fires(_cron_plan(expression)):
+            raise ValueError(
+                f"cron expression {value!r} {reason} (no selected month has the day of the month it asks for, "
+                "so it has no occurrence in any year)"
+            )
+        return expression
 
     @field_validator("rate")
     @classmethod
@@ -446,8 +477,6 @@ class Schedule(BaseModel):
             raise ValueError(f"exactly one of at, cron or rate is required; got {', '.join(kinds) or 'none'}")
         if self.start_at and self.end_at and self.end_at <= self.start_at:
             raise ValueError("end_at must be after start_at")
-        if self.cron is not None and (reason := _never_fires(_cron_plan(self.cron))):
-            raise ValueError(f"cron expression {self.cron!r} {reason}")
         return self
 
     @property
@@ -478,17 +507,29 @@ class Schedule(BaseModel):
         The same sequence as calling next_after on each result in turn, but one cron iterator (or the rate
         arithmetic) serves the whole walk: catching up after an outage costs one step per occurrence.
         """
+        for occurrence, _ in self.iter_flagged_after(instant, anchor=anchor, hash_key=hash_key):
+            yield occurrence
+
+    def iter_flagged_after(
+        self, instant: datetime, *, anchor: datetime, hash_key: str | None = None
+    ) -> Iterator[tuple[datetime, DstFlag]]:
+        """iter_after's occurrences, each with what DST did to it (see DstFlag): the walk the scheduler takes,
+        so a preview shows exactly what will run."""
         if self.at is not None:
             if self.at > instant and (self.end_at is None or self.at <= self.end_at):
-                yield self.at
+                yield self.at, _real_time_flag(self.at, self.zone)
             return
         if self.start_at is not None and instant < self.start_at:
             instant = self.start_at - timedelta(microseconds=1)  # the next occurrence at or after start_at
-        found = self._rate_after(instant, anchor) if self.rate is not None else self._cron_after(instant, hash_key)
-        for occurrence in found:
+        found = (
+            ((o, _real_time_flag(o, self.zone)) for o in self._rate_after(instant, anchor))
+            if self.rate is not None
+            else self._cron_after(instant, hash_key)
+        )
+        for occurrence, flag in found:
             if self.end_at is not None and occurrence > self.end_at:
                 return
-            yield occurrence
+            yield occurrence, flag
 
     def _rate_after(self, instant: datetime, anchor: datetime) -> Iterator[datetime]:
         period = parse_rate(self.rate or "")
@@ -500,7 +541,7 @@ class Schedule(BaseModel):
             yield occurrence
             occurrence += period
 
-    def _cron_after(self, instant: datetime, hash_key: str | None) -> Iterator[datetime]:
+    def _cron_after(self, instant: datetime, hash_key: str | None) -> Iterator[tuple[datetime, DstFlag]]:
         """Successive cron occurrences strictly after `instant`, by the DST rules, from one croniter iterator.
 
         croniter walks naive wall times in the zone; each is resolved to its instant. The walk starts where the
@@ -530,11 +571,27 @@ class Schedule(BaseModel):
                 raise RuntimeError(
                     f"cron {self.cron!r} in {self.timezone}: {wall} resolves to {found}, not after {last}"
                 )
-            yield found
-            last = found
             landed = found.astimezone(zone).replace(tzinfo=None)
+            yield found, ("gap" if landed > wall else "fold" if _is_repeated(wall, zone) else None)
+            last = found
             if landed > wall:  # a wall time skipped by a gap fired at its end, with every other one in the gap
                 it.set_current(landed, force=True)
+
+    def shortest_period(self, *, hash_key: str | None = None) -> timedelta | None:
+        """The shortest gap between consecutive occurrences, found cheaply: a rate's period; for a cron, the
+        smallest gap among its first PERIOD_SAMPLE occurrences from 2026-01-01 (a year of a daily cron, so the
+        DST days are in it); None for a one-shot, which has no period."""
+        return _shortest_period(self, hash_key)
+
+    def _sampled_period(self, hash_key: str | None) -> timedelta | None:
+        if self.at is not None:
+            return None
+        if self.rate is not None:
+            return parse_rate(self.rate)
+        walk = self._cron_after(_PERIOD_SAMPLE_FROM, hash_key)
+        instants = [found for found, _ in itertools.islice(walk, PERIOD_SAMPLE)]
+        gaps = [later - earlier for earlier, later in itertools.pairwise(instants)]
+        return min(gaps, default=None)
 
     def occurrences(
         self,
@@ -548,3 +605,9 @@ class Schedule(BaseModel):
         """Occurrences in (after, until], at most `limit`."""
         found = itertools.takewhile(lambda t: t <= until, self.iter_after(after, anchor=anchor, hash_key=hash_key))
         return list(itertools.islice(found, max(limit, 0)))
+
+
+@lru_cache(maxsize=1024)
+def _shortest_period(schedule: Schedule, hash_key: str | None) -> timedelta | None:
+    """Schedule.shortest_period, once per schedule: every read of a jittered job checks its jitter against it."""
+    return schedule._sampled_period(hash_key)

@@ -56,6 +56,8 @@ app.add_typer(jobs_app, name="jobs")
 app.add_typer(runs_app, name="runs")
 app.add_typer(dlq_app, name="dlq")
 app.add_typer(workflows_app, name="workflows")
+schedules_app = typer.Typer(help="Schedules before they are jobs': preview their occurrences.", no_args_is_help=True)
+app.add_typer(schedules_app, name="schedules")
 tenants_app = typer.Typer(
     help="Tenants' settings (fair-share weight and quotas) and usage; setting them is an admin's.", no_args_is_help=True
 )
@@ -136,16 +138,18 @@ def _watch(
 
 # ---------------------------------------------------------------- building requests
 
-_RELATIVE = re.compile(r"^\+\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?$")
+_RELATIVE = re.compile(r"^([+-])\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?$")
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
 
 
 def parse_at(value: str, current: datetime | None = None) -> str:
-    """An absolute ISO-8601 time as given, or `+10s` / `+5m` / `+2h` / `+1d` from now (UTC, milliseconds)."""
+    """An absolute ISO-8601 time as given, or `+10s` / `+5m` / `+2h` / `+1d` from now, or `-1d` before it (a
+    backfill's range), in UTC with milliseconds."""
     match = _RELATIVE.match(value.strip())
     if not match:
         return value
-    seconds = float(match.group(1)) * _UNITS[match.group(2)]
+    sign = -1 if match.group(1) == "-" else 1
+    seconds = sign * float(match.group(2)) * _UNITS[match.group(3)]
     instant = (current or now()) + timedelta(seconds=seconds)
     return instant.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -212,6 +216,7 @@ def _settings(fields: JobFields) -> dict[str, Any]:
             max_cooldown_seconds=fields.max_cooldown_seconds,
         )
         or None,
+        jitter_seconds=fields.jitter_seconds,
         tags=_tags(fields.tag),
     )
 
@@ -298,6 +303,53 @@ _call_by_id(jobs_app, "cancel", "Cancel a job (idempotent).", "DELETE", "/v1/job
 _call_by_id(
     jobs_app, "trigger", "Run a job now, once, outside its schedule.", "POST", "/v1/jobs/{job_id}/trigger", JobIdArg
 )
+
+
+# ---------------------------------------------------------------- preview and backfill
+
+PreviewCount = Annotated[int | None, typer.Option("--count", help="How many occurrences (1-1000; default 5).")]
+
+
+@jobs_app.command("preview")
+@api_command
+def jobs_preview(job_id: JobIdArg, session: Session, count: PreviewCount = None) -> None:
+    """A job's next occurrences, as it will run them, with DST flags (gap, fold)."""
+    page = session.client.get(f"/v1/jobs/{quote(job_id, safe='')}/preview", count=count)
+    session.show_page({**page, "next_cursor": None}, render.PREVIEW_COLUMNS)
+
+
+@schedules_app.command("preview")
+@api_command
+def schedules_preview(
+    session: Session,
+    at: Annotated[str | None, typer.Option("--at", help="Once at this ISO-8601 time, or +10s / +5m from now.")] = None,
+    cron: Annotated[str | None, typer.Option("--cron", help="Cron: 5 fields, or 6 with seconds first.")] = None,
+    rate: Annotated[str | None, typer.Option("--rate", help='Fixed interval, e.g. "5 minutes".')] = None,
+    timezone: Annotated[str | None, typer.Option("--timezone", "--tz", help="IANA time zone (default UTC).")] = None,
+    count: PreviewCount = None,
+    since: Annotated[
+        str | None, typer.Option("--from", help="Occurrences after this ISO-8601 time, or +1d (default now).")
+    ] = None,
+) -> None:
+    """A schedule's next occurrences, with DST flags (gap, fold), before it is a job's."""
+    schedule = _optional_fields(at=parse_at(at) if at else None, cron=cron, rate=rate, timezone=timezone)
+    body = {"schedule": schedule, **_optional_fields(count=count, **{"from": parse_at(since) if since else None})}
+    page = session.client.post("/v1/schedules/preview", body)
+    session.show_page({**page, "next_cursor": None}, render.PREVIEW_COLUMNS)
+
+
+@jobs_app.command("backfill")
+@api_command
+def jobs_backfill(
+    job_id: JobIdArg,
+    session: Session,
+    since: Annotated[str, typer.Option("--from", help="The first past occurrence to run (ISO-8601, or -1d).")],
+    until: Annotated[str, typer.Option("--to", help="The last (ISO-8601, or -1h); at most 31 days after --from.")],
+    max_runs: Annotated[int | None, typer.Option("--max-runs", help="At most this many runs (1-1000; 100).")] = None,
+) -> None:
+    """Run a job's past occurrences in [--from, --to], each once: a repeat creates none it already made."""
+    body = {"from": parse_at(since), "to": parse_at(until), **_optional_fields(max_runs=max_runs)}
+    session.show_one(session.client.post(f"/v1/jobs/{quote(job_id, safe='')}/backfill", body))
 
 
 # ---------------------------------------------------------------- runs

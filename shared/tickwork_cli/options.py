@@ -124,6 +124,12 @@ class JobFields:
     max_cooldown_seconds: Annotated[
         int | None, typer.Option("--max-cooldown-seconds", help="Circuit breaker: the doubled cooldown's cap.")
     ] = None
+    jitter_seconds: Annotated[
+        int | None,
+        typer.Option(
+            "--jitter-seconds", help="Delay each run by a fixed-per-occurrence 0 to N s (at most the period)."
+        ),
+    ] = None
     tag: Annotated[list[str] | None, typer.Option("--tag", help="key=value; repeatable.")] = None
 
 

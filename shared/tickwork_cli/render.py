@@ -62,6 +62,13 @@ RUN_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
 ]
 
 
+PREVIEW_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
+    ("AT (UTC)", lambda o: o["at"]),
+    ("LOCAL", lambda o: o["local"]),
+    ("DST", lambda o: o.get("dst") or ""),
+]
+
+
 def steps_text(steps: Any) -> str:
     """A workflow's steps as the DAG they form (`a; b <- a; d <- b, c`), or a workflow run's steps as their
     states (`a SUCCEEDED; d SKIPPED (upstream_failed)`)."""

@@ -115,7 +115,11 @@ _BEYOND_THE_SCHEMA = (
     (r"schedule\.cron", ""),
     (r"schedule\.rate", ""),
     (r"schedule\.timezone", ""),
-    (r"schedule", "never fires"),
+    (r"schedule\.cron", "never fires"),
+    (r"jitter_seconds", "shortest period"),  # jitter is at most the schedule's period
+    (r"from|to", "must not be in the future"),  # a backfill's range (the fake clock is before every instant)
+    (r"to", "must not be before from"),
+    (r"to", "must be at most"),
     (r"cursor", "not a cursor from this listing"),
     (rf"{_STEP}\.id", "duplicate step id"),
     (rf"{_STEP}\.depends_on\[\d+\]", ""),  # unknown, itself, or listed twice

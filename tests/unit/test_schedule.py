@@ -150,7 +150,7 @@ def test_hash_spreads_jobs_but_is_stable() -> None:
     [
         ({"cron": "61 * * * *"}, "cron", "not valid"),
         ({"cron": "* * *"}, "cron", "5 fields"),
-        ({"cron": "0 0 31 4 *"}, "", "never fires"),
+        ({"cron": "0 0 31 4 *"}, "cron", "never fires"),
         ({"cron": "* * * * *", "timezone": "Mars/Olympus"}, "timezone", "unknown time zone"),
         ({"rate": "0 minutes"}, "rate", "at least 1 second"),
         ({"rate": "fortnightly"}, "rate", "rate must look like"),

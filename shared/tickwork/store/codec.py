@@ -172,6 +172,8 @@ def run_to_attrs(run: Run) -> dict[str, Any]:
     attrs = {"pk": key["pk"]["S"], "sk": key["sk"]["S"], "kind": ItemKind.RUN.value, "run_id": run.id, **data}
     if run.payload is not None:
         attrs["payload_json"] = _json_text(run.payload)
+    if run.not_before is not None:  # the lease's condition reads it (a jittered run's start, tickwork.jitter)
+        attrs["not_before_ms"] = to_ms(run.not_before)
     return attrs
 
 

@@ -44,6 +44,7 @@ DUE_INDEX_PROJECTION = (
     "trigger",
     "created_at",
     "lease_until_ms",
+    "jitter_seconds",
 )
 
 

@@ -1,0 +1,32 @@
+"""/v1/jobs/{id}/backfill: runs for a job's past occurrences, each once, dispatched at a bounded pace."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+from dependencies import Jobs, Tenant
+from tickwork.api_models import BackfillRequest, BackfillResponse
+
+from routes.parameters import JobId
+from routes.responses import json_response, ok, problems
+
+router = APIGatewayHttpRouter()
+
+
+@router.post(
+    "/v1/jobs/<job_id>/backfill",
+    summary="Run the job's past occurrences in [from, to], each once (a repeat creates none it made)",
+    responses={200: ok(BackfillResponse, "What was created, and what already existed"), **problems(400, 404, 409, 415)},
+    tags=["jobs"],
+)
+def backfill_job(
+    job_id: JobId,
+    request: Annotated[BackfillRequest, Body(description="The range and the most runs to create.")],
+    jobs: Jobs,
+    tenant: Tenant,
+):
+    done = jobs.backfill(tenant, job_id, request)
+    body = BackfillResponse(created=len(done.created), runs=[r.id for r in done.created], existing=done.existing)
+    return json_response(200, body)

@@ -1,0 +1,139 @@
+"""Backfill through the real pipeline (moto, fake clock): each past occurrence gets one run, whoever made it
+first; a repeat creates nothing; the runs go to the low band one a second; bad ranges write nothing."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from tickwork.api_models import BackfillRequest
+from tickwork.clock import iso
+from tickwork.errors import Conflict, InvalidInput
+from tickwork.models import Band, RunStatus, RunTrigger, run_id_for
+
+from tests.harness import START, TENANT
+from tests.integration.early_messages import deliver_now
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
+
+HOUR = timedelta(hours=1)
+
+
+def _request(start, end, max_runs=100) -> BackfillRequest:
+    return BackfillRequest.model_validate({"from": iso(start), "to": iso(end), "max_runs": max_runs})
+
+
+def _backfill(pipeline, job_id, start, end, max_runs=100):
+    return pipeline.services.jobs.backfill(TENANT, job_id, _request(start, end, max_runs))
+
+
+def _hourly(pipeline):
+    return pipeline.create_job(schedule={"cron": "0 * * * *"})
+
+
+def test_backfill_twice_gives_the_same_set_of_runs(pipeline):
+    job = _hourly(pipeline)
+    pipeline.clock.advance(3 * 3600 + 300)  # 15:05: 13:00 and 14:00 were missed, 15:00 is due
+    pipeline.tick()  # the scheduler's own records: 13:00 and 14:00 skipped (misfired), 15:00 queued
+    scheduled = {r.id for r in pipeline.runs_of(job.id)}
+    assert len(scheduled) == 3
+
+    first = _backfill(pipeline, job.id, START - 6 * HOUR, pipeline.clock.now())
+    occurrences = [START - 6 * HOUR + k * HOUR for k in range(10)]  # 06:00 to 15:00
+    assert [r.id for r in first.created] == [run_id_for(job.id, at) for at in occurrences[:7]]
+    assert first.existing == occurrences[7:]  # the scheduler's, left alone
+    assert all(r.trigger is RunTrigger.BACKFILL and r.status is RunStatus.QUEUED for r in first.created)
+    runs_after_first = {r.id: r.model_dump() for r in pipeline.runs_of(job.id)}
+    assert set(runs_after_first) == scheduled | {r.id for r in first.created}
+
+    pipeline.clock.advance(60)
+    second = _backfill(pipeline, job.id, START - 6 * HOUR, START + 3 * HOUR)
+    assert second.created == []
+    assert second.existing == occurrences
+    assert {r.id: r.model_dump() for r in pipeline.runs_of(job.id)} == runs_after_first
+
+
+def test_backfill_dispatch_is_bounded_to_the_low_band_one_a_second(pipeline):
+    job = _hourly(pipeline)
+    pipeline.clock.advance(600)
+    pipeline.calls.clear()
+    done = _backfill(pipeline, job.id, START - 24 * HOUR, START - HOUR)
+    assert len(done.created) == 24
+    # The job read, one conditional put per occurrence, and the messages in batches of ten: nothing else.
+    assert pipeline.calls.by_operation() == {"GetItem": 1, "PutItem": 24, "SendMessageBatch": 3}
+    batches = pipeline.calls.params("SendMessageBatch")
+    assert {b["QueueUrl"] for b in batches} == {pipeline.resources.queue_urls[Band.LOW.value]}
+    delays = [e["DelaySeconds"] for b in batches for e in b["Entries"]]
+    assert delays == list(range(24))  # paced: one run a second, whatever the job's priority (5 here)
+    now = pipeline.clock.now()
+    assert [r.not_before for r in done.created] == [None] + [now + timedelta(seconds=k) for k in range(1, 24)]
+    assert all(r.band is Band.LOW for r in done.created)
+
+
+def test_a_backfilled_run_runs_at_its_turn_and_not_before(pipeline):
+    job = _hourly(pipeline)
+    pipeline.clock.advance(600)
+    done = _backfill(pipeline, job.id, START - 3 * HOUR, START - HOUR)
+    first, _second, third = done.created
+    assert pipeline.drain() == 1  # the first is due now; the others' messages are still delayed
+    assert pipeline.run(first.id).status is RunStatus.SUCCEEDED
+    assert pipeline.run(first.id).trigger is RunTrigger.BACKFILL
+
+    # A message for the third, early (a duplicate, say): the lease refuses it until its turn.
+    messages = deliver_now(pipeline, third)
+    assert pipeline.run(third.id).status is RunStatus.QUEUED
+    assert pipeline.run(third.id).attempts == 0
+    assert pipeline.visibility_set_for(messages[0]["ReceiptHandle"])[-1] == 2
+    pipeline.clock.advance(2)
+    pipeline.deliver(Band.LOW, messages)
+    ran = pipeline.run(third.id)
+    assert ran.status is RunStatus.SUCCEEDED
+    assert ran.started_at == third.not_before
+    assert json.loads(messages[0]["Body"])["run_id"] == third.id
+
+
+def test_max_runs_takes_the_earliest_and_a_later_call_continues(pipeline):
+    job = _hourly(pipeline)
+    pipeline.clock.advance(600)
+    start, end = START - 10 * HOUR, START - HOUR
+    first = _backfill(pipeline, job.id, start, end, max_runs=4)
+    assert [r.scheduled_for for r in first.created] == [start + k * HOUR for k in range(4)]
+    rest = _backfill(pipeline, job.id, start, end, max_runs=10)
+    assert len(rest.created) == 6
+    assert rest.existing == [start + k * HOUR for k in range(4)]
+
+
+def test_a_paused_job_can_be_backfilled_and_a_cancelled_one_cannot(pipeline):
+    job = _hourly(pipeline)
+    pipeline.clock.advance(600)
+    pipeline.services.jobs.pause(TENANT, job.id)
+    assert len(_backfill(pipeline, job.id, START - 2 * HOUR, START - HOUR).created) == 2
+    pipeline.services.jobs.cancel(TENANT, job.id)
+    pipeline.calls.clear()
+    with pytest.raises(Conflict, match="CANCELLED"):
+        _backfill(pipeline, job.id, START - 5 * HOUR, START - 3 * HOUR)
+    assert pipeline.calls.count("PutItem") == 0
+    assert pipeline.calls.count("SendMessageBatch") == 0
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "field", "message"),
+    [
+        (START + 2 * HOUR, START + 3 * HOUR, "from", "must not be in the future"),
+        (START - HOUR, START + 3 * HOUR, "to", "must not be in the future"),
+        (START - HOUR, START - 2 * HOUR, "to", "must not be before from"),
+        (START - timedelta(days=32), START - HOUR, "to", "at most 31 days"),
+    ],
+    ids=["from in the future", "to in the future", "reversed", "wider than 31 days"],
+)
+def test_a_bad_range_names_the_field_and_writes_nothing(pipeline, start, end, field, message):
+    job = _hourly(pipeline)
+    pipeline.clock.advance(600)
+    pipeline.calls.clear()
+    with pytest.raises(InvalidInput) as refused:
+        _backfill(pipeline, job.id, start, end)
+    assert [e.field for e in refused.value.errors] == [field]
+    assert message in str(refused.value)
+    assert pipeline.calls.count("PutItem") == 0
+    assert len(pipeline.runs_of(job.id)) == 0
