@@ -282,3 +282,19 @@ def test_an_allow_run_costs_what_it_did_before_overlap_policies(pipeline):
     pipeline.deliver(Band.NORMAL, messages)
     assert dict(pipeline.calls.by_operation()) == ALLOW_RUN_CALLS
     assert pipeline.run(run.id).status is RunStatus.SUCCEEDED
+
+
+@pytest.mark.parametrize("overlap", ["SKIP", "BUFFER_ONE", "CANCEL_OTHER"])
+def test_a_run_that_finds_the_slot_free_pays_two_writes_for_it(pipeline, overlap):
+    job = pipeline.create_job(schedule={"at": START + timedelta(days=1)}, overlap=overlap)
+    run = pipeline.services.jobs.trigger("default", job.id)
+    messages = pipeline.receive(Band.NORMAL)
+    pipeline.calls.clear()
+    pipeline.deliver(Band.NORMAL, messages)
+    # Taking the running slot and giving it back: two UpdateItems on the job, whatever the policy.
+    assert dict(pipeline.calls.by_operation()) == {**ALLOW_RUN_CALLS, "UpdateItem": ALLOW_RUN_CALLS["UpdateItem"] + 2}
+    assert pipeline.run(run.id).status is RunStatus.SUCCEEDED
+    item = pipeline.services.store.shared_table.client.get_item(
+        TableName=pipeline.services.settings.table_name, Key={"pk": {"S": f"JOB#{job.id}"}, "sk": {"S": "JOB"}}
+    )["Item"]
+    assert not {"running_run", "buffered_run"} & set(item)  # nothing left held
