@@ -95,7 +95,12 @@ class Heartbeat:
         if self._next_poll is None or self.cancel_poll is None or now < self._next_poll or self.cancel_requested:
             return
         self._next_poll = now + self.cancel_poll
-        if self.store.runs.cancel_requested(self.run_id):
+        try:
+            requested = self.store.runs.cancel_requested(self.run_id)
+        except Exception:  # called from the handler's own thread too: a failed look must not fail the run
+            logger.exception("could not read whether the run was asked to stop", extra={"run_id": self.run_id})
+            return
+        if requested:
             self._cancel()
 
     def _cancel(self) -> None:
