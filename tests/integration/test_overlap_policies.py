@@ -8,11 +8,13 @@ anything, so the runs interleave as the clock says (see tests.testing_jobtypes.O
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 from tickwork.delivery import Delivery, Outcome
@@ -298,3 +300,33 @@ def test_a_run_that_finds_the_slot_free_pays_two_writes_for_it(pipeline, overlap
         TableName=pipeline.services.settings.table_name, Key={"pk": {"S": f"JOB#{job.id}"}, "sk": {"S": "JOB"}}
     )["Item"]
     assert not {"running_run", "buffered_run"} & set(item)  # nothing left held
+
+
+def test_of_two_runs_finding_the_slot_taken_together_exactly_one_waits(pipeline):
+    job, holder, _ = _crashed_holder(pipeline, "BUFFER_ONE")
+    pipeline.receive(Band.NORMAL)  # the holder's own message: it is "running" elsewhere
+    pipeline.clock.advance(1)
+    a = pipeline.services.jobs.trigger("default", job.id)
+    b = pipeline.services.jobs.trigger("default", job.id)
+    messages = [m for m in pipeline.receive(Band.NORMAL) if json.loads(m["Body"])["run_id"] in (a.id, b.id)]
+    assert len(messages) == 2
+    # Both take their run's lease before either looks at the job: the race the wait slot must survive.
+    store = pipeline.services.store
+    barrier = threading.Barrier(2, timeout=10)
+    original = store.get_job
+
+    def get_job_after_both_leased(job_id: str, **kwargs: Any) -> Job | None:
+        barrier.wait()
+        return original(job_id, **kwargs)
+
+    store.get_job = get_job_after_both_leased  # type: ignore[method-assign]
+    try:
+        pipeline.deliver(Band.NORMAL, messages)
+    finally:
+        store.get_job = original  # type: ignore[method-assign]
+    outcomes = sorted(
+        (r.status.value, r.skip_reason.value if r.skip_reason else r.deferred_reason.value if r.deferred_reason else "")
+        for r in (pipeline.run(a.id), pipeline.run(b.id))
+    )
+    assert outcomes == [("QUEUED", "overlap_buffer"), ("SKIPPED", "overlap")]
+    assert pipeline.run(holder.id).status is RunStatus.RUNNING
