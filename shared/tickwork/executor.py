@@ -252,7 +252,11 @@ class RunExecutor:
             payload = job_type.parse(target.payload, context={"http_allowlist": self.http_allowlist})
         except (UnknownJobType, ValidationError) as exc:
             invalid = RunError(type=type(exc).__name__, message=str(exc)[:2000])
-            return self.outcomes.fail(run, target, owner, invalid)
+            try:
+                return self.outcomes.fail(run, target, owner, invalid)
+            finally:
+                if slot is not None:  # not held till its lease ends: a waiting run starts now
+                    self.store.release_running_slot(slot, run_id=run.id)
         budget = min(float(target.timeout_seconds), remaining_ms() / 1000 - SAFETY_MARGIN_SECONDS)
         started = self.clock.now()
         ctx = RunContext(

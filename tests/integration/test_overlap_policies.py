@@ -330,3 +330,20 @@ def test_of_two_runs_finding_the_slot_taken_together_exactly_one_waits(pipeline)
     )
     assert outcomes == [("QUEUED", "overlap_buffer"), ("SKIPPED", "overlap")]
     assert pipeline.run(holder.id).status is RunStatus.RUNNING
+
+
+def test_a_run_whose_payload_no_longer_parses_gives_the_slot_back(pipeline):
+    job = pipeline.create_job(schedule={"at": START + timedelta(days=1)}, overlap="BUFFER_ONE")
+    store = pipeline.services.store
+    stored = store.get_job(job.id)
+    assert stored is not None
+    # A payload its type now refuses (written past the API's validation, as an older version may have left it).
+    broken = stored.model_copy(update={"payload": {"fail_attempts": -1}, "version": stored.version + 1})
+    assert store.replace_job(broken, expected_version=stored.version)
+    run = pipeline.services.jobs.trigger("default", job.id)
+    pipeline.deliver(Band.NORMAL, pipeline.receive(Band.NORMAL))
+    assert pipeline.run(run.id).status is RunStatus.FAILED
+    item = store.shared_table.client.get_item(
+        TableName=pipeline.services.settings.table_name, Key={"pk": {"S": f"JOB#{job.id}"}, "sk": {"S": "JOB"}}
+    )["Item"]
+    assert "running_run" not in item
