@@ -15,11 +15,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 from tickwork.delivery import Delivery, Outcome
 from tickwork.models import Band, DeferReason, Job, Run, RunMessage, RunStatus, SkipReason
 from tickwork.observability import metrics
+from tickwork.store.jobs import JobRecords
 
 from tests.harness import START, Pipeline
 from tests.testing_jobtypes import PROBE
@@ -310,20 +312,16 @@ def test_of_two_runs_finding_the_slot_taken_together_exactly_one_waits(pipeline)
     b = pipeline.services.jobs.trigger("default", job.id)
     messages = [m for m in pipeline.receive(Band.NORMAL) if json.loads(m["Body"])["run_id"] in (a.id, b.id)]
     assert len(messages) == 2
-    # Both take their run's lease before either looks at the job: the race the wait slot must survive.
-    store = pipeline.services.store
-    barrier = threading.Barrier(2, timeout=10)
-    original = store.get_job
+    # Both have found the running slot taken before either asks for the wait slot: the race it must survive.
+    jobs = pipeline.services.store.jobs
+    both_refused = threading.Barrier(2, timeout=10)
 
-    def get_job_after_both_leased(job_id: str, **kwargs: Any) -> Job | None:
-        barrier.wait()
-        return original(job_id, **kwargs)
+    def take_once_both_were_refused(job_id: str, **kwargs: Any) -> bool:
+        both_refused.wait()
+        return JobRecords.take_buffer_slot(jobs, job_id, **kwargs)
 
-    store.get_job = get_job_after_both_leased  # type: ignore[method-assign]
-    try:
+    with patch.object(jobs, "take_buffer_slot", take_once_both_were_refused):
         pipeline.deliver(Band.NORMAL, messages)
-    finally:
-        store.get_job = original  # type: ignore[method-assign]
     outcomes = sorted(
         (r.status.value, r.skip_reason.value if r.skip_reason else r.deferred_reason.value if r.deferred_reason else "")
         for r in (pipeline.run(a.id), pipeline.run(b.id))
