@@ -23,6 +23,9 @@ Promises kept here:
   the due index, and the tick sends a fresh message at its time, so no retry depends on a message outliving
   SQS's retention or its 12-hour visibility cap. Then FAILED, with the error, on the band's DLQ;
   paused/cancelled/overlapping runs are recorded SKIPPED with the reason.
+- Overlap (tickwork.overlap): after the lease, a job whose policy is not ALLOW takes its running slot, held with
+  the lease; a run that cannot is skipped, or deferred like a limit's (waiting in BUFFER_ONE's one wait slot,
+  or for the run CANCEL_OTHER asked to stop), its attempt not consumed.
 - Limits (tickwork.limits): after the lease and before the handler, the run takes its tenant's concurrency
   quota and its concurrency key's slot (held with the lease, given back at its end), then its rate's turn. A run
   over a limit is deferred: the lease given back in one write with the attempt not consumed, and the message
@@ -59,6 +62,7 @@ from tickwork.models import (
 )
 from tickwork.observability import logger, metrics
 from tickwork.outcomes import MAX_MESSAGE_BACKOFF_SECONDS, RunOutcomes, StepSettlement
+from tickwork.overlap import CANCEL_POLL_SECONDS, OverlapGate
 from tickwork.queues import RunQueues
 from tickwork.results import ResultStore
 from tickwork.run_target import RunTarget
@@ -103,6 +107,7 @@ class RunExecutor:
         self.faults = faults
         self.workflows = workflows
         self.limits = limits
+        self.overlap = OverlapGate(store)
         self.outcomes = RunOutcomes(
             store, queues, clock, retry_safety_net=retry_safety_net, rng=rng, faults=faults, steps=workflows
         )
@@ -170,15 +175,16 @@ class RunExecutor:
             # Earlier attempts died without recording an outcome (a crashing run): stop here.
             error = RunError(type="AttemptsExhausted", message="attempts exhausted by executor crashes or timeouts")
             return self.outcomes.fail(run, target, owner, error)
-        if target.overlap is OverlapPolicy.SKIP and not self.store.take_running_slot(
-            target.owner_id, run_id=run.id, until=lease.lease_until, now=now
-        ):
-            # The slot is one conditional write on the job: of two runs starting together, exactly one runs.
-            return self.outcomes.skip(run, target, owner, SkipReason.OVERLAP)
+        # The slot is one conditional write on the job: of two runs starting together, exactly one runs.
+        entry = self.overlap.enter(run, target.owner_id, target.overlap, until=lease.lease_until, now=now)
+        if isinstance(entry, SkipReason):
+            return self.outcomes.skip(run, target, owner, entry)
+        if isinstance(entry, Deferral):
+            return self.outcomes.defer(run, owner, lease.previous_status, entry, delivery)
         # After the overlap check, so that a run skipped anyway takes no slot and no turn of a rate.
         holds = self._admit(run, target, owner, lease.lease_until, now)
         if isinstance(holds, Deferral):
-            if target.overlap is OverlapPolicy.SKIP:
+            if target.overlap.takes_running_slot:
                 self.store.release_running_slot(target.owner_id, run_id=run.id)
             return self.outcomes.defer(run, owner, lease.previous_status, holds, delivery)
         # Start lateness measures the scheduler: a first attempt of a job's run nobody re-queued by hand (a
@@ -239,13 +245,18 @@ class RunExecutor:
         remaining_ms: Callable[[], int],
         holds: Holds,
     ) -> Outcome:
-        slot = target.owner_id if target.overlap is OverlapPolicy.SKIP else None
+        slot = target.owner_id if target.overlap.takes_running_slot else None
+        cancellable = target.overlap is OverlapPolicy.CANCEL_OTHER
         try:
             job_type = self.job_types.get(target.type)
             payload = job_type.parse(target.payload, context={"http_allowlist": self.http_allowlist})
         except (UnknownJobType, ValidationError) as exc:
             invalid = RunError(type=type(exc).__name__, message=str(exc)[:2000])
-            return self.outcomes.fail(run, target, owner, invalid)
+            try:
+                return self.outcomes.fail(run, target, owner, invalid)
+            finally:
+                if slot is not None:  # not held till its lease ends: a waiting run starts now
+                    self.store.release_running_slot(slot, run_id=run.id)
         budget = min(float(target.timeout_seconds), remaining_ms() / 1000 - SAFETY_MARGIN_SECONDS)
         started = self.clock.now()
         ctx = RunContext(
@@ -270,6 +281,8 @@ class RunExecutor:
             slot_job_id=slot,
             holds=holds,
             faults=self.faults,
+            # A newer run may ask it to stop at any time: it looks sooner than its lease extensions would tell it.
+            cancel_poll=timedelta(seconds=CANCEL_POLL_SECONDS) if cancellable else None,
         )
         ctx.on_tick = heartbeat.maybe_beat
         logger.info("run started", extra={"attempt": run.attempts, "lateness_ms": run.lateness_ms, "type": target.type})
@@ -310,11 +323,14 @@ class RunExecutor:
         metrics.add_metric(name="RunDurationMs", unit="Milliseconds", value=duration_ms)
         if heartbeat.lost:
             return Outcome.DONE  # the run belongs to another executor now; it records the outcome
-        if error is not None and heartbeat.cancel_requested:
-            # Its workflow run was cancelled and the handler stopped: cancelled, not failed (no retry). A
-            # handler that returned a value anyway succeeded (its effect happened).
-            return self.outcomes.skip(run, target, owner, SkipReason.CANCELLED)
         try:
+            if error is not None and heartbeat.cancel_requested:
+                # Its workflow run was cancelled, or a newer run of its job asked (overlap CANCEL_OTHER), and the
+                # handler stopped: cancelled, not failed (no retry). A handler that returned a value anyway
+                # succeeded (its effect happened).
+                if cancellable:
+                    metrics.add_metric(name="RunsCancelledByOverlap", unit="Count", value=1)
+                return self.outcomes.skip(run, target, owner, SkipReason.CANCELLED)
             if error is None:
                 try:
                     result, written = self.results.write_once(run, value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from tickwork.clock import Clock
@@ -19,7 +19,7 @@ from tickwork.store import JobStore
 
 
 class Heartbeat:
-    """Extends the lease (with the job's running slot under overlap SKIP, and the run's concurrency slots: see
+    """Extends the lease (with the job's running slot under an overlap policy other than ALLOW, and the run's concurrency slots: see
     tickwork.limits) and the message's visibility while a run works. It beats for as long as the handler runs,
     even past the executor's own wait: it stops when the handler returns (or when told to, before the handler
     starts)."""
@@ -38,6 +38,7 @@ class Heartbeat:
         slot_job_id: str | None = None,
         holds: Holds | None = None,
         faults: FaultPlan = NO_FAULTS,
+        cancel_poll: timedelta | None = None,
     ) -> None:
         self.store, self.queues, self.clock = store, queues, clock
         self.run_id, self.owner, self.delivery = run_id, owner, delivery
@@ -47,10 +48,13 @@ class Heartbeat:
         self.slot_job_id = slot_job_id
         self.holds = holds
         self.faults = faults
+        # Between beats, how often to read whether the run was asked to stop (None: only at each beat).
+        self.cancel_poll = cancel_poll
         self.lost = False
         self.cancel_requested = False  # the run was asked to stop (seen on the lease extension's answer)
         self.beats = 0
         self._next = clock.now() + self.every
+        self._next_poll = clock.now() + cancel_poll if cancel_poll is not None else None
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -58,7 +62,10 @@ class Heartbeat:
     def maybe_beat(self) -> None:
         with self._lock:
             now = self.clock.now()
-            if self.lost or now < self._next:
+            if self.lost:
+                return
+            if now < self._next:
+                self._poll_cancel(now)
                 return
             self._next = now + self.every
             lease_until = now + self.lease_for
@@ -68,11 +75,10 @@ class Heartbeat:
                 self.cancelled.set()
                 logger.error("lease lost: another executor took the run", extra={"run_id": self.run_id})
                 return
-            if extension.cancel_requested and not self.cancel_requested:
-                # Its workflow run was cancelled: the handler is asked to stop, as at its timeout.
-                self.cancel_requested = True
-                self.cancelled.set()
-                logger.warning("run cancelled by its workflow run's cancellation", extra={"run_id": self.run_id})
+            if extension.cancel_requested:
+                # Its workflow run was cancelled, or a newer run of its job (overlap CANCEL_OTHER) asked: the
+                # handler is asked to stop, as at its timeout.
+                self._cancel()
             self.faults.reached(CrashPoint.EXECUTOR_DURING_HEARTBEAT)
             if self.slot_job_id is not None:
                 self.store.extend_running_slot(self.slot_job_id, run_id=self.run_id, until=lease_until)
@@ -85,6 +91,25 @@ class Heartbeat:
                 self.delivery.queue_url, self.delivery.receipt_handle, visibility_for(self.lease_for)
             )
 
+    def _poll_cancel(self, now: datetime) -> None:
+        if self._next_poll is None or self.cancel_poll is None or now < self._next_poll or self.cancel_requested:
+            return
+        self._next_poll = now + self.cancel_poll
+        try:
+            requested = self.store.runs.cancel_requested(self.run_id)
+        except Exception:  # called from the handler's own thread too: a failed look must not fail the run
+            logger.exception("could not read whether the run was asked to stop", extra={"run_id": self.run_id})
+            return
+        if requested:
+            self._cancel()
+
+    def _cancel(self) -> None:
+        if self.cancel_requested:
+            return
+        self.cancel_requested = True
+        self.cancelled.set()
+        logger.warning("run asked to stop: its handler is cancelled", extra={"run_id": self.run_id})
+
     def start(self) -> None:
         """A background beat for handlers that block without calling ctx.sleep (real time). Idempotent."""
         with self._lock:
@@ -92,7 +117,8 @@ class Heartbeat:
                 return
 
             def loop() -> None:
-                while not self._stop.wait(self.every.total_seconds()):
+                interval = min(self.every, self.cancel_poll) if self.cancel_poll is not None else self.every
+                while not self._stop.wait(interval.total_seconds()):
                     try:
                         self.maybe_beat()
                     except Exception:  # a failed beat is retried at the next; the lease still has a margin

@@ -118,13 +118,25 @@ class DeferReason(StrEnum):
     TENANT_CONCURRENCY = "tenant_concurrency"
     CONCURRENCY_KEY = "concurrency_key"
     RATE_LIMIT = "rate_limit"
+    # Overlap (docs/policies.md): the one run waiting for the job's running run (BUFFER_ONE), or a run waiting
+    # for the run it asked to stop to give the running slot back (CANCEL_OTHER).
+    OVERLAP_BUFFER = "overlap_buffer"
+    OVERLAP_CANCEL = "overlap_cancel"
 
 
 class OverlapPolicy(StrEnum):
-    """What to do when an occurrence starts while the job's previous run is still running."""
+    """What to do when an occurrence starts while the job's previous run is still running (docs/policies.md):
+    run beside it, skip, wait for it (one waiter at most), or stop it and then run."""
 
     ALLOW = "ALLOW"
     SKIP = "SKIP"
+    BUFFER_ONE = "BUFFER_ONE"
+    CANCEL_OTHER = "CANCEL_OTHER"
+
+    @property
+    def takes_running_slot(self) -> bool:
+        """Whether a run of the job holds the job's running slot while it runs."""
+        return self is not OverlapPolicy.ALLOW
 
 
 class CatchupPolicy(StrEnum):

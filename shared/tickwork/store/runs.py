@@ -141,6 +141,17 @@ class RunRecords:
             expression_values(yes=True, running=RunStatus.RUNNING.value),
         )
 
+    def cancel_requested(self, run_id: str) -> bool:
+        """Whether the run was asked to stop (`request_cancel`): a read of that one attribute, for a run that must
+        stop sooner than its next lease extension would tell it (overlap CANCEL_OTHER)."""
+        item = self._table.client.get_item(
+            TableName=self._table.name,
+            Key=run_key(run_id),
+            ConsistentRead=True,
+            ProjectionExpression="cancel_requested",
+        ).get("Item")
+        return bool(item and deserialize(item).get("cancel_requested"))
+
     def lease_run(self, run_id: str, *, owner: str, now: datetime, lease_for: timedelta) -> Lease:
         """Take the run: QUEUED or RETRYING whose wait has passed, or RUNNING whose lease expired, becomes
         RUNNING with attempts+1. The condition is promise 4's lock (at most one live lease per run) and keeps
