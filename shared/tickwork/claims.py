@@ -90,6 +90,7 @@ class ClaimableJob:
     catchup: CatchupPolicy = CatchupPolicy.ALL
     state: JobState = JobState.ACTIVE
     breaker: BreakerState | None = None  # while SUSPENDED
+    jitter_seconds: int = 0  # each run starts this much later at most (tickwork.jitter)
 
     @property
     def suspended(self) -> bool:
@@ -101,7 +102,6 @@ class ClaimableJob:
         if plan.probe_at is not None and breaker is not None:
             breaker = breaker.model_copy(update={"probe_at": plan.probe_at})
         return replace(self, version=self.version + 1, next_run_at=next_run_at, breaker=breaker)
-    jitter_seconds: int = 0  # each run starts this much later at most (tickwork.jitter)
 
     @classmethod
     def from_due(cls, item: DueItem) -> ClaimableJob:

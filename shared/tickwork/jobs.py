@@ -10,10 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from tickwork.api_models import JobSpec, JobUpdate
-from tickwork.breaker import closed
 from tickwork.api_models import BackfillRequest, JobSpec, JobUpdate
 from tickwork.backfill import Backfiller, BackfillResult
+from tickwork.breaker import closed
 from tickwork.clock import Clock
 from tickwork.dispatch import Dispatcher
 from tickwork.errors import Conflict, InvalidInput
