@@ -48,11 +48,10 @@ def test_the_breaker_opens_on_failures_and_closes_after_a_fix(node: Node) -> Non
         closed = _job(node, job["id"])
         assert closed.get("breaker") is None
 
-        # Closed, it runs on: a later run succeeds.
-        def succeeded() -> list[dict[str, Any]]:
-            return [r for r in api.runs(job["id"]) if r["status"] == "SUCCEEDED"]
-
-        wait_for(lambda: len(succeeded()) >= 2, 30, 0.5, "runs to succeed after the breaker closed")
+        # Closed by the probe's success, and scheduled on (the occurrences it skipped while open were claimed up
+        # to the 120 s horizon, so the next run comes after them: the integration test follows it).
+        assert [r for r in api.runs(job["id"]) if r["status"] == "SUCCEEDED"]
+        assert closed["next_run_at"] is not None
         runs = api.runs(job["id"])
         # Every occurrence has one record; no run was both skipped and run.
         assert len({r["scheduled_for"] for r in runs}) == len(runs)
