@@ -196,7 +196,10 @@ class RunExecutor:
             and run.workflow_run_id is None
             and run.lateness_ms is not None
         ):
-            metrics.add_metric(name="StartLatenessMs", unit="Milliseconds", value=max(0, run.lateness_ms))
+            # From the instant it was due to start: a jittered run's own (scheduled_for), not its nominal
+            # occurrence's, from which the lease measures `lateness_ms` (its offset is not the scheduler's delay).
+            offset_ms = to_ms(run.scheduled_for) - to_ms(run.nominal_at) if run.nominal_at is not None else 0
+            metrics.add_metric(name="StartLatenessMs", unit="Milliseconds", value=max(0, run.lateness_ms - offset_ms))
         # The run's concurrency slots are given back however it ends, but a process that dies (a BaseException:
         # killed, timed out) gives back nothing: its slots end with its lease.
         try:

@@ -198,7 +198,7 @@ def _optional_fields(**fields: Any) -> dict[str, Any]:
 
 
 def _settings(fields: JobFields) -> dict[str, Any]:
-    """What create and update send only when given: priority, the retry policy, catch-up, the circuit breaker,
+    """What create and update send only when given: priority, the retry policy, overlap, catch-up, the circuit breaker,
     limits, tags."""
     retry = _optional_fields(
         max_attempts=fields.max_attempts, backoff_seconds=fields.backoff, max_backoff_seconds=fields.max_backoff
@@ -208,6 +208,7 @@ def _settings(fields: JobFields) -> dict[str, Any]:
         retry=retry or None,
         timeout_seconds=fields.timeout,
         misfire_grace_seconds=fields.misfire_grace,
+        overlap=fields.overlap,
         catchup=fields.catchup,
         # Only what was given: the API names a missing threshold or cooldown (422).
         circuit_breaker=_optional_fields(

@@ -112,6 +112,10 @@ class JobFields:
     misfire_grace: Annotated[
         int | None, typer.Option("--misfire-grace", help="Seconds late a run may still start.")
     ] = None
+    overlap: Annotated[
+        str | None,
+        typer.Option("--overlap", help="While a run is running, a new one: ALLOW, SKIP, BUFFER_ONE or CANCEL_OTHER."),
+    ] = None
     catchup: Annotated[
         str | None, typer.Option("--catchup", help="Missed occurrences to run after an outage: NONE, LATEST or ALL.")
     ] = None
