@@ -143,6 +143,49 @@ def _parse(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
+def create_one_shots(
+    runtime: Runtime, instants: list[datetime], name: str, *, min_ahead_s: float = MIN_AHEAD_S
+) -> tuple[list[dict[str, Any]], int]:
+    """One `echo` one-shot per instant, created over HTTP CREATE_THREADS at a time: the jobs, and how many were
+    moved to `min_ahead_s` after their create because their instant came first (the API refuses the past)."""
+    moved = 0
+    lock = threading.Lock()
+
+    def create(i: int) -> dict[str, Any]:
+        nonlocal moved
+        at = instants[i]
+        earliest = datetime.now(UTC) + timedelta(seconds=min_ahead_s)
+        if at < earliest:
+            at = earliest
+            with lock:
+                moved += 1
+        spec = {"name": f"{name} {i}", "type": "echo", "payload": {"i": i}, "schedule": {"at": _iso(at)}}
+        return dict(runtime.call("POST", "/v1/jobs", spec))
+
+    with ThreadPoolExecutor(CREATE_THREADS) as pool:
+        created = list(pool.map(create, range(len(instants))))
+    return created, moved
+
+
+def started_runs(runtime: Runtime, job_ids: list[str], *, poll_s: float) -> dict[str, dict[str, Any]]:
+    """Each job's last started run (GET /v1/jobs/{id}/runs every `poll_s`), until all have one or SETTLE_S passed."""
+    runs: dict[str, dict[str, Any]] = {}
+    pending = list(job_ids)
+    deadline = time.monotonic() + SETTLE_S
+    while pending and time.monotonic() < deadline:
+        still: list[str] = []
+        for job_id in pending:
+            started = [r for r in runtime.call("GET", f"/v1/jobs/{job_id}/runs")["items"] if r.get("started_at")]
+            if started:
+                runs[job_id] = started[-1]
+            else:
+                still.append(job_id)
+        pending = still
+        if pending:
+            time.sleep(poll_s)
+    return runs
+
+
 def measure(jobs: int, window_s: float, *, seed: int = 6) -> dict[str, Any]:
     rng = random.Random(seed)
     offsets = sorted(rng.uniform(0, window_s) for _ in range(jobs))
@@ -153,40 +196,12 @@ def measure(jobs: int, window_s: float, *, seed: int = 6) -> dict[str, Any]:
         started = time.monotonic()
         base = datetime.now(UTC) + timedelta(seconds=4 + 0.07 * jobs)
         planned = [base + timedelta(seconds=offset) for offset in offsets]
-        moved = 0
-        lock = threading.Lock()
-
-        def create(i: int) -> dict[str, Any]:
-            nonlocal moved
-            at = planned[i]
-            earliest = datetime.now(UTC) + timedelta(seconds=MIN_AHEAD_S)
-            if at < earliest:
-                at = earliest
-                with lock:
-                    moved += 1
-            spec = {"name": f"lateness {i}", "type": "echo", "payload": {"i": i}, "schedule": {"at": _iso(at)}}
-            return dict(runtime.call("POST", "/v1/jobs", spec))
-
-        with ThreadPoolExecutor(CREATE_THREADS) as pool:
-            created = list(pool.map(create, range(jobs)))
+        created, moved = create_one_shots(runtime, planned, "lateness")
         create_s = time.monotonic() - started
         last_due = max(_parse(c["schedule"]["at"]) for c in created)
         time.sleep(max(0.0, (last_due - datetime.now(UTC)).total_seconds()) + 3)
-        runs: dict[str, dict[str, Any]] = {}
-        deadline = time.monotonic() + SETTLE_S
-        pending = [c["id"] for c in created]
-        while pending and time.monotonic() < deadline:
-            still: list[str] = []
-            for job_id in pending:
-                items = runtime.call("GET", f"/v1/jobs/{job_id}/runs")["items"]
-                started_runs = [r for r in items if r.get("started_at")]
-                if started_runs:
-                    runs[job_id] = started_runs[-1]
-                else:
-                    still.append(job_id)
-            pending = still
-            if pending:
-                time.sleep(2)
+        runs = started_runs(runtime, [c["id"] for c in created], poll_s=2.0)
+        pending = [c["id"] for c in created if c["id"] not in runs]
     lateness_ms = [(_parse(r["started_at"]) - _parse(r["scheduled_for"])).total_seconds() * 1000 for r in runs.values()]
     return {
         "jobs": jobs,

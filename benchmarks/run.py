@@ -1,7 +1,7 @@
 """`make bench` / `make bench-quick`: run the benchmarks, print their tables, write docs/benchmarks.md.
 
-    python -m benchmarks.run                  # everything (~10 min on 2 cores); writes docs/benchmarks.md
-    python -m benchmarks.run --quick          # smaller sizes (< 2 min), prints only (CI)
+    python -m benchmarks.run                  # everything (~16 min on 2 cores, 6 of them burst); writes docs/benchmarks.md
+    python -m benchmarks.run --quick          # smaller sizes (< 4 min), prints only (CI)
     python -m benchmarks.run --only lateness  # some sections; the others keep their last results
 
 Results are kept in benchmarks/results.json (full runs only), from which docs/benchmarks.md is rendered,
@@ -26,8 +26,10 @@ from benchmarks import ROOT, prepare_environment
 prepare_environment()
 
 from benchmarks import (  # noqa: E402
+    burst,
     calls_per_run,
     calls_per_step,
+    capacity,
     cost,
     dispatch_rate,
     fairness,
@@ -37,7 +39,7 @@ from benchmarks import (  # noqa: E402
 )
 from benchmarks.common import Stamp  # noqa: E402
 
-SECTIONS = ("requests", "workflows", "cost", "dispatch", "scaling", "lateness", "fairness")
+SECTIONS = ("requests", "workflows", "cost", "dispatch", "scaling", "lateness", "fairness", "capacity", "burst")
 RESULTS = ROOT / "benchmarks" / "results.json"
 DOC = ROOT / "docs" / "benchmarks.md"
 
@@ -93,6 +95,8 @@ def _run_one(
     if name == "cost":
         section1 = results.get("requests") or previous.get("requests")
         return {} if section1 is None else {name: cost.run(stamp, section1)}
+    if name == "capacity":  # a model calibrated with sections 1-3's figures, this run's or the last ones
+        return {name: capacity.run(stamp, {**previous, **results}, quick=quick)}
     return {name: MODULES[name].run(stamp, quick=quick)}
 
 
@@ -103,6 +107,7 @@ MODULES: dict[str, Any] = {
     "scaling": idle_scaling,
     "lateness": lateness,
     "fairness": fairness,
+    "burst": burst,
 }
 CONSOLE: dict[str, Any] = {
     "requests": calls_per_run.console,
@@ -112,6 +117,8 @@ CONSOLE: dict[str, Any] = {
     "scaling": idle_scaling.console,
     "lateness": lateness.console,
     "fairness": fairness.console,
+    "capacity": capacity.console,
+    "burst": burst.console,
 }
 
 
@@ -127,7 +134,7 @@ def render_doc(results: dict[str, Any], command: str) -> str:
         " so they are quoted as medians of repeated runs and as ratios measured in the same run. Request counts"
         " and capacity units are deterministic and are what AWS would bill.",
         "",
-        "Reproduce: `make bench` (about 10 minutes on 2 cores; writes this page), `make bench-quick` (under 2"
+        "Reproduce: `make bench` (about 16 minutes on 2 cores; writes this page), `make bench-quick` (under 4"
         " minutes, prints only; CI runs its request-count checks in `tests/bench/`).",
         "",
     ]
@@ -142,6 +149,7 @@ def render_doc(results: dict[str, Any], command: str) -> str:
         ("scaling", idle_scaling.render),
         ("lateness", lateness.render),
         ("fairness", fairness.render),
+        ("burst", burst.render),
     ]
     for name, render in renderers:
         if name in results:
@@ -150,6 +158,8 @@ def render_doc(results: dict[str, Any], command: str) -> str:
             parts += [f"## ({name}: not run yet: `python -m benchmarks.run --only {name}`)", ""]
     if "requests" in results and "cost" in results:
         parts += [scale.render(Stamp.now(command), results["requests"], results["cost"], results.get("dispatch")), ""]
+    if "capacity" in results:
+        parts += [capacity.render(results["capacity"]), ""]
     return "\n".join(parts).rstrip() + "\n"
 
 

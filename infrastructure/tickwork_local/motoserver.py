@@ -3,6 +3,11 @@ real AWS does that moto's server does not: each call is atomic, a long poll retu
 message becomes visible, and a standard queue whose messages carry a group serves them as an SQS fair queue
 (tickwork_local.moto_atomic.play_fair_queues).
 
+And what keeps it quick (issue 16; docs/benchmarks.md, "Burst"): connections stay open between requests
+(`keep_connections_alive`), and moto's routing and SQS clock skip work they repeated on every request
+(`skip_repeated_work`), both with the same answers. `GET /_tickwork/requests` gives the requests served so far by
+`service:Operation`, so a benchmark can count AWS requests per run of a node it drives from outside.
+
 `tickwork dev` runs it in a child process (`python -m tickwork_local.motoserver`, started by
 `tickwork_local.endpoint.MotoProcess`): moto holds the GIL while it serves a request, and in a process of
 its own it does not compete with the handlers for it. The child ignores Ctrl-C (its parent drains first,
@@ -12,33 +17,48 @@ then stops it) and exits on its own when its parent dies, even by SIGKILL.
 from __future__ import annotations
 
 import argparse
+import io
+import json
 import logging
 import os
 import signal
 import sys
 import threading
+import time
+from collections import Counter
 from typing import Any
 
+from moto import backends as moto_backends
 from moto.core.utils import convert_to_flask_response, unix_time_millis
-from moto.moto_server.werkzeug_app import MotoRequestHandler
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler
 from moto.server import ThreadedMotoServer
-from moto.sqs.models import Queue, sqs_backends
+from moto.sqs.models import Message, Queue, sqs_backends
 
 from tickwork_local.endpoint import READY_PREFIX, PortInUse, check_port_free
 from tickwork_local.moto_atomic import play_fair_queues
+from tickwork_local.moto_cloudwatch import play_cloudwatch_statistics
 
 # Set to `arrival` to serve standard queues in moto's own order (oldest first) instead of as SQS fair queues: only
 # for measuring what fair queues change (benchmarks.fairness's control phase), never for use.
 QUEUE_ORDER_VARIABLE = "TICKWORK_LOCAL_SQS_ORDER"
 
 
+# GET this path on the local endpoint: the requests it has served so far, by kind ({"dynamodb:PutItem": 12, ...}).
+# The benchmarks read it to count AWS requests per run in a runtime they drive from outside (benchmarks.burst).
+REQUEST_COUNTS_PATH = "/_tickwork/requests"
+
+
 def _prepare_moto() -> None:
     serialize_requests()
+    count_requests()
     if os.environ.get(QUEUE_ORDER_VARIABLE) != "arrival":
         play_fair_queues()  # under serialize_requests' lock, like every other request's work
+    play_cloudwatch_statistics()  # percentiles and metric math in GetMetricData, as CloudWatch answers
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     # werkzeug formats a log line per request before it looks at the level: skip it.
     MotoRequestHandler.log_request = lambda self, code="-", size="-": None  # type: ignore[method-assign]
+    keep_connections_alive()
+    skip_repeated_work()
 
 
 _serial = threading.Lock()
@@ -81,6 +101,128 @@ def serialize_requests() -> None:
     convert_to_flask_response.__call__ = serialized_call  # type: ignore[method-assign]
     Queue.wait_for_messages = wait_unlocked  # type: ignore[method-assign]
     convert_to_flask_response._tickwork_serialized = True  # type: ignore[attr-defined]
+
+
+class _BodyAlreadyRead:
+    """A connection's input once the request body has been read whole: werkzeug's after-response drain, which
+    would swallow the next request on a kept-alive connection, reads nothing; request lines and headers are
+    read from the connection as before."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def read(self, size: int = -1) -> bytes:
+        return b""
+
+    def __getattr__(self, name: str) -> Any:  # readline, close, ... as the connection's own
+        return getattr(self.raw, name)
+
+
+def keep_connections_alive() -> None:
+    """Let a client send request after request on one connection (HTTP/1.1 keep-alive), as AWS endpoints do.
+
+    werkzeug's server answers every request with `Connection: close` and then drains the socket, because
+    Python's http.server cannot skip a request body the application left unread. So every boto3 call paid a
+    new TCP connection, and moto a new thread to serve it. Here the body is read whole before the application
+    sees it (the same bytes, as a stream), so nothing is left unread: the drain has nothing to do and the
+    connection stays open. A body without a Content-Length (chunked) keeps werkzeug's way. Idempotent."""
+    if getattr(MotoRequestHandler, "_tickwork_patched_keep_alive", False):
+        return
+    make_environ = MotoRequestHandler.make_environ
+    send_header = MotoRequestHandler.send_header
+
+    def read_body_first(self: Any) -> dict[str, Any]:
+        if isinstance(self.rfile, _BodyAlreadyRead):
+            self.rfile = self.rfile.raw  # the previous request's: this one reads its own body
+        environ = make_environ(self)
+        length = self.headers.get("Content-Length")
+        self._tickwork_body_read = not self.headers.get("Transfer-Encoding") and (
+            length is not None or self.command in ("GET", "HEAD", "DELETE", "OPTIONS")
+        )
+        if self._tickwork_body_read:
+            environ["wsgi.input"] = io.BytesIO(self.rfile.read(int(length or 0)))
+            self.rfile = _BodyAlreadyRead(self.rfile)
+        return environ  # type: ignore[no-any-return]
+
+    def keep_open(self: Any, keyword: str, value: str) -> None:
+        if keyword.lower() == "connection" and value.lower() == "close" and getattr(self, "_tickwork_body_read", False):
+            return  # the body was read whole: the next request on this connection parses cleanly
+        send_header(self, keyword, value)
+
+    # The status line and headers, then the body, go out in separate writes: on an open connection, Nagle's
+    # algorithm would hold the body back until the client's delayed ACK (40 ms) of the headers.
+    MotoRequestHandler.disable_nagle_algorithm = True
+    MotoRequestHandler.make_environ = read_body_first  # type: ignore[method-assign]
+    MotoRequestHandler.send_header = keep_open  # type: ignore[method-assign]
+    MotoRequestHandler._tickwork_patched_keep_alive = True  # type: ignore[attr-defined]
+
+
+def _visible(message: Any) -> bool:
+    return time.time() * 1000 > message.visible_at  # type: ignore[no-any-return]
+
+
+def _delayed(message: Any) -> bool:
+    return time.time() * 1000 < message.delayed_until  # type: ignore[no-any-return]
+
+
+def skip_repeated_work() -> None:
+    """Two things moto redoes on every request, done once or cheaper, with the same answers (measured with
+    py-spy on the local endpoint during a burst; docs/benchmarks.md, "Burst"):
+    - routing a request lists moto's package folder (some 180 `isdir` calls) to match the host against
+      service names: the folder does not change while moto runs, so it is listed once;
+    - SQS tests each message's `visible` and `delayed` on every send, receive and count, each building two
+      datetimes (moto's `unix_time_millis`): the same instant from `time.time()` (moto's clock is the wall
+      clock) is several times cheaper. Idempotent."""
+    if getattr(moto_backends, "_tickwork_listed_once", False):
+        return
+    modules = tuple(moto_backends.list_of_moto_modules())
+    moto_backends.list_of_moto_modules = lambda: modules  # type: ignore[assignment]
+    moto_backends._tickwork_listed_once = True  # type: ignore[attr-defined]
+    Message.visible = property(_visible)  # type: ignore[assignment,method-assign]
+    Message.delayed = property(_delayed)  # type: ignore[assignment,method-assign]
+
+
+_served: Counter[str] = Counter()
+_served_lock = threading.Lock()
+
+
+def request_kind(headers: Any, args: Any, method: str) -> str:
+    """`service:Operation` of a request as botocore sends it: the JSON protocols name the operation in
+    X-Amz-Target (DynamoDB, SQS), the query protocol in `Action` (CloudWatch), and S3 in its HTTP method; the
+    service comes from the signature's credential scope (`Credential=key/date/region/service/aws4_request`)."""
+    scope = (headers.get("Authorization") or "").split("Credential=", 1)[-1].split(",", 1)[0].split("/")
+    service = scope[3] if len(scope) > 3 else "unknown"
+    target = headers.get("X-Amz-Target") or ""
+    if target:
+        return f"{service}:{target.rsplit('.', 1)[-1]}"
+    action = args.get("Action") if args is not None else None
+    return f"{service}:{action or method}"
+
+
+def count_requests() -> None:
+    """Count every request moto serves by kind, and answer `REQUEST_COUNTS_PATH` with the counts. Idempotent."""
+    if getattr(DomainDispatcherApplication, "_tickwork_counted", False):
+        return
+    dispatch = DomainDispatcherApplication.__call__
+
+    def counted(self: Any, environ: dict[str, Any], start_response: Any) -> Any:
+        if environ.get("PATH_INFO") == REQUEST_COUNTS_PATH:
+            with _served_lock:
+                body = json.dumps(dict(_served)).encode()
+            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+            return [body]
+        headers = {
+            "Authorization": environ.get("HTTP_AUTHORIZATION"),
+            "X-Amz-Target": environ.get("HTTP_X_AMZ_TARGET"),
+        }
+        query = dict(part.split("=", 1) for part in environ.get("QUERY_STRING", "").split("&") if "=" in part)
+        kind = request_kind(headers, query, environ.get("REQUEST_METHOD", ""))
+        with _served_lock:
+            _served[kind] += 1
+        return dispatch(self, environ, start_response)
+
+    DomainDispatcherApplication.__call__ = counted  # type: ignore[method-assign]
+    DomainDispatcherApplication._tickwork_counted = True  # type: ignore[attr-defined]
 
 
 def wake_long_polls(stop: threading.Event, interval: float = 0.02) -> None:
