@@ -43,6 +43,27 @@ class CircuitBreakers:
         elif status is RunStatus.FAILED and job.state is JobState.ACTIVE:
             self._failed(job, now)
 
+    def elect_queued_probe(self, job: Job, run: Run, now: datetime) -> Job | None:
+        """A scheduled run claimed before the breaker opened, due at or after the cooldown's end, while no probe
+        is named: make it the probe (one conditional write; only a SUSPENDED job's runs pay it). The job as it
+        now stands, or None: the run stays held back (a probe is named already, or the breaker changed)."""
+        breaker = job.breaker
+        if (
+            job.state is not JobState.SUSPENDED
+            or breaker is None
+            or breaker.probe_at is not None
+            or run.trigger is not RunTrigger.SCHEDULE
+            or run.workflow_run_id is not None
+            or run.scheduled_for < breaker.opens_until
+        ):
+            return None
+        if not self.store.elect_probe(job.id, probe_at=run.scheduled_for, breaker=breaker, now=now):
+            return None
+        logger.info("half-open: a run claimed before the breaker opened is its probe", probe_at=str(run.scheduled_for))
+        return job.model_copy(
+            update={"breaker": breaker.model_copy(update={"probe_at": run.scheduled_for}), "version": job.version + 1}
+        )
+
     def _failed(self, job: Job, now: datetime) -> None:
         assert job.circuit_breaker is not None
         policy = job.circuit_breaker

@@ -24,6 +24,9 @@ MISFIRE_COUNT_LIMIT = 10_000  # beyond this the capped record's count is a lower
 # every occurrence ahead of its time (its horizon), so only an outage, a deploy or a job held back longer than
 # a tick period meets the catch-up policy; a claim a few seconds late does not.
 CATCHUP_TOLERANCE = timedelta(seconds=60)
+# How long after its time a run claimed before its job's breaker opened may still arrive and become the probe
+# (probe_of): past it, the claim names the probe itself.
+QUEUED_PROBE_WAIT = timedelta(minutes=2)
 # The most missed occurrences catch-up ALL runs (the most recent ones, within the misfire grace, in order).
 CATCHUP_ALL_CAP = 100
 # How many of the missed occurrences within the grace each policy runs (the most recent ones).
@@ -181,13 +184,21 @@ def catchup_start(job: ClaimableJob, *, grace_cut: datetime, late_cut: datetime)
     return kept[0] if kept else late_cut
 
 
-def probe_of(job: ClaimableJob, grace_cut: datetime) -> datetime | None:
+def probe_of(job: ClaimableJob, grace_cut: datetime, now: datetime) -> datetime | None:
     """An open breaker's probe: its first occurrence from the end of the cooldown (not one past the grace),
-    unless a claim queued it already. None: no probe is due from this job."""
+    unless a claim queued it already. None: no probe is due from this job.
+
+    A run claimed before the breaker opened and due from the cooldown's end is already on its way: the executor
+    makes the first such run to arrive the probe (CircuitBreakers.elect_queued_probe), so that the probe follows
+    the cooldown, not the claim horizon. The claim names none meanwhile, unless that run should have arrived
+    QUEUED_PROBE_WAIT ago (a fallback that keeps the breaker live whatever became of it)."""
     if not job.suspended:
         return None
     assert job.breaker is not None
     if job.breaker.probe_at is not None:
+        return None
+    queued_first = next(job.occurrences_from(job.breaker.opens_until), None)
+    if queued_first is not None and queued_first < job.next_run_at and queued_first > now - QUEUED_PROBE_WAIT:
         return None
     start = max(job.next_run_at, job.breaker.opens_until, grace_cut)
     return next(job.occurrences_from(start), None)
@@ -204,7 +215,8 @@ def plan_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime, max_q
     not run, and one reason keeps one capped record per stretch), and every occurrence that fell while the job
     was paused (`paused`), however recent, so resuming never fires a burst. While the job is SUSPENDED (its
     circuit breaker open), every occurrence is `circuit_open` but one: the first from the end of the cooldown,
-    its probe (`probe_at`). Each
+    its probe (`probe_at`); a `circuit_open` record is made only once its instant has come (the plan stops
+    before the first one still to come). Each
     skipped occurrence gets a record, up to MISFIRE_RECORD_CAP one by one; the rest of the same stretch share
     one capped record (count and last instant), so catching up is bounded work and nothing is dropped.
     One schedule iterator serves the whole plan (a per-second cron after a long outage walks thousands).
@@ -215,7 +227,7 @@ def plan_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime, max_q
     catch_up = not job.rate_limited and job.next_run_at < late_cut and not job.suspended
     # Missed occurrences before this are not run (computed only when something was missed).
     run_from = catchup_start(job, grace_cut=grace_cut, late_cut=late_cut) if catch_up else grace_cut
-    probe = probe_of(job, grace_cut)
+    probe = probe_of(job, grace_cut, now)
     horizon_stop = horizon_end + timedelta(milliseconds=1)
 
     def skip_reason(instant: datetime) -> SkipReason | None:
@@ -227,13 +239,21 @@ def plan_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime, max_q
             return SkipReason.CIRCUIT_OPEN
         return None
 
+    # An open breaker's skips are recorded as their time comes, never ahead: a resume (or a closing probe) in
+    # the meantime must find the occurrences after it unclaimed, so they run; a record made ahead would say
+    # `circuit_open` for an instant at which the breaker was closed.
+    circuit_stop = min(horizon_stop, now + timedelta(milliseconds=1))
+
+    def skip_stop(reason: SkipReason) -> datetime:
+        return circuit_stop if reason is SkipReason.CIRCUIT_OPEN else horizon_stop
+
     def stretch_end(reason: SkipReason, instant: datetime) -> datetime:
         """Where a stretch of skips with this reason ends (exclusive)."""
         if reason is SkipReason.PAUSED:
             assert job.resumed_at is not None
             return job.resumed_at
         if reason is SkipReason.CIRCUIT_OPEN:
-            return probe if probe is not None and instant < probe else horizon_stop
+            return probe if probe is not None and instant < probe else circuit_stop
         end = max(grace_cut, run_from)
         if job.paused_at and job.resumed_at and instant < job.paused_at < end:
             return job.paused_at
@@ -252,6 +272,8 @@ def plan_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime, max_q
         and len(queued) < room
     ):
         reason = skip_reason(cursor)
+        if reason is not None and cursor >= skip_stop(reason):
+            break  # an open breaker's occurrence still to come: the job stays due for it
         if reason is None:
             queued.append(cursor)
         elif len(skipped) < MISFIRE_RECORD_CAP:
@@ -261,13 +283,13 @@ def plan_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime, max_q
             first, last, count = cursor, cursor, 0
             while (
                 cursor is not None
-                and cursor < horizon_stop
+                and cursor < skip_stop(reason)
                 and skip_reason(cursor) is reason
                 and count < MISFIRE_COUNT_LIMIT
             ):
                 last, count = cursor, count + 1
                 cursor = next(occurrences, None)
-            if cursor is not None and cursor < horizon_stop and skip_reason(cursor) is reason:
+            if cursor is not None and cursor < skip_stop(reason) and skip_reason(cursor) is reason:
                 # Too many to count: jump to the stretch's end; the record's range still covers them all.
                 end = stretch_end(reason, cursor)
                 last = end - timedelta(milliseconds=1)

@@ -124,7 +124,10 @@ def test_breaker_open_skips_then_probes_failing_then_succeeding(pipeline, emitte
     job = _failing_job(pipeline)
     _execute(pipeline, job.id, 1)
     _execute(pipeline, job.id, 2)  # opens until 12:04
-    report = pipeline.tick()  # at 12:02: 12:03 is inside the cooldown, 12:04 is the probe
+    report = pipeline.tick()  # at 12:02: 12:03 (inside the cooldown) is still to come: recorded at its time
+    assert report["skipped"] == 0
+    pipeline.clock.set(_at(3))
+    report = pipeline.tick()  # at 12:03: 12:03 is circuit_open, 12:04 is the probe (queued ahead)
     assert report["skipped"] == 1
     assert _record(pipeline, job.id, 3) == (RunStatus.SKIPPED, SkipReason.CIRCUIT_OPEN)
     assert _record(pipeline, job.id, 4) == (RunStatus.QUEUED, None)
@@ -141,9 +144,9 @@ def test_breaker_open_skips_then_probes_failing_then_succeeding(pipeline, emitte
     assert reopened.breaker.probe_at is None
     assert emitted["CircuitProbe"] == 1
 
-    pipeline.tick()  # 12:05, 12:06
-    pipeline.clock.set(_at(6))
-    pipeline.tick()  # 12:07 (open), 12:08 (the probe)
+    pipeline.tick()  # at 12:04: 12:05 is still to come
+    pipeline.clock.set(_at(7))
+    pipeline.tick()  # at 12:07: 12:05 to 12:07 (open), 12:08 (the probe)
     for minute in (5, 6, 7):
         assert _record(pipeline, job.id, minute) == (RunStatus.SKIPPED, SkipReason.CIRCUIT_OPEN)
     assert _record(pipeline, job.id, 8) == (RunStatus.QUEUED, None)
@@ -231,3 +234,77 @@ def test_breaker_costs_nothing_for_a_job_without_one(pipeline):
     plain_failed.pop("BatchGetItem", None)  # the settings' 30 s are over: read again by whichever runs first
     assert guarded_failed - plain_failed == Counter({"UpdateItem": 1})
     assert plain_failed - guarded_failed == Counter()
+
+
+def test_breaker_resumed_in_its_cooldown_runs_the_occurrences_after_the_resume(pipeline):
+    """An open breaker records an occurrence SKIPPED circuit_open when its time comes, not ahead of it: a
+    resume during the cooldown must find the next occurrences unclaimed, so they run (a record made ahead would
+    say `circuit_open` for an instant at which the breaker was closed, and the resumed job would not run)."""
+    job = _failing_job(pipeline, circuit_breaker={"failure_threshold": 1, "cooldown_seconds": 3600})
+    assert _execute(pipeline, job.id, 1) is RunStatus.FAILED  # opens at 12:01; 12:02 was queued at create
+    pipeline.tick()  # at 12:01, while open
+    assert pipeline.services.store.get_run(run_id_for(job.id, _at(3))) is None  # still to come: no record yet
+    pipeline.clock.set(_at(1) + timedelta(seconds=30))
+    assert pipeline.services.jobs.resume("default", job.id).state is JobState.ACTIVE
+    pipeline.tick()
+    assert _record(pipeline, job.id, 3) == (RunStatus.QUEUED, None)
+    runs = pipeline.runs_of(job.id)
+    assert Counter(r.scheduled_for for r in runs) == Counter(_at(m) for m in range(1, 4))
+
+
+def test_breaker_records_circuit_open_skips_as_their_time_comes(pipeline):
+    job = _failing_job(pipeline, circuit_breaker={"failure_threshold": 1, "cooldown_seconds": 3600})
+    _execute(pipeline, job.id, 1)  # opens at 12:01 until 13:01
+    for minute in (2, 3, 4):
+        pipeline.clock.set(_at(minute))
+        pipeline.tick()
+    # By 12:04 every occurrence up to 12:04 has its record, and none after it.
+    assert _record(pipeline, job.id, 3) == (RunStatus.SKIPPED, SkipReason.CIRCUIT_OPEN)
+    assert _record(pipeline, job.id, 4) == (RunStatus.SKIPPED, SkipReason.CIRCUIT_OPEN)
+    assert pipeline.services.store.get_run(run_id_for(job.id, _at(5))) is None
+
+
+def test_breaker_a_run_claimed_before_it_opened_is_the_probe_once_the_cooldown_ends(pipeline, emitted):
+    """A cooldown shorter than the claim horizon: the runs claimed before the breaker opened are already queued,
+    and the first of them due from the cooldown's end is the probe (elected by the executor), not an occurrence
+    past the horizon."""
+    job = _failing_job(pipeline, circuit_breaker={"failure_threshold": 1, "cooldown_seconds": 60})
+    assert _execute(pipeline, job.id, 1) is RunStatus.FAILED  # opens at 12:01 until 12:02; 12:02 queued at create
+    pipeline.tick()  # at 12:01: 12:02 is on its way, so the claim names no probe
+    opened = _job(pipeline, job.id).breaker
+    assert opened is not None
+    assert opened.probe_at is None
+    pipeline.services.jobs.update("default", job.id, JobUpdate.model_validate({"payload": {"fail": False}}))
+    assert _execute(pipeline, job.id, 2) is RunStatus.SUCCEEDED  # the probe, with the fixed payload
+    closed = _job(pipeline, job.id)
+    assert (closed.state, closed.breaker) == (JobState.ACTIVE, None)
+    assert emitted["CircuitClosed"] == 1
+    pipeline.tick()  # at 12:02: 12:03 and 12:04 run again
+    assert _record(pipeline, job.id, 3) == (RunStatus.QUEUED, None)
+    runs = pipeline.runs_of(job.id)
+    assert Counter(r.scheduled_for for r in runs) == Counter(_at(m) for m in range(1, 5))
+
+
+def test_breaker_a_failing_elected_probe_reopens_it_with_the_cooldown_doubled(pipeline):
+    job = _failing_job(pipeline, circuit_breaker={"failure_threshold": 1, "cooldown_seconds": 60})
+    _execute(pipeline, job.id, 1)  # opens until 12:02
+    assert _execute(pipeline, job.id, 2) is RunStatus.FAILED  # elected probe, still failing
+    reopened = _job(pipeline, job.id)
+    assert reopened.state is JobState.SUSPENDED
+    assert reopened.breaker is not None
+    assert (reopened.breaker.cooldown_seconds, reopened.breaker.opens_until) == (120, _at(4))
+    assert reopened.breaker.probe_at is None
+
+
+def test_breaker_the_claim_names_the_probe_if_the_queued_one_never_came(pipeline):
+    job = _failing_job(pipeline, circuit_breaker={"failure_threshold": 1, "cooldown_seconds": 60})
+    _execute(pipeline, job.id, 1)  # opens until 12:02; 12:02's message is never delivered here
+    pipeline.clock.set(_at(5))  # 12:02 is more than QUEUED_PROBE_WAIT (2 min) past its time
+    pipeline.tick()
+    named = _job(pipeline, job.id).breaker
+    assert named is not None
+    assert named.probe_at == _at(3)
+    assert _record(pipeline, job.id, 3) == (RunStatus.QUEUED, None)
+    assert _record(pipeline, job.id, 4) == (RunStatus.SKIPPED, SkipReason.CIRCUIT_OPEN)
+    # The queued 12:02 arriving now is not a second probe.
+    assert _execute(pipeline, job.id, 2) is RunStatus.SKIPPED

@@ -72,10 +72,16 @@ def test_catchup_all_runs_only_its_cap_of_the_most_recent() -> None:
 def test_breaker_open_skips_until_the_probe() -> None:
     breaker = BreakerState(opens_until=NOW + 90 * timedelta(seconds=1), cooldown_seconds=120, consecutive_failures=3)
     job = claimable(CatchupPolicy.LATEST, NOW + MINUTE, state=JobState.SUSPENDED, breaker=breaker)
-    plan = plan_claim(job, now=NOW, horizon_end=NOW + 4 * MINUTE)
-    assert plan.skipped == [(at, SkipReason.CIRCUIT_OPEN) for at in minutes(1, 3, 4)]
+    # Open: an occurrence still to come gets no record yet (a resume before it must find it unclaimed).
+    early = plan_claim(job, now=NOW, horizon_end=NOW + 4 * MINUTE)
+    assert (early.skipped, early.queued, early.next_run_at) == ([], [], NOW + MINUTE)
+    # Its time come, it is recorded; the probe (the first occurrence from the cooldown's end) is queued ahead;
+    # the plan stops before the next occurrence still to come.
+    plan = plan_claim(job, now=NOW + MINUTE, horizon_end=NOW + 5 * MINUTE)
+    assert plan.skipped == [(at, SkipReason.CIRCUIT_OPEN) for at in minutes(1)]
     assert plan.queued == minutes(2)
     assert plan.probe_at == NOW + 2 * MINUTE
+    assert plan.next_run_at == NOW + 3 * MINUTE
     # Once the probe is out, nothing more runs while it is open.
     probing = claimable(
         CatchupPolicy.LATEST,
@@ -83,10 +89,11 @@ def test_breaker_open_skips_until_the_probe() -> None:
         state=JobState.SUSPENDED,
         breaker=breaker.model_copy(update={"probe_at": NOW + 2 * MINUTE}),
     )
-    later = plan_claim(probing, now=NOW + 3 * MINUTE, horizon_end=NOW + 7 * MINUTE)
+    later = plan_claim(probing, now=NOW + 7 * MINUTE, horizon_end=NOW + 9 * MINUTE)
     assert later.queued == []
     assert later.probe_at is None
     assert later.skipped == [(at, SkipReason.CIRCUIT_OPEN) for at in minutes(5, 6, 7)]
+    assert later.next_run_at == NOW + 8 * MINUTE
 
 
 def test_breaker_open_bounds_the_records_of_a_per_second_job() -> None:
@@ -98,11 +105,13 @@ def test_breaker_open_bounds_the_records_of_a_per_second_job() -> None:
         state=JobState.SUSPENDED,
         breaker=breaker,
     )
-    plan = plan_claim(job, now=NOW, horizon_end=HORIZON)
+    now = NOW + MINUTE
+    plan = plan_claim(job, now=now, horizon_end=HORIZON)
     assert len(plan.skipped) == 10
     assert plan.capped is not None
     assert plan.capped.reason is SkipReason.CIRCUIT_OPEN
-    # The capped record reaches the horizon, no further; the next claim goes on from there.
-    assert plan.capped.last == HORIZON
-    assert plan.next_run_at == HORIZON + timedelta(seconds=1)
+    # The capped record reaches now, no further (what is still to come is recorded when its time comes); the
+    # next claim goes on from there.
+    assert plan.capped.last == now
+    assert plan.next_run_at == now + timedelta(seconds=1)
     assert plan.queued == []

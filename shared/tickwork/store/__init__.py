@@ -187,6 +187,7 @@ class JobStore:
     count_failure = _Forward("jobs", JobRecords.count_failure)
     reset_failures = _Forward("jobs", JobRecords.reset_failures)
     open_breaker = _Forward("jobs", JobRecords.open_breaker)
+    elect_probe = _Forward("jobs", JobRecords.elect_probe)
     reopen_breaker = _Forward("jobs", JobRecords.reopen_breaker)
     close_breaker = _Forward("jobs", JobRecords.close_breaker)
 

@@ -201,6 +201,26 @@ class JobRecords:
             ),
         )
 
+    def elect_probe(self, job_id: str, *, probe_at: datetime, breaker: BreakerState, now: datetime) -> bool:
+        """Half-open from the executor: a run claimed before the breaker opened, arriving once the cooldown has
+        ended, becomes the probe, only while the breaker is still `breaker` with no probe named. The version
+        moves, so a claim that read the job before this cannot name a second probe."""
+        return self._table.update_if(
+            job_key(job_id),
+            "SET breaker.probe_at = :probe, updated_at = :now, version = version + :one",
+            "#state = :suspended AND breaker.opens_until = :opens "
+            "AND (attribute_not_exists(breaker.probe_at) OR attribute_type(breaker.probe_at, :null))",
+            {"#state": "state"},
+            expression_values(
+                suspended=JobState.SUSPENDED.value,
+                probe=iso(probe_at),
+                opens=breaker.model_dump(mode="json")["opens_until"],
+                now=iso(now),
+                one=1,
+                null="NULL",
+            ),
+        )
+
     def reopen_breaker(self, job_id: str, *, probe_at: datetime, breaker: BreakerState, now: datetime) -> bool:
         """A probe that did not succeed: SUSPENDED again with `breaker` (a new cooldown, no probe)."""
         return self._probe_settled(
