@@ -37,9 +37,11 @@ def aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
 def mocked_aws(aws_credentials: None) -> Iterator[None]:
     from moto import mock_aws
     from tickwork_local.moto_atomic import atomic_requests_in_process
+    from tickwork_local.moto_cloudwatch import cloudwatch_in_process
 
     # DynamoDB's conditional writes are atomic; moto's are not unless it serves one request at a time.
-    with mock_aws(), atomic_requests_in_process():
+    # CloudWatch's GetMetricData computes percentiles and metric math; moto's does not unless taught.
+    with mock_aws(), atomic_requests_in_process(), cloudwatch_in_process():
         yield
 
 

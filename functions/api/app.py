@@ -30,6 +30,7 @@ from problems import (
     validation_problem,
 )
 from routes import backfill, dlq, jobs, meta, preview, runs, tenants, workflows
+from routes import metrics as metrics_routes
 from routes.meta import VERSION
 from tickwork.errors import TickworkError
 from tickwork.observability import logger, metrics, tracer
@@ -61,7 +62,7 @@ def openapi_document() -> str:
     )
 
 
-for _resource in (jobs, preview, backfill, runs, dlq, workflows, tenants):
+for _resource in (jobs, preview, backfill, runs, dlq, workflows, tenants, metrics_routes):
     app.include_router(_resource.router)
 
 

@@ -4,7 +4,8 @@ function's response becomes the HTTP response, with API Gateway's rules for both
 
 Besides the API, the local server answers `/docs` with Swagger UI for the API's OpenAPI document. Swagger
 UI's script and stylesheet come from the aws-lambda-powertools package (it ships them for its own
-`enable_swagger`), so the page works offline.
+`enable_swagger`), so the page works offline. It also answers `/console` with the web console's static files
+(tickwork_console), which call the API on this same origin.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+import tickwork_console
 from aws_lambda_powertools.event_handler.openapi import swagger_ui
 
 from tickwork_local.lambda_runtime import LOCAL_ACCOUNT_ID
@@ -215,6 +217,9 @@ class _Handler(BaseHTTPRequestHandler):
         ):
             self._docs(path)
             return
+        if self.server.console and self.command in ("GET", "HEAD") and tickwork_console.is_console_path(path):
+            self._console(path)
+            return
         length = int(self.headers.get("Content-Length") or 0)
         if length > MAX_BODY_BYTES:
             self._problem(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "Request Entity Too Large")
@@ -257,6 +262,17 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send(200, [("Content-Type", "text/html; charset=utf-8")], docs_page(self.server.spec_url).encode())
 
+    def _console(self, path: str) -> None:
+        if path == tickwork_console.PREFIX:
+            # Relative URLs in the page (app.js, styles.css) resolve against /console/, not /.
+            self._send(HTTPStatus.MOVED_PERMANENTLY.value, [("Location", tickwork_console.PREFIX + "/")], b"")
+            return
+        found = tickwork_console.asset(path)
+        if found is None:
+            self._problem(HTTPStatus.NOT_FOUND, "Not Found")
+            return
+        self._send(200, [("Content-Type", found.content_type), ("Cache-Control", "no-cache")], found.body)
+
     # Every method goes to the function, which answers 405 (with Allow) for one a path does not take; without
     # do_TRACE, http.server would answer TRACE itself with a 501 HTML page.
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_TRACE = _handle
@@ -276,10 +292,12 @@ class ApiGatewayServer(ThreadingHTTPServer):
         *,
         docs: bool = True,
         spec_url: str = "/v1/openapi.json",
+        console: bool = True,
     ) -> None:
         super().__init__(address, _Handler)
         self.invoke = invoke
         self.docs = docs
+        self.console = console
         self.spec_url = spec_url
         self._thread: threading.Thread | None = None
 

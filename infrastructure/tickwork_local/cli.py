@@ -176,6 +176,7 @@ def _print_banner(node: LocalNode, endpoint: str, attached: bool, tick_seconds: 
     _say("Tickwork local runtime: the template's functions on moto (no AWS account, no Docker)")
     _say(f"  API      {api}/v1")
     _say(f"  Docs     {api}/docs")
+    _say(f"  Console  {api}/console/")
     _say(f"  moto     {endpoint}{'' if attached else ' (started here; its state ends with this process)'}")
     _say(f"  tick     every {tick_seconds} s; executors: {bands} (--workers {workers})")
     _say(

@@ -457,6 +457,10 @@ def provision(
         _create_table(dynamodb, table_name, resolver.resolve(table.get("Properties", {})))
     resolver.refs[TABLE_ID] = table_name
     resolver.attributes[(TABLE_ID, "Arn")] = dynamodb.describe_table(TableName=table_name)["Table"]["TableArn"]
+    # A function's Ref is its name; the local runtime names each `<prefix>-<logical id>` (LocalNode._runtime).
+    resolver.refs.update(
+        {f: _physical_name(prefix, f) for f in _resources_of_type(template, "AWS::Serverless::Function")}
+    )
 
     return ProvisionedResources(
         table_name=table_name,

@@ -33,6 +33,7 @@ from tickwork.settings import Settings
 
 from tickwork_local.apigateway import ApiGatewayServer
 from tickwork_local.aws_faults import AwsErrorInjector
+from tickwork_local.emf_forwarding import CloudWatchPlay, play_cloudwatch
 from tickwork_local.lambda_runtime import (
     REGION,
     FunctionConfig,
@@ -85,18 +86,17 @@ class NodeOptions:
 
 def prepare_process(endpoint_url: str, log_level: str = "WARNING") -> None:
     """Process settings every boto3 client and Powertools object here must see, before they are built:
-    all AWS calls go to the local endpoint; no X-Ray daemon; no EMF metric lines on stdout."""
+    all AWS calls go to the local endpoint; no X-Ray daemon (EMF lines go to the local CloudWatch: emf_forwarding)."""
     os.environ["AWS_ENDPOINT_URL"] = endpoint_url
     os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
     os.environ.setdefault("AWS_REGION", os.environ["AWS_DEFAULT_REGION"])
     if not os.environ.get("AWS_ACCESS_KEY_ID") and not os.environ.get("AWS_PROFILE"):
         os.environ.update(FAKE_CREDENTIALS)
     os.environ["POWERTOOLS_TRACE_DISABLED"] = "true"
-    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ["POWERTOOLS_LOG_LEVEL"] = log_level
     for name in ("werkzeug", "urllib3.connectionpool"):
         logging.getLogger(name).setLevel(logging.ERROR)
-    # Metrics are off locally (EMF lines would drown the run lines); Powertools warns on every invocation.
+    # An invocation that recorded no metric makes Powertools warn, on every invocation.
     warnings.filterwarnings("ignore", message="No application metrics to publish")
 
 
@@ -151,6 +151,7 @@ class LocalNode:
         self.runlog: Any = None
         self.clients: dict[str, Any] = {}
         self.aws_errors: AwsErrorInjector | None = None  # with NodeOptions.aws_error_rate
+        self.cloudwatch: CloudWatchPlay | None = None  # EMF and AWS's own metrics into the local CloudWatch
         self._loader: Any = None
 
     # ------------------------------------------------------------ set-up
@@ -275,6 +276,7 @@ class LocalNode:
         for fid in (API_FUNCTION, EXECUTOR_FUNCTION):
             self.functions[fid].warm()
 
+        self.cloudwatch = play_cloudwatch(self, setup)  # before the pollers: it counts the executor's invocations
         self._start_api()
         self._start_pollers(sources, poller_clients.client("sqs"))
         self._start_ticker(configs[TICK_FUNCTION])
@@ -379,4 +381,6 @@ class LocalNode:
             released = sum(p.release_unfinished() for p in self.pollers)
         if self.ticker is not None:
             self.ticker.join(max(0.0, deadline - time.monotonic()))
+        if self.cloudwatch is not None:
+            self.cloudwatch.stop()  # the metrics still pending reach the local CloudWatch
         return {"released": released, "finished": int(finished)}

@@ -224,6 +224,28 @@ class RunList(BaseModel):
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")
 
 
+class RunLogLine(BaseModel):
+    """A line a run's handler logged (`ctx.log`): when, in which attempt, at what level, and the fields it passed."""
+
+    at: UtcDatetime
+    attempt: int
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"]
+    message: str
+    fields: dict[str, Any] = Field(default_factory=dict)
+
+
+class RunLogs(BaseModel):
+    """GET /v1/runs/{run_id}/logs: every attempt's lines, in order (empty while nothing was written)."""
+
+    run_id: str
+    lines: list[RunLogLine]
+    truncated: bool = Field(description="An attempt logged more than its cap; its last line says how much more.")
+    limit_bytes: int = Field(description="The cap on one attempt's lines, in bytes (also at most 1,000 lines).")
+    insights_url: str | None = Field(
+        description="Deployed: a CloudWatch Logs Insights console link querying the run's lines; null locally."
+    )
+
+
 class WorkflowList(BaseModel):
     items: list[Workflow]
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")

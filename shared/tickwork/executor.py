@@ -42,6 +42,7 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
+from tickwork import run_metrics
 from tickwork.backoff import Random
 from tickwork.clock import Clock, to_ms
 from tickwork.delivery import Delivery, Outcome, visibility_for
@@ -168,25 +169,29 @@ class RunExecutor:
             existing = self.results.find(run)
             if existing is not None:
                 logger.warning("result already written by a previous attempt; recording it, not re-running")
-                return self.outcomes.succeed(run, target, owner, existing, duration_ms=None)
+                return self.outcomes.succeed(run, target, owner, existing, duration_ms=None, started=now)
+        if target.held_back is SkipReason.CIRCUIT_OPEN and target.job is not None:
+            probing = self.outcomes.breakers.elect_queued_probe(target.job, run, now)
+            if probing is not None:  # the cooldown is over: this run is the breaker's probe
+                target = RunTarget.of_job(probing, run)
         if target.held_back is not None:
             return self.outcomes.skip(run, target, owner, target.held_back)
         if run.attempts > target.retry.max_attempts:
             # Earlier attempts died without recording an outcome (a crashing run): stop here.
             error = RunError(type="AttemptsExhausted", message="attempts exhausted by executor crashes or timeouts")
-            return self.outcomes.fail(run, target, owner, error)
+            return self.outcomes.fail(run, target, owner, error, started=now)
         # The slot is one conditional write on the job: of two runs starting together, exactly one runs.
         entry = self.overlap.enter(run, target.owner_id, target.overlap, until=lease.lease_until, now=now)
         if isinstance(entry, SkipReason):
             return self.outcomes.skip(run, target, owner, entry)
         if isinstance(entry, Deferral):
-            return self.outcomes.defer(run, owner, lease.previous_status, entry, delivery)
+            return self.outcomes.defer(run, owner, lease.previous_status, entry, delivery, started=now)
         # After the overlap check, so that a run skipped anyway takes no slot and no turn of a rate.
         holds = self._admit(run, target, owner, lease.lease_until, now)
         if isinstance(holds, Deferral):
             if target.overlap.takes_running_slot:
                 self.store.release_running_slot(target.owner_id, run_id=run.id)
-            return self.outcomes.defer(run, owner, lease.previous_status, holds, delivery)
+            return self.outcomes.defer(run, owner, lease.previous_status, holds, delivery, started=now)
         # Start lateness measures the scheduler: a first attempt of a job's run nobody re-queued by hand (a
         # workflow step after the first starts when its upstream steps end, not at the occurrence).
         if (
@@ -200,10 +205,11 @@ class RunExecutor:
             # occurrence's, from which the lease measures `lateness_ms` (its offset is not the scheduler's delay).
             offset_ms = to_ms(run.scheduled_for) - to_ms(run.nominal_at) if run.nominal_at is not None else 0
             metrics.add_metric(name="StartLatenessMs", unit="Milliseconds", value=max(0, run.lateness_ms - offset_ms))
+            run_metrics.start_lateness(max(0, run.lateness_ms - offset_ms), band=run.band.value, tenant=run.tenant)
         # The run's concurrency slots are given back however it ends, but a process that dies (a BaseException:
         # killed, timed out) gives back nothing: its slots end with its lease.
         try:
-            outcome = self._run(run, target, owner, delivery, remaining_ms, holds)
+            outcome = self._run(run, target, owner, delivery, remaining_ms, holds, leased_at=now)
         except Exception:
             holds.release()
             raise
@@ -247,7 +253,11 @@ class RunExecutor:
         delivery: Delivery,
         remaining_ms: Callable[[], int],
         holds: Holds,
+        *,
+        leased_at: datetime,
     ) -> Outcome:
+        """Run the handler under the lease and record how the attempt (which began at `leased_at`) ended; what
+        the handler logged is kept beside the result first (tickwork.run_logs)."""
         slot = target.owner_id if target.overlap.takes_running_slot else None
         cancellable = target.overlap is OverlapPolicy.CANCEL_OTHER
         try:
@@ -256,7 +266,7 @@ class RunExecutor:
         except (UnknownJobType, ValidationError) as exc:
             invalid = RunError(type=type(exc).__name__, message=str(exc)[:2000])
             try:
-                return self.outcomes.fail(run, target, owner, invalid)
+                return self.outcomes.fail(run, target, owner, invalid, started=leased_at)
             finally:
                 if slot is not None:  # not held till its lease ends: a waiting run starts now
                     self.store.release_running_slot(slot, run_id=run.id)
@@ -324,6 +334,8 @@ class RunExecutor:
                 error = RunError(type=type(exc).__name__, message=str(exc)[:2000] or type(exc).__name__)
         duration_ms = to_ms(self.clock.now()) - to_ms(started)
         metrics.add_metric(name="RunDurationMs", unit="Milliseconds", value=duration_ms)
+        # Kept even when the lease was lost: these lines are this attempt's, under a key no other attempt uses.
+        self._keep_log(run, ctx)
         if heartbeat.lost:
             return Outcome.DONE  # the run belongs to another executor now; it records the outcome
         try:
@@ -333,22 +345,41 @@ class RunExecutor:
                 # succeeded (its effect happened).
                 if cancellable:
                     metrics.add_metric(name="RunsCancelledByOverlap", unit="Count", value=1)
-                return self.outcomes.skip(run, target, owner, SkipReason.CANCELLED)
+                return self.outcomes.skip(run, target, owner, SkipReason.CANCELLED, started=leased_at)
             if error is None:
                 try:
                     result, written = self.results.write_once(run, value)
                 except (TypeError, ValueError) as exc:
                     error = RunError(type="UnserializableResult", message=str(exc)[:2000])
-                    return self.outcomes.fail(run, target, owner, error)
+                    return self.outcomes.fail(run, target, owner, error, started=leased_at)
                 self.faults.reached(CrashPoint.EXECUTOR_AFTER_RESULT_WRITE)
                 if not written:
                     logger.warning("result existed already; the first write stands")
-                return self.outcomes.succeed(run, target, owner, result, duration_ms=duration_ms)
+                return self.outcomes.succeed(run, target, owner, result, duration_ms=duration_ms, started=leased_at)
             if not permanent and run.attempts < target.retry.max_attempts:
                 return self.outcomes.retry(
-                    run, target, owner, error, delivery, duration_ms=duration_ms, at_least=wait_at_least_seconds
+                    run,
+                    target,
+                    owner,
+                    error,
+                    delivery,
+                    duration_ms=duration_ms,
+                    at_least=wait_at_least_seconds,
+                    started=leased_at,
                 )
-            return self.outcomes.fail(run, target, owner, error, duration_ms=duration_ms)
+            return self.outcomes.fail(run, target, owner, error, duration_ms=duration_ms, started=leased_at)
         finally:
             if slot is not None:
                 self.store.release_running_slot(slot, run_id=run.id)
+
+    def _keep_log(self, run: Run, ctx: RunContext) -> None:
+        """Write what the attempt logged, once (If-None-Match), beside the result; an attempt that logged nothing
+        writes nothing. A failed write loses the lines (they are still in the function's log), never the
+        outcome."""
+        if ctx.logger.empty:
+            return
+        try:
+            self.results.write_logs_once(run, ctx.logger.document(run.requeues))
+        except Exception:
+            logger.exception("the run's log could not be written; its lines are in the function's log only")
+            metrics.add_metric(name="RunLogWriteFailures", unit="Count", value=1)

@@ -427,6 +427,51 @@ class RunResult(BaseModel):
     bytes: int
 
 
+class AttemptOutcome(StrEnum):
+    """How one attempt of a run ended (Run.attempt_history)."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"  # no attempts left, or a permanent error
+    RETRYING = "retrying"  # failed; another attempt follows after its backoff
+    TIMED_OUT = "timed_out"  # the handler outlived its timeout (retried, or failed, as the run's status says)
+    DEFERRED = "deferred"  # a limit held it back before its handler; the attempt was not consumed
+    CANCELLED = "cancelled"  # asked to stop (its workflow run was cancelled, or overlap CANCEL_OTHER)
+
+
+MAX_ATTEMPT_HISTORY = 20  # a run keeps its last 20 attempts' records: its item stays small whatever its retries
+
+
+class AttemptRecord(BaseModel):
+    """One attempt of a run, as the run's timeline shows it. The lease opens it (`started_at`; `ended_at` and
+    `outcome` null while it runs) and the attempt's outcome closes it, each in the update it makes anyway. An
+    attempt whose executor died keeps null `ended_at` and `outcome`, with an `error` saying so once the next
+    attempt has ended."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    attempt: int
+    started_at: UtcDatetime
+    ended_at: UtcDatetime | None = None
+    outcome: AttemptOutcome | None = None
+    error: str | None = None
+
+
+def _number_open_attempts(data: Any) -> Any:
+    """The lease opens an attempt's record before it knows the attempt's number (its update counts it): the
+    records without one are the last, and are the run's latest attempts, counted back from `attempts`."""
+    if not isinstance(data, dict) or not data.get("attempt_history"):
+        return data
+    history = list(data["attempt_history"])
+    number = int(data.get("attempts") or 0)
+    for index in range(len(history) - 1, -1, -1):
+        record = history[index]
+        if not isinstance(record, dict) or record.get("attempt") is not None:
+            break
+        history[index] = {**record, "attempt": number}
+        number -= 1
+    return {**data, "attempt_history": history}
+
+
 class Run(BaseModel, _InBand):
     model_config = ConfigDict(extra="forbid")
 
@@ -468,6 +513,13 @@ class Run(BaseModel, _InBand):
     workflow_run_id: str | None = None
     step_id: str | None = None
     payload: dict[str, Any] | None = None
+    # Its attempts in order, the last MAX_ATTEMPT_HISTORY of them (empty on runs recorded before it existed).
+    attempt_history: list[AttemptRecord] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _numbered_attempts(cls, data: Any) -> Any:
+        return _number_open_attempts(data)
 
 
 class RunMessage(BaseModel):

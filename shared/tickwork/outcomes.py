@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
+from tickwork import run_metrics
 from tickwork.backoff import Random, backoff_seconds
 from tickwork.breaker import CircuitBreakers
 from tickwork.clock import Clock
@@ -22,6 +23,9 @@ from tickwork.delivery import Delivery, Outcome
 from tickwork.faults import CrashPoint, FaultPlan
 from tickwork.limits import Deferral
 from tickwork.models import (
+    MAX_ATTEMPT_HISTORY,
+    AttemptOutcome,
+    AttemptRecord,
     DeadLetter,
     DeferReason,
     JobState,
@@ -66,10 +70,24 @@ class RunOutcomes:
         self.faults = faults
         self.breakers = CircuitBreakers(store)
 
-    def _finish(self, run: Run, *, owner: str, status: RunStatus, now: datetime, **fields: Any) -> bool:
-        """The outcome's conditional write: False if this executor no longer holds the lease."""
+    def _finish(
+        self,
+        run: Run,
+        *,
+        owner: str,
+        status: RunStatus,
+        now: datetime,
+        attempt: tuple[datetime | None, AttemptOutcome],
+        **fields: Any,
+    ) -> bool:
+        """The outcome's conditional write: False if this executor no longer holds the lease. `attempt` is when
+        the attempt began (None: no record, its handler never started) and how it ended, for its history."""
         self.faults.reached(CrashPoint.EXECUTOR_BEFORE_FINISH)
-        return self.store.finish_run(run, owner=owner, status=status, now=now, **fields)
+        started, outcome = attempt
+        record = attempt_record(run, started, now, outcome, fields.get("error"))
+        return self.store.finish_run(
+            run, owner=owner, status=status, now=now, history=history_after(run, record), **fields
+        )
 
     def settled(
         self,
@@ -93,11 +111,24 @@ class RunOutcomes:
             logger.info("job completed: its last occurrence has settled", extra={"job_id": job.id})
 
     def succeed(
-        self, run: Run, target: RunTarget, owner: str, result: RunResult, *, duration_ms: int | None
+        self,
+        run: Run,
+        target: RunTarget,
+        owner: str,
+        result: RunResult,
+        *,
+        duration_ms: int | None,
+        started: datetime | None = None,
     ) -> Outcome:
         now = self.clock.now()
         recorded = self._finish(
-            run, owner=owner, status=RunStatus.SUCCEEDED, now=now, result=result, duration_ms=duration_ms
+            run,
+            owner=owner,
+            status=RunStatus.SUCCEEDED,
+            now=now,
+            result=result,
+            duration_ms=duration_ms,
+            attempt=(started, AttemptOutcome.SUCCEEDED),
         )
         if not recorded:
             logger.warning("lease lost before recording success; the result object stands")
@@ -105,6 +136,7 @@ class RunOutcomes:
         self.settled(run, target, now, RunStatus.SUCCEEDED)
         self.breakers.run_settled(run, target.job, RunStatus.SUCCEEDED, now)
         metrics.add_metric(name="RunsSucceeded", unit="Count", value=1)
+        run_metrics.count_for_tenant("RunsSucceeded", run.tenant)
         logger.info(
             "run succeeded",
             extra={
@@ -126,6 +158,7 @@ class RunOutcomes:
         *,
         duration_ms: int,
         at_least: float,
+        started: datetime | None = None,
     ) -> Outcome:
         """The next attempt after a backoff (at least `at_least` seconds): on the message, or parked."""
         delay = max(backoff_seconds(target.retry, run.attempts, self.rng), math.ceil(at_least))
@@ -142,9 +175,11 @@ class RunOutcomes:
             not_before=not_before,
             # On the message: a safety net, were it never to come back. Parked: the retry itself.
             resend_at=not_before + self.retry_safety_net if on_message else not_before,
+            attempt=(started, AttemptOutcome.RETRYING),
         ):
             return Outcome.DONE
         metrics.add_metric(name="RunsRetried", unit="Count", value=1)
+        run_metrics.count_for_tenant("RunsRetried", run.tenant)
         logger.warning(
             "run failed; retrying",
             extra={
@@ -162,7 +197,14 @@ class RunOutcomes:
         return Outcome.RETRY_LATER
 
     def defer(
-        self, run: Run, owner: str, previous: RunStatus | None, deferral: Deferral, delivery: Delivery
+        self,
+        run: Run,
+        owner: str,
+        previous: RunStatus | None,
+        deferral: Deferral,
+        delivery: Delivery,
+        *,
+        started: datetime | None = None,
     ) -> Outcome:
         """A limit held the run back (tickwork.limits): the lease goes back in one write, the attempt not
         consumed, and the run comes back after the wait: on its message, or from the due index if the wait is
@@ -179,9 +221,11 @@ class RunOutcomes:
             reason=deferral.reason,
             not_before=not_before,
             resend_at=not_before + self.retry_safety_net if on_message else not_before,
+            history=history_after(run, attempt_record(run, started, now, AttemptOutcome.DEFERRED)),
         ):
             return Outcome.DONE  # the lease was taken over: its new holder decides
         _count_deferral(deferral.reason)
+        run_metrics.count_for_tenant("RunsDeferred", run.tenant)
         logger.info(
             "run deferred by a limit; attempt not consumed",
             extra={
@@ -197,10 +241,25 @@ class RunOutcomes:
         return Outcome.BUSY
 
     def fail(
-        self, run: Run, target: RunTarget, owner: str, error: RunError, *, duration_ms: int | None = None
+        self,
+        run: Run,
+        target: RunTarget,
+        owner: str,
+        error: RunError,
+        *,
+        duration_ms: int | None = None,
+        started: datetime | None = None,
     ) -> Outcome:
         now = self.clock.now()
-        if not self._finish(run, owner=owner, status=RunStatus.FAILED, now=now, error=error, duration_ms=duration_ms):
+        if not self._finish(
+            run,
+            owner=owner,
+            status=RunStatus.FAILED,
+            now=now,
+            error=error,
+            duration_ms=duration_ms,
+            attempt=(started, AttemptOutcome.FAILED),
+        ):
             return Outcome.DONE
         self.queues.dead_letter(
             run.band,
@@ -216,20 +275,89 @@ class RunOutcomes:
         self.settled(run, target, now, RunStatus.FAILED)
         self.breakers.run_settled(run, target.job, RunStatus.FAILED, now)
         metrics.add_metric(name="RunsFailed", unit="Count", value=1)
+        run_metrics.count_for_tenant("RunsFailed", run.tenant)
         logger.error(
             "run failed; no attempts left",
             extra={"attempt": run.attempts, "error_type": error.type, "error": error.message},
         )
         return Outcome.DONE
 
-    def skip(self, run: Run, target: RunTarget | None, owner: str, reason: SkipReason) -> Outcome:
+    def skip(
+        self,
+        run: Run,
+        target: RunTarget | None,
+        owner: str,
+        reason: SkipReason,
+        *,
+        started: datetime | None = None,
+    ) -> Outcome:
+        """Recorded SKIPPED. `started` only for a handler that ran and was cancelled: its attempt is in the
+        history; a run skipped before its handler started has no attempt record (its skip_reason says why)."""
         now = self.clock.now()
-        if self._finish(run, owner=owner, status=RunStatus.SKIPPED, now=now, skip_reason=reason):
+        if self._finish(
+            run,
+            owner=owner,
+            status=RunStatus.SKIPPED,
+            now=now,
+            skip_reason=reason,
+            attempt=(started, AttemptOutcome.CANCELLED),
+        ):
             self.settled(run, target, now, RunStatus.SKIPPED, reason)
             self.breakers.run_settled(run, target.job if target is not None else None, RunStatus.SKIPPED, now)
         metrics.add_metric(name="RunsSkipped", unit="Count", value=1)
+        run_metrics.count_for_tenant("RunsSkipped", run.tenant)
         logger.info("run skipped", extra={"skip_reason": reason.value})
         return Outcome.DONE
+
+
+MAX_ATTEMPT_ERROR_CHARS = 500  # an attempt record's error: enough to read, small enough for 20 in the run's item
+
+
+def attempt_record(
+    run: Run, started: datetime | None, now: datetime, outcome: AttemptOutcome, error: RunError | None = None
+) -> AttemptRecord | None:
+    """The record of the attempt the lease began at `started` (None: no attempt to record). A handler that
+    outlived its timeout (RunTimeout) is `timed_out`, whether it is then retried or failed."""
+    if started is None:
+        return None
+    if error is not None and error.type == "RunTimeout":
+        outcome = AttemptOutcome.TIMED_OUT
+    return AttemptRecord(
+        attempt=run.attempts,
+        started_at=started,
+        ended_at=now,
+        outcome=outcome,
+        error=None if error is None else f"{error.type}: {error.message}"[:MAX_ATTEMPT_ERROR_CHARS],
+    )
+
+
+LOST_ATTEMPT = "its executor stopped before recording an outcome (it crashed or ran out of time); the next took over"
+
+
+def history_after(run: Run, record: AttemptRecord | None) -> list[AttemptRecord]:
+    """The run's attempt history as this attempt's outcome leaves it, written whole by that outcome's update (the
+    lease holder is the history's only writer, and `run` holds it as the lease read it, without the record the
+    lease opened for this attempt): earlier records still open are attempts whose executor died, marked so;
+    then this attempt's `record` (None: none, as for a run skipped before its handler started); a deferral that
+    follows a deferral of the same attempt extends that record rather than adding one (a run deferred many times
+    would push its real attempts out); and the last MAX_ATTEMPT_HISTORY records only."""
+    history = [
+        old if old.outcome is not None or old.ended_at is not None else old.model_copy(update={"error": LOST_ATTEMPT})
+        for old in run.attempt_history
+    ]
+    last = history[-1] if history else None
+    deferred_again = (
+        record is not None
+        and last is not None
+        and record.outcome is AttemptOutcome.DEFERRED
+        and last.outcome is AttemptOutcome.DEFERRED
+        and last.attempt == record.attempt
+    )
+    if record is not None and last is not None and deferred_again:
+        history[-1] = last.model_copy(update={"ended_at": record.ended_at})
+    elif record is not None:
+        history.append(record)
+    return history[-MAX_ATTEMPT_HISTORY:]
 
 
 def _count_deferral(reason: DeferReason) -> None:

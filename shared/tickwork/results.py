@@ -1,4 +1,5 @@
-"""S3 data access: run results, written once (first write wins)."""
+"""S3 data access: run results, written once (first write wins), and beside them each attempt's log
+(tickwork.run_logs), written once too."""
 
 from __future__ import annotations
 
@@ -18,6 +19,25 @@ def result_key(run: Run) -> str:
 def result_key_of(tenant: str, job_id: str, run_id: str) -> str:
     """Where a run's result lives: by tenant, then job (or workflow), then run."""
     return f"results/{tenant}/{job_id}/{run_id}.json"
+
+
+def logs_prefix_of(tenant: str, job_id: str, run_id: str) -> str:
+    """Where a run's attempts' logs live: beside its result, one object per attempt."""
+    return f"logs/{tenant}/{job_id}/{run_id}/"
+
+
+def logs_key(run: Run) -> str:
+    """The key of the current attempt's log. A run retried from the DLQ counts its attempts from 1 again, so the
+    key names its requeue too; both padded, so that keys sort in the order the attempts ran."""
+    return f"{logs_prefix_of(run.tenant, run.job_id, run.id)}{run.requeues:04d}-{run.attempts:03d}.json"
+
+
+def _missing(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound")
+
+
+def _already_written(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "412")
 
 
 class ResultStore:
@@ -45,7 +65,7 @@ class ResultStore:
                 Metadata={"sha256": digest, "run-id": run.id},
             )
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") not in ("PreconditionFailed", "412"):
+            if not _already_written(exc):
                 raise
             existing = self.find(run)
             if existing is None:  # pragma: no cover - 412 means it exists
@@ -59,7 +79,7 @@ class ResultStore:
         try:
             head = self._s3.head_object(Bucket=self.bucket, Key=key)
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+            if _missing(exc):
                 return None
             raise
         return RunResult(
@@ -67,6 +87,42 @@ class ResultStore:
             sha256=head.get("Metadata", {}).get("sha256", ""),
             bytes=int(head["ContentLength"]),
         )
+
+    def write_logs_once(self, run: Run, document: dict[str, Any]) -> bool:
+        """Write the current attempt's log with If-None-Match: *. False when it was there already (a 412): that
+        object stands, unchanged."""
+        try:
+            self._s3.put_object(
+                Bucket=self.bucket,
+                Key=logs_key(run),
+                Body=json.dumps(document, separators=(",", ":"), default=str).encode(),
+                ContentType="application/json",
+                IfNoneMatch="*",
+                Metadata={"run-id": run.id},
+            )
+        except ClientError as exc:
+            if not _already_written(exc):
+                raise
+            return False
+        return True
+
+    def read_logs(self, run: Run) -> list[dict[str, Any]]:
+        """The logs of a run's attempts, in the order they ran: one listing, then one read per attempt that logged
+        (a run keeps at most its attempts' worth: max_attempts is at most 100, per execution)."""
+        prefix = logs_prefix_of(run.tenant, run.job_id, run.id)
+        keys: list[str] = []
+        for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
+            keys += [item["Key"] for item in page.get("Contents", [])]
+        documents = []
+        for key in sorted(keys):
+            try:
+                obj = self._s3.get_object(Bucket=self.bucket, Key=key)
+            except ClientError as exc:
+                if _missing(exc):  # gone since the listing (expired): nothing to show for it
+                    continue
+                raise
+            documents.append(json.loads(obj["Body"].read()))
+        return documents
 
     def read(self, run: Run) -> Any | None:
         return self.read_of(run.tenant, run.job_id, run.id)
@@ -76,7 +132,7 @@ class ResultStore:
         try:
             obj = self._s3.get_object(Bucket=self.bucket, Key=result_key_of(tenant, job_id, run_id))
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+            if _missing(exc):
                 return None
             raise
         return json.loads(obj["Body"].read())

@@ -7,6 +7,7 @@ template sets them from its resources, so names here are the contract with templ
 - ApiSettings: the API function's own (API_AUTH_MODE is set on ApiFunction only; the local runtime sets it
   to local, with API_KEYS_FILE).
 - TelemetryNames: the names Powertools' logger, tracer and metrics are built with.
+- MetricsSettings: the API function's own, for `GET /v1/metrics` (the executor's name and allowed concurrency).
 """
 
 from __future__ import annotations
@@ -21,6 +22,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tickwork.models import Band
 
 DEFAULT_AGING_AFTER_SECONDS = 300
+
+
+def comma_separated(value: object) -> object:
+    """A variable's comma-separated list as a tuple (blanks dropped); anything else as it is, for the field."""
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    return value
 
 
 class FromEnvironment(BaseModel):
@@ -71,9 +79,7 @@ class Settings(FromEnvironment):
     @field_validator("http_allowlist", mode="before")
     @classmethod
     def _split_csv(cls, value: object) -> object:
-        if isinstance(value, str):
-            return tuple(part.strip() for part in value.split(",") if part.strip())
-        return value
+        return comma_separated(value)
 
     @field_validator("horizon_seconds")
     @classmethod
@@ -108,11 +114,21 @@ class ApiSettings(FromEnvironment):
     auth_mode: Literal["iam", "local"] = Field(default="iam", alias="API_AUTH_MODE")
     # Local mode only: a JSON object mapping API keys to tenants; unset, every caller is tenant `default`.
     api_keys_file: str | None = Field(default=None, alias="API_KEYS_FILE")
+    # Where a run's lines are in CloudWatch Logs, for the Logs Insights link of GET /v1/runs/{id}/logs: the
+    # template names the executor's log group; Lambda sets the other two (the local runtime sets no function name).
+    executor_log_groups: tuple[str, ...] = Field(default=(), alias="EXECUTOR_LOG_GROUPS")
+    region: str | None = Field(default=None, alias="AWS_REGION")
+    lambda_function_name: str | None = Field(default=None, alias="AWS_LAMBDA_FUNCTION_NAME")
 
     @field_validator("api_keys_file")
     @classmethod
     def _unset_when_empty(cls, value: str | None) -> str | None:
         return value or None
+
+    @field_validator("executor_log_groups", mode="before")
+    @classmethod
+    def _split_groups(cls, value: object) -> object:
+        return comma_separated(value)
 
 
 class TelemetryNames(FromEnvironment):
@@ -122,7 +138,40 @@ class TelemetryNames(FromEnvironment):
     namespace: str = Field(default="Tickwork", alias="POWERTOOLS_METRICS_NAMESPACE")
 
 
+class MetricsSettings(FromEnvironment):
+    """What `GET /v1/metrics` reads besides the EMF metrics (the API function's own; the template sets them):
+    the executor function whose AWS/Lambda ConcurrentExecutions is executor utilisation's numerator, and the
+    concurrency it is allowed, each SQS event source's MaximumConcurrency (comma-separated, summed). Unset, the
+    utilisation series has no data."""
+
+    executor_function_name: str | None = Field(default=None, alias="EXECUTOR_FUNCTION_NAME", max_length=140)
+    executor_concurrency: int | None = Field(default=None, alias="EXECUTOR_CONCURRENCY", ge=1, le=100_000)
+
+    @field_validator("executor_function_name", mode="before")
+    @classmethod
+    def _name_unset_when_empty(cls, value: object) -> object:
+        return value or None
+
+    @field_validator("executor_concurrency", mode="before")
+    @classmethod
+    def _sum_csv(cls, value: object) -> object:
+        if isinstance(value, str):
+            parts = [part.strip() for part in value.split(",") if part.strip()]
+            if not parts:
+                return None
+            if not all(part.isdigit() and int(part) > 0 for part in parts):
+                raise ValueError(f"EXECUTOR_CONCURRENCY must be positive integers, comma-separated: {value!r}")
+            return sum(int(part) for part in parts)
+        return value
+
+
 @lru_cache(maxsize=1)
 def load_settings() -> Settings:
     """Settings of this process, validated once (cold start)."""
     return Settings.from_env()
+
+
+@lru_cache(maxsize=1)
+def load_metrics_settings() -> MetricsSettings:
+    """The API's metrics settings, validated once (cold start)."""
+    return MetricsSettings.from_env()

@@ -28,6 +28,7 @@ from typing import Annotated, Any
 from urllib.parse import quote
 
 import typer
+from tickwork_console.proxy import ConsoleServer
 
 from tickwork_cli import render
 from tickwork_cli.client import Client, ConfigError
@@ -255,12 +256,20 @@ def jobs_list(
     state: Annotated[str | None, typer.Option("--state", help="ACTIVE, PAUSED, CANCELLED or COMPLETED.")] = None,
     job_type: Annotated[str | None, typer.Option("--type", help="Only jobs of this type.")] = None,
     name_prefix: Annotated[str | None, typer.Option("--name-prefix", help="Only names starting so.")] = None,
+    tag: Annotated[str | None, typer.Option("--tag", help="Only jobs tagged so: key=value.")] = None,
     limit: Limit = None,
     cursor: CursorOpt = None,
     all_pages: AllPages = False,
 ) -> None:
     """Your jobs, newest first."""
-    query = {"state": state, "type": job_type, "name_prefix": name_prefix, "limit": limit, "cursor": cursor}
+    query = {
+        "state": state,
+        "type": job_type,
+        "name_prefix": name_prefix,
+        "tag": tag,
+        "limit": limit,
+        "cursor": cursor,
+    }
     session.show_page(_listing(session.client, "/v1/jobs", all_pages, **query), render.JOB_COLUMNS)
 
 
@@ -377,6 +386,21 @@ _call_by_id(runs_app, "get", "One run.", "GET", "/v1/runs/{run_id}", RunIdArg)
 def runs_result(run_id: RunIdArg, session: Session) -> None:
     """The run's result document (JSON), as stored; JSON whatever --output says."""
     typer.echo(render.as_json(session.client.get(f"/v1/runs/{run_id}/result")))
+
+
+@runs_app.command("logs")
+@api_command
+def runs_logs(run_id: RunIdArg, session: Session) -> None:
+    """The lines the run's handler logged (ctx.log), every attempt's, in order."""
+    logs = session.client.get(f"/v1/runs/{run_id}/logs")
+    if session.as_json:
+        typer.echo(render.as_json(logs))
+        return
+    typer.echo(render.items_table(logs["lines"], render.LOG_COLUMNS))
+    if logs.get("truncated"):
+        typer.echo(f"(truncated at {logs['limit_bytes']} bytes)", err=True)
+    if logs.get("insights_url"):
+        typer.echo(f"Logs Insights: {logs['insights_url']}", err=True)
 
 
 _call_by_id(
@@ -602,3 +626,49 @@ def tenants_set(
         session.show_one(stored)
     else:
         session.show_one({"tenant": tenant, **stored})
+
+
+@app.command("console")
+def console(
+    api_url: Annotated[
+        str,
+        typer.Option("--api-url", envvar="TICKWORK_API_URL", help="The deployed API's base URL.", show_default=False),
+    ],
+    profile: Annotated[
+        str | None, typer.Option("--profile", envvar="AWS_PROFILE", help="AWS profile to sign with.")
+    ] = None,
+    region: Annotated[str | None, typer.Option("--region", help="Region to sign for (default: from the URL).")] = None,
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Local port (0: any free one).")] = 8790,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key",
+            envvar="TICKWORK_API_KEY",
+            help="X-Api-Key, for a local runtime started with --api-keys (then nothing is signed).",
+        ),
+    ] = None,
+) -> None:
+    """Open the web console for a deployed API: served on 127.0.0.1, each API call signed (SigV4) here.
+
+    Like `kubectl proxy`: your AWS credentials (from --profile or the usual chain) sign the calls this process
+    forwards; the browser never sees them. For `tickwork dev`, open http://127.0.0.1:3000/console/ instead.
+    """
+    try:
+        # A deployed API takes IAM, so every call is signed; a local runtime started with --api-keys takes
+        # the key instead (IAM cannot be played locally).
+        client = Client(api_url, api_key=api_key, profile=profile, region=region, always_sign=api_key is None)
+    except ConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    try:
+        server = ConsoleServer(client, port)
+    except OSError as exc:
+        typer.echo(f"error: cannot listen on 127.0.0.1:{port}: {exc.strerror}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"Tickwork console for {client.base_url}: {server.url} (Ctrl-C to stop)")
+    try:
+        server.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()

@@ -68,6 +68,14 @@ PREVIEW_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
     ("DST", lambda o: o.get("dst") or ""),
 ]
 
+LOG_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
+    ("AT (UTC)", lambda line: line["at"]),
+    ("ATTEMPT", lambda line: line["attempt"]),
+    ("LEVEL", lambda line: line["level"]),
+    ("MESSAGE", lambda line: line["message"]),
+    ("FIELDS", lambda line: json.dumps(line["fields"], separators=(",", ":")) if line.get("fields") else ""),
+]
+
 
 def steps_text(steps: Any) -> str:
     """A workflow's steps as the DAG they form (`a; b <- a; d <- b, c`), or a workflow run's steps as their

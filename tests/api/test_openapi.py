@@ -22,6 +22,7 @@ ROUTES = {
     ("post", "/v1/schedules/preview"),
     ("get", "/v1/runs/{run_id}"),
     ("get", "/v1/runs/{run_id}/result"),
+    ("get", "/v1/runs/{run_id}/logs"),
     ("post", "/v1/runs/{run_id}/retry"),
     ("get", "/v1/dlq"),
     ("post", "/v1/dlq/redrive"),
@@ -40,6 +41,8 @@ ROUTES = {
     ("get", "/v1/tenants/me"),
     ("get", "/v1/tenants/{tenant}"),
     ("put", "/v1/tenants/{tenant}"),
+    ("get", "/v1/metrics"),
+    ("get", "/v1/metrics/catalogue"),
     ("get", "/v1/health"),
     ("get", "/v1/openapi.json"),
 }

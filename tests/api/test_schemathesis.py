@@ -121,6 +121,8 @@ _BEYOND_THE_SCHEMA = (
     (r"to", "must not be before from"),
     (r"to", "must be at most"),
     (r"cursor", "not a cursor from this listing"),
+    (r"start", "must be before end"),  # GET /v1/metrics: start < end (end defaults to the clock's now)
+    (r"start", "at most 24 hours"),
     (rf"{_STEP}\.id", "duplicate step id"),
     (rf"{_STEP}\.depends_on\[\d+\]", ""),  # unknown, itself, or listed twice
     (rf"{_STEP}\.depends_on", "cycle"),

@@ -40,6 +40,8 @@ ALARMS = {
     "ApiServerErrorsAlarm",
     "DispatchCapacityAlarm",
     "SuspendedJobsAlarm",
+    "ExecutorUtilisationAlarm",
+    "RetriesAlarm",
 }
 
 

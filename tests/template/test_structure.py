@@ -29,7 +29,7 @@ METRICS = [
     "RunsHeldBackTenantRate",
 ]
 # Actions that have no resource-level permissions: the only ones allowed on "*".
-NO_RESOURCE_LEVEL = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+NO_RESOURCE_LEVEL = {"xray:PutTraceSegments", "xray:PutTelemetryRecords", "cloudwatch:GetMetricData"}
 
 
 def _props(template, logical_id):
@@ -70,7 +70,17 @@ def test_globals_environment_covers_every_setting(template):
     assert env["POWERTOOLS_METRICS_NAMESPACE"] == "Tickwork"
     assert env["POWERTOOLS_LOG_LEVEL"] == {"Ref": "LogLevel"}
     assert env["RUN_RETENTION_DAYS"] == {"Ref": "RunRetentionDays"}
-    assert _props(template, "ApiFunction")["Environment"]["Variables"] == {"API_AUTH_MODE": "iam"}
+    api_env = _props(template, "ApiFunction")["Environment"]["Variables"]
+    # The run logs' Insights link names the executor's log group, spelled as the log group's own name.
+    log_group = template["Resources"]["ExecutorLogGroup"]["Properties"]["LogGroupName"]
+    assert api_env == {
+        "API_AUTH_MODE": "iam",
+        "EXECUTOR_LOG_GROUPS": log_group,
+        "EXECUTOR_FUNCTION_NAME": {"Ref": "ExecutorFunction"},
+        "EXECUTOR_CONCURRENCY": {
+            "Fn::Join": [",", [{"Ref": "HighConcurrency"}, {"Ref": "NormalConcurrency"}, {"Ref": "LowConcurrency"}]]
+        },
+    }
 
 
 def test_environment_defaults_are_valid_settings(template):
@@ -461,7 +471,7 @@ def _alarms(template):
 
 def test_every_alarm_notifies_the_topic(template):
     alarms = _alarms(template)
-    assert len(alarms) == 15
+    assert len(alarms) == 17
     for props in alarms.values():
         assert props["AlarmActions"] == [{"Ref": "AlarmTopic"}]
         assert props["OKActions"] == [{"Ref": "AlarmTopic"}]
@@ -489,7 +499,7 @@ def _alarm_on(template, namespace, metric, dimension_value):
     matches = [
         props
         for props in _alarms(template).values()
-        if props["Namespace"] == namespace
+        if props.get("Namespace") == namespace
         and props["MetricName"] == metric
         and [d["Value"] for d in props["Dimensions"]] == [dimension_value]
     ]
@@ -552,6 +562,8 @@ def _dashboard_metrics(template):
     metrics = []
     for widget in body["widgets"]:
         for metric in widget["properties"].get("metrics", []):
+            if len(metric) < 4:  # a metric math row: [{"expression": ...}]
+                continue
             stat = metric[-1].get("stat") if isinstance(metric[-1], dict) else None
             metrics.append((metric[0], metric[1], metric[3], stat or widget["properties"].get("stat")))
     return body, metrics

@@ -19,6 +19,10 @@ from routes.responses import json_response, ok, problems
 
 router = APIGatewayHttpRouter()
 
+# A tag filter: a key of 1 to 128 characters without `=`, then `=`, then the value (maybe empty), as Tags allows.
+MAX_TAG_KEY, MAX_TAG_VALUE = 128, 256
+TAG_FILTER = rf"^[^=]{{1,{MAX_TAG_KEY}}}=[\s\S]{{0,{MAX_TAG_VALUE}}}$"
+
 
 @router.post(
     "/v1/jobs",
@@ -62,8 +66,23 @@ def list_jobs(
     state: Annotated[JobState | None, Query()] = None,
     job_type: Annotated[str | None, Query(alias="type", max_length=64)] = None,
     name_prefix: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    tag: Annotated[
+        str | None,
+        Query(
+            pattern=TAG_FILTER,
+            max_length=MAX_TAG_KEY + 1 + MAX_TAG_VALUE,
+            description="`key=value`: only jobs whose tag `key` is `value` (the first `=` ends the key).",
+        ),
+    ] = None,
 ):
-    page = mine.jobs_page(limit=limit, cursor=cursor, state=state, job_type=job_type, name_prefix=name_prefix)
+    page = mine.jobs_page(
+        limit=limit,
+        cursor=cursor,
+        state=state,
+        job_type=job_type,
+        name_prefix=name_prefix,
+        tag=tuple(tag.split("=", 1)) if tag is not None else None,
+    )
     return json_response(200, page)
 
 

@@ -1,17 +1,19 @@
-"""Runs: a job's runs, one run, its result, and retrying a FAILED one."""
+"""Runs: a job's runs, one run, its result, its logs, and retrying a FAILED one."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
+from aws_lambda_powertools.event_handler import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-from dependencies import CallerJobs
-from tickwork.api_models import RunList
+from dependencies import CallerJobs, Tenant, Wired, WiringSlot, wiring
+from tickwork.api_models import RunList, RunLogs
 from tickwork.models import RunStatus
+from tickwork.run_logs import InsightsLink, RunLogQueries, insights_link_of
 
 from routes.by_id import add_routes
-from routes.parameters import Cursor, JobId, Limit
+from routes.parameters import Cursor, JobId, Limit, RunId
 from routes.responses import json_response, ok, problems
 
 router = APIGatewayHttpRouter()
@@ -34,3 +36,23 @@ def list_runs(
 
 
 add_routes(router, "runs")  # one run, its result, retrying it: see routes/by_id.py
+
+
+def insights_link(slot: Annotated[WiringSlot, Depends(wiring)]) -> InsightsLink | None:
+    return insights_link_of(slot.settings())
+
+
+@router.get(
+    "/v1/runs/<run_id>/logs",
+    summary="What the run's handler logged (ctx.log), every attempt in order; empty until an attempt wrote some",
+    responses={200: ok(RunLogs, "The run's logs"), **problems(404)},
+    tags=["runs"],
+)
+def get_run_logs(
+    run_id: RunId,
+    built: Wired,
+    tenant: Tenant,
+    insights: Annotated[InsightsLink | None, Depends(insights_link)],
+):
+    view = RunLogQueries(built.queries, built.results, built.clock, insights).read(tenant, run_id)
+    return json_response(200, RunLogs.model_validate(view, from_attributes=True))

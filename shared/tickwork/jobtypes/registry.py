@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from tickwork.clock import Clock
+from tickwork.run_logs import RunLog
 
 
 class UnknownJobType(LookupError):
@@ -46,7 +47,8 @@ class RetryNotBefore(RuntimeError):
 
 @dataclass
 class RunContext:
-    """What a handler may use: ids, its attempt number, a deadline, and a cooperative sleep."""
+    """What a handler may use: ids, its attempt number, a deadline, a cooperative sleep, and the run's log
+    (`ctx.log(message, level="INFO", **fields)`, or `ctx.logger.info(message, **fields)`: see tickwork.run_logs)."""
 
     run_id: str
     job_id: str
@@ -58,6 +60,16 @@ class RunContext:
     http_allowlist: tuple[str, ...] = ()
     clients: Any = None  # a factory of boto3 clients, for types that call AWS (see jobtypes.lambda_invoke)
     on_tick: Callable[[], None] | None = None  # the heartbeat, called between sleep slices
+    logger: RunLog = field(default=None)  # type: ignore[assignment]  # made for the attempt when not given
+
+    def __post_init__(self) -> None:
+        if self.logger is None:
+            self.logger = RunLog(self.run_id, self.attempt, self.clock)
+
+    def log(self, message: str, level: str = "INFO", **fields: Any) -> None:
+        """A line in the function's structured log (with the run id and attempt) and in the run's own log, which
+        `GET /v1/runs/{id}/logs` answers (capped per attempt: tickwork.run_logs). Pass no secrets in `fields`."""
+        self.logger.log(message, level, **fields)
 
     def remaining_seconds(self) -> float:
         return (self.deadline - self.clock.now()).total_seconds()

@@ -92,10 +92,21 @@ class Listings:
         state: JobState | None = None,
         job_type: str | None = None,
         name_prefix: str | None = None,
+        tag: tuple[str, str] | None = None,
     ) -> Page[Job]:
-        """The tenant's jobs, newest first (tenant-index, T#<tenant>#JOB)."""
+        """The tenant's jobs, newest first (tenant-index, T#<tenant>#JOB); `tag` (key, value): those whose tag
+        `key` is `value`, a condition on the `tags` map in the same FilterExpression (still one Query)."""
         return self._scheduled(
-            tenant, "JOB", "jobs", job_from_attrs, limit, cursor, state=state, name_prefix=name_prefix, type=job_type
+            tenant,
+            "JOB",
+            "jobs",
+            job_from_attrs,
+            limit,
+            cursor,
+            state=state,
+            name_prefix=name_prefix,
+            tag=tag,
+            type=job_type,
         )
 
     def list_workflows(
@@ -123,6 +134,7 @@ class Listings:
         *,
         state: JobState | None,
         name_prefix: str | None,
+        tag: tuple[str, str] | None = None,
         **equal: Any,
     ) -> Page[T]:
         """Jobs or workflows of the tenant, newest first, filtered by state, name prefix and `equal`."""
@@ -139,6 +151,11 @@ class Listings:
         where = _Filter.of(state=state.value if state is not None else None, **equal)
         if name_prefix:
             where.add("begins_with(#name, :prefix)", "name", name_prefix, placeholder="prefix")
+        if tag is not None:
+            # The key goes in as an attribute name placeholder: a tag key may hold any character, dots included.
+            key, value = tag
+            where.add("#tags.#tag_key = :tag_value", "tags", value, placeholder="tag_value")
+            where.names["#tag_key"] = key
         return self._page(tenant, scope, self._tenant_index(partition, where), where, limit, start, convert)
 
     def list_failed_runs(self, tenant: str, *, limit: int = DEFAULT_LIMIT, cursor: str | None = None) -> Page[Run]:

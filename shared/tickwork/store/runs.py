@@ -14,7 +14,16 @@ from enum import StrEnum
 from typing import Any
 
 from tickwork.clock import iso, to_ms
-from tickwork.models import DeferReason, Run, RunError, RunResult, RunStatus, SkipReason, parse_run_id
+from tickwork.models import (
+    AttemptRecord,
+    DeferReason,
+    Run,
+    RunError,
+    RunResult,
+    RunStatus,
+    SkipReason,
+    parse_run_id,
+)
 from tickwork.store.codec import (
     deserialize,
     expression_values,
@@ -165,7 +174,9 @@ class RunRecords:
             run_key(run_id),
             "SET #status = :running, attempts = if_not_exists(attempts, :zero) + :one, "
             "lease_owner = :owner, lease_until = :lu, lease_until_ms = :lu_ms, "
-            "started_at = if_not_exists(started_at, :now), lateness_ms = if_not_exists(lateness_ms, :late) "
+            "started_at = if_not_exists(started_at, :now), lateness_ms = if_not_exists(lateness_ms, :late), "
+            # The attempt's record, opened: its number is the count this update makes (see Run.attempt_history).
+            "attempt_history = list_append(if_not_exists(attempt_history, :no_history), :opened) "
             # The run keeps its due-index entry while leased: the safety net were the lease to lapse with its
             # message stranded (see dispatch.Resender); the outcome removes it.
             "REMOVE not_before, not_before_ms",
@@ -187,6 +198,8 @@ class RunRecords:
                 now=iso(now),
                 now_ms=to_ms(now),
                 late=lateness,
+                no_history=[],
+                opened=[{"started_at": iso(now)}],
             ),
         )
         if not won:
@@ -240,15 +253,19 @@ class RunRecords:
         duration_ms: int | None = None,
         not_before: datetime | None = None,
         resend_at: datetime | None = None,
+        history: Sequence[AttemptRecord] | None = None,
     ) -> bool:
         """Leave RUNNING: SUCCEEDED, RETRYING, FAILED or SKIPPED, only while holding the lease.
 
         A RETRYING run records `not_before` (its next attempt's earliest start, which the lease enforces) and
         goes back into the due index at `resend_at`: when its backoff rides on a message, that is a safety net
         (the tick re-sends it if the message never came back); when the backoff is too long for a message,
-        that is the retry itself."""
+        that is the retry itself. `history` replaces `attempt_history` (the lease holder is its only writer)."""
         sets = ["#status = :status"]
         values: dict[str, Any] = {"status": status.value, "owner": owner, "running": RunStatus.RUNNING.value}
+        if history is not None:
+            sets.append("attempt_history = :history")
+            values["history"] = _history_attr(history)
         removes = ["lease_owner", "lease_until", "lease_until_ms"]
         if status.terminal:
             sets += ["finished_at = :now", "expires_at = :exp"]
@@ -302,6 +319,7 @@ class RunRecords:
         reason: DeferReason,
         not_before: datetime,
         resend_at: datetime,
+        history: Sequence[AttemptRecord] | None = None,
     ) -> bool:
         """Give the lease back without running: a limit held the run back. One write, only while holding the
         lease: back to `status` (QUEUED or RETRYING) with the attempt not consumed, `deferred` + 1 and its
@@ -311,26 +329,30 @@ class RunRecords:
         removes = ["lease_owner", "lease_until", "lease_until_ms"]
         if run.attempts <= 1:
             removes += ["started_at", "lateness_ms"]
+        values: dict[str, Any] = {
+            "status": status.value,
+            "one": 1,
+            "zero": 0,
+            "reason": reason.value,
+            "nb": iso(not_before),
+            "nb_ms": to_ms(not_before),
+            "shard": shard_of(run.job_id, self.shards),
+            "due": to_ms(resend_at),
+            "owner": owner,
+            "running": RunStatus.RUNNING.value,
+        }
+        if history is not None:
+            values["history"] = _history_attr(history)
+        history_set = "" if history is None else ", attempt_history = :history"
         return self._table.update_if(
             run_key(run.id),
             "SET #status = :status, attempts = attempts - :one, "
             "#deferred = if_not_exists(#deferred, :zero) + :one, deferred_reason = :reason, "
-            "not_before = :nb, not_before_ms = :nb_ms, due_shard = :shard, due_at = :due "
+            "not_before = :nb, not_before_ms = :nb_ms, due_shard = :shard, due_at = :due" + history_set + " "
             "REMOVE " + ", ".join(removes),
             "lease_owner = :owner AND #status = :running",
             {"#status": "status", "#deferred": "deferred"},
-            expression_values(
-                status=status.value,
-                one=1,
-                zero=0,
-                reason=reason.value,
-                nb=iso(not_before),
-                nb_ms=to_ms(not_before),
-                shard=shard_of(run.job_id, self.shards),
-                due=to_ms(resend_at),
-                owner=owner,
-                running=RunStatus.RUNNING.value,
-            ),
+            expression_values(**values),
         )
 
     def requeue_failed_run(self, run: Run, *, now: datetime, redispatch_at: datetime) -> bool:
@@ -382,3 +404,7 @@ class RunRecords:
 
     def _expiry(self, now: datetime) -> int:
         return int((now + self.retention).timestamp())
+
+
+def _history_attr(history: Sequence[AttemptRecord]) -> list[dict[str, Any]]:
+    return [record.model_dump(mode="json") for record in history]

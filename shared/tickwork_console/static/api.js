@@ -1,0 +1,55 @@
+// The API, called on this page's own origin: `tickwork dev` serves /v1 beside /console, and `tickwork console`
+// forwards /v1 to the deployed API, signing each call there (the browser never holds credentials).
+
+export class ApiError extends Error {
+  // A non-2xx answer. `problem` is the RFC 9457 body (title, detail, errors[]) when the API sent one.
+  constructor(status, problem) {
+    super(problem.detail || problem.title || `HTTP ${status}`);
+    this.status = status;
+    this.problem = problem;
+  }
+}
+
+function queryString(query) {
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(query || {})) {
+    if (value !== undefined && value !== null && value !== "") params.set(key, String(value));
+  }
+  const text = params.toString();
+  return text ? `?${text}` : "";
+}
+
+export async function api(method, path, { query, body } = {}) {
+  const init = { method, headers: { Accept: "application/json" } };
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  let response;
+  try {
+    response = await fetch(`${path}${queryString(query)}`, init);
+  } catch (err) {
+    throw new ApiError(0, { title: "The API cannot be reached", detail: String(err.message || err) });
+  }
+  const text = await response.text();
+  let parsed = null;
+  try {
+    parsed = text ? JSON.parse(text) : null;
+  } catch {
+    parsed = null;
+  }
+  if (!response.ok) {
+    let problem = parsed && typeof parsed === "object" ? parsed : {};
+    // API Gateway's own errors are {"message": ...}, not problem details.
+    if (!problem.title && problem.message) problem = { title: problem.message };
+    if (!problem.title) problem = { ...problem, title: `HTTP ${response.status} ${response.statusText}`.trim() };
+    throw new ApiError(response.status, problem);
+  }
+  return parsed;
+}
+
+export const get = (path, query) => api("GET", path, { query });
+export const post = (path, body) => api("POST", path, { body });
+export const patch = (path, body) => api("PATCH", path, { body });
+export const del = (path) => api("DELETE", path);
+export const enc = encodeURIComponent;

@@ -1,0 +1,84 @@
+// The console's shell: hash routes, the navigation, and focus moved to each page's heading.
+import { html, render, useEffect, useRef, useState } from "./vendor/htm-preact-standalone.module.js";
+import { JobPage, JobsPage, RunPage } from "./jobs.js";
+import { MetricsPage } from "./metrics.js";
+import { DlqPage, WorkflowPage, WorkflowRunPage, WorkflowsPage } from "./ops.js";
+
+const ROUTES = [
+  [/^\/jobs\/([^/]+)$/, (m) => html`<${JobPage} id=${decodeURIComponent(m[1])} />`, "jobs"],
+  [/^\/jobs$/, (m, query) => html`<${JobsPage} query=${query} />`, "jobs"],
+  [/^\/runs\/([^/]+)$/, (m) => html`<${RunPage} id=${decodeURIComponent(m[1])} />`, "jobs"],
+  [/^\/dlq$/, () => html`<${DlqPage} />`, "dlq"],
+  [/^\/workflows$/, () => html`<${WorkflowsPage} />`, "workflows"],
+  [/^\/workflows\/([^/]+)$/, (m) => html`<${WorkflowPage} id=${decodeURIComponent(m[1])} />`, "workflows"],
+  [/^\/workflow-runs\/([^/]+)$/, (m) => html`<${WorkflowRunPage} id=${decodeURIComponent(m[1])} />`, "workflows"],
+  [/^\/metrics$/, () => html`<${MetricsPage} />`, "metrics"],
+];
+
+const NAV = [
+  ["jobs", "#/jobs", "Jobs"],
+  ["dlq", "#/dlq", "DLQ"],
+  ["workflows", "#/workflows", "Workflows"],
+  ["metrics", "#/metrics", "Metrics"],
+];
+
+function parseHash() {
+  const raw = window.location.hash.replace(/^#/, "") || "/jobs";
+  const [path, search] = raw.split("?");
+  return { path, query: new URLSearchParams(search || "") };
+}
+
+function App() {
+  const [where, setWhere] = useState(parseHash());
+  useEffect(() => {
+    const onChange = () => setWhere(parseHash());
+    window.addEventListener("hashchange", onChange);
+    return () => window.removeEventListener("hashchange", onChange);
+  }, []);
+  let page = null;
+  let section = null;
+  for (const [pattern, view, name] of ROUTES) {
+    const match = where.path.match(pattern);
+    if (match) {
+      page = view(match, where.query);
+      section = name;
+      break;
+    }
+  }
+  // Navigating to a new page moves the focus to its heading (once the page has loaded its data and drawn it), so a
+  // keyboard or screen reader user starts there rather than on the link they left. The first page of a visit keeps
+  // the browser's own start, where the first Tab stop is the skip link.
+  const firstPath = useRef(where.path);
+  useEffect(() => {
+    if (where.path === firstPath.current) return undefined;
+    firstPath.current = null;
+    let tries = 0;
+    const timer = setInterval(() => {
+      const heading = document.querySelector("main h1");
+      tries += 1;
+      if (heading || tries > 100) {
+        clearInterval(timer);
+        if (heading) heading.focus({ preventScroll: true });
+      }
+    }, 20);
+    return () => clearInterval(timer);
+  }, [where.path]);
+  return html`
+    <a class="skip-link" href="#main" onClick=${(e) => { e.preventDefault(); document.getElementById("main").focus(); }}>Skip to content</a>
+    <header class="top">
+      <a class="brand" href="#/jobs">Tickwork</a>
+      <nav aria-label="Sections">
+        <ul>
+          ${NAV.map(([name, href, label]) => html`<li><a href=${href} aria-current=${section === name ? "page" : undefined}>${label}</a></li>`)}
+        </ul>
+      </nav>
+      <span class="muted utc">Times in UTC</span>
+    </header>
+    <main id="main" tabindex="-1">
+      ${page || html`<section><h1 tabindex="-1">Not found</h1><p>No page at <code>${where.path}</code>. <a href="#/jobs">Go to Jobs</a>.</p></section>`}
+    </main>`;
+}
+
+const root = document.getElementById("app");
+root.textContent = ""; // the no-JavaScript note
+render(html`<${App} />`, root);

@@ -1,0 +1,372 @@
+// Jobs, one job, and one run.
+import { html, useState } from "./vendor/htm-preact-standalone.module.js";
+import { del, enc, get, patch, post } from "./api.js";
+import {
+  Cell,
+  ConfirmDialog,
+  ErrorBox,
+  Loading,
+  Pager,
+  Status,
+  Time,
+  band,
+  duration,
+  navigate,
+  scheduleText,
+  useLoad,
+  useLoadWhile,
+  usePager,
+  when,
+} from "./ui.js";
+
+const JOB_STATES = ["", "ACTIVE", "PAUSED", "SUSPENDED", "COMPLETED", "CANCELLED"];
+const TERMINAL_RUN = new Set(["SUCCEEDED", "FAILED", "SKIPPED", "CANCELLED"]);
+
+function tagsText(tags) {
+  return Object.entries(tags || {})
+    .map(([k, v]) => `${k}=${v}`)
+    .join(", ");
+}
+
+// ------------------------------------------------------------------ Jobs
+
+export function JobsPage({ query }) {
+  const filters = {
+    state: query.get("state") || "",
+    type: query.get("type") || "",
+    tag: query.get("tag") || "",
+    name_prefix: query.get("name") || "",
+  };
+  const key = JSON.stringify(filters);
+  const pager = usePager(key);
+  const { data, error, loading } = useLoad(
+    () => get("/v1/jobs", { ...filters, limit: 25, cursor: pager.cursor }),
+    [key, pager.cursor],
+    10000,
+  );
+  const apply = (event) => {
+    event.preventDefault();
+    const form = new FormData(event.currentTarget);
+    const params = new URLSearchParams();
+    for (const [name, value] of form.entries()) if (String(value).trim()) params.set(name, String(value).trim());
+    navigate(`#/jobs${params.toString() ? `?${params}` : ""}`);
+  };
+  return html`<section>
+    <h1 tabindex="-1">Jobs</h1>
+    <form class="filters" onSubmit=${apply} aria-label="Filter jobs">
+      <label>State
+        <select name="state" value=${filters.state}>
+          ${JOB_STATES.map((s) => html`<option value=${s}>${s || "any"}</option>`)}
+        </select>
+      </label>
+      <label>Type <input name="type" value=${filters.type} placeholder="echo" size="10" /></label>
+      <label>Tag <input name="tag" value=${filters.tag} placeholder="team=billing" size="14" /></label>
+      <label>Name starts with <input name="name" value=${filters.name_prefix} size="14" /></label>
+      <button type="submit" class="primary">Filter</button>
+      <a href="#/jobs" class="button">Clear</a>
+    </form>
+    <${ErrorBox} error=${error} />
+    ${loading && !data ? html`<${Loading} what="jobs" />` : null}
+    ${data
+      ? html`<table class="list">
+            <caption class="visually-hidden">Jobs, newest first</caption>
+            <thead><tr><th>Name</th><th>Type</th><th>State</th><th>Schedule</th><th>Next run (UTC)</th><th>Priority</th><th>Tags</th></tr></thead>
+            <tbody>
+              ${data.items.length === 0
+                ? html`<tr><td colspan="7" class="muted">No jobs match.</td></tr>`
+                : data.items.map(
+                    (job) => html`<tr>
+                      <${Cell} label="Name"><a href=${`#/jobs/${enc(job.id)}`}>${job.name}</a><//>
+                      <${Cell} label="Type">${job.type}<//>
+                      <${Cell} label="State"><${Status} value=${job.state} /><//>
+                      <${Cell} label="Schedule" className="mono">${scheduleText(job.schedule)}<//>
+                      <${Cell} label="Next run"><${Time} value=${job.next_run_at} /><//>
+                      <${Cell} label="Priority">${job.priority} (${band(job.priority)})<//>
+                      <${Cell} label="Tags" className="mono">${tagsText(job.tags)}<//>
+                    </tr>`,
+                  )}
+            </tbody>
+          </table>
+          <${Pager} pager=${pager} nextCursor=${data.next_cursor} label="Jobs" />`
+      : null}
+  </section>`;
+}
+
+// ------------------------------------------------------------------ one job
+
+function EditJobDialog({ job, open, onClose, onSaved }) {
+  const [name, setName] = useState(job.name);
+  const [priority, setPriority] = useState(String(job.priority));
+  const [schedule, setSchedule] = useState(JSON.stringify(job.schedule));
+  const [payload, setPayload] = useState(JSON.stringify(job.payload || {}, null, 2));
+  const [tags, setTags] = useState(JSON.stringify(job.tags || {}));
+  const save = async () => {
+    const body = {};
+    const parse = (text, field) => {
+      try {
+        return JSON.parse(text);
+      } catch {
+        const err = new Error(`${field} is not JSON`);
+        err.problem = { title: "Not sent", detail: `${field} is not valid JSON.` };
+        throw err;
+      }
+    };
+    if (name !== job.name) body.name = name;
+    if (Number(priority) !== job.priority) body.priority = Number(priority);
+    const newSchedule = parse(schedule, "Schedule");
+    if (JSON.stringify(newSchedule) !== JSON.stringify(job.schedule)) body.schedule = newSchedule;
+    const newPayload = parse(payload, "Payload");
+    if (JSON.stringify(newPayload) !== JSON.stringify(job.payload || {})) body.payload = newPayload;
+    const newTags = parse(tags, "Tags");
+    if (JSON.stringify(newTags) !== JSON.stringify(job.tags || {})) body.tags = newTags;
+    if (Object.keys(body).length) await patch(`/v1/jobs/${enc(job.id)}`, body);
+    onSaved();
+  };
+  return html`<${ConfirmDialog} open=${open} title=${`Edit ${job.name}`} confirmLabel="Save" onConfirm=${save} onClose=${onClose}>
+    <div class="form-grid">
+      <label>Name <input value=${name} onInput=${(e) => setName(e.currentTarget.value)} /></label>
+      <label>Priority (0-9) <input type="number" min="0" max="9" value=${priority} onInput=${(e) => setPriority(e.currentTarget.value)} /></label>
+      <label>Schedule (JSON) <input class="mono" value=${schedule} onInput=${(e) => setSchedule(e.currentTarget.value)} /></label>
+      <label>Tags (JSON) <input class="mono" value=${tags} onInput=${(e) => setTags(e.currentTarget.value)} /></label>
+      <label>Payload (JSON) <textarea class="mono" rows="6" value=${payload} onInput=${(e) => setPayload(e.currentTarget.value)}></textarea></label>
+    </div>
+  <//>`;
+}
+
+function RunsTable({ runs }) {
+  return html`<table class="list">
+    <caption class="visually-hidden">Runs, newest first</caption>
+    <thead><tr><th>Run</th><th>Status</th><th>Scheduled (UTC)</th><th>Started</th><th>Late</th><th>Attempts</th><th>Took</th></tr></thead>
+    <tbody>
+      ${runs.length === 0
+        ? html`<tr><td colspan="7" class="muted">No runs yet.</td></tr>`
+        : runs.map(
+            (run) => html`<tr>
+              <${Cell} label="Run" className="mono"><a href=${`#/runs/${enc(run.id)}`}>${run.id.split(".").slice(1).join(".") || run.id}</a><//>
+              <${Cell} label="Status"><${Status} value=${run.status} />${run.skip_reason ? html` <span class="muted">${run.skip_reason}</span>` : null}<//>
+              <${Cell} label="Scheduled"><${Time} value=${run.scheduled_for} /><//>
+              <${Cell} label="Started"><${Time} value=${run.started_at} /><//>
+              <${Cell} label="Late">${duration(run.lateness_ms)}<//>
+              <${Cell} label="Attempts">${run.attempts}${run.max_attempts ? ` / ${run.max_attempts}` : ""}<//>
+              <${Cell} label="Took">${duration(run.duration_ms)}<//>
+            </tr>`,
+          )}
+    </tbody>
+  </table>`;
+}
+
+export function JobPage({ id }) {
+  const job = useLoad(() => get(`/v1/jobs/${enc(id)}`), [id], 10000);
+  const preview = useLoad(() => get(`/v1/jobs/${enc(id)}/preview`, { count: 5 }), [id, job.data && job.data.version]);
+  const pager = usePager(id);
+  const runs = useLoad(() => get(`/v1/jobs/${enc(id)}/runs`, { limit: 20, cursor: pager.cursor }), [id, pager.cursor], 3000);
+  const [dialog, setDialog] = useState(null);
+  const [actionError, setActionError] = useState(null);
+  const [notice, setNotice] = useState(null);
+  const act = async (label, call) => {
+    setActionError(null);
+    setNotice(null);
+    try {
+      const answer = await call();
+      setNotice(label(answer));
+      job.reload();
+      runs.reload();
+    } catch (err) {
+      setActionError(err);
+    }
+  };
+  if (job.error && !job.data) return html`<section><h1 tabindex="-1">Job</h1><${ErrorBox} error=${job.error} /></section>`;
+  if (!job.data) return html`<${Loading} what="the job" />`;
+  const j = job.data;
+  const live = j.state === "ACTIVE" || j.state === "SUSPENDED";
+  return html`<section>
+    <p class="crumbs"><a href="#/jobs">Jobs</a> /</p>
+    <h1 tabindex="-1">${j.name} <${Status} value=${j.state} /></h1>
+    <div class="toolbar" role="group" aria-label="Job actions">
+      ${live ? html`<button type="button" onClick=${() => act(() => "Paused.", () => post(`/v1/jobs/${enc(id)}/pause`))}>Pause</button>` : null}
+      ${j.state === "PAUSED" || j.state === "SUSPENDED"
+        ? html`<button type="button" onClick=${() => act(() => "Resumed.", () => post(`/v1/jobs/${enc(id)}/resume`))}>Resume</button>`
+        : null}
+      <button type="button" onClick=${() => act((run) => html`Triggered: <a href=${`#/runs/${enc(run.id)}`}>run ${run.id}</a>`, () => post(`/v1/jobs/${enc(id)}/trigger`))}>Trigger now</button>
+      <button type="button" onClick=${() => setDialog("edit")}>Edit</button>
+      ${j.state !== "CANCELLED" && j.state !== "COMPLETED"
+        ? html`<button type="button" class="danger" onClick=${() => setDialog("cancel")}>Cancel job</button>`
+        : null}
+    </div>
+    <div aria-live="polite">${notice ? html`<p class="notice">${notice}</p>` : null}</div>
+    <${ErrorBox} error=${actionError} />
+    <div class="columns">
+      <dl class="facts">
+        <dt>Id</dt><dd class="mono">${j.id}</dd>
+        <dt>Type</dt><dd>${j.type}</dd>
+        <dt>Schedule</dt><dd class="mono">${scheduleText(j.schedule)}</dd>
+        <dt>Next run</dt><dd><${Time} value=${j.next_run_at} /></dd>
+        <dt>Priority</dt><dd>${j.priority} (${band(j.priority)} band)</dd>
+        <dt>Retries</dt><dd>${j.retry.max_attempts} attempts, backoff ${j.retry.backoff_seconds} s (max ${j.retry.max_backoff_seconds} s)</dd>
+        <dt>Timeout</dt><dd>${j.timeout_seconds} s</dd>
+        <dt>Policies</dt><dd>overlap ${j.overlap}, catch-up ${j.catchup}${j.jitter_seconds ? `, jitter ${j.jitter_seconds} s` : ""}${j.circuit_breaker ? `, breaker after ${j.circuit_breaker.failure_threshold} failures` : ""}</dd>
+        <dt>Tags</dt><dd class="mono">${tagsText(j.tags) || "—"}</dd>
+        ${j.suspended_reason ? html`<dt>Suspended</dt><dd>${j.suspended_reason}</dd>` : null}
+        <dt>Payload</dt><dd><pre class="preview">${JSON.stringify(j.payload, null, 2)}</pre></dd>
+      </dl>
+      <div>
+        <h2>Next 5 instants</h2>
+        <${ErrorBox} error=${preview.error} />
+        ${preview.data
+          ? preview.data.items.length
+            ? html`<ol class="instants" aria-label="Next 5 instants">
+                ${preview.data.items.map(
+                  (item) => html`<li><${Time} value=${item.at} /> UTC <span class="muted">· ${item.local}</span>${item.dst ? html` <span class="tag">DST ${item.dst}</span>` : null}</li>`,
+                )}
+              </ol>`
+            : html`<p class="muted">No more occurrences.</p>`
+          : null}
+      </div>
+    </div>
+    <h2>Runs</h2>
+    <${ErrorBox} error=${runs.error} />
+    ${runs.data
+      ? html`<${RunsTable} runs=${runs.data.items} /><${Pager} pager=${pager} nextCursor=${runs.data.next_cursor} label="Runs" />`
+      : html`<${Loading} what="runs" />`}
+    ${dialog === "edit"
+      ? html`<${EditJobDialog} job=${j} open=${true} onClose=${() => setDialog(null)} onSaved=${() => { setNotice("Saved."); job.reload(); }} />`
+      : null}
+    <${ConfirmDialog}
+      open=${dialog === "cancel"}
+      title="Cancel this job?"
+      confirmLabel="Cancel job"
+      danger=${true}
+      onConfirm=${async () => { await del(`/v1/jobs/${enc(id)}`); setNotice("Cancelled."); job.reload(); }}
+      onClose=${() => setDialog(null)}
+    >
+      <p>${j.name} will not run again. Runs already queued are recorded SKIPPED.</p>
+    <//>
+  </section>`;
+}
+
+// ------------------------------------------------------------------ one run
+
+// The run's life as its fields give it: scheduled → claimed and queued → started → each attempt → finished.
+function timeline(run) {
+  const steps = [];
+  const scheduled = run.nominal_at || run.scheduled_for;
+  steps.push({ label: "Scheduled", at: scheduled, note: run.trigger !== "SCHEDULE" ? `trigger ${run.trigger}` : "" });
+  if (run.enqueued_at) steps.push({ label: "Claimed and queued", at: run.enqueued_at });
+  if (run.started_at)
+    steps.push({ label: "Started", at: run.started_at, note: run.lateness_ms !== null && run.lateness_ms !== undefined ? `${duration(run.lateness_ms)} late` : "" });
+  for (const attempt of run.attempt_history || []) {
+    const took = attempt.ended_at ? duration(new Date(attempt.ended_at) - new Date(attempt.started_at)) : "running";
+    steps.push({
+      label: `Attempt ${attempt.attempt}`,
+      at: attempt.started_at,
+      note: `${attempt.outcome || "in progress"} · ${took}`,
+      error: attempt.error,
+      outcome: attempt.outcome,
+    });
+  }
+  if (run.finished_at)
+    steps.push({ label: `Finished ${run.status}`, at: run.finished_at, note: run.duration_ms !== null && run.duration_ms !== undefined ? `took ${duration(run.duration_ms)}` : "" });
+  return steps;
+}
+
+function Timeline({ run }) {
+  const steps = timeline(run);
+  const origin = new Date(steps[0].at).getTime();
+  return html`<ol class="timeline" aria-label="Timeline">
+    ${steps.map(
+      (step) => html`<li class=${step.outcome ? `outcome-${step.outcome}` : ""}>
+        <span class="tl-label">${step.label}</span>
+        <span class="tl-time"><${Time} value=${step.at} ms=${true} /> <span class="muted">${Number.isNaN(origin) ? "" : `+${duration(new Date(step.at).getTime() - origin)}`}</span></span>
+        ${step.note ? html`<span class="tl-note">${step.note}</span>` : null}
+        ${step.error ? html`<span class="tl-error">${step.error}</span>` : null}
+      </li>`,
+    )}
+  </ol>`;
+}
+
+function RunLogs({ id, finished }) {
+  const logs = useLoad(() => get(`/v1/runs/${enc(id)}/logs`), [id, finished], finished ? 0 : 3000);
+  return html`<section aria-labelledby="logs-title">
+    <h2 id="logs-title">Logs</h2>
+    <${ErrorBox} error=${logs.error} />
+    ${logs.data
+      ? html`${logs.data.insights_url
+            ? html`<p><a href=${logs.data.insights_url} target="_blank" rel="noopener noreferrer">Open in CloudWatch Logs Insights</a></p>`
+            : null}
+          ${logs.data.lines.length === 0
+            ? html`<p class="muted">No log lines yet.</p>`
+            : html`<table class="list logs">
+                <caption class="visually-hidden">Log lines</caption>
+                <thead><tr><th>At (UTC)</th><th>Attempt</th><th>Level</th><th>Message</th></tr></thead>
+                <tbody>
+                  ${logs.data.lines.map(
+                    (line) => html`<tr class=${`level-${String(line.level).toLowerCase()}`}>
+                      <${Cell} label="At" className="mono">${when(line.at, { ms: true })}<//>
+                      <${Cell} label="Attempt">${line.attempt}<//>
+                      <${Cell} label="Level">${line.level}<//>
+                      <${Cell} label="Message" className="mono">${line.message}${line.fields && Object.keys(line.fields).length ? html` <span class="muted">${JSON.stringify(line.fields)}</span>` : null}<//>
+                    </tr>`,
+                  )}
+                </tbody>
+              </table>`}
+          ${logs.data.truncated ? html`<p class="muted">Truncated at ${logs.data.limit_bytes} bytes.</p>` : null}`
+      : logs.error
+        ? null
+        : html`<${Loading} what="logs" />`}
+  </section>`;
+}
+
+function ResultPreview({ id }) {
+  const result = useLoad(() => get(`/v1/runs/${enc(id)}/result`), [id]);
+  if (result.error) return html`<${ErrorBox} error=${result.error} />`;
+  if (!result.data && result.loading) return html`<${Loading} what="the result" />`;
+  const text = JSON.stringify(result.data, null, 2) || "";
+  return html`<pre class="preview" aria-label="Result">${text.length > 4000 ? `${text.slice(0, 4000)}\n…` : text}</pre>`;
+}
+
+export function RunPage({ id }) {
+  const [confirming, setConfirming] = useState(false);
+  const [notice, setNotice] = useState(null);
+  const run = useLoadWhile(() => get(`/v1/runs/${enc(id)}`), [id], (r) => !TERMINAL_RUN.has(r.status), 2000, 30000);
+  if (run.error && !run.data) return html`<section><h1 tabindex="-1">Run</h1><${ErrorBox} error=${run.error} /></section>`;
+  if (!run.data) return html`<${Loading} what="the run" />`;
+  const r = run.data;
+  const finished = TERMINAL_RUN.has(r.status);
+  return html`<section>
+    <p class="crumbs"><a href="#/jobs">Jobs</a> / <a href=${`#/jobs/${enc(r.job_id)}`}>${r.job_id}</a> /</p>
+    <h1 tabindex="-1">Run <span class="mono">${r.id}</span> <${Status} value=${r.status} /></h1>
+    ${r.status === "FAILED"
+      ? html`<div class="toolbar"><button type="button" onClick=${() => setConfirming(true)}>Retry run</button></div>`
+      : null}
+    <div aria-live="polite">${notice ? html`<p class="notice">${notice}</p>` : null}</div>
+    <div class="columns">
+      <div>
+        <h2>Timeline</h2>
+        <${Timeline} run=${r} />
+      </div>
+      <dl class="facts">
+        <dt>Attempts</dt><dd>${r.attempts}${r.max_attempts ? ` of ${r.max_attempts}` : ""}</dd>
+        <dt>Late</dt><dd>${duration(r.lateness_ms)}</dd>
+        <dt>Took</dt><dd>${duration(r.duration_ms)}</dd>
+        <dt>Band</dt><dd>${band(r.priority)} (priority ${r.priority})</dd>
+        ${r.skip_reason ? html`<dt>Skipped</dt><dd>${r.skip_reason}${r.skipped_count ? ` (${r.skipped_count} occurrences)` : ""}</dd>` : null}
+        ${r.deferred ? html`<dt>Deferred</dt><dd>${r.deferred} times${r.deferred_reason ? ` (${r.deferred_reason})` : ""}</dd>` : null}
+        ${r.workflow_run_id ? html`<dt>Workflow run</dt><dd><a href=${`#/workflow-runs/${enc(r.workflow_run_id)}`}>${r.workflow_run_id}</a> step ${r.step_id}</dd>` : null}
+      </dl>
+    </div>
+    ${r.error
+      ? html`<h2>Error</h2><div class="run-error"><p><strong>${r.error.type}</strong></p><pre>${r.error.message}</pre></div>`
+      : null}
+    ${r.result ? html`<h2>Result</h2><${ResultPreview} id=${r.id} />` : null}
+    <${RunLogs} id=${r.id} finished=${finished} />
+    <${ConfirmDialog}
+      open=${confirming}
+      title="Retry this run?"
+      confirmLabel="Retry"
+      onConfirm=${async () => { await post(`/v1/runs/${enc(id)}/retry`); setNotice("Re-queued."); run.reload(); }}
+      onClose=${() => setConfirming(false)}
+    >
+      <p>The run is queued again and its attempts start from 1.</p>
+    <//>
+  </section>`;
+}

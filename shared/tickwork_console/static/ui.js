@@ -1,0 +1,188 @@
+// Pieces every page uses: loading data, showing an API error as its text, a confirmation dialog, formatting.
+import { html, useCallback, useEffect, useRef, useState } from "./vendor/htm-preact-standalone.module.js";
+
+// Loads `load()` now, again when `deps` change, and every `refreshMs` if given. Keeps the last data while a
+// refresh is in flight, so a page does not flicker.
+export function useLoad(load, deps, refreshMs) {
+  const [state, setState] = useState({ data: null, error: null, loading: true });
+  const generation = useRef(0);
+  const reload = useCallback(async () => {
+    const mine = ++generation.current;
+    try {
+      const data = await load();
+      if (mine === generation.current) setState({ data, error: null, loading: false });
+    } catch (error) {
+      if (mine === generation.current) setState((s) => ({ data: s.data, error, loading: false }));
+    }
+  }, deps);
+  useEffect(() => {
+    setState({ data: null, error: null, loading: true });
+    reload();
+  }, [reload]);
+  // Apart from the load, so a page can slow its refresh (a run that ended) without blanking what it shows.
+  useEffect(() => {
+    if (!refreshMs) return undefined;
+    const timer = setInterval(reload, refreshMs);
+    return () => clearInterval(timer);
+  }, [reload, refreshMs]);
+  return { ...state, reload };
+}
+
+// Every `activeMs` while `active(data)` holds (a run in flight), else every `idleMs`: an ended run, left open
+// all day, costs one call every `idleMs`, not one every 2 s.
+export function useLoadWhile(load, deps, active, activeMs, idleMs) {
+  const [refreshMs, setRefreshMs] = useState(activeMs);
+  const loaded = useLoad(load, deps, refreshMs);
+  const busy = loaded.data ? active(loaded.data) : true;
+  useEffect(() => setRefreshMs(busy ? activeMs : idleMs), [busy]);
+  return loaded;
+}
+
+// An API error as the problem's text: title, detail, and each field error.
+export function ErrorBox({ error }) {
+  if (!error) return null;
+  const problem = error.problem || { title: "Something went wrong", detail: String(error.message || error) };
+  return html`<div class="error" role="alert">
+    <p class="error-title">${problem.status || error.status ? `${problem.status || error.status} · ` : ""}${problem.title}</p>
+    ${problem.detail && !(problem.errors || []).length ? html`<p class="error-detail">${problem.detail}</p>` : null}
+    ${(problem.errors || []).length
+      ? html`<ul class="error-fields">
+          ${problem.errors.map((e) => html`<li><code>${e.field}</code> ${e.message}</li>`)}
+        </ul>`
+      : null}
+  </div>`;
+}
+
+export function Loading({ what }) {
+  return html`<p class="muted" aria-live="polite">Loading ${what}…</p>`;
+}
+
+let dialogCount = 0;
+
+// A modal <dialog>: the browser makes the rest of the page inert (focus stays inside) and closes it on Escape.
+export function ConfirmDialog({ open, title, children, confirmLabel, danger, onConfirm, onClose }) {
+  const ref = useRef(null);
+  // Its own heading id: a page may hold several dialogs, each named by its title.
+  const titleId = useRef(`dialog-title-${++dialogCount}`).current;
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState(null);
+  useEffect(() => {
+    const dialog = ref.current;
+    if (!dialog) return;
+    if (open && !dialog.open) {
+      setError(null);
+      dialog.showModal();
+    } else if (!open && dialog.open) dialog.close();
+  }, [open]);
+  const confirm = async (event) => {
+    event.preventDefault();
+    setBusy(true);
+    try {
+      await onConfirm();
+      onClose();
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  // Tab and Shift-Tab cycle within the dialog: a modal makes the page inert, but Tab past its last control
+  // would still leave the document.
+  const trapTab = (event) => {
+    if (event.key !== "Tab") return;
+    const controls = [...ref.current.querySelectorAll("button, input, select, textarea, a[href]")].filter((c) => !c.disabled);
+    if (!controls.length) return;
+    const first = controls[0];
+    const last = controls[controls.length - 1];
+    if (event.shiftKey && document.activeElement === first) {
+      event.preventDefault();
+      last.focus();
+    } else if (!event.shiftKey && document.activeElement === last) {
+      event.preventDefault();
+      first.focus();
+    }
+  };
+  return html`<dialog ref=${ref} onClose=${onClose} onKeyDown=${trapTab} aria-labelledby=${titleId}>
+    <form method="dialog" onSubmit=${confirm}>
+      <h2 id=${titleId}>${title}</h2>
+      <div class="dialog-body">${children}</div>
+      <${ErrorBox} error=${error} />
+      <div class="actions">
+        <button type="button" onClick=${onClose}>Cancel</button>
+        <button type="submit" class=${danger ? "danger" : "primary"} disabled=${busy}>${confirmLabel}</button>
+      </div>
+    </form>
+  </dialog>`;
+}
+
+const pad = (n, w = 2) => String(n).padStart(w, "0");
+
+// Times are shown in UTC, as the API and the logs give them.
+export function when(value, { ms = false } = {}) {
+  if (!value) return "—";
+  const d = new Date(value);
+  if (Number.isNaN(d.getTime())) return String(value);
+  const day = `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}`;
+  const time = `${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}`;
+  return `${day} ${time}${ms ? `.${pad(d.getUTCMilliseconds(), 3)}` : ""}`;
+}
+
+export function Time({ value, ms }) {
+  return value ? html`<time datetime=${value}>${when(value, { ms })}</time>` : html`<span class="muted">—</span>`;
+}
+
+export function duration(msValue) {
+  if (msValue === null || msValue === undefined) return "—";
+  const abs = Math.abs(msValue);
+  if (abs < 1000) return `${Math.round(msValue)} ms`;
+  if (abs < 60000) return `${(msValue / 1000).toFixed(abs < 10000 ? 2 : 1)} s`;
+  if (abs < 3600000) return `${Math.floor(abs / 60000)} min ${Math.round((abs % 60000) / 1000)} s`;
+  return `${(msValue / 3600000).toFixed(1)} h`;
+}
+
+export function Status({ value }) {
+  return value ? html`<span class=${`status status-${String(value).toLowerCase()}`}>${value}</span>` : null;
+}
+
+// The band a priority falls in, as the API places it: high 7-9, normal 3-6, low 0-2.
+export function band(priority) {
+  return priority >= 7 ? "high" : priority >= 3 ? "normal" : "low";
+}
+
+export function scheduleText(schedule) {
+  if (!schedule) return "—";
+  const zone = schedule.timezone && schedule.timezone !== "UTC" ? ` (${schedule.timezone})` : "";
+  if (schedule.at) return `once at ${when(schedule.at)} UTC`;
+  if (schedule.cron) return `cron ${schedule.cron}${zone}`;
+  if (schedule.rate) return `every ${schedule.rate}`;
+  return JSON.stringify(schedule);
+}
+
+// A labelled cell: on a phone the table's rows become cards and each cell shows its label.
+export const Cell = ({ label, children, className }) =>
+  html`<td data-label=${label} class=${className || ""}>${children}</td>`;
+
+// Previous / next through an API listing's cursors: the cursors already followed are the way back.
+export function usePager(resetKey) {
+  const [trail, setTrail] = useState([null]);
+  useEffect(() => setTrail([null]), [resetKey]);
+  const cursor = trail[trail.length - 1];
+  return {
+    cursor,
+    page: trail.length,
+    next: (nextCursor) => setTrail((t) => [...t, nextCursor]),
+    previous: () => setTrail((t) => (t.length > 1 ? t.slice(0, -1) : t)),
+  };
+}
+
+export function Pager({ pager, nextCursor, label }) {
+  return html`<nav class="pager" aria-label=${`${label} pages`}>
+    <button type="button" onClick=${pager.previous} disabled=${pager.page <= 1}>← Previous</button>
+    <span class="muted">Page ${pager.page}</span>
+    <button type="button" onClick=${() => pager.next(nextCursor)} disabled=${!nextCursor}>Next →</button>
+  </nav>`;
+}
+
+export function navigate(hash) {
+  window.location.hash = hash;
+}
