@@ -33,13 +33,25 @@ from benchmarks import (  # noqa: E402
     cost,
     dispatch_rate,
     fairness,
+    fanout,
     idle_scaling,
     lateness,
     scale,
 )
 from benchmarks.common import Stamp  # noqa: E402
 
-SECTIONS = ("requests", "workflows", "cost", "dispatch", "scaling", "lateness", "fairness", "capacity", "burst")
+SECTIONS = (
+    "requests",
+    "workflows",
+    "cost",
+    "dispatch",
+    "scaling",
+    "lateness",
+    "fairness",
+    "capacity",
+    "burst",
+    "fanout",
+)
 RESULTS = ROOT / "benchmarks" / "results.json"
 DOC = ROOT / "docs" / "benchmarks.md"
 
@@ -108,6 +120,7 @@ MODULES: dict[str, Any] = {
     "lateness": lateness,
     "fairness": fairness,
     "burst": burst,
+    "fanout": fanout,
 }
 CONSOLE: dict[str, Any] = {
     "requests": calls_per_run.console,
@@ -119,6 +132,7 @@ CONSOLE: dict[str, Any] = {
     "fairness": fairness.console,
     "capacity": capacity.console,
     "burst": burst.console,
+    "fanout": fanout.console,
 }
 
 
@@ -150,6 +164,7 @@ def render_doc(results: dict[str, Any], command: str) -> str:
         ("lateness", lateness.render),
         ("fairness", fairness.render),
         ("burst", burst.render),
+        ("fanout", fanout.render),
     ]
     for name, render in renderers:
         if name in results:

@@ -165,14 +165,17 @@ def render(stamp: Stamp, s1: dict[str, Any], s2: dict[str, Any], s3: dict[str, A
         " 1B/day). Shards may"
         " grow, never shrink (the README's deploy note): a job's shard is `crc32(job id) % shards`, and a tick"
         " queries every shard, so old entries stay reachable when the count grows.",
-        "2. **Fan-out.** The minute rule invokes a coordinator that sends one message per worker to a"
-        " `DispatchQueue` (or invokes the tick function asynchronously per worker), each naming a disjoint"
-        " slice of shards (worker `i` of `W` takes shards `s` with `s % W == i`); a worker runs today's"
-        " `Dispatcher.claim_due_runs()` over its slice only. The shard leases committed for racing ticks"
-        " (`JobStore.acquire_shard`, a conditional put per shard with due work) already make overlapping"
-        " workers split shards rather than collide, and the run's conditional put still keeps every claim"
-        " exactly-once, so the change is: a `shards` argument to `claim_due_runs`, the coordinator, and"
-        " `W` in the template. Workers per minute: the table above (peak minute / claims per worker-minute).",
+        "2. **Fan-out** (built: `tickwork.fanout`, section 9). Set the template's `DispatchWorkers` to W: the"
+        " minute rule's tick becomes the coordinator and sends one `DispatchSlice` per worker to `DispatchQueue`"
+        " (ten to a `SendMessageBatch`), worker `i` of `W` taking the shards `s % W == i`; `DispatchFunction`"
+        " (batch size 1) runs `Dispatcher.claim_slice`, the ordinary claim over its shards. A queue, not"
+        " asynchronous invokes: a slice is never retried (maxReceiveCount 1, to `TickDeadLetterQueue`: the next"
+        " tick covers its shards) and a slice a tick old is dropped, where Lambda's async retries could bring it"
+        " back hours late; the local runtime plays SQS event sources already. The shard leases make overlapping"
+        " workers split shards rather than collide and the run's conditional put keeps every claim exactly-once"
+        " (tests/integration/test_fanout_pipeline.py: racing workers, a killed worker, a killed coordinator;"
+        " tests/faults/test_fanout_crash.py). Workers per minute: the table above (peak minute / claims per"
+        " worker-minute); W does not yet grow with the backlog by itself.",
         "3. **Claim threads.** `CLAIM_THREADS` stays at the number that keeps a worker's core busy"
         " (network-bound claims: ~8-16); more memory buys more of a core up to 1,769 MB, not more cores"
         " for one Python process.",
@@ -187,9 +190,5 @@ def render(stamp: Stamp, s1: dict[str, Any], s2: dict[str, Any], s3: dict[str, A
         " `tickwork.results.result_key` (e.g. two hex digits of the run id's hash first) gives 256 prefixes"
         " from the start. Or keep small results out of S3 altogether (section 1, cut 4), which also takes"
         " the largest line off the bill.",
-        "",
-        "Not built here: the fan-out changes `tickwork.dispatch`, the tick handler and `template.yaml`, which"
-        " belong to others; with the shard leases in place it is a small change, described above precisely"
-        " enough to do.",
     ]
     return "\n".join(lines)

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import boto3
+from dispatch import app as dispatch_app
 from executor import app as executor_app
 from tick import app as tick_app
 from tickwork.api_models import JobSpec
@@ -100,11 +101,13 @@ class Pipeline:
         calls.clear()  # provisioning's calls are not the pipeline's
         tick_app.use_services(services)
         executor_app.use_services(services)
+        dispatch_app.use_services(services)
         try:
             yield cls(services, resources, clock, calls, crashes)
         finally:
             tick_app.use_services(None)
             executor_app.use_services(None)
+            dispatch_app.use_services(None)
 
     # ------------------------------------------------------------ shortcuts
 
@@ -191,6 +194,37 @@ class Pipeline:
             )
         self._last_failed = [m for m in messages if m["MessageId"] in failed]
         return failed
+
+    # ------------------------------------------------------------ the fan-out's event source (DispatchFunction)
+
+    @property
+    def dispatch_queue_url(self) -> str:
+        return self.resources.extra_queue_urls["DispatchQueue"]
+
+    def receive_slices(self, max_messages: int = 10) -> list[dict[str, Any]]:
+        response = self.sqs.receive_message(
+            QueueUrl=self.dispatch_queue_url, MaxNumberOfMessages=max_messages, AttributeNames=["All"]
+        )
+        return response.get("Messages", [])
+
+    def dispatch(self, message: dict[str, Any]) -> dict[str, Any]:
+        """One dispatch worker invocation with one slice (BatchSize 1), its message deleted if it succeeded, as
+        the event source mapping does. A worker that dies leaves its message in flight."""
+        response = dispatch_app.handler(
+            sqs_event([message], self.dispatch_queue_url), LocalLambdaContext("DispatchFunction", 55)
+        )
+        if not failed_message_ids(response):
+            self.sqs.delete_message(QueueUrl=self.dispatch_queue_url, ReceiptHandle=message["ReceiptHandle"])
+        return response
+
+    def dispatch_all(self) -> int:
+        """Every slice waiting, one worker invocation each, in turn; the number of invocations."""
+        invoked = 0
+        while messages := self.receive_slices():
+            for message in messages:
+                self.dispatch(message)
+                invoked += 1
+        return invoked
 
     def visibility_set_for(self, receipt_handle: str) -> list[int]:
         return [

@@ -1,4 +1,5 @@
-"""Tick: EventBridge calls it every minute; it claims what is due and queues it on SQS."""
+"""Tick: EventBridge calls it every minute; it claims what is due and queues it on SQS, or, fanned out
+(DispatchWorkers > 1), hands the due index's shards to the dispatch workers (functions/dispatch)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ class TickResult(BaseModel):
     lost_races: int
     over_capacity: int
     held_back_rate: int
+    slices_sent: int
     duration_ms: int
 
 
@@ -39,5 +41,5 @@ use_services = _slot.set  # tests and the local runtime inject theirs
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     TickEvent.model_validate(event)
-    report = services().dispatcher.claim_due_runs()
+    report = services().minute_tick.run()
     return TickResult(**{k: getattr(report, k) for k in TickResult.model_fields}).model_dump()

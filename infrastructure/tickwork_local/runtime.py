@@ -1,10 +1,12 @@
-"""One local Tickwork node: the three functions of template.yaml, run in-process as Lambda would run them,
+"""One local Tickwork node: the functions of template.yaml, run in-process as Lambda would run them,
 with what AWS does around them played locally:
 
 - API Gateway (HTTP API, `$default` route, payload 2.0) in front of ApiFunction;
 - an EventBridge schedule invoking TickFunction every period, aligned to the wall clock;
 - one SQS event source mapping per `Type: SQS` event of ExecutorFunction (batch size, batching window,
-  ReportBatchItemFailures and MaximumConcurrency from the template; concurrency scaled to `workers`).
+  ReportBatchItemFailures and MaximumConcurrency from the template; concurrency scaled to `workers`);
+- with DispatchWorkers > 1 (`--parameter DispatchWorkers=N`), the dispatch queue's event source feeding
+  DispatchFunction, the fan-out's workers (tickwork.fanout).
 
 The handlers are the same modules as in Lambda; each gets `Services` built from the function's own
 environment in the template (resolved to the local resource names) and clients for the local endpoint.
@@ -52,7 +54,10 @@ log = logging.getLogger("tickwork_local")
 API_FUNCTION = "ApiFunction"
 TICK_FUNCTION = "TickFunction"
 EXECUTOR_FUNCTION = "ExecutorFunction"
-FUNCTIONS = (API_FUNCTION, TICK_FUNCTION, EXECUTOR_FUNCTION)
+DISPATCH_FUNCTION = "DispatchFunction"  # the fan-out's worker; idle unless DispatchWorkers > 1
+FUNCTIONS = (API_FUNCTION, TICK_FUNCTION, EXECUTOR_FUNCTION, DISPATCH_FUNCTION)
+
+DISPATCH_ENVIRONMENTS = 4  # dispatch workers at once on one node (each claims with its own threads)
 
 FAKE_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -219,7 +224,7 @@ class LocalNode:
         setup = clients(faulty=False)  # creating the resources is not what a fault run tests
         self.provision(setup)
         envs = {logical_id: self.environment(logical_id) for logical_id in FUNCTIONS}
-        # One process hosts the three functions: their environments must agree where they overlap.
+        # One process hosts the functions: their environments must agree where they overlap.
         merged: dict[str, str] = {}
         for logical_id, env in envs.items():
             for name, value in env.items():
@@ -259,6 +264,7 @@ class LocalNode:
         configs = {fid: function_config(self.template, fid, self.resources.parameters) for fid in FUNCTIONS}  # type: ignore[union-attr]
         api_services = services(API_FUNCTION, api_clients)
         tick_services = services(TICK_FUNCTION, api_clients)
+        dispatch_services = services(DISPATCH_FUNCTION, api_clients)
         executor_services = services(EXECUTOR_FUNCTION, executor_clients, observed=True)
 
         sources = [s for s in configs[EXECUTOR_FUNCTION].sqs_event_sources(self.resources.parameters) if s.enabled]  # type: ignore[union-attr]
@@ -268,6 +274,7 @@ class LocalNode:
         self.functions = {
             API_FUNCTION: self._runtime(configs[API_FUNCTION], api_services, opts.api_environments),
             TICK_FUNCTION: self._runtime(configs[TICK_FUNCTION], tick_services, 1),
+            DISPATCH_FUNCTION: self._runtime(configs[DISPATCH_FUNCTION], dispatch_services, DISPATCH_ENVIRONMENTS),
             EXECUTOR_FUNCTION: self._runtime(
                 configs[EXECUTOR_FUNCTION], executor_services, max(1, sum(self.concurrency.values()))
             ),
@@ -279,6 +286,7 @@ class LocalNode:
         self.cloudwatch = play_cloudwatch(self, setup)  # before the pollers: it counts the executor's invocations
         self._start_api()
         self._start_pollers(sources, poller_clients.client("sqs"))
+        self._start_dispatch_poller(configs[DISPATCH_FUNCTION], poller_clients.client("sqs"))
         self._start_ticker(configs[TICK_FUNCTION])
         if self.aws_errors is not None:
             threading.Thread(target=self._report_aws_errors, name="aws-errors", daemon=True).start()
@@ -339,6 +347,25 @@ class LocalNode:
                 wait_seconds=self.options.poll_wait_seconds,
                 phase=phase,
                 on_batch=on_batch,
+            )
+            poller.start()
+            self.pollers.append(poller)
+
+    def _start_dispatch_poller(self, config: FunctionConfig, sqs: Any) -> None:
+        """The fan-out's event source: the dispatch queue's slices to DispatchFunction, a few at once (a node
+        is one machine; several nodes attached to one endpoint share the slices, as Lambda's workers would)."""
+        if int(self.resources.parameters.get("DispatchWorkers", 1)) <= 1:  # type: ignore[union-attr]
+            return  # no slices are ever sent: no poller
+        for source in config.sqs_event_sources(self.resources.parameters):  # type: ignore[union-attr]
+            poller = QueuePoller(
+                sqs=sqs,
+                queue_url=self._queue_url(source.queue_logical_id),
+                source=source,
+                invoke=self.functions[DISPATCH_FUNCTION].invoke,
+                concurrency=DISPATCH_ENVIRONMENTS,
+                lanes=max(DISPATCH_ENVIRONMENTS, POLL_LANES),
+                wait_seconds=self.options.poll_wait_seconds,
+                phase=random.random(),  # noqa: S311
             )
             poller.start()
             self.pollers.append(poller)

@@ -36,7 +36,7 @@ import math
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -45,6 +45,7 @@ from typing import Any, Protocol
 from tickwork.claims import ClaimableJob, ClaimPlan, Occurrence, optional_instant, plan_claim, runs_to_claim
 from tickwork.clock import Clock, from_ms, stored_instant, to_ms
 from tickwork.fairness import Allocation, Allotted, Candidate, HoldReason, allocate
+from tickwork.fanout import DispatchCoordinator, DispatchSlice
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
 from tickwork.jitter import jittered_times
 from tickwork.models import Band, DeferReason, Job, JobState, Run, RunStatus, SkipReason, run_id_for
@@ -81,6 +82,8 @@ class TickReport:
     over_capacity: int = 0  # due items held back by MaxDispatchPerTick (a later tick takes them)
     held_back_rate: int = 0  # due jobs held back by their tenant's max_runs_per_minute (a later tick takes them)
     duration_ms: int = 0
+    slices_sent: int = 0  # fan-out: the slices this tick handed to dispatch workers (it claimed nothing itself)
+    stale_slices: int = 0  # fan-out: a worker's slice that arrived after the next tick had replaced it
     dispatched_run_ids: list[str] = field(default_factory=list)
 
     def add_sent(self, sent: SendReport) -> None:
@@ -421,7 +424,18 @@ class Dispatcher:
         # Long enough to cover a busy tick, short enough that a dead tick's shards free up by the next one.
         self.shard_lease = max(timedelta(seconds=5), tick_period - timedelta(seconds=5))
 
-    def claim_due_runs(self) -> TickReport:
+    def claim_slice(self, work: DispatchSlice) -> TickReport:
+        """A dispatch worker's part of a fanned-out tick (tickwork.fanout): the ordinary claim over its shards.
+        A slice the next tick has replaced is dropped: that tick's slices cover the same shards."""
+        if work.stale(self.clock.now(), self.tick_period):
+            logger.warning("stale dispatch slice dropped", extra={"tick_at": work.tick_at.isoformat()})
+            metrics.add_metric(name="DispatchSlicesStale", unit="Count", value=1)
+            return TickReport(stale_slices=1)
+        return self.claim_due_runs(shards=work.shards(self.store.shards))
+
+    def claim_due_runs(self, shards: Sequence[int] | None = None) -> TickReport:
+        """Claim and send what is due in `shards` (all of the due index's unless given: a dispatch worker's
+        slice)."""
         started = time.monotonic()
         now = self.clock.now()
         horizon_end = now + self.horizon
@@ -430,9 +444,9 @@ class Dispatcher:
         held: list[str] = []
         try:
             with ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="claim") as pool:
-                shards = [str(s) for s in range(self.store.shards)]
-                pages = list(pool.map(lambda s: self._read_shard(s, now, horizon_end, owner), shards))
-                held = [shard for shard, items in zip(shards, pages, strict=True) if items]
+                names = [str(s) for s in (range(self.store.shards) if shards is None else shards)]
+                pages = list(pool.map(lambda s: self._read_shard(s, now, horizon_end, owner), names))
+                held = [shard for shard, items in zip(names, pages, strict=True) if items]
                 items = [i for page in pages for i in page]
                 report.candidates = len(items)
                 backlogged = self.resender.backlogged_bands(items, now)
@@ -624,6 +638,23 @@ class Dispatcher:
 
     def _send(self, outgoing: list[Outgoing], report: TickReport) -> None:
         report.add_sent(self.sender.send(outgoing))
+
+
+class MinuteTick:
+    """What the minute rule starts: the claim itself, or, fanned out, the coordinator handing the shards to the
+    dispatch workers (tickwork.fanout), each of which calls `Dispatcher.claim_slice`."""
+
+    def __init__(self, dispatcher: Dispatcher, coordinator: DispatchCoordinator | None) -> None:
+        self.dispatcher, self.coordinator = dispatcher, coordinator
+
+    def run(self) -> TickReport:
+        if self.coordinator is None:
+            return self.dispatcher.claim_due_runs()
+        started = time.monotonic()
+        report = TickReport(slices_sent=self.coordinator.hand_out())
+        report.duration_ms = int((time.monotonic() - started) * 1000)
+        logger.info("tick handed out its shards", extra={"slices_sent": report.slices_sent})
+        return report
 
 
 def _tenant_of(item: DueItem) -> str:

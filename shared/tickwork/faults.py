@@ -19,6 +19,9 @@ class CrashPoint(StrEnum):
     TICK_AFTER_JOB_UPDATE = "tick.after_job_update"  # the job advanced, its runs not yet sent
     TICK_BEFORE_SEND = "tick.before_send"  # about to send a slice of claimed runs
     TICK_AFTER_SEND = "tick.after_send"  # a slice sent, the tick not yet done
+    # The fan-out's coordinator (tickwork.fanout): a tick that hands its shards to dispatch workers.
+    FANOUT_BEFORE_SEND = "fanout.before_send"  # the slices made, none sent
+    FANOUT_AFTER_SEND = "fanout.after_send"  # a batch of slices sent, the rest not yet
     # The executor.
     # The batch received, the first ChangeMessageVisibility not yet made: the message stays invisible for the
     # queue's whole visibility timeout (5,400 s: six times the executor's timeout, as AWS asks).
@@ -38,6 +41,7 @@ class CrashPoint(StrEnum):
 TICK_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("tick."))
 EXECUTOR_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("executor."))
 WORKFLOW_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("workflow."))
+FANOUT_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("fanout."))
 
 
 class FaultPlan(Protocol):

@@ -1,4 +1,4 @@
-"""SQS data access: the band queues and their dead-letter queues.
+"""SQS data access: the band queues and their dead-letter queues, and the dispatch queue of the fan-out.
 
 The queues are standard queues used as SQS fair queues: every run message carries `MessageGroupId` = its
 tenant, so that a tenant with many messages in flight does not hold back the others' (ordering and
@@ -15,6 +15,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from tickwork.fanout import DispatchSlice
 from tickwork.models import Band, DeadLetter, Run, RunMessage
 from tickwork.observability import logger
 
@@ -132,6 +133,28 @@ class RunQueues:
             QueueUrl=self.dlq_urls[band],
             MessageBody=json.dumps({"v": 1, "malformed": True, "reason": reason, "body": body[:200_000]}),
         )
+
+
+class DispatchQueue:
+    """Where the coordinator hands out a tick's shards (tickwork.fanout): one message per dispatch worker."""
+
+    def __init__(self, client: Any, queue_url: str) -> None:
+        self._sqs, self.queue_url = client, queue_url
+
+    def send_slices(self, slices: Sequence[DispatchSlice]) -> int:
+        """One SendMessageBatch (at most ten slices); the number SQS accepted (the rest are logged)."""
+        if not slices:
+            return 0
+        if len(slices) > BATCH:
+            raise ValueError(f"at most {BATCH} slices per request, got {len(slices)}")
+        answer = self._sqs.send_message_batch(
+            QueueUrl=self.queue_url,
+            Entries=[{"Id": str(s.worker), "MessageBody": s.model_dump_json()} for s in slices],
+        )
+        failed = answer.get("Failed", [])
+        if failed:
+            logger.warning("dispatch slices refused by SQS", extra={"failed": [f.get("Code") for f in failed]})
+        return len(answer.get("Successful", []))
 
 
 def _chunks(items: Sequence[Outgoing], size: int) -> Iterable[Sequence[Outgoing]]:

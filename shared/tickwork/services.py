@@ -9,8 +9,9 @@ from functools import cached_property
 
 from tickwork.aws import AwsClients
 from tickwork.clock import Clock, SystemClock
-from tickwork.dispatch import Dispatcher
+from tickwork.dispatch import Dispatcher, MinuteTick
 from tickwork.executor import RunExecutor
+from tickwork.fanout import DispatchCoordinator
 from tickwork.faults import NO_FAULTS, FaultPlan
 from tickwork.idempotent_create import IdempotentCreate
 from tickwork.job_factory import MAX_PAYLOAD_BYTES, JobFactory
@@ -19,7 +20,7 @@ from tickwork.jobtypes import registry
 from tickwork.limits import RunLimits
 from tickwork.models import Band
 from tickwork.queries import JobQueries
-from tickwork.queues import RunQueues
+from tickwork.queues import DispatchQueue, RunQueues
 from tickwork.redrive import RunRedrive
 from tickwork.results import ResultStore
 from tickwork.settings import Settings, load_settings
@@ -95,6 +96,21 @@ class Services:
             rates=self.tenant_rates,
             aging_after=timedelta(seconds=s.aging_after_seconds),
         )
+
+    @cached_property
+    def minute_tick(self) -> MinuteTick:
+        """The tick: the dispatcher itself, or with DISPATCH_WORKERS > 1 the fan-out's coordinator."""
+        s = self.settings
+        coordinator = None
+        if s.dispatch_workers > 1 and s.dispatch_queue_url is not None:
+            coordinator = DispatchCoordinator(
+                DispatchQueue(self.clients.client("sqs"), s.dispatch_queue_url),
+                self.clock,
+                workers=s.dispatch_workers,
+                shards=s.due_shards,
+                faults=self.faults,
+            )
+        return MinuteTick(self.dispatcher, coordinator)
 
     @cached_property
     def executor(self) -> RunExecutor:

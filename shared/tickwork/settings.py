@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from tickwork.models import Band
 
@@ -59,6 +59,10 @@ class Settings(FromEnvironment):
     redispatch_after_seconds: int = Field(default=300, alias="REDISPATCH_AFTER_SECONDS", ge=30)
     # Upper bound on runs one tick dispatches; beyond it, higher priority goes first.
     max_dispatch_per_tick: int = Field(default=5000, alias="MAX_DISPATCH_PER_TICK", ge=1)
+    # The dispatcher fan-out (tickwork.fanout): with more than one worker, the minute tick hands the due index's
+    # shards to this many dispatch workers through the dispatch queue (each claims at most MAX_DISPATCH_PER_TICK).
+    dispatch_workers: int = Field(default=1, alias="DISPATCH_WORKERS", ge=1, le=1000)
+    dispatch_queue_url: str | None = Field(default=None, alias="DISPATCH_QUEUE_URL")
     # An executor's lease on a run; heartbeats extend it by a third. A run whose executor dies is retried
     # within lease + 15 s (the message's visibility follows the lease).
     lease_seconds: int = Field(default=60, alias="LEASE_SECONDS", ge=10, le=300)
@@ -80,6 +84,17 @@ class Settings(FromEnvironment):
     @classmethod
     def _split_csv(cls, value: object) -> object:
         return comma_separated(value)
+
+    @field_validator("dispatch_queue_url", mode="before")
+    @classmethod
+    def _queue_unset_when_empty(cls, value: object) -> object:
+        return value or None
+
+    @model_validator(mode="after")
+    def _fan_out_has_its_queue(self) -> Self:
+        if self.dispatch_workers > 1 and self.dispatch_queue_url is None:
+            raise ValueError(f"DISPATCH_WORKERS is {self.dispatch_workers}: DISPATCH_QUEUE_URL must be set")
+        return self
 
     @field_validator("horizon_seconds")
     @classmethod

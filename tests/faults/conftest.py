@@ -46,13 +46,23 @@ def injector(request: pytest.FixtureRequest) -> AwsErrorInjector | None:
 
 
 @pytest.fixture
+def pipeline_env() -> dict[str, str]:
+    """Environment overrides of the faulty pipeline (a module may override this fixture: the fan-out's)."""
+    return {}
+
+
+@pytest.fixture
 def faulty_pipeline(
-    mocked_aws: None, monkeypatch: pytest.MonkeyPatch, sdk_backoffs: _RecordedSleeps, injector: AwsErrorInjector | None
+    mocked_aws: None,
+    monkeypatch: pytest.MonkeyPatch,
+    sdk_backoffs: _RecordedSleeps,
+    injector: AwsErrorInjector | None,
+    pipeline_env: dict[str, str],
 ) -> Iterator[Pipeline]:
     jobtypes.COMPLETIONS.clear()
     hooks = [lambda session: injector.register(session.events)] if injector is not None else []
     monkeypatch.setattr(BotocoreStubber, "process_request", skipping_refused(BotocoreStubber.process_request))
-    with Pipeline.create(session_hooks=hooks) as pipeline:
+    with Pipeline.create(session_hooks=hooks, **pipeline_env) as pipeline:
         # SQS's clock is the fake one: delays and visibility timeouts end when the fake clock says so.
         monkeypatch.setattr(moto.sqs.models, "unix_time", lambda *_: pipeline.clock.now().timestamp())
         monkeypatch.setattr(moto.sqs.models, "unix_time_millis", lambda *_: pipeline.clock.now().timestamp() * 1000)

@@ -5,10 +5,16 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from tickwork.faults import EXECUTOR_CRASH_POINTS, TICK_CRASH_POINTS, WORKFLOW_CRASH_POINTS, CrashPoint
+from tickwork.faults import (
+    EXECUTOR_CRASH_POINTS,
+    FANOUT_CRASH_POINTS,
+    TICK_CRASH_POINTS,
+    WORKFLOW_CRASH_POINTS,
+    CrashPoint,
+)
 from tickwork.models import RunStatus, run_id_for
 
-from tests.faults.world import ACTIVE, RECOVERY_BOUND, Planned, World
+from tests.faults.world import ACTIVE, RECOVERY_BOUND, Planned, World, assert_a_process_dying_at_keeps_the_promises
 from tests.harness import START
 
 KILLS = 3  # the process dies at the point this many times (each a different tick or executor invocation)
@@ -16,20 +22,13 @@ KILLS = 3  # the process dies at the point this many times (each a different tic
 
 @pytest.mark.parametrize("point", [*TICK_CRASH_POINTS, *EXECUTOR_CRASH_POINTS], ids=lambda p: p.value)
 def test_a_process_dying_at_a_crash_point_loses_nothing_and_runs_nothing_twice(faulty_pipeline, point):
-    world = World(faulty_pipeline)
-    world.create_mix()
-    faulty_pipeline.crashes.arm(point, times=KILLS)
-    world.run_for(ACTIVE)
-    faulty_pipeline.crashes.disarm()
-    # Died there (claim threads of one tick may reach the point together: one death, several kills).
-    assert faulty_pipeline.crashes.kills >= 1, "the mix never reached the crash point"
-    assert 1 <= world.process_deaths <= faulty_pipeline.crashes.kills
-    world.recover(RECOVERY_BOUND)
-    world.assert_promises_kept()
+    assert_a_process_dying_at_keeps_the_promises(faulty_pipeline, point, kills=KILLS)
 
 
-def test_every_crash_point_is_named_for_the_tick_the_executor_or_a_workflow_run():
-    assert set(TICK_CRASH_POINTS) | set(EXECUTOR_CRASH_POINTS) | set(WORKFLOW_CRASH_POINTS) == set(CrashPoint)
+def test_every_crash_point_is_named_for_the_tick_the_executor_a_workflow_run_or_the_fan_out():
+    named = set(TICK_CRASH_POINTS) | set(EXECUTOR_CRASH_POINTS) | set(WORKFLOW_CRASH_POINTS) | set(FANOUT_CRASH_POINTS)
+    assert named == set(CrashPoint)
+    assert len(FANOUT_CRASH_POINTS) == 2  # tests/faults/test_fanout_crash.py
     assert len(TICK_CRASH_POINTS) == 4
     assert len(EXECUTOR_CRASH_POINTS) == 6
     assert len(WORKFLOW_CRASH_POINTS) == 4  # the mix here has no workflow: tests/faults/test_workflow_crash.py

@@ -74,6 +74,8 @@ class World:
         while self.pipeline.clock.now() < end:
             if self.pipeline.clock.now() >= self.next_tick:
                 self._survive(self.pipeline.tick)
+                if self.pipeline.services.settings.dispatch_workers > 1:
+                    self.work_slices()
                 while self.next_tick <= self.pipeline.clock.now():
                     self.next_tick += timedelta(seconds=TICK_EVERY)
             self.poll()
@@ -104,6 +106,15 @@ class World:
                 if not messages:
                     break
                 self._survive(self.pipeline.deliver, band, messages)
+
+    def work_slices(self) -> None:
+        """The dispatch queue's event source, when the tick is fanned out: one worker invocation per slice."""
+        for _ in range(10):
+            messages = self._survive(self.pipeline.receive_slices)
+            if not messages:
+                return
+            for message in messages:
+                self._survive(self.pipeline.dispatch, message)
 
     def _survive(self, call: Any, *args: Any) -> Any:
         """A process that died, or an error past the SDK's retries: the platform carries on (the next tick,
@@ -150,3 +161,18 @@ class World:
                 expected_keys.add(result_key(run))
         # No result for anything else (a run that failed, or a run record that should not exist).
         assert set(p.result_objects()) == expected_keys
+
+
+def assert_a_process_dying_at_keeps_the_promises(pipeline: Pipeline, point: Any, *, kills: int) -> None:
+    """The mix, with the process dying at `point` up to `kills` times while it is active; then, fault-free,
+    every promise kept within RECOVERY_BOUND."""
+    world = World(pipeline)
+    world.create_mix()
+    pipeline.crashes.arm(point, times=kills)
+    world.run_for(ACTIVE)
+    pipeline.crashes.disarm()
+    # Died there (claim threads of one tick may reach the point together: one death, several kills).
+    assert pipeline.crashes.kills >= 1, "the mix never reached the crash point"
+    assert 1 <= world.process_deaths <= pipeline.crashes.kills
+    world.recover(RECOVERY_BOUND)
+    world.assert_promises_kept()

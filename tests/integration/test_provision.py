@@ -120,7 +120,7 @@ def test_max_receive_count_comes_from_parameters(aws):
 
 
 def test_every_template_queue_is_created(aws, provisioned):
-    assert provisioned.extra_queue_urls.keys() == {"TickDeadLetterQueue"}
+    assert provisioned.extra_queue_urls.keys() == {"TickDeadLetterQueue", "DispatchQueue"}
     assert provisioned.extra_queue_urls["TickDeadLetterQueue"].endswith("/tickwork-TickDeadLetterQueue")
     queue_ids = {k for k, r in RESOURCES.items() if r["Type"] == "AWS::SQS::Queue"}
     urls = [*provisioned.queue_urls.values(), *provisioned.dlq_urls.values(), *provisioned.extra_queue_urls.values()]

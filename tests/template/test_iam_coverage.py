@@ -89,8 +89,12 @@ def _granted(template, role: str) -> set[tuple[str, tuple[str, str]]]:
     return grants
 
 
-def test_every_call_the_code_makes_is_allowed_by_its_functions_role(pipeline, template):
-    recorded: dict[str, list[tuple[str, str, dict[str, Any]]]] = defaultdict(list)
+Recorded = dict[str, list[tuple[str, str, dict[str, Any]]]]
+
+
+def _recorder(pipeline: Any) -> tuple[Recorded, Any]:
+    """The calls each role made, and `acting_as(role)`: the calls made inside it are that role's."""
+    recorded: Recorded = defaultdict(list)
 
     @contextmanager
     def acting_as(role: str) -> Iterator[None]:
@@ -98,6 +102,12 @@ def test_every_call_the_code_makes_is_allowed_by_its_functions_role(pipeline, te
         yield
         recorded[role].extend(pipeline.calls.calls)
         pipeline.calls.clear()
+
+    return recorded, acting_as
+
+
+def test_every_call_the_code_makes_is_allowed_by_its_functions_role(pipeline, template):
+    recorded, acting_as = _recorder(pipeline)
 
     jobs, queries, redrive = pipeline.services.jobs, pipeline.services.queries, pipeline.services.redrive
     with acting_as("ApiRole"):
@@ -153,14 +163,7 @@ def test_every_call_workflows_make_is_allowed_by_its_functions_role(pipeline, te
 
     from tests.faults.crashes import ProcessKilled
 
-    recorded: dict[str, list[tuple[str, str, dict[str, Any]]]] = defaultdict(list)
-
-    @contextmanager
-    def acting_as(role: str) -> Iterator[None]:
-        pipeline.calls.clear()
-        yield
-        recorded[role].extend(pipeline.calls.calls)
-        pipeline.calls.clear()
+    recorded, acting_as = _recorder(pipeline)
 
     workflows = pipeline.services.workflows
     steps = [
@@ -208,3 +211,32 @@ def test_every_call_workflows_make_is_allowed_by_its_functions_role(pipeline, te
     assert {("ApiRole", "BatchGetItem"), ("TickRole", "BatchGetItem"), ("TickRole", "GetObject")} <= operations
     assert {("ExecutorRole", "PutItem"), ("ExecutorRole", "SendMessageBatch")} <= operations
     assert _missing(recorded, template, pipeline.resources) == []
+
+
+def test_every_call_of_a_fanned_out_tick_is_allowed_by_its_functions_role(mocked_aws, template):
+    """Fan-out: the tick (TickRole) hands out slices; the dispatch workers and their event source mapping
+    (DispatchRole: receive, claim, send, delete) claim and send; the executors run what they sent."""
+    from tests.harness import Pipeline
+
+    with Pipeline.create(DISPATCH_WORKERS="2") as pipeline:
+        recorded, acting_as = _recorder(pipeline)
+
+        jobs = [pipeline.create_job(schedule={"at": START + FAR + timedelta(milliseconds=i)}) for i in range(12)]
+        pipeline.calls.clear()
+        pipeline.clock.advance(FAR.total_seconds() + 1)  # all due: sent without a delay (moto's are real time)
+        with acting_as("TickRole"):
+            assert pipeline.tick()["slices_sent"] == 2
+        with acting_as("DispatchRole"):
+            assert pipeline.dispatch_all() == 2
+        with acting_as("ExecutorRole"):
+            pipeline.drain()
+        assert {r.status for j in jobs for r in pipeline.runs_of(j.id)} == {RunStatus.SUCCEEDED}
+        operations = {(role, op) for role, calls in recorded.items() for _, op, _ in calls}
+        assert {("TickRole", "SendMessageBatch"), ("DispatchRole", "ReceiveMessage")} <= operations
+        assert {
+            ("DispatchRole", "PutItem"),
+            ("DispatchRole", "SendMessageBatch"),
+            ("DispatchRole", "DeleteMessage"),
+        } <= operations
+        assert not {op for role, op in operations if role == "TickRole"} & {"PutItem", "Query"}  # claims nothing
+        assert _missing(recorded, template, pipeline.resources) == []

@@ -6,7 +6,7 @@ import pytest
 from samtranslator.model.exceptions import InvalidDocumentException
 from template_support import translate
 
-FUNCTIONS = ("TickFunction", "ExecutorFunction", "ApiFunction")
+FUNCTIONS = ("TickFunction", "ExecutorFunction", "ApiFunction", "DispatchFunction")
 
 
 def _of_type(translated, type_):
@@ -23,6 +23,7 @@ def test_translates_to_plain_cloudformation(translated):
         "ExecutorFunctionHighBand",
         "ExecutorFunctionNormalBand",
         "ExecutorFunctionLowBand",
+        "DispatchFunctionSlices",
     }
     assert set(_of_type(translated, "AWS::Events::Rule")) == {"TickFunctionEveryMinute"}
     assert "AWS::ApiGatewayV2::Api" in types
@@ -31,7 +32,12 @@ def test_translates_to_plain_cloudformation(translated):
 
 def test_functions_use_our_roles_and_the_layer(translated):
     layer_id = next(iter(_of_type(translated, "AWS::Lambda::LayerVersion")))
-    roles = {"TickFunction": "TickRole", "ExecutorFunction": "ExecutorRole", "ApiFunction": "ApiRole"}
+    roles = {
+        "TickFunction": "TickRole",
+        "ExecutorFunction": "ExecutorRole",
+        "ApiFunction": "ApiRole",
+        "DispatchFunction": "DispatchRole",
+    }
     for name in FUNCTIONS:
         props = translated["Resources"][name]["Properties"]
         assert props["Role"] == {"Fn::GetAtt": [roles[name], "Arn"]}
@@ -45,7 +51,7 @@ def test_sam_generates_no_function_roles_and_no_managed_policies(translated):
     """SAM's generated roles would carry AWS-managed policies with Resource "*"; we have none."""
     roles = _of_type(translated, "AWS::IAM::Role")
     # Ours, plus nothing: the rule invokes through a Lambda permission, not a role.
-    assert set(roles) == {"TickRole", "ExecutorRole", "ApiRole"}
+    assert set(roles) == {"TickRole", "ExecutorRole", "ApiRole", "DispatchRole"}
     for role in roles.values():
         assert "ManagedPolicyArns" not in role["Properties"]
 

@@ -13,8 +13,18 @@ from tickwork.store import DUE_INDEX, DUE_INDEX_PROJECTION, TENANT_INDEX
 from tickwork_local.template import REPO_ROOT
 
 BANDS = ("High", "Normal", "Low")
-QUEUES = (*(f"{b}Queue" for b in BANDS), *(f"{b}DeadLetterQueue" for b in BANDS), "TickDeadLetterQueue")
-FUNCTIONS = {"TickFunction": "tick", "ExecutorFunction": "executor", "ApiFunction": "api"}
+QUEUES = (
+    *(f"{b}Queue" for b in BANDS),
+    *(f"{b}DeadLetterQueue" for b in BANDS),
+    "TickDeadLetterQueue",
+    "DispatchQueue",
+)
+FUNCTIONS = {
+    "TickFunction": "tick",
+    "ExecutorFunction": "executor",
+    "ApiFunction": "api",
+    "DispatchFunction": "dispatch",
+}
 METRICS = [
     "RunsDispatched",
     "DispatchLagMs",
@@ -322,14 +332,39 @@ def test_only_the_executor_consumes_the_band_queues(template):
     # The tick only reads a band's backlog (before re-sending a run nobody leased); it consumes nothing.
     assert not (consume - {"sqs:GetQueueAttributes"}) & tick.keys()
     assert sorted(tick["sqs:GetQueueAttributes"], key=str) == sorted((_arn(f"{b}Queue") for b in BANDS), key=str)
+    # A dispatch worker consumes only the dispatch queue (its event source), and reads the bands' backlogs.
+    worker = _grants(template, "DispatchRole")
+    for action in consume - {"sqs:GetQueueAttributes"}:
+        assert worker[action] == [_arn("DispatchQueue")]
+    assert sorted(worker["sqs:GetQueueAttributes"], key=str) == sorted(
+        [*(_arn(f"{b}Queue") for b in BANDS), _arn("DispatchQueue")], key=str
+    )
+    # The claims need the same table and index grants as the tick's.
+    for action in ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:BatchGetItem"):
+        assert worker[action] == tick[action]
+
+
+def test_the_dispatch_queue_never_retries_a_slice_and_outlasts_its_worker(template):
+    queue = _props(template, "DispatchQueue")
+    assert queue["RedrivePolicy"] == {"deadLetterTargetArn": _arn("TickDeadLetterQueue"), "maxReceiveCount": 1}
+    assert queue["VisibilityTimeout"] >= 6 * _props(template, "DispatchFunction")["Timeout"]
+    (source,) = _props(template, "DispatchFunction")["Events"].values()
+    assert source["Type"] == "SQS"
+    assert source["Properties"]["BatchSize"] == 1
+    assert source["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert template["Parameters"]["DispatchWorkers"]["Default"] == 1
 
 
 def test_who_may_send_where(template):
     bands = sorted((_arn(f"{b}Queue") for b in BANDS), key=str)
     dlqs = sorted((_arn(f"{b}DeadLetterQueue") for b in BANDS), key=str)
     tick = _grants(template, "TickRole")["sqs:SendMessage"]
-    # A workflow step whose payload a reconciliation cannot make is FAILED onto its band's DLQ.
-    assert sorted(tick, key=str) == sorted([*bands, *dlqs, _arn("TickDeadLetterQueue")], key=str)
+    # A workflow step whose payload a reconciliation cannot make is FAILED onto its band's DLQ; fanned out, the
+    # tick hands its slices to the dispatch queue.
+    assert sorted(tick, key=str) == sorted([*bands, *dlqs, _arn("TickDeadLetterQueue"), _arn("DispatchQueue")], key=str)
+    # A dispatch worker claims as the tick does; it neither hands out slices nor reports a failed tick itself.
+    worker = _grants(template, "DispatchRole")["sqs:SendMessage"]
+    assert sorted(worker, key=str) == sorted([*bands, *dlqs], key=str)
     assert sorted(_grants(template, "ApiRole")["sqs:SendMessage"], key=str) == bands  # immediate dispatch
     # Dead letters, and the workflow steps a step's end lets start.
     assert sorted(_grants(template, "ExecutorRole")["sqs:SendMessage"], key=str) == sorted([*bands, *dlqs], key=str)
@@ -374,7 +409,7 @@ def test_table_access_is_what_the_store_does(template):
     }
     api = _grants(template, "ApiRole")
     assert {"Fn::Sub": "${JobsTable.Arn}/index/tenant-index"} in api["dynamodb:Query"]
-    for role in ("TickRole", "ExecutorRole", "ApiRole"):
+    for role in ("TickRole", "ExecutorRole", "ApiRole", "DispatchRole"):
         forbidden = {"dynamodb:Scan", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteTable"}
         assert not forbidden & _grants(template, role).keys(), role
 
