@@ -144,7 +144,12 @@ def _parse(value: str) -> datetime:
 
 
 def create_one_shots(
-    runtime: Runtime, instants: list[datetime], name: str, *, min_ahead_s: float = MIN_AHEAD_S
+    runtime: Runtime,
+    instants: list[datetime],
+    name: str,
+    *,
+    min_ahead_s: float = MIN_AHEAD_S,
+    extra: dict[str, Any] | None = None,
 ) -> tuple[list[dict[str, Any]], int]:
     """One `echo` one-shot per instant, created over HTTP CREATE_THREADS at a time: the jobs, and how many were
     moved to `min_ahead_s` after their create because their instant came first (the API refuses the past)."""
@@ -159,7 +164,13 @@ def create_one_shots(
             at = earliest
             with lock:
                 moved += 1
-        spec = {"name": f"{name} {i}", "type": "echo", "payload": {"i": i}, "schedule": {"at": _iso(at)}}
+        spec = {
+            "name": f"{name} {i}",
+            "type": "echo",
+            "payload": {"i": i},
+            "schedule": {"at": _iso(at)},
+            **(extra or {}),
+        }
         return dict(runtime.call("POST", "/v1/jobs", spec))
 
     with ThreadPoolExecutor(CREATE_THREADS) as pool:
@@ -186,7 +197,8 @@ def started_runs(runtime: Runtime, job_ids: list[str], *, poll_s: float) -> dict
     return runs
 
 
-def measure(jobs: int, window_s: float, *, seed: int = 6) -> dict[str, Any]:
+def measure(jobs: int, window_s: float, *, seed: int = 6, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Lateness of `jobs` one-shots spread over `window_s`; `extra` fields go into every job (start_precision)."""
     rng = random.Random(seed)
     offsets = sorted(rng.uniform(0, window_s) for _ in range(jobs))
     with Runtime() as runtime:
@@ -196,7 +208,7 @@ def measure(jobs: int, window_s: float, *, seed: int = 6) -> dict[str, Any]:
         started = time.monotonic()
         base = datetime.now(UTC) + timedelta(seconds=4 + 0.07 * jobs)
         planned = [base + timedelta(seconds=offset) for offset in offsets]
-        created, moved = create_one_shots(runtime, planned, "lateness")
+        created, moved = create_one_shots(runtime, planned, "lateness", extra=extra)
         create_s = time.monotonic() - started
         last_due = max(_parse(c["schedule"]["at"]) for c in created)
         time.sleep(max(0.0, (last_due - datetime.now(UTC)).total_seconds()) + 3)

@@ -36,6 +36,7 @@ from benchmarks import (  # noqa: E402
     fanout,
     idle_scaling,
     lateness,
+    precise,
     scale,
 )
 from benchmarks.common import Stamp  # noqa: E402
@@ -51,6 +52,7 @@ SECTIONS = (
     "capacity",
     "burst",
     "fanout",
+    "precise",
 )
 RESULTS = ROOT / "benchmarks" / "results.json"
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -121,6 +123,7 @@ MODULES: dict[str, Any] = {
     "fairness": fairness,
     "burst": burst,
     "fanout": fanout,
+    "precise": precise,
 }
 CONSOLE: dict[str, Any] = {
     "requests": calls_per_run.console,
@@ -133,6 +136,7 @@ CONSOLE: dict[str, Any] = {
     "capacity": capacity.console,
     "burst": burst.console,
     "fanout": fanout.console,
+    "precise": precise.console,
 }
 
 
@@ -165,6 +169,7 @@ def render_doc(results: dict[str, Any], command: str) -> str:
         ("fairness", fairness.render),
         ("burst", burst.render),
         ("fanout", fanout.render),
+        ("precise", precise.render),
     ]
     for name, render in renderers:
         if name in results:

@@ -32,6 +32,7 @@ from tickwork.models import (
     RunStatus,
     RunTrigger,
     SkipReason,
+    StartPrecision,
     Tags,
     TimeoutSeconds,
 )
@@ -168,6 +169,7 @@ class JobUpdate(_Patch):
     catchup: CatchupPolicy = Field(default=_ABSENT)
     circuit_breaker: CircuitBreaker = Field(default=_ABSENT)
     jitter_seconds: JitterSeconds = Field(default=_ABSENT)
+    start_precision: StartPrecision = Field(default=_ABSENT)
     tags: Tags = Field(default=_ABSENT)
     concurrency: ConcurrencyLimit = Field(default=_ABSENT)
     rate_limit: RateLimit = Field(default=_ABSENT)

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from tickwork.clock import from_ms, stored_instant
-from tickwork.models import BreakerState, CatchupPolicy, Job, JobState, SkipReason
+from tickwork.models import BreakerState, CatchupPolicy, Job, JobState, SkipReason, StartPrecision
 from tickwork.schedule import Schedule
 from tickwork.store import DueItem, ItemKind
 from tickwork.workflow.definition import Workflow
@@ -94,6 +94,7 @@ class ClaimableJob:
     state: JobState = JobState.ACTIVE
     breaker: BreakerState | None = None  # while SUSPENDED
     jitter_seconds: int = 0  # each run starts this much later at most (tickwork.jitter)
+    precise: bool = False  # StartPrecision.PRECISE: its runs are sent a little early and waited out
 
     @property
     def suspended(self) -> bool:
@@ -125,6 +126,7 @@ class ClaimableJob:
             state=JobState(a.get("state", JobState.ACTIVE.value)),
             breaker=BreakerState.model_validate(a["breaker"]) if a.get("breaker") else None,
             jitter_seconds=int(a.get("jitter_seconds", 0)),
+            precise=a.get("start_precision") == StartPrecision.PRECISE.value,
         )
 
     @classmethod
@@ -147,6 +149,7 @@ class ClaimableJob:
             state=job.state,
             breaker=job.breaker if isinstance(job, Job) else None,
             jitter_seconds=job.jitter_seconds if isinstance(job, Job) else 0,
+            precise=isinstance(job, Job) and job.start_precision is StartPrecision.PRECISE,
         )
 
     def next_after(self, instant: datetime) -> datetime | None:

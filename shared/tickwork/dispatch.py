@@ -48,7 +48,7 @@ from tickwork.fairness import Allocation, Allotted, Candidate, HoldReason, alloc
 from tickwork.fanout import DispatchCoordinator, DispatchSlice
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
 from tickwork.jitter import jittered_times
-from tickwork.models import Band, DeferReason, Job, JobState, Run, RunStatus, SkipReason, run_id_for
+from tickwork.models import Band, DeferReason, Job, JobState, Run, RunStatus, SkipReason, StartPrecision, run_id_for
 from tickwork.observability import logger, metrics
 from tickwork.queues import Outgoing, RunQueues, SendReport
 from tickwork.settings import DEFAULT_AGING_AFTER_SECONDS
@@ -162,9 +162,13 @@ class JobRunWriter:
         base = {"job_id": job.job_id, "tenant": job.tenant, "priority": job.priority}
         if occurrence.skip_reason is None:
             waited = self._ticks_held(job, occurrence.at, now)
+            times: dict[str, Any] = dict(jittered_times(job.job_id, occurrence.at, job.jitter_seconds))
+            if job.precise:
+                # Sent a little early (tickwork.queues.precise_delay_for): the lease's not_before keeps it on time.
+                times = {**times, "not_before": times["scheduled_for"], "start_precision": StartPrecision.PRECISE}
             return Run(
                 id=run_id_for(job.job_id, occurrence.at),
-                **jittered_times(job.job_id, occurrence.at, job.jitter_seconds),
+                **times,
                 status=RunStatus.QUEUED,
                 enqueued_at=now,
                 deferred=waited,

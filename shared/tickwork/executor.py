@@ -64,7 +64,7 @@ from tickwork.models import (
 from tickwork.observability import logger, metrics
 from tickwork.outcomes import MAX_MESSAGE_BACKOFF_SECONDS, RunOutcomes, StepSettlement
 from tickwork.overlap import CANCEL_POLL_SECONDS, OverlapGate
-from tickwork.queues import RunQueues
+from tickwork.queues import PRECISE_LEAD_SECONDS, RunQueues
 from tickwork.results import ResultStore
 from tickwork.run_target import RunTarget
 from tickwork.store import JobStore, LeaseOutcome
@@ -73,6 +73,11 @@ from tickwork.workflow.runs import WorkflowRunRecord
 __all__ = ["Delivery", "Outcome", "RunExecutor"]  # the executor's handler takes all three from here
 
 SAFETY_MARGIN_SECONDS = 15  # left of the Lambda's time for writing the result and the outcome
+
+
+# A precise run's message arrives at most this early (its lead and SQS's whole-second delays), with room for the
+# clocks of the tick and the executor to disagree by a little.
+MAX_PRECISE_WAIT_SECONDS = PRECISE_LEAD_SECONDS + 1.5
 
 
 class WorkflowSteps(StepSettlement, Protocol):
@@ -143,6 +148,8 @@ class RunExecutor:
         # dies at any point from here on (timeout, out of memory, SIGKILL) strands nothing for longer than
         # the lease + VISIBILITY_MARGIN_SECONDS, rather than the queue's 90-minute visibility.
         self.queues.change_visibility(delivery.queue_url, delivery.receipt_handle, visibility_for(self.lease_for))
+        if message.precise:
+            self._wait_for_instant(message)
         now = self.clock.now()
         lease = self.store.lease_run(message.run_id, owner=owner, now=now, lease_for=self.lease_for)
         if lease.outcome is LeaseOutcome.MISSING:
@@ -232,6 +239,15 @@ class RunExecutor:
             return None
         record = self.workflows.workflow_run(run.workflow_run_id)
         return RunTarget.of_step(record, run) if record is not None and record.definition is not None else None
+
+    def _wait_for_instant(self, message: RunMessage) -> None:
+        """A precise run arrives up to PRECISE_LEAD + 1 s early (tickwork.queues.precise_delay_for): wait out the
+        rest here, before the lease, so that it starts on its instant. The batch's records run on threads, so a
+        batch waits once, not once per run. Earlier than that (a clock far off), it is not waited for: the
+        lease's not_before refuses it and the message comes back at its time."""
+        wait = (message.scheduled_for - self.clock.now()).total_seconds()
+        if 0 < wait <= MAX_PRECISE_WAIT_SECONDS:
+            self.clock.sleep(wait)
 
     def _not_yet(self, current: Run | None, outcome: LeaseOutcome, delivery: Delivery, now: datetime) -> Outcome:
         """Another executor holds the run (BUSY), or its backoff has not ended (EARLY): look again then."""

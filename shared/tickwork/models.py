@@ -147,6 +147,18 @@ class CatchupPolicy(StrEnum):
     ALL = "ALL"
 
 
+class StartPrecision(StrEnum):
+    """How close to its instant a run starts (docs/policies.md, "Start precision").
+
+    `second`: its message is sent with DelaySeconds rounded up, so it starts 0-1 s after its instant (and the
+    executor's poll). `precise`: rounded down, a little early, and the executor waits out the rest before it
+    leases (the lease's not_before keeps it from ever starting early): it starts within milliseconds, for up to
+    ~1.25 s of executor time per batch (the batch's runs wait together)."""
+
+    SECOND = "second"
+    PRECISE = "precise"
+
+
 MAX_BREAKER_COOLDOWN_SECONDS = 86400
 BreakerCooldown = Annotated[int, Field(ge=1, le=MAX_BREAKER_COOLDOWN_SECONDS), NotCoerced]
 
@@ -351,6 +363,7 @@ class JobDefinition(BaseModel):
     circuit_breaker: CircuitBreaker | None = None
     # Each occurrence runs this much later at most, by a deterministic offset (tickwork.jitter).
     jitter_seconds: JitterSeconds = 0
+    start_precision: StartPrecision = StartPrecision.SECOND
     tags: StoredTags = Field(default_factory=dict)
     # Absent: no limit, and nothing is read or written for it when a run starts.
     concurrency: ConcurrencyLimit | None = None
@@ -485,6 +498,8 @@ class Run(BaseModel, _InBand):
     # A jittered job's occurrence (tickwork.jitter): the undelayed instant; scheduled_for is the later one it
     # starts at. Absent without jitter.
     nominal_at: UtcDatetime | None = None
+    # A precise run (StartPrecision.PRECISE): sent a little early, waited out by the executor. Absent otherwise.
+    start_precision: StartPrecision | None = None
     attempts: int = 0
     max_attempts: int | None = None
     enqueued_at: UtcDatetime | None = None
@@ -532,6 +547,8 @@ class RunMessage(BaseModel):
     job_id: str
     tenant: str
     scheduled_for: UtcDatetime
+    # A precise run: the executor waits until scheduled_for before it leases (absent, and not sent, otherwise).
+    precise: Literal[True] | None = None
 
     @model_validator(mode="after")
     def _ids_agree(self) -> RunMessage:

@@ -16,7 +16,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from tickwork.fanout import DispatchSlice
-from tickwork.models import Band, DeadLetter, Run, RunMessage
+from tickwork.models import Band, DeadLetter, Run, RunMessage, StartPrecision
 from tickwork.observability import logger
 
 # What SQS answers when a receipt handle no longer names an in-flight message.
@@ -45,13 +45,23 @@ class Outgoing:
     @classmethod
     def for_run(cls, run: Run, *, start_at: datetime | None = None) -> Outgoing:
         """A run's message to its band queue; it may start at `start_at`, or else at its scheduled time (the
-        delay is set when it is sent)."""
-        message = RunMessage(run_id=run.id, job_id=run.job_id, tenant=run.tenant, scheduled_for=run.scheduled_for)
+        delay is set when it is sent). A precise run's first message says so: its executor waits for its time."""
+        precise = run.start_precision is StartPrecision.PRECISE and start_at is None and run.attempts == 0
+        message = RunMessage(
+            run_id=run.id,
+            job_id=run.job_id,
+            tenant=run.tenant,
+            scheduled_for=run.scheduled_for,
+            precise=True if precise else None,
+        )
         return cls(message=message, band=Band.of_priority(run.priority), delay_seconds=0, start_at=start_at)
 
     def timed(self, now: datetime) -> Outgoing:
-        """This message with its delay set: the time left, at `now`, until it may start (never early)."""
-        return Outgoing(self.message, self.band, delay_for((self.starts_at - now).total_seconds()), self.start_at)
+        """This message with its delay set: the time left, at `now`, until it may start (never early; a precise
+        run's a little early, which its executor waits out)."""
+        left = (self.starts_at - now).total_seconds()
+        delay = precise_delay_for(left) if self.message.precise else delay_for(left)
+        return Outgoing(self.message, self.band, delay, self.start_at)
 
 
 @dataclass
@@ -63,6 +73,17 @@ class SendReport:
 def delay_for(seconds_until_due: float) -> int:
     """DelaySeconds = ceil(max(0, scheduled_for - now)), capped by SQS: a run never starts early."""
     return min(MAX_DELAY_SECONDS, max(0, math.ceil(seconds_until_due)))
+
+
+# A precise run's message is visible this much before its instant at least (SQS delays are whole seconds, so up
+# to a second more): time for the event source to receive it and the executor to be ready, waiting.
+PRECISE_LEAD_SECONDS = 0.25
+
+
+def precise_delay_for(seconds_until_due: float) -> int:
+    """A precise run's DelaySeconds: floor(time left - lead), so that it arrives 0.25-1.25 s early and the
+    executor waits out the rest (its lease's not_before keeps it from starting early)."""
+    return min(MAX_DELAY_SECONDS, max(0, math.floor(seconds_until_due - PRECISE_LEAD_SECONDS)))
 
 
 class RunQueues:
@@ -84,7 +105,7 @@ class RunQueues:
                 entries = [
                     {
                         "Id": str(i),
-                        "MessageBody": item.message.model_dump_json(),
+                        "MessageBody": item.message.model_dump_json(exclude_none=True),
                         "DelaySeconds": item.delay_seconds,
                         # SQS fair queues: a standard queue whose messages name their tenant serves the other
                         # tenants first while one holds a disproportionate share of the in-flight messages.

@@ -219,6 +219,7 @@ def _settings(fields: JobFields) -> dict[str, Any]:
         )
         or None,
         jitter_seconds=fields.jitter_seconds,
+        start_precision=fields.start_precision,
         tags=_tags(fields.tag),
     )
 

@@ -134,6 +134,12 @@ class JobFields:
             "--jitter-seconds", help="Delay each run by a fixed-per-occurrence 0 to N s (at most the period)."
         ),
     ] = None
+    start_precision: Annotated[
+        str | None,
+        typer.Option(
+            "--start-precision", help="second (0-1 s after the instant) or precise (within ~100 ms; more Lambda time)."
+        ),
+    ] = None
     tag: Annotated[list[str] | None, typer.Option("--tag", help="key=value; repeatable.")] = None
 
 

@@ -45,6 +45,7 @@ DUE_INDEX_PROJECTION = (
     "created_at",
     "lease_until_ms",
     "jitter_seconds",
+    "start_precision",
 )
 
 
