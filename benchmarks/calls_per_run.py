@@ -25,8 +25,9 @@ from tickwork_local.template import load_template
 from benchmarks.common import Call, PhaseMeter, Stamp, moto_session, stopwatch
 from tests.harness import START, Pipeline
 
-FULL = {"ahead": 300, "soon": 50}
-QUICK = {"ahead": 40, "soon": 10}
+FULL = {"ahead": 300, "soon": 50, "inline": 300}
+QUICK = {"ahead": 40, "soon": 10, "inline": 40}
+INLINE_BYTES = 1024  # the "inline" scenario: as "ahead", with InlineResultMaxBytes = 1024 (the echo results fit)
 PHASES = ("create", "tick", "execute")
 # Requests billed per call, whatever they carry (DynamoDB bills capacity units instead; listed apart).
 EMPTY_RECEIVE = "ReceiveMessage (empty)"
@@ -38,11 +39,12 @@ def _template_shards() -> str:
 
 def measure(runs: int, scenario: str) -> dict[str, Any]:
     """Create `runs` one-shot echo jobs, tick, execute every run; return the metered calls per phase."""
-    with moto_session(), Pipeline.create(DUE_SHARDS=_template_shards()) as pipeline:
+    env = {"INLINE_RESULT_MAX_BYTES": str(INLINE_BYTES)} if scenario == "inline" else {}
+    with moto_session(), Pipeline.create(DUE_SHARDS=_template_shards(), **env) as pipeline:
         metered = PhaseMeter(pipeline)
         close = metered.close
         with stopwatch() as elapsed:
-            if scenario == "ahead":
+            if scenario in ("ahead", "inline"):
                 # Due 150 s after create, beyond the 120 s horizon: nothing is claimed at create.
                 due = [START + timedelta(seconds=150, milliseconds=10 * i) for i in range(runs)]
             else:
@@ -258,6 +260,17 @@ def render(result: dict[str, Any]) -> str:
         "",
         *_advice(ahead, b_ahead),
     ]
+    inline = result["billable"].get("inline")
+    if inline:
+        lines += [
+            "",
+            f"**With `InlineResultMaxBytes` = {INLINE_BYTES}** (the same {result['runs']} runs, created ahead; their"
+            " results, under 1 KB, kept in the run record by the outcome's own write instead of S3):"
+            f" {_fmt(inline['billable_requests'])} billable requests ({_fmt(inline['sdk_requests'])} SDK requests,"
+            f" {_fmt(inline['s3_requests'])} to S3) and {_fmt(inline['wru'])} WRU per run, against"
+            f" {_fmt(b_ahead['billable_requests'])}, {_fmt(b_ahead['sdk_requests'])}, {_fmt(b_ahead['s3_requests'])}"
+            f" and {_fmt(b_ahead['wru'])} with the default (0: every result in S3). Section 2 prices both.",
+        ]
     return "\n".join(lines)
 
 

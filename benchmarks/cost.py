@@ -65,9 +65,9 @@ def _compute_line(item: str, seconds: float, gb: float, note: str) -> dict[str, 
     return line
 
 
-def per_million(section1: dict[str, Any]) -> dict[str, Any]:
-    billed = section1["billable"]["ahead"]
-    total = section1["scenarios"]["ahead"]["total"]
+def per_million(section1: dict[str, Any], scenario: str = "ahead") -> dict[str, Any]:
+    billed = section1["billable"][scenario]
+    total = section1["scenarios"][scenario]["total"]
     per_run = total["per_run"]
     wru = total["wru_per_run"]
     receives = sum(n for op, n in per_run.items() if op.startswith("sqs:ReceiveMessage") and "empty" not in op)
@@ -208,6 +208,8 @@ def run(stamp: Stamp, section1: dict[str, Any]) -> dict[str, Any]:
         "section1_stamp": section1["stamp"],
         "region": REGION,
         "per_million": per_million(section1),
+        # InlineResultMaxBytes = 1024: small results in the run record, no S3 PUT (section 1's "inline" runs).
+        "per_million_inline": per_million(section1, "inline") if "inline" in section1["billable"] else None,
         "idle": idle_month(measure_idle_tick()),
         "prices": [p.__dict__ for p in PRICES.values()],
         "assumptions": [a.__dict__ for a in ASSUMPTIONS.values()],
@@ -263,6 +265,7 @@ def render(result: dict[str, Any]) -> str:
         " (about a second, never early; EventBridge Scheduler fires within its minute) and a run record per"
         " occurrence; it pays for them with DynamoDB writes.",
         "",
+        *_inline_line(result),
         "### Tickwork (created ahead, claimed by the tick; counts measured in section 1)",
         "",
         *_lines_table(pm["tickwork"]),
@@ -318,6 +321,19 @@ def render(result: dict[str, Any]) -> str:
     for a in result["assumptions"]:
         lines.append(f"| {a['what']} | {a['value']:g} {a['unit']} | {a['basis']} |")
     return "\n".join(lines)
+
+
+def _inline_line(result: dict[str, Any]) -> list[str]:
+    inline = result.get("per_million_inline")
+    if not inline:
+        return []
+    return [
+        f"**With `InlineResultMaxBytes` = 1024** (results under 1 KB kept in the run record, no S3 PUT; section 1):"
+        f" **{_money(inline['tickwork_total'])} per million runs, ratio {inline['ratio']:.2f}** against EventBridge"
+        f" Scheduler's {_money(inline['scheduler_total'])} (whose design keeps its result in S3). The default (0:"
+        " every result in S3) is the table below.",
+        "",
+    ]
 
 
 def console(result: dict[str, Any]) -> str:

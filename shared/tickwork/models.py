@@ -435,9 +435,12 @@ class RunError(BaseModel):
 class RunResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    location: str
+    location: str = Field(description="s3://bucket/key of the result document, or `inline` (InlineResultMaxBytes).")
     sha256: str
     bytes: int
+    # A result of at most InlineResultMaxBytes (a job's run, not a workflow step's), kept in the run record by the
+    # outcome's own write instead of S3: its JSON text. Absent for results in S3.
+    inline: str | None = None
 
 
 class AttemptOutcome(StrEnum):

@@ -11,6 +11,8 @@ from botocore.exceptions import ClientError
 
 from tickwork.models import Run, RunResult
 
+INLINE = "inline"  # RunResult.location of a result kept in the run record
+
 
 def result_key(run: Run) -> str:
     return result_key_of(run.tenant, run.job_id, run.id)
@@ -43,17 +45,26 @@ def _already_written(exc: ClientError) -> bool:
 class ResultStore:
     """Takes its client; builds none."""
 
-    def __init__(self, client: Any, bucket: str) -> None:
+    def __init__(self, client: Any, bucket: str, *, inline_max_bytes: int = 0) -> None:
         self._s3 = client
         self.bucket = bucket
+        self.inline_max_bytes = inline_max_bytes
 
     def write_once(self, run: Run, document: Any) -> tuple[RunResult, bool]:
         """Write the result with If-None-Match: *. Returns (result, written_now).
 
         A 412 means an earlier attempt already wrote it (promise 3): that object stands, unchanged.
+
+        A job's result of at most `inline_max_bytes` (InlineResultMaxBytes; 0, the default: none) is not written
+        to S3: it is returned inline and the outcome's conditional UpdateItem, written anyway, records it with
+        the run's end (one write fewer, no S3 request). Exactly-once is the same: an attempt that dies after its
+        handler and before that write re-runs, as one that dies before the PutObject does. A workflow step's
+        result stays in S3, where its downstream steps read it by key.
         """
         body = json.dumps(document, separators=(",", ":"), sort_keys=True, default=str).encode()
         digest = hashlib.sha256(body).hexdigest()
+        if run.workflow_run_id is None and len(body) <= self.inline_max_bytes:
+            return RunResult(location=INLINE, sha256=digest, bytes=len(body), inline=body.decode()), True
         key = result_key(run)
         try:
             self._s3.put_object(
@@ -125,6 +136,8 @@ class ResultStore:
         return documents
 
     def read(self, run: Run) -> Any | None:
+        if run.result is not None and run.result.inline is not None:
+            return json.loads(run.result.inline)  # kept in the run record: no S3 request
         return self.read_of(run.tenant, run.job_id, run.id)
 
     def read_of(self, tenant: str, job_id: str, run_id: str) -> Any | None:

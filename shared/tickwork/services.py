@@ -76,7 +76,11 @@ class Services:
 
     @cached_property
     def results(self) -> ResultStore:
-        return ResultStore(self.clients.client("s3"), self.settings.results_bucket)
+        return ResultStore(
+            self.clients.client("s3"),
+            self.settings.results_bucket,
+            inline_max_bytes=self.settings.inline_result_max_bytes,
+        )
 
     @cached_property
     def dispatcher(self) -> Dispatcher:

@@ -62,6 +62,8 @@ class Settings(FromEnvironment):
     # The dispatcher fan-out (tickwork.fanout): with more than one worker, the minute tick hands the due index's
     # shards to this many dispatch workers through the dispatch queue (each claims at most MAX_DISPATCH_PER_TICK).
     dispatch_workers: int = Field(default=1, alias="DISPATCH_WORKERS", ge=1, le=1000)
+    # A job's result of at most this many bytes (JSON) is kept in its run record, not S3 (0: always S3).
+    inline_result_max_bytes: int = Field(default=0, alias="INLINE_RESULT_MAX_BYTES", ge=0, le=4096)
     dispatch_queue_url: str | None = Field(default=None, alias="DISPATCH_QUEUE_URL")
     # An executor's lease on a run; heartbeats extend it by a third. A run whose executor dies is retried
     # within lease + 15 s (the message's visibility follows the lease).

@@ -275,7 +275,7 @@ class RunRecords:
             values["dur"] = duration_ms
         if result is not None:
             sets.append("#result = :result")
-            values["result"] = result.model_dump(mode="json")
+            values["result"] = result.model_dump(mode="json", exclude_none=True)
         if error is not None:
             sets.append("#error = :error")
             values["error"] = error.model_dump(mode="json")

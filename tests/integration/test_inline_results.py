@@ -1,0 +1,100 @@
+"""InlineResultMaxBytes (issue 16, item 4): a job's small result is kept in its run record by the outcome's own
+write, not S3; larger results, and every workflow step's, stay in S3. Exactly once either way."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+from tickwork.models import Band, Run, RunStatus, run_id_for
+
+from tests.harness import START, TENANT, Pipeline
+
+FAR = timedelta(seconds=300)
+
+
+@pytest.fixture
+def inline_pipeline(mocked_aws: None) -> Iterator[Pipeline]:
+    with Pipeline.create(INLINE_RESULT_MAX_BYTES="200") as pipeline:
+        yield pipeline
+
+
+def _run_once(pipeline: Pipeline, payload: dict) -> Run:
+    job = pipeline.create_job(schedule={"at": START + FAR}, payload=payload)
+    pipeline.clock.advance(FAR.total_seconds())
+    pipeline.tick()
+    pipeline.calls.clear()
+    assert pipeline.drain() == 1
+    return pipeline.run(run_id_for(job.id, START + FAR))
+
+
+def test_a_small_result_is_kept_in_the_run_record_without_an_s3_request(inline_pipeline):
+    payload = {"hello": "world", "n": 3}
+    run = _run_once(inline_pipeline, payload)
+    assert run.status is RunStatus.SUCCEEDED
+    assert run.result is not None
+    assert run.result.location == "inline"
+    assert json.loads(run.result.inline or "") == payload
+    assert run.result.bytes == len(run.result.inline or "")
+    calls = inline_pipeline.calls.by_operation()
+    assert calls["PutObject"] == 0  # no S3 request at all for the run
+    assert sum(n for op, n in calls.items() if op in ("PutObject", "HeadObject", "GetObject")) == 0
+    assert inline_pipeline.result_objects() == []
+    # Served as an S3 result is: GET /v1/runs/{id}/result reads it from the record, without S3.
+    inline_pipeline.calls.clear()
+    assert inline_pipeline.services.queries.get_result(TENANT, run.id) == payload
+    assert inline_pipeline.calls.by_operation()["GetObject"] == 0
+
+
+def test_a_result_over_the_limit_goes_to_s3_as_before(inline_pipeline):
+    payload = {"blob": "x" * 300}
+    run = _run_once(inline_pipeline, payload)
+    assert run.result is not None
+    assert run.result.location.startswith("s3://")
+    assert run.result.inline is None
+    assert inline_pipeline.calls.by_operation()["PutObject"] == 1
+    assert inline_pipeline.services.queries.get_result(TENANT, run.id) == payload
+
+
+def test_a_workflow_steps_result_stays_in_s3_where_its_downstream_steps_read_it(inline_pipeline):
+    step_run = Run(
+        id="w01m842ynmsn9aqre2jz48e7ha.1795433649843.m.s-extract",
+        job_id="w01m842ynmsn9aqre2jz48e7ha",
+        tenant=TENANT,
+        scheduled_for=START,
+        status=RunStatus.RUNNING,
+        workflow_run_id="w01m842ynmsn9aqre2jz48e7ha.1795433649843.m",
+        step_id="extract",
+    )
+    result, written = inline_pipeline.services.results.write_once(step_run, {"n": 1})
+    assert written
+    assert result.location.startswith("s3://")
+    assert len(inline_pipeline.result_objects()) == 1
+
+
+def test_the_default_keeps_every_result_in_s3(pipeline):
+    assert pipeline.services.settings.inline_result_max_bytes == 0
+    run = _run_once(pipeline, {"tiny": 1})
+    assert run.result is not None
+    assert run.result.location.startswith("s3://")
+    assert pipeline.calls.by_operation()["PutObject"] == 1
+
+
+def test_an_inline_run_delivered_again_after_it_finished_is_not_run_again(inline_pipeline):
+    from tests.testing_jobtypes import EXECUTIONS
+
+    EXECUTIONS.clear()
+    job = inline_pipeline.create_job(type="counting", schedule={"at": START + FAR}, payload={"k": 1})
+    inline_pipeline.clock.advance(FAR.total_seconds())
+    inline_pipeline.tick()
+    (message,) = inline_pipeline.receive(Band.NORMAL)
+    inline_pipeline.deliver(Band.NORMAL, [message])
+    run_id = run_id_for(job.id, START + FAR)
+    first = inline_pipeline.run(run_id)
+    assert first.status is RunStatus.SUCCEEDED
+    # The same message again (at-least-once delivery): acknowledged, not run; the recorded result stands.
+    inline_pipeline.deliver(Band.NORMAL, [message])
+    assert EXECUTIONS[run_id] == 1
+    assert inline_pipeline.run(run_id).result == first.result
