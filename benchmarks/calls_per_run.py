@@ -245,7 +245,8 @@ def render(result: dict[str, Any]) -> str:
         "",
         "What each write is: create = `PutItem` job (enters `due-index` and `tenant-index`); tick = `Query`"
         " per shard, `PutItem` run (enters `due-index`), `UpdateItem` job (leaves `due-index`; `tenant-index`"
-        " projects ALL, so every job change rewrites its entry), `SendMessageBatch`; execute = `ReceiveMessage`,"
+        " projects only what its queries filter on, so this write leaves its entry alone), `SendMessageBatch`;"
+        " execute = `ReceiveMessage`,"
         " `UpdateItem` lease (run leaves `due-index`), `GetItem` job, `PutObject` result, `UpdateItem` finish,"
         " `UpdateItem` complete the one-shot job (rewrites its `tenant-index` entry again), `DeleteMessageBatch`.",
         "",
@@ -320,11 +321,11 @@ def _advice(ahead: dict[str, Any], billed: dict[str, float]) -> list[str]:
         f" {_fmt(calls('dynamodb:GetItem'))} `GetItem`. Index maintenance is"
         f" {_fmt(due + tenant)} of the run's {_fmt(billed['wru_per_run'])} WRU ({_fmt(due)} `due-index`,"
         f" {_fmt(tenant)} `tenant-index`).",
-        "- Cheap cuts, none made here (domain files belong to others); each keeps the promises:",
-        "  1. `tenant-index` projects ALL, so the claim's and the completion's job updates each rewrite the job's"
-        " index entry (1 WRU each). Projecting `KEYS_ONLY` or a few listing attributes that these writes do not"
-        " touch (name, type, created_at; not state/version/updated_at/next_run_at) removes those writes:"
-        " template.yaml `tenant-index` Projection, with `tickwork.store.listings` reading state via BatchGetItem. -2 WRU.",
+        "- Cuts, each keeping the promises (1 and 4 made, 2 and 3 not):",
+        "  1. Made: `tenant-index` projects only what its queries filter on (state, type, name, tags, schedule;"
+        " `TENANT_INDEX_PROJECTION`), so the claim's job update no longer rewrites the job's index entry"
+        f" (now {_fmt(claim_tenant)} WRU there); a listing reads its page's items with one `BatchGetItem`. The"
+        " completion still rewrites it: it changes `state`, which the listings filter on.",
         "  2. `JobStore.complete_if_settled` (called by `RunExecutor` when a one-shot's run settles) is a third"
         " write to the job after the claim already removed it from the due index. It stays: a job completes only"
         " once its last occurrence has settled (issue 9), so that a queued one-shot can still be cancelled or"
@@ -334,11 +335,9 @@ def _advice(ahead: dict[str, Any], billed: dict[str, float]) -> list[str]:
         " and state. Carrying type/retry/timeout/overlap in the run message (SQS bills per 64 KB, so small"
         " payloads ride free) and reading the job only when the payload is large would save 1 request and"
         " 1 RRU; the paused/cancelled check then needs the claim's state (stale by up to the horizon).",
-        "  4. The S3 `PutObject` is the single most expensive line in section 2 ($5 per million). Results under"
-        " ~1 KB could be stored in the run record by the `finish_run` UpdateItem that is written anyway"
-        " (`RunExecutor._run` / `ResultStore.write_once`), keeping S3 for larger ones: -1 request, -$5 per"
-        " million for small results, at up to +1 WRU when the run item crosses 1 KB. Exactly-once holds through"
-        " the `finish_run` condition (lease owner) instead of `If-None-Match`.",
+        "  4. Made, as a choice: with the template's `InlineResultMaxBytes` above 0, a job's result of at most"
+        " that size is kept in the run record by the outcome's `UpdateItem`, written anyway, instead of S3: -1"
+        " request and -$5 per million (the figures below). Off by default: results stay in S3 unless chosen.",
         "  5. Not cheap, for completeness: a run enters the due index at its claim and leaves it at its outcome"
         f" ({_fmt(run_due)} WRU) only so that a tick that dies between claiming and sending, or a lapsed lease"
         " whose message is stranded (docs/reliability.md), is recovered. Another recovery path (e.g. the claim"

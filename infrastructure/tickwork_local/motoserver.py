@@ -32,6 +32,7 @@ from moto import backends as moto_backends
 from moto.core.utils import convert_to_flask_response, unix_time_millis
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler
 from moto.server import ThreadedMotoServer
+from moto.sqs import models as sqs_models
 from moto.sqs.models import Message, Queue, sqs_backends
 
 from tickwork_local.endpoint import READY_PREFIX, PortInUse, check_port_free
@@ -157,12 +158,23 @@ def keep_connections_alive() -> None:
     MotoRequestHandler._tickwork_patched_keep_alive = True  # type: ignore[attr-defined]
 
 
+_MOTOS_SQS_CLOCK = sqs_models.unix_time_millis
+
+
+def _sqs_now_ms() -> float:
+    """moto's SQS clock, read with time.time() (the same instant, several times cheaper) unless something moved
+    it: a test that replaces `moto.sqs.models.unix_time_millis` with its fake clock (the fault suite, the
+    precise-start tests) still governs delays and visibility in a process where this endpoint once ran."""
+    clock = sqs_models.unix_time_millis
+    return time.time() * 1000 if clock is _MOTOS_SQS_CLOCK else float(clock())
+
+
 def _visible(message: Any) -> bool:
-    return time.time() * 1000 > message.visible_at  # type: ignore[no-any-return]
+    return _sqs_now_ms() > message.visible_at  # type: ignore[no-any-return]
 
 
 def _delayed(message: Any) -> bool:
-    return time.time() * 1000 < message.delayed_until  # type: ignore[no-any-return]
+    return _sqs_now_ms() < message.delayed_until  # type: ignore[no-any-return]
 
 
 def skip_repeated_work() -> None:

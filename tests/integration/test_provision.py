@@ -76,7 +76,7 @@ def test_table_has_the_template_key_schema_and_both_gsis(aws, provisioned):
         {"AttributeName": "tenant_key", "KeyType": "HASH"},
         {"AttributeName": "tenant_sort", "KeyType": "RANGE"},
     ]
-    assert indexes["tenant-index"]["Projection"] == {"ProjectionType": "ALL"}
+    assert indexes["tenant-index"]["Projection"]["ProjectionType"] == "INCLUDE"
     assert table["SSEDescription"]["Status"] == "ENABLED"
     assert table["DeletionProtectionEnabled"] is True
 

@@ -204,3 +204,25 @@ def test_routing_lists_motos_services_once(endpoint: str) -> None:
 
     assert "dynamodb" in backends.list_of_moto_modules()
     assert backends.list_of_moto_modules() is backends.list_of_moto_modules()
+
+
+def test_a_test_that_moves_sqss_clock_still_moves_it_once_the_local_endpoint_ran_in_process(
+    endpoint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The local endpoint's faster SQS clock is installed in this process (InProcessMoto): a later test of the
+    same pytest worker that moves moto's SQS clock to its fake clock (the fault suite, the precise-start tests)
+    must still see messages delayed and visible by that clock, not by the wall clock. Found when a precise-start
+    test failed under xdist after this module had run in the same worker."""
+    import moto.sqs.models
+    from moto.sqs.models import Message
+
+    fake_ms = 1_000_000.0  # 1970: every real instant is long after it
+    monkeypatch.setattr(moto.sqs.models, "unix_time_millis", lambda *_: fake_ms)
+    message = Message("id", "body")
+    message.delayed_until = fake_ms + 1000
+    message.visible_at = fake_ms + 1000
+    assert message.delayed  # by the fake clock, still delayed
+    assert not message.visible
+    fake_ms += 2000
+    assert not message.delayed
+    assert message.visible

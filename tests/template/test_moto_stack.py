@@ -145,7 +145,7 @@ def test_table_has_its_key_schema_and_gsis(stack):
     assert [k["AttributeName"] for k in indexes["due-index"]["KeySchema"]] == ["due_shard", "due_at"]
     assert indexes["due-index"]["Projection"]["ProjectionType"] == "INCLUDE"
     assert [k["AttributeName"] for k in indexes["tenant-index"]["KeySchema"]] == ["tenant_key", "tenant_sort"]
-    assert indexes["tenant-index"]["Projection"]["ProjectionType"] == "ALL"
+    assert indexes["tenant-index"]["Projection"]["ProjectionType"] == "INCLUDE"
     assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from template_support import as_list, dashboard_json, iam_statements
 from tickwork.settings import Settings
-from tickwork.store import DUE_INDEX, DUE_INDEX_PROJECTION, TENANT_INDEX
+from tickwork.store import DUE_INDEX, DUE_INDEX_PROJECTION, TENANT_INDEX, TENANT_INDEX_PROJECTION
 from tickwork_local.template import REPO_ROOT
 
 BANDS = ("High", "Normal", "Low")
@@ -160,7 +160,8 @@ def test_table_keys_and_indexes(template):
         {"AttributeName": "tenant_key", "KeyType": "HASH"},
         {"AttributeName": "tenant_sort", "KeyType": "RANGE"},
     ]
-    assert tenant["Projection"] == {"ProjectionType": "ALL"}
+    # Only what its queries filter on: the store's list (claims and outcomes then leave the entry alone).
+    assert tenant["Projection"] == {"ProjectionType": "INCLUDE", "NonKeyAttributes": list(TENANT_INDEX_PROJECTION)}
 
 
 # ---------------------------------------------------------------- queues

@@ -54,7 +54,14 @@ from tickwork.store.codec import (
 )
 from tickwork.store.conditional import Table
 from tickwork.store.cursors import Cursors, cursor_key
-from tickwork.store.due_index import DUE_INDEX, DUE_INDEX_PROJECTION, TENANT_INDEX, DueIndex, DueItem
+from tickwork.store.due_index import (
+    DUE_INDEX,
+    DUE_INDEX_PROJECTION,
+    TENANT_INDEX,
+    TENANT_INDEX_PROJECTION,
+    DueIndex,
+    DueItem,
+)
 from tickwork.store.idempotency import IDEMPOTENCY_KEY, IdempotencyRecord, IdempotencyRecords
 from tickwork.store.jobs import JobRecords
 from tickwork.store.limits import TENANT_SEMAPHORE, LimitRecords, RateAdmission, rate_sort, semaphore_sort
@@ -80,6 +87,7 @@ __all__ = [
     "MAX_LIMIT",
     "TENANT",
     "TENANT_INDEX",
+    "TENANT_INDEX_PROJECTION",
     "TENANT_SEMAPHORE",
     "UNREADABLE",
     "ClaimedRuns",

@@ -21,6 +21,21 @@ from tickwork.store.conditional import Table
 DUE_INDEX = "due-index"
 # The table's other index (tenant_key, tenant_sort): a tenant's jobs and FAILED runs, read by `listings`.
 TENANT_INDEX = "tenant-index"
+# It projects only what its queries filter on, none of which a claim or a run's outcome changes (version,
+# next_run_at, the due keys, counters): so those writes do not rewrite the job's index entry (1 WRU each). A
+# listing reads the page's full items with one BatchGetItem. template.yaml must list the same.
+TENANT_INDEX_PROJECTION = (
+    "kind",
+    "job_id",
+    "run_id",
+    "tenant",
+    "state",
+    "type",
+    "name",
+    "tags",
+    "schedule",
+    "counted_for",
+)
 # The due index projects only what a claim needs (never the payload): template.yaml must list the same.
 DUE_INDEX_PROJECTION = (
     "kind",

@@ -273,6 +273,8 @@ class Listings:
         if start:
             kwargs["ExclusiveStartKey"] = start
         found: list[dict[str, Any]] = []
+        # tenant-index projects only what its filters read: the page's full items come from the table.
+        full = self._full_items if "IndexName" in query else (lambda items: items)
         for _ in range(MAX_QUERY_PAGES):
             kwargs["Limit"] = max(_FILTERED_PAGE, limit + 1) if where.conditions else limit + 1 - len(found)
             page = self._table.client.query(**kwargs)
@@ -280,16 +282,25 @@ class Listings:
                 found.append(deserialize(raw))
                 if len(found) > limit:
                     return Page(
-                        _readable(convert, found[:limit]),
+                        _readable(convert, full(found[:limit])),
                         self.cursors.encode(tenant, scope, str(found[limit - 1][sort_attr])),
                     )
             last = page.get("LastEvaluatedKey")
             if not last:
-                return Page(_readable(convert, found), None)
+                return Page(_readable(convert, full(found)), None)
             kwargs["ExclusiveStartKey"] = last
         # Budget spent on a selective filter: return what matched, and resume after what was read.
         resume = deserialize(kwargs["ExclusiveStartKey"])
-        return Page(_readable(convert, found), self.cursors.encode(tenant, scope, str(resume[sort_attr])))
+        return Page(_readable(convert, full(found)), self.cursors.encode(tenant, scope, str(resume[sort_attr])))
+
+    def _full_items(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The table's items of these index entries, in their order (one BatchGetItem: a page is at most 100).
+        One deleted since the query is left out."""
+        if not entries:
+            return []
+        keys = [{"pk": {"S": e["pk"]}, "sk": {"S": e["sk"]}} for e in entries]
+        by_key = {(i["pk"], i["sk"]): i for i in self._table.batch_get(keys)}
+        return [by_key[(e["pk"], e["sk"])] for e in entries if (e["pk"], e["sk"]) in by_key]
 
 
 def _readable(convert: Callable[[dict[str, Any]], T], items: list[dict[str, Any]]) -> list[T]:

@@ -149,24 +149,25 @@ class TenantRecords:
     def next_one_shot(self, tenant: str, *, newest: int = 100) -> str | None:
         """The earliest `next_run_at` (ISO) among the tenant's `newest` jobs and workflows that are ACTIVE
         one-shots (an `at` schedule): the soonest a job is likely to leave the active set. One Query page of
-        each tenant-index partition, read only when a create was refused, so its cost is bounded."""
-        earliest: str | None = None
+        each tenant-index partition, then one BatchGetItem of their `next_run_at` (not in the index's projection:
+        every claim changes it), read only when a create was refused, so its cost is bounded."""
+        keys: list[dict[str, Any]] = []
         for kind in ("JOB", "WORKFLOW"):
             page = self._table.client.query(
                 TableName=self._table.name,
                 IndexName=TENANT_INDEX,
                 KeyConditionExpression="tenant_key = :key",
-                FilterExpression="#state = :active AND attribute_exists(#schedule.#at) AND attribute_exists(next_run_at)",
-                ProjectionExpression="next_run_at",
+                FilterExpression="#state = :active AND attribute_exists(#schedule.#at)",
+                ProjectionExpression="pk, sk",
                 ExpressionAttributeNames={"#state": "state", "#schedule": "schedule", "#at": "at"},
                 ExpressionAttributeValues=expression_values(key=f"T#{tenant}#{kind}", active=JobState.ACTIVE.value),
                 ScanIndexForward=False,
                 Limit=newest,
             )
-            for item in page.get("Items", []):
-                due = str(deserialize(item)["next_run_at"])
-                earliest = due if earliest is None or due < earliest else earliest
-        return earliest
+            keys += page.get("Items", [])
+        found = self._table.batch_get(keys, projection="next_run_at") if keys else []
+        dues = [str(item["next_run_at"]) for item in found if "next_run_at" in item]
+        return min(dues) if dues else None
 
     def count_in(self, tenant: str, job_id: str) -> bool:
         """Mark one job or workflow counted and count it, in one transaction (a crash never counts it twice, nor
