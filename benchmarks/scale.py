@@ -185,10 +185,9 @@ def render(stamp: Stamp, s1: dict[str, Any], s2: dict[str, Any], s3: dict[str, A
         "5. **DynamoDB.** At these rates the table needs its on-demand maximum raised (row above), or"
         " provisioned capacity with auto scaling, which is cheaper at steady high volume. The base table's"
         " key (`JOB#<id>`) spreads writes evenly; only the due index concentrates them, on its shards.",
-        "6. **S3.** Result keys start `results/<tenant>/<job id>/` and job ids are time-ordered, so new"
-        " results of one tenant land in one key range: 3,500 PUT/s until S3 splits it. A hash prefix in"
-        " `tickwork.results.result_key` (e.g. two hex digits of the run id's hash first) gives 256 prefixes"
-        " from the start. Or keep small results out of S3 altogether (section 1, cut 4), which also takes"
-        " the largest line off the bill.",
+        "6. **S3.** Built: result keys start `results/<two hex digits of the run id's SHA-256>/` (then tenant,"
+        " job, run), so a burst's results land in 256 key ranges from the start rather than one tenant's single"
+        " time-ordered range (3,500 PUT/s per prefix until S3 splits it); results written before keep their old"
+        " key and are still read. Or keep small results out of S3 altogether (`InlineResultMaxBytes`, section 1).",
     ]
     return "\n".join(lines)

@@ -19,8 +19,20 @@ def result_key(run: Run) -> str:
 
 
 def result_key_of(tenant: str, job_id: str, run_id: str) -> str:
-    """Where a run's result lives: by tenant, then job (or workflow), then run."""
+    """Where a run's result lives: `results/<spread>/<tenant>/<job or workflow>/<run>.json`. The spread, two hex
+    digits of the run id's SHA-256, puts a burst's writes in 256 key ranges from the start: S3 serves 3,500
+    PUT/s per prefix and splits a hot one only over time, and job ids are time-ordered, so without it a tenant's
+    new results would all land in one range (docs/scale.md)."""
+    return f"results/{_spread(run_id)}/{tenant}/{job_id}/{run_id}.json"
+
+
+def legacy_result_key_of(tenant: str, job_id: str, run_id: str) -> str:
+    """Where results were written before the spread: still read, so a run finished before it is found."""
     return f"results/{tenant}/{job_id}/{run_id}.json"
+
+
+def _spread(run_id: str) -> str:
+    return hashlib.sha256(run_id.encode()).hexdigest()[:2]
 
 
 def logs_prefix_of(tenant: str, job_id: str, run_id: str) -> str:
@@ -85,8 +97,15 @@ class ResultStore:
         return RunResult(location=f"s3://{self.bucket}/{key}", sha256=digest, bytes=len(body)), True
 
     def find(self, run: Run) -> RunResult | None:
-        """The stored result of a run, if an earlier attempt wrote one."""
-        key = result_key(run)
+        """The stored result of a run, if an earlier attempt wrote one (under today's key, or the key results
+        had before the spread: an attempt that wrote one before an upgrade is found, not run again)."""
+        for key in (result_key(run), legacy_result_key_of(run.tenant, run.job_id, run.id)):
+            found = self._head(key)
+            if found is not None:
+                return found
+        return None
+
+    def _head(self, key: str) -> RunResult | None:
         try:
             head = self._s3.head_object(Bucket=self.bucket, Key=key)
         except ClientError as exc:
@@ -141,11 +160,14 @@ class ResultStore:
         return self.read_of(run.tenant, run.job_id, run.id)
 
     def read_of(self, tenant: str, job_id: str, run_id: str) -> Any | None:
-        """A run's result document by its ids (None if there is none), without reading the run first."""
-        try:
-            obj = self._s3.get_object(Bucket=self.bucket, Key=result_key_of(tenant, job_id, run_id))
-        except ClientError as exc:
-            if _missing(exc):
-                return None
-            raise
-        return json.loads(obj["Body"].read())
+        """A run's result document by its ids (None if there is none), without reading the run first; a result
+        written before the spread is read under its old key (a second GetObject, only when the first misses)."""
+        for key in (result_key_of(tenant, job_id, run_id), legacy_result_key_of(tenant, job_id, run_id)):
+            try:
+                obj = self._s3.get_object(Bucket=self.bucket, Key=key)
+            except ClientError as exc:
+                if _missing(exc):
+                    continue
+                raise
+            return json.loads(obj["Body"].read())
+        return None

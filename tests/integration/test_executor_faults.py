@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from tickwork.errors import Conflict, InvalidInput, NotFound
 from tickwork.jobtypes import RunContext, job_type, registry
 from tickwork.models import Band, RunStatus, SkipReason
+from tickwork.results import result_key_of
 
 from tests.harness import START, Pipeline
 
@@ -72,7 +73,7 @@ def test_http_job_sends_the_run_id_as_idempotency_key(allowlisted, http_server):
     assert request["headers"]["Idempotency-Key"] == run.id
     assert request["path"] == "/hook?x=1"
     assert json.loads(request["body"]) == {"a": 1}
-    key = f"results/default/{job.id}/{run.id}.json"
+    key = result_key_of("default", job.id, run.id)
     result = json.loads(allowlisted.s3.get_object(Bucket=allowlisted.resources.results_bucket, Key=key)["Body"].read())
     assert result["status"] == 200
     assert result["body"] == {"ok": True}

@@ -98,3 +98,32 @@ def test_an_inline_run_delivered_again_after_it_finished_is_not_run_again(inline
     inline_pipeline.deliver(Band.NORMAL, [message])
     assert EXECUTIONS[run_id] == 1
     assert inline_pipeline.run(run_id).result == first.result
+
+
+def test_a_result_written_under_the_key_before_the_spread_is_still_found_and_read(pipeline):
+    """Results written before the hash spread in their keys (results/<tenant>/<job>/<run>.json) stay readable,
+    and a run an attempt finished before an upgrade is recorded from its result, not run again."""
+    from tickwork.results import legacy_result_key_of, result_key_of
+
+    from tests.testing_jobtypes import EXECUTIONS
+
+    EXECUTIONS.clear()
+    job = pipeline.create_job(type="counting", schedule={"at": START + FAR}, payload={"k": 1})
+    run_id = run_id_for(job.id, START + FAR)
+    assert result_key_of(TENANT, job.id, run_id).startswith("results/")
+    assert result_key_of(TENANT, job.id, run_id) != legacy_result_key_of(TENANT, job.id, run_id)
+    bucket = pipeline.resources.results_bucket
+    pipeline.s3.put_object(Bucket=bucket, Key=legacy_result_key_of(TENANT, job.id, run_id), Body=b'{"old": true}')
+    assert pipeline.services.results.read_of(TENANT, job.id, run_id) == {"old": True}
+    # An attempt died after writing that result (before the upgrade): the next one records it, runs nothing.
+    pipeline.clock.advance(FAR.total_seconds())
+    pipeline.tick()
+    (message,) = pipeline.receive(Band.NORMAL)
+    pipeline.services.store.lease_run(run_id, owner="dead", now=pipeline.clock.now(), lease_for=timedelta(seconds=10))
+    pipeline.clock.advance(11)
+    pipeline.deliver(Band.NORMAL, [message])
+    run = pipeline.run(run_id)
+    assert run.status is RunStatus.SUCCEEDED
+    assert EXECUTIONS[run_id] == 0
+    assert run.result is not None
+    assert run.result.location.endswith(legacy_result_key_of(TENANT, job.id, run_id))
