@@ -238,13 +238,14 @@ def measure(jobs: int, window_s: float, *, seed: int = 6, extra: dict[str, Any] 
     }
 
 
-def run(stamp: Stamp, *, quick: bool) -> dict[str, Any]:
+def run(stamp: Stamp, *, quick: bool, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The section's measurement; `extra` fields go into every job (section 10: start_precision)."""
     plan = QUICK if quick else FULL
     available, reason = runtime_available()
     if not available:
         return {"stamp": stamp.__dict__, "pending": reason, **plan}
     load_before = os.getloadavg()[0]
-    result = measure(plan["jobs"], plan["window_s"])
+    result = measure(plan["jobs"], plan["window_s"], extra=extra)
     return {"stamp": stamp.__dict__, **result, "load_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
 
 

@@ -12,15 +12,12 @@ millisecond, per batch (a batch's runs wait together, on the executor's threads)
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from benchmarks import lateness
 from benchmarks.common import Stamp
 from benchmarks.prices import price
 
-FULL = lateness.FULL
-QUICK = lateness.QUICK
 GOAL_P99_MS = 100.0
 MEAN_WAIT_S = 0.75  # the lead (0.25 s) plus the rounding down (uniform over 0-1 s)
 EXECUTOR_GB = 0.5  # ExecutorFunction's MemorySize: 512 MB
@@ -28,19 +25,11 @@ LAMBDA_GB_SECOND_ARM = price("lambda_gb_s_arm").each
 
 
 def run(stamp: Stamp, *, quick: bool) -> dict[str, Any]:
-    plan = QUICK if quick else FULL
-    available, reason = lateness.runtime_available()
-    if not available:
-        return {"stamp": stamp.__dict__, "pending": reason, **plan}
-    load_before = os.getloadavg()[0]
-    result = lateness.measure(plan["jobs"], plan["window_s"], extra={"start_precision": "precise"})
+    result = lateness.run(stamp, quick=quick, extra={"start_precision": "precise"})
+    if "pending" in result:
+        return result
     per_million_alone = MEAN_WAIT_S * EXECUTOR_GB * LAMBDA_GB_SECOND_ARM * 1_000_000
-    return {
-        "stamp": stamp.__dict__,
-        **result,
-        "load_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
-        "extra_cost_per_million": {"alone": per_million_alone, "batches_of_10": per_million_alone / 10},
-    }
+    return {**result, "extra_cost_per_million": {"alone": per_million_alone, "batches_of_10": per_million_alone / 10}}
 
 
 def render(result: dict[str, Any]) -> str:
