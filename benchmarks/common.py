@@ -281,6 +281,7 @@ class AwsMeter:
         self.table_keys, self.indexes = index_defs_from_template()
         self.calls: list[Call] = []
         self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
         self.enabled = True
 
     def attach(self, client: Any) -> None:
@@ -317,11 +318,23 @@ class AwsMeter:
             context["bench_consistent"] = bool(params.get("ConsistentRead", False))
             context["bench_key"] = dict(params.get("Key", {}))
         if model.name in _WRITES and params.get("TableName") == self.table_name and context is not None:
+            # One write at a time from its before-image to its after-image: the executor runs a batch's records on
+            # threads, and two of them writing one item (a workflow run) would otherwise see each other's change
+            # in their images, and bill it twice or not at all. Released in _after (after-call comes for errors too).
+            self._write_lock.acquire()
+            context["bench_locked"] = True
             key = self._key_of(model.name, params)
             context["bench_key"] = key
             context["bench_before"] = self._image(key) if key else None
 
     def _after(self, http_response: Any, parsed: dict[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
+        try:
+            self._record(parsed, model, context)
+        finally:
+            if context.pop("bench_locked", False):
+                self._write_lock.release()
+
+    def _record(self, parsed: dict[str, Any], model: Any, context: dict[str, Any]) -> None:
         if not self.enabled:
             return
         service = model.service_model.service_name

@@ -198,8 +198,10 @@ def _headline(results: dict[str, Any]) -> list[str]:
         b = req["billable"]["ahead"]
         out.append(
             f"- Per one-shot run: **{b['billable_requests']:.1f} billable requests** ({b['sdk_requests']:.1f} AWS SDK"
-            f" calls + API Gateway + Lambda invocations) and **{b['wru']:.1f} DynamoDB WRU** (goal: ≤ 5 and ≤ 4:"
-            " not met; section 1 says what dominates)."
+            f" calls + API Gateway + Lambda invocations) and **{b['wru']:.1f} DynamoDB WRU** (goals: ≤ 6 SDK"
+            f" requests, {'met' if b['sdk_requests'] <= 6 else 'not met'}; ≤ 8 WRU,"
+            f" {'met' if b['wru'] <= 8 else 'not met'}; section 1 says what dominates and what"
+            " `InlineResultMaxBytes` changes)."
         )
     w = results.get("workflows")
     if w:

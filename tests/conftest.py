@@ -52,3 +52,17 @@ def pipeline(mocked_aws: None) -> Iterator[Any]:
 
     with Pipeline.create() as p:
         yield p
+
+
+@pytest.fixture
+def timed_pipeline(mocked_aws: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """`pipeline` whose SQS runs on the fake clock too: a message's delay ends when the fake clock says so (moto's
+    own are real seconds)."""
+    import moto.sqs.models
+
+    from tests.harness import Pipeline
+
+    with Pipeline.create() as p:
+        monkeypatch.setattr(moto.sqs.models, "unix_time", lambda *_: p.clock.now().timestamp())
+        monkeypatch.setattr(moto.sqs.models, "unix_time_millis", lambda *_: p.clock.now().timestamp() * 1000)
+        yield p

@@ -7,6 +7,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.batch import process_partial_response
 from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import ValidationError
 from tickwork.batch import ConcurrentBatchProcessor
 from tickwork.executor import Delivery, Outcome
 from tickwork.observability import logger, metrics, tracer
@@ -37,12 +38,26 @@ def _delivery(record: SqsRecordModel) -> Delivery:
     )
 
 
+def _deliveries(event: dict[str, Any]) -> list[Delivery]:
+    """The batch's records that parse; one that does not is left to the batch processor, which reports it."""
+    deliveries = []
+    for raw in (event.get("Records") if isinstance(event, dict) else None) or []:
+        try:
+            deliveries.append(_delivery(SqsRecordModel.model_validate(raw)))
+        except (ValidationError, TypeError):
+            continue
+    return deliveries
+
+
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    held = {d.message_id: d for d in services().executor.hold_batch(_deliveries(event))}
+
     def record_handler(record: SqsRecordModel) -> str:
-        outcome = services().executor.execute(_delivery(record), context.get_remaining_time_in_millis)
+        delivery = held.get(record.messageId) or _delivery(record)
+        outcome = services().executor.execute(delivery, context.get_remaining_time_in_millis)
         if outcome is not Outcome.DONE:
             raise RunNotFinished(outcome.value)
         return outcome.value

@@ -27,6 +27,8 @@ class Delivery:
     queue_url: str
     band: Band | None = None
     receive_count: int = 1
+    # Its visibility was already set to follow its lease, with its batch's (RunExecutor.hold_batch).
+    held: bool = False
 
 
 def visibility_for(lease_for: timedelta) -> int:

@@ -51,6 +51,7 @@ from tickwork.jitter import jittered_times
 from tickwork.models import Band, DeferReason, Job, JobState, Run, RunStatus, SkipReason, StartPrecision, run_id_for
 from tickwork.observability import logger, metrics
 from tickwork.queues import Outgoing, RunQueues, SendReport
+from tickwork.run_spec import with_specs
 from tickwork.settings import DEFAULT_AGING_AFTER_SECONDS
 from tickwork.store import DueItem, ItemKind, JobStore
 from tickwork.store.tenant_rates import TenantRates
@@ -225,21 +226,24 @@ class JobClaimer:
             written = writer.write(job, plan, now)
             self.faults.reached(CrashPoint.TICK_AFTER_RUN_PUT)
             self._record_skips(written.skipped, report)
-            outgoing += written.outgoing
             if written.in_flight_elsewhere:
                 report.lost_races += 1  # another claimer is on this job right now: the rest is theirs
-                return outgoing
+                return outgoing + written.outgoing
             next_run_at, complete = self._advance_past(job, plan, written.existing)
-            if not self.store.advance_job(
+            advanced = self.store.advance_job(
                 job.job_id,
                 expected_version=job.version,
                 next_run_at=next_run_at,
                 complete=complete,
                 now=now,
                 probe_at=plan.probe_at,
-            ):
+            )
+            if advanced is None:
                 report.lost_races += 1  # another tick moved the job (or it changed): its next claim is theirs
-                return outgoing
+                return outgoing + written.outgoing  # sent without a copy of the job: their executors read it
+            # The job as the advance left it, copied into the messages of the runs written before it
+            # (tickwork.run_spec says why that copy stays true).
+            outgoing += _with_job(written.outgoing, advanced.job)
             self.faults.reached(CrashPoint.TICK_AFTER_JOB_UPDATE)
             report.claimed_jobs += 1
             if max_runs is not None:
@@ -659,6 +663,14 @@ class MinuteTick:
         report.duration_ms = int((time.monotonic() - started) * 1000)
         logger.info("tick handed out its shards", extra={"slices_sent": report.slices_sent})
         return report
+
+
+def _with_job(outgoing: list[Outgoing], job: Job | None) -> list[Outgoing]:
+    """A claim round's messages, carrying a copy of the job as its advance left it (tickwork.run_spec)."""
+    if job is None:
+        return outgoing
+    messages = with_specs([o.message for o in outgoing], job)
+    return [replace(o, message=m) for o, m in zip(outgoing, messages, strict=True)]
 
 
 def _tenant_of(item: DueItem) -> str:

@@ -36,7 +36,8 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -66,6 +67,7 @@ from tickwork.outcomes import MAX_MESSAGE_BACKOFF_SECONDS, RunOutcomes, StepSett
 from tickwork.overlap import CANCEL_POLL_SECONDS, OverlapGate
 from tickwork.queues import PRECISE_LEAD_SECONDS, RunQueues
 from tickwork.results import ResultStore
+from tickwork.run_spec import trusted_spec
 from tickwork.run_target import RunTarget
 from tickwork.store import JobStore, LeaseOutcome
 from tickwork.workflow.runs import WorkflowRunRecord
@@ -132,7 +134,9 @@ class RunExecutor:
             message = RunMessage.model_validate_json(delivery.body)
         except ValidationError as exc:
             # A message nobody can run: park it on the DLQ with the reason instead of looping on it.
-            logger.error("malformed run message", extra={"message_id": delivery.message_id, "errors": exc.errors()})
+            # Without the input: a message may carry a job's payload, which is never logged.
+            errors = exc.errors(include_input=False, include_url=False)
+            logger.error("malformed run message", extra={"message_id": delivery.message_id, "errors": errors})
             self.queues.dead_letter_raw(delivery.band or Band.NORMAL, delivery.body, f"malformed message: {exc}")
             return Outcome.DONE
         logger.thread_safe_append_keys(run_id=message.run_id, job_id=message.job_id, tenant=message.tenant)
@@ -141,13 +145,32 @@ class RunExecutor:
         finally:
             logger.thread_safe_remove_keys(["run_id", "job_id", "tenant"])
 
+    def hold_batch(self, deliveries: Sequence[Delivery]) -> list[Delivery]:
+        """A batch's messages set to come back when their leases would end, ten to a request instead of one
+        each (the records of a batch start together, on threads: tickwork.batch): the deliveries, each marked
+        `held` if its visibility was set. One alone, or a request that fails, leaves that to `execute`."""
+        if len(deliveries) < 2:
+            return list(deliveries)
+        by_queue: dict[str, dict[str, str]] = {}
+        for delivery in deliveries:
+            by_queue.setdefault(delivery.queue_url, {})[delivery.message_id] = delivery.receipt_handle
+        held: set[str] = set()
+        for queue_url, receipts in by_queue.items():
+            try:
+                held |= self.queues.change_visibility_batch(queue_url, receipts, visibility_for(self.lease_for))
+            except Exception:  # each record then sets its own, as it would without this
+                logger.exception("the batch's visibility could not be set at once; each record sets its own")
+        return [replace(d, held=True) if d.message_id in held else d for d in deliveries]
+
     def _execute(self, message: RunMessage, delivery: Delivery, remaining_ms: Callable[[], int]) -> Outcome:
         owner = f"{delivery.message_id}:{uuid.uuid4().hex[:12]}"
         self.faults.reached(CrashPoint.EXECUTOR_ON_RECEIVE)
         # Before the lease exists, the message is set to come back when the lease would end: an executor that
         # dies at any point from here on (timeout, out of memory, SIGKILL) strands nothing for longer than
-        # the lease + VISIBILITY_MARGIN_SECONDS, rather than the queue's 90-minute visibility.
-        self.queues.change_visibility(delivery.queue_url, delivery.receipt_handle, visibility_for(self.lease_for))
+        # the lease + VISIBILITY_MARGIN_SECONDS, rather than the queue's 90-minute visibility. Done with its
+        # batch's, in one request, unless that request left it out (hold_batch).
+        if not delivery.held:
+            self.queues.change_visibility(delivery.queue_url, delivery.receipt_handle, visibility_for(self.lease_for))
         if message.precise:
             self._wait_for_instant(message)
         now = self.clock.now()
@@ -166,7 +189,7 @@ class RunExecutor:
         assert run is not None
         assert lease.lease_until is not None
         self.faults.reached(CrashPoint.EXECUTOR_AFTER_LEASE)
-        target = self._target(run)
+        target = self._target(run, message, lease.previous_status, now)
         self.faults.reached(CrashPoint.EXECUTOR_AFTER_JOB_READ)
         if target is None:
             return self.outcomes.skip(run, None, owner, SkipReason.JOB_DELETED)
@@ -229,9 +252,13 @@ class RunExecutor:
             return no_holds(target.tenant, owner)
         return self.limits.admit(target, holder=owner, deferred=run.deferred, until=until, now=now)
 
-    def _target(self, run: Run) -> RunTarget | None:
-        """What the run runs: its job, or its workflow step (from its workflow run); None if that is gone."""
+    def _target(self, run: Run, message: RunMessage, previous: RunStatus | None, now: datetime) -> RunTarget | None:
+        """What the run runs: its job (by the message's copy where that is trusted, tickwork.run_spec, else as
+        read now), or its workflow step (from its workflow run); None if that is gone."""
         if run.workflow_run_id is None:
+            spec = trusted_spec(message, run, previous, now)
+            if spec is not None:
+                return RunTarget.of_spec(spec, run)
             job = self.store.get_job(run.job_id)
             return RunTarget.of_job(job, run) if job is not None else None
         if self.workflows is None:

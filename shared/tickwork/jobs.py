@@ -22,6 +22,7 @@ from tickwork.lifecycle import VersionedChanges
 from tickwork.models import Job, JobState, Run, RunStatus, RunTrigger, run_id_for
 from tickwork.observability import logger, metrics
 from tickwork.queries import JobQueries
+from tickwork.run_spec import MARK_BACK
 from tickwork.store import JobStore
 from tickwork.tenants import ActiveJobsQuota
 
@@ -69,6 +70,14 @@ class JobLifecycle:
         return VersionedChanges("job", self.queries.get_job, self._replace, self.clock)
 
     def _replace(self, job: Job, expected_version: int) -> bool:
+        """The change's write, after the job's claimed runs were told that their messages' copies of the job no
+        longer hold, so that their executors read it (tickwork.run_spec). Before the write, not after: a process
+        that dies between the two leaves nothing untold. A run claimed after the marking has a copy only if its
+        claim's advance of the job won; that advance moved the version, and this write, on the version read
+        before the marking, then loses (and the change is tried again), or it came after this write and copied
+        the changed job."""
+        now = self.clock.now()
+        self.store.mark_runs_job_changed(job.id, now=now, since=now - MARK_BACK)
         return self.store.replace_job(job, expected_version=expected_version)
 
     def pause(self, tenant: str, job_id: str) -> Job:

@@ -533,6 +533,9 @@ class Run(BaseModel, _InBand):
     payload: dict[str, Any] | None = None
     # Its attempts in order, the last MAX_ATTEMPT_HISTORY of them (empty on runs recorded before it existed).
     attempt_history: list[AttemptRecord] = Field(default_factory=list)
+    # When its job was paused, cancelled or edited after the run was claimed: its message's copy of the job
+    # (RunMessage.job) is then out of date, and its executor reads the job instead. Absent otherwise.
+    job_changed_at: UtcDatetime | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -540,8 +543,27 @@ class Run(BaseModel, _InBand):
         return _number_open_attempts(data)
 
 
+class JobRunSpec(BaseModel):
+    """What the executor needs of a job to run its scheduled run, copied into the run's message by the claim from
+    the job as the claim's own write left it (tickwork.run_spec), so that the executor need not read the job.
+    Only an ACTIVE job's, with overlap ALLOW, no circuit breaker and a small payload; the job's later changes
+    mark its claimed runs (Run.job_changed_at), whose executors then read the job as it is."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: str
+    payload: dict[str, Any]
+    retry: RetryPolicy
+    timeout_seconds: int
+    concurrency: ConcurrencyLimit | None = None
+    rate_limit: RateLimit | None = None
+    # The job has no occurrence after this run's: its settling may complete the job.
+    last_occurrence: bool = False
+
+
 class RunMessage(BaseModel):
-    """The SQS body from tick to executor: small, because the run record holds the rest."""
+    """The SQS body from tick to executor: small, because the run record holds the rest; a claimed run's may
+    carry a copy of its job's spec (`job`), which saves the executor a read."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -552,6 +574,7 @@ class RunMessage(BaseModel):
     scheduled_for: UtcDatetime
     # A precise run: the executor waits until scheduled_for before it leases (absent, and not sent, otherwise).
     precise: Literal[True] | None = None
+    job: JobRunSpec | None = None
 
     @model_validator(mode="after")
     def _ids_agree(self) -> RunMessage:

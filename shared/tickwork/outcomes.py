@@ -28,7 +28,6 @@ from tickwork.models import (
     AttemptRecord,
     DeadLetter,
     DeferReason,
-    JobState,
     Run,
     RunError,
     RunResult,
@@ -104,11 +103,10 @@ class RunOutcomes:
             if self.steps is not None:
                 self.steps.step_settled(run, status, skip_reason)
             return
-        job = target.job if target is not None else None
-        if job is None or job.state is not JobState.ACTIVE or run.trigger is not RunTrigger.SCHEDULE:
+        if target is None or not target.last_occurrence or run.trigger is not RunTrigger.SCHEDULE:
             return
-        if job.next_occurrence_after(run.scheduled_for) is None and self.store.complete_if_settled(job.id, now):
-            logger.info("job completed: its last occurrence has settled", extra={"job_id": job.id})
+        if self.store.complete_if_settled(target.owner_id, now):
+            logger.info("job completed: its last occurrence has settled", extra={"job_id": target.owner_id})
 
     def succeed(
         self,

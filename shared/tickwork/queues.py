@@ -140,6 +140,22 @@ class RunQueues:
             return False
         return True
 
+    def change_visibility_batch(self, queue_url: str, receipts: dict[str, str], seconds: int) -> set[str]:
+        """`change_visibility` for many messages of one queue (id -> receipt handle), ten to a request: the ids
+        whose visibility was changed. An entry SQS refuses is left out, not raised: its caller changes it alone."""
+        changed: set[str] = set()
+        items = list(receipts.items())
+        timeout = max(0, min(43200, seconds))
+        for start in range(0, len(items), BATCH):
+            chunk = items[start : start + BATCH]
+            entries = [
+                {"Id": str(i), "ReceiptHandle": receipt, "VisibilityTimeout": timeout}
+                for i, (_, receipt) in enumerate(chunk)
+            ]
+            response = self._sqs.change_message_visibility_batch(QueueUrl=queue_url, Entries=entries)
+            changed |= {chunk[int(ok["Id"])][0] for ok in response.get("Successful", [])}
+        return changed
+
     def dead_letter(self, band: Band, letter: DeadLetter) -> None:
         self._sqs.send_message(
             QueueUrl=self.dlq_urls[band],

@@ -10,6 +10,7 @@ from typing import Any
 from tickwork.models import (
     ConcurrencyLimit,
     Job,
+    JobRunSpec,
     JobState,
     OverlapPolicy,
     RateLimit,
@@ -37,7 +38,10 @@ class RunTarget:
     # Limits shared with other runs of the tenant (tickwork.limits); None: not limited.
     concurrency: ConcurrencyLimit | None = None
     rate_limit: RateLimit | None = None
-    # The job, for completing it once its last occurrence has settled; None for a workflow step.
+    # The run is its job's last occurrence: its settling completes the job (JobStore.complete_if_settled).
+    last_occurrence: bool = False
+    # The job as the executor read it (its circuit breaker's state); None for a workflow step, or a run by its
+    # message's copy of the job (tickwork.run_spec: such a job has no breaker).
     job: Job | None = field(default=None, compare=False)
 
     @classmethod
@@ -60,7 +64,24 @@ class RunTarget:
             held_back=held_back,
             concurrency=job.concurrency,
             rate_limit=job.rate_limit,
+            last_occurrence=job.state is JobState.ACTIVE and job.next_occurrence_after(run.scheduled_for) is None,
             job=job,
+        )
+
+    @classmethod
+    def of_spec(cls, spec: JobRunSpec, run: Run) -> RunTarget:
+        """A job's run by its message's copy of the job (tickwork.run_spec.trusted_spec): the job was ACTIVE
+        with overlap ALLOW when claimed, and nobody changed it since."""
+        return cls(
+            owner_id=run.job_id,
+            tenant=run.tenant,
+            type=spec.type,
+            payload=spec.payload,
+            retry=spec.retry,
+            timeout_seconds=spec.timeout_seconds,
+            concurrency=spec.concurrency,
+            rate_limit=spec.rate_limit,
+            last_occurrence=spec.last_occurrence,
         )
 
     @classmethod

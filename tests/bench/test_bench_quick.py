@@ -18,10 +18,11 @@ RUN_CALL_BUDGET = {
     "dynamodb:PutItem run": 1,  # claim: the run record
     "dynamodb:UpdateItem job": 2,  # claim: advance the job; executor: complete the one-shot once settled
     "dynamodb:UpdateItem run": 2,  # executor: lease, finish
-    "dynamodb:GetItem job": 1,  # executor: the job's type and payload
+    # No GetItem of the job: the claim's advance returns it, and the run's message carries its copy (run_spec).
     "s3:PutObject": 1,  # the result
     "sqs:SendMessageBatch": 0.1,  # batches of 10
-    "sqs:ChangeMessageVisibility": 1,  # executor: the message follows the lease from before it is taken
+    # executor: the messages follow their leases from before they are taken, a batch's in one request
+    "sqs:ChangeMessageVisibilityBatch": 0.1,
     "sqs:ReceiveMessage": 0.1,
     "sqs:DeleteMessageBatch": 0.1,
     # Tenants' settings (weights and quotas: docs/fairness.md), read by the create's claim, the tick and the
@@ -45,7 +46,7 @@ STEP_CALL_BUDGET = {
     "dynamodb:UpdateItem workflow run": 1.75,  # the step's end (1), the plans that follow (3 per diamond)
     "s3:PutObject": 1,  # the result
     "s3:GetObject": 1,  # upstream results for $from (b, c: a's; d: b's and c's)
-    "sqs:ChangeMessageVisibility": 1,
+    "sqs:ChangeMessageVisibilityBatch": 0.15,  # a batch's visibility in one request
     "sqs:SendMessageBatch": 0.55,  # the roots at the tick; a's end sends b and c, c's (or b's) end sends d
     "sqs:ReceiveMessage": 0.15,
     "sqs:DeleteMessageBatch": 0.15,

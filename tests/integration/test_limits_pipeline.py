@@ -366,6 +366,6 @@ def test_what_a_deferral_costs(pipeline):
     pipeline.services.tenant_directory.settings_of(TENANT)
     calls = _calls_of_one_delivery(pipeline, pipeline.receive(Band.NORMAL)[0])
     assert pipeline.runs_of(job.id)[0].deferred == 1
-    # The visibility before the lease and the message's wait; the lease and the deferral's write; the job and the
-    # key's read (full: nothing written to it).
-    assert calls == {"ChangeMessageVisibility": 2, "UpdateItem": 2, "GetItem": 2}
+    # The visibility before the lease and the message's wait; the lease and the deferral's write; the key's read
+    # (full: nothing written to it). The job is not read: the message carries its copy (tickwork.run_spec).
+    assert calls == {"ChangeMessageVisibility": 2, "UpdateItem": 2, "GetItem": 1}

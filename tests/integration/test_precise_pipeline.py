@@ -5,10 +5,8 @@ starts on its instant, and its lease's not_before means no message, however earl
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import timedelta
 
-import moto.sqs.models
 import pytest
 from tickwork.models import Band, RunStatus, StartPrecision, run_id_for
 
@@ -16,15 +14,6 @@ from tests.harness import START, Pipeline
 
 FAR = timedelta(seconds=300)  # beyond the 120 s horizon: created jobs wait for a tick
 DUE = START + FAR + timedelta(milliseconds=300)  # mid-second, where rounding matters
-
-
-@pytest.fixture
-def timed_pipeline(mocked_aws: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pipeline]:
-    with Pipeline.create() as pipeline:
-        # SQS's clock is the fake one: a message's delay ends when the fake clock says so.
-        monkeypatch.setattr(moto.sqs.models, "unix_time", lambda *_: pipeline.clock.now().timestamp())
-        monkeypatch.setattr(moto.sqs.models, "unix_time_millis", lambda *_: pipeline.clock.now().timestamp() * 1000)
-        yield pipeline
 
 
 def _sent(pipeline: Pipeline) -> list[dict]:

@@ -218,3 +218,4 @@ class JobStore:
     defer_run = _Forward("runs", RunRecords.defer_run)
     requeue_failed_run = _Forward("runs", RunRecords.requeue_failed_run)
     runs_of_job = _Forward("runs", RunRecords.runs_of_job)
+    mark_runs_job_changed = _Forward("runs", RunRecords.mark_runs_job_changed)

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from tickwork.clock import iso, to_ms
+from tickwork.errors import UnreadableItem
 from tickwork.models import BreakerState, Job, JobState
 from tickwork.store.codec import deserialize, expression_values, job_key, job_to_item, shard_of
 from tickwork.store.conditional import Table
@@ -122,8 +123,10 @@ class JobRecords:
         complete: bool,
         now: datetime,
         probe_at: datetime | None = None,
-    ) -> bool:
+    ) -> Advanced | None:
         """The claim's second write: the job moves past the claimed occurrences, only from `expected_version`.
+        None if it lost; else the job as the write left it (ReturnValues: no read, no capacity billed), which
+        the claim copies into its runs' messages (tickwork.run_spec).
 
         A claimer that dies before this leaves the job un-advanced; the next claimer finds the runs existing
         and just completes this step. Nothing is lost and nothing doubled, as with a transaction, at half its
@@ -150,12 +153,16 @@ class JobRecords:
             values.update(expression_values(completed=JobState.COMPLETED.value))
         update = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
         condition = "version = :v AND #state IN (:active, :suspended)"
-        if not complete:  # the claim's common case: no returned item, nothing more than before
-            return self._table.update_if(job_key(job_id), update, condition, {"#state": "state"}, values)
+        if not complete:  # the claim's common case
+            won, new = self._table.update_if_returning_new(
+                job_key(job_id), update, condition, {"#state": "state"}, values
+            )
+            return Advanced(_job_of(new)) if won else None
         won, old = self._table.update_if_returning_old(job_key(job_id), update, condition, {"#state": "state"}, values)
-        if won:
-            self._tenants.release_after_transition(old)
-        return won
+        if not won:
+            return None
+        self._tenants.release_after_transition(old)
+        return Advanced(None)  # complete: nothing of it is sent
 
     # ------------------------------------------------------------ the circuit breaker (tickwork.breaker)
 
@@ -334,6 +341,22 @@ class SlotClaim:
     taken: bool
     holder: str | None = None  # the run in the running slot, when not taken (None: it was free, a waiter's)
     buffered: str | None = None  # the run in the wait slot, as the refused claim saw it
+
+
+@dataclass(frozen=True)
+class Advanced:
+    """A claim's advance that won: the job as it left it (None for a workflow, or a job that could not be read)."""
+
+    job: Job | None
+
+
+def _job_of(attrs: dict[str, Any]) -> Job | None:
+    if attrs.get("kind", "JOB") != "JOB":
+        return None
+    try:
+        return read_job(attrs)
+    except UnreadableItem:  # logged and counted by read_job; its runs' executors read it themselves
+        return None
 
 
 def counted_item(item: dict[str, Any], tenant: str, counted: bool) -> dict[str, Any]:

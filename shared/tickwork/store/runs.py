@@ -8,6 +8,7 @@ occurrence), leased only if free (at most one live lease), finished only by the 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -402,8 +403,54 @@ class RunRecords:
         page = self._table.client.query(**kwargs)
         return [run_from_attrs(deserialize(i)) for i in page.get("Items", [])], page.get("LastEvaluatedKey")
 
+    def mark_runs_job_changed(self, job_id: str, *, now: datetime, since: datetime) -> int:
+        """Tell the job's unsettled runs of occurrences from `since` on that their job changed (`job_changed_at`):
+        their messages' copies of the job are out of date, and their executors read the job (tickwork.run_spec).
+        One consistent Query of that key range (a few minutes of the job's runs), then one conditional write per
+        unsettled run; a run that settles meanwhile is left alone. How many were marked."""
+        pending: list[str] = []
+        kwargs: dict[str, Any] = {
+            "TableName": self._table.name,
+            "KeyConditionExpression": "pk = :pk AND sk BETWEEN :lo AND :hi",
+            "FilterExpression": "NOT #status IN (:succeeded, :failed, :skipped)",
+            "ProjectionExpression": "run_id",
+            "ExpressionAttributeNames": {"#status": "status"},
+            "ExpressionAttributeValues": expression_values(
+                pk=f"JOB#{job_id}", lo=f"RUN#{to_ms(since):013d}", hi="RUN#~", **_TERMINAL_VALUES
+            ),
+            "ConsistentRead": True,
+        }
+        while True:
+            page = self._table.client.query(**kwargs)
+            pending += [deserialize(item)["run_id"] for item in page.get("Items", [])]
+            if not page.get("LastEvaluatedKey"):
+                break
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+        def mark(run_id: str) -> bool:
+            return self._table.update_if(
+                run_key(run_id),
+                "SET job_changed_at = :now",
+                "attribute_exists(pk) AND NOT #status IN (:succeeded, :failed, :skipped)",
+                {"#status": "status"},
+                expression_values(now=iso(now), **_TERMINAL_VALUES),
+            )
+
+        if len(pending) <= 1:
+            return sum(map(mark, pending))
+        # A 1-second rate job has a couple of minutes of claimed runs: written side by side, not one by one.
+        with ThreadPoolExecutor(max_workers=min(8, len(pending))) as pool:
+            return sum(pool.map(mark, pending))
+
     def _expiry(self, now: datetime) -> int:
         return int((now + self.retention).timestamp())
+
+
+_TERMINAL_VALUES = {
+    "succeeded": RunStatus.SUCCEEDED.value,
+    "failed": RunStatus.FAILED.value,
+    "skipped": RunStatus.SKIPPED.value,
+}
 
 
 def _history_attr(history: Sequence[AttemptRecord]) -> list[dict[str, Any]]:
