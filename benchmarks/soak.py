@@ -47,7 +47,9 @@ from tests.processes import Proc, free_port
 BIN = Path(sys.executable).parent
 READY_LINE = re.compile(r"ready in [0-9.]+ s: (?P<url>http://\S+)")
 INJECTED_LINE = re.compile(r"injected (\d+) AWS errors")
-RUN_LINE = re.compile(r" run (\w+)\s+.*\((j[0-9a-z]{25}\.\d{13})\)")
+# `run SUCCEEDED  nightly (j....1795262405000)`, or the bare id where the node never saw the job's name (another
+# node claimed it and the message's copy of the job spared the executor the read).
+RUN_LINE = re.compile(r" run (\w+)\s+(?:\S.*?\()?(j[0-9a-z]{25}\.\d{13})\b")
 TERMINAL = {"SUCCEEDED", "FAILED", "SKIPPED"}
 DOC = ROOT / "docs" / "reliability.md"
 

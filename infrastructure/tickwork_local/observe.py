@@ -151,6 +151,14 @@ class ObservedStore(_Observed):
             self._runlog.saw_job(job)
         return job
 
+    def advance_job(self, *args: Any, **kwargs: Any) -> Any:
+        # A claimed run's executor reads its job only when the message's copy is stale (tickwork.run_spec), so
+        # the claim's own view of the job is where a node learns the name for its run lines.
+        advanced = self._inner.advance_job(*args, **kwargs)
+        if advanced is not None and advanced.job is not None:
+            self._runlog.saw_job(advanced.job)
+        return advanced
+
     def finish_run(self, run: Run, **kwargs: Any) -> bool:
         recorded = bool(self._inner.finish_run(run, **kwargs))
         if recorded:

@@ -9,6 +9,7 @@ import json
 import socket
 import time
 from datetime import UTC, datetime
+from types import SimpleNamespace
 
 import pytest
 from tickwork.models import Run, RunError, RunResult, RunStatus, SkipReason
@@ -320,6 +321,9 @@ class _Store:
     def get_job(self, job_id, **kwargs):
         return None
 
+    def advance_job(self, job, **kwargs):
+        return SimpleNamespace(job=SimpleNamespace(id=job, name="nightly"))
+
 
 class _Results:
     def write_once(self, run, document):
@@ -342,6 +346,17 @@ def test_observed_store_reports_recorded_outcomes_only_and_passes_everything_thr
     assert store.get_job("j") is None
     assert store.finish_run(_run(), status=RunStatus.SUCCEEDED, now=FINISHED, duration_ms=3) is True
     assert out.getvalue().endswith('result {"n":1}\n')
+
+
+def test_a_run_line_names_the_job_its_claim_advanced_though_the_executor_never_read_it():
+    # The message's copy of the job spares the executor its read (tickwork.run_spec); the claim's view names it.
+    out = io.StringIO()
+    store = ObservedStore(_Store(recorded=True), RunLog(out))
+    store.finish_run(_run(), status=RunStatus.SUCCEEDED, now=FINISHED)
+    assert " run SUCCEEDED j01jd2k3m4n5p6q7r8s9t0v1w2.1795262405000 " in out.getvalue()  # no name seen yet
+    assert store.advance_job("j01jd2k3m4n5p6q7r8s9t0v1w2").job.name == "nightly"
+    store.finish_run(_run(), status=RunStatus.SUCCEEDED, now=FINISHED)
+    assert " run SUCCEEDED nightly (j01jd2k3m4n5p6q7r8s9t0v1w2.1795262405000) " in out.getvalue().splitlines()[1]
 
 
 # ---------------------------------------------------------------- ports
