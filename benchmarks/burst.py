@@ -285,10 +285,17 @@ HISTORY = [
     " 10,602 ms, 12.7 / 9.8 / 8.2 / 9.4 runs/s, moto CPU per run 110 / 278 / 99 / 289 ms, `tickwork dev` 51 / 103 /"
     " 48 / 107 ms. The spread between the two full runs: p99 6.8 to 8.6 s (120 within 6 s), 6.9 to 12.1 s (100 at"
     " once); with reads 9.6 to 19.3 s and 10.5 to 10.6 s.",
+    "Fewer requests a run and a cheaper DynamoDB answer (af12e97: the run message carries the job's spec, so no"
+    " `GetItem`, and a batch's visibility is one `ChangeMessageVisibilityBatch`; 3526158: the endpoint writes item"
+    " answers as JSON instead of through moto 5.2's serializer, which took 14 ms for an `UpdateItem` returning a"
+    " 1 KB job against 6.5 ms without). `python -m benchmarks.run --only burst`, load 1.0 to 1.3, not niced: p99"
+    " 4,595 / 6,196 / 6,595 / 5,444 ms, 13.5 / 12.9 / 15.2 / 18.4 runs/s, 9.3 / 16.2 / 9.2 / 16.1 requests per run"
+    " (11.1 / 14.1 / 11.0 / 14.6 before). Better everywhere, most with API reads; the goals are still missed.",
 ]
 FINDINGS = (
-    "What bounds a burst here is CPU, not waiting: a one-shot run costs about 12 requests to the endpoint (2 PutItem,"
-    " 4 UpdateItem, 1 GetItem, 1 S3 put, 1 ChangeMessageVisibility, 1 send, about 1.5 receives, 0.3 deletes) and"
+    "What bounds a burst here is CPU, not waiting: a one-shot run costs about 9 requests to the endpoint (2 PutItem,"
+    " 4 UpdateItem, 1 S3 put, its share of the batches of sends, visibility changes and deletes, about 1.5"
+    " receives) and"
     " 80 to 100 ms of moto CPU and 45 to 50 ms of `tickwork dev` CPU on this loaded machine (7 to 8 ms per moto"
     " request, against 4 to 5 ms for the same UpdateItem in the microbenchmark: the run's items are larger and carry"
     " the due and tenant indexes). moto serves one request at a time in one process (its GIL), so one node's ceiling"

@@ -153,8 +153,8 @@ def render(result: dict[str, Any], requests: dict[str, Any] | None = None) -> st
         f" ({_fmt(updates)} `UpdateItem workflow run` per step run, {_fmt(update_wru)} WRU: the item holds the"
         f" definition snapshot and the steps' map, {run_bytes} bytes here, so every write bills its size, and each"
         " step's end moves the run's reconciliation time, a `due-index` key); the executor reads the workflow run"
-        " for the step's definition (`GetItem workflow run`, where a job's run reads its job); a step that fills"
-        " its payload with `$from` reads its upstream results (`s3:GetObject`). What a step run saves against a"
+        " for the step's definition (`GetItem workflow run`; a job's run finds its job's spec in its message);"
+        " a step that fills its payload with `$from` reads its upstream results (`s3:GetObject`). What a step run saves against a"
         " job's run: no job item of its own (no create, no claim's `UpdateItem job`, no completion), and"
         " downstream steps are created and sent by the executor that ended their last upstream step, not by a"
         " tick. A larger definition makes every one of those workflow run writes dearer: 1 WRU per started KB.",

@@ -40,6 +40,7 @@ from tickwork.api_models import JobSpec
 from tickwork.clock import iso
 from tickwork.store import job_to_item
 from tickwork_local.moto_atomic import atomic_requests_in_process
+from tickwork_local.motoserver import serialize_item_responses_directly
 from tickwork_local.template import load_template
 
 from benchmarks import ROOT
@@ -121,7 +122,12 @@ def stopwatch(*, quiet_gc: bool = False) -> Iterator[Callable[[], float]]:
 
 @contextmanager
 def moto_session() -> Iterator[None]:
-    """In-process moto with DynamoDB's per-request atomicity kept (as tests/conftest.py's `mocked_aws`)."""
+    """In-process moto with DynamoDB's per-request atomicity kept (as tests/conftest.py's `mocked_aws`), and its
+    item answers written as the local endpoint writes them (`serialize_item_responses_directly`: the same JSON,
+    without moto 5.2's serializer walking every value), so that the timed sections measure Tickwork and moto's
+    request handling rather than that serializer. It applies to a section's own requests and to moto's raw
+    ceiling alike; the request and WRU counts do not depend on it."""
+    serialize_item_responses_directly()
     with mock_aws(), atomic_requests_in_process():
         yield
 

@@ -58,6 +58,8 @@ def render(result: dict[str, Any]) -> str:
             f"Against section 5 (second precision, the same runs): there the rounding up alone puts p99 near 1 s."
             f" 1-minute load average {lateness._load(result)}.",
             "",
+            SPREAD,
+            "",
             f"**What it costs** (arithmetic): the executor waits {MEAN_WAIT_S:.2f} s on average per batch at 512 MB,"
             f" ${LAMBDA_GB_SECOND_ARM:.10f} per GB-s (arm64): **${cost['alone']:.2f} per million runs** when each"
             f" run is alone in its batch (runs spread out, as here), ${cost['batches_of_10']:.2f} when they come"
@@ -65,6 +67,19 @@ def render(result: dict[str, Any]) -> str:
             " default: it stays a per-job choice for the jobs whose start must be within milliseconds.",
         ]
     )
+
+
+# What repeated runs showed (the table above is the latest `make bench` run); the late runs are those due in the
+# first seconds of a minute, when the minute's tick claims.
+SPREAD = (
+    "Repeated on 2026-11-23 (3526158, this section's command and the same 500 runs through"
+    " `benchmarks.lateness.measure`): p99 350 ms, 654 ms and 31 ms, against 2 ms on abe2f10 earlier that day."
+    " In each run the late ones were due in the first 2 s of one minute and started together when that minute's"
+    " tick had finished its claims (its claims and their leases share the local endpoint, which serves one"
+    " request at a time); the rest started within a few ms. The goal holds between ticks and is **missed** at"
+    " them on this machine; why the tick takes longer than before (3.8 s for 94 claims in the 31 ms run) is not"
+    " yet found."
+)
 
 
 def console(result: dict[str, Any]) -> str:
