@@ -6,14 +6,25 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: dev test browser-deps console-vendor lint security soak unit integration e2e typecheck build bench bench-quick clean
+.PHONY: dev test browser-deps console-vendor lint security soak unit integration e2e typecheck build sam lock bench bench-quick clean
 
-# The venv is rebuilt when pyproject.toml changes (stale) or is missing.
-$(STAMP): pyproject.toml
+# The venv installs the lock files, hashes checked: requirements-dev.txt (every tool and test dependency) and, within
+# it, the same versions as shared/requirements.txt, the layer's lock. So the tests import what is deployed.
+# It is rebuilt when a lock or pyproject.toml changes (stale) or is missing.
+$(STAMP): pyproject.toml requirements-dev.txt shared/requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --require-hashes -r requirements-dev.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
+
+# Resolve the locks again after editing shared/requirements.in or pyproject.toml's dev list (UPGRADE=--upgrade to
+# move every pin forward). One resolution for Python 3.11 and later on every platform (--universal): the layer is
+# built for arm64 and Python 3.13, the tests run here.
+LOCK_FLAGS := --quiet --universal --python-version 3.11 --generate-hashes --custom-compile-command "make lock"
+lock: $(STAMP)
+	$(BIN)/uv pip compile $(LOCK_FLAGS) $(UPGRADE) pyproject.toml --extra dev -o requirements-dev.txt
+	$(BIN)/uv pip compile $(LOCK_FLAGS) $(UPGRADE) shared/requirements.in -c requirements-dev.txt -o shared/requirements.txt
 
 # checkov pins an older boto3 than ours, so the scanner gets a venv of its own.
 CHECKOV_VENV  := .venv-checkov
@@ -41,8 +52,8 @@ security: $(CHECKOV_STAMP)
 # suites that start `tickwork dev` processes and wait in real time (e2e, browser) run after them, two files at a
 # time (--dist loadfile: a file's tests share their runtime), so that no CPU-bound suite competes with the runtimes
 # they time. Serially the e2e and browser suites took 7 min 52 s; two at a time, 4 min 2 s.
-test: lint typecheck security browser-deps
-	$(BIN)/python -m pytest -q -n auto --durations=15 --ignore=tests/e2e --ignore=tests/browser $(PYTEST_ARGS)
+test: lint typecheck security sam browser-deps
+	TICKWORK_SAM_BUILT=1 $(BIN)/python -m pytest -q -n auto --durations=15 --ignore=tests/e2e --ignore=tests/browser $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=10 tests/e2e tests/browser $(PYTEST_ARGS)
 
 unit: $(STAMP)
@@ -54,9 +65,24 @@ integration: $(STAMP)
 e2e: $(STAMP)
 	$(BIN)/python -m pytest -q tests/e2e
 
-# sam build needs python3.13 on PATH; pyenv ships one here.
-build:
-	PYENV_VERSION=3.13.0:3.11.7 sam build
+# The SAM CLI in a venv of its own (as checkov's): `sam validate --lint`, then `sam build` as a user runs it before
+# `sam deploy` (for arm64: the layer's wheels are fetched for aarch64). sam build needs the functions' Python
+# (python3.13) first on PATH: tickwork_local.build finds it (PATH, pyenv, or TICKWORK_RUNTIME_PYTHON).
+SAM_VENV  := .venv-sam
+SAM_STAMP := $(SAM_VENV)/.installed
+$(SAM_STAMP):
+	test -x $(SAM_VENV)/bin/python || $(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/python -m pip install --quiet 'aws-sam-cli==1.170.0'
+	touch $(SAM_STAMP)
+RUNTIME_PYTHON = $$($(BIN)/python -c 'from tickwork_local.build import find_runtime_python, runtime_version; from tickwork_local.template import load_template; print(find_runtime_python(runtime_version(load_template())))')
+
+sam: $(SAM_STAMP) $(STAMP)
+	$(SAM_VENV)/bin/sam validate --lint
+	PATH="$$(dirname $(RUNTIME_PYTHON)):$$PATH" $(SAM_VENV)/bin/sam build
+
+# The functions built for this machine (`tickwork dev --built .build/local` runs them as deployed).
+build: $(STAMP)
+	$(BIN)/tickwork build --out .build/local
 
 # Three nodes, a SIGKILL every 20 s, 2% AWS errors, 5,000+ runs (about 12 minutes); writes docs/reliability.md.
 soak: $(STAMP)
@@ -69,7 +95,7 @@ bench-quick: $(STAMP)
 	$(BIN)/python -m benchmarks.run --quick
 
 clean:
-	rm -rf $(VENV) $(CHECKOV_VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(CHECKOV_VENV) $(SAM_VENV) .build .aws-sam .pytest_cache .mypy_cache .ruff_cache
 
 # The browser tests (tests/browser) drive Debian's Chromium through Playwright. As root (CI), install it when it is
 # missing; otherwise say how.

@@ -274,6 +274,16 @@ InjectAwsErrors = Annotated[
     ),
 ]
 FaultSeed = Annotated[int, typer.Option("--fault-seed", help="Seed of the injected errors' random stream.")]
+Built = Annotated[
+    str | None,
+    typer.Option(
+        "--built",
+        metavar="DIR",
+        help="Run the functions as deployed: from the build in DIR (`tickwork build`), each in processes of the "
+        "template's Python with only its code and layers on sys.path, fed through the Lambda Runtime API.",
+    ),
+]
+BuildOut = Annotated[str, typer.Option("--out", metavar="DIR", help="Where the build goes.")]
 
 
 def dev(
@@ -291,6 +301,7 @@ def dev(
     parameter: Parameter = None,
     inject_aws_errors: InjectAwsErrors = 0.0,
     fault_seed: FaultSeed = 0,
+    built: Built = None,
 ) -> None:
     """Run the whole scheduler locally on moto: API, tick and executors, until Ctrl-C."""
     started = time.monotonic()
@@ -319,6 +330,7 @@ def dev(
             parameters=overrides,
             aws_error_rate=inject_aws_errors,
             aws_error_seed=fault_seed,
+            built=built,
         )
     )
     stop = _StopRequest()
@@ -328,5 +340,18 @@ def dev(
     _serve_until_stopped(stop, node, moto)
 
 
+def build(out: BuildOut = ".build/local") -> None:
+    """Build the template's functions and layer as `sam build` does, for this machine (for `dev --built`)."""
+    from tickwork_local.build import BuildError  # noqa: PLC0415
+    from tickwork_local.build import build as build_stack  # noqa: PLC0415
+
+    try:
+        stack = build_stack(out=Path(out))
+    except BuildError as exc:
+        _fail(str(exc))
+    _say(f"built {stack.root} with {stack.python}: tickwork dev --built {stack.root}")
+
+
 def register(app: typer.Typer) -> None:
     app.command("dev")(dev)
+    app.command("build")(build)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from tickwork_local.provision import BAND_QUEUES, LOCAL_ACCOUNT_ID
 from tickwork_local.template import DEFAULT_TEMPLATE
@@ -267,10 +267,64 @@ class Environment:
     invocations: int = 0
 
 
-class FunctionRuntime:
-    """A Lambda function run locally: up to `max_environments` execution environments, each a separate
-    instance of the handler module, created on demand (cold start) and reused (warm). One invocation at a
-    time per environment, as in Lambda; each gets a fresh context with the template's timeout."""
+E = TypeVar("E")
+
+
+class EnvironmentPool(Generic[E]):
+    """Lambda's execution environments of one function: up to `max_environments`, created on demand (a cold
+    start) and reused when warm, one invocation at a time each. Subclasses say how an environment is created."""
+
+    def __init__(self, max_environments: int) -> None:
+        if max_environments < 1:
+            raise ValueError("max_environments must be at least 1")
+        self._max = max_environments
+        self._idle: list[E] = []
+        self._count = 0
+        self._cond = threading.Condition()
+
+    @property
+    def environments(self) -> int:
+        with self._cond:
+            return self._count
+
+    def _create(self) -> E:
+        raise NotImplementedError
+
+    def _usable(self, env: E) -> bool:
+        """Whether a released environment can serve again (a process that ended cannot)."""
+        return True
+
+    def _acquire(self) -> E:
+        with self._cond:
+            while not self._idle and self._count >= self._max:
+                self._cond.wait()
+            if self._idle:
+                return self._idle.pop()
+            self._count += 1
+        try:
+            return self._create()
+        except BaseException:
+            with self._cond:
+                self._count -= 1
+                self._cond.notify()
+            raise
+
+    def _release(self, env: E) -> None:
+        with self._cond:
+            if self._usable(env):
+                self._idle.append(env)
+            else:
+                self._count -= 1
+            self._cond.notify()
+
+    def warm(self) -> None:
+        """Create one environment now (a cold start before the first invocation needs it)."""
+        self._release(self._acquire())
+
+
+class FunctionRuntime(EnvironmentPool[Environment]):
+    """A Lambda function run locally: each execution environment is a separate instance of the handler module.
+    Each invocation gets a fresh context with the template's timeout."""
 
     def __init__(
         self,
@@ -280,46 +334,15 @@ class FunctionRuntime:
         max_environments: int,
         function_name: str | None = None,
     ) -> None:
-        if max_environments < 1:
-            raise ValueError("max_environments must be at least 1")
+        super().__init__(max_environments)
         self.config = config
         self.function_name = function_name or config.logical_id
         self._prepare = prepare
-        self._max = max_environments
-        self._idle: list[Environment] = []
-        self._count = 0
-        self._cond = threading.Condition()
 
-    @property
-    def environments(self) -> int:
-        with self._cond:
-            return self._count
-
-    def _acquire(self) -> Environment:
-        with self._cond:
-            while not self._idle and self._count >= self._max:
-                self._cond.wait()
-            if self._idle:
-                return self._idle.pop()
-            self._count += 1
-        try:
-            module = load_handler_module(self.config)
-            self._prepare(module)
-            return Environment(module, getattr(module, self.config.handler_name))
-        except BaseException:
-            with self._cond:
-                self._count -= 1
-                self._cond.notify()
-            raise
-
-    def _release(self, env: Environment) -> None:
-        with self._cond:
-            self._idle.append(env)
-            self._cond.notify()
-
-    def warm(self) -> None:
-        """Create one environment now (a cold start before the first invocation needs it)."""
-        self._release(self._acquire())
+    def _create(self) -> Environment:
+        module = load_handler_module(self.config)
+        self._prepare(module)
+        return Environment(module, getattr(module, self.config.handler_name))
 
     def context(self) -> LocalLambdaContext:
         return LocalLambdaContext(

@@ -24,6 +24,7 @@ import time
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TextIO
 
 import boto3
@@ -35,6 +36,7 @@ from tickwork.settings import Settings
 
 from tickwork_local.apigateway import ApiGatewayServer
 from tickwork_local.aws_faults import AwsErrorInjector
+from tickwork_local.build import BuiltStack, load_built
 from tickwork_local.emf_forwarding import CloudWatchPlay, play_cloudwatch
 from tickwork_local.lambda_runtime import (
     REGION,
@@ -45,6 +47,7 @@ from tickwork_local.lambda_runtime import (
 )
 from tickwork_local.observe import ObservedResults, ObservedStore, RunLog, format_tick_line
 from tickwork_local.poller import POLL_LANES, BatchOutcome, QueuePoller
+from tickwork_local.process_runtime import ProcessFunctionRuntime
 from tickwork_local.provision import ProvisionedResources, provision
 from tickwork_local.template import load_template
 from tickwork_local.ticker import Ticker
@@ -87,6 +90,9 @@ class NodeOptions:
     # Fail this share of the functions' AWS requests (throttles, 5xx, connect timeouts; see aws_faults).
     aws_error_rate: float = 0.0
     aws_error_seed: int = 0
+    # Run the functions from a build (tickwork_local.build) in processes of their own Python, as deployed,
+    # instead of importing them into this process.
+    built: str | None = None
 
 
 def prepare_process(endpoint_url: str, log_level: str = "WARNING") -> None:
@@ -148,7 +154,7 @@ class LocalNode:
         self.template = template or load_template()
         self.out = out or sys.stdout
         self.resources: ProvisionedResources | None = None
-        self.functions: dict[str, FunctionRuntime] = {}
+        self.functions: dict[str, Any] = {}  # FunctionRuntime, or ProcessFunctionRuntime for --built
         self.pollers: list[Any] = []
         self.concurrency: dict[str, int] = {}
         self.ticker: Any = None
@@ -158,6 +164,12 @@ class LocalNode:
         self.aws_errors: AwsErrorInjector | None = None  # with NodeOptions.aws_error_rate
         self.cloudwatch: CloudWatchPlay | None = None  # EMF and AWS's own metrics into the local CloudWatch
         self._loader: Any = None
+        self.built: BuiltStack | None = None
+        if options.built:
+            if options.aws_error_rate:
+                raise ValueError("--inject-aws-errors works on functions run in this process, not --built ones")
+            self.built = load_built(Path(options.built))
+            self.template = self.built.template
 
     # ------------------------------------------------------------ set-up
 
@@ -261,24 +273,32 @@ class LocalNode:
             for name in names:
                 factory.client(name)  # built now, not on the first request
 
-        configs = {fid: function_config(self.template, fid, self.resources.parameters) for fid in FUNCTIONS}  # type: ignore[union-attr]
-        api_services = services(API_FUNCTION, api_clients)
-        tick_services = services(TICK_FUNCTION, api_clients)
-        dispatch_services = services(DISPATCH_FUNCTION, api_clients)
-        executor_services = services(EXECUTOR_FUNCTION, executor_clients, observed=True)
-
+        code_root = self.built.root if self.built else None
+        configs = {
+            fid: function_config(self.template, fid, self.resources.parameters, template_dir=code_root)  # type: ignore[union-attr]
+            for fid in FUNCTIONS
+        }
         sources = [s for s in configs[EXECUTOR_FUNCTION].sqs_event_sources(self.resources.parameters) if s.enabled]  # type: ignore[union-attr]
         weights = {s.band or s.name: s.maximum_concurrency or 1000 for s in sources}
         self.concurrency = apportion(weights, opts.workers)
-
-        self.functions = {
-            API_FUNCTION: self._runtime(configs[API_FUNCTION], api_services, opts.api_environments),
-            TICK_FUNCTION: self._runtime(configs[TICK_FUNCTION], tick_services, 1),
-            DISPATCH_FUNCTION: self._runtime(configs[DISPATCH_FUNCTION], dispatch_services, DISPATCH_ENVIRONMENTS),
-            EXECUTOR_FUNCTION: self._runtime(
-                configs[EXECUTOR_FUNCTION], executor_services, max(1, sum(self.concurrency.values()))
-            ),
+        environments = {
+            API_FUNCTION: opts.api_environments,
+            TICK_FUNCTION: 1,
+            DISPATCH_FUNCTION: DISPATCH_ENVIRONMENTS,
+            EXECUTOR_FUNCTION: max(1, sum(self.concurrency.values())),
         }
+        if self.built is not None:
+            self.functions = {
+                fid: self._process_runtime(configs[fid], envs[fid], environments[fid]) for fid in FUNCTIONS
+            }
+        else:
+            wiring = {
+                API_FUNCTION: services(API_FUNCTION, api_clients),
+                TICK_FUNCTION: services(TICK_FUNCTION, api_clients),
+                DISPATCH_FUNCTION: services(DISPATCH_FUNCTION, api_clients),
+                EXECUTOR_FUNCTION: services(EXECUTOR_FUNCTION, executor_clients, observed=True),
+            }
+            self.functions = {fid: self._runtime(configs[fid], wiring[fid], environments[fid]) for fid in FUNCTIONS}
         # Cold-start the API and the executor before serving, so the first requests are not slow.
         for fid in (API_FUNCTION, EXECUTOR_FUNCTION):
             self.functions[fid].warm()
@@ -309,6 +329,23 @@ class LocalNode:
         core = botocore.session.get_session()
         core.register_component("data_loader", self._loader)
         return boto3.session.Session(botocore_session=core)
+
+    def _process_runtime(self, config: FunctionConfig, env: dict[str, str], environments: int) -> Any:
+        """A built function in processes of its own: its template environment, the local endpoint and credentials
+        (this process's AWS_* settings, as prepare_process made them), and what play_cloudwatch tells the API."""
+        assert self.built is not None
+        process_env = {name: value for name, value in os.environ.items() if name.startswith(("AWS_", "POWERTOOLS_"))}
+        process_env |= env
+        process_env["EXECUTOR_FUNCTION_NAME"] = f"{self.options.prefix}-{EXECUTOR_FUNCTION}"
+        process_env["EXECUTOR_CONCURRENCY"] = str(max(1, sum(self.concurrency.values())))
+        return ProcessFunctionRuntime(
+            config,
+            layers=self.built.layer_dirs(config.logical_id),
+            python=self.built.python,
+            environment=process_env,
+            max_environments=environments,
+            function_name=f"{self.options.prefix}-{config.logical_id}",
+        )
 
     def _runtime(self, config: FunctionConfig, services: Any, environments: int) -> FunctionRuntime:
         return FunctionRuntime(
@@ -410,4 +447,7 @@ class LocalNode:
             self.ticker.join(max(0.0, deadline - time.monotonic()))
         if self.cloudwatch is not None:
             self.cloudwatch.stop()  # the metrics still pending reach the local CloudWatch
+        for function in self.functions.values():
+            if isinstance(function, ProcessFunctionRuntime):
+                function.stop()
         return {"released": released, "finished": int(finished)}

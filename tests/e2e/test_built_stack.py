@@ -1,0 +1,112 @@
+"""The stack as deployed: the functions built as `sam build` lays them out (tickwork_local.build), for this
+machine, from the layer's lock file, each run in processes of the template's Python whose sys.path holds only
+the function's code and the layer (no development venv), fed through the Lambda Runtime API.
+
+The end-to-end test runs `tickwork dev --built`: the local runtime plays API Gateway, EventBridge and the SQS
+event source mappings in front of those processes, against its own moto server.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import boto3
+import pytest
+from tickwork_local.build import BuiltStack, build
+from tickwork_local.lambda_runtime import function_config
+from tickwork_local.process_runtime import InitError, ProcessFunctionRuntime
+
+from tests.e2e.conftest import ROOT, Api, Node, free_port, tickwork_dev, wait_for
+from tests.locks import LAYER_LOCK, installed_in, pins
+
+pytestmark = pytest.mark.e2e
+
+FUNCTIONS = ("ApiFunction", "TickFunction", "ExecutorFunction", "DispatchFunction")
+BUILT_READY_SECONDS = 120  # every function's first process imports the whole layer; a loaded CI machine is slow
+
+
+@pytest.fixture(scope="module")
+def stack() -> BuiltStack:
+    return build(out=ROOT / ".build" / "e2e")
+
+
+def test_the_layer_holds_exactly_the_locked_versions(stack: BuiltStack) -> None:
+    layer = stack.root / "SharedLayer" / "python"
+    installed = installed_in(layer)
+    runtime = {"python_version": "3.13", "python_full_version": "3.13.0", "sys_platform": "linux"}
+    runtime |= {"platform_python_implementation": "CPython", "implementation_name": "cpython"}
+    assert installed == pins(LAYER_LOCK, runtime)
+    assert (layer / "tickwork" / "__init__.py").is_file()  # SAM puts ContentUri's contents in python/
+
+
+@pytest.mark.parametrize("function_id", FUNCTIONS)
+def test_every_function_imports_from_its_build_alone(stack: BuiltStack, function_id: str) -> None:
+    config = function_config(stack.template, function_id, {"DueShards": "2"}, template_dir=stack.root)
+    runtime = ProcessFunctionRuntime(
+        config,
+        layers=stack.layer_dirs(function_id),
+        python=stack.python,
+        environment={"AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1", "POWERTOOLS_TRACE_DISABLED": "1"},
+        max_environments=1,
+    )
+    try:
+        runtime.warm()  # raises InitError with the import's error (on a layer without aws_xray_sdk, that one)
+        assert runtime.environments == 1
+    finally:
+        runtime.stop()
+
+
+def test_a_function_that_cannot_import_reports_its_init_error(stack: BuiltStack, tmp_path: Path) -> None:
+    code = tmp_path / "broken"
+    code.mkdir()
+    (code / "app.py").write_text("import not_in_the_layer\n\ndef handler(event, context):\n    return 1\n")
+    config = function_config(stack.template, "TickFunction", {"DueShards": "2"}, template_dir=stack.root)
+    config = type(config)(**{**config.__dict__, "code_dir": code})
+    runtime = ProcessFunctionRuntime(config, layers=[], python=stack.python, environment={}, max_environments=1)
+    with pytest.raises(InitError, match="No module named 'not_in_the_layer'"):
+        runtime.warm()
+    assert runtime.environments == 0
+
+
+@pytest.fixture(scope="module")
+def built_node(stack: BuiltStack) -> Iterator[tuple[Node, str]]:
+    port, moto_port = free_port(), free_port()
+    proc = tickwork_dev(
+        "built", "--built", str(stack.root), "--port", str(port), "--moto-port", str(moto_port), "--tick-seconds", "2"
+    )
+    try:
+        proc.wait_line("ready in", BUILT_READY_SECONDS)
+        yield Node(proc, Api(f"http://127.0.0.1:{port}")), f"http://127.0.0.1:{moto_port}"
+    finally:
+        code = proc.terminate(30)
+        assert code == 0, proc.output()
+
+
+def test_a_job_runs_end_to_end_through_the_built_functions(built_node: tuple[Node, str]) -> None:
+    node, moto_url = built_node
+    payload = {"built": True, "tag": uuid.uuid4().hex}
+    at = (datetime.now(UTC) + timedelta(seconds=4)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    job = node.api.create_job(name="built-e2e", payload=payload, schedule={"at": at})
+
+    def finished() -> dict[str, object] | None:
+        runs = node.api.runs(job["id"])
+        return runs[0] if runs and runs[0]["status"] in ("SUCCEEDED", "FAILED") else None
+
+    run = wait_for(finished, 90, 0.5, f"the built executor to finish the run\n{node.proc.output()}")
+    assert run["status"] == "SUCCEEDED", run
+    assert node.api.get(f"/v1/runs/{run['id']}")["status"] == "SUCCEEDED"
+    assert node.api.get(f"/v1/runs/{run['id']}/result") == payload
+
+    s3 = boto3.client(
+        "s3", endpoint_url=moto_url, region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    stored = []
+    for bucket in s3.list_buckets()["Buckets"]:
+        for item in s3.list_objects_v2(Bucket=bucket["Name"]).get("Contents", []):
+            if run["id"] in item["Key"]:
+                stored.append(json.loads(s3.get_object(Bucket=bucket["Name"], Key=item["Key"])["Body"].read()))
+    assert stored == [payload]  # the result, written once, by the built executor
