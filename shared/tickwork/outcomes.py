@@ -290,7 +290,8 @@ class RunOutcomes:
         started: datetime | None = None,
     ) -> Outcome:
         """Recorded SKIPPED. `started` only for a handler that ran and was cancelled: its attempt is in the
-        history; a run skipped before its handler started has no attempt record (its skip_reason says why)."""
+        history; a run skipped before its handler started has no attempt record (its skip_reason says why), and
+        one that never started before (its first attempt) no start either: only the skip's time."""
         now = self.clock.now()
         if self._finish(
             run,
@@ -299,6 +300,7 @@ class RunOutcomes:
             now=now,
             skip_reason=reason,
             attempt=(started, AttemptOutcome.CANCELLED),
+            never_started=started is None and run.attempts <= 1,
         ):
             self.settled(run, target, now, RunStatus.SKIPPED, reason)
             self.breakers.run_settled(run, target.job if target is not None else None, RunStatus.SKIPPED, now)
