@@ -117,7 +117,14 @@ class RunExecutor:
         self.limits = limits
         self.overlap = OverlapGate(store)
         self.outcomes = RunOutcomes(
-            store, queues, clock, retry_safety_net=retry_safety_net, rng=rng, faults=faults, steps=workflows
+            store,
+            queues,
+            clock,
+            retry_safety_net=retry_safety_net,
+            rng=rng,
+            faults=faults,
+            steps=workflows,
+            results=results,
         )
 
     @property
