@@ -29,7 +29,8 @@ if "counting" not in registry:
 class Gate:
     """Where `gated` handlers wait: how many are inside at once (and the most ever), and when each started
     (on the run's clock). Handlers pass once `opened` is set; a test resets it between cases. A payload's
-    `sleep` (seconds) is slept first with ctx.sleep, so its heartbeat beats."""
+    `sleep` (seconds) is slept first with ctx.sleep, so its heartbeat beats; its `sleep_after` after the gate
+    (a handler waiting at the gate is a starved process: it beats not at all)."""
 
     def __init__(self) -> None:
         self.inside = 0
@@ -63,6 +64,9 @@ if "gated" not in registry:
             if seconds:
                 ctx.sleep(seconds)  # on the run's clock, beating the heartbeat (a fake clock just moves)
             GATE.opened.wait(timeout=10)  # an event, not a sleep: the test opens it
+            after = (payload.model_extra or {}).get("sleep_after")
+            if after:
+                ctx.sleep(after)
         finally:
             with _lock:
                 GATE.inside -= 1

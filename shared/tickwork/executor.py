@@ -117,7 +117,14 @@ class RunExecutor:
         self.limits = limits
         self.overlap = OverlapGate(store)
         self.outcomes = RunOutcomes(
-            store, queues, clock, retry_safety_net=retry_safety_net, rng=rng, faults=faults, steps=workflows
+            store,
+            queues,
+            clock,
+            retry_safety_net=retry_safety_net,
+            rng=rng,
+            faults=faults,
+            steps=workflows,
+            results=results,
         )
 
     @property
@@ -389,6 +396,13 @@ class RunExecutor:
                 if cancellable:
                     metrics.add_metric(name="RunsCancelledByOverlap", unit="Count", value=1)
                 return self.outcomes.skip(run, target, owner, SkipReason.CANCELLED, started=leased_at)
+            if error is not None and heartbeat.slot_lost is not None:
+                # Stopped because another run holds what admitted it: retried (admitted afresh) or failed as any
+                # attempt that ended early.
+                lost = f"stopped: {heartbeat.slot_lost} lapsed (no heartbeat got through for a lease)"
+                error = RunError(type="SlotLost", message=f"{lost} and another run took it")
+            elif heartbeat.slot_lost is not None:
+                logger.warning("the handler returned after its slot was lost: its result is recorded")
             if error is None:
                 try:
                     result, written = self.results.write_once(run, value)

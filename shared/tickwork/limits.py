@@ -72,10 +72,15 @@ class Holds:
     sorts: list[str] = field(default_factory=list)
     kept: bool = False  # held until the lease ends, not released (see keep_until_lease_ends)
 
-    def extend(self, until: datetime) -> None:
+    def extend(self, until: datetime) -> list[str]:
+        """Run each hold on to `until`; the slots it no longer holds (its hold lapsed and another run took the
+        slot since: tickwork.heartbeat stops the run)."""
+        lost = []
         for sort in self.sorts:
             assert self.items is not None
-            self.items.extend(self.tenant, sort, holder=self.holder, until=until)
+            if not self.items.extend(self.tenant, sort, holder=self.holder, until=until):
+                lost.append(sort)
+        return lost
 
     def release(self) -> None:
         """Give every slot back (once: a second call releases nothing)."""
@@ -90,6 +95,13 @@ class Holds:
         """Release nothing: a handler still running past its executor's wait keeps its slots, extended by the
         heartbeat for as long as it runs, ending with its lease."""
         self.kept = True
+
+
+def slot_name(sort: str) -> str:
+    """A semaphore as a run's record names it."""
+    if sort == TENANT_SEMAPHORE:
+        return "the tenant's max_concurrent_runs slot"
+    return f"its concurrency key '{sort.removeprefix(semaphore_sort(''))}' slot"
 
 
 def no_holds(tenant: str, holder: str) -> Holds:

@@ -37,6 +37,7 @@ from tickwork.models import (
 )
 from tickwork.observability import logger, metrics
 from tickwork.queues import RunQueues, SendReport
+from tickwork.results import INLINE, ResultStore
 from tickwork.run_target import RunTarget
 from tickwork.store import JobStore
 
@@ -60,8 +61,10 @@ class RunOutcomes:
         rng: Random | None,
         faults: FaultPlan,
         steps: StepSettlement | None = None,
+        results: ResultStore | None = None,
     ) -> None:
         self.store, self.queues, self.clock = store, queues, clock
+        self.results = results
         self.steps = steps
         # How long after a message-borne retry's time the tick re-sends it, were its message never to come back.
         self.retry_safety_net = retry_safety_net
@@ -130,6 +133,8 @@ class RunOutcomes:
         )
         if not recorded:
             logger.warning("lease lost before recording success; the result object stands")
+            if result.location == INLINE and self.results is not None:
+                self.results.keep_for_takeover(run, result)
             return Outcome.DONE
         self.settled(run, target, now, RunStatus.SUCCEEDED)
         self.breakers.run_settled(run, target.job, RunStatus.SUCCEEDED, now)
@@ -290,7 +295,8 @@ class RunOutcomes:
         started: datetime | None = None,
     ) -> Outcome:
         """Recorded SKIPPED. `started` only for a handler that ran and was cancelled: its attempt is in the
-        history; a run skipped before its handler started has no attempt record (its skip_reason says why)."""
+        history; a run skipped before its handler started has no attempt record (its skip_reason says why), and
+        one that never started before (its first attempt) no start either: only the skip's time."""
         now = self.clock.now()
         if self._finish(
             run,
@@ -299,6 +305,7 @@ class RunOutcomes:
             now=now,
             skip_reason=reason,
             attempt=(started, AttemptOutcome.CANCELLED),
+            never_started=started is None and run.attempts <= 1,
         ):
             self.settled(run, target, now, RunStatus.SKIPPED, reason)
             self.breakers.run_settled(run, target.job if target is not None else None, RunStatus.SKIPPED, now)

@@ -77,6 +77,16 @@ class ResultStore:
         digest = hashlib.sha256(body).hexdigest()
         if run.workflow_run_id is None and len(body) <= self.inline_max_bytes:
             return RunResult(location=INLINE, sha256=digest, bytes=len(body), inline=body.decode()), True
+        return self._put_once(run, body, digest)
+
+    def keep_for_takeover(self, run: Run, result: RunResult) -> None:
+        """An inline result whose outcome write lost the lease: written to S3 as a result too large for the record
+        is, once, so that the executor that took the run over finds it (`find`) and records it rather than run
+        the handler again (a takeover that leased before this write runs it, as on the S3 path)."""
+        if result.inline is not None:
+            self._put_once(run, result.inline.encode(), result.sha256)
+
+    def _put_once(self, run: Run, body: bytes, digest: str) -> tuple[RunResult, bool]:
         key = result_key(run)
         try:
             self._s3.put_object(

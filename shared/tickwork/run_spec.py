@@ -15,7 +15,9 @@ Why the copy stays true:
   version, so the change's write loses and it starts again (marking again); an advance after the change's write
   copied the changed job; runs written before the marking were marked.
 - The copy is trusted only for a run's first attempt (QUEUED before this lease: not a retry, nor a run taken
-  over from a dead executor), leased within SPEC_FRESH_FOR of its occurrence. The marking looks back further
+  over from a dead executor) of its first execution (never requeued: a retry by hand or a DLQ redrive comes
+  after the run was terminal, when a change of the job marks nothing, and a duplicate of the first message
+  still carries the old copy), leased within SPEC_FRESH_FOR of its occurrence. The marking looks back further
   (MARK_BACK: that and room for clocks to disagree), so a run it does not look at is one whose copy nobody
   trusts any more.
 - Only plain jobs carry one: ACTIVE, overlap ALLOW (the other policies keep state on the job), no circuit
@@ -91,7 +93,7 @@ def trusted_spec(message: RunMessage, run: Run, previous: RunStatus | None, now:
     spec = message.job
     if spec is None or run.trigger is not RunTrigger.SCHEDULE or run.workflow_run_id is not None:
         return None
-    if previous is not RunStatus.QUEUED or run.attempts != 1 or run.job_changed_at is not None:
+    if previous is not RunStatus.QUEUED or run.attempts != 1 or run.requeues > 0 or run.job_changed_at is not None:
         return None
     parsed = parse_run_id(run.id)
     if parsed is None or now > parsed.scheduled_for + SPEC_FRESH_FOR:

@@ -4,6 +4,7 @@ write, not S3; larger results, and every workflow step's, stay in S3. Exactly on
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from datetime import timedelta
 
@@ -127,3 +128,40 @@ def test_a_result_written_under_the_key_before_the_spread_is_still_found_and_rea
     assert EXECUTIONS[run_id] == 0
     assert run.result is not None
     assert run.result.location.endswith(legacy_result_key_of(TENANT, job.id, run_id))
+
+
+def test_an_inline_result_whose_outcome_write_lost_the_lease_is_found_by_the_takeover_not_run_again(inline_pipeline):
+    """The handler returns after its lease lapsed and another executor took the run over: the outcome write is
+    refused. The result is then kept in S3, as a result too large for the record is, so the next takeover records
+    it instead of running the handler again (what the S3 path does)."""
+    from tests.testing_jobtypes import GATE
+
+    pipeline = inline_pipeline
+    job = pipeline.create_job(type="gated", schedule={"at": START + FAR}, payload={})
+    pipeline.clock.advance(FAR.total_seconds())
+    pipeline.tick()
+    (message,) = pipeline.receive(Band.NORMAL)
+    run_id = run_id_for(job.id, START + FAR)
+    GATE.reset(opened=False)
+    try:
+        first = threading.Thread(target=pipeline.deliver, args=(Band.NORMAL, [message]))
+        first.start()
+        for _ in range(500):
+            if GATE.inside == 1:
+                break
+            GATE.opened.wait(0.02)
+        first_start = GATE.starts[run_id]
+        pipeline.clock.advance(61)  # no beat got through: the lease lapsed, and another executor takes the run
+        store = pipeline.services.store
+        assert store.lease_run(run_id, owner="other", now=pipeline.clock.now(), lease_for=timedelta(seconds=10)).run
+    finally:
+        GATE.opened.set()
+    first.join(timeout=30)
+    assert pipeline.run(run_id).status is RunStatus.RUNNING  # its outcome write was refused
+
+    pipeline.clock.advance(11)  # the other executor died too: the message's next delivery takes the run over
+    pipeline.deliver(Band.NORMAL, [message])
+    run = pipeline.run(run_id)
+    assert run.status is RunStatus.SUCCEEDED
+    assert GATE.starts[run_id] == first_start  # the handler did not run again
+    assert pipeline.services.queries.get_result(TENANT, run_id) == {"run_id": run_id}

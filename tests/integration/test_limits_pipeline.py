@@ -189,6 +189,69 @@ def test_a_run_longer_than_its_lease_keeps_its_slot_through_heartbeats(pipeline)
     assert GATE.most == 1
 
 
+def _a_starved_holder_and_the_run_that_took_its_slot(
+    pipeline: Pipeline, holder: dict[str, Any], taker: dict[str, Any]
+) -> None:
+    """The holder's handler waits at the gate without a beat (a starved process, or beats that all failed) for
+    longer than a lease, so its slot lapses; the taker is delivered meanwhile and goes in. Then the gate opens
+    and the holder beats again (its `sleep_after`): its lease is still its own, as nobody took its run over."""
+    GATE.reset(opened=False)
+    starved = threading.Thread(target=pipeline.deliver, args=(Band.NORMAL, [holder]))
+    starved.start()
+    _wait_for(lambda: GATE.inside == 1, "the holder inside")
+    pipeline.clock.advance(LEASE_SECONDS + 1)
+    taking = threading.Thread(target=pipeline.deliver, args=(Band.NORMAL, [taker]))
+    taking.start()
+    _wait_for(lambda: GATE.inside == 2, "the taker inside beside the starved holder")
+    GATE.opened.set()
+    starved.join(timeout=30)
+    taking.join(timeout=30)
+
+
+def test_a_late_heartbeat_that_finds_its_concurrency_slot_taken_stops_the_run_and_records_why(pipeline):
+    holder_job, taker_job = _due_jobs(
+        pipeline, 2, payload={"sleep_after": 60}, concurrency={"key": "ledger", "limit": 1}
+    )
+    messages = pipeline.receive(Band.NORMAL)
+    holder = next(m for m in messages if holder_job.id in m["Body"])
+    taker = next(m for m in messages if taker_job.id in m["Body"])
+    _a_starved_holder_and_the_run_that_took_its_slot(pipeline, holder, taker)
+
+    assert pipeline.runs_of(taker_job.id)[0].status is RunStatus.SUCCEEDED
+    stopped = pipeline.runs_of(holder_job.id)[0]
+    assert stopped.status is RunStatus.RETRYING  # not run on beside the taker to its end
+    assert stopped.error is not None
+    assert stopped.error.type == "SlotLost"
+    assert "concurrency key 'ledger'" in stopped.error.message
+    # Its retry is admitted afresh, like any run's.
+    _deliver_until_done(pipeline, [holder])
+    assert (pipeline.runs_of(holder_job.id)[0].status, pipeline.runs_of(holder_job.id)[0].attempts) == (
+        RunStatus.SUCCEEDED,
+        2,
+    )
+    assert LimitRecords(pipeline.services.store.shared_table).holders(TENANT, semaphore_sort("ledger")) == {}
+
+
+def test_a_late_heartbeat_that_finds_its_overlap_running_slot_taken_stops_the_run_and_records_why(pipeline):
+    job = pipeline.create_job(
+        name="one at a time", type="gated", payload={"sleep_after": 60}, schedule={"at": START + FAR}, overlap="SKIP"
+    )
+    first = pipeline.services.jobs.trigger(TENANT, job.id)
+    pipeline.clock.advance(1)
+    second = pipeline.services.jobs.trigger(TENANT, job.id)
+    messages = pipeline.receive(Band.NORMAL)
+    holder = next(m for m in messages if first.id in m["Body"])
+    taker = next(m for m in messages if second.id in m["Body"])
+    _a_starved_holder_and_the_run_that_took_its_slot(pipeline, holder, taker)
+
+    assert pipeline.run(second.id).status is RunStatus.SUCCEEDED
+    stopped = pipeline.run(first.id)
+    assert stopped.status is RunStatus.RETRYING
+    assert stopped.error is not None
+    assert stopped.error.type == "SlotLost"
+    assert "running slot" in stopped.error.message
+
+
 def test_the_tenant_max_concurrent_runs_holds_its_runs_to_the_quota(pipeline):
     pipeline.services.tenant_records.put_settings(TENANT, TenantSettings(max_concurrent_runs=1), START)
     jobs = _due_jobs(pipeline, 3)

@@ -240,6 +240,20 @@ def test_a_crashed_holders_slot_frees_when_its_lease_ends(pipeline, overlap, rea
         assert pipeline.services.store.runs.cancel_requested(holder.id)  # it was asked; it never answered
 
 
+def test_a_run_skipped_overlap_has_no_start_only_the_time_of_its_skip(pipeline):
+    job, holder, _ = _crashed_holder(pipeline, "SKIP")
+    pipeline.receive(Band.NORMAL)  # the holder's own message: it is "running" elsewhere
+    pipeline.clock.advance(1)
+    skipped = pipeline.services.jobs.trigger("default", job.id)
+    pipeline.clock.advance(2)
+    pipeline.deliver(Band.NORMAL, pipeline.receive(Band.NORMAL))
+    run = pipeline.run(skipped.id)
+    assert (run.status, run.skip_reason) == (RunStatus.SKIPPED, SkipReason.OVERLAP)
+    assert (run.started_at, run.lateness_ms, run.duration_ms, run.attempt_history) == (None, None, None, [])
+    assert run.finished_at == pipeline.clock.now()
+    assert pipeline.run(holder.id).started_at is not None  # the holder did start
+
+
 def test_a_buffered_run_that_never_comes_back_frees_the_wait_slot(pipeline):
     job, _, _ = _crashed_holder(pipeline, "BUFFER_ONE")
     store = pipeline.services.store

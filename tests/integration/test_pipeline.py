@@ -272,6 +272,20 @@ def test_paused_after_dispatch_is_recorded_skipped(pipeline):
     assert pipeline.result_objects() == []
 
 
+def test_a_run_skipped_paused_has_no_start_only_the_time_of_its_skip(pipeline):
+    """It never started: no started_at or start lateness (nothing "ran for 20 ms"); finished_at is the skip's."""
+    job = pipeline.create_job(schedule={"at": START + FAR})
+    pipeline.clock.advance(FAR.total_seconds())
+    pipeline.tick()
+    pipeline.services.jobs.pause("default", job.id)
+    pipeline.clock.advance(7)
+    pipeline.drain()
+    (run,) = pipeline.runs_of(job.id)
+    assert (run.status, run.skip_reason) == (RunStatus.SKIPPED, SkipReason.PAUSED)
+    assert (run.started_at, run.lateness_ms, run.duration_ms, run.attempt_history) == (None, None, None, [])
+    assert run.finished_at == pipeline.clock.now()
+
+
 def test_cancelled_after_dispatch_is_recorded_skipped(pipeline):
     job = pipeline.create_job(schedule={"at": START + FAR})
     pipeline.clock.advance(FAR.total_seconds())

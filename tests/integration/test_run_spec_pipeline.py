@@ -262,3 +262,47 @@ def test_a_malformed_message_is_logged_without_its_payload(
     (letter,) = pipeline.dlq_messages(Band.NORMAL)
     assert "malformed message" in letter["Body"]
     assert pipeline.runs_of(job.id)[0].status is RunStatus.QUEUED  # nothing ran
+
+
+def _resend(pipeline: Pipeline, message: dict[str, Any]) -> list[dict[str, Any]]:
+    """SQS delivering `message` again (it may, even after the message was deleted): its body, sent anew."""
+    url = pipeline.resources.queue_urls[Band.NORMAL.value]
+    pipeline.sqs.send_message(QueueUrl=url, MessageBody=message["Body"])
+    return pipeline.receive(Band.NORMAL)
+
+
+@pytest.mark.parametrize("requeue", ["retry", "redrive"])
+def test_a_duplicate_of_a_requeued_runs_first_message_runs_the_job_as_changed_not_its_old_copy(
+    pipeline: Pipeline, requeue: str
+) -> None:
+    """The first message carries P1, whose run fails; the user changes the payload (nothing to mark: the run is
+    terminal) and requeues the run; a duplicate of the first message then leases it from QUEUED at attempt 1,
+    within SPEC_FRESH_FOR of its occurrence. The copy is of the job before the change: the job is read."""
+    at = pipeline.clock.now() + FAR
+    job = pipeline.create_job(
+        name="fixed after failing",
+        schedule={"cron": f"{at.minute} {at.hour} * * *"},  # daily, so the job stays ACTIVE and can be changed
+        payload={"greeting": "P1", "fail_attempts": 1},
+        retry={"max_attempts": 1},
+    )
+    pipeline.clock.advance(FAR.total_seconds())
+    pipeline.tick()
+    (first,) = pipeline.receive(Band.NORMAL)
+    assert json.loads(first["Body"])["job"]["payload"]["greeting"] == "P1"
+    pipeline.deliver(Band.NORMAL, [first])
+    (run,) = pipeline.runs_of(job.id)
+    assert run.status is RunStatus.FAILED
+
+    pipeline.services.jobs.update(TENANT, job.id, JobUpdate.model_validate({"payload": {"greeting": "P2"}}))
+    if requeue == "retry":
+        pipeline.services.redrive.retry_run(TENANT, run.id)
+    else:
+        assert pipeline.services.redrive.redrive(TENANT, [run.id]).redriven == 1
+    requeued = pipeline.receive(Band.NORMAL)  # the requeue's own message, held back: the duplicate comes first
+
+    pipeline.deliver(Band.NORMAL, _resend(pipeline, first))
+    (run,) = pipeline.runs_of(job.id)
+    assert (run.status, run.attempts, run.requeues) == (RunStatus.SUCCEEDED, 1, 1)
+    assert _result(pipeline, job) == {"greeting": "P2"}
+    pipeline.deliver(Band.NORMAL, requeued)  # then the requeue's message: a duplicate of a finished run
+    assert pipeline.runs_of(job.id)[0].status is RunStatus.SUCCEEDED

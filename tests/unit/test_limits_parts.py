@@ -9,7 +9,14 @@ import pytest
 from pydantic import ValidationError
 from tickwork.api_models import JobSpec, JobUpdate
 from tickwork.jobtypes.http import retry_after_seconds
-from tickwork.limits import SEMAPHORE_WAIT_MAX_SECONDS, Deferral, Holds, RunLimits, semaphore_wait_seconds
+from tickwork.limits import (
+    SEMAPHORE_WAIT_MAX_SECONDS,
+    Deferral,
+    Holds,
+    RunLimits,
+    semaphore_wait_seconds,
+    slot_name,
+)
 from tickwork.models import ConcurrencyLimit, DeferReason, RateLimit, RetryPolicy
 from tickwork.run_target import RunTarget
 from tickwork.store import TENANT_SEMAPHORE, RateAdmission
@@ -117,8 +124,9 @@ def test_retry_after_seconds_or_http_date(header, seconds):
 class Items:
     """LimitItems in memory, recording what was asked of it; `full` semaphores and `rate_wait_ms` refuse."""
 
-    def __init__(self, *, full: tuple[str, ...] = (), rate_wait_ms: int = 0) -> None:
+    def __init__(self, *, full: tuple[str, ...] = (), lost: tuple[str, ...] = (), rate_wait_ms: int = 0) -> None:
         self.full = full
+        self.lost = lost  # holds that lapsed and another run's acquire dropped
         self.rate_wait_ms = rate_wait_ms
         self.calls: list[tuple[str, str]] = []
 
@@ -128,7 +136,7 @@ class Items:
 
     def extend(self, tenant: str, sort: str, **_: object) -> bool:
         self.calls.append(("extend", sort))
-        return True
+        return sort not in self.lost
 
     def release(self, tenant: str, sort: str, **_: object) -> None:
         self.calls.append(("release", sort))
@@ -205,3 +213,14 @@ def test_holds_kept_past_the_executors_wait_are_extended_but_not_released():
     holds.release()
     holds.extend(NOW)
     assert items.calls == [("acquire", "LIMIT#CONCURRENCY#k"), ("extend", "LIMIT#CONCURRENCY#k")]
+
+
+def test_extending_holds_names_the_slots_another_run_took():
+    items = Items(lost=("LIMIT#CONCURRENCY#k",))
+    holds = _admit(items, 5, _target(**LIMITED))
+    assert isinstance(holds, Holds)
+    assert holds.extend(NOW) == ["LIMIT#CONCURRENCY#k"]
+    assert [slot_name(sort) for sort in (TENANT_SEMAPHORE, "LIMIT#CONCURRENCY#k")] == [
+        "the tenant's max_concurrent_runs slot",
+        "its concurrency key 'k' slot",
+    ]

@@ -93,8 +93,9 @@ def test_the_copy_is_trusted_for_a_first_attempt_leased_in_time() -> None:
         ({"job_changed_at": T0}, RunStatus.QUEUED, timedelta(0)),  # its job changed since the claim
         ({}, RunStatus.QUEUED, SPEC_FRESH_FOR + timedelta(milliseconds=1)),  # leased long after its time
         ({"trigger": RunTrigger.MANUAL}, RunStatus.QUEUED, timedelta(0)),
+        ({"requeues": 1}, RunStatus.QUEUED, timedelta(0)),  # retried by hand or redriven after it failed
     ],
-    ids=["retry", "takeover", "job changed", "late", "manual"],
+    ids=["retry", "takeover", "job changed", "late", "manual", "requeued"],
 )
 def test_the_copy_is_not_trusted_where_it_may_be_out_of_date(
     run_fields: dict[str, Any], previous: RunStatus, late: timedelta

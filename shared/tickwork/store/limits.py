@@ -82,7 +82,8 @@ class LimitRecords:
 
     def extend(self, tenant: str, sort: str, *, holder: str, until: datetime) -> bool:
         """The heartbeat's: the hold runs on with the lease. The version moves too, so an acquire that read the
-        map before this cannot write the old end back. False: the hold is gone (released)."""
+        map before this cannot write the old end back. A hold that lapsed runs on if no acquire has dropped it
+        since (nobody else was let in by it). False: the hold is gone (released, or lapsed and dropped)."""
         return self._table.update_if(
             tenant_key(tenant, sort),
             "SET holders.#h = :until, version = version + :one, expires_at = :exp",

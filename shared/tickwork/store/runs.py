@@ -255,8 +255,12 @@ class RunRecords:
         not_before: datetime | None = None,
         resend_at: datetime | None = None,
         history: Sequence[AttemptRecord] | None = None,
+        never_started: bool = False,
     ) -> bool:
         """Leave RUNNING: SUCCEEDED, RETRYING, FAILED or SKIPPED, only while holding the lease.
+
+        `never_started`: a run skipped before its handler's first start loses the start its lease gave it (as a
+        deferral's does), so it has no start and no start lateness; `finished_at` is the skip's time.
 
         A RETRYING run records `not_before` (its next attempt's earliest start, which the lease enforces) and
         goes back into the due index at `resend_at`: when its backoff rides on a message, that is a safety net
@@ -268,6 +272,8 @@ class RunRecords:
             sets.append("attempt_history = :history")
             values["history"] = _history_attr(history)
         removes = ["lease_owner", "lease_until", "lease_until_ms"]
+        if never_started:
+            removes += ["started_at", "lateness_ms"]
         if status.terminal:
             sets += ["finished_at = :now", "expires_at = :exp"]
             values.update(now=iso(now), exp=self._expiry(now))
