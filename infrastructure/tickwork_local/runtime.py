@@ -87,6 +87,8 @@ class NodeOptions:
     # Fail this share of the functions' AWS requests (throttles, 5xx, connect timeouts; see aws_faults).
     aws_error_rate: float = 0.0
     aws_error_seed: int = 0
+    # Folders the JobTypeModules are imported from, as from a layer's python/ (tickwork dev --job-types-path).
+    job_type_paths: list[str] = field(default_factory=list)
 
 
 def prepare_process(endpoint_url: str, log_level: str = "WARNING") -> None:
@@ -212,6 +214,9 @@ class LocalNode:
         """Create (or find) the resources, then start the API, the tick and the event source mappings."""
         opts = self.options
         prepare_process(opts.endpoint_url, opts.log_level)
+        for folder in reversed(opts.job_type_paths):
+            if folder not in sys.path:
+                sys.path.insert(0, folder)
 
         def clients(*, faulty: bool = True) -> AwsClients:
             session = self._session()
