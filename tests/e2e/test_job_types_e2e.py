@@ -4,6 +4,7 @@ is checked at create with its own model, and a job of it runs to SUCCEEDED with 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
@@ -14,15 +15,7 @@ from tests.e2e.conftest import ROOT, Node, free_port, start_node, wait_for
 pytestmark = pytest.mark.e2e
 
 EXAMPLE_LAYER = ROOT / "examples" / "job-types" / "layer"
-INVOICE = {
-    "customer": "Initech",
-    "currency": "EUR",
-    "tax_rate_percent": "20",
-    "lines": [
-        {"description": "TPS report covers", "quantity": 3, "unit_price": "12.50"},
-        {"description": "Staplers", "quantity": 2, "unit_price": "7.25"},
-    ],
-}
+INVOICE = json.loads((ROOT / "examples" / "job-types" / "invoice.json").read_text())  # its sample payload
 
 
 @pytest.fixture(scope="module")

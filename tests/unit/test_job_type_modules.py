@@ -31,20 +31,12 @@ from tickwork_local.lambda_runtime import (
 from tickwork_local.template import REPO_ROOT, load_template
 
 EXAMPLE_LAYER = REPO_ROOT / "examples" / "job-types" / "layer"  # the layer's contents: acme_jobs/
+INVOICE = json.loads((REPO_ROOT / "examples" / "job-types" / "invoice.json").read_text())  # its sample payload
 BASE = {
     "TABLE_NAME": "t-table",
     "RESULTS_BUCKET": "bucket",
     **{f"QUEUE_URL_{b}": f"http://q/{b.lower()}" for b in ("HIGH", "NORMAL", "LOW")},
     **{f"DLQ_URL_{b}": f"http://q/{b.lower()}-dlq" for b in ("HIGH", "NORMAL", "LOW")},
-}
-INVOICE = {
-    "customer": "Initech",
-    "currency": "EUR",
-    "tax_rate_percent": "20",
-    "lines": [
-        {"description": "TPS report covers", "quantity": 3, "unit_price": "12.50"},
-        {"description": "Staplers", "quantity": 2, "unit_price": 7.25},
-    ],
 }
 
 
