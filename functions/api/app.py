@@ -141,6 +141,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     refused = precheck(event, _wiring.settings())
     if refused is not None:
         return refused
+    _wiring.services()  # built before any route: the job types it imports are in the OpenAPI document too
     app.append_context(**{WIRING: _wiring})
     return app.resolve(event, context)
 

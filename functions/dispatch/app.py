@@ -33,10 +33,12 @@ use_services = _slot.set  # tests and the local runtime inject theirs
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    dispatcher = services().dispatcher  # built here, not per record: a wiring that cannot start fails the invocation
+
     def record_handler(record: DispatchSliceRecord) -> dict[str, int]:
         work = record.body
         logger.append_keys(worker=work.worker, workers=work.workers)
-        report = services().dispatcher.claim_slice(work)
+        report = dispatcher.claim_slice(work)
         return {"dispatched": report.dispatched, "stale_slices": report.stale_slices}
 
     response = process_partial_response(

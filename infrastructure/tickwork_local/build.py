@@ -90,6 +90,15 @@ class BuiltStack:
     def function_dir(self, logical_id: str) -> Path:
         return self.root / logical_id
 
+    def layer_paths(self, function_id: str) -> list[Path]:
+        """The sys.path entries Lambda makes of the function's layers: each layer's python/lib/pythonX.Y/site-packages
+        and python/ (what /opt holds), in the template's order."""
+        version = f"python{runtime_version(self.template)}"
+        paths = []
+        for layer in self.layer_dirs(function_id):
+            paths += [layer / "python" / "lib" / version / "site-packages", layer / "python"]
+        return paths
+
     def layer_dirs(self, function_id: str) -> list[Path]:
         """The folders of the function's layers that this build made, in the template's order."""
         merged = {

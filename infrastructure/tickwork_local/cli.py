@@ -113,6 +113,26 @@ def _parameter_overrides(items: list[str] | None) -> dict[str, str]:
     return overrides
 
 
+def _job_types(modules: str | None, overrides: dict[str, str]) -> dict[str, str]:
+    """`--job-types` is the template parameter JobTypeModules (so the functions import the modules as deployed)."""
+    if modules is None:
+        return overrides
+    if "JobTypeModules" in overrides:
+        _fail("give the job type modules once: --job-types or --parameter JobTypeModules=..., not both")
+    return {**overrides, "JobTypeModules": modules}
+
+
+def _job_types_paths(values: list[str] | None) -> list[str]:
+    """The `--job-types-path` folders, absolute: where the functions find the job type modules (as in a layer)."""
+    paths = []
+    for value in values or []:
+        folder = Path(value).expanduser().resolve()
+        if not folder.is_dir():
+            _fail(f"--job-types-path: no folder {folder}")
+        paths.append(str(folder))
+    return paths
+
+
 # ---------------------------------------------------------------- the steps of `tickwork dev`
 
 
@@ -179,6 +199,11 @@ def _print_banner(node: LocalNode, endpoint: str, attached: bool, tick_seconds: 
     _say(f"  Console  {api}/console/")
     _say(f"  moto     {endpoint}{'' if attached else ' (started here; its state ends with this process)'}")
     _say(f"  tick     every {tick_seconds} s; executors: {bands} (--workers {workers})")
+    modules = node.parameters().get("JobTypeModules")
+    if modules:
+        from tickwork.jobtypes import registry  # noqa: PLC0415 - the runtime has imported it by now
+
+        _say(f"  types    {', '.join(registry.names())} (JobTypeModules={modules})")
     _say(
         f"  Try      {_this_command()} jobs create --api-url {api} --name hello --type echo --at +10s "
         '--payload \'{"hello": "world"}\''
@@ -284,6 +309,24 @@ Built = Annotated[
     ),
 ]
 BuildOut = Annotated[str, typer.Option("--out", metavar="DIR", help="Where the build goes.")]
+JobTypes = Annotated[
+    str | None,
+    typer.Option(
+        "--job-types",
+        metavar="MODULE[,MODULE]",
+        help="Import these modules of your own job types in every function, as the template parameter "
+        "JobTypeModules does when deployed (docs/job-types.md).",
+    ),
+]
+JobTypesPath = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--job-types-path",
+        metavar="DIR",
+        help="A folder the --job-types modules are imported from (the contents of their layer); repeatable. "
+        "Without it they come from PYTHONPATH or this environment.",
+    ),
+]
 
 
 def dev(
@@ -302,12 +345,15 @@ def dev(
     inject_aws_errors: InjectAwsErrors = 0.0,
     fault_seed: FaultSeed = 0,
     built: Built = None,
+    job_types: JobTypes = None,
+    job_types_path: JobTypesPath = None,
 ) -> None:
     """Run the whole scheduler locally on moto: API, tick and executors, until Ctrl-C."""
     started = time.monotonic()
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(line_buffering=True)
     level, keys_file, overrides = _log_level(log_level), _keys_file(api_keys), _parameter_overrides(parameter)
+    overrides, module_paths = _job_types(job_types, overrides), _job_types_paths(job_types_path)
     if not attach and importlib.util.find_spec("moto") is None:
         _fail("moto is not installed: `make dev` installs it, or pip install -e '.[dev]' (or use --attach URL)")
     moto, endpoint = _start_aws_stand_in(host, port, moto_port, attach)
@@ -331,6 +377,7 @@ def dev(
             aws_error_rate=inject_aws_errors,
             aws_error_seed=fault_seed,
             built=built,
+            job_type_paths=module_paths,
         )
     )
     stop = _StopRequest()

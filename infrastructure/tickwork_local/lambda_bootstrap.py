@@ -1,7 +1,7 @@
 """A Lambda runtime client for a built function: what Lambda's Python runtime does in its execution environment.
 
 Run by the functions' own interpreter with `-I -S` (no site-packages, no PYTHONPATH), so the handler sees only
-what Lambda gives it: its code (LAMBDA_TASK_ROOT), its layers (/opt/python's layout, from TICKWORK_LAYER_DIRS)
+what Lambda gives it: its code (LAMBDA_TASK_ROOT), its layers (what /opt/python holds, TICKWORK_LAYER_PATHS)
 and the standard library. It speaks the Lambda Runtime API (AWS_LAMBDA_RUNTIME_API): it fetches the next
 invocation, calls the handler with the event and a context, and posts the response or the error; an import
 failure is posted to init/error. Standard library only: nothing of the development environment is imported.
@@ -59,12 +59,9 @@ def _error(exc: BaseException) -> dict[str, Any]:
 
 
 def _set_path() -> None:
-    """Lambda's order: the function's code, then each layer's python/lib/pythonX.Y/site-packages and python/."""
-    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
-    paths = [os.environ["LAMBDA_TASK_ROOT"]]
-    for layer in filter(None, os.environ.get("TICKWORK_LAYER_DIRS", "").split(os.pathsep)):
-        paths += [os.path.join(layer, "python", "lib", version, "site-packages"), os.path.join(layer, "python")]
-    sys.path[:] = paths + sys.path[1:]  # sys.path[0], this file's folder, is not Lambda's
+    """Lambda's order: the function's code, then the layers' folders (TICKWORK_LAYER_PATHS), then the stdlib."""
+    layers = [path for path in os.environ.get("TICKWORK_LAYER_PATHS", "").split(os.pathsep) if path]
+    sys.path[:] = [os.environ["LAMBDA_TASK_ROOT"], *layers, *sys.path[1:]]  # sys.path[0], this folder, is not Lambda's
 
 
 def main() -> None:

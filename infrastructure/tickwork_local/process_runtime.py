@@ -154,7 +154,7 @@ class ProcessEnvironment:
         config: FunctionConfig,
         *,
         code_dir: Path,
-        layers: list[Path],
+        layer_paths: list[Path],
         python: str,
         environment: Mapping[str, str],
         function_name: str,
@@ -177,7 +177,7 @@ class ProcessEnvironment:
             "AWS_EXECUTION_ENV": f"AWS_Lambda_python{Path(python).name.removeprefix('python')}",
             "LAMBDA_TASK_ROOT": str(code_dir),
             "_HANDLER": config.handler,
-            "TICKWORK_LAYER_DIRS": os.pathsep.join(str(layer) for layer in layers),
+            "TICKWORK_LAYER_PATHS": os.pathsep.join(str(path) for path in layer_paths),
             "PYTHONUNBUFFERED": "1",  # -I ignores PYTHON* variables; kept for clarity of intent in `ps`
         }
         self.process = subprocess.Popen(  # noqa: S603 - our bootstrap, with the functions' interpreter
@@ -241,16 +241,17 @@ class ProcessFunctionRuntime(EnvironmentPool[ProcessEnvironment]):
         self,
         config: FunctionConfig,
         *,
-        layers: list[Path],
+        layer_paths: list[Path],
         python: str,
         environment: Mapping[str, str],
         max_environments: int,
         function_name: str | None = None,
     ) -> None:
+        """`layer_paths`: the sys.path entries of the function's layers, in order (BuiltStack.layer_paths)."""
         super().__init__(max_environments)
         self.config = config
         self.function_name = function_name or config.logical_id
-        self._layers = layers
+        self._layer_paths = layer_paths
         self._python = python
         self._environment = dict(environment)
         self._started: list[ProcessEnvironment] = []
@@ -259,7 +260,7 @@ class ProcessFunctionRuntime(EnvironmentPool[ProcessEnvironment]):
         env = ProcessEnvironment(
             self.config,
             code_dir=self.config.code_dir,
-            layers=self._layers,
+            layer_paths=self._layer_paths,
             python=self._python,
             environment=self._environment,
             function_name=self.function_name,

@@ -93,6 +93,8 @@ class NodeOptions:
     # Run the functions from a build (tickwork_local.build) in processes of their own Python, as deployed,
     # instead of importing them into this process.
     built: str | None = None
+    # Folders the JobTypeModules are imported from, as from a layer's python/ (tickwork dev --job-types-path).
+    job_type_paths: list[str] = field(default_factory=list)
 
 
 def prepare_process(endpoint_url: str, log_level: str = "WARNING") -> None:
@@ -224,6 +226,9 @@ class LocalNode:
         """Create (or find) the resources, then start the API, the tick and the event source mappings."""
         opts = self.options
         prepare_process(opts.endpoint_url, opts.log_level)
+        for folder in reversed(opts.job_type_paths):
+            if folder not in sys.path:
+                sys.path.insert(0, folder)
 
         def clients(*, faulty: bool = True) -> AwsClients:
             session = self._session()
@@ -340,7 +345,8 @@ class LocalNode:
         process_env["EXECUTOR_CONCURRENCY"] = str(max(1, sum(self.concurrency.values())))
         return ProcessFunctionRuntime(
             config,
-            layers=self.built.layer_dirs(config.logical_id),
+            # --job-types-path folders are the contents of a user layer's python/: they come after the built layers.
+            layer_paths=[*self.built.layer_paths(config.logical_id), *map(Path, self.options.job_type_paths)],
             python=self.built.python,
             environment=process_env,
             max_environments=environments,

@@ -16,7 +16,7 @@ from tickwork.faults import NO_FAULTS, FaultPlan
 from tickwork.idempotent_create import IdempotentCreate
 from tickwork.job_factory import MAX_PAYLOAD_BYTES, JobFactory
 from tickwork.jobs import JobLifecycle
-from tickwork.jobtypes import registry
+from tickwork.jobtypes import import_job_type_modules, registry
 from tickwork.limits import RunLimits
 from tickwork.models import Band
 from tickwork.queries import JobQueries
@@ -50,6 +50,10 @@ class Services:
     clock: Clock = field(default_factory=SystemClock)
     # Where a tick or an executor may be made to die: nowhere in production; the fault-injection suite sets it.
     faults: FaultPlan = NO_FAULTS
+
+    def __post_init__(self) -> None:
+        # At start-up, before anything reads the registry: a module that fails stops the function here.
+        import_job_type_modules(self.settings.job_type_modules)
 
     @classmethod
     def from_env(cls) -> Services:

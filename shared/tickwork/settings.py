@@ -13,6 +13,7 @@ template sets them from its resources, so names here are the contract with templ
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Literal, Self
@@ -22,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from tickwork.models import Band
 
 DEFAULT_AGING_AFTER_SECONDS = 300
+MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 def comma_separated(value: object) -> object:
@@ -81,11 +83,22 @@ class Settings(FromEnvironment):
     cursor_secret: str | None = Field(default=None, alias="CURSOR_SECRET")
     # CIDRs the http job type may reach even though they are private or loopback.
     http_allowlist: tuple[str, ...] = Field(default=(), alias="HTTP_ALLOWLIST")
+    # Modules that register job types of their own (`@job_type`), imported when the wiring is built: the API
+    # validates payloads with their models and the executor runs them (template parameter JobTypeModules).
+    job_type_modules: tuple[str, ...] = Field(default=(), alias="JOB_TYPE_MODULES")
 
-    @field_validator("http_allowlist", mode="before")
+    @field_validator("http_allowlist", "job_type_modules", mode="before")
     @classmethod
     def _split_csv(cls, value: object) -> object:
         return comma_separated(value)
+
+    @field_validator("job_type_modules")
+    @classmethod
+    def _module_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if not MODULE_NAME.fullmatch(name):
+                raise ValueError(f"JOB_TYPE_MODULES names Python modules (acme_jobs, acme.jobs), not {name!r}")
+        return value
 
     @field_validator("dispatch_queue_url", mode="before")
     @classmethod

@@ -25,6 +25,8 @@ from tests.locks import LAYER_LOCK, installed_in, pins
 
 pytestmark = pytest.mark.e2e
 
+EXAMPLE_LAYER = ROOT / "examples" / "job-types" / "layer"
+INVOICE = json.loads((ROOT / "examples" / "job-types" / "invoice.json").read_text())
 FUNCTIONS = ("ApiFunction", "TickFunction", "ExecutorFunction", "DispatchFunction")
 BUILT_READY_SECONDS = 120  # every function's first process imports the whole layer; a loaded CI machine is slow
 
@@ -48,7 +50,7 @@ def test_every_function_imports_from_its_build_alone(stack: BuiltStack, function
     config = function_config(stack.template, function_id, {"DueShards": "2"}, template_dir=stack.root)
     runtime = ProcessFunctionRuntime(
         config,
-        layers=stack.layer_dirs(function_id),
+        layer_paths=stack.layer_paths(function_id),
         python=stack.python,
         environment={"AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1", "POWERTOOLS_TRACE_DISABLED": "1"},
         max_environments=1,
@@ -66,7 +68,7 @@ def test_a_function_that_cannot_import_reports_its_init_error(stack: BuiltStack,
     (code / "app.py").write_text("import not_in_the_layer\n\ndef handler(event, context):\n    return 1\n")
     config = function_config(stack.template, "TickFunction", {"DueShards": "2"}, template_dir=stack.root)
     config = type(config)(**{**config.__dict__, "code_dir": code})
-    runtime = ProcessFunctionRuntime(config, layers=[], python=stack.python, environment={}, max_environments=1)
+    runtime = ProcessFunctionRuntime(config, layer_paths=[], python=stack.python, environment={}, max_environments=1)
     with pytest.raises(InitError, match="No module named 'not_in_the_layer'"):
         runtime.warm()
     assert runtime.environments == 0
@@ -76,7 +78,9 @@ def test_a_function_that_cannot_import_reports_its_init_error(stack: BuiltStack,
 def built_node(stack: BuiltStack) -> Iterator[tuple[Node, str]]:
     port, moto_port = free_port(), free_port()
     proc = tickwork_dev(
-        "built", "--built", str(stack.root), "--port", str(port), "--moto-port", str(moto_port), "--tick-seconds", "2"
+        "built",
+        *("--built", str(stack.root), "--port", str(port), "--moto-port", str(moto_port), "--tick-seconds", "2"),
+        *("--job-types", "acme_jobs", "--job-types-path", str(EXAMPLE_LAYER)),  # a user's layer (docs/job-types.md)
     )
     try:
         proc.wait_line("ready in", BUILT_READY_SECONDS)
@@ -86,17 +90,28 @@ def built_node(stack: BuiltStack) -> Iterator[tuple[Node, str]]:
         assert code == 0, proc.output()
 
 
+def _finished(api: Api, job_id: str) -> dict[str, object] | None:
+    runs = api.runs(job_id)
+    return runs[0] if runs and runs[0]["status"] in ("SUCCEEDED", "FAILED") else None
+
+
+def _in(seconds: float) -> str:
+    return (datetime.now(UTC) + timedelta(seconds=seconds)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def test_a_job_of_a_users_own_type_runs_in_the_built_functions_from_its_layer(built_node: tuple[Node, str]) -> None:
+    node, _ = built_node
+    job = node.api.create_job(name="invoice", type="invoice_total", payload=INVOICE, schedule={"at": _in(3)})
+    run = wait_for(lambda: _finished(node.api, job["id"]), 90, 0.5, f"the invoice's run\n{node.proc.output()}")
+    assert run["status"] == "SUCCEEDED", run
+    assert node.api.get(f"/v1/runs/{run['id']}/result")["total"] == "62.40"
+
+
 def test_a_job_runs_end_to_end_through_the_built_functions(built_node: tuple[Node, str]) -> None:
     node, moto_url = built_node
     payload = {"built": True, "tag": uuid.uuid4().hex}
-    at = (datetime.now(UTC) + timedelta(seconds=4)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    job = node.api.create_job(name="built-e2e", payload=payload, schedule={"at": at})
-
-    def finished() -> dict[str, object] | None:
-        runs = node.api.runs(job["id"])
-        return runs[0] if runs and runs[0]["status"] in ("SUCCEEDED", "FAILED") else None
-
-    run = wait_for(finished, 90, 0.5, f"the built executor to finish the run\n{node.proc.output()}")
+    job = node.api.create_job(name="built-e2e", payload=payload, schedule={"at": _in(4)})
+    run = wait_for(lambda: _finished(node.api, job["id"]), 90, 0.5, f"the built run to finish\n{node.proc.output()}")
     assert run["status"] == "SUCCEEDED", run
     assert node.api.get(f"/v1/runs/{run['id']}")["status"] == "SUCCEEDED"
     assert node.api.get(f"/v1/runs/{run['id']}/result") == payload

@@ -142,3 +142,58 @@ def dashboard_json(body: Any) -> dict[str, Any]:
     """The dashboard body with every ${...} replaced by a placeholder, parsed as JSON."""
     text = body["Fn::Sub"] if isinstance(body, dict) else body
     return json.loads(re.sub(r"\$\{([^}]*)\}", lambda m: f"<{m.group(1)}>", text))
+
+
+_NO_VALUE = object()  # what Ref AWS::NoValue evaluates to: the list item or property is dropped
+
+
+def evaluate(template: dict[str, Any], value: Any, parameters: dict[str, str] | None = None) -> Any:
+    """A value as CloudFormation would deploy it with these parameters (the rest at their defaults): Ref of a
+    parameter, Fn::If on the template's conditions (AWS::NoValue drops the item), Fn::Equals, Not, And, Or,
+    Select, Split, Join and Sub (of parameters) worked out; references to resources are left as they are."""
+    given = {name: str(p.get("Default", "")) for name, p in template.get("Parameters", {}).items()}
+    given.update(parameters or {})
+
+    def condition(name: str) -> bool:
+        return bool(walk(template["Conditions"][name]))
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [item for item in (walk(i) for i in node) if item is not _NO_VALUE]
+        if not isinstance(node, dict):
+            return node
+        if len(node) == 1:
+            ((key, arg),) = node.items()
+            if key == "Ref" and arg == "AWS::NoValue":
+                return _NO_VALUE
+            if key == "Ref" and arg in given:
+                kind = template["Parameters"][arg]["Type"]
+                return given[arg].split(",") if kind == "CommaDelimitedList" else given[arg]
+            if key == "Fn::If":
+                name, then, otherwise = arg
+                return walk(then if condition(name) else otherwise)
+            if key == "Condition":
+                return condition(arg)
+            if key == "Fn::Equals":
+                left, right = walk(arg)
+                return left == right
+            if key == "Fn::Not":
+                return not walk(arg[0])
+            if key == "Fn::And":
+                return all(walk(arg))
+            if key == "Fn::Or":
+                return any(walk(arg))
+            if key == "Fn::Select":
+                index, items = walk(arg)
+                return items[int(index)]
+            if key == "Fn::Split":
+                separator, text = walk(arg)
+                return text.split(separator)
+            if key == "Fn::Sub" and isinstance(arg, str):
+                return re.sub(r"\$\{([^!}.]+)\}", lambda m: given.get(m.group(1), m.group(0)), arg)
+            if key == "Fn::Join":
+                separator, items = walk(arg)
+                return separator.join(items)
+        return {key: item for key, item in ((k, walk(v)) for k, v in node.items()) if item is not _NO_VALUE}
+
+    return walk(value)

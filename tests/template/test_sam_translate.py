@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from samtranslator.model.exceptions import InvalidDocumentException
-from template_support import translate
+from template_support import evaluate, translate
 
 FUNCTIONS = ("TickFunction", "ExecutorFunction", "ApiFunction", "DispatchFunction")
 
@@ -41,10 +43,36 @@ def test_functions_use_our_roles_and_the_layer(translated):
     for name in FUNCTIONS:
         props = translated["Resources"][name]["Properties"]
         assert props["Role"] == {"Fn::GetAtt": [roles[name], "Arn"]}
-        assert props["Layers"] == [{"Ref": layer_id}]
+        assert evaluate(translated, props["Layers"]) == [{"Ref": layer_id}]  # ExtraLayerArns empty: no more
         assert props["Runtime"] == "python3.13"
         assert props["Architectures"] == ["arm64"]
         assert props["TracingConfig"] == {"Mode": "Active"}
+
+
+LAYER = "arn:aws:lambda:eu-west-1:111122223333:layer:acme-jobs:{}"
+
+
+@pytest.mark.parametrize("extra", [[LAYER.format(1)], [LAYER.format(n) for n in range(1, 5)]])
+def test_extra_layers_follow_the_tickwork_layer_in_every_function(translated, extra):
+    layer_id = next(iter(_of_type(translated, "AWS::Lambda::LayerVersion")))
+    for name in FUNCTIONS:
+        layers = translated["Resources"][name]["Properties"]["Layers"]
+        assert evaluate(translated, layers, {"ExtraLayerArns": ",".join(extra)}) == [{"Ref": layer_id}, *extra]
+
+
+@pytest.mark.parametrize(
+    ("value", "accepted"),
+    [
+        ("", True),
+        (",".join(LAYER.format(n) for n in range(1, 5)), True),
+        (",".join(LAYER.format(n) for n in range(1, 6)), False),  # a sixth layer: Lambda allows five
+        (f"{LAYER.format(1)}, {LAYER.format(2)}", False),  # a space would be part of the second ARN
+        ("arn:aws:lambda:eu-west-1:111122223333:function:acme", False),  # a function, not a layer version
+    ],
+)
+def test_extra_layer_arns_are_checked_at_deploy(template, value, accepted):
+    parameter = template["Parameters"]["ExtraLayerArns"]
+    assert (re.fullmatch(parameter["AllowedPattern"], value) is not None) is accepted
 
 
 def test_sam_generates_no_function_roles_and_no_managed_policies(translated):
@@ -99,6 +127,8 @@ def test_every_parameter_set_translates(template, monkeypatch):
             "AlarmEmail": "ops@example.com",
             "InvokableFunctionArns": "arn:aws:lambda:eu-west-1:111122223333:function:report-*",
             "TableDeletionProtection": "false",
+            "JobTypeModules": "acme_jobs",
+            "ExtraLayerArns": LAYER.format(3),
         },
     )
     assert "AlarmEmailSubscription" in translated["Resources"]

@@ -62,7 +62,7 @@ def test_globals_runtime_architecture_tracing(template):
     assert function["Runtime"] == "python3.13"
     assert function["Architectures"] == ["arm64"]
     assert function["Tracing"] == "Active"
-    assert function["Layers"] == [{"Ref": "SharedLayer"}]
+    assert function["Layers"][0] == {"Ref": "SharedLayer"}
     assert 128 <= function["MemorySize"] <= 3008
     assert function["Timeout"] <= 60
 

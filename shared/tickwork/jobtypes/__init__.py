@@ -1,4 +1,5 @@
-"""Job types: a registry that users extend in the layer with a decorator.
+"""Job types: a registry that users extend with a decorator, in modules named by JOB_TYPE_MODULES (template
+parameter JobTypeModules; see docs/job-types.md).
 
 from pydantic import BaseModel
 from tickwork.jobtypes import job_type, RunContext
@@ -19,11 +20,13 @@ from tickwork.jobtypes import echo, http, lambda_invoke  # noqa: F401
 from tickwork.jobtypes.registry import (
     EffectMayContinue,
     JobType,
+    JobTypeModuleError,
     PermanentJobError,
     RetryNotBefore,
     RunContext,
     RunTimeout,
     UnknownJobType,
+    import_job_type_modules,
     job_type,
     registry,
 )
@@ -31,11 +34,13 @@ from tickwork.jobtypes.registry import (
 __all__ = [
     "EffectMayContinue",
     "JobType",
+    "JobTypeModuleError",
     "PermanentJobError",
     "RetryNotBefore",
     "RunContext",
     "RunTimeout",
     "UnknownJobType",
+    "import_job_type_modules",
     "job_type",
     "registry",
 ]

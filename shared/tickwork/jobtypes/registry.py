@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -16,6 +17,11 @@ from tickwork.run_logs import RunLog
 
 class UnknownJobType(LookupError):
     pass
+
+
+class JobTypeModuleError(ImportError):
+    """A module named to register job types (JOB_TYPE_MODULES) failed to import. The function must not start
+    without them: the API would refuse their jobs as of an unknown type, and the executor fail every run."""
 
 
 class PermanentJobError(Exception):
@@ -144,3 +150,16 @@ def job_type(name: str, payload_model: type[BaseModel], *, description: str = ""
         return fn
 
     return decorate
+
+
+def import_job_type_modules(modules: Iterable[str]) -> None:
+    """Import the modules that register job types of their own (their `@job_type` decorators run on import;
+    a module already imported is not run again). The first that fails raises, naming it and why."""
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception as exc:
+            raise JobTypeModuleError(
+                f"job type module {module!r} (JOB_TYPE_MODULES) failed to import: {type(exc).__name__}: {exc}",
+                name=module,
+            ) from exc
