@@ -118,6 +118,7 @@ class OccurrenceRecords:
     skipped: list[SkippedOccurrence] = field(default_factory=list)
     existing: dict[str, dict[str, Any]] = field(default_factory=dict)
     in_flight_elsewhere: bool = False
+    opened: list[str] = field(default_factory=list)  # workflow runs this claim opened RUNNING
 
 
 class OccurrenceWriter(Protocol):
@@ -126,9 +127,14 @@ class OccurrenceWriter(Protocol):
 
     def write(self, job: ClaimableJob, plan: ClaimPlan, now: datetime) -> OccurrenceRecords: ...
 
+    def claim_lost(self, job: ClaimableJob, written: OccurrenceRecords, now: datetime) -> list[Outgoing]:
+        """The claim's advance lost (the job changed, or another claimer moved it): what of `written` to send."""
+        return written.outgoing
 
-class JobRunWriter:
-    """A job's occurrences are its runs."""
+
+class JobRunWriter(OccurrenceWriter):
+    """A job's occurrences are its runs. A claim that loses its advance sends its runs all the same: their
+    executors read the job (tickwork.run_spec) and skip them if it was paused or cancelled."""
 
     def __init__(self, store: JobStore, *, redispatch_after: timedelta, tick_period: timedelta) -> None:
         self.store = store
@@ -240,7 +246,8 @@ class JobClaimer:
             )
             if advanced is None:
                 report.lost_races += 1  # another tick moved the job (or it changed): its next claim is theirs
-                return outgoing + written.outgoing  # sent without a copy of the job: their executors read it
+                # Sent without a copy of the job: their executors read it.
+                return outgoing + writer.claim_lost(job, written, now)
             # The job as the advance left it, copied into the messages of the runs written before it
             # (tickwork.run_spec says why that copy stays true).
             outgoing += _with_job(written.outgoing, advanced.job)

@@ -764,3 +764,46 @@ def test_pause_resume_and_delete_are_idempotent_and_refuse_a_cancelled_workflow(
         workflows.resume(TENANT, workflow.id)
     with pytest.raises(Conflict, match="cannot update a CANCELLED workflow"):
         workflows.update(TENANT, workflow.id, WorkflowUpdate.model_validate({"name": "renamed"}))
+
+
+# ---------------------------------------------------------------- a pause or cancel racing the claim
+
+
+@pytest.mark.parametrize(("change", "reason"), [("pause", SkipReason.PAUSED), ("cancel", SkipReason.CANCELLED)])
+@pytest.mark.parametrize("moment", ["after_the_index_read", "before_the_advance"])
+def test_a_workflow_paused_or_cancelled_while_a_tick_is_claiming_does_not_run_that_occurrence(
+    pipeline, monkeypatch, change, reason, moment
+):
+    """The tick has read the workflow from the due index; the change lands before its claim writes anything, or
+    between the workflow run's put and the claim's advance. Either way the occurrence is recorded SKIPPED with
+    the reason, as a job's run is, and no step runs."""
+    workflows = pipeline.services.workflows
+    workflow = create(pipeline, [step("a"), step("b", "a")])
+    pipeline.clock.set(workflow.next_run_at)  # type: ignore[arg-type]
+    changed = []
+
+    def change_first(target: Any, method: str) -> None:
+        original = getattr(target, method)
+
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            if not changed:
+                changed.append(getattr(workflows, change)(TENANT, workflow.id))
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(target, method, wrapped)
+
+    if moment == "after_the_index_read":
+        change_first(pipeline.services.dispatcher.workflows, "write")
+    else:
+        change_first(pipeline.services.store, "advance_job")
+    pipeline.tick()
+    monkeypatch.undo()
+    assert changed
+
+    pipeline.drain()
+    workflow_run_id = run_id_for(workflow.id, workflow.next_run_at)  # type: ignore[arg-type]
+    run = view(pipeline, workflow_run_id)
+    assert (run.status, run.skip_reason) == (WorkflowRunStatus.SKIPPED, reason)
+    assert EXECUTIONS == {}  # no step ran
+    assert all(s.status in ("PENDING", RunStatus.SKIPPED) for s in run.steps.values())
+    assert sum(pipeline.queued_messages(b) for b in Band) == 0
