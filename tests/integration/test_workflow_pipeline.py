@@ -288,6 +288,36 @@ def test_a_payload_too_large_to_pass_fails_its_step_with_a_clear_error_and_nothi
         pipeline.services.workflows.retry_run(TENANT, workflow_run_id)
 
 
+def test_a_jmespath_error_at_evaluation_fails_its_step_and_the_run_settles(pipeline):
+    """`a` returns no `tags`: `contains(null, ...)` cannot be evaluated. Its step FAILS with a reason naming the
+    expression and JMESPath's error, recorded on its run (and the DLQ); the run settles by the rules, at the
+    step's end, not after a reconciliation that raised for ever."""
+    condition = "contains(steps.a.result.tags, 'urgent')"
+    workflow = create(
+        pipeline,
+        [
+            step("a", type="echo", payload={"n": 1}),
+            step("b", "a", condition=condition),
+            step("c", "b"),
+            step("alert", "b", trigger_rule="one_failed"),
+        ],
+    )
+    workflow_run_id = occur(pipeline, workflow)
+    pipeline.drain()
+    run = view(pipeline, workflow_run_id)
+    assert (run.status, statuses(run)) == (
+        WorkflowRunStatus.FAILED,  # the failure reached the leaf `c` unhandled (`alert` ran all the same)
+        {"a": "SUCCEEDED", "b": "FAILED", "c": "SKIPPED:upstream_failed", "alert": "SUCCEEDED"},
+    )
+    failed = pipeline.run(step_run_id_for(workflow_run_id, "b"))
+    assert failed.error is not None
+    assert (failed.error.type, failed.attempts) == ("StepExpressionError", 0)
+    assert f"`{condition}`" in failed.error.message
+    assert "invalid type for value: None" in failed.error.message
+    assert [r.id for r in pipeline.services.queries.list_dlq(TENANT).items] == [failed.id]
+    assert EXECUTIONS.get(failed.id, 0) == 0
+
+
 def test_a_null_result_passes_as_null(pipeline):
     workflow = create(
         pipeline,

@@ -46,8 +46,9 @@ class StepEntry(BaseModel):
     status: StepStatus = StepStatus.PENDING
     skip_reason: SkipReason | None = None
     run_id: str | None = None  # set once the step has a run (QUEUED, and what it ends as)
-    # FAILED when its run was created: its payload could not be made from upstream results. A retry leaves it
-    # FAILED (the same results give the same payload).
+    # FAILED when its run was created: its payload could not be made from upstream results (too large), or its
+    # condition or a `$from` could not be evaluated over them. A retry leaves it FAILED (the same results give
+    # the same outcome).
     unmade: bool = False
 
     @property
