@@ -837,3 +837,33 @@ def test_a_workflow_paused_or_cancelled_while_a_tick_is_claiming_does_not_run_th
     assert EXECUTIONS == {}  # no step ran
     assert all(s.status in ("PENDING", RunStatus.SKIPPED) for s in run.steps.values())
     assert sum(pipeline.queued_messages(b) for b in Band) == 0
+
+
+def test_a_workflow_run_retry_that_dies_between_its_reopen_and_its_requeue_is_completed_not_failed_again(
+    pipeline, monkeypatch
+):
+    """A retry is two writes: the run reopened (its failed step QUEUED), then the step's run re-queued. Dying
+    between them leaves a QUEUED step whose run is still FAILED from before; the tick's reconciliation re-queues
+    it (the step's entry says which re-queue it waits for), rather than recording the old failure again."""
+    HOLD.flaky_fails = True
+    workflow = create(pipeline, [step("a"), step("b", "a", type="flaky", retry=ONCE)])
+    workflow_run_id = occur(pipeline, workflow)
+    pipeline.drain()
+    assert view(pipeline, workflow_run_id).status is WorkflowRunStatus.FAILED
+    HOLD.flaky_fails = False
+
+    def killed(*args: Any, **kwargs: Any) -> Any:
+        raise ProcessKilled("between the reopen and the requeue")
+
+    monkeypatch.setattr(pipeline.services.store, "requeue_failed_run", killed)
+    with pytest.raises(ProcessKilled):
+        pipeline.services.workflows.retry_run(TENANT, workflow_run_id)
+    monkeypatch.undo()
+    reopened = view(pipeline, workflow_run_id)
+    assert (reopened.status, statuses(reopened)) == (WorkflowRunStatus.RUNNING, {"a": "SUCCEEDED", "b": "FAILED"})
+    pipeline.clock.advance(150)  # past RECONCILE_AFTER
+    pipeline.tick()
+    pipeline.drain()
+    run = view(pipeline, workflow_run_id)
+    assert (run.status, statuses(run)) == (WorkflowRunStatus.SUCCEEDED, {"a": "SUCCEEDED", "b": "SUCCEEDED"})
+    assert pipeline.run(step_run_id_for(workflow_run_id, "b")).requeues == 1

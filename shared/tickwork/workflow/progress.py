@@ -273,17 +273,27 @@ class WorkflowProgress:
     def catch_up(self, record: WorkflowRunRecord) -> tuple[list[Outgoing], WorkflowRunRecord]:
         """The run's QUEUED steps as their runs really are (one BatchGetItem): a run that ended is recorded
         (its executor died before recording it), a run that is missing is created (its creator died between
-        recording the step and creating it). Returns the runs created, to send, and the run now."""
+        recording the step and creating it), a run a retry left FAILED is re-queued (the retry died between
+        reopening the workflow run and re-queueing it). Returns the runs to send, and the run now."""
         queued = [sid for sid, entry in record.steps.items() if entry.status is StepStatus.QUEUED]
         if not queued:
             return [], record
         runs = self.store.get_runs([record.step_run_id(sid) for sid in queued])
         missing = [sid for sid in queued if record.step_run_id(sid) not in runs]
         outgoing = self._create_runs(record, self._starts(record, missing), self.clock.now()) if missing else []
-        reconcile_at = self.clock.now() + self.settings.reconcile_after
+        now = self.clock.now()
+        reconcile_at = now + self.settings.reconcile_after
         for sid in queued:
             run = runs.get(record.step_run_id(sid))
             if run is None or not run.status.terminal:
+                continue
+            wanted = record.steps[sid].requeues
+            if run.status is RunStatus.FAILED and wanted is not None and run.requeues < wanted:
+                # A retry reopened the run but died before re-queueing this step's run: finish the retry.
+                redispatch_at = now + self.settings.redispatch_after
+                if self.store.requeue_failed_run(run, now=now, redispatch_at=redispatch_at):
+                    logger.warning("re-queueing a retried step's run its retry did not", extra={"run_id": run.id})
+                    outgoing.append(Outgoing.for_run(run, start_at=now))
                 continue
             logger.warning("recording a step's end its executor did not record", extra={"run_id": run.id})
             entry = StepEntry(status=StepStatus(run.status.value), skip_reason=run.skip_reason, run_id=run.id)

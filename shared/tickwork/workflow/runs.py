@@ -50,6 +50,9 @@ class StepEntry(BaseModel):
     # condition or a `$from` could not be evaluated over them. A retry leaves it FAILED (the same results give
     # the same outcome).
     unmade: bool = False
+    # Set by a retry: the `requeues` its run will have once re-queued. A run found FAILED with fewer was never
+    # re-queued (the retry stopped between its two writes): the reconciliation re-queues it.
+    requeues: int | None = None
 
     @property
     def state(self) -> StepState:

@@ -213,7 +213,12 @@ class WorkflowService:
                 "no step of this workflow run can be retried: its failed steps' payloads could not be made "
                 "(too large, or an expression that cannot be evaluated over the same results)"
             )
-        entries = {sid: StepEntry(status=StepStatus.QUEUED, run_id=record.step_run_id(sid)) for sid in retried}
+        failed = self.store.get_runs([record.step_run_id(sid) for sid in retried])
+        entries = {
+            sid: StepEntry(status=StepStatus.QUEUED, run_id=run.id, requeues=run.requeues + 1)
+            for sid in retried
+            if (run := failed.get(record.step_run_id(sid))) is not None
+        }
         for sid, entry in record.steps.items():
             if entry.status is StepStatus.SKIPPED and dag.ancestors[sid] & set(retried):
                 entries[sid] = StepEntry()
@@ -223,7 +228,7 @@ class WorkflowService:
         )
         if not won or current is None:
             raise Conflict("the workflow run changed meanwhile; try again")
-        failed = self.store.get_runs([record.step_run_id(sid) for sid in retried])
+        # The second write: were this to stop part-way, the reconciliation re-queues the rest (catch_up).
         redispatch_at = now + self.progress.settings.redispatch_after
         requeued = [
             run for run in failed.values() if self.store.requeue_failed_run(run, now=now, redispatch_at=redispatch_at)
