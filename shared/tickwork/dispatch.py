@@ -118,6 +118,7 @@ class OccurrenceRecords:
     skipped: list[SkippedOccurrence] = field(default_factory=list)
     existing: dict[str, dict[str, Any]] = field(default_factory=dict)
     in_flight_elsewhere: bool = False
+    opened: list[str] = field(default_factory=list)  # workflow runs this claim opened RUNNING
 
 
 class OccurrenceWriter(Protocol):
@@ -126,9 +127,14 @@ class OccurrenceWriter(Protocol):
 
     def write(self, job: ClaimableJob, plan: ClaimPlan, now: datetime) -> OccurrenceRecords: ...
 
+    def claim_lost(self, job: ClaimableJob, written: OccurrenceRecords, now: datetime) -> list[Outgoing]:
+        """The claim's advance lost (the job changed, or another claimer moved it): what of `written` to send."""
+        return written.outgoing
 
-class JobRunWriter:
-    """A job's occurrences are its runs."""
+
+class JobRunWriter(OccurrenceWriter):
+    """A job's occurrences are its runs. A claim that loses its advance sends its runs all the same: their
+    executors read the job (tickwork.run_spec) and skip them if it was paused or cancelled."""
 
     def __init__(self, store: JobStore, *, redispatch_after: timedelta, tick_period: timedelta) -> None:
         self.store = store
@@ -240,11 +246,14 @@ class JobClaimer:
             )
             if advanced is None:
                 report.lost_races += 1  # another tick moved the job (or it changed): its next claim is theirs
-                return outgoing + written.outgoing  # sent without a copy of the job: their executors read it
+                # Sent without a copy of the job: their executors read it.
+                return outgoing + writer.claim_lost(job, written, now)
             # The job as the advance left it, copied into the messages of the runs written before it
             # (tickwork.run_spec says why that copy stays true).
             outgoing += _with_job(written.outgoing, advanced.job)
             self.faults.reached(CrashPoint.TICK_AFTER_JOB_UPDATE)
+            if next_run_at is None and not complete:
+                self._complete_if_last_settled(job, plan, written.existing, now)
             report.claimed_jobs += 1
             if max_runs is not None:
                 max_runs -= len(plan.queued)
@@ -267,7 +276,24 @@ class JobClaimer:
                 covered = optional_instant(found.get("skipped_until") or found.get("scheduled_for"))
                 if covered is not None and covered != plan.capped.last:
                     return job.next_after(covered), False
+        if plan.next_run_at is None and not plan.complete and _last_run_settled(job, plan, existing):
+            return None, True  # its last occurrence already ran (a backfill made its run): nothing will settle it
         return plan.next_run_at, plan.complete
+
+    def _complete_if_last_settled(
+        self, job: ClaimableJob, plan: ClaimPlan, existing: dict[str, dict[str, Any]], now: datetime
+    ) -> None:
+        """The job advanced to no next occurrence, and its last occurrence's run was made by someone else before
+        this claim (a backfill): that run completes the job when it settles (tickwork.outcomes), but it may have
+        settled between this claim's read of it and the advance, while the job still had a next occurrence and
+        so could not complete. Read it again, after the advance: settled now, the job completes here; else its
+        settling sees the job advanced and completes it."""
+        last = _last_queued_id(job, plan)
+        if last is None or last not in existing:
+            return
+        run = self.store.get_run(last)
+        if run is not None and run.status.terminal and self.store.complete_if_settled(job.job_id, now):
+            logger.info("job completed: its last occurrence had settled", extra={"job_id": job.job_id})
 
     @staticmethod
     def _record_skips(skipped: list[SkippedOccurrence], report: TickReport) -> None:
@@ -671,6 +697,21 @@ def _with_job(outgoing: list[Outgoing], job: Job | None) -> list[Outgoing]:
         return outgoing
     messages = with_specs([o.message for o in outgoing], job)
     return [replace(o, message=m) for o, m in zip(outgoing, messages, strict=True)]
+
+
+def _last_queued_id(job: ClaimableJob, plan: ClaimPlan) -> str | None:
+    """The run id of the plan's last queued occurrence, for a job (a workflow's occurrences are never
+    backfilled)."""
+    if job.kind is not ItemKind.JOB or not plan.queued:
+        return None
+    return run_id_for(job.job_id, max(plan.queued))
+
+
+def _last_run_settled(job: ClaimableJob, plan: ClaimPlan, existing: dict[str, dict[str, Any]]) -> bool:
+    """The run of the plan's last occurrence existed before this claim, and had settled."""
+    last = _last_queued_id(job, plan)
+    found = existing.get(last) if last is not None else None
+    return found is not None and RunStatus(found.get("status", RunStatus.QUEUED.value)).terminal
 
 
 def _tenant_of(item: DueItem) -> str:

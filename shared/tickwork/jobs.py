@@ -26,6 +26,11 @@ from tickwork.run_spec import MARK_BACK
 from tickwork.store import JobStore
 from tickwork.tenants import ActiveJobsQuota
 
+# What a PATCH may change on a COMPLETED job whose last run FAILED: what a retry of that run reads from the job.
+FIXABLE_WHEN_COMPLETED = frozenset(
+    {"name", "payload", "priority", "retry", "timeout_seconds", "tags", "concurrency", "rate_limit"}
+)
+
 
 @dataclass(frozen=True)
 class JobLifecycle:
@@ -110,7 +115,8 @@ class JobLifecycle:
         return self._changes.cancel(tenant, job_id)
 
     def update(self, tenant: str, job_id: str, patch: JobUpdate) -> Job:
-        """Change name, payload, schedule, priority, retry, timeouts, overlap or tags.
+        """Change name, payload, schedule, priority, retry, timeouts, overlap or tags. A COMPLETED job whose last
+        run FAILED may still change FIXABLE_WHEN_COMPLETED, so that run can be retried with the fix.
 
         A new schedule recomputes the next occurrence from now (runs already queued for the next couple of
         minutes still run); other changes keep the pending occurrence, so an update never loses a run.
@@ -128,7 +134,20 @@ class JobLifecycle:
                 except JitterTooLarge as exc:
                     raise InvalidInput.one("jitter_seconds", str(exc)) from None
 
-        job = self._changes.update(tenant, job_id, changes, self.factory, check_changes)
+        def check_completed(job: Job) -> None:
+            # A COMPLETED job's runs can still be retried: one whose last run FAILED may be fixed for the retry.
+            last = self.store.runs_of_job(job.id, limit=1)[0]
+            if not last or last[0].status is not RunStatus.FAILED:
+                raise Conflict("cannot update a COMPLETED job")
+            outside = sorted(set(changes) - FIXABLE_WHEN_COMPLETED)
+            if outside:
+                raise Conflict(
+                    f"a COMPLETED job whose last run FAILED may change only what a retry of that run uses "
+                    f"({', '.join(sorted(FIXABLE_WHEN_COMPLETED))}), not {', '.join(outside)}: it has no "
+                    f"occurrence left to schedule"
+                )
+
+        job = self._changes.update(tenant, job_id, changes, self.factory, check_changes, check_completed)
         if "schedule" in changes or "priority" in changes:
             self._dispatch_soon(job)
         return job

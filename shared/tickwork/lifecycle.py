@@ -56,14 +56,18 @@ class VersionedChanges(Generic[Scheduled]):
         changes: dict[str, Any],
         checks: Checks[Scheduled],
         check_changes: Callable[[Scheduled], None],
+        check_completed: Callable[[Scheduled], None] | None = None,
     ) -> Scheduled:
         """Apply a PATCH's `changes` (fields that were given): `check_changes` first (a payload against its
         type, steps as a DAG), then the whole item as at create. A new schedule recomputes the next occurrence
         from now; other changes keep the pending one, so an update never loses a run. Nothing is written if
-        anything is bad; Conflict once CANCELLED or COMPLETED."""
+        anything is bad; Conflict once CANCELLED, and once COMPLETED unless `check_completed` allows the change
+        (it raises Conflict if not)."""
 
         def change(current: Scheduled, now: datetime) -> Scheduled | None:
-            if current.state in (JobState.CANCELLED, JobState.COMPLETED):
+            if current.state is JobState.COMPLETED and check_completed is not None:
+                check_completed(current)
+            elif current.state in (JobState.CANCELLED, JobState.COMPLETED):
                 raise Conflict(f"cannot update a {current.state.value} {self.noun}")
             if not changes:
                 return None

@@ -41,6 +41,8 @@ from tickwork.results import INLINE, ResultStore
 from tickwork.run_target import RunTarget
 from tickwork.store import JobStore
 
+# Runs of a job's own occurrences: the one of its last occurrence completes it. A manual trigger's is not one.
+OCCURRENCE_TRIGGERS = (RunTrigger.SCHEDULE, RunTrigger.BACKFILL)
 MAX_MESSAGE_BACKOFF_SECONDS = 900  # longer backoffs park the run in the due index (a fresh message, on time)
 
 
@@ -100,13 +102,14 @@ class RunOutcomes:
         skip_reason: SkipReason | None = None,
     ) -> None:
         """A run reached a terminal state. A workflow step's: its workflow run records it and starts what that
-        allows. A job's scheduled run: if it was the job's last occurrence, the job completes (the store
-        completes it only while nothing else is pending: a PATCH may have added an occurrence)."""
+        allows. A job's scheduled or backfilled run: if it was the job's last occurrence, the job completes (the
+        store completes it only while nothing else is pending: a PATCH may have added an occurrence, or the tick
+        has not yet advanced the job past a backfilled occurrence, and then its claim completes it)."""
         if run.workflow_run_id is not None:
             if self.steps is not None:
                 self.steps.step_settled(run, status, skip_reason)
             return
-        if target is None or not target.last_occurrence or run.trigger is not RunTrigger.SCHEDULE:
+        if target is None or not target.last_occurrence or run.trigger not in OCCURRENCE_TRIGGERS:
             return
         if self.store.complete_if_settled(target.owner_id, now):
             logger.info("job completed: its last occurrence has settled", extra={"job_id": target.owner_id})

@@ -88,7 +88,8 @@ class RunTarget:
     def of_step(cls, record: WorkflowRunRecord, run: Run) -> RunTarget:
         """A step's run: type, retry and timeout from the run's snapshot (the step's own, else the workflow's),
         the payload as resolved when the run was created. Overlap is ALLOW: a step runs once per workflow run.
-        A paused workflow lets its runs in progress finish; a cancelled workflow run starts nothing more."""
+        A paused workflow lets its runs in progress finish; a cancelled workflow run starts nothing more, nor
+        does one withdrawn (SKIPPED) because its workflow was paused or cancelled while it was being claimed."""
         assert run.step_id is not None
         snapshot = record.snapshot()
         step = snapshot.step(run.step_id)
@@ -99,7 +100,15 @@ class RunTarget:
             payload=run.payload if run.payload is not None else step.payload,
             retry=snapshot.step_retry(step.id),
             timeout_seconds=snapshot.step_timeout_seconds(step.id),
-            held_back=SkipReason.CANCELLED if record.status is WorkflowRunStatus.CANCELLED else None,
+            held_back=_step_held_back(record),
             concurrency=step.concurrency,
             rate_limit=step.rate_limit,
         )
+
+
+def _step_held_back(record: WorkflowRunRecord) -> SkipReason | None:
+    if record.status is WorkflowRunStatus.CANCELLED:
+        return SkipReason.CANCELLED
+    if record.status is WorkflowRunStatus.SKIPPED:
+        return record.skip_reason or SkipReason.CANCELLED
+    return None

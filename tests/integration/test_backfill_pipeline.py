@@ -10,7 +10,7 @@ import pytest
 from tickwork.api_models import BackfillRequest
 from tickwork.clock import iso
 from tickwork.errors import Conflict, InvalidInput
-from tickwork.models import Band, RunStatus, RunTrigger, run_id_for
+from tickwork.models import Band, JobState, RunStatus, RunTrigger, run_id_for
 
 from tests.harness import START, TENANT
 from tests.integration.early_messages import deliver_now
@@ -137,3 +137,36 @@ def test_a_bad_range_names_the_field_and_writes_nothing(pipeline, start, end, fi
     assert message in str(refused.value)
     assert pipeline.calls.count("PutItem") == 0
     assert len(pipeline.runs_of(job.id)) == 0
+
+
+@pytest.mark.parametrize("settled", ["before_the_tick", "after_the_tick", "between_the_claims_read_and_advance"])
+def test_backfilling_an_occurrence_the_tick_has_not_claimed_completes_the_job(pipeline, monkeypatch, settled):
+    """A one-shot at 12:10 with no tick until 12:10:30 (an outage, a hold-back); a backfill of [12:00, 12:10:30]
+    creates its run. Whether the run settles before the tick claims the occurrence, after, or in between the
+    claim's put (which finds it) and its advance, the job ends COMPLETED and out of the due index, not ACTIVE
+    with no next occurrence for ever."""
+    at = START + timedelta(minutes=10)
+    job = pipeline.create_job(schedule={"at": iso(at)}, payload={})
+    pipeline.clock.set(at + timedelta(seconds=30))
+    (run,) = _backfill(pipeline, job.id, START, pipeline.clock.now()).created
+    assert run.id == run_id_for(job.id, at)
+    if settled == "before_the_tick":
+        assert pipeline.drain() == 1
+        pipeline.tick()
+    elif settled == "after_the_tick":
+        pipeline.tick()
+        assert pipeline.drain() == 1
+    else:
+        advance = pipeline.services.store.advance_job
+
+        def settled_first(*args, **kwargs):
+            assert pipeline.drain() == 1
+            return advance(*args, **kwargs)
+
+        monkeypatch.setattr(pipeline.services.store, "advance_job", settled_first)
+        pipeline.tick()
+        monkeypatch.undo()
+    assert pipeline.run(run.id).status is RunStatus.SUCCEEDED
+    done = pipeline.services.queries.get_job(TENANT, job.id)
+    assert (done.state, done.next_run_at) == (JobState.COMPLETED, None)
+    assert [r.id for r in pipeline.runs_of(job.id)] == [run.id]  # the backfilled run is its only run

@@ -8,14 +8,15 @@ import threading
 from datetime import timedelta
 
 import pytest
+from tickwork.api_models import JobUpdate
 from tickwork.clock import iso
-from tickwork.errors import InvalidInput
+from tickwork.errors import Conflict, InvalidInput
 from tickwork.faults import CrashPoint
 from tickwork.models import Band, JobState, RunStatus, SkipReason, run_id_for
 from tickwork_local.lambda_runtime import sqs_event
 
 from tests.faults.crashes import ProcessKilled
-from tests.harness import START
+from tests.harness import START, TENANT
 from tests.testing_jobtypes import EXECUTIONS
 
 FAR = timedelta(seconds=300)  # beyond the 120 s horizon: created jobs wait for a tick
@@ -410,3 +411,34 @@ def test_a_shard_another_tick_is_working_is_left_to_it_until_its_lease_ends(pipe
     pipeline.clock.advance(56)  # ...and died: its lease ends before the next tick
     assert pipeline.tick()["dispatched"] == 1
     assert len(pipeline.runs_of(job.id)) == 1
+
+
+def test_a_completed_one_shot_whose_run_failed_can_be_fixed_and_retried_with_the_fix(pipeline):
+    """The one-shot's only run FAILED, so the job is COMPLETED. What a retry of that run uses (payload, retry,
+    timeout, name, tags...) may still be changed, and the retry runs with the fix; its schedule may not (a
+    COMPLETED job has no occurrence left), nor may a COMPLETED job whose last run did not fail be changed."""
+    jobs = pipeline.services.jobs
+    job = pipeline.create_job(
+        schedule={"at": START + FAR}, payload={"fail_attempts": 9, "n": 1}, retry={"max_attempts": 1}
+    )
+    pipeline.clock.advance(FAR.total_seconds())
+    pipeline.tick()
+    pipeline.drain()
+    (run,) = pipeline.runs_of(job.id)
+    assert run.status is RunStatus.FAILED
+    assert pipeline.services.store.get_job(job.id).state is JobState.COMPLETED  # type: ignore[union-attr]
+
+    with pytest.raises(Conflict, match="schedule"):
+        jobs.update(TENANT, job.id, JobUpdate.model_validate({"schedule": {"at": iso(START + 2 * FAR)}}))
+    fixed = jobs.update(TENANT, job.id, JobUpdate.model_validate({"payload": {"n": 2}, "name": "fixed"}))
+    assert (fixed.state, fixed.payload, fixed.next_run_at) == (JobState.COMPLETED, {"n": 2}, None)
+
+    pipeline.services.redrive.retry_run(TENANT, run.id)
+    pipeline.drain()
+    retried = pipeline.run(run.id)
+    assert retried.status is RunStatus.SUCCEEDED
+    assert pipeline.services.queries.get_result(TENANT, run.id) == {"n": 2}
+    assert pipeline.services.store.get_job(job.id).state is JobState.COMPLETED  # type: ignore[union-attr]
+    # Its last run no longer failed: nothing more to fix.
+    with pytest.raises(Conflict, match="cannot update a COMPLETED job"):
+        jobs.update(TENANT, job.id, JobUpdate.model_validate({"payload": {"n": 3}}))

@@ -288,6 +288,36 @@ def test_a_payload_too_large_to_pass_fails_its_step_with_a_clear_error_and_nothi
         pipeline.services.workflows.retry_run(TENANT, workflow_run_id)
 
 
+def test_a_jmespath_error_at_evaluation_fails_its_step_and_the_run_settles(pipeline):
+    """`a` returns no `tags`: `contains(null, ...)` cannot be evaluated. Its step FAILS with a reason naming the
+    expression and JMESPath's error, recorded on its run (and the DLQ); the run settles by the rules, at the
+    step's end, not after a reconciliation that raised for ever."""
+    condition = "contains(steps.a.result.tags, 'urgent')"
+    workflow = create(
+        pipeline,
+        [
+            step("a", type="echo", payload={"n": 1}),
+            step("b", "a", condition=condition),
+            step("c", "b"),
+            step("alert", "b", trigger_rule="one_failed"),
+        ],
+    )
+    workflow_run_id = occur(pipeline, workflow)
+    pipeline.drain()
+    run = view(pipeline, workflow_run_id)
+    assert (run.status, statuses(run)) == (
+        WorkflowRunStatus.FAILED,  # the failure reached the leaf `c` unhandled (`alert` ran all the same)
+        {"a": "SUCCEEDED", "b": "FAILED", "c": "SKIPPED:upstream_failed", "alert": "SUCCEEDED"},
+    )
+    failed = pipeline.run(step_run_id_for(workflow_run_id, "b"))
+    assert failed.error is not None
+    assert (failed.error.type, failed.attempts) == ("StepExpressionError", 0)
+    assert f"`{condition}`" in failed.error.message
+    assert "invalid type for value: None" in failed.error.message
+    assert [r.id for r in pipeline.services.queries.list_dlq(TENANT).items] == [failed.id]
+    assert EXECUTIONS.get(failed.id, 0) == 0
+
+
 def test_a_null_result_passes_as_null(pipeline):
     workflow = create(
         pipeline,
@@ -764,3 +794,76 @@ def test_pause_resume_and_delete_are_idempotent_and_refuse_a_cancelled_workflow(
         workflows.resume(TENANT, workflow.id)
     with pytest.raises(Conflict, match="cannot update a CANCELLED workflow"):
         workflows.update(TENANT, workflow.id, WorkflowUpdate.model_validate({"name": "renamed"}))
+
+
+# ---------------------------------------------------------------- a pause or cancel racing the claim
+
+
+@pytest.mark.parametrize(("change", "reason"), [("pause", SkipReason.PAUSED), ("cancel", SkipReason.CANCELLED)])
+@pytest.mark.parametrize("moment", ["after_the_index_read", "before_the_advance"])
+def test_a_workflow_paused_or_cancelled_while_a_tick_is_claiming_does_not_run_that_occurrence(
+    pipeline, monkeypatch, change, reason, moment
+):
+    """The tick has read the workflow from the due index; the change lands before its claim writes anything, or
+    between the workflow run's put and the claim's advance. Either way the occurrence is recorded SKIPPED with
+    the reason, as a job's run is, and no step runs."""
+    workflows = pipeline.services.workflows
+    workflow = create(pipeline, [step("a"), step("b", "a")])
+    pipeline.clock.set(workflow.next_run_at)  # type: ignore[arg-type]
+    changed = []
+
+    def change_first(target: Any, method: str) -> None:
+        original = getattr(target, method)
+
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            if not changed:
+                changed.append(getattr(workflows, change)(TENANT, workflow.id))
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(target, method, wrapped)
+
+    if moment == "after_the_index_read":
+        change_first(pipeline.services.dispatcher.workflows, "write")
+    else:
+        change_first(pipeline.services.store, "advance_job")
+    pipeline.tick()
+    monkeypatch.undo()
+    assert changed
+
+    pipeline.drain()
+    workflow_run_id = run_id_for(workflow.id, workflow.next_run_at)  # type: ignore[arg-type]
+    run = view(pipeline, workflow_run_id)
+    assert (run.status, run.skip_reason) == (WorkflowRunStatus.SKIPPED, reason)
+    assert EXECUTIONS == {}  # no step ran
+    assert all(s.status in ("PENDING", RunStatus.SKIPPED) for s in run.steps.values())
+    assert sum(pipeline.queued_messages(b) for b in Band) == 0
+
+
+def test_a_workflow_run_retry_that_dies_between_its_reopen_and_its_requeue_is_completed_not_failed_again(
+    pipeline, monkeypatch
+):
+    """A retry is two writes: the run reopened (its failed step QUEUED), then the step's run re-queued. Dying
+    between them leaves a QUEUED step whose run is still FAILED from before; the tick's reconciliation re-queues
+    it (the step's entry says which re-queue it waits for), rather than recording the old failure again."""
+    HOLD.flaky_fails = True
+    workflow = create(pipeline, [step("a"), step("b", "a", type="flaky", retry=ONCE)])
+    workflow_run_id = occur(pipeline, workflow)
+    pipeline.drain()
+    assert view(pipeline, workflow_run_id).status is WorkflowRunStatus.FAILED
+    HOLD.flaky_fails = False
+
+    def killed(*args: Any, **kwargs: Any) -> Any:
+        raise ProcessKilled("between the reopen and the requeue")
+
+    monkeypatch.setattr(pipeline.services.store, "requeue_failed_run", killed)
+    with pytest.raises(ProcessKilled):
+        pipeline.services.workflows.retry_run(TENANT, workflow_run_id)
+    monkeypatch.undo()
+    reopened = view(pipeline, workflow_run_id)
+    assert (reopened.status, statuses(reopened)) == (WorkflowRunStatus.RUNNING, {"a": "SUCCEEDED", "b": "FAILED"})
+    pipeline.clock.advance(150)  # past RECONCILE_AFTER
+    pipeline.tick()
+    pipeline.drain()
+    run = view(pipeline, workflow_run_id)
+    assert (run.status, statuses(run)) == (WorkflowRunStatus.SUCCEEDED, {"a": "SUCCEEDED", "b": "SUCCEEDED"})
+    assert pipeline.run(step_run_id_for(workflow_run_id, "b")).requeues == 1

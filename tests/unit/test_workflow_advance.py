@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from tickwork.models import SkipReason
 from tickwork.workflow.advance import (
+    EXPRESSION_FAILED,
     StepState,
     StepStatus,
     WorkflowRunStatus,
@@ -151,6 +152,35 @@ def test_a_resolved_payload_too_large_is_an_error_not_a_truncation():
     assert start.payload == {}
     assert start.error is not None
     assert "over the limit of 1000" in start.error
+
+
+@pytest.mark.parametrize(
+    ("fields", "result", "named"),
+    [
+        ({"condition": "contains(steps.a.result.tags, 'urgent')"}, {}, "the condition"),
+        ({"condition": "starts_with(steps.a.result.name, 'x')"}, {"name": None}, "the condition"),
+        ({"condition": "length(steps.a.result.n) > `1`"}, {"n": 3}, "the condition"),
+        ({"payload": {"total": {"$from": "sum(steps.a.result.values)"}}}, {"values": [1, 2, "three"]}, "payload.total"),
+    ],
+    ids=["contains of a missing list", "starts_with of null", "length of a number", "sum of a string"],
+)
+def test_a_jmespath_error_at_evaluation_fails_the_step_with_a_reason_naming_the_expression(fields, result, named):
+    """An expression that cannot be evaluated is a decision, not an exception that stalls the run: the step is
+    started FAILED (its run is created FAILED with the reason), and the run goes on by the rules."""
+    graph = dag(s("a"), s("b", "a", **fields), s("c", "b"))
+    expression = fields.get("condition") or fields["payload"]["total"]["$from"]
+    plan = plan_advance(graph, {"a": OK}, {"a": result}, max_payload_bytes=LIMIT)
+    (start,) = plan.start
+    assert (start.step_id, start.payload, start.error_type) == ("b", {}, EXPRESSION_FAILED)
+    assert start.error is not None
+    assert named in start.error
+    assert f"`{expression}`" in start.error
+    assert "invalid type" in start.error  # JMESPath's own words
+    if "payload" in fields:  # the same states and results make the same failure, however often it is made
+        assert step_start(graph, "b", {"a": OK}, {"a": result}, max_payload_bytes=LIMIT) == start
+    # Once recorded FAILED, its downstream step is decided by the rules, and the run ends.
+    after = plan_advance(graph, {"a": OK, "b": FAILED}, {"a": result}, max_payload_bytes=LIMIT)
+    assert (after.skip, after.status) == ([("c", SkipReason.UPSTREAM_FAILED)], WorkflowRunStatus.FAILED)
 
 
 def test_a_condition_false_skips_and_a_condition_true_starts():

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from tickwork.clock import iso, to_ms
-from tickwork.models import parse_workflow_run_id
+from tickwork.models import SkipReason, parse_workflow_run_id
 from tickwork.store.codec import (
     deserialize,
     expression_values,
@@ -198,6 +198,17 @@ class WorkflowRecords:
         ]
         update.removes += ["finished_at", "expires_at"]
         return self._update(workflow_run_id, update)
+
+    def withdraw_workflow_run(self, workflow_run_id: str, reason: SkipReason, *, now: datetime) -> bool:
+        """RUNNING -> SKIPPED `reason`: a run opened by a claim its workflow's pause or cancel overtook (see
+        tickwork.workflow.occurrences). Its steps' entries stay as they are; its queued runs are skipped by the
+        executors that take them. False if the run is no longer RUNNING."""
+        update = _StepUpdate()
+        update.require_run(WorkflowRunStatus.RUNNING)
+        update.sets.append(f"skip_reason = {update.value(reason.value)}")
+        self._end(update, WorkflowRunStatus.SKIPPED, now)
+        won, _ = self._update(workflow_run_id, update)
+        return won
 
     def postpone_reconcile(self, workflow_run_id: str, *, expected_due_at: int, new_due_at: int) -> bool:
         """Move a RUNNING run's reconciliation; only the tick that moves it reconciles it now."""

@@ -13,6 +13,8 @@ The rules, as docs/workflows.md states them:
   upstream skips are why, `rule_not_met` when the rule waits for a failure that did not come (one_failed,
   all_failed); a false condition: SKIPPED `condition_false`;
 - an upstream step counts as failed if it FAILED or was skipped as `upstream_failed`;
+- a condition or `$from` that cannot be evaluated (a JMESPath type error): the step FAILS, its run created
+  FAILED with a reason naming the expression and the error;
 - the workflow run ends when every step is terminal: FAILED if a failure reached a leaf step unhandled (a
   failure is handled by a step downstream of it that ran and SUCCEEDED), otherwise SUCCEEDED.
 """
@@ -27,7 +29,11 @@ from typing import Any
 
 from tickwork.models import SkipReason
 from tickwork.workflow.definition import Dag, TriggerRule
-from tickwork.workflow.expressions import holds, resolve_payload
+from tickwork.workflow.expressions import ExpressionFailed, holds, resolve_payload
+
+# The error types of a step whose run is created FAILED, never run (StepStart.error).
+PAYLOAD_TOO_LARGE = "StepPayloadTooLarge"
+EXPRESSION_FAILED = "StepExpressionError"
 
 
 class StepStatus(StrEnum):
@@ -64,12 +70,14 @@ class StepState:
 
 @dataclass(frozen=True)
 class StepStart:
-    """A step to start: its run is created with this payload. `error` set: the payload could not be made (a
-    result too large to pass): the run is created FAILED with it, not run."""
+    """A step to start: its run is created with this payload. `error` set: the step cannot run (its payload,
+    filled from upstream results, is too large, or its condition or a `$from` cannot be evaluated): the run is
+    created FAILED with it (of type `error_type`), not run."""
 
     step_id: str
     payload: dict[str, Any]
     error: str | None = None
+    error_type: str | None = None
 
 
 @dataclass(frozen=True)
@@ -150,8 +158,14 @@ def plan_advance(
         document: dict[str, Any] = {}
         if reason is None and (step.condition or dag.reads(sid)):
             document = _document(dag, sid, after, results)
-            if step.condition and not holds(step.condition, document):
-                reason = SkipReason.CONDITION_FALSE
+            try:
+                if step.condition and not holds(step.condition, document):
+                    reason = SkipReason.CONDITION_FALSE
+            except ExpressionFailed as exc:
+                # Decided as a failure: the same upstream results would fail the same way at every look.
+                start.append(_unmade(sid, EXPRESSION_FAILED, f"step {sid!r}: {exc}"))
+                after[sid] = StepState(StepStatus.QUEUED)
+                continue
         if reason is not None:
             skip.append((sid, reason))
             after[sid] = StepState(StepStatus.SKIPPED, reason)
@@ -185,15 +199,22 @@ def _document(dag: Dag, sid: str, states: Mapping[str, StepState], results: Mapp
 
 
 def _start(sid: str, template: dict[str, Any], document: dict[str, Any], max_payload_bytes: int) -> StepStart:
-    payload = resolve_payload(template, document) if document else template
+    try:
+        payload = resolve_payload(template, document) if document else template
+    except ExpressionFailed as exc:
+        return _unmade(sid, EXPRESSION_FAILED, f"step {sid!r}: {exc}")
     size = len(json.dumps(payload, separators=(",", ":")).encode())
     if size > max_payload_bytes:
         error = (
             f"the payload of step {sid!r}, filled from upstream results, is {size} bytes, over the limit of "
             f"{max_payload_bytes}: pass a smaller value (a reference to the result, such as its location)"
         )
-        return StepStart(sid, {}, error)
+        return _unmade(sid, PAYLOAD_TOO_LARGE, error)
     return StepStart(sid, payload)
+
+
+def _unmade(sid: str, error_type: str, error: str) -> StepStart:
+    return StepStart(sid, {}, error, error_type)
 
 
 def workflow_status(dag: Dag, states: Mapping[str, StepState]) -> WorkflowRunStatus | None:

@@ -73,19 +73,34 @@ def from_references(payload: Any, path: str = "payload") -> Iterator[tuple[str, 
             yield from from_references(value, f"{path}[{index}]")
 
 
-def resolve_payload(payload: Any, document: dict[str, Any]) -> Any:
+class ExpressionFailed(Exception):
+    """A valid expression that cannot be evaluated over this document (a function given the wrong type:
+    `contains(null, 'x')`, `length(3)`, `sum([1, "two"])`). The message names where it is, the expression and
+    JMESPath's error."""
+
+
+def _search(text: str, document: dict[str, Any], where: str) -> Any:
+    try:
+        return compile_expression(text).search(document)
+    except JMESPathError as exc:
+        raise ExpressionFailed(f"{where}, `{text}`, could not be evaluated: {str(exc).splitlines()[0]}") from None
+
+
+def resolve_payload(payload: Any, document: dict[str, Any], path: str = "payload") -> Any:
     """The payload with each `{"$from": expr}` replaced by the expression's value over `document` (a value the
-    expression does not find is JSON null)."""
+    expression does not find is JSON null). ExpressionFailed, naming the `$from`'s path, if one cannot be
+    evaluated."""
     if isinstance(payload, dict):
         if FROM_KEY in payload:
-            return compile_expression(payload[FROM_KEY]).search(document)
-        return {key: resolve_payload(value, document) for key, value in payload.items()}
+            return _search(payload[FROM_KEY], document, f"{path}.{FROM_KEY}")
+        return {key: resolve_payload(value, document, f"{path}.{key}") for key, value in payload.items()}
     if isinstance(payload, list):
-        return [resolve_payload(value, document) for value in payload]
+        return [resolve_payload(value, document, f"{path}[{index}]") for index, value in enumerate(payload)]
     return payload
 
 
 def holds(condition: str, document: dict[str, Any]) -> bool:
-    """A condition's value, by JMESPath's truth rules: false, null, "", [] and {} are false; 0 is true."""
-    value = compile_expression(condition).search(document)
+    """A condition's value, by JMESPath's truth rules: false, null, "", [] and {} are false; 0 is true.
+    ExpressionFailed if it cannot be evaluated."""
+    value = _search(condition, document, "the condition")
     return not (value is None or value is False or value in ("", [], {}))

@@ -11,17 +11,24 @@ created (WorkflowProgress.catch_up).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from tickwork.claims import ClaimableJob, ClaimPlan, Occurrence
 from tickwork.clock import to_ms
 from tickwork.dispatch import OccurrenceRecords, SkippedOccurrence
-from tickwork.models import run_id_for
+from tickwork.models import JobState, SkipReason, run_id_for
+from tickwork.observability import logger
 from tickwork.queues import Outgoing
 from tickwork.store import DueItem, WorkflowRecords, read_workflow_run
 from tickwork.workflow.advance import WorkflowRunStatus
 from tickwork.workflow.progress import WorkflowProgress
 from tickwork.workflow.runs import WorkflowRunRecord, WorkflowSnapshot
+
+
+def held_back(state: JobState) -> SkipReason | None:
+    """Why a workflow in this state opens no new run (its occurrence is recorded SKIPPED with it), or None."""
+    return {JobState.PAUSED: SkipReason.PAUSED, JobState.CANCELLED: SkipReason.CANCELLED}.get(state)
 
 
 class WorkflowOccurrences:
@@ -43,6 +50,11 @@ class WorkflowOccurrences:
             if workflow is None:
                 return OccurrenceRecords()  # pragma: no cover - a workflow item is never deleted
             snapshot = WorkflowSnapshot.of(workflow)
+            held = held_back(workflow.state)
+            if held is not None:
+                # Paused or cancelled since the tick read the due index: what would have run is skipped, as a
+                # job's run is by its executor.
+                occurrences = [o if o.skip_reason else replace(o, skip_reason=held) for o in occurrences]
         written = OccurrenceRecords()
         for index, occurrence in enumerate(occurrences):
             record = self._record_of(job, occurrence, snapshot, now)
@@ -53,6 +65,8 @@ class WorkflowOccurrences:
                 won, old = self.records.put_workflow_run(record, now=now, reconcile_at=None)
                 outgoing = []
             written.outgoing.extend(outgoing)
+            if won and record.status is WorkflowRunStatus.RUNNING:
+                written.opened.append(record.id)
             if won:
                 if occurrence.skip_reason is not None:
                     written.skipped.append(
@@ -68,6 +82,25 @@ class WorkflowOccurrences:
                 created, _ = self.progress.catch_up(read_workflow_run(old))
                 written.outgoing.extend(created)
         return written
+
+    def claim_lost(self, job: ClaimableJob, written: OccurrenceRecords, now: datetime) -> list[Outgoing]:
+        """The claim's advance lost: the workflow changed after the tick read it. If it was paused or cancelled,
+        the change came before the claim was complete, so the runs this claim opened are withdrawn (SKIPPED
+        with the reason) before anything of them starts; their roots' runs are still sent, and their executors
+        record them SKIPPED (tickwork.run_target.RunTarget.of_step)."""
+        if not written.opened:
+            return written.outgoing
+        workflow = self.records.get_workflow(job.job_id)
+        held = held_back(workflow.state) if workflow is not None else None
+        if held is None:
+            return written.outgoing
+        for workflow_run_id in written.opened:
+            if self.records.withdraw_workflow_run(workflow_run_id, held, now=now):
+                logger.info(
+                    "workflow run withdrawn: its workflow changed during the claim",
+                    extra={"workflow_run_id": workflow_run_id, "skip_reason": held.value},
+                )
+        return written.outgoing
 
     @staticmethod
     def _record_of(

@@ -31,6 +31,7 @@ from tickwork.queues import Outgoing, RunQueues, SendReport
 from tickwork.results import ResultStore
 from tickwork.store import DueItem, JobStore, WorkflowRecords
 from tickwork.workflow.advance import (
+    PAYLOAD_TOO_LARGE,
     StepStart,
     StepStatus,
     WorkflowRunStatus,
@@ -42,7 +43,6 @@ from tickwork.workflow.runs import StepEntry, WorkflowRunRecord
 
 MAX_PLAN_ROUNDS = 20  # re-plans after lost races or steps that failed at creation; each decides at least one step
 MAX_RECONCILE_BACKOFF = timedelta(hours=1)
-UNMADE_PAYLOAD = "StepPayloadTooLarge"  # the error of a step whose payload could not be made
 
 
 @dataclass(frozen=True)
@@ -199,7 +199,7 @@ class WorkflowProgress:
 
     def _create_runs(self, record: WorkflowRunRecord, starts: Iterable[StepStart], now: datetime) -> list[Outgoing]:
         """Each started step's run, if absent: QUEUED (in the due index until leased, so a lost send is re-sent),
-        or FAILED with its error and on the DLQ when its payload could not be made. Returns what this caller
+        or FAILED with its error and on the DLQ when it could not be made (StepStart.error). Returns what this caller
         created, to send; a run found existing was created by another writer, who sends it."""
         snapshot = record.snapshot()
         start_at = max(now, record.scheduled_for)  # roots start at the occurrence, later steps now
@@ -224,7 +224,7 @@ class WorkflowProgress:
                 if self.store.put_queued_run(run, redispatch_at=start_at + self.settings.redispatch_after):
                     outgoing.append(Outgoing.for_run(run, start_at=start_at))
                 continue
-            error = RunError(type=UNMADE_PAYLOAD, message=start.error)
+            error = RunError(type=start.error_type or PAYLOAD_TOO_LARGE, message=start.error)
             failed = run.model_copy(update={"status": RunStatus.FAILED, "error": error, "finished_at": now})
             if self.store.put_failed_run(failed, now=now):
                 self.queues.dead_letter(
@@ -234,7 +234,7 @@ class WorkflowProgress:
                     ),
                 )
                 metrics.add_metric(name="RunsFailed", unit="Count", value=1)
-                logger.error("step failed: its payload could not be made", extra={"run_id": run.id})
+                logger.error("step failed: it could not be made", extra={"run_id": run.id, "error": start.error})
         return outgoing
 
     def _ended(self, record: WorkflowRunRecord) -> None:
@@ -273,17 +273,27 @@ class WorkflowProgress:
     def catch_up(self, record: WorkflowRunRecord) -> tuple[list[Outgoing], WorkflowRunRecord]:
         """The run's QUEUED steps as their runs really are (one BatchGetItem): a run that ended is recorded
         (its executor died before recording it), a run that is missing is created (its creator died between
-        recording the step and creating it). Returns the runs created, to send, and the run now."""
+        recording the step and creating it), a run a retry left FAILED is re-queued (the retry died between
+        reopening the workflow run and re-queueing it). Returns the runs to send, and the run now."""
         queued = [sid for sid, entry in record.steps.items() if entry.status is StepStatus.QUEUED]
         if not queued:
             return [], record
         runs = self.store.get_runs([record.step_run_id(sid) for sid in queued])
         missing = [sid for sid in queued if record.step_run_id(sid) not in runs]
         outgoing = self._create_runs(record, self._starts(record, missing), self.clock.now()) if missing else []
-        reconcile_at = self.clock.now() + self.settings.reconcile_after
+        now = self.clock.now()
+        reconcile_at = now + self.settings.reconcile_after
         for sid in queued:
             run = runs.get(record.step_run_id(sid))
             if run is None or not run.status.terminal:
+                continue
+            wanted = record.steps[sid].requeues
+            if run.status is RunStatus.FAILED and wanted is not None and run.requeues < wanted:
+                # A retry reopened the run but died before re-queueing this step's run: finish the retry.
+                redispatch_at = now + self.settings.redispatch_after
+                if self.store.requeue_failed_run(run, now=now, redispatch_at=redispatch_at):
+                    logger.warning("re-queueing a retried step's run its retry did not", extra={"run_id": run.id})
+                    outgoing.append(Outgoing.for_run(run, start_at=now))
                 continue
             logger.warning("recording a step's end its executor did not record", extra={"run_id": run.id})
             entry = StepEntry(status=StepStatus(run.status.value), skip_reason=run.skip_reason, run_id=run.id)

@@ -46,9 +46,13 @@ class StepEntry(BaseModel):
     status: StepStatus = StepStatus.PENDING
     skip_reason: SkipReason | None = None
     run_id: str | None = None  # set once the step has a run (QUEUED, and what it ends as)
-    # FAILED when its run was created: its payload could not be made from upstream results. A retry leaves it
-    # FAILED (the same results give the same payload).
+    # FAILED when its run was created: its payload could not be made from upstream results (too large), or its
+    # condition or a `$from` could not be evaluated over them. A retry leaves it FAILED (the same results give
+    # the same outcome).
     unmade: bool = False
+    # Set by a retry: the `requeues` its run will have once re-queued. A run found FAILED with fewer was never
+    # re-queued (the retry stopped between its two writes): the reconciliation re-queues it.
+    requeues: int | None = None
 
     @property
     def state(self) -> StepState:

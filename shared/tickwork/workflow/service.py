@@ -201,16 +201,24 @@ class WorkflowService:
     def retry_run(self, tenant: str, workflow_run_id: str) -> WorkflowRun:
         """FAILED -> RUNNING: its FAILED steps' runs are re-queued (the same run records, `requeues`+1), the steps
         skipped downstream of them go back to PENDING, and nothing that succeeded runs again. A step whose payload
-        could not be made stays FAILED (the same results would give the same payload). Conflict unless FAILED,
-        or if no step can be retried."""
+        could not be made (too large, or an expression that failed) stays FAILED: the same results would give
+        the same outcome. Conflict unless FAILED, or if no step can be retried."""
         record = self._record(tenant, workflow_run_id)
         if record.status is not WorkflowRunStatus.FAILED:
             raise Conflict(f"only a FAILED workflow run can be retried; this one is {record.status.value}")
         dag = record.snapshot().dag
         retried = [sid for sid, entry in record.steps.items() if entry.status is StepStatus.FAILED and not entry.unmade]
         if not retried:
-            raise Conflict("no step of this workflow run can be retried: its failed steps' payloads could not be made")
-        entries = {sid: StepEntry(status=StepStatus.QUEUED, run_id=record.step_run_id(sid)) for sid in retried}
+            raise Conflict(
+                "no step of this workflow run can be retried: its failed steps' payloads could not be made "
+                "(too large, or an expression that cannot be evaluated over the same results)"
+            )
+        failed = self.store.get_runs([record.step_run_id(sid) for sid in retried])
+        entries = {
+            sid: StepEntry(status=StepStatus.QUEUED, run_id=run.id, requeues=run.requeues + 1)
+            for sid in retried
+            if (run := failed.get(record.step_run_id(sid))) is not None
+        }
         for sid, entry in record.steps.items():
             if entry.status is StepStatus.SKIPPED and dag.ancestors[sid] & set(retried):
                 entries[sid] = StepEntry()
@@ -220,7 +228,7 @@ class WorkflowService:
         )
         if not won or current is None:
             raise Conflict("the workflow run changed meanwhile; try again")
-        failed = self.store.get_runs([record.step_run_id(sid) for sid in retried])
+        # The second write: were this to stop part-way, the reconciliation re-queues the rest (catch_up).
         redispatch_at = now + self.progress.settings.redispatch_after
         requeued = [
             run for run in failed.values() if self.store.requeue_failed_run(run, now=now, redispatch_at=redispatch_at)
