@@ -43,6 +43,9 @@ _CRON_SEARCH_YEARS = 400
 # Schedule.shortest_period samples this many occurrences, from this instant.
 PERIOD_SAMPLE = 400
 _PERIOD_SAMPLE_FROM = datetime(2026, 1, 1, tzinfo=UTC)
+# A schedule's end of time: the last instant a run id names (13 digits of milliseconds). Every schedule ends
+# there, with no occurrence after it (an answer, not an error, for a cron as rare as 29 February on a Sunday).
+END_OF_TIME = datetime(2286, 11, 20, 17, 46, 39, 999000, tzinfo=UTC)
 
 
 UtcDatetime = Annotated[
@@ -502,7 +505,7 @@ class Schedule(BaseModel):
         return next(self.iter_after(instant, anchor=anchor, hash_key=hash_key), None)
 
     def iter_after(self, instant: datetime, *, anchor: datetime, hash_key: str | None = None) -> Iterator[datetime]:
-        """Successive occurrences strictly after `instant`, in order, within start_at/end_at.
+        """Successive occurrences strictly after `instant`, in order, within start_at/end_at and END_OF_TIME.
 
         The same sequence as calling next_after on each result in turn, but one cron iterator (or the rate
         arithmetic) serves the whole walk: catching up after an outage costs one step per occurrence.
@@ -515,8 +518,9 @@ class Schedule(BaseModel):
     ) -> Iterator[tuple[datetime, DstFlag]]:
         """iter_after's occurrences, each with what DST did to it (see DstFlag): the walk the scheduler takes,
         so a preview shows exactly what will run."""
+        end = END_OF_TIME if self.end_at is None else min(self.end_at, END_OF_TIME)
         if self.at is not None:
-            if self.at > instant and (self.end_at is None or self.at <= self.end_at):
+            if instant < self.at <= end:
                 yield self.at, _real_time_flag(self.at, self.zone)
             return
         if self.start_at is not None and instant < self.start_at:
@@ -527,7 +531,7 @@ class Schedule(BaseModel):
             else self._cron_after(instant, hash_key)
         )
         for occurrence, flag in found:
-            if self.end_at is not None and occurrence > self.end_at:
+            if occurrence > end:
                 return
             yield occurrence, flag
 
@@ -548,7 +552,7 @@ class Schedule(BaseModel):
         next occurrence can be, so no wall time is ever resolved only to be thrown away: after a wall time in a
         spring-forward gap it resumes at the end of the gap (the rest of the gap fired with it), and from the
         second pass of a repeated hour it starts at the end of the repeat (the repeated wall times fired in the
-        first pass). It ends only when there is no occurrence within 400 years, that is none at all.
+        first pass). It ends at END_OF_TIME, or when there is no occurrence within 400 years, that is none at all.
         """
         plan = _cron_plan(self.cron or "")
         zone = self.zone
@@ -567,6 +571,8 @@ class Schedule(BaseModel):
             except CroniterBadDateError:
                 return
             found = resolve_wall_time(wall, zone)
+            if found > END_OF_TIME:
+                return
             if found <= last:  # pragma: no cover - first instants of later wall times are later
                 raise RuntimeError(
                     f"cron {self.cron!r} in {self.timezone}: {wall} resolves to {found}, not after {last}"

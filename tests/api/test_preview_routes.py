@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+import calendar
+from datetime import date, timedelta
 
 import pytest
 from tickwork.clock import iso
@@ -107,6 +108,41 @@ def test_a_never_firing_cron_is_refused_at_create_and_patch_on_schedule_cron(api
     assert patched.status == 422
     assert patched.fields == ["schedule.cron"]
     assert _nothing_written(pipeline)
+
+
+# ---------------------------------------------------------------- rare crons, the end of time
+
+RARE = "0 0 29 2 */7"  # 29 February on a Sunday: every 28 years, or 40 across a century's missing leap day
+# Every such day after START, to the last instant a run id can name (13 digits of milliseconds: 2286-11-20).
+RARE_DAYS = [
+    f"{year}-02-29T00:00:00.000Z"
+    for year in range(START.year + 1, 2287)
+    if calendar.isleap(year) and date(year, 2, 29).isoweekday() == 7
+]
+
+
+def test_schedule_preview_of_a_rare_cron_lists_its_occurrences_to_the_end_of_time_not_500(api):
+    reply = api.post("/v1/schedules/preview", {"schedule": {"cron": RARE}, "count": 1000})
+    assert reply.status == 200, reply.text
+    assert [i["at"] for i in reply.json["items"]] == RARE_DAYS
+
+
+def test_job_preview_of_a_rare_cron_lists_its_occurrences_to_the_end_of_time_not_500(api):
+    job = api.create(schedule={"cron": RARE})
+    reply = api.get(f"/v1/jobs/{job['id']}/preview", query={"count": 1000})
+    assert reply.status == 200, reply.text
+    assert [i["at"] for i in reply.json["items"]] == RARE_DAYS
+
+
+def test_jitter_on_a_rare_cron_is_checked_not_500(api):
+    job = api.create(schedule={"cron": RARE})
+    patched = api.patch(f"/v1/jobs/{job['id']}", {"jitter_seconds": 60})
+    assert patched.status == 200, patched.text
+    assert patched.json["jitter_seconds"] == 60
+    assert (
+        api.post("/v1/jobs", {"name": "n", "type": "echo", "schedule": {"cron": RARE}, "jitter_seconds": 60}).status
+        == 201
+    )
 
 
 # ---------------------------------------------------------------- jitter

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
-from tickwork.schedule import Schedule, resolve_wall_time
+from tickwork.clock import to_ms
+from tickwork.schedule import END_OF_TIME, Schedule, resolve_wall_time
 
 ANCHOR = datetime(2026, 1, 1, tzinfo=UTC)
 PARIS = ZoneInfo("Europe/Paris")
@@ -398,6 +399,28 @@ def test_rare_cron_is_found_decades_ahead() -> None:
     schedule = Schedule(cron="0 0 29 2 */7")
     nxt = schedule.next_after(datetime(2089, 1, 1, tzinfo=UTC), anchor=ANCHOR)
     assert nxt == datetime(2128, 2, 29, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    [Schedule(cron="0 0 29 2 */7"), Schedule(cron="0 0 1 1 *", timezone="America/New_York"), Schedule(rate="366 days")],
+)
+def test_a_schedule_ends_at_the_end_of_time(schedule: Schedule) -> None:
+    # The last instant a run id names (13 digits of milliseconds): no occurrence after it, rather than an error
+    # where Python's calendar ends.
+    assert len(str(to_ms(END_OF_TIME))) == 13
+    assert to_ms(END_OF_TIME + timedelta(milliseconds=1)) == 10**13
+    walk = list(itertools.islice(schedule.iter_after(ANCHOR, anchor=ANCHOR), 10_000))
+    assert END_OF_TIME - timedelta(days=41 * 366) < walk[-1] <= END_OF_TIME
+    assert schedule.next_after(walk[-1], anchor=ANCHOR) is None
+    assert schedule.next_after(END_OF_TIME, anchor=ANCHOR) is None
+
+
+def test_rare_cron_fires_in_every_year_it_names() -> None:
+    # Feb 29th on a Sunday, to 2200: 28 years apart, 40 across 2100 (not a leap year).
+    walk = Schedule(cron="0 0 29 2 */7").iter_after(ANCHOR, anchor=ANCHOR)
+    years = [t.year for t in itertools.takewhile(lambda t: t.year < 2200, walk)]
+    assert years == [2032, 2060, 2088, 2128, 2156, 2184]
 
 
 LORD_HOWE = ZoneInfo("Australia/Lord_Howe")
