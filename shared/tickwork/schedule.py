@@ -40,9 +40,11 @@ MAX_RATE_SECONDS = 366 * 86400
 # The Gregorian calendar repeats every 400 years: a cron with no occurrence in that span has none at all
 # (and such expressions are rejected up front; see _never_fires).
 _CRON_SEARCH_YEARS = 400
-# Schedule.shortest_period samples this many occurrences, from this instant.
+# Schedule.shortest_period samples this many occurrences, from this instant, and the occurrences either side of
+# every change of the zone's offset in the year from it (both DST transitions, wherever the zone has them).
 PERIOD_SAMPLE = 400
 _PERIOD_SAMPLE_FROM = datetime(2026, 1, 1, tzinfo=UTC)
+_PERIOD_TRANSITIONS_UNTIL = datetime(2027, 1, 1, tzinfo=UTC)
 # A schedule's end of time: the last instant a run id names (13 digits of milliseconds). Every schedule ends
 # there, with no occurrence after it (an answer, not an error, for a cron as rare as 29 February on a Sunday).
 END_OF_TIME = datetime(2286, 11, 20, 17, 46, 39, 999000, tzinfo=UTC)
@@ -585,8 +587,9 @@ class Schedule(BaseModel):
 
     def shortest_period(self, *, hash_key: str | None = None) -> timedelta | None:
         """The shortest gap between consecutive occurrences, found cheaply: a rate's period; for a cron, the
-        smallest gap among its first PERIOD_SAMPLE occurrences from 2026-01-01 (a year of a daily cron, so the
-        DST days are in it); None for a one-shot, which has no period."""
+        smallest gap among its first PERIOD_SAMPLE occurrences from 2026-01-01 and among the occurrences either
+        side of each change of the zone's offset in 2026 (a spring-forward shortens the gap across it: 01:45 to
+        03:00 is 15 minutes); None for a one-shot, which has no period."""
         return _shortest_period(self, hash_key)
 
     def _sampled_period(self, hash_key: str | None) -> timedelta | None:
@@ -595,9 +598,29 @@ class Schedule(BaseModel):
         if self.rate is not None:
             return parse_rate(self.rate)
         walk = self._cron_after(_PERIOD_SAMPLE_FROM, hash_key)
-        instants = [found for found, _ in itertools.islice(walk, PERIOD_SAMPLE)]
-        gaps = [later - earlier for earlier, later in itertools.pairwise(instants)]
+        runs = [[found for found, _ in itertools.islice(walk, PERIOD_SAMPLE)]]
+        runs += [self._across(change, hash_key) for change in _offset_changes(self.timezone)]
+        gaps = [later - earlier for run in runs for earlier, later in itertools.pairwise(run)]
         return min(gaps, default=None)
+
+    def _across(self, change: datetime, hash_key: str | None) -> list[datetime]:
+        """Consecutive cron occurrences from the last before `change` to the second at or after it: every gap
+        the change can shorten. The last before it is found by looking back twice as far each time."""
+        back = timedelta(seconds=1)
+        while True:
+            start = change - back
+            first = next(self._cron_after(start, hash_key), None)
+            if first is not None and first[0] < change:
+                break
+            if back > timedelta(days=366 * _CRON_SEARCH_YEARS):
+                return []  # nothing before it: no gap crosses it
+            back *= 2
+        found: list[datetime] = []
+        for occurrence, _ in self._cron_after(start, hash_key):
+            found.append(occurrence)
+            if sum(1 for t in found if t >= change) == 2:
+                return found
+        return found  # pragma: no cover - an accepted cron fires again within 400 years
 
     def occurrences(
         self,
@@ -611,6 +634,28 @@ class Schedule(BaseModel):
         """Occurrences in (after, until], at most `limit`."""
         found = itertools.takewhile(lambda t: t <= until, self.iter_after(after, anchor=anchor, hash_key=hash_key))
         return list(itertools.islice(found, max(limit, 0)))
+
+
+@lru_cache(maxsize=64)
+def _offset_changes(zone_name: str) -> tuple[datetime, ...]:
+    """The instants in 2026 at which the zone's UTC offset changes (its DST transitions), to the second."""
+    zone = _zone(zone_name)
+
+    def offset(ts: int) -> timedelta | None:
+        return datetime.fromtimestamp(ts, zone).utcoffset()
+
+    day = 86_400
+    changes = []
+    start, end = int(_PERIOD_SAMPLE_FROM.timestamp()), int(_PERIOD_TRANSITIONS_UNTIL.timestamp())
+    for day_start in range(start, end, day):
+        lo, hi = day_start, day_start + day
+        if offset(lo) == offset(hi):
+            continue
+        while hi - lo > 1:  # the first second with the new offset
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if offset(mid) == offset(lo) else (lo, mid)
+        changes.append(datetime.fromtimestamp(hi, UTC))
+    return tuple(changes)
 
 
 @lru_cache(maxsize=1024)

@@ -175,6 +175,20 @@ def test_a_bad_jitter_at_create_is_422_on_jitter_seconds(api, pipeline, jitter, 
     assert _nothing_written(pipeline)
 
 
+def test_a_jitter_longer_than_a_gap_dst_shortens_is_422(api, pipeline):
+    # Every other hour at :00 and :45 is 45 minutes apart at least, except on New York's spring-forward day:
+    # 01:45 EST, then 03:00 EDT (02:00 does not exist) 15 minutes later. A run jittered by 45 minutes could
+    # start after the next occurrence.
+    schedule = {"cron": "0,45 1-23/2 * * *", "timezone": "America/New_York"}
+    pipeline.calls.clear()
+    reply = api.post("/v1/jobs", {"name": "n", "type": "echo", "schedule": schedule, "jitter_seconds": 2700})
+    assert reply.status == 422, reply.text
+    assert reply.fields == ["jitter_seconds"]
+    assert "shortest period, 900 s" in reply.json["errors"][0]["message"]
+    assert _nothing_written(pipeline)
+    assert api.create(schedule=schedule, jitter_seconds=900)["jitter_seconds"] == 900
+
+
 def test_a_patch_that_makes_jitter_exceed_the_period_is_422_and_writes_nothing(api, pipeline):
     job = api.create(schedule={"rate": "1 hour"}, jitter_seconds=1800)
     pipeline.calls.clear()

@@ -423,6 +423,26 @@ def test_rare_cron_fires_in_every_year_it_names() -> None:
     assert years == [2032, 2060, 2088, 2128, 2156, 2184]
 
 
+@pytest.mark.parametrize(
+    ("cron", "zone", "shortest"),
+    [
+        # 01:45 standard time, then 03:00 summer time: the spring-forward day's 15 minutes, 17 days past the
+        # first 400 occurrences (2026-01-01 to 01-17).
+        ("0,45 1-23/2 * * *", "America/New_York", timedelta(minutes=15)),
+        ("0,45 1-23/2 * * *", "Europe/Paris", timedelta(minutes=15)),
+        ("0,45 1-23/2 * * *", "Australia/Sydney", timedelta(minutes=15)),  # springs forward in October
+        # Lord Howe goes from 02:00 to 02:30: 02:15 fires at 02:30, a quarter of an hour before 02:45.
+        ("15,45 */2 * * *", "Australia/Lord_Howe", timedelta(minutes=15)),
+        ("0,45 1-23/2 * * *", "UTC", timedelta(minutes=45)),
+        # Saturday midnight is more than a day before the change: the week across it is an hour short.
+        ("0 0 * * 6", "America/New_York", timedelta(days=7) - timedelta(hours=1)),
+        ("*/10 * * * * *", "Europe/Paris", timedelta(seconds=10)),
+    ],
+)
+def test_shortest_period_sees_the_gaps_dst_shortens(cron: str, zone: str, shortest: timedelta) -> None:
+    assert Schedule(cron=cron, timezone=zone).shortest_period() == shortest
+
+
 LORD_HOWE = ZoneInfo("Australia/Lord_Howe")
 
 
