@@ -355,6 +355,10 @@ def _cron_plan(expression: str) -> _CronPlan:
     # Vixie cron's day rule: a day matches day-of-month OR day-of-week only when both are restricted;
     # a field starting with `*` (`*`, `*/2`) or `?` is unrestricted, and then the day must match both.
     day_or = not (dom.startswith(("*", "?")) or dow.startswith(("*", "?")))
+    if planned[-1] == "*" and len(planned[-3].split(",")) == _DOM.high:
+        # croniter reads a 31-item day-of-month list as `*` when day-of-week is `*`, but thirty days and `L`
+        # (2-31,L: not the 1st) are not every day. Every weekday written out keeps the list a list.
+        planned[-1] = ",".join(str(day) for day in range(7))
     return _CronPlan(" ".join(planned), seconds, day_or)
 
 

@@ -110,6 +110,16 @@ def test_a_never_firing_cron_is_refused_at_create_and_patch_on_schedule_cron(api
     assert _nothing_written(pipeline)
 
 
+def test_schedule_preview_of_thirty_days_and_l_skips_the_day_left_out(api):
+    # 2-31 has every month's last day already: L adds nothing, and the 1st is not in it.
+    reply = api.post(
+        "/v1/schedules/preview",
+        {"schedule": {"cron": "0 0 2-31,L * *"}, "from": "2026-01-31T12:00:00Z", "count": 2},
+    )
+    assert reply.status == 200, reply.text
+    assert [i["at"] for i in reply.json["items"]] == ["2026-02-02T00:00:00.000Z", "2026-02-03T00:00:00.000Z"]
+
+
 # ---------------------------------------------------------------- rare crons, the end of time
 
 RARE = "0 0 29 2 */7"  # 29 February on a Sunday: every 28 years, or 40 across a century's missing leap day

@@ -205,6 +205,29 @@ def test_dom_and_dow_are_anded_when_either_starts_with_star(cron: str, matches: 
     assert {t.date() for t in seq} == {d for d in every_day if matches(d)}
 
 
+def _last_day(t: date) -> bool:
+    return (t + timedelta(days=1)).day == 1
+
+
+@pytest.mark.parametrize(
+    ("cron", "matches"),
+    [
+        # Thirty days and L: croniter reads any 31-item day-of-month list as `*` (every day).
+        ("0 0 2-31,L * *", lambda t: t.day >= 2),  # every month's last day is in 2-31 already
+        ("0 0 1-29,31,L * *", lambda t: t.day != 30 or _last_day(t)),  # the 30th only as a last day
+        ("0 0 1-27,29-31,L * *", lambda t: t.day != 28 or _last_day(t)),
+        ("0 0 1-30,L * *", lambda t: True),  # the 31st is a last day wherever there is one
+        ("0 0 2-31,L * */1", lambda t: t.day >= 2),
+        ("0 0 2-31,L * MON", lambda t: t.day >= 2 or _sunday_is_0(t) == 1),
+    ],
+)
+def test_thirty_days_and_l_fire_only_on_the_days_they_name(cron: str, matches: Callable[[date], bool]) -> None:
+    seq = _days(cron, n=400)
+    first, last = seq[0].date(), seq[-1].date()
+    every_day = (first + timedelta(days=i) for i in range((last - first).days + 1))
+    assert {t.date() for t in seq} == {d for d in every_day if matches(d)}
+
+
 def _next_n(cron: str, n: int = 3, *, zone: str = "UTC", after: datetime = ANCHOR) -> list[str]:
     seq = Schedule(cron=cron, timezone=zone).occurrences(after, after + timedelta(days=1500), anchor=ANCHOR, limit=n)
     return [t.astimezone(ZoneInfo(zone)).strftime("%a %Y-%m-%d %H:%M:%S") for t in seq]
