@@ -120,6 +120,23 @@ def test_schedule_preview_of_thirty_days_and_l_skips_the_day_left_out(api):
     assert [i["at"] for i in reply.json["items"]] == ["2026-02-02T00:00:00.000Z", "2026-02-03T00:00:00.000Z"]
 
 
+@pytest.mark.parametrize("state", ["cancelled", "completed"])
+def test_job_preview_of_a_job_that_will_not_run_again_lists_no_occurrences(api, pipeline, state):
+    if state == "cancelled":
+        job = api.create(schedule={"rate": "1 hour"})
+        assert api.delete(f"/v1/jobs/{job['id']}").status in (200, 204)
+    else:
+        job = api.create(schedule={"at": iso(START + timedelta(minutes=5))})
+        pipeline.clock.advance(300)
+        assert pipeline.tick()["dispatched"] == 1
+        pipeline.clock.advance(0.1)
+        assert pipeline.drain() == 1
+    assert api.get(f"/v1/jobs/{job['id']}").json["state"] == state.upper()
+    reply = api.get(f"/v1/jobs/{job['id']}/preview", query={"count": 3})
+    assert reply.status == 200, reply.text
+    assert reply.json == {"items": []}
+
+
 # ---------------------------------------------------------------- rare crons, the end of time
 
 RARE = "0 0 29 2 */7"  # 29 February on a Sunday: every 28 years, or 40 across a century's missing leap day
