@@ -602,15 +602,19 @@ class Schedule(BaseModel):
         if self.rate is not None:
             return parse_rate(self.rate)
         walk = self._cron_after(_PERIOD_SAMPLE_FROM, hash_key)
-        runs = [[found for found, _ in itertools.islice(walk, PERIOD_SAMPLE)]]
-        runs += [self._across(change, hash_key) for change in _offset_changes(self.timezone)]
-        gaps = [later - earlier for run in runs for earlier, later in itertools.pairwise(run)]
+        sample = [found for found, _ in itertools.islice(walk, PERIOD_SAMPLE)]
+        gaps = [later - earlier for earlier, later in itertools.pairwise(sample)]
+        look_back = min(gaps, default=timedelta(seconds=1))
+        for change in _offset_changes(self.timezone):
+            across = self._across(change, look_back, hash_key)
+            gaps += [later - earlier for earlier, later in itertools.pairwise(across)]
         return min(gaps, default=None)
 
-    def _across(self, change: datetime, hash_key: str | None) -> list[datetime]:
+    def _across(self, change: datetime, look_back: timedelta, hash_key: str | None) -> list[datetime]:
         """Consecutive cron occurrences from the last before `change` to the second at or after it: every gap
-        the change can shorten. The last before it is found by looking back twice as far each time."""
-        back = timedelta(seconds=1)
+        the change can shorten. The last before it is found by looking back `look_back`, then twice as far each
+        time."""
+        back = look_back
         while True:
             start = change - back
             first = next(self._cron_after(start, hash_key), None)
