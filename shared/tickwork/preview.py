@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from tickwork.models import Job
+from tickwork.models import Job, JobState
 from tickwork.schedule import DstFlag, Schedule
 
 MAX_PREVIEW_COUNT = 1000
@@ -38,7 +38,10 @@ def preview(
 
 
 def preview_job(job: Job, *, after: datetime, count: int) -> list[PreviewedOccurrence]:
-    """A job's next occurrences, as it will run them: its own schedule, anchor and hash key."""
+    """A job's next occurrences, as it will run them: its own schedule, anchor and hash key. A CANCELLED or
+    COMPLETED job runs nothing more, so it has none (a PAUSED or SUSPENDED one shows what runs once resumed)."""
+    if job.state in (JobState.CANCELLED, JobState.COMPLETED):
+        return []
     return preview(job.schedule, after=after, count=count, anchor=job.created_at, hash_key=job.id)
 
 

@@ -40,9 +40,14 @@ MAX_RATE_SECONDS = 366 * 86400
 # The Gregorian calendar repeats every 400 years: a cron with no occurrence in that span has none at all
 # (and such expressions are rejected up front; see _never_fires).
 _CRON_SEARCH_YEARS = 400
-# Schedule.shortest_period samples this many occurrences, from this instant.
+# Schedule.shortest_period samples this many occurrences, from this instant, and the occurrences either side of
+# every change of the zone's offset in the year from it (both DST transitions, wherever the zone has them).
 PERIOD_SAMPLE = 400
 _PERIOD_SAMPLE_FROM = datetime(2026, 1, 1, tzinfo=UTC)
+_PERIOD_TRANSITIONS_UNTIL = datetime(2027, 1, 1, tzinfo=UTC)
+# A schedule's end of time: the last instant a run id names (13 digits of milliseconds). Every schedule ends
+# there, with no occurrence after it (an answer, not an error, for a cron as rare as 29 February on a Sunday).
+END_OF_TIME = datetime(2286, 11, 20, 17, 46, 39, 999000, tzinfo=UTC)
 
 
 UtcDatetime = Annotated[
@@ -350,6 +355,10 @@ def _cron_plan(expression: str) -> _CronPlan:
     # Vixie cron's day rule: a day matches day-of-month OR day-of-week only when both are restricted;
     # a field starting with `*` (`*`, `*/2`) or `?` is unrestricted, and then the day must match both.
     day_or = not (dom.startswith(("*", "?")) or dow.startswith(("*", "?")))
+    if planned[-1] == "*" and len(planned[-3].split(",")) == _DOM.high:
+        # croniter reads a 31-item day-of-month list as `*` when day-of-week is `*`, but thirty days and `L`
+        # (2-31,L: not the 1st) are not every day. Every weekday written out keeps the list a list.
+        planned[-1] = ",".join(str(day) for day in range(7))
     return _CronPlan(" ".join(planned), seconds, day_or)
 
 
@@ -502,7 +511,7 @@ class Schedule(BaseModel):
         return next(self.iter_after(instant, anchor=anchor, hash_key=hash_key), None)
 
     def iter_after(self, instant: datetime, *, anchor: datetime, hash_key: str | None = None) -> Iterator[datetime]:
-        """Successive occurrences strictly after `instant`, in order, within start_at/end_at.
+        """Successive occurrences strictly after `instant`, in order, within start_at/end_at and END_OF_TIME.
 
         The same sequence as calling next_after on each result in turn, but one cron iterator (or the rate
         arithmetic) serves the whole walk: catching up after an outage costs one step per occurrence.
@@ -515,8 +524,9 @@ class Schedule(BaseModel):
     ) -> Iterator[tuple[datetime, DstFlag]]:
         """iter_after's occurrences, each with what DST did to it (see DstFlag): the walk the scheduler takes,
         so a preview shows exactly what will run."""
+        end = END_OF_TIME if self.end_at is None else min(self.end_at, END_OF_TIME)
         if self.at is not None:
-            if self.at > instant and (self.end_at is None or self.at <= self.end_at):
+            if instant < self.at <= end:
                 yield self.at, _real_time_flag(self.at, self.zone)
             return
         if self.start_at is not None and instant < self.start_at:
@@ -527,7 +537,7 @@ class Schedule(BaseModel):
             else self._cron_after(instant, hash_key)
         )
         for occurrence, flag in found:
-            if self.end_at is not None and occurrence > self.end_at:
+            if occurrence > end:
                 return
             yield occurrence, flag
 
@@ -548,7 +558,7 @@ class Schedule(BaseModel):
         next occurrence can be, so no wall time is ever resolved only to be thrown away: after a wall time in a
         spring-forward gap it resumes at the end of the gap (the rest of the gap fired with it), and from the
         second pass of a repeated hour it starts at the end of the repeat (the repeated wall times fired in the
-        first pass). It ends only when there is no occurrence within 400 years, that is none at all.
+        first pass). It ends at END_OF_TIME, or when there is no occurrence within 400 years, that is none at all.
         """
         plan = _cron_plan(self.cron or "")
         zone = self.zone
@@ -567,6 +577,8 @@ class Schedule(BaseModel):
             except CroniterBadDateError:
                 return
             found = resolve_wall_time(wall, zone)
+            if found > END_OF_TIME:
+                return
             if found <= last:  # pragma: no cover - first instants of later wall times are later
                 raise RuntimeError(
                     f"cron {self.cron!r} in {self.timezone}: {wall} resolves to {found}, not after {last}"
@@ -579,8 +591,9 @@ class Schedule(BaseModel):
 
     def shortest_period(self, *, hash_key: str | None = None) -> timedelta | None:
         """The shortest gap between consecutive occurrences, found cheaply: a rate's period; for a cron, the
-        smallest gap among its first PERIOD_SAMPLE occurrences from 2026-01-01 (a year of a daily cron, so the
-        DST days are in it); None for a one-shot, which has no period."""
+        smallest gap among its first PERIOD_SAMPLE occurrences from 2026-01-01 and among the occurrences either
+        side of each change of the zone's offset in 2026 (a spring-forward shortens the gap across it: 01:45 to
+        03:00 is 15 minutes); None for a one-shot, which has no period."""
         return _shortest_period(self, hash_key)
 
     def _sampled_period(self, hash_key: str | None) -> timedelta | None:
@@ -589,9 +602,33 @@ class Schedule(BaseModel):
         if self.rate is not None:
             return parse_rate(self.rate)
         walk = self._cron_after(_PERIOD_SAMPLE_FROM, hash_key)
-        instants = [found for found, _ in itertools.islice(walk, PERIOD_SAMPLE)]
-        gaps = [later - earlier for earlier, later in itertools.pairwise(instants)]
+        sample = [found for found, _ in itertools.islice(walk, PERIOD_SAMPLE)]
+        gaps = [later - earlier for earlier, later in itertools.pairwise(sample)]
+        look_back = min(gaps, default=timedelta(seconds=1))
+        for change in _offset_changes(self.timezone):
+            across = self._across(change, look_back, hash_key)
+            gaps += [later - earlier for earlier, later in itertools.pairwise(across)]
         return min(gaps, default=None)
+
+    def _across(self, change: datetime, look_back: timedelta, hash_key: str | None) -> list[datetime]:
+        """Consecutive cron occurrences from the last before `change` to the second at or after it: every gap
+        the change can shorten. The last before it is found by looking back `look_back`, then twice as far each
+        time."""
+        back = look_back
+        while True:
+            start = change - back
+            first = next(self._cron_after(start, hash_key), None)
+            if first is not None and first[0] < change:
+                break
+            if back > timedelta(days=366 * _CRON_SEARCH_YEARS):
+                return []  # nothing before it: no gap crosses it
+            back *= 2
+        found: list[datetime] = []
+        for occurrence, _ in self._cron_after(start, hash_key):
+            found.append(occurrence)
+            if sum(1 for t in found if t >= change) == 2:
+                return found
+        return found  # pragma: no cover - an accepted cron fires again within 400 years
 
     def occurrences(
         self,
@@ -605,6 +642,28 @@ class Schedule(BaseModel):
         """Occurrences in (after, until], at most `limit`."""
         found = itertools.takewhile(lambda t: t <= until, self.iter_after(after, anchor=anchor, hash_key=hash_key))
         return list(itertools.islice(found, max(limit, 0)))
+
+
+@lru_cache(maxsize=64)
+def _offset_changes(zone_name: str) -> tuple[datetime, ...]:
+    """The instants in 2026 at which the zone's UTC offset changes (its DST transitions), to the second."""
+    zone = _zone(zone_name)
+
+    def offset(ts: int) -> timedelta | None:
+        return datetime.fromtimestamp(ts, zone).utcoffset()
+
+    day = 86_400
+    changes = []
+    start, end = int(_PERIOD_SAMPLE_FROM.timestamp()), int(_PERIOD_TRANSITIONS_UNTIL.timestamp())
+    for day_start in range(start, end, day):
+        lo, hi = day_start, day_start + day
+        if offset(lo) == offset(hi):
+            continue
+        while hi - lo > 1:  # the first second with the new offset
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if offset(mid) == offset(lo) else (lo, mid)
+        changes.append(datetime.fromtimestamp(hi, UTC))
+    return tuple(changes)
 
 
 @lru_cache(maxsize=1024)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+import calendar
+from datetime import date, timedelta
 
 import pytest
 from tickwork.clock import iso
@@ -109,6 +110,68 @@ def test_a_never_firing_cron_is_refused_at_create_and_patch_on_schedule_cron(api
     assert _nothing_written(pipeline)
 
 
+def test_schedule_preview_of_thirty_days_and_l_skips_the_day_left_out(api):
+    # 2-31 has every month's last day already: L adds nothing, and the 1st is not in it.
+    reply = api.post(
+        "/v1/schedules/preview",
+        {"schedule": {"cron": "0 0 2-31,L * *"}, "from": "2026-01-31T12:00:00Z", "count": 2},
+    )
+    assert reply.status == 200, reply.text
+    assert [i["at"] for i in reply.json["items"]] == ["2026-02-02T00:00:00.000Z", "2026-02-03T00:00:00.000Z"]
+
+
+@pytest.mark.parametrize("state", ["cancelled", "completed"])
+def test_job_preview_of_a_job_that_will_not_run_again_lists_no_occurrences(api, pipeline, state):
+    if state == "cancelled":
+        job = api.create(schedule={"rate": "1 hour"})
+        assert api.delete(f"/v1/jobs/{job['id']}").status in (200, 204)
+    else:
+        job = api.create(schedule={"at": iso(START + timedelta(minutes=5))})
+        pipeline.clock.advance(300)
+        assert pipeline.tick()["dispatched"] == 1
+        pipeline.clock.advance(0.1)
+        assert pipeline.drain() == 1
+    assert api.get(f"/v1/jobs/{job['id']}").json["state"] == state.upper()
+    reply = api.get(f"/v1/jobs/{job['id']}/preview", query={"count": 3})
+    assert reply.status == 200, reply.text
+    assert reply.json == {"items": []}
+
+
+# ---------------------------------------------------------------- rare crons, the end of time
+
+RARE = "0 0 29 2 */7"  # 29 February on a Sunday: every 28 years, or 40 across a century's missing leap day
+# Every such day after START, to the last instant a run id can name (13 digits of milliseconds: 2286-11-20).
+RARE_DAYS = [
+    f"{year}-02-29T00:00:00.000Z"
+    for year in range(START.year + 1, 2287)
+    if calendar.isleap(year) and date(year, 2, 29).isoweekday() == 7
+]
+
+
+def test_schedule_preview_of_a_rare_cron_lists_its_occurrences_to_the_end_of_time_not_500(api):
+    reply = api.post("/v1/schedules/preview", {"schedule": {"cron": RARE}, "count": 1000})
+    assert reply.status == 200, reply.text
+    assert [i["at"] for i in reply.json["items"]] == RARE_DAYS
+
+
+def test_job_preview_of_a_rare_cron_lists_its_occurrences_to_the_end_of_time_not_500(api):
+    job = api.create(schedule={"cron": RARE})
+    reply = api.get(f"/v1/jobs/{job['id']}/preview", query={"count": 1000})
+    assert reply.status == 200, reply.text
+    assert [i["at"] for i in reply.json["items"]] == RARE_DAYS
+
+
+def test_jitter_on_a_rare_cron_is_checked_not_500(api):
+    job = api.create(schedule={"cron": RARE})
+    patched = api.patch(f"/v1/jobs/{job['id']}", {"jitter_seconds": 60})
+    assert patched.status == 200, patched.text
+    assert patched.json["jitter_seconds"] == 60
+    assert (
+        api.post("/v1/jobs", {"name": "n", "type": "echo", "schedule": {"cron": RARE}, "jitter_seconds": 60}).status
+        == 201
+    )
+
+
 # ---------------------------------------------------------------- jitter
 
 
@@ -137,6 +200,20 @@ def test_a_bad_jitter_at_create_is_422_on_jitter_seconds(api, pipeline, jitter, 
     assert reply.fields == ["jitter_seconds"]
     assert message in reply.json["errors"][0]["message"]
     assert _nothing_written(pipeline)
+
+
+def test_a_jitter_longer_than_a_gap_dst_shortens_is_422(api, pipeline):
+    # Every other hour at :00 and :45 is 45 minutes apart at least, except on New York's spring-forward day:
+    # 01:45 EST, then 03:00 EDT (02:00 does not exist) 15 minutes later. A run jittered by 45 minutes could
+    # start after the next occurrence.
+    schedule = {"cron": "0,45 1-23/2 * * *", "timezone": "America/New_York"}
+    pipeline.calls.clear()
+    reply = api.post("/v1/jobs", {"name": "n", "type": "echo", "schedule": schedule, "jitter_seconds": 2700})
+    assert reply.status == 422, reply.text
+    assert reply.fields == ["jitter_seconds"]
+    assert "shortest period, 900 s" in reply.json["errors"][0]["message"]
+    assert _nothing_written(pipeline)
+    assert api.create(schedule=schedule, jitter_seconds=900)["jitter_seconds"] == 900
 
 
 def test_a_patch_that_makes_jitter_exceed_the_period_is_422_and_writes_nothing(api, pipeline):

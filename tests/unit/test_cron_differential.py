@@ -1,11 +1,12 @@
 """Schedule.next_after against an independent brute-force reference, over generated cron expressions.
 
 The reference shares no code with tickwork.schedule or croniter. Hypothesis builds each field as a structure
-(items: values, names, ranges, single-value ranges, steps, `*`, `?`, `L`, `5L`, `5#2`), renders it as text and
-computes the field's value set straight from the definitions in docs/cron.md. The reference then walks the
-wall-clock days in the zone, tests each day by set membership with Vixie's day-of-month/day-of-week rule, lists
-that day's wall times in order and resolves each by the DST rules (a skipped wall time fires at the end of the
-gap, a repeated one at its first instant), returning the first that is strictly after the instant asked.
+(items: values, names, ranges, single-value ranges, steps, `*`, `?`, `L`, `5L`, `5#2`, every day of the month but one
+with `L`), renders it as text and computes the field's value set straight from the definitions in docs/cron.md.
+The reference then walks the wall-clock days in the zone, tests each day by set membership with Vixie's
+day-of-month/day-of-week rule, lists that day's wall times in order and resolves each by the DST rules (a skipped
+wall time fires at the end of the gap, a repeated one at its first instant), returning the first that is strictly
+after the instant asked.
 """
 
 from __future__ import annotations
@@ -81,15 +82,30 @@ def _dow(field: Field) -> Field:
     return Field(field.text, frozenset(v % 7 for v in field.values), field.star, field.last_day, field.nth)
 
 
+def _span(low: int, high: int) -> list[str]:
+    return [] if high < low else [str(low)] if high == low else [f"{low}-{high}"]
+
+
 @st.composite
 def dom_field(draw: st.DrawFn) -> Field:
-    choice = draw(st.integers(0, 5))
+    choice = draw(st.integers(0, 6))
     if choice == 0:
         return Field("?", frozenset(range(1, 32)), star=True)
     if choice == 1:  # L, alone or in a list
         rest = draw(st.lists(st.integers(1, 31), max_size=2))
         return Field(",".join([*map(str, rest), "L"]), frozenset(rest), last_day=True)
+    if choice == 2:
+        return draw(every_day_but_one_and_l())
     return draw(plain_field(1, 31))
+
+
+@st.composite
+def every_day_but_one_and_l(draw: st.DrawFn) -> Field:
+    """Thirty days and L: 31 items, which croniter alone reads as `*` (2-31,L would fire on the 1st)."""
+    left_out = draw(st.integers(1, 31))
+    items = [*_span(1, left_out - 1), *_span(left_out + 1, 31)]
+    items.insert(draw(st.integers(0, len(items))), "L")
+    return Field(",".join(items), frozenset(range(1, 32)) - {left_out}, last_day=True)
 
 
 @st.composite
@@ -127,7 +143,7 @@ EVERY_WEEKDAY = Field("*", frozenset(range(7)), star=True)
 
 
 @st.composite
-def crons(draw: st.DrawFn, *, every_day: bool = False) -> Cron:
+def crons(draw: st.DrawFn, *, every_day: bool = False, thirty_days_and_l: bool = False) -> Cron:
     seconds = draw(st.none() | plain_field(0, 59))
     minutes = draw(plain_field(0, 59))
     hours = draw(plain_field(0, 23))
@@ -135,6 +151,13 @@ def crons(draw: st.DrawFn, *, every_day: bool = False) -> Cron:
         text = " ".join([f.text for f in (seconds, minutes, hours) if f is not None] + ["*", "*", "*"])
         return Cron(text, seconds, minutes, hours, EVERY_DAY, EVERY_MONTH, EVERY_WEEKDAY)
     months = draw(plain_field(1, 12, MONTHS))
+    if thirty_days_and_l:  # with day-of-week unrestricted (where croniter would misread it) or not
+        dom = draw(every_day_but_one_and_l())
+        dow = draw(
+            st.sampled_from([EVERY_WEEKDAY, Field("?", frozenset(range(7)), star=True)]) | plain_field(0, 7, DAYS)
+        )
+        fields = [minutes, hours, dom, months, dow]
+        return Cron(" ".join(f.text for f in fields), None, minutes, hours, dom, months, _dow(dow))
     extension = draw(st.integers(0, 5)) == 0
     if extension:  # `#` and `dL` need an unrestricted day-of-month
         dom = draw(
@@ -237,6 +260,14 @@ def test_next_after_matches_the_brute_force_reference(cron: Cron, where: tuple[s
 @settings(max_examples=150, deadline=None)
 @given(cron=crons(every_day=True), where=near_a_transition)
 def test_next_after_matches_the_brute_force_reference_across_dst(cron: Cron, where: tuple[str, datetime]) -> None:
+    _compare(cron, where)
+
+
+@settings(max_examples=60, deadline=None)
+@given(cron=crons(thirty_days_and_l=True), where=anywhere)
+def test_every_day_of_the_month_but_one_and_l_matches_the_brute_force_reference(
+    cron: Cron, where: tuple[str, datetime]
+) -> None:
     _compare(cron, where)
 
 

@@ -9,6 +9,8 @@ from pydantic import ValidationError
 from tickwork.preview import preview
 from tickwork.schedule import Schedule
 
+from tests.conftest import ROOT
+
 
 def _at(text: str) -> datetime:
     return datetime.fromisoformat(text).astimezone(UTC)
@@ -94,6 +96,45 @@ DST_CASES = [
 @pytest.mark.parametrize(("zone", "cron", "after", "expected"), DST_CASES, ids=[f"{c[0]} {c[1]}" for c in DST_CASES])
 def test_preview_flags_gaps_and_folds(zone, cron, after, expected):
     assert _items(cron, zone, after, count=len(expected)) == expected
+
+
+# The examples docs/cron.md gives, as it words them: (its words, zone, cron, from, the expected local instants).
+DOC_EXAMPLES = [
+    (
+        "`0 0 29 2 */7` (February 29th on a Sunday) fires in 2032, 2060, 2088 and 2128.",
+        "UTC",
+        "0 0 29 2 */7",
+        "2026-01-01T00:00:00Z",
+        [
+            "2032-02-29T00:00:00.000Z",
+            "2060-02-29T00:00:00.000Z",
+            "2088-02-29T00:00:00.000Z",
+            "2128-02-29T00:00:00.000Z",
+        ],
+    ),
+    (
+        "`*/15 2 * * *` in New York on 2026-03-08 (02:00 becomes 03:00) runs once at 03:00 EDT, and next at 02:00 "
+        "EDT on 2026-03-09.",
+        "America/New_York",
+        "*/15 2 * * *",
+        "2026-03-08T05:00:00Z",
+        ["2026-03-08T03:00:00.000-04:00", "2026-03-09T02:00:00.000-04:00"],
+    ),
+    (
+        "`30 1 * * *` in New York on 2026-11-01 runs at 01:30 EDT only.",
+        "America/New_York",
+        "30 1 * * *",
+        "2026-11-01T04:00:00Z",
+        ["2026-11-01T01:30:00.000-04:00", "2026-11-02T01:30:00.000-05:00"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("words", "zone", "cron", "after", "expected"), DOC_EXAMPLES, ids=[c[2] for c in DOC_EXAMPLES])
+def test_the_examples_of_docs_cron_md_hold(words, zone, cron, after, expected):
+    doc = " ".join((ROOT / "docs" / "cron.md").read_text().split())
+    assert words in doc
+    assert [local for local, _ in _items(cron, zone, after, count=len(expected))] == expected
 
 
 def test_preview_instants_are_the_scheduler_s_own():

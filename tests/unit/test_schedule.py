@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
-from tickwork.schedule import Schedule, resolve_wall_time
+from tickwork.clock import to_ms
+from tickwork.schedule import END_OF_TIME, Schedule, resolve_wall_time
 
 ANCHOR = datetime(2026, 1, 1, tzinfo=UTC)
 PARIS = ZoneInfo("Europe/Paris")
@@ -199,6 +200,29 @@ def test_dom_and_dow_are_anded_when_either_starts_with_star(cron: str, matches: 
     assert len(seq) == 40
     assert all(matches(t) for t in seq), [t.strftime("%a %d") for t in seq if not matches(t)]
     # ...and no matching day in between was skipped.
+    first, last = seq[0].date(), seq[-1].date()
+    every_day = (first + timedelta(days=i) for i in range((last - first).days + 1))
+    assert {t.date() for t in seq} == {d for d in every_day if matches(d)}
+
+
+def _last_day(t: date) -> bool:
+    return (t + timedelta(days=1)).day == 1
+
+
+@pytest.mark.parametrize(
+    ("cron", "matches"),
+    [
+        # Thirty days and L: croniter reads any 31-item day-of-month list as `*` (every day).
+        ("0 0 2-31,L * *", lambda t: t.day >= 2),  # every month's last day is in 2-31 already
+        ("0 0 1-29,31,L * *", lambda t: t.day != 30 or _last_day(t)),  # the 30th only as a last day
+        ("0 0 1-27,29-31,L * *", lambda t: t.day != 28 or _last_day(t)),
+        ("0 0 1-30,L * *", lambda t: True),  # the 31st is a last day wherever there is one
+        ("0 0 2-31,L * */1", lambda t: t.day >= 2),
+        ("0 0 2-31,L * MON", lambda t: t.day >= 2 or _sunday_is_0(t) == 1),
+    ],
+)
+def test_thirty_days_and_l_fire_only_on_the_days_they_name(cron: str, matches: Callable[[date], bool]) -> None:
+    seq = _days(cron, n=400)
     first, last = seq[0].date(), seq[-1].date()
     every_day = (first + timedelta(days=i) for i in range((last - first).days + 1))
     assert {t.date() for t in seq} == {d for d in every_day if matches(d)}
@@ -398,6 +422,48 @@ def test_rare_cron_is_found_decades_ahead() -> None:
     schedule = Schedule(cron="0 0 29 2 */7")
     nxt = schedule.next_after(datetime(2089, 1, 1, tzinfo=UTC), anchor=ANCHOR)
     assert nxt == datetime(2128, 2, 29, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    [Schedule(cron="0 0 29 2 */7"), Schedule(cron="0 0 1 1 *", timezone="America/New_York"), Schedule(rate="366 days")],
+)
+def test_a_schedule_ends_at_the_end_of_time(schedule: Schedule) -> None:
+    # The last instant a run id names (13 digits of milliseconds): no occurrence after it, rather than an error
+    # where Python's calendar ends.
+    assert len(str(to_ms(END_OF_TIME))) == 13
+    assert to_ms(END_OF_TIME + timedelta(milliseconds=1)) == 10**13
+    walk = list(itertools.islice(schedule.iter_after(ANCHOR, anchor=ANCHOR), 10_000))
+    assert END_OF_TIME - timedelta(days=41 * 366) < walk[-1] <= END_OF_TIME
+    assert schedule.next_after(walk[-1], anchor=ANCHOR) is None
+    assert schedule.next_after(END_OF_TIME, anchor=ANCHOR) is None
+
+
+def test_rare_cron_fires_in_every_year_it_names() -> None:
+    # Feb 29th on a Sunday, to 2200: 28 years apart, 40 across 2100 (not a leap year).
+    walk = Schedule(cron="0 0 29 2 */7").iter_after(ANCHOR, anchor=ANCHOR)
+    years = [t.year for t in itertools.takewhile(lambda t: t.year < 2200, walk)]
+    assert years == [2032, 2060, 2088, 2128, 2156, 2184]
+
+
+@pytest.mark.parametrize(
+    ("cron", "zone", "shortest"),
+    [
+        # 01:45 standard time, then 03:00 summer time: the spring-forward day's 15 minutes, 17 days past the
+        # first 400 occurrences (2026-01-01 to 01-17).
+        ("0,45 1-23/2 * * *", "America/New_York", timedelta(minutes=15)),
+        ("0,45 1-23/2 * * *", "Europe/Paris", timedelta(minutes=15)),
+        ("0,45 1-23/2 * * *", "Australia/Sydney", timedelta(minutes=15)),  # springs forward in October
+        # Lord Howe goes from 02:00 to 02:30: 02:15 fires at 02:30, a quarter of an hour before 02:45.
+        ("15,45 */2 * * *", "Australia/Lord_Howe", timedelta(minutes=15)),
+        ("0,45 1-23/2 * * *", "UTC", timedelta(minutes=45)),
+        # Saturday midnight is more than a day before the change: the week across it is an hour short.
+        ("0 0 * * 6", "America/New_York", timedelta(days=7) - timedelta(hours=1)),
+        ("*/10 * * * * *", "Europe/Paris", timedelta(seconds=10)),
+    ],
+)
+def test_shortest_period_sees_the_gaps_dst_shortens(cron: str, zone: str, shortest: timedelta) -> None:
+    assert Schedule(cron=cron, timezone=zone).shortest_period() == shortest
 
 
 LORD_HOWE = ZoneInfo("Australia/Lord_Howe")

@@ -23,7 +23,10 @@ def _answer(found: list[PreviewedOccurrence]) -> Preview:
 @router.get(
     "/v1/jobs/<job_id>/preview",
     summary="The job's next occurrences, as it will run them, with DST flags",
-    responses={200: ok(Preview, "The next occurrences after now"), **problems(404)},
+    responses={
+        200: ok(Preview, "The next occurrences after now; none for a CANCELLED or COMPLETED job"),
+        **problems(404),
+    },
     tags=["jobs"],
 )
 def preview_job_route(
