@@ -281,3 +281,13 @@ def test_a_quota_tenant_with_nothing_late_pays_no_read_of_its_quota_history(pipe
     pipeline.calls.clear()
     pipeline.tick()
     assert pipeline.calls.count("Query") == pipeline.services.store.shards  # the due index's shards only
+
+
+def test_a_manual_trigger_is_neither_held_back_by_the_quota_nor_counted_in_it(pipeline: Pipeline) -> None:
+    set_tenant(pipeline, "metered", max_runs_per_minute=1)
+    (job,) = flood(pipeline, "metered", 1)
+    rates = TenantRates(pipeline.services.store.shared_table)
+    assert rates.reserve("metered", want=1, limit=1, now=START) == 1  # the window is spent
+    run = pipeline.services.jobs.trigger("metered", job)
+    assert run.id in sent_run_ids(pipeline)  # sent at once
+    assert rates.used("metered", START) == 1
