@@ -8,12 +8,15 @@ creates nothing new.
 Bounded: backfilled runs go to the LOW band queue (priority 0), one every BACKFILL_SPACING per backfill, each
 with `not_before` at its turn (the lease's condition, so no message starts one early) and its due-index entry
 after it (the tick re-sends one whose message was lost). On-time runs in the high and normal bands never wait
-behind them, and a backfill of 1,000 runs takes about 17 minutes of the low band at one run a second.
+behind them, and a backfill of 1,000 runs takes about 17 minutes of the low band at one run a second. A tenant
+with a `max_runs_per_minute` quota backfills no faster than its quota (backfill_spacing); its backfill does not
+spend the tick's windows of that quota, so its scheduled runs never wait for it (docs/fairness.md).
 Backfilled runs carry `trigger: backfill`, so start-lateness metrics leave them out.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -29,6 +32,14 @@ MAX_BACKFILL_RUNS = 1000
 DEFAULT_BACKFILL_RUNS = 100
 BACKFILL_SPACING = timedelta(seconds=1)
 BACKFILL_PRIORITY = 0  # the low band
+
+
+def backfill_spacing(max_runs_per_minute: int | None) -> timedelta:
+    """The time between a backfill's runs: BACKFILL_SPACING, or for a tenant with a rate quota the quota's own
+    pace if slower, so that a backfill alone never runs faster than the quota allows."""
+    if max_runs_per_minute is None:
+        return BACKFILL_SPACING
+    return max(BACKFILL_SPACING, timedelta(milliseconds=math.ceil(60_000 / max_runs_per_minute)))
 
 
 @dataclass(frozen=True)
@@ -65,10 +76,12 @@ class Backfiller:
         occurrences = job.schedule.occurrences(
             start - timedelta(milliseconds=1), end, anchor=job.created_at, hash_key=job.id, limit=max_runs
         )
+        quota = self.dispatcher.tenants.settings_of(job.tenant) if self.dispatcher.tenants is not None else None
+        spacing = backfill_spacing(quota.max_runs_per_minute if quota is not None else None)
         created: list[Run] = []
         existing: list[datetime] = []
         for at in occurrences:
-            turn = now + BACKFILL_SPACING * len(created)
+            turn = now + spacing * len(created)
             run = Run(
                 id=run_id_for(job.id, at),
                 job_id=job.id,

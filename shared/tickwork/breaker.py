@@ -35,7 +35,7 @@ class CircuitBreakers:
         if run.workflow_run_id is not None:
             return
         breaker = job.breaker
-        if job.state is JobState.SUSPENDED and breaker is not None and breaker.probe_at == run.scheduled_for:
+        if job.state is JobState.SUSPENDED and breaker is not None and breaker.probe_at == run.occurrence_at:
             self._probe_settled(job, breaker, status, now)
         elif status is RunStatus.SUCCEEDED:
             if job.consecutive_failures > 0:
@@ -54,14 +54,14 @@ class CircuitBreakers:
             or breaker.probe_at is not None
             or run.trigger is not RunTrigger.SCHEDULE
             or run.workflow_run_id is not None
-            or run.scheduled_for < breaker.opens_until
+            or run.occurrence_at < breaker.opens_until
         ):
             return None
-        if not self.store.elect_probe(job.id, probe_at=run.scheduled_for, breaker=breaker, now=now):
+        if not self.store.elect_probe(job.id, probe_at=run.occurrence_at, breaker=breaker, now=now):
             return None
-        logger.info("half-open: a run claimed before the breaker opened is its probe", probe_at=str(run.scheduled_for))
+        logger.info("half-open: a run claimed before the breaker opened is its probe", probe_at=str(run.occurrence_at))
         return job.model_copy(
-            update={"breaker": breaker.model_copy(update={"probe_at": run.scheduled_for}), "version": job.version + 1}
+            update={"breaker": breaker.model_copy(update={"probe_at": run.occurrence_at}), "version": job.version + 1}
         )
 
     def _failed(self, job: Job, now: datetime) -> None:

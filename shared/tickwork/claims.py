@@ -86,9 +86,10 @@ class ClaimableJob:
     paused_at: datetime | None = None
     resumed_at: datetime | None = None
     kind: ItemKind = ItemKind.JOB  # a job's occurrences are runs; a workflow's, workflow runs
-    # The tick claims it within its tenant's rate quota: an occurrence claimed after its time was held back by
-    # that quota, and its run records so (dispatch.JobRunWriter).
-    rate_limited: bool = False
+    # Its tenant's rate quota held it back (fairness.held_by_quota): an occurrence claimed after its time waited
+    # for that quota, is not missed, and its run records so (dispatch.JobRunWriter). A quota that held nothing
+    # back changes nothing: the job is then late for another reason, and catch-up applies.
+    held_by_quota: bool = False
     # Jobs default to LATEST; a workflow has no catch-up field and keeps running what its grace allows (ALL).
     catchup: CatchupPolicy = CatchupPolicy.ALL
     state: JobState = JobState.ACTIVE
@@ -226,8 +227,8 @@ def plan_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime, max_q
     """
     grace_cut = now - job.misfire_grace
     late_cut = now - CATCHUP_TOLERANCE
-    # A rate-limited tenant's occurrences are late because its quota held them back, not missed: they all run.
-    catch_up = not job.rate_limited and job.next_run_at < late_cut and not job.suspended
+    # Occurrences its tenant's quota held back are late on purpose, not missed: they all run.
+    catch_up = not job.held_by_quota and job.next_run_at < late_cut and not job.suspended
     # Missed occurrences before this are not run (computed only when something was missed).
     run_from = catchup_start(job, grace_cut=grace_cut, late_cut=late_cut) if catch_up else grace_cut
     probe = probe_of(job, grace_cut, now)

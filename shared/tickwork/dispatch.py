@@ -44,7 +44,7 @@ from typing import Any, Protocol
 
 from tickwork.claims import ClaimableJob, ClaimPlan, Occurrence, optional_instant, plan_claim, runs_to_claim
 from tickwork.clock import Clock, from_ms, stored_instant, to_ms
-from tickwork.fairness import Allocation, Allotted, Candidate, HoldReason, allocate
+from tickwork.fairness import Allocation, Allotted, Candidate, HoldReason, allocate, held_by_quota
 from tickwork.fanout import DispatchCoordinator, DispatchSlice
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
 from tickwork.jitter import jittered_times
@@ -54,8 +54,8 @@ from tickwork.queues import Outgoing, RunQueues, SendReport
 from tickwork.run_spec import with_specs
 from tickwork.settings import DEFAULT_AGING_AFTER_SECONDS
 from tickwork.store import DueItem, ItemKind, JobStore
-from tickwork.store.tenant_rates import TenantRates
-from tickwork.tenant_settings import TenantDirectory
+from tickwork.store.tenant_rates import TenantRates, rate_window
+from tickwork.tenant_settings import TenantDirectory, TenantSettings
 from tickwork.workflow.definition import Workflow
 
 MAX_CLAIM_ROUNDS = 10  # a 1-second rate job needs several claims to fill a 120 s horizon
@@ -156,12 +156,12 @@ class JobRunWriter(OccurrenceWriter):
         )
 
     def _ticks_held(self, job: ClaimableJob, at: datetime, now: datetime) -> int:
-        """The ticks a rate-limited tenant's occurrence waited for its quota: a running tick claims every
+        """The ticks an occurrence its tenant's quota held back waited for it: a running tick claims every
         occurrence ahead of its time, so one the tick claims after its time was left by the ticks before (held
         back by the quota, at a tick or at create). Known from the times alone: no write while it waits, and the
         count rides on the claim's own run put."""
         late = now - at
-        if not job.rate_limited or late <= timedelta(0):
+        if not job.held_by_quota or late <= timedelta(0):
             return 0
         return math.ceil(late / self.tick_period)
 
@@ -484,14 +484,17 @@ class Dispatcher:
                 items = [i for page in pages for i in page]
                 report.candidates = len(items)
                 backlogged = self.resender.backlogged_bands(items, now)
-                chosen = self._allocate(items, now, horizon_end, report)
+                settings, quotas = self._quotas(items)
+                spent = self._spent_windows(items, quotas, now)
+                chosen = self._allocate(items, now, horizon_end, report, settings, quotas, spent)
                 # Claim in priority-ordered slices; each slice is sent before the next is claimed.
                 step = max(10, self.threads * 5)
                 for start in range(0, len(chosen), step):
                     chunk = chosen[start : start + step]
                     outgoing: list[Outgoing] = []
                     for result in pool.map(
-                        lambda a: self._claim_item(a.item, now, horizon_end, report, backlogged, a.max_runs), chunk
+                        lambda a: self._claim_item(a.item, now, horizon_end, report, backlogged, a.max_runs, spent),
+                        chunk,
                     ):
                         outgoing.extend(result)
                     self._send(outgoing, report)
@@ -503,22 +506,59 @@ class Dispatcher:
         logger.info("tick done", extra={k: v for k, v in report.__dict__.items() if k != "dispatched_run_ids"})
         return report
 
-    def _allocate(
-        self, items: list[DueItem], now: datetime, horizon_end: datetime, report: TickReport
-    ) -> list[Allotted[DueItem]]:
-        """What this tick acts on, in order (tickwork.fairness): everything in today's order unless the tick's
-        capacity or a tenant's rate quota holds some back; then the slots are shared by weight within each band.
-
-        Costs one BatchGetItem for the tenants whose settings are not cached, and one UpdateItem per tenant with
-        a rate quota and jobs to claim; a tenant without a quota pays nothing more."""
+    def _quotas(self, items: list[DueItem]) -> tuple[dict[str, TenantSettings], dict[str, int]]:
+        """The settings of the tenants with items, and the rate quotas among them (none without `rates`). One
+        BatchGetItem for the tenants whose settings are not cached."""
         if not items:
-            return []
+            return {}, {}
         settings = self.tenants.settings_for({_tenant_of(i) for i in items}) if self.tenants is not None else {}
         quotas = {
             t: s.max_runs_per_minute
             for t, s in settings.items()
             if s.max_runs_per_minute is not None and self.rates is not None
         }
+        return settings, quotas
+
+    def _spent_windows(self, items: list[DueItem], quotas: dict[str, int], now: datetime) -> dict[str, set[int]]:
+        """For each rate-limited tenant with a job due in a window before now's, the windows since then in which
+        its quota was spent (fairness.held_by_quota). A tenant without a quota, or with nothing late, pays nothing;
+        one with late jobs one Query. Unread (DynamoDB refused it): every window counts as spent, so those jobs'
+        occurrences run rather than be skipped as missed."""
+        rates = self.rates
+        late: dict[str, int] = {}  # tenant -> its oldest late job's due time (ms)
+        for i in items:
+            tenant = _tenant_of(i)
+            if i.kind is ItemKind.JOB and tenant in quotas and rate_window(from_ms(i.due_at)) < rate_window(now):
+                late[tenant] = min(i.due_at, late.get(tenant, i.due_at))
+        spent: dict[str, set[int]] = {}
+        if rates is None:
+            return spent
+        for tenant, due_at in late.items():
+            since = from_ms(due_at)
+            try:
+                spent[tenant] = rates.spent_windows(tenant, limit=quotas[tenant], since=since, now=now)
+            except Exception:
+                logger.exception("could not read a tenant's spent quota windows", extra={"tenant": tenant})
+                spent[tenant] = set(range(rate_window(since), rate_window(now)))
+        return spent
+
+    def _allocate(
+        self,
+        items: list[DueItem],
+        now: datetime,
+        horizon_end: datetime,
+        report: TickReport,
+        settings: dict[str, TenantSettings],
+        quotas: dict[str, int],
+        spent: dict[str, set[int]],
+    ) -> list[Allotted[DueItem]]:
+        """What this tick acts on, in order (tickwork.fairness): everything in today's order unless the tick's
+        capacity or a tenant's rate quota holds some back; then the slots are shared by weight within each band.
+
+        Costs one UpdateItem per tenant with a rate quota and jobs to claim; a tenant without a quota pays
+        nothing more."""
+        if not items:
+            return []
         urgent_ms = to_ms(now + self.tick_period)
         candidates = [
             Candidate(
@@ -529,7 +569,9 @@ class Dispatcher:
                 urgent=i.due_at <= urgent_ms,
                 # Only claims of new occurrences count against a quota: re-sends and parked retries are
                 # recovery of runs already dispatched, and a quota never holds them back.
-                cost=self._runs_asked(i, now, horizon_end) if i.kind is ItemKind.JOB and _tenant_of(i) in quotas else 0,
+                cost=self._runs_asked(i, now, horizon_end, spent)
+                if i.kind is ItemKind.JOB and _tenant_of(i) in quotas
+                else 0,
             )
             for i in items
         ]
@@ -558,11 +600,11 @@ class Dispatcher:
         self._report_held(allocation, report)
         return allocation.chosen
 
-    def _runs_asked(self, item: DueItem, now: datetime, horizon_end: datetime) -> int:
+    def _runs_asked(self, item: DueItem, now: datetime, horizon_end: datetime, spent: dict[str, set[int]]) -> int:
         """The runs claiming this job would dispatch now. An item that cannot be read as a job asks for one: its
         claim fails on its own (and is logged there) without stopping the tick."""
         try:
-            job = ClaimableJob.from_due(item)
+            job = _claimable(item, now, spent)
         except Exception:
             return 1
         return runs_to_claim(job, now=now, horizon_end=horizon_end, rounds=MAX_CLAIM_ROUNDS)
@@ -650,15 +692,14 @@ class Dispatcher:
         report: TickReport,
         backlogged: set[Band],
         max_runs: int | None = None,
+        spent: dict[str, set[int]] | None = None,
     ) -> list[Outgoing]:
         try:
             if item.kind is ItemKind.RUN:
                 return self.resender.resend(item, now, report, backlogged)
             if item.kind is ItemKind.WORKFLOW_RUN:
                 return self.workflows.reconcile(item, now) if self.workflows is not None else []
-            job = ClaimableJob.from_due(item)
-            if max_runs is not None:
-                job = replace(job, rate_limited=True)
+            job = _claimable(item, now, spent or {})
             return self.claimer.claim(job, now, horizon_end, report, max_runs=max_runs)
         except Exception:
             # One bad item must not stop the tick; it stays in the index and is tried again.
@@ -712,6 +753,16 @@ def _last_run_settled(job: ClaimableJob, plan: ClaimPlan, existing: dict[str, di
     last = _last_queued_id(job, plan)
     found = existing.get(last) if last is not None else None
     return found is not None and RunStatus(found.get("status", RunStatus.QUEUED.value)).terminal
+
+
+def _claimable(item: DueItem, now: datetime, spent: dict[str, set[int]]) -> ClaimableJob:
+    """A due job as this tick claims it: held back by its tenant's quota if a window of it was spent since the
+    job's due time (fairness.held_by_quota)."""
+    job = ClaimableJob.from_due(item)
+    windows = spent.get(job.tenant)
+    if windows and held_by_quota(job.next_run_at, now, windows):
+        job = replace(job, held_by_quota=True)
+    return job
 
 
 def _tenant_of(item: DueItem) -> str:

@@ -240,7 +240,7 @@ class RunExecutor:
         ):
             # From the instant it was due to start: a jittered run's own (scheduled_for), not its nominal
             # occurrence's, from which the lease measures `lateness_ms` (its offset is not the scheduler's delay).
-            offset_ms = to_ms(run.scheduled_for) - to_ms(run.nominal_at) if run.nominal_at is not None else 0
+            offset_ms = to_ms(run.scheduled_for) - to_ms(run.occurrence_at)
             metrics.add_metric(name="StartLatenessMs", unit="Milliseconds", value=max(0, run.lateness_ms - offset_ms))
             run_metrics.start_lateness(max(0, run.lateness_ms - offset_ms), band=run.band.value, tenant=run.tenant)
         # The run's concurrency slots are given back however it ends, but a process that dies (a BaseException:

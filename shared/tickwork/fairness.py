@@ -21,12 +21,14 @@ Cost: one sort, then every item is taken or held at most once (O(n log n)).
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from typing import Generic, TypeVar
 
 from tickwork.models import Band
+from tickwork.store.tenant_rates import rate_window
 
 T = TypeVar("T")
 
@@ -168,3 +170,14 @@ def _within_budgets(candidates: list[Candidate[T]], budgets: Mapping[str, int]) 
         if c.tenant in budgets:
             demand[c.tenant] += c.cost
     return all(demand[t] <= budget for t, budget in budgets.items())
+
+
+def held_by_quota(due_at: datetime, now: datetime, spent_windows: Collection[int]) -> bool:
+    """Whether a rate-limited tenant's item, due at `due_at` and claimed at `now`, waited for the tenant's quota:
+    a minute window of that quota (tickwork.store.tenant_rates) from the item's own to the one before now's was
+    spent. Having a quota is not being held back by it: an item late for another reason (no tick ran: an outage)
+    met no spent window, so its lateness is not the quota's, and its job's catch-up policy applies as to any
+    other job's. Now's own window is left out: a window this tick spent (its own reservation) held nothing back
+    before it, and an item held back earlier in now's window cannot be claimed in it."""
+    first, before_now = rate_window(due_at), rate_window(now)
+    return any(first <= window < before_now for window in spent_windows)

@@ -542,6 +542,12 @@ class Run(BaseModel, _InBand):
     def _numbered_attempts(cls, data: Any) -> Any:
         return _number_open_attempts(data)
 
+    @property
+    def occurrence_at(self) -> datetime:
+        """The occurrence this run is of: the instant its id, its claim and its job's breaker (`probe_at`,
+        `opens_until`) name. A jittered run starts later (scheduled_for); the occurrence is its nominal_at."""
+        return self.nominal_at or self.scheduled_for
+
 
 class JobRunSpec(BaseModel):
     """What the executor needs of a job to run its scheduled run, copied into the run's message by the claim from

@@ -77,7 +77,7 @@ class OverlapGate:
     def _cancel_holder(self, run: Run, holder: str | None) -> SkipReason | Deferral:
         if holder is not None:
             parsed = parse_run_id(holder)
-            if parsed is not None and parsed[1] > run.scheduled_for:
+            if parsed is not None and parsed[1] > run.occurrence_at:
                 return SkipReason.OVERLAP  # a newer run holds the slot: this one is superseded, not its stopper
             # Idempotent, and refused (False) once the holder has ended: then its slot is about to be released.
             self.store.request_cancel(holder)

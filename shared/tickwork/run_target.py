@@ -52,7 +52,7 @@ class RunTarget:
         elif run.trigger is RunTrigger.SCHEDULE and job.state is JobState.SUSPENDED:
             # Claimed before its breaker opened: only the probe runs while it is open.
             probe = job.breaker.probe_at if job.breaker is not None else None
-            held_back = None if run.scheduled_for == probe else SkipReason.CIRCUIT_OPEN
+            held_back = None if run.occurrence_at == probe else SkipReason.CIRCUIT_OPEN
         return cls(
             owner_id=job.id,
             tenant=job.tenant,
@@ -64,7 +64,7 @@ class RunTarget:
             held_back=held_back,
             concurrency=job.concurrency,
             rate_limit=job.rate_limit,
-            last_occurrence=job.state is JobState.ACTIVE and job.next_occurrence_after(run.scheduled_for) is None,
+            last_occurrence=job.state is JobState.ACTIVE and job.next_occurrence_after(run.occurrence_at) is None,
             job=job,
         )
 

@@ -11,6 +11,7 @@ from tickwork.api_models import BackfillRequest
 from tickwork.clock import iso
 from tickwork.errors import Conflict, InvalidInput
 from tickwork.models import Band, JobState, RunStatus, RunTrigger, run_id_for
+from tickwork.store.tenant_rates import TenantRates
 
 from tests.harness import START, TENANT
 from tests.integration.early_messages import deliver_now
@@ -60,8 +61,9 @@ def test_backfill_dispatch_is_bounded_to_the_low_band_one_a_second(pipeline):
     pipeline.calls.clear()
     done = _backfill(pipeline, job.id, START - 24 * HOUR, START - HOUR)
     assert len(done.created) == 24
-    # The job read, one conditional put per occurrence, and the messages in batches of ten: nothing else.
-    assert pipeline.calls.by_operation() == {"GetItem": 1, "PutItem": 24, "SendMessageBatch": 3}
+    # The job read, its tenant's settings (read once per 30 s), one conditional put per occurrence, and the
+    # messages in batches of ten: nothing else.
+    assert pipeline.calls.by_operation() == {"GetItem": 1, "BatchGetItem": 1, "PutItem": 24, "SendMessageBatch": 3}
     batches = pipeline.calls.params("SendMessageBatch")
     assert {b["QueueUrl"] for b in batches} == {pipeline.resources.queue_urls[Band.LOW.value]}
     delays = [e["DelaySeconds"] for b in batches for e in b["Entries"]]
@@ -170,3 +172,16 @@ def test_backfilling_an_occurrence_the_tick_has_not_claimed_completes_the_job(pi
     done = pipeline.services.queries.get_job(TENANT, job.id)
     assert (done.state, done.next_run_at) == (JobState.COMPLETED, None)
     assert [r.id for r in pipeline.runs_of(job.id)] == [run.id]  # the backfilled run is its only run
+
+
+def test_a_tenant_with_a_rate_quota_backfills_no_faster_than_its_quota(pipeline):
+    from tickwork.tenant_settings import TenantSettings
+
+    pipeline.services.tenant_records.put_settings(TENANT, TenantSettings(max_runs_per_minute=10), START)
+    job = _hourly(pipeline)
+    pipeline.clock.advance(600)
+    done = _backfill(pipeline, job.id, START - 5 * HOUR, START - HOUR)
+    now = pipeline.clock.now()
+    # One run every 6 s (60 s / 10), not one a second; the tick's window of the quota is left to the schedule.
+    assert [r.not_before for r in done.created] == [None] + [now + timedelta(seconds=6 * k) for k in range(1, 5)]
+    assert TenantRates(pipeline.services.store.shared_table).used(TENANT, now) == 0

@@ -67,11 +67,10 @@ def _failing_job(pipeline, **spec):
 
 
 def _execute(pipeline, job_id: str, minute: int) -> RunStatus:
-    """Run the occurrence at `minute` at its time: its message as the tick sends it, but without the delay
-    (moto delays in real time), through the real executor."""
-    at = _at(minute)
-    pipeline.clock.set(at)
-    run = pipeline.run(run_id_for(job_id, at))
+    """Run the occurrence at `minute` at its time (a jittered run's own, later one): its message as the tick
+    sends it, but without the delay (moto delays in real time), through the real executor."""
+    run = pipeline.run(run_id_for(job_id, _at(minute)))
+    pipeline.clock.set(run.scheduled_for)
     body = Outgoing.for_run(run).message.model_dump_json()
     url = pipeline.resources.queue_urls[Band.NORMAL.value]
     pipeline.sqs.send_message(QueueUrl=url, MessageBody=body)
@@ -308,3 +307,39 @@ def test_breaker_the_claim_names_the_probe_if_the_queued_one_never_came(pipeline
     assert _record(pipeline, job.id, 4) == (RunStatus.SKIPPED, SkipReason.CIRCUIT_OPEN)
     # The queued 12:02 arriving now is not a second probe.
     assert _execute(pipeline, job.id, 2) is RunStatus.SKIPPED
+
+
+def test_a_jittered_jobs_circuit_breaker_probes_and_closes(pipeline, emitted):
+    """A jittered run starts after its occurrence (`scheduled_for` later than `nominal_at`), while the claim
+    names the probe by the occurrence: the executor must know the probe by the occurrence too, or it records
+    the probe SKIPPED circuit_open, no claim names another, and the job stays SUSPENDED for ever."""
+    job = _failing_job(pipeline, jitter_seconds=30)
+    assert _execute(pipeline, job.id, 1) is RunStatus.FAILED
+    assert _execute(pipeline, job.id, 2) is RunStatus.FAILED  # opens for 120 s from 12:02 and its offset
+    assert _job(pipeline, job.id).state is JobState.SUSPENDED
+    pipeline.services.jobs.update("default", job.id, JobUpdate.model_validate({"payload": {"fail": False}}))
+    for minute in range(3, 8):
+        pipeline.clock.set(_at(minute))
+        pipeline.tick()
+        if pipeline.run(run_id_for(job.id, _at(minute))).status is RunStatus.QUEUED:
+            _execute(pipeline, job.id, minute)
+    probe = pipeline.run(run_id_for(job.id, _at(5)))  # the first occurrence from the cooldown's end
+    assert probe.nominal_at == _at(5) < probe.scheduled_for
+    assert probe.status is RunStatus.SUCCEEDED
+    closed = _job(pipeline, job.id)
+    assert (closed.state, closed.breaker, closed.consecutive_failures) == (JobState.ACTIVE, None, 0)
+    assert emitted["CircuitClosed"] == 1
+    assert pipeline.run(run_id_for(job.id, _at(6))).status is RunStatus.SUCCEEDED  # and it runs again
+
+
+def test_a_jittered_jobs_queued_run_is_elected_probe_by_its_occurrence(pipeline):
+    """A cooldown shorter than the horizon: the run claimed before the breaker opened whose occurrence is the
+    first from the cooldown's end becomes the probe, named by its occurrence as the claim names one, and its
+    success closes the breaker."""
+    breaker = {"failure_threshold": 1, "cooldown_seconds": 30}
+    job = _failing_job(pipeline, jitter_seconds=30, circuit_breaker=breaker)
+    assert _execute(pipeline, job.id, 1) is RunStatus.FAILED  # opens until before 12:02 (30 s from 12:01 + offset)
+    pipeline.services.jobs.update("default", job.id, JobUpdate.model_validate({"payload": {"fail": False}}))
+    assert _execute(pipeline, job.id, 2) is RunStatus.SUCCEEDED  # claimed at create: elected the probe
+    closed = _job(pipeline, job.id)
+    assert (closed.state, closed.breaker) == (JobState.ACTIVE, None)

@@ -116,3 +116,20 @@ def test_catchup_normal_ticks_are_not_an_outage(pipeline):
     runs = pipeline.runs_of(job.id)
     assert _skipped(runs) == []
     assert _queued(runs) == [_at(m) for m in range(1, 13)]
+
+
+@pytest.mark.parametrize(
+    ("policy", "missed_run"), [("NONE", []), ("LATEST", [_at(8)]), ("ALL", [_at(m) for m in range(3, 9)])]
+)
+def test_catchup_holds_for_a_tenant_with_a_rate_quota_nowhere_near_it(pipeline, policy, missed_run):
+    """A quota the outage never reached held nothing back: the missed occurrences are missed, the policy
+    decides which run, and none is labelled as waiting for the quota."""
+    from tickwork.tenant_settings import TenantSettings
+
+    settings = TenantSettings(max_runs_per_minute=1000)
+    pipeline.services.tenant_records.put_settings("default", settings, pipeline.clock.now())
+    _, _, runs = _outage_then_ticks(pipeline, catchup=policy)
+    assert _queued(runs) == [_at(1), _at(2), *missed_run, *ON_TIME]
+    missed_skipped = sorted({_at(m) for m in range(3, 9)} - set(missed_run))
+    assert _skipped(runs) == [(at, SkipReason.MISFIRED) for at in missed_skipped]
+    assert {(r.deferred, r.deferred_reason) for r in runs} == {(0, None)}

@@ -231,3 +231,63 @@ def test_an_unreadable_job_of_a_rate_limited_tenant_does_not_stop_the_tick(pipel
     report = pipeline.services.dispatcher.claim_due_runs()
     assert claimed(pipeline, [good]) == 1
     assert report.candidates == 2
+
+
+def test_a_quota_held_back_job_is_not_caught_up_and_one_late_for_an_outage_is(pipeline: Pipeline) -> None:
+    """Two jobs of catch-up NONE, one per tenant, both 3 minutes late: the quota of one tenant was spent in each
+    of those windows (its flood held the job back), the other's quota held nothing (no tick ran). Only the
+    held-back job's missed occurrences all run; the other's are missed."""
+    set_tenant(pipeline, "metered", max_runs_per_minute=1000)
+    set_tenant(pipeline, "idle", max_runs_per_minute=1000)
+    held = pipeline.create_job("metered", schedule={"cron": "* * * * *"}, catchup="NONE")
+    late = pipeline.create_job("idle", schedule={"cron": "* * * * *"}, catchup="NONE")  # 12:01, 12:02 claimed
+    rates = TenantRates(pipeline.services.store.shared_table)
+    for minute in (3, 4, 5):  # the metered tenant's windows 12:03 .. 12:05 were spent by others
+        assert rates.reserve("metered", want=1000, limit=1000, now=START + timedelta(minutes=minute)) == 1000
+    pipeline.clock.set(START + timedelta(minutes=6))
+    pipeline.tick()
+
+    def queued_minutes(job_id: str) -> list[int]:
+        runs = pipeline.runs_of(job_id)
+        return [int((r.scheduled_for - START).total_seconds() // 60) for r in runs if r.status is RunStatus.QUEUED]
+
+    assert queued_minutes(held.id) == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert {(r.deferred_reason) for r in pipeline.runs_of(held.id)[2:5]} == {DeferReason.TENANT_RATE}
+    assert queued_minutes(late.id) == [1, 2, 5, 6, 7, 8]  # 12:03 and 12:04 missed; 12:05 within the tolerance
+    assert {r.deferred_reason for r in pipeline.runs_of(late.id)} == {None}
+
+
+def test_an_unread_quota_history_counts_as_held_back_so_nothing_is_skipped(
+    pipeline: Pipeline, monkeypatch: Any
+) -> None:
+    set_tenant(pipeline, "metered", max_runs_per_minute=1000)
+    job = pipeline.create_job("metered", schedule={"cron": "* * * * *"}, catchup="NONE")
+    pipeline.clock.set(START + timedelta(minutes=6))
+
+    def refused(*_: Any, **__: Any) -> set[int]:
+        raise RuntimeError("ProvisionedThroughputExceededException")
+
+    monkeypatch.setattr(pipeline.services.tenant_rates, "spent_windows", refused)
+    pipeline.tick()
+    runs = pipeline.runs_of(job.id)
+    assert [r.status for r in runs] == [RunStatus.QUEUED] * 8  # 12:01 .. 12:08: none skipped as missed
+    assert {r.deferred_reason for r in runs[2:5]} == {DeferReason.TENANT_RATE}
+
+
+def test_a_quota_tenant_with_nothing_late_pays_no_read_of_its_quota_history(pipeline: Pipeline) -> None:
+    set_tenant(pipeline, "metered", max_runs_per_minute=1000)
+    pipeline.create_job("metered", schedule={"cron": "* * * * *"})
+    pipeline.clock.advance(60)
+    pipeline.calls.clear()
+    pipeline.tick()
+    assert pipeline.calls.count("Query") == pipeline.services.store.shards  # the due index's shards only
+
+
+def test_a_manual_trigger_is_neither_held_back_by_the_quota_nor_counted_in_it(pipeline: Pipeline) -> None:
+    set_tenant(pipeline, "metered", max_runs_per_minute=1)
+    (job,) = flood(pipeline, "metered", 1)
+    rates = TenantRates(pipeline.services.store.shared_table)
+    assert rates.reserve("metered", want=1, limit=1, now=START) == 1  # the window is spent
+    run = pipeline.services.jobs.trigger("metered", job)
+    assert run.id in sent_run_ids(pipeline)  # sent at once
+    assert rates.used("metered", START) == 1

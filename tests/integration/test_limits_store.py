@@ -88,3 +88,41 @@ def test_gcra_admits_one_per_interval_and_says_the_exact_wait(limits):
     quiet = START + timedelta(hours=1)
     assert limits.admit_rate("acme", sort, interval_ms=10_000, now=quiet).admitted
     assert not limits.admit_rate("acme", sort, interval_ms=10_000, now=quiet).admitted
+
+
+def test_a_key_shared_with_different_limits_holds_each_runs_own_limit(limits):
+    """The smallest limit among the runs inside and the one asking wins: no run is ever inside with more runs
+    than its own job declared."""
+    until = START + LEASE
+    assert limits.acquire("acme", KEY, holder="strict", limit=1, until=until, now=START)
+    assert not limits.acquire("acme", KEY, holder="loose-1", limit=5, until=until, now=START)  # beside strict's 1
+    limits.release("acme", KEY, holder="strict")
+    assert limits.acquire("acme", KEY, holder="loose-1", limit=5, until=until, now=START)
+    assert limits.acquire("acme", KEY, holder="pair-1", limit=2, until=until, now=START)
+    assert not limits.acquire("acme", KEY, holder="loose-2", limit=5, until=until, now=START)  # pair-1's 2
+    assert not limits.acquire("acme", KEY, holder="strict", limit=1, until=until, now=START)
+    limits.release("acme", KEY, holder="pair-1")
+    assert limits.acquire("acme", KEY, holder="loose-2", limit=5, until=until, now=START)
+    assert set(limits.holders("acme", KEY)) == {"loose-1", "loose-2"}
+    # A holder whose hold ended (a crashed run) no longer imposes its limit.
+    assert limits.acquire("acme", KEY, holder="pair-2", limit=2, until=START + 3 * LEASE, now=START + 2 * LEASE)
+
+
+def test_a_rate_tat_written_by_a_clock_far_ahead_holds_the_key_back_an_interval_at_most(limits):
+    sort = rate_sort("sms")
+    ahead = START + timedelta(hours=1)  # executor A's clock, an hour fast
+    assert limits.admit_rate("acme", sort, interval_ms=10_000, now=ahead).admitted
+    refused = limits.admit_rate("acme", sort, interval_ms=10_000, now=START)  # executor B, on time
+    assert (refused.admitted, refused.wait_ms) == (False, 10_000)  # not an hour
+    assert not limits.admit_rate("acme", sort, interval_ms=10_000, now=START + timedelta(seconds=9)).admitted
+    assert limits.admit_rate("acme", sort, interval_ms=10_000, now=START + timedelta(seconds=10)).admitted
+
+
+def test_a_rate_tat_within_the_clock_skew_allowed_is_honoured(limits):
+    from tickwork.store.limits import MAX_CLOCK_SKEW_MS
+
+    sort = rate_sort("sms")
+    ahead = START + timedelta(milliseconds=MAX_CLOCK_SKEW_MS)
+    assert limits.admit_rate("acme", sort, interval_ms=10_000, now=ahead).admitted
+    refused = limits.admit_rate("acme", sort, interval_ms=10_000, now=START)
+    assert (refused.admitted, refused.wait_ms) == (False, 10_000 + MAX_CLOCK_SKEW_MS)

@@ -5,8 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from tickwork.claims import CATCHUP_ALL_CAP, ClaimableJob, plan_claim
+from tickwork.fairness import held_by_quota
 from tickwork.models import BreakerState, CatchupPolicy, JobState, SkipReason
 from tickwork.schedule import Schedule
+from tickwork.store.tenant_rates import rate_window
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 HORIZON = NOW + timedelta(seconds=120)
@@ -52,7 +54,7 @@ def test_catchup_on_time_claims_are_untouched_by_none() -> None:
 
 
 def test_catchup_does_not_apply_to_runs_a_rate_quota_held_back() -> None:
-    plan = plan_claim(claimable(CatchupPolicy.NONE, NOW - 5 * MINUTE, rate_limited=True), now=NOW, horizon_end=HORIZON)
+    plan = plan_claim(claimable(CatchupPolicy.NONE, NOW - 5 * MINUTE, held_by_quota=True), now=NOW, horizon_end=HORIZON)
     assert plan.queued == minutes(-5, -4, -3, -2, -1, 0, 1, 2)
 
 
@@ -115,3 +117,21 @@ def test_breaker_open_bounds_the_records_of_a_per_second_job() -> None:
     assert plan.capped.last == now
     assert plan.next_run_at == now + timedelta(seconds=1)
     assert plan.queued == []
+
+
+def test_catchup_none_holds_for_a_quota_tenant_whose_quota_held_nothing_back() -> None:
+    """A tenant with a quota, after an outage: no window of its quota was spent, so its job is late for the
+    outage, not for the quota, and catch-up NONE runs none of the missed occurrences."""
+    start = NOW - 10 * MINUTE
+    job = claimable(CatchupPolicy.NONE, start, held_by_quota=held_by_quota(start, NOW, spent_windows=set()))
+    plan = plan_claim(job, now=NOW, horizon_end=HORIZON, max_queued=1000)
+    assert plan.queued == minutes(-1, 0, 1, 2)
+    assert plan.skipped == [(at, SkipReason.MISFIRED) for at in minutes(*range(-10, -1))]
+
+
+def test_catchup_does_not_apply_when_a_window_of_the_quota_was_spent_since_the_job_was_due() -> None:
+    start = NOW - 5 * MINUTE
+    spent = {rate_window(NOW - 2 * MINUTE)}
+    job = claimable(CatchupPolicy.NONE, start, held_by_quota=held_by_quota(start, NOW, spent_windows=spent))
+    plan = plan_claim(job, now=NOW, horizon_end=HORIZON, max_queued=1000)
+    assert plan.queued == minutes(-5, -4, -3, -2, -1, 0, 1, 2)

@@ -4,13 +4,15 @@ nothing is held back."""
 from __future__ import annotations
 
 from collections import Counter
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
-from tickwork.fairness import Candidate, HoldReason, allocate, effective_band_rank
+from tickwork.fairness import Candidate, HoldReason, allocate, effective_band_rank, held_by_quota
 from tickwork.settings import Settings
+from tickwork.store.tenant_rates import rate_window
 
 NOW = 1_000_000_000
 AGING = 300_000
@@ -161,3 +163,15 @@ def test_aging_after_seconds_is_a_validated_setting() -> None:
     assert Settings.from_env({**base, "AGING_AFTER_SECONDS": "0"}).aging_after_seconds == 0
     with pytest.raises(ValidationError, match="AGING_AFTER_SECONDS"):
         Settings.from_env({**base, "AGING_AFTER_SECONDS": "-1"})
+
+
+def test_a_quota_holds_back_only_what_waited_through_a_spent_window() -> None:
+    """Having a quota is not being held back by it: only a window spent between the job's due time and now's
+    window says its lateness is the quota's."""
+    now = datetime(2026, 6, 1, 12, 10, 30, tzinfo=UTC)
+    due = now - timedelta(minutes=10)
+    assert not held_by_quota(due, now, spent_windows=set())  # an outage: no window spent
+    assert held_by_quota(due, now, spent_windows={rate_window(now) - 1})
+    assert held_by_quota(due, now, spent_windows={rate_window(due)})
+    assert not held_by_quota(due, now, spent_windows={rate_window(due) - 1})  # before it was due
+    assert not held_by_quota(due, now, spent_windows={rate_window(now)})  # now's own: this tick's reservation

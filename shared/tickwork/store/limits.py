@@ -1,7 +1,8 @@
 """Limit items, in the tenant's partition (pk=TENANT#<tenant>), one per limited key:
 
 - a semaphore (sk=LIMIT#CONCURRENCY#<key>, or LIMIT#TENANT_CONCURRENCY for the tenant's own quota): a map
-  `holders` of holder -> the end of its hold (ms), and a `version` every write bumps;
+  `holders` of holder -> the end of its hold (ms), a map `limits` of holder -> the limit its run declared, and a
+  `version` every write bumps;
 - a rate (sk=LIMIT#RATE#<key>): the GCRA's theoretical arrival time `tat` (ms).
 
 Both keep `expires_at` a day past their last use (the table's TTL), so a key nobody uses any more goes away.
@@ -23,6 +24,10 @@ TENANT_SEMAPHORE = "LIMIT#TENANT_CONCURRENCY"
 # lost race means another holder changed the map, so a few are plenty even with many executors.
 ACQUIRE_ATTEMPTS = 5
 IDLE_RETENTION = timedelta(days=1)
+# How far apart the executors' clocks may be (ms). A rate's `tat` is written from one executor's clock and read
+# against another's: one more than an interval and this ahead of the reader's clock was written by a clock ahead
+# of it by more than this, and is clamped to the reader's own clock (LimitRecords.admit_rate).
+MAX_CLOCK_SKEW_MS = 1000
 
 
 def semaphore_sort(key: str) -> str:
@@ -48,7 +53,11 @@ class LimitRecords:
     def acquire(self, tenant: str, sort: str, *, holder: str, limit: int, until: datetime, now: datetime) -> bool:
         """Take one of `limit` slots until `until`. A consistent read, then the map written back with its expired
         holders dropped, on the condition that nobody changed it meanwhile (its version); a lost race retries
-        from the item the condition saw (no second read). False: `limit` live holders, or too many lost races."""
+        from the item the condition saw (no second read). False: as many live holders as the key's limit, or too
+        many lost races.
+
+        The key's limit is the smallest any run inside it (or this one) declared: jobs sharing a key with
+        different limits each keep theirs, for no run is ever inside with more runs than its own limit allows."""
         key = tenant_key(tenant, sort)
         item = self._table.client.get_item(TableName=self._table.name, Key=key, ConsistentRead=True).get("Item")
         attrs = deserialize(item) if item else {}
@@ -56,15 +65,18 @@ class LimitRecords:
         for _ in range(ACQUIRE_ATTEMPTS):
             # A holder whose hold has ended died without releasing (its lease ended too): its slot is free.
             holders = {h: int(end) for h, end in (attrs.get("holders") or {}).items() if int(end) >= now_ms}
-            if holder not in holders and len(holders) >= limit:
+            limits = {h: int(n) for h, n in (attrs.get("limits") or {}).items() if h in holders}
+            if holder not in holders and len(holders) >= min([limit, *limits.values()]):
                 return False
             holders[holder] = to_ms(until)
+            limits[holder] = limit
             version = int(attrs.get("version", 0))
             new = {
                 "pk": key["pk"]["S"],
                 "sk": sort,
                 "tenant": tenant,
                 "holders": holders,
+                "limits": limits,
                 "version": version + 1,
                 "expires_at": _expiry(max(holders.values())),
             }
@@ -112,7 +124,12 @@ class LimitRecords:
     def admit_rate(self, tenant: str, sort: str, *, interval_ms: int, now: datetime) -> RateAdmission:
         """GCRA with no burst: admit when the theoretical arrival time `tat` has come, and move it one interval
         past now. One conditional write; a refusal returns the item its condition saw, so the refused run
-        knows exactly how long to wait (tat - now) without a read."""
+        knows exactly how long to wait (tat - now) without a read.
+
+        A `tat` more than an interval and MAX_CLOCK_SKEW_MS past now was written by a clock ahead of this one by
+        more than the skew allowed: the run it admitted started before this read, so the next turn is at most an
+        interval from now. It is clamped there (one more conditional write, only while nobody moved it), so a
+        clock far ahead holds a key back by an interval and the skew at most, not by its error."""
         now_ms = to_ms(now)
         admitted, seen = self._table.update_if_returning_old(
             tenant_key(tenant, sort),
@@ -123,7 +140,18 @@ class LimitRecords:
         )
         if admitted:
             return RateAdmission(True)
-        return RateAdmission(False, wait_ms=max(1, int(seen["tat"]) - now_ms))
+        tat = int(seen["tat"])
+        if tat > now_ms + interval_ms + MAX_CLOCK_SKEW_MS:
+            clamped = now_ms + interval_ms
+            self._table.update_if(
+                tenant_key(tenant, sort),
+                "SET tat = :clamped",
+                "tat = :seen",
+                None,
+                expression_values(clamped=clamped, seen=tat),
+            )
+            tat = clamped  # or what a racing writer set, which the next attempt meets
+        return RateAdmission(False, wait_ms=max(1, tat - now_ms))
 
 
 def _expiry(last_ms: int) -> int:

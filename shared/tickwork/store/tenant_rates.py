@@ -18,6 +18,8 @@ from tickwork.store.conditional import Table
 from tickwork.store.tenants import tenant_key
 
 RATE_ITEM_TTL = timedelta(minutes=10)
+# The windows before now that `spent_windows` reads at most: those whose items the TTL keeps.
+SPENT_LOOKBACK_WINDOWS = int(RATE_ITEM_TTL.total_seconds()) // 60
 MAX_RESERVE_ATTEMPTS = 3  # each lost race means another claimer took part of the window: it only shrinks
 
 
@@ -53,6 +55,33 @@ class TenantRates:
                 return take
             take = min(want, limit - int(seen.get("count", 0)))
         return 0
+
+    def spent_windows(self, tenant: str, *, limit: int, since: datetime, now: datetime) -> set[int]:
+        """The tenant's windows from `since`'s to the one before now's (the last SPENT_LOOKBACK_WINDOWS of them)
+        whose count reached `limit`: when its quota held runs back. One consistent Query; none when the range is
+        empty."""
+        last = rate_window(now) - 1
+        first = max(rate_window(since), last - SPENT_LOOKBACK_WINDOWS + 1)
+        if first > last:
+            return set()
+        pk = tenant_key(tenant, "")["pk"]
+        answer = self._table.client.query(
+            TableName=self._table.name,
+            KeyConditionExpression="pk = :pk AND sk BETWEEN :first AND :last",
+            ExpressionAttributeValues={
+                ":pk": pk,
+                ":first": {"S": f"RATE#{first}"},
+                ":last": {"S": f"RATE#{last}"},
+            },
+            ExpressionAttributeNames={"#count": "count"},
+            ProjectionExpression="sk, #count",
+            ConsistentRead=True,
+        )
+        return {
+            int(item["sk"]["S"].removeprefix("RATE#"))
+            for item in answer.get("Items", [])
+            if int(item.get("count", {}).get("N", 0)) >= limit
+        }
 
     def used(self, tenant: str, now: datetime) -> int:
         """Runs dispatched for the tenant in this minute's window (a strongly consistent read)."""
