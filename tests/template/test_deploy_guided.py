@@ -3,6 +3,14 @@ the stack's own secret, and managed policies grant callers and the admin their a
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from tickwork_local.template import REPO_ROOT
+
 
 def _resources_of_type(template, type_):
     return {k: r for k, r in template["Resources"].items() if r["Type"] == type_}
@@ -60,3 +68,26 @@ def test_outputs_name_the_caller_policies(template):
     outputs = template["Outputs"]
     assert outputs["ApiCallerPolicyArn"]["Value"] == {"Ref": "ApiCallerPolicy"}
     assert outputs["ApiAdminPolicyArn"]["Value"] == {"Ref": "ApiAdminPolicy"}
+
+
+# SAM CLI pins its own dependencies, so it lives in a venv of its own (as checkov does); SAM_PYTHON names its Python.
+SAM_PYTHON = os.environ.get("SAM_PYTHON") or str(REPO_ROOT / ".venv-sam" / "bin" / "python")
+_HAS_SAM = Path(SAM_PYTHON).exists()
+
+
+def _guided_with_enter(template_path: Path) -> subprocess.CompletedProcess[str]:
+    script = Path(__file__).with_name("guided_prompts.py")
+    command = [SAM_PYTHON, str(script), str(template_path)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+
+
+@pytest.mark.skipif(not _HAS_SAM, reason="SAM CLI's venv is not here (SAM_PYTHON)")
+def test_sam_clis_own_guided_prompts_take_enter_for_the_template_and_loop_on_a_noecho_parameter(template, tmp_path):
+    done = _guided_with_enter(REPO_ROOT / "template.yaml")
+    assert done.returncode == 0, done.stdout + done.stderr
+    defaults = {name: str(parameter["Default"]) for name, parameter in template["Parameters"].items()}
+    assert json.loads(done.stdout) == defaults
+
+    control = tmp_path / "noecho.yaml"
+    control.write_text("Parameters:\n  Secret:\n    Type: String\n    Default: ''\n    NoEcho: true\nResources: {}\n")
+    assert _guided_with_enter(control).returncode == 3  # asked again after Enter: the loop this template avoids
