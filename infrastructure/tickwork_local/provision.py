@@ -68,6 +68,10 @@ def _as_str(value: Any) -> str:
 
 
 _SUB_VARIABLE = re.compile(r"\$\{([^}]*)\}")
+# A dynamic reference to a Secrets Manager secret, which CloudFormation resolves at deploy. Locally there is no
+# secret: it resolves to "", which tickwork.store.cursors takes as unset (the cursor key is then derived from the
+# table name, the same on every node).
+_SECRET_REFERENCE = re.compile(r"\{\{resolve:secretsmanager:[^}]*\}\}")
 
 
 @dataclass
@@ -150,7 +154,7 @@ class _Resolver:
                 return self.get_att(resource, attribute)
             if key == "Fn::Sub":
                 text, variables = (arg, {}) if isinstance(arg, str) else (arg[0], arg[1])
-                return self.sub(text, variables)
+                return _SECRET_REFERENCE.sub("", self.sub(text, variables))
             if key == "Fn::Join":
                 delimiter, items = arg
                 return delimiter.join(_as_str(v) for v in self.resolve(items))
@@ -460,6 +464,13 @@ def provision(
     # A function's Ref is its name; the local runtime names each `<prefix>-<logical id>` (LocalNode._runtime).
     resolver.refs.update(
         {f: _physical_name(prefix, f) for f in _resources_of_type(template, "AWS::Serverless::Function")}
+    )
+    # A secret's Ref is its ARN; only its dynamic reference is read, and that resolves to "" (_SECRET_REFERENCE).
+    resolver.refs.update(
+        {
+            secret: f"arn:aws:secretsmanager:{region}:{LOCAL_ACCOUNT_ID}:secret:{_physical_name(prefix, secret)}"
+            for secret in _resources_of_type(template, "AWS::SecretsManager::Secret")
+        }
     )
 
     return ProvisionedResources(

@@ -9,6 +9,7 @@ locally.
     tickwork workflows runs <workflow id> --wait
     tickwork tenants get me
     tickwork tenants set acme --weight 3 --max-active-jobs 100
+    tickwork smoke --api-url <ApiUrl>
 
 The API comes from --api-url or TICKWORK_API_URL. A deployed API is called with SigV4 from the normal AWS
 credential chain; a local one (127.0.0.1) needs nothing, or --api-key when it was started with a keys file.
@@ -31,7 +32,7 @@ import typer
 from tickwork_console.proxy import ConsoleServer
 
 from tickwork_cli import render
-from tickwork_cli.client import Client, ConfigError
+from tickwork_cli.client import ApiError, Client, ConfigError
 from tickwork_cli.options import (
     AllPages,
     CursorOpt,
@@ -45,6 +46,7 @@ from tickwork_cli.options import (
     WorkflowRunIdArg,
     api_command,
 )
+from tickwork_cli.smoke import Smoke, SmokeFailed, SmokeJob, SmokeTimedOut
 
 app = typer.Typer(help="Tickwork: a serverless job scheduler.", no_args_is_help=True)
 jobs_app = typer.Typer(help="Create, list, change and run jobs.", no_args_is_help=True)
@@ -73,6 +75,7 @@ else:
     _register_dev(app)
 
 EXIT_TIMEOUT = 3  # `runs list --wait` gave up; API errors exit 1, usage errors 2 (options.api_command)
+EXIT_SMOKE_FAILED = 1
 TERMINAL = {"SUCCEEDED", "FAILED", "SKIPPED"}
 WORKFLOW_RUN_TERMINAL = TERMINAL | {"CANCELLED"}
 # Tests replace these to wait without sleeping, and to share the API's (fake) clock.
@@ -627,6 +630,36 @@ def tenants_set(
         session.show_one(stored)
     else:
         session.show_one({"tenant": tenant, **stored})
+
+
+@app.command("smoke")
+@api_command
+def smoke(
+    session: Session,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Fail if the run has not finished this many seconds after the create.")
+    ] = 120,
+    interval: Annotated[float, typer.Option("--interval", help="Seconds between polls of the run.")] = 1,
+) -> None:
+    """Check a stack end to end: an echo one-shot due in 10 s runs once and its result is its payload.
+
+    The job (named tickwork-smoke-<token>, tagged tickwork-smoke) is cancelled afterwards, whatever happened.
+    Exit status 0 when every step passed; 1 when one failed (the reason is printed), 3 on --timeout.
+    """
+    started = time.monotonic()
+    check = Smoke(session.client, timeout, interval, now, sleep, lambda line: typer.echo(f"smoke: {line}"))
+    try:
+        check.run(SmokeJob.new(), parse_at)
+    except SmokeTimedOut as exc:
+        typer.echo(f"FAIL: {exc}", err=True)
+        raise typer.Exit(EXIT_TIMEOUT) from None
+    except SmokeFailed as exc:
+        typer.echo(f"FAIL: {exc}", err=True)
+        raise typer.Exit(EXIT_SMOKE_FAILED) from None
+    except ApiError as exc:
+        typer.echo(f"FAIL: the API refused a call:\n{exc.describe()}", err=True)
+        raise typer.Exit(EXIT_SMOKE_FAILED) from None
+    typer.echo(f"PASS: {session.client.base_url} ran a job end to end in {time.monotonic() - started:.1f} s")
 
 
 @app.command("console")

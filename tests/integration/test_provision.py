@@ -9,6 +9,7 @@ import pytest
 from moto import mock_aws
 from moto.server import ThreadedMotoServer
 from tickwork.settings import Settings
+from tickwork.store.cursors import cursor_key
 from tickwork_local.provision import ProvisionedResources, provision
 from tickwork_local.template import load_template
 
@@ -176,6 +177,15 @@ def test_environment_resolves_names_and_parameter_defaults(provisioned):
     assert env["POWERTOOLS_LOG_LEVEL"] == "INFO"
     assert "API_AUTH_MODE" not in env
     assert all(isinstance(v, str) for v in env.values())
+
+
+def test_a_generated_secret_is_unset_locally_so_every_node_derives_the_same_cursor_key(provisioned):
+    # Deployed, CloudFormation resolves CursorSecret's dynamic reference; locally there is no Secrets Manager.
+    for function in ("ApiFunction", "TickFunction", "ExecutorFunction"):
+        env = provisioned.environment(function)
+        assert env["CURSOR_SECRET"] == ""
+        settings = Settings.from_env(env)
+        assert cursor_key(settings.table_name, settings.cursor_secret) == cursor_key(provisioned.table_name)
 
 
 def test_environment_merges_function_variables_and_overrides(provisioned):

@@ -110,6 +110,8 @@ def test_only_api_gateway_and_alarms_are_stripped(stack):
     assert stack.stubbed == {
         "Dashboard": sorted({"HttpApi", *ALARMS}),
         "Outputs.ApiUrl": ["HttpApi"],
+        "ApiCallerPolicy": ["HttpApi"],
+        "ApiAdminPolicy": ["HttpApi"],
     }
 
 
@@ -130,8 +132,19 @@ def test_everything_else_is_created_and_what_moto_skips_is_known(stack):
         "ResultsBucketPolicy",
         "ResultsAccessLogsBucketPolicy",
         "TickDeadLetterQueuePolicy",
+        "CursorSecret",
     }
     assert expected - created == skipped
+
+
+def test_the_caller_policies_are_created_and_named_by_the_outputs(stack):
+    for name in ("ApiCallerPolicy", "ApiAdminPolicy"):
+        arn = stack.outputs[f"{name}Arn"]
+        policy = stack.iam.get_policy(PolicyArn=arn)["Policy"]
+        document = stack.iam.get_policy_version(PolicyArn=arn, VersionId=policy["DefaultVersionId"])
+        statements = document["PolicyVersion"]["Document"]["Statement"]
+        assert statements[0]["Action"] == "execute-api:Invoke"
+        assert statements[0]["Resource"] == "arn:aws:execute-api:us-east-1:123456789012:stripped-HttpApi/*"
 
 
 def test_table_has_its_key_schema_and_gsis(stack):
