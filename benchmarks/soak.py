@@ -11,10 +11,14 @@ timeouts; tickwork_local.aws_faults). Production settings throughout: the templa
 
 Afterwards it reads every job's runs and reports:
 - lost: an occurrence with no run record; duplicated: an occurrence with two, or a run whose handler
-  completed twice (two SUCCEEDED lines across the nodes' output); stuck: a run not terminal at the end;
+  completed twice (two SUCCEEDED lines across the nodes' output); stuck: a run not terminal within its own
+  bound (RUN_BOUND_S from its occurrence, however early in the window it was due), or not terminal at all;
   wrong: a terminal state or a result that is not the expected one;
 - the longest recovery: the greatest lateness of a run a kill touched (a node died between its due time and
-  its start); the p99 lateness of the runs no kill touched, and of all runs; early starts (must be 0).
+  its start); the p99 lateness of the runs no kill touched, and of all runs; early starts (must be 0);
+- the slowest runs, each with its history: its attempts (and which of them an executor's death ended), its
+  re-sends, the kills during its life, and the errors its executors and ticks logged for it (the injected AWS
+  errors that outlasted the SDK's retries), read from the run records and the nodes' output.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import os
 import random
 import re
@@ -33,12 +38,14 @@ import urllib.error
 import urllib.request
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+from tickwork.dispatch import one_recovery_bound
 
 from benchmarks import ROOT
 from benchmarks.common import percentile
@@ -52,6 +59,22 @@ INJECTED_LINE = re.compile(r"injected (\d+) AWS errors")
 RUN_LINE = re.compile(r" run (\w+)\s+(?:\S.*?\()?(j[0-9a-z]{25}\.\d{13})\b")
 TERMINAL = {"SUCCEEDED", "FAILED", "SKIPPED"}
 DOC = ROOT / "docs" / "reliability.md"
+# What a node's functions log for a run (Powertools JSON on stderr, WARNING and up): a re-send, an error.
+RESEND_MESSAGE = "re-sending"
+OWN_FAILURE = "run failed"  # the handler's own failure (retrying, or no attempts left): not an error the run met
+# An error the node injected (tickwork_local.aws_faults) that outlasted the SDK's retries: the answers carry this
+# text; the connection errors are botocore's own.
+INJECTED_TEXT = re.compile(r"injected by tickwork_local\.aws_faults|ConnectTimeoutError|EndpointConnectionError")
+SLOWEST = 10  # the runs the report lists with their history
+
+# The bound each run is held to, from its own occurrence: the kills go on until the window's end, so a run may meet
+# two recoveries in a row (its first attempt's executor, then its re-send's or retry's), each within
+# tickwork.dispatch.one_recovery_bound with the template's settings (LeaseSeconds 60, a re-send 30 s after a send,
+# a 60 s tick, a backlog's 120 s): 270 s; and its own time (retry backoffs, 2 s handlers): 60 s.
+ONE_RECOVERY_S = one_recovery_bound(
+    lease_for=timedelta(seconds=60), redispatch_after=timedelta(seconds=30), tick_period=timedelta(seconds=60)
+).total_seconds()
+RUN_BOUND_S = 2 * ONE_RECOVERY_S + 60
 
 
 @dataclass(frozen=True)
@@ -68,7 +91,7 @@ class SoakPlan:
     max_kills: int | None = None  # None: every kill_every_s until the window ends
     aws_error_rate: float = 0.02
     nodes: int = 3
-    settle_s: float = 240.0  # after the window, how long everything has to become terminal
+    run_bound_s: float = RUN_BOUND_S  # from its occurrence, how long each run has to become terminal
     grace_s: float = 900.0  # if some did not: how much longer to watch, to tell "late" from "never"
     seed: int = 7
 
@@ -76,13 +99,7 @@ class SoakPlan:
 # 5,000+ runs at about 3 a second, most from recurring jobs. One moto process serves the three nodes one request
 # at a time; at 8.6 runs a second it saturated (docs/reliability.md, first run), so the window is 30 minutes.
 # Creating the ~1,200 jobs takes a minute or two (moto serves some 15 creates a second), hence the lead.
-# The bound: kills go on until the window's end, so a run due then may meet two of them in a row (its first
-# attempt's executor, then its retry's). One costs at most the lease lapsing (LeaseSeconds 60) plus, were its
-# message stranded, the re-send time (30 s), a tick (60 s) and a backlog's deferral (120 s): 270 s; two, 540 s;
-# 600 s with the runs' own time. (The first full runs used 240 s, which only one kill per run fits.)
-FULL = SoakPlan(
-    one_shots=900, cron_jobs=15, rate_jobs=10, retrying=200, failing=50, window_s=1800, lead_s=150, settle_s=600
-)
+FULL = SoakPlan(one_shots=900, cron_jobs=15, rate_jobs=10, retrying=200, failing=50, window_s=1800, lead_s=150)
 # Nodes and no load, no kills, no injected errors: a cluster for other measurements (benchmarks.fairness, e2e).
 NODES_ONLY = SoakPlan(
     one_shots=0, cron_jobs=0, rate_jobs=0, retrying=0, failing=0, window_s=0, lead_s=0, max_kills=0, aws_error_rate=0.0
@@ -123,6 +140,12 @@ def _http(url: str, method: str, body: Any = None, headers: dict[str, str] | Non
         raise Unavailable(str(exc)) from exc
 
 
+@dataclass(frozen=True)
+class Kill:
+    at: datetime
+    node: str
+
+
 class Cluster:
     """A moto server and N nodes attached to it; nodes die and come back; every line they print is kept."""
 
@@ -133,7 +156,7 @@ class Cluster:
         self.nodes: dict[str, Proc] = {}
         self.urls: dict[str, str] = {}
         self.dead: list[Proc] = []  # killed processes, kept for their output
-        self.kills: list[datetime] = []
+        self.kills: list[Kill] = []
         self.failed_starts = 0  # node starts that failed and were tried again
         self._lock = threading.Lock()
         self._starts = itertools.count()
@@ -178,7 +201,7 @@ class Cluster:
         with self._lock:
             proc = self.nodes[name]
             self.urls.pop(name, None)
-            self.kills.append(datetime.now(UTC))
+            self.kills.append(Kill(datetime.now(UTC), name))
         proc.kill()
         with self._lock:
             self.dead.append(proc)
@@ -205,10 +228,16 @@ class Cluster:
                 time.sleep(0.5)
 
     def all_lines(self) -> Iterator[str]:
+        for _, line in self.lines_by_node():
+            yield line
+
+    def lines_by_node(self) -> Iterator[tuple[str, str]]:
+        """Every line every node process printed (the killed ones' too), with the node's name."""
         with self._lock:
             procs = [*self.dead, *self.nodes.values()]
         for proc in procs:
-            yield from list(proc.lines)
+            for line in list(proc.lines):
+                yield proc.name, line
 
     def injected_errors(self) -> int:
         """The sum over every node process of the last count it printed (a killed one prints no last words)."""
@@ -389,16 +418,17 @@ def run_soak(plan: SoakPlan, say: Callable[[str], None] = print) -> dict[str, An
         time.sleep(max(0.0, (end - datetime.now(UTC)).total_seconds()))
         stop.set()
         killer.join()
-        runs = _wait_settled(cluster, jobs, time.monotonic() + plan.settle_s)
-        lost_at_bound, stuck_at_bound = _unsettled(jobs, runs)
-        if (lost_at_bound or stuck_at_bound) and plan.grace_s:
+        # Until the bound of the last occurrence: by then every run's own bound has passed.
+        runs = _wait_settled(cluster, jobs, time.monotonic() + plan.run_bound_s)
+        lost_at_bound, not_terminal = _unsettled(jobs, runs)
+        if (lost_at_bound or not_terminal) and plan.grace_s:
             say(
-                f"at the bound: {lost_at_bound} without a run, {stuck_at_bound} not terminal; watching {plan.grace_s:.0f} s more"
+                f"at the bound: {lost_at_bound} without a run, {not_terminal} not terminal; watching {plan.grace_s:.0f} s more"
             )
             runs = _wait_settled(cluster, jobs, time.monotonic() + plan.grace_s)
-        report = judge(cluster, jobs, runs)
+        report = judge(cluster, jobs, runs, run_bound_s=plan.run_bound_s)
         # At the bound is the promise; after the grace tells a late run ("not yet") from a lost one ("never").
-        report["lost_at_bound"], report["stuck_at_bound"] = lost_at_bound, stuck_at_bound
+        report["lost_at_bound"] = lost_at_bound
         report["seconds"] = round(time.monotonic() - began)
         report["injected_aws_errors"] = cluster.injected_errors()
         return report
@@ -406,11 +436,13 @@ def run_soak(plan: SoakPlan, say: Callable[[str], None] = print) -> dict[str, An
         cluster.stop()
 
 
-def judge(cluster: Cluster, jobs: list[Expected], runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+def judge(
+    cluster: Cluster, jobs: list[Expected], runs: dict[str, list[dict[str, Any]]], *, run_bound_s: float
+) -> dict[str, Any]:
     completions = Counter(
         m.group(2) for line in cluster.all_lines() if (m := RUN_LINE.search(line)) and m.group(1) == "SUCCEEDED"
     )
-    kills = sorted(cluster.kills)
+    kills = sorted(cluster.kills, key=lambda k: k.at)
     lost = duplicated = stuck = wrong = early = 0
     lost_detail: list[str] = []
     touched: list[float] = []
@@ -443,7 +475,7 @@ def judge(cluster: Cluster, jobs: list[Expected], runs: dict[str, list[dict[str,
                 lateness = run["lateness_ms"] / 1000
                 early += lateness < 0
                 due, began = _parse(run["scheduled_for"]), _parse(run["started_at"])
-                hit = any(due - timedelta(seconds=1) <= k <= began for k in kills)
+                hit = any(due - timedelta(seconds=1) <= k.at <= began for k in kills)
                 (touched if hit else untouched).append(lateness)
 
     def check(item: tuple[dict[str, Any], Expected]) -> bool:
@@ -457,12 +489,9 @@ def judge(cluster: Cluster, jobs: list[Expected], runs: dict[str, list[dict[str,
     wrong += matches.count(False)
     everything = touched + untouched
     # From an occurrence to its run's end (retries and recoveries included): what the bound has to cover.
-    to_terminal = [
-        (_parse(run["finished_at"]) - _parse(run["scheduled_for"])).total_seconds()
-        for rs in runs.values()
-        for run in rs
-        if run.get("finished_at") and run["status"] in TERMINAL
-    ]
+    to_terminal = [t for rs in runs.values() for run in rs if (t := to_terminal_s(run)) is not None]
+    names = {run["id"]: job.spec["name"] for job in jobs for run in runs.get(job.job_id, [])}
+    every_run = [run for rs in runs.values() for run in rs]
     return {
         "jobs": len(jobs),
         "occurrences": sum(len(j.occurrences) for j in jobs),
@@ -473,6 +502,9 @@ def judge(cluster: Cluster, jobs: list[Expected], runs: dict[str, list[dict[str,
         "lost": lost,
         "duplicated": duplicated,
         "stuck": stuck,
+        # Not terminal within its own bound from its occurrence (or not terminal at all).
+        "stuck_at_bound": sum(past_bound(run, run_bound_s) for run in every_run),
+        "run_bound_s": run_bound_s,
         "wrong": wrong,
         "early_starts": early,
         "results_checked": results_checked,
@@ -484,7 +516,149 @@ def judge(cluster: Cluster, jobs: list[Expected], runs: dict[str, list[dict[str,
         "p99_lateness_all_s": round(percentile(everything, 99), 2) if everything else None,
         "max_lateness_all_s": round(max(everything, default=0.0), 1),
         "longest_to_terminal_s": round(max(to_terminal, default=0.0), 1),
+        "slowest": slowest_runs(every_run, names, kills, run_events(cluster.lines_by_node())),
     }
+
+
+# ---------------------------------------------------------------------------- the slowest runs and their history
+
+
+def to_terminal_s(run: dict[str, Any]) -> float | None:
+    """From a run's occurrence to its end; None while it has not ended."""
+    if run["status"] not in TERMINAL or not run.get("finished_at"):
+        return None
+    return (_parse(run["finished_at"]) - _parse(run["scheduled_for"])).total_seconds()
+
+
+def past_bound(run: dict[str, Any], bound_s: float) -> bool:
+    """Not terminal within `bound_s` of its own occurrence: ended later, or not ended (the soak reads the runs
+    once every run's bound has passed)."""
+    took = to_terminal_s(run)
+    return took is None or took > bound_s
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """Something a node's functions logged for a run: a re-send by a tick, or an error."""
+
+    at: datetime
+    node: str
+    what: str  # "re-sent", or the error's message
+    injected: bool = False  # an error the node injected (tickwork_local.aws_faults) that outlasted the SDK's retries
+
+
+def run_events(lines: Iterable[tuple[str, str]]) -> dict[str, list[RunEvent]]:
+    """The re-sends and errors the nodes' JSON logs (stderr, WARNING and up) name a run in, by run id, in order."""
+    events: dict[str, list[RunEvent]] = {}
+    for node, line in lines:
+        if not line.startswith("{") or '"run_id"' not in line:
+            continue
+        try:
+            entry = json.loads(line)
+            at = datetime.strptime(entry["timestamp"], "%Y-%m-%d %H:%M:%S,%f%z")
+        except (ValueError, KeyError, TypeError):
+            continue
+        message = str(entry.get("message", ""))
+        if message.startswith(RESEND_MESSAGE):
+            event = RunEvent(at, node, "re-sent")
+        elif (entry.get("level") == "ERROR" or "exception" in entry) and not message.startswith(OWN_FAILURE):
+            detail = str(entry.get("exception_name") or "")
+            text = f"{message} ({detail})" if detail else message
+            event = RunEvent(at, node, text, injected=bool(INJECTED_TEXT.search(line)))
+        else:
+            continue
+        events.setdefault(str(entry["run_id"]), []).append(event)
+    return {run_id: sorted(found, key=lambda e: e.at) for run_id, found in events.items()}
+
+
+# A kill may have struck a run while one of its attempts held the lease, or while its message was being received
+# (a receiver killed before changing the message's visibility strands it): this long after it became visible.
+RECEIVE_WINDOW = timedelta(seconds=10)
+LEASE_WINDOW = timedelta(seconds=75)  # LeaseSeconds + the message's 15 s margin
+
+
+def run_history(run: dict[str, Any], kills: list[Kill], events: list[RunEvent]) -> dict[str, Any]:
+    """A run's history from its occurrence: its attempts (and those an executor's death ended), its re-sends,
+    the kills that may have struck it and the errors logged for it, each at its offset from the occurrence."""
+    due = _parse(run["scheduled_for"])
+    ended = _parse(run["finished_at"]) if run.get("finished_at") else None
+
+    def at(instant: datetime) -> str:
+        return f"+{(instant - due).total_seconds():.0f} s"
+
+    timeline: list[tuple[datetime, str]] = []
+    open_windows: list[tuple[datetime, datetime]] = [(due, due + RECEIVE_WINDOW)]
+    died = 0
+    for attempt in run.get("attempt_history") or []:
+        began = _parse(attempt["started_at"])
+        outcome = attempt.get("outcome")
+        if outcome is None and attempt.get("error"):
+            died += 1
+            outcome = "its executor died"
+        timeline.append((began, f"{at(began)} attempt {attempt.get('attempt')}: {outcome or 'running'}"))
+        end = _parse(attempt["ended_at"]) if attempt.get("ended_at") else began + LEASE_WINDOW
+        open_windows.append((began, end + RECEIVE_WINDOW))
+    resends = [e for e in events if e.what == "re-sent"]
+    errors = [e for e in events if e.what != "re-sent"]
+    for event in resends:
+        timeline.append((event.at, f"{at(event.at)} re-sent by {event.node}'s tick"))
+        open_windows.append((event.at, event.at + RECEIVE_WINDOW))
+    for event in errors:
+        label = "injected error" if event.injected else "error"
+        timeline.append((event.at, f"{at(event.at)} {label} on {event.node}: {event.what}"))
+    life_end = ended or datetime.now(UTC)
+    during = [k for k in kills if due - timedelta(seconds=1) <= k.at <= life_end]
+    striking = [k for k in during if any(start <= k.at <= end for start, end in open_windows)]
+    timeline += [(k.at, f"{at(k.at)} {k.node} killed") for k in striking]
+    if ended is not None:
+        timeline.append((ended, f"{at(ended)} {run['status']}"))
+    return {
+        "run": run["id"],
+        "status": run["status"],
+        "scheduled_for": run["scheduled_for"],
+        "to_terminal_s": to_terminal_s(run),
+        "late_s": None if run.get("lateness_ms") is None else round(run["lateness_ms"] / 1000, 1),
+        "attempts": run.get("attempts", 0),
+        "attempts_whose_executor_died": died,
+        "resends": len(resends),
+        "kills_during": len(during),
+        "kills_that_may_have_struck": len(striking),
+        "errors": len(errors),
+        "injected_errors": sum(e.injected for e in errors),
+        "history": [text for _, text in sorted(timeline, key=lambda item: item[0])],
+    }
+
+
+def slowest_runs(
+    runs: list[dict[str, Any]],
+    names: dict[str, str],
+    kills: list[Kill],
+    events: dict[str, list[RunEvent]],
+    count: int = SLOWEST,
+) -> list[dict[str, Any]]:
+    """The `count` runs that took longest from their occurrence to their end (those not ended first), with their
+    histories."""
+
+    def took(run: dict[str, Any]) -> float:
+        t = to_terminal_s(run)
+        return math.inf if t is None else t
+
+    chosen = sorted(runs, key=took, reverse=True)[:count]
+    return [{"job": names.get(r["id"], ""), **run_history(r, kills, events.get(r["id"], []))} for r in chosen]
+
+
+RECOVERY_TEXT = f"""How a killed node's runs come back: a run it had leased, once its lease and the message's visibility lapse
+(LeaseSeconds 60 + 15 s), or, were that message stranded (received by an executor that died before changing
+its visibility: invisible for the queue's 5,400 s), by the tick's re-send 30 s after the lease lapsed; a message
+it had received but not leased, or a claim it had not sent, by the tick's re-send 30 s after the run's time, and
+30 s after each re-send while no executor has leased the run, however old it is (held back up to 2 minutes
+while the band's backlog could hold it). One recovery takes at most {ONE_RECOVERY_S:.0f} s
+(`tickwork.dispatch.one_recovery_bound`: the lease 60 s, the re-send time 30 s, a tick 60 s and a backlog's
+120 s). A run can meet two, since the kills go on until the window's end: each run is held to {RUN_BOUND_S:.0f} s
+from its own occurrence (two recoveries and the runs' own 60 s), however early in the window it was due. The
+quick variant (`python -m benchmarks.soak --quick`, a few hundred runs and one kill) runs in `make test` as
+tests/e2e/test_soak.py and asserts 0 lost, 0 duplicated, 0 stuck (at its bound, and after), 0 wrong, 0 early.
+"""
 
 
 def render(report: dict[str, Any], plan: SoakPlan, command: str) -> str:
@@ -503,9 +677,9 @@ The load: {plan.one_shots} one-shot jobs, {plan.cron_jobs} cron jobs every 10 s,
 | figure | value |
 |---|---|
 | occurrences / run records | {report["occurrences"]} / {report["runs"]} |
-| **lost** (an occurrence with no run {plan.settle_s:.0f} s after the window) | **{report["lost_at_bound"]}** |
+| **lost** (an occurrence with no run {plan.run_bound_s:.0f} s after the window) | **{report["lost_at_bound"]}** |
 | **duplicated** (two runs for an occurrence, or a handler completed twice) | **{report["duplicated"]}** |
-| **stuck** (a run not terminal {plan.settle_s:.0f} s after the window) | **{report["stuck_at_bound"]}** |
+| **stuck** (a run not terminal {plan.run_bound_s:.0f} s after its own occurrence) | **{report["stuck_at_bound"]}** |
 | of those, still without a run / not terminal after {plan.grace_s:.0f} s more (never, not late) | {report["lost"]} / {report["stuck"]} |
 | wrong (state or result not the expected one; {report["results_checked"]} results read back) | {report["wrong"]} |
 | early starts | {report["early_starts"]} |
@@ -515,14 +689,33 @@ The load: {plan.one_shots} one-shot jobs, {plan.cron_jobs} cron jobs every 10 s,
 | lateness of all runs, p99 / max | {report["p99_lateness_all_s"]} s / {report["max_lateness_all_s"]} s |
 | longest from an occurrence to its run's end (retries and recoveries included) | {report["longest_to_terminal_s"]} s |
 
-How a killed node's runs come back: a run it had leased, once its lease and the message's visibility lapse
-(LeaseSeconds 60 + 15 s), or, were that message stranded (received by an executor that died before changing
-its visibility), by the tick's re-send 30 s after the lease lapsed; a message it had received but not leased,
-or a claim it had not sent, by the tick's re-send 30 s after the run's time (held back up to 2 minutes while
-the band's backlog could hold it). One recovery takes at most about 270 s; a run can meet two, since the
-kills go on until the window's end, and the bound covers two. The quick variant (`python -m benchmarks.soak --quick`, a few hundred runs and one kill) runs in
-`make test` as tests/e2e/test_soak.py and asserts 0 lost, 0 duplicated, 0 stuck, 0 wrong, 0 early.
+{RECOVERY_TEXT}
+## The slowest runs
+
+From each one's occurrence (+0 s): its attempts, its re-sends, the kills that may have struck it (while an attempt
+held its lease, or within 10 s of a message of it becoming visible; of all the kills during its life), and the
+errors its executors and ticks logged for it (injected: an injected AWS error that outlasted the SDK's retries).
+
+{slowest_table(report["slowest"])}
 """
+
+
+def slowest_table(slowest: list[dict[str, Any]]) -> str:
+    rows = [
+        "| run | to its end | late (first start) | attempts (executor died) | re-sends | kills (may have struck / during) "
+        "| errors (injected) | history |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for run in slowest:
+        took = "not ended" if run["to_terminal_s"] is None else f"{run['to_terminal_s']:.1f} s"
+        late = "never started" if run["late_s"] is None else f"{run['late_s']} s"
+        rows.append(
+            f"| {run['job']} `{run['run']}` {run['status']} | {took} | {late} "
+            f"| {run['attempts']} ({run['attempts_whose_executor_died']}) | {run['resends']} "
+            f"| {run['kills_that_may_have_struck']} / {run['kills_during']} "
+            f"| {run['errors']} ({run['injected_errors']}) | {'; '.join(run['history'])} |"
+        )
+    return "\n".join(rows)
 
 
 def main(argv: list[str] | None = None) -> int:

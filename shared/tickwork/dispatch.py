@@ -22,8 +22,9 @@ sends parked retries), `RunSender` (sends to the band queues) and `Dispatcher`, 
    ChangeMessageVisibility: invisible for the queue's 5,400 s), the tick re-sends it once the lease has
    lapsed by redispatch_after; while the lease is live (heartbeats extend it), the entry follows it. While
    the run's band has a backlog at least as large as its overdue runs, their messages may all be waiting in it, so the re-sends wait (up to RESEND_DEFER_LIMIT) rather than multiply the backlog;
-   a smaller backlog cannot hold them all, so they are re-sent. Re-sends are spaced by the run's age, so they
-   thin out exponentially.
+   a smaller backlog cannot hold them all, so they are re-sent. A re-sent message is looked after as the first
+   was: redispatch_after later (and RESEND_DEFER_LIMIT more if it went into a backlog), whatever the run's age,
+   so each recovery is bounded (`one_recovery_bound`), not only the first.
 6. A retry whose backoff is too long for a message (see executor) is parked in the due index at its
    retry time; the tick sends it with DelaySeconds like any claimed run.
 7. Workflows are claimed as jobs are (their occurrences are workflow runs, written by `WorkflowTick`), and a
@@ -59,13 +60,20 @@ from tickwork.tenant_settings import TenantDirectory, TenantSettings
 from tickwork.workflow.definition import Workflow
 
 MAX_CLAIM_ROUNDS = 10  # a 1-second rate job needs several claims to fill a 120 s horizon
-REDISPATCH_BACKOFF = timedelta(minutes=5)  # after a re-send, wait at least this long before the next one
-MAX_REDISPATCH_BACKOFF = timedelta(hours=1)
 # Past this, a run is re-sent even while its band has a backlog. Short: a stranded message (received by an
 # executor that died before changing its visibility) is invisible for the queue's 5,400 s, and only the re-send
 # brings its run; the soak showed a 15-minute limit making such runs 17 minutes late under steady load.
 RESEND_DEFER_LIMIT = timedelta(minutes=2)
 DEFER_STEP = timedelta(seconds=60)  # a deferred re-send is looked at again by the next tick
+
+
+def one_recovery_bound(*, lease_for: timedelta, redispatch_after: timedelta, tick_period: timedelta) -> timedelta:
+    """How long after a process dies holding a run (its lease, its message, or its claim) the run is back in an
+    executor's hands at most: the lease lapsing, the re-send time, the tick that re-sends it, and a band's
+    backlog holding the re-send back."""
+    return lease_for + redispatch_after + tick_period + RESEND_DEFER_LIMIT
+
+
 # Due items a tick held back, by why (the template's dashboard and DispatchCapacityAlarm read these names).
 HELD_BACK_METRIC = {HoldReason.CAPACITY: "RunsHeldBackCapacity", HoldReason.TENANT_RATE: "RunsHeldBackTenantRate"}
 
@@ -325,22 +333,38 @@ class Resender:
         self.redispatch_after = redispatch_after
 
     def backlogged_bands(self, items: list[DueItem], now: datetime) -> set[Band]:
-        """Bands whose waiting messages are at least as many as their overdue QUEUED runs: all of those runs'
-        messages may be in that backlog. A steady trickle of waiting messages is no reason to hold back a
-        re-send (one GetQueueAttributes per band with overdue runs, and none on a tick with nothing to re-send)."""
-        now_ms = to_ms(now)
-        overdue = Counter(
-            Band.of_priority(i.priority)
-            for i in items
-            if i.kind is ItemKind.RUN and i.attrs.get("status") == RunStatus.QUEUED.value and i.due_at <= now_ms
-        )
+        """Bands whose waiting messages are at least as many as their overdue runs (the runs this tick would
+        re-send): all of those runs' messages may be in that backlog. A steady trickle of waiting messages is no
+        reason to hold back a re-send (one GetQueueAttributes per band with overdue runs, and none on a tick
+        with nothing to re-send)."""
+        overdue = Counter(Band.of_priority(i.priority) for i in items if self._overdue(i, now))
         return {band for band, count in overdue.items() if self.queues.waiting_messages(band) >= count}
+
+    def _overdue(self, item: DueItem, now: datetime) -> bool:
+        """A run this tick would send again: past its re-send time, not leased (or its lease lapsed by
+        redispatch_after)."""
+        if item.kind is not ItemKind.RUN or item.due_at > to_ms(now):
+            return False
+        status = item.attrs.get("status")
+        if status == RunStatus.RUNNING.value:
+            return to_ms(now) >= self._lease_lapses_at(item)
+        return status in (RunStatus.QUEUED.value, RunStatus.RETRYING.value)
+
+    def _lease_lapses_at(self, item: DueItem) -> int:
+        return int(item.attrs.get("lease_until_ms", 0)) + int(self.redispatch_after.total_seconds() * 1000)
+
+    def next_look(self, sent_at: datetime, *, into_backlog: bool) -> datetime:
+        """When the tick looks again at a run it sends at `sent_at`: as at its first send, redispatch_after later,
+        and RESEND_DEFER_LIMIT more if the message went into a backlog that may hold it that long. Never longer
+        with the run's age: a message lost again (received by an executor that died before changing its
+        visibility, or not sent by a tick that died) is re-sent within one recovery, however old the run."""
+        return sent_at + self.redispatch_after + (RESEND_DEFER_LIMIT if into_backlog else timedelta(0))
 
     def resend(self, item: DueItem, now: datetime, report: TickReport, backlogged: set[Band]) -> list[Outgoing]:
         """A run in the due index: a claimed run nobody leased (re-send it), or a parked retry (send it).
 
-        Re-sends are spaced by the run's age (at least REDISPATCH_BACKOFF), so a run whose message is really
-        lost is re-sent soon, and one that is merely waiting is not re-sent over and over."""
+        Its entry is then moved to `next_look`: a run whose message is lost again is re-sent again within one
+        recovery, and one whose message merely waits in a backlog is re-sent once per RESEND_DEFER_LIMIT."""
         a = item.attrs
         status = a.get("status")
         if status not in (RunStatus.QUEUED.value, RunStatus.RETRYING.value, RunStatus.RUNNING.value):
@@ -348,15 +372,14 @@ class Resender:
         if status == RunStatus.RUNNING.value:
             # Leased: its executor (or the message's return after the lease) finishes it. Only a lease that has
             # lapsed by redispatch_after with no executor back on it means the message is stranded.
-            lapses_at = int(a.get("lease_until_ms", 0)) + int(self.redispatch_after.total_seconds() * 1000)
+            lapses_at = self._lease_lapses_at(item)
             if to_ms(now) < lapses_at:
                 self.store.postpone_redispatch(a["run_id"], expected_due_at=item.due_at, new_due_at=lapses_at)
                 return []
         scheduled_for = stored_instant(a["scheduled_for"])
         send_at = max(now, from_ms(item.due_at))
-        age = send_at - scheduled_for
-        next_look = send_at + min(MAX_REDISPATCH_BACKOFF, max(REDISPATCH_BACKOFF, age))
         band = Band.of_priority(item.priority)
+        next_look = self.next_look(send_at, into_backlog=band in backlogged)
         # Measured from the run's own re-send time, not from its entry's due_at, which each deferral moves.
         defer_until = scheduled_for + self.redispatch_after + RESEND_DEFER_LIMIT
         if status == RunStatus.QUEUED.value and band in backlogged and now < defer_until:

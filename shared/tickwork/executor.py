@@ -149,6 +149,14 @@ class RunExecutor:
         logger.thread_safe_append_keys(run_id=message.run_id, job_id=message.job_id, tenant=message.tenant)
         try:
             return self._execute(message, delivery, remaining_ms)
+        except Exception:
+            # The batch reports the record failed and logs no more (Powertools, at debug): said here, with the run,
+            # since its message then waits out its visibility (the queue's 5,400 s, if it was never changed).
+            logger.exception(
+                "run message not carried through; it comes back when its visibility ends",
+                extra={"run_id": message.run_id},
+            )
+            raise
         finally:
             logger.thread_safe_remove_keys(["run_id", "job_id", "tenant"])
 

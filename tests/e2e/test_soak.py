@@ -26,9 +26,13 @@ def test_quick_soak_loses_nothing_doubles_nothing_and_leaves_nothing_stuck() -> 
     assert report["kills"] == 1
     assert report["injected_aws_errors"] > 0  # the faults really happened
     assert report["runs"] == report["occurrences"] > 200
-    assert {k: report[k] for k in ("lost", "duplicated", "stuck", "wrong", "early_starts")} == dict.fromkeys(
-        ("lost", "duplicated", "stuck", "wrong", "early_starts"), 0
-    )
+    bar = ("lost", "lost_at_bound", "duplicated", "stuck", "stuck_at_bound", "wrong", "early_starts")
+    assert {k: report[k] for k in bar} == dict.fromkeys(bar, 0)  # stuck_at_bound: each run within its own bound
+    # The slowest runs are listed with their histories, slowest first, each with its outcome.
+    slowest = report["slowest"]
+    assert len(slowest) == 10
+    assert [r["to_terminal_s"] for r in slowest] == sorted((r["to_terminal_s"] for r in slowest), reverse=True)
+    assert all(any(line.endswith(r["status"]) for line in r["history"]) for r in slowest)
     assert report["results_checked"] == report["occurrences"] - QUICK.failing  # every success read back
     # The duplicate check reads the nodes' run lines, so they must be there: every success is printed once,
     # but for one a node finished just as it was killed (recorded, not yet printed).

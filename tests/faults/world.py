@@ -27,8 +27,8 @@ STEP_SECONDS = 5  # how often the executors poll (the fake clock moves by this b
 TICK_EVERY = 60
 ACTIVE = timedelta(minutes=6)  # faults are on; every occurrence of the mix falls in here
 # After the faults stop, every run must be terminal within this: a lost message is re-sent 30 s after the run's
-# time and then every 5 min at most; a dead executor's run comes back after lease + 15 s; retries back off
-# seconds here. Twenty minutes leaves room for several of those in a row.
+# time, and again 30 s after each re-send while none is leased; a dead executor's run comes back after lease +
+# 15 s; retries back off seconds here. Twenty minutes leaves room for several of those in a row.
 RECOVERY_BOUND = timedelta(minutes=20)
 TERMINAL = {RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.SKIPPED}
 

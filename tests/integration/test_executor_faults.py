@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Iterator
 from datetime import timedelta
@@ -10,10 +11,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 from pydantic import BaseModel
 from tickwork.errors import Conflict, InvalidInput, NotFound
 from tickwork.jobtypes import RunContext, job_type, registry
 from tickwork.models import Band, RunStatus, SkipReason
+from tickwork.observability import logger
 from tickwork.results import result_key_of
 
 from tests.harness import START, Pipeline
@@ -175,6 +178,29 @@ def test_a_run_whose_lease_is_lost_stops_and_writes_nothing(pipeline):
     (run,) = pipeline.runs_of(job.id)
     assert run.status is RunStatus.RUNNING  # the thief owns it now; we recorded nothing
     assert pipeline.result_objects() == []
+
+
+def test_a_message_the_executor_could_not_carry_through_is_reported_failed_and_logged_with_its_run(
+    pipeline, monkeypatch, caplog
+):
+    """Its first ChangeMessageVisibility failed past the SDK's retries: the message waits out the queue's visibility,
+    and the run's re-send brings it. The record's failure says which run, at a level the nodes print."""
+    job = _due(pipeline)
+
+    def refused(*_: Any, **__: Any) -> bool:
+        raise ClientError({"Error": {"Code": "InternalError", "Message": "try again"}}, "ChangeMessageVisibility")
+
+    monkeypatch.setattr(pipeline.services.queues, "change_visibility", refused)
+    caplog.set_level(logging.WARNING, logger=logger.name)
+    messages = pipeline.receive(Band.NORMAL)
+    assert pipeline.deliver(Band.NORMAL, messages) == {m["MessageId"] for m in messages}
+    (run,) = pipeline.runs_of(job.id)
+    assert run.status is RunStatus.QUEUED  # never leased: the tick's re-send is its way back
+    (failure,) = [r for r in caplog.records if getattr(r, "run_id", None) == run.id]
+    assert failure.levelno == logging.ERROR
+    assert "not carried through" in failure.getMessage()
+    assert failure.exc_info is not None
+    assert isinstance(failure.exc_info[1], ClientError)
 
 
 def test_a_run_over_its_timeout_fails_with_run_timeout(pipeline):

@@ -3,6 +3,8 @@
 A message can vanish for 90 minutes (received by an executor that died before changing its visibility); only
 the tick's re-send brings its run. Holding the re-send back is right only while the band's backlog could hold
 the run's message: a steady trickle of waiting messages must not delay it, and a real backlog only briefly.
+A re-sent message is looked after as the first was, whatever the run's age (issue 25: a run whose re-sends were
+spaced by its age started 24 minutes late in the full soak).
 """
 
 from __future__ import annotations
@@ -10,9 +12,12 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from tickwork.dispatch import RESEND_DEFER_LIMIT
+from tickwork.faults import CrashPoint
 from tickwork.models import Band, RunStatus, run_id_for
 
+from tests.faults.crashes import ProcessKilled
 from tests.harness import START
 
 
@@ -48,5 +53,36 @@ def test_a_backlog_that_could_hold_the_messages_holds_the_re_sends_back_two_minu
     assert pipeline.tick()["redispatched"] == 0  # deferred: the backlog may hold them
     pipeline.clock.advance(int(RESEND_DEFER_LIMIT.total_seconds()) + 30)  # the backlog is still there
     assert pipeline.tick()["redispatched"] == 2
+    pipeline.drain()
+    assert {pipeline.run(r).status for r in run_ids} == {RunStatus.SUCCEEDED}
+
+
+def test_a_re_send_lost_with_its_tick_is_sent_again_by_the_next_tick(pipeline):
+    """The tick moves the run's entry on before it sends: a tick that dies between the two must not leave the run
+    waiting for a look spaced by its age (5 minutes at least), but for the re-send time, as after the first send."""
+    (run_id,) = _claimed_with_its_message_lost(pipeline, 1)
+    pipeline.clock.advance(95)
+    pipeline.crashes.arm(CrashPoint.TICK_BEFORE_SEND)
+    with pytest.raises(ProcessKilled):
+        pipeline.tick()
+    pipeline.crashes.disarm()
+    assert sum(pipeline.queued_messages(b) for b in Band) == 0  # its entry moved on, no message sent
+    pipeline.clock.advance(60)
+    assert pipeline.tick()["redispatched"] == 1
+    pipeline.drain()
+    assert pipeline.run(run_id).status is RunStatus.SUCCEEDED
+
+
+def test_a_re_send_into_a_backlog_is_repeated_once_per_defer_limit_not_every_tick(pipeline):
+    run_ids = _claimed_with_its_message_lost(pipeline, 2)
+    _waiting(pipeline, 5)
+    pipeline.clock.advance(95)
+    assert pipeline.tick()["redispatched"] == 0  # deferred: the backlog may hold them
+    pipeline.clock.advance(150)
+    assert pipeline.tick()["redispatched"] == 2  # the defer limit is over; the re-sends go into the backlog
+    pipeline.clock.advance(60)
+    assert pipeline.tick()["redispatched"] == 0  # the backlog may hold the re-sent messages: no duplicate yet
+    pipeline.clock.advance(int(RESEND_DEFER_LIMIT.total_seconds()))
+    assert pipeline.tick()["redispatched"] == 2  # not leased one defer limit later: lost again, re-sent again
     pipeline.drain()
     assert {pipeline.run(r).status for r in run_ids} == {RunStatus.SUCCEEDED}
