@@ -648,6 +648,14 @@ def console(
             help="X-Api-Key, for a local runtime started with --api-keys (then nothing is signed).",
         ),
     ] = None,
+    accept_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--accept-host",
+            metavar="NAME",
+            help="Answer for this host name too (besides localhost, 127.0.0.1 and [::1]); repeatable.",
+        ),
+    ] = None,
 ) -> None:
     """Open the web console for a deployed API: served on 127.0.0.1, each API call signed (SigV4) here.
 
@@ -662,7 +670,7 @@ def console(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     try:
-        server = ConsoleServer(client, port)
+        server = ConsoleServer(client, port, accept_hosts=tuple(accept_host or ()))
     except OSError as exc:
         typer.echo(f"error: cannot listen on 127.0.0.1:{port}: {exc.strerror}", err=True)
         raise typer.Exit(2) from None
