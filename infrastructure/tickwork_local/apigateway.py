@@ -281,9 +281,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send(200, [("Content-Type", found.content_type), ("Cache-Control", "no-cache")], found.body)
 
-    # Every method goes to the function, which answers 405 (with Allow) for one a path does not take; without
-    # do_TRACE, http.server would answer TRACE itself with a 501 HTML page.
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_TRACE = _handle
+    def __getattr__(self, name: str) -> Any:
+        # Every method (QUERY, PROPFIND, ...) goes to the function, as API Gateway passes it, and the function
+        # answers 405 (with Allow) for one a path does not take; http.server looks up do_<METHOD> and, finding
+        # none, would answer a 501 HTML page itself.
+        if name.startswith("do_"):
+            return self._handle
+        raise AttributeError(name)
 
 
 class ApiGatewayServer(ThreadingHTTPServer):
