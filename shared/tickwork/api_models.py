@@ -160,8 +160,24 @@ class _Patch(_OptionalNotNullable):
         return {name: getattr(self, name) for name in self.model_fields_set}
 
 
+def _patch_of_payload(schema: dict[str, Any]) -> None:
+    """A PATCH carries no `type` (it never changes), so which payload model applies is the stored job's: the
+    document says the payload is one of the types' payloads, each titled with its type, and which one counts.
+    anyOf, not oneOf: the payloads overlap (echo takes any object)."""
+    _no_defaults(schema)
+    _, branches = _payload_branches()
+    schema["properties"]["payload"] = {
+        "type": "object",
+        "description": "Replaces the payload whole. The server checks it against the payload model of the job's "
+        "own `type` (which never changes): the branch titled with that type.",
+        "anyOf": [{"title": b["properties"]["type"]["const"], **b["properties"]["payload"]} for b in branches],
+    }
+
+
 class JobUpdate(_Patch):
     """What PATCH may change; absent fields stay as they are (`null` is refused). A job's type never changes."""
+
+    model_config = ConfigDict(json_schema_extra=_patch_of_payload)
 
     name: JobName = Field(default=_ABSENT)
     payload: dict[str, Any] = Field(default=_ABSENT)
