@@ -152,3 +152,29 @@ def test_a_patchs_payload_is_documented_as_one_of_the_types_payloads_checked_aga
     assert set(refused.fields) == {"payload.url", "payload.fail_attempts"}
     assert api.get(f"/v1/jobs/{hook['id']}").json["payload"] == hook["payload"]
     assert api.patch(f"/v1/jobs/{echo['id']}", {"payload": echo_payload}).json["payload"] == echo_payload
+
+
+LINK_SOURCES = {
+    ("/v1/jobs", "post", "201"): "job_id",
+    ("/v1/jobs/{job_id}/trigger", "post", "202"): "run_id",
+    ("/v1/workflows", "post", "201"): "workflow_id",
+    ("/v1/workflows/{workflow_id}/trigger", "post", "202"): "workflow_run_id",
+}
+
+
+@pytest.mark.parametrize(("source", "parameter"), LINK_SOURCES.items(), ids=LINK_SOURCES.values())
+def test_links_lead_from_what_creates_an_id_to_every_operation_that_takes_it(document, source, parameter):
+    path, method, status = source
+    paths = document["paths"]
+    targets = set()
+    for link in paths[path][method]["responses"][status]["links"].values():
+        assert link["parameters"] == {parameter: "$response.body#/id"}
+        pointer, target_method = link["operationRef"].removeprefix("#/paths/").rsplit("/", 1)
+        target_path = pointer.replace("~1", "/").replace("~0", "~")
+        operation = paths[target_path][target_method]
+        assert parameter in {p["name"] for p in operation["parameters"] if p["in"] == "path"}
+        targets.add((target_method, target_path))
+    takes_it = {
+        (m, p) for p, item in paths.items() for m in item if p.endswith(f"{{{parameter}}}") or f"{{{parameter}}}/" in p
+    }
+    assert targets == takes_it
