@@ -167,3 +167,46 @@ def test_the_dev_api_server_serves_its_own_pages(dev_api):
     assert _request(port, "POST", "/v1/jobs/j1/pause", own_page)[0] == 202
     assert _request(port, "GET", "/console/", {"Host": f"localhost:{port}"})[0] == 200
     assert len(invoked) == 1
+
+
+def test_the_dev_api_server_answers_for_a_host_added_with_accept_host():
+    invoked: list[dict[str, Any]] = []
+
+    def invoke(event: dict[str, Any]) -> dict[str, Any]:
+        invoked.append(event)
+        return {"statusCode": 200, "headers": {"Content-Type": "application/json"}, "body": "{}"}
+
+    server = ApiGatewayServer(("127.0.0.1", 0), invoke, accept_hosts=("box.internal",))
+    server.start()
+    try:
+        assert _request(server.port, "GET", "/v1/jobs", {"Host": f"box.internal:{server.port}"})[0] == 200
+        _refused(_request(server.port, "GET", "/v1/jobs", {"Host": REBOUND}), "Host not accepted")
+    finally:
+        server.stop()
+    assert [event["requestContext"]["domainName"] for event in invoked] == ["box.internal"]
+
+
+def test_tickwork_console_gives_its_server_the_names_of_accept_host(monkeypatch):
+    from tickwork_cli import main
+    from typer.testing import CliRunner
+
+    made: dict[str, Any] = {}
+
+    class Server:
+        url = "http://127.0.0.1:8790/console/"
+
+        def __init__(self, client: Client, port: int, accept_hosts: tuple[str, ...] = ()) -> None:
+            made.update(port=port, accept_hosts=accept_hosts)
+
+        def serve_forever(self, poll_interval: float) -> None:
+            raise KeyboardInterrupt
+
+        def server_close(self) -> None:
+            pass
+
+    monkeypatch.setattr(main, "ConsoleServer", Server)
+    api_url = "https://abc123.execute-api.eu-west-1.amazonaws.com"
+    argv = ["console", "--api-url", api_url, "--accept-host", "a.internal", "--accept-host", "b.internal"]
+    result = CliRunner().invoke(main.app, argv)
+    assert result.exit_code == 0, result.output
+    assert made == {"port": 8790, "accept_hosts": ("a.internal", "b.internal")}
