@@ -6,6 +6,9 @@ Besides the API, the local server answers `/docs` with Swagger UI for the API's 
 UI's script and stylesheet come from the aws-lambda-powertools package (it ships them for its own
 `enable_swagger`), so the page works offline. It also answers `/console` with the web console's static files
 (tickwork_console), which call the API on this same origin.
+
+In open mode every caller is the admin, so the server acts for any web page the user opens: it answers only
+for the hosts it listens on, and refuses a cross-site change (tickwork_console.request_guard), before any of it.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import tickwork_console
 from aws_lambda_powertools.event_handler.openapi import swagger_ui
+from tickwork_console.request_guard import accepted_hosts, refusal_of
 
 from tickwork_local.lambda_runtime import LOCAL_ACCOUNT_ID
 
@@ -209,6 +213,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status.value, [("Content-Type", "application/json")], json.dumps({"message": message}).encode())
 
     def _handle(self) -> None:
+        refused = refusal_of(self.command, self.headers, self.server.accepted_hosts)
+        if refused is not None:
+            self._send(*refused.response())
+            return
         path = urlsplit(self.path).path
         if (
             self.server.docs
@@ -273,9 +281,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send(200, [("Content-Type", found.content_type), ("Cache-Control", "no-cache")], found.body)
 
-    # Every method goes to the function, which answers 405 (with Allow) for one a path does not take; without
-    # do_TRACE, http.server would answer TRACE itself with a 501 HTML page.
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_TRACE = _handle
+    def __getattr__(self, name: str) -> Any:
+        # Every method (QUERY, PROPFIND, ...) goes to the function, as API Gateway passes it, and the function
+        # answers 405 (with Allow) for one a path does not take; http.server looks up do_<METHOD> and, finding
+        # none, would answer a 501 HTML page itself.
+        if name.startswith("do_"):
+            return self._handle
+        raise AttributeError(name)
 
 
 class ApiGatewayServer(ThreadingHTTPServer):
@@ -293,8 +305,10 @@ class ApiGatewayServer(ThreadingHTTPServer):
         docs: bool = True,
         spec_url: str = "/v1/openapi.json",
         console: bool = True,
+        accept_hosts: tuple[str, ...] = (),
     ) -> None:
         super().__init__(address, _Handler)
+        self.accepted_hosts = accepted_hosts(address[0], accept_hosts)
         self.invoke = invoke
         self.docs = docs
         self.console = console

@@ -234,6 +234,15 @@ def _serve_until_stopped(stop: _StopRequest, node: LocalNode, moto: MotoProcess 
 
 Host = Annotated[str, typer.Option(help="Address the API listens on (and moto, when started here).")]
 Port = Annotated[int, typer.Option(help="API port (0: any free port).", min=0, max=65535)]
+AcceptHost = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--accept-host",
+        metavar="NAME",
+        help="Host name the API answers for besides localhost, 127.0.0.1, [::1] and --host (which it needs when "
+        "--host is 0.0.0.0); repeatable.",
+    ),
+]
 MotoPort = Annotated[
     int, typer.Option("--moto-port", help="Port of the moto server started here (0: any free port).", min=0)
 ]
@@ -332,6 +341,7 @@ JobTypesPath = Annotated[
 def dev(
     host: Host = "127.0.0.1",
     port: Port = DEFAULT_PORT,
+    accept_host: AcceptHost = None,
     moto_port: MotoPort = DEFAULT_MOTO_PORT,
     attach: Attach = None,
     tick_seconds: TickSeconds = 60,
@@ -365,6 +375,7 @@ def dev(
             endpoint_url=endpoint,
             host=host,
             port=port,
+            accept_hosts=tuple(accept_host or ()),
             tick_seconds=tick_seconds,
             workers=workers,
             due_shards=due_shards,

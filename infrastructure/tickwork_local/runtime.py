@@ -85,6 +85,7 @@ class NodeOptions:
     api_environments: int = 1
     log_level: str = "WARNING"
     api_keys_file: str | None = None
+    accept_hosts: tuple[str, ...] = ()  # host names the API answers for besides the loopback ones and `host`
     parameters: dict[str, str] = field(default_factory=dict)  # more template parameter overrides
     node_name: str = ""
     # Fail this share of the functions' AWS requests (throttles, 5xx, connect timeouts; see aws_faults).
@@ -362,7 +363,11 @@ class LocalNode:
         )
 
     def _start_api(self) -> None:
-        self.api = ApiGatewayServer((self.options.host, self.options.port), self.functions[API_FUNCTION].invoke)
+        self.api = ApiGatewayServer(
+            (self.options.host, self.options.port),
+            self.functions[API_FUNCTION].invoke,
+            accept_hosts=self.options.accept_hosts,
+        )
         self.api.start()
 
     def _start_pollers(self, sources: list[Any], sqs: Any) -> None:

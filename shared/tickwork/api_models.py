@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
 from tickwork.backfill import DEFAULT_BACKFILL_RUNS, MAX_BACKFILL_RUNS
+from tickwork.errors import InvalidInput
 from tickwork.jobtypes import registry
 from tickwork.models import (
     CatchupPolicy,
@@ -138,9 +139,9 @@ def _no_defaults(schema: dict[str, Any]) -> None:
         prop.pop("default", None)
 
 
-class _Patch(BaseModel):
-    """A PATCH body: every field optional, none nullable. The None defaults only mark "absent" (never validated,
-    and kept out of the OpenAPI document), and an explicit null is refused by _not_null."""
+class _OptionalNotNullable(BaseModel):
+    """A body whose every field is optional and none nullable. The None defaults only mark "absent" (never
+    validated, and kept out of the OpenAPI document), and an explicit null is refused by _not_null."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra=_no_defaults)
 
@@ -148,15 +149,35 @@ class _Patch(BaseModel):
     @classmethod
     def _not_null(cls, value: object) -> object:
         if value is None:
-            raise ValueError("must not be null; leave the field out to keep its value")
+            raise ValueError("must not be null; leave the field out")
         return value
+
+
+class _Patch(_OptionalNotNullable):
+    """A PATCH body: an absent field keeps its value."""
 
     def changes(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.model_fields_set}
 
 
+def _patch_of_payload(schema: dict[str, Any]) -> None:
+    """A PATCH carries no `type` (it never changes), so which payload model applies is the stored job's: the
+    document says the payload is one of the types' payloads, each titled with its type, and which one counts.
+    anyOf, not oneOf: the payloads overlap (echo takes any object)."""
+    _no_defaults(schema)
+    _, branches = _payload_branches()
+    schema["properties"]["payload"] = {
+        "type": "object",
+        "description": "Replaces the payload whole. The server checks it against the payload model of the job's "
+        "own `type` (which never changes): the branch titled with that type.",
+        "anyOf": [{"title": b["properties"]["type"]["const"], **b["properties"]["payload"]} for b in branches],
+    }
+
+
 class JobUpdate(_Patch):
     """What PATCH may change; absent fields stay as they are (`null` is refused). A job's type never changes."""
+
+    model_config = ConfigDict(json_schema_extra=_patch_of_payload)
 
     name: JobName = Field(default=_ABSENT)
     payload: dict[str, Any] = Field(default=_ABSENT)
@@ -205,12 +226,33 @@ class WorkflowUpdate(_Patch):
     tags: Tags = Field(default=_ABSENT)
 
 
-class RedriveRequest(BaseModel):
-    """POST /v1/dlq/redrive: every FAILED run of the caller (no body, or no run_ids), or just these."""
+REDRIVE_WHICH = 'say which runs: {"all": true} for every FAILED run, or {"run_ids": [...]}'
 
-    model_config = ConfigDict(extra="forbid")
 
-    run_ids: list[str] | None = Field(default=None, min_length=1, max_length=100)
+def _run_ids_or_all(schema: dict[str, Any]) -> None:
+    _no_defaults(schema)
+    schema["oneOf"] = [{"required": ["run_ids"]}, {"required": ["all"]}]
+
+
+class RedriveRequest(_OptionalNotNullable):
+    """POST /v1/dlq/redrive: the caller's FAILED runs named in `run_ids`, or every one with `{"all": true}`;
+    exactly one of the two. Everything is never the absence of a body or a field: a cross-site page can send
+    a bodiless POST without the browser asking first."""
+
+    model_config = ConfigDict(json_schema_extra=_run_ids_or_all)
+
+    run_ids: list[str] = Field(default=_ABSENT, min_length=1, max_length=100)
+    all: Literal[True] = Field(default=_ABSENT, description="Every FAILED run (up to 250 per call).")
+
+    def named(self) -> list[str] | None:
+        """The runs to redrive: these ids, or None for every FAILED run. Neither or both is a 422 naming `all`."""
+        if "all" in self.model_fields_set:
+            if "run_ids" in self.model_fields_set:
+                raise InvalidInput.one("all", "not with run_ids: name the runs, or redrive all of them")
+            return None
+        if "run_ids" not in self.model_fields_set:
+            raise InvalidInput.one("all", f"required without run_ids: {REDRIVE_WHICH}")
+        return self.run_ids
 
 
 # ---------------------------------------------------------------- responses

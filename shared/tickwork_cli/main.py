@@ -415,6 +415,11 @@ _call_by_id(
 # ---------------------------------------------------------------- dlq
 
 
+def on_a_terminal() -> bool:
+    """Someone is there to ask: stdin and stderr (where the question goes) are a terminal."""
+    return sys.stdin.isatty() and sys.stderr.isatty()
+
+
 @dlq_app.command("list")
 @api_command
 def dlq_list(session: Session, limit: Limit = None, cursor: CursorOpt = None, all_pages: AllPages = False) -> None:
@@ -426,10 +431,21 @@ def dlq_list(session: Session, limit: Limit = None, cursor: CursorOpt = None, al
 @api_command
 def dlq_redrive(
     session: Session,
-    run_ids: Annotated[list[str] | None, typer.Argument(help="Runs to re-queue (default: all FAILED runs).")] = None,
+    run_ids: Annotated[list[str] | None, typer.Argument(help="Runs to re-queue.")] = None,
+    all_runs: Annotated[
+        bool, typer.Option("--all", help="Re-queue every FAILED run (250 a call). Asked for on a terminal.")
+    ] = False,
 ) -> None:
-    """Re-queue all your FAILED runs, or the ones named."""
-    result = session.client.post("/v1/dlq/redrive", {"run_ids": run_ids} if run_ids else None)
+    """Re-queue the FAILED runs named, or all your FAILED runs (--all)."""
+    if run_ids and all_runs:
+        raise typer.BadParameter("name runs, or pass --all; not both", param_hint="'--all'")
+    if not run_ids and not all_runs:
+        if not on_a_terminal():
+            raise typer.BadParameter(
+                "name the runs to re-queue, or pass --all for every FAILED run", param_hint="'--all'"
+            )
+        typer.confirm("Re-queue every FAILED run?", abort=True, err=True)
+    result = session.client.post("/v1/dlq/redrive", {"run_ids": run_ids} if run_ids else {"all": True})
     if session.as_json:
         typer.echo(render.as_json(result))
         return
@@ -681,6 +697,14 @@ def console(
             help="X-Api-Key, for a local runtime started with --api-keys (then nothing is signed).",
         ),
     ] = None,
+    accept_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--accept-host",
+            metavar="NAME",
+            help="Answer for this host name too (besides localhost, 127.0.0.1 and [::1]); repeatable.",
+        ),
+    ] = None,
 ) -> None:
     """Open the web console for a deployed API: served on 127.0.0.1, each API call signed (SigV4) here.
 
@@ -695,7 +719,7 @@ def console(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     try:
-        server = ConsoleServer(client, port)
+        server = ConsoleServer(client, port, accept_hosts=tuple(accept_host or ()))
     except OSError as exc:
         typer.echo(f"error: cannot listen on 127.0.0.1:{port}: {exc.strerror}", err=True)
         raise typer.Exit(2) from None

@@ -4,7 +4,8 @@ Like `kubectl proxy`: the browser talks only to this loopback server; the server
 SigV4 (service execute-api) from the user's AWS credentials, through the CLI's own client (tickwork_cli.client),
 so the credentials never reach the browser. What the browser sends is forwarded from an allow-list of headers
 (an Authorization or cookie of its own is dropped), and what comes back is filtered by another (no Set-Cookie,
-no x-amz-* headers), so nothing credential-like crosses in either direction.
+no x-amz-* headers), so nothing credential-like crosses in either direction. Only the browser's own pages
+may use it: a foreign `Host` (DNS rebinding) and a cross-site change are refused (tickwork_console.request_guard).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from urllib.parse import urlsplit
 from tickwork_cli.client import Client, ConfigError
 
 import tickwork_console
+from tickwork_console.request_guard import accepted_hosts, refusal_of
 
 log = logging.getLogger("tickwork_console.proxy")
 
@@ -55,6 +57,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status.value, [("Content-Type", "application/problem+json")], body.encode())
 
     def _handle(self) -> None:
+        refused = refusal_of(self.command, self.headers, self.server.accepted_hosts)
+        if refused is not None:
+            self._send(*refused.response())
+            return
         path = urlsplit(self.path).path
         if path.startswith(API_PREFIX):
             self._forward()
@@ -100,9 +106,12 @@ class ConsoleServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, client: Client, port: int = 0, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self, client: Client, port: int = 0, host: str = "127.0.0.1", accept_hosts: tuple[str, ...] = ()
+    ) -> None:
         super().__init__((host, port), _Handler)
         self.client = client
+        self.accepted_hosts = accepted_hosts(host, accept_hosts)
         self._thread: threading.Thread | None = None
 
     @property

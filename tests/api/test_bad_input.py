@@ -246,6 +246,9 @@ REDRIVE_CASES = [
     ("run_ids empty", {"run_ids": []}, "run_ids"),
     ("run id not a string", {"run_ids": [7]}, "run_ids[0]"),
     ("unknown field", {"everything": True}, "everything"),
+    ("run_ids null", {"run_ids": None}, "run_ids"),
+    ("all not true", {"all": False}, "all"),
+    ("all and run_ids", {"all": True, "run_ids": ["x"]}, "all"),
 ]
 
 

@@ -82,7 +82,7 @@ def test_every_call_of_every_route_is_granted_to_api_role(api, pipeline):
     as_api(lambda: api.get("/v1/dlq"))
     assert as_api(lambda: api.post(f"/v1/runs/{run['id']}/retry")).status == 202
     pipeline.drain()
-    assert as_api(lambda: api.post("/v1/dlq/redrive")).json["redriven"] >= 1
+    assert as_api(lambda: api.post("/v1/dlq/redrive", {"all": True})).json["redriven"] >= 1
     pipeline.drain()
     assert as_api(lambda: api.post("/v1/dlq/redrive", {"run_ids": [run["id"]]})).json["redriven"] == 1
     as_api(lambda: api.delete(f"/v1/jobs/{job['id']}"))

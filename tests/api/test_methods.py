@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-import pytest
+import http.client
+import json
+from typing import Any
 
+import pytest
+from tickwork_local.apigateway import ApiGatewayServer
+from tickwork_local.lambda_runtime import LocalLambdaContext
+
+from tests.api.conftest import ACME
 from tests.api.test_bad_input import WRITES
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
@@ -79,3 +86,27 @@ def test_a_method_the_path_takes_with_an_unroutable_id_is_404(api):
     reply = api.get('/v1/jobs/a"b')
     assert reply.status == 404
     assert "allow" not in reply.headers
+
+
+@pytest.mark.parametrize("method", ["QUERY", "PROPFIND", "MKCOL"])
+def test_the_local_api_gateway_passes_an_undeclared_method_to_the_handler_for_its_405(api, method):
+    """API Gateway passes any method to the function; the local stand-in answered a 501 HTML page itself."""
+
+    def invoke(event: dict[str, Any]) -> Any:
+        event["requestContext"]["authorizer"] = {"iam": ACME}
+        return api.app.handler(event, LocalLambdaContext("ApiFunction", 10))
+
+    server = ApiGatewayServer(("127.0.0.1", 0), invoke)
+    server.start()
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+        connection.request(method, "/v1/dlq")
+        response = connection.getresponse()
+        body = response.read()
+        connection.close()
+    finally:
+        server.stop()
+    assert response.status == 405, body
+    assert response.getheader("Allow") == "GET"
+    assert response.getheader("Content-Type") == "application/problem+json"
+    assert json.loads(body)["detail"] == f"/v1/dlq takes GET, not {method}"

@@ -246,6 +246,20 @@ def test_bad_input_is_422_naming_the_field_and_calls_nothing(
     assert metrics_api.pipeline.calls.count() == 0
 
 
+@pytest.mark.parametrize("tenant", ["", "a tenant", "x" * 129])
+def test_an_empty_or_malformed_tenant_is_422_naming_it_not_an_empty_cloudwatch_dimension(
+    metrics_api: ApiClient, tenant: str
+) -> None:
+    metrics_api.pipeline.calls.clear()
+
+    for identity in (ADMIN, ACME):
+        reply = metrics_api.get("/v1/metrics", query={"tenant": tenant}, identity=identity)
+
+        assert reply.status == 422, reply.text
+        assert reply.fields == ["tenant"]
+    assert metrics_api.pipeline.calls.count() == 0
+
+
 def test_a_range_of_exactly_24_hours_is_served(metrics_api: ApiClient) -> None:
     start = datetime(2026, 11, 20, 12, tzinfo=UTC)
     reply = metrics_api.get(

@@ -127,3 +127,54 @@ def test_workflow_routes_document_their_answers_and_ids(document):
     assert {"status", "run_id", "skip_reason", "attempts", "started_at", "finished_at"} <= set(
         schemas["StepRun"]["properties"]
     )
+
+
+def test_a_patchs_payload_is_documented_as_one_of_the_types_payloads_checked_against_the_jobs_own(document, api):
+    """PATCH carries no `type` (it never changes), so the document cannot say which payload model applies: it
+    says the payload is one of the registered types' payloads (anyOf: they overlap, echo takes any object)
+    and that the server checks it against the job's own type's."""
+    from tickwork.jobtypes import registry
+
+    payload = document["components"]["schemas"]["JobUpdate"]["properties"]["payload"]
+    assert payload["type"] == "object"
+    assert "the job's own `type`" in payload["description"]
+    branches = {branch["title"]: branch for branch in payload["anyOf"]}
+    assert set(branches) == set(registry.names())
+    assert branches["http"]["required"] == ["url"]
+    assert branches["http"]["additionalProperties"] is False
+
+    # What the description says, the server does: a payload of another type's shape is refused for this job.
+    hook = api.create(type="http", payload={"url": "https://example.com/hook"})
+    echo = api.create(type="echo", payload={})
+    echo_payload = {"fail_attempts": 1}
+    refused = api.patch(f"/v1/jobs/{hook['id']}", {"payload": echo_payload})
+    assert refused.status == 422
+    assert set(refused.fields) == {"payload.url", "payload.fail_attempts"}
+    assert api.get(f"/v1/jobs/{hook['id']}").json["payload"] == hook["payload"]
+    assert api.patch(f"/v1/jobs/{echo['id']}", {"payload": echo_payload}).json["payload"] == echo_payload
+
+
+LINK_SOURCES = {
+    ("/v1/jobs", "post", "201"): "job_id",
+    ("/v1/jobs/{job_id}/trigger", "post", "202"): "run_id",
+    ("/v1/workflows", "post", "201"): "workflow_id",
+    ("/v1/workflows/{workflow_id}/trigger", "post", "202"): "workflow_run_id",
+}
+
+
+@pytest.mark.parametrize(("source", "parameter"), LINK_SOURCES.items(), ids=LINK_SOURCES.values())
+def test_links_lead_from_what_creates_an_id_to_every_operation_that_takes_it(document, source, parameter):
+    path, method, status = source
+    paths = document["paths"]
+    targets = set()
+    for link in paths[path][method]["responses"][status]["links"].values():
+        assert link["parameters"] == {parameter: "$response.body#/id"}
+        pointer, target_method = link["operationRef"].removeprefix("#/paths/").rsplit("/", 1)
+        target_path = pointer.replace("~1", "/").replace("~0", "~")
+        operation = paths[target_path][target_method]
+        assert parameter in {p["name"] for p in operation["parameters"] if p["in"] == "path"}
+        targets.add((target_method, target_path))
+    takes_it = {
+        (m, p) for p, item in paths.items() for m in item if p.endswith(f"{{{parameter}}}") or f"{{{parameter}}}/" in p
+    }
+    assert targets == takes_it

@@ -354,16 +354,18 @@ def test_patch_fields_are_optional_but_not_nullable_in_the_schema_as_on_the_serv
         assert reply.fields == [name]  # the field itself, not a union member's path
 
 
-def test_redrive_body_is_optional_and_not_nullable_in_the_schema_as_on_the_server(api, document, pipeline):
+def test_redrive_body_is_required_and_names_runs_or_all_in_the_schema_as_on_the_server(api, document, pipeline):
     body = document["paths"]["/v1/dlq/redrive"]["post"]["requestBody"]
-    assert not body.get("required", False)
+    assert body["required"] is True
     schema = body["content"]["application/json"]["schema"]
     assert schema.get("$ref") == "#/components/schemas/RedriveRequest", schema
-    assert "null" not in json.dumps(
-        document["components"]["schemas"]["RedriveRequest"]["properties"]["run_ids"]["anyOf"][0]
-    )
-    assert api.post("/v1/dlq/redrive").status == 202  # no body: every FAILED run
-    assert api.post("/v1/dlq/redrive", {}).status == 202
+    redrive = document["components"]["schemas"]["RedriveRequest"]
+    assert redrive["oneOf"] == [{"required": ["run_ids"]}, {"required": ["all"]}]
+    assert redrive["properties"]["all"]["const"] is True
+    assert "null" not in json.dumps(redrive["properties"])
+    assert api.post("/v1/dlq/redrive").status == 422
+    assert api.post("/v1/dlq/redrive", {}).status == 422
+    assert api.post("/v1/dlq/redrive", {"all": True}).status == 202
     assert api.post("/v1/dlq/redrive", {"run_ids": ["x"]}).status == 202
     null = api.call(build_event("POST", "/v1/dlq/redrive", raw_body="null"))
     _assert_problem(null, 422, "body")

@@ -200,18 +200,27 @@ def test_redrive_all_and_by_id(api, pipeline):
     assert by_id.json["not_redriven"] == ["j" + "0" * 25 + ".1795262400000"]
     assert [r["id"] for r in api.get("/v1/dlq").json["items"]] == [first["id"]]
 
-    everything = api.post("/v1/dlq/redrive")
+    everything = api.post("/v1/dlq/redrive", {"all": True})
     assert everything.status == 202
     assert everything.json == {"redriven": 1, "run_ids": [first["id"]], "not_redriven": [], "more": False}
     assert api.get("/v1/dlq").json["items"] == []
     assert api.get(f"/v1/runs/{first['id']}").json["status"] == "QUEUED"
 
 
-def test_redrive_with_an_empty_object_redrives_everything(api, pipeline):
-    _failed_run(api, pipeline)
-    redriven = api.post("/v1/dlq/redrive", {})
-    assert redriven.status == 202
-    assert redriven.json["redriven"] == 1
+def test_a_bodiless_or_empty_redrive_is_422_naming_the_field_and_redrives_nothing(api, pipeline):
+    # Redriving everything is {"all": true}: never the absence of a body, which a cross-site POST can send.
+    _, failed = _failed_run(api, pipeline)
+    bodiless = api.post("/v1/dlq/redrive")
+    assert bodiless.status == 422, bodiless.text
+    assert bodiless.fields == ["body"]
+    assert bodiless.json["errors"][0]["message"] == "a JSON body is required"
+    for body in ({}, {"all": False}):
+        empty = api.post("/v1/dlq/redrive", body)
+        assert empty.status == 422, body
+        assert empty.fields == ["all"], body
+    assert '{"all": true}' in api.post("/v1/dlq/redrive", {}).json["errors"][0]["message"]
+    assert [r["id"] for r in api.get("/v1/dlq").json["items"]] == [failed["id"]]
+    assert api.get(f"/v1/runs/{failed['id']}").json["status"] == "FAILED"
 
 
 def test_runs_filter_by_status(api, pipeline):

@@ -51,13 +51,13 @@ class Cli:
     pipeline: Any
     url: str = "http://127.0.0.1:3000"
 
-    def __call__(self, *args: str, output: str | None = "json") -> Any:
+    def __call__(self, *args: str, output: str | None = "json", input: str | None = None) -> Any:
         from tickwork_cli.main import app
 
         argv = [*args, "--api-url", self.url]
         if output:
             argv += ["--output", output]
-        return self.runner.invoke(app, argv, catch_exceptions=False)
+        return self.runner.invoke(app, argv, input=input, catch_exceptions=False)
 
     def json(self, *args: str) -> Any:
         result = self(*args)

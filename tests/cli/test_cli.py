@@ -121,12 +121,63 @@ def test_runs_retry_and_dlq(cli):
     cli.pipeline.drain()
     assert cli.json("dlq", "redrive", run["id"])["not_redriven"] == []
     cli.pipeline.drain()  # fails again
-    redrive = cli("dlq", "redrive", output="table")
+    redrive = cli("dlq", "redrive", "--all", output="table")
     assert redrive.exit_code == 0
     assert redrive.stdout.startswith("redriven: 1")
     assert cli.json("dlq", "list")["items"] == []
     runs = cli.json("runs", "list", job["id"], "--status", "QUEUED")
     assert [r["id"] for r in runs["items"]] == [run["id"]]
+
+
+def _failed(cli) -> dict:
+    job = _create(cli, "--rate", "1 hour", "--payload", '{"fail_attempts": 9}', "--max-attempts", "1")
+    run = cli.json("jobs", "trigger", job["id"])
+    cli.pipeline.drain()
+    return run
+
+
+def _redrives_sent(cli) -> list[object]:
+    return [json.loads(body) for _, url, _, body in cli.transport.sent if url.endswith("/v1/dlq/redrive")]
+
+
+def test_dlq_redrive_without_ids_off_a_terminal_requires_all(cli):
+    run = _failed(cli)
+    result = cli("dlq", "redrive")
+    assert result.exit_code == 2
+    assert "--all" in result.stderr
+    assert _redrives_sent(cli) == []
+    assert cli.json("runs", "get", run["id"])["status"] == "FAILED"
+
+    assert cli.json("dlq", "redrive", "--all")["run_ids"] == [run["id"]]
+    assert _redrives_sent(cli) == [{"all": True}]
+
+
+def test_dlq_redrive_without_ids_on_a_terminal_asks_first(cli, monkeypatch):
+    from tickwork_cli import main
+
+    monkeypatch.setattr(main, "on_a_terminal", lambda: True)
+    run = _failed(cli)
+    declined = cli("dlq", "redrive", input="n\n")
+    assert declined.exit_code == 1
+    assert "Re-queue every FAILED run?" in declined.stderr
+    assert _redrives_sent(cli) == []
+    assert cli.json("runs", "get", run["id"])["status"] == "FAILED"
+
+    accepted = cli("dlq", "redrive", input="y\n")
+    assert accepted.exit_code == 0, accepted.stderr
+    answer = accepted.stdout[accepted.stdout.index("{") :]  # typer's runner echoes the typed "y" to stdout
+    assert json.loads(answer)["run_ids"] == [run["id"]]
+    assert _redrives_sent(cli) == [{"all": True}]
+
+
+def test_dlq_redrive_of_named_runs_and_all_at_once_is_a_usage_error(cli):
+    run = _failed(cli)
+    result = cli("dlq", "redrive", run["id"], "--all")
+    assert result.exit_code == 2
+    assert "not both" in result.stderr
+    assert _redrives_sent(cli) == []
+    assert cli.json("dlq", "redrive", run["id"])["run_ids"] == [run["id"]]
+    assert _redrives_sent(cli) == [{"run_ids": [run["id"]]}]
 
 
 def test_problem_details_are_printed_readably_with_a_non_zero_exit(cli):

@@ -16,7 +16,7 @@ from tickwork.services import Services
 from tickwork.workflow.definition import Workflow
 
 from routes.parameters import JobId, RunId, WorkflowId, WorkflowRunId
-from routes.responses import json_response, ok, problems
+from routes.responses import RUN_OPERATIONS, WORKFLOW_RUN_OPERATIONS, json_response, linked, ok, problems
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "Run a job now, once, outside its schedule",
             lambda s, tenant, i: s.jobs.trigger(tenant, i),
             202,
-            ok(Run, "The run, QUEUED"),
+            linked(ok(Run, "The run, QUEUED"), "run_id", RUN_OPERATIONS),
             (404, 409),
         ),
     ],
@@ -197,7 +197,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "Run a workflow now, once, outside its schedule: its root steps are queued",
             lambda s, tenant, i: workflows_of(s).trigger(tenant, i),
             202,
-            ok(WorkflowRun, "The workflow run, RUNNING"),
+            linked(ok(WorkflowRun, "The workflow run, RUNNING"), "workflow_run_id", WORKFLOW_RUN_OPERATIONS),
             (404, 409),
         ),
         ByIdRoute(

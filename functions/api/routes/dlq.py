@@ -9,14 +9,14 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import CallerJobs
 from tickwork.api_models import RedriveRequest, RedriveResult, RunList
 
-from routes.parameters import NO_BODY, Cursor, Limit
+from routes.parameters import Cursor, Limit
 from routes.responses import json_response, ok, problems
 
 router = APIGatewayHttpRouter()
 
 
 PAGE_OF_RUNS = {200: ok(RunList, "One page"), **problems(422)}
-REDRIVEN = {202: ok(RedriveResult, "Re-queued"), **problems(400, 415)}
+REDRIVEN = {202: ok(RedriveResult, "Re-queued"), **problems(400, 415, 422)}
 
 
 @router.get("/v1/dlq", summary="Your FAILED runs, newest first", responses=PAGE_OF_RUNS, tags=["dlq"])
@@ -30,8 +30,7 @@ def list_dlq(mine: CallerJobs, limit: Limit = 50, cursor: Cursor = None):
 def redrive(
     mine: CallerJobs,
     request: Annotated[
-        RedriveRequest,
-        Body(description='Optional: no body or `{}` for all FAILED runs, or `{"run_ids": [...]}`. Not `null`.'),
-    ] = NO_BODY,
+        RedriveRequest, Body(description='`{"all": true}` for every FAILED run, or `{"run_ids": [...]}`.')
+    ],
 ):
-    return json_response(202, mine.redrive(request.run_ids if request is not None else None))
+    return json_response(202, mine.redrive(request.named()))

@@ -15,7 +15,7 @@ from tickwork.store import IDEMPOTENCY_KEY
 
 from routes.by_id import add_routes
 from routes.parameters import Cursor, JobId, Limit
-from routes.responses import json_response, ok, problems
+from routes.responses import JOB_OPERATIONS, json_response, linked, ok, problems
 
 router = APIGatewayHttpRouter()
 
@@ -28,7 +28,7 @@ TAG_FILTER = rf"^[^=]{{1,{MAX_TAG_KEY}}}=[\s\S]{{0,{MAX_TAG_VALUE}}}$"
     "/v1/jobs",
     summary="Create a job",
     responses={
-        201: ok(Job, "Created (or replayed for the same Idempotency-Key and body)"),
+        201: linked(ok(Job, "Created (or replayed for the same Idempotency-Key and body)"), "job_id", JOB_OPERATIONS),
         **problems(400, 409, 413, 415, 429),
     },
     tags=["jobs"],

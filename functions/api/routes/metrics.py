@@ -26,6 +26,7 @@ from tickwork.metrics_models import Catalogue, MetricsBody
 from tickwork.models import Band
 from tickwork.schedule import CallerInstant
 from tickwork.settings import TelemetryNames, load_metrics_settings
+from tickwork.store import TENANT
 from tickwork.store.metric_series import MetricSeries
 from tickwork.tenancy import Caller
 
@@ -86,7 +87,8 @@ def get_metrics(
     ] = None,
     band: Annotated[Band | None, Query(description="Only this band's series, for figures by band.")] = None,
     tenant: Annotated[
-        str | None, Query(max_length=256, description="Only this tenant's series (a tenant: its own only).")
+        str | None,
+        Query(pattern=TENANT.pattern, description="Only this tenant's series (a tenant: its own only)."),
     ] = None,
 ):
     request = metrics_request(

@@ -20,6 +20,55 @@ def ok(model: Any, description: str) -> Any:
     return {"description": description, "content": {"application/json": {"model": model}}}
 
 
+def linked(response: Any, parameter: str, operations: dict[str, tuple[str, str]]) -> Any:
+    """The response, with OpenAPI links passing its body's `id` as `parameter` to each (method, path): what a
+    client may call next with what it got (schemathesis's stateful phase follows them)."""
+    links = {
+        name: {"operationRef": _operation_ref(method, path), "parameters": {parameter: "$response.body#/id"}}
+        for name, (method, path) in operations.items()
+    }
+    return {**response, "links": links}
+
+
+def _operation_ref(method: str, path: str) -> str:
+    """A JSON pointer to the operation in this document (RFC 6901: `~` is `~0`, `/` is `~1`)."""
+    return f"#/paths/{path.replace('~', '~0').replace('/', '~1')}/{method.lower()}"
+
+
+# What takes the id each kind of resource is created with, for the links of the responses that create one.
+JOB_OPERATIONS = {
+    "GetJob": ("GET", "/v1/jobs/{job_id}"),
+    "UpdateJob": ("PATCH", "/v1/jobs/{job_id}"),
+    "CancelJob": ("DELETE", "/v1/jobs/{job_id}"),
+    "PauseJob": ("POST", "/v1/jobs/{job_id}/pause"),
+    "ResumeJob": ("POST", "/v1/jobs/{job_id}/resume"),
+    "TriggerJob": ("POST", "/v1/jobs/{job_id}/trigger"),
+    "ListRuns": ("GET", "/v1/jobs/{job_id}/runs"),
+    "PreviewJob": ("GET", "/v1/jobs/{job_id}/preview"),
+    "BackfillJob": ("POST", "/v1/jobs/{job_id}/backfill"),
+}
+RUN_OPERATIONS = {
+    "GetRun": ("GET", "/v1/runs/{run_id}"),
+    "GetResult": ("GET", "/v1/runs/{run_id}/result"),
+    "GetRunLogs": ("GET", "/v1/runs/{run_id}/logs"),
+    "RetryRun": ("POST", "/v1/runs/{run_id}/retry"),
+}
+WORKFLOW_OPERATIONS = {
+    "GetWorkflow": ("GET", "/v1/workflows/{workflow_id}"),
+    "UpdateWorkflow": ("PATCH", "/v1/workflows/{workflow_id}"),
+    "CancelWorkflow": ("DELETE", "/v1/workflows/{workflow_id}"),
+    "PauseWorkflow": ("POST", "/v1/workflows/{workflow_id}/pause"),
+    "ResumeWorkflow": ("POST", "/v1/workflows/{workflow_id}/resume"),
+    "TriggerWorkflow": ("POST", "/v1/workflows/{workflow_id}/trigger"),
+    "ListWorkflowRuns": ("GET", "/v1/workflows/{workflow_id}/runs"),
+}
+WORKFLOW_RUN_OPERATIONS = {
+    "GetWorkflowRun": ("GET", "/v1/workflow-runs/{workflow_run_id}"),
+    "CancelWorkflowRun": ("POST", "/v1/workflow-runs/{workflow_run_id}/cancel"),
+    "RetryWorkflowRun": ("POST", "/v1/workflow-runs/{workflow_run_id}/retry"),
+}
+
+
 _PROBLEM_DESCRIPTIONS = {
     400: "Malformed request",
     401: "No caller identity (or no valid API key, locally)",

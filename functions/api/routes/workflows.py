@@ -16,7 +16,7 @@ from tickwork.workflow.definition import Workflow
 
 from routes.by_id import add_routes
 from routes.parameters import Cursor, Limit, WorkflowId
-from routes.responses import json_response, ok, problems
+from routes.responses import WORKFLOW_OPERATIONS, json_response, linked, ok, problems
 
 router = APIGatewayHttpRouter()
 
@@ -24,7 +24,10 @@ router = APIGatewayHttpRouter()
 @router.post(
     "/v1/workflows",
     summary="Create a workflow: a schedule and a DAG of steps (docs/workflows.md)",
-    responses={201: ok(Workflow, "Created"), **problems(400, 413, 415, 429)},
+    responses={
+        201: linked(ok(Workflow, "Created"), "workflow_id", WORKFLOW_OPERATIONS),
+        **problems(400, 413, 415, 429),
+    },
     tags=["workflows"],
 )
 def create_workflow(spec: Annotated[WorkflowSpec, Body(description="The workflow.")], built: Wired, tenant: Tenant):

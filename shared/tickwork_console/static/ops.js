@@ -29,7 +29,7 @@ export function DlqPage() {
     dlq.reload();
   };
   const redrive = async () => {
-    const answer = await post("/v1/dlq/redrive");
+    const answer = await post("/v1/dlq/redrive", { all: true });
     setNotice(`Re-queued ${answer.redriven} run${answer.redriven === 1 ? "" : "s"}${answer.more ? "; more remain, redrive again" : ""}.`);
     dlq.reload();
   };
