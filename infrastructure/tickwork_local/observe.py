@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from tickwork.models import Job, Run, RunError, RunResult, RunStatus, SkipReason
+from tickwork.store import Finished
 
 PREVIEW_CHARS = 80
 _JOB_NAMES = 4096
@@ -159,11 +160,11 @@ class ObservedStore(_Observed):
             self._runlog.saw_job(advanced.job)
         return advanced
 
-    def finish_run(self, run: Run, **kwargs: Any) -> bool:
-        recorded = bool(self._inner.finish_run(run, **kwargs))
-        if recorded:
+    def finish_run(self, run: Run, **kwargs: Any) -> Finished:
+        finished: Finished = self._inner.finish_run(run, **kwargs)
+        if finished.recorded:
             self._runlog.run_finished(run, **kwargs)
-        return recorded
+        return finished
 
 
 class ObservedResults(_Observed):

@@ -45,6 +45,7 @@ from typing import Any, Protocol
 
 from tickwork.claims import ClaimableJob, ClaimPlan, Occurrence, optional_instant, plan_claim, runs_to_claim
 from tickwork.clock import Clock, from_ms, stored_instant, to_ms
+from tickwork.completion import JobCompletion
 from tickwork.fairness import Allocation, Allotted, Candidate, HoldReason, allocate, held_by_quota
 from tickwork.fanout import DispatchCoordinator, DispatchSlice
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
@@ -55,6 +56,7 @@ from tickwork.queues import Outgoing, RunQueues, SendReport
 from tickwork.run_spec import with_specs
 from tickwork.settings import DEFAULT_AGING_AFTER_SECONDS
 from tickwork.store import DueItem, ItemKind, JobStore
+from tickwork.store.jobs import Advanced
 from tickwork.store.tenant_rates import TenantRates, rate_window
 from tickwork.tenant_settings import TenantDirectory, TenantSettings
 from tickwork.workflow.definition import Workflow
@@ -216,6 +218,7 @@ class JobClaimer:
         self.store = store
         self.writers = writers
         self.faults = faults
+        self.completion = JobCompletion(store)
 
     def claim(
         self,
@@ -244,6 +247,10 @@ class JobClaimer:
                 report.lost_races += 1  # another claimer is on this job right now: the rest is theirs
                 return outgoing + written.outgoing
             next_run_at, complete = self._advance_past(job, plan, written.existing)
+            # A job completes only once every run of its occurrences has settled: those still open are read
+            # before the advance (that leaves the job no next occurrence) and carry its completion on after it.
+            still_open = self.store.open_occurrence_runs(job.job_id) if complete and job.kind is ItemKind.JOB else []
+            complete = complete and not still_open
             advanced = self.store.advance_job(
                 job.job_id,
                 expected_version=job.version,
@@ -251,6 +258,7 @@ class JobClaimer:
                 complete=complete,
                 now=now,
                 probe_at=plan.probe_at,
+                queued=len(plan.queued),
             )
             if advanced is None:
                 report.lost_races += 1  # another tick moved the job (or it changed): its next claim is theirs
@@ -258,9 +266,11 @@ class JobClaimer:
                 return outgoing + writer.claim_lost(job, written, now)
             # The job as the advance left it, copied into the messages of the runs written before it
             # (tickwork.run_spec says why that copy stays true).
-            outgoing += _with_job(written.outgoing, advanced.job)
+            outgoing += _with_job(written.outgoing, advanced)
             self.faults.reached(CrashPoint.TICK_AFTER_JOB_UPDATE)
-            if next_run_at is None and not complete:
+            if still_open:
+                self.completion.complete_or_hand_on(job.job_id, still_open, now)
+            elif next_run_at is None and not complete:
                 self._complete_if_last_settled(job, plan, written.existing, now)
             report.claimed_jobs += 1
             if max_runs is not None:
@@ -294,14 +304,14 @@ class JobClaimer:
         """The job advanced to no next occurrence, and its last occurrence's run was made by someone else before
         this claim (a backfill): that run completes the job when it settles (tickwork.outcomes), but it may have
         settled between this claim's read of it and the advance, while the job still had a next occurrence and
-        so could not complete. Read it again, after the advance: settled now, the job completes here; else its
-        settling sees the job advanced and completes it."""
+        so could not complete. Read it again, after the advance: settled now, the job completes here (once every
+        run of its occurrences has settled: tickwork.completion); else its settling sees the job advanced."""
         last = _last_queued_id(job, plan)
         if last is None or last not in existing:
             return
         run = self.store.get_run(last)
-        if run is not None and run.status.terminal and self.store.complete_if_settled(job.job_id, now):
-            logger.info("job completed: its last occurrence had settled", extra={"job_id": job.job_id})
+        if run is not None and run.status.terminal:
+            self.completion.attempt(job.job_id, now)
 
     @staticmethod
     def _record_skips(skipped: list[SkippedOccurrence], report: TickReport) -> None:
@@ -755,11 +765,11 @@ class MinuteTick:
         return report
 
 
-def _with_job(outgoing: list[Outgoing], job: Job | None) -> list[Outgoing]:
+def _with_job(outgoing: list[Outgoing], advanced: Advanced) -> list[Outgoing]:
     """A claim round's messages, carrying a copy of the job as its advance left it (tickwork.run_spec)."""
-    if job is None:
+    if advanced.job is None:
         return outgoing
-    messages = with_specs([o.message for o in outgoing], job)
+    messages = with_specs([o.message for o in outgoing], advanced.job, occurrence_runs=advanced.occurrence_runs)
     return [replace(o, message=m) for o, m in zip(outgoing, messages, strict=True)]
 
 

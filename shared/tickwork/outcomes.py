@@ -19,6 +19,7 @@ from tickwork import run_metrics
 from tickwork.backoff import Random, backoff_seconds
 from tickwork.breaker import CircuitBreakers
 from tickwork.clock import Clock
+from tickwork.completion import JobCompletion
 from tickwork.delivery import Delivery, Outcome
 from tickwork.faults import CrashPoint, FaultPlan
 from tickwork.limits import Deferral
@@ -39,7 +40,7 @@ from tickwork.observability import logger, metrics
 from tickwork.queues import RunQueues, SendReport
 from tickwork.results import INLINE, ResultStore
 from tickwork.run_target import RunTarget
-from tickwork.store import JobStore
+from tickwork.store import Finished, JobStore
 
 # Runs of a job's own occurrences: the one of its last occurrence completes it. A manual trigger's is not one.
 OCCURRENCE_TRIGGERS = (RunTrigger.SCHEDULE, RunTrigger.BACKFILL)
@@ -73,6 +74,7 @@ class RunOutcomes:
         self.rng = rng
         self.faults = faults
         self.breakers = CircuitBreakers(store)
+        self.completion = JobCompletion(store)
 
     def _finish(
         self,
@@ -83,9 +85,10 @@ class RunOutcomes:
         now: datetime,
         attempt: tuple[datetime | None, AttemptOutcome],
         **fields: Any,
-    ) -> bool:
-        """The outcome's conditional write: False if this executor no longer holds the lease. `attempt` is when
-        the attempt began (None: no record, its handler never started) and how it ended, for its history."""
+    ) -> Finished:
+        """The outcome's conditional write: not `recorded` if this executor no longer holds the lease. `attempt`
+        is when the attempt began (None: no record, its handler never started) and how it ended, for its
+        history."""
         self.faults.reached(CrashPoint.EXECUTOR_BEFORE_FINISH)
         started, outcome = attempt
         record = attempt_record(run, started, now, outcome, fields.get("error"))
@@ -100,19 +103,23 @@ class RunOutcomes:
         now: datetime,
         status: RunStatus,
         skip_reason: SkipReason | None = None,
+        *,
+        finished: Finished,
     ) -> None:
         """A run reached a terminal state. A workflow step's: its workflow run records it and starts what that
-        allows. A job's scheduled or backfilled run: if it was the job's last occurrence, the job completes (the
-        store completes it only while nothing else is pending: a PATCH may have added an occurrence, or the tick
-        has not yet advanced the job past a backfilled occurrence, and then its claim completes it)."""
+        allows. A job's scheduled or backfilled run of its last occurrence, or a run asked to carry the job's
+        completion on (`finished.completes_job`): the job completes if every run of its occurrences has settled
+        (tickwork.completion; the store completes it only while nothing else is pending: a PATCH may have added
+        an occurrence, or the tick has not yet advanced the job past a backfilled occurrence, and then its claim
+        completes it)."""
         if run.workflow_run_id is not None:
             if self.steps is not None:
                 self.steps.step_settled(run, status, skip_reason)
             return
-        if target is None or not target.last_occurrence or run.trigger not in OCCURRENCE_TRIGGERS:
-            return
-        if self.store.complete_if_settled(target.owner_id, now):
-            logger.info("job completed: its last occurrence has settled", extra={"job_id": target.owner_id})
+        last = target is not None and target.last_occurrence and run.trigger in OCCURRENCE_TRIGGERS
+        if last or finished.completes_job:
+            alone = last and target is not None and target.only_occurrence
+            self.completion.attempt(run.job_id, now, alone=alone)
 
     def succeed(
         self,
@@ -125,7 +132,7 @@ class RunOutcomes:
         started: datetime | None = None,
     ) -> Outcome:
         now = self.clock.now()
-        recorded = self._finish(
+        finished = self._finish(
             run,
             owner=owner,
             status=RunStatus.SUCCEEDED,
@@ -134,12 +141,12 @@ class RunOutcomes:
             duration_ms=duration_ms,
             attempt=(started, AttemptOutcome.SUCCEEDED),
         )
-        if not recorded:
+        if not finished.recorded:
             logger.warning("lease lost before recording success; the result object stands")
             if result.location == INLINE and self.results is not None:
                 self.results.keep_for_takeover(run, result)
             return Outcome.DONE
-        self.settled(run, target, now, RunStatus.SUCCEEDED)
+        self.settled(run, target, now, RunStatus.SUCCEEDED, finished=finished)
         self.breakers.run_settled(run, target.job, RunStatus.SUCCEEDED, now)
         metrics.add_metric(name="RunsSucceeded", unit="Count", value=1)
         run_metrics.count_for_tenant("RunsSucceeded", run.tenant)
@@ -182,7 +189,7 @@ class RunOutcomes:
             # On the message: a safety net, were it never to come back. Parked: the retry itself.
             resend_at=not_before + self.retry_safety_net if on_message else not_before,
             attempt=(started, AttemptOutcome.RETRYING),
-        ):
+        ).recorded:
             return Outcome.DONE
         metrics.add_metric(name="RunsRetried", unit="Count", value=1)
         run_metrics.count_for_tenant("RunsRetried", run.tenant)
@@ -257,7 +264,7 @@ class RunOutcomes:
         started: datetime | None = None,
     ) -> Outcome:
         now = self.clock.now()
-        if not self._finish(
+        finished = self._finish(
             run,
             owner=owner,
             status=RunStatus.FAILED,
@@ -265,7 +272,8 @@ class RunOutcomes:
             error=error,
             duration_ms=duration_ms,
             attempt=(started, AttemptOutcome.FAILED),
-        ):
+        )
+        if not finished.recorded:
             return Outcome.DONE
         self.queues.dead_letter(
             run.band,
@@ -278,7 +286,7 @@ class RunOutcomes:
                 failed_at=now,
             ),
         )
-        self.settled(run, target, now, RunStatus.FAILED)
+        self.settled(run, target, now, RunStatus.FAILED, finished=finished)
         self.breakers.run_settled(run, target.job, RunStatus.FAILED, now)
         metrics.add_metric(name="RunsFailed", unit="Count", value=1)
         run_metrics.count_for_tenant("RunsFailed", run.tenant)
@@ -301,7 +309,7 @@ class RunOutcomes:
         history; a run skipped before its handler started has no attempt record (its skip_reason says why), and
         one that never started before (its first attempt) no start either: only the skip's time."""
         now = self.clock.now()
-        if self._finish(
+        finished = self._finish(
             run,
             owner=owner,
             status=RunStatus.SKIPPED,
@@ -309,8 +317,9 @@ class RunOutcomes:
             skip_reason=reason,
             attempt=(started, AttemptOutcome.CANCELLED),
             never_started=started is None and run.attempts <= 1,
-        ):
-            self.settled(run, target, now, RunStatus.SKIPPED, reason)
+        )
+        if finished.recorded:
+            self.settled(run, target, now, RunStatus.SKIPPED, reason, finished=finished)
             self.breakers.run_settled(run, target.job if target is not None else None, RunStatus.SKIPPED, now)
         metrics.add_metric(name="RunsSkipped", unit="Count", value=1)
         run_metrics.count_for_tenant("RunsSkipped", run.tenant)

@@ -169,15 +169,39 @@ class ResultStore:
             return json.loads(run.result.inline)  # kept in the run record: no S3 request
         return self.read_of(run.tenant, run.job_id, run.id)
 
-    def read_of(self, tenant: str, job_id: str, run_id: str) -> Any | None:
+    def read_of(self, tenant: str, job_id: str, run_id: str, *, max_bytes: int | None = None) -> Any | None:
         """A run's result document by its ids (None if there is none), without reading the run first; a result
-        written before the spread is read under its old key (a second GetObject, only when the first misses)."""
+        written before the spread is read under its old key (a second GetObject, only when the first misses).
+
+        `max_bytes`: read no more than that; a larger result raises ResultTooLarge, its body unread. The same
+        one GetObject, ranged: its answer gives the object's whole size, and carries at most max_bytes + 1."""
+        ranged = {"Range": f"bytes=0-{max_bytes}"} if max_bytes is not None else {}
         for key in (result_key_of(tenant, job_id, run_id), legacy_result_key_of(tenant, job_id, run_id)):
             try:
-                obj = self._s3.get_object(Bucket=self.bucket, Key=key)
+                obj = self._s3.get_object(Bucket=self.bucket, Key=key, **ranged)
             except ClientError as exc:
                 if _missing(exc):
                     continue
                 raise
+            if max_bytes is not None and (size := _object_size(obj)) > max_bytes:
+                obj["Body"].close()
+                raise ResultTooLarge(size, max_bytes)
             return json.loads(obj["Body"].read())
         return None
+
+
+class ResultTooLarge(Exception):
+    """A result larger than its reader may hold (ResultStore.read_of's `max_bytes`)."""
+
+    def __init__(self, size: int, max_bytes: int) -> None:
+        super().__init__(f"the result is {size} bytes, over the {max_bytes} bytes that may be read")
+        self.size = size
+        self.max_bytes = max_bytes
+
+
+def _object_size(obj: dict[str, Any]) -> int:
+    """The whole object's size, from a ranged GetObject's Content-Range (`bytes 0-99/1234`)."""
+    content_range = obj.get("ContentRange")
+    if content_range and "/" in content_range:
+        return int(content_range.rsplit("/", 1)[1])
+    return int(obj["ContentLength"])

@@ -49,7 +49,7 @@ SPEC_FRESH_FOR = timedelta(minutes=10)
 MARK_BACK = SPEC_FRESH_FOR + timedelta(minutes=10)
 
 
-def spec_for(job: Job, *, last_occurrence: bool) -> JobRunSpec | None:
+def spec_for(job: Job, *, last_occurrence: bool, only_occurrence: bool = False) -> JobRunSpec | None:
     """The copy of `job` for one of its runs, or None: this job's executors read it."""
     if job.state is not JobState.ACTIVE or job.overlap is not OverlapPolicy.ALLOW or job.circuit_breaker is not None:
         return None
@@ -61,20 +61,25 @@ def spec_for(job: Job, *, last_occurrence: bool) -> JobRunSpec | None:
         concurrency=job.concurrency,
         rate_limit=job.rate_limit,
         last_occurrence=last_occurrence,
+        only_occurrence=only_occurrence,
     )
     if len(spec.model_dump_json(exclude_none=True).encode()) > INLINE_SPEC_MAX_BYTES:
         return None
     return spec
 
 
-def with_specs(messages: Sequence[RunMessage], job: Job) -> list[RunMessage]:
+def with_specs(messages: Sequence[RunMessage], job: Job, *, occurrence_runs: int = 0) -> list[RunMessage]:
     """The messages of the runs one claim round wrote, each carrying a copy of `job` as the round's advance left
     it, where the job may have one. The job's next occurrence after the advance tells which run is its last (its
-    latest, if the job has none left) without building its schedule once per run."""
+    latest, if the job has none left) without building its schedule once per run; the job's count of its
+    occurrences' runs (store.jobs.OCCURRENCE_RUNS) as the advance left it, whether that run is its only one."""
     if not messages:
         return []
     latest = max(_occurrence(m.run_id) for m in messages)
-    specs = {last: spec_for(job, last_occurrence=last) for last in (False, True)}
+    specs = {
+        False: spec_for(job, last_occurrence=False),
+        True: spec_for(job, last_occurrence=True, only_occurrence=occurrence_runs == 1),
+    }
     out = []
     for m in messages:
         spec = specs[job.next_run_at is None and _occurrence(m.run_id) == latest]

@@ -38,8 +38,10 @@ class RunTarget:
     # Limits shared with other runs of the tenant (tickwork.limits); None: not limited.
     concurrency: ConcurrencyLimit | None = None
     rate_limit: RateLimit | None = None
-    # The run is its job's last occurrence: its settling completes the job (JobStore.complete_if_settled).
+    # The run is its job's last occurrence: its settling completes the job (tickwork.completion).
     last_occurrence: bool = False
+    # ...and the job's only run of an occurrence (JobRunSpec.only_occurrence): no other run to wait for.
+    only_occurrence: bool = False
     # The job as the executor read it (its circuit breaker's state); None for a workflow step, or a run by its
     # message's copy of the job (tickwork.run_spec: such a job has no breaker).
     job: Job | None = field(default=None, compare=False)
@@ -82,6 +84,7 @@ class RunTarget:
             concurrency=spec.concurrency,
             rate_limit=spec.rate_limit,
             last_occurrence=spec.last_occurrence,
+            only_occurrence=spec.only_occurrence,
         )
 
     @classmethod

@@ -90,8 +90,8 @@ class World:
             self.run_for(timedelta(seconds=TICK_EVERY))
 
     def settled(self) -> bool:
-        """Every run of the mix terminal. (Not "every job COMPLETED": a job completes when its last occurrence
-        settles, which may be before an earlier run, re-sent after a dead tick, has run.)"""
+        """Every run of the mix terminal (and so, by tickwork.completion, every job COMPLETED: the promises check
+        that apart)."""
         return all(
             len(runs := self.pipeline.runs_of(p.job.id)) == len(p.occurrences)
             and all(r.status in TERMINAL for r in runs)

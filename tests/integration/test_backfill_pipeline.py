@@ -61,9 +61,15 @@ def test_backfill_dispatch_is_bounded_to_the_low_band_one_a_second(pipeline):
     pipeline.calls.clear()
     done = _backfill(pipeline, job.id, START - 24 * HOUR, START - HOUR)
     assert len(done.created) == 24
-    # The job read, its tenant's settings (read once per 30 s), one conditional put per occurrence, and the
-    # messages in batches of ten: nothing else.
-    assert pipeline.calls.by_operation() == {"GetItem": 1, "BatchGetItem": 1, "PutItem": 24, "SendMessageBatch": 3}
+    # The job read, its tenant's settings (read once per 30 s), the job's count of its occurrences' runs (one
+    # update, for its completion), one conditional put per occurrence, and the messages in batches of ten.
+    assert pipeline.calls.by_operation() == {
+        "GetItem": 1,
+        "BatchGetItem": 1,
+        "UpdateItem": 1,
+        "PutItem": 24,
+        "SendMessageBatch": 3,
+    }
     batches = pipeline.calls.params("SendMessageBatch")
     assert {b["QueueUrl"] for b in batches} == {pipeline.resources.queue_urls[Band.LOW.value]}
     delays = [e["DelaySeconds"] for b in batches for e in b["Entries"]]
@@ -185,3 +191,31 @@ def test_a_tenant_with_a_rate_quota_backfills_no_faster_than_its_quota(pipeline)
     # One run every 6 s (60 s / 10), not one a second; the tick's window of the quota is left to the schedule.
     assert [r.not_before for r in done.created] == [None] + [now + timedelta(seconds=6 * k) for k in range(1, 5)]
     assert TenantRates(pipeline.services.store.shared_table).used(TENANT, now) == 0
+
+
+def test_a_backfilled_earlier_run_still_queued_keeps_the_job_from_completing(pipeline):
+    """The create's claim queued the job's last occurrence (12:01) as its only run, and its message says so. A
+    backfill then makes a run of 12:00. 12:01 settles first: the job is not COMPLETED while 12:00 is queued (the
+    backfill counted its run, so the completion's write for a lone run does not hold); 12:00's settling completes
+    it."""
+    job = pipeline.create_job(schedule={"cron": "* * * * *", "end_at": iso(START + timedelta(minutes=1))}, payload={})
+    last = pipeline.run(run_id_for(job.id, START + timedelta(minutes=1)))
+    (sent,) = [
+        e["MessageBody"]
+        for p in pipeline.calls.params("SendMessageBatch")
+        for e in p["Entries"]
+        if json.loads(e["MessageBody"])["run_id"] == last.id
+    ]
+    assert json.loads(sent)["job"]["only_occurrence"] is True
+    (earlier,) = _backfill(pipeline, job.id, START - timedelta(seconds=30), START).created
+
+    pipeline.clock.set(last.scheduled_for)
+    pipeline.sqs.send_message(QueueUrl=pipeline.resources.queue_urls[last.band.value], MessageBody=sent)
+    pipeline.deliver(last.band, pipeline.receive(last.band))
+    assert pipeline.run(last.id).status is RunStatus.SUCCEEDED
+    assert pipeline.run(earlier.id).status is RunStatus.QUEUED
+    assert pipeline.services.queries.get_job(TENANT, job.id).state is JobState.ACTIVE
+
+    assert pipeline.drain() == 1
+    assert pipeline.run(earlier.id).status is RunStatus.SUCCEEDED
+    assert pipeline.services.queries.get_job(TENANT, job.id).state is JobState.COMPLETED

@@ -518,6 +518,77 @@ def test_recurring_job_completes_once_its_last_occurrence_has_settled(pipeline):
         pipeline.services.jobs.cancel("default", job.id)
 
 
+def _deliver_only(pipeline: Pipeline, run_id: str) -> None:
+    """Hand the executor this run's message alone; the job's other messages go back to the queue, visible."""
+    band = pipeline.run(run_id).band
+    messages = pipeline.receive(band)
+    chosen = [m for m in messages if json.loads(m["Body"])["run_id"] == run_id]
+    assert chosen, f"no message for {run_id}"
+    for m in messages:
+        if m not in chosen:
+            pipeline.sqs.change_message_visibility(
+                QueueUrl=pipeline.resources.queue_urls[band.value],
+                ReceiptHandle=m["ReceiptHandle"],
+                VisibilityTimeout=0,
+            )
+    pipeline.deliver(band, chosen)
+
+
+def test_a_job_is_not_completed_while_an_earlier_run_of_it_is_still_queued(pipeline):
+    """The last occurrence's run settles first (the earlier one's message is late: a re-send, a retry, a slow
+    batch). The job stays ACTIVE until the earlier run has settled too; that run's settling completes it."""
+    job = pipeline.create_job(
+        schedule={"cron": "* * * * *", "start_at": START + FAR, "end_at": START + FAR + timedelta(minutes=1)},
+        payload={},
+    )
+    pipeline.clock.advance(FAR.total_seconds() + 61)
+    pipeline.tick()
+    earlier, last = pipeline.runs_of(job.id)
+    _deliver_only(pipeline, last.id)
+    assert pipeline.run(last.id).status is RunStatus.SUCCEEDED
+    assert pipeline.run(earlier.id).status is RunStatus.QUEUED
+    assert pipeline.services.queries.get_job("default", job.id).state is JobState.ACTIVE
+
+    pipeline.drain()
+    assert pipeline.run(earlier.id).status is RunStatus.SUCCEEDED
+    assert pipeline.services.queries.get_job("default", job.id).state is JobState.COMPLETED
+
+
+def test_a_job_whose_last_occurrence_misfired_is_not_completed_while_an_earlier_run_is_queued(pipeline):
+    """The claim completes a job whose last occurrence it records as a skip (misfired): not while a run of an
+    earlier occurrence has still to settle; that run's settling completes it."""
+    job = pipeline.create_job(
+        schedule={"cron": "*/30 * * * *", "start_at": START + FAR, "end_at": START + timedelta(minutes=60)},
+        catchup="NONE",
+        misfire_grace_seconds=60,
+        payload={},
+    )
+    pipeline.clock.advance(30 * 60)
+    pipeline.tick()  # 12:30 claimed (13:00 is beyond the horizon)
+    (earlier,) = pipeline.runs_of(job.id)
+    pipeline.clock.advance(35 * 60)  # no tick until 13:05: 13:00 misfired
+    pipeline.tick()
+    _, last = pipeline.runs_of(job.id)
+    assert (last.status, last.skip_reason) == (RunStatus.SKIPPED, SkipReason.MISFIRED)
+    assert pipeline.run(earlier.id).status is RunStatus.QUEUED
+    current = pipeline.services.queries.get_job("default", job.id)
+    assert (current.state, current.next_run_at) == (JobState.ACTIVE, None)
+
+    pipeline.drain()
+    assert pipeline.run(earlier.id).status is RunStatus.SUCCEEDED
+    assert pipeline.services.queries.get_job("default", job.id).state is JobState.COMPLETED
+
+
+def test_a_one_shots_completion_looks_at_no_other_run(pipeline):
+    """Its run is the job's only run of an occurrence (its claim counted it, and its message says so): its
+    settling completes the job with one conditional write, and no Query of the job's runs."""
+    job = _due(pipeline, payload={})
+    pipeline.calls.clear()
+    pipeline.drain()
+    assert pipeline.services.store.get_job(job.id).state is JobState.COMPLETED  # type: ignore[union-attr]
+    assert pipeline.calls.count("Query") == 0
+
+
 def _patch(**fields: Any):
     from tickwork.api_models import JobUpdate
 

@@ -119,6 +119,11 @@ if "hold" not in registry:
     def nothing(payload: AnyPayload, ctx: RunContext) -> None:
         return None
 
+    @job_type("sized", AnyPayload)
+    def sized(payload: AnyPayload, ctx: RunContext) -> dict[str, Any]:
+        """A result of about `bytes` bytes (a string of that length)."""
+        return {"rows": "x" * int((payload.model_extra or {})["bytes"])}
+
 
 @pytest.fixture(autouse=True)
 def _fresh_hold() -> Iterator[None]:
@@ -316,6 +321,37 @@ def test_a_jmespath_error_at_evaluation_fails_its_step_and_the_run_settles(pipel
     assert "invalid type for value: None" in failed.error.message
     assert [r.id for r in pipeline.services.queries.list_dlq(TENANT).items] == [failed.id]
     assert EXECUTIONS.get(failed.id, 0) == 0
+
+
+def test_an_upstream_result_over_the_read_cap_fails_the_step_that_reads_it_naming_size_and_cap(pipeline):
+    """`a`'s result is over the 1 MiB a condition or `$from` may read: it is not read whole (a ranged GetObject
+    stops at the cap), and `b`, whose `$from` reads it, FAILS, never run, with a reason naming the step, the
+    result's size and the cap. `c` depends on `a` without reading its result, and runs."""
+    workflow = create(
+        pipeline,
+        [
+            step("a", type="sized", payload={"bytes": 1024 * 1024}),
+            step("b", "a", payload={"n": {"$from": "length(steps.a.result.rows)"}}),
+            step("c", "a"),
+        ],
+    )
+    workflow_run_id = occur(pipeline, workflow)
+    pipeline.calls.clear()
+    pipeline.drain()
+    run = view(pipeline, workflow_run_id)
+    assert (run.status, statuses(run)) == (
+        WorkflowRunStatus.FAILED,
+        {"a": "SUCCEEDED", "b": "FAILED", "c": "SUCCEEDED"},
+    )
+    size = pipeline.run(step_run_id_for(workflow_run_id, "a")).result.bytes  # type: ignore[union-attr]
+    assert size == 1024 * 1024 + len('{"rows":""}')
+    failed = pipeline.run(step_run_id_for(workflow_run_id, "b"))
+    assert failed.error is not None
+    assert (failed.error.type, failed.attempts, failed.payload) == ("StepUpstreamResultTooLarge", 0, {})
+    assert "step 'b'" in failed.error.message
+    assert f"step 'a' is {size} bytes, over the 1048576 bytes" in failed.error.message
+    assert [r.id for r in pipeline.services.queries.list_dlq(TENANT).items] == [failed.id]
+    assert [p.get("Range") for p in pipeline.calls.params("GetObject")] == ["bytes=0-1048576"]
 
 
 def test_a_null_result_passes_as_null(pipeline):

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 from tickwork.models import Run, RunError, RunResult, RunStatus, SkipReason
+from tickwork.store import Finished
 from tickwork_local.apigateway import docs_page, http_api_event, http_api_response
 from tickwork_local.endpoint import PortInUse, check_port_free
 from tickwork_local.lambda_runtime import LocalLambdaContext, function_config, scheduled_event, sqs_event
@@ -316,7 +317,7 @@ class _Store:
         self.table = "t"
 
     def finish_run(self, run, **kwargs):
-        return self.recorded
+        return Finished(recorded=self.recorded)
 
     def get_job(self, job_id, **kwargs):
         return None
@@ -337,14 +338,16 @@ def test_observed_store_reports_recorded_outcomes_only_and_passes_everything_thr
     assert results.write_once(_run(), {"n": 1}) == ("result", True)
 
     assert (
-        ObservedStore(_Store(recorded=False), runlog).finish_run(_run(), status=RunStatus.SUCCEEDED, now=FINISHED)
+        ObservedStore(_Store(recorded=False), runlog)
+        .finish_run(_run(), status=RunStatus.SUCCEEDED, now=FINISHED)
+        .recorded
         is False
     )
     assert out.getvalue() == ""  # a lost lease records nothing, so says nothing
     store = ObservedStore(_Store(recorded=True), runlog)
     assert store.table == "t"
     assert store.get_job("j") is None
-    assert store.finish_run(_run(), status=RunStatus.SUCCEEDED, now=FINISHED, duration_ms=3) is True
+    assert store.finish_run(_run(), status=RunStatus.SUCCEEDED, now=FINISHED, duration_ms=3).recorded is True
     assert out.getvalue().endswith('result {"n":1}\n')
 
 

@@ -9,6 +9,8 @@ import pytest
 from tickwork.models import SkipReason
 from tickwork.workflow.advance import (
     EXPRESSION_FAILED,
+    UPSTREAM_RESULT_TOO_LARGE,
+    OversizedResult,
     StepState,
     StepStatus,
     WorkflowRunStatus,
@@ -181,6 +183,26 @@ def test_a_jmespath_error_at_evaluation_fails_the_step_with_a_reason_naming_the_
     # Once recorded FAILED, its downstream step is decided by the rules, and the run ends.
     after = plan_advance(graph, {"a": OK, "b": FAILED}, {"a": result}, max_payload_bytes=LIMIT)
     assert (after.skip, after.status) == ([("c", SkipReason.UPSTREAM_FAILED)], WorkflowRunStatus.FAILED)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"condition": "steps.a.result.go"}, {"payload": {"rows": {"$from": "steps.a.result.rows"}}}],
+    ids=["a condition", "a $from"],
+)
+def test_an_upstream_result_too_large_to_read_fails_the_step_that_reads_it_naming_size_and_cap(fields):
+    """A result over the read cap was not read: a step whose condition or `$from` reads it is started FAILED
+    with a reason naming it, the upstream step, the size and the cap; a step that does not read it starts."""
+    graph = dag(s("a"), s("b", "a", **fields), s("c", "a"))
+    results = {"a": OversizedResult(size=5_000_000, max_bytes=1_048_576)}
+    plan = plan_advance(graph, {"a": OK}, results, max_payload_bytes=LIMIT)
+    failed, plain = plan.start
+    assert (failed.step_id, failed.payload, failed.error_type) == ("b", {}, UPSTREAM_RESULT_TOO_LARGE)
+    assert failed.error is not None
+    assert "step 'b'" in failed.error
+    assert "step 'a' is 5000000 bytes, over the 1048576 bytes" in failed.error
+    assert (plain.step_id, plain.error) == ("c", None)
+    assert step_start(graph, "b", {"a": OK}, results, max_payload_bytes=LIMIT) == failed
 
 
 def test_a_condition_false_skips_and_a_condition_true_starts():

@@ -75,7 +75,7 @@ from tickwork.store.reading import (
     read_workflow,
     read_workflow_run,
 )
-from tickwork.store.runs import ClaimedRuns, Lease, LeaseExtension, LeaseOutcome, RunRecords
+from tickwork.store.runs import ClaimedRuns, Finished, Lease, LeaseExtension, LeaseOutcome, RunRecords
 from tickwork.store.tenants import TenantRecords
 from tickwork.store.workflows import WorkflowRecords
 
@@ -94,6 +94,7 @@ __all__ = [
     "Cursors",
     "DueIndex",
     "DueItem",
+    "Finished",
     "IdempotencyRecord",
     "IdempotencyRecords",
     "ItemKind",
@@ -188,6 +189,7 @@ class JobStore:
     get_job = _Forward("jobs", JobRecords.get_job)
     replace_job = _Forward("jobs", JobRecords.replace_job)
     complete_if_settled = _Forward("jobs", JobRecords.complete_if_settled)
+    count_backfilled = _Forward("jobs", JobRecords.count_backfilled)
     advance_job = _Forward("jobs", JobRecords.advance_job)
     take_running_slot = _Forward("jobs", JobRecords.take_running_slot)
     extend_running_slot = _Forward("jobs", JobRecords.extend_running_slot)
@@ -219,3 +221,5 @@ class JobStore:
     requeue_failed_run = _Forward("runs", RunRecords.requeue_failed_run)
     runs_of_job = _Forward("runs", RunRecords.runs_of_job)
     mark_runs_job_changed = _Forward("runs", RunRecords.mark_runs_job_changed)
+    open_occurrence_runs = _Forward("runs", RunRecords.open_occurrence_runs)
+    ask_to_complete_job = _Forward("runs", RunRecords.ask_to_complete_job)

@@ -23,6 +23,13 @@ from tickwork.store.conditional import Table
 from tickwork.store.reading import read_job
 from tickwork.store.tenants import ACTIVE_STATES, COUNTED_FOR, TenantRecords
 
+# How many runs of its occurrences the job's claims and backfills have queued, counted by the claim's advance (the
+# write it makes anyway) and before a backfill's puts. 1 at the last occurrence's claim: that run is the job's only
+# one, and its settling completes the job with no look at its other runs, by a write that holds only while the
+# count is still 1 (tickwork.completion). Above the truth at times (a backfill counts occurrences whose runs exist
+# already), never below.
+OCCURRENCE_RUNS = "occurrence_runs"
+
 # What a job item holds that its model decides, and so what a replace removes when the model leaves it out
 # (None fields are not stored). Anything else on the item (the running slot, the counted mark) a replace keeps.
 JOB_ATTRIBUTES = frozenset((set(Job.model_fields) - {"id", "payload"}) | {"due_shard", "due_at"})
@@ -97,16 +104,22 @@ class JobRecords:
             attributes=JOB_ATTRIBUTES,
         )
 
-    def complete_if_settled(self, job_id: str, now: datetime) -> bool:
-        """ACTIVE -> COMPLETED once the job's last occurrence has settled, and out of the due index for good.
+    def complete_if_settled(self, job_id: str, now: datetime, *, alone: bool = False) -> bool:
+        """ACTIVE -> COMPLETED, and out of the due index for good, once every run of the job's occurrences has
+        settled (its caller saw that: tickwork.completion).
 
         Only while it has no pending occurrence (`next_run_at` absent): a PATCH that moved a one-shot's `at`,
-        or gave a recurring job more occurrences, set one, and then the job is not complete. A counted job
-        leaves its tenant's `active_jobs` here (the item as it was tells whether it was counted, no read)."""
+        or gave a recurring job more occurrences, set one, and then the job is not complete. `alone`: the caller
+        settled what was, when claimed, the job's only run of an occurrence, and looked at no other; so only while
+        that still holds (OCCURRENCE_RUNS is 1: no backfill has counted more since). A counted job leaves its
+        tenant's `active_jobs` here (the item as it was tells whether it was counted, no read)."""
+        condition = "#state = :active AND attribute_not_exists(next_run_at)"
+        if alone:
+            condition += f" AND {OCCURRENCE_RUNS} = :one"
         won, old = self._table.update_if_returning_old(
             job_key(job_id),
             f"SET #state = :done, updated_at = :now, version = version + :one REMOVE due_shard, due_at, {COUNTED_FOR}",
-            "#state = :active AND attribute_not_exists(next_run_at)",
+            condition,
             {"#state": "state"},
             expression_values(done=JobState.COMPLETED.value, active=JobState.ACTIVE.value, now=iso(now), one=1),
         )
@@ -123,6 +136,7 @@ class JobRecords:
         complete: bool,
         now: datetime,
         probe_at: datetime | None = None,
+        queued: int = 0,
     ) -> Advanced | None:
         """The claim's second write: the job moves past the claimed occurrences, only from `expected_version`.
         None if it lost; else the job as the write left it (ReturnValues: no read, no capacity billed), which
@@ -132,7 +146,9 @@ class JobRecords:
         and just completes this step. Nothing is lost and nothing doubled, as with a transaction, at half its
         cost (a transaction bills 2 WRU per item) and with no cross-item lock. `complete` (the last occurrence
         is already settled, as a skip record) also takes the job out of the due index for good. A SUSPENDED job
-        is claimed too (its skips, its probe); `probe_at` marks its breaker half-open, in the same write."""
+        is claimed too (its skips, its probe); `probe_at` marks its breaker half-open, in the same write.
+        `queued`: the runs the claim queued, added to the job's count of its occurrences' runs in the same write
+        (OCCURRENCE_RUNS)."""
         shard = shard_of(job_id, self.shards)
         values = expression_values(
             v=expected_version, active=JobState.ACTIVE.value, suspended=JobState.SUSPENDED.value, one=1, now=iso(now)
@@ -141,6 +157,9 @@ class JobRecords:
         if probe_at is not None:
             sets.append("breaker.probe_at = :probe")
             values.update(expression_values(probe=iso(probe_at)))
+        if queued:
+            sets.append(f"{OCCURRENCE_RUNS} = if_not_exists({OCCURRENCE_RUNS}, :zero) + :queued")
+            values.update(expression_values(zero=0, queued=queued))
         removes: list[str] = []
         if next_run_at is not None:
             sets += ["next_run_at = :next", "due_at = :due", "due_shard = :shard"]
@@ -157,12 +176,24 @@ class JobRecords:
             won, new = self._table.update_if_returning_new(
                 job_key(job_id), update, condition, {"#state": "state"}, values
             )
-            return Advanced(_job_of(new)) if won else None
+            return Advanced(_job_of(new), int(new.get(OCCURRENCE_RUNS, 0))) if won else None
         won, old = self._table.update_if_returning_old(job_key(job_id), update, condition, {"#state": "state"}, values)
         if not won:
             return None
         self._tenants.release_after_transition(old)
         return Advanced(None)  # complete: nothing of it is sent
+
+    def count_backfilled(self, job_id: str, runs: int) -> None:
+        """A backfill is about to queue up to `runs` runs of the job's occurrences: counted first (OCCURRENCE_RUNS),
+        so that a claim's advance after this sees them. A count above the truth only costs a completion its look
+        at the job's runs."""
+        self._table.update_if(
+            job_key(job_id),
+            f"SET {OCCURRENCE_RUNS} = if_not_exists({OCCURRENCE_RUNS}, :zero) + :runs",
+            "attribute_exists(pk)",
+            None,
+            expression_values(zero=0, runs=runs),
+        )
 
     # ------------------------------------------------------------ the circuit breaker (tickwork.breaker)
 
@@ -345,9 +376,11 @@ class SlotClaim:
 
 @dataclass(frozen=True)
 class Advanced:
-    """A claim's advance that won: the job as it left it (None for a workflow, or a job that could not be read)."""
+    """A claim's advance that won: the job as it left it (None for a workflow, or a job that could not be read),
+    and its count of its occurrences' runs (OCCURRENCE_RUNS) as it left it."""
 
     job: Job | None
+    occurrence_runs: int = 0
 
 
 def _job_of(attrs: dict[str, Any]) -> Job | None:

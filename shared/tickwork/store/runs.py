@@ -22,6 +22,7 @@ from tickwork.models import (
     RunError,
     RunResult,
     RunStatus,
+    RunTrigger,
     SkipReason,
     parse_run_id,
 )
@@ -59,6 +60,15 @@ class Lease:
     run: Run | None
     previous_status: RunStatus | None = None
     lease_until: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Finished:
+    """finish_run's answer: `recorded`, the write won (this executor held the lease); `completes_job`, the run
+    had been asked to attempt its job's completion once it settles (`ask_to_complete_job`), and now has."""
+
+    recorded: bool
+    completes_job: bool = False
 
 
 @dataclass(frozen=True)
@@ -256,7 +266,7 @@ class RunRecords:
         resend_at: datetime | None = None,
         history: Sequence[AttemptRecord] | None = None,
         never_started: bool = False,
-    ) -> bool:
+    ) -> Finished:
         """Leave RUNNING: SUCCEEDED, RETRYING, FAILED or SKIPPED, only while holding the lease.
 
         `never_started`: a run skipped before its handler's first start loses the start its lease gave it (as a
@@ -265,7 +275,10 @@ class RunRecords:
         A RETRYING run records `not_before` (its next attempt's earliest start, which the lease enforces) and
         goes back into the due index at `resend_at`: when its backoff rides on a message, that is a safety net
         (the tick re-sends it if the message never came back); when the backoff is too long for a message,
-        that is the retry itself. `history` replaces `attempt_history` (the lease holder is its only writer)."""
+        that is the retry itself. `history` replaces `attempt_history` (the lease holder is its only writer).
+
+        A terminal outcome takes the run's `completes_job` ask away and tells whether it was there, from the
+        item as the write found it (ReturnValues: no read, no capacity billed)."""
         sets = ["#status = :status"]
         values: dict[str, Any] = {"status": status.value, "owner": owner, "running": RunStatus.RUNNING.value}
         if history is not None:
@@ -277,6 +290,7 @@ class RunRecords:
         if status.terminal:
             sets += ["finished_at = :now", "expires_at = :exp"]
             values.update(now=iso(now), exp=self._expiry(now))
+            removes.append(COMPLETES_JOB)
         if duration_ms is not None:
             sets.append("duration_ms = :dur")
             values["dur"] = duration_ms
@@ -309,13 +323,14 @@ class RunRecords:
             names["#result"] = "result"
         if "#error" in expression:
             names["#error"] = "error"
-        return self._table.update_if(
+        won, old = self._table.update_if_returning_old(
             run_key(run.id),
             expression,
             "lease_owner = :owner AND #status = :running",
             names,
             expression_values(**values),
         )
+        return Finished(recorded=won, completes_job=won and status.terminal and bool(old.get(COMPLETES_JOB)))
 
     def defer_run(
         self,
@@ -409,6 +424,40 @@ class RunRecords:
         page = self._table.client.query(**kwargs)
         return [run_from_attrs(deserialize(i)) for i in page.get("Items", [])], page.get("LastEvaluatedKey")
 
+    def open_occurrence_runs(self, job_id: str) -> list[str]:
+        """The job's runs of its occurrences (scheduled or backfilled, not manual) that have not settled: one
+        consistent Query of the job's runs, paged (its cost grows with the runs the job keeps, so it is asked
+        only of a job with no next occurrence: tickwork.completion)."""
+        kwargs: dict[str, Any] = {
+            "TableName": self._table.name,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :run)",
+            "FilterExpression": "NOT #status IN (:succeeded, :failed, :skipped) AND #trigger <> :manual",
+            "ProjectionExpression": "run_id",
+            "ExpressionAttributeNames": {"#status": "status", "#trigger": "trigger"},
+            "ExpressionAttributeValues": expression_values(
+                pk=f"JOB#{job_id}", run="RUN#", manual=RunTrigger.MANUAL.value, **_TERMINAL_VALUES
+            ),
+            "ConsistentRead": True,
+        }
+        found: list[str] = []
+        while True:
+            page = self._table.client.query(**kwargs)
+            found += [deserialize(item)["run_id"] for item in page.get("Items", [])]
+            if not page.get("LastEvaluatedKey"):
+                return found
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def ask_to_complete_job(self, run_id: str) -> bool:
+        """Ask an unsettled run to attempt its job's completion when it settles (its terminal finish_run tells
+        it). False if it has settled already (or is gone): then it will not."""
+        return self._table.update_if(
+            run_key(run_id),
+            f"SET {COMPLETES_JOB} = :yes",
+            "attribute_exists(pk) AND NOT #status IN (:succeeded, :failed, :skipped)",
+            {"#status": "status"},
+            expression_values(yes=True, **_TERMINAL_VALUES),
+        )
+
     def mark_runs_job_changed(self, job_id: str, *, now: datetime, since: datetime) -> int:
         """Tell the job's unsettled runs of occurrences from `since` on that their job changed (`job_changed_at`):
         their messages' copies of the job are out of date, and their executors read the job (tickwork.run_spec).
@@ -451,6 +500,9 @@ class RunRecords:
     def _expiry(self, now: datetime) -> int:
         return int((now + self.retention).timestamp())
 
+
+# On an unsettled run: when it settles, it attempts its job's completion (tickwork.completion).
+COMPLETES_JOB = "completes_job"
 
 _TERMINAL_VALUES = {
     "succeeded": RunStatus.SUCCEEDED.value,

@@ -13,8 +13,9 @@ The rules, as docs/workflows.md states them:
   upstream skips are why, `rule_not_met` when the rule waits for a failure that did not come (one_failed,
   all_failed); a false condition: SKIPPED `condition_false`;
 - an upstream step counts as failed if it FAILED or was skipped as `upstream_failed`;
-- a condition or `$from` that cannot be evaluated (a JMESPath type error): the step FAILS, its run created
-  FAILED with a reason naming the expression and the error;
+- a condition or `$from` that cannot be evaluated (a JMESPath type error), or that reads an upstream result over
+  MAX_READ_RESULT_BYTES: the step FAILS, its run created FAILED with a reason naming the expression and the
+  error, or the result's size and the cap;
 - the workflow run ends when every step is terminal: FAILED if a failure reached a leaf step unhandled (a
   failure is handled by a step downstream of it that ran and SUCCEEDED), otherwise SUCCEEDED.
 """
@@ -34,6 +35,19 @@ from tickwork.workflow.expressions import ExpressionFailed, holds, resolve_paylo
 # The error types of a step whose run is created FAILED, never run (StepStart.error).
 PAYLOAD_TOO_LARGE = "StepPayloadTooLarge"
 EXPRESSION_FAILED = "StepExpressionError"
+UPSTREAM_RESULT_TOO_LARGE = "StepUpstreamResultTooLarge"
+
+# The most of an upstream result a condition or `$from` may read (4 job payloads): a larger one is not read into
+# memory, and the step reading it FAILS.
+MAX_READ_RESULT_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class OversizedResult:
+    """Stands in `results` for an upstream result that was not read: it is `size` bytes, over `max_bytes`."""
+
+    size: int
+    max_bytes: int
 
 
 class StepStatus(StrEnum):
@@ -156,6 +170,11 @@ def plan_advance(
             continue
         reason = rule_outcome(step.trigger_rule, upstream)
         document: dict[str, Any] = {}
+        unreadable = _unreadable(dag, sid, results) if reason is None else None
+        if unreadable is not None:
+            start.append(unreadable)
+            after[sid] = StepState(StepStatus.QUEUED)
+            continue
         if reason is None and (step.condition or dag.reads(sid)):
             document = _document(dag, sid, after, results)
             try:
@@ -181,8 +200,25 @@ def step_start(
     """A started step's run as plan_advance made it: its payload resolved over the same upstream states and
     results (which read the same once the step has started: its upstream steps are terminal). For re-creating
     the run of a step recorded QUEUED whose run is missing (its creator died between the two writes)."""
+    unreadable = _unreadable(dag, step_id, results)
+    if unreadable is not None:
+        return unreadable
     document = _document(dag, step_id, states, results) if dag.reads(step_id) else {}
     return _start(step_id, dag.steps[step_id].payload, document, max_payload_bytes)
+
+
+def _unreadable(dag: Dag, sid: str, results: Mapping[str, Any]) -> StepStart | None:
+    """The step FAILS, unmade, if its condition or a `$from` reads an upstream result too large to be read."""
+    for up in sorted(dag.reads(sid)):
+        found = results.get(up)
+        if isinstance(found, OversizedResult):
+            error = (
+                f"step {sid!r} reads the result of step {up!r} (its condition or a $from), and the result of step "
+                f"{up!r} is {found.size} bytes, over the {found.max_bytes} bytes a condition or $from may read: "
+                f"have {up!r} return a smaller result (a reference to the data, such as its location)"
+            )
+            return _unmade(sid, UPSTREAM_RESULT_TOO_LARGE, error)
+    return None
 
 
 def _document(dag: Dag, sid: str, states: Mapping[str, StepState], results: Mapping[str, Any]) -> dict[str, Any]:

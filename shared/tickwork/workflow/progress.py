@@ -28,10 +28,12 @@ from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
 from tickwork.models import DeadLetter, Run, RunError, RunStatus, SkipReason
 from tickwork.observability import logger, metrics
 from tickwork.queues import Outgoing, RunQueues, SendReport
-from tickwork.results import ResultStore
+from tickwork.results import ResultStore, ResultTooLarge
 from tickwork.store import DueItem, JobStore, WorkflowRecords
 from tickwork.workflow.advance import (
+    MAX_READ_RESULT_BYTES,
     PAYLOAD_TOO_LARGE,
+    OversizedResult,
     StepStart,
     StepStatus,
     WorkflowRunStatus,
@@ -50,6 +52,7 @@ class ProgressSettings:
     reconcile_after: timedelta  # a RUNNING workflow run is reconciled this long after its last recorded progress
     redispatch_after: timedelta  # a step's run nobody leased is re-sent this long after it may start
     max_payload_bytes: int  # a step's payload, filled from upstream results, must fit this
+    max_read_result_bytes: int = MAX_READ_RESULT_BYTES  # an upstream result a condition or $from reads, at most
 
 
 @dataclass(frozen=True)
@@ -186,10 +189,19 @@ class WorkflowProgress:
         return entries
 
     def _results(self, record: WorkflowRunRecord, step_ids: set[str]) -> dict[str, Any]:
-        """The results the plan reads (S3 GetObject; in parallel when several). A missing one reads as null."""
+        """The results the plan reads (S3 GetObject; in parallel when several). A missing one reads as null; one
+        over max_read_result_bytes is not read (OversizedResult: the step reading it fails)."""
+        cap = self.settings.max_read_result_bytes
 
         def read(step_id: str) -> Any:
-            return self.results.read_of(record.tenant, record.workflow_id, record.step_run_id(step_id))
+            run_id = record.step_run_id(step_id)
+            try:
+                return self.results.read_of(record.tenant, record.workflow_id, run_id, max_bytes=cap)
+            except ResultTooLarge as exc:
+                logger.warning(
+                    "upstream result too large to read", extra={"run_id": run_id, "bytes": exc.size, "max_bytes": cap}
+                )
+                return OversizedResult(exc.size, exc.max_bytes)
 
         ordered = sorted(step_ids)
         if len(ordered) <= 1:
