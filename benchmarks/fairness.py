@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from tickwork.api_models import JobSpec
-from tickwork.clock import iso
-from tickwork.tenant_settings import TenantSettings
+from tickwork.model.clock import iso
+from tickwork.model.tenant_settings import TenantSettings
 from tickwork_local.motoserver import QUEUE_ORDER_VARIABLE
 
 from benchmarks.common import Stamp, moto_session, percentile

@@ -32,7 +32,7 @@ from problems import (
 from routes import backfill, dlq, jobs, meta, preview, runs, tenants, workflows
 from routes import metrics as metrics_routes
 from routes.meta import VERSION
-from tickwork.errors import TickworkError
+from tickwork.model.errors import TickworkError
 from tickwork.observability import logger, metrics, tracer
 
 app = APIGatewayHttpResolver(enable_validation=True)

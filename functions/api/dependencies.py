@@ -16,8 +16,8 @@ from typing import Annotated, Any, cast
 from aws_lambda_powertools.event_handler import Depends, Request
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 from tickwork.api_models import JobList, JobSpec, RedriveResult, RunList, WorkflowList, WorkflowRunList
-from tickwork.errors import AdminRequired
 from tickwork.jobs import JobLifecycle
+from tickwork.model.errors import AdminRequired
 from tickwork.services import Services, ServicesSlot
 from tickwork.settings import ApiSettings
 from tickwork.tenancy import Caller, caller_of

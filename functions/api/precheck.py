@@ -20,7 +20,7 @@ from problems import (
     problem_json,
 )
 from tickwork.api_models import PROBLEM_JSON
-from tickwork.errors import AdminRequired, FieldError, Forbidden, Unauthenticated
+from tickwork.model.errors import AdminRequired, FieldError, Forbidden, Unauthenticated
 from tickwork.settings import ApiSettings
 from tickwork.tenancy import caller_of
 

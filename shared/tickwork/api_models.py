@@ -1,7 +1,7 @@
 """The HTTP API's request and response models, in one place.
 
 Requests: JobSpec (create), JobUpdate (PATCH) and RedriveRequest. Responses: jobs and runs are the core models
-themselves (tickwork.models.Job and Run), serialised with times as ISO-8601 UTC with milliseconds; the models
+themselves (tickwork.model.job.Job and Run), serialised with times as ISO-8601 UTC with milliseconds; the models
 here wrap them for listings, and describe problem details. The class names are the OpenAPI document's schema
 component names.
 """
@@ -13,15 +13,14 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
 from tickwork.backfill import DEFAULT_BACKFILL_RUNS, MAX_BACKFILL_RUNS
-from tickwork.errors import InvalidInput
 from tickwork.jobtypes import registry
-from tickwork.models import (
+from tickwork.model.errors import InvalidInput
+from tickwork.model.job import Job, JobDefinition
+from tickwork.model.policies import (
     CatchupPolicy,
     CircuitBreaker,
     ConcurrencyLimit,
     JitterSeconds,
-    Job,
-    JobDefinition,
     JobName,
     MisfireGraceSeconds,
     NotCoerced,
@@ -29,19 +28,17 @@ from tickwork.models import (
     Priority,
     RateLimit,
     RetryPolicy,
-    Run,
-    RunStatus,
-    RunTrigger,
-    SkipReason,
     StartPrecision,
     Tags,
     TimeoutSeconds,
 )
-from tickwork.preview import DEFAULT_PREVIEW_COUNT, MAX_PREVIEW_COUNT
-from tickwork.schedule import CallerInstant, Schedule, UtcDatetime
-from tickwork.tenant_settings import TenantSettings
-from tickwork.workflow.advance import WorkflowRunStatus
-from tickwork.workflow.definition import MAX_STEPS, Workflow, WorkflowDefinition, WorkflowStep
+from tickwork.model.preview import DEFAULT_PREVIEW_COUNT, MAX_PREVIEW_COUNT
+from tickwork.model.run import Run
+from tickwork.model.schedule import CallerInstant, Schedule, UtcDatetime
+from tickwork.model.states import RunStatus, RunTrigger, SkipReason
+from tickwork.model.tenant_settings import TenantSettings
+from tickwork.model.workflow.advance import WorkflowRunStatus
+from tickwork.model.workflow.definition import MAX_STEPS, Workflow, WorkflowDefinition, WorkflowStep
 
 PROBLEM_JSON = "application/problem+json"
 

@@ -20,10 +20,13 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from tickwork.clock import Clock
 from tickwork.dispatch import Dispatcher, outgoing_for
-from tickwork.errors import Conflict, InvalidInput
-from tickwork.models import Job, JobState, Run, RunStatus, RunTrigger, run_id_for
+from tickwork.model.clock import Clock
+from tickwork.model.errors import Conflict, InvalidInput
+from tickwork.model.ids import run_id_for
+from tickwork.model.job import Job
+from tickwork.model.run import Run
+from tickwork.model.states import JobState, RunStatus, RunTrigger
 from tickwork.observability import logger, metrics
 from tickwork.store import JobStore
 

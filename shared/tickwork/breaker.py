@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from tickwork.models import BreakerState, Job, JobState, Run, RunStatus, RunTrigger
+from tickwork.model.job import Job
+from tickwork.model.policies import BreakerState
+from tickwork.model.run import Run
+from tickwork.model.states import JobState, RunStatus, RunTrigger
 from tickwork.observability import logger, metrics
 from tickwork.store import JobStore
 

@@ -11,11 +11,13 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from tickwork.clock import from_ms, stored_instant
-from tickwork.models import BreakerState, CatchupPolicy, Job, JobState, SkipReason, StartPrecision
-from tickwork.schedule import Schedule
+from tickwork.model.clock import from_ms, stored_instant
+from tickwork.model.job import Job
+from tickwork.model.policies import BreakerState, CatchupPolicy, StartPrecision
+from tickwork.model.schedule import Schedule
+from tickwork.model.states import JobState, SkipReason
+from tickwork.model.workflow.definition import Workflow
 from tickwork.store import DueItem, ItemKind
-from tickwork.workflow.definition import Workflow
 
 MAX_RUNS_PER_CLAIM = 25  # run records one claim creates before it advances the job
 MISFIRE_RECORD_CAP = 10  # skipped occurrences recorded one by one; the rest of a stretch share one capped record
@@ -94,7 +96,7 @@ class ClaimableJob:
     catchup: CatchupPolicy = CatchupPolicy.ALL
     state: JobState = JobState.ACTIVE
     breaker: BreakerState | None = None  # while SUSPENDED
-    jitter_seconds: int = 0  # each run starts this much later at most (tickwork.jitter)
+    jitter_seconds: int = 0  # each run starts this much later at most (tickwork.model.jitter)
     precise: bool = False  # StartPrecision.PRECISE: its runs are sent a little early and waited out
 
     @property

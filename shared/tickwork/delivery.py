@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
 
-from tickwork.models import Band
+from tickwork.model.policies import Band
 
 VISIBILITY_MARGIN_SECONDS = 15  # a message comes back this long after its run's lease has ended
 

@@ -44,22 +44,27 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from tickwork.claims import ClaimableJob, ClaimPlan, Occurrence, optional_instant, plan_claim, runs_to_claim
-from tickwork.clock import Clock, from_ms, stored_instant, to_ms
 from tickwork.completion import JobCompletion
 from tickwork.fairness import Allocation, Allotted, Candidate, HoldReason, allocate, held_by_quota
-from tickwork.fanout import DispatchCoordinator, DispatchSlice
+from tickwork.fanout import DispatchCoordinator
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
-from tickwork.jitter import jittered_times
-from tickwork.models import Band, DeferReason, Job, JobState, Run, RunStatus, SkipReason, StartPrecision, run_id_for
+from tickwork.model.clock import Clock, from_ms, stored_instant, to_ms
+from tickwork.model.ids import run_id_for
+from tickwork.model.jitter import jittered_times
+from tickwork.model.job import Job
+from tickwork.model.messages import DispatchSlice
+from tickwork.model.policies import Band, StartPrecision
+from tickwork.model.run import Run
+from tickwork.model.run_spec import with_specs
+from tickwork.model.states import DeferReason, JobState, RunStatus, SkipReason
+from tickwork.model.tenant_settings import TenantDirectory, TenantSettings, rate_window
+from tickwork.model.workflow.definition import Workflow
 from tickwork.observability import logger, metrics
 from tickwork.queues import Outgoing, RunQueues, SendReport
-from tickwork.run_spec import with_specs
 from tickwork.settings import DEFAULT_AGING_AFTER_SECONDS
 from tickwork.store import DueItem, ItemKind, JobStore
 from tickwork.store.jobs import Advanced
-from tickwork.store.tenant_rates import TenantRates, rate_window
-from tickwork.tenant_settings import TenantDirectory, TenantSettings
-from tickwork.workflow.definition import Workflow
+from tickwork.store.tenant_rates import TenantRates
 
 MAX_CLAIM_ROUNDS = 10  # a 1-second rate job needs several claims to fill a 120 s horizon
 # Past this, a run is re-sent even while its band has a backlog. Short: a stranded message (received by an
@@ -144,7 +149,7 @@ class OccurrenceWriter(Protocol):
 
 class JobRunWriter(OccurrenceWriter):
     """A job's occurrences are its runs. A claim that loses its advance sends its runs all the same: their
-    executors read the job (tickwork.run_spec) and skip them if it was paused or cancelled."""
+    executors read the job (tickwork.model.run_spec) and skip them if it was paused or cancelled."""
 
     def __init__(self, store: JobStore, *, redispatch_after: timedelta, tick_period: timedelta) -> None:
         self.store = store
@@ -265,7 +270,7 @@ class JobClaimer:
                 # Sent without a copy of the job: their executors read it.
                 return outgoing + writer.claim_lost(job, written, now)
             # The job as the advance left it, copied into the messages of the runs written before it
-            # (tickwork.run_spec says why that copy stays true).
+            # (tickwork.model.run_spec says why that copy stays true).
             outgoing += _with_job(written.outgoing, advanced)
             self.faults.reached(CrashPoint.TICK_AFTER_JOB_UPDATE)
             if still_open:
@@ -766,7 +771,7 @@ class MinuteTick:
 
 
 def _with_job(outgoing: list[Outgoing], advanced: Advanced) -> list[Outgoing]:
-    """A claim round's messages, carrying a copy of the job as its advance left it (tickwork.run_spec)."""
+    """A claim round's messages, carrying a copy of the job as its advance left it (tickwork.model.run_spec)."""
     if advanced.job is None:
         return outgoing
     messages = with_specs([o.message for o in outgoing], advanced.job, occurrence_runs=advanced.occurrence_runs)

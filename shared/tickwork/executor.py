@@ -1,7 +1,7 @@
 """Run one delivered run message: lease, check the job, run its type's handler, record the outcome.
 
 A workflow step's run is run the same way; what it runs (type, payload, retry, timeout) comes from its
-workflow run's snapshot instead of a job (tickwork.run_target), and its end is recorded in its workflow run,
+workflow run's snapshot instead of a job (tickwork.model.run_target), and its end is recorded in its workflow run,
 which starts what that allows (tickwork.workflow.progress). A step whose workflow run was cancelled is not
 started (SKIPPED `cancelled`); one already running is asked to stop through its heartbeat, and if it then
 raises it is recorded SKIPPED `cancelled`, not retried.
@@ -44,33 +44,27 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from tickwork import run_metrics
-from tickwork.backoff import Random
-from tickwork.clock import Clock, to_ms
 from tickwork.delivery import Delivery, Outcome, visibility_for
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
 from tickwork.heartbeat import HandlerStillRunning, Heartbeat, call_under_lease
 from tickwork.jobtypes import EffectMayContinue, PermanentJobError, RetryNotBefore, RunContext, UnknownJobType
 from tickwork.jobtypes.registry import JobTypeRegistry
 from tickwork.limits import Deferral, Holds, RunLimits, no_holds
-from tickwork.models import (
-    Band,
-    OverlapPolicy,
-    Run,
-    RunError,
-    RunMessage,
-    RunStatus,
-    RunTrigger,
-    SkipReason,
-)
+from tickwork.model.backoff import Random
+from tickwork.model.clock import Clock, to_ms
+from tickwork.model.messages import RunMessage
+from tickwork.model.policies import Band, OverlapPolicy
+from tickwork.model.run import Run, RunError
+from tickwork.model.run_spec import trusted_spec
+from tickwork.model.run_target import RunTarget
+from tickwork.model.states import RunStatus, RunTrigger, SkipReason
+from tickwork.model.workflow.runs import WorkflowRunRecord
 from tickwork.observability import logger, metrics
 from tickwork.outcomes import MAX_MESSAGE_BACKOFF_SECONDS, RunOutcomes, StepSettlement
 from tickwork.overlap import CANCEL_POLL_SECONDS, OverlapGate
 from tickwork.queues import PRECISE_LEAD_SECONDS, RunQueues
 from tickwork.results import ResultStore
-from tickwork.run_spec import trusted_spec
-from tickwork.run_target import RunTarget
 from tickwork.store import JobStore, LeaseOutcome
-from tickwork.workflow.runs import WorkflowRunRecord
 
 __all__ = ["Delivery", "Outcome", "RunExecutor"]  # the executor's handler takes all three from here
 
@@ -268,7 +262,7 @@ class RunExecutor:
         return self.limits.admit(target, holder=owner, deferred=run.deferred, until=until, now=now)
 
     def _target(self, run: Run, message: RunMessage, previous: RunStatus | None, now: datetime) -> RunTarget | None:
-        """What the run runs: its job (by the message's copy where that is trusted, tickwork.run_spec, else as
+        """What the run runs: its job (by the message's copy where that is trusted, tickwork.model.run_spec, else as
         read now), or its workflow step (from its workflow run); None if that is gone."""
         if run.workflow_run_id is None:
             spec = trusted_spec(message, run, previous, now)

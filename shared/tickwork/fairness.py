@@ -27,8 +27,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Generic, TypeVar
 
-from tickwork.models import Band
-from tickwork.store.tenant_rates import rate_window
+from tickwork.model.policies import Band
+from tickwork.model.tenant_settings import rate_window
 
 T = TypeVar("T")
 

@@ -22,38 +22,13 @@ a run due more than a tick ahead loses nothing when one tick's slice is lost.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Protocol
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
-
-from tickwork.clock import Clock
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
+from tickwork.model.clock import Clock
+from tickwork.model.messages import DispatchSlice
 from tickwork.observability import logger, metrics
-
-
-class DispatchSlice(BaseModel):
-    """A dispatch worker's share of one tick: the shards `s` with `s % workers == worker`."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    v: int = Field(default=1, ge=1, le=1)
-    tick_at: AwareDatetime = Field(description="The coordinator's tick instant; a slice older than a tick is stale.")
-    worker: int = Field(ge=0, le=999)
-    workers: int = Field(ge=1, le=1000)
-
-    @model_validator(mode="after")
-    def _worker_in_range(self) -> DispatchSlice:
-        if self.worker >= self.workers:
-            raise ValueError(f"worker must be below workers ({self.workers}), got {self.worker}")
-        return self
-
-    def shards(self, total: int) -> list[int]:
-        return list(range(self.worker, total, self.workers))
-
-    def stale(self, now: datetime, tick_period: timedelta) -> bool:
-        """A slice the next tick has replaced: it arrived (or came back) a tick period or more after its tick."""
-        return now - self.tick_at >= tick_period
 
 
 def slices_for(workers: int, shards: int, tick_at: datetime) -> list[DispatchSlice]:

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from tickwork.api_models import JobSpec
-from tickwork.clock import Clock
-from tickwork.errors import Conflict, FieldError
 from tickwork.job_factory import JobFactory
 from tickwork.jobs import JobLifecycle
-from tickwork.models import Job
+from tickwork.model.clock import Clock
+from tickwork.model.errors import Conflict, FieldError
+from tickwork.model.job import Job
 from tickwork.observability import logger
 from tickwork.store import JobStore
 from tickwork.store.idempotency import IdempotencyRecord, IdempotencyRecords

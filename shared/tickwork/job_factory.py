@@ -14,12 +14,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from tickwork.api_models import JobSpec
-from tickwork.clock import to_ms
-from tickwork.errors import InvalidInput, ItemTooLarge, PayloadTooLarge
 from tickwork.jobtypes import UnknownJobType, registry
-from tickwork.models import Job, new_job_id
+from tickwork.model.clock import to_ms
+from tickwork.model.errors import InvalidInput, ItemTooLarge, PayloadTooLarge
+from tickwork.model.ids import new_job_id
+from tickwork.model.job import Job
+from tickwork.model.workflow.definition import Workflow
 from tickwork.store import item_bytes, job_to_item
-from tickwork.workflow.definition import Workflow
 
 # The job item (<= 400 KB in DynamoDB) carries the payload; SQS messages never do. 256 KiB leaves room.
 MAX_PAYLOAD_BYTES = 256 * 1024

@@ -13,16 +13,19 @@ from datetime import datetime, timedelta
 from tickwork.api_models import BackfillRequest, JobSpec, JobUpdate
 from tickwork.backfill import Backfiller, BackfillResult
 from tickwork.breaker import closed
-from tickwork.clock import Clock
 from tickwork.dispatch import Dispatcher
-from tickwork.errors import Conflict, InvalidInput
-from tickwork.jitter import JitterTooLarge, check_jitter
 from tickwork.job_factory import JobFactory
 from tickwork.lifecycle import VersionedChanges
-from tickwork.models import Job, JobState, Run, RunStatus, RunTrigger, run_id_for
+from tickwork.model.clock import Clock
+from tickwork.model.errors import Conflict, InvalidInput
+from tickwork.model.ids import run_id_for
+from tickwork.model.jitter import JitterTooLarge, check_jitter
+from tickwork.model.job import Job
+from tickwork.model.run import Run
+from tickwork.model.run_spec import MARK_BACK
+from tickwork.model.states import JobState, RunStatus, RunTrigger
 from tickwork.observability import logger, metrics
 from tickwork.queries import JobQueries
-from tickwork.run_spec import MARK_BACK
 from tickwork.store import JobStore
 from tickwork.tenants import ActiveJobsQuota
 
@@ -76,7 +79,7 @@ class JobLifecycle:
 
     def _replace(self, job: Job, expected_version: int) -> bool:
         """The change's write, after the job's claimed runs were told that their messages' copies of the job no
-        longer hold, so that their executors read it (tickwork.run_spec). Before the write, not after: a process
+        longer hold, so that their executors read it (tickwork.model.run_spec). Before the write, not after: a process
         that dies between the two leaves nothing untold. A run claimed after the marking has a copy only if its
         claim's advance of the job won; that advance moved the version, and this write, on the version read
         before the marking, then loses (and the change is tried again), or it came after this write and copied

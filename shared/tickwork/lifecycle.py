@@ -10,10 +10,11 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from tickwork.clock import Clock
-from tickwork.errors import Conflict
-from tickwork.models import Job, JobState
-from tickwork.workflow.definition import Workflow
+from tickwork.model.clock import Clock
+from tickwork.model.errors import Conflict
+from tickwork.model.job import Job
+from tickwork.model.states import JobState
+from tickwork.model.workflow.definition import Workflow
 
 VERSION_RETRIES = 5
 

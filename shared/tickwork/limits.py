@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from tickwork.backoff import Random
-from tickwork.models import DeferReason
-from tickwork.run_target import RunTarget
+from tickwork.model.backoff import Random
+from tickwork.model.run_target import RunTarget
+from tickwork.model.states import DeferReason
+from tickwork.model.tenant_settings import TenantSettings
 from tickwork.store import TENANT_SEMAPHORE, RateAdmission, rate_sort, semaphore_sort
-from tickwork.tenant_settings import TenantSettings
 
 SEMAPHORE_WAIT_BASE_SECONDS = 1
 SEMAPHORE_WAIT_MAX_SECONDS = 60
@@ -48,7 +48,7 @@ class LimitItems(Protocol):
 
 
 class TenantQuotas(Protocol):
-    """Tenants' settings as recently read (tickwork.tenant_settings.TenantDirectory)."""
+    """Tenants' settings as recently read (tickwork.model.tenant_settings.TenantDirectory)."""
 
     def settings_of(self, tenant: str) -> TenantSettings: ...
 

@@ -19,15 +19,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tickwork.errors import Forbidden, InvalidInput
-from tickwork.models import Band, DeferReason
+from tickwork.model.errors import Forbidden, InvalidInput
+from tickwork.model.policies import Band
+from tickwork.model.states import DeferReason
 
 MAX_QUERIES = 500  # GetMetricData's own limit per call
 MIN_PERIOD_SECONDS = 60
 MAX_PERIOD_SECONDS = 3600
 MAX_RANGE = timedelta(hours=24)
 DEFAULT_RANGE = timedelta(hours=1)
-# Years 2000 to 2099 as written, as every instant the API takes (tickwork.schedule.CallerInstant): in UTC, from
+# Years 2000 to 2099 as written, as every instant the API takes (tickwork.model.schedule.CallerInstant): in UTC, from
 # 2000-01-01T00:00+14:00 to 2099-12-31T23:59-12:00.
 EARLIEST = datetime(1999, 12, 31, 10, tzinfo=UTC)
 LATEST = datetime(2100, 1, 1, 12, tzinfo=UTC)

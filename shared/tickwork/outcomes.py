@@ -16,30 +16,20 @@ from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 from tickwork import run_metrics
-from tickwork.backoff import Random, backoff_seconds
 from tickwork.breaker import CircuitBreakers
-from tickwork.clock import Clock
 from tickwork.completion import JobCompletion
 from tickwork.delivery import Delivery, Outcome
 from tickwork.faults import CrashPoint, FaultPlan
 from tickwork.limits import Deferral
-from tickwork.models import (
-    MAX_ATTEMPT_HISTORY,
-    AttemptOutcome,
-    AttemptRecord,
-    DeadLetter,
-    DeferReason,
-    Run,
-    RunError,
-    RunResult,
-    RunStatus,
-    RunTrigger,
-    SkipReason,
-)
+from tickwork.model.backoff import Random, backoff_seconds
+from tickwork.model.clock import Clock
+from tickwork.model.messages import DeadLetter
+from tickwork.model.run import MAX_ATTEMPT_HISTORY, AttemptRecord, Run, RunError, RunResult
+from tickwork.model.run_target import RunTarget
+from tickwork.model.states import AttemptOutcome, DeferReason, RunStatus, RunTrigger, SkipReason
 from tickwork.observability import logger, metrics
 from tickwork.queues import RunQueues, SendReport
 from tickwork.results import INLINE, ResultStore
-from tickwork.run_target import RunTarget
 from tickwork.store import Finished, JobStore
 
 # Runs of a job's own occurrences: the one of its last occurrence completes it. A manual trigger's is not one.

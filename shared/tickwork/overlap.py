@@ -24,7 +24,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from tickwork.limits import Deferral
-from tickwork.models import DeferReason, OverlapPolicy, Run, SkipReason, parse_run_id
+from tickwork.model.ids import parse_run_id
+from tickwork.model.policies import OverlapPolicy
+from tickwork.model.run import Run
+from tickwork.model.states import DeferReason, SkipReason
 from tickwork.observability import metrics
 from tickwork.store import JobStore
 

@@ -15,8 +15,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from tickwork.fanout import DispatchSlice
-from tickwork.models import Band, DeadLetter, Run, RunMessage, StartPrecision
+from tickwork.model.messages import DeadLetter, DispatchSlice, RunMessage
+from tickwork.model.policies import Band, StartPrecision
+from tickwork.model.run import Run
 from tickwork.observability import logger
 
 # What SQS answers when a receipt handle no longer names an in-flight message.

@@ -10,10 +10,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from tickwork.clock import Clock
 from tickwork.dispatch import Dispatcher
-from tickwork.errors import Conflict, NotFound
-from tickwork.models import Run, RunStatus
+from tickwork.model.clock import Clock
+from tickwork.model.errors import Conflict, NotFound
+from tickwork.model.run import Run
+from tickwork.model.states import RunStatus
 from tickwork.observability import logger
 from tickwork.queries import JobQueries
 from tickwork.store import JobStore

@@ -9,7 +9,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from tickwork.models import Run, RunResult
+from tickwork.model.run import Run, RunResult
 
 INLINE = "inline"  # RunResult.location of a result kept in the run record
 

@@ -24,8 +24,8 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 from urllib.parse import quote
 
-from tickwork.clock import Clock, iso
-from tickwork.models import Run
+from tickwork.model.clock import Clock, iso
+from tickwork.model.run import Run
 from tickwork.observability import logger
 from tickwork.settings import ApiSettings
 

@@ -8,7 +8,6 @@ from datetime import timedelta
 from functools import cached_property
 
 from tickwork.aws import AwsClients
-from tickwork.clock import Clock, SystemClock
 from tickwork.dispatch import Dispatcher, MinuteTick
 from tickwork.executor import RunExecutor
 from tickwork.fanout import DispatchCoordinator
@@ -18,7 +17,9 @@ from tickwork.job_factory import MAX_PAYLOAD_BYTES, JobFactory
 from tickwork.jobs import JobLifecycle
 from tickwork.jobtypes import import_job_type_modules, registry
 from tickwork.limits import RunLimits
-from tickwork.models import Band
+from tickwork.model.clock import Clock, SystemClock
+from tickwork.model.policies import Band
+from tickwork.model.tenant_settings import TenantDirectory
 from tickwork.queries import JobQueries
 from tickwork.queues import DispatchQueue, RunQueues
 from tickwork.redrive import RunRedrive
@@ -35,7 +36,6 @@ from tickwork.store import (
     cursor_key,
 )
 from tickwork.store.tenant_rates import TenantRates
-from tickwork.tenant_settings import TenantDirectory
 from tickwork.tenants import ActiveJobsQuota, TenantService
 from tickwork.workflow.factory import WorkflowFactory
 from tickwork.workflow.occurrences import WorkflowOccurrences

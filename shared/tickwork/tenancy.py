@@ -23,7 +23,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
-from tickwork.errors import Forbidden, Unauthenticated
+from tickwork.model.errors import Forbidden, Unauthenticated
 from tickwork.settings import ApiSettings
 from tickwork.store import TENANT
 

@@ -29,12 +29,12 @@ from dataclasses import dataclass
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
 from tickwork.api_models import TenantUsage, TenantView
-from tickwork.clock import Clock, stored_instant
-from tickwork.errors import InvalidInput, QuotaExceeded
+from tickwork.model.clock import Clock, stored_instant
+from tickwork.model.errors import InvalidInput, QuotaExceeded
+from tickwork.model.tenant_settings import TenantDirectory, TenantSettings
 from tickwork.observability import logger, metrics
 from tickwork.store import TENANT, TenantRecords
 from tickwork.store.tenants import ACTIVE_JOBS
-from tickwork.tenant_settings import TenantDirectory, TenantSettings
 
 MAX_ACTIVE_JOBS = "max_active_jobs"
 # A refused create is told to retry when an active one-shot is due within this long (it then completes);

@@ -11,7 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from tickwork.clock import iso
+from tickwork.model.clock import iso
 
 from tests.api.conftest import build_event
 from tests.api.test_bad_input import WRITES

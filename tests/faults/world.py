@@ -16,7 +16,10 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 from tickwork.claims import ClaimableJob
-from tickwork.models import Band, Job, JobState, RunStatus, run_id_for
+from tickwork.model.ids import run_id_for
+from tickwork.model.job import Job
+from tickwork.model.policies import Band
+from tickwork.model.states import JobState, RunStatus
 from tickwork.results import result_key
 
 from tests.faults import jobtypes

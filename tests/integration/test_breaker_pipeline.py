@@ -12,7 +12,9 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 from tickwork.api_models import JobUpdate
 from tickwork.jobtypes import RunContext, job_type, registry
-from tickwork.models import Band, JobState, RunStatus, SkipReason, run_id_for
+from tickwork.model.ids import run_id_for
+from tickwork.model.policies import Band
+from tickwork.model.states import JobState, RunStatus, SkipReason
 from tickwork.queues import Outgoing
 
 from tests.harness import START
@@ -188,7 +190,7 @@ def test_breaker_manual_resume_closes_it(pipeline, emitted):
 
 
 def test_breaker_suspended_job_cannot_be_paused_but_can_be_cancelled(pipeline):
-    from tickwork.errors import Conflict
+    from tickwork.model.errors import Conflict
 
     job = _failing_job(pipeline, circuit_breaker={"failure_threshold": 1, "cooldown_seconds": 3600})
     _execute(pipeline, job.id, 1)

@@ -9,7 +9,10 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from tickwork.models import Band, Run, RunStatus, run_id_for
+from tickwork.model.ids import run_id_for
+from tickwork.model.policies import Band
+from tickwork.model.run import Run
+from tickwork.model.states import RunStatus
 
 from tests.harness import START, TENANT, Pipeline
 

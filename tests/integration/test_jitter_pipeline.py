@@ -8,8 +8,10 @@ from datetime import timedelta
 
 import pytest
 from tickwork.api_models import JobSpec
-from tickwork.jitter import jitter_offset_ms, jittered
-from tickwork.models import Band, RunStatus, run_id_for
+from tickwork.model.ids import run_id_for
+from tickwork.model.jitter import jitter_offset_ms, jittered
+from tickwork.model.policies import Band
+from tickwork.model.states import RunStatus
 
 from tests.harness import START, TENANT
 from tests.integration.early_messages import deliver_now

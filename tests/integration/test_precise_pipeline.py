@@ -8,7 +8,9 @@ import json
 from datetime import timedelta
 
 import pytest
-from tickwork.models import Band, RunStatus, StartPrecision, run_id_for
+from tickwork.model.ids import run_id_for
+from tickwork.model.policies import Band, StartPrecision
+from tickwork.model.states import RunStatus
 
 from tests.harness import START, Pipeline
 

@@ -19,11 +19,13 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict
 from tickwork.aws import AwsClients
-from tickwork.errors import Conflict
 from tickwork.executor import Delivery, Outcome, RunExecutor
 from tickwork.faults import CrashPoint
 from tickwork.jobtypes import RunContext, job_type, registry
-from tickwork.models import Band, JobState, RunStatus, SkipReason, run_id_for
+from tickwork.model.errors import Conflict
+from tickwork.model.ids import run_id_for
+from tickwork.model.policies import Band
+from tickwork.model.states import JobState, RunStatus, SkipReason
 from tickwork.store import job_key
 
 from tests.faults.crashes import ProcessKilled

@@ -17,7 +17,8 @@ from datetime import timedelta
 from typing import Any
 
 from template_support import as_list, iam_statements
-from tickwork.models import RunStatus, RunTrigger, run_id_for
+from tickwork.model.ids import run_id_for
+from tickwork.model.states import RunStatus, RunTrigger
 
 from tests.harness import START, TENANT
 
@@ -159,7 +160,7 @@ def test_every_call_workflows_make_is_allowed_by_its_functions_role(pipeline, te
     reconciles a stalled run (reading upstream results); executors run steps and start downstream ones."""
     from tickwork.api_models import WorkflowSpec
     from tickwork.faults import CrashPoint
-    from tickwork.models import step_run_id_for
+    from tickwork.model.ids import step_run_id_for
 
     from tests.faults.crashes import ProcessKilled
 

@@ -12,6 +12,7 @@ from tests.locks import LAYER_LOCK, ROOT, installed_in, pins
 
 BUILT = ROOT / ".aws-sam" / "build"
 
+
 def _fresh() -> bool:
     built = BUILT / "template.yaml"
     return built.is_file() and built.stat().st_mtime >= (ROOT / "template.yaml").stat().st_mtime

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 from tickwork.fairness import Candidate, HoldReason, allocate, effective_band_rank, held_by_quota
+from tickwork.model.tenant_settings import rate_window
 from tickwork.settings import Settings
-from tickwork.store.tenant_rates import rate_window
 
 NOW = 1_000_000_000
 AGING = 300_000

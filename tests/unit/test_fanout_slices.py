@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
-from tickwork.fanout import DispatchCoordinator, DispatchSlice, slices_for
+from tickwork.fanout import DispatchCoordinator, slices_for
+from tickwork.model.messages import DispatchSlice
 from tickwork.settings import Settings as TickworkSettings
 
 from tests.unit.test_settings_and_models import BASE

@@ -6,7 +6,6 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from tickwork.errors import Forbidden, InvalidInput
 from tickwork.metrics_catalogue import (
     CATALOGUE,
     MAX_QUERIES,
@@ -17,7 +16,8 @@ from tickwork.metrics_catalogue import (
     metrics_request,
     plan,
 )
-from tickwork.models import Band
+from tickwork.model.errors import Forbidden, InvalidInput
+from tickwork.model.policies import Band
 from tickwork.settings import MetricsSettings
 from tickwork_local.moto_cloudwatch import ExpressionError, evaluate_expression, percentile
 

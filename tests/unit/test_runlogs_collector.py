@@ -10,9 +10,10 @@ from datetime import UTC, datetime, timedelta
 from urllib.parse import unquote
 
 import pytest
-from tickwork.clock import FakeClock
 from tickwork.jobtypes import RunContext
-from tickwork.models import MAX_ATTEMPT_HISTORY, AttemptOutcome, AttemptRecord, Run, RunError, RunStatus
+from tickwork.model.clock import FakeClock
+from tickwork.model.run import MAX_ATTEMPT_HISTORY, AttemptRecord, Run, RunError
+from tickwork.model.states import AttemptOutcome, RunStatus
 from tickwork.outcomes import LOST_ATTEMPT, attempt_record, history_after
 from tickwork.run_logs import LIMIT_BYTES, LIMIT_LINES, InsightsLink, RunLog, insights_link_of
 from tickwork.settings import ApiSettings

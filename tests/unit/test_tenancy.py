@@ -7,7 +7,7 @@ import json
 import pytest
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 from pydantic import ValidationError
-from tickwork.errors import Forbidden, Unauthenticated
+from tickwork.model.errors import Forbidden, Unauthenticated
 from tickwork.settings import ApiSettings, TelemetryNames
 from tickwork.tenancy import tenant_of
 

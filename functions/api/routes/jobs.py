@@ -10,7 +10,8 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import CallerJobs, Jobs, Tenant
 from tickwork.api_models import JobList, JobSpec, JobUpdate
 from tickwork.idempotent_create import request_hash
-from tickwork.models import Job, JobState
+from tickwork.model.job import Job
+from tickwork.model.states import JobState
 from tickwork.store import IDEMPOTENCY_KEY
 
 from routes.by_id import add_routes

@@ -23,8 +23,8 @@ from tickwork.metrics_catalogue import (
     plan,
 )
 from tickwork.metrics_models import Catalogue, MetricsBody
-from tickwork.models import Band
-from tickwork.schedule import CallerInstant
+from tickwork.model.policies import Band
+from tickwork.model.schedule import CallerInstant
 from tickwork.settings import TelemetryNames, load_metrics_settings
 from tickwork.store import TENANT
 from tickwork.store.metric_series import MetricSeries

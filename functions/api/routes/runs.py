@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import CallerJobs, Tenant, Wired, WiringSlot, wiring
 from tickwork.api_models import RunList, RunLogs
-from tickwork.models import RunStatus
+from tickwork.model.states import RunStatus
 from tickwork.run_logs import InsightsLink, RunLogQueries, insights_link_of
 
 from routes.by_id import add_routes

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from tickwork.clock import Clock
+from tickwork.model.clock import Clock
 from tickwork.run_logs import RunLog
 
 

@@ -18,10 +18,13 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
-from tickwork.clock import to_ms
-from tickwork.models import Job, JobState, Run, RunTrigger, parse_run_id, parse_workflow_run_id
-from tickwork.workflow.definition import Workflow
-from tickwork.workflow.runs import WorkflowRunRecord
+from tickwork.model.clock import to_ms
+from tickwork.model.ids import parse_run_id, parse_workflow_run_id
+from tickwork.model.job import Job
+from tickwork.model.run import Run
+from tickwork.model.states import JobState, RunTrigger
+from tickwork.model.workflow.definition import Workflow
+from tickwork.model.workflow.runs import WorkflowRunRecord
 
 _ser = TypeSerializer()
 _des = TypeDeserializer()
@@ -172,7 +175,7 @@ def run_to_attrs(run: Run) -> dict[str, Any]:
     attrs = {"pk": key["pk"]["S"], "sk": key["sk"]["S"], "kind": ItemKind.RUN.value, "run_id": run.id, **data}
     if run.payload is not None:
         attrs["payload_json"] = _json_text(run.payload)
-    if run.not_before is not None:  # the lease's condition reads it (a jittered run's start, tickwork.jitter)
+    if run.not_before is not None:  # the lease's condition reads it (a jittered run's start, tickwork.model.jitter)
         attrs["not_before_ms"] = to_ms(run.not_before)
     return attrs
 

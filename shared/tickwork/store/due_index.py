@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from tickwork.clock import to_ms
-from tickwork.models import RunStatus
+from tickwork.model.clock import to_ms
+from tickwork.model.states import RunStatus
 from tickwork.store.codec import ItemKind, deserialize, expression_values, run_key, serialize
 from tickwork.store.conditional import Table
 

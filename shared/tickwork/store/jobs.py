@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from tickwork.clock import iso, to_ms
-from tickwork.errors import UnreadableItem
-from tickwork.models import BreakerState, Job, JobState
+from tickwork.model.clock import iso, to_ms
+from tickwork.model.errors import UnreadableItem
+from tickwork.model.job import Job
+from tickwork.model.policies import BreakerState
+from tickwork.model.states import JobState
 from tickwork.store.codec import deserialize, expression_values, job_key, job_to_item, shard_of
 from tickwork.store.conditional import Table
 from tickwork.store.reading import read_job
@@ -140,7 +142,7 @@ class JobRecords:
     ) -> Advanced | None:
         """The claim's second write: the job moves past the claimed occurrences, only from `expected_version`.
         None if it lost; else the job as the write left it (ReturnValues: no read, no capacity billed), which
-        the claim copies into its runs' messages (tickwork.run_spec).
+        the claim copies into its runs' messages (tickwork.model.run_spec).
 
         A claimer that dies before this leaves the job un-advanced; the next claimer finds the runs existing
         and just completes this step. Nothing is lost and nothing doubled, as with a transaction, at half its

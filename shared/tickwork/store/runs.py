@@ -14,18 +14,10 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from tickwork.clock import iso, to_ms
-from tickwork.models import (
-    AttemptRecord,
-    DeferReason,
-    Run,
-    RunError,
-    RunResult,
-    RunStatus,
-    RunTrigger,
-    SkipReason,
-    parse_run_id,
-)
+from tickwork.model.clock import iso, to_ms
+from tickwork.model.ids import parse_run_id
+from tickwork.model.run import AttemptRecord, Run, RunError, RunResult
+from tickwork.model.states import DeferReason, RunStatus, RunTrigger, SkipReason
 from tickwork.store.codec import (
     deserialize,
     expression_values,
@@ -460,7 +452,7 @@ class RunRecords:
 
     def mark_runs_job_changed(self, job_id: str, *, now: datetime, since: datetime) -> int:
         """Tell the job's unsettled runs of occurrences from `since` on that their job changed (`job_changed_at`):
-        their messages' copies of the job are out of date, and their executors read the job (tickwork.run_spec).
+        their messages' copies of the job are out of date, and their executors read the job (tickwork.model.run_spec).
         One consistent Query of that key range (a few minutes of the job's runs), then one conditional write per
         unsettled run; a run that settles meanwhile is left alone. How many were marked."""
         pending: list[str] = []

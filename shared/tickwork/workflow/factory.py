@@ -16,15 +16,15 @@ from typing import Any
 from pydantic import ValidationError
 
 from tickwork.api_models import WorkflowSpec
-from tickwork.clock import to_ms
-from tickwork.errors import FieldError, InvalidInput, ItemTooLarge, TooLarge
 from tickwork.job_factory import MAX_PAYLOAD_BYTES, JobFactory
 from tickwork.jobtypes import UnknownJobType, registry
-from tickwork.models import new_workflow_id
+from tickwork.model.clock import to_ms
+from tickwork.model.errors import FieldError, InvalidInput, ItemTooLarge, TooLarge
+from tickwork.model.ids import new_workflow_id
+from tickwork.model.workflow.definition import Workflow, WorkflowStep, check_steps
+from tickwork.model.workflow.expressions import from_references
 from tickwork.store import item_bytes
 from tickwork.store.codec import workflow_to_item
-from tickwork.workflow.definition import Workflow, WorkflowStep, check_steps
-from tickwork.workflow.expressions import from_references
 
 # The workflow item, and every workflow run item (which holds the same steps as its snapshot, plus a map of at
 # most MAX_STEPS small entries), must fit DynamoDB's 400 KB: the workflow is checked against this as stored.
@@ -62,7 +62,7 @@ class WorkflowFactory:
         return JobFactory(self.shards, self.http_allowlist).first_occurrence(workflow, now)
 
     def check_steps(self, steps: Sequence[WorkflowStep]) -> None:
-        """The DAG (tickwork.workflow.definition.check_steps), then each step's type and payload as its type's
+        """The DAG (tickwork.model.workflow.definition.check_steps), then each step's type and payload as its type's
         model reads it. A `$from` value stands for a value only known when the step starts: the payload's
         model is not asked about it. Every error, at its field."""
         errors = check_steps(steps)

@@ -15,15 +15,16 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from tickwork.claims import ClaimableJob, ClaimPlan, Occurrence
-from tickwork.clock import to_ms
 from tickwork.dispatch import OccurrenceRecords, SkippedOccurrence
-from tickwork.models import JobState, SkipReason, run_id_for
+from tickwork.model.clock import to_ms
+from tickwork.model.ids import run_id_for
+from tickwork.model.states import JobState, SkipReason
+from tickwork.model.workflow.advance import WorkflowRunStatus
+from tickwork.model.workflow.runs import WorkflowRunRecord, WorkflowSnapshot
 from tickwork.observability import logger
 from tickwork.queues import Outgoing
 from tickwork.store import DueItem, WorkflowRecords, read_workflow_run
-from tickwork.workflow.advance import WorkflowRunStatus
 from tickwork.workflow.progress import WorkflowProgress
-from tickwork.workflow.runs import WorkflowRunRecord, WorkflowSnapshot
 
 
 def held_back(state: JobState) -> SkipReason | None:
@@ -87,7 +88,7 @@ class WorkflowOccurrences:
         """The claim's advance lost: the workflow changed after the tick read it. If it was paused or cancelled,
         the change came before the claim was complete, so the runs this claim opened are withdrawn (SKIPPED
         with the reason) before anything of them starts; their roots' runs are still sent, and their executors
-        record them SKIPPED (tickwork.run_target.RunTarget.of_step)."""
+        record them SKIPPED (tickwork.model.run_target.RunTarget.of_step)."""
         if not written.opened:
             return written.outgoing
         workflow = self.records.get_workflow(job.job_id)

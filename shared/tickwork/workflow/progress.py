@@ -23,14 +23,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from tickwork.clock import Clock, from_ms, stored_instant, to_ms
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
-from tickwork.models import DeadLetter, Run, RunError, RunStatus, SkipReason
-from tickwork.observability import logger, metrics
-from tickwork.queues import Outgoing, RunQueues, SendReport
-from tickwork.results import ResultStore, ResultTooLarge
-from tickwork.store import DueItem, JobStore, WorkflowRecords
-from tickwork.workflow.advance import (
+from tickwork.model.clock import Clock, from_ms, stored_instant, to_ms
+from tickwork.model.messages import DeadLetter
+from tickwork.model.run import Run, RunError
+from tickwork.model.states import RunStatus, SkipReason
+from tickwork.model.workflow.advance import (
     MAX_READ_RESULT_BYTES,
     PAYLOAD_TOO_LARGE,
     OversizedResult,
@@ -41,7 +39,11 @@ from tickwork.workflow.advance import (
     plan_advance,
     step_start,
 )
-from tickwork.workflow.runs import StepEntry, WorkflowRunRecord
+from tickwork.model.workflow.runs import StepEntry, WorkflowRunRecord
+from tickwork.observability import logger, metrics
+from tickwork.queues import Outgoing, RunQueues, SendReport
+from tickwork.results import ResultStore, ResultTooLarge
+from tickwork.store import DueItem, JobStore, WorkflowRecords
 
 MAX_PLAN_ROUNDS = 20  # re-plans after lost races or steps that failed at creation; each decides at least one step
 MAX_RECONCILE_BACKOFF = timedelta(hours=1)

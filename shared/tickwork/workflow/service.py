@@ -12,21 +12,23 @@ from datetime import timedelta
 from typing import Any
 
 from tickwork.api_models import StepRun, WorkflowRun, WorkflowSpec, WorkflowUpdate
-from tickwork.clock import Clock
 from tickwork.dispatch import Dispatcher
-from tickwork.errors import Conflict, NotFound
 from tickwork.lifecycle import VersionedChanges
-from tickwork.models import JobState, Run, RunStatus, RunTrigger, SkipReason, is_workflow_id, run_id_for
+from tickwork.model.clock import Clock
+from tickwork.model.errors import Conflict, NotFound
+from tickwork.model.ids import is_workflow_id, run_id_for
+from tickwork.model.run import Run
+from tickwork.model.states import JobState, RunStatus, RunTrigger, SkipReason
+from tickwork.model.workflow.advance import StepStatus, WorkflowRunStatus
+from tickwork.model.workflow.definition import Workflow
+from tickwork.model.workflow.runs import StepEntry, WorkflowRunRecord, WorkflowSnapshot
 from tickwork.observability import logger
 from tickwork.queues import Outgoing
 from tickwork.store import JobStore, Listings, Page, WorkflowRecords
 from tickwork.store.listings import DEFAULT_LIMIT
 from tickwork.tenants import ActiveJobsQuota
-from tickwork.workflow.advance import StepStatus, WorkflowRunStatus
-from tickwork.workflow.definition import Workflow
 from tickwork.workflow.factory import WorkflowFactory
 from tickwork.workflow.progress import WorkflowProgress
-from tickwork.workflow.runs import StepEntry, WorkflowRunRecord, WorkflowSnapshot
 
 _CANCEL_ROUNDS = 5
 

@@ -32,7 +32,7 @@ from pydantic import (
     model_validator,
 )
 
-from tickwork.clock import as_utc, iso
+from tickwork.model.clock import as_utc, iso
 
 _RATE = re.compile(r"^\s*(\d+)\s+(second|minute|hour|day)s?\s*$", re.IGNORECASE)
 _RATE_UNITS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}

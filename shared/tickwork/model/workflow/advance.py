@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from tickwork.models import SkipReason
-from tickwork.workflow.definition import Dag, TriggerRule
-from tickwork.workflow.expressions import ExpressionFailed, holds, resolve_payload
+from tickwork.model.states import SkipReason
+from tickwork.model.workflow.definition import Dag, TriggerRule
+from tickwork.model.workflow.expressions import ExpressionFailed, holds, resolve_payload
 
 # The error types of a step whose run is created FAILED, never run (StepStart.error).
 PAYLOAD_TOO_LARGE = "StepPayloadTooLarge"

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from tickwork.models import Job, JobState
-from tickwork.schedule import DstFlag, Schedule
+from tickwork.model.job import Job
+from tickwork.model.schedule import DstFlag, Schedule
+from tickwork.model.states import JobState
 
 MAX_PREVIEW_COUNT = 1000
 DEFAULT_PREVIEW_COUNT = 5

@@ -15,8 +15,8 @@ from typing import Annotated, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tickwork.clock import Clock
-from tickwork.models import NotCoerced
+from tickwork.model.clock import Clock
+from tickwork.model.policies import NotCoerced
 
 DEFAULT_WEIGHT = 1
 CACHE_SECONDS = 30
@@ -81,3 +81,8 @@ class TenantDirectory:
         """Drop what this directory read of a tenant (after this process changed its settings)."""
         with self._lock:
             self._cache.pop(tenant, None)
+
+
+def rate_window(now: datetime) -> int:
+    """The epoch minute `now` falls in: the window a tenant's per-minute rate quota counts in."""
+    return int(now.timestamp()) // 60

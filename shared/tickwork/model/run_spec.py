@@ -29,17 +29,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from tickwork.models import (
-    Job,
-    JobRunSpec,
-    JobState,
-    OverlapPolicy,
-    Run,
-    RunMessage,
-    RunStatus,
-    RunTrigger,
-    parse_run_id,
-)
+from tickwork.model.ids import parse_run_id
+from tickwork.model.job import Job
+from tickwork.model.messages import JobRunSpec, RunMessage
+from tickwork.model.policies import OverlapPolicy
+from tickwork.model.run import Run
+from tickwork.model.states import JobState, RunStatus, RunTrigger
 
 # Ten such messages to a SendMessageBatch stay well inside SQS's 1 MiB, each inside one 64 KiB billing chunk.
 INLINE_SPEC_MAX_BYTES = 16 * 1024

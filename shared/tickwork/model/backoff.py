@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Protocol
 
-from tickwork.models import RetryPolicy
+from tickwork.model.policies import RetryPolicy
 
 
 class Random(Protocol):

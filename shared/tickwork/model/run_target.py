@@ -7,20 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tickwork.models import (
-    ConcurrencyLimit,
-    Job,
-    JobRunSpec,
-    JobState,
-    OverlapPolicy,
-    RateLimit,
-    RetryPolicy,
-    Run,
-    RunTrigger,
-    SkipReason,
-)
-from tickwork.workflow.advance import WorkflowRunStatus
-from tickwork.workflow.runs import WorkflowRunRecord
+from tickwork.model.job import Job
+from tickwork.model.messages import JobRunSpec
+from tickwork.model.policies import ConcurrencyLimit, OverlapPolicy, RateLimit, RetryPolicy
+from tickwork.model.run import Run
+from tickwork.model.states import JobState, RunTrigger, SkipReason
+from tickwork.model.workflow.advance import WorkflowRunStatus
+from tickwork.model.workflow.runs import WorkflowRunRecord
 
 
 @dataclass(frozen=True)
@@ -43,7 +36,7 @@ class RunTarget:
     # ...and the job's only run of an occurrence (JobRunSpec.only_occurrence): no other run to wait for.
     only_occurrence: bool = False
     # The job as the executor read it (its circuit breaker's state); None for a workflow step, or a run by its
-    # message's copy of the job (tickwork.run_spec: such a job has no breaker).
+    # message's copy of the job (tickwork.model.run_spec: such a job has no breaker).
     job: Job | None = field(default=None, compare=False)
 
     @classmethod
@@ -72,7 +65,7 @@ class RunTarget:
 
     @classmethod
     def of_spec(cls, spec: JobRunSpec, run: Run) -> RunTarget:
-        """A job's run by its message's copy of the job (tickwork.run_spec.trusted_spec): the job was ACTIVE
+        """A job's run by its message's copy of the job (tickwork.model.run_spec.trusted_spec): the job was ACTIVE
         with overlap ALLOW when claimed, and nobody changed it since."""
         return cls(
             owner_id=run.job_id,

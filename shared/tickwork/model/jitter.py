@@ -12,8 +12,8 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime, timedelta
 
-from tickwork.clock import to_ms
-from tickwork.schedule import Schedule
+from tickwork.model.clock import to_ms
+from tickwork.model.schedule import Schedule
 
 
 class JitterTooLarge(ValueError):

@@ -2,7 +2,7 @@
 
 The run keeps a snapshot of its workflow's steps and defaults (name, priority, retry, timeout), so that a PATCH
 of the workflow never changes a run in progress, and the executor learns what a step runs from the run alone.
-Its `steps` map records each step's state as the run's progress decided it (tickwork.workflow.advance): PENDING,
+Its `steps` map records each step's state as the run's progress decided it (tickwork.model.workflow.advance): PENDING,
 QUEUED once its run exists, then the run's terminal status, or SKIPPED with the reason.
 """
 
@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tickwork.models import JobName, Priority, RetryPolicy, RunTrigger, SkipReason, TimeoutSeconds, step_run_id_for
-from tickwork.schedule import UtcDatetime
-from tickwork.workflow.advance import StepState, StepStatus, WorkflowRunStatus
-from tickwork.workflow.definition import StepSettings, Workflow, WorkflowStep
+from tickwork.model.ids import step_run_id_for
+from tickwork.model.policies import JobName, Priority, RetryPolicy, TimeoutSeconds
+from tickwork.model.schedule import UtcDatetime
+from tickwork.model.states import RunTrigger, SkipReason
+from tickwork.model.workflow.advance import StepState, StepStatus, WorkflowRunStatus
+from tickwork.model.workflow.definition import StepSettings, Workflow, WorkflowStep
 
 
 class WorkflowSnapshot(BaseModel, StepSettings):

@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tickwork.errors import FieldError
-from tickwork.models import (
-    STEP_ID_PATTERN,
+from tickwork.model.errors import FieldError
+from tickwork.model.ids import STEP_ID_PATTERN
+from tickwork.model.job import ScheduledLifecycle, _InBand, _JobIdentity
+from tickwork.model.policies import (
     ConcurrencyLimit,
     JobName,
     JobTypeName,
@@ -27,14 +28,17 @@ from tickwork.models import (
     Priority,
     RateLimit,
     RetryPolicy,
-    ScheduledLifecycle,
     StoredTags,
     TimeoutSeconds,
-    _InBand,
-    _JobIdentity,
 )
-from tickwork.schedule import Schedule
-from tickwork.workflow.expressions import ALL_STEPS, FROM_KEY, compile_expression, from_references, referenced_steps
+from tickwork.model.schedule import Schedule
+from tickwork.model.workflow.expressions import (
+    ALL_STEPS,
+    FROM_KEY,
+    compile_expression,
+    from_references,
+    referenced_steps,
+)
 
 MAX_STEPS = 100
 StepId = Annotated[str, Field(pattern=f"^{STEP_ID_PATTERN}$", description="Letters, digits, _ and -; 1 to 64.")]
@@ -88,7 +92,7 @@ class WorkflowDefinition(BaseModel):
 
 class StepSettings:
     """What a step runs with: its own priority, retry and timeout, else its workflow's. Shared by the stored
-    Workflow and the snapshot a workflow run keeps (tickwork.workflow.runs), which both have these fields."""
+    Workflow and the snapshot a workflow run keeps (tickwork.model.workflow.runs), which both have these fields."""
 
     if TYPE_CHECKING:  # the fields of the models that use it (declared here for the type checker only)
         steps: list[WorkflowStep]
