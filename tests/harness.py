@@ -20,7 +20,7 @@ from dispatch import app as dispatch_app
 from executor import app as executor_app
 from tick import app as tick_app
 from tickwork.api_models import JobSpec
-from tickwork.aws import AwsClients
+from tickwork.aws.clients import AwsClients
 from tickwork.model.clock import FakeClock
 from tickwork.model.job import Job
 from tickwork.model.policies import Band

@@ -31,7 +31,7 @@ import boto3
 import botocore.loaders
 import botocore.session
 from botocore.exceptions import ClientError
-from tickwork.aws import AwsClients
+from tickwork.aws.clients import AwsClients
 from tickwork.settings import Settings
 
 from tickwork_local.apigateway import ApiGatewayServer

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
+from tickwork.aws.queues import Outgoing, RunQueues, SendReport
 from tickwork.claims import ClaimableJob, ClaimPlan, Occurrence, optional_instant, plan_claim, runs_to_claim
 from tickwork.completion import JobCompletion
 from tickwork.fairness import Allocation, Allotted, Candidate, HoldReason, allocate, held_by_quota
@@ -60,7 +61,6 @@ from tickwork.model.states import DeferReason, JobState, RunStatus, SkipReason
 from tickwork.model.tenant_settings import TenantDirectory, TenantSettings, rate_window
 from tickwork.model.workflow.definition import Workflow
 from tickwork.observability import logger, metrics
-from tickwork.queues import Outgoing, RunQueues, SendReport
 from tickwork.settings import DEFAULT_AGING_AFTER_SECONDS
 from tickwork.store import DueItem, ItemKind, JobStore
 from tickwork.store.jobs import Advanced
@@ -186,7 +186,7 @@ class JobRunWriter(OccurrenceWriter):
             waited = self._ticks_held(job, occurrence.at, now)
             times: dict[str, Any] = dict(jittered_times(job.job_id, occurrence.at, job.jitter_seconds))
             if job.precise:
-                # Sent a little early (tickwork.queues.precise_delay_for): the lease's not_before keeps it on time.
+                # Sent a little early (tickwork.aws.queues.precise_delay_for): the lease's not_before keeps it on time.
                 times = {**times, "not_before": times["scheduled_for"], "start_precision": StartPrecision.PRECISE}
             return Run(
                 id=run_id_for(job.job_id, occurrence.at),

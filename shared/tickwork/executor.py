@@ -44,6 +44,8 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from tickwork import run_metrics
+from tickwork.aws.queues import PRECISE_LEAD_SECONDS, RunQueues
+from tickwork.aws.results import ResultStore
 from tickwork.delivery import Delivery, Outcome, visibility_for
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
 from tickwork.heartbeat import HandlerStillRunning, Heartbeat, call_under_lease
@@ -62,8 +64,6 @@ from tickwork.model.workflow.runs import WorkflowRunRecord
 from tickwork.observability import logger, metrics
 from tickwork.outcomes import MAX_MESSAGE_BACKOFF_SECONDS, RunOutcomes, StepSettlement
 from tickwork.overlap import CANCEL_POLL_SECONDS, OverlapGate
-from tickwork.queues import PRECISE_LEAD_SECONDS, RunQueues
-from tickwork.results import ResultStore
 from tickwork.store import JobStore, LeaseOutcome
 
 __all__ = ["Delivery", "Outcome", "RunExecutor"]  # the executor's handler takes all three from here
@@ -277,7 +277,7 @@ class RunExecutor:
         return RunTarget.of_step(record, run) if record is not None and record.definition is not None else None
 
     def _wait_for_instant(self, message: RunMessage) -> None:
-        """A precise run arrives up to PRECISE_LEAD + 1 s early (tickwork.queues.precise_delay_for): wait out the
+        """A precise run arrives up to PRECISE_LEAD + 1 s early (tickwork.aws.queues.precise_delay_for): wait out the
         rest here, before the lease, so that it starts on its instant. The batch's records run on threads, so a
         batch waits once, not once per run. Earlier than that (a clock far off), it is not waited for: the
         lease's not_before refuses it and the message comes back at its time."""
@@ -309,7 +309,7 @@ class RunExecutor:
         leased_at: datetime,
     ) -> Outcome:
         """Run the handler under the lease and record how the attempt (which began at `leased_at`) ended; what
-        the handler logged is kept beside the result first (tickwork.run_logs)."""
+        the handler logged is kept beside the result first (tickwork.jobtypes.run_log)."""
         slot = target.owner_id if target.overlap.takes_running_slot else None
         cancellable = target.overlap is OverlapPolicy.CANCEL_OTHER
         try:

@@ -8,13 +8,13 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import datetime, timedelta
 from typing import Any
 
+from tickwork.aws.queues import RunQueues
 from tickwork.delivery import Delivery, visibility_for
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
 from tickwork.jobtypes import EffectMayContinue, PermanentJobError, RetryNotBefore, RunContext, RunTimeout
 from tickwork.limits import Holds, slot_name
 from tickwork.model.clock import Clock
 from tickwork.observability import logger
-from tickwork.queues import RunQueues
 from tickwork.store import JobStore
 
 

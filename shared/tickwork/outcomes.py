@@ -16,6 +16,8 @@ from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 from tickwork import run_metrics
+from tickwork.aws.queues import RunQueues, SendReport
+from tickwork.aws.results import INLINE, ResultStore
 from tickwork.breaker import CircuitBreakers
 from tickwork.completion import JobCompletion
 from tickwork.delivery import Delivery, Outcome
@@ -28,8 +30,6 @@ from tickwork.model.run import MAX_ATTEMPT_HISTORY, AttemptRecord, Run, RunError
 from tickwork.model.run_target import RunTarget
 from tickwork.model.states import AttemptOutcome, DeferReason, RunStatus, RunTrigger, SkipReason
 from tickwork.observability import logger, metrics
-from tickwork.queues import RunQueues, SendReport
-from tickwork.results import INLINE, ResultStore
 from tickwork.store import Finished, JobStore
 
 # Runs of a job's own occurrences: the one of its last occurrence completes it. A manual trigger's is not one.

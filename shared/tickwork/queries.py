@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tickwork.aws.results import ResultStore
 from tickwork.model.errors import NotFound
 from tickwork.model.ids import is_job_id, parse_run_id
 from tickwork.model.job import Job
 from tickwork.model.run import Run
-from tickwork.results import ResultStore
 from tickwork.store import JobStore
 from tickwork.store.listings import DEFAULT_LIMIT, Listings, Page
 

@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import cached_property
 
-from tickwork.aws import AwsClients
+from tickwork.aws.clients import AwsClients
+from tickwork.aws.queues import DispatchQueue, RunQueues
+from tickwork.aws.results import ResultStore
 from tickwork.dispatch import Dispatcher, MinuteTick
 from tickwork.executor import RunExecutor
 from tickwork.fanout import DispatchCoordinator
@@ -21,9 +23,7 @@ from tickwork.model.clock import Clock, SystemClock
 from tickwork.model.policies import Band
 from tickwork.model.tenant_settings import TenantDirectory
 from tickwork.queries import JobQueries
-from tickwork.queues import DispatchQueue, RunQueues
 from tickwork.redrive import RunRedrive
-from tickwork.results import ResultStore
 from tickwork.settings import Settings, load_settings
 from tickwork.store import (
     Cursors,

@@ -7,7 +7,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError, ConnectTimeoutError
 from moto.core.botocore_stubber import BotocoreStubber
-from tickwork.aws import CLIENT_CONFIG, TOTAL_ATTEMPTS, AwsClients
+from tickwork.aws.clients import CLIENT_CONFIG, TOTAL_ATTEMPTS, AwsClients
 
 from tests.faults.aws_errors import AwsErrorKind, injector_for, skipping_refused
 from tests.faults.world import ACTIVE, RECOVERY_BOUND, World

@@ -15,12 +15,12 @@ from itertools import takewhile
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
+from tickwork.aws.results import result_key
 from tickwork.claims import ClaimableJob
 from tickwork.model.ids import run_id_for
 from tickwork.model.job import Job
 from tickwork.model.policies import Band
 from tickwork.model.states import JobState, RunStatus
-from tickwork.results import result_key
 
 from tests.faults import jobtypes
 from tests.faults.crashes import ProcessKilled

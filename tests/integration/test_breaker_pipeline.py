@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict
 from tickwork.api_models import JobUpdate
+from tickwork.aws.queues import Outgoing
 from tickwork.jobtypes import RunContext, job_type, registry
 from tickwork.model.ids import run_id_for
 from tickwork.model.policies import Band
 from tickwork.model.states import JobState, RunStatus, SkipReason
-from tickwork.queues import Outgoing
 
 from tests.harness import START
 

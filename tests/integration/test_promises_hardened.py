@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel, ConfigDict
-from tickwork.aws import AwsClients
+from tickwork.aws.clients import AwsClients
 from tickwork.executor import Delivery, Outcome, RunExecutor
 from tickwork.faults import CrashPoint
 from tickwork.jobtypes import RunContext, job_type, registry

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 from tickwork.api_models import JobSpec
+from tickwork.aws.queues import delay_for
 from tickwork.model.errors import InvalidInput
 from tickwork.model.ids import new_job_id, parse_run_id, run_id_for
 from tickwork.model.messages import RunMessage
 from tickwork.model.policies import Band
-from tickwork.queues import delay_for
 from tickwork.settings import Settings
 
 BASE = {

@@ -12,6 +12,7 @@ from aws_lambda_powertools.event_handler import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import Wired, caller
+from tickwork.aws.metric_series import MetricSeries
 from tickwork.metrics_catalogue import (
     CATALOGUE,
     MAX_PERIOD_SECONDS,
@@ -27,7 +28,6 @@ from tickwork.model.policies import Band
 from tickwork.model.schedule import CallerInstant
 from tickwork.settings import TelemetryNames, load_metrics_settings
 from tickwork.store import TENANT
-from tickwork.store.metric_series import MetricSeries
 from tickwork.tenancy import Caller
 
 from routes.responses import json_response, ok, problems

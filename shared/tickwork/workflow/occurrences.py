@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from tickwork.aws.queues import Outgoing
 from tickwork.claims import ClaimableJob, ClaimPlan, Occurrence
 from tickwork.dispatch import OccurrenceRecords, SkippedOccurrence
 from tickwork.model.clock import to_ms
@@ -22,7 +23,6 @@ from tickwork.model.states import JobState, SkipReason
 from tickwork.model.workflow.advance import WorkflowRunStatus
 from tickwork.model.workflow.runs import WorkflowRunRecord, WorkflowSnapshot
 from tickwork.observability import logger
-from tickwork.queues import Outgoing
 from tickwork.store import DueItem, WorkflowRecords, read_workflow_run
 from tickwork.workflow.progress import WorkflowProgress
 

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from tickwork.aws.queues import Outgoing, RunQueues, SendReport
+from tickwork.aws.results import ResultStore, ResultTooLarge
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
 from tickwork.model.clock import Clock, from_ms, stored_instant, to_ms
 from tickwork.model.messages import DeadLetter
@@ -41,8 +43,6 @@ from tickwork.model.workflow.advance import (
 )
 from tickwork.model.workflow.runs import StepEntry, WorkflowRunRecord
 from tickwork.observability import logger, metrics
-from tickwork.queues import Outgoing, RunQueues, SendReport
-from tickwork.results import ResultStore, ResultTooLarge
 from tickwork.store import DueItem, JobStore, WorkflowRecords
 
 MAX_PLAN_ROUNDS = 20  # re-plans after lost races or steps that failed at creation; each decides at least one step

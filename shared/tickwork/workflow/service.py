@@ -12,6 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 from tickwork.api_models import StepRun, WorkflowRun, WorkflowSpec, WorkflowUpdate
+from tickwork.aws.queues import Outgoing
 from tickwork.dispatch import Dispatcher
 from tickwork.lifecycle import VersionedChanges
 from tickwork.model.clock import Clock
@@ -23,7 +24,6 @@ from tickwork.model.workflow.advance import StepStatus, WorkflowRunStatus
 from tickwork.model.workflow.definition import Workflow
 from tickwork.model.workflow.runs import StepEntry, WorkflowRunRecord, WorkflowSnapshot
 from tickwork.observability import logger
-from tickwork.queues import Outgoing
 from tickwork.store import JobStore, Listings, Page, WorkflowRecords
 from tickwork.store.listings import DEFAULT_LIMIT
 from tickwork.tenants import ActiveJobsQuota

@@ -1,5 +1,5 @@
 """S3 data access: run results, written once (first write wins), and beside them each attempt's log
-(tickwork.run_logs), written once too."""
+(tickwork.jobtypes.run_log), written once too."""
 
 from __future__ import annotations
 
