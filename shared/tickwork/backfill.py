@@ -81,7 +81,7 @@ class Backfiller:
         )
         quota = self.dispatcher.tenants.settings_of(job.tenant) if self.dispatcher.tenants is not None else None
         spacing = backfill_spacing(quota.max_runs_per_minute if quota is not None else None)
-        if occurrences:  # before the runs exist, so that no completion misses them (tickwork.completion)
+        if occurrences:  # before the runs exist, so that no completion misses them (tickwork.progress.job_completion)
             self.store.count_backfilled(job.id, len(occurrences))
         created: list[Run] = []
         existing: list[datetime] = []

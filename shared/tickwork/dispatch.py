@@ -45,7 +45,6 @@ from typing import Any, Protocol
 
 from tickwork.aws.queues import Outgoing, RunQueues, SendReport
 from tickwork.claims import ClaimableJob, ClaimPlan, Occurrence, optional_instant, plan_claim, runs_to_claim
-from tickwork.completion import JobCompletion
 from tickwork.fairness import Allocation, Allotted, Candidate, HoldReason, allocate, held_by_quota
 from tickwork.fanout import DispatchCoordinator
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
@@ -61,6 +60,7 @@ from tickwork.model.states import DeferReason, JobState, RunStatus, SkipReason
 from tickwork.model.tenant_settings import TenantDirectory, TenantSettings, rate_window
 from tickwork.model.workflow.definition import Workflow
 from tickwork.observability import logger, metrics
+from tickwork.progress.job_completion import JobCompletion
 from tickwork.settings import DEFAULT_AGING_AFTER_SECONDS
 from tickwork.store import DueItem, ItemKind, JobStore
 from tickwork.store.jobs import Advanced
@@ -310,7 +310,7 @@ class JobClaimer:
         this claim (a backfill): that run completes the job when it settles (tickwork.outcomes), but it may have
         settled between this claim's read of it and the advance, while the job still had a next occurrence and
         so could not complete. Read it again, after the advance: settled now, the job completes here (once every
-        run of its occurrences has settled: tickwork.completion); else its settling sees the job advanced."""
+        run of its occurrences has settled: tickwork.progress.job_completion); else its settling sees the job advanced."""
         last = _last_queued_id(job, plan)
         if last is None or last not in existing:
             return

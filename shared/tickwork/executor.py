@@ -2,7 +2,7 @@
 
 A workflow step's run is run the same way; what it runs (type, payload, retry, timeout) comes from its
 workflow run's snapshot instead of a job (tickwork.model.run_target), and its end is recorded in its workflow run,
-which starts what that allows (tickwork.workflow.progress). A step whose workflow run was cancelled is not
+which starts what that allows (tickwork.progress.workflow_progress). A step whose workflow run was cancelled is not
 started (SKIPPED `cancelled`); one already running is asked to stop through its heartbeat, and if it then
 raises it is recorded SKIPPED `cancelled`, not retried.
 
@@ -77,7 +77,7 @@ MAX_PRECISE_WAIT_SECONDS = PRECISE_LEAD_SECONDS + 1.5
 
 
 class WorkflowSteps(StepSettlement, Protocol):
-    """What the executor needs of workflows (tickwork.workflow.progress.WorkflowProgress): a step's workflow run
+    """What the executor needs of workflows (tickwork.progress.workflow_progress.WorkflowProgress): a step's workflow run
     (its snapshot says what the step runs), and where the step's end goes."""
 
     def workflow_run(self, workflow_run_id: str) -> WorkflowRunRecord | None: ...

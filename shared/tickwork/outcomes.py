@@ -19,7 +19,6 @@ from tickwork import run_metrics
 from tickwork.aws.queues import RunQueues, SendReport
 from tickwork.aws.results import INLINE, ResultStore
 from tickwork.breaker import CircuitBreakers
-from tickwork.completion import JobCompletion
 from tickwork.delivery import Delivery, Outcome
 from tickwork.faults import CrashPoint, FaultPlan
 from tickwork.limits import Deferral
@@ -30,6 +29,7 @@ from tickwork.model.run import MAX_ATTEMPT_HISTORY, AttemptRecord, Run, RunError
 from tickwork.model.run_target import RunTarget
 from tickwork.model.states import AttemptOutcome, DeferReason, RunStatus, RunTrigger, SkipReason
 from tickwork.observability import logger, metrics
+from tickwork.progress.job_completion import JobCompletion
 from tickwork.store import Finished, JobStore
 
 # Runs of a job's own occurrences: the one of its last occurrence completes it. A manual trigger's is not one.
@@ -38,7 +38,7 @@ MAX_MESSAGE_BACKOFF_SECONDS = 900  # longer backoffs park the run in the due ind
 
 
 class StepSettlement(Protocol):
-    """Where a workflow step's end goes (tickwork.workflow.progress.WorkflowProgress)."""
+    """Where a workflow step's end goes (tickwork.progress.workflow_progress.WorkflowProgress)."""
 
     def step_settled(self, run: Run, status: RunStatus, skip_reason: SkipReason | None = None) -> SendReport: ...
 
@@ -99,7 +99,7 @@ class RunOutcomes:
         """A run reached a terminal state. A workflow step's: its workflow run records it and starts what that
         allows. A job's scheduled or backfilled run of its last occurrence, or a run asked to carry the job's
         completion on (`finished.completes_job`): the job completes if every run of its occurrences has settled
-        (tickwork.completion; the store completes it only while nothing else is pending: a PATCH may have added
+        (tickwork.progress.job_completion; the store completes it only while nothing else is pending: a PATCH may have added
         an occurrence, or the tick has not yet advanced the job past a backfilled occurrence, and then its claim
         completes it)."""
         if run.workflow_run_id is not None:

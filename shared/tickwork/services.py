@@ -22,6 +22,7 @@ from tickwork.limits import RunLimits
 from tickwork.model.clock import Clock, SystemClock
 from tickwork.model.policies import Band
 from tickwork.model.tenant_settings import TenantDirectory
+from tickwork.progress.workflow_progress import ProgressSettings, WorkflowProgress
 from tickwork.queries import JobQueries
 from tickwork.redrive import RunRedrive
 from tickwork.settings import Settings, load_settings
@@ -39,7 +40,6 @@ from tickwork.store.tenant_rates import TenantRates
 from tickwork.tenants import ActiveJobsQuota, TenantService
 from tickwork.workflow.factory import WorkflowFactory
 from tickwork.workflow.occurrences import WorkflowOccurrences
-from tickwork.workflow.progress import ProgressSettings, WorkflowProgress
 from tickwork.workflow.service import WorkflowService
 
 

@@ -37,7 +37,7 @@ class JobRunSpec(BaseModel):
     # The job has no occurrence after this run's: its settling may complete the job.
     last_occurrence: bool = False
     # ...and this run is the only run of an occurrence the job has had: its settling completes the job with no
-    # look at the job's other runs (tickwork.completion).
+    # look at the job's other runs (tickwork.progress.job_completion).
     only_occurrence: bool = False
 
 

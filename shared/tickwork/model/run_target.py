@@ -31,7 +31,7 @@ class RunTarget:
     # Limits shared with other runs of the tenant (tickwork.limits); None: not limited.
     concurrency: ConcurrencyLimit | None = None
     rate_limit: RateLimit | None = None
-    # The run is its job's last occurrence: its settling completes the job (tickwork.completion).
+    # The run is its job's last occurrence: its settling completes the job (tickwork.progress.job_completion).
     last_occurrence: bool = False
     # ...and the job's only run of an occurrence (JobRunSpec.only_occurrence): no other run to wait for.
     only_occurrence: bool = False

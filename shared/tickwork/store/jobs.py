@@ -28,7 +28,7 @@ from tickwork.store.tenants import ACTIVE_STATES, COUNTED_FOR, TenantRecords
 # How many runs of its occurrences the job's claims and backfills have queued, counted by the claim's advance (the
 # write it makes anyway) and before a backfill's puts. 1 at the last occurrence's claim: that run is the job's only
 # one, and its settling completes the job with no look at its other runs, by a write that holds only while the
-# count is still 1 (tickwork.completion). Above the truth at times (a backfill counts occurrences whose runs exist
+# count is still 1 (tickwork.progress.job_completion). Above the truth at times (a backfill counts occurrences whose runs exist
 # already), never below.
 OCCURRENCE_RUNS = "occurrence_runs"
 
@@ -108,7 +108,7 @@ class JobRecords:
 
     def complete_if_settled(self, job_id: str, now: datetime, *, alone: bool = False) -> bool:
         """ACTIVE -> COMPLETED, and out of the due index for good, once every run of the job's occurrences has
-        settled (its caller saw that: tickwork.completion).
+        settled (its caller saw that: tickwork.progress.job_completion).
 
         Only while it has no pending occurrence (`next_run_at` absent): a PATCH that moved a one-shot's `at`,
         or gave a recurring job more occurrences, set one, and then the job is not complete. `alone`: the caller

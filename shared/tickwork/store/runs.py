@@ -419,7 +419,7 @@ class RunRecords:
     def open_occurrence_runs(self, job_id: str) -> list[str]:
         """The job's runs of its occurrences (scheduled or backfilled, not manual) that have not settled: one
         consistent Query of the job's runs, paged (its cost grows with the runs the job keeps, so it is asked
-        only of a job with no next occurrence: tickwork.completion)."""
+        only of a job with no next occurrence: tickwork.progress.job_completion)."""
         kwargs: dict[str, Any] = {
             "TableName": self._table.name,
             "KeyConditionExpression": "pk = :pk AND begins_with(sk, :run)",
@@ -493,7 +493,7 @@ class RunRecords:
         return int((now + self.retention).timestamp())
 
 
-# On an unsettled run: when it settles, it attempts its job's completion (tickwork.completion).
+# On an unsettled run: when it settles, it attempts its job's completion (tickwork.progress.job_completion).
 COMPLETES_JOB = "completes_job"
 
 _TERMINAL_VALUES = {

@@ -23,8 +23,8 @@ from tickwork.model.states import JobState, SkipReason
 from tickwork.model.workflow.advance import WorkflowRunStatus
 from tickwork.model.workflow.runs import WorkflowRunRecord, WorkflowSnapshot
 from tickwork.observability import logger
+from tickwork.progress.workflow_progress import WorkflowProgress
 from tickwork.store import DueItem, WorkflowRecords, read_workflow_run
-from tickwork.workflow.progress import WorkflowProgress
 
 
 def held_back(state: JobState) -> SkipReason | None:

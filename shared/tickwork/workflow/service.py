@@ -24,11 +24,11 @@ from tickwork.model.workflow.advance import StepStatus, WorkflowRunStatus
 from tickwork.model.workflow.definition import Workflow
 from tickwork.model.workflow.runs import StepEntry, WorkflowRunRecord, WorkflowSnapshot
 from tickwork.observability import logger
+from tickwork.progress.workflow_progress import WorkflowProgress
 from tickwork.store import JobStore, Listings, Page, WorkflowRecords
 from tickwork.store.listings import DEFAULT_LIMIT
 from tickwork.tenants import ActiveJobsQuota
 from tickwork.workflow.factory import WorkflowFactory
-from tickwork.workflow.progress import WorkflowProgress
 
 _CANCEL_ROUNDS = 5
 
