@@ -20,7 +20,6 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from tickwork.dispatch import Dispatcher, outgoing_for
 from tickwork.model.clock import Clock
 from tickwork.model.errors import Conflict, InvalidInput
 from tickwork.model.ids import run_id_for
@@ -29,6 +28,7 @@ from tickwork.model.run import Run
 from tickwork.model.states import JobState, RunStatus, RunTrigger
 from tickwork.observability import logger, metrics
 from tickwork.store import JobStore
+from tickwork.tick.dispatch import Dispatcher, outgoing_for
 
 MAX_BACKFILL_DAYS = 31
 MAX_BACKFILL_RUNS = 1000

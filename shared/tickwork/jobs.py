@@ -13,7 +13,6 @@ from datetime import datetime, timedelta
 from tickwork.api_models import BackfillRequest, JobSpec, JobUpdate
 from tickwork.backfill import Backfiller, BackfillResult
 from tickwork.breaker import closed
-from tickwork.dispatch import Dispatcher
 from tickwork.job_factory import JobFactory
 from tickwork.lifecycle import VersionedChanges
 from tickwork.model.clock import Clock
@@ -28,6 +27,7 @@ from tickwork.observability import logger, metrics
 from tickwork.queries import JobQueries
 from tickwork.store import JobStore
 from tickwork.tenants import ActiveJobsQuota
+from tickwork.tick.dispatch import Dispatcher
 
 # What a PATCH may change on a COMPLETED job whose last run FAILED: what a retry of that run reads from the job.
 FIXABLE_WHEN_COMPLETED = frozenset(

@@ -10,7 +10,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from tickwork.dispatch import Dispatcher
 from tickwork.model.clock import Clock
 from tickwork.model.errors import Conflict, NotFound
 from tickwork.model.run import Run
@@ -19,6 +18,7 @@ from tickwork.observability import logger
 from tickwork.queries import JobQueries
 from tickwork.store import JobStore
 from tickwork.store.listings import Listings
+from tickwork.tick.dispatch import Dispatcher
 
 MAX_REDRIVE = 250  # runs one "redrive all" call re-queues; the response says when there are more
 

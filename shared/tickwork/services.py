@@ -10,9 +10,7 @@ from functools import cached_property
 from tickwork.aws.clients import AwsClients
 from tickwork.aws.queues import DispatchQueue, RunQueues
 from tickwork.aws.results import ResultStore
-from tickwork.dispatch import Dispatcher, MinuteTick
 from tickwork.executor import RunExecutor
-from tickwork.fanout import DispatchCoordinator
 from tickwork.faults import NO_FAULTS, FaultPlan
 from tickwork.idempotent_create import IdempotentCreate
 from tickwork.job_factory import MAX_PAYLOAD_BYTES, JobFactory
@@ -38,8 +36,10 @@ from tickwork.store import (
 )
 from tickwork.store.tenant_rates import TenantRates
 from tickwork.tenants import ActiveJobsQuota, TenantService
+from tickwork.tick.dispatch import Dispatcher, MinuteTick
+from tickwork.tick.fanout import DispatchCoordinator
+from tickwork.tick.workflow_occurrences import WorkflowOccurrences
 from tickwork.workflow.factory import WorkflowFactory
-from tickwork.workflow.occurrences import WorkflowOccurrences
 from tickwork.workflow.service import WorkflowService
 
 

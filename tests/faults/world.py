@@ -16,7 +16,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 from tickwork.aws.results import result_key
-from tickwork.claims import ClaimableJob
+from tickwork.model.claim_plan import ClaimableJob
 from tickwork.model.ids import run_id_for
 from tickwork.model.job import Job
 from tickwork.model.policies import Band

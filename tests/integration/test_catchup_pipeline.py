@@ -80,7 +80,7 @@ def test_catchup_all_still_skips_what_is_older_than_the_grace(pipeline):
 
 
 def test_catchup_all_runs_at_most_its_cap(pipeline):
-    from tickwork.claims import CATCHUP_ALL_CAP
+    from tickwork.model.claim_plan import CATCHUP_ALL_CAP
 
     job = pipeline.create_job(schedule={"rate": "1 second"}, catchup="ALL", misfire_grace_seconds=900)
     pipeline.clock.advance(600)

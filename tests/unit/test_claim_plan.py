@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from tickwork.claims import MAX_RUNS_PER_CLAIM, MISFIRE_RECORD_CAP, ClaimableJob, plan_claim
+from tickwork.model.claim_plan import MAX_RUNS_PER_CLAIM, MISFIRE_RECORD_CAP, ClaimableJob, plan_claim
 from tickwork.model.schedule import Schedule
 from tickwork.model.states import SkipReason
 

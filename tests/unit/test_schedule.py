@@ -497,7 +497,7 @@ def test_seconds_cron_in_repeated_hour_finds_next_fire(
 
 
 def test_outage_ending_in_a_repeated_hour_does_not_complete_the_job() -> None:
-    from tickwork.claims import ClaimableJob, plan_claim
+    from tickwork.model.claim_plan import ClaimableJob, plan_claim
 
     now = datetime(2026, 11, 1, 6, 25, tzinfo=UTC)  # 01:25 EST; the grace cut, 01:10 EST, is in the repeat
     job = ClaimableJob(

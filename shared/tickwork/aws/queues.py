@@ -174,7 +174,7 @@ class RunQueues:
 
 
 class DispatchQueue:
-    """Where the coordinator hands out a tick's shards (tickwork.fanout): one message per dispatch worker."""
+    """Where the coordinator hands out a tick's shards (tickwork.tick.fanout): one message per dispatch worker."""
 
     def __init__(self, client: Any, queue_url: str) -> None:
         self._sqs, self.queue_url = client, queue_url

@@ -90,3 +90,8 @@ def stored_instant(value: object) -> datetime:
     if not isinstance(instant, datetime):
         raise ValueError(f"not an instant: {value!r}")
     return instant
+
+
+def optional_instant(value: object) -> datetime | None:
+    """A stored instant that may be absent."""
+    return None if value is None else stored_instant(value)

@@ -1,4 +1,4 @@
-"""Ids of jobs, workflows and their runs: how they are made and parsed."""
+"""Ids of jobs, workflows and their runs: how they are made and parsed; and the kinds of item they name."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import os
 import re
 import time
 from datetime import datetime
+from enum import StrEnum
 from typing import Literal, NamedTuple
 
 from tickwork.model.clock import from_ms, to_ms
@@ -85,3 +86,15 @@ def parse_workflow_run_id(workflow_run_id: str) -> ParsedRunId | None:
         return None
     trigger = RunTrigger.MANUAL if match.group(3) else RunTrigger.SCHEDULE
     return ParsedRunId(match.group(1), from_ms(int(match.group(2))), trigger)
+
+
+class ItemKind(StrEnum):
+    JOB = "JOB"
+    RUN = "RUN"  # a job's run, or a workflow step's
+    WORKFLOW = "WORKFLOW"
+    WORKFLOW_RUN = "WORKFLOW_RUN"
+
+    @property
+    def scheduled(self) -> bool:
+        """A job or a workflow: what the tick claims occurrences of (ahead, within the horizon)."""
+        return self in (ItemKind.JOB, ItemKind.WORKFLOW)

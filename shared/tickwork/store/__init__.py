@@ -37,9 +37,9 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
+from tickwork.model.ids import ItemKind
 from tickwork.store.codec import (
     TENANT,
-    ItemKind,
     deserialize,
     expression_values,
     job_from_attrs,

@@ -13,13 +13,12 @@ import re
 import zlib
 from collections.abc import Mapping
 from decimal import Decimal
-from enum import StrEnum
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from tickwork.model.clock import to_ms
-from tickwork.model.ids import parse_run_id, parse_workflow_run_id
+from tickwork.model.ids import ItemKind, parse_run_id, parse_workflow_run_id
 from tickwork.model.job import Job
 from tickwork.model.run import Run
 from tickwork.model.states import JobState, RunTrigger
@@ -34,18 +33,6 @@ _des = TypeDeserializer()
 # keys file) and become part of keys (T#<tenant>#JOB, IDEM#<tenant>#<key>), where '#' is the separator and so
 # never allowed.
 TENANT = re.compile(r"^[A-Za-z0-9_.:=+,@/-]{1,128}$")
-
-
-class ItemKind(StrEnum):
-    JOB = "JOB"
-    RUN = "RUN"  # a job's run, or a workflow step's
-    WORKFLOW = "WORKFLOW"
-    WORKFLOW_RUN = "WORKFLOW_RUN"
-
-    @property
-    def scheduled(self) -> bool:
-        """A job or a workflow: what the tick claims occurrences of (ahead, within the horizon)."""
-        return self in (ItemKind.JOB, ItemKind.WORKFLOW)
 
 
 def shard_of(job_id: str, shards: int) -> str:

@@ -202,7 +202,7 @@ class WorkflowRecords:
 
     def withdraw_workflow_run(self, workflow_run_id: str, reason: SkipReason, *, now: datetime) -> bool:
         """RUNNING -> SKIPPED `reason`: a run opened by a claim its workflow's pause or cancel overtook (see
-        tickwork.workflow.occurrences). Its steps' entries stay as they are; its queued runs are skipped by the
+        tickwork.tick.workflow_occurrences). Its steps' entries stay as they are; its queued runs are skipped by the
         executors that take them. False if the run is no longer RUNNING."""
         update = _StepUpdate()
         update.require_run(WorkflowRunStatus.RUNNING)

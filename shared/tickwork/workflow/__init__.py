@@ -12,6 +12,6 @@ On the pipeline (storage is tickwork.store.workflows):
 - `factory`: a spec made into a checked Workflow (nothing written);
 - `progress`: `WorkflowProgress`, opening a workflow run, recording a step's end, starting what it allows, and
   the tick's reconciliation of a stalled run;
-- `occurrences`: the tick's side: a workflow's occurrences become workflow runs (tickwork.dispatch claims them);
+- `occurrences`: the tick's side: a workflow's occurrences become workflow runs (tickwork.tick.dispatch claims them);
 - `service`: `WorkflowService`, what the API calls.
 """

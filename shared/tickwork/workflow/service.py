@@ -13,7 +13,6 @@ from typing import Any
 
 from tickwork.api_models import StepRun, WorkflowRun, WorkflowSpec, WorkflowUpdate
 from tickwork.aws.queues import Outgoing
-from tickwork.dispatch import Dispatcher
 from tickwork.lifecycle import VersionedChanges
 from tickwork.model.clock import Clock
 from tickwork.model.errors import Conflict, NotFound
@@ -28,6 +27,7 @@ from tickwork.progress.workflow_progress import WorkflowProgress
 from tickwork.store import JobStore, Listings, Page, WorkflowRecords
 from tickwork.store.listings import DEFAULT_LIMIT
 from tickwork.tenants import ActiveJobsQuota
+from tickwork.tick.dispatch import Dispatcher
 from tickwork.workflow.factory import WorkflowFactory
 
 _CANCEL_ROUNDS = 5

@@ -1,6 +1,7 @@
 """The claim plan: what one claim decides for each occurrence of a job, from the job and the time alone.
 
-Pure (no AWS): the dispatcher writes what the plan decides (see dispatch).
+Pure (no AWS): it takes values only (the store reads a due item into a ClaimableJob, DueItem.claimable); the
+dispatcher writes what the plan decides (see tickwork.tick.dispatch).
 """
 
 from __future__ import annotations
@@ -9,15 +10,13 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
 
-from tickwork.model.clock import from_ms, stored_instant
+from tickwork.model.ids import ItemKind
 from tickwork.model.job import Job
 from tickwork.model.policies import BreakerState, CatchupPolicy, StartPrecision
 from tickwork.model.schedule import Schedule
 from tickwork.model.states import JobState, SkipReason
 from tickwork.model.workflow.definition import Workflow
-from tickwork.store import DueItem, ItemKind
 
 MAX_RUNS_PER_CLAIM = 25  # run records one claim creates before it advances the job
 MISFIRE_RECORD_CAP = 10  # skipped occurrences recorded one by one; the rest of a stretch share one capped record
@@ -111,28 +110,6 @@ class ClaimableJob:
         return replace(self, version=self.version + 1, next_run_at=next_run_at, breaker=breaker)
 
     @classmethod
-    def from_due(cls, item: DueItem) -> ClaimableJob:
-        a = item.attrs
-        return cls(
-            job_id=a["job_id"],
-            tenant=a["tenant"],
-            priority=int(a.get("priority", 5)),
-            schedule=Schedule.model_validate(a["schedule"]),
-            version=int(a["version"]),
-            next_run_at=from_ms(item.due_at),
-            created_at=stored_instant(a["created_at"]),
-            misfire_grace=timedelta(seconds=int(a.get("misfire_grace_seconds", 900))),
-            paused_at=optional_instant(a.get("paused_at")),
-            resumed_at=optional_instant(a.get("resumed_at")),
-            kind=item.kind,
-            catchup=CatchupPolicy(a.get("catchup", default_catchup(item.kind))),
-            state=JobState(a.get("state", JobState.ACTIVE.value)),
-            breaker=BreakerState.model_validate(a["breaker"]) if a.get("breaker") else None,
-            jitter_seconds=int(a.get("jitter_seconds", 0)),
-            precise=a.get("start_precision") == StartPrecision.PRECISE.value,
-        )
-
-    @classmethod
     def from_job(cls, job: Job | Workflow) -> ClaimableJob:
         """A job's, or a workflow's: both carry the same lifecycle and claim fields."""
         assert job.next_run_at is not None
@@ -163,15 +140,6 @@ class ClaimableJob:
         return self.schedule.iter_after(
             instant - timedelta(milliseconds=1), anchor=self.created_at, hash_key=self.job_id
         )
-
-
-def optional_instant(value: Any) -> datetime | None:
-    return None if value is None else stored_instant(value)
-
-
-def default_catchup(kind: ItemKind) -> str:
-    """A job item written before catch-up existed reads as the job default; a workflow's as what it did."""
-    return (CatchupPolicy.LATEST if kind is ItemKind.JOB else CatchupPolicy.ALL).value
 
 
 def catchup_start(job: ClaimableJob, *, grace_cut: datetime, late_cut: datetime) -> datetime:

@@ -7,7 +7,7 @@ sends parked retries), `RunSender` (sends to the band queues) and `Dispatcher`, 
 2. Order: what must go before the next tick first, then by priority (9 first), then by due time. When the
    tick's capacity (MaxDispatchPerTick) or a tenant's rate quota (max_runs_per_minute, one conditional ADD on
    its window's counter) holds some back, the slots are shared across tenants by weight within each band, and
-   long-overdue items move up a band (tickwork.fairness). What is held back stays in the due index (no write)
+   long-overdue items move up a band (tickwork.tick.fairness). What is held back stays in the due index (no write)
    and a later tick claims it; a run held back by its tenant's quota records the ticks it waited.
 3. Claim each job with two ordered conditional writes, not one transaction: first create its run records
    (each only if it does not exist: the lock on the occurrence), then advance the job from the version read.
@@ -28,7 +28,7 @@ sends parked retries), `RunSender` (sends to the band queues) and `Dispatcher`, 
 6. A retry whose backoff is too long for a message (see executor) is parked in the due index at its
    retry time; the tick sends it with DelaySeconds like any claimed run.
 7. Workflows are claimed as jobs are (their occurrences are workflow runs, written by `WorkflowTick`), and a
-   RUNNING workflow run due in the index is reconciled (tickwork.workflow.occurrences).
+   RUNNING workflow run due in the index is reconciled (tickwork.tick.workflow_occurrences).
 """
 
 from __future__ import annotations
@@ -44,12 +44,10 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from tickwork.aws.queues import Outgoing, RunQueues, SendReport
-from tickwork.claims import ClaimableJob, ClaimPlan, Occurrence, optional_instant, plan_claim, runs_to_claim
-from tickwork.fairness import Allocation, Allotted, Candidate, HoldReason, allocate, held_by_quota
-from tickwork.fanout import DispatchCoordinator
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
-from tickwork.model.clock import Clock, from_ms, stored_instant, to_ms
-from tickwork.model.ids import run_id_for
+from tickwork.model.claim_plan import ClaimableJob, ClaimPlan, Occurrence, plan_claim, runs_to_claim
+from tickwork.model.clock import Clock, from_ms, optional_instant, stored_instant, to_ms
+from tickwork.model.ids import ItemKind, run_id_for
 from tickwork.model.jitter import jittered_times
 from tickwork.model.job import Job
 from tickwork.model.messages import DispatchSlice
@@ -62,9 +60,11 @@ from tickwork.model.workflow.definition import Workflow
 from tickwork.observability import logger, metrics
 from tickwork.progress.job_completion import JobCompletion
 from tickwork.settings import DEFAULT_AGING_AFTER_SECONDS
-from tickwork.store import DueItem, ItemKind, JobStore
+from tickwork.store import DueItem, JobStore
 from tickwork.store.jobs import Advanced
 from tickwork.store.tenant_rates import TenantRates
+from tickwork.tick.fairness import Allocation, Allotted, Candidate, HoldReason, allocate, held_by_quota
+from tickwork.tick.fanout import DispatchCoordinator
 
 MAX_CLAIM_ROUNDS = 10  # a 1-second rate job needs several claims to fill a 120 s horizon
 # Past this, a run is re-sent even while its band has a backlog. Short: a stranded message (received by an
@@ -211,7 +211,7 @@ class JobRunWriter(OccurrenceWriter):
 
 class WorkflowTick(OccurrenceWriter, Protocol):
     """What the tick does for workflows: write their occurrences' workflow runs, and reconcile a RUNNING
-    workflow run that is due for it (tickwork.workflow.occurrences)."""
+    workflow run that is due for it (tickwork.tick.workflow_occurrences)."""
 
     def reconcile(self, item: DueItem, now: datetime) -> list[Outgoing]: ...
 
@@ -497,7 +497,7 @@ class Dispatcher:
         self.shard_lease = max(timedelta(seconds=5), tick_period - timedelta(seconds=5))
 
     def claim_slice(self, work: DispatchSlice) -> TickReport:
-        """A dispatch worker's part of a fanned-out tick (tickwork.fanout): the ordinary claim over its shards.
+        """A dispatch worker's part of a fanned-out tick (tickwork.tick.fanout): the ordinary claim over its shards.
         A slice the next tick has replaced is dropped: that tick's slices cover the same shards."""
         if work.stale(self.clock.now(), self.tick_period):
             logger.warning("stale dispatch slice dropped", extra={"tick_at": work.tick_at.isoformat()})
@@ -590,7 +590,7 @@ class Dispatcher:
         quotas: dict[str, int],
         spent: dict[str, set[int]],
     ) -> list[Allotted[DueItem]]:
-        """What this tick acts on, in order (tickwork.fairness): everything in today's order unless the tick's
+        """What this tick acts on, in order (tickwork.tick.fairness): everything in today's order unless the tick's
         capacity or a tenant's rate quota holds some back; then the slots are shared by weight within each band.
 
         Costs one UpdateItem per tenant with a rate quota and jobs to claim; a tenant without a quota pays
@@ -755,7 +755,7 @@ class Dispatcher:
 
 class MinuteTick:
     """What the minute rule starts: the claim itself, or, fanned out, the coordinator handing the shards to the
-    dispatch workers (tickwork.fanout), each of which calls `Dispatcher.claim_slice`."""
+    dispatch workers (tickwork.tick.fanout), each of which calls `Dispatcher.claim_slice`."""
 
     def __init__(self, dispatcher: Dispatcher, coordinator: DispatchCoordinator | None) -> None:
         self.dispatcher, self.coordinator = dispatcher, coordinator
@@ -796,7 +796,7 @@ def _last_run_settled(job: ClaimableJob, plan: ClaimPlan, existing: dict[str, di
 def _claimable(item: DueItem, now: datetime, spent: dict[str, set[int]]) -> ClaimableJob:
     """A due job as this tick claims it: held back by its tenant's quota if a window of it was spent since the
     job's due time (fairness.held_by_quota)."""
-    job = ClaimableJob.from_due(item)
+    job = item.claimable()
     windows = spent.get(job.tenant)
     if windows and held_by_quota(job.next_run_at, now, windows):
         job = replace(job, held_by_quota=True)
