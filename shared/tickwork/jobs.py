@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 from tickwork.api_models import BackfillRequest, JobSpec, JobUpdate
 from tickwork.backfill import Backfiller, BackfillResult
-from tickwork.breaker import closed
+from tickwork.executor.breaker import closed
 from tickwork.job_factory import JobFactory
 from tickwork.lifecycle import VersionedChanges
 from tickwork.model.clock import Clock

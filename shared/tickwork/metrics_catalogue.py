@@ -2,7 +2,7 @@
 
 Each catalogue name maps to one or more series (a total, one per band, or one for a tenant); each series to the
 MetricDataQueries that give it: a MetricStat over an EMF metric of Tickwork's namespace (dimension `service`,
-plus `band` or `tenant` where those are emitted, see tickwork.run_metrics), over AWS/SQS's metrics of a band
+plus `band` or `tenant` where those are emitted, see tickwork.executor.run_metrics), over AWS/SQS's metrics of a band
 queue, or AWS/Lambda's of the executor; or a metric math expression over hidden ones (failure_rate,
 runs_deferred's total, executor_utilisation). `plan` builds every query of one request (at most
 MAX_QUERIES, one GetMetricData call paged by NextToken); `assemble` puts the answer on the request's grid.

@@ -10,13 +10,13 @@ from functools import cached_property
 from tickwork.aws.clients import AwsClients
 from tickwork.aws.queues import DispatchQueue, RunQueues
 from tickwork.aws.results import ResultStore
-from tickwork.executor import RunExecutor
+from tickwork.executor.limits import RunLimits
+from tickwork.executor.run_executor import RunExecutor
 from tickwork.faults import NO_FAULTS, FaultPlan
 from tickwork.idempotent_create import IdempotentCreate
 from tickwork.job_factory import MAX_PAYLOAD_BYTES, JobFactory
 from tickwork.jobs import JobLifecycle
 from tickwork.jobtypes import import_job_type_modules, registry
-from tickwork.limits import RunLimits
 from tickwork.model.clock import Clock, SystemClock
 from tickwork.model.policies import Band
 from tickwork.model.tenant_settings import TenantDirectory

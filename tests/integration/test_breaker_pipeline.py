@@ -41,7 +41,8 @@ if "breaker_switch" not in registry:
 @pytest.fixture
 def emitted(monkeypatch):
     """The metrics the code adds, by name (the EMF output is disabled in tests)."""
-    from tickwork import breaker, jobs
+    from tickwork import jobs
+    from tickwork.executor import breaker
 
     names: Counter[str] = Counter()
 

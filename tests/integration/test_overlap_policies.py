@@ -18,7 +18,7 @@ from typing import Any
 from unittest.mock import patch
 
 import pytest
-from tickwork.delivery import Delivery, Outcome
+from tickwork.executor.delivery import Delivery, Outcome
 from tickwork.model.job import Job
 from tickwork.model.messages import RunMessage
 from tickwork.model.policies import Band

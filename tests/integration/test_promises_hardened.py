@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict
 from tickwork.aws.clients import AwsClients
-from tickwork.executor import Delivery, Outcome, RunExecutor
+from tickwork.executor.run_executor import Delivery, Outcome, RunExecutor
 from tickwork.faults import CrashPoint
 from tickwork.jobtypes import RunContext, job_type, registry
 from tickwork.model.errors import Conflict

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from tickwork.api_models import JobUpdate
-from tickwork.delivery import visibility_for
+from tickwork.executor.delivery import visibility_for
 from tickwork.model.job import Job
 from tickwork.model.policies import Band
 from tickwork.model.run_spec import SPEC_FRESH_FOR

@@ -12,6 +12,7 @@ import pytest
 from pydantic import BaseModel
 from tickwork.aws.results import logs_prefix_of
 from tickwork.control.run_log_reader import RunLogQueries
+from tickwork.executor.outcomes import LOST_ATTEMPT
 from tickwork.faults import CrashPoint
 from tickwork.jobtypes import RunContext, RunTimeout, job_type, registry
 from tickwork.model.errors import InvalidInput
@@ -19,7 +20,6 @@ from tickwork.model.job import Job
 from tickwork.model.policies import Band
 from tickwork.model.run import MAX_ATTEMPT_HISTORY
 from tickwork.model.states import AttemptOutcome, RunStatus
-from tickwork.outcomes import LOST_ATTEMPT
 from tickwork.store import LimitRecords, rate_sort
 
 from tests.faults.crashes import ProcessKilled

@@ -8,8 +8,7 @@ from email.utils import format_datetime
 import pytest
 from pydantic import ValidationError
 from tickwork.api_models import JobSpec, JobUpdate
-from tickwork.jobtypes.http import retry_after_seconds
-from tickwork.limits import (
+from tickwork.executor.limits import (
     SEMAPHORE_WAIT_MAX_SECONDS,
     Deferral,
     Holds,
@@ -17,6 +16,7 @@ from tickwork.limits import (
     semaphore_wait_seconds,
     slot_name,
 )
+from tickwork.jobtypes.http import retry_after_seconds
 from tickwork.model.policies import ConcurrencyLimit, RateLimit, RetryPolicy
 from tickwork.model.run_target import RunTarget
 from tickwork.model.states import DeferReason

@@ -7,8 +7,8 @@ import threading
 from datetime import timedelta
 from types import SimpleNamespace
 
-from tickwork.delivery import Delivery
-from tickwork.heartbeat import Heartbeat
+from tickwork.executor.delivery import Delivery
+from tickwork.executor.heartbeat import Heartbeat
 from tickwork.model.clock import FakeClock
 
 

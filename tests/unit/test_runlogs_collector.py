@@ -12,12 +12,12 @@ from urllib.parse import unquote
 
 import pytest
 from tickwork.control.run_log_reader import InsightsLink, insights_link_of
+from tickwork.executor.outcomes import LOST_ATTEMPT, attempt_record, history_after
 from tickwork.jobtypes import RunContext
 from tickwork.jobtypes.run_log import LIMIT_BYTES, LIMIT_LINES, RunLog
 from tickwork.model.clock import FakeClock
 from tickwork.model.run import MAX_ATTEMPT_HISTORY, AttemptRecord, Run, RunError
 from tickwork.model.states import AttemptOutcome, RunStatus
-from tickwork.outcomes import LOST_ATTEMPT, attempt_record, history_after
 from tickwork.settings import ApiSettings
 
 T0 = datetime(2026, 11, 23, 8, 0, 0, tzinfo=UTC)

@@ -109,7 +109,7 @@ class ScheduledLifecycle(BaseModel):
 class Job(ScheduledLifecycle, JobDefinition, _JobIdentity, _InBand):
     model_config = ConfigDict(extra="forbid")
 
-    # The circuit breaker's count (tickwork.breaker): FAILED scheduled runs since the last SUCCEEDED one.
+    # The circuit breaker's count (tickwork.executor.breaker): FAILED scheduled runs since the last SUCCEEDED one.
     consecutive_failures: int = 0
     suspended_at: UtcDatetime | None = None
     suspended_reason: str | None = None

@@ -28,7 +28,7 @@ class RunTarget:
     # Why the run must not start now (it is recorded SKIPPED with this): its job is paused or cancelled (a
     # scheduled run), or its workflow run was cancelled.
     held_back: SkipReason | None = None
-    # Limits shared with other runs of the tenant (tickwork.limits); None: not limited.
+    # Limits shared with other runs of the tenant (tickwork.executor.limits); None: not limited.
     concurrency: ConcurrencyLimit | None = None
     rate_limit: RateLimit | None = None
     # The run is its job's last occurrence: its settling completes the job (tickwork.progress.job_completion).

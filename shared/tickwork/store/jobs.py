@@ -197,7 +197,7 @@ class JobRecords:
             expression_values(zero=0, runs=runs),
         )
 
-    # ------------------------------------------------------------ the circuit breaker (tickwork.breaker)
+    # ------------------------------------------------------------ the circuit breaker (tickwork.executor.breaker)
 
     def count_failure(self, job_id: str) -> int:
         """One more consecutive FAILED run; the count now (0: the job is gone). No version change: a claim or

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from tickwork.limits import Deferral
+from tickwork.executor.limits import Deferral
 from tickwork.model.ids import parse_run_id
 from tickwork.model.policies import OverlapPolicy
 from tickwork.model.run import Run

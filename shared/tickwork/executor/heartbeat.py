@@ -9,10 +9,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from tickwork.aws.queues import RunQueues
-from tickwork.delivery import Delivery, visibility_for
+from tickwork.executor.delivery import Delivery, visibility_for
+from tickwork.executor.limits import Holds, slot_name
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
 from tickwork.jobtypes import EffectMayContinue, PermanentJobError, RetryNotBefore, RunContext, RunTimeout
-from tickwork.limits import Holds, slot_name
 from tickwork.model.clock import Clock
 from tickwork.observability import logger
 from tickwork.store import JobStore
@@ -20,7 +20,7 @@ from tickwork.store import JobStore
 
 class Heartbeat:
     """Extends the lease (with the job's running slot under an overlap policy other than ALLOW, and the run's concurrency slots: see
-    tickwork.limits) and the message's visibility while a run works. It beats for as long as the handler runs,
+    tickwork.executor.limits) and the message's visibility while a run works. It beats for as long as the handler runs,
     even past the executor's own wait: it stops when the handler returns (or when told to, before the handler
     starts).
 

@@ -23,10 +23,10 @@ Promises kept here:
   the due index, and the tick sends a fresh message at its time, so no retry depends on a message outliving
   SQS's retention or its 12-hour visibility cap. Then FAILED, with the error, on the band's DLQ;
   paused/cancelled/overlapping runs are recorded SKIPPED with the reason.
-- Overlap (tickwork.overlap): after the lease, a job whose policy is not ALLOW takes its running slot, held with
+- Overlap (tickwork.executor.overlap): after the lease, a job whose policy is not ALLOW takes its running slot, held with
   the lease; a run that cannot is skipped, or deferred like a limit's (waiting in BUFFER_ONE's one wait slot,
   or for the run CANCEL_OTHER asked to stop), its attempt not consumed.
-- Limits (tickwork.limits): after the lease and before the handler, the run takes its tenant's concurrency
+- Limits (tickwork.executor.limits): after the lease and before the handler, the run takes its tenant's concurrency
   quota and its concurrency key's slot (held with the lease, given back at its end), then its rate's turn. A run
   over a limit is deferred: the lease given back in one write with the attempt not consumed, and the message
   back after the wait (the lease refuses it earlier), so nothing spins and nothing is lost.
@@ -43,15 +43,17 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from tickwork import run_metrics
 from tickwork.aws.queues import PRECISE_LEAD_SECONDS, RunQueues
 from tickwork.aws.results import ResultStore
-from tickwork.delivery import Delivery, Outcome, visibility_for
+from tickwork.executor import run_metrics
+from tickwork.executor.delivery import Delivery, Outcome, visibility_for
+from tickwork.executor.heartbeat import HandlerStillRunning, Heartbeat, call_under_lease
+from tickwork.executor.limits import Deferral, Holds, RunLimits, no_holds
+from tickwork.executor.outcomes import MAX_MESSAGE_BACKOFF_SECONDS, RunOutcomes, StepSettlement
+from tickwork.executor.overlap import CANCEL_POLL_SECONDS, OverlapGate
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
-from tickwork.heartbeat import HandlerStillRunning, Heartbeat, call_under_lease
 from tickwork.jobtypes import EffectMayContinue, PermanentJobError, RetryNotBefore, RunContext, UnknownJobType
 from tickwork.jobtypes.registry import JobTypeRegistry
-from tickwork.limits import Deferral, Holds, RunLimits, no_holds
 from tickwork.model.backoff import Random
 from tickwork.model.clock import Clock, to_ms
 from tickwork.model.messages import RunMessage
@@ -62,8 +64,6 @@ from tickwork.model.run_target import RunTarget
 from tickwork.model.states import RunStatus, RunTrigger, SkipReason
 from tickwork.model.workflow.runs import WorkflowRunRecord
 from tickwork.observability import logger, metrics
-from tickwork.outcomes import MAX_MESSAGE_BACKOFF_SECONDS, RunOutcomes, StepSettlement
-from tickwork.overlap import CANCEL_POLL_SECONDS, OverlapGate
 from tickwork.store import JobStore, LeaseOutcome
 
 __all__ = ["Delivery", "Outcome", "RunExecutor"]  # the executor's handler takes all three from here
@@ -156,7 +156,7 @@ class RunExecutor:
 
     def hold_batch(self, deliveries: Sequence[Delivery]) -> list[Delivery]:
         """A batch's messages set to come back when their leases would end, ten to a request instead of one
-        each (the records of a batch start together, on threads: tickwork.batch): the deliveries, each marked
+        each (the records of a batch start together, on threads: tickwork.executor.batch): the deliveries, each marked
         `held` if its visibility was set. One alone, or a request that fails, leaves that to `execute`."""
         if len(deliveries) < 2:
             return list(deliveries)
@@ -256,7 +256,7 @@ class RunExecutor:
         return outcome
 
     def _admit(self, run: Run, target: RunTarget, owner: str, until: datetime, now: datetime) -> Holds | Deferral:
-        """The run's concurrency slots and its rate's turn (tickwork.limits), or why it must wait."""
+        """The run's concurrency slots and its rate's turn (tickwork.executor.limits), or why it must wait."""
         if self.limits is None:
             return no_holds(target.tenant, owner)
         return self.limits.admit(target, holder=owner, deferred=run.deferred, until=until, now=now)

@@ -15,13 +15,13 @@ from typing import Any, Protocol
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
-from tickwork import run_metrics
 from tickwork.aws.queues import RunQueues, SendReport
 from tickwork.aws.results import INLINE, ResultStore
-from tickwork.breaker import CircuitBreakers
-from tickwork.delivery import Delivery, Outcome
+from tickwork.executor import run_metrics
+from tickwork.executor.breaker import CircuitBreakers
+from tickwork.executor.delivery import Delivery, Outcome
+from tickwork.executor.limits import Deferral
 from tickwork.faults import CrashPoint, FaultPlan
-from tickwork.limits import Deferral
 from tickwork.model.backoff import Random, backoff_seconds
 from tickwork.model.clock import Clock
 from tickwork.model.messages import DeadLetter
@@ -209,7 +209,7 @@ class RunOutcomes:
         *,
         started: datetime | None = None,
     ) -> Outcome:
-        """A limit held the run back (tickwork.limits): the lease goes back in one write, the attempt not
+        """A limit held the run back (tickwork.executor.limits): the lease goes back in one write, the attempt not
         consumed, and the run comes back after the wait: on its message, or from the due index if the wait is
         longer than a message may be held back. Its scheduled time is untouched, so its lateness keeps counting."""
         now = self.clock.now()

@@ -74,7 +74,7 @@ class Holds:
 
     def extend(self, until: datetime) -> list[str]:
         """Run each hold on to `until`; the slots it no longer holds (its hold lapsed and another run took the
-        slot since: tickwork.heartbeat stops the run)."""
+        slot since: tickwork.executor.heartbeat stops the run)."""
         lost = []
         for sort in self.sorts:
             assert self.items is not None

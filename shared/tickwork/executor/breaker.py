@@ -26,7 +26,7 @@ def opened_reason(failures: int) -> str:
 
 
 class CircuitBreakers:
-    """What a run's terminal outcome does to its job's breaker (called by tickwork.outcomes.RunOutcomes)."""
+    """What a run's terminal outcome does to its job's breaker (called by tickwork.executor.outcomes.RunOutcomes)."""
 
     def __init__(self, store: JobStore) -> None:
         self.store = store
