@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from tickwork.api_models import WorkflowSpec
+from tickwork.control.api_bodies import WorkflowSpec
 from tickwork.model.clock import iso
 from tickwork.model.policies import Band
 

@@ -19,8 +19,8 @@ import boto3
 from dispatch import app as dispatch_app
 from executor import app as executor_app
 from tick import app as tick_app
-from tickwork.api_models import JobSpec
 from tickwork.aws.clients import AwsClients
+from tickwork.control.api_bodies import JobSpec
 from tickwork.model.clock import FakeClock
 from tickwork.model.job import Job
 from tickwork.model.policies import Band

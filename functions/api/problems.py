@@ -13,7 +13,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from tickwork.api_models import PROBLEM_JSON, Problem, ProblemField
+from tickwork.control.api_bodies import PROBLEM_JSON, Problem, ProblemField
 from tickwork.model.errors import (
     Conflict,
     FieldError,

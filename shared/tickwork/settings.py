@@ -139,7 +139,7 @@ class Settings(FromEnvironment):
 
 
 class ApiSettings(FromEnvironment):
-    """How the API finds the caller's tenant (tickwork.tenancy): iam (deployed; the default) or local."""
+    """How the API finds the caller's tenant (tickwork.control.callers): iam (deployed; the default) or local."""
 
     auth_mode: Literal["iam", "local"] = Field(default="iam", alias="API_AUTH_MODE")
     # Local mode only: a JSON object mapping API keys to tenants; unset, every caller is tenant `default`.

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from tickwork.api_models import JobSpec
-from tickwork.idempotent_create import request_hash
+from tickwork.control.api_bodies import JobSpec
+from tickwork.control.idempotent_create import request_hash
 from tickwork.model.clock import iso
 
 from tests.api.conftest import ACME, GLOBEX

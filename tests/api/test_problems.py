@@ -13,7 +13,7 @@ from problems import (
     kind_of,
     no_route_problem,
 )
-from tickwork.idempotent_create import KeyReused
+from tickwork.control.idempotent_create import KeyReused
 from tickwork.model.errors import (
     Conflict,
     FieldError,

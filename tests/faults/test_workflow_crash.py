@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from tickwork.api_models import WorkflowSpec
+from tickwork.control.api_bodies import WorkflowSpec
 from tickwork.faults import WORKFLOW_CRASH_POINTS, CrashPoint
 from tickwork.model.ids import step_run_id_for
 from tickwork.model.states import RunStatus

@@ -7,7 +7,7 @@ import json
 from datetime import timedelta
 
 import pytest
-from tickwork.api_models import BackfillRequest
+from tickwork.control.api_bodies import BackfillRequest
 from tickwork.model.clock import iso
 from tickwork.model.errors import Conflict, InvalidInput
 from tickwork.model.ids import run_id_for

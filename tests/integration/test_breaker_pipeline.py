@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel, ConfigDict
-from tickwork.api_models import JobUpdate
 from tickwork.aws.queues import Outgoing
+from tickwork.control.api_bodies import JobUpdate
 from tickwork.jobtypes import RunContext, job_type, registry
 from tickwork.model.ids import run_id_for
 from tickwork.model.policies import Band
@@ -41,7 +41,7 @@ if "breaker_switch" not in registry:
 @pytest.fixture
 def emitted(monkeypatch):
     """The metrics the code adds, by name (the EMF output is disabled in tests)."""
-    from tickwork import jobs
+    from tickwork.control import job_lifecycle
     from tickwork.executor import breaker
 
     names: Counter[str] = Counter()
@@ -50,7 +50,7 @@ def emitted(monkeypatch):
         names[name] += 1
 
     monkeypatch.setattr(breaker.metrics, "add_metric", record)
-    monkeypatch.setattr(jobs.metrics, "add_metric", record)
+    monkeypatch.setattr(job_lifecycle.metrics, "add_metric", record)
     return names
 
 

@@ -7,7 +7,7 @@ import math
 from datetime import timedelta
 
 import pytest
-from tickwork.api_models import JobSpec
+from tickwork.control.api_bodies import JobSpec
 from tickwork.model.ids import run_id_for
 from tickwork.model.jitter import jitter_offset_ms, jittered
 from tickwork.model.policies import Band

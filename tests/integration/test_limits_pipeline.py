@@ -330,7 +330,7 @@ def test_a_lost_message_of_a_deferred_run_is_re_sent_by_the_tick(pipeline):
 
 
 def test_a_workflow_step_carries_its_concurrency_key(pipeline):
-    from tickwork.api_models import WorkflowSpec
+    from tickwork.control.api_bodies import WorkflowSpec
 
     spec = WorkflowSpec.model_validate(
         {

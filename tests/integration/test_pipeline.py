@@ -8,7 +8,7 @@ import threading
 from datetime import timedelta
 
 import pytest
-from tickwork.api_models import JobUpdate
+from tickwork.control.api_bodies import JobUpdate
 from tickwork.faults import CrashPoint
 from tickwork.model.clock import iso
 from tickwork.model.errors import Conflict, InvalidInput

@@ -592,7 +592,7 @@ def test_a_one_shots_completion_looks_at_no_other_run(pipeline):
 
 
 def _patch(**fields: Any):
-    from tickwork.api_models import JobUpdate
+    from tickwork.control.api_bodies import JobUpdate
 
     return JobUpdate.model_validate(fields)
 

@@ -7,7 +7,7 @@ import threading
 from datetime import timedelta
 
 import pytest
-from tickwork.api_models import JobUpdate, WorkflowSpec
+from tickwork.control.api_bodies import JobUpdate, WorkflowSpec
 from tickwork.model.errors import QuotaExceeded
 from tickwork.model.states import JobState
 from tickwork.model.tenant_settings import TenantSettings

@@ -11,7 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from tickwork.api_models import JobUpdate
+from tickwork.control.api_bodies import JobUpdate
 from tickwork.executor.delivery import visibility_for
 from tickwork.model.job import Job
 from tickwork.model.policies import Band

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel, ConfigDict
-from tickwork.api_models import WorkflowRun, WorkflowSpec, WorkflowUpdate
+from tickwork.control.api_bodies import WorkflowRun, WorkflowSpec, WorkflowUpdate
 from tickwork.faults import CrashPoint
 from tickwork.jobtypes import RunContext, RunTimeout, job_type, registry
 from tickwork.model.errors import Conflict, InvalidInput, NotFound

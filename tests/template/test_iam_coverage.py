@@ -158,7 +158,7 @@ def _missing(recorded: dict[str, list[tuple[str, str, dict[str, Any]]]], templat
 def test_every_call_workflows_make_is_allowed_by_its_functions_role(pipeline, template):
     """Workflows: the API creates, triggers, reads, cancels and retries runs; the tick claims a workflow and
     reconciles a stalled run (reading upstream results); executors run steps and start downstream ones."""
-    from tickwork.api_models import WorkflowSpec
+    from tickwork.control.api_bodies import WorkflowSpec
     from tickwork.faults import CrashPoint
     from tickwork.model.ids import step_run_id_for
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from pydantic import ValidationError
-from tickwork.api_models import JobSpec
+from tickwork.control.api_bodies import JobSpec
 from tickwork.model.jitter import JitterTooLarge, check_jitter, jitter_offset_ms, jittered, jittered_times
 from tickwork.model.schedule import Schedule
 

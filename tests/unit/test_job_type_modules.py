@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import typer
 from pydantic import ValidationError
-from tickwork.job_factory import JobFactory
+from tickwork.control.job_factory import JobFactory
 from tickwork.jobtypes import JobTypeModuleError, RunContext, registry
 from tickwork.model.clock import FakeClock
 from tickwork.model.errors import InvalidInput

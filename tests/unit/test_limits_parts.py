@@ -7,7 +7,7 @@ from email.utils import format_datetime
 
 import pytest
 from pydantic import ValidationError
-from tickwork.api_models import JobSpec, JobUpdate
+from tickwork.control.api_bodies import JobSpec, JobUpdate
 from tickwork.executor.limits import (
     SEMAPHORE_WAIT_MAX_SECONDS,
     Deferral,

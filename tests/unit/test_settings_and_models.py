@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
-from tickwork.api_models import JobSpec
 from tickwork.aws.queues import delay_for
+from tickwork.control.api_bodies import JobSpec
 from tickwork.model.errors import InvalidInput
 from tickwork.model.ids import new_job_id, parse_run_id, run_id_for
 from tickwork.model.messages import RunMessage

@@ -1,4 +1,4 @@
-"""A workflow spec made into a checked Workflow (tickwork.workflow.factory), and how workflows and their runs are
+"""A workflow spec made into a checked Workflow (tickwork.control.workflow_factory), and how workflows and their runs are
 stored (tickwork.store.codec): pure, no AWS."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from tickwork.api_models import WorkflowSpec
+from tickwork.control.api_bodies import WorkflowSpec
+from tickwork.control.workflow_factory import MAX_WORKFLOW_ITEM_BYTES, WorkflowFactory
 from tickwork.model.errors import InvalidInput, ItemTooLarge, TooLarge
 from tickwork.model.ids import is_workflow_id, step_run_id_for
 from tickwork.model.run import Run
@@ -26,7 +27,6 @@ from tickwork.store.codec import (
     workflow_run_to_attrs,
     workflow_to_item,
 )
-from tickwork.workflow.factory import MAX_WORKFLOW_ITEM_BYTES, WorkflowFactory
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 FACTORY = WorkflowFactory(shards=4)

@@ -10,7 +10,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import Tenant, Wired, workflows_of
-from tickwork.api_models import WorkflowRun
+from tickwork.control.api_bodies import WorkflowRun
 from tickwork.model.job import Job
 from tickwork.model.run import Run
 from tickwork.model.workflow.definition import Workflow

@@ -13,7 +13,9 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import Wired, caller
 from tickwork.aws.metric_series import MetricSeries
-from tickwork.metrics_catalogue import (
+from tickwork.control.callers import Caller
+from tickwork.control.metrics_bodies import Catalogue, MetricsBody
+from tickwork.control.metrics_catalogue import (
     CATALOGUE,
     MAX_PERIOD_SECONDS,
     MIN_PERIOD_SECONDS,
@@ -23,12 +25,10 @@ from tickwork.metrics_catalogue import (
     metrics_request,
     plan,
 )
-from tickwork.metrics_models import Catalogue, MetricsBody
 from tickwork.model.policies import Band
 from tickwork.model.schedule import CallerInstant
 from tickwork.settings import TelemetryNames, load_metrics_settings
 from tickwork.store import TENANT
-from tickwork.tenancy import Caller
 
 from routes.responses import json_response, ok, problems
 

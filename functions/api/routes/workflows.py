@@ -9,7 +9,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import CallerWorkflows, Tenant, Wired, workflows_of
-from tickwork.api_models import WorkflowList, WorkflowRunList, WorkflowSpec, WorkflowUpdate
+from tickwork.control.api_bodies import WorkflowList, WorkflowRunList, WorkflowSpec, WorkflowUpdate
 from tickwork.model.states import JobState
 from tickwork.model.workflow.advance import WorkflowRunStatus
 from tickwork.model.workflow.definition import Workflow

@@ -21,7 +21,7 @@ class RunLogObjects(Protocol):
 
 
 class RunReader(Protocol):
-    """A tenant's run, NotFound otherwise (tickwork.queries.JobQueries)."""
+    """A tenant's run, NotFound otherwise (tickwork.control.queries.JobQueries)."""
 
     def get_run(self, tenant: str, run_id: str) -> Run: ...
 

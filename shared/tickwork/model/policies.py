@@ -40,13 +40,13 @@ TimeoutSeconds = Annotated[int, Field(ge=1, le=MAX_TIMEOUT_SECONDS), NotCoerced]
 MisfireGraceSeconds = Annotated[int, Field(ge=0, le=7 * 86400), NotCoerced]
 JitterSeconds = Annotated[int, Field(ge=0, le=366 * 86400), NotCoerced]  # and at most the schedule's period
 # Tags as AWS bounds them: at most 50, keys of 1 to 128 characters, values of 0 to 256. Bounded so that a job
-# item always fits DynamoDB's 400 KB (see tickwork.job_factory.MAX_JOB_ITEM_BYTES).
+# item always fits DynamoDB's 400 KB (see tickwork.control.job_factory.MAX_JOB_ITEM_BYTES).
 MAX_TAGS = 50
 TagKey = Annotated[str, Field(min_length=1, max_length=128)]
 TagValue = Annotated[str, Field(max_length=256)]
 Tags = Annotated[dict[TagKey, TagValue], Field(max_length=MAX_TAGS)]
 # What a stored job may hold: jobs written before the limits above stay readable (as UtcDatetime reads old
-# times leniently); every write goes through JobSpec or JobUpdate (tickwork.api_models), which apply Tags.
+# times leniently); every write goes through JobSpec or JobUpdate (tickwork.control.api_bodies), which apply Tags.
 StoredTags = Annotated[dict[str, str], Field(max_length=MAX_TAGS)]
 
 

@@ -76,7 +76,7 @@ class WorkflowStep(BaseModel):
 
 class WorkflowDefinition(BaseModel):
     """The fields a caller chooses for a workflow, declared once: the stored Workflow and the create body
-    (tickwork.api_models.WorkflowSpec, with stricter schedule instants and tags) both are one."""
+    (tickwork.control.api_bodies.WorkflowSpec, with stricter schedule instants and tags) both are one."""
 
     model_config = ConfigDict(extra="forbid")
 

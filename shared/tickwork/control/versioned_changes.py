@@ -23,7 +23,7 @@ Checked_contra = TypeVar("Checked_contra", Job, Workflow, contravariant=True)
 
 
 class Checks(Protocol[Checked_contra]):
-    """What an update checks of the changed item (tickwork.job_factory.JobFactory, WorkflowFactory)."""
+    """What an update checks of the changed item (tickwork.control.job_factory.JobFactory, WorkflowFactory)."""
 
     def first_occurrence(self, item: Checked_contra, now: datetime) -> datetime: ...
 

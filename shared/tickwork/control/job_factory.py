@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tickwork.api_models import JobSpec
+from tickwork.control.api_bodies import JobSpec
 from tickwork.jobtypes import UnknownJobType, registry
 from tickwork.model.clock import to_ms
 from tickwork.model.errors import InvalidInput, ItemTooLarge, PayloadTooLarge

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
-from tickwork.backfill import DEFAULT_BACKFILL_RUNS, MAX_BACKFILL_RUNS
+from tickwork.control.backfill import DEFAULT_BACKFILL_RUNS, MAX_BACKFILL_RUNS
 from tickwork.jobtypes import registry
 from tickwork.model.errors import InvalidInput
 from tickwork.model.job import Job, JobDefinition

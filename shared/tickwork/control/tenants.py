@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from tickwork.api_models import TenantUsage, TenantView
+from tickwork.control.api_bodies import TenantUsage, TenantView
 from tickwork.model.clock import Clock, stored_instant
 from tickwork.model.errors import InvalidInput, QuotaExceeded
 from tickwork.model.tenant_settings import TenantDirectory, TenantSettings

@@ -12,16 +12,16 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from tickwork.api_models import JobSpec
-from tickwork.job_factory import JobFactory
-from tickwork.jobs import JobLifecycle
+from tickwork.control.api_bodies import JobSpec
+from tickwork.control.job_factory import JobFactory
+from tickwork.control.job_lifecycle import JobLifecycle
+from tickwork.control.tenants import ActiveJobsQuota
 from tickwork.model.clock import Clock
 from tickwork.model.errors import Conflict, FieldError
 from tickwork.model.job import Job
 from tickwork.observability import logger
 from tickwork.store import JobStore
 from tickwork.store.idempotency import IdempotencyRecord, IdempotencyRecords
-from tickwork.tenants import ActiveJobsQuota
 
 
 class KeyReused(Conflict):

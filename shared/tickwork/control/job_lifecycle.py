@@ -2,7 +2,7 @@
 
 Every change is a conditional write against the job's version, so two callers never lose each other's
 change; a create is acknowledged only once its write is durable (promise 1), and never waits for a run.
-Creating under an Idempotency-Key is `tickwork.idempotent_create`; re-queueing FAILED runs, `tickwork.redrive`.
+Creating under an Idempotency-Key is `tickwork.control.idempotent_create`; re-queueing FAILED runs, `tickwork.control.redrive`.
 """
 
 from __future__ import annotations
@@ -10,11 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from tickwork.api_models import BackfillRequest, JobSpec, JobUpdate
-from tickwork.backfill import Backfiller, BackfillResult
+from tickwork.control.api_bodies import BackfillRequest, JobSpec, JobUpdate
+from tickwork.control.backfill import Backfiller, BackfillResult
+from tickwork.control.job_factory import JobFactory
+from tickwork.control.queries import JobQueries
+from tickwork.control.tenants import ActiveJobsQuota
+from tickwork.control.versioned_changes import VersionedChanges
 from tickwork.executor.breaker import closed
-from tickwork.job_factory import JobFactory
-from tickwork.lifecycle import VersionedChanges
 from tickwork.model.clock import Clock
 from tickwork.model.errors import Conflict, InvalidInput
 from tickwork.model.ids import run_id_for
@@ -24,9 +26,7 @@ from tickwork.model.run import Run
 from tickwork.model.run_spec import MARK_BACK
 from tickwork.model.states import JobState, RunStatus, RunTrigger
 from tickwork.observability import logger, metrics
-from tickwork.queries import JobQueries
 from tickwork.store import JobStore
-from tickwork.tenants import ActiveJobsQuota
 from tickwork.tick.dispatch import Dispatcher
 
 # What a PATCH may change on a COMPLETED job whose last run FAILED: what a retry of that run reads from the job.
@@ -181,7 +181,7 @@ class JobLifecycle:
         raise Conflict("too many triggers at once; try again")
 
     def backfill(self, tenant: str, job_id: str, request: BackfillRequest) -> BackfillResult:
-        """Runs for the job's past occurrences in [from, to], each once (tickwork.backfill); 409 if CANCELLED.
+        """Runs for the job's past occurrences in [from, to], each once (tickwork.control.backfill); 409 if CANCELLED.
         Runs even while paused (it was asked for explicitly), as a trigger does."""
         job = self.queries.get_job(tenant, job_id)
         backfiller = Backfiller(self.store, self.dispatcher, self.clock)

@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tickwork.api_models import WorkflowSpec
-from tickwork.job_factory import MAX_PAYLOAD_BYTES, JobFactory
+from tickwork.control.api_bodies import WorkflowSpec
+from tickwork.control.job_factory import MAX_PAYLOAD_BYTES, JobFactory
 from tickwork.jobtypes import UnknownJobType, registry
 from tickwork.model.clock import to_ms
 from tickwork.model.errors import FieldError, InvalidInput, ItemTooLarge, TooLarge

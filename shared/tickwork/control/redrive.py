@@ -10,12 +10,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from tickwork.control.queries import JobQueries
 from tickwork.model.clock import Clock
 from tickwork.model.errors import Conflict, NotFound
 from tickwork.model.run import Run
 from tickwork.model.states import RunStatus
 from tickwork.observability import logger
-from tickwork.queries import JobQueries
 from tickwork.store import JobStore
 from tickwork.store.listings import Listings
 from tickwork.tick.dispatch import Dispatcher

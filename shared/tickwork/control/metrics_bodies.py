@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
 
-from tickwork.metrics_catalogue import CATALOGUE, MetricsRequest, Series
+from tickwork.control.metrics_catalogue import CATALOGUE, MetricsRequest, Series
 
 
 def _zulu(instant: datetime) -> str:

@@ -11,9 +11,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from tickwork.api_models import StepRun, WorkflowRun, WorkflowSpec, WorkflowUpdate
 from tickwork.aws.queues import Outgoing
-from tickwork.lifecycle import VersionedChanges
+from tickwork.control.api_bodies import StepRun, WorkflowRun, WorkflowSpec, WorkflowUpdate
+from tickwork.control.tenants import ActiveJobsQuota
+from tickwork.control.versioned_changes import VersionedChanges
+from tickwork.control.workflow_factory import WorkflowFactory
 from tickwork.model.clock import Clock
 from tickwork.model.errors import Conflict, NotFound
 from tickwork.model.ids import is_workflow_id, run_id_for
@@ -26,9 +28,7 @@ from tickwork.observability import logger
 from tickwork.progress.workflow_progress import WorkflowProgress
 from tickwork.store import JobStore, Listings, Page, WorkflowRecords
 from tickwork.store.listings import DEFAULT_LIMIT
-from tickwork.tenants import ActiveJobsQuota
 from tickwork.tick.dispatch import Dispatcher
-from tickwork.workflow.factory import WorkflowFactory
 
 _CANCEL_ROUNDS = 5
 
