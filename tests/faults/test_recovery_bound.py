@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from tickwork.faults import CrashPoint
 from tickwork.model.ids import run_id_for
 from tickwork.model.states import RunStatus
-from tickwork.tick.dispatch import one_recovery_bound
+from tickwork.tick.resender import one_recovery_bound
 
 from tests.faults.world import STEP_SECONDS, TICK_EVERY, Planned, World
 from tests.harness import START, Pipeline

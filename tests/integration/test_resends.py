@@ -17,7 +17,7 @@ from tickwork.faults import CrashPoint
 from tickwork.model.ids import run_id_for
 from tickwork.model.policies import Band
 from tickwork.model.states import RunStatus
-from tickwork.tick.dispatch import RESEND_DEFER_LIMIT
+from tickwork.tick.resender import RESEND_DEFER_LIMIT
 
 from tests.faults.crashes import ProcessKilled
 from tests.harness import START

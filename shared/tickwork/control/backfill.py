@@ -28,7 +28,8 @@ from tickwork.model.run import Run
 from tickwork.model.states import JobState, RunStatus, RunTrigger
 from tickwork.observability import logger, metrics
 from tickwork.store import JobStore
-from tickwork.tick.dispatch import Dispatcher, outgoing_for
+from tickwork.tick.dispatch import Dispatcher
+from tickwork.tick.sender import outgoing_for
 
 MAX_BACKFILL_DAYS = 31
 MAX_BACKFILL_RUNS = 1000

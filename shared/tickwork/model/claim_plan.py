@@ -1,7 +1,7 @@
 """The claim plan: what one claim decides for each occurrence of a job, from the job and the time alone.
 
 Pure (no AWS): it takes values only (the store reads a due item into a ClaimableJob, DueItem.claimable); the
-dispatcher writes what the plan decides (see tickwork.tick.dispatch).
+claimer writes what the plan decides (see tickwork.tick.claimer).
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ class ClaimableJob:
     resumed_at: datetime | None = None
     kind: ItemKind = ItemKind.JOB  # a job's occurrences are runs; a workflow's, workflow runs
     # Its tenant's rate quota held it back (fairness.held_by_quota): an occurrence claimed after its time waited
-    # for that quota, is not missed, and its run records so (dispatch.JobRunWriter). A quota that held nothing
+    # for that quota, is not missed, and its run records so (tickwork.tick.claimer.JobRunWriter). A quota that held nothing
     # back changes nothing: the job is then late for another reason, and catch-up applies.
     held_by_quota: bool = False
     # Jobs default to LATEST; a workflow has no catch-up field and keeps running what its grace allows (ALL).

@@ -2,7 +2,7 @@
 (scheduled or backfilled; a manual trigger's is not one) has settled.
 
 Who attempts it: the run of the job's last occurrence when it settles (tickwork.executor.outcomes), and the claim that
-advances the job past its last occurrence when that is a skip record or had settled already (tickwork.tick.dispatch).
+advances the job past its last occurrence when that is a skip record or had settled already (tickwork.tick.claimer).
 Either asks for the job's unsettled runs: one consistent Query, made only once the job has no next occurrence.
 None: the job completes. A run that was the job's only run of an occurrence when claimed (a one-shot's: its
 claim's advance counts them, store.jobs.OCCURRENCE_RUNS, and its message's copy of the job says so) asks nothing:

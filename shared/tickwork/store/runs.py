@@ -181,7 +181,7 @@ class RunRecords:
             # The attempt's record, opened: its number is the count this update makes (see Run.attempt_history).
             "attempt_history = list_append(if_not_exists(attempt_history, :no_history), :opened) "
             # The run keeps its due-index entry while leased: the safety net were the lease to lapse with its
-            # message stranded (see dispatch.Resender); the outcome removes it.
+            # message stranded (see tickwork.tick.resender.Resender); the outcome removes it.
             "REMOVE not_before, not_before_ms",
             # A QUEUED run has a not_before only when a limit deferred it (see defer_run).
             "attribute_exists(pk) AND ((#status = :queued "

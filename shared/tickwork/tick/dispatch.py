@@ -1,457 +1,50 @@
 """Claim and dispatch: what the tick does every minute, and job creation does when a job is due soon.
 
-Four pieces: `JobClaimer` (claims a job's occurrences), `Resender` (re-sends claimed runs nobody leased, and
-sends parked retries), `RunSender` (sends to the band queues) and `Dispatcher`, the tick that drives them.
-
-1. Read every shard of the due index (in parallel) up to now + horizon.
-2. Order: what must go before the next tick first, then by priority (9 first), then by due time. When the
-   tick's capacity (MaxDispatchPerTick) or a tenant's rate quota (max_runs_per_minute, one conditional ADD on
-   its window's counter) holds some back, the slots are shared across tenants by weight within each band, and
-   long-overdue items move up a band (tickwork.tick.fairness). What is held back stays in the due index (no write)
-   and a later tick claims it; a run held back by its tenant's quota records the ticks it waited.
-3. Claim each job with two ordered conditional writes, not one transaction: first create its run records
-   (each only if it does not exist: the lock on the occurrence), then advance the job from the version read.
-   Racing ticks produce each run exactly once (promise 2); a claimer that dies between the two writes is
-   completed by the next, which finds the runs and advances the job past exactly what they cover.
-4. Send the claimed runs to their band queue in batches of 10 with DelaySeconds = ceil(due - now),
-   so a run starts within about a second of its time and never before it.
-5. A run that was claimed but never leased (the tick died before sending, or its message was lost) is still
-   in the due index; once its re-send time passes, the tick sends it again (nothing lost; the executor's
-   lease makes a duplicate message harmless). A leased run keeps its entry until its outcome: were its
-   executor to die and its message be stranded (received by an executor that died before its first
-   ChangeMessageVisibility: invisible for the queue's 5,400 s), the tick re-sends it once the lease has
-   lapsed by redispatch_after; while the lease is live (heartbeats extend it), the entry follows it. While
-   the run's band has a backlog at least as large as its overdue runs, their messages may all be waiting in it, so the re-sends wait (up to RESEND_DEFER_LIMIT) rather than multiply the backlog;
-   a smaller backlog cannot hold them all, so they are re-sent. A re-sent message is looked after as the first
-   was: redispatch_after later (and RESEND_DEFER_LIMIT more if it went into a backlog), whatever the run's age,
-   so each recovery is bounded (`one_recovery_bound`), not only the first.
-6. A retry whose backoff is too long for a message (see executor) is parked in the due index at its
-   retry time; the tick sends it with DelaySeconds like any claimed run.
-7. Workflows are claimed as jobs are (their occurrences are workflow runs, written by `WorkflowTick`), and a
-   RUNNING workflow run due in the index is reconciled (tickwork.tick.workflow_occurrences).
+`Dispatcher` reads every shard of the due index (in parallel) up to now + horizon and orders what it found: what
+must go before the next tick first, then by priority (9 first), then by due time. When the tick's capacity
+(MaxDispatchPerTick) or a tenant's rate quota (max_runs_per_minute, one conditional ADD on its window's counter)
+holds some back, the slots are shared across tenants by weight within each band, and long-overdue items move up a
+band (tickwork.tick.fairness); what is held back stays in the due index (no write) for a later tick, and a run
+held back by its tenant's quota records the ticks it waited. It then claims each job (tickwork.tick.claimer),
+re-sends what was claimed but never leased (tickwork.tick.resender), reconciles RUNNING workflow runs
+(tickwork.tick.workflow_occurrences), and sends the claimed runs to their band queues in batches of 10 with
+DelaySeconds = ceil(due - now), so a run starts within about a second of its time and never before it
+(tickwork.tick.sender). `MinuteTick` is the minute rule's entry: the whole claim, or, fanned out, the
+coordinator's slices (tickwork.tick.fanout).
 """
 
 from __future__ import annotations
 
-import math
 import time
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any, Protocol
 
 from tickwork.aws.queues import Outgoing, RunQueues, SendReport
-from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
-from tickwork.model.claim_plan import ClaimableJob, ClaimPlan, Occurrence, plan_claim, runs_to_claim
-from tickwork.model.clock import Clock, from_ms, optional_instant, stored_instant, to_ms
-from tickwork.model.ids import ItemKind, run_id_for
-from tickwork.model.jitter import jittered_times
+from tickwork.faults import NO_FAULTS, FaultPlan
+from tickwork.model.claim_plan import ClaimableJob, runs_to_claim
+from tickwork.model.clock import Clock, from_ms, to_ms
+from tickwork.model.ids import ItemKind
 from tickwork.model.job import Job
 from tickwork.model.messages import DispatchSlice
-from tickwork.model.policies import Band, StartPrecision
+from tickwork.model.policies import Band
 from tickwork.model.run import Run
-from tickwork.model.run_spec import with_specs
-from tickwork.model.states import DeferReason, JobState, RunStatus, SkipReason
+from tickwork.model.states import JobState, RunStatus
 from tickwork.model.tenant_settings import TenantDirectory, TenantSettings, rate_window
 from tickwork.model.workflow.definition import Workflow
 from tickwork.observability import logger, metrics
-from tickwork.progress.job_completion import JobCompletion
 from tickwork.settings import DEFAULT_AGING_AFTER_SECONDS
 from tickwork.store import DueItem, JobStore
-from tickwork.store.jobs import Advanced
 from tickwork.store.tenant_rates import TenantRates
+from tickwork.tick.claimer import MAX_CLAIM_ROUNDS, JobClaimer, JobRunWriter, OccurrenceWriter, WorkflowTick
 from tickwork.tick.fairness import Allocation, Allotted, Candidate, HoldReason, allocate, held_by_quota
 from tickwork.tick.fanout import DispatchCoordinator
-
-MAX_CLAIM_ROUNDS = 10  # a 1-second rate job needs several claims to fill a 120 s horizon
-# Past this, a run is re-sent even while its band has a backlog. Short: a stranded message (received by an
-# executor that died before changing its visibility) is invisible for the queue's 5,400 s, and only the re-send
-# brings its run; the soak showed a 15-minute limit making such runs 17 minutes late under steady load.
-RESEND_DEFER_LIMIT = timedelta(minutes=2)
-DEFER_STEP = timedelta(seconds=60)  # a deferred re-send is looked at again by the next tick
-
-
-def one_recovery_bound(*, lease_for: timedelta, redispatch_after: timedelta, tick_period: timedelta) -> timedelta:
-    """How long after a process dies holding a run (its lease, its message, or its claim) the run is back in an
-    executor's hands at most: the lease lapsing, the re-send time, the tick that re-sends it, and a band's
-    backlog holding the re-send back."""
-    return lease_for + redispatch_after + tick_period + RESEND_DEFER_LIMIT
-
-
-# Due items a tick held back, by why (the template's dashboard and DispatchCapacityAlarm read these names).
-HELD_BACK_METRIC = {HoldReason.CAPACITY: "RunsHeldBackCapacity", HoldReason.TENANT_RATE: "RunsHeldBackTenantRate"}
-
-
-@dataclass
-class TickReport:
-    candidates: int = 0
-    claimed_jobs: int = 0
-    dispatched: int = 0
-    skipped: int = 0
-    redispatched: int = 0
-    resends_deferred: int = 0  # re-sends held back while the run's band has a backlog
-    lost_races: int = 0
-    send_failures: int = 0
-    over_capacity: int = 0  # due items held back by MaxDispatchPerTick (a later tick takes them)
-    held_back_rate: int = 0  # due jobs held back by their tenant's max_runs_per_minute (a later tick takes them)
-    duration_ms: int = 0
-    slices_sent: int = 0  # fan-out: the slices this tick handed to dispatch workers (it claimed nothing itself)
-    stale_slices: int = 0  # fan-out: a worker's slice that arrived after the next tick had replaced it
-    dispatched_run_ids: list[str] = field(default_factory=list)
-
-    def add_sent(self, sent: SendReport) -> None:
-        self.dispatched += len(sent.sent)
-        self.dispatched_run_ids.extend(sent.sent)
-        self.send_failures += len(sent.failed)
-
-
-def outgoing_for(run: Run, *, start_at: datetime | None = None) -> Outgoing:
-    """A run's message to its band queue; it may start at `start_at`, or else at its scheduled time."""
-    return Outgoing.for_run(run, start_at=start_at)
-
-
-# ---------------------------------------------------------------- claims
-
-
-@dataclass(frozen=True)
-class SkippedOccurrence:
-    record_id: str
-    owner_id: str
-    reason: SkipReason
-    count: int
-
-
-@dataclass(frozen=True)
-class OccurrenceRecords:
-    """What writing a claim plan's records did: the runs to send, the skips recorded, the records another
-    claimer had written first (run id -> attributes), and whether that claimer is on the job right now."""
-
-    outgoing: list[Outgoing] = field(default_factory=list)
-    skipped: list[SkippedOccurrence] = field(default_factory=list)
-    existing: dict[str, dict[str, Any]] = field(default_factory=dict)
-    in_flight_elsewhere: bool = False
-    opened: list[str] = field(default_factory=list)  # workflow runs this claim opened RUNNING
-
-
-class OccurrenceWriter(Protocol):
-    """Writes the records of a claim plan's occurrences, each only if absent (the lock on the occurrence): a
-    job's runs, or a workflow's runs."""
-
-    def write(self, job: ClaimableJob, plan: ClaimPlan, now: datetime) -> OccurrenceRecords: ...
-
-    def claim_lost(self, job: ClaimableJob, written: OccurrenceRecords, now: datetime) -> list[Outgoing]:
-        """The claim's advance lost (the job changed, or another claimer moved it): what of `written` to send."""
-        return written.outgoing
-
-
-class JobRunWriter(OccurrenceWriter):
-    """A job's occurrences are its runs. A claim that loses its advance sends its runs all the same: their
-    executors read the job (tickwork.model.run_spec) and skip them if it was paused or cancelled."""
-
-    def __init__(self, store: JobStore, *, redispatch_after: timedelta, tick_period: timedelta) -> None:
-        self.store = store
-        self.redispatch_after = redispatch_after
-        self.tick_period = tick_period
-
-    def write(self, job: ClaimableJob, plan: ClaimPlan, now: datetime) -> OccurrenceRecords:
-        runs = [self._run_of(job, o, now) for o in plan.occurrences()]
-        put = self.store.put_claimed_runs(runs, now=now, redispatch_after=self.redispatch_after)
-        return OccurrenceRecords(
-            outgoing=[outgoing_for(r) for r in put.created if r.status is RunStatus.QUEUED],
-            skipped=[
-                SkippedOccurrence(r.id, r.job_id, r.skip_reason, r.skipped_count or 1)
-                for r in put.created
-                if r.status is RunStatus.SKIPPED and r.skip_reason is not None
-            ],
-            existing=put.existing,
-            in_flight_elsewhere=put.in_flight_elsewhere,
-        )
-
-    def _ticks_held(self, job: ClaimableJob, at: datetime, now: datetime) -> int:
-        """The ticks an occurrence its tenant's quota held back waited for it: a running tick claims every
-        occurrence ahead of its time, so one the tick claims after its time was left by the ticks before (held
-        back by the quota, at a tick or at create). Known from the times alone: no write while it waits, and the
-        count rides on the claim's own run put."""
-        late = now - at
-        if not job.held_by_quota or late <= timedelta(0):
-            return 0
-        return math.ceil(late / self.tick_period)
-
-    def _run_of(self, job: ClaimableJob, occurrence: Occurrence, now: datetime) -> Run:
-        base = {"job_id": job.job_id, "tenant": job.tenant, "priority": job.priority}
-        if occurrence.skip_reason is None:
-            waited = self._ticks_held(job, occurrence.at, now)
-            times: dict[str, Any] = dict(jittered_times(job.job_id, occurrence.at, job.jitter_seconds))
-            if job.precise:
-                # Sent a little early (tickwork.aws.queues.precise_delay_for): the lease's not_before keeps it on time.
-                times = {**times, "not_before": times["scheduled_for"], "start_precision": StartPrecision.PRECISE}
-            return Run(
-                id=run_id_for(job.job_id, occurrence.at),
-                **times,
-                status=RunStatus.QUEUED,
-                enqueued_at=now,
-                deferred=waited,
-                deferred_reason=DeferReason.TENANT_RATE if waited else None,
-                **base,
-            )
-        return Run(
-            id=run_id_for(job.job_id, occurrence.at),
-            scheduled_for=occurrence.at,
-            status=RunStatus.SKIPPED,
-            skip_reason=occurrence.skip_reason,
-            skipped_count=occurrence.skipped_count,
-            skipped_until=occurrence.skipped_until,
-            finished_at=now,
-            **base,
-        )
-
-
-class WorkflowTick(OccurrenceWriter, Protocol):
-    """What the tick does for workflows: write their occurrences' workflow runs, and reconcile a RUNNING
-    workflow run that is due for it (tickwork.tick.workflow_occurrences)."""
-
-    def reconcile(self, item: DueItem, now: datetime) -> list[Outgoing]: ...
-
-
-class JobClaimer:
-    """Claims the occurrences of a job (or a workflow): their records first, then the job advanced past them."""
-
-    def __init__(self, store: JobStore, writers: dict[ItemKind, OccurrenceWriter], *, faults: FaultPlan) -> None:
-        self.store = store
-        self.writers = writers
-        self.faults = faults
-        self.completion = JobCompletion(store)
-
-    def claim(
-        self,
-        job: ClaimableJob,
-        now: datetime,
-        horizon_end: datetime,
-        report: TickReport,
-        *,
-        max_runs: int | None = None,
-    ) -> list[Outgoing]:
-        """Record the job's occurrences up to the horizon and advance it past them; return the runs to send.
-
-        `max_runs` (its tenant's rate budget for it) stops after that many queued runs: the job advances only
-        past them and stays due for a later tick."""
-        writer = self.writers.get(job.kind)
-        if writer is None:
-            logger.error("nothing claims this kind of item", extra={"job_id": job.job_id, "kind": job.kind.value})
-            return []
-        outgoing: list[Outgoing] = []
-        for _ in range(MAX_CLAIM_ROUNDS):
-            plan = plan_claim(job, now=now, horizon_end=horizon_end, max_queued=max_runs)
-            written = writer.write(job, plan, now)
-            self.faults.reached(CrashPoint.TICK_AFTER_RUN_PUT)
-            self._record_skips(written.skipped, report)
-            if written.in_flight_elsewhere:
-                report.lost_races += 1  # another claimer is on this job right now: the rest is theirs
-                return outgoing + written.outgoing
-            next_run_at, complete = self._advance_past(job, plan, written.existing)
-            # A job completes only once every run of its occurrences has settled: those still open are read
-            # before the advance (that leaves the job no next occurrence) and carry its completion on after it.
-            still_open = self.store.open_occurrence_runs(job.job_id) if complete and job.kind is ItemKind.JOB else []
-            complete = complete and not still_open
-            advanced = self.store.advance_job(
-                job.job_id,
-                expected_version=job.version,
-                next_run_at=next_run_at,
-                complete=complete,
-                now=now,
-                probe_at=plan.probe_at,
-                queued=len(plan.queued),
-            )
-            if advanced is None:
-                report.lost_races += 1  # another tick moved the job (or it changed): its next claim is theirs
-                # Sent without a copy of the job: their executors read it.
-                return outgoing + writer.claim_lost(job, written, now)
-            # The job as the advance left it, copied into the messages of the runs written before it
-            # (tickwork.model.run_spec says why that copy stays true).
-            outgoing += _with_job(written.outgoing, advanced)
-            self.faults.reached(CrashPoint.TICK_AFTER_JOB_UPDATE)
-            if still_open:
-                self.completion.complete_or_hand_on(job.job_id, still_open, now)
-            elif next_run_at is None and not complete:
-                self._complete_if_last_settled(job, plan, written.existing, now)
-            report.claimed_jobs += 1
-            if max_runs is not None:
-                max_runs -= len(plan.queued)
-            if next_run_at is None or next_run_at > horizon_end or max_runs == 0:
-                return outgoing
-            job = job.advanced(plan, next_run_at)
-        return outgoing
-
-    @staticmethod
-    def _advance_past(
-        job: ClaimableJob, plan: ClaimPlan, existing: dict[str, dict[str, Any]]
-    ) -> tuple[datetime | None, bool]:
-        """Where the job moves to: past what the plan's records cover, as written. A capped record another
-        claimer wrote first (it died before advancing the job) may end earlier than ours would have, since it
-        planned at an earlier `now`: then the job advances only past its end, and the next round records the
-        rest, so no occurrence is left without a record."""
-        if plan.capped is not None:
-            found = existing.get(run_id_for(job.job_id, plan.capped.first))
-            if found is not None:
-                covered = optional_instant(found.get("skipped_until") or found.get("scheduled_for"))
-                if covered is not None and covered != plan.capped.last:
-                    return job.next_after(covered), False
-        if plan.next_run_at is None and not plan.complete and _last_run_settled(job, plan, existing):
-            return None, True  # its last occurrence already ran (a backfill made its run): nothing will settle it
-        return plan.next_run_at, plan.complete
-
-    def _complete_if_last_settled(
-        self, job: ClaimableJob, plan: ClaimPlan, existing: dict[str, dict[str, Any]], now: datetime
-    ) -> None:
-        """The job advanced to no next occurrence, and its last occurrence's run was made by someone else before
-        this claim (a backfill): that run completes the job when it settles (tickwork.executor.outcomes), but it may have
-        settled between this claim's read of it and the advance, while the job still had a next occurrence and
-        so could not complete. Read it again, after the advance: settled now, the job completes here (once every
-        run of its occurrences has settled: tickwork.progress.job_completion); else its settling sees the job advanced."""
-        last = _last_queued_id(job, plan)
-        if last is None or last not in existing:
-            return
-        run = self.store.get_run(last)
-        if run is not None and run.status.terminal:
-            self.completion.attempt(job.job_id, now)
-
-    @staticmethod
-    def _record_skips(skipped: list[SkippedOccurrence], report: TickReport) -> None:
-        for skip in skipped:
-            report.skipped += skip.count
-            metrics.add_metric(name="RunsSkipped", unit="Count", value=skip.count)
-            if skip.reason is SkipReason.CIRCUIT_OPEN:  # while any job is SUSPENDED: SuspendedJobsAlarm
-                metrics.add_metric(name="RunsSkippedCircuitOpen", unit="Count", value=skip.count)
-            logger.info(
-                "run skipped",
-                extra={
-                    "run_id": skip.record_id,
-                    "job_id": skip.owner_id,
-                    "skip_reason": skip.reason,
-                    "skipped_count": skip.count,
-                },
-            )
-
-
-# ---------------------------------------------------------------- re-sends
-
-
-class Resender:
-    """Runs in the due index: claimed runs nobody leased (re-sent), and parked retries (sent at their time)."""
-
-    def __init__(self, store: JobStore, queues: RunQueues, *, redispatch_after: timedelta) -> None:
-        self.store = store
-        self.queues = queues
-        self.redispatch_after = redispatch_after
-
-    def backlogged_bands(self, items: list[DueItem], now: datetime) -> set[Band]:
-        """Bands whose waiting messages are at least as many as their overdue runs (the runs this tick would
-        re-send): all of those runs' messages may be in that backlog. A steady trickle of waiting messages is no
-        reason to hold back a re-send (one GetQueueAttributes per band with overdue runs, and none on a tick
-        with nothing to re-send)."""
-        overdue = Counter(Band.of_priority(i.priority) for i in items if self._overdue(i, now))
-        return {band for band, count in overdue.items() if self.queues.waiting_messages(band) >= count}
-
-    def _overdue(self, item: DueItem, now: datetime) -> bool:
-        """A run this tick would send again: past its re-send time, not leased (or its lease lapsed by
-        redispatch_after)."""
-        if item.kind is not ItemKind.RUN or item.due_at > to_ms(now):
-            return False
-        status = item.attrs.get("status")
-        if status == RunStatus.RUNNING.value:
-            return to_ms(now) >= self._lease_lapses_at(item)
-        return status in (RunStatus.QUEUED.value, RunStatus.RETRYING.value)
-
-    def _lease_lapses_at(self, item: DueItem) -> int:
-        return int(item.attrs.get("lease_until_ms", 0)) + int(self.redispatch_after.total_seconds() * 1000)
-
-    def next_look(self, sent_at: datetime, *, into_backlog: bool) -> datetime:
-        """When the tick looks again at a run it sends at `sent_at`: as at its first send, redispatch_after later,
-        and RESEND_DEFER_LIMIT more if the message went into a backlog that may hold it that long. Never longer
-        with the run's age: a message lost again (received by an executor that died before changing its
-        visibility, or not sent by a tick that died) is re-sent within one recovery, however old the run."""
-        return sent_at + self.redispatch_after + (RESEND_DEFER_LIMIT if into_backlog else timedelta(0))
-
-    def resend(self, item: DueItem, now: datetime, report: TickReport, backlogged: set[Band]) -> list[Outgoing]:
-        """A run in the due index: a claimed run nobody leased (re-send it), or a parked retry (send it).
-
-        Its entry is then moved to `next_look`: a run whose message is lost again is re-sent again within one
-        recovery, and one whose message merely waits in a backlog is re-sent once per RESEND_DEFER_LIMIT."""
-        a = item.attrs
-        status = a.get("status")
-        if status not in (RunStatus.QUEUED.value, RunStatus.RETRYING.value, RunStatus.RUNNING.value):
-            return []
-        if status == RunStatus.RUNNING.value:
-            # Leased: its executor (or the message's return after the lease) finishes it. Only a lease that has
-            # lapsed by redispatch_after with no executor back on it means the message is stranded.
-            lapses_at = self._lease_lapses_at(item)
-            if to_ms(now) < lapses_at:
-                self.store.postpone_redispatch(a["run_id"], expected_due_at=item.due_at, new_due_at=lapses_at)
-                return []
-        scheduled_for = stored_instant(a["scheduled_for"])
-        send_at = max(now, from_ms(item.due_at))
-        band = Band.of_priority(item.priority)
-        next_look = self.next_look(send_at, into_backlog=band in backlogged)
-        # Measured from the run's own re-send time, not from its entry's due_at, which each deferral moves.
-        defer_until = scheduled_for + self.redispatch_after + RESEND_DEFER_LIMIT
-        if status == RunStatus.QUEUED.value and band in backlogged and now < defer_until:
-            # Its message may be waiting in that backlog: a duplicate would only lengthen it. Look again next tick.
-            if self.store.postpone_redispatch(
-                a["run_id"], expected_due_at=item.due_at, new_due_at=to_ms(min(now + DEFER_STEP, defer_until))
-            ):
-                report.resends_deferred += 1
-            return []
-        if not self.store.postpone_redispatch(a["run_id"], expected_due_at=item.due_at, new_due_at=to_ms(next_look)):
-            return []  # another tick is sending it, or an executor just leased it
-        report.redispatched += 1
-        if status == RunStatus.QUEUED.value:
-            logger.warning("re-sending a claimed run that no executor leased", extra={"run_id": a["run_id"]})
-        elif status == RunStatus.RUNNING.value:
-            logger.warning("re-sending a run whose lease lapsed without an outcome", extra={"run_id": a["run_id"]})
-        run = Run(
-            id=a["run_id"],
-            job_id=a["job_id"],
-            tenant=a["tenant"],
-            scheduled_for=scheduled_for,
-            status=RunStatus(status),
-            priority=item.priority,
-        )
-        return [outgoing_for(run, start_at=send_at)]
-
-
-# ---------------------------------------------------------------- sending
-
-
-class RunSender:
-    """Sends runs to their band queues, each delayed until it may start."""
-
-    def __init__(self, queues: RunQueues, clock: Clock, faults: FaultPlan) -> None:
-        self.queues = queues
-        self.clock = clock
-        self.faults = faults
-
-    def send(self, outgoing: list[Outgoing]) -> SendReport:
-        """Send to the band queues; what SQS refuses is reported (it stays in the due index for a re-send)."""
-        if not outgoing:
-            return SendReport()
-        # The delay is computed at the last moment, so time spent claiming never makes a run early.
-        now = self.clock.now()
-        timed = [o.timed(now) for o in outgoing]
-        self.faults.reached(CrashPoint.TICK_BEFORE_SEND)
-        sent = self.queues.send(timed)
-        self.faults.reached(CrashPoint.TICK_AFTER_SEND)
-        if sent.failed:
-            # They stay in the due index: the next tick re-sends them after redispatch_after.
-            logger.error("SQS refused some messages", extra={"run_ids": sent.failed})
-        if sent.sent:
-            metrics.add_metric(name="RunsDispatched", unit="Count", value=len(sent.sent))
-            lag = [max(0, to_ms(now) - to_ms(o.message.scheduled_for)) for o in timed]
-            metrics.add_metric(name="DispatchLagMs", unit="Milliseconds", value=max(lag))
-        return sent
-
+from tickwork.tick.report import HELD_BACK_METRIC, TickReport
+from tickwork.tick.resender import Resender
+from tickwork.tick.sender import RunSender, outgoing_for
 
 # ---------------------------------------------------------------- the tick
 
@@ -768,29 +361,6 @@ class MinuteTick:
         report.duration_ms = int((time.monotonic() - started) * 1000)
         logger.info("tick handed out its shards", extra={"slices_sent": report.slices_sent})
         return report
-
-
-def _with_job(outgoing: list[Outgoing], advanced: Advanced) -> list[Outgoing]:
-    """A claim round's messages, carrying a copy of the job as its advance left it (tickwork.model.run_spec)."""
-    if advanced.job is None:
-        return outgoing
-    messages = with_specs([o.message for o in outgoing], advanced.job, occurrence_runs=advanced.occurrence_runs)
-    return [replace(o, message=m) for o, m in zip(outgoing, messages, strict=True)]
-
-
-def _last_queued_id(job: ClaimableJob, plan: ClaimPlan) -> str | None:
-    """The run id of the plan's last queued occurrence, for a job (a workflow's occurrences are never
-    backfilled)."""
-    if job.kind is not ItemKind.JOB or not plan.queued:
-        return None
-    return run_id_for(job.job_id, max(plan.queued))
-
-
-def _last_run_settled(job: ClaimableJob, plan: ClaimPlan, existing: dict[str, dict[str, Any]]) -> bool:
-    """The run of the plan's last occurrence existed before this claim, and had settled."""
-    last = _last_queued_id(job, plan)
-    found = existing.get(last) if last is not None else None
-    return found is not None and RunStatus(found.get("status", RunStatus.QUEUED.value)).terminal
 
 
 def _claimable(item: DueItem, now: datetime, spent: dict[str, set[int]]) -> ClaimableJob:

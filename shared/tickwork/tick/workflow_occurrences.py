@@ -1,7 +1,7 @@
 """The tick's side of workflows: a workflow's occurrences become workflow runs, and a RUNNING workflow run due
 in the index is reconciled.
 
-A workflow is claimed exactly as a job is (tickwork.tick.dispatch.JobClaimer: plan_claim, records first, then the
+A workflow is claimed exactly as a job is (tickwork.tick.claimer.JobClaimer: plan_claim, records first, then the
 workflow advanced from the version read); only its records differ. An occurrence that runs is a workflow run
 opened RUNNING with its roots queued (WorkflowProgress.open: the run's conditional put is the lock on the
 occurrence); a skipped one (paused, misfired, capped) is a workflow run recorded SKIPPED with the reason. A
@@ -24,7 +24,7 @@ from tickwork.model.workflow.runs import WorkflowRunRecord, WorkflowSnapshot
 from tickwork.observability import logger
 from tickwork.progress.workflow_progress import WorkflowProgress
 from tickwork.store import DueItem, WorkflowRecords, read_workflow_run
-from tickwork.tick.dispatch import OccurrenceRecords, SkippedOccurrence
+from tickwork.tick.claimer import OccurrenceRecords, SkippedOccurrence
 
 
 def held_back(state: JobState) -> SkipReason | None:
@@ -33,7 +33,7 @@ def held_back(state: JobState) -> SkipReason | None:
 
 
 class WorkflowOccurrences:
-    """Writes a workflow's occurrences as workflow runs; reconciles RUNNING ones (tickwork.tick.dispatch.WorkflowTick)."""
+    """Writes a workflow's occurrences as workflow runs; reconciles RUNNING ones (tickwork.tick.claimer.WorkflowTick)."""
 
     def __init__(
         self, records: WorkflowRecords, progress: WorkflowProgress, *, in_flight_for: timedelta = timedelta(seconds=30)
