@@ -3,7 +3,7 @@ every folder and module of shared/tickwork, functions/ and infrastructure/tickwo
 sentence of its docstring. And every `tickwork.<module>` the README and docs/ name must exist.
 
     python -m tickwork_local.house_map           # rewrite the generated section in README.md
-    python -m tickwork_local.house_map --check   # exit 1 when it differs, or a named module does not exist (a test runs this)
+    python -m tickwork_local.house_map --check   # exit 1 if it differs or names a missing module (a test runs this)
 
 The section stands between `<!-- generated: house-map ... -->` and `<!-- end generated: house-map -->`.
 """

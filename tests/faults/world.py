@@ -93,8 +93,8 @@ class World:
             self.run_for(timedelta(seconds=TICK_EVERY))
 
     def settled(self) -> bool:
-        """Every run of the mix terminal (and so, by tickwork.progress.job_completion, every job COMPLETED: the promises check
-        that apart)."""
+        """Every run of the mix terminal (and so, by tickwork.progress.job_completion, every job COMPLETED: the
+        promises check that apart)."""
         return all(
             len(runs := self.pipeline.runs_of(p.job.id)) == len(p.occurrences)
             and all(r.status in TERMINAL for r in runs)

@@ -1,5 +1,5 @@
-"""A workflow spec made into a checked Workflow (tickwork.control.workflow_factory), and how workflows and their runs are
-stored (tickwork.store.codec): pure, no AWS."""
+"""A workflow spec made into a checked Workflow (tickwork.control.workflow_factory), and how workflows and their runs
+are stored (tickwork.store.codec): pure, no AWS."""
 
 from __future__ import annotations
 

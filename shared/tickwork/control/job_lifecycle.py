@@ -2,7 +2,8 @@
 
 Every change is a conditional write against the job's version, so two callers never lose each other's
 change; a create is acknowledged only once its write is durable (promise 1), and never waits for a run.
-Creating under an Idempotency-Key is `tickwork.control.idempotent_create`; re-queueing FAILED runs, `tickwork.control.redrive`.
+Creating under an Idempotency-Key is `tickwork.control.idempotent_create`; re-queueing FAILED runs,
+`tickwork.control.redrive`.
 """
 
 from __future__ import annotations

@@ -99,8 +99,8 @@ class RunOutcomes:
         """A run reached a terminal state. A workflow step's: its workflow run records it and starts what that
         allows. A job's scheduled or backfilled run of its last occurrence, or a run asked to carry the job's
         completion on (`finished.completes_job`): the job completes if every run of its occurrences has settled
-        (tickwork.progress.job_completion; the store completes it only while nothing else is pending: a PATCH may have added
-        an occurrence, or the tick has not yet advanced the job past a backfilled occurrence, and then its claim
+        (tickwork.progress.job_completion; the store completes it only while nothing else is pending: a PATCH may have
+        added an occurrence, or the tick has not yet advanced the job past a backfilled occurrence, and then its claim
         completes it)."""
         if run.workflow_run_id is not None:
             if self.steps is not None:

@@ -23,9 +23,9 @@ Promises kept here:
   the due index, and the tick sends a fresh message at its time, so no retry depends on a message outliving
   SQS's retention or its 12-hour visibility cap. Then FAILED, with the error, on the band's DLQ;
   paused/cancelled/overlapping runs are recorded SKIPPED with the reason.
-- Overlap (tickwork.executor.overlap): after the lease, a job whose policy is not ALLOW takes its running slot, held with
-  the lease; a run that cannot is skipped, or deferred like a limit's (waiting in BUFFER_ONE's one wait slot,
-  or for the run CANCEL_OTHER asked to stop), its attempt not consumed.
+- Overlap (tickwork.executor.overlap): after the lease, a job whose policy is not ALLOW takes its running slot, held
+  with the lease; a run that cannot is skipped, or deferred like a limit's (waiting in BUFFER_ONE's one wait slot, or
+  for the run CANCEL_OTHER asked to stop), its attempt not consumed.
 - Limits (tickwork.executor.limits): after the lease and before the handler, the run takes its tenant's concurrency
   quota and its concurrency key's slot (held with the lease, given back at its end), then its rate's turn. A run
   over a limit is deferred: the lease given back in one write with the attempt not consumed, and the message
@@ -77,8 +77,8 @@ MAX_PRECISE_WAIT_SECONDS = PRECISE_LEAD_SECONDS + 1.5
 
 
 class WorkflowSteps(StepSettlement, Protocol):
-    """What the executor needs of workflows (tickwork.progress.workflow_progress.WorkflowProgress): a step's workflow run
-    (its snapshot says what the step runs), and where the step's end goes."""
+    """What the executor needs of workflows (tickwork.progress.workflow_progress.WorkflowProgress): a step's workflow
+    run (its snapshot says what the step runs), and where the step's end goes."""
 
     def workflow_run(self, workflow_run_id: str) -> WorkflowRunRecord | None: ...
 

@@ -88,8 +88,8 @@ class ClaimableJob:
     resumed_at: datetime | None = None
     kind: ItemKind = ItemKind.JOB  # a job's occurrences are runs; a workflow's, workflow runs
     # Its tenant's rate quota held it back (fairness.held_by_quota): an occurrence claimed after its time waited
-    # for that quota, is not missed, and its run records so (tickwork.tick.claimer.JobRunWriter). A quota that held nothing
-    # back changes nothing: the job is then late for another reason, and catch-up applies.
+    # for that quota, is not missed, and its run records so (tickwork.tick.claimer.JobRunWriter). A quota that held
+    # nothing back changes nothing: the job is then late for another reason, and catch-up applies.
     held_by_quota: bool = False
     # Jobs default to LATEST; a workflow has no catch-up field and keeps running what its grace allows (ALL).
     catchup: CatchupPolicy = CatchupPolicy.ALL

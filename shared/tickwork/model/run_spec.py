@@ -6,9 +6,9 @@ capacity), and a copy of what the executor needs rides in the run's message (SQS
 payload rides free). The executor then reads the job only when the copy may be out of date.
 
 Why the copy stays true:
-- A change of the job (pause, resume, cancel, PATCH: tickwork.control.job_lifecycle.JobLifecycle) first marks the job's claimed
-  runs that have not settled (`Run.job_changed_at`, JobStore.mark_runs_job_changed), then writes the job on the
-  version it read before; an executor reads the job for a marked run. Marking first leaves nothing untold by a
+- A change of the job (pause, resume, cancel, PATCH: tickwork.control.job_lifecycle.JobLifecycle) first marks the
+  job's claimed runs that have not settled (`Run.job_changed_at`, JobStore.mark_runs_job_changed), then writes the job
+  on the version it read before; an executor reads the job for a marked run. Marking first leaves nothing untold by a
   process that dies between the two.
 - A claim racing the change: the claim writes its runs, then advances the job on the version it read, and only a
   claim whose advance won sends copies. An advance after the change's read and before its write moved the

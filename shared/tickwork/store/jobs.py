@@ -28,8 +28,8 @@ from tickwork.store.tenants import ACTIVE_STATES, COUNTED_FOR, TenantRecords
 # How many runs of its occurrences the job's claims and backfills have queued, counted by the claim's advance (the
 # write it makes anyway) and before a backfill's puts. 1 at the last occurrence's claim: that run is the job's only
 # one, and its settling completes the job with no look at its other runs, by a write that holds only while the
-# count is still 1 (tickwork.progress.job_completion). Above the truth at times (a backfill counts occurrences whose runs exist
-# already), never below.
+# count is still 1 (tickwork.progress.job_completion). Above the truth at times (a backfill counts occurrences whose
+# runs exist already), never below.
 OCCURRENCE_RUNS = "occurrence_runs"
 
 # What a job item holds that its model decides, and so what a replace removes when the model leaves it out

@@ -228,10 +228,11 @@ class JobClaimer:
         self, job: ClaimableJob, plan: ClaimPlan, existing: dict[str, dict[str, Any]], now: datetime
     ) -> None:
         """The job advanced to no next occurrence, and its last occurrence's run was made by someone else before
-        this claim (a backfill): that run completes the job when it settles (tickwork.executor.outcomes), but it may have
-        settled between this claim's read of it and the advance, while the job still had a next occurrence and
+        this claim (a backfill): that run completes the job when it settles (tickwork.executor.outcomes), but it may
+        have settled between this claim's read of it and the advance, while the job still had a next occurrence and
         so could not complete. Read it again, after the advance: settled now, the job completes here (once every
-        run of its occurrences has settled: tickwork.progress.job_completion); else its settling sees the job advanced."""
+        run of its occurrences has settled: tickwork.progress.job_completion); else its settling sees the job
+        advanced."""
         last = _last_queued_id(job, plan)
         if last is None or last not in existing:
             return

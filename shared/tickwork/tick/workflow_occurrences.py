@@ -33,7 +33,8 @@ def held_back(state: JobState) -> SkipReason | None:
 
 
 class WorkflowOccurrences:
-    """Writes a workflow's occurrences as workflow runs; reconciles RUNNING ones (tickwork.tick.claimer.WorkflowTick)."""
+    """Writes a workflow's occurrences as workflow runs; reconciles RUNNING ones
+    (tickwork.tick.claimer.WorkflowTick)."""
 
     def __init__(
         self, records: WorkflowRecords, progress: WorkflowProgress, *, in_flight_for: timedelta = timedelta(seconds=30)
