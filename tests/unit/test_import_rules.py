@@ -8,6 +8,7 @@ one inside a function or one under TYPE_CHECKING too: a reader follows it all th
 from __future__ import annotations
 
 import ast
+import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -131,3 +132,10 @@ def test_the_rule_catches_an_upward_edge(module: str, source: str, expected: str
 
 def test_the_package_has_at_most_six_top_level_modules() -> None:
     assert len(list(PACKAGE.glob("*.py"))) <= 6
+
+
+def test_every_package_is_listed_for_the_editable_install() -> None:
+    """pyproject.toml lists the packages one by one (the layer copies shared/, so only the install would miss one)."""
+    listed = set(tomllib.loads((PACKAGE.parents[1] / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {module_name(init, PACKAGE) for init in PACKAGE.rglob("__init__.py")}
+    assert found - listed == set()
