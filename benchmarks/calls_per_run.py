@@ -19,7 +19,7 @@ from collections import defaultdict
 from datetime import timedelta
 from typing import Any
 
-from tickwork.clock import iso
+from tickwork.model.clock import iso
 from tickwork_local.template import load_template
 
 from benchmarks.common import Call, PhaseMeter, Stamp, moto_session, stopwatch
@@ -346,7 +346,7 @@ def _advice(ahead: dict[str, Any], billed: dict[str, float], inlined: dict[str, 
         " `UpdateItem` would save 1 request and 2 WRU but break that promise.",
         "  3. Made: the executor no longer reads the job (`GetItem`, 1 request and 1 RRU a run). The claim's"
         " advance returns the job as it left it (`ReturnValues`, no capacity billed), and the run's message"
-        " carries a copy of what the executor needs (tickwork.run_spec: type, payload, retry, timeout, limits;"
+        " carries a copy of what the executor needs (tickwork.model.run_spec: type, payload, retry, timeout, limits;"
         " ACTIVE jobs with overlap `ALLOW`, no circuit breaker, a copy of at most 16 KiB, so one SQS 64 KiB"
         " chunk). A pause, resume, cancel or `PATCH` marks the job's unsettled runs before it writes the job,"
         " and a marked run, a retry, a takeover or a run leased over 10 minutes late reads the job as before.",

@@ -13,9 +13,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from tickwork.api_models import WorkflowSpec
-from tickwork.clock import iso
-from tickwork.models import Band
+from tickwork.control.api_bodies import WorkflowSpec
+from tickwork.model.clock import iso
+from tickwork.model.policies import Band
 
 from benchmarks.calls_per_run import _fmt, _template_shards, billable, phase_rows, summarize
 from benchmarks.common import PhaseMeter, Stamp, moto_session

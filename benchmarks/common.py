@@ -36,8 +36,8 @@ import moto
 from moto import mock_aws
 from moto.dynamodb.models import dynamodb_backends
 from moto.dynamodb.models.dynamo_type import DynamoType
-from tickwork.api_models import JobSpec
-from tickwork.clock import iso
+from tickwork.control.api_bodies import JobSpec
+from tickwork.model.clock import iso
 from tickwork.store import job_to_item
 from tickwork_local.moto_atomic import atomic_requests_in_process
 from tickwork_local.motoserver import serialize_item_responses_directly

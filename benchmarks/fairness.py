@@ -32,9 +32,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from tickwork.api_models import JobSpec
-from tickwork.clock import iso
-from tickwork.tenant_settings import TenantSettings
+from tickwork.control.api_bodies import JobSpec
+from tickwork.model.clock import iso
+from tickwork.model.tenant_settings import TenantSettings
 from tickwork_local.motoserver import QUEUE_ORDER_VARIABLE
 
 from benchmarks.common import Stamp, moto_session, percentile

@@ -1,4 +1,4 @@
-"""Section 9: the dispatcher fan-out (tickwork.fanout), what it costs and how it splits a tick's work.
+"""Section 9: the dispatcher fan-out (tickwork.tick.fanout), what it costs and how it splits a tick's work.
 
 Each measurement: a fresh pipeline (in-process moto, tables and queues from template.yaml), 2,000 one-shot jobs
 due now over 32 due-index shards (set-up, untimed), then one tick: with W = 1 the tick claims everything itself;

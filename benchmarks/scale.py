@@ -165,7 +165,7 @@ def render(stamp: Stamp, s1: dict[str, Any], s2: dict[str, Any], s3: dict[str, A
         " 1B/day). Shards may"
         " grow, never shrink (the README's deploy note): a job's shard is `crc32(job id) % shards`, and a tick"
         " queries every shard, so old entries stay reachable when the count grows.",
-        "2. **Fan-out** (built: `tickwork.fanout`, section 9). Set the template's `DispatchWorkers` to W: the"
+        "2. **Fan-out** (built: `tickwork.tick.fanout`, section 9). Set the template's `DispatchWorkers` to W: the"
         " minute rule's tick becomes the coordinator and sends one `DispatchSlice` per worker to `DispatchQueue`"
         " (ten to a `SendMessageBatch`), worker `i` of `W` taking the shards `s % W == i`; `DispatchFunction`"
         " (batch size 1) runs `Dispatcher.claim_slice`, the ordinary claim over its shards. A queue, not"

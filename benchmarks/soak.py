@@ -45,7 +45,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from tickwork.dispatch import one_recovery_bound
+from tickwork.tick.resender import one_recovery_bound
 
 from benchmarks import ROOT
 from benchmarks.common import percentile
@@ -69,7 +69,7 @@ SLOWEST = 10  # the runs the report lists with their history
 
 # The bound each run is held to, from its own occurrence: the kills go on until the window's end, so a run may meet
 # two recoveries in a row (its first attempt's executor, then its re-send's or retry's), each within
-# tickwork.dispatch.one_recovery_bound with the template's settings (LeaseSeconds 60, a re-send 30 s after a send,
+# tickwork.tick.resender.one_recovery_bound with the template's settings (LeaseSeconds 60, a re-send 30 s after a send,
 # a 60 s tick, a backlog's 120 s): 270 s; and its own time (retry backoffs, 2 s handlers): 60 s.
 ONE_RECOVERY_S = one_recovery_bound(
     lease_for=timedelta(seconds=60), redispatch_after=timedelta(seconds=30), tick_period=timedelta(seconds=60)
@@ -653,7 +653,7 @@ its visibility: invisible for the queue's 5,400 s), by the tick's re-send 30 s a
 it had received but not leased, or a claim it had not sent, by the tick's re-send 30 s after the run's time, and
 30 s after each re-send while no executor has leased the run, however old it is (held back up to 2 minutes
 while the band's backlog could hold it). One recovery takes at most {ONE_RECOVERY_S:.0f} s
-(`tickwork.dispatch.one_recovery_bound`: the lease 60 s, the re-send time 30 s, a tick 60 s and a backlog's
+(`tickwork.tick.resender.one_recovery_bound`: the lease 60 s, the re-send time 30 s, a tick 60 s and a backlog's
 120 s). A run can meet two, since the kills go on until the window's end: each run is held to {RUN_BOUND_S:.0f} s
 from its own occurrence (two recoveries and the runs' own 60 s), however early in the window it was due. The
 quick variant (`python -m benchmarks.soak --quick`, a few hundred runs and one kill) runs in `make test` as

@@ -19,10 +19,12 @@ import boto3
 from dispatch import app as dispatch_app
 from executor import app as executor_app
 from tick import app as tick_app
-from tickwork.api_models import JobSpec
-from tickwork.aws import AwsClients
-from tickwork.clock import FakeClock
-from tickwork.models import Band, Job, Run
+from tickwork.aws.clients import AwsClients
+from tickwork.control.api_bodies import JobSpec
+from tickwork.model.clock import FakeClock
+from tickwork.model.job import Job
+from tickwork.model.policies import Band
+from tickwork.model.run import Run
 from tickwork.services import Services
 from tickwork.settings import Settings
 from tickwork_local.lambda_runtime import LocalLambdaContext, failed_message_ids, sqs_event

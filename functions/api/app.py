@@ -3,7 +3,7 @@
 Routes live in routes/ (one Router per resource) and are given the caller's tenant and the domain objects by
 dependency injection (dependencies.py). Errors are RFC 9457 problem details naming each bad field
 (problems.py). Tenants come from the verified caller identity, or locally from the configuration (see
-tickwork.tenancy and docs/api.md).
+tickwork.control.callers and docs/api.md).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from problems import (
 from routes import backfill, dlq, jobs, meta, preview, runs, tenants, workflows
 from routes import metrics as metrics_routes
 from routes.meta import VERSION
-from tickwork.errors import TickworkError
+from tickwork.model.errors import TickworkError
 from tickwork.observability import logger, metrics, tracer
 
 app = APIGatewayHttpResolver(enable_validation=True)

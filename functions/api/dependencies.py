@@ -15,13 +15,13 @@ from typing import Annotated, Any, cast
 
 from aws_lambda_powertools.event_handler import Depends, Request
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
-from tickwork.api_models import JobList, JobSpec, RedriveResult, RunList, WorkflowList, WorkflowRunList
-from tickwork.errors import AdminRequired
-from tickwork.jobs import JobLifecycle
+from tickwork.control.api_bodies import JobList, JobSpec, RedriveResult, RunList, WorkflowList, WorkflowRunList
+from tickwork.control.callers import Caller, caller_of
+from tickwork.control.job_lifecycle import JobLifecycle
+from tickwork.control.workflow_service import WorkflowService
+from tickwork.model.errors import AdminRequired
 from tickwork.services import Services, ServicesSlot
 from tickwork.settings import ApiSettings
-from tickwork.tenancy import Caller, caller_of
-from tickwork.workflow.service import WorkflowService
 
 WIRING = "tickwork_wiring"  # the key of the API's wiring in the resolver's context
 

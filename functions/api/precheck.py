@@ -19,10 +19,10 @@ from problems import (
     problem,
     problem_json,
 )
-from tickwork.api_models import PROBLEM_JSON
-from tickwork.errors import AdminRequired, FieldError, Forbidden, Unauthenticated
+from tickwork.control.api_bodies import PROBLEM_JSON
+from tickwork.control.callers import caller_of
+from tickwork.model.errors import AdminRequired, FieldError, Forbidden, Unauthenticated
 from tickwork.settings import ApiSettings
-from tickwork.tenancy import caller_of
 
 PUBLIC_PATHS = {"/v1/health", "/v1/openapi.json"}
 ADMIN_PREFIX = "/v1/tenants/"  # every tenants' route but the caller's own view is an admin's

@@ -1,6 +1,6 @@
 """How the API spells errors: RFC 9457 problem details (application/problem+json), one kind per status.
 
-The domain's errors (tickwork.errors) say what happened; this maps each to its status, its problem type
+The domain's errors (tickwork.model.errors) say what happened; this maps each to its status, its problem type
 (`urn:tickwork:problem:<slug>`) and its title, and builds the bodies. Every body names the offending fields in
 `errors` (an empty list when there are none).
 """
@@ -13,8 +13,8 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from tickwork.api_models import PROBLEM_JSON, Problem, ProblemField
-from tickwork.errors import (
+from tickwork.control.api_bodies import PROBLEM_JSON, Problem, ProblemField
+from tickwork.model.errors import (
     Conflict,
     FieldError,
     Forbidden,

@@ -9,7 +9,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import Json
-from tickwork.fanout import DispatchSlice
+from tickwork.model.messages import DispatchSlice
 from tickwork.observability import logger, metrics, tracer
 from tickwork.services import ServicesSlot
 

@@ -8,8 +8,8 @@ from aws_lambda_powertools.utilities.batch import process_partial_response
 from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ValidationError
-from tickwork.batch import ConcurrentBatchProcessor
-from tickwork.executor import Delivery, Outcome
+from tickwork.executor.batch import ConcurrentBatchProcessor
+from tickwork.executor.run_executor import Delivery, Outcome
 from tickwork.observability import logger, metrics, tracer
 from tickwork.services import ServicesSlot
 

@@ -3,7 +3,7 @@
 The local runtime (`tickwork dev --inject-aws-errors RATE`), the soak and tests/faults use it to show that
 what AWS does under load (throttling, brief 5xx, a connection that never opens) neither loses nor doubles a
 run. Each request fails with probability `rate`, by a seeded random stream, with a kind that its service
-really returns; the SDK's own retries (tickwork.aws.RETRY_CONFIG) then do what they do against AWS.
+really returns; the SDK's own retries (tickwork.aws.clients.CLIENT_CONFIG) then do what they do against AWS.
 
 It hooks `before-send`, the last event before a request leaves botocore, registered first. Against an
 endpoint (the local runtime's moto server, or AWS) an answered request is never sent. In-process moto is

@@ -14,7 +14,9 @@ from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from tickwork.models import Job, Run, RunError, RunResult, RunStatus, SkipReason
+from tickwork.model.job import Job
+from tickwork.model.run import Run, RunError, RunResult
+from tickwork.model.states import RunStatus, SkipReason
 from tickwork.store import Finished
 
 PREVIEW_CHARS = 80
@@ -153,7 +155,7 @@ class ObservedStore(_Observed):
         return job
 
     def advance_job(self, *args: Any, **kwargs: Any) -> Any:
-        # A claimed run's executor reads its job only when the message's copy is stale (tickwork.run_spec), so
+        # A claimed run's executor reads its job only when the message's copy is stale (tickwork.model.run_spec), so
         # the claim's own view of the job is where a node learns the name for its run lines.
         advanced = self._inner.advance_job(*args, **kwargs)
         if advanced is not None and advanced.job is not None:

@@ -6,7 +6,7 @@ with what AWS does around them played locally:
 - one SQS event source mapping per `Type: SQS` event of ExecutorFunction (batch size, batching window,
   ReportBatchItemFailures and MaximumConcurrency from the template; concurrency scaled to `workers`);
 - with DispatchWorkers > 1 (`--parameter DispatchWorkers=N`), the dispatch queue's event source feeding
-  DispatchFunction, the fan-out's workers (tickwork.fanout).
+  DispatchFunction, the fan-out's workers (tickwork.tick.fanout).
 
 The handlers are the same modules as in Lambda; each gets `Services` built from the function's own
 environment in the template (resolved to the local resource names) and clients for the local endpoint.
@@ -31,7 +31,7 @@ import boto3
 import botocore.loaders
 import botocore.session
 from botocore.exceptions import ClientError
-from tickwork.aws import AwsClients
+from tickwork.aws.clients import AwsClients
 from tickwork.settings import Settings
 
 from tickwork_local.apigateway import ApiGatewayServer

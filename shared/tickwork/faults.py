@@ -19,7 +19,7 @@ class CrashPoint(StrEnum):
     TICK_AFTER_JOB_UPDATE = "tick.after_job_update"  # the job advanced, its runs not yet sent
     TICK_BEFORE_SEND = "tick.before_send"  # about to send a slice of claimed runs
     TICK_AFTER_SEND = "tick.after_send"  # a slice sent, the tick not yet done
-    # The fan-out's coordinator (tickwork.fanout): a tick that hands its shards to dispatch workers.
+    # The fan-out's coordinator (tickwork.tick.fanout): a tick that hands its shards to dispatch workers.
     FANOUT_BEFORE_SEND = "fanout.before_send"  # the slices made, none sent
     FANOUT_AFTER_SEND = "fanout.after_send"  # a batch of slices sent, the rest not yet
     # The executor.

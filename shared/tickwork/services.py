@@ -7,22 +7,25 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import cached_property
 
-from tickwork.aws import AwsClients
-from tickwork.clock import Clock, SystemClock
-from tickwork.dispatch import Dispatcher, MinuteTick
-from tickwork.executor import RunExecutor
-from tickwork.fanout import DispatchCoordinator
+from tickwork.aws.clients import AwsClients
+from tickwork.aws.queues import DispatchQueue, RunQueues
+from tickwork.aws.results import ResultStore
+from tickwork.control.idempotent_create import IdempotentCreate
+from tickwork.control.job_factory import MAX_PAYLOAD_BYTES, JobFactory
+from tickwork.control.job_lifecycle import JobLifecycle
+from tickwork.control.queries import JobQueries
+from tickwork.control.redrive import RunRedrive
+from tickwork.control.tenants import ActiveJobsQuota, TenantService
+from tickwork.control.workflow_factory import WorkflowFactory
+from tickwork.control.workflow_service import WorkflowService
+from tickwork.executor.limits import RunLimits
+from tickwork.executor.run_executor import RunExecutor
 from tickwork.faults import NO_FAULTS, FaultPlan
-from tickwork.idempotent_create import IdempotentCreate
-from tickwork.job_factory import MAX_PAYLOAD_BYTES, JobFactory
-from tickwork.jobs import JobLifecycle
 from tickwork.jobtypes import import_job_type_modules, registry
-from tickwork.limits import RunLimits
-from tickwork.models import Band
-from tickwork.queries import JobQueries
-from tickwork.queues import DispatchQueue, RunQueues
-from tickwork.redrive import RunRedrive
-from tickwork.results import ResultStore
+from tickwork.model.clock import Clock, SystemClock
+from tickwork.model.policies import Band
+from tickwork.model.tenant_settings import TenantDirectory
+from tickwork.progress.workflow_progress import ProgressSettings, WorkflowProgress
 from tickwork.settings import Settings, load_settings
 from tickwork.store import (
     Cursors,
@@ -35,12 +38,9 @@ from tickwork.store import (
     cursor_key,
 )
 from tickwork.store.tenant_rates import TenantRates
-from tickwork.tenant_settings import TenantDirectory
-from tickwork.tenants import ActiveJobsQuota, TenantService
-from tickwork.workflow.factory import WorkflowFactory
-from tickwork.workflow.occurrences import WorkflowOccurrences
-from tickwork.workflow.progress import ProgressSettings, WorkflowProgress
-from tickwork.workflow.service import WorkflowService
+from tickwork.tick.dispatch import Dispatcher, MinuteTick
+from tickwork.tick.fanout import DispatchCoordinator
+from tickwork.tick.workflow_occurrences import WorkflowOccurrences
 
 
 @dataclass

@@ -20,7 +20,7 @@ from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from tickwork.models import Band
+from tickwork.model.policies import Band
 
 DEFAULT_AGING_AFTER_SECONDS = 300
 MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
@@ -61,7 +61,7 @@ class Settings(FromEnvironment):
     redispatch_after_seconds: int = Field(default=300, alias="REDISPATCH_AFTER_SECONDS", ge=30)
     # Upper bound on runs one tick dispatches; beyond it, higher priority goes first.
     max_dispatch_per_tick: int = Field(default=5000, alias="MAX_DISPATCH_PER_TICK", ge=1)
-    # The dispatcher fan-out (tickwork.fanout): with more than one worker, the minute tick hands the due index's
+    # The dispatcher fan-out (tickwork.tick.fanout): with more than one worker, the minute tick hands the due index's
     # shards to this many dispatch workers through the dispatch queue (each claims at most MAX_DISPATCH_PER_TICK).
     dispatch_workers: int = Field(default=1, alias="DISPATCH_WORKERS", ge=1, le=1000)
     # A job's result of at most this many bytes (JSON) is kept in its run record, not S3 (0: always S3).
@@ -139,7 +139,7 @@ class Settings(FromEnvironment):
 
 
 class ApiSettings(FromEnvironment):
-    """How the API finds the caller's tenant (tickwork.tenancy): iam (deployed; the default) or local."""
+    """How the API finds the caller's tenant (tickwork.control.callers): iam (deployed; the default) or local."""
 
     auth_mode: Literal["iam", "local"] = Field(default="iam", alias="API_AUTH_MODE")
     # Local mode only: a JSON object mapping API keys to tenants; unset, every caller is tenant `default`.

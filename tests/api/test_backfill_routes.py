@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from tickwork.clock import iso
-from tickwork.models import run_id_for
+from tickwork.model.clock import iso
+from tickwork.model.ids import run_id_for
 
 from tests.api.conftest import GLOBEX
 from tests.harness import START

@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from tickwork.clock import iso
+from tickwork.model.clock import iso
 
 from tests.harness import START
 

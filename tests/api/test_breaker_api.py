@@ -76,7 +76,8 @@ def test_a_bad_policy_in_a_patch_is_422_and_changes_nothing(api, pipeline):
 
 
 def test_resume_of_a_suspended_job_closes_its_breaker(api, pipeline):
-    from tickwork.models import BreakerState, JobState
+    from tickwork.model.policies import BreakerState
+    from tickwork.model.states import JobState
 
     job = api.post("/v1/jobs", {**JOB, "circuit_breaker": {"failure_threshold": 1, "cooldown_seconds": 60}}).json
     now = pipeline.clock.now()

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from tickwork.api_models import JobSpec
-from tickwork.clock import iso
-from tickwork.idempotent_create import request_hash
+from tickwork.control.api_bodies import JobSpec
+from tickwork.control.idempotent_create import request_hash
+from tickwork.model.clock import iso
 
 from tests.api.conftest import ACME, GLOBEX
 from tests.harness import START

@@ -6,7 +6,7 @@ import calendar
 from datetime import date, timedelta
 
 import pytest
-from tickwork.clock import iso
+from tickwork.model.clock import iso
 
 from tests.api.conftest import GLOBEX
 from tests.harness import START

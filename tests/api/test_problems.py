@@ -13,7 +13,8 @@ from problems import (
     kind_of,
     no_route_problem,
 )
-from tickwork.errors import (
+from tickwork.control.idempotent_create import KeyReused
+from tickwork.model.errors import (
     Conflict,
     FieldError,
     Forbidden,
@@ -25,7 +26,6 @@ from tickwork.errors import (
     Unauthenticated,
     UnreadableItem,
 )
-from tickwork.idempotent_create import KeyReused
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 

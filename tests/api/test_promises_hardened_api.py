@@ -11,7 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from tickwork.clock import iso
+from tickwork.model.clock import iso
 
 from tests.api.conftest import build_event
 from tests.api.test_bad_input import WRITES
@@ -120,7 +120,7 @@ def test_tags_at_their_limits_are_accepted(api):
 
 def test_a_job_item_over_the_size_budget_is_413_before_any_write(api, pipeline, monkeypatch):
     """The whole stored item (payload, tags, the rest) is measured before the key is claimed or anything written."""
-    from tickwork import job_factory
+    from tickwork.control import job_factory
 
     monkeypatch.setattr(job_factory, "MAX_JOB_ITEM_BYTES", 4096)
     pipeline.calls.clear()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from tickwork.clock import iso
+from tickwork.model.clock import iso
 
 from tests.api.conftest import ACME
 from tests.harness import START

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from tickwork.errors import InvalidInput
-from tickwork.tenant_settings import TenantSettings
+from tickwork.model.errors import InvalidInput
+from tickwork.model.tenant_settings import TenantSettings
 
 from tests.api.conftest import ACME, GLOBEX, role_identity
 

@@ -96,7 +96,7 @@ def test_a_forged_cursor_cannot_reach_another_tenants_partition(api, pipeline):
     globex_jobs = api.get("/v1/jobs", identity=GLOBEX).json["items"]
     # acme forges a cursor (valid MAC for acme) whose position is a globex job's sort key.
     victim = globex_jobs[0]
-    from tickwork.clock import as_utc, to_ms
+    from tickwork.model.clock import as_utc, to_ms
 
     # tenant-index sort keys are <created ms>#<job id>; start just after the victim's.
     position = f"{to_ms(as_utc(victim['created_at'])) + 1:013d}#{victim['id']}"

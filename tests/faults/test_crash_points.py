@@ -12,7 +12,8 @@ from tickwork.faults import (
     WORKFLOW_CRASH_POINTS,
     CrashPoint,
 )
-from tickwork.models import RunStatus, run_id_for
+from tickwork.model.ids import run_id_for
+from tickwork.model.states import RunStatus
 
 from tests.faults.world import ACTIVE, RECOVERY_BOUND, Planned, World, assert_a_process_dying_at_keeps_the_promises
 from tests.harness import START

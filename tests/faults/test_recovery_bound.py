@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from tickwork.dispatch import one_recovery_bound
 from tickwork.faults import CrashPoint
-from tickwork.models import RunStatus, run_id_for
+from tickwork.model.ids import run_id_for
+from tickwork.model.states import RunStatus
+from tickwork.tick.resender import one_recovery_bound
 
 from tests.faults.world import STEP_SECONDS, TICK_EVERY, Planned, World
 from tests.harness import START, Pipeline

@@ -12,11 +12,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from tickwork.api_models import WorkflowSpec
+from tickwork.control.api_bodies import WorkflowSpec
 from tickwork.faults import WORKFLOW_CRASH_POINTS, CrashPoint
-from tickwork.models import RunStatus, step_run_id_for
-from tickwork.workflow.advance import WorkflowRunStatus
-from tickwork.workflow.definition import Workflow
+from tickwork.model.ids import step_run_id_for
+from tickwork.model.states import RunStatus
+from tickwork.model.workflow.advance import WorkflowRunStatus
+from tickwork.model.workflow.definition import Workflow
 
 from tests.faults import jobtypes
 from tests.faults.world import ACTIVE, RECOVERY_BOUND, World

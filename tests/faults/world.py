@@ -15,9 +15,12 @@ from itertools import takewhile
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
-from tickwork.claims import ClaimableJob
-from tickwork.models import Band, Job, JobState, RunStatus, run_id_for
-from tickwork.results import result_key
+from tickwork.aws.results import result_key
+from tickwork.model.claim_plan import ClaimableJob
+from tickwork.model.ids import run_id_for
+from tickwork.model.job import Job
+from tickwork.model.policies import Band
+from tickwork.model.states import JobState, RunStatus
 
 from tests.faults import jobtypes
 from tests.faults.crashes import ProcessKilled
@@ -90,8 +93,8 @@ class World:
             self.run_for(timedelta(seconds=TICK_EVERY))
 
     def settled(self) -> bool:
-        """Every run of the mix terminal (and so, by tickwork.completion, every job COMPLETED: the promises check
-        that apart)."""
+        """Every run of the mix terminal (and so, by tickwork.progress.job_completion, every job COMPLETED: the
+        promises check that apart)."""
         return all(
             len(runs := self.pipeline.runs_of(p.job.id)) == len(p.occurrences)
             and all(r.status in TERMINAL for r in runs)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tickwork.models import Run, RunMessage
+from tickwork.model.messages import RunMessage
+from tickwork.model.run import Run
 
 
 def deliver_now(pipeline: Any, run: Run) -> list[dict[str, Any]]:

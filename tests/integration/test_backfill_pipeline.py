@@ -7,10 +7,12 @@ import json
 from datetime import timedelta
 
 import pytest
-from tickwork.api_models import BackfillRequest
-from tickwork.clock import iso
-from tickwork.errors import Conflict, InvalidInput
-from tickwork.models import Band, JobState, RunStatus, RunTrigger, run_id_for
+from tickwork.control.api_bodies import BackfillRequest
+from tickwork.model.clock import iso
+from tickwork.model.errors import Conflict, InvalidInput
+from tickwork.model.ids import run_id_for
+from tickwork.model.policies import Band
+from tickwork.model.states import JobState, RunStatus, RunTrigger
 from tickwork.store.tenant_rates import TenantRates
 
 from tests.harness import START, TENANT
@@ -181,7 +183,7 @@ def test_backfilling_an_occurrence_the_tick_has_not_claimed_completes_the_job(pi
 
 
 def test_a_tenant_with_a_rate_quota_backfills_no_faster_than_its_quota(pipeline):
-    from tickwork.tenant_settings import TenantSettings
+    from tickwork.model.tenant_settings import TenantSettings
 
     pipeline.services.tenant_records.put_settings(TENANT, TenantSettings(max_runs_per_minute=10), START)
     job = _hourly(pipeline)

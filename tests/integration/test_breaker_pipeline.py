@@ -10,10 +10,12 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel, ConfigDict
-from tickwork.api_models import JobUpdate
+from tickwork.aws.queues import Outgoing
+from tickwork.control.api_bodies import JobUpdate
 from tickwork.jobtypes import RunContext, job_type, registry
-from tickwork.models import Band, JobState, RunStatus, SkipReason, run_id_for
-from tickwork.queues import Outgoing
+from tickwork.model.ids import run_id_for
+from tickwork.model.policies import Band
+from tickwork.model.states import JobState, RunStatus, SkipReason
 
 from tests.harness import START
 
@@ -39,7 +41,8 @@ if "breaker_switch" not in registry:
 @pytest.fixture
 def emitted(monkeypatch):
     """The metrics the code adds, by name (the EMF output is disabled in tests)."""
-    from tickwork import breaker, jobs
+    from tickwork.control import job_lifecycle
+    from tickwork.executor import breaker
 
     names: Counter[str] = Counter()
 
@@ -47,7 +50,7 @@ def emitted(monkeypatch):
         names[name] += 1
 
     monkeypatch.setattr(breaker.metrics, "add_metric", record)
-    monkeypatch.setattr(jobs.metrics, "add_metric", record)
+    monkeypatch.setattr(job_lifecycle.metrics, "add_metric", record)
     return names
 
 
@@ -188,7 +191,7 @@ def test_breaker_manual_resume_closes_it(pipeline, emitted):
 
 
 def test_breaker_suspended_job_cannot_be_paused_but_can_be_cancelled(pipeline):
-    from tickwork.errors import Conflict
+    from tickwork.model.errors import Conflict
 
     job = _failing_job(pipeline, circuit_breaker={"failure_threshold": 1, "cooldown_seconds": 3600})
     _execute(pipeline, job.id, 1)

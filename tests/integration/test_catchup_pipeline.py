@@ -7,7 +7,8 @@ from collections import Counter
 from datetime import timedelta
 
 import pytest
-from tickwork.models import Band, RunStatus, SkipReason
+from tickwork.model.policies import Band
+from tickwork.model.states import RunStatus, SkipReason
 
 from tests.harness import START
 
@@ -79,7 +80,7 @@ def test_catchup_all_still_skips_what_is_older_than_the_grace(pipeline):
 
 
 def test_catchup_all_runs_at_most_its_cap(pipeline):
-    from tickwork.claims import CATCHUP_ALL_CAP
+    from tickwork.model.claim_plan import CATCHUP_ALL_CAP
 
     job = pipeline.create_job(schedule={"rate": "1 second"}, catchup="ALL", misfire_grace_seconds=900)
     pipeline.clock.advance(600)
@@ -124,7 +125,7 @@ def test_catchup_normal_ticks_are_not_an_outage(pipeline):
 def test_catchup_holds_for_a_tenant_with_a_rate_quota_nowhere_near_it(pipeline, policy, missed_run):
     """A quota the outage never reached held nothing back: the missed occurrences are missed, the policy
     decides which run, and none is labelled as waiting for the quota."""
-    from tickwork.tenant_settings import TenantSettings
+    from tickwork.model.tenant_settings import TenantSettings
 
     settings = TenantSettings(max_runs_per_minute=1000)
     pipeline.services.tenant_records.put_settings("default", settings, pipeline.clock.now())

@@ -13,11 +13,12 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 from pydantic import BaseModel
-from tickwork.errors import Conflict, InvalidInput, NotFound
+from tickwork.aws.results import result_key_of
 from tickwork.jobtypes import RunContext, job_type, registry
-from tickwork.models import Band, RunStatus, SkipReason
+from tickwork.model.errors import Conflict, InvalidInput, NotFound
+from tickwork.model.policies import Band
+from tickwork.model.states import RunStatus, SkipReason
 from tickwork.observability import logger
-from tickwork.results import result_key_of
 
 from tests.harness import START, Pipeline
 

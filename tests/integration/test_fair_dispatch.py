@@ -8,9 +8,10 @@ from collections import Counter
 from datetime import timedelta
 from typing import Any
 
-from tickwork.models import Band, DeferReason, RunStatus
+from tickwork.model.policies import Band
+from tickwork.model.states import DeferReason, RunStatus
+from tickwork.model.tenant_settings import TenantSettings
 from tickwork.store.tenant_rates import TenantRates
-from tickwork.tenant_settings import TenantSettings
 
 from tests.harness import START, Pipeline
 

@@ -13,7 +13,9 @@ from datetime import timedelta
 
 import pytest
 from tickwork.faults import CrashPoint
-from tickwork.models import Band, RunStatus, run_id_for
+from tickwork.model.ids import run_id_for
+from tickwork.model.policies import Band
+from tickwork.model.states import RunStatus
 from tickwork.store.codec import shard_of
 from tickwork_local.lambda_runtime import failed_message_ids
 

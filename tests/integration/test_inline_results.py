@@ -9,7 +9,10 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from tickwork.models import Band, Run, RunStatus, run_id_for
+from tickwork.model.ids import run_id_for
+from tickwork.model.policies import Band
+from tickwork.model.run import Run
+from tickwork.model.states import RunStatus
 
 from tests.harness import START, TENANT, Pipeline
 
@@ -104,7 +107,7 @@ def test_an_inline_run_delivered_again_after_it_finished_is_not_run_again(inline
 def test_a_result_written_under_the_key_before_the_spread_is_still_found_and_read(pipeline):
     """Results written before the hash spread in their keys (results/<tenant>/<job>/<run>.json) stay readable,
     and a run an attempt finished before an upgrade is recorded from its result, not run again."""
-    from tickwork.results import legacy_result_key_of, result_key_of
+    from tickwork.aws.results import legacy_result_key_of, result_key_of
 
     from tests.testing_jobtypes import EXECUTIONS
 

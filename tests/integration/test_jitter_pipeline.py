@@ -7,9 +7,11 @@ import math
 from datetime import timedelta
 
 import pytest
-from tickwork.api_models import JobSpec
-from tickwork.jitter import jitter_offset_ms, jittered
-from tickwork.models import Band, RunStatus, run_id_for
+from tickwork.control.api_bodies import JobSpec
+from tickwork.model.ids import run_id_for
+from tickwork.model.jitter import jitter_offset_ms, jittered
+from tickwork.model.policies import Band
+from tickwork.model.states import RunStatus
 
 from tests.harness import START, TENANT
 from tests.integration.early_messages import deliver_now
@@ -106,17 +108,17 @@ def test_a_jitter_beyond_sqs_delay_cap_starts_at_its_time_through_the_due_index(
 def test_start_lateness_is_measured_from_the_jittered_instant(pipeline, monkeypatch):
     """The StartLatenessMs metric measures the scheduler, so a jittered run's offset is not in it (the run's
     `lateness_ms` is from its nominal occurrence, with the offset: docs/policies.md)."""
-    from tickwork import executor
+    from tickwork.executor import run_executor
 
     recorded: list[float] = []
-    real = executor.metrics.add_metric
+    real = run_executor.metrics.add_metric
 
     def record(name: str, unit: str, value: float) -> None:
         if name == "StartLatenessMs":
             recorded.append(value)
         real(name=name, unit=unit, value=value)
 
-    monkeypatch.setattr(executor.metrics, "add_metric", record)
+    monkeypatch.setattr(run_executor.metrics, "add_metric", record)
     job = pipeline.create_job(schedule={"rate": "1 minute"}, jitter_seconds=50)
     run = pipeline.runs_of(job.id)[0]
     pipeline.clock.set(run.scheduled_for + timedelta(milliseconds=700))

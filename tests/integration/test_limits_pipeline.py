@@ -12,12 +12,15 @@ from itertools import pairwise
 from typing import Any
 
 import pytest
-from tickwork.clock import to_ms
 from tickwork.faults import CrashPoint
-from tickwork.models import Band, DeferReason, Job, Run, RunStatus
+from tickwork.model.clock import to_ms
+from tickwork.model.job import Job
+from tickwork.model.policies import Band
+from tickwork.model.run import Run
+from tickwork.model.states import DeferReason, RunStatus
+from tickwork.model.tenant_settings import TenantSettings
 from tickwork.observability import logger
 from tickwork.store import LimitRecords, rate_sort, semaphore_sort
-from tickwork.tenant_settings import TenantSettings
 
 from tests.faults.crashes import ProcessKilled
 from tests.harness import START, TENANT, Pipeline
@@ -327,7 +330,7 @@ def test_a_lost_message_of_a_deferred_run_is_re_sent_by_the_tick(pipeline):
 
 
 def test_a_workflow_step_carries_its_concurrency_key(pipeline):
-    from tickwork.api_models import WorkflowSpec
+    from tickwork.control.api_bodies import WorkflowSpec
 
     spec = WorkflowSpec.model_validate(
         {
@@ -430,5 +433,5 @@ def test_what_a_deferral_costs(pipeline):
     calls = _calls_of_one_delivery(pipeline, pipeline.receive(Band.NORMAL)[0])
     assert pipeline.runs_of(job.id)[0].deferred == 1
     # The visibility before the lease and the message's wait; the lease and the deferral's write; the key's read
-    # (full: nothing written to it). The job is not read: the message carries its copy (tickwork.run_spec).
+    # (full: nothing written to it). The job is not read: the message carries its copy (tickwork.model.run_spec).
     assert calls == {"ChangeMessageVisibility": 2, "UpdateItem": 2, "GetItem": 1}

@@ -6,7 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from tickwork.clock import to_ms
+from tickwork.model.clock import to_ms
 from tickwork.store import LimitRecords, rate_sort, semaphore_sort
 
 from tests.harness import START

@@ -1,6 +1,6 @@
 """The local runtime's metrics: EMF lines become CloudWatch data (moto), other lines pass through untouched,
 nothing is lost when a batch is full; AWS's own queue and concurrency metrics are played every minute; and what
-the functions print (tickwork.run_metrics) is what GET /v1/metrics asks for."""
+the functions print (tickwork.executor.run_metrics) is what GET /v1/metrics asks for."""
 
 from __future__ import annotations
 
@@ -217,7 +217,7 @@ def test_aws_metrics_of_the_queues_and_the_executor(cloudwatch: Any) -> None:
 def test_the_functions_emf_documents_are_what_the_route_asks_for(
     cloudwatch: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tickwork import run_metrics
+    from tickwork.executor import run_metrics
 
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
     monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "tickwork")
@@ -235,7 +235,7 @@ def test_the_functions_emf_documents_are_what_the_route_asks_for(
 
 
 def test_metrics_disabled_prints_nothing(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from tickwork import run_metrics
+    from tickwork.executor import run_metrics
 
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
     run_metrics.count_for_tenant("RunsFailed", "acme")

@@ -18,8 +18,12 @@ from typing import Any
 from unittest.mock import patch
 
 import pytest
-from tickwork.delivery import Delivery, Outcome
-from tickwork.models import Band, DeferReason, Job, Run, RunMessage, RunStatus, SkipReason
+from tickwork.executor.delivery import Delivery, Outcome
+from tickwork.model.job import Job
+from tickwork.model.messages import RunMessage
+from tickwork.model.policies import Band
+from tickwork.model.run import Run
+from tickwork.model.states import DeferReason, RunStatus, SkipReason
 from tickwork.observability import metrics
 from tickwork.store.jobs import JobRecords
 

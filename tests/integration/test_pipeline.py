@@ -8,11 +8,13 @@ import threading
 from datetime import timedelta
 
 import pytest
-from tickwork.api_models import JobUpdate
-from tickwork.clock import iso
-from tickwork.errors import Conflict, InvalidInput
+from tickwork.control.api_bodies import JobUpdate
 from tickwork.faults import CrashPoint
-from tickwork.models import Band, JobState, RunStatus, SkipReason, run_id_for
+from tickwork.model.clock import iso
+from tickwork.model.errors import Conflict, InvalidInput
+from tickwork.model.ids import run_id_for
+from tickwork.model.policies import Band
+from tickwork.model.states import JobState, RunStatus, SkipReason
 from tickwork_local.lambda_runtime import sqs_event
 
 from tests.faults.crashes import ProcessKilled

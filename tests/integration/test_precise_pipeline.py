@@ -8,7 +8,9 @@ import json
 from datetime import timedelta
 
 import pytest
-from tickwork.models import Band, RunStatus, StartPrecision, run_id_for
+from tickwork.model.ids import run_id_for
+from tickwork.model.policies import Band, StartPrecision
+from tickwork.model.states import RunStatus
 
 from tests.harness import START, Pipeline
 
@@ -86,7 +88,7 @@ def test_a_precise_message_far_too_early_is_not_waited_for_and_never_starts_the_
 
 def test_start_precision_is_validated_and_can_be_changed(timed_pipeline):
     from pydantic import ValidationError
-    from tickwork.api_models import JobSpec, JobUpdate
+    from tickwork.control.api_bodies import JobSpec, JobUpdate
 
     with pytest.raises(ValidationError) as info:
         JobSpec.model_validate({"name": "x", "type": "echo", "schedule": {"rate": "1 minute"}, "start_precision": "ms"})

@@ -18,12 +18,14 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel, ConfigDict
-from tickwork.aws import AwsClients
-from tickwork.errors import Conflict
-from tickwork.executor import Delivery, Outcome, RunExecutor
+from tickwork.aws.clients import AwsClients
+from tickwork.executor.run_executor import Delivery, Outcome, RunExecutor
 from tickwork.faults import CrashPoint
 from tickwork.jobtypes import RunContext, job_type, registry
-from tickwork.models import Band, JobState, RunStatus, SkipReason, run_id_for
+from tickwork.model.errors import Conflict
+from tickwork.model.ids import run_id_for
+from tickwork.model.policies import Band
+from tickwork.model.states import JobState, RunStatus, SkipReason
 from tickwork.store import job_key
 
 from tests.faults.crashes import ProcessKilled
@@ -590,7 +592,7 @@ def test_a_one_shots_completion_looks_at_no_other_run(pipeline):
 
 
 def _patch(**fields: Any):
-    from tickwork.api_models import JobUpdate
+    from tickwork.control.api_bodies import JobUpdate
 
     return JobUpdate.model_validate(fields)
 

@@ -7,11 +7,11 @@ import threading
 from datetime import timedelta
 
 import pytest
-from tickwork.api_models import JobUpdate, WorkflowSpec
-from tickwork.errors import QuotaExceeded
-from tickwork.models import JobState
+from tickwork.control.api_bodies import JobUpdate, WorkflowSpec
+from tickwork.model.errors import QuotaExceeded
+from tickwork.model.states import JobState
+from tickwork.model.tenant_settings import TenantSettings
 from tickwork.store import TenantRecords
-from tickwork.tenant_settings import TenantSettings
 
 from tests.harness import START, TENANT
 
@@ -198,7 +198,7 @@ def test_a_run_pays_nothing_for_the_quota_and_a_counted_job_one_update_when_it_l
     uncounted = _one_shot_run_calls(pipeline)
     assert _usage_writes(uncounted) == 0
     # Its tenant's usage is never touched; only its settings are read (weights and quotas, kept 30 s per
-    # environment: tickwork.tenant_settings.TenantDirectory).
+    # environment: tickwork.model.tenant_settings.TenantDirectory).
     assert not any("USAGE" in str(params) for _, params in uncounted)
     tenant_calls = {op for op, params in uncounted if "TENANT#" in str(params)}
     assert tenant_calls <= {"BatchGetItem"}

@@ -13,9 +13,11 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from tickwork.dispatch import RESEND_DEFER_LIMIT
 from tickwork.faults import CrashPoint
-from tickwork.models import Band, RunStatus, run_id_for
+from tickwork.model.ids import run_id_for
+from tickwork.model.policies import Band
+from tickwork.model.states import RunStatus
+from tickwork.tick.resender import RESEND_DEFER_LIMIT
 
 from tests.faults.crashes import ProcessKilled
 from tests.harness import START

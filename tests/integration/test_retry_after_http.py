@@ -12,7 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from tickwork.models import Band, RunStatus
+from tickwork.model.policies import Band
+from tickwork.model.states import RunStatus
 
 from tests.harness import START, Pipeline
 

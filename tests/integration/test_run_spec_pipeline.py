@@ -1,4 +1,4 @@
-"""A claimed run's message carries a copy of its job (tickwork.run_spec), so its executor does not read the job;
+"""A claimed run's message carries a copy of its job (tickwork.model.run_spec), so its executor does not read the job;
 every way the copy could be out of date makes the executor read the job instead: a change after the claim
 (pause, cancel, PATCH), a change racing the claim, a retry, a run leased long after its time. And a batch's
 messages follow their leases in one ChangeMessageVisibilityBatch."""
@@ -11,11 +11,13 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from tickwork.api_models import JobUpdate
-from tickwork.delivery import visibility_for
-from tickwork.models import Band, Job, RunStatus, SkipReason
+from tickwork.control.api_bodies import JobUpdate
+from tickwork.executor.delivery import visibility_for
+from tickwork.model.job import Job
+from tickwork.model.policies import Band
+from tickwork.model.run_spec import SPEC_FRESH_FOR
+from tickwork.model.states import RunStatus, SkipReason
 from tickwork.observability import logger
-from tickwork.run_spec import SPEC_FRESH_FOR
 
 from tests.harness import TENANT, Pipeline
 

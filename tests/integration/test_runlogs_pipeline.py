@@ -10,13 +10,16 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
-from tickwork.errors import InvalidInput
+from tickwork.aws.results import logs_prefix_of
+from tickwork.control.run_log_reader import RunLogQueries
+from tickwork.executor.outcomes import LOST_ATTEMPT
 from tickwork.faults import CrashPoint
 from tickwork.jobtypes import RunContext, RunTimeout, job_type, registry
-from tickwork.models import MAX_ATTEMPT_HISTORY, AttemptOutcome, Band, Job, RunStatus
-from tickwork.outcomes import LOST_ATTEMPT
-from tickwork.results import logs_prefix_of
-from tickwork.run_logs import RunLogQueries
+from tickwork.model.errors import InvalidInput
+from tickwork.model.job import Job
+from tickwork.model.policies import Band
+from tickwork.model.run import MAX_ATTEMPT_HISTORY
+from tickwork.model.states import AttemptOutcome, RunStatus
 from tickwork.store import LimitRecords, rate_sort
 
 from tests.faults.crashes import ProcessKilled

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
-from tickwork.tenant_settings import DEFAULTS, TenantSettings
+from tickwork.model.tenant_settings import DEFAULTS, TenantSettings
 
 
 def test_settings_round_trip_and_absent_tenants_get_the_defaults(pipeline: Any) -> None:

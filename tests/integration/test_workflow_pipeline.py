@@ -11,14 +11,16 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel, ConfigDict
-from tickwork.api_models import WorkflowRun, WorkflowSpec, WorkflowUpdate
-from tickwork.errors import Conflict, InvalidInput, NotFound
+from tickwork.control.api_bodies import WorkflowRun, WorkflowSpec, WorkflowUpdate
 from tickwork.faults import CrashPoint
 from tickwork.jobtypes import RunContext, RunTimeout, job_type, registry
-from tickwork.models import Band, JobState, RunStatus, RunTrigger, SkipReason, run_id_for, step_run_id_for
-from tickwork.workflow.advance import StepStatus, WorkflowRunStatus
-from tickwork.workflow.definition import Workflow
-from tickwork.workflow.runs import StepEntry
+from tickwork.model.errors import Conflict, InvalidInput, NotFound
+from tickwork.model.ids import run_id_for, step_run_id_for
+from tickwork.model.policies import Band
+from tickwork.model.states import JobState, RunStatus, RunTrigger, SkipReason
+from tickwork.model.workflow.advance import StepStatus, WorkflowRunStatus
+from tickwork.model.workflow.definition import Workflow
+from tickwork.model.workflow.runs import StepEntry
 
 from tests.faults.crashes import ProcessKilled
 from tests.harness import START, TENANT, Pipeline

@@ -17,7 +17,8 @@ from datetime import timedelta
 from typing import Any
 
 from template_support import as_list, iam_statements
-from tickwork.models import RunStatus, RunTrigger, run_id_for
+from tickwork.model.ids import run_id_for
+from tickwork.model.states import RunStatus, RunTrigger
 
 from tests.harness import START, TENANT
 
@@ -157,9 +158,9 @@ def _missing(recorded: dict[str, list[tuple[str, str, dict[str, Any]]]], templat
 def test_every_call_workflows_make_is_allowed_by_its_functions_role(pipeline, template):
     """Workflows: the API creates, triggers, reads, cancels and retries runs; the tick claims a workflow and
     reconciles a stalled run (reading upstream results); executors run steps and start downstream ones."""
-    from tickwork.api_models import WorkflowSpec
+    from tickwork.control.api_bodies import WorkflowSpec
     from tickwork.faults import CrashPoint
-    from tickwork.models import step_run_id_for
+    from tickwork.model.ids import step_run_id_for
 
     from tests.faults.crashes import ProcessKilled
 

@@ -7,7 +7,7 @@ from collections import defaultdict
 from datetime import timedelta
 from typing import Any
 
-from tickwork.run_logs import RunLogQueries
+from tickwork.control.run_log_reader import RunLogQueries
 
 from tests.harness import START, TENANT
 from tests.template.test_iam_coverage import _missing

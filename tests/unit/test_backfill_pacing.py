@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from tickwork.backfill import backfill_spacing
+from tickwork.control.backfill import backfill_spacing
 
 
 def test_backfill_spacing_is_the_quota_s_pace_when_slower_than_one_a_second() -> None:

@@ -5,8 +5,8 @@ import random
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from tickwork.backoff import backoff_ceiling, backoff_seconds
-from tickwork.models import RetryPolicy
+from tickwork.model.backoff import backoff_ceiling, backoff_seconds
+from tickwork.model.policies import RetryPolicy
 
 
 class Fixed:

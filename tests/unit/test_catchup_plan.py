@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from tickwork.claims import CATCHUP_ALL_CAP, ClaimableJob, plan_claim
-from tickwork.fairness import held_by_quota
-from tickwork.models import BreakerState, CatchupPolicy, JobState, SkipReason
-from tickwork.schedule import Schedule
-from tickwork.store.tenant_rates import rate_window
+from tickwork.model.claim_plan import CATCHUP_ALL_CAP, ClaimableJob, plan_claim
+from tickwork.model.policies import BreakerState, CatchupPolicy
+from tickwork.model.schedule import Schedule
+from tickwork.model.states import JobState, SkipReason
+from tickwork.model.tenant_settings import rate_window
+from tickwork.tick.fairness import held_by_quota
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 HORIZON = NOW + timedelta(seconds=120)

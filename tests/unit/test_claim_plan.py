@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from tickwork.claims import MAX_RUNS_PER_CLAIM, MISFIRE_RECORD_CAP, ClaimableJob, plan_claim
-from tickwork.models import SkipReason
-from tickwork.schedule import Schedule
+from tickwork.model.claim_plan import MAX_RUNS_PER_CLAIM, MISFIRE_RECORD_CAP, ClaimableJob, plan_claim
+from tickwork.model.schedule import Schedule
+from tickwork.model.states import SkipReason
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 HORIZON = NOW + timedelta(seconds=120)

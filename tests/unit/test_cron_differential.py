@@ -1,6 +1,6 @@
 """Schedule.next_after against an independent brute-force reference, over generated cron expressions.
 
-The reference shares no code with tickwork.schedule or croniter. Hypothesis builds each field as a structure
+The reference shares no code with tickwork.model.schedule or croniter. Hypothesis builds each field as a structure
 (items: values, names, ranges, single-value ranges, steps, `*`, `?`, `L`, `5L`, `5#2`, every day of the month but one
 with `L`), renders it as text and computes the field's value set straight from the definitions in docs/cron.md.
 The reference then walks the wall-clock days in the zone, tests each day by set membership with Vixie's
@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
-from tickwork.schedule import Schedule
+from tickwork.model.schedule import Schedule
 
 ANCHOR = datetime(2026, 1, 1, tzinfo=UTC)
 MONTHS = ["JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from tickwork.errors import InvalidInput
+from tickwork.model.errors import InvalidInput
 from tickwork.services import Services
 from tickwork.settings import Settings
 from tickwork.store import Cursors, cursor_key

@@ -1,4 +1,4 @@
-"""The fair-share allocator (tickwork.fairness): weights, band order, aging, rate budgets, and no change when
+"""The fair-share allocator (tickwork.tick.fairness): weights, band order, aging, rate budgets, and no change when
 nothing is held back."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
-from tickwork.fairness import Candidate, HoldReason, allocate, effective_band_rank, held_by_quota
+from tickwork.model.tenant_settings import rate_window
 from tickwork.settings import Settings
-from tickwork.store.tenant_rates import rate_window
+from tickwork.tick.fairness import Candidate, HoldReason, allocate, effective_band_rank, held_by_quota
 
 NOW = 1_000_000_000
 AGING = 300_000

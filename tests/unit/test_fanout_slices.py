@@ -1,4 +1,4 @@
-"""The fan-out's slices (tickwork.fanout): every shard in exactly one slice; stale slices; bad slices refused."""
+"""The fan-out's slices (tickwork.tick.fanout): every shard in exactly one slice; stale slices; bad slices refused."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
-from tickwork.fanout import DispatchCoordinator, DispatchSlice, slices_for
+from tickwork.model.messages import DispatchSlice
 from tickwork.settings import Settings as TickworkSettings
+from tickwork.tick.fanout import DispatchCoordinator, slices_for
 
 from tests.unit.test_settings_and_models import BASE
 

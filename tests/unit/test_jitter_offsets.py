@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from pydantic import ValidationError
-from tickwork.api_models import JobSpec
-from tickwork.jitter import JitterTooLarge, check_jitter, jitter_offset_ms, jittered, jittered_times
-from tickwork.schedule import Schedule
+from tickwork.control.api_bodies import JobSpec
+from tickwork.model.jitter import JitterTooLarge, check_jitter, jitter_offset_ms, jittered, jittered_times
+from tickwork.model.schedule import Schedule
 
 NOMINAL = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 JOB = "j01jd2k3m4n5p6q7r8s9t0v1w2"

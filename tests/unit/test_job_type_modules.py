@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 import typer
 from pydantic import ValidationError
-from tickwork.clock import FakeClock
-from tickwork.errors import InvalidInput
-from tickwork.job_factory import JobFactory
+from tickwork.control.job_factory import JobFactory
 from tickwork.jobtypes import JobTypeModuleError, RunContext, registry
+from tickwork.model.clock import FakeClock
+from tickwork.model.errors import InvalidInput
 from tickwork.services import Services
 from tickwork.settings import Settings, load_settings
 from tickwork_local.apigateway import http_api_event

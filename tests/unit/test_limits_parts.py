@@ -7,9 +7,8 @@ from email.utils import format_datetime
 
 import pytest
 from pydantic import ValidationError
-from tickwork.api_models import JobSpec, JobUpdate
-from tickwork.jobtypes.http import retry_after_seconds
-from tickwork.limits import (
+from tickwork.control.api_bodies import JobSpec, JobUpdate
+from tickwork.executor.limits import (
     SEMAPHORE_WAIT_MAX_SECONDS,
     Deferral,
     Holds,
@@ -17,11 +16,13 @@ from tickwork.limits import (
     semaphore_wait_seconds,
     slot_name,
 )
-from tickwork.models import ConcurrencyLimit, DeferReason, RateLimit, RetryPolicy
-from tickwork.run_target import RunTarget
+from tickwork.jobtypes.http import retry_after_seconds
+from tickwork.model.policies import ConcurrencyLimit, RateLimit, RetryPolicy
+from tickwork.model.run_target import RunTarget
+from tickwork.model.states import DeferReason
+from tickwork.model.tenant_settings import TenantSettings
+from tickwork.model.workflow.definition import WorkflowStep
 from tickwork.store import TENANT_SEMAPHORE, RateAdmission
-from tickwork.tenant_settings import TenantSettings
-from tickwork.workflow.definition import WorkflowStep
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 

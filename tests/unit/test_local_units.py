@@ -12,7 +12,8 @@ from datetime import UTC, datetime
 from types import SimpleNamespace
 
 import pytest
-from tickwork.models import Run, RunError, RunResult, RunStatus, SkipReason
+from tickwork.model.run import Run, RunError, RunResult
+from tickwork.model.states import RunStatus, SkipReason
 from tickwork.store import Finished
 from tickwork_local.apigateway import docs_page, http_api_event, http_api_response
 from tickwork_local.endpoint import PortInUse, check_port_free
@@ -352,7 +353,7 @@ def test_observed_store_reports_recorded_outcomes_only_and_passes_everything_thr
 
 
 def test_a_run_line_names_the_job_its_claim_advanced_though_the_executor_never_read_it():
-    # The message's copy of the job spares the executor its read (tickwork.run_spec); the claim's view names it.
+    # The message's copy of the job spares the executor its read (tickwork.model.run_spec); the claim's view names it.
     out = io.StringIO()
     store = ObservedStore(_Store(recorded=True), RunLog(out))
     store.finish_run(_run(), status=RunStatus.SUCCEEDED, now=FINISHED)

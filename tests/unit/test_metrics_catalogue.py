@@ -6,8 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from tickwork.errors import Forbidden, InvalidInput
-from tickwork.metrics_catalogue import (
+from tickwork.control.metrics_catalogue import (
     CATALOGUE,
     MAX_QUERIES,
     MetricsContext,
@@ -17,7 +16,8 @@ from tickwork.metrics_catalogue import (
     metrics_request,
     plan,
 )
-from tickwork.models import Band
+from tickwork.model.errors import Forbidden, InvalidInput
+from tickwork.model.policies import Band
 from tickwork.settings import MetricsSettings
 from tickwork_local.moto_cloudwatch import ExpressionError, evaluate_expression, percentile
 
@@ -178,7 +178,7 @@ def test_assemble_puts_values_on_the_grid_and_nulls_elsewhere():
 
 
 def test_too_many_queries_are_refused_naming_names(monkeypatch):
-    monkeypatch.setattr("tickwork.metrics_catalogue.MAX_QUERIES", 3)
+    monkeypatch.setattr("tickwork.control.metrics_catalogue.MAX_QUERIES", 3)
     with pytest.raises(InvalidInput) as refused:
         plan(request(), CONTEXT)
     assert refused.value.errors[0].field == "names"

@@ -7,9 +7,9 @@ import threading
 from datetime import timedelta
 from types import SimpleNamespace
 
-from tickwork.clock import FakeClock
-from tickwork.delivery import Delivery
-from tickwork.heartbeat import Heartbeat
+from tickwork.executor.delivery import Delivery
+from tickwork.executor.heartbeat import Heartbeat
+from tickwork.model.clock import FakeClock
 
 
 class FlakyRuns:

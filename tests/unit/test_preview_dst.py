@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from pydantic import ValidationError
-from tickwork.preview import preview
-from tickwork.schedule import Schedule
+from tickwork.model.preview import preview
+from tickwork.model.schedule import Schedule
 
 from tests.conftest import ROOT
 

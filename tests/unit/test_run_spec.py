@@ -1,4 +1,4 @@
-"""tickwork.run_spec, pure: which jobs' runs carry a copy of the job, and when the executor may trust it."""
+"""tickwork.model.run_spec, pure: which jobs' runs carry a copy of the job, and when the executor may trust it."""
 
 from __future__ import annotations
 
@@ -6,8 +6,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from tickwork.models import Job, JobState, Run, RunMessage, RunStatus, RunTrigger, run_id_for
-from tickwork.run_spec import INLINE_SPEC_MAX_BYTES, SPEC_FRESH_FOR, spec_for, trusted_spec, with_specs
+from tickwork.model.ids import run_id_for
+from tickwork.model.job import Job
+from tickwork.model.messages import RunMessage
+from tickwork.model.run import Run
+from tickwork.model.run_spec import INLINE_SPEC_MAX_BYTES, SPEC_FRESH_FOR, spec_for, trusted_spec, with_specs
+from tickwork.model.states import JobState, RunStatus, RunTrigger
 
 T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 JOB_ID = "j01m7yzmhg01ta2se1vm8v9358"

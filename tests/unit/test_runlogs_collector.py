@@ -1,5 +1,6 @@
-"""The run log collector (tickwork.run_logs): levels, caps, the truncation marker, ctx.log, the Insights link; and
-the attempt history's rules (numbering open records, marking lost attempts, merging deferrals, the bound)."""
+"""The run log collector (tickwork.jobtypes.run_log) and its reader's Insights link (tickwork.control.
+run_log_reader): levels, caps, the truncation marker, ctx.log, the Insights link; and the attempt history's rules
+(numbering open records, marking lost attempts, merging deferrals, the bound)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from datetime import UTC, datetime, timedelta
 from urllib.parse import unquote
 
 import pytest
-from tickwork.clock import FakeClock
+from tickwork.control.run_log_reader import InsightsLink, insights_link_of
+from tickwork.executor.outcomes import LOST_ATTEMPT, attempt_record, history_after
 from tickwork.jobtypes import RunContext
-from tickwork.models import MAX_ATTEMPT_HISTORY, AttemptOutcome, AttemptRecord, Run, RunError, RunStatus
-from tickwork.outcomes import LOST_ATTEMPT, attempt_record, history_after
-from tickwork.run_logs import LIMIT_BYTES, LIMIT_LINES, InsightsLink, RunLog, insights_link_of
+from tickwork.jobtypes.run_log import LIMIT_BYTES, LIMIT_LINES, RunLog
+from tickwork.model.clock import FakeClock
+from tickwork.model.run import MAX_ATTEMPT_HISTORY, AttemptRecord, Run, RunError
+from tickwork.model.states import AttemptOutcome, RunStatus
 from tickwork.settings import ApiSettings
 
 T0 = datetime(2026, 11, 23, 8, 0, 0, tzinfo=UTC)

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
-from tickwork.clock import to_ms
-from tickwork.schedule import END_OF_TIME, Schedule, resolve_wall_time
+from tickwork.model.clock import to_ms
+from tickwork.model.schedule import END_OF_TIME, Schedule, resolve_wall_time
 
 ANCHOR = datetime(2026, 1, 1, tzinfo=UTC)
 PARIS = ZoneInfo("Europe/Paris")
@@ -497,7 +497,7 @@ def test_seconds_cron_in_repeated_hour_finds_next_fire(
 
 
 def test_outage_ending_in_a_repeated_hour_does_not_complete_the_job() -> None:
-    from tickwork.claims import ClaimableJob, plan_claim
+    from tickwork.model.claim_plan import ClaimableJob, plan_claim
 
     now = datetime(2026, 11, 1, 6, 25, tzinfo=UTC)  # 01:25 EST; the grace cut, 01:10 EST, is in the repeat
     job = ClaimableJob(
@@ -576,7 +576,7 @@ def test_iter_after_yields_the_same_sequence_as_repeated_next_after(
 
 
 def test_iter_after_reuses_one_croniter(monkeypatch: pytest.MonkeyPatch) -> None:
-    import tickwork.schedule as module
+    import tickwork.model.schedule as module
 
     made: list[object] = []
     real = module.croniter

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
-from tickwork.api_models import JobSpec
-from tickwork.errors import InvalidInput
-from tickwork.models import Band, RunMessage, new_job_id, parse_run_id, run_id_for
-from tickwork.queues import delay_for
+from tickwork.aws.queues import delay_for
+from tickwork.control.api_bodies import JobSpec
+from tickwork.model.errors import InvalidInput
+from tickwork.model.ids import new_job_id, parse_run_id, run_id_for
+from tickwork.model.messages import RunMessage
+from tickwork.model.policies import Band
 from tickwork.settings import Settings
 
 BASE = {
@@ -47,7 +49,7 @@ def test_run_ids_are_deterministic_and_parse_back() -> None:
     job_id = new_job_id(1_795_262_400_000)
     assert len(job_id) == 26
     assert job_id < new_job_id(1_795_262_400_001)  # time-ordered
-    from tickwork.clock import from_ms
+    from tickwork.model.clock import from_ms
 
     at = from_ms(1_795_262_460_000)
     assert run_id_for(job_id, at) == run_id_for(job_id, at)

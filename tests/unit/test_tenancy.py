@@ -7,9 +7,9 @@ import json
 import pytest
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 from pydantic import ValidationError
-from tickwork.errors import Forbidden, Unauthenticated
+from tickwork.control.callers import tenant_of
+from tickwork.model.errors import Forbidden, Unauthenticated
 from tickwork.settings import ApiSettings, TelemetryNames
-from tickwork.tenancy import tenant_of
 
 ACCOUNT = "123456789012"
 IAM = ApiSettings.from_env({})

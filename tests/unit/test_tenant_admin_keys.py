@@ -6,8 +6,8 @@ import json
 
 import pytest
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
+from tickwork.control.callers import Caller, caller_of, parse_api_keys, tenant_of
 from tickwork.settings import ApiSettings
-from tickwork.tenancy import Caller, caller_of, parse_api_keys, tenant_of
 
 ACCOUNT = "123456789012"
 

@@ -1,13 +1,13 @@
-"""plan_advance, rule_outcome and workflow_status (tickwork.workflow.advance), and JMESPath conditions and $from
-(tickwork.workflow.expressions): pure, no AWS."""
+"""plan_advance, rule_outcome and workflow_status (tickwork.model.workflow.advance), and JMESPath conditions and $from
+(tickwork.model.workflow.expressions): pure, no AWS."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from tickwork.models import SkipReason
-from tickwork.workflow.advance import (
+from tickwork.model.states import SkipReason
+from tickwork.model.workflow.advance import (
     EXPRESSION_FAILED,
     UPSTREAM_RESULT_TOO_LARGE,
     OversizedResult,
@@ -20,8 +20,8 @@ from tickwork.workflow.advance import (
     step_start,
     workflow_status,
 )
-from tickwork.workflow.definition import Dag, TriggerRule, WorkflowStep
-from tickwork.workflow.expressions import holds, referenced_steps, resolve_payload
+from tickwork.model.workflow.definition import Dag, TriggerRule, WorkflowStep
+from tickwork.model.workflow.expressions import holds, referenced_steps, resolve_payload
 
 LIMIT = 1000
 OK = StepState(StepStatus.SUCCEEDED)

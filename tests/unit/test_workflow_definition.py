@@ -1,4 +1,4 @@
-"""The workflow definition's checks (tickwork.workflow.definition) and the DAG's questions: pure, no AWS."""
+"""The workflow definition's checks (tickwork.model.workflow.definition) and the DAG's questions: pure, no AWS."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
-from tickwork.workflow.definition import MAX_STEPS, Dag, WorkflowDefinition, WorkflowStep, check_steps
+from tickwork.model.workflow.definition import MAX_STEPS, Dag, WorkflowDefinition, WorkflowStep, check_steps
 
 
 def steps(*specs: dict[str, Any]) -> list[WorkflowStep]:

@@ -1,5 +1,5 @@
-"""A workflow spec made into a checked Workflow (tickwork.workflow.factory), and how workflows and their runs are
-stored (tickwork.store.codec): pure, no AWS."""
+"""A workflow spec made into a checked Workflow (tickwork.control.workflow_factory), and how workflows and their runs
+are stored (tickwork.store.codec): pure, no AWS."""
 
 from __future__ import annotations
 
@@ -8,9 +8,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from tickwork.api_models import WorkflowSpec
-from tickwork.errors import InvalidInput, ItemTooLarge, TooLarge
-from tickwork.models import Run, RunStatus, SkipReason, is_workflow_id, step_run_id_for
+from tickwork.control.api_bodies import WorkflowSpec
+from tickwork.control.workflow_factory import MAX_WORKFLOW_ITEM_BYTES, WorkflowFactory
+from tickwork.model.errors import InvalidInput, ItemTooLarge, TooLarge
+from tickwork.model.ids import is_workflow_id, step_run_id_for
+from tickwork.model.run import Run
+from tickwork.model.states import RunStatus, SkipReason
+from tickwork.model.workflow.advance import StepStatus, WorkflowRunStatus
+from tickwork.model.workflow.runs import StepEntry, WorkflowRunRecord, WorkflowSnapshot
 from tickwork.store.codec import (
     deserialize,
     run_from_attrs,
@@ -22,9 +27,6 @@ from tickwork.store.codec import (
     workflow_run_to_attrs,
     workflow_to_item,
 )
-from tickwork.workflow.advance import StepStatus, WorkflowRunStatus
-from tickwork.workflow.factory import MAX_WORKFLOW_ITEM_BYTES, WorkflowFactory
-from tickwork.workflow.runs import StepEntry, WorkflowRunRecord, WorkflowSnapshot
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 FACTORY = WorkflowFactory(shards=4)

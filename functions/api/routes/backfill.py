@@ -7,7 +7,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import Jobs, Tenant
-from tickwork.api_models import BackfillRequest, BackfillResponse
+from tickwork.control.api_bodies import BackfillRequest, BackfillResponse
 
 from routes.parameters import JobId
 from routes.responses import json_response, ok, problems

@@ -10,10 +10,11 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import Tenant, Wired, workflows_of
-from tickwork.api_models import WorkflowRun
-from tickwork.models import Job, Run
+from tickwork.control.api_bodies import WorkflowRun
+from tickwork.model.job import Job
+from tickwork.model.run import Run
+from tickwork.model.workflow.definition import Workflow
 from tickwork.services import Services
-from tickwork.workflow.definition import Workflow
 
 from routes.parameters import JobId, RunId, WorkflowId, WorkflowRunId
 from routes.responses import RUN_OPERATIONS, WORKFLOW_RUN_OPERATIONS, json_response, linked, ok, problems

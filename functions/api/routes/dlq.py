@@ -7,7 +7,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import CallerJobs
-from tickwork.api_models import RedriveRequest, RedriveResult, RunList
+from tickwork.control.api_bodies import RedriveRequest, RedriveResult, RunList
 
 from routes.parameters import Cursor, Limit
 from routes.responses import json_response, ok, problems

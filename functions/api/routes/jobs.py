@@ -8,9 +8,10 @@ from aws_lambda_powertools.event_handler import Request
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import CallerJobs, Jobs, Tenant
-from tickwork.api_models import JobList, JobSpec, JobUpdate
-from tickwork.idempotent_create import request_hash
-from tickwork.models import Job, JobState
+from tickwork.control.api_bodies import JobList, JobSpec, JobUpdate
+from tickwork.control.idempotent_create import request_hash
+from tickwork.model.job import Job
+from tickwork.model.states import JobState
 from tickwork.store import IDEMPOTENCY_KEY
 
 from routes.by_id import add_routes

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-from tickwork.api_models import Health
+from tickwork.control.api_bodies import Health
 
 from routes.responses import json_response, ok
 

@@ -12,7 +12,10 @@ from aws_lambda_powertools.event_handler import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import Wired, caller
-from tickwork.metrics_catalogue import (
+from tickwork.aws.metric_series import MetricSeries
+from tickwork.control.callers import Caller
+from tickwork.control.metrics_bodies import Catalogue, MetricsBody
+from tickwork.control.metrics_catalogue import (
     CATALOGUE,
     MAX_PERIOD_SECONDS,
     MIN_PERIOD_SECONDS,
@@ -22,13 +25,10 @@ from tickwork.metrics_catalogue import (
     metrics_request,
     plan,
 )
-from tickwork.metrics_models import Catalogue, MetricsBody
-from tickwork.models import Band
-from tickwork.schedule import CallerInstant
+from tickwork.model.policies import Band
+from tickwork.model.schedule import CallerInstant
 from tickwork.settings import TelemetryNames, load_metrics_settings
 from tickwork.store import TENANT
-from tickwork.store.metric_series import MetricSeries
-from tickwork.tenancy import Caller
 
 from routes.responses import json_response, ok, problems
 

@@ -7,8 +7,8 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import Tenant, Wired
-from tickwork.api_models import Preview, PreviewItem, SchedulePreviewRequest
-from tickwork.preview import DEFAULT_PREVIEW_COUNT, MAX_PREVIEW_COUNT, PreviewedOccurrence, preview, preview_job
+from tickwork.control.api_bodies import Preview, PreviewItem, SchedulePreviewRequest
+from tickwork.model.preview import DEFAULT_PREVIEW_COUNT, MAX_PREVIEW_COUNT, PreviewedOccurrence, preview, preview_job
 
 from routes.parameters import JobId
 from routes.responses import json_response, ok, problems

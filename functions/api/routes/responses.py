@@ -8,7 +8,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 from pydantic import BaseModel
-from tickwork.api_models import PROBLEM_JSON, Problem
+from tickwork.control.api_bodies import PROBLEM_JSON, Problem
 
 
 def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:

@@ -8,9 +8,9 @@ from aws_lambda_powertools.event_handler import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import CallerJobs, Tenant, Wired, WiringSlot, wiring
-from tickwork.api_models import RunList, RunLogs
-from tickwork.models import RunStatus
-from tickwork.run_logs import InsightsLink, RunLogQueries, insights_link_of
+from tickwork.control.api_bodies import RunList, RunLogs
+from tickwork.control.run_log_reader import InsightsLink, RunLogQueries, insights_link_of
+from tickwork.model.states import RunStatus
 
 from routes.by_id import add_routes
 from routes.parameters import Cursor, JobId, Limit, RunId

@@ -8,8 +8,8 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import Admin, Tenant, Wired
-from tickwork.api_models import TenantView
-from tickwork.tenant_settings import TenantSettings
+from tickwork.control.api_bodies import TenantView
+from tickwork.model.tenant_settings import TenantSettings
 
 from routes.parameters import TenantName
 from routes.responses import json_response, ok, problems

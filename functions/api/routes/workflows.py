@@ -9,10 +9,10 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import CallerWorkflows, Tenant, Wired, workflows_of
-from tickwork.api_models import WorkflowList, WorkflowRunList, WorkflowSpec, WorkflowUpdate
-from tickwork.models import JobState
-from tickwork.workflow.advance import WorkflowRunStatus
-from tickwork.workflow.definition import Workflow
+from tickwork.control.api_bodies import WorkflowList, WorkflowRunList, WorkflowSpec, WorkflowUpdate
+from tickwork.model.states import JobState
+from tickwork.model.workflow.advance import WorkflowRunStatus
+from tickwork.model.workflow.definition import Workflow
 
 from routes.by_id import add_routes
 from routes.parameters import Cursor, Limit, WorkflowId

@@ -8,9 +8,9 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from tickwork.jobtypes.registry import RunContext, job_type
-from tickwork.models import NotCoerced
+from tickwork.model.policies import NotCoerced
 
-# A line of the run's log, and how many: the run log's own caps (tickwork.run_logs) bound what is kept.
+# A line of the run's log, and how many: the run log's own caps (tickwork.jobtypes.run_log) bound what is kept.
 EchoLogLine = Annotated[str, Field(max_length=4096)]
 
 

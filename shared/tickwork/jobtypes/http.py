@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from tickwork.jobtypes.registry import PermanentJobError, RetryNotBefore, RunContext, job_type
-from tickwork.models import NotCoerced
+from tickwork.model.policies import NotCoerced
 
 MAX_RESPONSE_BYTES = 256 * 1024
 _ALWAYS_BLOCKED = [

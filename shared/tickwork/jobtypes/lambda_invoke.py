@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from tickwork.aws import ANSWER_LOST
+from tickwork.aws.clients import ANSWER_LOST
 from tickwork.jobtypes.registry import EffectMayContinue, RunContext, job_type
 
 _FUNCTION = re.compile(r"^(arn:aws[a-zA-Z-]*:lambda:[a-z0-9-]+:\d{12}:function:)?[A-Za-z0-9_-]{1,64}(:[\w$-]+)?$")

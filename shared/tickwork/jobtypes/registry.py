@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from tickwork.clock import Clock
-from tickwork.run_logs import RunLog
+from tickwork.jobtypes.run_log import RunLog
+from tickwork.model.clock import Clock
 
 
 class UnknownJobType(LookupError):
@@ -54,7 +54,8 @@ class RetryNotBefore(RuntimeError):
 @dataclass
 class RunContext:
     """What a handler may use: ids, its attempt number, a deadline, a cooperative sleep, and the run's log
-    (`ctx.log(message, level="INFO", **fields)`, or `ctx.logger.info(message, **fields)`: see tickwork.run_logs)."""
+    (`ctx.log(message, level="INFO", **fields)`, or `ctx.logger.info(message, **fields)`: see
+    tickwork.jobtypes.run_log)."""
 
     run_id: str
     job_id: str
@@ -74,7 +75,8 @@ class RunContext:
 
     def log(self, message: str, level: str = "INFO", **fields: Any) -> None:
         """A line in the function's structured log (with the run id and attempt) and in the run's own log, which
-        `GET /v1/runs/{id}/logs` answers (capped per attempt: tickwork.run_logs). Pass no secrets in `fields`."""
+        `GET /v1/runs/{id}/logs` answers (capped per attempt: tickwork.jobtypes.run_log). Pass no secrets in
+        `fields`."""
         self.logger.log(message, level, **fields)
 
     def remaining_seconds(self) -> float:

@@ -21,7 +21,8 @@ The package, one module a concern:
 - `conditional`: `Table`, the client and table name, and the one place a conditional write's outcome is read;
 - `jobs`: `JobRecords`, the job items (create, replace, claim advance, completion, the running slot);
 - `runs`: `RunRecords`, the run items (claim puts, lease, finish, requeue, a job's runs);
-- `due_index`: `DueIndex`, the due-index query, the shard leases and a run's re-send time;
+- `due_index`: `DueIndex`, the due-index query, the shard leases and a run's re-send time; a due item read into
+  the claim plan's `ClaimableJob` (`DueItem.claimable`);
 - `listings` and `cursors`: `Listings`, a tenant's jobs, runs and DLQ page by page, with opaque `Cursors`;
 - `idempotency`: `IdempotencyRecords`, the records behind create's Idempotency-Key;
 - `workflows`: `WorkflowRecords`, the workflow and workflow run items (built over the same `Table`);
@@ -37,9 +38,9 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
+from tickwork.model.ids import ItemKind
 from tickwork.store.codec import (
     TENANT,
-    ItemKind,
     deserialize,
     expression_values,
     job_from_attrs,

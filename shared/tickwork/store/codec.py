@@ -13,15 +13,17 @@ import re
 import zlib
 from collections.abc import Mapping
 from decimal import Decimal
-from enum import StrEnum
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
-from tickwork.clock import to_ms
-from tickwork.models import Job, JobState, Run, RunTrigger, parse_run_id, parse_workflow_run_id
-from tickwork.workflow.definition import Workflow
-from tickwork.workflow.runs import WorkflowRunRecord
+from tickwork.model.clock import to_ms
+from tickwork.model.ids import ItemKind, parse_run_id, parse_workflow_run_id
+from tickwork.model.job import Job
+from tickwork.model.run import Run
+from tickwork.model.states import JobState, RunTrigger
+from tickwork.model.workflow.definition import Workflow
+from tickwork.model.workflow.runs import WorkflowRunRecord
 
 _ser = TypeSerializer()
 _des = TypeDeserializer()
@@ -31,18 +33,6 @@ _des = TypeDeserializer()
 # keys file) and become part of keys (T#<tenant>#JOB, IDEM#<tenant>#<key>), where '#' is the separator and so
 # never allowed.
 TENANT = re.compile(r"^[A-Za-z0-9_.:=+,@/-]{1,128}$")
-
-
-class ItemKind(StrEnum):
-    JOB = "JOB"
-    RUN = "RUN"  # a job's run, or a workflow step's
-    WORKFLOW = "WORKFLOW"
-    WORKFLOW_RUN = "WORKFLOW_RUN"
-
-    @property
-    def scheduled(self) -> bool:
-        """A job or a workflow: what the tick claims occurrences of (ahead, within the horizon)."""
-        return self in (ItemKind.JOB, ItemKind.WORKFLOW)
 
 
 def shard_of(job_id: str, shards: int) -> str:
@@ -172,7 +162,7 @@ def run_to_attrs(run: Run) -> dict[str, Any]:
     attrs = {"pk": key["pk"]["S"], "sk": key["sk"]["S"], "kind": ItemKind.RUN.value, "run_id": run.id, **data}
     if run.payload is not None:
         attrs["payload_json"] = _json_text(run.payload)
-    if run.not_before is not None:  # the lease's condition reads it (a jittered run's start, tickwork.jitter)
+    if run.not_before is not None:  # the lease's condition reads it (a jittered run's start, tickwork.model.jitter)
         attrs["not_before_ms"] = to_ms(run.not_before)
     return attrs
 

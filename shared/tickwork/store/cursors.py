@@ -15,7 +15,7 @@ import hmac
 import json
 import re
 
-from tickwork.errors import InvalidInput
+from tickwork.model.errors import InvalidInput
 
 _SORT = re.compile(r"^[0-9A-Za-z.#]{1,96}$")
 

@@ -13,9 +13,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from tickwork.clock import to_ms
-from tickwork.models import RunStatus
-from tickwork.store.codec import ItemKind, deserialize, expression_values, run_key, serialize
+from tickwork.model.claim_plan import ClaimableJob
+from tickwork.model.clock import from_ms, optional_instant, stored_instant, to_ms
+from tickwork.model.ids import ItemKind
+from tickwork.model.policies import DEFAULT_MISFIRE_GRACE_SECONDS, BreakerState, CatchupPolicy, StartPrecision
+from tickwork.model.schedule import Schedule
+from tickwork.model.states import JobState, RunStatus
+from tickwork.store.codec import deserialize, expression_values, run_key, serialize
 from tickwork.store.conditional import Table
 
 DUE_INDEX = "due-index"
@@ -76,6 +80,33 @@ class DueItem:
     @property
     def priority(self) -> int:
         return int(self.attrs.get("priority", 5))
+
+    def claimable(self) -> ClaimableJob:
+        """The job (or workflow) this entry projects, as the claim plan reads it."""
+        a = self.attrs
+        return ClaimableJob(
+            job_id=a["job_id"],
+            tenant=a["tenant"],
+            priority=int(a.get("priority", 5)),
+            schedule=Schedule.model_validate(a["schedule"]),
+            version=int(a["version"]),
+            next_run_at=from_ms(self.due_at),
+            created_at=stored_instant(a["created_at"]),
+            misfire_grace=timedelta(seconds=int(a.get("misfire_grace_seconds", DEFAULT_MISFIRE_GRACE_SECONDS))),
+            paused_at=optional_instant(a.get("paused_at")),
+            resumed_at=optional_instant(a.get("resumed_at")),
+            kind=self.kind,
+            catchup=CatchupPolicy(a.get("catchup", _default_catchup(self.kind))),
+            state=JobState(a.get("state", JobState.ACTIVE.value)),
+            breaker=BreakerState.model_validate(a["breaker"]) if a.get("breaker") else None,
+            jitter_seconds=int(a.get("jitter_seconds", 0)),
+            precise=a.get("start_precision") == StartPrecision.PRECISE.value,
+        )
+
+
+def _default_catchup(kind: ItemKind) -> str:
+    """A job item written before catch-up existed reads as the job default; a workflow's as what it did."""
+    return (CatchupPolicy.LATEST if kind is ItemKind.JOB else CatchupPolicy.ALL).value
 
 
 class DueIndex:

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from tickwork.clock import iso, to_ms
-from tickwork.errors import UnreadableItem
-from tickwork.models import BreakerState, Job, JobState
+from tickwork.model.clock import iso, to_ms
+from tickwork.model.errors import UnreadableItem
+from tickwork.model.job import Job
+from tickwork.model.policies import BreakerState
+from tickwork.model.states import JobState
 from tickwork.store.codec import deserialize, expression_values, job_key, job_to_item, shard_of
 from tickwork.store.conditional import Table
 from tickwork.store.reading import read_job
@@ -26,8 +28,8 @@ from tickwork.store.tenants import ACTIVE_STATES, COUNTED_FOR, TenantRecords
 # How many runs of its occurrences the job's claims and backfills have queued, counted by the claim's advance (the
 # write it makes anyway) and before a backfill's puts. 1 at the last occurrence's claim: that run is the job's only
 # one, and its settling completes the job with no look at its other runs, by a write that holds only while the
-# count is still 1 (tickwork.completion). Above the truth at times (a backfill counts occurrences whose runs exist
-# already), never below.
+# count is still 1 (tickwork.progress.job_completion). Above the truth at times (a backfill counts occurrences whose
+# runs exist already), never below.
 OCCURRENCE_RUNS = "occurrence_runs"
 
 # What a job item holds that its model decides, and so what a replace removes when the model leaves it out
@@ -106,7 +108,7 @@ class JobRecords:
 
     def complete_if_settled(self, job_id: str, now: datetime, *, alone: bool = False) -> bool:
         """ACTIVE -> COMPLETED, and out of the due index for good, once every run of the job's occurrences has
-        settled (its caller saw that: tickwork.completion).
+        settled (its caller saw that: tickwork.progress.job_completion).
 
         Only while it has no pending occurrence (`next_run_at` absent): a PATCH that moved a one-shot's `at`,
         or gave a recurring job more occurrences, set one, and then the job is not complete. `alone`: the caller
@@ -140,7 +142,7 @@ class JobRecords:
     ) -> Advanced | None:
         """The claim's second write: the job moves past the claimed occurrences, only from `expected_version`.
         None if it lost; else the job as the write left it (ReturnValues: no read, no capacity billed), which
-        the claim copies into its runs' messages (tickwork.run_spec).
+        the claim copies into its runs' messages (tickwork.model.run_spec).
 
         A claimer that dies before this leaves the job un-advanced; the next claimer finds the runs existing
         and just completes this step. Nothing is lost and nothing doubled, as with a transaction, at half its
@@ -195,7 +197,7 @@ class JobRecords:
             expression_values(zero=0, runs=runs),
         )
 
-    # ------------------------------------------------------------ the circuit breaker (tickwork.breaker)
+    # ------------------------------------------------------------ the circuit breaker (tickwork.executor.breaker)
 
     def count_failure(self, job_id: str) -> int:
         """One more consecutive FAILED run; the count now (0: the job is gone). No version change: a claim or

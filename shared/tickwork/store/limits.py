@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from tickwork.clock import to_ms
+from tickwork.model.clock import to_ms
 from tickwork.store.codec import deserialize, expression_values, serialize
 from tickwork.store.conditional import Table
 from tickwork.store.tenants import tenant_key

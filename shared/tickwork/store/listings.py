@@ -18,8 +18,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
-from tickwork.errors import InvalidInput
-from tickwork.models import Job, JobState, Run, RunStatus, parse_run_id
+from tickwork.model.errors import InvalidInput
+from tickwork.model.ids import parse_run_id
+from tickwork.model.job import Job
+from tickwork.model.run import Run
+from tickwork.model.states import JobState, RunStatus
+from tickwork.model.workflow.advance import WorkflowRunStatus
+from tickwork.model.workflow.definition import Workflow
+from tickwork.model.workflow.runs import WorkflowRunRecord
 from tickwork.store.codec import (
     deserialize,
     expression_values,
@@ -33,9 +39,6 @@ from tickwork.store.conditional import Table
 from tickwork.store.cursors import Cursors
 from tickwork.store.due_index import TENANT_INDEX
 from tickwork.store.reading import UNREADABLE, note_unreadable
-from tickwork.workflow.advance import WorkflowRunStatus
-from tickwork.workflow.definition import Workflow
-from tickwork.workflow.runs import WorkflowRunRecord
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 100

@@ -11,12 +11,13 @@ from typing import Any, TypeVar
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from tickwork.errors import UnreadableItem
-from tickwork.models import Job, Run
+from tickwork.model.errors import UnreadableItem
+from tickwork.model.job import Job
+from tickwork.model.run import Run
+from tickwork.model.workflow.definition import Workflow
+from tickwork.model.workflow.runs import WorkflowRunRecord
 from tickwork.observability import logger, metrics
 from tickwork.store.codec import job_from_attrs, run_from_attrs, workflow_from_attrs, workflow_run_from_attrs
-from tickwork.workflow.definition import Workflow
-from tickwork.workflow.runs import WorkflowRunRecord
 
 # What reading a stored item that does not fit the models raises (pydantic's ValidationError is a ValueError;
 # so is bad JSON in payload_json).

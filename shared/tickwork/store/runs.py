@@ -14,18 +14,10 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from tickwork.clock import iso, to_ms
-from tickwork.models import (
-    AttemptRecord,
-    DeferReason,
-    Run,
-    RunError,
-    RunResult,
-    RunStatus,
-    RunTrigger,
-    SkipReason,
-    parse_run_id,
-)
+from tickwork.model.clock import iso, to_ms
+from tickwork.model.ids import parse_run_id
+from tickwork.model.run import AttemptRecord, Run, RunError, RunResult
+from tickwork.model.states import DeferReason, RunStatus, RunTrigger, SkipReason
 from tickwork.store.codec import (
     deserialize,
     expression_values,
@@ -189,7 +181,7 @@ class RunRecords:
             # The attempt's record, opened: its number is the count this update makes (see Run.attempt_history).
             "attempt_history = list_append(if_not_exists(attempt_history, :no_history), :opened) "
             # The run keeps its due-index entry while leased: the safety net were the lease to lapse with its
-            # message stranded (see dispatch.Resender); the outcome removes it.
+            # message stranded (see tickwork.tick.resender.Resender); the outcome removes it.
             "REMOVE not_before, not_before_ms",
             # A QUEUED run has a not_before only when a limit deferred it (see defer_run).
             "attribute_exists(pk) AND ((#status = :queued "
@@ -427,7 +419,7 @@ class RunRecords:
     def open_occurrence_runs(self, job_id: str) -> list[str]:
         """The job's runs of its occurrences (scheduled or backfilled, not manual) that have not settled: one
         consistent Query of the job's runs, paged (its cost grows with the runs the job keeps, so it is asked
-        only of a job with no next occurrence: tickwork.completion)."""
+        only of a job with no next occurrence: tickwork.progress.job_completion)."""
         kwargs: dict[str, Any] = {
             "TableName": self._table.name,
             "KeyConditionExpression": "pk = :pk AND begins_with(sk, :run)",
@@ -460,7 +452,7 @@ class RunRecords:
 
     def mark_runs_job_changed(self, job_id: str, *, now: datetime, since: datetime) -> int:
         """Tell the job's unsettled runs of occurrences from `since` on that their job changed (`job_changed_at`):
-        their messages' copies of the job are out of date, and their executors read the job (tickwork.run_spec).
+        their messages' copies of the job are out of date, and their executors read the job (tickwork.model.run_spec).
         One consistent Query of that key range (a few minutes of the job's runs), then one conditional write per
         unsettled run; a run that settles meanwhile is left alone. How many were marked."""
         pending: list[str] = []
@@ -501,7 +493,7 @@ class RunRecords:
         return int((now + self.retention).timestamp())
 
 
-# On an unsettled run: when it settles, it attempts its job's completion (tickwork.completion).
+# On an unsettled run: when it settles, it attempts its job's completion (tickwork.progress.job_completion).
 COMPLETES_JOB = "completes_job"
 
 _TERMINAL_VALUES = {

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from tickwork.model.tenant_settings import rate_window
 from tickwork.store.codec import expression_values
 from tickwork.store.conditional import Table
 from tickwork.store.tenants import tenant_key
@@ -21,11 +22,6 @@ RATE_ITEM_TTL = timedelta(minutes=10)
 # The windows before now that `spent_windows` reads at most: those whose items the TTL keeps.
 SPENT_LOOKBACK_WINDOWS = int(RATE_ITEM_TTL.total_seconds()) // 60
 MAX_RESERVE_ATTEMPTS = 3  # each lost race means another claimer took part of the window: it only shrinks
-
-
-def rate_window(now: datetime) -> int:
-    """The epoch minute `now` falls in."""
-    return int(now.timestamp()) // 60
 
 
 class TenantRates:

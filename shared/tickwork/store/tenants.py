@@ -17,13 +17,13 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from tickwork.clock import iso
-from tickwork.models import JobState
+from tickwork.model.clock import iso
+from tickwork.model.states import JobState
+from tickwork.model.tenant_settings import TenantSettings
 from tickwork.observability import logger
 from tickwork.store.codec import deserialize, expression_values, serialize
 from tickwork.store.conditional import Table
 from tickwork.store.due_index import TENANT_INDEX
-from tickwork.tenant_settings import TenantSettings
 
 SETTINGS_SK = "SETTINGS"
 USAGE_SK = "USAGE"

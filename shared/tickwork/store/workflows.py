@@ -15,8 +15,12 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from tickwork.clock import iso, to_ms
-from tickwork.models import SkipReason, parse_workflow_run_id
+from tickwork.model.clock import iso, to_ms
+from tickwork.model.ids import parse_workflow_run_id
+from tickwork.model.states import SkipReason
+from tickwork.model.workflow.advance import StepStatus, WorkflowRunStatus
+from tickwork.model.workflow.definition import Workflow
+from tickwork.model.workflow.runs import StepEntry, WorkflowRunRecord
 from tickwork.store.codec import (
     deserialize,
     expression_values,
@@ -31,9 +35,6 @@ from tickwork.store.conditional import Table
 from tickwork.store.jobs import counted_item, replace_scheduled
 from tickwork.store.reading import read_workflow, read_workflow_run
 from tickwork.store.tenants import TenantRecords
-from tickwork.workflow.advance import StepStatus, WorkflowRunStatus
-from tickwork.workflow.definition import Workflow
-from tickwork.workflow.runs import StepEntry, WorkflowRunRecord
 
 
 class _StepUpdate:
@@ -164,7 +165,7 @@ class WorkflowRecords:
         final: WorkflowRunStatus | None,
         now: datetime,
     ) -> tuple[bool, WorkflowRunRecord | None]:
-        """Record a plan (tickwork.workflow.advance): each decided step's entry, only while the run is RUNNING and
+        """Record a plan (tickwork.model.workflow.advance): each decided step's entry, only while the run is RUNNING and
         each of them is still PENDING, so a plan applied twice, or two plans at once, record each step once. With
         `final`, the run ends: its status, finished_at, expiry, and out of the due index. Returns (won, the run
         now).
@@ -201,7 +202,7 @@ class WorkflowRecords:
 
     def withdraw_workflow_run(self, workflow_run_id: str, reason: SkipReason, *, now: datetime) -> bool:
         """RUNNING -> SKIPPED `reason`: a run opened by a claim its workflow's pause or cancel overtook (see
-        tickwork.workflow.occurrences). Its steps' entries stay as they are; its queued runs are skipped by the
+        tickwork.tick.workflow_occurrences). Its steps' entries stay as they are; its queued runs are skipped by the
         executors that take them. False if the run is no longer RUNNING."""
         update = _StepUpdate()
         update.require_run(WorkflowRunStatus.RUNNING)

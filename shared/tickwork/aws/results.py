@@ -1,0 +1,207 @@
+"""S3 data access: run results, written once (first write wins), and beside them each attempt's log
+(tickwork.jobtypes.run_log), written once too."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from tickwork.model.run import Run, RunResult
+
+INLINE = "inline"  # RunResult.location of a result kept in the run record
+
+
+def result_key(run: Run) -> str:
+    return result_key_of(run.tenant, run.job_id, run.id)
+
+
+def result_key_of(tenant: str, job_id: str, run_id: str) -> str:
+    """Where a run's result lives: `results/<spread>/<tenant>/<job or workflow>/<run>.json`. The spread, two hex
+    digits of the run id's SHA-256, puts a burst's writes in 256 key ranges from the start: S3 serves 3,500
+    PUT/s per prefix and splits a hot one only over time, and job ids are time-ordered, so without it a tenant's
+    new results would all land in one range (docs/scale.md)."""
+    return f"results/{_spread(run_id)}/{tenant}/{job_id}/{run_id}.json"
+
+
+def legacy_result_key_of(tenant: str, job_id: str, run_id: str) -> str:
+    """Where results were written before the spread: still read, so a run finished before it is found."""
+    return f"results/{tenant}/{job_id}/{run_id}.json"
+
+
+def _spread(run_id: str) -> str:
+    return hashlib.sha256(run_id.encode()).hexdigest()[:2]
+
+
+def logs_prefix_of(tenant: str, job_id: str, run_id: str) -> str:
+    """Where a run's attempts' logs live: beside its result, one object per attempt."""
+    return f"logs/{tenant}/{job_id}/{run_id}/"
+
+
+def logs_key(run: Run) -> str:
+    """The key of the current attempt's log. A run retried from the DLQ counts its attempts from 1 again, so the
+    key names its requeue too; both padded, so that keys sort in the order the attempts ran."""
+    return f"{logs_prefix_of(run.tenant, run.job_id, run.id)}{run.requeues:04d}-{run.attempts:03d}.json"
+
+
+def _missing(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound")
+
+
+def _already_written(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "412")
+
+
+class ResultStore:
+    """Takes its client; builds none."""
+
+    def __init__(self, client: Any, bucket: str, *, inline_max_bytes: int = 0) -> None:
+        self._s3 = client
+        self.bucket = bucket
+        self.inline_max_bytes = inline_max_bytes
+
+    def write_once(self, run: Run, document: Any) -> tuple[RunResult, bool]:
+        """Write the result with If-None-Match: *. Returns (result, written_now).
+
+        A 412 means an earlier attempt already wrote it (promise 3): that object stands, unchanged.
+
+        A job's result of at most `inline_max_bytes` (InlineResultMaxBytes; 0, the default: none) is not written
+        to S3: it is returned inline and the outcome's conditional UpdateItem, written anyway, records it with
+        the run's end (one write fewer, no S3 request). Exactly-once is the same: an attempt that dies after its
+        handler and before that write re-runs, as one that dies before the PutObject does. A workflow step's
+        result stays in S3, where its downstream steps read it by key.
+        """
+        body = json.dumps(document, separators=(",", ":"), sort_keys=True, default=str).encode()
+        digest = hashlib.sha256(body).hexdigest()
+        if run.workflow_run_id is None and len(body) <= self.inline_max_bytes:
+            return RunResult(location=INLINE, sha256=digest, bytes=len(body), inline=body.decode()), True
+        return self._put_once(run, body, digest)
+
+    def keep_for_takeover(self, run: Run, result: RunResult) -> None:
+        """An inline result whose outcome write lost the lease: written to S3 as a result too large for the record
+        is, once, so that the executor that took the run over finds it (`find`) and records it rather than run
+        the handler again (a takeover that leased before this write runs it, as on the S3 path)."""
+        if result.inline is not None:
+            self._put_once(run, result.inline.encode(), result.sha256)
+
+    def _put_once(self, run: Run, body: bytes, digest: str) -> tuple[RunResult, bool]:
+        key = result_key(run)
+        try:
+            self._s3.put_object(
+                Bucket=self.bucket,
+                Key=key,
+                Body=body,
+                ContentType="application/json",
+                IfNoneMatch="*",
+                Metadata={"sha256": digest, "run-id": run.id},
+            )
+        except ClientError as exc:
+            if not _already_written(exc):
+                raise
+            existing = self.find(run)
+            if existing is None:  # pragma: no cover - 412 means it exists
+                raise
+            return existing, False
+        return RunResult(location=f"s3://{self.bucket}/{key}", sha256=digest, bytes=len(body)), True
+
+    def find(self, run: Run) -> RunResult | None:
+        """The stored result of a run, if an earlier attempt wrote one (under today's key, or the key results
+        had before the spread: an attempt that wrote one before an upgrade is found, not run again)."""
+        for key in (result_key(run), legacy_result_key_of(run.tenant, run.job_id, run.id)):
+            found = self._head(key)
+            if found is not None:
+                return found
+        return None
+
+    def _head(self, key: str) -> RunResult | None:
+        try:
+            head = self._s3.head_object(Bucket=self.bucket, Key=key)
+        except ClientError as exc:
+            if _missing(exc):
+                return None
+            raise
+        return RunResult(
+            location=f"s3://{self.bucket}/{key}",
+            sha256=head.get("Metadata", {}).get("sha256", ""),
+            bytes=int(head["ContentLength"]),
+        )
+
+    def write_logs_once(self, run: Run, document: dict[str, Any]) -> bool:
+        """Write the current attempt's log with If-None-Match: *. False when it was there already (a 412): that
+        object stands, unchanged."""
+        try:
+            self._s3.put_object(
+                Bucket=self.bucket,
+                Key=logs_key(run),
+                Body=json.dumps(document, separators=(",", ":"), default=str).encode(),
+                ContentType="application/json",
+                IfNoneMatch="*",
+                Metadata={"run-id": run.id},
+            )
+        except ClientError as exc:
+            if not _already_written(exc):
+                raise
+            return False
+        return True
+
+    def read_logs(self, run: Run) -> list[dict[str, Any]]:
+        """The logs of a run's attempts, in the order they ran: one listing, then one read per attempt that logged
+        (a run keeps at most its attempts' worth: max_attempts is at most 100, per execution)."""
+        prefix = logs_prefix_of(run.tenant, run.job_id, run.id)
+        keys: list[str] = []
+        for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
+            keys += [item["Key"] for item in page.get("Contents", [])]
+        documents = []
+        for key in sorted(keys):
+            try:
+                obj = self._s3.get_object(Bucket=self.bucket, Key=key)
+            except ClientError as exc:
+                if _missing(exc):  # gone since the listing (expired): nothing to show for it
+                    continue
+                raise
+            documents.append(json.loads(obj["Body"].read()))
+        return documents
+
+    def read(self, run: Run) -> Any | None:
+        if run.result is not None and run.result.inline is not None:
+            return json.loads(run.result.inline)  # kept in the run record: no S3 request
+        return self.read_of(run.tenant, run.job_id, run.id)
+
+    def read_of(self, tenant: str, job_id: str, run_id: str, *, max_bytes: int | None = None) -> Any | None:
+        """A run's result document by its ids (None if there is none), without reading the run first; a result
+        written before the spread is read under its old key (a second GetObject, only when the first misses).
+
+        `max_bytes`: read no more than that; a larger result raises ResultTooLarge, its body unread. The same
+        one GetObject, ranged: its answer gives the object's whole size, and carries at most max_bytes + 1."""
+        ranged = {"Range": f"bytes=0-{max_bytes}"} if max_bytes is not None else {}
+        for key in (result_key_of(tenant, job_id, run_id), legacy_result_key_of(tenant, job_id, run_id)):
+            try:
+                obj = self._s3.get_object(Bucket=self.bucket, Key=key, **ranged)
+            except ClientError as exc:
+                if _missing(exc):
+                    continue
+                raise
+            if max_bytes is not None and (size := _object_size(obj)) > max_bytes:
+                obj["Body"].close()
+                raise ResultTooLarge(size, max_bytes)
+            return json.loads(obj["Body"].read())
+        return None
+
+
+class ResultTooLarge(Exception):
+    """A result larger than its reader may hold (ResultStore.read_of's `max_bytes`)."""
+
+    def __init__(self, size: int, max_bytes: int) -> None:
+        super().__init__(f"the result is {size} bytes, over the {max_bytes} bytes that may be read")
+        self.size = size
+        self.max_bytes = max_bytes
+
+
+def _object_size(obj: dict[str, Any]) -> int:
+    """The whole object's size, from a ranged GetObject's Content-Range (`bytes 0-99/1234`)."""
+    content_range = obj.get("ContentRange")
+    if content_range and "/" in content_range:
+        return int(content_range.rsplit("/", 1)[1])
+    return int(obj["ContentLength"])

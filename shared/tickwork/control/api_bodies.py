@@ -1,0 +1,425 @@
+"""The HTTP API's request and response models, in one place.
+
+Requests: JobSpec (create), JobUpdate (PATCH) and RedriveRequest. Responses: jobs and runs are the core models
+themselves (tickwork.model.job.Job and Run), serialised with times as ISO-8601 UTC with milliseconds; the models
+here wrap them for listings, and describe problem details. The class names are the OpenAPI document's schema
+component names.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
+
+from tickwork.control.backfill import DEFAULT_BACKFILL_RUNS, MAX_BACKFILL_RUNS
+from tickwork.jobtypes import registry
+from tickwork.model.errors import InvalidInput
+from tickwork.model.job import Job, JobDefinition
+from tickwork.model.policies import (
+    CatchupPolicy,
+    CircuitBreaker,
+    ConcurrencyLimit,
+    JitterSeconds,
+    JobName,
+    MisfireGraceSeconds,
+    NotCoerced,
+    OverlapPolicy,
+    Priority,
+    RateLimit,
+    RetryPolicy,
+    StartPrecision,
+    Tags,
+    TimeoutSeconds,
+)
+from tickwork.model.preview import DEFAULT_PREVIEW_COUNT, MAX_PREVIEW_COUNT
+from tickwork.model.run import Run
+from tickwork.model.schedule import CallerInstant, Schedule, UtcDatetime
+from tickwork.model.states import RunStatus, RunTrigger, SkipReason
+from tickwork.model.tenant_settings import TenantSettings
+from tickwork.model.workflow.advance import WorkflowRunStatus
+from tickwork.model.workflow.definition import MAX_STEPS, Workflow, WorkflowDefinition, WorkflowStep
+
+PROBLEM_JSON = "application/problem+json"
+
+# ---------------------------------------------------------------- requests
+
+
+def _format(name: str, description: str) -> dict[str, Any]:
+    return {"type": "string", "format": name, "description": description}
+
+
+class ScheduleSpec(Schedule):
+    """A schedule as a caller gives it: the stored Schedule's rules, and stricter instants (CallerInstant: an
+    explicit offset, years 2000 to 2099). Stored schedules are read leniently, as Schedule."""
+
+    # Exactly one of at, cron and rate, as the server checks it (null counts as absent): said in the OpenAPI
+    # document too, so that `schedule: {}` is schema-invalid as it is server-invalid.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [{"required": [kind], "properties": {kind: {"type": "string"}}} for kind in ("at", "cron", "rate")]
+        },
+    )
+
+    at: CallerInstant | None = None
+    # Checked by the server beyond what a pattern can say (croniter, the rate grammar and its 366-day cap, the
+    # IANA database): the document names them as formats.
+    cron: Annotated[str, WithJsonSchema(_format("cron", "5 fields, or 6 with seconds first; `H` spreads."))] | None = (
+        None
+    )
+    rate: (
+        Annotated[
+            str, WithJsonSchema(_format("rate", '"30 seconds", "5 minutes", "1 hour", "2 days"; at most 366 days.'))
+        ]
+        | None
+    ) = None
+    timezone: Annotated[str, WithJsonSchema(_format("time-zone", "An IANA time zone name, such as Europe/Paris."))] = (
+        "UTC"
+    )
+    start_at: CallerInstant | None = None
+    end_at: CallerInstant | None = None
+
+    def stored(self) -> Schedule:
+        return Schedule.model_validate(self.model_dump())
+
+
+def _payload_branches() -> tuple[list[str], list[dict[str, Any]]]:
+    """The job types registered (by the time the document is built), and for each, what its payload must be
+    (its own model's schema), as the server checks them."""
+    names = registry.names()
+    branches = []
+    for name in names:
+        model = registry.get(name).payload_model
+        payload = model.model_json_schema()
+        if "$defs" in payload:  # nested models would need their own components: say only "an object"
+            payload = {"type": "object"}
+        payload.pop("title", None)
+        branch: dict[str, Any] = {"properties": {"type": {"const": name}, "payload": payload}}
+        if payload.get("required"):
+            branch["required"] = ["payload"]
+        branches.append(branch)
+    return names, branches
+
+
+def _typed_payloads(schema: dict[str, Any]) -> None:
+    """The OpenAPI document says which types exist and what each one's payload must be."""
+    names, branches = _payload_branches()
+    schema["properties"]["type"]["enum"] = names
+    schema["oneOf"] = branches
+
+
+def _typed_steps(schema: dict[str, Any]) -> None:
+    """A workflow's steps, as a request gives them, typed as a job's type and payload are (see _typed_payloads).
+    The stored step's component (WorkflowStep) stays as it is: it describes responses too."""
+    steps = schema["properties"].get("steps")
+    if steps is None:
+        return
+    names, branches = _payload_branches()
+    steps["items"] = {"allOf": [steps["items"], {"properties": {"type": {"enum": names}}}], "oneOf": branches}
+
+
+class JobSpec(JobDefinition):
+    """What a caller submits to create a job."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_typed_payloads)
+
+    # A job's definition as a caller gives it: stricter instants, and tags within AWS's bounds.
+    schedule: ScheduleSpec
+    tags: Tags = Field(default_factory=dict)
+
+
+_ABSENT: Any = None  # a JobUpdate field's default: "leave it as it is"
+
+
+def _no_defaults(schema: dict[str, Any]) -> None:
+    for prop in schema.get("properties", {}).values():
+        prop.pop("default", None)
+
+
+class _OptionalNotNullable(BaseModel):
+    """A body whose every field is optional and none nullable. The None defaults only mark "absent" (never
+    validated, and kept out of the OpenAPI document), and an explicit null is refused by _not_null."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_no_defaults)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _not_null(cls, value: object) -> object:
+        if value is None:
+            raise ValueError("must not be null; leave the field out")
+        return value
+
+
+class _Patch(_OptionalNotNullable):
+    """A PATCH body: an absent field keeps its value."""
+
+    def changes(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.model_fields_set}
+
+
+def _patch_of_payload(schema: dict[str, Any]) -> None:
+    """A PATCH carries no `type` (it never changes), so which payload model applies is the stored job's: the
+    document says the payload is one of the types' payloads, each titled with its type, and which one counts.
+    anyOf, not oneOf: the payloads overlap (echo takes any object)."""
+    _no_defaults(schema)
+    _, branches = _payload_branches()
+    schema["properties"]["payload"] = {
+        "type": "object",
+        "description": "Replaces the payload whole. The server checks it against the payload model of the job's "
+        "own `type` (which never changes): the branch titled with that type.",
+        "anyOf": [{"title": b["properties"]["type"]["const"], **b["properties"]["payload"]} for b in branches],
+    }
+
+
+class JobUpdate(_Patch):
+    """What PATCH may change; absent fields stay as they are (`null` is refused). A job's type never changes."""
+
+    model_config = ConfigDict(json_schema_extra=_patch_of_payload)
+
+    name: JobName = Field(default=_ABSENT)
+    payload: dict[str, Any] = Field(default=_ABSENT)
+    schedule: ScheduleSpec = Field(default=_ABSENT)
+    priority: Priority = Field(default=_ABSENT)
+    retry: RetryPolicy = Field(default=_ABSENT)
+    timeout_seconds: TimeoutSeconds = Field(default=_ABSENT)
+    misfire_grace_seconds: MisfireGraceSeconds = Field(default=_ABSENT)
+    overlap: OverlapPolicy = Field(default=_ABSENT)
+    catchup: CatchupPolicy = Field(default=_ABSENT)
+    circuit_breaker: CircuitBreaker = Field(default=_ABSENT)
+    jitter_seconds: JitterSeconds = Field(default=_ABSENT)
+    start_precision: StartPrecision = Field(default=_ABSENT)
+    tags: Tags = Field(default=_ABSENT)
+    concurrency: ConcurrencyLimit = Field(default=_ABSENT)
+    rate_limit: RateLimit = Field(default=_ABSENT)
+
+
+class WorkflowSpec(WorkflowDefinition):
+    """What a caller submits to create a workflow (POST /v1/workflows)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_typed_steps)
+
+    schedule: ScheduleSpec
+    tags: Tags = Field(default_factory=dict)
+
+
+def _patch_of_steps(schema: dict[str, Any]) -> None:
+    _no_defaults(schema)
+    _typed_steps(schema)
+
+
+class WorkflowUpdate(_Patch):
+    """What PATCH /v1/workflows/{id} may change; absent fields stay as they are (`null` is refused). New steps
+    apply to workflow runs that start after the change; a run in progress keeps the steps it started with."""
+
+    model_config = ConfigDict(json_schema_extra=_patch_of_steps)
+
+    name: JobName = Field(default=_ABSENT)
+    schedule: ScheduleSpec = Field(default=_ABSENT)
+    steps: list[WorkflowStep] = Field(default=_ABSENT, min_length=1, max_length=MAX_STEPS)
+    priority: Priority = Field(default=_ABSENT)
+    retry: RetryPolicy = Field(default=_ABSENT)
+    timeout_seconds: TimeoutSeconds = Field(default=_ABSENT)
+    misfire_grace_seconds: MisfireGraceSeconds = Field(default=_ABSENT)
+    tags: Tags = Field(default=_ABSENT)
+
+
+REDRIVE_WHICH = 'say which runs: {"all": true} for every FAILED run, or {"run_ids": [...]}'
+
+
+def _run_ids_or_all(schema: dict[str, Any]) -> None:
+    _no_defaults(schema)
+    schema["oneOf"] = [{"required": ["run_ids"]}, {"required": ["all"]}]
+
+
+class RedriveRequest(_OptionalNotNullable):
+    """POST /v1/dlq/redrive: the caller's FAILED runs named in `run_ids`, or every one with `{"all": true}`;
+    exactly one of the two. Everything is never the absence of a body or a field: a cross-site page can send
+    a bodiless POST without the browser asking first."""
+
+    model_config = ConfigDict(json_schema_extra=_run_ids_or_all)
+
+    run_ids: list[str] = Field(default=_ABSENT, min_length=1, max_length=100)
+    all: Literal[True] = Field(default=_ABSENT, description="Every FAILED run (up to 250 per call).")
+
+    def named(self) -> list[str] | None:
+        """The runs to redrive: these ids, or None for every FAILED run. Neither or both is a 422 naming `all`."""
+        if "all" in self.model_fields_set:
+            if "run_ids" in self.model_fields_set:
+                raise InvalidInput.one("all", "not with run_ids: name the runs, or redrive all of them")
+            return None
+        if "run_ids" not in self.model_fields_set:
+            raise InvalidInput.one("all", f"required without run_ids: {REDRIVE_WHICH}")
+        return self.run_ids
+
+
+# ---------------------------------------------------------------- responses
+
+
+class JobList(BaseModel):
+    items: list[Job]
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")
+
+
+class RunList(BaseModel):
+    items: list[Run]
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")
+
+
+class RunLogLine(BaseModel):
+    """A line a run's handler logged (`ctx.log`): when, in which attempt, at what level, and the fields it passed."""
+
+    at: UtcDatetime
+    attempt: int
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"]
+    message: str
+    fields: dict[str, Any] = Field(default_factory=dict)
+
+
+class RunLogs(BaseModel):
+    """GET /v1/runs/{run_id}/logs: every attempt's lines, in order (empty while nothing was written)."""
+
+    run_id: str
+    lines: list[RunLogLine]
+    truncated: bool = Field(description="An attempt logged more than its cap; its last line says how much more.")
+    limit_bytes: int = Field(description="The cap on one attempt's lines, in bytes (also at most 1,000 lines).")
+    insights_url: str | None = Field(
+        description="Deployed: a CloudWatch Logs Insights console link querying the run's lines; null locally."
+    )
+
+
+class WorkflowList(BaseModel):
+    items: list[Workflow]
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")
+
+
+class StepRun(BaseModel):
+    """A step of a workflow run: its state, and (once it has one) its run's, which GET /v1/runs/{run_id} shows
+    in full."""
+
+    status: RunStatus | Literal["PENDING"] = Field(
+        description="PENDING until its upstream steps end; then its run's status, or SKIPPED with the reason."
+    )
+    run_id: str | None = None
+    skip_reason: SkipReason | None = None
+    attempts: int = 0
+    started_at: UtcDatetime | None = None
+    finished_at: UtcDatetime | None = None
+
+
+class WorkflowRun(BaseModel):
+    """One occurrence of a workflow (GET /v1/workflow-runs/{id})."""
+
+    id: str
+    workflow_id: str
+    tenant: str
+    scheduled_for: UtcDatetime
+    trigger: RunTrigger = RunTrigger.SCHEDULE
+    status: WorkflowRunStatus
+    skip_reason: SkipReason | None = Field(default=None, description="Why the occurrence itself was skipped.")
+    started_at: UtcDatetime | None = None
+    finished_at: UtcDatetime | None = None
+    steps: dict[str, StepRun] = Field(description="Every step of the run's definition, by step id.")
+
+
+class WorkflowRunList(BaseModel):
+    items: list[WorkflowRun]
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")
+
+
+class RedriveResult(BaseModel):
+    redriven: int = Field(description="How many FAILED runs were re-queued.")
+    run_ids: list[str] = Field(description="The runs re-queued.")
+    not_redriven: list[str] = Field(
+        description="Named runs that were not re-queued: unknown, not the caller's, or not FAILED."
+    )
+    more: bool = Field(description="A redrive of all runs stopped at its per-call cap; call again for the rest.")
+
+
+class Health(BaseModel):
+    status: str = "ok"
+    version: str
+
+
+class ProblemField(BaseModel):
+    field: str = Field(description="The offending field, as a path: `schedule.cron`, `priority`, `run_ids[0]`.")
+    message: str
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details (`application/problem+json`)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str = Field(description="A URI naming the problem kind; `about:blank` when the status says it all.")
+    title: str
+    status: int
+    detail: str
+    instance: str | None = None
+    errors: list[ProblemField] = Field(default_factory=list)
+
+
+# ---------------------------------------------------------------- tenants (settings and usage)
+
+
+class TenantUsage(BaseModel):
+    """What a tenant uses now, of what is cheap to know."""
+
+    active_jobs: int | None = Field(
+        default=None,
+        description="ACTIVE and PAUSED jobs and workflows. Counted only while `max_active_jobs` is set; "
+        "null otherwise.",
+    )
+
+
+class TenantView(BaseModel):
+    """A tenant's settings (the defaults where none are stored) and usage (GET /v1/tenants/{tenant}, /me)."""
+
+    tenant: str
+    settings: TenantSettings
+    usage: TenantUsage
+
+
+# ---------------------------------------------------------------- preview and backfill (docs/policies.md)
+
+PreviewCount = Annotated[int, Field(ge=1, le=MAX_PREVIEW_COUNT), NotCoerced]
+
+
+class SchedulePreviewRequest(BaseModel):
+    """POST /v1/schedules/preview: a schedule's next `count` occurrences after `from` (default: now)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    schedule: ScheduleSpec
+    count: PreviewCount = DEFAULT_PREVIEW_COUNT
+    from_: CallerInstant | None = Field(default=None, alias="from")
+
+
+class PreviewItem(BaseModel):
+    at: UtcDatetime = Field(description="The occurrence, in UTC.")
+    local: str = Field(description="Its wall time in the schedule's time zone, with the offset.")
+    dst: Literal["gap", "fold"] | None = Field(
+        description="gap: the wall time asked for did not exist (a spring-forward skipped it; it runs at the "
+        "gap's end). fold: the wall time is one the zone shows twice (it runs at the first). null otherwise."
+    )
+
+
+class Preview(BaseModel):
+    items: list[PreviewItem]
+
+
+class BackfillRequest(BaseModel):
+    """POST /v1/jobs/{id}/backfill: runs for the job's past occurrences in [from, to]."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    from_: CallerInstant = Field(alias="from")
+    to: CallerInstant
+    max_runs: Annotated[int, Field(ge=1, le=MAX_BACKFILL_RUNS), NotCoerced] = DEFAULT_BACKFILL_RUNS
+
+
+class BackfillResponse(BaseModel):
+    created: int = Field(description="Runs created by this call.")
+    runs: list[str] = Field(description="Their ids: each is its occurrence's run id.")
+    existing: list[UtcDatetime] = Field(
+        description="Occurrences skipped because they already had a run (backfilled before, or scheduled)."
+    )

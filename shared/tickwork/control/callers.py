@@ -1,0 +1,151 @@
+"""Who is calling: the caller's tenant and whether it is an admin, from the identity API Gateway verified
+(deployed) or the local configuration.
+
+- auth mode iam (deployed; the default): from the SigV4 identity in requestContext.authorizer.iam. A role
+  `tickwork-tenant-<name>` of the API's own account is tenant `<name>`; any other principal is
+  `<account id>:role/<role name>`, `<account id>:user/<user name>` or `<account id>:root`. The admin is an
+  assumed role named `tickwork-admin` of the API's own account (its tenant is `<account id>:role/tickwork-admin`).
+- auth mode local (the local runtime, on 127.0.0.1): tenant `default`, an admin (open mode: whoever reaches
+  127.0.0.1 runs the scheduler anyway); or, with an API keys file, the caller of the `X-Api-Key` header. The
+  file is a JSON object mapping each key to a tenant name, or to `{"tenant": "<name>", "admin": true}`.
+Nothing in a request's body or headers can choose the tenant, or admin rights, in iam mode. The mode and the
+keys file are ApiSettings (tickwork.settings).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
+
+from tickwork.model.errors import Forbidden, Unauthenticated
+from tickwork.settings import ApiSettings
+from tickwork.store import TENANT
+
+TENANT_ROLE_PREFIX = "tickwork-tenant-"
+ADMIN_ROLE = "tickwork-admin"
+LOCAL_TENANT = "default"
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling: its tenant (whose jobs it sees) and whether it may change tenants' settings."""
+
+    tenant: str
+    admin: bool = False
+
+
+_ARN = re.compile(r"^arn:aws[a-zA-Z-]*:(?:sts|iam)::(\d{12}):(.+)$")
+_keys_cache: dict[str, Any] = {}
+
+
+def _iam_caller(event: APIGatewayProxyEventV2) -> Caller:
+    if not event.get("requestContext"):
+        raise Unauthenticated("sign requests with SigV4 (IAM auth); no caller identity was found")
+    context = event.request_context
+    iam = context.authorizer.iam
+    match = _ARN.match(iam.user_arn)
+    if not match:
+        raise Unauthenticated("sign requests with SigV4 (IAM auth); no caller identity was found")
+    account, resource = match.groups()
+    if iam.account_id and iam.account_id != account:
+        raise Forbidden("the caller identity is inconsistent")
+    kind, _, rest = resource.partition("/")
+    admin = False
+    if kind == "assumed-role":
+        role = rest.split("/", 1)[0]
+        # The API's own account: requestContext.accountId (read with get: the data class's property needs it).
+        own_account = account == context.get("accountId")
+        if role.startswith(TENANT_ROLE_PREFIX) and own_account:
+            tenant = role[len(TENANT_ROLE_PREFIX) :]
+        else:
+            tenant = f"{account}:role/{role}"
+        # Only the API's own account can name who administers it: the same role name elsewhere is nobody.
+        admin = role == ADMIN_ROLE and own_account
+    elif kind == "user":
+        tenant = f"{account}:user/{rest.rsplit('/', 1)[-1]}"
+    elif kind == "root" and not rest:
+        tenant = f"{account}:root"
+    else:
+        raise Forbidden(f"callers of kind {kind!r} have no tenant; use an IAM role or user")
+    if not TENANT.match(tenant):
+        raise Forbidden("the caller identity does not map to a valid tenant")
+    return Caller(tenant, admin)
+
+
+class _KeyEntry(BaseModel):
+    """A key's entry in the keys file, in its object form."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tenant: str = Field(pattern=TENANT.pattern)
+    admin: StrictBool = False
+
+
+def parse_api_keys(data: Any, source: str = "the API keys file") -> dict[str, Caller]:
+    """The keys file's content (a JSON object: key -> tenant name, or key -> {"tenant": ..., "admin": ...}) as
+    the caller of each key; ValueError saying what is wrong, and where, otherwise. The keys are secrets, so a
+    message shows only the start of one."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{source}: must be a JSON object mapping API keys to tenant names")
+    callers: dict[str, Caller] = {}
+    for key, entry in data.items():
+        where = f"{source}: the entry of key {key[:4]!r}..."
+        if isinstance(entry, str):
+            if not TENANT.match(entry):
+                raise ValueError(f"{where}: {entry[:130]!r} is not a valid tenant name ({TENANT.pattern})")
+            callers[key] = Caller(entry)
+            continue
+        if not isinstance(entry, dict):
+            raise ValueError(f'{where}: must be a tenant name or an object {{"tenant": "<name>", "admin": true}}')
+        try:
+            parsed = _KeyEntry.model_validate(entry)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'entry'}: {e['msg']}" for e in exc.errors())
+            raise ValueError(f"{where}: {problems}") from None
+        callers[key] = Caller(parsed.tenant, parsed.admin)
+    return callers
+
+
+def _api_keys(path: str) -> dict[str, Caller]:
+    """The keys file, re-read when it changes."""
+    stamp = Path(path).stat().st_mtime_ns
+    cached = _keys_cache.get(path)
+    if cached and cached[0] == stamp:
+        return cached[1]
+    try:
+        data = json.loads(Path(path).read_text())
+    except ValueError as exc:
+        raise ValueError(f"{path}: not JSON: {exc}") from None
+    keys = parse_api_keys(data, path)
+    _keys_cache[path] = (stamp, keys)
+    return keys
+
+
+def _local_caller(event: APIGatewayProxyEventV2, keys_file: str | None) -> Caller:
+    if not keys_file:
+        return Caller(LOCAL_TENANT, admin=True)
+    key = event.headers.get("x-api-key")  # the data class's headers ignore case
+    if not key:
+        raise Unauthenticated("send your API key in the X-Api-Key header")
+    caller = _api_keys(keys_file).get(key)
+    if caller is None:
+        raise Unauthenticated("unknown API key")
+    return caller
+
+
+def caller_of(event: APIGatewayProxyEventV2, settings: ApiSettings) -> Caller:
+    """The caller, from the verified identity (iam) or the local configuration; never the body."""
+    if settings.auth_mode == "iam":
+        return _iam_caller(event)
+    return _local_caller(event, settings.api_keys_file)
+
+
+def tenant_of(event: APIGatewayProxyEventV2, settings: ApiSettings) -> str:
+    """The caller's tenant (see caller_of)."""
+    return caller_of(event, settings).tenant

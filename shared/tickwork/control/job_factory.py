@@ -1,0 +1,91 @@
+"""What a valid job is: a caller's spec made into a checked Job, and the checks a change must pass too.
+
+Nothing here writes: a job is checked whole (type, payload, size as stored, a future occurrence) before any
+write, so bad input writes nothing (not even an idempotency record).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from tickwork.control.api_bodies import JobSpec
+from tickwork.jobtypes import UnknownJobType, registry
+from tickwork.model.clock import to_ms
+from tickwork.model.errors import InvalidInput, ItemTooLarge, PayloadTooLarge
+from tickwork.model.ids import new_job_id
+from tickwork.model.job import Job
+from tickwork.model.workflow.definition import Workflow
+from tickwork.store import item_bytes, job_to_item
+
+# The job item (<= 400 KB in DynamoDB) carries the payload; SQS messages never do. 256 KiB leaves room.
+MAX_PAYLOAD_BYTES = 256 * 1024
+# The whole job item as stored (payload, tags, schedule, keys, index attributes) is checked against this
+# before anything is written: DynamoDB's 400 KB item limit less room for what the tick adds to the item.
+MAX_JOB_ITEM_BYTES = 350 * 1024
+
+
+@dataclass(frozen=True)
+class JobFactory:
+    """Builds checked jobs from specs. `shards` is the store's (the item is measured as it would be stored)."""
+
+    shards: int
+    # CIDRs the http job type may reach although private: its payload check needs them.
+    http_allowlist: tuple[str, ...] = ()
+
+    def new_job(self, tenant: str, spec: JobSpec, *, now: datetime, job_id: str | None = None) -> Job:
+        """The job `spec` describes, checked (type, payload, size, a future occurrence); nothing is written."""
+        self.check_payload(spec.type, spec.payload)
+        job = Job(
+            id=job_id or new_job_id(to_ms(now)),
+            tenant=tenant,
+            created_at=now,
+            updated_at=now,
+            **spec.model_dump(exclude={"schedule", "retry"}),
+            schedule=spec.schedule.stored(),
+            retry=spec.retry,
+        )
+        job = job.model_copy(update={"next_run_at": self.first_occurrence(job, now)})
+        self.check_item_size(job)
+        return job
+
+    def check_payload(self, job_type: str, payload: dict[str, Any]) -> None:
+        """The type exists, its own model accepts the payload, and the payload fits."""
+        try:
+            kind = registry.get(job_type)
+        except UnknownJobType as exc:
+            raise InvalidInput.one("type", str(exc)) from None
+        size = len(json.dumps(payload, separators=(",", ":")).encode())
+        if size > MAX_PAYLOAD_BYTES:
+            raise PayloadTooLarge(size, MAX_PAYLOAD_BYTES)
+        try:
+            kind.parse(payload, context={"http_allowlist": self.http_allowlist})
+        except ValidationError as exc:
+            raise InvalidInput.from_validation(exc, prefix="payload") from None
+
+    def first_occurrence(self, job: Job | Workflow, now: datetime) -> datetime:
+        """The first occurrence after `now` of a job's (or a workflow's) schedule, or InvalidInput naming why
+        there is none."""
+        if job.schedule.at is not None and job.schedule.at <= now:
+            raise InvalidInput.one("schedule.at", "must be in the future")
+        first = job.next_occurrence_after(now)
+        if first is None:
+            field = "schedule.end_at" if job.schedule.end_at is not None else "schedule"
+            raise InvalidInput.one(field, "the schedule has no occurrence in the future")
+        return first
+
+    def check_item_size(self, job: Job) -> None:
+        """The job fits one DynamoDB item with room to spare: measured as stored, before anything is written
+        (a write DynamoDB refuses would come after the idempotency key was taken). Names the larger of the two
+        parts a caller controls without a bound of their own, payload and tags."""
+        size = item_bytes(job_to_item(job, self.shards))
+        if size <= MAX_JOB_ITEM_BYTES:
+            return
+        payload = len(json.dumps(job.payload, separators=(",", ":")).encode())
+        tags = sum(len(k.encode()) + len(v.encode()) for k, v in job.tags.items())
+        field = "payload" if payload >= tags else "tags"
+        raise ItemTooLarge(field, size, MAX_JOB_ITEM_BYTES, f"payload {payload} bytes, tags {tags} bytes")

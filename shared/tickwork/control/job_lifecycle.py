@@ -1,0 +1,189 @@
+"""Job lifecycle: create, pause, resume, cancel, update, trigger. What the API calls to change a job.
+
+Every change is a conditional write against the job's version, so two callers never lose each other's
+change; a create is acknowledged only once its write is durable (promise 1), and never waits for a run.
+Creating under an Idempotency-Key is `tickwork.control.idempotent_create`; re-queueing FAILED runs,
+`tickwork.control.redrive`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from tickwork.control.api_bodies import BackfillRequest, JobSpec, JobUpdate
+from tickwork.control.backfill import Backfiller, BackfillResult
+from tickwork.control.job_factory import JobFactory
+from tickwork.control.queries import JobQueries
+from tickwork.control.tenants import ActiveJobsQuota
+from tickwork.control.versioned_changes import VersionedChanges
+from tickwork.executor.breaker import closed
+from tickwork.model.clock import Clock
+from tickwork.model.errors import Conflict, InvalidInput
+from tickwork.model.ids import run_id_for
+from tickwork.model.jitter import JitterTooLarge, check_jitter
+from tickwork.model.job import Job
+from tickwork.model.run import Run
+from tickwork.model.run_spec import MARK_BACK
+from tickwork.model.states import JobState, RunStatus, RunTrigger
+from tickwork.observability import logger, metrics
+from tickwork.store import JobStore
+from tickwork.tick.dispatch import Dispatcher
+
+# What a PATCH may change on a COMPLETED job whose last run FAILED: what a retry of that run reads from the job.
+FIXABLE_WHEN_COMPLETED = frozenset(
+    {"name", "payload", "priority", "retry", "timeout_seconds", "tags", "concurrency", "rate_limit"}
+)
+
+
+@dataclass(frozen=True)
+class JobLifecycle:
+    store: JobStore
+    dispatcher: Dispatcher
+    clock: Clock
+    factory: JobFactory
+    queries: JobQueries  # the tenant-checked reads every change starts from
+    quota: ActiveJobsQuota  # max_active_jobs: checked before a job is written
+
+    # ------------------------------------------------------------ create
+
+    def create_job(self, tenant: str, spec: JobSpec) -> Job:
+        """A checked job, durable before acknowledged; QuotaExceeded (nothing written) over max_active_jobs."""
+        job = self.factory.new_job(tenant, spec, now=self.clock.now())
+        with self.quota.admitted(tenant, lambda: self.store.get_job(job.id) is not None) as counted:
+            if not self.add_new(job, counted=counted):  # durable before acknowledged
+                raise Conflict(f"job {job.id} exists already")  # pragma: no cover - ids are 75 random bits
+        return job
+
+    def add_new(self, job: Job, *, counted: bool = False) -> bool:
+        """Write a new, checked job and dispatch it if it is due soon; False (nothing done) if its id exists.
+        `counted`: a place in its tenant's max_active_jobs was reserved for it."""
+        if not self.store.put_new_job(job, counted=counted):
+            return False
+        logger.info("job created", extra={"job_id": job.id, "type": job.type, "next_run_at": job.next_run_at})
+        self._dispatch_soon(job)
+        return True
+
+    def _dispatch_soon(self, job: Job) -> None:
+        """A job due within the horizon is claimed now, so it runs on time rather than at the next tick."""
+        try:
+            self.dispatcher.dispatch_job(job)
+        except Exception:
+            # The job is stored; the next tick claims it. Acknowledging must not depend on this.
+            logger.exception("immediate dispatch failed; the tick will claim it", extra={"job_id": job.id})
+
+    # ------------------------------------------------------------ state changes
+
+    @property
+    def _changes(self) -> VersionedChanges[Job]:
+        return VersionedChanges("job", self.queries.get_job, self._replace, self.clock)
+
+    def _replace(self, job: Job, expected_version: int) -> bool:
+        """The change's write, after the job's claimed runs were told that their messages' copies of the job no
+        longer hold, so that their executors read it (tickwork.model.run_spec). Before the write, not after: a process
+        that dies between the two leaves nothing untold. A run claimed after the marking has a copy only if its
+        claim's advance of the job won; that advance moved the version, and this write, on the version read
+        before the marking, then loses (and the change is tried again), or it came after this write and copied
+        the changed job."""
+        now = self.clock.now()
+        self.store.mark_runs_job_changed(job.id, now=now, since=now - MARK_BACK)
+        return self.store.replace_job(job, expected_version=expected_version)
+
+    def pause(self, tenant: str, job_id: str) -> Job:
+        return self._changes.pause(tenant, job_id)
+
+    def resume(self, tenant: str, job_id: str) -> Job:
+        """Back to ACTIVE; the next claim applies the misfire rule to what was missed while paused. A SUSPENDED
+        job's resume closes its circuit breaker (ACTIVE, the failure count reset, no probe awaited)."""
+        was_suspended = False
+
+        def change(current: Job, now: datetime) -> Job | None:
+            nonlocal was_suspended
+            if current.state is JobState.SUSPENDED:
+                was_suspended = True
+                return closed(current)
+            if current.state is JobState.ACTIVE:
+                return None
+            if current.state is not JobState.PAUSED:
+                raise Conflict(f"cannot resume a {current.state.value} job")
+            return current.model_copy(update={"state": JobState.ACTIVE, "resumed_at": now})
+
+        job = self._changes.change(tenant, job_id, change)
+        if was_suspended:
+            metrics.add_metric(name="CircuitClosed", unit="Count", value=1)
+            logger.info("circuit breaker closed by a resume", extra={"job_id": job.id})
+        self._dispatch_soon(job)
+        return job
+
+    def cancel(self, tenant: str, job_id: str) -> Job:
+        return self._changes.cancel(tenant, job_id)
+
+    def update(self, tenant: str, job_id: str, patch: JobUpdate) -> Job:
+        """Change name, payload, schedule, priority, retry, timeouts, overlap or tags. A COMPLETED job whose last
+        run FAILED may still change FIXABLE_WHEN_COMPLETED, so that run can be retried with the fix.
+
+        A new schedule recomputes the next occurrence from now (runs already queued for the next couple of
+        minutes still run); other changes keep the pending occurrence, so an update never loses a run.
+        The payload is checked against the job's type, as at create. Nothing is written if anything is bad.
+        """
+        changes = patch.changes()
+
+        def check_changes(job: Job) -> None:
+            if "payload" in changes:
+                self.factory.check_payload(job.type, changes["payload"])
+            if "jitter_seconds" in changes or "schedule" in changes:
+                schedule = changes["schedule"].stored() if "schedule" in changes else job.schedule
+                try:
+                    check_jitter(changes.get("jitter_seconds", job.jitter_seconds), schedule)
+                except JitterTooLarge as exc:
+                    raise InvalidInput.one("jitter_seconds", str(exc)) from None
+
+        def check_completed(job: Job) -> None:
+            # A COMPLETED job's runs can still be retried: one whose last run FAILED may be fixed for the retry.
+            last = self.store.runs_of_job(job.id, limit=1)[0]
+            if not last or last[0].status is not RunStatus.FAILED:
+                raise Conflict("cannot update a COMPLETED job")
+            outside = sorted(set(changes) - FIXABLE_WHEN_COMPLETED)
+            if outside:
+                raise Conflict(
+                    f"a COMPLETED job whose last run FAILED may change only what a retry of that run uses "
+                    f"({', '.join(sorted(FIXABLE_WHEN_COMPLETED))}), not {', '.join(outside)}: it has no "
+                    f"occurrence left to schedule"
+                )
+
+        job = self._changes.update(tenant, job_id, changes, self.factory, check_changes, check_completed)
+        if "schedule" in changes or "priority" in changes:
+            self._dispatch_soon(job)
+        return job
+
+    # ------------------------------------------------------------ runs outside the schedule
+
+    def trigger(self, tenant: str, job_id: str) -> Run:
+        """Run now, once, outside the schedule. Runs even while paused (it was asked for explicitly)."""
+        job = self.queries.get_job(tenant, job_id)
+        if job.state is JobState.CANCELLED:
+            raise Conflict("cannot trigger a CANCELLED job")
+        now = self.clock.now()
+        for offset_ms in range(5):  # two triggers in the same millisecond get neighbouring ids
+            at = now + timedelta(milliseconds=offset_ms)
+            run = Run(
+                id=run_id_for(job.id, at, RunTrigger.MANUAL),
+                job_id=job.id,
+                tenant=tenant,
+                scheduled_for=at,
+                status=RunStatus.QUEUED,
+                priority=job.priority,
+                trigger=RunTrigger.MANUAL,
+                enqueued_at=now,
+            )
+            if self.store.put_queued_run(run, redispatch_at=at + self.dispatcher.redispatch_after):
+                self.dispatcher.send_runs([run])
+                return run
+        raise Conflict("too many triggers at once; try again")
+
+    def backfill(self, tenant: str, job_id: str, request: BackfillRequest) -> BackfillResult:
+        """Runs for the job's past occurrences in [from, to], each once (tickwork.control.backfill); 409 if CANCELLED.
+        Runs even while paused (it was asked for explicitly), as a trigger does."""
+        job = self.queries.get_job(tenant, job_id)
+        backfiller = Backfiller(self.store, self.dispatcher, self.clock)
+        return backfiller.backfill(job, request.from_, request.to, request.max_runs)

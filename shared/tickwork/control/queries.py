@@ -1,0 +1,57 @@
+"""What a tenant reads: one job, one run, a run's result, and the listings. Nothing here writes.
+
+Another tenant's job or run does not exist as far as a caller can tell: it is NotFound, as an unknown id is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tickwork.aws.results import ResultStore
+from tickwork.model.errors import NotFound
+from tickwork.model.ids import is_job_id, parse_run_id
+from tickwork.model.job import Job
+from tickwork.model.run import Run
+from tickwork.store import JobStore
+from tickwork.store.listings import DEFAULT_LIMIT, Listings, Page
+
+
+@dataclass(frozen=True)
+class JobQueries:
+    store: JobStore
+    listings: Listings
+    results: ResultStore
+
+    def get_job(self, tenant: str, job_id: str) -> Job:
+        job = self.store.get_job(job_id) if is_job_id(job_id) else None
+        if job is None or job.tenant != tenant:
+            raise NotFound(f"job {job_id} not found")  # other tenants' jobs do not exist, as far as you know
+        return job
+
+    def get_run(self, tenant: str, run_id: str) -> Run:
+        run = self.store.get_run(run_id) if parse_run_id(run_id) else None
+        if run is None or run.tenant != tenant:
+            raise NotFound(f"run {run_id} not found")
+        return run
+
+    def get_result(self, tenant: str, run_id: str) -> Any:
+        """The run's result document, as stored in S3 (for echo, the payload itself)."""
+        run = self.get_run(tenant, run_id)
+        document = self.results.read(run)
+        if document is None:
+            raise NotFound(f"run {run_id} has no result yet (status {run.status.value})")
+        return document
+
+    def list_jobs(self, tenant: str, **filters: Any) -> Page[Job]:
+        """The tenant's jobs, newest first; `filters` are Listings.list_jobs's (limit, cursor, state, ...)."""
+        return self.listings.list_jobs(tenant, **filters)
+
+    def list_runs(self, tenant: str, job_id: str, **filters: Any) -> Page[Run]:
+        """A job's runs, newest first; `filters` are Listings.list_runs's (limit, cursor, status)."""
+        self.get_job(tenant, job_id)  # 404 unless it is the caller's job
+        return self.listings.list_runs(tenant, job_id, **filters)
+
+    def list_dlq(self, tenant: str, *, limit: int = DEFAULT_LIMIT, cursor: str | None = None) -> Page[Run]:
+        """The tenant's FAILED runs, newest failure first."""
+        return self.listings.list_failed_runs(tenant, limit=limit, cursor=cursor)

@@ -1,0 +1,108 @@
+"""Re-queueing FAILED runs: one run (retry), or the tenant's dead letters (redrive). Attempts start again.
+
+FAILED -> QUEUED is a conditional write on the run's status, so a run re-queued twice at once goes once; the
+run keeps its original `scheduled_for` and is sent to start now.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from tickwork.control.queries import JobQueries
+from tickwork.model.clock import Clock
+from tickwork.model.errors import Conflict, NotFound
+from tickwork.model.run import Run
+from tickwork.model.states import RunStatus
+from tickwork.observability import logger
+from tickwork.store import JobStore
+from tickwork.store.listings import Listings
+from tickwork.tick.dispatch import Dispatcher
+
+MAX_REDRIVE = 250  # runs one "redrive all" call re-queues; the response says when there are more
+
+
+@dataclass(frozen=True)
+class RedriveReport:
+    redriven: int
+    run_ids: list[str]
+    not_redriven: list[str]  # unknown ids, other tenants' ids, runs not FAILED (any more), workflow steps' runs
+    more: bool  # "all" stopped at MAX_REDRIVE; call again for the rest
+
+
+@dataclass(frozen=True)
+class RunRedrive:
+    store: JobStore
+    dispatcher: Dispatcher
+    clock: Clock
+    queries: JobQueries  # tenant-checked reads of the named runs
+    listings: Listings  # the tenant's FAILED runs, for "redrive all"
+
+    def retry_run(self, tenant: str, run_id: str) -> Run:
+        """Re-queue a FAILED run; its attempts start again."""
+        run = self.queries.get_run(tenant, run_id)
+        if run.status is not RunStatus.FAILED:
+            raise Conflict(f"only FAILED runs can be retried; this one is {run.status.value}")
+        if run.workflow_run_id is not None:
+            # Re-running a step alone would leave its workflow run FAILED and its downstream steps unstarted.
+            raise Conflict(f"a workflow step's run is retried with its workflow run: retry {run.workflow_run_id}")
+        queued = self._requeue(run, self.clock.now())
+        if queued is None:
+            raise Conflict("the run changed meanwhile; try again")
+        self._send([queued])
+        return queued
+
+    def redrive(self, tenant: str, run_ids: list[str] | None = None) -> RedriveReport:
+        """Re-queue the caller's FAILED runs: all of them (up to MAX_REDRIVE per call), or the ones named."""
+        now = self.clock.now()
+        queued: list[Run] = []
+        not_redriven: list[str] = []
+        more = False
+        if run_ids is None:
+            candidates: Iterable[tuple[str, Run | None]] = (
+                (run.id, run) for run in self.listings.iter_failed_runs(tenant, max_items=MAX_REDRIVE + 1)
+            )
+        else:
+            candidates = ((run_id, self._named(tenant, run_id)) for run_id in dict.fromkeys(run_ids))
+        for index, (run_id, run) in enumerate(candidates):
+            if run_ids is None and index == MAX_REDRIVE:
+                more = True
+                break
+            requeued = self._requeue(run, now) if run is not None else None
+            if requeued is None:
+                not_redriven.append(run_id)
+            else:
+                queued.append(requeued)
+        self._send(queued)
+        logger.info("dlq redriven", extra={"tenant": tenant, "redriven": len(queued), "more": more})
+        return RedriveReport(len(queued), [r.id for r in queued], not_redriven, more)
+
+    def _named(self, tenant: str, run_id: str) -> Run | None:
+        """The caller's FAILED run of that id; None for an unknown id, another tenant's, or one not FAILED."""
+        try:
+            run = self.queries.get_run(tenant, run_id)
+        except NotFound:
+            return None
+        return run if run.status is RunStatus.FAILED else None
+
+    def _requeue(self, run: Run, now: datetime) -> Run | None:
+        """FAILED -> QUEUED in the table (conditional); the caller sends it. None if it was not FAILED, or if it
+        is a workflow step's (retried with its workflow run, so that the run goes on past it)."""
+        if run.workflow_run_id is not None:
+            return None
+        if not self.store.requeue_failed_run(run, now=now, redispatch_at=now + self.dispatcher.redispatch_after):
+            return None
+        return run.model_copy(
+            update={
+                "status": RunStatus.QUEUED,
+                "attempts": 0,
+                "error": None,
+                "enqueued_at": now,
+                "finished_at": None,
+                "lease_until": None,
+            }
+        )
+
+    def _send(self, runs: list[Run]) -> None:
+        self.dispatcher.send_runs(runs)  # to start now; the run keeps its original scheduled_for

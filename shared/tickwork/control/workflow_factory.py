@@ -1,0 +1,106 @@
+"""What a valid workflow is: a caller's spec made into a checked Workflow, and the checks a change must pass too.
+
+Nothing here writes. Bad input raises InvalidInput naming every offending field (`steps[2].depends_on[0]`,
+`steps[1].payload.url`, `steps[0].type`), and nothing is written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from tickwork.control.api_bodies import WorkflowSpec
+from tickwork.control.job_factory import MAX_PAYLOAD_BYTES, JobFactory
+from tickwork.jobtypes import UnknownJobType, registry
+from tickwork.model.clock import to_ms
+from tickwork.model.errors import FieldError, InvalidInput, ItemTooLarge, TooLarge
+from tickwork.model.ids import new_workflow_id
+from tickwork.model.workflow.definition import Workflow, WorkflowStep, check_steps
+from tickwork.model.workflow.expressions import from_references
+from tickwork.store import item_bytes
+from tickwork.store.codec import workflow_to_item
+
+# The workflow item, and every workflow run item (which holds the same steps as its snapshot, plus a map of at
+# most MAX_STEPS small entries), must fit DynamoDB's 400 KB: the workflow is checked against this as stored.
+MAX_WORKFLOW_ITEM_BYTES = 300 * 1024
+
+_PATH_PART = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
+
+
+@dataclass(frozen=True)
+class WorkflowFactory:
+    """Builds checked workflows from specs. `shards` is the store's (the item is measured as it would be stored)."""
+
+    shards: int
+    http_allowlist: tuple[str, ...] = ()
+
+    def new_workflow(self, tenant: str, spec: WorkflowSpec, *, now: datetime) -> Workflow:
+        """The workflow `spec` describes, checked (DAG, each step's type and payload, size, a future
+        occurrence); nothing is written."""
+        self.check_steps(spec.steps)
+        workflow = Workflow(
+            id=new_workflow_id(to_ms(now)),
+            tenant=tenant,
+            created_at=now,
+            updated_at=now,
+            **spec.model_dump(exclude={"schedule", "retry", "steps"}),
+            schedule=spec.schedule.stored(),
+            retry=spec.retry,
+            steps=spec.steps,
+        )
+        workflow = workflow.model_copy(update={"next_run_at": self.first_occurrence(workflow, now)})
+        self.check_item_size(workflow)
+        return workflow
+
+    def first_occurrence(self, workflow: Workflow, now: datetime) -> datetime:
+        return JobFactory(self.shards, self.http_allowlist).first_occurrence(workflow, now)
+
+    def check_steps(self, steps: Sequence[WorkflowStep]) -> None:
+        """The DAG (tickwork.model.workflow.definition.check_steps), then each step's type and payload as its type's
+        model reads it. A `$from` value stands for a value only known when the step starts: the payload's
+        model is not asked about it. Every error, at its field."""
+        errors = check_steps(steps)
+        for index, step in enumerate(steps):
+            errors += self._step_errors(index, step)
+        if errors:
+            raise InvalidInput(errors)
+
+    def _step_errors(self, index: int, step: WorkflowStep) -> list[FieldError]:
+        try:
+            kind = registry.get(step.type)
+        except UnknownJobType as exc:
+            return [FieldError(f"steps[{index}].type", str(exc))]
+        size = len(json.dumps(step.payload, separators=(",", ":")).encode())
+        if size > MAX_PAYLOAD_BYTES:
+            raise TooLarge(f"steps[{index}].payload", f"{size} bytes exceeds the limit of {MAX_PAYLOAD_BYTES} bytes")
+        try:
+            kind.parse(step.payload, context={"http_allowlist": self.http_allowlist})
+        except ValidationError as exc:
+            filled = [_location(path) for path, _ in from_references(step.payload)]
+            return [
+                FieldError(
+                    ".".join([f"steps[{index}].payload", *(str(p) for p in err["loc"])]),
+                    err["msg"].removeprefix("Value error, "),
+                )
+                for err in exc.errors()
+                if not any(tuple(err["loc"][: len(at)]) == at for at in filled)
+            ]
+        return []
+
+    def check_item_size(self, workflow: Workflow) -> None:
+        size = item_bytes(workflow_to_item(workflow, self.shards))
+        if size > MAX_WORKFLOW_ITEM_BYTES:
+            raise ItemTooLarge("steps", size, MAX_WORKFLOW_ITEM_BYTES, "the steps and their payloads, as stored")
+
+
+def _location(path: str) -> tuple[Any, ...]:
+    """A `from_references` path (`payload.items[2].url`) as a validation error's location (`('items', 2,
+    'url')`)."""
+    parts = _PATH_PART.findall(path.removeprefix("payload"))
+    return tuple(name if name else int(index) for name, index in parts)

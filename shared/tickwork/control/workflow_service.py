@@ -1,0 +1,282 @@
+"""What the API calls for workflows: create, read, list, change (pause, resume, cancel, update), trigger, and a
+workflow run's reads, cancellation and retry.
+
+Another tenant's workflow or workflow run does not exist as far as a caller can tell (NotFound, as an unknown or
+malformed id is). Every change is a conditional write on the version or status it was decided from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from tickwork.aws.queues import Outgoing
+from tickwork.control.api_bodies import StepRun, WorkflowRun, WorkflowSpec, WorkflowUpdate
+from tickwork.control.tenants import ActiveJobsQuota
+from tickwork.control.versioned_changes import VersionedChanges
+from tickwork.control.workflow_factory import WorkflowFactory
+from tickwork.model.clock import Clock
+from tickwork.model.errors import Conflict, NotFound
+from tickwork.model.ids import is_workflow_id, run_id_for
+from tickwork.model.run import Run
+from tickwork.model.states import JobState, RunStatus, RunTrigger, SkipReason
+from tickwork.model.workflow.advance import StepStatus, WorkflowRunStatus
+from tickwork.model.workflow.definition import Workflow
+from tickwork.model.workflow.runs import StepEntry, WorkflowRunRecord, WorkflowSnapshot
+from tickwork.observability import logger
+from tickwork.progress.workflow_progress import WorkflowProgress
+from tickwork.store import JobStore, Listings, Page, WorkflowRecords
+from tickwork.store.listings import DEFAULT_LIMIT
+from tickwork.tick.dispatch import Dispatcher
+
+_CANCEL_ROUNDS = 5
+
+
+@dataclass(frozen=True)
+class WorkflowService:
+    records: WorkflowRecords
+    store: JobStore  # the steps' runs
+    progress: WorkflowProgress
+    dispatcher: Dispatcher  # claims a workflow due within the horizon at once, as for jobs
+    listings: Listings
+    clock: Clock
+    factory: WorkflowFactory
+    quota: ActiveJobsQuota  # a workflow is an active job too (max_active_jobs)
+
+    # ------------------------------------------------------------ workflows
+
+    def create(self, tenant: str, spec: WorkflowSpec) -> Workflow:
+        """A checked workflow, durable before acknowledged; claimed at once if due within the horizon.
+        InvalidInput (naming `steps[i]...` fields) or TooLarge, and nothing written, if the spec is bad;
+        QuotaExceeded, and nothing written, over the tenant's max_active_jobs."""
+        workflow = self.factory.new_workflow(tenant, spec, now=self.clock.now())
+        with self.quota.admitted(tenant, lambda: self.records.get_workflow(workflow.id) is not None) as counted:
+            if not self.records.put_new_workflow(workflow, counted=counted):
+                raise Conflict(f"workflow {workflow.id} exists already")  # pragma: no cover - 75 random bits
+        logger.info(
+            "workflow created",
+            extra={"workflow_id": workflow.id, "steps": len(workflow.steps), "next_run_at": workflow.next_run_at},
+        )
+        self._dispatch_soon(workflow)
+        return workflow
+
+    def get(self, tenant: str, workflow_id: str) -> Workflow:
+        workflow = self.records.get_workflow(workflow_id) if is_workflow_id(workflow_id) else None
+        if workflow is None or workflow.tenant != tenant:
+            raise NotFound(f"workflow {workflow_id} not found")
+        return workflow
+
+    def list(
+        self,
+        tenant: str,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        cursor: str | None = None,
+        state: JobState | None = None,
+        name_prefix: str | None = None,
+    ) -> Page[Workflow]:
+        """The tenant's workflows, newest first."""
+        return self.listings.list_workflows(tenant, limit=limit, cursor=cursor, state=state, name_prefix=name_prefix)
+
+    def update(self, tenant: str, workflow_id: str, patch: WorkflowUpdate) -> Workflow:
+        """Change name, schedule, steps, priority, retry, timeouts or tags; checked as at create, nothing written
+        if anything is bad. New steps apply to runs that start after the change (a run keeps its snapshot). A new
+        schedule recomputes the next occurrence from now."""
+        changes = patch.changes()
+
+        def check_changes(_: Workflow) -> None:
+            if "steps" in changes:
+                self.factory.check_steps(changes["steps"])
+
+        workflow = self._changes.update(tenant, workflow_id, changes, self.factory, check_changes)
+        if "schedule" in changes or "priority" in changes:
+            self._dispatch_soon(workflow)
+        return workflow
+
+    def cancel(self, tenant: str, workflow_id: str) -> Workflow:
+        """DELETE: no more workflow runs (already CANCELLED is no change, as for jobs; Conflict once COMPLETED).
+        Runs in progress go on; cancel_run stops one."""
+        return self._changes.cancel(tenant, workflow_id)
+
+    def pause(self, tenant: str, workflow_id: str) -> Workflow:
+        """No new workflow runs: occurrences while paused are recorded SKIPPED `paused`; runs in progress go on.
+        Already PAUSED is no change, as for jobs; Conflict from CANCELLED or COMPLETED."""
+        return self._changes.pause(tenant, workflow_id)
+
+    def resume(self, tenant: str, workflow_id: str) -> Workflow:
+        """Back to ACTIVE (already ACTIVE is no change; Conflict from CANCELLED or COMPLETED); the occurrences that fell while paused are recorded SKIPPED."""
+        workflow = self._changes.resume(tenant, workflow_id)
+        self._dispatch_soon(workflow)
+        return workflow
+
+    @property
+    def _changes(self) -> VersionedChanges[Workflow]:
+        return VersionedChanges("workflow", self.get, self._replace, self.clock)
+
+    def _replace(self, workflow: Workflow, expected_version: int) -> bool:
+        return self.records.replace_workflow(workflow, expected_version=expected_version)
+
+    def _dispatch_soon(self, workflow: Workflow) -> None:
+        try:
+            self.dispatcher.dispatch_job(workflow)
+        except Exception:
+            # The workflow is stored; the next tick claims it. Acknowledging must not depend on this.
+            logger.exception("immediate dispatch failed; the tick will claim it", extra={"workflow_id": workflow.id})
+
+    # ------------------------------------------------------------ workflow runs
+
+    def trigger(self, tenant: str, workflow_id: str) -> WorkflowRun:
+        """A manual workflow run (`.m`), starting now, even while paused (it was asked for explicitly)."""
+        workflow = self.get(tenant, workflow_id)
+        if workflow.state is JobState.CANCELLED:
+            raise Conflict("cannot trigger a CANCELLED workflow")
+        now = self.clock.now()
+        for offset_ms in range(5):  # two triggers in the same millisecond get neighbouring ids
+            at = now + timedelta(milliseconds=offset_ms)
+            opened = self.progress.open(
+                WorkflowRunRecord(
+                    id=run_id_for(workflow.id, at, RunTrigger.MANUAL),
+                    workflow_id=workflow.id,
+                    tenant=tenant,
+                    scheduled_for=at,
+                    trigger=RunTrigger.MANUAL,
+                    status=WorkflowRunStatus.RUNNING,
+                    priority=workflow.priority,
+                    definition=WorkflowSnapshot.of(workflow),
+                )
+            )
+            if opened.record is not None:
+                self.progress.send(opened.outgoing)
+                return self._view(opened.record)
+        raise Conflict("too many triggers at once; try again")
+
+    def runs(
+        self,
+        tenant: str,
+        workflow_id: str,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        cursor: str | None = None,
+        status: WorkflowRunStatus | None = None,
+    ) -> Page[WorkflowRun]:
+        """A workflow's runs, newest first; each step's state as its run's map records it (GET of one run reads
+        the steps' runs too)."""
+        self.get(tenant, workflow_id)
+        page = self.listings.list_workflow_runs(tenant, workflow_id, limit=limit, cursor=cursor, status=status)
+        return Page([self._view(record) for record in page.items], page.next_cursor)
+
+    def get_run(self, tenant: str, workflow_run_id: str) -> WorkflowRun:
+        """The run, with every step of its snapshot, filled from the steps' runs (one BatchGetItem)."""
+        record = self._record(tenant, workflow_run_id)
+        return self._view(record, self._step_runs(record))
+
+    def cancel_run(self, tenant: str, workflow_run_id: str) -> WorkflowRun:
+        """RUNNING -> CANCELLED: its PENDING steps SKIPPED `cancelled` (in the same write); its running steps are
+        asked to stop (cooperatively: their next heartbeat sees it), and a step not yet started is recorded
+        SKIPPED `cancelled` when an executor takes it. Conflict unless RUNNING."""
+        record = self._record(tenant, workflow_run_id)
+        for _ in range(_CANCEL_ROUNDS):
+            if record.status is not WorkflowRunStatus.RUNNING:
+                raise Conflict(f"only a RUNNING workflow run can be cancelled; this one is {record.status.value}")
+            pending = {
+                sid: StepEntry(status=StepStatus.SKIPPED, skip_reason=SkipReason.CANCELLED)
+                for sid, entry in record.steps.items()
+                if entry.status is StepStatus.PENDING
+            }
+            now = self.clock.now()
+            won, current = self.records.record_decisions(record.id, pending, final=WorkflowRunStatus.CANCELLED, now=now)
+            if current is None:  # pragma: no cover - a workflow run is never deleted, only expired once ended
+                raise NotFound(f"workflow run {workflow_run_id} not found")
+            record = current
+            if won:
+                break
+        else:
+            raise Conflict("the workflow run is changing concurrently; try again")
+        runs = self._step_runs(record)
+        for run in runs.values():
+            if run.status is RunStatus.RUNNING and self.store.request_cancel(run.id):
+                logger.info("running step asked to stop", extra={"run_id": run.id})
+        logger.info("workflow run cancelled", extra={"workflow_run_id": record.id, "skipped": sorted(pending)})
+        return self._view(record, runs)
+
+    def retry_run(self, tenant: str, workflow_run_id: str) -> WorkflowRun:
+        """FAILED -> RUNNING: its FAILED steps' runs are re-queued (the same run records, `requeues`+1), the steps
+        skipped downstream of them go back to PENDING, and nothing that succeeded runs again. A step whose payload
+        could not be made (too large, or an expression that failed) stays FAILED: the same results would give
+        the same outcome. Conflict unless FAILED, or if no step can be retried."""
+        record = self._record(tenant, workflow_run_id)
+        if record.status is not WorkflowRunStatus.FAILED:
+            raise Conflict(f"only a FAILED workflow run can be retried; this one is {record.status.value}")
+        dag = record.snapshot().dag
+        retried = [sid for sid, entry in record.steps.items() if entry.status is StepStatus.FAILED and not entry.unmade]
+        if not retried:
+            raise Conflict(
+                "no step of this workflow run can be retried: its failed steps' payloads could not be made "
+                "(too large, or an expression that cannot be evaluated over the same results)"
+            )
+        failed = self.store.get_runs([record.step_run_id(sid) for sid in retried])
+        entries = {
+            sid: StepEntry(status=StepStatus.QUEUED, run_id=run.id, requeues=run.requeues + 1)
+            for sid in retried
+            if (run := failed.get(record.step_run_id(sid))) is not None
+        }
+        for sid, entry in record.steps.items():
+            if entry.status is StepStatus.SKIPPED and dag.ancestors[sid] & set(retried):
+                entries[sid] = StepEntry()
+        now = self.clock.now()
+        won, current = self.records.reopen(
+            record.id, entries, reconcile_at=now + self.progress.settings.reconcile_after
+        )
+        if not won or current is None:
+            raise Conflict("the workflow run changed meanwhile; try again")
+        # The second write: were this to stop part-way, the reconciliation re-queues the rest (catch_up).
+        redispatch_at = now + self.progress.settings.redispatch_after
+        requeued = [
+            run for run in failed.values() if self.store.requeue_failed_run(run, now=now, redispatch_at=redispatch_at)
+        ]
+        self.progress.send([Outgoing.for_run(run, start_at=now) for run in requeued])
+        logger.info(
+            "workflow run retried",
+            extra={"workflow_run_id": record.id, "requeued": sorted(r.step_id or "" for r in requeued)},
+        )
+        return self._view(current)
+
+    # ------------------------------------------------------------ reading runs
+
+    def _record(self, tenant: str, workflow_run_id: str) -> WorkflowRunRecord:
+        record = self.records.get_workflow_run(workflow_run_id)
+        if record is None or record.tenant != tenant:
+            raise NotFound(f"workflow run {workflow_run_id} not found")
+        return record
+
+    def _step_runs(self, record: WorkflowRunRecord) -> dict[str, Run]:
+        run_ids = [entry.run_id for entry in record.steps.values() if entry.run_id]
+        return self.store.get_runs(run_ids) if run_ids else {}
+
+    @staticmethod
+    def _view(record: WorkflowRunRecord, runs: dict[str, Run] | None = None) -> WorkflowRun:
+        """The API's view of a workflow run: every step of its snapshot, with its run's state where it has one
+        (`runs`), else as the run's map records it."""
+        order = record.definition.dag.order if record.definition is not None else list(record.steps)
+        steps = {
+            sid: _step_view(record.steps.get(sid, StepEntry()), (runs or {}).get(record.step_run_id(sid)))
+            for sid in order
+        }
+        # The record's own fields carry over as they are; only the steps are the view's.
+        return WorkflowRun.model_validate({**{name: getattr(record, name) for name in _RUN_FIELDS}, "steps": steps})
+
+
+_RUN_FIELDS = set(WorkflowRun.model_fields) - {"steps"}  # each of them a WorkflowRunRecord field too
+_STEP_RUN_FIELDS = set(StepRun.model_fields) - {"run_id"}  # each of them a Run field too
+
+
+def _step_view(entry: StepEntry, run: Run | None) -> StepRun:
+    if entry.status is StepStatus.PENDING:
+        return StepRun(status="PENDING")
+    if run is not None:
+        return StepRun.model_validate({**{name: getattr(run, name) for name in _STEP_RUN_FIELDS}, "run_id": run.id})
+    fields: dict[str, Any] = {"status": RunStatus(entry.status.value), "run_id": entry.run_id}
+    if entry.status is StepStatus.SKIPPED:
+        fields["skip_reason"] = entry.skip_reason
+    return StepRun(**fields)

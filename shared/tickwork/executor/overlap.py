@@ -1,0 +1,89 @@
+"""A job's overlap policy at the executor (docs/policies.md, "Overlap"): may this run start beside the job's
+running run, and if not, is it skipped or does it wait?
+
+Every policy but ALLOW keeps one running slot on the job item (`running_run`, until its holder's lease ends and
+extended with it), so a crashed holder's slot frees when its lease does:
+
+- SKIP: a run that finds the slot taken is SKIPPED `overlap`.
+- BUFFER_ONE: a run that finds the slot taken takes the job's one wait slot (`buffered_run`, a conditional
+  write too) and is deferred (`overlap_buffer`: no attempt consumed, its lateness still counting) to look again
+  every BUFFER_POLL_SECONDS; a run that finds the wait slot taken too is SKIPPED `overlap`. The waiter has the
+  first turn at the freed slot, and leaves the wait slot in the write that takes it. A waiter that never comes
+  back (crashed, message lost) loses its wait slot BUFFER_HOLD_SECONDS after its next look.
+- CANCEL_OTHER: a run that finds the slot taken asks its holder to stop (RunRecords.request_cancel; the holder
+  watches for it every CANCEL_POLL_SECONDS, sees ctx.cancelled, and is recorded SKIPPED `cancelled`), and is
+  deferred (`overlap_cancel`) until the slot is free or its holder's lease lapsed. A run older than the holder
+  (a waiter that lost the freed slot to a newer run) is SKIPPED `overlap` instead: the newest run wins.
+
+ALLOW costs nothing here: no call at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from tickwork.executor.limits import Deferral
+from tickwork.model.ids import parse_run_id
+from tickwork.model.policies import OverlapPolicy
+from tickwork.model.run import Run
+from tickwork.model.states import DeferReason, SkipReason
+from tickwork.observability import metrics
+from tickwork.store import JobStore
+
+BUFFER_POLL_SECONDS = 1  # how often a waiting run looks at the slot again: a buffered run starts within this
+CANCEL_POLL_SECONDS = 1  # how often a CANCEL_OTHER run looks whether it was asked to stop
+BUFFER_HOLD_SECONDS = 30  # the wait slot outlives the waiter's next look by this, then a crashed waiter's frees
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """The run holds the job's running slot (or needs none): it runs."""
+
+
+ADMITTED = Admitted()
+
+
+class OverlapGate:
+    def __init__(self, store: JobStore) -> None:
+        self.store = store
+
+    def enter(
+        self, run: Run, job_id: str, policy: OverlapPolicy, *, until: datetime, now: datetime
+    ) -> Admitted | SkipReason | Deferral:
+        """Take the job's running slot (held until `until`, the run's lease end), or say why not: skipped, or
+        deferred for how long."""
+        if policy is OverlapPolicy.ALLOW:
+            return ADMITTED
+        if policy is OverlapPolicy.SKIP:
+            # One write; its failure needs no detail.
+            taken = self.store.take_running_slot(job_id, run_id=run.id, until=until, now=now)
+            return ADMITTED if taken else SkipReason.OVERLAP
+        buffering = policy is OverlapPolicy.BUFFER_ONE
+        claim = self.store.jobs.claim_running_slot(
+            job_id, run_id=run.id, until=until, now=now, respect_buffer=buffering
+        )
+        if claim.taken:
+            return ADMITTED
+        if buffering:
+            return self._wait_in_buffer(run, job_id, now)
+        return self._cancel_holder(run, claim.holder)
+
+    def _wait_in_buffer(self, run: Run, job_id: str, now: datetime) -> SkipReason | Deferral:
+        hold_until = now + timedelta(seconds=BUFFER_POLL_SECONDS + BUFFER_HOLD_SECONDS)
+        if not self.store.jobs.take_buffer_slot(job_id, run_id=run.id, until=hold_until, now=now):
+            return SkipReason.OVERLAP  # another run waits already: at most one does
+        if run.deferred_reason is not DeferReason.OVERLAP_BUFFER:
+            metrics.add_metric(name="RunsBuffered", unit="Count", value=1)
+        return Deferral(DeferReason.OVERLAP_BUFFER, BUFFER_POLL_SECONDS)
+
+    def _cancel_holder(self, run: Run, holder: str | None) -> SkipReason | Deferral:
+        if holder is not None:
+            parsed = parse_run_id(holder)
+            if parsed is not None and parsed[1] > run.occurrence_at:
+                return SkipReason.OVERLAP  # a newer run holds the slot: this one is superseded, not its stopper
+            # Idempotent, and refused (False) once the holder has ended: then its slot is about to be released.
+            self.store.request_cancel(holder)
+        # No live holder: a waiter of BUFFER_ONE's kind cannot exist here, so the slot was released or lapsed
+        # between the claim's read and now; look again at once (the shortest deferral).
+        return Deferral(DeferReason.OVERLAP_CANCEL, CANCEL_POLL_SECONDS)

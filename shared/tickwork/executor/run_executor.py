@@ -1,0 +1,444 @@
+"""Run one delivered run message: lease, check the job, run its type's handler, record the outcome.
+
+A workflow step's run is run the same way; what it runs (type, payload, retry, timeout) comes from its
+workflow run's snapshot instead of a job (tickwork.model.run_target), and its end is recorded in its workflow run,
+which starts what that allows (tickwork.progress.workflow_progress). A step whose workflow run was cancelled is not
+started (SKIPPED `cancelled`); one already running is asked to stop through its heartbeat, and if it then
+raises it is recorded SKIPPED `cancelled`, not retried.
+
+Promises kept here:
+- 3, effect once: a terminal run is acknowledged without running; a result is written with
+  If-None-Match: *, and a run taken over from a dead executor first looks for the result it may have left
+  (an existing result wins over everything else, a pause included).
+- 4, one place at a time: the lease is a conditional write (QUEUED, RETRYING past its backoff, or RUNNING
+  with an expired lease, becomes RUNNING). The message's visibility follows the lease from before the lease
+  is written, so an executor that dies at any point is replaced within lease + VISIBILITY_MARGIN_SECONDS.
+  The lease is held, and extended by a heartbeat, for as long as the handler really runs: a timed-out
+  handler is cancelled, and its outcome recorded only once it has returned. A job type whose effect may go
+  on after the handler gave up (a Lambda invoked synchronously) says for how long, and the next attempt
+  may not start before then.
+- 5, retries: exponential backoff with full jitter. The earliest next attempt (`not_before`) is in the run
+  record and the lease's condition, so no duplicate message can start it early. A backoff up to
+  MAX_MESSAGE_BACKOFF_SECONDS rides on the message (ChangeMessageVisibility); a longer one parks the run in
+  the due index, and the tick sends a fresh message at its time, so no retry depends on a message outliving
+  SQS's retention or its 12-hour visibility cap. Then FAILED, with the error, on the band's DLQ;
+  paused/cancelled/overlapping runs are recorded SKIPPED with the reason.
+- Overlap (tickwork.executor.overlap): after the lease, a job whose policy is not ALLOW takes its running slot, held
+  with the lease; a run that cannot is skipped, or deferred like a limit's (waiting in BUFFER_ONE's one wait slot, or
+  for the run CANCEL_OTHER asked to stop), its attempt not consumed.
+- Limits (tickwork.executor.limits): after the lease and before the handler, the run takes its tenant's concurrency
+  quota and its concurrency key's slot (held with the lease, given back at its end), then its rate's turn. A run
+  over a limit is deferred: the lease given back in one write with the attempt not consumed, and the message
+  back after the wait (the lease refuses it earlier), so nothing spins and nothing is lost.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from pydantic import ValidationError
+
+from tickwork.aws.queues import PRECISE_LEAD_SECONDS, RunQueues
+from tickwork.aws.results import ResultStore
+from tickwork.executor import run_metrics
+from tickwork.executor.delivery import Delivery, Outcome, visibility_for
+from tickwork.executor.heartbeat import HandlerStillRunning, Heartbeat, call_under_lease
+from tickwork.executor.limits import Deferral, Holds, RunLimits, no_holds
+from tickwork.executor.outcomes import MAX_MESSAGE_BACKOFF_SECONDS, RunOutcomes, StepSettlement
+from tickwork.executor.overlap import CANCEL_POLL_SECONDS, OverlapGate
+from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
+from tickwork.jobtypes import EffectMayContinue, PermanentJobError, RetryNotBefore, RunContext, UnknownJobType
+from tickwork.jobtypes.registry import JobTypeRegistry
+from tickwork.model.backoff import Random
+from tickwork.model.clock import Clock, to_ms
+from tickwork.model.messages import RunMessage
+from tickwork.model.policies import Band, OverlapPolicy
+from tickwork.model.run import Run, RunError
+from tickwork.model.run_spec import trusted_spec
+from tickwork.model.run_target import RunTarget
+from tickwork.model.states import RunStatus, RunTrigger, SkipReason
+from tickwork.model.workflow.runs import WorkflowRunRecord
+from tickwork.observability import logger, metrics
+from tickwork.store import JobStore, LeaseOutcome
+
+__all__ = ["Delivery", "Outcome", "RunExecutor"]  # the executor's handler takes all three from here
+
+SAFETY_MARGIN_SECONDS = 15  # left of the Lambda's time for writing the result and the outcome
+
+
+# A precise run's message arrives at most this early (its lead and SQS's whole-second delays), with room for the
+# clocks of the tick and the executor to disagree by a little.
+MAX_PRECISE_WAIT_SECONDS = PRECISE_LEAD_SECONDS + 1.5
+
+
+class WorkflowSteps(StepSettlement, Protocol):
+    """What the executor needs of workflows (tickwork.progress.workflow_progress.WorkflowProgress): a step's workflow
+    run (its snapshot says what the step runs), and where the step's end goes."""
+
+    def workflow_run(self, workflow_run_id: str) -> WorkflowRunRecord | None: ...
+
+
+class RunExecutor:
+    def __init__(
+        self,
+        store: JobStore,
+        results: ResultStore,
+        queues: RunQueues,
+        job_types: JobTypeRegistry,
+        clock: Clock,
+        *,
+        lease_for: timedelta = timedelta(seconds=60),
+        retry_safety_net: timedelta = timedelta(seconds=150),
+        rng: Random | None = None,
+        http_allowlist: tuple[str, ...] = (),
+        clients: Any = None,
+        faults: FaultPlan = NO_FAULTS,
+        workflows: WorkflowSteps | None = None,
+        limits: RunLimits | None = None,
+    ) -> None:
+        self.store, self.results, self.queues, self.clock = store, results, queues, clock
+        self.job_types = job_types
+        self.lease_for = lease_for
+        self.http_allowlist = http_allowlist
+        self.clients = clients
+        self.faults = faults
+        self.workflows = workflows
+        self.limits = limits
+        self.overlap = OverlapGate(store)
+        self.outcomes = RunOutcomes(
+            store,
+            queues,
+            clock,
+            retry_safety_net=retry_safety_net,
+            rng=rng,
+            faults=faults,
+            steps=workflows,
+            results=results,
+        )
+
+    @property
+    def rng(self) -> Random | None:
+        """The backoff's randomness (tests fix it)."""
+        return self.outcomes.rng
+
+    @rng.setter
+    def rng(self, value: Random | None) -> None:
+        self.outcomes.rng = value
+
+    def execute(self, delivery: Delivery, remaining_ms: Callable[[], int]) -> Outcome:
+        try:
+            message = RunMessage.model_validate_json(delivery.body)
+        except ValidationError as exc:
+            # A message nobody can run: park it on the DLQ with the reason instead of looping on it.
+            # Without the input: a message may carry a job's payload, which is never logged.
+            errors = exc.errors(include_input=False, include_url=False)
+            logger.error("malformed run message", extra={"message_id": delivery.message_id, "errors": errors})
+            self.queues.dead_letter_raw(delivery.band or Band.NORMAL, delivery.body, f"malformed message: {exc}")
+            return Outcome.DONE
+        logger.thread_safe_append_keys(run_id=message.run_id, job_id=message.job_id, tenant=message.tenant)
+        try:
+            return self._execute(message, delivery, remaining_ms)
+        except Exception:
+            # The batch reports the record failed and logs no more (Powertools, at debug): said here, with the run,
+            # since its message then waits out its visibility (the queue's 5,400 s, if it was never changed).
+            logger.exception(
+                "run message not carried through; it comes back when its visibility ends",
+                extra={"run_id": message.run_id},
+            )
+            raise
+        finally:
+            logger.thread_safe_remove_keys(["run_id", "job_id", "tenant"])
+
+    def hold_batch(self, deliveries: Sequence[Delivery]) -> list[Delivery]:
+        """A batch's messages set to come back when their leases would end, ten to a request instead of one
+        each (the records of a batch start together, on threads: tickwork.executor.batch): the deliveries, each marked
+        `held` if its visibility was set. One alone, or a request that fails, leaves that to `execute`."""
+        if len(deliveries) < 2:
+            return list(deliveries)
+        by_queue: dict[str, dict[str, str]] = {}
+        for delivery in deliveries:
+            by_queue.setdefault(delivery.queue_url, {})[delivery.message_id] = delivery.receipt_handle
+        held: set[str] = set()
+        for queue_url, receipts in by_queue.items():
+            try:
+                held |= self.queues.change_visibility_batch(queue_url, receipts, visibility_for(self.lease_for))
+            except Exception:  # each record then sets its own, as it would without this
+                logger.exception("the batch's visibility could not be set at once; each record sets its own")
+        return [replace(d, held=True) if d.message_id in held else d for d in deliveries]
+
+    def _execute(self, message: RunMessage, delivery: Delivery, remaining_ms: Callable[[], int]) -> Outcome:
+        owner = f"{delivery.message_id}:{uuid.uuid4().hex[:12]}"
+        self.faults.reached(CrashPoint.EXECUTOR_ON_RECEIVE)
+        # Before the lease exists, the message is set to come back when the lease would end: an executor that
+        # dies at any point from here on (timeout, out of memory, SIGKILL) strands nothing for longer than
+        # the lease + VISIBILITY_MARGIN_SECONDS, rather than the queue's 90-minute visibility. Done with its
+        # batch's, in one request, unless that request left it out (hold_batch).
+        if not delivery.held:
+            self.queues.change_visibility(delivery.queue_url, delivery.receipt_handle, visibility_for(self.lease_for))
+        if message.precise:
+            self._wait_for_instant(message)
+        now = self.clock.now()
+        lease = self.store.lease_run(message.run_id, owner=owner, now=now, lease_for=self.lease_for)
+        if lease.outcome is LeaseOutcome.MISSING:
+            logger.error("message for a run that does not exist")
+            self.queues.dead_letter_raw(delivery.band or Band.NORMAL, delivery.body, "no such run")
+            return Outcome.DONE
+        if lease.outcome is LeaseOutcome.TERMINAL:
+            logger.info("duplicate delivery of a finished run: acknowledged, not run")
+            metrics.add_metric(name="DuplicateDeliveries", unit="Count", value=1)
+            return Outcome.DONE
+        if lease.outcome in (LeaseOutcome.BUSY, LeaseOutcome.EARLY):
+            return self._not_yet(lease.run, lease.outcome, delivery, now)
+        run = lease.run
+        assert run is not None
+        assert lease.lease_until is not None
+        self.faults.reached(CrashPoint.EXECUTOR_AFTER_LEASE)
+        target = self._target(run, message, lease.previous_status, now)
+        self.faults.reached(CrashPoint.EXECUTOR_AFTER_JOB_READ)
+        if target is None:
+            return self.outcomes.skip(run, None, owner, SkipReason.JOB_DELETED)
+        if lease.previous_status is RunStatus.RUNNING:
+            # Taken over from an executor that died: it may have written the result before dying. That
+            # result is the run's effect, and it wins over everything else (a pause or cancel included).
+            existing = self.results.find(run)
+            if existing is not None:
+                logger.warning("result already written by a previous attempt; recording it, not re-running")
+                return self.outcomes.succeed(run, target, owner, existing, duration_ms=None, started=now)
+        if target.held_back is SkipReason.CIRCUIT_OPEN and target.job is not None:
+            probing = self.outcomes.breakers.elect_queued_probe(target.job, run, now)
+            if probing is not None:  # the cooldown is over: this run is the breaker's probe
+                target = RunTarget.of_job(probing, run)
+        if target.held_back is not None:
+            return self.outcomes.skip(run, target, owner, target.held_back)
+        if run.attempts > target.retry.max_attempts:
+            # Earlier attempts died without recording an outcome (a crashing run): stop here.
+            error = RunError(type="AttemptsExhausted", message="attempts exhausted by executor crashes or timeouts")
+            return self.outcomes.fail(run, target, owner, error, started=now)
+        # The slot is one conditional write on the job: of two runs starting together, exactly one runs.
+        entry = self.overlap.enter(run, target.owner_id, target.overlap, until=lease.lease_until, now=now)
+        if isinstance(entry, SkipReason):
+            return self.outcomes.skip(run, target, owner, entry)
+        if isinstance(entry, Deferral):
+            return self.outcomes.defer(run, owner, lease.previous_status, entry, delivery, started=now)
+        # After the overlap check, so that a run skipped anyway takes no slot and no turn of a rate.
+        holds = self._admit(run, target, owner, lease.lease_until, now)
+        if isinstance(holds, Deferral):
+            if target.overlap.takes_running_slot:
+                self.store.release_running_slot(target.owner_id, run_id=run.id)
+            return self.outcomes.defer(run, owner, lease.previous_status, holds, delivery, started=now)
+        # Start lateness measures the scheduler: a first attempt of a job's run nobody re-queued by hand (a
+        # workflow step after the first starts when its upstream steps end, not at the occurrence).
+        if (
+            run.attempts == 1
+            and run.requeues == 0
+            and run.trigger is RunTrigger.SCHEDULE
+            and run.workflow_run_id is None
+            and run.lateness_ms is not None
+        ):
+            # From the instant it was due to start: a jittered run's own (scheduled_for), not its nominal
+            # occurrence's, from which the lease measures `lateness_ms` (its offset is not the scheduler's delay).
+            offset_ms = to_ms(run.scheduled_for) - to_ms(run.occurrence_at)
+            metrics.add_metric(name="StartLatenessMs", unit="Milliseconds", value=max(0, run.lateness_ms - offset_ms))
+            run_metrics.start_lateness(max(0, run.lateness_ms - offset_ms), band=run.band.value, tenant=run.tenant)
+        # The run's concurrency slots are given back however it ends, but a process that dies (a BaseException:
+        # killed, timed out) gives back nothing: its slots end with its lease.
+        try:
+            outcome = self._run(run, target, owner, delivery, remaining_ms, holds, leased_at=now)
+        except Exception:
+            holds.release()
+            raise
+        holds.release()
+        return outcome
+
+    def _admit(self, run: Run, target: RunTarget, owner: str, until: datetime, now: datetime) -> Holds | Deferral:
+        """The run's concurrency slots and its rate's turn (tickwork.executor.limits), or why it must wait."""
+        if self.limits is None:
+            return no_holds(target.tenant, owner)
+        return self.limits.admit(target, holder=owner, deferred=run.deferred, until=until, now=now)
+
+    def _target(self, run: Run, message: RunMessage, previous: RunStatus | None, now: datetime) -> RunTarget | None:
+        """What the run runs: its job (by the message's copy where that is trusted, tickwork.model.run_spec, else as
+        read now), or its workflow step (from its workflow run); None if that is gone."""
+        if run.workflow_run_id is None:
+            spec = trusted_spec(message, run, previous, now)
+            if spec is not None:
+                return RunTarget.of_spec(spec, run)
+            job = self.store.get_job(run.job_id)
+            return RunTarget.of_job(job, run) if job is not None else None
+        if self.workflows is None:
+            logger.error("a workflow step's run, but this executor has no workflows wired")
+            return None
+        record = self.workflows.workflow_run(run.workflow_run_id)
+        return RunTarget.of_step(record, run) if record is not None and record.definition is not None else None
+
+    def _wait_for_instant(self, message: RunMessage) -> None:
+        """A precise run arrives up to PRECISE_LEAD + 1 s early (tickwork.aws.queues.precise_delay_for): wait out the
+        rest here, before the lease, so that it starts on its instant. The batch's records run on threads, so a
+        batch waits once, not once per run. Earlier than that (a clock far off), it is not waited for: the
+        lease's not_before refuses it and the message comes back at its time."""
+        wait = (message.scheduled_for - self.clock.now()).total_seconds()
+        if 0 < wait <= MAX_PRECISE_WAIT_SECONDS:
+            self.clock.sleep(wait)
+
+    def _not_yet(self, current: Run | None, outcome: LeaseOutcome, delivery: Delivery, now: datetime) -> Outcome:
+        """Another executor holds the run (BUSY), or its backoff has not ended (EARLY): look again then."""
+        assert current is not None
+        until = current.lease_until if outcome is LeaseOutcome.BUSY else current.not_before
+        wait = 5 if until is None else max(1, math.ceil((until - now).total_seconds()))
+        if outcome is LeaseOutcome.EARLY and wait > MAX_MESSAGE_BACKOFF_SECONDS:
+            logger.info("duplicate of a parked retry: acknowledged; the tick sends the retry at its time")
+            return Outcome.DONE
+        self.queues.change_visibility(delivery.queue_url, delivery.receipt_handle, wait)
+        logger.info("run not available yet; will look again", extra={"retry_in_s": wait, "reason": outcome.value})
+        return Outcome.BUSY
+
+    def _run(
+        self,
+        run: Run,
+        target: RunTarget,
+        owner: str,
+        delivery: Delivery,
+        remaining_ms: Callable[[], int],
+        holds: Holds,
+        *,
+        leased_at: datetime,
+    ) -> Outcome:
+        """Run the handler under the lease and record how the attempt (which began at `leased_at`) ended; what
+        the handler logged is kept beside the result first (tickwork.jobtypes.run_log)."""
+        slot = target.owner_id if target.overlap.takes_running_slot else None
+        cancellable = target.overlap is OverlapPolicy.CANCEL_OTHER
+        try:
+            job_type = self.job_types.get(target.type)
+            payload = job_type.parse(target.payload, context={"http_allowlist": self.http_allowlist})
+        except (UnknownJobType, ValidationError) as exc:
+            invalid = RunError(type=type(exc).__name__, message=str(exc)[:2000])
+            try:
+                return self.outcomes.fail(run, target, owner, invalid, started=leased_at)
+            finally:
+                if slot is not None:  # not held till its lease ends: a waiting run starts now
+                    self.store.release_running_slot(slot, run_id=run.id)
+        budget = min(float(target.timeout_seconds), remaining_ms() / 1000 - SAFETY_MARGIN_SECONDS)
+        started = self.clock.now()
+        ctx = RunContext(
+            run_id=run.id,
+            job_id=target.owner_id,
+            tenant=target.tenant,
+            attempt=run.attempts,
+            deadline=started + timedelta(seconds=max(budget, 0)),
+            clock=self.clock,
+            http_allowlist=self.http_allowlist,
+            clients=self.clients,
+        )
+        heartbeat = Heartbeat(
+            self.store,
+            self.queues,
+            self.clock,
+            run_id=run.id,
+            owner=owner,
+            delivery=delivery,
+            lease_for=self.lease_for,
+            cancelled=ctx.cancelled,
+            slot_job_id=slot,
+            holds=holds,
+            faults=self.faults,
+            # A newer run may ask it to stop at any time: it looks sooner than its lease extensions would tell it.
+            cancel_poll=timedelta(seconds=CANCEL_POLL_SECONDS) if cancellable else None,
+        )
+        ctx.on_tick = heartbeat.maybe_beat
+        logger.info("run started", extra={"attempt": run.attempts, "lateness_ms": run.lateness_ms, "type": target.type})
+        error: RunError | None = None
+        value: Any = None
+        permanent = False
+        wait_at_least_seconds = 0.0
+        if budget <= 0:
+            heartbeat.stop()
+            error = RunError(type="RunTimeout", message="not enough Lambda time left to start the run")
+        else:
+            try:
+                value = call_under_lease(
+                    lambda: job_type.handler(payload, ctx),
+                    budget,
+                    ctx,
+                    heartbeat,
+                    seconds_left=lambda: remaining_ms() / 1000 - SAFETY_MARGIN_SECONDS,
+                )
+            except HandlerStillRunning:
+                logger.error(
+                    "handler ignored its cancellation past the Lambda's time: nothing recorded, lease held while it runs",
+                    extra={"attempt": run.attempts, "type": target.type},
+                )
+                metrics.add_metric(name="HandlersOverrunning", unit="Count", value=1)
+                # The heartbeat holds its concurrency slots with the lease while it runs; they end with it.
+                holds.keep_until_lease_ends()
+                return Outcome.BUSY
+            except Exception as exc:
+                permanent = isinstance(exc, PermanentJobError)
+                if isinstance(exc, EffectMayContinue):
+                    wait_at_least_seconds = exc.busy_seconds
+                elif isinstance(exc, RetryNotBefore):
+                    # The other side's own wait, but never past the job's longest backoff.
+                    wait_at_least_seconds = min(exc.wait_seconds, target.retry.max_backoff_seconds)
+                error = RunError(type=type(exc).__name__, message=str(exc)[:2000] or type(exc).__name__)
+        duration_ms = to_ms(self.clock.now()) - to_ms(started)
+        metrics.add_metric(name="RunDurationMs", unit="Milliseconds", value=duration_ms)
+        # Kept even when the lease was lost: these lines are this attempt's, under a key no other attempt uses.
+        self._keep_log(run, ctx)
+        if heartbeat.lost:
+            return Outcome.DONE  # the run belongs to another executor now; it records the outcome
+        try:
+            if error is not None and heartbeat.cancel_requested:
+                # Its workflow run was cancelled, or a newer run of its job asked (overlap CANCEL_OTHER), and the
+                # handler stopped: cancelled, not failed (no retry). A handler that returned a value anyway
+                # succeeded (its effect happened).
+                if cancellable:
+                    metrics.add_metric(name="RunsCancelledByOverlap", unit="Count", value=1)
+                return self.outcomes.skip(run, target, owner, SkipReason.CANCELLED, started=leased_at)
+            if error is not None and heartbeat.slot_lost is not None:
+                # Stopped because another run holds what admitted it: retried (admitted afresh) or failed as any
+                # attempt that ended early.
+                lost = f"stopped: {heartbeat.slot_lost} lapsed (no heartbeat got through for a lease)"
+                error = RunError(type="SlotLost", message=f"{lost} and another run took it")
+            elif heartbeat.slot_lost is not None:
+                logger.warning("the handler returned after its slot was lost: its result is recorded")
+            if error is None:
+                try:
+                    result, written = self.results.write_once(run, value)
+                except (TypeError, ValueError) as exc:
+                    error = RunError(type="UnserializableResult", message=str(exc)[:2000])
+                    return self.outcomes.fail(run, target, owner, error, started=leased_at)
+                self.faults.reached(CrashPoint.EXECUTOR_AFTER_RESULT_WRITE)
+                if not written:
+                    logger.warning("result existed already; the first write stands")
+                return self.outcomes.succeed(run, target, owner, result, duration_ms=duration_ms, started=leased_at)
+            if not permanent and run.attempts < target.retry.max_attempts:
+                return self.outcomes.retry(
+                    run,
+                    target,
+                    owner,
+                    error,
+                    delivery,
+                    duration_ms=duration_ms,
+                    at_least=wait_at_least_seconds,
+                    started=leased_at,
+                )
+            return self.outcomes.fail(run, target, owner, error, duration_ms=duration_ms, started=leased_at)
+        finally:
+            if slot is not None:
+                self.store.release_running_slot(slot, run_id=run.id)
+
+    def _keep_log(self, run: Run, ctx: RunContext) -> None:
+        """Write what the attempt logged, once (If-None-Match), beside the result; an attempt that logged nothing
+        writes nothing. A failed write loses the lines (they are still in the function's log), never the
+        outcome."""
+        if ctx.logger.empty:
+            return
+        try:
+            self.results.write_logs_once(run, ctx.logger.document(run.requeues))
+        except Exception:
+            logger.exception("the run's log could not be written; its lines are in the function's log only")
+            metrics.add_metric(name="RunLogWriteFailures", unit="Count", value=1)

@@ -1,0 +1,297 @@
+"""The claim plan: what one claim decides for each occurrence of a job, from the job and the time alone.
+
+Pure (no AWS): it takes values only (the store reads a due item into a ClaimableJob, DueItem.claimable); the
+claimer writes what the plan decides (see tickwork.tick.claimer).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from tickwork.model.ids import ItemKind
+from tickwork.model.job import Job
+from tickwork.model.policies import BreakerState, CatchupPolicy, StartPrecision
+from tickwork.model.schedule import Schedule
+from tickwork.model.states import JobState, SkipReason
+from tickwork.model.workflow.definition import Workflow
+
+MAX_RUNS_PER_CLAIM = 25  # run records one claim creates before it advances the job
+MISFIRE_RECORD_CAP = 10  # skipped occurrences recorded one by one; the rest of a stretch share one capped record
+MISFIRE_COUNT_LIMIT = 10_000  # beyond this the capped record's count is a lower bound (its range stays exact)
+# An occurrence is missed when a claim first sees it later than this after its time. A running tick claims
+# every occurrence ahead of its time (its horizon), so only an outage, a deploy or a job held back longer than
+# a tick period meets the catch-up policy; a claim a few seconds late does not.
+CATCHUP_TOLERANCE = timedelta(seconds=60)
+# How long after its time a run claimed before its job's breaker opened may still arrive and become the probe
+# (probe_of): past it, the claim names the probe itself.
+QUEUED_PROBE_WAIT = timedelta(minutes=2)
+# The most missed occurrences catch-up ALL runs (the most recent ones, within the misfire grace, in order).
+CATCHUP_ALL_CAP = 100
+# How many of the missed occurrences within the grace each policy runs (the most recent ones).
+CATCHUP_KEEP = {CatchupPolicy.NONE: 0, CatchupPolicy.LATEST: 1, CatchupPolicy.ALL: CATCHUP_ALL_CAP}
+
+
+@dataclass(frozen=True)
+class CappedMisfire:
+    first: datetime
+    last: datetime
+    count: int
+    reason: SkipReason
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    """One record a claim writes: an occurrence that runs (no skip reason), or one recorded skipped (a capped
+    record stands for `skipped_count` of them, up to `skipped_until`)."""
+
+    at: datetime
+    skip_reason: SkipReason | None = None
+    skipped_count: int | None = None
+    skipped_until: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ClaimPlan:
+    queued: list[datetime]
+    skipped: list[tuple[datetime, SkipReason]]
+    capped: CappedMisfire | None
+    next_run_at: datetime | None
+    complete: bool  # a recurring schedule with no occurrence left
+    probe_at: datetime | None = None  # the open breaker's probe run, queued by this plan (half-open)
+
+    def occurrences(self) -> list[Occurrence]:
+        """Every record the plan writes, in time order, so that the first is the one a racing claimer meets
+        first."""
+        found = [Occurrence(at) for at in self.queued] + [Occurrence(at, reason) for at, reason in self.skipped]
+        if self.capped is not None:
+            c = self.capped
+            found.append(Occurrence(c.first, c.reason, skipped_count=c.count, skipped_until=c.last))
+        return sorted(found, key=lambda o: o.at)
+
+
+@dataclass(frozen=True)
+class ClaimableJob:
+    """What a claim needs to know of a job: exactly what the due index projects."""
+
+    job_id: str
+    tenant: str
+    priority: int
+    schedule: Schedule
+    version: int
+    next_run_at: datetime
+    created_at: datetime
+    misfire_grace: timedelta
+    paused_at: datetime | None = None
+    resumed_at: datetime | None = None
+    kind: ItemKind = ItemKind.JOB  # a job's occurrences are runs; a workflow's, workflow runs
+    # Its tenant's rate quota held it back (fairness.held_by_quota): an occurrence claimed after its time waited
+    # for that quota, is not missed, and its run records so (tickwork.tick.claimer.JobRunWriter). A quota that held
+    # nothing back changes nothing: the job is then late for another reason, and catch-up applies.
+    held_by_quota: bool = False
+    # Jobs default to LATEST; a workflow has no catch-up field and keeps running what its grace allows (ALL).
+    catchup: CatchupPolicy = CatchupPolicy.ALL
+    state: JobState = JobState.ACTIVE
+    breaker: BreakerState | None = None  # while SUSPENDED
+    jitter_seconds: int = 0  # each run starts this much later at most (tickwork.model.jitter)
+    precise: bool = False  # StartPrecision.PRECISE: its runs are sent a little early and waited out
+
+    @property
+    def suspended(self) -> bool:
+        return self.state is JobState.SUSPENDED and self.breaker is not None
+
+    def advanced(self, plan: ClaimPlan, next_run_at: datetime) -> ClaimableJob:
+        """The job as its advance past `plan` left it: the next claim round's."""
+        breaker = self.breaker
+        if plan.probe_at is not None and breaker is not None:
+            breaker = breaker.model_copy(update={"probe_at": plan.probe_at})
+        return replace(self, version=self.version + 1, next_run_at=next_run_at, breaker=breaker)
+
+    @classmethod
+    def from_job(cls, job: Job | Workflow) -> ClaimableJob:
+        """A job's, or a workflow's: both carry the same lifecycle and claim fields."""
+        assert job.next_run_at is not None
+        return cls(
+            job_id=job.id,
+            tenant=job.tenant,
+            priority=job.priority,
+            schedule=job.schedule,
+            version=job.version,
+            next_run_at=job.next_run_at,
+            created_at=job.created_at,
+            misfire_grace=timedelta(seconds=job.misfire_grace_seconds),
+            paused_at=job.paused_at,
+            resumed_at=job.resumed_at,
+            kind=ItemKind.WORKFLOW if isinstance(job, Workflow) else ItemKind.JOB,
+            catchup=job.catchup if isinstance(job, Job) else CatchupPolicy.ALL,
+            state=job.state,
+            breaker=job.breaker if isinstance(job, Job) else None,
+            jitter_seconds=job.jitter_seconds if isinstance(job, Job) else 0,
+            precise=isinstance(job, Job) and job.start_precision is StartPrecision.PRECISE,
+        )
+
+    def next_after(self, instant: datetime) -> datetime | None:
+        return self.schedule.next_after(instant, anchor=self.created_at, hash_key=self.job_id)
+
+    def occurrences_from(self, instant: datetime) -> Iterator[datetime]:
+        """Occurrences at or after `instant`, in order, from one schedule iterator."""
+        return self.schedule.iter_after(
+            instant - timedelta(milliseconds=1), anchor=self.created_at, hash_key=self.job_id
+        )
+
+
+def catchup_start(job: ClaimableJob, *, grace_cut: datetime, late_cut: datetime) -> datetime:
+    """The earliest missed occurrence that still runs under the job's catch-up policy: the policy's number of
+    most recent missed ones (before `late_cut`, within the grace, not paused) run; earlier missed ones do not.
+    `late_cut` when none runs. Walks only the missed occurrences within the grace (bounded by the grace)."""
+    keep = CATCHUP_KEEP[job.catchup]
+    if keep == 0:
+        return late_cut
+    kept: deque[datetime] = deque(maxlen=keep)
+    for at in job.occurrences_from(max(job.next_run_at, grace_cut)):
+        if at >= late_cut:
+            break
+        if not (job.paused_at and job.resumed_at and job.paused_at <= at < job.resumed_at):
+            kept.append(at)
+    return kept[0] if kept else late_cut
+
+
+def probe_of(job: ClaimableJob, grace_cut: datetime, now: datetime) -> datetime | None:
+    """An open breaker's probe: its first occurrence from the end of the cooldown (not one past the grace),
+    unless a claim queued it already. None: no probe is due from this job.
+
+    A run claimed before the breaker opened and due from the cooldown's end is already on its way: the executor
+    makes the first such run to arrive the probe (CircuitBreakers.elect_queued_probe), so that the probe follows
+    the cooldown, not the claim horizon. The claim names none meanwhile, unless that run should have arrived
+    QUEUED_PROBE_WAIT ago (a fallback that keeps the breaker live whatever became of it)."""
+    if not job.suspended:
+        return None
+    assert job.breaker is not None
+    if job.breaker.probe_at is not None:
+        return None
+    queued_first = next(job.occurrences_from(job.breaker.opens_until), None)
+    if queued_first is not None and queued_first < job.next_run_at and queued_first > now - QUEUED_PROBE_WAIT:
+        return None
+    start = max(job.next_run_at, job.breaker.opens_until, grace_cut)
+    return next(job.occurrences_from(start), None)
+
+
+def plan_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime, max_queued: int | None = None) -> ClaimPlan:
+    """Decide every occurrence from job.next_run_at up to the horizon: queue it, or record it skipped.
+
+    `max_queued` (the tenant's rate budget left) stops the plan after that many queued runs: the job advances
+    only past them and stays due for the rest.
+
+    Skipped, never run: an occurrence older than the job's misfire grace (`misfired`), a missed occurrence
+    (more than CATCHUP_TOLERANCE late) that its catch-up policy does not run (`misfired` too: it is missed and
+    not run, and one reason keeps one capped record per stretch), and every occurrence that fell while the job
+    was paused (`paused`), however recent, so resuming never fires a burst. While the job is SUSPENDED (its
+    circuit breaker open), every occurrence is `circuit_open` but one: the first from the end of the cooldown,
+    its probe (`probe_at`); a `circuit_open` record is made only once its instant has come (the plan stops
+    before the first one still to come). Each
+    skipped occurrence gets a record, up to MISFIRE_RECORD_CAP one by one; the rest of the same stretch share
+    one capped record (count and last instant), so catching up is bounded work and nothing is dropped.
+    One schedule iterator serves the whole plan (a per-second cron after a long outage walks thousands).
+    """
+    grace_cut = now - job.misfire_grace
+    late_cut = now - CATCHUP_TOLERANCE
+    # Occurrences its tenant's quota held back are late on purpose, not missed: they all run.
+    catch_up = not job.held_by_quota and job.next_run_at < late_cut and not job.suspended
+    # Missed occurrences before this are not run (computed only when something was missed).
+    run_from = catchup_start(job, grace_cut=grace_cut, late_cut=late_cut) if catch_up else grace_cut
+    probe = probe_of(job, grace_cut, now)
+    horizon_stop = horizon_end + timedelta(milliseconds=1)
+
+    def skip_reason(instant: datetime) -> SkipReason | None:
+        if job.paused_at and job.resumed_at and job.paused_at <= instant < job.resumed_at:
+            return SkipReason.PAUSED
+        if instant < max(grace_cut, run_from):
+            return SkipReason.MISFIRED
+        if job.suspended and instant != probe:
+            return SkipReason.CIRCUIT_OPEN
+        return None
+
+    # An open breaker's skips are recorded as their time comes, never ahead: a resume (or a closing probe) in
+    # the meantime must find the occurrences after it unclaimed, so they run; a record made ahead would say
+    # `circuit_open` for an instant at which the breaker was closed.
+    circuit_stop = min(horizon_stop, now + timedelta(milliseconds=1))
+
+    def skip_stop(reason: SkipReason) -> datetime:
+        return circuit_stop if reason is SkipReason.CIRCUIT_OPEN else horizon_stop
+
+    def stretch_end(reason: SkipReason, instant: datetime) -> datetime:
+        """Where a stretch of skips with this reason ends (exclusive)."""
+        if reason is SkipReason.PAUSED:
+            assert job.resumed_at is not None
+            return job.resumed_at
+        if reason is SkipReason.CIRCUIT_OPEN:
+            return probe if probe is not None and instant < probe else circuit_stop
+        end = max(grace_cut, run_from)
+        if job.paused_at and job.resumed_at and instant < job.paused_at < end:
+            return job.paused_at
+        return end
+
+    queued: list[datetime] = []
+    skipped: list[tuple[datetime, SkipReason]] = []
+    capped: CappedMisfire | None = None
+    occurrences = job.occurrences_from(job.next_run_at)
+    cursor = next(occurrences, None)
+    room = MAX_RUNS_PER_CLAIM if max_queued is None else max_queued
+    while (
+        cursor is not None
+        and cursor <= horizon_end
+        and len(queued) + len(skipped) < MAX_RUNS_PER_CLAIM
+        and len(queued) < room
+    ):
+        reason = skip_reason(cursor)
+        if reason is not None and cursor >= skip_stop(reason):
+            break  # an open breaker's occurrence still to come: the job stays due for it
+        if reason is None:
+            queued.append(cursor)
+        elif len(skipped) < MISFIRE_RECORD_CAP:
+            skipped.append((cursor, reason))
+        else:
+            # Over the cap: one record stands for the rest of this stretch of skips.
+            first, last, count = cursor, cursor, 0
+            while (
+                cursor is not None
+                and cursor < skip_stop(reason)
+                and skip_reason(cursor) is reason
+                and count < MISFIRE_COUNT_LIMIT
+            ):
+                last, count = cursor, count + 1
+                cursor = next(occurrences, None)
+            if cursor is not None and cursor < skip_stop(reason) and skip_reason(cursor) is reason:
+                # Too many to count: jump to the stretch's end; the record's range still covers them all.
+                end = stretch_end(reason, cursor)
+                last = end - timedelta(milliseconds=1)
+                occurrences = job.occurrences_from(end)
+                cursor = next(occurrences, None)
+            capped = CappedMisfire(first, last, count, reason)
+            break
+        cursor = next(occurrences, None)
+    return ClaimPlan(
+        queued=queued,
+        skipped=skipped,
+        capped=capped,
+        next_run_at=cursor,
+        # Settled now only when the last occurrence is a skip record; a queued last run completes the job
+        # when it settles (executor), so a job never shows COMPLETED while its last runs are still to come.
+        complete=cursor is None and not queued,
+        probe_at=probe if probe is not None and probe in queued else None,
+    )
+
+
+def runs_to_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime, rounds: int) -> int:
+    """How many runs claiming the job now would queue (over up to `rounds` claim rounds, as the claimer makes):
+    what a rate-limited tenant's job asks of its budget. Skips are records, not runs, and cost nothing."""
+    total = 0
+    for _ in range(rounds):
+        plan = plan_claim(job, now=now, horizon_end=horizon_end)
+        total += len(plan.queued)
+        if plan.next_run_at is None or plan.next_run_at > horizon_end:
+            break
+        job = replace(job, next_run_at=plan.next_run_at)
+    return total

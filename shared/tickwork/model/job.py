@@ -1,0 +1,119 @@
+"""A job: the fields a caller chooses (JobDefinition), and the stored job with its identity and lifecycle."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Protocol
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+)
+
+from tickwork.model.jitter import check_jitter
+from tickwork.model.policies import (
+    DEFAULT_MISFIRE_GRACE_SECONDS,
+    Band,
+    BreakerState,
+    CatchupPolicy,
+    CircuitBreaker,
+    ConcurrencyLimit,
+    JitterSeconds,
+    JobName,
+    JobTypeName,
+    MisfireGraceSeconds,
+    OverlapPolicy,
+    Priority,
+    RateLimit,
+    RetryPolicy,
+    StartPrecision,
+    StoredTags,
+    TimeoutSeconds,
+)
+from tickwork.model.schedule import Schedule, UtcDatetime
+from tickwork.model.states import JobState
+
+
+class JobDefinition(BaseModel):
+    """The fields a caller chooses for a job, declared once: the stored Job and the create body (JobSpec, which
+    takes stricter schedule instants and tags) both are one. Never used on its own."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: JobName
+    type: JobTypeName
+    payload: dict[str, Any] = Field(default_factory=dict)
+    schedule: Schedule
+    priority: Priority = 5
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    timeout_seconds: TimeoutSeconds = 300
+    misfire_grace_seconds: MisfireGraceSeconds = DEFAULT_MISFIRE_GRACE_SECONDS
+    overlap: OverlapPolicy = OverlapPolicy.ALLOW
+    catchup: CatchupPolicy = CatchupPolicy.LATEST
+    # Absent: no breaker, and a run's outcome writes nothing more for it.
+    circuit_breaker: CircuitBreaker | None = None
+    # Each occurrence runs this much later at most, by a deterministic offset (tickwork.model.jitter).
+    jitter_seconds: JitterSeconds = 0
+    start_precision: StartPrecision = StartPrecision.SECOND
+    tags: StoredTags = Field(default_factory=dict)
+    # Absent: no limit, and nothing is read or written for it when a run starts.
+    concurrency: ConcurrencyLimit | None = None
+    rate_limit: RateLimit | None = None
+
+    @field_validator("jitter_seconds")
+    @classmethod
+    def _jitter_within_period(cls, value: int, info: ValidationInfo) -> int:
+        schedule = info.data.get("schedule")  # absent when the schedule itself was refused
+        if isinstance(schedule, Schedule):
+            check_jitter(value, schedule)
+        return value
+
+
+class _HasPriority(Protocol):
+    @property
+    def priority(self) -> int: ...
+
+
+class _InBand:
+    """A job or run runs in its priority's band (no fields of its own, so pydantic leaves it alone)."""
+
+    @property
+    def band(self: _HasPriority) -> Band:
+        return Band.of_priority(self.priority)
+
+
+class _JobIdentity(BaseModel):
+    """A stored job's (or workflow's) id and owner, which come first in its documents."""
+
+    id: str
+    tenant: str = Field(min_length=1, max_length=128)
+
+
+class ScheduledLifecycle(BaseModel):
+    """What the scheduler keeps of anything it schedules, a job or a workflow: its state and next occurrence."""
+
+    state: JobState = JobState.ACTIVE
+    next_run_at: UtcDatetime | None = None
+    created_at: UtcDatetime
+    updated_at: UtcDatetime
+    paused_at: UtcDatetime | None = None
+    resumed_at: UtcDatetime | None = None
+    version: int = 1
+
+
+# Bases in this order, so the fields run id, tenant, then the definition, then the job's own (pydantic orders
+# fields by the reversed MRO); the serialised form and the OpenAPI schema keep that order.
+class Job(ScheduledLifecycle, JobDefinition, _JobIdentity, _InBand):
+    model_config = ConfigDict(extra="forbid")
+
+    # The circuit breaker's count (tickwork.executor.breaker): FAILED scheduled runs since the last SUCCEEDED one.
+    consecutive_failures: int = 0
+    suspended_at: UtcDatetime | None = None
+    suspended_reason: str | None = None
+    breaker: BreakerState | None = None  # while SUSPENDED
+
+    def next_occurrence_after(self, instant: datetime) -> datetime | None:
+        return self.schedule.next_after(instant, anchor=self.created_at, hash_key=self.id)

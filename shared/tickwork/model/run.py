@@ -1,0 +1,131 @@
+"""A run of a job (or of a workflow step): its record, its attempts, its error and its result."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    model_validator,
+)
+
+from tickwork.model.job import _InBand
+from tickwork.model.policies import Priority, StartPrecision
+from tickwork.model.schedule import UtcDatetime
+from tickwork.model.states import AttemptOutcome, DeferReason, RunStatus, RunTrigger, SkipReason
+
+
+class RunError(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    type: str
+    message: str
+
+
+class RunResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    location: str = Field(description="s3://bucket/key of the result document, or `inline` (InlineResultMaxBytes).")
+    sha256: str
+    bytes: int
+    # A result of at most InlineResultMaxBytes (a job's run, not a workflow step's), kept in the run record by the
+    # outcome's own write instead of S3: its JSON text. Absent for results in S3.
+    inline: str | None = None
+
+
+MAX_ATTEMPT_HISTORY = 20  # a run keeps its last 20 attempts' records: its item stays small whatever its retries
+
+
+class AttemptRecord(BaseModel):
+    """One attempt of a run, as the run's timeline shows it. The lease opens it (`started_at`; `ended_at` and
+    `outcome` null while it runs) and the attempt's outcome closes it, each in the update it makes anyway. An
+    attempt whose executor died keeps null `ended_at` and `outcome`, with an `error` saying so once the next
+    attempt has ended."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    attempt: int
+    started_at: UtcDatetime
+    ended_at: UtcDatetime | None = None
+    outcome: AttemptOutcome | None = None
+    error: str | None = None
+
+
+def _number_open_attempts(data: Any) -> Any:
+    """The lease opens an attempt's record before it knows the attempt's number (its update counts it): the
+    records without one are the last, and are the run's latest attempts, counted back from `attempts`."""
+    if not isinstance(data, dict) or not data.get("attempt_history"):
+        return data
+    history = list(data["attempt_history"])
+    number = int(data.get("attempts") or 0)
+    for index in range(len(history) - 1, -1, -1):
+        record = history[index]
+        if not isinstance(record, dict) or record.get("attempt") is not None:
+            break
+        history[index] = {**record, "attempt": number}
+        number -= 1
+    return {**data, "attempt_history": history}
+
+
+class Run(BaseModel, _InBand):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    job_id: str
+    tenant: str
+    scheduled_for: UtcDatetime
+    status: RunStatus
+    priority: Priority = 5
+    trigger: RunTrigger = RunTrigger.SCHEDULE
+    # A jittered job's occurrence (tickwork.model.jitter): the undelayed instant; scheduled_for is the later one it
+    # starts at. Absent without jitter.
+    nominal_at: UtcDatetime | None = None
+    # A precise run (StartPrecision.PRECISE): sent a little early, waited out by the executor. Absent otherwise.
+    start_precision: StartPrecision | None = None
+    attempts: int = 0
+    max_attempts: int | None = None
+    enqueued_at: UtcDatetime | None = None
+    started_at: UtcDatetime | None = None
+    finished_at: UtcDatetime | None = None
+    lateness_ms: int | None = None
+    duration_ms: int | None = None
+    error: RunError | None = None
+    result: RunResult | None = None
+    skip_reason: SkipReason | None = None
+    # A capped misfire record stands for this many occurrences, up to skipped_until.
+    skipped_count: int | None = None
+    skipped_until: UtcDatetime | None = None
+    lease_until: UtcDatetime | None = None
+    # The earliest instant the next attempt may start (its backoff, or how long an abandoned attempt's effect
+    # may still be under way). The lease's condition enforces it, so no duplicate message can start it early.
+    not_before: UtcDatetime | None = None
+    # Times this run was re-queued after FAILED (retry, DLQ redrive); its lateness then says how late the
+    # new execution started relative to the original occurrence.
+    requeues: int = 0
+    # Times the run was held back by a limit without consuming an attempt, and why the last time.
+    deferred: int = 0
+    deferred_reason: DeferReason | None = None
+    # A workflow step's run: its workflow run, its step, and its payload as resolved when the run was created
+    # (`$from` values replaced by upstream results); job_id is then the workflow's id.
+    workflow_run_id: str | None = None
+    step_id: str | None = None
+    payload: dict[str, Any] | None = None
+    # Its attempts in order, the last MAX_ATTEMPT_HISTORY of them (empty on runs recorded before it existed).
+    attempt_history: list[AttemptRecord] = Field(default_factory=list)
+    # When its job was paused, cancelled or edited after the run was claimed: its message's copy of the job
+    # (RunMessage.job) is then out of date, and its executor reads the job instead. Absent otherwise.
+    job_changed_at: UtcDatetime | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _numbered_attempts(cls, data: Any) -> Any:
+        return _number_open_attempts(data)
+
+    @property
+    def occurrence_at(self) -> datetime:
+        """The occurrence this run is of: the instant its id, its claim and its job's breaker (`probe_at`,
+        `opens_until`) name. A jittered run starts later (scheduled_for); the occurrence is its nominal_at."""
+        return self.nominal_at or self.scheduled_for

@@ -1,0 +1,110 @@
+"""What a run runs, and under which rules: built from its job, or from its workflow step (the workflow run's
+snapshot). The executor and RunOutcomes depend on this small value, not on a Job, so a step is never dressed
+up as a job."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tickwork.model.job import Job
+from tickwork.model.messages import JobRunSpec
+from tickwork.model.policies import ConcurrencyLimit, OverlapPolicy, RateLimit, RetryPolicy
+from tickwork.model.run import Run
+from tickwork.model.states import JobState, RunTrigger, SkipReason
+from tickwork.model.workflow.advance import WorkflowRunStatus
+from tickwork.model.workflow.runs import WorkflowRunRecord
+
+
+@dataclass(frozen=True)
+class RunTarget:
+    owner_id: str  # the job's id, or the workflow's
+    tenant: str
+    type: str
+    payload: dict[str, Any]
+    retry: RetryPolicy
+    timeout_seconds: int
+    overlap: OverlapPolicy = OverlapPolicy.ALLOW
+    # Why the run must not start now (it is recorded SKIPPED with this): its job is paused or cancelled (a
+    # scheduled run), or its workflow run was cancelled.
+    held_back: SkipReason | None = None
+    # Limits shared with other runs of the tenant (tickwork.executor.limits); None: not limited.
+    concurrency: ConcurrencyLimit | None = None
+    rate_limit: RateLimit | None = None
+    # The run is its job's last occurrence: its settling completes the job (tickwork.progress.job_completion).
+    last_occurrence: bool = False
+    # ...and the job's only run of an occurrence (JobRunSpec.only_occurrence): no other run to wait for.
+    only_occurrence: bool = False
+    # The job as the executor read it (its circuit breaker's state); None for a workflow step, or a run by its
+    # message's copy of the job (tickwork.model.run_spec: such a job has no breaker).
+    job: Job | None = field(default=None, compare=False)
+
+    @classmethod
+    def of_job(cls, job: Job, run: Run) -> RunTarget:
+        held_back = None
+        if run.trigger is RunTrigger.SCHEDULE and job.state in (JobState.PAUSED, JobState.CANCELLED):
+            held_back = SkipReason.PAUSED if job.state is JobState.PAUSED else SkipReason.CANCELLED
+        elif run.trigger is RunTrigger.SCHEDULE and job.state is JobState.SUSPENDED:
+            # Claimed before its breaker opened: only the probe runs while it is open.
+            probe = job.breaker.probe_at if job.breaker is not None else None
+            held_back = None if run.occurrence_at == probe else SkipReason.CIRCUIT_OPEN
+        return cls(
+            owner_id=job.id,
+            tenant=job.tenant,
+            type=job.type,
+            payload=job.payload,
+            retry=job.retry,
+            timeout_seconds=job.timeout_seconds,
+            overlap=job.overlap,
+            held_back=held_back,
+            concurrency=job.concurrency,
+            rate_limit=job.rate_limit,
+            last_occurrence=job.state is JobState.ACTIVE and job.next_occurrence_after(run.occurrence_at) is None,
+            job=job,
+        )
+
+    @classmethod
+    def of_spec(cls, spec: JobRunSpec, run: Run) -> RunTarget:
+        """A job's run by its message's copy of the job (tickwork.model.run_spec.trusted_spec): the job was ACTIVE
+        with overlap ALLOW when claimed, and nobody changed it since."""
+        return cls(
+            owner_id=run.job_id,
+            tenant=run.tenant,
+            type=spec.type,
+            payload=spec.payload,
+            retry=spec.retry,
+            timeout_seconds=spec.timeout_seconds,
+            concurrency=spec.concurrency,
+            rate_limit=spec.rate_limit,
+            last_occurrence=spec.last_occurrence,
+            only_occurrence=spec.only_occurrence,
+        )
+
+    @classmethod
+    def of_step(cls, record: WorkflowRunRecord, run: Run) -> RunTarget:
+        """A step's run: type, retry and timeout from the run's snapshot (the step's own, else the workflow's),
+        the payload as resolved when the run was created. Overlap is ALLOW: a step runs once per workflow run.
+        A paused workflow lets its runs in progress finish; a cancelled workflow run starts nothing more, nor
+        does one withdrawn (SKIPPED) because its workflow was paused or cancelled while it was being claimed."""
+        assert run.step_id is not None
+        snapshot = record.snapshot()
+        step = snapshot.step(run.step_id)
+        return cls(
+            owner_id=record.workflow_id,
+            tenant=record.tenant,
+            type=step.type,
+            payload=run.payload if run.payload is not None else step.payload,
+            retry=snapshot.step_retry(step.id),
+            timeout_seconds=snapshot.step_timeout_seconds(step.id),
+            held_back=_step_held_back(record),
+            concurrency=step.concurrency,
+            rate_limit=step.rate_limit,
+        )
+
+
+def _step_held_back(record: WorkflowRunRecord) -> SkipReason | None:
+    if record.status is WorkflowRunStatus.CANCELLED:
+        return SkipReason.CANCELLED
+    if record.status is WorkflowRunStatus.SKIPPED:
+        return record.skip_reason or SkipReason.CANCELLED
+    return None

@@ -1,0 +1,281 @@
+"""Claiming a job's occurrences: two ordered conditional writes, not one transaction.
+
+First the run records (each only if it does not exist: the lock on the occurrence), then the job's advance from
+the version read. Racing ticks produce each run exactly once (promise 2); a claimer that dies between the two
+writes is completed by the next, which finds the runs and advances the job past exactly what they cover.
+Workflows are claimed the same way, their occurrences written as workflow runs (`WorkflowTick`,
+tickwork.tick.workflow_occurrences).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from tickwork.aws.queues import Outgoing
+from tickwork.faults import CrashPoint, FaultPlan
+from tickwork.model.claim_plan import ClaimableJob, ClaimPlan, Occurrence, plan_claim
+from tickwork.model.clock import optional_instant
+from tickwork.model.ids import ItemKind, run_id_for
+from tickwork.model.jitter import jittered_times
+from tickwork.model.policies import StartPrecision
+from tickwork.model.run import Run
+from tickwork.model.run_spec import with_specs
+from tickwork.model.states import DeferReason, RunStatus, SkipReason
+from tickwork.observability import logger, metrics
+from tickwork.progress.job_completion import JobCompletion
+from tickwork.store import DueItem, JobStore
+from tickwork.store.jobs import Advanced
+from tickwork.tick.report import TickReport
+from tickwork.tick.sender import outgoing_for
+
+MAX_CLAIM_ROUNDS = 10  # a 1-second rate job needs several claims to fill a 120 s horizon
+
+
+# ---------------------------------------------------------------- claims
+
+
+@dataclass(frozen=True)
+class SkippedOccurrence:
+    record_id: str
+    owner_id: str
+    reason: SkipReason
+    count: int
+
+
+@dataclass(frozen=True)
+class OccurrenceRecords:
+    """What writing a claim plan's records did: the runs to send, the skips recorded, the records another
+    claimer had written first (run id -> attributes), and whether that claimer is on the job right now."""
+
+    outgoing: list[Outgoing] = field(default_factory=list)
+    skipped: list[SkippedOccurrence] = field(default_factory=list)
+    existing: dict[str, dict[str, Any]] = field(default_factory=dict)
+    in_flight_elsewhere: bool = False
+    opened: list[str] = field(default_factory=list)  # workflow runs this claim opened RUNNING
+
+
+class OccurrenceWriter(Protocol):
+    """Writes the records of a claim plan's occurrences, each only if absent (the lock on the occurrence): a
+    job's runs, or a workflow's runs."""
+
+    def write(self, job: ClaimableJob, plan: ClaimPlan, now: datetime) -> OccurrenceRecords: ...
+
+    def claim_lost(self, job: ClaimableJob, written: OccurrenceRecords, now: datetime) -> list[Outgoing]:
+        """The claim's advance lost (the job changed, or another claimer moved it): what of `written` to send."""
+        return written.outgoing
+
+
+class JobRunWriter(OccurrenceWriter):
+    """A job's occurrences are its runs. A claim that loses its advance sends its runs all the same: their
+    executors read the job (tickwork.model.run_spec) and skip them if it was paused or cancelled."""
+
+    def __init__(self, store: JobStore, *, redispatch_after: timedelta, tick_period: timedelta) -> None:
+        self.store = store
+        self.redispatch_after = redispatch_after
+        self.tick_period = tick_period
+
+    def write(self, job: ClaimableJob, plan: ClaimPlan, now: datetime) -> OccurrenceRecords:
+        runs = [self._run_of(job, o, now) for o in plan.occurrences()]
+        put = self.store.put_claimed_runs(runs, now=now, redispatch_after=self.redispatch_after)
+        return OccurrenceRecords(
+            outgoing=[outgoing_for(r) for r in put.created if r.status is RunStatus.QUEUED],
+            skipped=[
+                SkippedOccurrence(r.id, r.job_id, r.skip_reason, r.skipped_count or 1)
+                for r in put.created
+                if r.status is RunStatus.SKIPPED and r.skip_reason is not None
+            ],
+            existing=put.existing,
+            in_flight_elsewhere=put.in_flight_elsewhere,
+        )
+
+    def _ticks_held(self, job: ClaimableJob, at: datetime, now: datetime) -> int:
+        """The ticks an occurrence its tenant's quota held back waited for it: a running tick claims every
+        occurrence ahead of its time, so one the tick claims after its time was left by the ticks before (held
+        back by the quota, at a tick or at create). Known from the times alone: no write while it waits, and the
+        count rides on the claim's own run put."""
+        late = now - at
+        if not job.held_by_quota or late <= timedelta(0):
+            return 0
+        return math.ceil(late / self.tick_period)
+
+    def _run_of(self, job: ClaimableJob, occurrence: Occurrence, now: datetime) -> Run:
+        base = {"job_id": job.job_id, "tenant": job.tenant, "priority": job.priority}
+        if occurrence.skip_reason is None:
+            waited = self._ticks_held(job, occurrence.at, now)
+            times: dict[str, Any] = dict(jittered_times(job.job_id, occurrence.at, job.jitter_seconds))
+            if job.precise:
+                # Sent a little early (tickwork.aws.queues.precise_delay_for): the lease's not_before keeps it on time.
+                times = {**times, "not_before": times["scheduled_for"], "start_precision": StartPrecision.PRECISE}
+            return Run(
+                id=run_id_for(job.job_id, occurrence.at),
+                **times,
+                status=RunStatus.QUEUED,
+                enqueued_at=now,
+                deferred=waited,
+                deferred_reason=DeferReason.TENANT_RATE if waited else None,
+                **base,
+            )
+        return Run(
+            id=run_id_for(job.job_id, occurrence.at),
+            scheduled_for=occurrence.at,
+            status=RunStatus.SKIPPED,
+            skip_reason=occurrence.skip_reason,
+            skipped_count=occurrence.skipped_count,
+            skipped_until=occurrence.skipped_until,
+            finished_at=now,
+            **base,
+        )
+
+
+class WorkflowTick(OccurrenceWriter, Protocol):
+    """What the tick does for workflows: write their occurrences' workflow runs, and reconcile a RUNNING
+    workflow run that is due for it (tickwork.tick.workflow_occurrences)."""
+
+    def reconcile(self, item: DueItem, now: datetime) -> list[Outgoing]: ...
+
+
+class JobClaimer:
+    """Claims the occurrences of a job (or a workflow): their records first, then the job advanced past them."""
+
+    def __init__(self, store: JobStore, writers: dict[ItemKind, OccurrenceWriter], *, faults: FaultPlan) -> None:
+        self.store = store
+        self.writers = writers
+        self.faults = faults
+        self.completion = JobCompletion(store)
+
+    def claim(
+        self,
+        job: ClaimableJob,
+        now: datetime,
+        horizon_end: datetime,
+        report: TickReport,
+        *,
+        max_runs: int | None = None,
+    ) -> list[Outgoing]:
+        """Record the job's occurrences up to the horizon and advance it past them; return the runs to send.
+
+        `max_runs` (its tenant's rate budget for it) stops after that many queued runs: the job advances only
+        past them and stays due for a later tick."""
+        writer = self.writers.get(job.kind)
+        if writer is None:
+            logger.error("nothing claims this kind of item", extra={"job_id": job.job_id, "kind": job.kind.value})
+            return []
+        outgoing: list[Outgoing] = []
+        for _ in range(MAX_CLAIM_ROUNDS):
+            plan = plan_claim(job, now=now, horizon_end=horizon_end, max_queued=max_runs)
+            written = writer.write(job, plan, now)
+            self.faults.reached(CrashPoint.TICK_AFTER_RUN_PUT)
+            self._record_skips(written.skipped, report)
+            if written.in_flight_elsewhere:
+                report.lost_races += 1  # another claimer is on this job right now: the rest is theirs
+                return outgoing + written.outgoing
+            next_run_at, complete = self._advance_past(job, plan, written.existing)
+            # A job completes only once every run of its occurrences has settled: those still open are read
+            # before the advance (that leaves the job no next occurrence) and carry its completion on after it.
+            still_open = self.store.open_occurrence_runs(job.job_id) if complete and job.kind is ItemKind.JOB else []
+            complete = complete and not still_open
+            advanced = self.store.advance_job(
+                job.job_id,
+                expected_version=job.version,
+                next_run_at=next_run_at,
+                complete=complete,
+                now=now,
+                probe_at=plan.probe_at,
+                queued=len(plan.queued),
+            )
+            if advanced is None:
+                report.lost_races += 1  # another tick moved the job (or it changed): its next claim is theirs
+                # Sent without a copy of the job: their executors read it.
+                return outgoing + writer.claim_lost(job, written, now)
+            # The job as the advance left it, copied into the messages of the runs written before it
+            # (tickwork.model.run_spec says why that copy stays true).
+            outgoing += _with_job(written.outgoing, advanced)
+            self.faults.reached(CrashPoint.TICK_AFTER_JOB_UPDATE)
+            if still_open:
+                self.completion.complete_or_hand_on(job.job_id, still_open, now)
+            elif next_run_at is None and not complete:
+                self._complete_if_last_settled(job, plan, written.existing, now)
+            report.claimed_jobs += 1
+            if max_runs is not None:
+                max_runs -= len(plan.queued)
+            if next_run_at is None or next_run_at > horizon_end or max_runs == 0:
+                return outgoing
+            job = job.advanced(plan, next_run_at)
+        return outgoing
+
+    @staticmethod
+    def _advance_past(
+        job: ClaimableJob, plan: ClaimPlan, existing: dict[str, dict[str, Any]]
+    ) -> tuple[datetime | None, bool]:
+        """Where the job moves to: past what the plan's records cover, as written. A capped record another
+        claimer wrote first (it died before advancing the job) may end earlier than ours would have, since it
+        planned at an earlier `now`: then the job advances only past its end, and the next round records the
+        rest, so no occurrence is left without a record."""
+        if plan.capped is not None:
+            found = existing.get(run_id_for(job.job_id, plan.capped.first))
+            if found is not None:
+                covered = optional_instant(found.get("skipped_until") or found.get("scheduled_for"))
+                if covered is not None and covered != plan.capped.last:
+                    return job.next_after(covered), False
+        if plan.next_run_at is None and not plan.complete and _last_run_settled(job, plan, existing):
+            return None, True  # its last occurrence already ran (a backfill made its run): nothing will settle it
+        return plan.next_run_at, plan.complete
+
+    def _complete_if_last_settled(
+        self, job: ClaimableJob, plan: ClaimPlan, existing: dict[str, dict[str, Any]], now: datetime
+    ) -> None:
+        """The job advanced to no next occurrence, and its last occurrence's run was made by someone else before
+        this claim (a backfill): that run completes the job when it settles (tickwork.executor.outcomes), but it may
+        have settled between this claim's read of it and the advance, while the job still had a next occurrence and
+        so could not complete. Read it again, after the advance: settled now, the job completes here (once every
+        run of its occurrences has settled: tickwork.progress.job_completion); else its settling sees the job
+        advanced."""
+        last = _last_queued_id(job, plan)
+        if last is None or last not in existing:
+            return
+        run = self.store.get_run(last)
+        if run is not None and run.status.terminal:
+            self.completion.attempt(job.job_id, now)
+
+    @staticmethod
+    def _record_skips(skipped: list[SkippedOccurrence], report: TickReport) -> None:
+        for skip in skipped:
+            report.skipped += skip.count
+            metrics.add_metric(name="RunsSkipped", unit="Count", value=skip.count)
+            if skip.reason is SkipReason.CIRCUIT_OPEN:  # while any job is SUSPENDED: SuspendedJobsAlarm
+                metrics.add_metric(name="RunsSkippedCircuitOpen", unit="Count", value=skip.count)
+            logger.info(
+                "run skipped",
+                extra={
+                    "run_id": skip.record_id,
+                    "job_id": skip.owner_id,
+                    "skip_reason": skip.reason,
+                    "skipped_count": skip.count,
+                },
+            )
+
+
+def _with_job(outgoing: list[Outgoing], advanced: Advanced) -> list[Outgoing]:
+    """A claim round's messages, carrying a copy of the job as its advance left it (tickwork.model.run_spec)."""
+    if advanced.job is None:
+        return outgoing
+    messages = with_specs([o.message for o in outgoing], advanced.job, occurrence_runs=advanced.occurrence_runs)
+    return [replace(o, message=m) for o, m in zip(outgoing, messages, strict=True)]
+
+
+def _last_queued_id(job: ClaimableJob, plan: ClaimPlan) -> str | None:
+    """The run id of the plan's last queued occurrence, for a job (a workflow's occurrences are never
+    backfilled)."""
+    if job.kind is not ItemKind.JOB or not plan.queued:
+        return None
+    return run_id_for(job.job_id, max(plan.queued))
+
+
+def _last_run_settled(job: ClaimableJob, plan: ClaimPlan, existing: dict[str, dict[str, Any]]) -> bool:
+    """The run of the plan's last occurrence existed before this claim, and had settled."""
+    last = _last_queued_id(job, plan)
+    found = existing.get(last) if last is not None else None
+    return found is not None and RunStatus(found.get("status", RunStatus.QUEUED.value)).terminal

@@ -1,0 +1,377 @@
+"""Claim and dispatch: what the tick does every minute, and job creation does when a job is due soon.
+
+`Dispatcher` reads every shard of the due index (in parallel) up to now + horizon and orders what it found: what
+must go before the next tick first, then by priority (9 first), then by due time. When the tick's capacity
+(MaxDispatchPerTick) or a tenant's rate quota (max_runs_per_minute, one conditional ADD on its window's counter)
+holds some back, the slots are shared across tenants by weight within each band, and long-overdue items move up a
+band (tickwork.tick.fairness); what is held back stays in the due index (no write) for a later tick, and a run
+held back by its tenant's quota records the ticks it waited. It then claims each job (tickwork.tick.claimer),
+re-sends what was claimed but never leased (tickwork.tick.resender), reconciles RUNNING workflow runs
+(tickwork.tick.workflow_occurrences), and sends the claimed runs to their band queues in batches of 10 with
+DelaySeconds = ceil(due - now), so a run starts within about a second of its time and never before it
+(tickwork.tick.sender). `MinuteTick` is the minute rule's entry: the whole claim, or, fanned out, the
+coordinator's slices (tickwork.tick.fanout).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from tickwork.aws.queues import Outgoing, RunQueues, SendReport
+from tickwork.faults import NO_FAULTS, FaultPlan
+from tickwork.model.claim_plan import ClaimableJob, runs_to_claim
+from tickwork.model.clock import Clock, from_ms, to_ms
+from tickwork.model.ids import ItemKind
+from tickwork.model.job import Job
+from tickwork.model.messages import DispatchSlice
+from tickwork.model.policies import Band
+from tickwork.model.run import Run
+from tickwork.model.states import JobState, RunStatus
+from tickwork.model.tenant_settings import TenantDirectory, TenantSettings, rate_window
+from tickwork.model.workflow.definition import Workflow
+from tickwork.observability import logger, metrics
+from tickwork.settings import DEFAULT_AGING_AFTER_SECONDS
+from tickwork.store import DueItem, JobStore
+from tickwork.store.tenant_rates import TenantRates
+from tickwork.tick.claimer import MAX_CLAIM_ROUNDS, JobClaimer, JobRunWriter, OccurrenceWriter, WorkflowTick
+from tickwork.tick.fairness import Allocation, Allotted, Candidate, HoldReason, allocate, held_by_quota
+from tickwork.tick.fanout import DispatchCoordinator
+from tickwork.tick.report import HELD_BACK_METRIC, TickReport
+from tickwork.tick.resender import Resender
+from tickwork.tick.sender import RunSender, outgoing_for
+
+# ---------------------------------------------------------------- the tick
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        store: JobStore,
+        queues: RunQueues,
+        clock: Clock,
+        *,
+        horizon: timedelta = timedelta(seconds=120),
+        tick_period: timedelta = timedelta(seconds=60),
+        redispatch_after: timedelta = timedelta(seconds=30),
+        max_dispatch: int = 5000,
+        threads: int = 8,
+        faults: FaultPlan = NO_FAULTS,
+        workflows: WorkflowTick | None = None,
+        tenants: TenantDirectory | None = None,
+        rates: TenantRates | None = None,
+        aging_after: timedelta = timedelta(seconds=DEFAULT_AGING_AFTER_SECONDS),
+    ) -> None:
+        self.store, self.clock = store, clock
+        self.horizon, self.tick_period = horizon, tick_period
+        self.max_dispatch, self.threads = max_dispatch, threads
+        self.redispatch_after = redispatch_after  # job service: a run it sends is re-sent after this, if unleased
+        # Without a directory every tenant has the defaults (weight 1, no quota); without rates no quota holds.
+        self.tenants, self.rates = tenants, rates
+        self.aging_after = aging_after
+        writers: dict[ItemKind, OccurrenceWriter] = {
+            ItemKind.JOB: JobRunWriter(store, redispatch_after=redispatch_after, tick_period=tick_period)
+        }
+        if workflows is not None:
+            writers[ItemKind.WORKFLOW] = workflows
+        self.workflows = workflows
+        self.claimer = JobClaimer(store, writers, faults=faults)
+        self.resender = Resender(store, queues, redispatch_after=redispatch_after)
+        self.sender = RunSender(queues, clock, faults)
+        # Each shard is read oldest first; reading well past the dispatch cap lets priority, not due time,
+        # decide what a tick over capacity sends (a shard may hold all of the highest-priority work).
+        self.read_per_shard = max(max_dispatch, 1000)
+        # Long enough to cover a busy tick, short enough that a dead tick's shards free up by the next one.
+        self.shard_lease = max(timedelta(seconds=5), tick_period - timedelta(seconds=5))
+
+    def claim_slice(self, work: DispatchSlice) -> TickReport:
+        """A dispatch worker's part of a fanned-out tick (tickwork.tick.fanout): the ordinary claim over its shards.
+        A slice the next tick has replaced is dropped: that tick's slices cover the same shards."""
+        if work.stale(self.clock.now(), self.tick_period):
+            logger.warning("stale dispatch slice dropped", extra={"tick_at": work.tick_at.isoformat()})
+            metrics.add_metric(name="DispatchSlicesStale", unit="Count", value=1)
+            return TickReport(stale_slices=1)
+        return self.claim_due_runs(shards=work.shards(self.store.shards))
+
+    def claim_due_runs(self, shards: Sequence[int] | None = None) -> TickReport:
+        """Claim and send what is due in `shards` (all of the due index's unless given: a dispatch worker's
+        slice)."""
+        started = time.monotonic()
+        now = self.clock.now()
+        horizon_end = now + self.horizon
+        report = TickReport()
+        owner = uuid.uuid4().hex
+        held: list[str] = []
+        try:
+            with ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="claim") as pool:
+                names = [str(s) for s in (range(self.store.shards) if shards is None else shards)]
+                pages = list(pool.map(lambda s: self._read_shard(s, now, horizon_end, owner), names))
+                held = [shard for shard, items in zip(names, pages, strict=True) if items]
+                items = [i for page in pages for i in page]
+                report.candidates = len(items)
+                backlogged = self.resender.backlogged_bands(items, now)
+                settings, quotas = self._quotas(items)
+                spent = self._spent_windows(items, quotas, now)
+                chosen = self._allocate(items, now, horizon_end, report, settings, quotas, spent)
+                # Claim in priority-ordered slices; each slice is sent before the next is claimed.
+                step = max(10, self.threads * 5)
+                for start in range(0, len(chosen), step):
+                    chunk = chosen[start : start + step]
+                    outgoing: list[Outgoing] = []
+                    for result in pool.map(
+                        lambda a: self._claim_item(a.item, now, horizon_end, report, backlogged, a.max_runs, spent),
+                        chunk,
+                    ):
+                        outgoing.extend(result)
+                    self._send(outgoing, report)
+        finally:
+            for shard in held:
+                self.store.release_shard(shard, owner=owner)
+        report.duration_ms = int((time.monotonic() - started) * 1000)
+        metrics.add_metric(name="TickDurationMs", unit="Milliseconds", value=report.duration_ms)
+        logger.info("tick done", extra={k: v for k, v in report.__dict__.items() if k != "dispatched_run_ids"})
+        return report
+
+    def _quotas(self, items: list[DueItem]) -> tuple[dict[str, TenantSettings], dict[str, int]]:
+        """The settings of the tenants with items, and the rate quotas among them (none without `rates`). One
+        BatchGetItem for the tenants whose settings are not cached."""
+        if not items:
+            return {}, {}
+        settings = self.tenants.settings_for({_tenant_of(i) for i in items}) if self.tenants is not None else {}
+        quotas = {
+            t: s.max_runs_per_minute
+            for t, s in settings.items()
+            if s.max_runs_per_minute is not None and self.rates is not None
+        }
+        return settings, quotas
+
+    def _spent_windows(self, items: list[DueItem], quotas: dict[str, int], now: datetime) -> dict[str, set[int]]:
+        """For each rate-limited tenant with a job due in a window before now's, the windows since then in which
+        its quota was spent (fairness.held_by_quota). A tenant without a quota, or with nothing late, pays nothing;
+        one with late jobs one Query. Unread (DynamoDB refused it): every window counts as spent, so those jobs'
+        occurrences run rather than be skipped as missed."""
+        rates = self.rates
+        late: dict[str, int] = {}  # tenant -> its oldest late job's due time (ms)
+        for i in items:
+            tenant = _tenant_of(i)
+            if i.kind is ItemKind.JOB and tenant in quotas and rate_window(from_ms(i.due_at)) < rate_window(now):
+                late[tenant] = min(i.due_at, late.get(tenant, i.due_at))
+        spent: dict[str, set[int]] = {}
+        if rates is None:
+            return spent
+        for tenant, due_at in late.items():
+            since = from_ms(due_at)
+            try:
+                spent[tenant] = rates.spent_windows(tenant, limit=quotas[tenant], since=since, now=now)
+            except Exception:
+                logger.exception("could not read a tenant's spent quota windows", extra={"tenant": tenant})
+                spent[tenant] = set(range(rate_window(since), rate_window(now)))
+        return spent
+
+    def _allocate(
+        self,
+        items: list[DueItem],
+        now: datetime,
+        horizon_end: datetime,
+        report: TickReport,
+        settings: dict[str, TenantSettings],
+        quotas: dict[str, int],
+        spent: dict[str, set[int]],
+    ) -> list[Allotted[DueItem]]:
+        """What this tick acts on, in order (tickwork.tick.fairness): everything in today's order unless the tick's
+        capacity or a tenant's rate quota holds some back; then the slots are shared by weight within each band.
+
+        Costs one UpdateItem per tenant with a rate quota and jobs to claim; a tenant without a quota pays
+        nothing more."""
+        if not items:
+            return []
+        urgent_ms = to_ms(now + self.tick_period)
+        candidates = [
+            Candidate(
+                item=i,
+                tenant=_tenant_of(i),
+                priority=i.priority,
+                due_at_ms=i.due_at,
+                urgent=i.due_at <= urgent_ms,
+                # Only claims of new occurrences count against a quota: re-sends and parked retries are
+                # recovery of runs already dispatched, and a quota never holds them back.
+                cost=self._runs_asked(i, now, horizon_end, spent)
+                if i.kind is ItemKind.JOB and _tenant_of(i) in quotas
+                else 0,
+            )
+            for i in items
+        ]
+        weights = {t: s.weight for t, s in settings.items()}
+
+        def fit(budgets: dict[str, int]) -> Allocation[DueItem]:
+            return allocate(
+                candidates,
+                capacity=self.max_dispatch,
+                weights=weights,
+                budgets=budgets,
+                now_ms=to_ms(now),
+                aging_after_ms=int(self.aging_after.total_seconds() * 1000),
+            )
+
+        # First as if no quota held, to learn what each rate-limited tenant would get; then reserve that much
+        # of its window, and share again within what the reservations granted.
+        allocation = fit({})
+        if quotas:
+            asked: Counter[str] = Counter()
+            for a in allocation.chosen:
+                if a.candidate.tenant in quotas:
+                    asked[a.candidate.tenant] += a.candidate.cost
+            budgets = {t: self._reserve(t, asked[t], limit, now) for t, limit in quotas.items()}
+            allocation = fit(budgets)  # caps each rate-limited claim by what was reserved for it
+        self._report_held(allocation, report)
+        return allocation.chosen
+
+    def _runs_asked(self, item: DueItem, now: datetime, horizon_end: datetime, spent: dict[str, set[int]]) -> int:
+        """The runs claiming this job would dispatch now. An item that cannot be read as a job asks for one: its
+        claim fails on its own (and is logged there) without stopping the tick."""
+        try:
+            job = _claimable(item, now, spent)
+        except Exception:
+            return 1
+        return runs_to_claim(job, now=now, horizon_end=horizon_end, rounds=MAX_CLAIM_ROUNDS)
+
+    @staticmethod
+    def _report_held(allocation: Allocation[DueItem], report: TickReport) -> None:
+        held = allocation.held_by_reason
+        if not held:
+            return
+        report.over_capacity = held[HoldReason.CAPACITY]
+        report.held_back_rate = held[HoldReason.TENANT_RATE]
+        metrics.add_metric(name="RunsHeldBack", unit="Count", value=sum(held.values()))
+        for reason, count in held.items():
+            metrics.add_metric(name=HELD_BACK_METRIC[reason], unit="Count", value=count)
+        # Per tenant in the log, not as metrics: a dimension per tenant would be a metric per tenant.
+        logger.warning(
+            "more due than this tick dispatches",
+            extra={
+                "held_back": {r.value: n for r, n in held.items()},
+                "held_back_by_tenant": {t: {r.value: n for r, n in c.items()} for t, c in allocation.held.items()},
+                "dispatch_share": dict(allocation.shares()),
+            },
+        )
+
+    def _read_shard(self, shard: str, now: datetime, horizon_end: datetime, owner: str) -> list[DueItem]:
+        """A shard's actionable entries, if this tick may work it. An idle shard costs one query, no write;
+        a shard another tick is working right now is left to it.
+
+        Jobs due within the horizon are claimed ahead (and sent with DelaySeconds). Runs are re-sent once
+        their re-send time has passed; a parked retry (RETRYING) is sent ahead like a claimed run."""
+        now_ms = to_ms(now)
+        items = [
+            i
+            for i in self.store.query_due(shard, to_ms(horizon_end), max_items=self.read_per_shard)
+            if i.kind.scheduled or i.due_at <= now_ms or i.attrs.get("status") == RunStatus.RETRYING.value
+        ]
+        if items and not self.store.acquire_shard(shard, owner=owner, now=now, lease_for=self.shard_lease):
+            return []
+        return items
+
+    def dispatch_job(self, job: Job | Workflow) -> TickReport:
+        """Claim and send a newly created job's (or workflow's) occurrences right away when they fall within the
+        horizon."""
+        report = TickReport()
+        now = self.clock.now()
+        if job.state is not JobState.ACTIVE or job.next_run_at is None or job.next_run_at > now + self.horizon:
+            return report
+        claimable = ClaimableJob.from_job(job)
+        max_runs = self._create_budget(claimable, now)
+        if max_runs == 0:
+            report.held_back_rate = 1  # its tenant's window is spent: the tick claims it in a later window
+            metrics.add_metric(name="RunsHeldBack", unit="Count", value=1)
+            metrics.add_metric(name=HELD_BACK_METRIC[HoldReason.TENANT_RATE], unit="Count", value=1)
+            return report
+        outgoing = self.claimer.claim(claimable, now, now + self.horizon, report, max_runs=max_runs)
+        self._send(outgoing, report)
+        return report
+
+    def _create_budget(self, job: ClaimableJob, now: datetime) -> int | None:
+        """The runs a job claimed at create may dispatch under its tenant's rate quota (None: no quota)."""
+        if self.tenants is None or self.rates is None or job.kind is not ItemKind.JOB:
+            return None
+        limit = self.tenants.settings_of(job.tenant).max_runs_per_minute
+        if limit is None:
+            return None
+        asked = runs_to_claim(job, now=now, horizon_end=now + self.horizon, rounds=MAX_CLAIM_ROUNDS)
+        return self._reserve(job.tenant, asked, limit, now) if asked else None
+
+    def _reserve(self, tenant: str, asked: int, limit: int, now: datetime) -> int:
+        """Reserve a rate-limited tenant's runs for this window. A reservation that fails (DynamoDB refused it)
+        grants nothing: that tenant's new runs wait for a later tick, and everyone else's go ahead."""
+        if not asked or self.rates is None:
+            return 0
+        try:
+            return self.rates.reserve(tenant, want=asked, limit=limit, now=now)
+        except Exception:
+            logger.exception("could not reserve a tenant's rate quota; its new runs wait", extra={"tenant": tenant})
+            return 0
+
+    def _claim_item(
+        self,
+        item: DueItem,
+        now: datetime,
+        horizon_end: datetime,
+        report: TickReport,
+        backlogged: set[Band],
+        max_runs: int | None = None,
+        spent: dict[str, set[int]] | None = None,
+    ) -> list[Outgoing]:
+        try:
+            if item.kind is ItemKind.RUN:
+                return self.resender.resend(item, now, report, backlogged)
+            if item.kind is ItemKind.WORKFLOW_RUN:
+                return self.workflows.reconcile(item, now) if self.workflows is not None else []
+            job = _claimable(item, now, spent or {})
+            return self.claimer.claim(job, now, horizon_end, report, max_runs=max_runs)
+        except Exception:
+            # One bad item must not stop the tick; it stays in the index and is tried again.
+            logger.exception("claim failed", extra={"due_item": item.attrs.get("run_id") or item.attrs.get("job_id")})
+            return []
+
+    def send_runs(self, runs: Iterable[Run]) -> SendReport:
+        """Send runs to start now, created outside a tick (trigger, retry, redrive)."""
+        now = self.clock.now()
+        return self.sender.send([outgoing_for(r, start_at=now) for r in runs])
+
+    def _send(self, outgoing: list[Outgoing], report: TickReport) -> None:
+        report.add_sent(self.sender.send(outgoing))
+
+
+class MinuteTick:
+    """What the minute rule starts: the claim itself, or, fanned out, the coordinator handing the shards to the
+    dispatch workers (tickwork.tick.fanout), each of which calls `Dispatcher.claim_slice`."""
+
+    def __init__(self, dispatcher: Dispatcher, coordinator: DispatchCoordinator | None) -> None:
+        self.dispatcher, self.coordinator = dispatcher, coordinator
+
+    def run(self) -> TickReport:
+        if self.coordinator is None:
+            return self.dispatcher.claim_due_runs()
+        started = time.monotonic()
+        report = TickReport(slices_sent=self.coordinator.hand_out())
+        report.duration_ms = int((time.monotonic() - started) * 1000)
+        logger.info("tick handed out its shards", extra={"slices_sent": report.slices_sent})
+        return report
+
+
+def _claimable(item: DueItem, now: datetime, spent: dict[str, set[int]]) -> ClaimableJob:
+    """A due job as this tick claims it: held back by its tenant's quota if a window of it was spent since the
+    job's due time (fairness.held_by_quota)."""
+    job = item.claimable()
+    windows = spent.get(job.tenant)
+    if windows and held_by_quota(job.next_run_at, now, windows):
+        job = replace(job, held_by_quota=True)
+    return job
+
+
+def _tenant_of(item: DueItem) -> str:
+    return str(item.attrs.get("tenant", ""))
