@@ -175,7 +175,7 @@ def _one_rate_schema(schema: dict[str, Any]) -> None:
 
 class RateLimit(BaseModel):
     """Runs that share `key` (within the tenant) start no faster than this rate: `per_second` or `per_minute`,
-    exactly one. Strictly spaced (no burst): two runs start at least 1/rate apart (tickwork.executor.limits)."""
+    exactly one. Strictly spaced (no burst): two runs start at least 1/rate apart."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=_one_rate_schema)
 
