@@ -130,11 +130,11 @@ def test_the_docs_nightly_etl_example_is_accepted_as_written(api):
     assert workflow["next_run_at"] == "2026-11-22T01:00:00.000Z"
 
 
-def test_the_issues_sketch_of_it_names_no_function_for_load(api):
-    """The issue's example leaves out the function its `lambda` step calls: refused, naming the field."""
-    sketch = docs_example()
-    del sketch["steps"][2]["payload"]
-    reply = api.post("/v1/workflows", sketch)
+def test_a_lambda_step_that_names_no_function_is_refused_naming_the_field(api):
+    """The docs' production shape of `load` is a `lambda` step: without the function it calls, a 422."""
+    nightly = docs_example()
+    nightly["steps"][2] = {"id": "load", "type": "lambda", "depends_on": ["transform"]}
+    reply = api.post("/v1/workflows", nightly)
     assert reply.status == 422, reply.text
     assert reply.fields == ["steps[2].payload.function_arn"]
 
