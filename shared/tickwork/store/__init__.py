@@ -14,7 +14,7 @@ Indexes:
 - `tenant-index` (tenant_key, tenant_sort): a tenant's jobs newest first (T#<tenant>#JOB) and its
   FAILED runs newest first (T#<tenant>#FAILED), so the API never scans.
 
-Every state change is a conditional write; the condition is the lock (see README, "How the promises hold").
+Every state change is a conditional write; the condition is the lock (see docs/architecture.md, "How the promises hold").
 
 The package, one module a concern:
 - `codec`: keys, attribute-value encoding, and the job/run <-> item mappings (pure, no client);
