@@ -137,7 +137,7 @@ def refuse_a_zone_for_a_rate(flags: ScheduleFields, schedule: dict[str, Any] | N
     stored and never used, so it is refused rather than ignored."""
     if timezone_of(flags) is not None and schedule and schedule.get("rate") is not None:
         raise ConfigError(
-            "--timezone applies to --cron (and --at): a --rate schedule counts fixed intervals, the same in every "
+            "--timezone applies to --cron: a --rate schedule counts fixed intervals, the same in every "
             "zone; leave out --timezone, or give --cron"
         )
 
