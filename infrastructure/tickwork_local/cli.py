@@ -277,7 +277,14 @@ DueShards = Annotated[
     ),
 ]
 Prefix = Annotated[str, typer.Option(help="Prefix of the local resource names.")]
-LogLevel = Annotated[str, typer.Option("--log-level", help="Level of the functions' JSON logs (to stderr).")]
+LogLevel = Annotated[
+    str,
+    typer.Option(
+        "--log-level",
+        help="Level of the functions' JSON logs, on stderr; the run lines are on stdout, so `2>functions.log` "
+        "keeps the JSON in a file.",
+    ),
+]
 ApiKeys = Annotated[
     str | None,
     typer.Option(

@@ -1,8 +1,9 @@
 """The local runtime's own log: one readable line per run outcome, and one per tick that did something.
 
 The lines come from watching the domain's calls in-process (a run's outcome is recorded with
-`JobStore.finish_run`, its result written with `ResultStore.write_once`), so they cost no AWS call. The
-handlers' own structured logs (Powertools JSON) go to stderr.
+`JobStore.finish_run`, its result written with `ResultStore.write_once`), so they cost no AWS call but one
+read of a job no claim showed (a triggered run's): every line names its job, or its workflow step. The handlers' own structured logs (Powertools JSON) go to stderr,
+at --log-level.
 """
 
 from __future__ import annotations
@@ -64,11 +65,17 @@ class RunLog:
             while len(self._results) > _JOB_NAMES:  # outcomes never recorded (a lease lost): forget them
                 self._results.popitem(last=False)
 
+    def knows(self, job_id: str) -> bool:
+        with self._lock:
+            return job_id in self._names
+
     def run_finished(self, run: Run, *, now: datetime, **outcome: Any) -> None:
         """`outcome`: what `JobStore.finish_run` recorded (status, result, error, ...), as it was given."""
         with self._lock:
             name = self._names.get(run.job_id)
             document = self._results.pop(run.id, None)
+        if run.step_id is not None:
+            name = f"step {run.step_id} of {run.workflow_run_id}"
         self.line(format_run_line(run, finished=now, name=name, document=document, node=self.node, **outcome))
 
 
@@ -165,8 +172,18 @@ class ObservedStore(_Observed):
     def finish_run(self, run: Run, **kwargs: Any) -> Finished:
         finished: Finished = self._inner.finish_run(run, **kwargs)
         if finished.recorded:
+            if run.step_id is None and not self._runlog.knows(run.job_id):
+                self._learn_name(run.job_id)
             self._runlog.run_finished(run, **kwargs)
         return finished
+
+    def _learn_name(self, job_id: str) -> None:
+        """A triggered or backfilled run had no claim to name its job, and its executor may not have read it:
+        read it once (then remembered), so that every line names its job."""
+        try:
+            self.get_job(job_id, consistent=False)
+        except Exception:  # the line is for people: a failed read leaves the outcome recorded, unnamed
+            return
 
 
 class ObservedResults(_Observed):

@@ -18,12 +18,10 @@ credential chain; a local one (127.0.0.1) needs nothing, or --api-key when it wa
 from __future__ import annotations
 
 import inspect
-import json
-import re
 import sys
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -32,6 +30,18 @@ import typer
 from tickwork_console.proxy import ConsoleServer
 
 from tickwork_cli import render
+from tickwork_cli.bodies import (
+    SCHEDULE_KINDS,
+    given,
+    job_settings_of,
+    json_object_file,
+    overlay,
+    parse_instant,
+    payload_of,
+    policy_of,
+    refuse_a_zone_for_a_rate,
+    schedule_of,
+)
 from tickwork_cli.client import ApiError, Client, ConfigError
 from tickwork_cli.options import (
     AllPages,
@@ -39,8 +49,10 @@ from tickwork_cli.options import (
     JobFields,
     JobIdArg,
     Limit,
+    PolicyFields,
     RunIdArg,
     RunsListing,
+    ScheduleFields,
     Session,
     WorkflowIdArg,
     WorkflowRunIdArg,
@@ -93,7 +105,9 @@ def _listing(client: Client, path: str, all_pages: bool, **query: Any) -> dict[s
     return page
 
 
-def _call_by_id(group: typer.Typer, name: str, doc: str, method: str, path: str, id_arg: Any) -> None:
+def _call_by_id(
+    group: typer.Typer, name: str, doc: str, method: str, path: str, id_arg: Any, *, hidden: bool = False
+) -> None:
     """A command that makes one call about one thing named by its id and shows the answer. The id stands in
     `path` as `{job_id}` (or `{run_id}`, ...), which names the command's argument too (its metavar in --help)."""
     id_name = path[path.index("{") + 1 : path.index("}")]
@@ -108,7 +122,7 @@ def _call_by_id(group: typer.Typer, name: str, doc: str, method: str, path: str,
         ]
     )
     command.__doc__ = doc
-    group.command(name)(api_command(command))
+    group.command(name, hidden=hidden)(api_command(command))
 
 
 def _watch(
@@ -142,89 +156,33 @@ def _watch(
 
 # ---------------------------------------------------------------- building requests
 
-_RELATIVE = re.compile(r"^([+-])\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?$")
-_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
+
+def parse_at(value: str, current: datetime | None = None, option: str = "--at") -> str:
+    """An instant from the command line (`now`, `+10s`, `-1h`, `+1h30m`, or ISO-8601): the one parser every
+    option taking an instant uses."""
+    return parse_instant(value, option, current or now())
 
 
-def parse_at(value: str, current: datetime | None = None) -> str:
-    """An absolute ISO-8601 time as given, or `+10s` / `+5m` / `+2h` / `+1d` from now, or `-1d` before it (a
-    backfill's range), in UTC with milliseconds."""
-    match = _RELATIVE.match(value.strip())
-    if not match:
-        return value
-    sign = -1 if match.group(1) == "-" else 1
-    seconds = sign * float(match.group(2)) * _UNITS[match.group(3)]
-    instant = (current or now()) + timedelta(seconds=seconds)
-    return instant.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+def _body(file: Path | None, what: str, flags: dict[str, Any]) -> dict[str, Any]:
+    """The request body: the file's fields (if --file), the flags' laid over them."""
+    return overlay(json_object_file(file, what) if file is not None else {}, flags)
 
 
-def _payload(fields: JobFields) -> dict[str, Any] | None:
-    payload, payload_file = fields.payload, fields.payload_file
-    if payload is not None and payload_file is not None:
-        raise ConfigError("give --payload or --payload-file, not both")
-    if payload_file is not None:
-        source, text = str(payload_file), sys.stdin.read() if str(payload_file) == "-" else payload_file.read_text()
-    elif payload is not None:
-        source, text = "--payload", payload
-    else:
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise ConfigError(f"{source}: not valid JSON ({exc})") from None
-    if not isinstance(value, dict):
-        raise ConfigError(f"{source}: must be a JSON object")
-    return value
+def _whole_schedule(client: Client, path: str, flags: ScheduleFields, body: dict[str, Any]) -> dict[str, Any]:
+    """An update's body with a whole schedule: when only the zone or the window changes, the kind (and the
+    rest) comes from what the job or workflow has, since the API takes a schedule whole."""
+    schedule = body.get("schedule")
+    if schedule and not SCHEDULE_KINDS & set(schedule):
+        stored = client.get(path)["schedule"]
+        body = {**body, "schedule": {**{k: v for k, v in stored.items() if v is not None}, **schedule}}
+    refuse_a_zone_for_a_rate(flags, body.get("schedule"))
+    return body
 
 
-def _tags(tags: list[str] | None) -> dict[str, str] | None:
-    if not tags:
-        return None
-    out = {}
-    for tag in tags:
-        key, sep, value = tag.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"--tag must be key=value, not {tag!r}")
-        out[key] = value
-    return out
-
-
-def _schedule(fields: JobFields) -> dict[str, Any]:
-    """The schedule fields given; times relative to now (`+10s`) made absolute."""
-    given = {"at": fields.at, "cron": fields.cron, "rate": fields.rate, "timezone": fields.tz}
-    given |= {"start_at": fields.start_at, "end_at": fields.end_at}
-    times = {"at", "start_at", "end_at"}
-    return {key: parse_at(value) if key in times else value for key, value in given.items() if value is not None}
-
-
-def _optional_fields(**fields: Any) -> dict[str, Any]:
-    return {k: v for k, v in fields.items() if v is not None}
-
-
-def _settings(fields: JobFields) -> dict[str, Any]:
-    """What create and update send only when given: priority, the retry policy, overlap, catch-up, the circuit breaker,
-    limits, tags."""
-    retry = _optional_fields(
-        max_attempts=fields.max_attempts, backoff_seconds=fields.backoff, max_backoff_seconds=fields.max_backoff
-    )
-    return _optional_fields(
-        priority=fields.priority,
-        retry=retry or None,
-        timeout_seconds=fields.timeout,
-        misfire_grace_seconds=fields.misfire_grace,
-        overlap=fields.overlap,
-        catchup=fields.catchup,
-        # Only what was given: the API names a missing threshold or cooldown (422).
-        circuit_breaker=_optional_fields(
-            failure_threshold=fields.failure_threshold,
-            cooldown_seconds=fields.cooldown_seconds,
-            max_cooldown_seconds=fields.max_cooldown_seconds,
-        )
-        or None,
-        jitter_seconds=fields.jitter_seconds,
-        start_precision=fields.start_precision,
-        tags=_tags(fields.tag),
-    )
+BodyFile = Annotated[
+    Path | None,
+    typer.Option("--file", "-f", help="The request body as JSON, or - for stdin; the flags given override its fields."),
+]
 
 
 # ---------------------------------------------------------------- jobs
@@ -233,22 +191,30 @@ def _settings(fields: JobFields) -> dict[str, Any]:
 @jobs_app.command("create")
 @api_command
 def jobs_create(
-    name: Annotated[str, typer.Option("--name", help="A name for people.")],
-    job_type: Annotated[str, typer.Option("--type", help="echo, http, lambda, or a registered type.")],
+    *,
+    name: Annotated[str | None, typer.Option("--name", help="A name for people.")] = None,
+    job_type: Annotated[str | None, typer.Option("--type", help="echo, http, lambda, or a registered type.")] = None,
     session: Session,
+    schedule: ScheduleFields,
+    policy: PolicyFields,
     fields: JobFields,
+    file: BodyFile = None,
     idempotency_key: Annotated[
         str | None, typer.Option("--idempotency-key", help="Retrying with the same key never creates twice.")
     ] = None,
 ) -> None:
-    """Create a job."""
-    spec: dict[str, Any] = {
-        "name": name,
-        "type": job_type,
-        "payload": _payload(fields) or {},
-        "schedule": _schedule(fields),
-        **_settings(fields),
+    """Create a job, from flags, or from a JSON body (--file) with flags overriding its fields."""
+    flags = {
+        **given(name=name, type=job_type, payload=payload_of(fields), schedule=schedule_of(schedule, now()) or None),
+        **policy_of(policy),
+        **job_settings_of(fields),
     }
+    spec = _body(file, "a job: name, type, schedule, ...", flags)
+    for field, option in (("name", "--name"), ("type", "--type")):
+        if field not in spec:
+            raise ConfigError(f"give {option} (or {field!r} in --file)")
+    refuse_a_zone_for_a_rate(schedule, spec.get("schedule"))
+    spec = {"payload": {}, "schedule": {}, **spec}
     headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
     session.show_one(session.client.post("/v1/jobs", spec, headers=headers))
 
@@ -287,21 +253,23 @@ def jobs_update(
     session: Session,
     name: Annotated[str | None, typer.Option("--name", help="A new name.")] = None,
     *,
+    schedule: ScheduleFields,
+    policy: PolicyFields,
     fields: JobFields,
+    file: BodyFile = None,
 ) -> None:
-    """Change a job; a new schedule recomputes its next occurrence."""
-    client = session.client
-    change: dict[str, Any] = {**_optional_fields(name=name, payload=_payload(fields)), **_settings(fields)}
-    schedule = _schedule(fields)
-    if schedule:
-        if not {"at", "cron", "rate"} & set(schedule):
-            # Only the zone or the window changes: keep the kind the job has.
-            current = client.get(f"/v1/jobs/{job_id}")["schedule"]
-            schedule = {**{k: v for k, v in current.items() if v is not None}, **schedule}
-        change["schedule"] = schedule
+    """Change a job; a new schedule recomputes its next occurrence. --timezone alone keeps the job's cron."""
+    flags = {
+        **given(name=name, payload=payload_of(fields), schedule=schedule_of(schedule, now()) or None),
+        **policy_of(policy),
+        **job_settings_of(fields),
+    }
+    change = _body(file, "the fields to change", flags)
     if not change:
         raise ConfigError("nothing to change: give at least one option (see --help)")
-    session.show_one(client.patch(f"/v1/jobs/{job_id}", change))
+    path = f"/v1/jobs/{quote(job_id, safe='')}"
+    change = _whole_schedule(session.client, path, schedule, change)
+    session.show_one(session.client.patch(path, change))
 
 
 _call_by_id(jobs_app, "pause", "Pause a job (idempotent).", "POST", "/v1/jobs/{job_id}/pause", JobIdArg)
@@ -336,18 +304,17 @@ def jobs_preview(job_id: JobIdArg, session: Session, count: PreviewCount = None)
 @api_command
 def schedules_preview(
     session: Session,
-    at: Annotated[str | None, typer.Option("--at", help="Once at this ISO-8601 time, or +10s / +5m from now.")] = None,
-    cron: Annotated[str | None, typer.Option("--cron", help="Cron: 5 fields, or 6 with seconds first.")] = None,
-    rate: Annotated[str | None, typer.Option("--rate", help='Fixed interval, e.g. "5 minutes".')] = None,
-    timezone: Annotated[str | None, typer.Option("--timezone", "--tz", help="IANA time zone (default UTC).")] = None,
+    *,
+    schedule: ScheduleFields,
     count: PreviewCount = None,
     since: Annotated[
-        str | None, typer.Option("--from", help="Occurrences after this ISO-8601 time, or +1d (default now).")
+        str | None, typer.Option("--from", help="Occurrences after this time: ISO-8601, now, or +1d (default now).")
     ] = None,
 ) -> None:
     """A schedule's next occurrences, with DST flags (gap, fold), before it is a job's."""
-    schedule = _optional_fields(at=parse_at(at) if at else None, cron=cron, rate=rate, timezone=timezone)
-    body = {"schedule": schedule, **_optional_fields(count=count, **{"from": parse_at(since) if since else None})}
+    current = now()
+    since_at = parse_at(since, current, "--from") if since is not None else None
+    body = {"schedule": schedule_of(schedule, current), **given(count=count, **{"from": since_at})}
     page = session.client.post("/v1/schedules/preview", body)
     session.show_page({**page, "next_cursor": None}, render.PREVIEW_COLUMNS)
 
@@ -357,13 +324,16 @@ def schedules_preview(
 def jobs_backfill(
     job_id: JobIdArg,
     session: Session,
-    since: Annotated[str, typer.Option("--from", help="The first past occurrence to run (ISO-8601, or -1d).")],
-    until: Annotated[str, typer.Option("--to", help="The last (ISO-8601, or -1h); at most 31 days after --from.")],
+    since: Annotated[str, typer.Option("--from", help="The first past occurrence to run (ISO-8601, now, -1d).")],
+    until: Annotated[str, typer.Option("--to", help="The last (ISO-8601, now, -1h); at most 31 days after --from.")],
     max_runs: Annotated[int | None, typer.Option("--max-runs", help="At most this many runs (1-1000; 100).")] = None,
 ) -> None:
     """Run a job's past occurrences in [--from, --to], each once: a repeat creates none it already made."""
-    body = {"from": parse_at(since), "to": parse_at(until), **_optional_fields(max_runs=max_runs)}
-    session.show_one(session.client.post(f"/v1/jobs/{quote(job_id, safe='')}/backfill", body))
+    current = now()
+    body = {"from": parse_at(since, current, "--from"), "to": parse_at(until, current, "--to")}
+    session.show_one(
+        session.client.post(f"/v1/jobs/{quote(job_id, safe='')}/backfill", body | given(max_runs=max_runs))
+    )
 
 
 # ---------------------------------------------------------------- runs
@@ -459,31 +429,52 @@ def dlq_redrive(
 # ---------------------------------------------------------------- workflows
 
 
-def _workflow_file(path: Path) -> dict[str, Any]:
-    """A workflow's definition, as POST /v1/workflows takes it, from a JSON file (or - for stdin)."""
-    try:
-        text = sys.stdin.read() if str(path) == "-" else path.read_text()
-    except OSError as exc:
-        raise ConfigError(f"--file: cannot read {path}: {exc.strerror}") from None
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise ConfigError(f"--file: not valid JSON ({exc})") from None
-    if not isinstance(value, dict):
-        raise ConfigError("--file: must hold a JSON object (name, schedule, steps, ...)")
-    return value
+WORKFLOW_BODY = "a workflow: name, schedule, steps, ..."
+
+
+def _workflow_flags(name: str | None, schedule: ScheduleFields, policy: PolicyFields) -> dict[str, Any]:
+    return {**given(name=name, schedule=schedule_of(schedule, now()) or None), **policy_of(policy)}
 
 
 @workflows_app.command("create")
 @api_command
 def workflows_create(
+    *,
     file: Annotated[
         Path, typer.Option("--file", "-f", help="The workflow as JSON (name, schedule, steps, ...), or - for stdin.")
     ],
     session: Session,
+    name: Annotated[str | None, typer.Option("--name", help="A name for people (overrides the file's).")] = None,
+    schedule: ScheduleFields,
+    policy: PolicyFields,
 ) -> None:
-    """Create a workflow from its definition (see docs/workflows.md)."""
-    session.show_one(session.client.post("/v1/workflows", _workflow_file(file)))
+    """Create a workflow from its definition (see docs/workflows.md); the flags given override its fields."""
+    spec = _body(file, WORKFLOW_BODY, _workflow_flags(name, schedule, policy))
+    refuse_a_zone_for_a_rate(schedule, spec.get("schedule"))
+    session.show_one(session.client.post("/v1/workflows", spec))
+
+
+@workflows_app.command("update")
+@api_command
+def workflows_update(
+    workflow_id: WorkflowIdArg,
+    session: Session,
+    name: Annotated[str | None, typer.Option("--name", help="A new name.")] = None,
+    *,
+    schedule: ScheduleFields,
+    policy: PolicyFields,
+    file: BodyFile = None,
+) -> None:
+    """Change a workflow; runs in progress keep the definition they started with.
+
+    New steps come by --file. --timezone alone keeps the workflow's cron.
+    """
+    change = _body(file, "the fields to change", _workflow_flags(name, schedule, policy))
+    if not change:
+        raise ConfigError("nothing to change: give at least one option (see --help)")
+    path = f"/v1/workflows/{quote(workflow_id, safe='')}"
+    change = _whole_schedule(session.client, path, schedule, change)
+    session.show_one(session.client.patch(path, change))
 
 
 @workflows_app.command("list")
@@ -554,11 +545,21 @@ def workflows_runs(
 
 _call_by_id(
     workflows_app,
-    "show-run",
+    "get-run",
     "One workflow run, with every step's state and run id (`tickwork runs get` shows a step's run).",
     "GET",
     "/v1/workflow-runs/{workflow_run_id}",
     WorkflowRunIdArg,
+)
+# The old name of get-run, kept for a release; not listed.
+_call_by_id(
+    workflows_app,
+    "show-run",
+    "One workflow run (the old name of get-run).",
+    "GET",
+    "/v1/workflow-runs/{workflow_run_id}",
+    WorkflowRunIdArg,
+    hidden=True,
 )
 _call_by_id(
     workflows_app,

@@ -89,21 +89,31 @@ class Session:
 
 
 @dataclasses.dataclass
-class JobFields:
-    """What `jobs create` and `jobs update` both set on a job: schedule, payload, priority, retries, limits, tags."""
+class ScheduleFields:
+    """A schedule as flags: what jobs and workflows are created and changed with, and previews take."""
 
     at: Annotated[
-        str | None, typer.Option("--at", help="Run once at this ISO-8601 time, or +10s / +5m / +2h from now.")
+        str | None, typer.Option("--at", help="Once at this ISO-8601 time, now, or +10s / +1h30m from now.")
     ] = None
     cron: Annotated[str | None, typer.Option("--cron", help="Cron: 5 fields, or 6 with seconds first.")] = None
-    rate: Annotated[str | None, typer.Option("--rate", help='Fixed interval, e.g. "5 minutes".')] = None
-    tz: Annotated[str | None, typer.Option("--tz", help="IANA time zone for --cron (default UTC).")] = None
-    start_at: Annotated[str | None, typer.Option("--start-at", help="No occurrence before this time.")] = None
-    end_at: Annotated[str | None, typer.Option("--end-at", help="No occurrence after this time.")] = None
-    payload: Annotated[str | None, typer.Option("--payload", help="The payload, a JSON object.")] = None
-    payload_file: Annotated[
-        Path | None, typer.Option("--payload-file", help="Read the payload (JSON object) from a file, or - for stdin.")
+    rate: Annotated[
+        str | None, typer.Option("--rate", help='Fixed interval, e.g. "5 minutes" (takes no --timezone).')
     ] = None
+    timezone: Annotated[str | None, typer.Option("--timezone", help="IANA time zone of --cron (default UTC).")] = None
+    # The old spelling, kept for a release; --help shows only --timezone.
+    tz: Annotated[str | None, typer.Option("--tz", hidden=True)] = None
+    start_at: Annotated[
+        str | None, typer.Option("--start-at", help="No occurrence before this time (ISO-8601, now, +1d).")
+    ] = None
+    end_at: Annotated[
+        str | None, typer.Option("--end-at", help="No occurrence after this time (ISO-8601, now, +1d).")
+    ] = None
+
+
+@dataclasses.dataclass
+class PolicyFields:
+    """What jobs and workflows both set: priority, retries, the timeout, the misfire grace, tags."""
+
     priority: Annotated[int | None, typer.Option("--priority", help="0-9 (9 first).")] = None
     max_attempts: Annotated[int | None, typer.Option("--max-attempts", help="Attempts before a run FAILS.")] = None
     backoff: Annotated[float | None, typer.Option("--backoff", help="First retry delay, seconds.")] = None
@@ -111,6 +121,17 @@ class JobFields:
     timeout: Annotated[int | None, typer.Option("--timeout", help="Run timeout, seconds.")] = None
     misfire_grace: Annotated[
         int | None, typer.Option("--misfire-grace", help="Seconds late a run may still start.")
+    ] = None
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="key=value; repeatable.")] = None
+
+
+@dataclasses.dataclass
+class JobFields:
+    """What only jobs set: the payload, overlap, catch-up, the circuit breaker, jitter, precision, limits."""
+
+    payload: Annotated[str | None, typer.Option("--payload", help="The payload, a JSON object.")] = None
+    payload_file: Annotated[
+        Path | None, typer.Option("--payload-file", help="Read the payload (JSON object) from a file, or - for stdin.")
     ] = None
     overlap: Annotated[
         str | None,
@@ -140,7 +161,16 @@ class JobFields:
             "--start-precision", help="second (0-1 s after the instant) or precise (within ~100 ms; more Lambda time)."
         ),
     ] = None
-    tag: Annotated[list[str] | None, typer.Option("--tag", help="key=value; repeatable.")] = None
+    concurrency: Annotated[
+        str | None,
+        typer.Option("--concurrency", metavar="KEY=LIMIT", help="At most LIMIT runs sharing KEY run at once."),
+    ] = None
+    rate_limit: Annotated[
+        str | None,
+        typer.Option(
+            "--rate-limit", metavar="KEY=N/s|N/min", help="Runs sharing KEY start at most N a second or a minute."
+        ),
+    ] = None
 
 
 @dataclasses.dataclass
@@ -159,7 +189,7 @@ class RunsListing:
     interval: Annotated[float, typer.Option("--interval", help="Seconds between polls when waiting.")] = 1
 
 
-GROUPS = (Session, JobFields, RunsListing)
+GROUPS = (Session, ScheduleFields, PolicyFields, JobFields, RunsListing)
 _SESSION_HEAD = "api_url"  # the one Session option that stands where the command declares its session
 
 

@@ -51,14 +51,45 @@ JOB_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
     ("NEXT RUN", lambda j: j.get("next_run_at")),
 ]
 
+
+def duration_text(ms: int | float | None) -> str | None:
+    """A duration in its two largest units, as people read one: `412 ms`, `12.6 s`, `4m 12s`, `3h 29m`, `3d 2h`."""
+    if ms is None:
+        return None
+    sign, ms = ("-" if ms < 0 else ""), abs(ms)
+    if ms < 1000:
+        return f"{sign}{ms:.0f} ms"
+    if ms < 60_000:
+        return f"{sign}{ms / 1000:.1f} s"
+    seconds = int(ms // 1000)
+    for big, big_unit, small, small_unit in ((86400, "d", 3600, "h"), (3600, "h", 60, "m"), (60, "m", 1, "s")):
+        if seconds >= big:
+            return f"{sign}{seconds // big}{big_unit} {seconds % big // small}{small_unit}"
+    return None  # pragma: no cover - seconds >= 60 here
+
+
+def run_status_text(run: dict[str, Any]) -> str:
+    """The status, with a skip's reason beside it: `SKIPPED (paused)`."""
+    status = str(run["status"])
+    return f"{status} ({run['skip_reason']})" if run.get("skip_reason") else status
+
+
+def deferred_text(run: dict[str, Any]) -> str | None:
+    """How often a limit held the run back without using an attempt, and why the last time: `3 (rate_limit)`."""
+    if not run.get("deferred"):
+        return None
+    return f"{run['deferred']} ({run['deferred_reason']})" if run.get("deferred_reason") else str(run["deferred"])
+
+
 RUN_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
     ("ID", lambda r: r["id"]),
-    ("STATUS", lambda r: r["status"]),
+    ("STATUS", run_status_text),
     ("SCHEDULED FOR", lambda r: r["scheduled_for"]),
     ("ATTEMPTS", lambda r: r.get("attempts")),
-    ("LATE MS", lambda r: r.get("lateness_ms")),
+    ("LATE", lambda r: duration_text(r.get("lateness_ms"))),
+    ("DEFERRED", deferred_text),
     ("FINISHED", lambda r: r.get("finished_at")),
-    ("ERROR", lambda r: (r.get("error") or {}).get("message") or r.get("skip_reason")),
+    ("ERROR", lambda r: (r.get("error") or {}).get("message")),
 ]
 
 

@@ -213,7 +213,7 @@ def test_idempotency_key(cli):
     ("args", "message"),
     [
         (["--payload", "{oops"], "--payload: not valid JSON"),
-        (["--payload", "[1]"], "must be a JSON object"),
+        (["--payload", "[1]"], "--payload: must hold a JSON object"),
         (["--payload", "{}", "--payload-file", "x.json"], "not both"),
         (["--tag", "novalue"], "--tag must be key=value"),
     ],
@@ -317,6 +317,6 @@ def test_shared_options_keep_their_place_in_every_command():
             assert flags.count("--api-url") == 1, (group, name, flags)
     create = [p.opts[0] for p in groups["jobs"].commands["create"].params]
     assert create[:4] == ["--name", "--type", "--api-url", "--at"]
-    assert create[-6:-4] == ["--tag", "--idempotency-key"]
+    assert create[-6:-4] == ["--file", "--idempotency-key"]
     update = [p.opts[0] for p in groups["jobs"].commands["update"].params]
     assert update[:4] == ["job_id", "--api-url", "--name", "--at"]

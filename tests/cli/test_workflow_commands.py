@@ -91,7 +91,7 @@ def test_trigger_then_wait_for_the_run_and_read_its_steps(cli, workflow_file):
     assert line.split()[:2] == [run["id"], "SUCCEEDED"]
     assert "a SUCCEEDED; b SUCCEEDED; c SUCCEEDED; d SUCCEEDED" in line
 
-    finished = cli.json("workflows", "show-run", run["id"])
+    finished = cli.json("workflows", "get-run", run["id"])
     assert finished["status"] == "SUCCEEDED"
     b_run = finished["steps"]["b"]["run_id"]
     assert cli.json("runs", "get", b_run)["payload"] == {"from_a": 3}
@@ -146,11 +146,12 @@ def test_workflow_commands_keep_the_shared_options_in_their_place():
     session_tail = ["--output", "--api-key", "--profile", "--region"]
     commands = get_command(app).commands["workflows"].commands  # type: ignore[attr-defined]
     assert set(commands) == {
-        "create", "list", "get", "pause", "resume", "cancel", "trigger", "runs", "show-run", "cancel-run", "retry-run"
+        "create", "update", "list", "get", "pause", "resume", "cancel", "trigger", "runs", "get-run", "cancel-run",
+        "retry-run", "show-run",  # show-run: get-run's old name, hidden
     }  # fmt: skip
     for name, command in commands.items():
         flags = [p.opts[0] for p in command.params if p.param_type_name == "option"]
         assert flags[-4:] == session_tail, (name, flags)
         assert flags.count("--api-url") == 1, (name, flags)
-    assert commands["show-run"].params[0].name == "workflow_run_id"
+    assert commands["get-run"].params[0].name == "workflow_run_id"
     assert commands["get"].params[0].name == "workflow_id"

@@ -363,6 +363,48 @@ def test_a_run_line_names_the_job_its_claim_advanced_though_the_executor_never_r
     assert " run SUCCEEDED nightly (j01jd2k3m4n5p6q7r8s9t0v1w2.1795262405000) " in out.getvalue().splitlines()[1]
 
 
+class _NamingStore(_Store):
+    """A store that knows the job: what a triggered or backfilled run's executor never read, nor a claim saw."""
+
+    def __init__(self, recorded: bool, fails: bool = False) -> None:
+        super().__init__(recorded)
+        self.fails = fails
+        self.reads: list[str] = []
+
+    def get_job(self, job_id, **kwargs):
+        self.reads.append(job_id)
+        if self.fails:
+            raise ConnectionError("injected")
+        return SimpleNamespace(id=job_id, name="nightly")
+
+
+def test_every_run_line_names_its_job_though_no_claim_or_read_saw_it():
+    out = io.StringIO()
+    inner = _NamingStore(recorded=True)
+    store = ObservedStore(inner, RunLog(out))
+    store.finish_run(_run(), status=RunStatus.SUCCEEDED, now=FINISHED)
+    store.finish_run(_run(), status=RunStatus.SUCCEEDED, now=FINISHED)
+    lines = out.getvalue().splitlines()
+    assert all(" run SUCCEEDED nightly (j01jd2k3m4n5p6q7r8s9t0v1w2.1795262405000) " in line for line in lines)
+    assert inner.reads == ["j01jd2k3m4n5p6q7r8s9t0v1w2"]  # read once, then remembered
+
+
+def test_a_step_run_line_names_its_step_and_workflow_run():
+    out = io.StringIO()
+    inner = _NamingStore(recorded=True)
+    step = _run(workflow_run_id="w01jd2k3m4n5p6q7r8s9t0v1w2.1795262405000", step_id="extract")
+    ObservedStore(inner, RunLog(out)).finish_run(step, status=RunStatus.SUCCEEDED, now=FINISHED)
+    assert " run SUCCEEDED step extract of w01jd2k3m4n5p6q7r8s9t0v1w2.1795262405000 (" in out.getvalue()
+    assert inner.reads == []
+
+
+def test_a_failed_read_of_the_name_leaves_the_recorded_outcome_and_its_line():
+    out = io.StringIO()
+    store = ObservedStore(_NamingStore(recorded=True, fails=True), RunLog(out))
+    assert store.finish_run(_run(), status=RunStatus.SUCCEEDED, now=FINISHED).recorded is True
+    assert " run SUCCEEDED j01jd2k3m4n5p6q7r8s9t0v1w2.1795262405000 " in out.getvalue()
+
+
 # ---------------------------------------------------------------- ports
 
 

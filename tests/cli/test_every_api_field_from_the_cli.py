@@ -1,0 +1,191 @@
+"""Every field of every API request body can be set from the matching `tickwork` command, by a flag or by
+`--file`: walks the API's OpenAPI document, so a new API field without a CLI path fails here."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.api.test_workflow_routes import DIAMOND
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
+
+JOB_ID, WORKFLOW_ID, WORKFLOW_FILE = "{job_id}", "{workflow_id}", "{workflow_file}"
+
+# Each operation with a request body, and the command that sends it (ids filled in by the test).
+COMMANDS: dict[tuple[str, str], list[str]] = {
+    ("POST", "/v1/jobs"): ["jobs", "create"],
+    ("PATCH", "/v1/jobs/{job_id}"): ["jobs", "update", JOB_ID],
+    ("POST", "/v1/jobs/{job_id}/backfill"): ["jobs", "backfill", JOB_ID],
+    ("POST", "/v1/schedules/preview"): ["schedules", "preview"],
+    ("POST", "/v1/dlq/redrive"): ["dlq", "redrive"],
+    ("POST", "/v1/workflows"): ["workflows", "create"],
+    ("PATCH", "/v1/workflows/{workflow_id}"): ["workflows", "update", WORKFLOW_ID],
+    ("PUT", "/v1/tenants/{tenant}"): ["tenants", "set", "acme"],
+}
+
+# What a command needs besides the field under test (the body may still be refused: only what is sent counts).
+BASE: dict[str, list[str]] = {
+    "jobs create": ["--name", "n", "--type", "echo"],
+    "jobs backfill": ["--from", "-1h", "--to", "now"],
+    "workflows create": ["--file", WORKFLOW_FILE],
+}
+
+SCHEDULE_FLAGS = {
+    "schedule.at": ["--at", "+1h"],
+    "schedule.cron": ["--cron", "0 * * * *"],
+    "schedule.rate": ["--rate", "1 hour"],
+    "schedule.timezone": ["--cron", "0 * * * *", "--timezone", "Europe/Paris"],
+    "schedule.start_at": ["--cron", "0 * * * *", "--start-at", "+1h"],
+    "schedule.end_at": ["--cron", "0 * * * *", "--end-at", "+1d"],
+}
+POLICY_FLAGS = {
+    "name": ["--name", "n"],
+    "priority": ["--priority", "5"],
+    "retry.max_attempts": ["--max-attempts", "3"],
+    "retry.backoff_seconds": ["--backoff", "2"],
+    "retry.max_backoff_seconds": ["--max-backoff", "9"],
+    "timeout_seconds": ["--timeout", "30"],
+    "misfire_grace_seconds": ["--misfire-grace", "60"],
+    "tags": ["--tag", "team=data"],
+}
+JOB_FLAGS = {
+    **SCHEDULE_FLAGS,
+    **POLICY_FLAGS,
+    "type": ["--type", "echo"],
+    "payload": ["--payload", "{}"],
+    "overlap": ["--overlap", "SKIP"],
+    "catchup": ["--catchup", "ALL"],
+    "circuit_breaker.failure_threshold": ["--failure-threshold", "3"],
+    "circuit_breaker.cooldown_seconds": ["--cooldown-seconds", "60"],
+    "circuit_breaker.max_cooldown_seconds": ["--max-cooldown-seconds", "600"],
+    "jitter_seconds": ["--jitter-seconds", "5"],
+    "start_precision": ["--start-precision", "precise"],
+    "concurrency.key": ["--concurrency", "db=2"],
+    "concurrency.limit": ["--concurrency", "db=2"],
+    "rate_limit.key": ["--rate-limit", "partner=5/s"],
+    "rate_limit.per_second": ["--rate-limit", "partner=5/s"],
+    "rate_limit.per_minute": ["--rate-limit", "partner=5/min"],
+}
+FLAGS: dict[str, dict[str, list[str]]] = {
+    "jobs create": JOB_FLAGS,
+    "jobs update": JOB_FLAGS,
+    "jobs backfill": {"from": ["--from", "-1h"], "to": ["--to", "now"], "max_runs": ["--max-runs", "5"]},
+    "schedules preview": {**SCHEDULE_FLAGS, "count": ["--count", "3"], "from": ["--from", "now"]},
+    "dlq redrive": {"run_ids": ["r1"], "all": ["--all"]},
+    "workflows create": {**SCHEDULE_FLAGS, **POLICY_FLAGS},
+    "workflows update": {**SCHEDULE_FLAGS, **POLICY_FLAGS},
+    "tenants set": {
+        "weight": ["--weight", "2"],
+        "max_active_jobs": ["--max-active-jobs", "10"],
+        "max_runs_per_minute": ["--max-runs-per-minute", "10"],
+        "max_concurrent_runs": ["--max-concurrent-runs", "10"],
+    },
+}
+# What --file must hold besides the field under test for the command to send it.
+FILE_BASE: dict[str, dict[str, Any]] = {
+    "jobs create": {"name": "n", "type": "echo"},
+    "workflows create": {k: v for k, v in DIAMOND.items() if k in ("name", "schedule", "steps")},
+}
+
+
+def _document() -> dict[str, Any]:
+    from api.app import openapi_document
+
+    return json.loads(openapi_document())
+
+
+def _leaves(schema: dict[str, Any], schemas: dict[str, Any], prefix: str = "") -> Iterator[str]:
+    """The dotted paths of a body's fields: into nested objects with declared fields (schedule, retry, ...);
+    a free-form object (payload, tags) or a list (steps) is one field."""
+    for name, prop in schema.get("properties", {}).items():
+        target = _object_of(prop, schemas)
+        if target is not None and target.get("properties"):
+            yield from _leaves(target, schemas, f"{prefix}{name}.")
+        else:
+            yield prefix + name
+
+
+def _object_of(schema: dict[str, Any], schemas: dict[str, Any]) -> dict[str, Any] | None:
+    for branch in [schema, *schema.get("anyOf", [])]:
+        if "$ref" in branch:
+            return schemas[branch["$ref"].rsplit("/", 1)[-1]]  # type: ignore[no-any-return]
+    return schema if schema.get("type") == "object" else None
+
+
+def _request_bodies() -> Iterator[tuple[str, str, dict[str, Any]]]:
+    document = _document()
+    schemas = document["components"]["schemas"]
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            content = (operation.get("requestBody") or {}).get("content", {})
+            if "application/json" in content:
+                body = _object_of(content["application/json"]["schema"], schemas)
+                assert body is not None, (method, path)
+                yield method.upper(), path, {"fields": list(_leaves(body, schemas))}
+
+
+def _has(body: Any, path: str) -> bool:
+    for part in path.split("."):
+        if not isinstance(body, dict) or part not in body:
+            return False
+        body = body[part]
+    return True
+
+
+def _nested(path: str, value: Any) -> dict[str, Any]:
+    for part in reversed(path.split(".")):
+        value = {part: value}
+    return value  # type: ignore[no-any-return]
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        out[key] = _merge(out[key], value) if isinstance(out.get(key), dict) and isinstance(value, dict) else value
+    return out
+
+
+def test_every_api_request_field_is_reachable_from_the_cli(cli, tmp_path):
+    job = cli.json("jobs", "create", "--name", "probe", "--type", "echo", "--cron", "0 * * * *")
+    workflow_file = _write(tmp_path / "w.json", DIAMOND)
+    workflow = cli.json("workflows", "create", "--file", workflow_file)
+    ids = {JOB_ID: job["id"], WORKFLOW_ID: workflow["id"], WORKFLOW_FILE: workflow_file}
+
+    def sent_by(argv: list[str], method: str, template: str) -> Any:
+        """What the command sent to the operation, or None when it sent nothing there."""
+        cli.transport.sent.clear()
+        cli(*argv)
+        wanted = template.format(job_id=job["id"], workflow_id=workflow["id"], tenant="acme")
+        for sent_method, url, _, body in cli.transport.sent:
+            if sent_method == method and url.endswith(wanted) and body is not None:
+                return json.loads(body)
+        return None
+
+    unreachable, no_command = [], []
+    for method, path, body in _request_bodies():
+        if (method, path) not in COMMANDS:
+            no_command.append(f"{method} {path}")
+            continue
+        command = [ids.get(a, a) for a in COMMANDS[(method, path)]]
+        name = " ".join(command[:2])
+        for field in body["fields"]:
+            flag = FLAGS.get(name, {}).get(field)
+            if flag is not None:
+                base = [ids.get(a, a) for a in BASE.get(name, [])]
+                sent = sent_by([*command, *base, *flag], method, path)
+            else:
+                content = _merge(FILE_BASE.get(name, {}), _nested(field, "probe"))
+                sent = sent_by([*command, "--file", _write(tmp_path / "body.json", content)], method, path)
+            if sent is None or not _has(sent, field):
+                unreachable.append(f"{name}: {field} ({'flag ' + flag[0] if flag else '--file'})")
+    assert no_command == [], "API operations with a request body that no CLI command sends"
+    assert unreachable == [], f"API request fields the CLI cannot set: {unreachable}"
+
+
+def _write(path: Any, content: Any) -> str:
+    path.write_text(json.dumps(content))
+    return str(path)
