@@ -28,10 +28,10 @@ from tickwork.model.policies import (
 from tickwork.model.preview import DEFAULT_PREVIEW_COUNT, MAX_PREVIEW_COUNT
 from tickwork.model.run import Run
 from tickwork.model.schedule import CallerInstant, Schedule, UtcDatetime
-from tickwork.model.states import RunStatus, RunTrigger, SkipReason
+from tickwork.model.states import RunStatus, SkipReason
 from tickwork.model.tenant_settings import TenantSettings
-from tickwork.model.workflow.advance import WorkflowRunStatus
 from tickwork.model.workflow.definition import Workflow, WorkflowDefinition
+from tickwork.model.workflow.runs import WorkflowRunIdentity
 
 PROBLEM_JSON = "application/problem+json"
 
@@ -326,15 +326,9 @@ class StepRun(BaseModel):
     finished_at: UtcDatetime | None = None
 
 
-class WorkflowRun(BaseModel):
+class WorkflowRun(WorkflowRunIdentity):
     """One occurrence of a workflow (GET /v1/workflow-runs/{id})."""
 
-    id: str
-    workflow_id: str
-    tenant: str
-    scheduled_for: UtcDatetime
-    trigger: RunTrigger = RunTrigger.SCHEDULE
-    status: WorkflowRunStatus
     skip_reason: SkipReason | None = Field(default=None, description="Why the occurrence itself was skipped.")
     started_at: UtcDatetime | None = None
     finished_at: UtcDatetime | None = None
