@@ -8,11 +8,13 @@ from datetime import timedelta
 from functools import cached_property
 
 from tickwork.aws.clients import AwsClients
+from tickwork.aws.metric_series import MetricSeries
 from tickwork.aws.queues import DispatchQueue, RunQueues
 from tickwork.aws.results import ResultStore
 from tickwork.control.idempotent_create import IdempotentCreate
 from tickwork.control.job_factory import MAX_PAYLOAD_BYTES, JobFactory
 from tickwork.control.job_lifecycle import JobLifecycle
+from tickwork.control.metrics_catalogue import MetricsContext
 from tickwork.control.queries import JobQueries
 from tickwork.control.redrive import RunRedrive
 from tickwork.control.tenants import ActiveJobsQuota, TenantService
@@ -26,7 +28,7 @@ from tickwork.model.clock import Clock, SystemClock
 from tickwork.model.policies import Band
 from tickwork.model.tenant_settings import TenantDirectory
 from tickwork.progress.workflow_progress import ProgressSettings, WorkflowProgress
-from tickwork.settings import Settings, load_settings
+from tickwork.settings import MetricsSettings, Settings, TelemetryNames, load_settings
 from tickwork.store import (
     Cursors,
     IdempotencyRecords,
@@ -200,6 +202,24 @@ class Services:
     def active_jobs_quota(self) -> ActiveJobsQuota:
         """The max_active_jobs check of every create (jobs and workflows)."""
         return ActiveJobsQuota(self.tenant_records, self.tenant_directory, self.clock)
+
+    @cached_property
+    def metrics_context(self) -> MetricsContext:
+        """Where GET /v1/metrics finds this deployment's figures: the environment, read once, and the queues."""
+        names = TelemetryNames.from_env()
+        deployed = MetricsSettings.from_env()
+        return MetricsContext(
+            namespace=names.namespace,
+            service=names.service,
+            queue_names={band: self.settings.queue_url(band).rstrip("/").rsplit("/", 1)[-1] for band in Band},
+            executor_function=deployed.executor_function_name,
+            executor_concurrency=deployed.executor_concurrency,
+        )
+
+    @cached_property
+    def metric_series(self) -> MetricSeries:
+        """CloudWatch's series (GetMetricData), for GET /v1/metrics."""
+        return MetricSeries(self.clients.client("cloudwatch"))
 
     @cached_property
     def listings(self) -> Listings:

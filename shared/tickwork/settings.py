@@ -199,9 +199,3 @@ class MetricsSettings(FromEnvironment):
 def load_settings() -> Settings:
     """Settings of this process, validated once (cold start)."""
     return Settings.from_env()
-
-
-@lru_cache(maxsize=1)
-def load_metrics_settings() -> MetricsSettings:
-    """The API's metrics settings, validated once (cold start)."""
-    return MetricsSettings.from_env()

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from tickwork.settings import load_metrics_settings
+from tickwork.settings import MetricsSettings, TelemetryNames
 
 from tests.api.conftest import ACME, GLOBEX, ApiClient, role_identity
 from tests.harness import START
@@ -22,9 +22,7 @@ T0 = START - timedelta(minutes=10)  # the data's first minute; START is the pipe
 def metrics_api(api: ApiClient, monkeypatch: pytest.MonkeyPatch) -> ApiClient:
     monkeypatch.setenv("EXECUTOR_FUNCTION_NAME", "tickwork-executor")
     monkeypatch.setenv("EXECUTOR_CONCURRENCY", "6,2,2")
-    load_metrics_settings.cache_clear()
-    yield api  # type: ignore[misc]
-    load_metrics_settings.cache_clear()
+    return api
 
 
 def put(api: ApiClient, namespace: str, name: str, dims: dict[str, str], at: datetime, values: list[float]) -> None:
@@ -318,3 +316,22 @@ def test_a_runs_emf_output_forwarded_is_what_the_route_serves_and_costs_no_aws_r
     assert sum(v or 0 for v in series(admin, "retries")) == 1.0
     assert sum(v or 0 for v in series(mine, "retries", tenant=ACME_TENANT)) == 1.0
     assert sum(v or 0 for v in series(mine, "runs_succeeded", tenant=ACME_TENANT)) == 1.0
+
+
+def test_metrics_route_reads_the_environment_once_not_per_request(
+    metrics_api: ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads: list[str] = []
+    for settings in (TelemetryNames, MetricsSettings):
+        read = settings.from_env.__func__  # type: ignore[attr-defined]
+
+        def counted(cls: type, env: Any = None, _read: Any = read) -> Any:
+            reads.append(cls.__name__)
+            return _read(cls, env)
+
+        monkeypatch.setattr(settings, "from_env", classmethod(counted))
+
+    for _ in range(3):
+        assert metrics_api.get("/v1/metrics", query={"names": "retries", **WINDOW}, identity=ADMIN).status == 200
+
+    assert sorted(reads) == ["MetricsSettings", "TelemetryNames"]  # once, for the first request

@@ -12,14 +12,12 @@ from aws_lambda_powertools.event_handler import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import Wired, caller
-from tickwork.aws.metric_series import MetricSeries
 from tickwork.control.callers import Caller
 from tickwork.control.metrics_bodies import Catalogue, MetricsBody
 from tickwork.control.metrics_catalogue import (
     CATALOGUE,
     MAX_PERIOD_SECONDS,
     MIN_PERIOD_SECONDS,
-    MetricsContext,
     assemble,
     for_caller,
     metrics_request,
@@ -27,7 +25,6 @@ from tickwork.control.metrics_catalogue import (
 )
 from tickwork.model.policies import Band
 from tickwork.model.schedule import CallerInstant
-from tickwork.settings import TelemetryNames, load_metrics_settings
 from tickwork.store import TENANT
 
 from routes.responses import json_response, ok, problems
@@ -39,18 +36,6 @@ Who = Annotated[Caller, Depends(caller)]
 # The document says which names exist (a comma-separated list of catalogue names, nothing else).
 _NAME = "|".join(CATALOGUE)
 NAMES_PATTERN = rf"^({_NAME})(,({_NAME}))*$"
-
-
-def metrics_context(built: Wired) -> MetricsContext:
-    names = TelemetryNames.from_env()
-    deployed = load_metrics_settings()
-    return MetricsContext(
-        namespace=names.namespace,
-        service=names.service,
-        queue_names={band: built.settings.queue_url(band).rstrip("/").rsplit("/", 1)[-1] for band in Band},
-        executor_function=deployed.executor_function_name,
-        executor_concurrency=deployed.executor_concurrency,
-    )
 
 
 @router.get(
@@ -95,8 +80,8 @@ def get_metrics(
         names=names, period=period, start=start, end=end, now=built.clock.now(), band=band, tenant=tenant
     )
     request = for_caller(request, tenant=who.tenant, admin=who.admin, names_given=names is not None)
-    built_plan = plan(request, metrics_context(built))
-    results = MetricSeries(built.clients.client("cloudwatch")).read(built_plan.queries, request.start, request.end)
+    built_plan = plan(request, built.metrics_context)
+    results = built.metric_series.read(built_plan.queries, request.start, request.end)
     return json_response(200, MetricsBody.of(request, assemble(request, built_plan, results)))
 
 

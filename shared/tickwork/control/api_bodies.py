@@ -8,37 +8,30 @@ component names.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import operator
+from collections.abc import Callable
+from copy import copy
+from functools import reduce
+from types import UnionType
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model, field_validator
 
 from tickwork.control.backfill import DEFAULT_BACKFILL_RUNS, MAX_BACKFILL_RUNS
 from tickwork.jobtypes import registry
 from tickwork.model.errors import InvalidInput
 from tickwork.model.job import Job, JobDefinition
 from tickwork.model.policies import (
-    CatchupPolicy,
-    CircuitBreaker,
-    ConcurrencyLimit,
-    JitterSeconds,
-    JobName,
-    MisfireGraceSeconds,
     NotCoerced,
-    OverlapPolicy,
-    Priority,
-    RateLimit,
-    RetryPolicy,
-    StartPrecision,
     Tags,
-    TimeoutSeconds,
 )
 from tickwork.model.preview import DEFAULT_PREVIEW_COUNT, MAX_PREVIEW_COUNT
 from tickwork.model.run import Run
 from tickwork.model.schedule import CallerInstant, Schedule, UtcDatetime
-from tickwork.model.states import RunStatus, RunTrigger, SkipReason
+from tickwork.model.states import RunStatus, SkipReason
 from tickwork.model.tenant_settings import TenantSettings
-from tickwork.model.workflow.advance import WorkflowRunStatus
-from tickwork.model.workflow.definition import MAX_STEPS, Workflow, WorkflowDefinition, WorkflowStep
+from tickwork.model.workflow.definition import Workflow, WorkflowDefinition
+from tickwork.model.workflow.runs import WorkflowRunIdentity
 
 PROBLEM_JSON = "application/problem+json"
 
@@ -171,26 +164,44 @@ def _patch_of_payload(schema: dict[str, Any]) -> None:
     }
 
 
-class JobUpdate(_Patch):
-    """What PATCH may change; absent fields stay as they are (`null` is refused). A job's type never changes."""
+def _not_none(annotation: Any) -> Any:
+    """The type without its None: an update's field is never null (absent means "leave it")."""
+    if get_origin(annotation) in (Union, UnionType):
+        kept = [arg for arg in get_args(annotation) if arg is not type(None)]
+        return reduce(operator.or_, kept)
+    return annotation
 
-    model_config = ConfigDict(json_schema_extra=_patch_of_payload)
 
-    name: JobName = Field(default=_ABSENT)
-    payload: dict[str, Any] = Field(default=_ABSENT)
-    schedule: ScheduleSpec = Field(default=_ABSENT)
-    priority: Priority = Field(default=_ABSENT)
-    retry: RetryPolicy = Field(default=_ABSENT)
-    timeout_seconds: TimeoutSeconds = Field(default=_ABSENT)
-    misfire_grace_seconds: MisfireGraceSeconds = Field(default=_ABSENT)
-    overlap: OverlapPolicy = Field(default=_ABSENT)
-    catchup: CatchupPolicy = Field(default=_ABSENT)
-    circuit_breaker: CircuitBreaker = Field(default=_ABSENT)
-    jitter_seconds: JitterSeconds = Field(default=_ABSENT)
-    start_precision: StartPrecision = Field(default=_ABSENT)
-    tags: Tags = Field(default=_ABSENT)
-    concurrency: ConcurrencyLimit = Field(default=_ABSENT)
-    rate_limit: RateLimit = Field(default=_ABSENT)
+def _patch_of(
+    spec: type[BaseModel],
+    name: str,
+    doc: str,
+    *,
+    json_schema_extra: Callable[[dict[str, Any]], None],
+    without: frozenset[str] | set[str] = frozenset(),
+) -> type[_Patch]:
+    """The PATCH body of a create body: each of its fields (but `without`) optional and not nullable, with its
+    constraints, description and type-level validators, so a field is declared once (in the definition). The
+    definition's model-level validators are not carried: the update's service checks the merged result (the
+    jitter against the schedule, for one)."""
+    fields: dict[str, Any] = {}
+    for field_name, field in spec.model_fields.items():
+        if field_name in without:
+            continue
+        info = copy(field)
+        info.default, info.default_factory = _ABSENT, None
+        info.annotation = _not_none(field.annotation)
+        fields[field_name] = (info.annotation, info)
+    model: type[_Patch] = create_model(  # type: ignore[call-overload]
+        name,
+        __base__=_Patch,
+        __doc__=doc,
+        __module__=__name__,
+        **fields,
+    )
+    model.model_config["json_schema_extra"] = json_schema_extra
+    model.model_rebuild(force=True)
+    return model
 
 
 class WorkflowSpec(WorkflowDefinition):
@@ -207,20 +218,29 @@ def _patch_of_steps(schema: dict[str, Any]) -> None:
     _typed_steps(schema)
 
 
-class WorkflowUpdate(_Patch):
-    """What PATCH /v1/workflows/{id} may change; absent fields stay as they are (`null` is refused). New steps
-    apply to workflow runs that start after the change; a run in progress keeps the steps it started with."""
+# The update bodies are derived (_patch_of); the type checker sees each as the PATCH body it is.
+if TYPE_CHECKING:
 
-    model_config = ConfigDict(json_schema_extra=_patch_of_steps)
+    class JobUpdate(_Patch): ...
 
-    name: JobName = Field(default=_ABSENT)
-    schedule: ScheduleSpec = Field(default=_ABSENT)
-    steps: list[WorkflowStep] = Field(default=_ABSENT, min_length=1, max_length=MAX_STEPS)
-    priority: Priority = Field(default=_ABSENT)
-    retry: RetryPolicy = Field(default=_ABSENT)
-    timeout_seconds: TimeoutSeconds = Field(default=_ABSENT)
-    misfire_grace_seconds: MisfireGraceSeconds = Field(default=_ABSENT)
-    tags: Tags = Field(default=_ABSENT)
+    class WorkflowUpdate(_Patch): ...
+
+else:
+    JobUpdate = _patch_of(
+        JobSpec,
+        "JobUpdate",
+        "What PATCH may change; absent fields stay as they are (`null` is refused). A job's type never changes.",
+        without={"type"},
+        json_schema_extra=_patch_of_payload,
+    )
+
+    WorkflowUpdate = _patch_of(
+        WorkflowSpec,
+        "WorkflowUpdate",
+        "What PATCH /v1/workflows/{id} may change; absent fields stay as they are (`null` is refused). New steps\n"
+        "apply to workflow runs that start after the change; a run in progress keeps the steps it started with.",
+        json_schema_extra=_patch_of_steps,
+    )
 
 
 REDRIVE_WHICH = 'say which runs: {"all": true} for every FAILED run, or {"run_ids": [...]}'
@@ -306,15 +326,9 @@ class StepRun(BaseModel):
     finished_at: UtcDatetime | None = None
 
 
-class WorkflowRun(BaseModel):
+class WorkflowRun(WorkflowRunIdentity):
     """One occurrence of a workflow (GET /v1/workflow-runs/{id})."""
 
-    id: str
-    workflow_id: str
-    tenant: str
-    scheduled_for: UtcDatetime
-    trigger: RunTrigger = RunTrigger.SCHEDULE
-    status: WorkflowRunStatus
     skip_reason: SkipReason | None = Field(default=None, description="Why the occurrence itself was skipped.")
     started_at: UtcDatetime | None = None
     finished_at: UtcDatetime | None = None

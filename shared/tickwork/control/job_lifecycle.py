@@ -9,7 +9,7 @@ Creating under an Idempotency-Key is `tickwork.control.idempotent_create`; re-qu
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from tickwork.control.api_bodies import BackfillRequest, JobSpec, JobUpdate
 from tickwork.control.backfill import Backfiller, BackfillResult
@@ -20,7 +20,7 @@ from tickwork.control.versioned_changes import VersionedChanges
 from tickwork.executor.breaker import closed
 from tickwork.model.clock import Clock
 from tickwork.model.errors import Conflict, InvalidInput
-from tickwork.model.ids import run_id_for
+from tickwork.model.ids import on_a_free_millisecond, run_id_for
 from tickwork.model.jitter import JitterTooLarge, check_jitter
 from tickwork.model.job import Job
 from tickwork.model.run import Run
@@ -164,8 +164,8 @@ class JobLifecycle:
         if job.state is JobState.CANCELLED:
             raise Conflict("cannot trigger a CANCELLED job")
         now = self.clock.now()
-        for offset_ms in range(5):  # two triggers in the same millisecond get neighbouring ids
-            at = now + timedelta(milliseconds=offset_ms)
+
+        def queue_at(at: datetime) -> Run | None:
             run = Run(
                 id=run_id_for(job.id, at, RunTrigger.MANUAL),
                 job_id=job.id,
@@ -176,10 +176,12 @@ class JobLifecycle:
                 trigger=RunTrigger.MANUAL,
                 enqueued_at=now,
             )
-            if self.store.put_queued_run(run, redispatch_at=at + self.dispatcher.redispatch_after):
-                self.dispatcher.send_runs([run])
-                return run
-        raise Conflict("too many triggers at once; try again")
+            if not self.store.put_queued_run(run, redispatch_at=at + self.dispatcher.redispatch_after):
+                return None
+            self.dispatcher.send_runs([run])
+            return run
+
+        return on_a_free_millisecond(now, queue_at)
 
     def backfill(self, tenant: str, job_id: str, request: BackfillRequest) -> BackfillResult:
         """Runs for the job's past occurrences in [from, to], each once (tickwork.control.backfill); 409 if CANCELLED.

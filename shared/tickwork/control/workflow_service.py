@@ -8,7 +8,7 @@ malformed id is). Every change is a conditional write on the version or status i
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime
 from typing import Any
 
 from tickwork.aws.queues import Outgoing
@@ -18,7 +18,7 @@ from tickwork.control.versioned_changes import VersionedChanges
 from tickwork.control.workflow_factory import WorkflowFactory
 from tickwork.model.clock import Clock
 from tickwork.model.errors import Conflict, NotFound
-from tickwork.model.ids import is_workflow_id, run_id_for
+from tickwork.model.ids import is_workflow_id, on_a_free_millisecond, run_id_for
 from tickwork.model.run import Run
 from tickwork.model.states import JobState, RunStatus, RunTrigger, SkipReason
 from tickwork.model.workflow.advance import StepStatus, WorkflowRunStatus
@@ -131,9 +131,8 @@ class WorkflowService:
         workflow = self.get(tenant, workflow_id)
         if workflow.state is JobState.CANCELLED:
             raise Conflict("cannot trigger a CANCELLED workflow")
-        now = self.clock.now()
-        for offset_ms in range(5):  # two triggers in the same millisecond get neighbouring ids
-            at = now + timedelta(milliseconds=offset_ms)
+
+        def open_at(at: datetime) -> WorkflowRun | None:
             opened = self.progress.open(
                 WorkflowRunRecord(
                     id=run_id_for(workflow.id, at, RunTrigger.MANUAL),
@@ -146,10 +145,12 @@ class WorkflowService:
                     definition=WorkflowSnapshot.of(workflow),
                 )
             )
-            if opened.record is not None:
-                self.progress.send(opened.outgoing)
-                return self._view(opened.record)
-        raise Conflict("too many triggers at once; try again")
+            if opened.record is None:
+                return None
+            self.progress.send(opened.outgoing)
+            return self._view(opened.record)
+
+        return on_a_free_millisecond(self.clock.now(), open_at)
 
     def runs(
         self,

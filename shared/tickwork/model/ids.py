@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 import re
 import time
-from datetime import datetime
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, TypeVar
 
 from tickwork.model.clock import from_ms, to_ms
+from tickwork.model.errors import Conflict
 from tickwork.model.states import RunTrigger
 
 # Ids: a job is j + 25 characters, a workflow w + 25. An occurrence's run is <owner id>.<13 digits of ms>, with
@@ -49,6 +51,21 @@ def run_id_for(job_id: str, scheduled_for: datetime, trigger: RunTrigger = RunTr
     """Deterministic: the same job (or workflow) and occurrence always name the same run (the claim's lock key)."""
     suffix = ".m" if trigger is RunTrigger.MANUAL else ""
     return f"{job_id}.{to_ms(scheduled_for):013d}{suffix}"
+
+
+MANUAL_TRIGGER_TRIES = 5
+_Started = TypeVar("_Started")
+
+
+def on_a_free_millisecond(now: datetime, start: Callable[[datetime], _Started | None]) -> _Started:
+    """A manual run (a job's, or a workflow run) at now, or, since two triggers in the same millisecond would
+    name the same run, at the next millisecond whose run `start` could create (it returns None where one exists).
+    Conflict after MANUAL_TRIGGER_TRIES."""
+    for offset_ms in range(MANUAL_TRIGGER_TRIES):
+        started = start(now + timedelta(milliseconds=offset_ms))
+        if started is not None:
+            return started
+    raise Conflict("too many triggers at once; try again")
 
 
 def step_run_id_for(workflow_run_id: str, step_id: str) -> str:

@@ -158,8 +158,7 @@ def run_to_attrs(run: Run) -> dict[str, Any]:
     """A run's attributes. A step's payload is JSON text (as a job's is), so that its size as stored is its
     size as JSON: a map would bill every number at up to 21 bytes."""
     data = run.model_dump(mode="json", exclude={"id", "payload"})
-    key = run_key(run.id)
-    attrs = {"pk": key["pk"]["S"], "sk": key["sk"]["S"], "kind": ItemKind.RUN.value, "run_id": run.id, **data}
+    attrs = _run_item(ItemKind.RUN, run_key(run.id), run.id, data)
     if run.payload is not None:
         attrs["payload_json"] = _json_text(run.payload)
     if run.not_before is not None:  # the lease's condition reads it (a jittered run's start, tickwork.model.jitter)
@@ -168,35 +167,35 @@ def run_to_attrs(run: Run) -> dict[str, Any]:
 
 
 def run_from_attrs(attrs: Mapping[str, Any]) -> Run:
-    data = {k: v for k, v in attrs.items() if k in _RUN_FIELDS}
-    data["id"] = attrs["run_id"]
-    if "payload_json" in attrs:
-        data["payload"] = json.loads(attrs["payload_json"])
-    return Run.model_validate(data)
+    return Run.model_validate(_run_fields(attrs, _RUN_FIELDS, "payload"))
 
 
 def workflow_run_to_attrs(record: WorkflowRunRecord) -> dict[str, Any]:
     """A workflow run's attributes; its definition is JSON text (written once, never updated in place)."""
     data = record.model_dump(mode="json", exclude={"id", "definition"}, exclude_none=True)
-    key = workflow_run_key(record.id)
-    attrs = {
-        "pk": key["pk"]["S"],
-        "sk": key["sk"]["S"],
-        "kind": ItemKind.WORKFLOW_RUN.value,
-        "run_id": record.id,
-        **data,
-    }
+    attrs = _run_item(ItemKind.WORKFLOW_RUN, workflow_run_key(record.id), record.id, data)
     if record.definition is not None:
         attrs["definition_json"] = _json_text(record.definition.model_dump(mode="json", exclude_none=True))
     return attrs
 
 
 def workflow_run_from_attrs(attrs: Mapping[str, Any]) -> WorkflowRunRecord:
-    data = {k: v for k, v in attrs.items() if k in _WORKFLOW_RUN_FIELDS}
+    return WorkflowRunRecord.model_validate(_run_fields(attrs, _WORKFLOW_RUN_FIELDS, "definition"))
+
+
+def _run_item(kind: ItemKind, key: Mapping[str, Any], run_id: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's (or a workflow run's) attributes: its key, kind and id, then its fields."""
+    return {"pk": key["pk"]["S"], "sk": key["sk"]["S"], "kind": kind.value, "run_id": run_id, **data}
+
+
+def _run_fields(attrs: Mapping[str, Any], fields: set[str], text_field: str) -> dict[str, Any]:
+    """A run's (or a workflow run's) fields from its attributes: its id, and the one field kept as JSON text
+    (`<field>_json`) where it is stored."""
+    data = {k: v for k, v in attrs.items() if k in fields}
     data["id"] = attrs["run_id"]
-    if "definition_json" in attrs:
-        data["definition"] = json.loads(attrs["definition_json"])
-    return WorkflowRunRecord.model_validate(data)
+    if f"{text_field}_json" in attrs:
+        data[text_field] = json.loads(attrs[f"{text_field}_json"])
+    return data
 
 
 def _json_text(value: Any) -> str:

@@ -61,10 +61,9 @@ class StepEntry(BaseModel):
         return StepState(self.status, self.skip_reason)
 
 
-class WorkflowRunRecord(BaseModel):
-    """A stored workflow run (pk=JOB#<workflow id>, sk=RUN#<ms>[#m])."""
-
-    model_config = ConfigDict(extra="forbid")
+class WorkflowRunIdentity(BaseModel):
+    """What names a workflow run and says where it is: the stored record's first fields, and the API's view's
+    (tickwork.control.api_bodies.WorkflowRun)."""
 
     id: str
     workflow_id: str
@@ -72,6 +71,13 @@ class WorkflowRunRecord(BaseModel):
     scheduled_for: UtcDatetime
     trigger: RunTrigger = RunTrigger.SCHEDULE
     status: WorkflowRunStatus
+
+
+class WorkflowRunRecord(WorkflowRunIdentity):
+    """A stored workflow run (pk=JOB#<workflow id>, sk=RUN#<ms>[#m])."""
+
+    model_config = ConfigDict(extra="forbid")
+
     priority: Priority = 5
     skip_reason: SkipReason | None = None
     # A capped misfire record stands for this many occurrences, up to skipped_until (as a job's runs).
