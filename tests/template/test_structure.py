@@ -399,13 +399,16 @@ def test_table_access_is_what_the_store_does(template):
         "dynamodb:Query": [{"Fn::Sub": "${JobsTable.Arn}/index/due-index"}],
     }
     executor = _grants(template, "ExecutorRole")
-    # Overlap SKIP is a conditional update of the job's running slot: no query of a job's runs. A workflow
-    # step's end creates the runs of the steps it lets start (conditional Puts).
+    # Overlap SKIP is a conditional update of the job's running slot: no query for it. A workflow step's end
+    # creates the runs of the steps it lets start (conditional Puts). The one Query is of the table itself, never
+    # an index: a recurring job's last run looking for its job's unsettled runs before completing it.
     assert {a for a in executor if a.startswith("dynamodb:")} == {
         "dynamodb:GetItem",
         "dynamodb:PutItem",
         "dynamodb:UpdateItem",
+        "dynamodb:Query",
     }
+    assert executor["dynamodb:Query"] == [table]
     api = _grants(template, "ApiRole")
     assert {"Fn::Sub": "${JobsTable.Arn}/index/tenant-index"} in api["dynamodb:Query"]
     for role in ("TickRole", "ExecutorRole", "ApiRole", "DispatchRole"):
