@@ -65,7 +65,7 @@ from tickwork.model.policies import Band, OverlapPolicy
 from tickwork.model.run import Run, RunError
 from tickwork.model.run_spec import trusted_spec
 from tickwork.model.run_target import RunTarget
-from tickwork.model.states import RunStatus, RunTrigger, SkipReason
+from tickwork.model.states import RunStatus, SkipReason
 from tickwork.model.workflow.runs import WorkflowRunRecord
 from tickwork.observability import logger, metrics
 from tickwork.store import JobStore, LeaseOutcome
@@ -242,7 +242,7 @@ class RunExecutor:
         if not isinstance(admission, Admitted):
             return self._refused(admission, run, target, owner, lease.previous_status, delivery, now)
         target = admission.entry.target
-        self._count_start_lateness(run)
+        run_metrics.count_start_lateness(run)
         # What admitted the run is given back however it ends, but a process that dies (a BaseException: killed,
         # timed out) gives back nothing: it ends with its lease.
         try:
@@ -269,23 +269,6 @@ class RunExecutor:
         if isinstance(refusal, Deferral):
             return self.outcomes.defer(run, owner, previous, refusal, delivery, started=now)
         return self.outcomes.fail(run, target, owner, refusal.error, started=now)
-
-    @staticmethod
-    def _count_start_lateness(run: Run) -> None:
-        """Start lateness measures the scheduler: a first attempt of a job's run nobody re-queued by hand (a
-        workflow step after the first starts when its upstream steps end, not at the occurrence)."""
-        if (
-            run.attempts == 1
-            and run.requeues == 0
-            and run.trigger is RunTrigger.SCHEDULE
-            and run.workflow_run_id is None
-            and run.lateness_ms is not None
-        ):
-            # From the instant it was due to start: a jittered run's own (scheduled_for), not its nominal
-            # occurrence's, from which the lease measures `lateness_ms` (its offset is not the scheduler's delay).
-            offset_ms = to_ms(run.scheduled_for) - to_ms(run.occurrence_at)
-            metrics.add_metric(name="StartLatenessMs", unit="Milliseconds", value=max(0, run.lateness_ms - offset_ms))
-            run_metrics.start_lateness(max(0, run.lateness_ms - offset_ms), band=run.band.value, tenant=run.tenant)
 
     def _target(self, run: Run, message: RunMessage, previous: RunStatus | None, now: datetime) -> RunTarget | None:
         """What the run runs: its job (by the message's copy where that is trusted, tickwork.model.run_spec, else as
