@@ -15,6 +15,7 @@ from tickwork.executor.admission import (
     Entry,
     Fail,
     Held,
+    Refused,
     Skip,
     admit,
 )
@@ -239,14 +240,18 @@ def test_a_later_gates_refusal_gives_back_what_the_earlier_gates_admitted_last_t
         Answering(Deferral(DeferReason.RATE_LIMIT, 2), log),
         Answering(ADMIT, log),
     ]
-    assert admit(gates, _entry()) == Deferral(DeferReason.RATE_LIMIT, 2)
+    refused = admit(gates, _entry())
+    assert isinstance(refused, Refused)
+    assert refused.refusal == Deferral(DeferReason.RATE_LIMIT, 2)
     assert log == ["asked", "asked", "asked", "release key", "release slot"]  # the fourth gate never asked
 
 
 def test_a_refusal_by_the_first_gate_asks_no_other_and_holds_nothing():
     log: list[str] = []
     later = Answering(Admit(Recorder("slot", log)), log)
-    assert admit([Answering(Skip(SkipReason.PAUSED), log), later], _entry()) == Skip(SkipReason.PAUSED)
+    refused = admit([Answering(Skip(SkipReason.PAUSED), log), later], _entry())
+    assert isinstance(refused, Refused)
+    assert refused.refusal == Skip(SkipReason.PAUSED)
     assert later.seen == []
 
 
@@ -262,6 +267,15 @@ def test_all_admitted_the_later_gates_see_the_target_an_earlier_one_replaced_and
     admission.held.release()
     admission.held.release()  # once
     assert log == ["asked", "asked", "extend slot", "extend key", "release key", "release slot"]
+
+
+def test_a_refusal_after_the_breaker_elected_its_probe_is_recorded_against_the_probe():
+    probe = _target(type="probe")
+    log: list[str] = []
+    gates = [Answering(Admit(target=probe), log), Answering(Skip(SkipReason.OVERLAP), log)]
+    refused = admit(gates, _entry())
+    assert isinstance(refused, Refused)
+    assert refused.entry.target is probe  # its skip settles the probe (the breaker reopens), not a held-back run
 
 
 def test_holds_kept_past_the_executors_wait_are_not_given_back_and_a_lost_lease_leaves_the_runs_own():

@@ -114,14 +114,20 @@ class Admitted:
     held: Held
 
 
-def admit(gates: Sequence[Gate], entry: Entry) -> Admitted | Refusal:
+@dataclass(frozen=True)
+class Refused:
+    entry: Entry  # its target as the gates left it (the breaker's probe is recorded as the probe)
+    refusal: Refusal
+
+
+def admit(gates: Sequence[Gate], entry: Entry) -> Admitted | Refused:
     """Run the gates in order: all admitted (with what they hold), or the first refusal, holding nothing."""
     held = Held()
     for gate in gates:
         answer = gate.admit(entry)
         if not isinstance(answer, Admit):
             held.release()
-            return answer
+            return Refused(entry, answer)
         if answer.hold is not None:
             held.items.append(answer.hold)
         if answer.target is not None:

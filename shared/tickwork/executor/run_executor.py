@@ -240,7 +240,8 @@ class RunExecutor:
                 return self.outcomes.succeed(run, target, owner, existing, duration_ms=None, started=now)
         admission = admit(self.gates, Entry(run, target, owner, until=lease.lease_until, now=now))
         if not isinstance(admission, Admitted):
-            return self._refused(admission, run, target, owner, lease.previous_status, delivery, now)
+            refused = admission.entry.target
+            return self._refused(admission.refusal, run, refused, owner, lease.previous_status, delivery, now)
         target = admission.entry.target
         run_metrics.count_start_lateness(run)
         # What admitted the run is given back however it ends, but a process that dies (a BaseException: killed,
