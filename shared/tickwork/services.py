@@ -21,7 +21,7 @@ from tickwork.control.tenants import ActiveJobsQuota, TenantService
 from tickwork.control.workflow_factory import WorkflowFactory
 from tickwork.control.workflow_service import WorkflowService
 from tickwork.executor.limits import RunLimits
-from tickwork.executor.run_executor import RunExecutor
+from tickwork.executor.run_executor import Handlers, RunExecutor
 from tickwork.faults import NO_FAULTS, FaultPlan
 from tickwork.jobtypes import import_job_type_modules, registry
 from tickwork.model.clock import Clock, SystemClock
@@ -128,14 +128,12 @@ class Services:
             self.store,
             self.results,
             self.queues,
-            registry,
+            Handlers(registry, http_allowlist=self.settings.http_allowlist, clients=self.clients),
             self.clock,
             lease_for=timedelta(seconds=self.settings.lease_seconds),
             # A message-borne retry not back by then is re-sent by the tick; past the horizon, so that the tick
             # never sends ahead a retry whose own message is still on its way.
             retry_safety_net=timedelta(seconds=self.settings.redispatch_after_seconds + self.settings.horizon_seconds),
-            http_allowlist=self.settings.http_allowlist,
-            clients=self.clients,
             faults=self.faults,
             workflows=self.workflow_progress,
             limits=RunLimits(LimitRecords(self.store.shared_table), self.tenant_directory),

@@ -346,3 +346,19 @@ def test_a_jittered_jobs_queued_run_is_elected_probe_by_its_occurrence(pipeline)
     assert _execute(pipeline, job.id, 2) is RunStatus.SUCCEEDED  # claimed at create: elected the probe
     closed = _job(pipeline, job.id)
     assert (closed.state, closed.breaker) == (JobState.ACTIVE, None)
+
+
+def test_breaker_an_elected_probe_an_overlap_skips_settles_as_the_probe(pipeline):
+    """The probe elected by the executor, then refused by a later gate (the job's running slot is taken): it is
+    recorded as the probe it now is, so the breaker reopens and a claim names the next probe; recorded as the run
+    held back it was, the job would keep a probe that never settles, SUSPENDED for ever."""
+    job = _failing_job(pipeline, overlap="SKIP", circuit_breaker={"failure_threshold": 1, "cooldown_seconds": 60})
+    _execute(pipeline, job.id, 1)  # opens until 12:02
+    assert pipeline.services.store.take_running_slot(job.id, run_id="another", until=_at(10), now=_at(1))
+    assert _execute(pipeline, job.id, 2) is RunStatus.SKIPPED
+    assert _record(pipeline, job.id, 2) == (RunStatus.SKIPPED, SkipReason.OVERLAP)
+    reopened = _job(pipeline, job.id)
+    assert reopened.state is JobState.SUSPENDED
+    assert reopened.breaker is not None
+    assert reopened.breaker.probe_at is None
+    assert (reopened.breaker.cooldown_seconds, reopened.breaker.opens_until) == (60, _at(3))  # skipped: kept

@@ -6,6 +6,7 @@ import json
 import logging
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -173,7 +174,8 @@ def test_a_run_whose_lease_is_lost_stops_and_writes_nothing(pipeline):
                 ExpressionAttributeValues={":o": {"S": "thief"}},
             )
 
-    pipeline.services.executor.clients = Thief()
+    executor = pipeline.services.executor
+    executor.handlers = replace(executor.handlers, clients=Thief())
     job = _due(pipeline, type="steal-lease")
     pipeline.drain()
     (run,) = pipeline.runs_of(job.id)

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict
 from tickwork.aws.clients import AwsClients
-from tickwork.executor.run_executor import Delivery, Outcome, RunExecutor
+from tickwork.executor.run_executor import Delivery, Handlers, Outcome, RunExecutor
 from tickwork.faults import CrashPoint
 from tickwork.jobtypes import RunContext, job_type, registry
 from tickwork.model.errors import Conflict
@@ -236,7 +236,12 @@ def _execute_with_lambda_endpoint(pipeline: Pipeline, url: str) -> Outcome:
     (message,) = pipeline.receive(Band.NORMAL)
     s = pipeline.services
     executor = RunExecutor(
-        s.store, s.results, s.queues, registry, s.clock, rng=FixedRandom(0.0), clients=AwsClients(endpoint_url=url)
+        s.store,
+        s.results,
+        s.queues,
+        Handlers(registry, clients=AwsClients(endpoint_url=url)),
+        s.clock,
+        rng=FixedRandom(0.0),
     )
     queue_url = pipeline.resources.queue_urls["normal"]
     delivery = Delivery(message["Body"], message["MessageId"], message["ReceiptHandle"], queue_url, Band.NORMAL)

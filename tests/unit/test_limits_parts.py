@@ -165,7 +165,7 @@ LIMITED = {"concurrency": ConcurrencyLimit(key="k", limit=2), "rate_limit": Rate
 
 
 def _admit(items: Items, quota: int | None, target: RunTarget, deferred: int = 0) -> Holds | Deferral:
-    return RunLimits(items, Quotas(quota), rng=Fixed(1.0)).admit(
+    return RunLimits(items, Quotas(quota), rng=Fixed(1.0)).take(
         target, holder="h", deferred=deferred, until=NOW + timedelta(seconds=60), now=NOW
     )
 
@@ -220,7 +220,7 @@ def test_extending_holds_names_the_slots_another_run_took():
     items = Items(lost=("LIMIT#CONCURRENCY#k",))
     holds = _admit(items, 5, _target(**LIMITED))
     assert isinstance(holds, Holds)
-    assert holds.extend(NOW) == ["LIMIT#CONCURRENCY#k"]
+    assert holds.extend(NOW) == ["its concurrency key 'k' slot"]
     assert [slot_name(sort) for sort in (TENANT_SEMAPHORE, "LIMIT#CONCURRENCY#k")] == [
         "the tenant's max_concurrent_runs slot",
         "its concurrency key 'k' slot",

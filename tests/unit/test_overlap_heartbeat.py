@@ -1,15 +1,19 @@
 """The heartbeat's look for a cancellation between beats (overlap CANCEL_OTHER): when it looks, what a failed
-look does, and that a run of any other policy never looks."""
+look does, and that a run of any other policy never looks; and its extending everything that admitted the run."""
 
 from __future__ import annotations
 
 import threading
 from datetime import timedelta
 from types import SimpleNamespace
+from typing import Any
 
+from tickwork.executor.admission import Held
 from tickwork.executor.delivery import Delivery
 from tickwork.executor.heartbeat import Heartbeat
 from tickwork.model.clock import FakeClock
+
+from tests.unit.test_admission_gates import Recorder, RunKeyed
 
 
 class FlakyRuns:
@@ -26,13 +30,15 @@ class FlakyRuns:
         return self.requested
 
 
-def _heartbeat(cancel_poll: timedelta | None) -> tuple[Heartbeat, FakeClock, FlakyRuns, threading.Event]:
+def _heartbeat(
+    cancel_poll: timedelta | None, held: Held | None = None
+) -> tuple[Heartbeat, FakeClock, FlakyRuns, threading.Event]:
     clock = FakeClock()
     runs = FlakyRuns()
     cancelled = threading.Event()
     heartbeat = Heartbeat(
-        SimpleNamespace(runs=runs),  # type: ignore[arg-type]
-        SimpleNamespace(),  # type: ignore[arg-type]
+        SimpleNamespace(runs=runs, extend_lease=_held_lease),  # type: ignore[arg-type]
+        SimpleNamespace(change_visibility=lambda *_: None),  # type: ignore[arg-type]
         clock,
         run_id="r",
         owner="me",
@@ -40,8 +46,13 @@ def _heartbeat(cancel_poll: timedelta | None) -> tuple[Heartbeat, FakeClock, Fla
         lease_for=timedelta(seconds=60),
         cancelled=cancelled,
         cancel_poll=cancel_poll,
+        held=held,
     )
     return heartbeat, clock, runs, cancelled
+
+
+def _held_lease(run_id: str, **_: object) -> Any:
+    return SimpleNamespace(held=True, cancel_requested=False)
 
 
 def test_it_looks_once_a_poll_interval_and_cancels_when_asked():
@@ -82,4 +93,27 @@ def test_without_a_poll_it_never_looks_between_beats():
         clock.advance(1)
         heartbeat.maybe_beat()
     assert runs.looks == 0
+    assert not cancelled.is_set()
+
+
+def test_the_heartbeat_extends_every_hold_and_stops_the_run_when_any_is_lost():
+    for lost_one in ("slot", "key"):
+        log: list[str] = []
+        held = Held([RunKeyed("slot", log, lost=lost_one == "slot"), Recorder("key", log, lost=lost_one == "key")])
+        heartbeat, clock, _, cancelled = _heartbeat(None, held)
+        clock.advance(20)
+        heartbeat.maybe_beat()
+        assert log == ["extend slot", "extend key"]
+        assert heartbeat.hold_lost == lost_one
+        assert cancelled.is_set()
+        assert not heartbeat.lost  # the lease itself is still its own
+
+
+def test_the_heartbeat_of_a_run_holding_everything_cancels_nothing():
+    log: list[str] = []
+    heartbeat, clock, _, cancelled = _heartbeat(None, Held([RunKeyed("slot", log), Recorder("key", log)]))
+    clock.advance(20)
+    heartbeat.maybe_beat()
+    assert heartbeat.beats == 1
+    assert heartbeat.hold_lost is None
     assert not cancelled.is_set()

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from tickwork.executor.admission import ADMIT, Admit, Answer, Entry, Skip
 from tickwork.model.job import Job
 from tickwork.model.policies import BreakerState
 from tickwork.model.run import Run
-from tickwork.model.states import JobState, RunStatus, RunTrigger
+from tickwork.model.run_target import RunTarget
+from tickwork.model.states import JobState, RunStatus, RunTrigger, SkipReason
 from tickwork.observability import logger, metrics
 from tickwork.store import JobStore
 
@@ -111,6 +113,24 @@ class CircuitBreakers:
                 "circuit breaker probe did not succeed: job stays suspended",
                 extra={"job_id": job.id, "probe": status.value, "cooldown_s": cooldown},
             )
+
+
+class HeldBackGate:
+    """The gate of a run its job or workflow run holds back (paused, cancelled: RunTarget.held_back), skipped;
+    while its job's breaker is open, a run claimed before it opened may be elected its probe, and runs."""
+
+    def __init__(self, breakers: CircuitBreakers) -> None:
+        self.breakers = breakers
+
+    def admit(self, entry: Entry) -> Answer:
+        target = entry.target
+        if target.held_back is SkipReason.CIRCUIT_OPEN and target.job is not None:
+            probing = self.breakers.elect_queued_probe(target.job, entry.run, entry.now)
+            if probing is not None:  # the cooldown is over: this run is the breaker's probe
+                return Admit(target=RunTarget.of_job(probing, entry.run))
+        if target.held_back is not None:
+            return Skip(target.held_back)
+        return ADMIT
 
 
 def closed(job: Job) -> Job:

@@ -9,8 +9,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from tickwork.aws.queues import RunQueues
+from tickwork.executor.admission import Held
 from tickwork.executor.delivery import Delivery, visibility_for
-from tickwork.executor.limits import Holds, slot_name
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
 from tickwork.jobtypes import EffectMayContinue, PermanentJobError, RetryNotBefore, RunContext, RunTimeout
 from tickwork.model.clock import Clock
@@ -19,14 +19,15 @@ from tickwork.store import JobStore
 
 
 class Heartbeat:
-    """Extends the lease (with the job's running slot under an overlap policy other than ALLOW, and the run's concurrency slots: see
-    tickwork.executor.limits) and the message's visibility while a run works. It beats for as long as the handler runs,
+    """Extends the lease, with everything that admitted the run (tickwork.executor.admission: the job's running slot
+    under an overlap policy other than ALLOW, the run's concurrency slots), and the message's visibility while a run
+    works. It beats for as long as the handler runs,
     even past the executor's own wait: it stops when the handler returns (or when told to, before the handler
     starts).
 
     A beat that comes later than a lease (a starved process, throttled beats) may find a slot lapsed and taken
     by another run, though its lease is still its own (nobody took the run over). What admitted the run is gone,
-    so the run is stopped as at its timeout (`slot_lost` says which; the executor records it). It does not take
+    so the run is stopped as at its timeout (`hold_lost` says which; the executor records it). It does not take
     the slot back, even if free again: the other run was let in beside it, and a slot taken back would jump the
     runs waiting for it (BUFFER_ONE's waiter, CANCEL_OTHER's newer run, a key's deferred runs). A lapsed slot
     nobody took runs on, as a lapsed lease nobody took does."""
@@ -42,8 +43,7 @@ class Heartbeat:
         delivery: Delivery,
         lease_for: timedelta,
         cancelled: threading.Event,
-        slot_job_id: str | None = None,
-        holds: Holds | None = None,
+        held: Held | None = None,
         faults: FaultPlan = NO_FAULTS,
         cancel_poll: timedelta | None = None,
     ) -> None:
@@ -52,14 +52,13 @@ class Heartbeat:
         self.lease_for = lease_for
         self.every = lease_for / 3
         self.cancelled = cancelled
-        self.slot_job_id = slot_job_id
-        self.holds = holds
+        self.held = held if held is not None else Held()
         self.faults = faults
         # Between beats, how often to read whether the run was asked to stop (None: only at each beat).
         self.cancel_poll = cancel_poll
         self.lost = False
         self.cancel_requested = False  # the run was asked to stop (seen on the lease extension's answer)
-        self.slot_lost: str | None = None  # the slot that admitted the run and another run took (see above)
+        self.hold_lost: str | None = None  # what admitted the run and another run took (see above)
         self.beats = 0
         self._next = clock.now() + self.every
         self._next_poll = clock.now() + cancel_poll if cancel_poll is not None else None
@@ -88,24 +87,19 @@ class Heartbeat:
                 # handler is asked to stop, as at its timeout.
                 self._cancel()
             self.faults.reached(CrashPoint.EXECUTOR_DURING_HEARTBEAT)
-            if self.slot_job_id is not None and not self.store.extend_running_slot(
-                self.slot_job_id, run_id=self.run_id, until=lease_until
-            ):
-                self._lose_slot("the job's running slot (its overlap policy)")
-            if self.holds is not None:
-                # Its concurrency slots end with the lease: a long run keeps them, a dead one frees them.
-                for sort in self.holds.extend(lease_until):
-                    self._lose_slot(slot_name(sort))
+            # What admitted it ends with the lease: a long run keeps it, a dead one frees it.
+            for lost in self.held.extend(lease_until):
+                self._lose_hold(lost)
             self.beats += 1
             # Visibility follows the lease: were this executor to die, the message returns when the lease ends.
             self.queues.change_visibility(
                 self.delivery.queue_url, self.delivery.receipt_handle, visibility_for(self.lease_for)
             )
 
-    def _lose_slot(self, slot: str) -> None:
-        if self.slot_lost is not None:
+    def _lose_hold(self, slot: str) -> None:
+        if self.hold_lost is not None:
             return
-        self.slot_lost = slot
+        self.hold_lost = slot
         self.cancelled.set()
         logger.error(
             "slot lost: it lapsed before a heartbeat got through and another run took it; the handler is cancelled",

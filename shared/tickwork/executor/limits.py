@@ -23,8 +23,9 @@ import math
 import random
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import ClassVar, Protocol
 
+from tickwork.executor.admission import Admit, Answer, Deferral, Entry
 from tickwork.model.backoff import Random
 from tickwork.model.run_target import RunTarget
 from tickwork.model.states import DeferReason
@@ -53,14 +54,6 @@ class TenantQuotas(Protocol):
     def settings_of(self, tenant: str) -> TenantSettings: ...
 
 
-@dataclass(frozen=True)
-class Deferral:
-    """A limit held the run back: why, and when to look again."""
-
-    reason: DeferReason
-    wait_seconds: int
-
-
 @dataclass
 class Holds:
     """The semaphore slots a run holds (by its lease owner, so that a takeover's holds are its own): extended
@@ -71,15 +64,16 @@ class Holds:
     holder: str
     sorts: list[str] = field(default_factory=list)
     kept: bool = False  # held until the lease ends, not released (see keep_until_lease_ends)
+    shared_with_takeover: ClassVar[bool] = False  # held by its lease owner: a takeover's are its own
 
     def extend(self, until: datetime) -> list[str]:
-        """Run each hold on to `until`; the slots it no longer holds (its hold lapsed and another run took the
-        slot since: tickwork.executor.heartbeat stops the run)."""
+        """Run each hold on to `until`; the slots it no longer holds, by name (its hold lapsed and another run took
+        the slot since: tickwork.executor.heartbeat stops the run)."""
         lost = []
         for sort in self.sorts:
             assert self.items is not None
             if not self.items.extend(self.tenant, sort, holder=self.holder, until=until):
-                lost.append(sort)
+                lost.append(slot_name(sort))
         return lost
 
     def release(self) -> None:
@@ -104,10 +98,6 @@ def slot_name(sort: str) -> str:
     return f"its concurrency key '{sort.removeprefix(semaphore_sort(''))}' slot"
 
 
-def no_holds(tenant: str, holder: str) -> Holds:
-    return Holds(None, tenant, holder)
-
-
 def semaphore_wait_seconds(deferred: int, rng: Random | None = None) -> int:
     """How long a run refused by a full semaphore waits: 1 s doubling with each deferral to 60 s, the upper
     half of it jittered (so waiters spread out, and never come back sooner than half the step: no spin)."""
@@ -121,7 +111,14 @@ class RunLimits:
         self.tenants = tenants
         self.rng = rng
 
-    def admit(
+    def admit(self, entry: Entry) -> Answer:
+        """The gate: after the overlap check, so that a run skipped anyway takes no slot and no turn of a rate."""
+        holds = self.take(
+            entry.target, holder=entry.owner, deferred=entry.run.deferred, until=entry.until, now=entry.now
+        )
+        return Admit(holds) if isinstance(holds, Holds) else holds
+
+    def take(
         self, target: RunTarget, *, holder: str, deferred: int, until: datetime, now: datetime
     ) -> Holds | Deferral:
         """Take what the run needs to start (its slots until `until`, its rate's turn), or say why not yet."""

@@ -9,6 +9,7 @@ completes after its last occurrence, or its workflow run records the step's end 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -43,6 +44,8 @@ class StepSettlement(Protocol):
     def step_settled(self, run: Run, status: RunStatus, skip_reason: SkipReason | None = None) -> SendReport: ...
 
 
+# One piece over 250 lines: every outcome is the same conditional write by the lease's holder (`_finish`), and a
+# terminal one the same consequences after it (`_end`); split by outcome, each part would reach back for both.
 class RunOutcomes:
     def __init__(
         self,
@@ -111,6 +114,31 @@ class RunOutcomes:
             alone = last and target is not None and target.only_occurrence
             self.completion.attempt(run.job_id, now, alone=alone)
 
+    def _end(
+        self,
+        run: Run,
+        target: RunTarget | None,
+        owner: str,
+        status: RunStatus,
+        *,
+        attempt: tuple[datetime | None, AttemptOutcome],
+        skip_reason: SkipReason | None = None,
+        then: Callable[[datetime], None] | None = None,
+        **fields: Any,
+    ) -> Finished:
+        """A terminal outcome, by one path: its conditional write; then, if it was recorded, `then` (a failure's
+        dead letter), what the run belongs to settled, and its job's breaker told."""
+        now = self.clock.now()
+        if skip_reason is not None:
+            fields["skip_reason"] = skip_reason
+        finished = self._finish(run, owner=owner, status=status, now=now, attempt=attempt, **fields)
+        if finished.recorded:
+            if then is not None:
+                then(now)
+            self.settled(run, target, now, status, skip_reason, finished=finished)
+            self.breakers.run_settled(run, target.job if target is not None else None, status, now)
+        return finished
+
     def succeed(
         self,
         run: Run,
@@ -121,25 +149,16 @@ class RunOutcomes:
         duration_ms: int | None,
         started: datetime | None = None,
     ) -> Outcome:
-        now = self.clock.now()
-        finished = self._finish(
-            run,
-            owner=owner,
-            status=RunStatus.SUCCEEDED,
-            now=now,
-            result=result,
-            duration_ms=duration_ms,
-            attempt=(started, AttemptOutcome.SUCCEEDED),
+        attempt = (started, AttemptOutcome.SUCCEEDED)
+        ended = self._end(
+            run, target, owner, RunStatus.SUCCEEDED, attempt=attempt, result=result, duration_ms=duration_ms
         )
-        if not finished.recorded:
+        if not ended.recorded:
             logger.warning("lease lost before recording success; the result object stands")
             if result.location == INLINE and self.results is not None:
                 self.results.keep_for_takeover(run, result)
             return Outcome.DONE
-        self.settled(run, target, now, RunStatus.SUCCEEDED, finished=finished)
-        self.breakers.run_settled(run, target.job, RunStatus.SUCCEEDED, now)
-        metrics.add_metric(name="RunsSucceeded", unit="Count", value=1)
-        run_metrics.count_for_tenant("RunsSucceeded", run.tenant)
+        _count("RunsSucceeded", run.tenant)
         logger.info(
             "run succeeded",
             extra={
@@ -181,8 +200,7 @@ class RunOutcomes:
             attempt=(started, AttemptOutcome.RETRYING),
         ).recorded:
             return Outcome.DONE
-        metrics.add_metric(name="RunsRetried", unit="Count", value=1)
-        run_metrics.count_for_tenant("RunsRetried", run.tenant)
+        _count("RunsRetried", run.tenant)
         logger.warning(
             "run failed; retrying",
             extra={
@@ -253,33 +271,19 @@ class RunOutcomes:
         duration_ms: int | None = None,
         started: datetime | None = None,
     ) -> Outcome:
-        now = self.clock.now()
-        finished = self._finish(
-            run,
-            owner=owner,
-            status=RunStatus.FAILED,
-            now=now,
-            error=error,
-            duration_ms=duration_ms,
-            attempt=(started, AttemptOutcome.FAILED),
-        )
-        if not finished.recorded:
+        def dead_letter(now: datetime) -> None:
+            letter = DeadLetter(
+                run_id=run.id, job_id=run.job_id, tenant=run.tenant, attempts=run.attempts, error=error, failed_at=now
+            )
+            self.queues.dead_letter(run.band, letter)
+
+        attempt = (started, AttemptOutcome.FAILED)
+        status = RunStatus.FAILED
+        if not self._end(
+            run, target, owner, status, attempt=attempt, then=dead_letter, error=error, duration_ms=duration_ms
+        ).recorded:
             return Outcome.DONE
-        self.queues.dead_letter(
-            run.band,
-            DeadLetter(
-                run_id=run.id,
-                job_id=run.job_id,
-                tenant=run.tenant,
-                attempts=run.attempts,
-                error=error,
-                failed_at=now,
-            ),
-        )
-        self.settled(run, target, now, RunStatus.FAILED, finished=finished)
-        self.breakers.run_settled(run, target.job, RunStatus.FAILED, now)
-        metrics.add_metric(name="RunsFailed", unit="Count", value=1)
-        run_metrics.count_for_tenant("RunsFailed", run.tenant)
+        _count("RunsFailed", run.tenant)
         logger.error(
             "run failed; no attempts left",
             extra={"attempt": run.attempts, "error_type": error.type, "error": error.message},
@@ -298,23 +302,24 @@ class RunOutcomes:
         """Recorded SKIPPED. `started` only for a handler that ran and was cancelled: its attempt is in the
         history; a run skipped before its handler started has no attempt record (its skip_reason says why), and
         one that never started before (its first attempt) no start either: only the skip's time."""
-        now = self.clock.now()
-        finished = self._finish(
+        self._end(
             run,
-            owner=owner,
-            status=RunStatus.SKIPPED,
-            now=now,
-            skip_reason=reason,
+            target,
+            owner,
+            RunStatus.SKIPPED,
             attempt=(started, AttemptOutcome.CANCELLED),
+            skip_reason=reason,
             never_started=started is None and run.attempts <= 1,
         )
-        if finished.recorded:
-            self.settled(run, target, now, RunStatus.SKIPPED, reason, finished=finished)
-            self.breakers.run_settled(run, target.job if target is not None else None, RunStatus.SKIPPED, now)
-        metrics.add_metric(name="RunsSkipped", unit="Count", value=1)
-        run_metrics.count_for_tenant("RunsSkipped", run.tenant)
+        _count("RunsSkipped", run.tenant)
         logger.info("run skipped", extra={"skip_reason": reason.value})
         return Outcome.DONE
+
+
+def _count(name: str, tenant: str) -> None:
+    """A run outcome's count, in the function's metrics and under its tenant."""
+    metrics.add_metric(name=name, unit="Count", value=1)
+    run_metrics.count_for_tenant(name, tenant)
 
 
 MAX_ATTEMPT_ERROR_CHARS = 500  # an attempt record's error: enough to read, small enough for 20 in the run's item

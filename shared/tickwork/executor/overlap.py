@@ -20,10 +20,10 @@ ALLOW costs nothing here: no call at all.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import ClassVar
 
-from tickwork.executor.limits import Deferral
+from tickwork.executor.admission import ADMIT, Admit, Answer, Deferral, Entry, Skip
 from tickwork.model.ids import parse_run_id
 from tickwork.model.policies import OverlapPolicy
 from tickwork.model.run import Run
@@ -36,52 +36,62 @@ CANCEL_POLL_SECONDS = 1  # how often a CANCEL_OTHER run looks whether it was ask
 BUFFER_HOLD_SECONDS = 30  # the wait slot outlives the waiter's next look by this, then a crashed waiter's frees
 
 
-@dataclass(frozen=True)
-class Admitted:
-    """The run holds the job's running slot (or needs none): it runs."""
+class RunningSlot:
+    """The job's running slot, held by the run (under its id) with its lease."""
 
+    shared_with_takeover: ClassVar[bool] = True  # an executor that takes the run over holds it by the same id
 
-ADMITTED = Admitted()
+    def __init__(self, store: JobStore, job_id: str, run_id: str) -> None:
+        self.store, self.job_id, self.run_id = store, job_id, run_id
+
+    def extend(self, until: datetime) -> list[str]:
+        if self.store.extend_running_slot(self.job_id, run_id=self.run_id, until=until):
+            return []
+        return ["the job's running slot (its overlap policy)"]
+
+    def release(self) -> None:
+        # Not held till its lease ends: a waiting run starts now.
+        self.store.release_running_slot(self.job_id, run_id=self.run_id)
 
 
 class OverlapGate:
     def __init__(self, store: JobStore) -> None:
         self.store = store
 
-    def enter(
-        self, run: Run, job_id: str, policy: OverlapPolicy, *, until: datetime, now: datetime
-    ) -> Admitted | SkipReason | Deferral:
-        """Take the job's running slot (held until `until`, the run's lease end), or say why not: skipped, or
-        deferred for how long."""
+    def admit(self, entry: Entry) -> Answer:
+        """Take the job's running slot (held until the run's lease ends), or say why not: skipped, or deferred for
+        how long. The slot is one conditional write on the job: of two runs starting together, exactly one runs."""
+        run, job_id, policy, until, now = entry.run, entry.target.owner_id, entry.target.overlap, entry.until, entry.now
         if policy is OverlapPolicy.ALLOW:
-            return ADMITTED
+            return ADMIT
+        slot = Admit(RunningSlot(self.store, job_id, run.id))
         if policy is OverlapPolicy.SKIP:
             # One write; its failure needs no detail.
             taken = self.store.take_running_slot(job_id, run_id=run.id, until=until, now=now)
-            return ADMITTED if taken else SkipReason.OVERLAP
+            return slot if taken else Skip(SkipReason.OVERLAP)
         buffering = policy is OverlapPolicy.BUFFER_ONE
         claim = self.store.jobs.claim_running_slot(
             job_id, run_id=run.id, until=until, now=now, respect_buffer=buffering
         )
         if claim.taken:
-            return ADMITTED
+            return slot
         if buffering:
             return self._wait_in_buffer(run, job_id, now)
         return self._cancel_holder(run, claim.holder)
 
-    def _wait_in_buffer(self, run: Run, job_id: str, now: datetime) -> SkipReason | Deferral:
+    def _wait_in_buffer(self, run: Run, job_id: str, now: datetime) -> Skip | Deferral:
         hold_until = now + timedelta(seconds=BUFFER_POLL_SECONDS + BUFFER_HOLD_SECONDS)
         if not self.store.jobs.take_buffer_slot(job_id, run_id=run.id, until=hold_until, now=now):
-            return SkipReason.OVERLAP  # another run waits already: at most one does
+            return Skip(SkipReason.OVERLAP)  # another run waits already: at most one does
         if run.deferred_reason is not DeferReason.OVERLAP_BUFFER:
             metrics.add_metric(name="RunsBuffered", unit="Count", value=1)
         return Deferral(DeferReason.OVERLAP_BUFFER, BUFFER_POLL_SECONDS)
 
-    def _cancel_holder(self, run: Run, holder: str | None) -> SkipReason | Deferral:
+    def _cancel_holder(self, run: Run, holder: str | None) -> Skip | Deferral:
         if holder is not None:
             parsed = parse_run_id(holder)
             if parsed is not None and parsed[1] > run.occurrence_at:
-                return SkipReason.OVERLAP  # a newer run holds the slot: this one is superseded, not its stopper
+                return Skip(SkipReason.OVERLAP)  # a newer run holds the slot: this one is superseded, not its stopper
             # Idempotent, and refused (False) once the holder has ended: then its slot is about to be released.
             self.store.request_cancel(holder)
         # No live holder: a waiter of BUFFER_ONE's kind cannot exist here, so the slot was released or lapsed

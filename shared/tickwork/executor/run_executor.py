@@ -23,6 +23,8 @@ Promises kept here:
   the due index, and the tick sends a fresh message at its time, so no retry depends on a message outliving
   SQS's retention or its 12-hour visibility cap. Then FAILED, with the error, on the band's DLQ;
   paused/cancelled/overlapping runs are recorded SKIPPED with the reason.
+- Admission (tickwork.executor.admission): after the lease, the gates below (held back, attempts, overlap, limits)
+  answer in one shape, in order; the first refusal is recorded, what the earlier gates admitted given back first.
 - Overlap (tickwork.executor.overlap): after the lease, a job whose policy is not ALLOW takes its running slot, held
   with the lease; a run that cannot is skipped, or deferred like a limit's (waiting in BUFFER_ONE's one wait slot, or
   for the run CANCEL_OTHER asked to stop), its attempt not consumed.
@@ -37,7 +39,7 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -46,9 +48,11 @@ from pydantic import ValidationError
 from tickwork.aws.queues import PRECISE_LEAD_SECONDS, RunQueues
 from tickwork.aws.results import ResultStore
 from tickwork.executor import run_metrics
+from tickwork.executor.admission import Admitted, AttemptsGate, Deferral, Entry, Gate, Held, Refusal, Skip, admit
+from tickwork.executor.breaker import HeldBackGate
 from tickwork.executor.delivery import Delivery, Outcome, visibility_for
 from tickwork.executor.heartbeat import HandlerStillRunning, Heartbeat, call_under_lease
-from tickwork.executor.limits import Deferral, Holds, RunLimits, no_holds
+from tickwork.executor.limits import RunLimits
 from tickwork.executor.outcomes import MAX_MESSAGE_BACKOFF_SECONDS, RunOutcomes, StepSettlement
 from tickwork.executor.overlap import CANCEL_POLL_SECONDS, OverlapGate
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
@@ -61,7 +65,7 @@ from tickwork.model.policies import Band, OverlapPolicy
 from tickwork.model.run import Run, RunError
 from tickwork.model.run_spec import trusted_spec
 from tickwork.model.run_target import RunTarget
-from tickwork.model.states import RunStatus, RunTrigger, SkipReason
+from tickwork.model.states import RunStatus, SkipReason
 from tickwork.model.workflow.runs import WorkflowRunRecord
 from tickwork.observability import logger, metrics
 from tickwork.store import JobStore, LeaseOutcome
@@ -83,33 +87,50 @@ class WorkflowSteps(StepSettlement, Protocol):
     def workflow_run(self, workflow_run_id: str) -> WorkflowRunRecord | None: ...
 
 
+@dataclass(frozen=True)
+class Handlers:
+    """The job types' handlers and what each is given to reach out with (its HTTP allowlist, its AWS clients)."""
+
+    job_types: JobTypeRegistry
+    http_allowlist: tuple[str, ...] = ()
+    clients: Any = None
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """How the handler's call ended: its value, or its error (permanent: never retried; the next attempt not
+    before `wait_at_least_seconds`)."""
+
+    value: Any = None
+    error: RunError | None = None
+    permanent: bool = False
+    wait_at_least_seconds: float = 0.0
+
+
+# One piece over 250 lines: it is the run's one path from message to outcome, each step a short method; the
+# admission (tickwork.executor.admission), the heartbeat and the outcomes' writes (tickwork.executor.outcomes)
+# are their own classes already.
 class RunExecutor:
     def __init__(
         self,
         store: JobStore,
         results: ResultStore,
         queues: RunQueues,
-        job_types: JobTypeRegistry,
+        handlers: Handlers,
         clock: Clock,
         *,
         lease_for: timedelta = timedelta(seconds=60),
         retry_safety_net: timedelta = timedelta(seconds=150),
         rng: Random | None = None,
-        http_allowlist: tuple[str, ...] = (),
-        clients: Any = None,
         faults: FaultPlan = NO_FAULTS,
         workflows: WorkflowSteps | None = None,
         limits: RunLimits | None = None,
     ) -> None:
         self.store, self.results, self.queues, self.clock = store, results, queues, clock
-        self.job_types = job_types
+        self.handlers = handlers
         self.lease_for = lease_for
-        self.http_allowlist = http_allowlist
-        self.clients = clients
         self.faults = faults
         self.workflows = workflows
-        self.limits = limits
-        self.overlap = OverlapGate(store)
         self.outcomes = RunOutcomes(
             store,
             queues,
@@ -120,6 +141,14 @@ class RunExecutor:
             steps=workflows,
             results=results,
         )
+        self.limits = limits
+        self._gates: list[Gate] = [HeldBackGate(self.outcomes.breakers), AttemptsGate(), OverlapGate(store)]
+
+    @property
+    def gates(self) -> list[Gate]:
+        """Admission's gates, in this order: a run skipped anyway takes no slot, and one refused a slot takes no
+        turn of a rate (limits: none when not wired)."""
+        return [*self._gates, self.limits] if self.limits is not None else self._gates
 
     @property
     def rng(self) -> Random | None:
@@ -209,57 +238,38 @@ class RunExecutor:
             if existing is not None:
                 logger.warning("result already written by a previous attempt; recording it, not re-running")
                 return self.outcomes.succeed(run, target, owner, existing, duration_ms=None, started=now)
-        if target.held_back is SkipReason.CIRCUIT_OPEN and target.job is not None:
-            probing = self.outcomes.breakers.elect_queued_probe(target.job, run, now)
-            if probing is not None:  # the cooldown is over: this run is the breaker's probe
-                target = RunTarget.of_job(probing, run)
-        if target.held_back is not None:
-            return self.outcomes.skip(run, target, owner, target.held_back)
-        if run.attempts > target.retry.max_attempts:
-            # Earlier attempts died without recording an outcome (a crashing run): stop here.
-            error = RunError(type="AttemptsExhausted", message="attempts exhausted by executor crashes or timeouts")
-            return self.outcomes.fail(run, target, owner, error, started=now)
-        # The slot is one conditional write on the job: of two runs starting together, exactly one runs.
-        entry = self.overlap.enter(run, target.owner_id, target.overlap, until=lease.lease_until, now=now)
-        if isinstance(entry, SkipReason):
-            return self.outcomes.skip(run, target, owner, entry)
-        if isinstance(entry, Deferral):
-            return self.outcomes.defer(run, owner, lease.previous_status, entry, delivery, started=now)
-        # After the overlap check, so that a run skipped anyway takes no slot and no turn of a rate.
-        holds = self._admit(run, target, owner, lease.lease_until, now)
-        if isinstance(holds, Deferral):
-            if target.overlap.takes_running_slot:
-                self.store.release_running_slot(target.owner_id, run_id=run.id)
-            return self.outcomes.defer(run, owner, lease.previous_status, holds, delivery, started=now)
-        # Start lateness measures the scheduler: a first attempt of a job's run nobody re-queued by hand (a
-        # workflow step after the first starts when its upstream steps end, not at the occurrence).
-        if (
-            run.attempts == 1
-            and run.requeues == 0
-            and run.trigger is RunTrigger.SCHEDULE
-            and run.workflow_run_id is None
-            and run.lateness_ms is not None
-        ):
-            # From the instant it was due to start: a jittered run's own (scheduled_for), not its nominal
-            # occurrence's, from which the lease measures `lateness_ms` (its offset is not the scheduler's delay).
-            offset_ms = to_ms(run.scheduled_for) - to_ms(run.occurrence_at)
-            metrics.add_metric(name="StartLatenessMs", unit="Milliseconds", value=max(0, run.lateness_ms - offset_ms))
-            run_metrics.start_lateness(max(0, run.lateness_ms - offset_ms), band=run.band.value, tenant=run.tenant)
-        # The run's concurrency slots are given back however it ends, but a process that dies (a BaseException:
-        # killed, timed out) gives back nothing: its slots end with its lease.
+        admission = admit(self.gates, Entry(run, target, owner, until=lease.lease_until, now=now))
+        if not isinstance(admission, Admitted):
+            refused = admission.entry.target
+            return self._refused(admission.refusal, run, refused, owner, lease.previous_status, delivery, now)
+        target = admission.entry.target
+        run_metrics.count_start_lateness(run)
+        # What admitted the run is given back however it ends, but a process that dies (a BaseException: killed,
+        # timed out) gives back nothing: it ends with its lease.
         try:
-            outcome = self._run(run, target, owner, delivery, remaining_ms, holds, leased_at=now)
+            outcome = self._run(run, target, owner, delivery, remaining_ms, admission.held, leased_at=now)
         except Exception:
-            holds.release()
+            admission.held.release()
             raise
-        holds.release()
+        admission.held.release()
         return outcome
 
-    def _admit(self, run: Run, target: RunTarget, owner: str, until: datetime, now: datetime) -> Holds | Deferral:
-        """The run's concurrency slots and its rate's turn (tickwork.executor.limits), or why it must wait."""
-        if self.limits is None:
-            return no_holds(target.tenant, owner)
-        return self.limits.admit(target, holder=owner, deferred=run.deferred, until=until, now=now)
+    def _refused(
+        self,
+        refusal: Refusal,
+        run: Run,
+        target: RunTarget,
+        owner: str,
+        previous: RunStatus | None,
+        delivery: Delivery,
+        now: datetime,
+    ) -> Outcome:
+        """A gate's refusal recorded (tickwork.executor.admission): the run holds nothing by now."""
+        if isinstance(refusal, Skip):
+            return self.outcomes.skip(run, target, owner, refusal.reason)
+        if isinstance(refusal, Deferral):
+            return self.outcomes.defer(run, owner, previous, refusal, delivery, started=now)
+        return self.outcomes.fail(run, target, owner, refusal.error, started=now)
 
     def _target(self, run: Run, message: RunMessage, previous: RunStatus | None, now: datetime) -> RunTarget | None:
         """What the run runs: its job (by the message's copy where that is trusted, tickwork.model.run_spec, else as
@@ -304,36 +314,61 @@ class RunExecutor:
         owner: str,
         delivery: Delivery,
         remaining_ms: Callable[[], int],
-        holds: Holds,
+        held: Held,
         *,
         leased_at: datetime,
     ) -> Outcome:
         """Run the handler under the lease and record how the attempt (which began at `leased_at`) ended; what
         the handler logged is kept beside the result first (tickwork.jobtypes.run_log)."""
-        slot = target.owner_id if target.overlap.takes_running_slot else None
-        cancellable = target.overlap is OverlapPolicy.CANCEL_OTHER
         try:
-            job_type = self.job_types.get(target.type)
-            payload = job_type.parse(target.payload, context={"http_allowlist": self.http_allowlist})
+            job_type = self.handlers.job_types.get(target.type)
+            payload = job_type.parse(target.payload, context={"http_allowlist": self.handlers.http_allowlist})
         except (UnknownJobType, ValidationError) as exc:
             invalid = RunError(type=type(exc).__name__, message=str(exc)[:2000])
-            try:
-                return self.outcomes.fail(run, target, owner, invalid, started=leased_at)
-            finally:
-                if slot is not None:  # not held till its lease ends: a waiting run starts now
-                    self.store.release_running_slot(slot, run_id=run.id)
+            return self.outcomes.fail(run, target, owner, invalid, started=leased_at)
         budget = min(float(target.timeout_seconds), remaining_ms() / 1000 - SAFETY_MARGIN_SECONDS)
         started = self.clock.now()
-        ctx = RunContext(
+        ctx = self._context(run, target, started, budget)
+        heartbeat = self._heartbeat(run, target, owner, delivery, ctx, held)
+        logger.info("run started", extra={"attempt": run.attempts, "lateness_ms": run.lateness_ms, "type": target.type})
+        try:
+            attempt = self._call(lambda: job_type.handler(payload, ctx), target, ctx, heartbeat, budget, remaining_ms)
+        except HandlerStillRunning:
+            logger.error(
+                "handler ignored its cancellation past the Lambda's time: nothing recorded, lease held while it runs",
+                extra={"attempt": run.attempts, "type": target.type},
+            )
+            metrics.add_metric(name="HandlersOverrunning", unit="Count", value=1)
+            # The heartbeat holds what admitted it with the lease while it runs; that ends with it.
+            held.keep_until_lease_ends()
+            return Outcome.BUSY
+        duration_ms = to_ms(self.clock.now()) - to_ms(started)
+        metrics.add_metric(name="RunDurationMs", unit="Milliseconds", value=duration_ms)
+        # Kept even when the lease was lost: these lines are this attempt's, under a key no other attempt uses.
+        self._keep_log(run, ctx)
+        if heartbeat.lost:
+            held.lease_lost()
+            return Outcome.DONE  # the run belongs to another executor now; it records the outcome
+        return self._record(
+            run, target, owner, delivery, attempt, heartbeat, duration_ms=duration_ms, leased_at=leased_at
+        )
+
+    def _context(self, run: Run, target: RunTarget, started: datetime, budget: float) -> RunContext:
+        """What the handler is given besides its payload: its run, its deadline (`budget` seconds from `started`)."""
+        return RunContext(
             run_id=run.id,
             job_id=target.owner_id,
             tenant=target.tenant,
             attempt=run.attempts,
             deadline=started + timedelta(seconds=max(budget, 0)),
             clock=self.clock,
-            http_allowlist=self.http_allowlist,
-            clients=self.clients,
+            http_allowlist=self.handlers.http_allowlist,
+            clients=self.handlers.clients,
         )
+
+    def _heartbeat(
+        self, run: Run, target: RunTarget, owner: str, delivery: Delivery, ctx: RunContext, held: Held
+    ) -> Heartbeat:
         heartbeat = Heartbeat(
             self.store,
             self.queues,
@@ -343,93 +378,104 @@ class RunExecutor:
             delivery=delivery,
             lease_for=self.lease_for,
             cancelled=ctx.cancelled,
-            slot_job_id=slot,
-            holds=holds,
+            held=held,
             faults=self.faults,
             # A newer run may ask it to stop at any time: it looks sooner than its lease extensions would tell it.
-            cancel_poll=timedelta(seconds=CANCEL_POLL_SECONDS) if cancellable else None,
+            cancel_poll=timedelta(seconds=CANCEL_POLL_SECONDS)
+            if target.overlap is OverlapPolicy.CANCEL_OTHER
+            else None,
         )
         ctx.on_tick = heartbeat.maybe_beat
-        logger.info("run started", extra={"attempt": run.attempts, "lateness_ms": run.lateness_ms, "type": target.type})
-        error: RunError | None = None
-        value: Any = None
-        permanent = False
-        wait_at_least_seconds = 0.0
+        return heartbeat
+
+    def _call(
+        self,
+        handler: Callable[[], Any],
+        target: RunTarget,
+        ctx: RunContext,
+        heartbeat: Heartbeat,
+        budget: float,
+        remaining_ms: Callable[[], int],
+    ) -> Attempt:
+        """Call the handler under the lease: what it returned, or how it failed (HandlerStillRunning: it outlived
+        the Lambda's time)."""
         if budget <= 0:
             heartbeat.stop()
-            error = RunError(type="RunTimeout", message="not enough Lambda time left to start the run")
-        else:
-            try:
-                value = call_under_lease(
-                    lambda: job_type.handler(payload, ctx),
-                    budget,
-                    ctx,
-                    heartbeat,
-                    seconds_left=lambda: remaining_ms() / 1000 - SAFETY_MARGIN_SECONDS,
-                )
-            except HandlerStillRunning:
-                logger.error(
-                    "handler ignored its cancellation past the Lambda's time: nothing recorded, lease held while it runs",
-                    extra={"attempt": run.attempts, "type": target.type},
-                )
-                metrics.add_metric(name="HandlersOverrunning", unit="Count", value=1)
-                # The heartbeat holds its concurrency slots with the lease while it runs; they end with it.
-                holds.keep_until_lease_ends()
-                return Outcome.BUSY
-            except Exception as exc:
-                permanent = isinstance(exc, PermanentJobError)
-                if isinstance(exc, EffectMayContinue):
-                    wait_at_least_seconds = exc.busy_seconds
-                elif isinstance(exc, RetryNotBefore):
-                    # The other side's own wait, but never past the job's longest backoff.
-                    wait_at_least_seconds = min(exc.wait_seconds, target.retry.max_backoff_seconds)
-                error = RunError(type=type(exc).__name__, message=str(exc)[:2000] or type(exc).__name__)
-        duration_ms = to_ms(self.clock.now()) - to_ms(started)
-        metrics.add_metric(name="RunDurationMs", unit="Milliseconds", value=duration_ms)
-        # Kept even when the lease was lost: these lines are this attempt's, under a key no other attempt uses.
-        self._keep_log(run, ctx)
-        if heartbeat.lost:
-            return Outcome.DONE  # the run belongs to another executor now; it records the outcome
+            return Attempt(error=RunError(type="RunTimeout", message="not enough Lambda time left to start the run"))
         try:
-            if error is not None and heartbeat.cancel_requested:
-                # Its workflow run was cancelled, or a newer run of its job asked (overlap CANCEL_OTHER), and the
-                # handler stopped: cancelled, not failed (no retry). A handler that returned a value anyway
-                # succeeded (its effect happened).
-                if cancellable:
-                    metrics.add_metric(name="RunsCancelledByOverlap", unit="Count", value=1)
-                return self.outcomes.skip(run, target, owner, SkipReason.CANCELLED, started=leased_at)
-            if error is not None and heartbeat.slot_lost is not None:
-                # Stopped because another run holds what admitted it: retried (admitted afresh) or failed as any
-                # attempt that ended early.
-                lost = f"stopped: {heartbeat.slot_lost} lapsed (no heartbeat got through for a lease)"
-                error = RunError(type="SlotLost", message=f"{lost} and another run took it")
-            elif heartbeat.slot_lost is not None:
-                logger.warning("the handler returned after its slot was lost: its result is recorded")
-            if error is None:
-                try:
-                    result, written = self.results.write_once(run, value)
-                except (TypeError, ValueError) as exc:
-                    error = RunError(type="UnserializableResult", message=str(exc)[:2000])
-                    return self.outcomes.fail(run, target, owner, error, started=leased_at)
-                self.faults.reached(CrashPoint.EXECUTOR_AFTER_RESULT_WRITE)
-                if not written:
-                    logger.warning("result existed already; the first write stands")
-                return self.outcomes.succeed(run, target, owner, result, duration_ms=duration_ms, started=leased_at)
-            if not permanent and run.attempts < target.retry.max_attempts:
-                return self.outcomes.retry(
-                    run,
-                    target,
-                    owner,
-                    error,
-                    delivery,
-                    duration_ms=duration_ms,
-                    at_least=wait_at_least_seconds,
-                    started=leased_at,
-                )
-            return self.outcomes.fail(run, target, owner, error, duration_ms=duration_ms, started=leased_at)
-        finally:
-            if slot is not None:
-                self.store.release_running_slot(slot, run_id=run.id)
+            value = call_under_lease(
+                handler,
+                budget,
+                ctx,
+                heartbeat,
+                seconds_left=lambda: remaining_ms() / 1000 - SAFETY_MARGIN_SECONDS,
+            )
+        except HandlerStillRunning:
+            raise
+        except Exception as exc:
+            wait_at_least_seconds = 0.0
+            if isinstance(exc, EffectMayContinue):
+                wait_at_least_seconds = exc.busy_seconds
+            elif isinstance(exc, RetryNotBefore):
+                # The other side's own wait, but never past the job's longest backoff.
+                wait_at_least_seconds = min(exc.wait_seconds, target.retry.max_backoff_seconds)
+            return Attempt(
+                error=RunError(type=type(exc).__name__, message=str(exc)[:2000] or type(exc).__name__),
+                permanent=isinstance(exc, PermanentJobError),
+                wait_at_least_seconds=wait_at_least_seconds,
+            )
+        return Attempt(value=value)
+
+    def _record(
+        self,
+        run: Run,
+        target: RunTarget,
+        owner: str,
+        delivery: Delivery,
+        attempt: Attempt,
+        heartbeat: Heartbeat,
+        *,
+        duration_ms: int,
+        leased_at: datetime,
+    ) -> Outcome:
+        """How the attempt ended, recorded by this executor, which still holds the lease."""
+        error = attempt.error
+        if error is not None and heartbeat.cancel_requested:
+            # Its workflow run was cancelled, or a newer run of its job asked (overlap CANCEL_OTHER), and the
+            # handler stopped: cancelled, not failed (no retry). A handler that returned a value anyway
+            # succeeded (its effect happened).
+            if target.overlap is OverlapPolicy.CANCEL_OTHER:
+                metrics.add_metric(name="RunsCancelledByOverlap", unit="Count", value=1)
+            return self.outcomes.skip(run, target, owner, SkipReason.CANCELLED, started=leased_at)
+        if error is not None and heartbeat.hold_lost is not None:
+            # Stopped because another run holds what admitted it: retried (admitted afresh) or failed as any
+            # attempt that ended early.
+            lost = f"stopped: {heartbeat.hold_lost} lapsed (no heartbeat got through for a lease)"
+            error = RunError(type="SlotLost", message=f"{lost} and another run took it")
+        elif heartbeat.hold_lost is not None:
+            logger.warning("the handler returned after its slot was lost: its result is recorded")
+        if error is None:
+            try:
+                result, written = self.results.write_once(run, attempt.value)
+            except (TypeError, ValueError) as exc:
+                error = RunError(type="UnserializableResult", message=str(exc)[:2000])
+                return self.outcomes.fail(run, target, owner, error, started=leased_at)
+            self.faults.reached(CrashPoint.EXECUTOR_AFTER_RESULT_WRITE)
+            if not written:
+                logger.warning("result existed already; the first write stands")
+            return self.outcomes.succeed(run, target, owner, result, duration_ms=duration_ms, started=leased_at)
+        if not attempt.permanent and run.attempts < target.retry.max_attempts:
+            return self.outcomes.retry(
+                run,
+                target,
+                owner,
+                error,
+                delivery,
+                duration_ms=duration_ms,
+                at_least=attempt.wait_at_least_seconds,
+                started=leased_at,
+            )
+        return self.outcomes.fail(run, target, owner, error, duration_ms=duration_ms, started=leased_at)
 
     def _keep_log(self, run: Run, ctx: RunContext) -> None:
         """Write what the attempt logged, once (If-None-Match), beside the result; an attempt that logged nothing

@@ -12,6 +12,9 @@ from __future__ import annotations
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
+from tickwork.model.clock import to_ms
+from tickwork.model.run import Run
+from tickwork.model.states import RunTrigger
 from tickwork.observability import metrics
 
 
@@ -33,3 +36,20 @@ def start_lateness(lateness_ms: float, *, band: str, tenant: str) -> None:
     """StartLatenessMs by band and by tenant (the total is the batch's)."""
     _emit("StartLatenessMs", MetricUnit.Milliseconds, lateness_ms, "band", band)
     _emit("StartLatenessMs", MetricUnit.Milliseconds, lateness_ms, "tenant", tenant)
+
+
+def count_start_lateness(run: Run) -> None:
+    """Start lateness measures the scheduler: a first attempt of a job's run nobody re-queued by hand (a workflow
+    step after the first starts when its upstream steps end, not at the occurrence)."""
+    if (
+        run.attempts == 1
+        and run.requeues == 0
+        and run.trigger is RunTrigger.SCHEDULE
+        and run.workflow_run_id is None
+        and run.lateness_ms is not None
+    ):
+        # From the instant it was due to start: a jittered run's own (scheduled_for), not its nominal
+        # occurrence's, from which the lease measures `lateness_ms` (its offset is not the scheduler's delay).
+        offset_ms = to_ms(run.scheduled_for) - to_ms(run.occurrence_at)
+        metrics.add_metric(name="StartLatenessMs", unit="Milliseconds", value=max(0, run.lateness_ms - offset_ms))
+        start_lateness(max(0, run.lateness_ms - offset_ms), band=run.band.value, tenant=run.tenant)
