@@ -272,11 +272,14 @@ E = TypeVar("E")
 
 class EnvironmentPool(Generic[E]):
     """Lambda's execution environments of one function: up to `max_environments`, created on demand (a cold
-    start) and reused when warm, one invocation at a time each. Subclasses say how an environment is created."""
+    start) and reused when warm, one invocation at a time each. Subclasses say how an environment is created
+    and how it runs an event."""
 
-    def __init__(self, max_environments: int) -> None:
+    def __init__(self, config: FunctionConfig, max_environments: int, function_name: str | None) -> None:
         if max_environments < 1:
             raise ValueError("max_environments must be at least 1")
+        self.config = config
+        self.function_name = function_name or config.logical_id
         self._max = max_environments
         self._idle: list[E] = []
         self._count = 0
@@ -289,6 +292,17 @@ class EnvironmentPool(Generic[E]):
 
     def _create(self) -> E:
         raise NotImplementedError
+
+    def _call(self, env: E, event: Any) -> Any:
+        raise NotImplementedError
+
+    def invoke(self, event: Any) -> Any:
+        """Invoke synchronously, in an idle environment or a new one; the function's error propagates."""
+        env = self._acquire()
+        try:
+            return self._call(env, event)
+        finally:
+            self._release(env)
 
     def _usable(self, env: E) -> bool:
         """Whether a released environment can serve again (a process that ended cannot)."""
@@ -334,9 +348,7 @@ class FunctionRuntime(EnvironmentPool[Environment]):
         max_environments: int,
         function_name: str | None = None,
     ) -> None:
-        super().__init__(max_environments)
-        self.config = config
-        self.function_name = function_name or config.logical_id
+        super().__init__(config, max_environments, function_name)
         self._prepare = prepare
 
     def _create(self) -> Environment:
@@ -351,11 +363,6 @@ class FunctionRuntime(EnvironmentPool[Environment]):
             memory_limit_in_mb=self.config.memory_mb,
         )
 
-    def invoke(self, event: Any) -> Any:
-        """Invoke synchronously; an exception from the handler propagates (a function error)."""
-        env = self._acquire()
-        try:
-            env.invocations += 1
-            return env.handler(event, self.context())
-        finally:
-            self._release(env)
+    def _call(self, env: Environment, event: Any) -> Any:
+        env.invocations += 1
+        return env.handler(event, self.context())

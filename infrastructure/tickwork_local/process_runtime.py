@@ -248,9 +248,7 @@ class ProcessFunctionRuntime(EnvironmentPool[ProcessEnvironment]):
         function_name: str | None = None,
     ) -> None:
         """`layer_paths`: the sys.path entries of the function's layers, in order (BuiltStack.layer_paths)."""
-        super().__init__(max_environments)
-        self.config = config
-        self.function_name = function_name or config.logical_id
+        super().__init__(config, max_environments, function_name)
         self._layer_paths = layer_paths
         self._python = python
         self._environment = dict(environment)
@@ -272,13 +270,8 @@ class ProcessFunctionRuntime(EnvironmentPool[ProcessEnvironment]):
     def _usable(self, env: ProcessEnvironment) -> bool:
         return env.alive
 
-    def invoke(self, event: Any) -> Any:
-        """Invoke synchronously; the handler's error is raised as FunctionError."""
-        env = self._acquire()
-        try:
-            return env.invoke(event)
-        finally:
-            self._release(env)
+    def _call(self, env: ProcessEnvironment, event: Any) -> Any:
+        return env.invoke(event)  # the handler's error is raised as FunctionError
 
     def stop(self) -> None:
         for env in list(self._started):
