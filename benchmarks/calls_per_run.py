@@ -338,7 +338,7 @@ def _advice(ahead: dict[str, Any], billed: dict[str, float], inlined: dict[str, 
         " `TENANT_INDEX_PROJECTION`), so the claim's job update no longer rewrites the job's index entry"
         f" (now {_fmt(claim_tenant)} WRU there); a listing reads its page's items with one `BatchGetItem`. The"
         " completion still rewrites it: it changes `state`, which the listings filter on.",
-        "  2. Not made: `JobStore.complete_if_settled` (called by `RunExecutor` when a one-shot's run settles,"
+        "  2. Not made: `JobRecords.complete_if_settled` (called by `RunExecutor` when a one-shot's run settles,"
         f" {_fmt(complete_calls)} request and {_fmt(complete_wru)} WRU) is a third write to the job after the claim"
         " already removed it from the due index. It stays: a job completes only once its last occurrence has"
         " settled (issue 9), so that a queued one-shot can still be cancelled or paused and its run is recorded"

@@ -131,7 +131,7 @@ class Pipeline:
         return tick_app.handler(load_event("tick-scheduled.json"), LocalLambdaContext("TickFunction"))
 
     def run(self, run_id: str) -> Run:
-        run = self.services.store.get_run(run_id)
+        run = self.services.store.runs.get_run(run_id)
         assert run is not None, f"no run {run_id}"
         return run
 
@@ -163,7 +163,7 @@ class Pipeline:
         return sum(page["Count"] for page in pages)
 
     def runs_of(self, job_id: str) -> list[Run]:
-        runs, _ = self.services.store.runs_of_job(job_id, limit=1000)
+        runs, _ = self.services.store.runs.runs_of_job(job_id, limit=1000)
         return sorted(runs, key=lambda r: r.scheduled_for)
 
     # ------------------------------------------------------------ SQS, as an event source mapping

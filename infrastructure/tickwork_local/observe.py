@@ -1,7 +1,7 @@
 """The local runtime's own log: one readable line per run outcome, and one per tick that did something.
 
 The lines come from watching the domain's calls in-process (a run's outcome is recorded with
-`JobStore.finish_run`, its result written with `ResultStore.write_once`), so they cost no AWS call but one
+`RunRecords.finish_run`, its result written with `ResultStore.write_once`), so they cost no AWS call but one
 read of a job no claim showed (a triggered run's): every line names its job, or its workflow step. The handlers' own structured logs (Powertools JSON) go to stderr,
 at --log-level.
 """
@@ -70,7 +70,7 @@ class RunLog:
             return job_id in self._names
 
     def run_finished(self, run: Run, *, now: datetime, **outcome: Any) -> None:
-        """`outcome`: what `JobStore.finish_run` recorded (status, result, error, ...), as it was given."""
+        """`outcome`: what `RunRecords.finish_run` recorded (status, result, error, ...), as it was given."""
         with self._lock:
             name = self._names.get(run.job_id)
             document = self._results.pop(run.id, None)
@@ -152,8 +152,8 @@ class _Observed:
         return getattr(self._inner, name)
 
 
-class ObservedStore(_Observed):
-    """A JobStore that tells the run log what it records; everything else passes through."""
+class ObservedJobs(_Observed):
+    """A JobRecords whose reads and advances tell the run log the job's name; everything else passes through."""
 
     def get_job(self, *args: Any, **kwargs: Any) -> Any:
         job = self._inner.get_job(*args, **kwargs)
@@ -169,6 +169,14 @@ class ObservedStore(_Observed):
             self._runlog.saw_job(advanced.job)
         return advanced
 
+
+class ObservedRuns(_Observed):
+    """A RunRecords that tells the run log each outcome it records; everything else passes through."""
+
+    def __init__(self, inner: Any, jobs: ObservedJobs, runlog: RunLog) -> None:
+        super().__init__(inner, runlog)
+        self._jobs = jobs
+
     def finish_run(self, run: Run, **kwargs: Any) -> Finished:
         finished: Finished = self._inner.finish_run(run, **kwargs)
         if finished.recorded:
@@ -181,9 +189,18 @@ class ObservedStore(_Observed):
         """A triggered or backfilled run had no claim to name its job, and its executor may not have read it:
         read it once (then remembered), so that every line names its job."""
         try:
-            self.get_job(job_id, consistent=False)
+            self._jobs.get_job(job_id, consistent=False)
         except Exception:  # the line is for people: a failed read leaves the outcome recorded, unnamed
             return
+
+
+class ObservedStore(_Observed):
+    """A JobStore whose `jobs` and `runs` tell the run log what they record; the wiring hands these on."""
+
+    def __init__(self, inner: Any, runlog: RunLog) -> None:
+        super().__init__(inner, runlog)
+        self.jobs = ObservedJobs(inner.jobs, runlog)
+        self.runs = ObservedRuns(inner.runs, self.jobs, runlog)
 
 
 class ObservedResults(_Observed):

@@ -150,7 +150,8 @@ class Services:
         s = self.settings
         return WorkflowProgress(
             self.workflow_records,
-            self.store,
+            self.store.jobs,
+            self.store.runs,
             self.results,
             self.queues,
             self.clock,
@@ -167,7 +168,7 @@ class Services:
         """What the API calls for workflows and their runs."""
         return WorkflowService(
             self.workflow_records,
-            self.store,
+            self.store.runs,
             self.workflow_progress,
             self.dispatcher,
             self.listings,
@@ -235,23 +236,29 @@ class Services:
 
     @cached_property
     def queries(self) -> JobQueries:
-        return JobQueries(self.store, self.listings, self.results)
+        return JobQueries(self.store.jobs, self.store.runs, self.listings, self.results)
 
     @cached_property
     def jobs(self) -> JobLifecycle:
         return JobLifecycle(
-            self.store, self.dispatcher, self.clock, self.job_factory, self.queries, self.active_jobs_quota
+            self.store.jobs,
+            self.store.runs,
+            self.dispatcher,
+            self.clock,
+            self.job_factory,
+            self.queries,
+            self.active_jobs_quota,
         )
 
     @cached_property
     def idempotent_create(self) -> IdempotentCreate:
         return IdempotentCreate(
-            self.store, self.job_factory, self.jobs, self.idempotency, self.clock, self.active_jobs_quota
+            self.store.jobs, self.job_factory, self.jobs, self.idempotency, self.clock, self.active_jobs_quota
         )
 
     @cached_property
     def redrive(self) -> RunRedrive:
-        return RunRedrive(self.store, self.dispatcher, self.clock, self.queries, self.listings)
+        return RunRedrive(self.store.runs, self.dispatcher, self.clock, self.queries, self.listings)
 
 
 class ServicesSlot:

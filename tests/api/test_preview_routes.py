@@ -53,7 +53,7 @@ def test_job_preview_uses_the_job_s_hash_key_and_anchor(api, pipeline):
     assert reply.status == 200, reply.text
     items = reply.json["items"]
     assert items[0]["at"] == job["next_run_at"]  # what the scheduler will run next
-    stored = pipeline.services.store.get_job(job["id"])
+    stored = pipeline.services.store.jobs.get_job(job["id"])
     expected = stored.schedule.occurrences(
         START, START + timedelta(days=1), anchor=stored.created_at, hash_key=job["id"]
     )

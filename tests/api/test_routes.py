@@ -101,7 +101,7 @@ def test_delete_cancels_idempotently(api, pipeline):
         assert cancelled.status == 200
         assert cancelled.json["state"] == "CANCELLED"
         assert cancelled.json["next_run_at"] is None
-    stored = pipeline.services.store.get_job(job["id"])
+    stored = pipeline.services.store.jobs.get_job(job["id"])
     assert stored.state.value == "CANCELLED"
 
 

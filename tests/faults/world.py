@@ -143,7 +143,7 @@ class World:
             assert [r.id for r in runs] == [run_id_for(job.id, t) for t in planned.occurrences], type_name
             stuck = [(r.id, r.status) for r in runs if r.status not in TERMINAL]
             assert not stuck, f"{type_name}: not terminal past the bound: {stuck}"
-            assert p.services.store.get_job(job.id).state is JobState.COMPLETED, type_name  # type: ignore[union-attr]
+            assert p.services.store.jobs.get_job(job.id).state is JobState.COMPLETED, type_name  # type: ignore[union-attr]
             for run in runs:
                 expected = jobtypes.expected_result(type_name, run.id)
                 completions = jobtypes.COMPLETIONS.get(run.id, [])

@@ -167,13 +167,13 @@ def test_backfilling_an_occurrence_the_tick_has_not_claimed_completes_the_job(pi
         pipeline.tick()
         assert pipeline.drain() == 1
     else:
-        advance = pipeline.services.store.advance_job
+        advance = pipeline.services.store.jobs.advance_job
 
         def settled_first(*args, **kwargs):
             assert pipeline.drain() == 1
             return advance(*args, **kwargs)
 
-        monkeypatch.setattr(pipeline.services.store, "advance_job", settled_first)
+        monkeypatch.setattr(pipeline.services.store.jobs, "advance_job", settled_first)
         pipeline.tick()
         monkeypatch.undo()
     assert pipeline.run(run.id).status is RunStatus.SUCCEEDED

@@ -84,7 +84,7 @@ def _execute(pipeline, job_id: str, minute: int) -> RunStatus:
 
 
 def _job(pipeline, job_id):
-    job = pipeline.services.store.get_job(job_id)
+    job = pipeline.services.store.jobs.get_job(job_id)
     assert job is not None
     return job
 
@@ -245,7 +245,7 @@ def test_breaker_resumed_in_its_cooldown_runs_the_occurrences_after_the_resume(p
     job = _failing_job(pipeline, circuit_breaker={"failure_threshold": 1, "cooldown_seconds": 3600})
     assert _execute(pipeline, job.id, 1) is RunStatus.FAILED  # opens at 12:01; 12:02 was queued at create
     pipeline.tick()  # at 12:01, while open
-    assert pipeline.services.store.get_run(run_id_for(job.id, _at(3))) is None  # still to come: no record yet
+    assert pipeline.services.store.runs.get_run(run_id_for(job.id, _at(3))) is None  # still to come: no record yet
     pipeline.clock.set(_at(1) + timedelta(seconds=30))
     assert pipeline.services.jobs.resume("default", job.id).state is JobState.ACTIVE
     pipeline.tick()
@@ -263,7 +263,7 @@ def test_breaker_records_circuit_open_skips_as_their_time_comes(pipeline):
     # By 12:04 every occurrence up to 12:04 has its record, and none after it.
     assert _record(pipeline, job.id, 3) == (RunStatus.SKIPPED, SkipReason.CIRCUIT_OPEN)
     assert _record(pipeline, job.id, 4) == (RunStatus.SKIPPED, SkipReason.CIRCUIT_OPEN)
-    assert pipeline.services.store.get_run(run_id_for(job.id, _at(5))) is None
+    assert pipeline.services.store.runs.get_run(run_id_for(job.id, _at(5))) is None
 
 
 def test_breaker_a_run_claimed_before_it_opened_is_the_probe_once_the_cooldown_ends(pipeline, emitted):
@@ -354,7 +354,7 @@ def test_breaker_an_elected_probe_an_overlap_skips_settles_as_the_probe(pipeline
     held back it was, the job would keep a probe that never settles, SUSPENDED for ever."""
     job = _failing_job(pipeline, overlap="SKIP", circuit_breaker={"failure_threshold": 1, "cooldown_seconds": 60})
     _execute(pipeline, job.id, 1)  # opens until 12:02
-    assert pipeline.services.store.take_running_slot(job.id, run_id="another", until=_at(10), now=_at(1))
+    assert pipeline.services.store.jobs.take_running_slot(job.id, run_id="another", until=_at(10), now=_at(1))
     assert _execute(pipeline, job.id, 2) is RunStatus.SKIPPED
     assert _record(pipeline, job.id, 2) == (RunStatus.SKIPPED, SkipReason.OVERLAP)
     reopened = _job(pipeline, job.id)

@@ -47,7 +47,7 @@ ON_TIME = [_at(m) for m in range(9, 14)]
 
 def test_catchup_latest_is_the_default_and_runs_only_the_most_recent_missed(pipeline):
     job, first, runs = _outage_then_ticks(pipeline)
-    assert pipeline.services.store.get_job(job.id).catchup.value == "LATEST"
+    assert pipeline.services.store.jobs.get_job(job.id).catchup.value == "LATEST"
     assert _queued(runs) == [_at(1), _at(2), _at(8), *ON_TIME]
     assert _skipped(runs) == [(_at(m), SkipReason.MISFIRED) for m in range(3, 8)]
     assert first["skipped"] == 5

@@ -222,8 +222,10 @@ def test_overlap_skip_records_the_second_run_skipped_while_the_first_runs(pipeli
     first = pipeline.services.jobs.trigger("default", job.id)
     # The first run is running: leased, holding the job's running slot (what the executor takes under SKIP).
     now = pipeline.clock.now()
-    pipeline.services.store.lease_run(first.id, owner="busy", now=now, lease_for=timedelta(minutes=5))
-    assert pipeline.services.store.take_running_slot(job.id, run_id=first.id, until=now + timedelta(minutes=5), now=now)
+    pipeline.services.store.runs.lease_run(first.id, owner="busy", now=now, lease_for=timedelta(minutes=5))
+    assert pipeline.services.store.jobs.take_running_slot(
+        job.id, run_id=first.id, until=now + timedelta(minutes=5), now=now
+    )
     pipeline.clock.advance(1)
     second = pipeline.services.jobs.trigger("default", job.id)
     messages = pipeline.receive(Band.NORMAL)
@@ -261,9 +263,9 @@ def test_retrying_a_failed_run_starts_its_attempts_again(pipeline):
     with pytest.raises(NotFound):
         pipeline.services.redrive.retry_run("default", job.id + ".0000000000000")
     # The user fixes the job's payload, then retries the failed run.
-    fixed = pipeline.services.store.get_job(job.id)
+    fixed = pipeline.services.store.jobs.get_job(job.id)
     assert fixed is not None
-    pipeline.services.store.replace_job(
+    pipeline.services.store.jobs.replace_job(
         fixed.model_copy(update={"payload": {"fixed": True}, "version": fixed.version + 1}),
         expected_version=fixed.version,
     )

@@ -142,7 +142,7 @@ def _run_every_second(pipeline: Pipeline, overlap: str) -> tuple[Job, list[Run],
     for name, values in metrics.metric_set.items():
         emitted[name] = sum(int(v) for v in values["Value"])
     metrics.clear_metrics()
-    runs = pipeline.services.store.get_runs(list(occurrences.values()))
+    runs = pipeline.services.store.runs.get_runs(list(occurrences.values()))
     return job, [runs[run_id] for run_id in occurrences.values()], emitted
 
 
@@ -210,7 +210,7 @@ def _crashed_holder(pipeline: Pipeline, overlap: str) -> tuple[Job, Run, datetim
     job = pipeline.create_job(schedule={"at": START + timedelta(days=1)}, overlap=overlap)
     holder = pipeline.services.jobs.trigger("default", job.id)
     now = pipeline.clock.now()
-    lease = pipeline.services.store.lease_run(holder.id, owner="dead", now=now, lease_for=timedelta(seconds=60))
+    lease = pipeline.services.store.runs.lease_run(holder.id, owner="dead", now=now, lease_for=timedelta(seconds=60))
     assert lease.lease_until is not None
     claim = pipeline.services.store.jobs.claim_running_slot(
         job.id, run_id=holder.id, until=lease.lease_until, now=now, respect_buffer=False
@@ -275,7 +275,7 @@ def test_cancel_other_skips_a_waiter_older_than_the_running_run(pipeline):
     pipeline.clock.advance(1)
     newer = pipeline.services.jobs.trigger("default", job.id)
     now = pipeline.clock.now()
-    lease = pipeline.services.store.lease_run(newer.id, owner="busy", now=now, lease_for=timedelta(seconds=60))
+    lease = pipeline.services.store.runs.lease_run(newer.id, owner="busy", now=now, lease_for=timedelta(seconds=60))
     assert lease.lease_until is not None
     assert pipeline.services.store.jobs.claim_running_slot(
         job.id, run_id=newer.id, until=lease.lease_until, now=now, respect_buffer=False
@@ -351,11 +351,11 @@ def test_of_two_runs_finding_the_slot_taken_together_exactly_one_waits(pipeline)
 def test_a_run_whose_payload_no_longer_parses_gives_the_slot_back(pipeline):
     job = pipeline.create_job(schedule={"at": START + timedelta(days=1)}, overlap="BUFFER_ONE")
     store = pipeline.services.store
-    stored = store.get_job(job.id)
+    stored = store.jobs.get_job(job.id)
     assert stored is not None
     # A payload its type now refuses (written past the API's validation, as an older version may have left it).
     broken = stored.model_copy(update={"payload": {"fail_attempts": -1}, "version": stored.version + 1})
-    assert store.replace_job(broken, expected_version=stored.version)
+    assert store.jobs.replace_job(broken, expected_version=stored.version)
     run = pipeline.services.jobs.trigger("default", job.id)
     pipeline.deliver(Band.NORMAL, pipeline.receive(Band.NORMAL))
     assert pipeline.run(run.id).status is RunStatus.FAILED

@@ -54,7 +54,7 @@ def test_one_shot_runs_once_and_its_result_is_its_payload(pipeline):
     assert run.result is not None
     assert run.result.bytes == len(body)
     assert run.result.location == f"s3://{pipeline.resources.results_bucket}/{key}"
-    assert pipeline.services.store.get_job(job.id).state is JobState.COMPLETED  # type: ignore[union-attr]
+    assert pipeline.services.store.jobs.get_job(job.id).state is JobState.COMPLETED  # type: ignore[union-attr]
 
 
 def test_job_due_within_the_horizon_is_dispatched_at_create_with_an_exact_delay(pipeline):
@@ -183,7 +183,7 @@ def test_an_expired_lease_is_run_again_and_leaves_one_result(pipeline):
     (message,) = pipeline.receive(Band.NORMAL)
     run_id = json.loads(message["Body"])["run_id"]
     # An executor took the lease and died.
-    lease = pipeline.services.store.lease_run(
+    lease = pipeline.services.store.runs.lease_run(
         run_id, owner="dead-executor", now=pipeline.clock.now(), lease_for=timedelta(seconds=60)
     )
     assert lease.outcome.value == "LEASED"
@@ -203,7 +203,7 @@ def test_a_dead_executors_written_result_is_recorded_not_rerun(pipeline):
     pipeline.tick()
     (message,) = pipeline.receive(Band.NORMAL)
     run_id = json.loads(message["Body"])["run_id"]
-    lease = pipeline.services.store.lease_run(
+    lease = pipeline.services.store.runs.lease_run(
         run_id, owner="dead", now=pipeline.clock.now(), lease_for=timedelta(seconds=60)
     )
     written, _ = pipeline.services.results.write_once(lease.run, {"written": "before dying"})  # then it died
@@ -215,7 +215,7 @@ def test_a_dead_executors_written_result_is_recorded_not_rerun(pipeline):
     assert run.result.sha256 == written.sha256
     assert EXECUTIONS[run_id] == 0  # the effect happened once, before the crash
     assert len(pipeline.result_objects()) == 1
-    assert pipeline.services.store.get_job(job.id).state is JobState.COMPLETED  # type: ignore[union-attr]
+    assert pipeline.services.store.jobs.get_job(job.id).state is JobState.COMPLETED  # type: ignore[union-attr]
 
 
 def test_retries_with_growing_backoff_then_succeeds(pipeline):
@@ -259,7 +259,7 @@ def test_out_of_attempts_fails_onto_the_dlq_with_the_error(pipeline):
     assert body["attempts"] == 2
     assert pipeline.result_objects() == []
     # Its one occurrence has settled (FAILED): the one-shot is complete, and its run can still be retried.
-    assert pipeline.services.store.get_job(job.id).state is JobState.COMPLETED  # type: ignore[union-attr]
+    assert pipeline.services.store.jobs.get_job(job.id).state is JobState.COMPLETED  # type: ignore[union-attr]
 
 
 def test_paused_after_dispatch_is_recorded_skipped(pipeline):
@@ -406,7 +406,7 @@ def test_a_shard_another_tick_is_working_is_left_to_it_until_its_lease_ends(pipe
     job = pipeline.create_job(schedule={"at": START + FAR})
     pipeline.clock.advance(FAR.total_seconds())
     shard = shard_of(job.id, pipeline.services.store.shards)
-    assert pipeline.services.store.acquire_shard(
+    assert pipeline.services.store.due.acquire_shard(
         shard, owner="other-tick", now=pipeline.clock.now(), lease_for=timedelta(seconds=55)
     )
     assert pipeline.tick()["dispatched"] == 0  # the other tick is on it
@@ -428,7 +428,7 @@ def test_a_completed_one_shot_whose_run_failed_can_be_fixed_and_retried_with_the
     pipeline.drain()
     (run,) = pipeline.runs_of(job.id)
     assert run.status is RunStatus.FAILED
-    assert pipeline.services.store.get_job(job.id).state is JobState.COMPLETED  # type: ignore[union-attr]
+    assert pipeline.services.store.jobs.get_job(job.id).state is JobState.COMPLETED  # type: ignore[union-attr]
 
     with pytest.raises(Conflict, match="schedule"):
         jobs.update(TENANT, job.id, JobUpdate.model_validate({"schedule": {"at": iso(START + 2 * FAR)}}))
@@ -440,7 +440,7 @@ def test_a_completed_one_shot_whose_run_failed_can_be_fixed_and_retried_with_the
     retried = pipeline.run(run.id)
     assert retried.status is RunStatus.SUCCEEDED
     assert pipeline.services.queries.get_result(TENANT, run.id) == {"n": 2}
-    assert pipeline.services.store.get_job(job.id).state is JobState.COMPLETED  # type: ignore[union-attr]
+    assert pipeline.services.store.jobs.get_job(job.id).state is JobState.COMPLETED  # type: ignore[union-attr]
     # Its last run no longer failed: nothing more to fix.
     with pytest.raises(Conflict, match="cannot update a COMPLETED job"):
         jobs.update(TENANT, job.id, JobUpdate.model_validate({"payload": {"n": 3}}))

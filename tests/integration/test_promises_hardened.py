@@ -320,17 +320,17 @@ def test_two_overlapping_runs_starting_together_do_not_both_skip(pipeline):
     # Both take their run's lease before either looks at the job: the race the overlap check must survive.
     store = pipeline.services.store
     barrier = threading.Barrier(2, timeout=10)
-    original = store.get_job
+    original = store.jobs.get_job
 
     def get_job_after_both_leased(job_id: str, **kwargs: Any):
         barrier.wait()
         return original(job_id, **kwargs)
 
-    store.get_job = get_job_after_both_leased  # type: ignore[method-assign]
+    store.jobs.get_job = get_job_after_both_leased  # type: ignore[method-assign]
     try:
         pipeline.deliver(Band.NORMAL, messages)
     finally:
-        store.get_job = original  # type: ignore[method-assign]
+        store.jobs.get_job = original  # type: ignore[method-assign]
     statuses = sorted(pipeline.run(r.id).status.value for r in (a, b))
     assert statuses == ["SKIPPED", "SUCCEEDED"]
 
@@ -470,13 +470,13 @@ def test_one_shot_success_of_an_earlier_at_does_not_complete_a_moved_job(pipelin
     assert moved.next_run_at == later
     pipeline.drain()
     assert pipeline.run(queued.id).status is RunStatus.SUCCEEDED
-    still = pipeline.services.store.get_job(job.id)
+    still = pipeline.services.store.jobs.get_job(job.id)
     assert still is not None
     assert still.state is JobState.ACTIVE  # the moved occurrence is still to come
     pipeline.clock.advance(3600)
     pipeline.tick()
     pipeline.drain()
-    done = pipeline.services.store.get_job(job.id)
+    done = pipeline.services.store.jobs.get_job(job.id)
     assert done is not None
     assert done.state is JobState.COMPLETED
     assert [r.status for r in pipeline.runs_of(job.id)] == [RunStatus.SUCCEEDED, RunStatus.SUCCEEDED]
@@ -501,7 +501,7 @@ def test_recurring_job_with_end_at_is_not_completed_while_its_last_runs_are_queu
     pipeline.tick()
     runs = pipeline.runs_of(job.id)
     assert [r.status for r in runs] == [RunStatus.QUEUED, RunStatus.QUEUED]
-    current = pipeline.services.store.get_job(job.id)
+    current = pipeline.services.store.jobs.get_job(job.id)
     assert current is not None
     assert current.state is JobState.ACTIVE
     # Cancelling while the last runs are queued is allowed, and they are recorded SKIPPED cancelled.
@@ -518,7 +518,7 @@ def test_recurring_job_completes_once_its_last_occurrence_has_settled(pipeline):
     pipeline.clock.advance(FAR.total_seconds() + 61)
     pipeline.tick()
     pipeline.drain()
-    done = pipeline.services.store.get_job(job.id)
+    done = pipeline.services.store.jobs.get_job(job.id)
     assert done is not None
     assert done.state is JobState.COMPLETED
     with pytest.raises(Conflict):
@@ -592,7 +592,7 @@ def test_a_one_shots_completion_looks_at_no_other_run(pipeline):
     job = _due(pipeline, payload={})
     pipeline.calls.clear()
     pipeline.drain()
-    assert pipeline.services.store.get_job(job.id).state is JobState.COMPLETED  # type: ignore[union-attr]
+    assert pipeline.services.store.jobs.get_job(job.id).state is JobState.COMPLETED  # type: ignore[union-attr]
     assert pipeline.calls.count("Query") == 0
 
 
@@ -653,7 +653,7 @@ def test_taken_over_run_with_an_existing_result_records_it_even_while_paused(pip
     run_id = json.loads(message["Body"])["run_id"]
     store = pipeline.services.store
     # Executor A leased the run and wrote its result, then died before recording it.
-    lease = store.lease_run(run_id, owner="a", now=pipeline.clock.now(), lease_for=timedelta(seconds=60))
+    lease = store.runs.lease_run(run_id, owner="a", now=pipeline.clock.now(), lease_for=timedelta(seconds=60))
     assert lease.run is not None
     pipeline.services.results.write_once(lease.run, {"done": "by a"})
     pipeline.services.jobs.pause("default", job.id)

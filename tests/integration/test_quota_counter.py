@@ -69,7 +69,7 @@ def test_the_counter_follows_create_pause_update_cancel_and_completion(pipeline)
     pipeline.clock.set(flow_once.next_run_at)  # both one-shots are due by then
     pipeline.tick()
     pipeline.drain()
-    assert services.store.get_job(soon.id).state is JobState.COMPLETED
+    assert services.store.jobs.get_job(soon.id).state is JobState.COMPLETED
     assert services.workflow_records.get_workflow(flow_once.id).state is JobState.COMPLETED
     assert counted(pipeline) == 0 == truly_active(pipeline)
 
@@ -83,9 +83,9 @@ def test_a_recurring_job_that_ends_while_paused_leaves_the_count_at_its_claim(pi
     pipeline.services.jobs.resume(TENANT, job.id)  # claims at once: every occurrence missed, none left
     pipeline.tick()
     # The runs its create claimed before the pause are still queued: it completes once they have settled.
-    assert pipeline.services.store.get_job(job.id).state is JobState.ACTIVE
+    assert pipeline.services.store.jobs.get_job(job.id).state is JobState.ACTIVE
     pipeline.drain()
-    assert pipeline.services.store.get_job(job.id).state is JobState.COMPLETED
+    assert pipeline.services.store.jobs.get_job(job.id).state is JobState.COMPLETED
     assert counted(pipeline) == 0
 
 
@@ -175,7 +175,7 @@ def test_a_failed_decrement_leaves_the_transition_standing_and_over_counts(pipel
     cancelled = pipeline.services.jobs.cancel(TENANT, job.id)
     monkeypatch.undo()
     assert cancelled.state is JobState.CANCELLED
-    assert pipeline.services.store.get_job(job.id).state is JobState.CANCELLED
+    assert pipeline.services.store.jobs.get_job(job.id).state is JobState.CANCELLED
     assert counted(pipeline) == 1  # over by one, logged; never under
 
 
@@ -186,7 +186,7 @@ def _one_shot_run_calls(pipeline) -> list[tuple[str, dict]]:
     pipeline.clock.set(job.next_run_at)
     pipeline.tick()
     pipeline.drain()
-    assert pipeline.services.store.get_job(job.id).state is JobState.COMPLETED
+    assert pipeline.services.store.jobs.get_job(job.id).state is JobState.COMPLETED
     return [(op, params) for _, op, params in pipeline.calls.calls]
 
 

@@ -59,7 +59,7 @@ def test_a_claimed_runs_message_carries_its_job_and_its_executor_does_not_read_t
     assert _result(pipeline, job) == {"greeting": "hello"}
     assert _job_reads(pipeline, job) == 0
     # The copy said it was the last occurrence: the job completed, as when the executor read it.
-    assert pipeline.services.store.get_job(job.id).state.value == "COMPLETED"
+    assert pipeline.services.store.jobs.get_job(job.id).state.value == "COMPLETED"
 
 
 def _sent_bodies(pipeline: Pipeline) -> list[dict[str, Any]]:
@@ -124,13 +124,13 @@ def test_a_change_racing_the_claim_sends_no_copy(pipeline: Pipeline, monkeypatch
     job = pipeline.create_job(name="raced", schedule={"at": at}, payload={"greeting": "hello"})
     pipeline.clock.advance(FAR.total_seconds())
     store = pipeline.services.store
-    advance = store.advance_job
+    advance = store.jobs.advance_job
 
     def paused_first(*args: Any, **kwargs: Any) -> Any:
         pipeline.services.jobs.pause(TENANT, job.id)
         return advance(*args, **kwargs)
 
-    monkeypatch.setattr(store, "advance_job", paused_first)
+    monkeypatch.setattr(store.jobs, "advance_job", paused_first)
     pipeline.tick()
     monkeypatch.undo()
     (message,) = pipeline.receive(Band.NORMAL)

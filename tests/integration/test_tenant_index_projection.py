@@ -33,7 +33,7 @@ def test_the_index_entry_holds_only_the_projected_attributes_and_a_claim_leaves_
     assert "version" not in before
     pipeline.clock.advance(FAR.total_seconds())
     assert pipeline.tick()["dispatched"] >= 1
-    assert pipeline.services.store.get_job(job.id).version > job.version  # type: ignore[union-attr]
+    assert pipeline.services.store.jobs.get_job(job.id).version > job.version  # type: ignore[union-attr]
     assert _index_entry(pipeline, job.id) == before  # the claim's UpdateItem did not touch what the index holds
 
 

@@ -863,7 +863,7 @@ def test_a_workflow_paused_or_cancelled_while_a_tick_is_claiming_does_not_run_th
     if moment == "after_the_index_read":
         change_first(pipeline.services.dispatcher.workflows, "write")
     else:
-        change_first(pipeline.services.store, "advance_job")
+        change_first(pipeline.services.store.jobs, "advance_job")
     pipeline.tick()
     monkeypatch.undo()
     assert changed
@@ -893,7 +893,7 @@ def test_a_workflow_run_retry_that_dies_between_its_reopen_and_its_requeue_is_co
     def killed(*args: Any, **kwargs: Any) -> Any:
         raise ProcessKilled("between the reopen and the requeue")
 
-    monkeypatch.setattr(pipeline.services.store, "requeue_failed_run", killed)
+    monkeypatch.setattr(pipeline.services.store.runs, "requeue_failed_run", killed)
     with pytest.raises(ProcessKilled):
         pipeline.services.workflows.retry_run(TENANT, workflow_run_id)
     monkeypatch.undo()

@@ -176,7 +176,7 @@ class Slots:
 
 def test_the_overlap_gate_costs_nothing_under_allow_and_admits_skip_with_the_running_slot_it_holds():
     slots = Slots()
-    gate = OverlapGate(slots)  # type: ignore[arg-type]
+    gate = OverlapGate(slots, None)  # type: ignore[arg-type]  # no run is asked to stop here
     assert gate.admit(_entry()) is ADMIT
     assert slots.calls == []
     answer = gate.admit(_entry(_target(overlap=OverlapPolicy.SKIP)))
@@ -191,7 +191,7 @@ def test_the_overlap_gate_costs_nothing_under_allow_and_admits_skip_with_the_run
 
 
 def test_the_overlap_gate_skips_a_run_that_finds_the_slot_taken_under_skip():
-    gate = OverlapGate(Slots(free=False))  # type: ignore[arg-type]
+    gate = OverlapGate(Slots(free=False), None)  # type: ignore[arg-type]
     assert gate.admit(_entry(_target(overlap=OverlapPolicy.SKIP))) == Skip(SkipReason.OVERLAP)
 
 

@@ -29,6 +29,9 @@ class FlakyRuns:
             raise ConnectionError("throttled")
         return self.requested
 
+    def extend_lease(self, run_id: str, **_: object) -> Any:
+        return SimpleNamespace(held=True, cancel_requested=False)
+
 
 def _heartbeat(
     cancel_poll: timedelta | None, held: Held | None = None
@@ -37,7 +40,7 @@ def _heartbeat(
     runs = FlakyRuns()
     cancelled = threading.Event()
     heartbeat = Heartbeat(
-        SimpleNamespace(runs=runs, extend_lease=_held_lease),  # type: ignore[arg-type]
+        runs,  # type: ignore[arg-type]
         SimpleNamespace(change_visibility=lambda *_: None),  # type: ignore[arg-type]
         clock,
         run_id="r",
@@ -49,10 +52,6 @@ def _heartbeat(
         held=held,
     )
     return heartbeat, clock, runs, cancelled
-
-
-def _held_lease(run_id: str, **_: object) -> Any:
-    return SimpleNamespace(held=True, cancel_requested=False)
 
 
 def test_it_looks_once_a_poll_interval_and_cancels_when_asked():

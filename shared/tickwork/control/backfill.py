@@ -27,7 +27,7 @@ from tickwork.model.job import Job
 from tickwork.model.run import Run
 from tickwork.model.states import JobState, RunStatus, RunTrigger
 from tickwork.observability import logger, metrics
-from tickwork.store import JobStore
+from tickwork.store import JobRecords, RunRecords
 from tickwork.tick.dispatch import Dispatcher
 from tickwork.tick.sender import outgoing_for
 
@@ -67,7 +67,8 @@ def check_range(start: datetime, end: datetime, now: datetime) -> None:
 
 @dataclass(frozen=True)
 class Backfiller:
-    store: JobStore
+    jobs: JobRecords
+    runs: RunRecords
     dispatcher: Dispatcher
     clock: Clock
 
@@ -83,7 +84,7 @@ class Backfiller:
         quota = self.dispatcher.tenants.settings_of(job.tenant) if self.dispatcher.tenants is not None else None
         spacing = backfill_spacing(quota.max_runs_per_minute if quota is not None else None)
         if occurrences:  # before the runs exist, so that no completion misses them (tickwork.progress.job_completion)
-            self.store.count_backfilled(job.id, len(occurrences))
+            self.jobs.count_backfilled(job.id, len(occurrences))
         created: list[Run] = []
         existing: list[datetime] = []
         for at in occurrences:
@@ -99,7 +100,7 @@ class Backfiller:
                 enqueued_at=now,
                 not_before=turn if turn > now else None,
             )
-            if self.store.put_queued_run(run, redispatch_at=turn + self.dispatcher.redispatch_after):
+            if self.runs.put_queued_run(run, redispatch_at=turn + self.dispatcher.redispatch_after):
                 created.append(run)
             else:
                 existing.append(at)

@@ -20,7 +20,7 @@ from tickwork.model.clock import Clock
 from tickwork.model.errors import Conflict, FieldError
 from tickwork.model.job import Job
 from tickwork.observability import logger
-from tickwork.store import JobStore
+from tickwork.store import JobRecords
 from tickwork.store.idempotency import IdempotencyRecord, IdempotencyRecords
 
 
@@ -41,7 +41,7 @@ def request_hash(body: Any) -> str:
 
 @dataclass(frozen=True)
 class IdempotentCreate:
-    store: JobStore
+    job_records: JobRecords
     factory: JobFactory
     jobs: JobLifecycle  # writes and dispatches the new job
     records: IdempotencyRecords
@@ -93,7 +93,7 @@ class IdempotentCreate:
         it was written, or we cannot tell, the record stays: it names the job, so a retry returns that job
         instead of a second (and the place stays taken: at worst the counter is one too high)."""
         try:
-            created = self.store.get_job(job_id) is not None
+            created = self.job_records.get_job(job_id) is not None
         except Exception:
             logger.exception("could not tell whether the job was written; the idempotency record stays")
             return
@@ -115,10 +115,10 @@ class IdempotentCreate:
         # The first request has not answered yet (in flight, or it died): finish it under its recorded id. Its
         # job is not written yet, so it needs a place under the quota like any create (one the first request
         # may have reserved before dying stays counted: the counter over-counts, never under-counts).
-        job = self.store.get_job(earlier.job_id)
+        job = self.job_records.get_job(earlier.job_id)
         if job is None:
             new = self.factory.new_job(tenant, spec, now=self.clock.now(), job_id=earlier.job_id)
-            with self.quota.admitted(tenant, lambda: self.store.get_job(new.id) is not None) as counted:
+            with self.quota.admitted(tenant, lambda: self.job_records.get_job(new.id) is not None) as counted:
                 job = self._put_or_get(new, counted=counted)
                 if job is not new:
                     self._give_back(tenant, counted)
@@ -131,7 +131,7 @@ class IdempotentCreate:
         (then `job` is not what is returned, and its reserved place is unused)."""
         if self.jobs.add_new(job, counted=counted):
             return job
-        existing = self.store.get_job(job.id)
+        existing = self.job_records.get_job(job.id)
         if existing is None:  # pragma: no cover - the condition failed because it exists
             raise Conflict(f"job {job.id} is being created concurrently; try again")
         return existing

@@ -27,7 +27,7 @@ from tickwork.model.run import Run
 from tickwork.model.run_spec import MARK_BACK
 from tickwork.model.states import JobState, RunStatus, RunTrigger
 from tickwork.observability import logger, metrics
-from tickwork.store import JobStore
+from tickwork.store import JobRecords, RunRecords
 from tickwork.tick.dispatch import Dispatcher
 
 # What a PATCH may change on a COMPLETED job whose last run FAILED: what a retry of that run reads from the job.
@@ -38,7 +38,8 @@ FIXABLE_WHEN_COMPLETED = frozenset(
 
 @dataclass(frozen=True)
 class JobLifecycle:
-    store: JobStore
+    jobs: JobRecords
+    runs: RunRecords
     dispatcher: Dispatcher
     clock: Clock
     factory: JobFactory
@@ -50,7 +51,7 @@ class JobLifecycle:
     def create_job(self, tenant: str, spec: JobSpec) -> Job:
         """A checked job, durable before acknowledged; QuotaExceeded (nothing written) over max_active_jobs."""
         job = self.factory.new_job(tenant, spec, now=self.clock.now())
-        with self.quota.admitted(tenant, lambda: self.store.get_job(job.id) is not None) as counted:
+        with self.quota.admitted(tenant, lambda: self.jobs.get_job(job.id) is not None) as counted:
             if not self.add_new(job, counted=counted):  # durable before acknowledged
                 raise Conflict(f"job {job.id} exists already")  # pragma: no cover - ids are 75 random bits
         return job
@@ -58,7 +59,7 @@ class JobLifecycle:
     def add_new(self, job: Job, *, counted: bool = False) -> bool:
         """Write a new, checked job and dispatch it if it is due soon; False (nothing done) if its id exists.
         `counted`: a place in its tenant's max_active_jobs was reserved for it."""
-        if not self.store.put_new_job(job, counted=counted):
+        if not self.jobs.put_new_job(job, counted=counted):
             return False
         logger.info("job created", extra={"job_id": job.id, "type": job.type, "next_run_at": job.next_run_at})
         self._dispatch_soon(job)
@@ -86,8 +87,8 @@ class JobLifecycle:
         before the marking, then loses (and the change is tried again), or it came after this write and copied
         the changed job."""
         now = self.clock.now()
-        self.store.mark_runs_job_changed(job.id, now=now, since=now - MARK_BACK)
-        return self.store.replace_job(job, expected_version=expected_version)
+        self.runs.mark_runs_job_changed(job.id, now=now, since=now - MARK_BACK)
+        return self.jobs.replace_job(job, expected_version=expected_version)
 
     def pause(self, tenant: str, job_id: str) -> Job:
         return self._changes.pause(tenant, job_id)
@@ -140,7 +141,7 @@ class JobLifecycle:
 
         def check_completed(job: Job) -> None:
             # A COMPLETED job's runs can still be retried: one whose last run FAILED may be fixed for the retry.
-            last = self.store.runs_of_job(job.id, limit=1)[0]
+            last = self.runs.runs_of_job(job.id, limit=1)[0]
             if not last or last[0].status is not RunStatus.FAILED:
                 raise Conflict("cannot update a COMPLETED job")
             outside = sorted(set(changes) - FIXABLE_WHEN_COMPLETED)
@@ -176,7 +177,7 @@ class JobLifecycle:
                 trigger=RunTrigger.MANUAL,
                 enqueued_at=now,
             )
-            if not self.store.put_queued_run(run, redispatch_at=at + self.dispatcher.redispatch_after):
+            if not self.runs.put_queued_run(run, redispatch_at=at + self.dispatcher.redispatch_after):
                 return None
             self.dispatcher.send_runs([run])
             return run
@@ -187,5 +188,5 @@ class JobLifecycle:
         """Runs for the job's past occurrences in [from, to], each once (tickwork.control.backfill); 409 if CANCELLED.
         Runs even while paused (it was asked for explicitly), as a trigger does."""
         job = self.queries.get_job(tenant, job_id)
-        backfiller = Backfiller(self.store, self.dispatcher, self.clock)
+        backfiller = Backfiller(self.jobs, self.runs, self.dispatcher, self.clock)
         return backfiller.backfill(job, request.from_, request.to, request.max_runs)

@@ -13,24 +13,25 @@ from tickwork.model.errors import NotFound
 from tickwork.model.ids import is_job_id, parse_run_id
 from tickwork.model.job import Job
 from tickwork.model.run import Run
-from tickwork.store import JobStore
+from tickwork.store import JobRecords, RunRecords
 from tickwork.store.listings import DEFAULT_LIMIT, Listings, Page
 
 
 @dataclass(frozen=True)
 class JobQueries:
-    store: JobStore
+    jobs: JobRecords
+    runs: RunRecords
     listings: Listings
     results: ResultStore
 
     def get_job(self, tenant: str, job_id: str) -> Job:
-        job = self.store.get_job(job_id) if is_job_id(job_id) else None
+        job = self.jobs.get_job(job_id) if is_job_id(job_id) else None
         if job is None or job.tenant != tenant:
             raise NotFound(f"job {job_id} not found")  # other tenants' jobs do not exist, as far as you know
         return job
 
     def get_run(self, tenant: str, run_id: str) -> Run:
-        run = self.store.get_run(run_id) if parse_run_id(run_id) else None
+        run = self.runs.get_run(run_id) if parse_run_id(run_id) else None
         if run is None or run.tenant != tenant:
             raise NotFound(f"run {run_id} not found")
         return run

@@ -16,7 +16,7 @@ from tickwork.model.errors import Conflict, NotFound
 from tickwork.model.run import Run
 from tickwork.model.states import RunStatus
 from tickwork.observability import logger
-from tickwork.store import JobStore
+from tickwork.store import RunRecords
 from tickwork.store.listings import Listings
 from tickwork.tick.dispatch import Dispatcher
 
@@ -33,7 +33,7 @@ class RedriveReport:
 
 @dataclass(frozen=True)
 class RunRedrive:
-    store: JobStore
+    runs: RunRecords
     dispatcher: Dispatcher
     clock: Clock
     queries: JobQueries  # tenant-checked reads of the named runs
@@ -91,7 +91,7 @@ class RunRedrive:
         is a workflow step's (retried with its workflow run, so that the run goes on past it)."""
         if run.workflow_run_id is not None:
             return None
-        if not self.store.requeue_failed_run(run, now=now, redispatch_at=now + self.dispatcher.redispatch_after):
+        if not self.runs.requeue_failed_run(run, now=now, redispatch_at=now + self.dispatcher.redispatch_after):
             return None
         return run.model_copy(
             update={

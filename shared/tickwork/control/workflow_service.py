@@ -26,7 +26,7 @@ from tickwork.model.workflow.definition import Workflow
 from tickwork.model.workflow.runs import StepEntry, WorkflowRunRecord, WorkflowSnapshot
 from tickwork.observability import logger
 from tickwork.progress.workflow_progress import WorkflowProgress
-from tickwork.store import JobStore, Listings, Page, WorkflowRecords
+from tickwork.store import Listings, Page, RunRecords, WorkflowRecords
 from tickwork.store.listings import DEFAULT_LIMIT
 from tickwork.tick.dispatch import Dispatcher
 
@@ -36,7 +36,7 @@ _CANCEL_ROUNDS = 5
 @dataclass(frozen=True)
 class WorkflowService:
     records: WorkflowRecords
-    store: JobStore  # the steps' runs
+    run_records: RunRecords  # the steps' runs
     progress: WorkflowProgress
     dispatcher: Dispatcher  # claims a workflow due within the horizon at once, as for jobs
     listings: Listings
@@ -196,7 +196,7 @@ class WorkflowService:
             raise Conflict("the workflow run is changing concurrently; try again")
         runs = self._step_runs(record)
         for run in runs.values():
-            if run.status is RunStatus.RUNNING and self.store.request_cancel(run.id):
+            if run.status is RunStatus.RUNNING and self.run_records.request_cancel(run.id):
                 logger.info("running step asked to stop", extra={"run_id": run.id})
         logger.info("workflow run cancelled", extra={"workflow_run_id": record.id, "skipped": sorted(pending)})
         return self._view(record, runs)
@@ -216,7 +216,7 @@ class WorkflowService:
                 "no step of this workflow run can be retried: its failed steps' payloads could not be made "
                 "(too large, or an expression that cannot be evaluated over the same results)"
             )
-        failed = self.store.get_runs([record.step_run_id(sid) for sid in retried])
+        failed = self.run_records.get_runs([record.step_run_id(sid) for sid in retried])
         entries = {
             sid: StepEntry(status=StepStatus.QUEUED, run_id=run.id, requeues=run.requeues + 1)
             for sid in retried
@@ -234,7 +234,9 @@ class WorkflowService:
         # The second write: were this to stop part-way, the reconciliation re-queues the rest (catch_up).
         redispatch_at = now + self.progress.settings.redispatch_after
         requeued = [
-            run for run in failed.values() if self.store.requeue_failed_run(run, now=now, redispatch_at=redispatch_at)
+            run
+            for run in failed.values()
+            if self.run_records.requeue_failed_run(run, now=now, redispatch_at=redispatch_at)
         ]
         self.progress.send([Outgoing.for_run(run, start_at=now) for run in requeued])
         logger.info(
@@ -253,7 +255,7 @@ class WorkflowService:
 
     def _step_runs(self, record: WorkflowRunRecord) -> dict[str, Run]:
         run_ids = [entry.run_id for entry in record.steps.values() if entry.run_id]
-        return self.store.get_runs(run_ids) if run_ids else {}
+        return self.run_records.get_runs(run_ids) if run_ids else {}
 
     @staticmethod
     def _view(record: WorkflowRunRecord, runs: dict[str, Run] | None = None) -> WorkflowRun:

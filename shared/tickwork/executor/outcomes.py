@@ -31,7 +31,7 @@ from tickwork.model.run_target import RunTarget
 from tickwork.model.states import AttemptOutcome, DeferReason, RunStatus, RunTrigger, SkipReason
 from tickwork.observability import logger, metrics
 from tickwork.progress.job_completion import JobCompletion
-from tickwork.store import Finished, JobStore
+from tickwork.store import Finished, JobRecords, RunRecords
 
 # Runs of a job's own occurrences: the one of its last occurrence completes it. A manual trigger's is not one.
 OCCURRENCE_TRIGGERS = (RunTrigger.SCHEDULE, RunTrigger.BACKFILL)
@@ -49,7 +49,8 @@ class StepSettlement(Protocol):
 class RunOutcomes:
     def __init__(
         self,
-        store: JobStore,
+        jobs: JobRecords,
+        runs: RunRecords,
         queues: RunQueues,
         clock: Clock,
         *,
@@ -59,15 +60,15 @@ class RunOutcomes:
         steps: StepSettlement | None = None,
         results: ResultStore | None = None,
     ) -> None:
-        self.store, self.queues, self.clock = store, queues, clock
+        self.runs, self.queues, self.clock = runs, queues, clock
         self.results = results
         self.steps = steps
         # How long after a message-borne retry's time the tick re-sends it, were its message never to come back.
         self.retry_safety_net = retry_safety_net
         self.rng = rng
         self.faults = faults
-        self.breakers = CircuitBreakers(store)
-        self.completion = JobCompletion(store)
+        self.breakers = CircuitBreakers(jobs)
+        self.completion = JobCompletion(jobs, runs)
 
     def _finish(
         self,
@@ -85,7 +86,7 @@ class RunOutcomes:
         self.faults.reached(CrashPoint.EXECUTOR_BEFORE_FINISH)
         started, outcome = attempt
         record = attempt_record(run, started, now, outcome, fields.get("error"))
-        return self.store.finish_run(
+        return self.runs.finish_run(
             run, owner=owner, status=status, now=now, history=history_after(run, record), **fields
         )
 
@@ -235,7 +236,7 @@ class RunOutcomes:
         on_message = deferral.wait_seconds <= MAX_MESSAGE_BACKOFF_SECONDS
         # Back to what it was before this lease; a run taken over from a dead executor had an attempt already.
         status = previous if previous in (RunStatus.QUEUED, RunStatus.RETRYING) else RunStatus.RETRYING
-        if not self.store.defer_run(
+        if not self.runs.defer_run(
             run,
             owner=owner,
             status=status,

@@ -29,7 +29,7 @@ from tickwork.model.policies import OverlapPolicy
 from tickwork.model.run import Run
 from tickwork.model.states import DeferReason, SkipReason
 from tickwork.observability import metrics
-from tickwork.store import JobStore
+from tickwork.store import JobRecords, RunRecords
 
 BUFFER_POLL_SECONDS = 1  # how often a waiting run looks at the slot again: a buffered run starts within this
 CANCEL_POLL_SECONDS = 1  # how often a CANCEL_OTHER run looks whether it was asked to stop
@@ -41,22 +41,22 @@ class RunningSlot:
 
     shared_with_takeover: ClassVar[bool] = True  # an executor that takes the run over holds it by the same id
 
-    def __init__(self, store: JobStore, job_id: str, run_id: str) -> None:
-        self.store, self.job_id, self.run_id = store, job_id, run_id
+    def __init__(self, jobs: JobRecords, job_id: str, run_id: str) -> None:
+        self.jobs, self.job_id, self.run_id = jobs, job_id, run_id
 
     def extend(self, until: datetime) -> list[str]:
-        if self.store.extend_running_slot(self.job_id, run_id=self.run_id, until=until):
+        if self.jobs.extend_running_slot(self.job_id, run_id=self.run_id, until=until):
             return []
         return ["the job's running slot (its overlap policy)"]
 
     def release(self) -> None:
         # Not held till its lease ends: a waiting run starts now.
-        self.store.release_running_slot(self.job_id, run_id=self.run_id)
+        self.jobs.release_running_slot(self.job_id, run_id=self.run_id)
 
 
 class OverlapGate:
-    def __init__(self, store: JobStore) -> None:
-        self.store = store
+    def __init__(self, jobs: JobRecords, runs: RunRecords) -> None:
+        self.jobs, self.runs = jobs, runs  # the slot is on the job; a holder is asked to stop on its run
 
     def admit(self, entry: Entry) -> Answer:
         """Take the job's running slot (held until the run's lease ends), or say why not: skipped, or deferred for
@@ -64,15 +64,13 @@ class OverlapGate:
         run, job_id, policy, until, now = entry.run, entry.target.owner_id, entry.target.overlap, entry.until, entry.now
         if policy is OverlapPolicy.ALLOW:
             return ADMIT
-        slot = Admit(RunningSlot(self.store, job_id, run.id))
+        slot = Admit(RunningSlot(self.jobs, job_id, run.id))
         if policy is OverlapPolicy.SKIP:
             # One write; its failure needs no detail.
-            taken = self.store.take_running_slot(job_id, run_id=run.id, until=until, now=now)
+            taken = self.jobs.take_running_slot(job_id, run_id=run.id, until=until, now=now)
             return slot if taken else Skip(SkipReason.OVERLAP)
         buffering = policy is OverlapPolicy.BUFFER_ONE
-        claim = self.store.jobs.claim_running_slot(
-            job_id, run_id=run.id, until=until, now=now, respect_buffer=buffering
-        )
+        claim = self.jobs.claim_running_slot(job_id, run_id=run.id, until=until, now=now, respect_buffer=buffering)
         if claim.taken:
             return slot
         if buffering:
@@ -81,7 +79,7 @@ class OverlapGate:
 
     def _wait_in_buffer(self, run: Run, job_id: str, now: datetime) -> Skip | Deferral:
         hold_until = now + timedelta(seconds=BUFFER_POLL_SECONDS + BUFFER_HOLD_SECONDS)
-        if not self.store.jobs.take_buffer_slot(job_id, run_id=run.id, until=hold_until, now=now):
+        if not self.jobs.take_buffer_slot(job_id, run_id=run.id, until=hold_until, now=now):
             return Skip(SkipReason.OVERLAP)  # another run waits already: at most one does
         if run.deferred_reason is not DeferReason.OVERLAP_BUFFER:
             metrics.add_metric(name="RunsBuffered", unit="Count", value=1)
@@ -93,7 +91,7 @@ class OverlapGate:
             if parsed is not None and parsed[1] > run.occurrence_at:
                 return Skip(SkipReason.OVERLAP)  # a newer run holds the slot: this one is superseded, not its stopper
             # Idempotent, and refused (False) once the holder has ended: then its slot is about to be released.
-            self.store.request_cancel(holder)
+            self.runs.request_cancel(holder)
         # No live holder: a waiter of BUFFER_ONE's kind cannot exist here, so the slot was released or lapsed
         # between the claim's read and now; look again at once (the shortest deferral).
         return Deferral(DeferReason.OVERLAP_CANCEL, CANCEL_POLL_SECONDS)

@@ -126,13 +126,15 @@ class RunExecutor:
         workflows: WorkflowSteps | None = None,
         limits: RunLimits | None = None,
     ) -> None:
-        self.store, self.results, self.queues, self.clock = store, results, queues, clock
+        self.jobs, self.runs = store.jobs, store.runs
+        self.results, self.queues, self.clock = results, queues, clock
         self.handlers = handlers
         self.lease_for = lease_for
         self.faults = faults
         self.workflows = workflows
         self.outcomes = RunOutcomes(
-            store,
+            self.jobs,
+            self.runs,
             queues,
             clock,
             retry_safety_net=retry_safety_net,
@@ -142,7 +144,11 @@ class RunExecutor:
             results=results,
         )
         self.limits = limits
-        self._gates: list[Gate] = [HeldBackGate(self.outcomes.breakers), AttemptsGate(), OverlapGate(store)]
+        self._gates: list[Gate] = [
+            HeldBackGate(self.outcomes.breakers),
+            AttemptsGate(),
+            OverlapGate(self.jobs, self.runs),
+        ]
 
     @property
     def gates(self) -> list[Gate]:
@@ -212,7 +218,7 @@ class RunExecutor:
         if message.precise:
             self._wait_for_instant(message)
         now = self.clock.now()
-        lease = self.store.lease_run(message.run_id, owner=owner, now=now, lease_for=self.lease_for)
+        lease = self.runs.lease_run(message.run_id, owner=owner, now=now, lease_for=self.lease_for)
         if lease.outcome is LeaseOutcome.MISSING:
             logger.error("message for a run that does not exist")
             self.queues.dead_letter_raw(delivery.band or Band.NORMAL, delivery.body, "no such run")
@@ -278,7 +284,7 @@ class RunExecutor:
             spec = trusted_spec(message, run, previous, now)
             if spec is not None:
                 return RunTarget.of_spec(spec, run)
-            job = self.store.get_job(run.job_id)
+            job = self.jobs.get_job(run.job_id)
             return RunTarget.of_job(job, run) if job is not None else None
         if self.workflows is None:
             logger.error("a workflow step's run, but this executor has no workflows wired")
@@ -370,7 +376,7 @@ class RunExecutor:
         self, run: Run, target: RunTarget, owner: str, delivery: Delivery, ctx: RunContext, held: Held
     ) -> Heartbeat:
         heartbeat = Heartbeat(
-            self.store,
+            self.runs,
             self.queues,
             self.clock,
             run_id=run.id,

@@ -7,7 +7,7 @@ payload rides free). The executor then reads the job only when the copy may be o
 
 Why the copy stays true:
 - A change of the job (pause, resume, cancel, PATCH: tickwork.control.job_lifecycle.JobLifecycle) first marks the
-  job's claimed runs that have not settled (`Run.job_changed_at`, JobStore.mark_runs_job_changed), then writes the job
+  job's claimed runs that have not settled (`Run.job_changed_at`, RunRecords.mark_runs_job_changed), then writes the job
   on the version it read before; an executor reads the job for a marked run. Marking first leaves nothing untold by a
   process that dies between the two.
 - A claim racing the change: the claim writes its runs, then advances the job on the version it read, and only a

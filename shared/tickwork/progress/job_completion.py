@@ -25,33 +25,33 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from tickwork.observability import logger
-from tickwork.store import JobStore
+from tickwork.store import JobRecords, RunRecords
 
 
 class JobCompletion:
-    def __init__(self, store: JobStore) -> None:
-        self.store = store
+    def __init__(self, jobs: JobRecords, runs: RunRecords) -> None:
+        self.jobs, self.runs = jobs, runs
 
     def attempt(self, job_id: str, now: datetime, *, alone: bool = False) -> bool:
         """Complete the job if every run of its occurrences has settled, else hand the attempt on to one that
         has not; True if it completed here. `alone`: the settled run was the job's only run of an occurrence
         (JobRunSpec.only_occurrence), so there is no other to look for."""
-        if alone and self.store.complete_if_settled(job_id, now, alone=True):
+        if alone and self.jobs.complete_if_settled(job_id, now, alone=True):
             logger.info("job completed: its only run of an occurrence has settled", extra={"job_id": job_id})
             return True
-        return self.complete_or_hand_on(job_id, self.store.open_occurrence_runs(job_id), now)
+        return self.complete_or_hand_on(job_id, self.runs.open_occurrence_runs(job_id), now)
 
     def complete_or_hand_on(self, job_id: str, open_runs: Sequence[str], now: datetime) -> bool:
         """`open_runs`: the job's unsettled runs as read after the job had no next occurrence, or before the write
         that left it none (runs settled then need no ask). The first still unsettled carries the attempt on."""
         for run_id in open_runs:
-            if self.store.ask_to_complete_job(run_id):
+            if self.runs.ask_to_complete_job(run_id):
                 logger.info(
                     "job not completed yet: a run of an earlier occurrence has not settled",
                     extra={"job_id": job_id, "run_id": run_id},
                 )
                 return False
-        if self.store.complete_if_settled(job_id, now):
+        if self.jobs.complete_if_settled(job_id, now):
             logger.info("job completed: every run of its occurrences has settled", extra={"job_id": job_id})
             return True
         return False

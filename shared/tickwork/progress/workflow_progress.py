@@ -43,7 +43,7 @@ from tickwork.model.workflow.advance import (
 )
 from tickwork.model.workflow.runs import StepEntry, WorkflowRunRecord
 from tickwork.observability import logger, metrics
-from tickwork.store import DueItem, JobStore, WorkflowRecords
+from tickwork.store import DueItem, JobRecords, RunRecords, WorkflowRecords
 
 MAX_PLAN_ROUNDS = 20  # re-plans after lost races or steps that failed at creation; each decides at least one step
 MAX_RECONCILE_BACKOFF = timedelta(hours=1)
@@ -70,7 +70,8 @@ class WorkflowProgress:
     def __init__(
         self,
         records: WorkflowRecords,
-        store: JobStore,
+        jobs: JobRecords,
+        runs: RunRecords,
         results: ResultStore,
         queues: RunQueues,
         clock: Clock,
@@ -79,7 +80,8 @@ class WorkflowProgress:
         faults: FaultPlan = NO_FAULTS,
         read_threads: int = 8,
     ) -> None:
-        self.records, self.store, self.results, self.queues, self.clock = records, store, results, queues, clock
+        self.records, self.results, self.queues, self.clock = records, results, queues, clock
+        self.jobs, self.runs = jobs, runs  # a workflow is a job item; its steps' runs are runs
         self.settings = settings
         self.faults = faults
         self.read_threads = read_threads
@@ -235,12 +237,12 @@ class WorkflowProgress:
                 payload=start.payload,
             )
             if start.error is None:
-                if self.store.put_queued_run(run, redispatch_at=start_at + self.settings.redispatch_after):
+                if self.runs.put_queued_run(run, redispatch_at=start_at + self.settings.redispatch_after):
                     outgoing.append(Outgoing.for_run(run, start_at=start_at))
                 continue
             error = RunError(type=start.error_type or PAYLOAD_TOO_LARGE, message=start.error)
             failed = run.model_copy(update={"status": RunStatus.FAILED, "error": error, "finished_at": now})
-            if self.store.put_failed_run(failed, now=now):
+            if self.runs.put_failed_run(failed, now=now):
                 self.queues.dead_letter(
                     run.band,
                     DeadLetter(
@@ -257,7 +259,7 @@ class WorkflowProgress:
             "workflow run ended",
             extra={"workflow_run_id": record.id, "workflow_id": record.workflow_id, "status": record.status.value},
         )
-        if record.last_occurrence and self.store.complete_if_settled(record.workflow_id, self.clock.now()):
+        if record.last_occurrence and self.jobs.complete_if_settled(record.workflow_id, self.clock.now()):
             logger.info(
                 "workflow completed: its last occurrence has settled", extra={"workflow_id": record.workflow_id}
             )
@@ -292,7 +294,7 @@ class WorkflowProgress:
         queued = [sid for sid, entry in record.steps.items() if entry.status is StepStatus.QUEUED]
         if not queued:
             return [], record
-        runs = self.store.get_runs([record.step_run_id(sid) for sid in queued])
+        runs = self.runs.get_runs([record.step_run_id(sid) for sid in queued])
         missing = [sid for sid in queued if record.step_run_id(sid) not in runs]
         outgoing = self._create_runs(record, self._starts(record, missing), self.clock.now()) if missing else []
         now = self.clock.now()
@@ -305,7 +307,7 @@ class WorkflowProgress:
             if run.status is RunStatus.FAILED and wanted is not None and run.requeues < wanted:
                 # A retry reopened the run but died before re-queueing this step's run: finish the retry.
                 redispatch_at = now + self.settings.redispatch_after
-                if self.store.requeue_failed_run(run, now=now, redispatch_at=redispatch_at):
+                if self.runs.requeue_failed_run(run, now=now, redispatch_at=redispatch_at):
                     logger.warning("re-queueing a retried step's run its retry did not", extra={"run_id": run.id})
                     outgoing.append(Outgoing.for_run(run, start_at=now))
                 continue

@@ -28,15 +28,15 @@ The package, one module a concern:
 - `workflows`: `WorkflowRecords`, the workflow and workflow run items (built over the same `Table`);
 - `tenants`: `TenantRecords`, a tenant's settings and usage (pk=TENANT#<tenant>; built over the same `Table`);
 - `limits`: `LimitRecords`, concurrency semaphores and rate limits (pk=TENANT#<tenant>, sk=LIMIT#...).
-`JobStore` below composes the three record classes over one `Table`; `Listings` and `IdempotencyRecords` are
-built over the same `Table` (`JobStore.shared_table`) by the wiring. Callers use the names exported here.
+`JobStore` below builds the three record classes over one `Table` (`jobs`, `runs`, `due`) and holds what the
+others are built with (`shared_table`, `shards`, `retention`). It forwards nothing: the wiring (tickwork.services)
+hands each caller the record class it uses, so a call names its target. Callers use the names exported here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+from typing import Any
 
 from tickwork.model.ids import ItemKind
 from tickwork.store.codec import (
@@ -134,32 +134,12 @@ __all__ = [
     "workflow_run_key",
 ]
 
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-_Part = TypeVar("_Part")
-
-
-class _Forward(Generic[_Part, _P, _R]):
-    """A facade method: the same method of one of the store's parts, so its signature is written once."""
-
-    def __init__(self, part: str, method: Callable[Concatenate[_Part, _P], _R]) -> None:
-        self._part = part
-        self._name = method.__name__
-
-    @overload
-    def __get__(self, store: None, owner: type) -> _Forward[_Part, _P, _R]: ...
-    @overload
-    def __get__(self, store: object, owner: type) -> Callable[_P, _R]: ...
-    def __get__(self, store: object | None, owner: type) -> Any:
-        if store is None:
-            return self
-        return getattr(getattr(store, self._part), self._name)
-
 
 class JobStore:
     """Jobs and runs in one DynamoDB table. Takes its client; builds none.
 
-    A facade over `jobs` (JobRecords), `runs` (RunRecords) and `due` (DueIndex), which share one `Table`."""
+    Its parts, `jobs` (JobRecords), `runs` (RunRecords) and `due` (DueIndex), share one `Table`; callers are
+    handed the part they use."""
 
     def __init__(self, client: Any, table_name: str, *, shards: int = 8, retention_days: int = 30) -> None:
         self._table = Table(client, table_name)
@@ -184,43 +164,3 @@ class JobStore:
     @_db.setter
     def _db(self, client: Any) -> None:
         self._table.client = client
-
-    # jobs
-    put_new_job = _Forward("jobs", JobRecords.put_new_job)
-    get_job = _Forward("jobs", JobRecords.get_job)
-    replace_job = _Forward("jobs", JobRecords.replace_job)
-    complete_if_settled = _Forward("jobs", JobRecords.complete_if_settled)
-    count_backfilled = _Forward("jobs", JobRecords.count_backfilled)
-    advance_job = _Forward("jobs", JobRecords.advance_job)
-    take_running_slot = _Forward("jobs", JobRecords.take_running_slot)
-    extend_running_slot = _Forward("jobs", JobRecords.extend_running_slot)
-    release_running_slot = _Forward("jobs", JobRecords.release_running_slot)
-    count_failure = _Forward("jobs", JobRecords.count_failure)
-    reset_failures = _Forward("jobs", JobRecords.reset_failures)
-    open_breaker = _Forward("jobs", JobRecords.open_breaker)
-    elect_probe = _Forward("jobs", JobRecords.elect_probe)
-    reopen_breaker = _Forward("jobs", JobRecords.reopen_breaker)
-    close_breaker = _Forward("jobs", JobRecords.close_breaker)
-
-    # due index and shard leases
-    query_due = _Forward("due", DueIndex.query_due)
-    acquire_shard = _Forward("due", DueIndex.acquire_shard)
-    release_shard = _Forward("due", DueIndex.release_shard)
-    postpone_redispatch = _Forward("due", DueIndex.postpone_redispatch)
-
-    # runs
-    get_run = _Forward("runs", RunRecords.get_run)
-    put_claimed_runs = _Forward("runs", RunRecords.put_claimed_runs)
-    put_queued_run = _Forward("runs", RunRecords.put_queued_run)
-    put_failed_run = _Forward("runs", RunRecords.put_failed_run)
-    get_runs = _Forward("runs", RunRecords.get_runs)
-    request_cancel = _Forward("runs", RunRecords.request_cancel)
-    lease_run = _Forward("runs", RunRecords.lease_run)
-    extend_lease = _Forward("runs", RunRecords.extend_lease)
-    finish_run = _Forward("runs", RunRecords.finish_run)
-    defer_run = _Forward("runs", RunRecords.defer_run)
-    requeue_failed_run = _Forward("runs", RunRecords.requeue_failed_run)
-    runs_of_job = _Forward("runs", RunRecords.runs_of_job)
-    mark_runs_job_changed = _Forward("runs", RunRecords.mark_runs_job_changed)
-    open_occurrence_runs = _Forward("runs", RunRecords.open_occurrence_runs)
-    ask_to_complete_job = _Forward("runs", RunRecords.ask_to_complete_job)

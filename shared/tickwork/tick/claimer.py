@@ -26,7 +26,7 @@ from tickwork.model.run_spec import with_specs
 from tickwork.model.states import DeferReason, RunStatus, SkipReason
 from tickwork.observability import logger, metrics
 from tickwork.progress.job_completion import JobCompletion
-from tickwork.store import DueItem, JobStore
+from tickwork.store import DueItem, JobRecords, RunRecords
 from tickwork.store.jobs import Advanced
 from tickwork.tick.report import TickReport
 from tickwork.tick.sender import outgoing_for
@@ -72,14 +72,14 @@ class JobRunWriter(OccurrenceWriter):
     """A job's occurrences are its runs. A claim that loses its advance sends its runs all the same: their
     executors read the job (tickwork.model.run_spec) and skip them if it was paused or cancelled."""
 
-    def __init__(self, store: JobStore, *, redispatch_after: timedelta, tick_period: timedelta) -> None:
-        self.store = store
+    def __init__(self, runs: RunRecords, *, redispatch_after: timedelta, tick_period: timedelta) -> None:
+        self.runs = runs
         self.redispatch_after = redispatch_after
         self.tick_period = tick_period
 
     def write(self, job: ClaimableJob, plan: ClaimPlan, now: datetime) -> OccurrenceRecords:
         runs = [self._run_of(job, o, now) for o in plan.occurrences()]
-        put = self.store.put_claimed_runs(runs, now=now, redispatch_after=self.redispatch_after)
+        put = self.runs.put_claimed_runs(runs, now=now, redispatch_after=self.redispatch_after)
         return OccurrenceRecords(
             outgoing=[outgoing_for(r) for r in put.created if r.status is RunStatus.QUEUED],
             skipped=[
@@ -140,11 +140,13 @@ class WorkflowTick(OccurrenceWriter, Protocol):
 class JobClaimer:
     """Claims the occurrences of a job (or a workflow): their records first, then the job advanced past them."""
 
-    def __init__(self, store: JobStore, writers: dict[ItemKind, OccurrenceWriter], *, faults: FaultPlan) -> None:
-        self.store = store
+    def __init__(
+        self, jobs: JobRecords, runs: RunRecords, writers: dict[ItemKind, OccurrenceWriter], *, faults: FaultPlan
+    ) -> None:
+        self.jobs, self.runs = jobs, runs
         self.writers = writers
         self.faults = faults
-        self.completion = JobCompletion(store)
+        self.completion = JobCompletion(jobs, runs)
 
     def claim(
         self,
@@ -175,9 +177,9 @@ class JobClaimer:
             next_run_at, complete = self._advance_past(job, plan, written.existing)
             # A job completes only once every run of its occurrences has settled: those still open are read
             # before the advance (that leaves the job no next occurrence) and carry its completion on after it.
-            still_open = self.store.open_occurrence_runs(job.job_id) if complete and job.kind is ItemKind.JOB else []
+            still_open = self.runs.open_occurrence_runs(job.job_id) if complete and job.kind is ItemKind.JOB else []
             complete = complete and not still_open
-            advanced = self.store.advance_job(
+            advanced = self.jobs.advance_job(
                 job.job_id,
                 expected_version=job.version,
                 next_run_at=next_run_at,
@@ -236,7 +238,7 @@ class JobClaimer:
         last = _last_queued_id(job, plan)
         if last is None or last not in existing:
             return
-        run = self.store.get_run(last)
+        run = self.runs.get_run(last)
         if run is not None and run.status.terminal:
             self.completion.attempt(job.job_id, now)
 

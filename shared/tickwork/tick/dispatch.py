@@ -75,13 +75,13 @@ class Dispatcher:
         self.tenants, self.rates = tenants, rates
         self.aging_after = aging_after
         writers: dict[ItemKind, OccurrenceWriter] = {
-            ItemKind.JOB: JobRunWriter(store, redispatch_after=redispatch_after, tick_period=tick_period)
+            ItemKind.JOB: JobRunWriter(store.runs, redispatch_after=redispatch_after, tick_period=tick_period)
         }
         if workflows is not None:
             writers[ItemKind.WORKFLOW] = workflows
         self.workflows = workflows
-        self.claimer = JobClaimer(store, writers, faults=faults)
-        self.resender = Resender(store, queues, redispatch_after=redispatch_after)
+        self.claimer = JobClaimer(store.jobs, store.runs, writers, faults=faults)
+        self.resender = Resender(store.due, queues, redispatch_after=redispatch_after)
         self.sender = RunSender(queues, clock, faults)
         # Each shard is read oldest first; reading well past the dispatch cap lets priority, not due time,
         # decide what a tick over capacity sends (a shard may hold all of the highest-priority work).
@@ -131,7 +131,7 @@ class Dispatcher:
                     self._send(outgoing, report)
         finally:
             for shard in held:
-                self.store.release_shard(shard, owner=owner)
+                self.store.due.release_shard(shard, owner=owner)
         report.duration_ms = int((time.monotonic() - started) * 1000)
         metrics.add_metric(name="TickDurationMs", unit="Milliseconds", value=report.duration_ms)
         logger.info("tick done", extra={k: v for k, v in report.__dict__.items() if k != "dispatched_run_ids"})
@@ -269,10 +269,10 @@ class Dispatcher:
         now_ms = to_ms(now)
         items = [
             i
-            for i in self.store.query_due(shard, to_ms(horizon_end), max_items=self.read_per_shard)
+            for i in self.store.due.query_due(shard, to_ms(horizon_end), max_items=self.read_per_shard)
             if i.kind.scheduled or i.due_at <= now_ms or i.attrs.get("status") == RunStatus.RETRYING.value
         ]
-        if items and not self.store.acquire_shard(shard, owner=owner, now=now, lease_for=self.shard_lease):
+        if items and not self.store.due.acquire_shard(shard, owner=owner, now=now, lease_for=self.shard_lease):
             return []
         return items
 

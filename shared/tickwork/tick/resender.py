@@ -26,7 +26,7 @@ from tickwork.model.policies import Band
 from tickwork.model.run import Run
 from tickwork.model.states import RunStatus
 from tickwork.observability import logger
-from tickwork.store import DueItem, JobStore
+from tickwork.store import DueIndex, DueItem
 from tickwork.tick.report import TickReport
 from tickwork.tick.sender import outgoing_for
 
@@ -52,8 +52,8 @@ def one_recovery_bound(*, lease_for: timedelta, redispatch_after: timedelta, tic
 class Resender:
     """Runs in the due index: claimed runs nobody leased (re-sent), and parked retries (sent at their time)."""
 
-    def __init__(self, store: JobStore, queues: RunQueues, *, redispatch_after: timedelta) -> None:
-        self.store = store
+    def __init__(self, due: DueIndex, queues: RunQueues, *, redispatch_after: timedelta) -> None:
+        self.due = due
         self.queues = queues
         self.redispatch_after = redispatch_after
 
@@ -99,7 +99,7 @@ class Resender:
             # lapsed by redispatch_after with no executor back on it means the message is stranded.
             lapses_at = self._lease_lapses_at(item)
             if to_ms(now) < lapses_at:
-                self.store.postpone_redispatch(a["run_id"], expected_due_at=item.due_at, new_due_at=lapses_at)
+                self.due.postpone_redispatch(a["run_id"], expected_due_at=item.due_at, new_due_at=lapses_at)
                 return []
         scheduled_for = stored_instant(a["scheduled_for"])
         send_at = max(now, from_ms(item.due_at))
@@ -109,12 +109,12 @@ class Resender:
         defer_until = scheduled_for + self.redispatch_after + RESEND_DEFER_LIMIT
         if status == RunStatus.QUEUED.value and band in backlogged and now < defer_until:
             # Its message may be waiting in that backlog: a duplicate would only lengthen it. Look again next tick.
-            if self.store.postpone_redispatch(
+            if self.due.postpone_redispatch(
                 a["run_id"], expected_due_at=item.due_at, new_due_at=to_ms(min(now + DEFER_STEP, defer_until))
             ):
                 report.resends_deferred += 1
             return []
-        if not self.store.postpone_redispatch(a["run_id"], expected_due_at=item.due_at, new_due_at=to_ms(next_look)):
+        if not self.due.postpone_redispatch(a["run_id"], expected_due_at=item.due_at, new_due_at=to_ms(next_look)):
             return []  # another tick is sending it, or an executor just leased it
         report.redispatched += 1
         if status == RunStatus.QUEUED.value:
