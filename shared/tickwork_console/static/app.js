@@ -1,10 +1,12 @@
 // The console's shell: hash routes, the navigation, and focus moved to each page's heading.
 import { html, render, useEffect, useRef, useState } from "./vendor/htm-preact-standalone.module.js";
+import { NewJobPage } from "./job_form.js";
 import { JobPage, JobsPage, RunPage } from "./jobs.js";
 import { MetricsPage } from "./metrics.js";
 import { DlqPage, WorkflowPage, WorkflowRunPage, WorkflowsPage } from "./ops.js";
 
 const ROUTES = [
+  [/^\/jobs\/new$/, () => html`<${NewJobPage} />`, "jobs"],
   [/^\/jobs\/([^/]+)$/, (m) => html`<${JobPage} id=${decodeURIComponent(m[1])} />`, "jobs"],
   [/^\/jobs$/, (m, query) => html`<${JobsPage} query=${query} />`, "jobs"],
   [/^\/runs\/([^/]+)$/, (m) => html`<${RunPage} id=${decodeURIComponent(m[1])} />`, "jobs"],

@@ -1,6 +1,8 @@
 // Jobs, one job, and one run.
 import { html, useState } from "./vendor/htm-preact-standalone.module.js";
-import { del, enc, get, patch, post } from "./api.js";
+import { del, enc, get, post } from "./api.js";
+import { EditJobDialog, tagsText } from "./job_form.js";
+import { Instants } from "./schedule.js";
 import {
   Cell,
   ConfirmDialog,
@@ -21,12 +23,6 @@ import {
 
 const JOB_STATES = ["", "ACTIVE", "PAUSED", "SUSPENDED", "COMPLETED", "CANCELLED"];
 const TERMINAL_RUN = new Set(["SUCCEEDED", "FAILED", "SKIPPED", "CANCELLED"]);
-
-function tagsText(tags) {
-  return Object.entries(tags || {})
-    .map(([k, v]) => `${k}=${v}`)
-    .join(", ");
-}
 
 // ------------------------------------------------------------------ Jobs
 
@@ -53,6 +49,7 @@ export function JobsPage({ query }) {
   };
   return html`<section>
     <h1 tabindex="-1">Jobs</h1>
+    <div class="toolbar"><a class="button primary" href="#/jobs/new">New job</a></div>
     <form class="filters" onSubmit=${apply} aria-label="Filter jobs">
       <label>State
         <select name="state" value=${filters.state}>
@@ -93,45 +90,6 @@ export function JobsPage({ query }) {
 }
 
 // ------------------------------------------------------------------ one job
-
-function EditJobDialog({ job, open, onClose, onSaved }) {
-  const [name, setName] = useState(job.name);
-  const [priority, setPriority] = useState(String(job.priority));
-  const [schedule, setSchedule] = useState(JSON.stringify(job.schedule));
-  const [payload, setPayload] = useState(JSON.stringify(job.payload || {}, null, 2));
-  const [tags, setTags] = useState(JSON.stringify(job.tags || {}));
-  const save = async () => {
-    const body = {};
-    const parse = (text, field) => {
-      try {
-        return JSON.parse(text);
-      } catch {
-        const err = new Error(`${field} is not JSON`);
-        err.problem = { title: "Not sent", detail: `${field} is not valid JSON.` };
-        throw err;
-      }
-    };
-    if (name !== job.name) body.name = name;
-    if (Number(priority) !== job.priority) body.priority = Number(priority);
-    const newSchedule = parse(schedule, "Schedule");
-    if (JSON.stringify(newSchedule) !== JSON.stringify(job.schedule)) body.schedule = newSchedule;
-    const newPayload = parse(payload, "Payload");
-    if (JSON.stringify(newPayload) !== JSON.stringify(job.payload || {})) body.payload = newPayload;
-    const newTags = parse(tags, "Tags");
-    if (JSON.stringify(newTags) !== JSON.stringify(job.tags || {})) body.tags = newTags;
-    if (Object.keys(body).length) await patch(`/v1/jobs/${enc(job.id)}`, body);
-    onSaved();
-  };
-  return html`<${ConfirmDialog} open=${open} title=${`Edit ${job.name}`} confirmLabel="Save" onConfirm=${save} onClose=${onClose}>
-    <div class="form-grid">
-      <label>Name <input value=${name} onInput=${(e) => setName(e.currentTarget.value)} /></label>
-      <label>Priority (0-9) <input type="number" min="0" max="9" value=${priority} onInput=${(e) => setPriority(e.currentTarget.value)} /></label>
-      <label>Schedule (JSON) <input class="mono" value=${schedule} onInput=${(e) => setSchedule(e.currentTarget.value)} /></label>
-      <label>Tags (JSON) <input class="mono" value=${tags} onInput=${(e) => setTags(e.currentTarget.value)} /></label>
-      <label>Payload (JSON) <textarea class="mono" rows="6" value=${payload} onInput=${(e) => setPayload(e.currentTarget.value)}></textarea></label>
-    </div>
-  <//>`;
-}
 
 function RunsTable({ runs }) {
   return html`<table class="list">
@@ -214,11 +172,7 @@ export function JobPage({ id }) {
         <${ErrorBox} error=${preview.error} />
         ${preview.data
           ? preview.data.items.length
-            ? html`<ol class="instants" aria-label="Next 5 instants">
-                ${preview.data.items.map(
-                  (item) => html`<li><${Time} value=${item.at} /> UTC <span class="muted">· ${item.local}</span>${item.dst ? html` <span class="tag">DST ${item.dst}</span>` : null}</li>`,
-                )}
-              </ol>`
+            ? html`<${Instants} items=${preview.data.items} label="Next 5 instants" />`
             : html`<p class="muted">No more occurrences.</p>`
           : null}
       </div>
