@@ -9,20 +9,13 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import LocalApi, screenshot
+from tests.browser.conftest import LocalApi, checked_page, screenshot
 from tests.browser.test_console_pages import create_job, open_console
 
 pytestmark = pytest.mark.browser
 
 # Sundays in March at 02:30 in Paris: the last one falls in the spring-forward gap.
 MARCH_SUNDAYS = "30 2 * 3 0"
-
-
-def phone(browser: Any) -> Any:
-    context = browser.new_context(viewport={"width": 375, "height": 800})
-    opened = context.new_page()
-    opened.set_default_timeout(15_000)
-    return opened
 
 
 def no_sideways_scroll(page: Any) -> None:
@@ -106,8 +99,7 @@ def test_an_error_from_the_api_is_shown_on_the_field_it_names(page, dev: LocalAp
 
 
 def test_create_a_rate_job_from_the_form_at_phone_width(browser, dev: LocalApi):
-    page = phone(browser)
-    try:
+    with checked_page(browser, 375) as page:
         open_console(page, dev, "/jobs/new")
         form = page.get_by_role("form", name="New job")
         form.get_by_label("Name", exact=True).fill("console-form-phone")
@@ -124,5 +116,3 @@ def test_create_a_rate_job_from_the_form_at_phone_width(browser, dev: LocalApi):
         page.get_by_role("button", name="Edit").click()
         page.get_by_role("dialog").locator(".schedule-preview li").first.wait_for()
         no_sideways_scroll(page)
-    finally:
-        page.context.close()

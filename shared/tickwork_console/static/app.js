@@ -3,7 +3,8 @@ import { html, render, useEffect, useRef, useState } from "./vendor/htm-preact-s
 import { NewJobPage } from "./job_form.js";
 import { JobPage, JobsPage, RunPage } from "./jobs.js";
 import { MetricsPage } from "./metrics.js";
-import { DlqPage, WorkflowPage, WorkflowRunPage, WorkflowsPage } from "./ops.js";
+import { DlqPage } from "./ops.js";
+import { WorkflowPage, WorkflowRunPage, WorkflowsPage } from "./workflows.js";
 
 const ROUTES = [
   [/^\/jobs\/new$/, () => html`<${NewJobPage} />`, "jobs"],

@@ -1,47 +1,11 @@
 // Creating a job (the New job page) and editing one (its Edit dialog): the schedule builder with its live preview,
 // a payload editor checked against the job type's schema, and each error shown on the field it names.
 import { html, useEffect, useState } from "./vendor/htm-preact-standalone.module.js";
-import { enc, patch, post } from "./api.js";
-import { FieldError, errorsFor, fieldErrorsOf, formError, parseJson } from "./forms.js";
-import { ScheduleBuilder, SchedulePreview, sameSchedule } from "./schedule.js";
+import { enc, post } from "./api.js";
+import { Field, FieldError, errorsFor, fieldErrorsOf, formError, parseJson, parseTags, patchChanges, tagsText } from "./forms.js";
+import { ScheduleWithPreview, sameSchedule } from "./schedule.js";
 import { jobTypes, validate } from "./schema.js";
 import { ConfirmDialog, ErrorBox, navigate } from "./ui.js";
-
-export function tagsText(tags) {
-  return Object.entries(tags || {})
-    .map(([k, v]) => `${k}=${v}`)
-    .join(", ");
-}
-
-// "team=data, env=prod" as {team: "data", env: "prod"}, or the field error.
-function parseTags(text) {
-  const tags = {};
-  for (const part of text.split(",").map((p) => p.trim()).filter(Boolean)) {
-    const at = part.indexOf("=");
-    if (at <= 0) return { value: undefined, errors: [{ field: "tags", message: `"${part}" is not key=value` }] };
-    tags[part.slice(0, at).trim()] = part.slice(at + 1).trim();
-  }
-  return { value: tags, errors: [] };
-}
-
-// A text input or textarea with its label and the errors naming `field` under it.
-function Field({ label, field, errors, value, onInput, type = "text", textarea, ...rest }) {
-  const mine = errorsFor(errors, field);
-  const id = `field-${field}`;
-  const common = {
-    id,
-    value,
-    "aria-invalid": mine.length > 0,
-    "aria-describedby": mine.length ? `${id}-errors` : undefined,
-    onInput: (e) => onInput(e.currentTarget.value),
-    ...rest,
-  };
-  return html`<div class="field">
-    <label for=${id}>${label}</label>
-    ${textarea ? html`<textarea ...${common}></textarea>` : html`<input type=${type} ...${common} />`}
-    <${FieldError} id=${`${id}-errors`} errors=${mine} />
-  </div>`;
-}
 
 // The payload as JSON text, checked as it is typed against the type's payload schema (from the OpenAPI document).
 function PayloadField({ types, type, text, onInput, errors }) {
@@ -67,16 +31,6 @@ function useJobTypes() {
     jobTypes().then(setTypes, () => setTypes({}));
   }, []);
   return types;
-}
-
-// The schedule builder beside its preview; the preview's 422 shows on the builder's fields.
-function ScheduleWithPreview({ initial, schedule, setSchedule, errors }) {
-  const [previewErrors, setPreviewErrors] = useState([]);
-  const shown = errorsFor(errors, "schedule").length ? errors : previewErrors;
-  return html`<div class="schedule-with-preview">
-    <${ScheduleBuilder} initial=${initial} onChange=${setSchedule} errors=${shown} />
-    ${schedule ? html`<${SchedulePreview} schedule=${schedule} onErrors=${setPreviewErrors} />` : null}
-  </div>`;
 }
 
 // ------------------------------------------------------------------ New job
@@ -171,18 +125,14 @@ export function EditJobDialog({ job, open, onClose, onSaved }) {
     const local = [...typedPayload.errors, ...parsedTags.errors];
     setErrors(local);
     if (local.length) throw formError(local);
-    const body = {};
-    if (name !== job.name) body.name = name;
-    if (Number(priority) !== job.priority) body.priority = Number(priority);
-    if (schedule && !sameSchedule(schedule, job.schedule)) body.schedule = schedule;
-    if (JSON.stringify(typedPayload.value) !== JSON.stringify(job.payload || {})) body.payload = typedPayload.value;
-    if (JSON.stringify(parsedTags.value) !== JSON.stringify(job.tags || {})) body.tags = parsedTags.value;
-    try {
-      if (Object.keys(body).length) await patch(`/v1/jobs/${enc(job.id)}`, body);
-    } catch (err) {
-      setErrors(fieldErrorsOf(err));
-      throw err;
-    }
+    const edited = {
+      name,
+      priority: Number(priority),
+      schedule: schedule && !sameSchedule(schedule, job.schedule) ? schedule : undefined,
+      payload: typedPayload.value,
+      tags: parsedTags.value,
+    };
+    await patchChanges(`/v1/jobs/${enc(job.id)}`, job, edited, setErrors);
     onSaved();
   };
   return html`<${ConfirmDialog} open=${open} title=${`Edit ${job.name}`} confirmLabel="Save" onConfirm=${save} onClose=${onClose}>

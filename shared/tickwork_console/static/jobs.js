@@ -1,7 +1,8 @@
 // Jobs, one job, and one run.
 import { html, useState } from "./vendor/htm-preact-standalone.module.js";
 import { del, enc, get, post } from "./api.js";
-import { EditJobDialog, tagsText } from "./job_form.js";
+import { tagsText } from "./forms.js";
+import { EditJobDialog } from "./job_form.js";
 import { Instants } from "./schedule.js";
 import {
   Cell,

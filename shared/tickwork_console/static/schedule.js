@@ -134,3 +134,13 @@ export function Instants({ items, label }) {
     )}
   </ol>`;
 }
+
+// The schedule builder beside its preview; the preview's 422 shows on the builder's fields.
+export function ScheduleWithPreview({ initial, schedule, setSchedule, errors }) {
+  const [previewErrors, setPreviewErrors] = useState([]);
+  const shown = errorsFor(errors, "schedule").length ? errors : previewErrors;
+  return html`<div class="schedule-with-preview">
+    <${ScheduleBuilder} initial=${initial} onChange=${setSchedule} errors=${shown} />
+    ${schedule ? html`<${SchedulePreview} schedule=${schedule} onErrors=${setPreviewErrors} />` : null}
+  </div>`;
+}

@@ -1,0 +1,78 @@
+"""A workflow's actions in the console, at desktop and phone widths: pause and resume it, edit its schedule,
+cancel one of its running runs."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.browser.conftest import LocalApi, checked_page
+from tests.browser.test_console_pages import open_console
+from tests.processes import wait_for
+
+pytestmark = pytest.mark.browser
+
+WIDTHS = {"desktop": 1280, "phone": 375}
+
+
+@pytest.fixture(params=list(WIDTHS))
+def sized(request: Any, browser: Any) -> Iterator[Any]:
+    with checked_page(browser, WIDTHS[request.param]) as opened:
+        yield opened
+
+
+def create_workflow(dev: LocalApi, name: str, steps: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    steps = steps or [{"id": "only", "type": "echo"}]
+    return dev.call("POST", "/v1/workflows", {"name": name, "schedule": {"rate": "1 day"}, "steps": steps})
+
+
+def test_pause_resume_and_edit_a_workflow(sized, dev: LocalApi):
+    page = sized
+    workflow = create_workflow(dev, f"console-wf-pause-{page.viewport_size['width']}")
+    open_console(page, dev, f"/workflows/{workflow['id']}")
+    actions = page.get_by_role("group", name="Workflow actions")
+    actions.get_by_role("button", name="Pause").click()
+    page.locator("main h1 .status", has_text="PAUSED").wait_for()
+    assert dev.call("GET", f"/v1/workflows/{workflow['id']}")["state"] == "PAUSED"
+    assert actions.get_by_role("button", name="Pause").count() == 0
+
+    actions.get_by_role("button", name="Resume").click()
+    page.locator("main h1 .status", has_text="ACTIVE").wait_for()
+    assert dev.call("GET", f"/v1/workflows/{workflow['id']}")["state"] == "ACTIVE"
+
+    actions.get_by_role("button", name="Edit").click()
+    dialog = page.get_by_role("dialog", name=re.compile("^Edit console-wf-pause"))
+    dialog.get_by_label("Cron", exact=True).check()
+    dialog.get_by_label("Cron expression").fill("15 6 * * *")
+    dialog.get_by_label("Time zone").fill("America/New_York")
+    dialog.locator(".schedule-preview li").nth(4).wait_for()
+    dialog.get_by_role("button", name="Save").click()
+    page.locator(".notice", has_text="Saved.").wait_for()
+    schedule = dev.call("GET", f"/v1/workflows/{workflow['id']}")["schedule"]
+    assert (schedule["cron"], schedule["timezone"], schedule["rate"]) == ("15 6 * * *", "America/New_York", None)
+
+
+def test_cancel_a_running_workflow_run_from_the_workflows_page(sized, dev: LocalApi):
+    page = sized
+    steps = [
+        {"id": "slow", "type": "echo", "payload": {"sleep_seconds": 20}},
+        {"id": "after", "type": "echo", "depends_on": ["slow"]},
+    ]
+    workflow = create_workflow(dev, f"console-wf-cancel-run-{page.viewport_size['width']}", steps)
+    run = dev.call("POST", f"/v1/workflows/{workflow['id']}/trigger")
+    open_console(page, dev, f"/workflows/{workflow['id']}")
+    row = page.locator("main table tbody tr", has_text=run["id"])
+    row.get_by_role("button", name="Cancel run").click()
+    page.get_by_role("dialog", name="Cancel this workflow run?").get_by_role("button", name="Cancel run").click()
+    page.locator(".notice", has_text=f"Cancelled {run['id']}").wait_for()
+
+    def cancelled() -> dict[str, Any] | None:
+        current = dev.call("GET", f"/v1/workflow-runs/{run['id']}")
+        return current if current["status"] == "CANCELLED" else None
+
+    assert wait_for(cancelled, 15, 0.3, "the run to be cancelled")["steps"]["after"]["status"] == "SKIPPED"
+    row.locator(".status", has_text="CANCELLED").wait_for()
+    assert row.get_by_role("button", name="Cancel run").count() == 0
