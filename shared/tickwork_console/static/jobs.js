@@ -2,6 +2,7 @@
 import { html, useState } from "./vendor/htm-preact-standalone.module.js";
 import { del, enc, get, post } from "./api.js";
 import { tagsText } from "./forms.js";
+import { HEALTH, JobState, LastRun, healthOf, useLastRuns } from "./health.js";
 import { EditJobDialog } from "./job_form.js";
 import { Instants } from "./schedule.js";
 import {
@@ -34,13 +35,18 @@ export function JobsPage({ query }) {
     tag: query.get("tag") || "",
     name_prefix: query.get("name") || "",
   };
-  const key = JSON.stringify(filters);
+  const health = query.get("health") || "";
+  const key = JSON.stringify([filters, health]);
   const pager = usePager(key);
+  // Suspended is a state the API filters on; failing and stuck are judged here, over a larger page.
+  const asked = health === "suspended" ? { ...filters, state: "SUSPENDED" } : filters;
   const { data, error, loading } = useLoad(
-    () => get("/v1/jobs", { ...filters, limit: 25, cursor: pager.cursor }),
+    () => get("/v1/jobs", { ...asked, limit: health ? 100 : 25, cursor: pager.cursor }),
     [key, pager.cursor],
     10000,
   );
+  const lastRuns = useLastRuns(data && data.items, data);
+  const shown = data ? data.items.filter((job) => !health || (job.id in lastRuns && healthOf(job, lastRuns[job.id]) === health)) : [];
   const apply = (event) => {
     event.preventDefault();
     const form = new FormData(event.currentTarget);
@@ -51,15 +57,20 @@ export function JobsPage({ query }) {
   return html`<section>
     <h1 tabindex="-1">Jobs</h1>
     <div class="toolbar"><a class="button primary" href="#/jobs/new">New job</a></div>
-    <form class="filters" onSubmit=${apply} aria-label="Filter jobs">
+    <form class="filters" key=${key} onSubmit=${apply} aria-label="Filter jobs">
       <label>State
-        <select name="state" value=${filters.state}>
-          ${JOB_STATES.map((s) => html`<option value=${s}>${s || "any"}</option>`)}
+        <select name="state">
+          ${JOB_STATES.map((s) => html`<option value=${s} selected=${s === filters.state}>${s || "any"}</option>`)}
         </select>
       </label>
-      <label>Type <input name="type" value=${filters.type} placeholder="echo" size="10" /></label>
-      <label>Tag <input name="tag" value=${filters.tag} placeholder="team=billing" size="14" /></label>
-      <label>Name starts with <input name="name" value=${filters.name_prefix} size="14" /></label>
+      <label>Type <input name="type" defaultValue=${filters.type} placeholder="echo" size="10" /></label>
+      <label>Tag <input name="tag" defaultValue=${filters.tag} placeholder="team=billing" size="14" /></label>
+      <label>Name starts with <input name="name" defaultValue=${filters.name_prefix} size="14" /></label>
+      <label>Health
+        <select name="health">
+          ${HEALTH.map(([value, label]) => html`<option value=${value} selected=${value === health}>${label}</option>`)}
+        </select>
+      </label>
       <button type="submit" class="primary">Filter</button>
       <a href="#/jobs" class="button">Clear</a>
     </form>
@@ -68,15 +79,16 @@ export function JobsPage({ query }) {
     ${data
       ? html`<table class="list">
             <caption class="visually-hidden">Jobs, newest first</caption>
-            <thead><tr><th>Name</th><th>Type</th><th>State</th><th>Schedule</th><th>Next run (UTC)</th><th>Priority</th><th>Tags</th></tr></thead>
+            <thead><tr><th>Name</th><th>Type</th><th>State</th><th>Last run (UTC)</th><th>Schedule</th><th>Next run (UTC)</th><th>Priority</th><th>Tags</th></tr></thead>
             <tbody>
-              ${data.items.length === 0
-                ? html`<tr><td colspan="7" class="muted">No jobs match.</td></tr>`
-                : data.items.map(
+              ${shown.length === 0
+                ? html`<tr><td colspan="8" class="muted">No jobs match.</td></tr>`
+                : shown.map(
                     (job) => html`<tr>
                       <${Cell} label="Name"><a href=${`#/jobs/${enc(job.id)}`}>${job.name}</a><//>
                       <${Cell} label="Type">${job.type}<//>
-                      <${Cell} label="State"><${Status} value=${job.state} /><//>
+                      <${Cell} label="State"><${JobState} job=${job} lastRun=${lastRuns[job.id]} /><//>
+                      <${Cell} label="Last run"><${LastRun} run=${lastRuns[job.id]} /><//>
                       <${Cell} label="Schedule" className="mono">${scheduleText(job.schedule)}<//>
                       <${Cell} label="Next run"><${Time} value=${job.next_run_at} /><//>
                       <${Cell} label="Priority">${job.priority} (${band(job.priority)})<//>
@@ -140,7 +152,7 @@ export function JobPage({ id }) {
   const live = j.state === "ACTIVE" || j.state === "SUSPENDED";
   return html`<section>
     <p class="crumbs"><a href="#/jobs">Jobs</a> /</p>
-    <h1 tabindex="-1">${j.name} <${Status} value=${j.state} /></h1>
+    <h1 tabindex="-1">${j.name} <${JobState} job=${j} lastRun=${runs.data && pager.page === 1 ? runs.data.items[0] : undefined} /></h1>
     <div class="toolbar" role="group" aria-label="Job actions">
       ${live ? html`<button type="button" onClick=${() => act(() => "Paused.", () => post(`/v1/jobs/${enc(id)}/pause`))}>Pause</button>` : null}
       ${j.state === "PAUSED" || j.state === "SUSPENDED"
