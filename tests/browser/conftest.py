@@ -109,6 +109,16 @@ def page(browser: Any) -> Iterator[Any]:
         yield opened
 
 
+WIDTHS = {"desktop": 1280, "phone": 375}
+
+
+@pytest.fixture(params=list(WIDTHS))
+def sized(request: Any, browser: Any) -> Iterator[Any]:
+    """The same test at a desktop's width and a phone's."""
+    with checked_page(browser, WIDTHS[request.param]) as opened:
+        yield opened
+
+
 def screenshot(page: Any, name: str) -> None:
     if not os.environ.get("TICKWORK_CONSOLE_SCREENSHOTS"):
         return

@@ -3,24 +3,15 @@ time), a one-shot whose only run FAILED shown as failed (not a grey COMPLETED), 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.browser.conftest import LocalApi, checked_page, screenshot
+from tests.browser.conftest import LocalApi, screenshot
 from tests.browser.test_console_pages import at, create_job, finished_run, open_console
 from tests.processes import wait_for
 
 pytestmark = pytest.mark.browser
-
-WIDTHS = {"desktop": 1280, "phone": 375}
-
-
-@pytest.fixture(params=list(WIDTHS))
-def sized(request: Any, browser: Any) -> Iterator[Any]:
-    with checked_page(browser, WIDTHS[request.param]) as opened:
-        yield opened
 
 
 @pytest.fixture(scope="module")

@@ -4,24 +4,15 @@ cancel one of its running runs."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.browser.conftest import LocalApi, checked_page
+from tests.browser.conftest import LocalApi
 from tests.browser.test_console_pages import open_console
 from tests.processes import wait_for
 
 pytestmark = pytest.mark.browser
-
-WIDTHS = {"desktop": 1280, "phone": 375}
-
-
-@pytest.fixture(params=list(WIDTHS))
-def sized(request: Any, browser: Any) -> Iterator[Any]:
-    with checked_page(browser, WIDTHS[request.param]) as opened:
-        yield opened
 
 
 def create_workflow(dev: LocalApi, name: str, steps: list[dict[str, Any]] | None = None) -> dict[str, Any]:
