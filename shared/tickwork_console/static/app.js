@@ -25,6 +25,8 @@ const NAV = [
   ["metrics", "#/metrics", "Metrics"],
 ];
 
+const Keyed = ({ children }) => children;
+
 function parseHash() {
   const raw = window.location.hash.replace(/^#/, "") || "/jobs";
   const [path, search] = raw.split("?");
@@ -43,7 +45,8 @@ function App() {
   for (const [pattern, view, name] of ROUTES) {
     const match = where.path.match(pattern);
     if (match) {
-      page = view(match, where.query);
+      // Keyed by the path: another page (another job's) starts afresh, its dialogs closed.
+      page = html`<${Keyed} key=${where.path}>${view(match, where.query)}<//>`;
       section = name;
       break;
     }

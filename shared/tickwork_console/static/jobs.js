@@ -16,6 +16,7 @@ import {
   band,
   duration,
   navigate,
+  offset,
   scheduleText,
   useLoad,
   useLoadWhile,
@@ -126,6 +127,18 @@ function RunsTable({ runs }) {
   </table>`;
 }
 
+function NextInstants({ preview }) {
+  return html`<div>
+    <h2>Next 5 instants</h2>
+    <${ErrorBox} error=${preview.error} />
+    ${preview.data
+      ? preview.data.items.length
+        ? html`<${Instants} items=${preview.data.items} label="Next 5 instants" />`
+        : html`<p class="muted">No more occurrences.</p>`
+      : null}
+  </div>`;
+}
+
 export function JobPage({ id }) {
   const job = useLoad(() => get(`/v1/jobs/${enc(id)}`), [id], 10000);
   const preview = useLoad(() => get(`/v1/jobs/${enc(id)}/preview`, { count: 5 }), [id, job.data && job.data.version]);
@@ -150,6 +163,8 @@ export function JobPage({ id }) {
   if (!job.data) return html`<${Loading} what="the job" />`;
   const j = job.data;
   const live = j.state === "ACTIVE" || j.state === "SUSPENDED";
+  // A COMPLETED or CANCELLED job takes no change, trigger or edit (the API answers 409), and has no next instants.
+  const ended = j.state === "COMPLETED" || j.state === "CANCELLED";
   return html`<section>
     <p class="crumbs"><a href="#/jobs">Jobs</a> /</p>
     <h1 tabindex="-1">${j.name} <${JobState} job=${j} lastRun=${runs.data && pager.page === 1 ? runs.data.items[0] : undefined} /></h1>
@@ -158,11 +173,11 @@ export function JobPage({ id }) {
       ${j.state === "PAUSED" || j.state === "SUSPENDED"
         ? html`<button type="button" onClick=${() => act(() => "Resumed.", () => post(`/v1/jobs/${enc(id)}/resume`))}>Resume</button>`
         : null}
-      <button type="button" onClick=${() => act((run) => html`Triggered: <a href=${`#/runs/${enc(run.id)}`}>run ${run.id}</a>`, () => post(`/v1/jobs/${enc(id)}/trigger`))}>Trigger now</button>
-      <button type="button" onClick=${() => setDialog("edit")}>Edit</button>
-      ${j.state !== "CANCELLED" && j.state !== "COMPLETED"
-        ? html`<button type="button" class="danger" onClick=${() => setDialog("cancel")}>Cancel job</button>`
-        : null}
+      ${ended
+        ? null
+        : html`<button type="button" onClick=${() => act((run) => html`Triggered: <a href=${`#/runs/${enc(run.id)}`}>run ${run.id}</a>`, () => post(`/v1/jobs/${enc(id)}/trigger`))}>Trigger now</button>
+            <button type="button" onClick=${() => setDialog("edit")}>Edit</button>
+            <button type="button" class="danger" onClick=${() => setDialog("cancel")}>Cancel job</button>`}
     </div>
     <div aria-live="polite">${notice ? html`<p class="notice">${notice}</p>` : null}</div>
     <${ErrorBox} error=${actionError} />
@@ -180,15 +195,7 @@ export function JobPage({ id }) {
         ${j.suspended_reason ? html`<dt>Suspended</dt><dd>${j.suspended_reason}</dd>` : null}
         <dt>Payload</dt><dd><pre class="preview">${JSON.stringify(j.payload, null, 2)}</pre></dd>
       </dl>
-      <div>
-        <h2>Next 5 instants</h2>
-        <${ErrorBox} error=${preview.error} />
-        ${preview.data
-          ? preview.data.items.length
-            ? html`<${Instants} items=${preview.data.items} label="Next 5 instants" />`
-            : html`<p class="muted">No more occurrences.</p>`
-          : null}
-      </div>
+      ${ended ? null : html`<${NextInstants} preview=${preview} />`}
     </div>
     <h2>Runs</h2>
     <${ErrorBox} error=${runs.error} />
@@ -218,7 +225,13 @@ function timeline(run) {
   const steps = [];
   const scheduled = run.nominal_at || run.scheduled_for;
   steps.push({ label: "Scheduled", at: scheduled, note: run.trigger !== "SCHEDULE" ? `trigger ${run.trigger}` : "" });
-  if (run.enqueued_at) steps.push({ label: "Claimed and queued", at: run.enqueued_at });
+  // A retry or a DLQ redrive re-queues the run: enqueued_at is then that re-queue, and its attempts start again.
+  if (run.enqueued_at)
+    steps.push(
+      run.requeues
+        ? { label: "Re-queued after FAILED", at: run.enqueued_at, note: `retry or redrive${run.requeues > 1 ? `, ${run.requeues} times` : ""}`, requeue: true }
+        : { label: "Claimed and queued", at: run.enqueued_at },
+    );
   if (run.started_at)
     steps.push({ label: "Started", at: run.started_at, note: run.lateness_ms !== null && run.lateness_ms !== undefined ? `${duration(run.lateness_ms)} late` : "" });
   for (const attempt of run.attempt_history || []) {
@@ -233,17 +246,21 @@ function timeline(run) {
   }
   if (run.finished_at)
     steps.push({ label: `Finished ${run.status}`, at: run.finished_at, note: run.duration_ms !== null && run.duration_ms !== undefined ? `took ${duration(run.duration_ms)}` : "" });
-  return steps;
+  // In time order (a stable sort: steps at one instant keep their order); the attempts of an earlier execution
+  // come before its re-queue.
+  const time = (step) => new Date(step.at).getTime();
+  return steps.sort((a, b) => time(a) - time(b));
 }
 
 function Timeline({ run }) {
   const steps = timeline(run);
-  const origin = new Date(steps[0].at).getTime();
+  // Offsets from the occurrence, which a precise run's early send or a trigger's claim may come before.
+  const origin = new Date(run.nominal_at || run.scheduled_for).getTime();
   return html`<ol class="timeline" aria-label="Timeline">
     ${steps.map(
-      (step) => html`<li class=${step.outcome ? `outcome-${step.outcome}` : ""}>
+      (step) => html`<li class=${step.outcome ? `outcome-${step.outcome}` : step.requeue ? "requeue" : ""}>
         <span class="tl-label">${step.label}</span>
-        <span class="tl-time"><${Time} value=${step.at} ms=${true} /> <span class="muted">${Number.isNaN(origin) ? "" : `+${duration(new Date(step.at).getTime() - origin)}`}</span></span>
+        <span class="tl-time"><${Time} value=${step.at} ms=${true} /> <span class="muted">${Number.isNaN(origin) ? "" : offset(new Date(step.at).getTime() - origin)}</span></span>
         ${step.note ? html`<span class="tl-note">${step.note}</span>` : null}
         ${step.error ? html`<span class="tl-error">${step.error}</span>` : null}
       </li>`,
