@@ -4,6 +4,7 @@ import { del, enc, get, post } from "./api.js";
 import { tagsText } from "./forms.js";
 import { HEALTH, JobState, LastRun, healthOf, useLastRuns } from "./health.js";
 import { EditJobDialog } from "./job_form.js";
+import { JobLink } from "./names.js";
 import { Instants } from "./schedule.js";
 import {
   Cell,
@@ -29,6 +30,13 @@ const TERMINAL_RUN = new Set(["SUCCEEDED", "FAILED", "SKIPPED", "CANCELLED"]);
 
 // ------------------------------------------------------------------ Jobs
 
+// Free text over a job's name and tags (key=value), as typed, any case. The API filters by name prefix and by
+// one exact tag; this looks inside them, over the page loaded.
+function matches(job, search) {
+  if (!search) return true;
+  return [job.name, ...Object.entries(job.tags || {}).map(([k, v]) => `${k}=${v}`)].some((text) => text.toLowerCase().includes(search));
+}
+
 export function JobsPage({ query }) {
   const filters = {
     state: query.get("state") || "",
@@ -37,17 +45,20 @@ export function JobsPage({ query }) {
     name_prefix: query.get("name") || "",
   };
   const health = query.get("health") || "";
-  const key = JSON.stringify([filters, health]);
+  const search = (query.get("q") || "").trim().toLowerCase();
+  const key = JSON.stringify([filters, health, search]);
   const pager = usePager(key);
   // Suspended is a state the API filters on; failing and stuck are judged here, over a larger page.
   const asked = health === "suspended" ? { ...filters, state: "SUSPENDED" } : filters;
   const { data, error, loading } = useLoad(
-    () => get("/v1/jobs", { ...asked, limit: health ? 100 : 25, cursor: pager.cursor }),
+    () => get("/v1/jobs", { ...asked, limit: health || search ? 100 : 25, cursor: pager.cursor }),
     [key, pager.cursor],
     10000,
   );
   const lastRuns = useLastRuns(data && data.items, data);
-  const shown = data ? data.items.filter((job) => !health || (job.id in lastRuns && healthOf(job, lastRuns[job.id]) === health)) : [];
+  const shown = data
+    ? data.items.filter((job) => matches(job, search) && (!health || (job.id in lastRuns && healthOf(job, lastRuns[job.id]) === health)))
+    : [];
   const apply = (event) => {
     event.preventDefault();
     const form = new FormData(event.currentTarget);
@@ -59,6 +70,7 @@ export function JobsPage({ query }) {
     <h1 tabindex="-1">Jobs</h1>
     <div class="toolbar"><a class="button primary" href="#/jobs/new">New job</a></div>
     <form class="filters" key=${key} onSubmit=${apply} aria-label="Filter jobs">
+      <label>Search <input name="q" type="search" defaultValue=${query.get("q") || ""} placeholder="name or tag" size="14" /></label>
       <label>State
         <select name="state">
           ${JOB_STATES.map((s) => html`<option value=${s} selected=${s === filters.state}>${s || "any"}</option>`)}
@@ -317,7 +329,7 @@ export function RunPage({ id }) {
   const r = run.data;
   const finished = TERMINAL_RUN.has(r.status);
   return html`<section>
-    <p class="crumbs"><a href="#/jobs">Jobs</a> / <a href=${`#/jobs/${enc(r.job_id)}`}>${r.job_id}</a> /</p>
+    <p class="crumbs">${r.workflow_run_id ? html`<a href="#/workflows">Workflows</a>` : html`<a href="#/jobs">Jobs</a>`} / <${JobLink} id=${r.job_id} /> /</p>
     <h1 tabindex="-1">Run <span class="mono">${r.id}</span> <${Status} value=${r.status} /></h1>
     ${r.status === "FAILED"
       ? html`<div class="toolbar"><button type="button" onClick=${() => setConfirming(true)}>Retry run</button></div>`

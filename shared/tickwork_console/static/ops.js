@@ -1,6 +1,7 @@
 // The DLQ: FAILED runs, retried one by one or redriven together.
 import { html, useState } from "./vendor/htm-preact-standalone.module.js";
 import { enc, get, post } from "./api.js";
+import { JobLink } from "./names.js";
 import {
   Cell,
   ConfirmDialog,
@@ -49,7 +50,7 @@ export function DlqPage() {
                 : items.map(
                     (run) => html`<tr>
                       <${Cell} label="Run" className="mono"><a href=${`#/runs/${enc(run.id)}`}>${run.id}</a><//>
-                      <${Cell} label="Job" className="mono"><a href=${`#/jobs/${enc(run.job_id)}`}>${run.job_id}</a><//>
+                      <${Cell} label="Job"><${JobLink} id=${run.job_id} /><//>
                       <${Cell} label="Failed"><${Time} value=${run.finished_at} /><//>
                       <${Cell} label="Attempts">${run.attempts}<//>
                       <${Cell} label="Error" className="mono">${run.error ? `${run.error.type}: ${run.error.message}` : "—"}<//>
