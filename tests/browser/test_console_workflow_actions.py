@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import LocalApi
+from tests.browser.conftest import LocalApi, screenshot
 from tests.browser.test_console_pages import open_console
 from tests.processes import wait_for
 
@@ -67,3 +67,30 @@ def test_cancel_a_running_workflow_run_from_the_workflows_page(sized, dev: Local
     assert wait_for(cancelled, 15, 0.3, "the run to be cancelled")["steps"]["after"]["status"] == "SKIPPED"
     row.locator(".status", has_text="CANCELLED").wait_for()
     assert row.get_by_role("button", name="Cancel run").count() == 0
+
+
+def test_create_a_workflow_from_the_form_with_its_preview_and_a_refused_step_named(sized, dev: LocalApi):
+    page = sized
+    name = f"console-wf-new-{page.viewport_size['width']}"
+    open_console(page, dev, "/workflows")
+    page.get_by_role("link", name="New workflow").click()
+    form = page.get_by_role("form", name="New workflow")
+    form.get_by_label("Name", exact=True).fill(name)
+    form.get_by_label("Cron expression").fill("0 6 * * *")
+    form.get_by_label("Time zone").fill("Asia/Tokyo")
+    form.locator(".schedule-preview li").nth(4).wait_for()
+    steps = form.get_by_label("Steps (JSON)")
+    steps.fill('[{"id": "a", "type": "echo"}, {"id": "b", "type": "echo", "depends_on": ["nope"]}]')
+    form.get_by_role("button", name="Create workflow").click()
+    form.locator("#field-steps-errors", has_text="steps[1].depends_on").wait_for()
+    if page.viewport_size["width"] > 700:
+        screenshot(page, "workflow-new")
+    assert not [w for w in dev.call("GET", "/v1/workflows?limit=100")["items"] if w["name"] == name]
+
+    steps.fill('[{"id": "a", "type": "echo"}, {"id": "b", "type": "echo", "depends_on": ["a"]}]')
+    form.get_by_role("button", name="Create workflow").click()
+    page.get_by_role("heading", name=re.compile(name)).wait_for()
+    created = dev.call("GET", f"/v1/workflows/{page.url.rsplit('/', 1)[1]}")
+    assert (created["schedule"]["cron"], created["schedule"]["timezone"]) == ("0 6 * * *", "Asia/Tokyo")
+    assert [s["depends_on"] for s in created["steps"]] == [[], ["a"]]
+    page.locator("figure.dag g[data-step=b]").wait_for()

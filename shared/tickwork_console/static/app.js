@@ -4,6 +4,7 @@ import { NewJobPage } from "./job_form.js";
 import { JobPage, JobsPage, RunPage } from "./jobs.js";
 import { MetricsPage } from "./metrics.js";
 import { DlqPage } from "./ops.js";
+import { NewWorkflowPage } from "./workflow_form.js";
 import { WorkflowPage, WorkflowRunPage, WorkflowsPage } from "./workflows.js";
 
 const ROUTES = [
@@ -13,6 +14,7 @@ const ROUTES = [
   [/^\/runs\/([^/]+)$/, (m) => html`<${RunPage} id=${decodeURIComponent(m[1])} />`, "jobs"],
   [/^\/dlq$/, () => html`<${DlqPage} />`, "dlq"],
   [/^\/workflows$/, () => html`<${WorkflowsPage} />`, "workflows"],
+  [/^\/workflows\/new$/, () => html`<${NewWorkflowPage} />`, "workflows"],
   [/^\/workflows\/([^/]+)$/, (m) => html`<${WorkflowPage} id=${decodeURIComponent(m[1])} />`, "workflows"],
   [/^\/workflow-runs\/([^/]+)$/, (m) => html`<${WorkflowRunPage} id=${decodeURIComponent(m[1])} />`, "workflows"],
   [/^\/metrics$/, () => html`<${MetricsPage} />`, "metrics"],

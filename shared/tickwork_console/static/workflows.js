@@ -3,8 +3,7 @@
 import { html, useState } from "./vendor/htm-preact-standalone.module.js";
 import { del, enc, get, post } from "./api.js";
 import { Dag } from "./dag.js";
-import { Field, errorsFor, formError, parseJson, parseTags, patchChanges, tagsText } from "./forms.js";
-import { ScheduleWithPreview, sameSchedule } from "./schedule.js";
+import { EditWorkflowDialog } from "./workflow_form.js";
 import {
   Cell,
   ConfirmDialog,
@@ -26,6 +25,7 @@ export function WorkflowsPage() {
   const list = useLoad(() => get("/v1/workflows", { limit: 25, cursor: pager.cursor }), [pager.cursor], 10000);
   return html`<section>
     <h1 tabindex="-1">Workflows</h1>
+    <div class="toolbar"><a class="button primary" href="#/workflows/new">New workflow</a></div>
     <${ErrorBox} error=${list.error} />
     ${list.data
       ? html`<table class="list">
@@ -50,40 +50,6 @@ export function WorkflowsPage() {
         ? null
         : html`<${Loading} what="workflows" />`}
   </section>`;
-}
-
-function EditWorkflowDialog({ workflow, open, onClose, onSaved }) {
-  const [name, setName] = useState(workflow.name);
-  const [priority, setPriority] = useState(String(workflow.priority));
-  const [tags, setTags] = useState(tagsText(workflow.tags));
-  const [schedule, setSchedule] = useState(null);
-  const [steps, setSteps] = useState(JSON.stringify(workflow.steps, null, 2));
-  const [errors, setErrors] = useState([]);
-  const save = async () => {
-    const parsedSteps = parseJson(steps, "steps");
-    const parsedTags = parseTags(tags);
-    const local = [...parsedSteps.errors, ...parsedTags.errors];
-    setErrors(local);
-    if (local.length) throw formError(local);
-    const edited = {
-      name,
-      priority: Number(priority),
-      schedule: schedule && !sameSchedule(schedule, workflow.schedule) ? schedule : undefined,
-      steps: parsedSteps.value,
-      tags: parsedTags.value,
-    };
-    await patchChanges(`/v1/workflows/${enc(workflow.id)}`, workflow, edited, setErrors);
-    onSaved();
-  };
-  return html`<${ConfirmDialog} open=${open} title=${`Edit ${workflow.name}`} confirmLabel="Save" onConfirm=${save} onClose=${onClose}>
-    <div class="form-grid">
-      <${Field} label="Name" field="name" errors=${errors} value=${name} onInput=${setName} />
-      <${Field} label="Priority (0-9)" field="priority" errors=${errors} value=${priority} onInput=${setPriority} type="number" min="0" max="9" />
-      <${Field} label="Tags (key=value, comma-separated)" field="tags" errors=${errors} value=${tags} onInput=${setTags} />
-    </div>
-    <${ScheduleWithPreview} initial=${workflow.schedule} schedule=${schedule} setSchedule=${setSchedule} errors=${errors} />
-    <${Field} label="Steps (JSON)" field="steps" errors=${errorsFor(errors, "steps")} value=${steps} onInput=${setSteps} textarea=${true} rows="8" class="mono" spellcheck="false" />
-  <//>`;
 }
 
 const ENDED = new Set(["CANCELLED", "COMPLETED"]);
