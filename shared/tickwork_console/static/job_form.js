@@ -2,8 +2,9 @@
 // a payload editor checked against the job type's schema, and each error shown on the field it names.
 import { html, useEffect, useState } from "./vendor/htm-preact-standalone.module.js";
 import { enc, post } from "./api.js";
-import { Field, FieldError, errorsFor, fieldErrorsOf, formError, parseJson, parseTags, patchChanges, tagsText } from "./forms.js";
-import { ScheduleWithPreview, sameSchedule } from "./schedule.js";
+import { Field, FieldError, errorsFor, fieldErrorsOf, formError, parseJson, parseTags } from "./forms.js";
+import { ScheduleWithPreview } from "./schedule.js";
+import { ScheduledEditFields, saveScheduledEdit, useScheduledEdit } from "./scheduled_edit.js";
 import { jobTypes, validate } from "./schema.js";
 import { ConfirmDialog, ErrorBox, navigate } from "./ui.js";
 
@@ -23,6 +24,12 @@ function payloadChecks(text, type, types) {
   if (parsed.errors.length) return parsed;
   const schema = types && types[type];
   return { value: parsed.value, errors: schema ? validate(schema, parsed.value) : [] };
+}
+
+// The payload's own errors show as it is typed; the API's payload errors until the payload has some of its own.
+function withPayloadChecks(errors, payloadErrors) {
+  const payload = (e) => e.field === "payload" || e.field.startsWith("payload.") || e.field.startsWith("payload[");
+  return [...errors.filter((e) => !payload(e)), ...(payloadErrors.length ? payloadErrors : errors.filter(payload))];
 }
 
 function useJobTypes() {
@@ -49,7 +56,7 @@ export function NewJobPage() {
   const [busy, setBusy] = useState(false);
   const typedPayload = payloadChecks(payload, type, types);
   // The payload's own errors show as it is typed; the rest once the form is sent.
-  const shown = [...errors.filter((e) => !e.field.startsWith("payload")), ...typedPayload.errors, ...errors.filter((e) => e.field.startsWith("payload") && !typedPayload.errors.length)];
+  const shown = withPayloadChecks(errors, typedPayload.errors);
   const submit = async (event) => {
     event.preventDefault();
     setError(null);
@@ -112,36 +119,16 @@ export function NewJobPage() {
 
 export function EditJobDialog({ job, open, onClose, onSaved }) {
   const types = useJobTypes();
-  const [name, setName] = useState(job.name);
-  const [priority, setPriority] = useState(String(job.priority));
-  const [schedule, setSchedule] = useState(null);
+  const edit = useScheduledEdit(job);
   const [payload, setPayload] = useState(JSON.stringify(job.payload || {}, null, 2));
-  const [tags, setTags] = useState(tagsText(job.tags));
-  const [errors, setErrors] = useState([]);
   const typedPayload = payloadChecks(payload, job.type, types);
-  const shown = [...errors.filter((e) => !e.field.startsWith("payload")), ...typedPayload.errors, ...errors.filter((e) => e.field.startsWith("payload") && !typedPayload.errors.length)];
+  const shown = withPayloadChecks(edit.errors, typedPayload.errors);
   const save = async () => {
-    const parsedTags = parseTags(tags);
-    const local = [...typedPayload.errors, ...parsedTags.errors];
-    setErrors(local);
-    if (local.length) throw formError(local);
-    const edited = {
-      name,
-      priority: Number(priority),
-      schedule: schedule && !sameSchedule(schedule, job.schedule) ? schedule : undefined,
-      payload: typedPayload.value,
-      tags: parsedTags.value,
-    };
-    await patchChanges(`/v1/jobs/${enc(job.id)}`, job, edited, setErrors);
+    await saveScheduledEdit(edit, `/v1/jobs/${enc(job.id)}`, { payload: typedPayload.value }, typedPayload.errors);
     onSaved();
   };
   return html`<${ConfirmDialog} open=${open} title=${`Edit ${job.name}`} confirmLabel="Save" onConfirm=${save} onClose=${onClose}>
-    <div class="form-grid">
-      <${Field} label="Name" field="name" errors=${shown} value=${name} onInput=${setName} />
-      <${Field} label="Priority (0-9)" field="priority" errors=${shown} value=${priority} onInput=${setPriority} type="number" min="0" max="9" />
-      <${Field} label="Tags (key=value, comma-separated)" field="tags" errors=${shown} value=${tags} onInput=${setTags} />
-    </div>
-    <${ScheduleWithPreview} initial=${job.schedule} schedule=${schedule} setSchedule=${setSchedule} errors=${shown} />
+    <${ScheduledEditFields} edit=${edit} errors=${shown} />
     <${PayloadField} types=${types} type=${job.type} text=${payload} onInput=${setPayload} errors=${shown} />
   <//>`;
 }

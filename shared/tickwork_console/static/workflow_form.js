@@ -2,8 +2,9 @@
 // live preview, the steps as JSON, and each error shown on the field it names.
 import { html, useState } from "./vendor/htm-preact-standalone.module.js";
 import { enc, post } from "./api.js";
-import { Field, errorsFor, fieldErrorsOf, formError, parseJson, parseTags, patchChanges, tagsText } from "./forms.js";
-import { ScheduleWithPreview, sameSchedule } from "./schedule.js";
+import { Field, errorsFor, fieldErrorsOf, formError, parseJson, parseTags } from "./forms.js";
+import { ScheduleWithPreview } from "./schedule.js";
+import { ScheduledEditFields, saveScheduledEdit, useScheduledEdit } from "./scheduled_edit.js";
 import { ConfirmDialog, ErrorBox, navigate } from "./ui.js";
 
 // A starting point: two echo steps, the second after the first.
@@ -66,35 +67,15 @@ export function NewWorkflowPage() {
 }
 
 export function EditWorkflowDialog({ workflow, open, onClose, onSaved }) {
-  const [name, setName] = useState(workflow.name);
-  const [priority, setPriority] = useState(String(workflow.priority));
-  const [tags, setTags] = useState(tagsText(workflow.tags));
-  const [schedule, setSchedule] = useState(null);
+  const edit = useScheduledEdit(workflow);
   const [steps, setSteps] = useState(JSON.stringify(workflow.steps, null, 2));
-  const [errors, setErrors] = useState([]);
   const save = async () => {
     const parsedSteps = parseJson(steps, "steps");
-    const parsedTags = parseTags(tags);
-    const local = [...parsedSteps.errors, ...parsedTags.errors];
-    setErrors(local);
-    if (local.length) throw formError(local);
-    const edited = {
-      name,
-      priority: Number(priority),
-      schedule: schedule && !sameSchedule(schedule, workflow.schedule) ? schedule : undefined,
-      steps: parsedSteps.value,
-      tags: parsedTags.value,
-    };
-    await patchChanges(`/v1/workflows/${enc(workflow.id)}`, workflow, edited, setErrors);
+    await saveScheduledEdit(edit, `/v1/workflows/${enc(workflow.id)}`, { steps: parsedSteps.value }, parsedSteps.errors);
     onSaved();
   };
   return html`<${ConfirmDialog} open=${open} title=${`Edit ${workflow.name}`} confirmLabel="Save" onConfirm=${save} onClose=${onClose}>
-    <div class="form-grid">
-      <${Field} label="Name" field="name" errors=${errors} value=${name} onInput=${setName} />
-      <${Field} label="Priority (0-9)" field="priority" errors=${errors} value=${priority} onInput=${setPriority} type="number" min="0" max="9" />
-      <${Field} label="Tags (key=value, comma-separated)" field="tags" errors=${errors} value=${tags} onInput=${setTags} />
-    </div>
-    <${ScheduleWithPreview} initial=${workflow.schedule} schedule=${schedule} setSchedule=${setSchedule} errors=${errors} />
-    <${Field} label="Steps (JSON)" field="steps" errors=${errorsFor(errors, "steps")} value=${steps} onInput=${setSteps} textarea=${true} rows="8" class="mono" spellcheck="false" />
+    <${ScheduledEditFields} edit=${edit} errors=${edit.errors} />
+    <${Field} label="Steps (JSON)" field="steps" errors=${errorsFor(edit.errors, "steps")} value=${steps} onInput=${setSteps} textarea=${true} rows="8" class="mono" spellcheck="false" />
   <//>`;
 }
