@@ -1,5 +1,5 @@
-"""A workflow's actions in the console, at desktop and phone widths: pause and resume it, edit its schedule,
-cancel one of its running runs."""
+"""A workflow's actions in the console, and a single run's cancel, at desktop and phone widths: pause and resume
+a workflow, edit its schedule, create one, cancel one of its running runs; cancel a job's running run."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.browser.conftest import LocalApi, screenshot
-from tests.browser.test_console_pages import open_console
+from tests.browser.test_console_pages import create_job, open_console
 from tests.processes import wait_for
 
 pytestmark = pytest.mark.browser
@@ -94,3 +94,24 @@ def test_create_a_workflow_from_the_form_with_its_preview_and_a_refused_step_nam
     assert (created["schedule"]["cron"], created["schedule"]["timezone"]) == ("0 6 * * *", "Asia/Tokyo")
     assert [s["depends_on"] for s in created["steps"]] == [[], ["a"]]
     page.locator("figure.dag g[data-step=b]").wait_for()
+
+
+def test_cancel_a_single_running_run_from_its_page(sized, dev: LocalApi):
+    page = sized
+    job = create_job(dev, name=f"console-cancel-run-{page.viewport_size['width']}", payload={"sleep_seconds": 60})
+    run = dev.call("POST", f"/v1/jobs/{job['id']}/trigger")
+    wait_for(
+        lambda: dev.call("GET", f"/v1/runs/{run['id']}")["status"] == "RUNNING" or None, 15, 0.3, "the run to start"
+    )
+    open_console(page, dev, f"/runs/{run['id']}")
+    page.get_by_role("button", name="Cancel run").click()
+    page.get_by_role("dialog", name="Cancel this run?").get_by_role("button", name="Cancel run").click()
+    page.locator(".notice", has_text="Asked to stop").wait_for()
+
+    def stopped() -> dict[str, Any] | None:
+        current = dev.call("GET", f"/v1/runs/{run['id']}")
+        return current if current["status"] == "SKIPPED" else None
+
+    assert wait_for(stopped, 40, 0.5, "the run to stop")["skip_reason"] == "cancelled"
+    page.locator("main h1 .status", has_text="SKIPPED").wait_for(timeout=35_000)
+    assert page.get_by_role("button", name="Cancel run").count() == 0

@@ -321,7 +321,7 @@ function ResultPreview({ id }) {
 }
 
 export function RunPage({ id }) {
-  const [confirming, setConfirming] = useState(false);
+  const [confirming, setConfirming] = useState(null); // "retry" | "cancel"
   const [notice, setNotice] = useState(null);
   const run = useLoadWhile(() => get(`/v1/runs/${enc(id)}`), [id], (r) => !TERMINAL_RUN.has(r.status), 2000, 30000);
   if (run.error && !run.data) return html`<section><h1 tabindex="-1">Run</h1><${ErrorBox} error=${run.error} /></section>`;
@@ -332,7 +332,10 @@ export function RunPage({ id }) {
     <p class="crumbs">${r.workflow_run_id ? html`<a href="#/workflows">Workflows</a>` : html`<a href="#/jobs">Jobs</a>`} / <${JobLink} id=${r.job_id} /> /</p>
     <h1 tabindex="-1">Run <span class="mono">${r.id}</span> <${Status} value=${r.status} /></h1>
     ${r.status === "FAILED"
-      ? html`<div class="toolbar"><button type="button" onClick=${() => setConfirming(true)}>Retry run</button></div>`
+      ? html`<div class="toolbar"><button type="button" onClick=${() => setConfirming("retry")}>Retry run</button></div>`
+      : null}
+    ${r.status === "RUNNING"
+      ? html`<div class="toolbar"><button type="button" class="danger" onClick=${() => setConfirming("cancel")}>Cancel run</button></div>`
       : null}
     <div aria-live="polite">${notice ? html`<p class="notice">${notice}</p>` : null}</div>
     <div class="columns">
@@ -356,11 +359,21 @@ export function RunPage({ id }) {
     ${r.result ? html`<h2>Result</h2><${ResultPreview} id=${r.id} />` : null}
     <${RunLogs} id=${r.id} finished=${finished} />
     <${ConfirmDialog}
-      open=${confirming}
+      open=${confirming === "cancel"}
+      title="Cancel this run?"
+      confirmLabel="Cancel run"
+      danger=${true}
+      onConfirm=${async () => { await post(`/v1/runs/${enc(id)}/cancel`); setNotice("Asked to stop: the run ends SKIPPED (cancelled) at its next heartbeat."); run.reload(); }}
+      onClose=${() => setConfirming(null)}
+    >
+      <p>Its handler is asked to stop; the run is recorded SKIPPED (cancelled), not retried.</p>
+    <//>
+    <${ConfirmDialog}
+      open=${confirming === "retry"}
       title="Retry this run?"
       confirmLabel="Retry"
       onConfirm=${async () => { await post(`/v1/runs/${enc(id)}/retry`); setNotice("Re-queued."); run.reload(); }}
-      onClose=${() => setConfirming(false)}
+      onClose=${() => setConfirming(null)}
     >
       <p>The run is queued again and its attempts start from 1.</p>
     <//>
