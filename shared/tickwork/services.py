@@ -17,6 +17,7 @@ from tickwork.control.job_lifecycle import JobLifecycle
 from tickwork.control.metrics_catalogue import MetricsContext
 from tickwork.control.queries import JobQueries
 from tickwork.control.redrive import RunRedrive
+from tickwork.control.run_cancel import RunCancel
 from tickwork.control.tenants import ActiveJobsQuota, TenantService
 from tickwork.control.workflow_factory import WorkflowFactory
 from tickwork.control.workflow_service import WorkflowService
@@ -259,6 +260,10 @@ class Services:
     @cached_property
     def redrive(self) -> RunRedrive:
         return RunRedrive(self.store.runs, self.dispatcher, self.clock, self.queries, self.listings)
+
+    @cached_property
+    def run_cancel(self) -> RunCancel:
+        return RunCancel(self.store.runs, self.queries)
 
 
 class ServicesSlot:

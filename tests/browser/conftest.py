@@ -12,6 +12,7 @@ import os
 import shutil
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,10 +89,10 @@ def browser() -> Iterator[Any]:
             launched.close()
 
 
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    """A fresh page at 1280x800 that fails the test on any uncaught script error."""
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
+@contextmanager
+def checked_page(browser: Any, width: int = 1280) -> Iterator[Any]:
+    """A fresh page `width` pixels wide (800 high) that fails the test on any uncaught script error."""
+    context = browser.new_context(viewport={"width": width, "height": 800})
     opened = context.new_page()
     opened.set_default_timeout(15_000)
     errors: list[str] = []
@@ -99,6 +100,23 @@ def page(browser: Any) -> Iterator[Any]:
     yield opened
     context.close()
     assert not errors, f"script errors on the page: {errors}"
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh page at 1280x800 that fails the test on any uncaught script error."""
+    with checked_page(browser) as opened:
+        yield opened
+
+
+WIDTHS = {"desktop": 1280, "phone": 375}
+
+
+@pytest.fixture(params=list(WIDTHS))
+def sized(request: Any, browser: Any) -> Iterator[Any]:
+    """The same test at a desktop's width and a phone's."""
+    with checked_page(browser, WIDTHS[request.param]) as opened:
+        yield opened
 
 
 def screenshot(page: Any, name: str) -> None:

@@ -322,9 +322,9 @@ def test_edit_a_job_and_see_a_refused_change_named_in_the_dialog_then_cancel_it(
     assert dev.call("GET", f"/v1/jobs/{job['id']}")["priority"] == 8
 
     page.get_by_role("button", name="Edit").click()
-    dialog.get_by_label("Schedule (JSON)").fill('{"cron": "61 * * * *"}')
+    dialog.get_by_label("Cron expression").fill("61 * * * *")
     dialog.get_by_role("button", name="Save").click()
-    alert = dialog.get_by_role("alert")
+    alert = dialog.locator(".error")
     alert.wait_for()
     assert "schedule.cron" in alert.inner_text()
     assert dev.call("GET", f"/v1/jobs/{job['id']}")["schedule"] == job["schedule"]

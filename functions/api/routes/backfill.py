@@ -8,6 +8,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import Jobs, Tenant
 from tickwork.control.api_bodies import BackfillRequest, BackfillResponse
+from tickwork.control.api_examples import BACKFILL, openapi_examples
 
 from routes.parameters import JobId
 from routes.responses import json_response, ok, problems
@@ -23,7 +24,10 @@ router = APIGatewayHttpRouter()
 )
 def backfill_job(
     job_id: JobId,
-    request: Annotated[BackfillRequest, Body(description="The range and the most runs to create.")],
+    request: Annotated[
+        BackfillRequest,
+        Body(description="The range and the most runs to create.", openapi_examples=openapi_examples(BACKFILL)),
+    ],
     jobs: Jobs,
     tenant: Tenant,
 ):

@@ -148,6 +148,16 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             ok(Run, "The run, QUEUED"),
             (404, 409),
         ),
+        ByIdRoute(
+            "cancel_run",
+            "POST",
+            "/v1/runs/<run_id>/cancel",
+            "Ask a RUNNING run to stop: its executor stops the handler and records it SKIPPED `cancelled`",
+            lambda s, tenant, i: s.run_cancel.cancel_run(tenant, i),
+            202,
+            ok(Run, "The run, asked to stop (still RUNNING until its executor sees the request)"),
+            (404, 409),
+        ),
     ],
     # One workflow and its state changes, then one workflow run: each answers it as it now is, or 404 / 409.
     "workflows": [

@@ -8,6 +8,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import CallerJobs
 from tickwork.control.api_bodies import RedriveRequest, RedriveResult, RunList
+from tickwork.control.api_examples import REDRIVE, openapi_examples
 
 from routes.parameters import Cursor, Limit
 from routes.responses import json_response, ok, problems
@@ -30,7 +31,11 @@ def list_dlq(mine: CallerJobs, limit: Limit = 50, cursor: Cursor = None):
 def redrive(
     mine: CallerJobs,
     request: Annotated[
-        RedriveRequest, Body(description='`{"all": true}` for every FAILED run, or `{"run_ids": [...]}`.')
+        RedriveRequest,
+        Body(
+            description='`{"all": true}` for every FAILED run, or `{"run_ids": [...]}`.',
+            openapi_examples=openapi_examples(REDRIVE),
+        ),
     ],
 ):
     return json_response(202, mine.redrive(request.named()))

@@ -9,6 +9,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Que
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import CallerJobs, Jobs, Tenant
 from tickwork.control.api_bodies import JobList, JobSpec, JobUpdate
+from tickwork.control.api_examples import JOB_SPEC, JOB_UPDATE, openapi_examples
 from tickwork.control.idempotent_create import request_hash
 from tickwork.model.job import Job
 from tickwork.model.states import JobState
@@ -35,7 +36,7 @@ TAG_FILTER = rf"^[^=]{{1,{MAX_TAG_KEY}}}=[\s\S]{{0,{MAX_TAG_VALUE}}}$"
     tags=["jobs"],
 )
 def create_job(
-    spec: Annotated[JobSpec, Body(description="The job.")],
+    spec: Annotated[JobSpec, Body(description="The job.", openapi_examples=openapi_examples(JOB_SPEC))],
     request: Request,
     jobs: Jobs,
     mine: CallerJobs,
@@ -94,7 +95,12 @@ def list_jobs(
     tags=["jobs"],
 )
 def update_job(
-    job_id: JobId, patch: Annotated[JobUpdate, Body(description="The fields to change.")], jobs: Jobs, tenant: Tenant
+    job_id: JobId,
+    patch: Annotated[
+        JobUpdate, Body(description="The fields to change.", openapi_examples=openapi_examples(JOB_UPDATE))
+    ],
+    jobs: Jobs,
+    tenant: Tenant,
 ):
     return json_response(200, jobs.update(tenant, job_id, patch))
 

@@ -8,6 +8,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import Tenant, Wired
 from tickwork.control.api_bodies import Preview, PreviewItem, SchedulePreviewRequest
+from tickwork.control.api_examples import SCHEDULE_PREVIEW, openapi_examples
 from tickwork.model.preview import DEFAULT_PREVIEW_COUNT, MAX_PREVIEW_COUNT, PreviewedOccurrence, preview, preview_job
 
 from routes.parameters import JobId
@@ -48,7 +49,10 @@ def preview_job_route(
     tags=["schedules"],
 )
 def preview_schedule_route(
-    request: Annotated[SchedulePreviewRequest, Body(description="The schedule, count and from.")],
+    request: Annotated[
+        SchedulePreviewRequest,
+        Body(description="The schedule, count and from.", openapi_examples=openapi_examples(SCHEDULE_PREVIEW)),
+    ],
     built: Wired,
     tenant: Tenant,
 ):

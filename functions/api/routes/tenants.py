@@ -9,13 +9,17 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import Admin, Tenant, Wired
 from tickwork.control.api_bodies import TenantView
+from tickwork.control.api_examples import TENANT_SETTINGS, openapi_examples
 from tickwork.model.tenant_settings import TenantSettings
 
 from routes.parameters import TenantName
 from routes.responses import json_response, ok, problems
 
 router = APIGatewayHttpRouter()
-WholeSettings = Annotated[TenantSettings, Body(description="The tenant's settings, whole.")]
+WholeSettings = Annotated[
+    TenantSettings,
+    Body(description="The tenant's settings, whole.", openapi_examples=openapi_examples(TENANT_SETTINGS)),
+]
 
 
 # Declared before /v1/tenants/<tenant>, which would otherwise take `me` for a tenant's name.

@@ -10,6 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import CallerWorkflows, Tenant, Wired, workflows_of
 from tickwork.control.api_bodies import WorkflowList, WorkflowRunList, WorkflowSpec, WorkflowUpdate
+from tickwork.control.api_examples import WORKFLOW_SPEC, WORKFLOW_UPDATE, openapi_examples
 from tickwork.model.states import JobState
 from tickwork.model.workflow.advance import WorkflowRunStatus
 from tickwork.model.workflow.definition import Workflow
@@ -30,7 +31,11 @@ router = APIGatewayHttpRouter()
     },
     tags=["workflows"],
 )
-def create_workflow(spec: Annotated[WorkflowSpec, Body(description="The workflow.")], built: Wired, tenant: Tenant):
+def create_workflow(
+    spec: Annotated[WorkflowSpec, Body(description="The workflow.", openapi_examples=openapi_examples(WORKFLOW_SPEC))],
+    built: Wired,
+    tenant: Tenant,
+):
     return json_response(201, workflows_of(built).create(tenant, spec))
 
 
@@ -58,7 +63,9 @@ def list_workflows(
 )
 def update_workflow(
     workflow_id: WorkflowId,
-    patch: Annotated[WorkflowUpdate, Body(description="The fields to change.")],
+    patch: Annotated[
+        WorkflowUpdate, Body(description="The fields to change.", openapi_examples=openapi_examples(WORKFLOW_UPDATE))
+    ],
     built: Wired,
     tenant: Tenant,
 ):

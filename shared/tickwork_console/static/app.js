@@ -1,15 +1,20 @@
 // The console's shell: hash routes, the navigation, and focus moved to each page's heading.
 import { html, render, useEffect, useRef, useState } from "./vendor/htm-preact-standalone.module.js";
+import { NewJobPage } from "./job_form.js";
 import { JobPage, JobsPage, RunPage } from "./jobs.js";
 import { MetricsPage } from "./metrics.js";
-import { DlqPage, WorkflowPage, WorkflowRunPage, WorkflowsPage } from "./ops.js";
+import { DlqPage } from "./ops.js";
+import { NewWorkflowPage } from "./workflow_form.js";
+import { WorkflowPage, WorkflowRunPage, WorkflowsPage } from "./workflows.js";
 
 const ROUTES = [
+  [/^\/jobs\/new$/, () => html`<${NewJobPage} />`, "jobs"],
   [/^\/jobs\/([^/]+)$/, (m) => html`<${JobPage} id=${decodeURIComponent(m[1])} />`, "jobs"],
   [/^\/jobs$/, (m, query) => html`<${JobsPage} query=${query} />`, "jobs"],
   [/^\/runs\/([^/]+)$/, (m) => html`<${RunPage} id=${decodeURIComponent(m[1])} />`, "jobs"],
   [/^\/dlq$/, () => html`<${DlqPage} />`, "dlq"],
   [/^\/workflows$/, () => html`<${WorkflowsPage} />`, "workflows"],
+  [/^\/workflows\/new$/, () => html`<${NewWorkflowPage} />`, "workflows"],
   [/^\/workflows\/([^/]+)$/, (m) => html`<${WorkflowPage} id=${decodeURIComponent(m[1])} />`, "workflows"],
   [/^\/workflow-runs\/([^/]+)$/, (m) => html`<${WorkflowRunPage} id=${decodeURIComponent(m[1])} />`, "workflows"],
   [/^\/metrics$/, () => html`<${MetricsPage} />`, "metrics"],
@@ -21,6 +26,8 @@ const NAV = [
   ["workflows", "#/workflows", "Workflows"],
   ["metrics", "#/metrics", "Metrics"],
 ];
+
+const Keyed = ({ children }) => children;
 
 function parseHash() {
   const raw = window.location.hash.replace(/^#/, "") || "/jobs";
@@ -40,7 +47,8 @@ function App() {
   for (const [pattern, view, name] of ROUTES) {
     const match = where.path.match(pattern);
     if (match) {
-      page = view(match, where.query);
+      // Keyed by the path: another page (another job's) starts afresh, its dialogs closed.
+      page = html`<${Keyed} key=${where.path}>${view(match, where.query)}<//>`;
       section = name;
       break;
     }

@@ -13,10 +13,29 @@ export function Dag({ steps, states }) {
   for (const step of steps) graph.setNode(step.id, { width: NODE_W, height: NODE_H });
   for (const step of steps) for (const upstream of step.depends_on || []) graph.setEdge(upstream, step.id);
   dagre.layout(graph);
-  const { width, height } = graph.graph();
+  // The drawing's box is what it draws: dagre's own size leaves out edge routes that bend outside the nodes (an
+  // edge from the first rank can start above the top), which the SVG would clip.
+  const xs = [];
+  const ys = [];
+  for (const id of graph.nodes()) {
+    const node = graph.node(id);
+    xs.push(node.x - NODE_W / 2, node.x + NODE_W / 2);
+    ys.push(node.y - NODE_H / 2, node.y + NODE_H / 2);
+  }
+  for (const e of graph.edges()) {
+    for (const p of graph.edge(e).points) {
+      xs.push(p.x);
+      ys.push(p.y);
+    }
+  }
+  const margin = 8;
+  const left = Math.min(...xs) - margin;
+  const top = Math.min(...ys) - margin;
+  const width = Math.max(...xs) + margin - left;
+  const height = Math.max(...ys) + margin - top;
   const path = (points) => points.map((p, i) => `${i ? "L" : "M"}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(" ");
   return html`<figure class="dag">
-    <svg viewBox=${`0 0 ${width} ${height}`} width=${width} height=${height} role="img" aria-label="Workflow steps as a graph">
+    <svg viewBox=${`${left} ${top} ${width} ${height}`} width=${width} height=${height} role="img" aria-label="Workflow steps as a graph">
       <defs>
         <marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
           <path d="M0,0 L10,5 L0,10 z" class="dag-arrow" />

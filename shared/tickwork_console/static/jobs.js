@@ -1,6 +1,11 @@
 // Jobs, one job, and one run.
 import { html, useState } from "./vendor/htm-preact-standalone.module.js";
-import { del, enc, get, patch, post } from "./api.js";
+import { del, enc, get, post } from "./api.js";
+import { tagsText } from "./forms.js";
+import { HEALTH, JobState, LastRun, healthOf, useLastRuns } from "./health.js";
+import { EditJobDialog } from "./job_form.js";
+import { JobLink } from "./names.js";
+import { Instants } from "./schedule.js";
 import {
   Cell,
   ConfirmDialog,
@@ -12,6 +17,7 @@ import {
   band,
   duration,
   navigate,
+  offset,
   scheduleText,
   useLoad,
   useLoadWhile,
@@ -22,13 +28,14 @@ import {
 const JOB_STATES = ["", "ACTIVE", "PAUSED", "SUSPENDED", "COMPLETED", "CANCELLED"];
 const TERMINAL_RUN = new Set(["SUCCEEDED", "FAILED", "SKIPPED", "CANCELLED"]);
 
-function tagsText(tags) {
-  return Object.entries(tags || {})
-    .map(([k, v]) => `${k}=${v}`)
-    .join(", ");
-}
-
 // ------------------------------------------------------------------ Jobs
+
+// Free text over a job's name and tags (key=value), as typed, any case. The API filters by name prefix and by
+// one exact tag; this looks inside them, over the page loaded.
+function matches(job, search) {
+  if (!search) return true;
+  return [job.name, ...Object.entries(job.tags || {}).map(([k, v]) => `${k}=${v}`)].some((text) => text.toLowerCase().includes(search));
+}
 
 export function JobsPage({ query }) {
   const filters = {
@@ -37,13 +44,21 @@ export function JobsPage({ query }) {
     tag: query.get("tag") || "",
     name_prefix: query.get("name") || "",
   };
-  const key = JSON.stringify(filters);
+  const health = query.get("health") || "";
+  const search = (query.get("q") || "").trim().toLowerCase();
+  const key = JSON.stringify([filters, health, search]);
   const pager = usePager(key);
+  // Suspended is a state the API filters on; failing and stuck are judged here, over a larger page.
+  const asked = health === "suspended" ? { ...filters, state: "SUSPENDED" } : filters;
   const { data, error, loading } = useLoad(
-    () => get("/v1/jobs", { ...filters, limit: 25, cursor: pager.cursor }),
+    () => get("/v1/jobs", { ...asked, limit: health || search ? 100 : 25, cursor: pager.cursor }),
     [key, pager.cursor],
     10000,
   );
+  const lastRuns = useLastRuns(data && data.items, data);
+  const shown = data
+    ? data.items.filter((job) => matches(job, search) && (!health || (job.id in lastRuns && healthOf(job, lastRuns[job.id]) === health)))
+    : [];
   const apply = (event) => {
     event.preventDefault();
     const form = new FormData(event.currentTarget);
@@ -53,15 +68,22 @@ export function JobsPage({ query }) {
   };
   return html`<section>
     <h1 tabindex="-1">Jobs</h1>
-    <form class="filters" onSubmit=${apply} aria-label="Filter jobs">
+    <div class="toolbar"><a class="button primary" href="#/jobs/new">New job</a></div>
+    <form class="filters" key=${key} onSubmit=${apply} aria-label="Filter jobs">
+      <label>Search <input name="q" type="search" defaultValue=${query.get("q") || ""} placeholder="name or tag" size="14" /></label>
       <label>State
-        <select name="state" value=${filters.state}>
-          ${JOB_STATES.map((s) => html`<option value=${s}>${s || "any"}</option>`)}
+        <select name="state">
+          ${JOB_STATES.map((s) => html`<option value=${s} selected=${s === filters.state}>${s || "any"}</option>`)}
         </select>
       </label>
-      <label>Type <input name="type" value=${filters.type} placeholder="echo" size="10" /></label>
-      <label>Tag <input name="tag" value=${filters.tag} placeholder="team=billing" size="14" /></label>
-      <label>Name starts with <input name="name" value=${filters.name_prefix} size="14" /></label>
+      <label>Type <input name="type" defaultValue=${filters.type} placeholder="echo" size="10" /></label>
+      <label>Tag <input name="tag" defaultValue=${filters.tag} placeholder="team=billing" size="14" /></label>
+      <label>Name starts with <input name="name" defaultValue=${filters.name_prefix} size="14" /></label>
+      <label>Health
+        <select name="health">
+          ${HEALTH.map(([value, label]) => html`<option value=${value} selected=${value === health}>${label}</option>`)}
+        </select>
+      </label>
       <button type="submit" class="primary">Filter</button>
       <a href="#/jobs" class="button">Clear</a>
     </form>
@@ -70,15 +92,16 @@ export function JobsPage({ query }) {
     ${data
       ? html`<table class="list">
             <caption class="visually-hidden">Jobs, newest first</caption>
-            <thead><tr><th>Name</th><th>Type</th><th>State</th><th>Schedule</th><th>Next run (UTC)</th><th>Priority</th><th>Tags</th></tr></thead>
+            <thead><tr><th>Name</th><th>Type</th><th>State</th><th>Last run (UTC)</th><th>Schedule</th><th>Next run (UTC)</th><th>Priority</th><th>Tags</th></tr></thead>
             <tbody>
-              ${data.items.length === 0
-                ? html`<tr><td colspan="7" class="muted">No jobs match.</td></tr>`
-                : data.items.map(
+              ${shown.length === 0
+                ? html`<tr><td colspan="8" class="muted">No jobs match.</td></tr>`
+                : shown.map(
                     (job) => html`<tr>
                       <${Cell} label="Name"><a href=${`#/jobs/${enc(job.id)}`}>${job.name}</a><//>
                       <${Cell} label="Type">${job.type}<//>
-                      <${Cell} label="State"><${Status} value=${job.state} /><//>
+                      <${Cell} label="State"><${JobState} job=${job} lastRun=${lastRuns[job.id]} /><//>
+                      <${Cell} label="Last run"><${LastRun} run=${lastRuns[job.id]} /><//>
                       <${Cell} label="Schedule" className="mono">${scheduleText(job.schedule)}<//>
                       <${Cell} label="Next run"><${Time} value=${job.next_run_at} /><//>
                       <${Cell} label="Priority">${job.priority} (${band(job.priority)})<//>
@@ -93,45 +116,6 @@ export function JobsPage({ query }) {
 }
 
 // ------------------------------------------------------------------ one job
-
-function EditJobDialog({ job, open, onClose, onSaved }) {
-  const [name, setName] = useState(job.name);
-  const [priority, setPriority] = useState(String(job.priority));
-  const [schedule, setSchedule] = useState(JSON.stringify(job.schedule));
-  const [payload, setPayload] = useState(JSON.stringify(job.payload || {}, null, 2));
-  const [tags, setTags] = useState(JSON.stringify(job.tags || {}));
-  const save = async () => {
-    const body = {};
-    const parse = (text, field) => {
-      try {
-        return JSON.parse(text);
-      } catch {
-        const err = new Error(`${field} is not JSON`);
-        err.problem = { title: "Not sent", detail: `${field} is not valid JSON.` };
-        throw err;
-      }
-    };
-    if (name !== job.name) body.name = name;
-    if (Number(priority) !== job.priority) body.priority = Number(priority);
-    const newSchedule = parse(schedule, "Schedule");
-    if (JSON.stringify(newSchedule) !== JSON.stringify(job.schedule)) body.schedule = newSchedule;
-    const newPayload = parse(payload, "Payload");
-    if (JSON.stringify(newPayload) !== JSON.stringify(job.payload || {})) body.payload = newPayload;
-    const newTags = parse(tags, "Tags");
-    if (JSON.stringify(newTags) !== JSON.stringify(job.tags || {})) body.tags = newTags;
-    if (Object.keys(body).length) await patch(`/v1/jobs/${enc(job.id)}`, body);
-    onSaved();
-  };
-  return html`<${ConfirmDialog} open=${open} title=${`Edit ${job.name}`} confirmLabel="Save" onConfirm=${save} onClose=${onClose}>
-    <div class="form-grid">
-      <label>Name <input value=${name} onInput=${(e) => setName(e.currentTarget.value)} /></label>
-      <label>Priority (0-9) <input type="number" min="0" max="9" value=${priority} onInput=${(e) => setPriority(e.currentTarget.value)} /></label>
-      <label>Schedule (JSON) <input class="mono" value=${schedule} onInput=${(e) => setSchedule(e.currentTarget.value)} /></label>
-      <label>Tags (JSON) <input class="mono" value=${tags} onInput=${(e) => setTags(e.currentTarget.value)} /></label>
-      <label>Payload (JSON) <textarea class="mono" rows="6" value=${payload} onInput=${(e) => setPayload(e.currentTarget.value)}></textarea></label>
-    </div>
-  <//>`;
-}
 
 function RunsTable({ runs }) {
   return html`<table class="list">
@@ -153,6 +137,18 @@ function RunsTable({ runs }) {
           )}
     </tbody>
   </table>`;
+}
+
+function NextInstants({ preview }) {
+  return html`<div>
+    <h2>Next 5 instants</h2>
+    <${ErrorBox} error=${preview.error} />
+    ${preview.data
+      ? preview.data.items.length
+        ? html`<${Instants} items=${preview.data.items} label="Next 5 instants" />`
+        : html`<p class="muted">No more occurrences.</p>`
+      : null}
+  </div>`;
 }
 
 export function JobPage({ id }) {
@@ -179,19 +175,21 @@ export function JobPage({ id }) {
   if (!job.data) return html`<${Loading} what="the job" />`;
   const j = job.data;
   const live = j.state === "ACTIVE" || j.state === "SUSPENDED";
+  // A COMPLETED or CANCELLED job takes no change, trigger or edit (the API answers 409), and has no next instants.
+  const ended = j.state === "COMPLETED" || j.state === "CANCELLED";
   return html`<section>
     <p class="crumbs"><a href="#/jobs">Jobs</a> /</p>
-    <h1 tabindex="-1">${j.name} <${Status} value=${j.state} /></h1>
+    <h1 tabindex="-1">${j.name} <${JobState} job=${j} lastRun=${runs.data && pager.page === 1 ? runs.data.items[0] : undefined} /></h1>
     <div class="toolbar" role="group" aria-label="Job actions">
       ${live ? html`<button type="button" onClick=${() => act(() => "Paused.", () => post(`/v1/jobs/${enc(id)}/pause`))}>Pause</button>` : null}
       ${j.state === "PAUSED" || j.state === "SUSPENDED"
         ? html`<button type="button" onClick=${() => act(() => "Resumed.", () => post(`/v1/jobs/${enc(id)}/resume`))}>Resume</button>`
         : null}
-      <button type="button" onClick=${() => act((run) => html`Triggered: <a href=${`#/runs/${enc(run.id)}`}>run ${run.id}</a>`, () => post(`/v1/jobs/${enc(id)}/trigger`))}>Trigger now</button>
-      <button type="button" onClick=${() => setDialog("edit")}>Edit</button>
-      ${j.state !== "CANCELLED" && j.state !== "COMPLETED"
-        ? html`<button type="button" class="danger" onClick=${() => setDialog("cancel")}>Cancel job</button>`
-        : null}
+      ${ended
+        ? null
+        : html`<button type="button" onClick=${() => act((run) => html`Triggered: <a href=${`#/runs/${enc(run.id)}`}>run ${run.id}</a>`, () => post(`/v1/jobs/${enc(id)}/trigger`))}>Trigger now</button>
+            <button type="button" onClick=${() => setDialog("edit")}>Edit</button>
+            <button type="button" class="danger" onClick=${() => setDialog("cancel")}>Cancel job</button>`}
     </div>
     <div aria-live="polite">${notice ? html`<p class="notice">${notice}</p>` : null}</div>
     <${ErrorBox} error=${actionError} />
@@ -209,19 +207,7 @@ export function JobPage({ id }) {
         ${j.suspended_reason ? html`<dt>Suspended</dt><dd>${j.suspended_reason}</dd>` : null}
         <dt>Payload</dt><dd><pre class="preview">${JSON.stringify(j.payload, null, 2)}</pre></dd>
       </dl>
-      <div>
-        <h2>Next 5 instants</h2>
-        <${ErrorBox} error=${preview.error} />
-        ${preview.data
-          ? preview.data.items.length
-            ? html`<ol class="instants" aria-label="Next 5 instants">
-                ${preview.data.items.map(
-                  (item) => html`<li><${Time} value=${item.at} /> UTC <span class="muted">· ${item.local}</span>${item.dst ? html` <span class="tag">DST ${item.dst}</span>` : null}</li>`,
-                )}
-              </ol>`
-            : html`<p class="muted">No more occurrences.</p>`
-          : null}
-      </div>
+      ${ended ? null : html`<${NextInstants} preview=${preview} />`}
     </div>
     <h2>Runs</h2>
     <${ErrorBox} error=${runs.error} />
@@ -251,7 +237,13 @@ function timeline(run) {
   const steps = [];
   const scheduled = run.nominal_at || run.scheduled_for;
   steps.push({ label: "Scheduled", at: scheduled, note: run.trigger !== "SCHEDULE" ? `trigger ${run.trigger}` : "" });
-  if (run.enqueued_at) steps.push({ label: "Claimed and queued", at: run.enqueued_at });
+  // A retry or a DLQ redrive re-queues the run: enqueued_at is then that re-queue, and its attempts start again.
+  if (run.enqueued_at)
+    steps.push(
+      run.requeues
+        ? { label: "Re-queued after FAILED", at: run.enqueued_at, note: `retry or redrive${run.requeues > 1 ? `, ${run.requeues} times` : ""}`, requeue: true }
+        : { label: "Claimed and queued", at: run.enqueued_at },
+    );
   if (run.started_at)
     steps.push({ label: "Started", at: run.started_at, note: run.lateness_ms !== null && run.lateness_ms !== undefined ? `${duration(run.lateness_ms)} late` : "" });
   for (const attempt of run.attempt_history || []) {
@@ -266,17 +258,21 @@ function timeline(run) {
   }
   if (run.finished_at)
     steps.push({ label: `Finished ${run.status}`, at: run.finished_at, note: run.duration_ms !== null && run.duration_ms !== undefined ? `took ${duration(run.duration_ms)}` : "" });
-  return steps;
+  // In time order (a stable sort: steps at one instant keep their order); the attempts of an earlier execution
+  // come before its re-queue.
+  const time = (step) => new Date(step.at).getTime();
+  return steps.sort((a, b) => time(a) - time(b));
 }
 
 function Timeline({ run }) {
   const steps = timeline(run);
-  const origin = new Date(steps[0].at).getTime();
+  // Offsets from the occurrence, which a precise run's early send or a trigger's claim may come before.
+  const origin = new Date(run.nominal_at || run.scheduled_for).getTime();
   return html`<ol class="timeline" aria-label="Timeline">
     ${steps.map(
-      (step) => html`<li class=${step.outcome ? `outcome-${step.outcome}` : ""}>
+      (step) => html`<li class=${step.outcome ? `outcome-${step.outcome}` : step.requeue ? "requeue" : ""}>
         <span class="tl-label">${step.label}</span>
-        <span class="tl-time"><${Time} value=${step.at} ms=${true} /> <span class="muted">${Number.isNaN(origin) ? "" : `+${duration(new Date(step.at).getTime() - origin)}`}</span></span>
+        <span class="tl-time"><${Time} value=${step.at} ms=${true} /> <span class="muted">${Number.isNaN(origin) ? "" : offset(new Date(step.at).getTime() - origin)}</span></span>
         ${step.note ? html`<span class="tl-note">${step.note}</span>` : null}
         ${step.error ? html`<span class="tl-error">${step.error}</span>` : null}
       </li>`,
@@ -325,7 +321,7 @@ function ResultPreview({ id }) {
 }
 
 export function RunPage({ id }) {
-  const [confirming, setConfirming] = useState(false);
+  const [confirming, setConfirming] = useState(null); // "retry" | "cancel"
   const [notice, setNotice] = useState(null);
   const run = useLoadWhile(() => get(`/v1/runs/${enc(id)}`), [id], (r) => !TERMINAL_RUN.has(r.status), 2000, 30000);
   if (run.error && !run.data) return html`<section><h1 tabindex="-1">Run</h1><${ErrorBox} error=${run.error} /></section>`;
@@ -333,10 +329,13 @@ export function RunPage({ id }) {
   const r = run.data;
   const finished = TERMINAL_RUN.has(r.status);
   return html`<section>
-    <p class="crumbs"><a href="#/jobs">Jobs</a> / <a href=${`#/jobs/${enc(r.job_id)}`}>${r.job_id}</a> /</p>
+    <p class="crumbs">${r.workflow_run_id ? html`<a href="#/workflows">Workflows</a>` : html`<a href="#/jobs">Jobs</a>`} / <${JobLink} id=${r.job_id} /> /</p>
     <h1 tabindex="-1">Run <span class="mono">${r.id}</span> <${Status} value=${r.status} /></h1>
     ${r.status === "FAILED"
-      ? html`<div class="toolbar"><button type="button" onClick=${() => setConfirming(true)}>Retry run</button></div>`
+      ? html`<div class="toolbar"><button type="button" onClick=${() => setConfirming("retry")}>Retry run</button></div>`
+      : null}
+    ${r.status === "RUNNING"
+      ? html`<div class="toolbar"><button type="button" class="danger" onClick=${() => setConfirming("cancel")}>Cancel run</button></div>`
       : null}
     <div aria-live="polite">${notice ? html`<p class="notice">${notice}</p>` : null}</div>
     <div class="columns">
@@ -360,11 +359,21 @@ export function RunPage({ id }) {
     ${r.result ? html`<h2>Result</h2><${ResultPreview} id=${r.id} />` : null}
     <${RunLogs} id=${r.id} finished=${finished} />
     <${ConfirmDialog}
-      open=${confirming}
+      open=${confirming === "cancel"}
+      title="Cancel this run?"
+      confirmLabel="Cancel run"
+      danger=${true}
+      onConfirm=${async () => { await post(`/v1/runs/${enc(id)}/cancel`); setNotice("Asked to stop: the run ends SKIPPED (cancelled) at its next heartbeat."); run.reload(); }}
+      onClose=${() => setConfirming(null)}
+    >
+      <p>Its handler is asked to stop; the run is recorded SKIPPED (cancelled), not retried.</p>
+    <//>
+    <${ConfirmDialog}
+      open=${confirming === "retry"}
       title="Retry this run?"
       confirmLabel="Retry"
       onConfirm=${async () => { await post(`/v1/runs/${enc(id)}/retry`); setNotice("Re-queued."); run.reload(); }}
-      onClose=${() => setConfirming(false)}
+      onClose=${() => setConfirming(null)}
     >
       <p>The run is queued again and its attempts start from 1.</p>
     <//>

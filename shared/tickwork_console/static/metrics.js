@@ -39,6 +39,15 @@ function lastValue(values) {
   return null;
 }
 
+// The y axis as wide as its longest label ("1 min 40 s"), measured in the axis's font, so no label is cut.
+function labelsWidth(u, values, axisIdx, cycleNum) {
+  const axis = u.axes[axisIdx];
+  if (cycleNum > 1 && axis._size) return axis._size;
+  const longest = (values || []).reduce((a, v) => (String(v).length > a.length ? String(v) : a), "");
+  u.ctx.font = axis.font[0];
+  return Math.ceil(axis.ticks.size + axis.gap + u.ctx.measureText(longest).width / devicePixelRatio + 4);
+}
+
 function Chart({ chart, series, period }) {
   const box = useRef(null);
   const plot = useRef(null);
@@ -73,7 +82,7 @@ function Chart({ chart, series, period }) {
         tzDate: (seconds) => uPlot.tzDate(new Date(seconds * 1000), "Etc/UTC"),
         axes: [
           { stroke: "#5b6470", grid: { stroke: "#eceff3" } },
-          { stroke: "#5b6470", grid: { stroke: "#eceff3" }, size: 70, values: (u, ticks) => ticks.map((t) => format(t)) },
+          { stroke: "#5b6470", grid: { stroke: "#eceff3" }, size: labelsWidth, values: (u, ticks) => ticks.map((t) => format(t)) },
         ],
         // Points always: a minute with figures between empty minutes has no line to draw, only its point.
         series: [{}, ...labels.map((label, i) => ({ label, stroke: PALETTE[i % PALETTE.length], width: 1.5, spanGaps: false, points: { show: true, size: 5, fill: PALETTE[i % PALETTE.length] } }))],

@@ -140,6 +140,11 @@ export function duration(msValue) {
   return `${(msValue / 3600000).toFixed(1)} h`;
 }
 
+// A step's offset from a reference instant: +2.98 s after it, −2.98 s before it.
+export function offset(msValue) {
+  return msValue < 0 ? `−${duration(-msValue)}` : `+${duration(msValue)}`;
+}
+
 export function Status({ value }) {
   return value ? html`<span class=${`status status-${String(value).toLowerCase()}`}>${value}</span>` : null;
 }

@@ -1,0 +1,102 @@
+"""The request bodies' curated examples in the OpenAPI document: what Swagger UI's "Try it out" sends, each one
+valid as it stands (tests/api/test_openapi_examples.py sends them all)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Without its own examples, Swagger UI builds one from the schema: a schedule with at, cron and rate together,
+# which the API refuses. Each body's first example is the one "Try it out" starts from.
+
+JOB_SPEC = {
+    "cron-in-a-zone": (
+        "A cron in a time zone: 02:30 Paris time every night (the DST gap in March runs it at 03:00)",
+        {
+            "name": "nightly-report",
+            "type": "echo",
+            "schedule": {"cron": "30 2 * * *", "timezone": "Europe/Paris"},
+            "payload": {"report": "daily-sales"},
+            "priority": 7,
+            "retry": {"max_attempts": 5, "backoff_seconds": 30},
+            "tags": {"team": "data"},
+        },
+    ),
+    "one-shot": (
+        "Once, at an instant",
+        {
+            "name": "send-welcome-email",
+            "type": "echo",
+            "schedule": {"at": "2030-01-15T09:00:00Z"},
+            "payload": {"user": "u-123"},
+        },
+    ),
+    "rate": (
+        "Every 5 minutes, skipping an occurrence while the last run is still going",
+        {
+            "name": "poll-inbox",
+            "type": "echo",
+            "schedule": {"rate": "5 minutes"},
+            "overlap": "SKIP",
+            "timeout_seconds": 120,
+        },
+    ),
+}
+
+JOB_UPDATE = {
+    "reschedule": (
+        "Move the job to 04:00 New York time",
+        {"schedule": {"cron": "0 4 * * *", "timezone": "America/New_York"}},
+    ),
+    "priority": ("Raise its priority into the high band", {"priority": 8}),
+}
+
+WORKFLOW_SPEC = {
+    "nightly-etl": (
+        "Extract, then transform and check side by side, then load: at 01:00 London time",
+        {
+            "name": "nightly-etl",
+            "schedule": {"cron": "0 1 * * *", "timezone": "Europe/London"},
+            "steps": [
+                {"id": "extract", "type": "echo", "payload": {"rows": 3}},
+                {"id": "transform", "type": "echo", "depends_on": ["extract"]},
+                {"id": "check", "type": "echo", "depends_on": ["extract"]},
+                {"id": "load", "type": "echo", "depends_on": ["transform", "check"]},
+            ],
+            "tags": {"team": "data"},
+        },
+    ),
+}
+
+WORKFLOW_UPDATE = {
+    "reschedule": ("Run it every 6 hours instead", {"schedule": {"rate": "6 hours"}}),
+}
+
+BACKFILL = {
+    "one-day": (
+        "The job's occurrences on one past day, at most 24 runs",
+        {"from": "2026-01-01T00:00:00Z", "to": "2026-01-02T00:00:00Z", "max_runs": 24},
+    ),
+}
+
+REDRIVE = {
+    "all": ("Every FAILED run of yours (up to 250 per call)", {"all": True}),
+}
+
+SCHEDULE_PREVIEW = {
+    "dst-gap": (
+        "Sundays 02:30 in Paris through the March change: the last one falls in the gap",
+        {"schedule": {"cron": "30 2 * * SUN", "timezone": "Europe/Paris"}, "count": 5, "from": "2027-03-01T00:00:00Z"},
+    ),
+}
+
+TENANT_SETTINGS = {
+    "quotas": (
+        "Twice the default weight, at most 500 active jobs and 50 runs at once",
+        {"weight": 2, "max_active_jobs": 500, "max_concurrent_runs": 50},
+    ),
+}
+
+
+def openapi_examples(named: dict[str, tuple[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Named examples as the OpenAPI document's media type gives them: {name: {summary, value}}."""
+    return {name: {"summary": summary, "value": value} for name, (summary, value) in named.items()}
