@@ -377,9 +377,18 @@ def runs_logs(run_id: RunIdArg, session: Session) -> None:
         typer.echo(f"Logs Insights: {logs['insights_url']}", err=True)
 
 
-_call_by_id(
-    runs_app, "retry", "Re-queue a FAILED run; its attempts start again.", "POST", "/v1/runs/{run_id}/retry", RunIdArg
-)
+@runs_app.command("retry")
+@api_command
+def runs_retry(
+    run_id: RunIdArg,
+    session: Session,
+    start_over: Annotated[
+        bool, typer.Option("--start-over", help="Remove the run's checkpoint and steps: it starts from the beginning.")
+    ] = False,
+) -> None:
+    """Re-queue a FAILED run; its attempts start again, from its last checkpoint (docs/durable-runs.md)."""
+    body = {"from_checkpoint": False} if start_over else None
+    session.show_one(session.client.post(f"/v1/runs/{run_id}/retry", body))
 
 
 # ---------------------------------------------------------------- dlq

@@ -138,16 +138,6 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             {"description": "The result document (any JSON)"},
             (404,),
         ),
-        ByIdRoute(
-            "retry_run",
-            "POST",
-            "/v1/runs/<run_id>/retry",
-            "Re-queue a FAILED run; attempts start again",
-            lambda s, tenant, i: s.redrive.retry_run(tenant, i),
-            202,
-            ok(Run, "The run, QUEUED"),
-            (404, 409),
-        ),
     ],
     # One workflow and its state changes, then one workflow run: each answers it as it now is, or 404 / 409.
     "workflows": [

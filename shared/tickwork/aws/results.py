@@ -1,5 +1,5 @@
 """S3 data access: run results, written once (first write wins), and beside them each attempt's log
-(tickwork.jobtypes.run_log), written once too."""
+(tickwork.jobtypes.run_log), written once too, and checkpoints too large for the run item (tickwork.store.checkpoints)."""
 
 from __future__ import annotations
 
@@ -44,6 +44,14 @@ def logs_key(run: Run) -> str:
     """The key of the current attempt's log. A run retried from the DLQ counts its attempts from 1 again, so the
     key names its requeue too; both padded, so that keys sort in the order the attempts ran."""
     return f"{logs_prefix_of(run.tenant, run.job_id, run.id)}{run.requeues:04d}-{run.attempts:03d}.json"
+
+
+def checkpoint_key(run: Run, seq: int, owner: str) -> str:
+    """Where a checkpoint too large for the run item lives (tickwork.store.checkpoints): one object per save, named
+    by its number and its writer, so an executor whose lease was taken over never overwrites the object the run
+    points to."""
+    writer = hashlib.sha256(owner.encode()).hexdigest()[:12]
+    return f"checkpoints/{run.tenant}/{run.job_id}/{run.id}/{seq:08d}-{writer}.json"
 
 
 def _missing(exc: ClientError) -> bool:
@@ -145,6 +153,13 @@ class ResultStore:
                 raise
             return False
         return True
+
+    def write_checkpoint(self, key: str, body: bytes) -> None:
+        """A checkpoint's document, before the run item points to it (`checkpoint_key`)."""
+        self._s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType="application/json")
+
+    def read_checkpoint(self, key: str) -> Any:
+        return json.loads(self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read())
 
     def read_logs(self, run: Run) -> list[dict[str, Any]]:
         """The logs of a run's attempts, in the order they ran: one listing, then one read per attempt that logged

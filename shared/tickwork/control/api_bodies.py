@@ -15,7 +15,7 @@ from functools import reduce
 from types import UnionType
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, WithJsonSchema, create_model, field_validator
 
 from tickwork.control.backfill import DEFAULT_BACKFILL_RUNS, MAX_BACKFILL_RUNS
 from tickwork.jobtypes import registry
@@ -240,6 +240,15 @@ else:
         "What PATCH /v1/workflows/{id} may change; absent fields stay as they are (`null` is refused). New steps\n"
         "apply to workflow runs that start after the change; a run in progress keeps the steps it started with.",
         json_schema_extra=_patch_of_steps,
+    )
+
+
+class RetryRequest(_OptionalNotNullable):
+    """POST /v1/runs/{id}/retry, optional: the run resumes from its last checkpoint (docs/durable-runs.md) unless
+    `from_checkpoint` is false."""
+
+    from_checkpoint: StrictBool = Field(
+        default=True, description="false: remove the run's checkpoint and steps, so that it starts over."
     )
 
 

@@ -96,6 +96,12 @@ class Heartbeat:
                 self.delivery.queue_url, self.delivery.receipt_handle, visibility_for(self.lease_for)
             )
 
+    def lease_lost(self) -> None:
+        """Another of the lease holder's writes (a checkpoint's) found the lease gone: as a beat that did."""
+        with self._lock:
+            self.lost = True
+        self.cancelled.set()
+
     def _lose_hold(self, slot: str) -> None:
         if self.hold_lost is not None:
             return

@@ -50,6 +50,7 @@ from tickwork.aws.results import ResultStore
 from tickwork.executor import run_metrics
 from tickwork.executor.admission import Admitted, AttemptsGate, Deferral, Entry, Gate, Held, Refusal, Skip, admit
 from tickwork.executor.breaker import HeldBackGate
+from tickwork.executor.checkpoints import LeasedCheckpoints
 from tickwork.executor.delivery import Delivery, Outcome, visibility_for
 from tickwork.executor.heartbeat import HandlerStillRunning, Heartbeat, call_under_lease
 from tickwork.executor.limits import RunLimits
@@ -57,6 +58,7 @@ from tickwork.executor.outcomes import MAX_MESSAGE_BACKOFF_SECONDS, RunOutcomes,
 from tickwork.executor.overlap import CANCEL_POLL_SECONDS, OverlapGate
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
 from tickwork.jobtypes import EffectMayContinue, PermanentJobError, RetryNotBefore, RunContext, UnknownJobType
+from tickwork.jobtypes.durable import RunCheckpoints
 from tickwork.jobtypes.registry import JobTypeRegistry
 from tickwork.model.backoff import Random
 from tickwork.model.clock import Clock, to_ms
@@ -69,6 +71,7 @@ from tickwork.model.states import RunStatus, SkipReason
 from tickwork.model.workflow.runs import WorkflowRunRecord
 from tickwork.observability import logger, metrics
 from tickwork.store import JobStore, LeaseOutcome
+from tickwork.store.checkpoints import CheckpointRecords, StoredCheckpoint
 
 __all__ = ["Delivery", "Outcome", "RunExecutor"]  # the executor's handler takes all three from here
 
@@ -142,6 +145,7 @@ class RunExecutor:
             results=results,
         )
         self.limits = limits
+        self.checkpoints = CheckpointRecords(store.shared_table)
         self._gates: list[Gate] = [HeldBackGate(self.outcomes.breakers), AttemptsGate(), OverlapGate(store)]
 
     @property
@@ -247,7 +251,9 @@ class RunExecutor:
         # What admitted the run is given back however it ends, but a process that dies (a BaseException: killed,
         # timed out) gives back nothing: it ends with its lease.
         try:
-            outcome = self._run(run, target, owner, delivery, remaining_ms, admission.held, leased_at=now)
+            outcome = self._run(
+                run, target, owner, delivery, remaining_ms, admission.held, leased_at=now, checkpoint=lease.checkpoint
+            )
         except Exception:
             admission.held.release()
             raise
@@ -317,9 +323,11 @@ class RunExecutor:
         held: Held,
         *,
         leased_at: datetime,
+        checkpoint: StoredCheckpoint | None = None,
     ) -> Outcome:
         """Run the handler under the lease and record how the attempt (which began at `leased_at`) ended; what
-        the handler logged is kept beside the result first (tickwork.jobtypes.run_log)."""
+        the handler logged is kept beside the result first (tickwork.jobtypes.run_log). The handler starts from
+        the run's last `checkpoint`, as the lease found it (tickwork.executor.checkpoints)."""
         try:
             job_type = self.handlers.job_types.get(target.type)
             payload = job_type.parse(target.payload, context={"http_allowlist": self.handlers.http_allowlist})
@@ -330,6 +338,17 @@ class RunExecutor:
         started = self.clock.now()
         ctx = self._context(run, target, started, budget)
         heartbeat = self._heartbeat(run, target, owner, delivery, ctx, held)
+        ctx.checkpoints = RunCheckpoints(
+            LeasedCheckpoints(
+                self.checkpoints,
+                self.results,
+                self.clock,
+                run=run,
+                owner=owner,
+                stored=checkpoint,
+                on_lost=heartbeat.lease_lost,
+            )
+        )
         logger.info("run started", extra={"attempt": run.attempts, "lateness_ms": run.lateness_ms, "type": target.type})
         try:
             attempt = self._call(lambda: job_type.handler(payload, ctx), target, ctx, heartbeat, budget, remaining_ms)

@@ -18,6 +18,7 @@ from tickwork.model.clock import iso, to_ms
 from tickwork.model.ids import parse_run_id
 from tickwork.model.run import AttemptRecord, Run, RunError, RunResult
 from tickwork.model.states import DeferReason, RunStatus, RunTrigger, SkipReason
+from tickwork.store.checkpoints import CHECKPOINT_CONTENT, StoredCheckpoint, stored_checkpoint
 from tickwork.store.codec import (
     deserialize,
     expression_values,
@@ -52,6 +53,7 @@ class Lease:
     run: Run | None
     previous_status: RunStatus | None = None
     lease_until: datetime | None = None
+    checkpoint: StoredCheckpoint | None = None  # the run's last checkpoint, from the lease's own answer
 
 
 @dataclass(frozen=True)
@@ -227,7 +229,7 @@ class RunRecords:
                 "not_before": None,
             }
         )
-        return Lease(LeaseOutcome.LEASED, run, old.status, lease_until)
+        return Lease(LeaseOutcome.LEASED, run, old.status, lease_until, stored_checkpoint(old_attrs))
 
     def extend_lease(self, run_id: str, *, owner: str, lease_until: datetime) -> LeaseExtension:
         """The heartbeat's write: the lease runs on, while this owner holds it. The item comes back with it, so
@@ -369,15 +371,20 @@ class RunRecords:
             expression_values(**values),
         )
 
-    def requeue_failed_run(self, run: Run, *, now: datetime, redispatch_at: datetime) -> bool:
+    def requeue_failed_run(
+        self, run: Run, *, now: datetime, redispatch_at: datetime, from_checkpoint: bool = True
+    ) -> bool:
         """FAILED -> QUEUED with attempts starting again (retry and DLQ redrive): a new execution, so its start,
-        lateness and duration are measured afresh; `requeues` counts how often this happened."""
+        lateness and duration are measured afresh; `requeues` counts how often this happened. It resumes from its
+        last checkpoint (tickwork.store.checkpoints) unless `from_checkpoint` is False: then that is removed."""
+        starting_over = "".join(f", {name}" for name in CHECKPOINT_CONTENT) if not from_checkpoint else ""
         return self._table.update_if(
             run_key(run.id),
             "SET #status = :queued, attempts = :zero, enqueued_at = :now, due_shard = :shard, due_at = :due, "
             "requeues = if_not_exists(requeues, :zero) + :one "
             "REMOVE #error, finished_at, expires_at, tenant_key, tenant_sort, lease_owner, lease_until, "
-            "lease_until_ms, started_at, lateness_ms, duration_ms, not_before, not_before_ms, cancel_requested",
+            "lease_until_ms, started_at, lateness_ms, duration_ms, not_before, not_before_ms, cancel_requested"
+            + starting_over,
             "#status = :failed",
             {"#status": "status", "#error": "error"},
             expression_values(

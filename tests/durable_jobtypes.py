@@ -1,0 +1,79 @@
+"""Job types for the durable runs' tests (docs/durable-runs.md): a paged export that checkpoints per page, and a
+handler of steps; each records what really executed."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+from tickwork.jobtypes import CheckpointNotJSON, CheckpointTooLarge, RunContext, job_type, registry
+from tickwork.jobtypes.durable import MAX_CHECKPOINT_BYTES
+
+from tests.faults.crashes import ProcessKilled
+
+# Per run: the page each execution of the handler started from, and each step's real calls.
+STARTS: defaultdict[str, list[int]] = defaultdict(list)
+STEP_CALLS: Counter[tuple[str, str]] = Counter()
+FAILED_ONCE: set[str] = set()
+
+
+class Export(BaseModel):
+    pages: int = 4
+    die_after_page: int | None = None  # the first execution dies (SIGKILL) right after this page's checkpoint
+    fail_after_page: int | None = None  # the first execution raises right after this page's checkpoint
+    padding: int = 0  # bytes of filler in each checkpoint (to send it to S3)
+    bad_state_at_page: int | None = None  # tries to save a state JSON cannot hold, then one too large, and goes on
+
+
+if "checkpoint-export" not in registry:
+
+    @job_type("checkpoint-export", Export)
+    def export(payload: Export, ctx: RunContext) -> dict[str, Any]:
+        """Exports `pages` pages, one checkpoint per page; dies or fails once where asked."""
+        state = ctx.last_checkpoint() or {"next_page": 0, "rows": []}
+        STARTS[ctx.run_id].append(state["next_page"])
+        for page in range(state["next_page"], payload.pages):
+            if payload.bad_state_at_page == page:
+                with pytest.raises(CheckpointNotJSON):
+                    ctx.checkpoint({"at": object()})
+                with pytest.raises(CheckpointTooLarge) as too_large:
+                    ctx.checkpoint({"filler": "x" * MAX_CHECKPOINT_BYTES})
+                assert (too_large.value.limit, too_large.value.size > MAX_CHECKPOINT_BYTES) == (
+                    MAX_CHECKPOINT_BYTES,
+                    True,
+                )
+                assert ctx.last_checkpoint() == state  # the previous one stands
+            state = {"next_page": page + 1, "rows": [*state["rows"], page * 10], "filler": "x" * payload.padding}
+            ctx.checkpoint(state)
+            first = ctx.run_id not in FAILED_ONCE
+            if payload.die_after_page == page and first:
+                FAILED_ONCE.add(ctx.run_id)
+                raise ProcessKilled("killed after a checkpoint")
+            if payload.fail_after_page == page and first:
+                FAILED_ONCE.add(ctx.run_id)
+                raise RuntimeError(f"failed after page {page}")
+        return {"rows": state["rows"]}
+
+
+class Steps(BaseModel):
+    names: list[str] = ["charge", "ship", "notify"]
+
+
+if "checkpoint-steps" not in registry:
+
+    @job_type("checkpoint-steps", Steps)
+    def steps(payload: Steps, ctx: RunContext) -> dict[str, Any]:
+        """Runs one step more on each attempt, then fails, until the last attempt runs them all."""
+        done = {}
+        for index, name in enumerate(payload.names):
+
+            def call(name: str = name) -> str:
+                STEP_CALLS[(ctx.run_id, name)] += 1
+                return f"{name} at attempt {ctx.attempt}"
+
+            done[name] = ctx.step(name, call)
+            if index + 1 == ctx.attempt and ctx.attempt < len(payload.names):
+                raise RuntimeError(f"attempt {ctx.attempt} fails after step {name}")
+        return done
