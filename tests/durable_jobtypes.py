@@ -3,6 +3,7 @@ handler of steps; each records what really executed."""
 
 from __future__ import annotations
 
+import threading
 from collections import Counter, defaultdict
 from typing import Any
 
@@ -77,3 +78,28 @@ if "checkpoint-steps" not in registry:
             if index + 1 == ctx.attempt and ctx.attempt < len(payload.names):
                 raise RuntimeError(f"attempt {ctx.attempt} fails after step {name}")
         return done
+
+
+class Reports(BaseModel):
+    reports: list[dict[str, Any]] = []  # each: ctx.progress(**report), in order, no time between them
+    sleep: float = 0  # then ctx.sleep (the fake clock moves; the heartbeat beats)
+    hold: bool = False  # then wait for RELEASE (a test reads the run meanwhile: REPORTED says when)
+
+
+REPORTED = threading.Event()
+RELEASE = threading.Event()
+
+
+if "progress-reports" not in registry:
+
+    @job_type("progress-reports", Reports)
+    def progress_reports(payload: Reports, ctx: RunContext) -> dict[str, Any]:
+        """Reports progress as told, then sleeps or holds."""
+        for report in payload.reports:
+            ctx.progress(**report)
+        REPORTED.set()
+        if payload.sleep:
+            ctx.sleep(payload.sleep)
+        if payload.hold and not RELEASE.wait(timeout=30):
+            raise RuntimeError("never released")
+        return {"reported": len(payload.reports)}

@@ -3,9 +3,12 @@ over; a bad body is a 422 naming the field and changes nothing."""
 
 from __future__ import annotations
 
-import pytest
+import threading
 
-from tests.durable_jobtypes import STARTS
+import pytest
+from tickwork.model.clock import iso
+
+from tests.durable_jobtypes import RELEASE, REPORTED, STARTS
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
@@ -39,3 +42,38 @@ def test_a_retry_with_a_bad_body_is_refused_and_changes_nothing(api, pipeline, b
     assert refused.status == 422
     assert {problem["field"] for problem in refused.json["errors"]} == {next(iter(body))}
     assert api.get(f"/v1/runs/{run_id}").json["status"] == "FAILED"
+
+
+def test_progress_is_readable_over_http_while_the_run_is_running(api, pipeline):
+    REPORTED.clear()
+    RELEASE.clear()
+    report = {"fraction": 0.25, "message": "page 1 of 4", "data": {"page": 1, "cursor": None}}
+    job = api.create(type="progress-reports", payload={"reports": [report], "hold": True})
+    run_id = api.post(f"/v1/jobs/{job['id']}/trigger").json["id"]
+    worker = threading.Thread(target=pipeline.drain)
+    worker.start()
+    try:
+        assert REPORTED.wait(timeout=30)
+        running = api.get(f"/v1/runs/{run_id}").json
+        assert running["status"] == "RUNNING"
+        assert running["progress"] == {**report, "updated_at": iso(pipeline.clock.now())}
+    finally:
+        RELEASE.set()
+        worker.join(timeout=60)
+    done = api.get(f"/v1/runs/{run_id}").json
+    assert (done["status"], done["progress"]["fraction"]) == ("SUCCEEDED", 0.25)
+
+
+def test_a_report_soon_after_the_last_rides_on_the_heartbeat_not_a_write_of_its_own(api, pipeline):
+    reports = [{"fraction": 0.1}, {"fraction": 0.2, "message": "second"}]
+    job = api.create(type="progress-reports", payload={"reports": reports, "sleep": 25})
+    run_id = api.post(f"/v1/jobs/{job['id']}/trigger").json["id"]
+    pipeline.calls.clear()
+    pipeline.drain()
+    writes = [
+        p["UpdateExpression"] for p in pipeline.calls.params("UpdateItem") if ":progress" in p["UpdateExpression"]
+    ]
+    assert len(writes) == 2  # the first report's own write; the second on the heartbeat's extension
+    assert "lease_until" in writes[1]
+    run = api.get(f"/v1/runs/{run_id}").json
+    assert (run["status"], run["progress"]["fraction"], run["progress"]["message"]) == ("SUCCEEDED", 0.2, "second")

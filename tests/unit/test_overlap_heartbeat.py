@@ -22,6 +22,9 @@ class FlakyRuns:
         self.fail_next = False
         self.requested = False
 
+    def extend_lease(self, run_id: str, **_: object) -> Any:
+        return _held_lease(run_id)
+
     def cancel_requested(self, run_id: str) -> bool:
         self.looks += 1
         if self.fail_next:
@@ -37,7 +40,7 @@ def _heartbeat(
     runs = FlakyRuns()
     cancelled = threading.Event()
     heartbeat = Heartbeat(
-        SimpleNamespace(runs=runs, extend_lease=_held_lease),  # type: ignore[arg-type]
+        SimpleNamespace(runs=runs),  # type: ignore[arg-type]
         SimpleNamespace(change_visibility=lambda *_: None),  # type: ignore[arg-type]
         clock,
         run_id="r",

@@ -11,6 +11,7 @@ from typing import Any
 from tickwork.aws.queues import RunQueues
 from tickwork.executor.admission import Held
 from tickwork.executor.delivery import Delivery, visibility_for
+from tickwork.executor.progress_reports import ProgressReports
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
 from tickwork.jobtypes import EffectMayContinue, PermanentJobError, RetryNotBefore, RunContext, RunTimeout
 from tickwork.model.clock import Clock
@@ -60,6 +61,7 @@ class Heartbeat:
         self.cancel_requested = False  # the run was asked to stop (seen on the lease extension's answer)
         self.hold_lost: str | None = None  # what admitted the run and another run took (see above)
         self.beats = 0
+        self.progress: ProgressReports | None = None  # its pending report rides on each beat
         self._next = clock.now() + self.every
         self._next_poll = clock.now() + cancel_poll if cancel_poll is not None else None
         self._lock = threading.Lock()
@@ -76,7 +78,10 @@ class Heartbeat:
                 return
             self._next = now + self.every
             lease_until = now + self.lease_for
-            extension = self.store.extend_lease(self.run_id, owner=self.owner, lease_until=lease_until)
+            progress = self.progress.take_pending() if self.progress is not None else None
+            extension = self.store.runs.extend_lease(
+                self.run_id, owner=self.owner, lease_until=lease_until, progress=progress
+            )
             if not extension.held:
                 self.lost = True
                 self.cancelled.set()

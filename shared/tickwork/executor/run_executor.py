@@ -56,6 +56,7 @@ from tickwork.executor.heartbeat import HandlerStillRunning, Heartbeat, call_und
 from tickwork.executor.limits import RunLimits
 from tickwork.executor.outcomes import MAX_MESSAGE_BACKOFF_SECONDS, RunOutcomes, StepSettlement
 from tickwork.executor.overlap import CANCEL_POLL_SECONDS, OverlapGate
+from tickwork.executor.progress_reports import ProgressReports
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
 from tickwork.jobtypes import EffectMayContinue, PermanentJobError, RetryNotBefore, RunContext, UnknownJobType
 from tickwork.jobtypes.durable import RunCheckpoints
@@ -338,6 +339,8 @@ class RunExecutor:
         started = self.clock.now()
         ctx = self._context(run, target, started, budget)
         heartbeat = self._heartbeat(run, target, owner, delivery, ctx, held)
+        reports = ProgressReports(self.store.runs, self.clock, run_id=run.id, owner=owner)
+        ctx.progress_sink = heartbeat.progress = reports
         ctx.checkpoints = RunCheckpoints(
             LeasedCheckpoints(
                 self.checkpoints,
@@ -363,6 +366,7 @@ class RunExecutor:
             return Outcome.BUSY
         duration_ms = to_ms(self.clock.now()) - to_ms(started)
         metrics.add_metric(name="RunDurationMs", unit="Milliseconds", value=duration_ms)
+        reports.flush()
         # Kept even when the lease was lost: these lines are this attempt's, under a key no other attempt uses.
         self._keep_log(run, ctx)
         if heartbeat.lost:

@@ -1,5 +1,5 @@
-"""Durable runs, the handler's side: `ctx.checkpoint(state)`, `ctx.last_checkpoint()` and `ctx.step(name, fn)`
-(docs/durable-runs.md).
+"""Durable runs, the handler's side: `ctx.checkpoint(state)`, `ctx.last_checkpoint()`, `ctx.step(name, fn)` and
+`ctx.progress(...)` (docs/durable-runs.md).
 
 A run's checkpoint is one JSON document, `{"state": <the handler's last state>, "steps": {<name>: <result>}}`, saved
 whole by each `checkpoint` and each new `step`. Saving is the executor's (tickwork.executor.checkpoints): durable
@@ -19,6 +19,9 @@ from typing import Any, Protocol, TypeVar
 # most, with its payload, result and attempt history) keeps room. Larger documents go to S3, up to the next limit.
 INLINE_CHECKPOINT_MAX_BYTES = 8 * 1024
 MAX_CHECKPOINT_BYTES = 4 * 1024 * 1024
+
+MAX_PROGRESS_DATA_BYTES = 2 * 1024  # a progress report's `data`, as JSON: it rides in the run item's writes
+MAX_PROGRESS_MESSAGE_CHARS = 500  # longer messages are cut
 
 T = TypeVar("T")
 
@@ -120,3 +123,36 @@ class RunCheckpoints:
         body = encode_checkpoint(document)
         self.writer.save(body)
         self._document = json.loads(body)  # as a later attempt will read it: tuples are lists, keys strings
+
+
+class ProgressSink(Protocol):
+    """Where progress reports go (the executor's: tickwork.executor.progress_reports.ProgressReports)."""
+
+    def report(self, progress: dict[str, Any]) -> None: ...
+
+
+class KeptProgress:
+    """A sink that keeps the last report: a context made outside the executor (tests)."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, Any] | None = None
+
+    def report(self, progress: dict[str, Any]) -> None:
+        self.last = progress
+
+
+def progress_report(fraction: float | None, message: str | None, data: Any) -> dict[str, Any]:
+    """A progress report as stored, less its time: ValueError for a fraction outside [0, 1] (or not a number), or
+    data JSON cannot hold or over MAX_PROGRESS_DATA_BYTES; a message is cut at MAX_PROGRESS_MESSAGE_CHARS."""
+    if fraction is not None:
+        if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0 <= fraction <= 1:
+            raise ValueError(f"progress fraction must be a number from 0 to 1, not {fraction!r}")
+        fraction = float(fraction)
+    try:
+        size = len(json.dumps(data, separators=(",", ":"), allow_nan=False).encode())
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"progress data must be JSON-serialisable: {exc}") from exc
+    if size > MAX_PROGRESS_DATA_BYTES:
+        raise ValueError(f"progress data is {size} bytes as JSON, over the limit of {MAX_PROGRESS_DATA_BYTES} bytes")
+    text = None if message is None else str(message)[:MAX_PROGRESS_MESSAGE_CHARS]
+    return {"fraction": fraction, "message": text, "data": data}

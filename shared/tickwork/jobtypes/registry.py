@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from tickwork.jobtypes.durable import InMemoryCheckpoints, RunCheckpoints
+from tickwork.jobtypes.durable import InMemoryCheckpoints, KeptProgress, ProgressSink, RunCheckpoints, progress_report
 from tickwork.jobtypes.run_log import RunLog
 from tickwork.model.clock import Clock
 
@@ -61,8 +61,8 @@ class RetryNotBefore(RuntimeError):
 class RunContext:
     """What a handler may use: ids, its attempt number, a deadline, a cooperative sleep, the run's log
     (`ctx.log(message, level="INFO", **fields)`, or `ctx.logger.info(message, **fields)`: see
-    tickwork.jobtypes.run_log), and its checkpoint (`ctx.checkpoint`, `ctx.last_checkpoint`, `ctx.step`: see
-    tickwork.jobtypes.durable)."""
+    tickwork.jobtypes.run_log), its checkpoint (`ctx.checkpoint`, `ctx.last_checkpoint`, `ctx.step`) and its progress
+    (`ctx.progress`): see tickwork.jobtypes.durable."""
 
     run_id: str
     job_id: str
@@ -76,6 +76,7 @@ class RunContext:
     on_tick: Callable[[], None] | None = None  # the heartbeat, called between sleep slices
     logger: RunLog = field(default=None)  # type: ignore[assignment]  # made for the attempt when not given
     checkpoints: RunCheckpoints = field(default=None)  # type: ignore[assignment]  # in memory when not given
+    progress_sink: ProgressSink = field(default_factory=KeptProgress)
 
     def __post_init__(self) -> None:
         if self.logger is None:
@@ -93,6 +94,12 @@ class RunContext:
     def last_checkpoint(self) -> Any:
         """The state last saved by `checkpoint()`, in this attempt or an earlier one; None if there is none."""
         return self.checkpoints.last()
+
+    def progress(self, fraction: float | None = None, message: str | None = None, data: Any = None) -> None:
+        """Say how far the run has got: `fraction` from 0 to 1 (else ValueError), a `message`, JSON `data` (up to
+        2 KiB). `GET /v1/runs/{id}` shows the last report as `progress`; reports are coalesced (at most one write
+        every few seconds, most riding on the heartbeat's), so call it as often as is convenient."""
+        self.progress_sink.report(progress_report(fraction, message, data))
 
     def step(self, name: str, fn: Callable[[], Any]) -> Any:
         """Run `fn` once for the run: its result is saved under `name`, and a later call (in this attempt or a

@@ -231,19 +231,33 @@ class RunRecords:
         )
         return Lease(LeaseOutcome.LEASED, run, old.status, lease_until, stored_checkpoint(old_attrs))
 
-    def extend_lease(self, run_id: str, *, owner: str, lease_until: datetime) -> LeaseExtension:
+    def extend_lease(
+        self, run_id: str, *, owner: str, lease_until: datetime, progress: str | None = None
+    ) -> LeaseExtension:
         """The heartbeat's write: the lease runs on, while this owner holds it. The item comes back with it, so
-        the heartbeat learns at no extra read whether the run was asked to stop (`request_cancel`)."""
+        the heartbeat learns at no extra read whether the run was asked to stop (`request_cancel`). A pending
+        progress report (JSON text: tickwork.executor.progress_reports) rides on it."""
+        values = {"lu": iso(lease_until), "lu_ms": to_ms(lease_until), "owner": owner}
+        if progress is not None:
+            values["progress"] = progress
         won, attrs = self._table.update_if_returning_new(
             run_key(run_id),
-            "SET lease_until = :lu, lease_until_ms = :lu_ms",
+            "SET lease_until = :lu, lease_until_ms = :lu_ms" + (", progress = :progress" if progress else ""),
             "lease_owner = :owner AND #status = :running",
             {"#status": "status"},
-            expression_values(
-                lu=iso(lease_until), lu_ms=to_ms(lease_until), owner=owner, running=RunStatus.RUNNING.value
-            ),
+            expression_values(**values, running=RunStatus.RUNNING.value),
         )
         return LeaseExtension(held=won, cancel_requested=won and bool(attrs.get("cancel_requested")))
+
+    def report_progress(self, run_id: str, *, owner: str, progress: str) -> bool:
+        """A progress report (JSON text) of its own, while this owner holds the lease; False if it does not."""
+        return self._table.update_if(
+            run_key(run_id),
+            "SET progress = :progress",
+            "lease_owner = :owner AND #status = :running",
+            {"#status": "status"},
+            expression_values(progress=progress, owner=owner, running=RunStatus.RUNNING.value),
+        )
 
     def finish_run(
         self,
