@@ -103,3 +103,30 @@ if "progress-reports" not in registry:
         if payload.hold and not RELEASE.wait(timeout=30):
             raise RuntimeError("never released")
         return {"reported": len(payload.reports)}
+
+
+class Chatty(BaseModel):
+    lines: list[str] = []  # logged first
+    sleep: float = 25  # then ctx.sleep: past one heartbeat (lease/3 = 20 s), which flushes the lines
+    after: list[str] = []  # logged after the sleep (no beat flushes them)
+    die_once: bool = False  # the first execution then dies (SIGKILL)
+    hold: bool = False  # then wait for RELEASE (REPORTED says it is waiting)
+
+
+if "live-logs" not in registry:
+
+    @job_type("live-logs", Chatty)
+    def live_logs(payload: Chatty, ctx: RunContext) -> dict[str, Any]:
+        """Logs, sleeps past a heartbeat, logs more; dies once, or holds, where asked."""
+        for line in payload.lines:
+            ctx.log(line, page=line)
+        ctx.sleep(payload.sleep)
+        for line in payload.after:
+            ctx.log(line)
+        if payload.die_once and ctx.run_id not in FAILED_ONCE:
+            FAILED_ONCE.add(ctx.run_id)
+            raise ProcessKilled("killed after logging")
+        REPORTED.set()
+        if payload.hold and not RELEASE.wait(timeout=30):
+            raise RuntimeError("never released")
+        return {"logged": len(payload.lines) + len(payload.after)}

@@ -54,6 +54,7 @@ from tickwork.executor.checkpoints import LeasedCheckpoints
 from tickwork.executor.delivery import Delivery, Outcome, visibility_for
 from tickwork.executor.heartbeat import HandlerStillRunning, Heartbeat, call_under_lease
 from tickwork.executor.limits import RunLimits
+from tickwork.executor.live_logs import LiveLog
 from tickwork.executor.outcomes import MAX_MESSAGE_BACKOFF_SECONDS, RunOutcomes, StepSettlement
 from tickwork.executor.overlap import CANCEL_POLL_SECONDS, OverlapGate
 from tickwork.executor.progress_reports import ProgressReports
@@ -341,6 +342,7 @@ class RunExecutor:
         heartbeat = self._heartbeat(run, target, owner, delivery, ctx, held)
         reports = ProgressReports(self.store.runs, self.clock, run_id=run.id, owner=owner)
         ctx.progress_sink = heartbeat.progress = reports
+        heartbeat.live_log = LiveLog(self.results, run, ctx.logger)
         ctx.checkpoints = RunCheckpoints(
             LeasedCheckpoints(
                 self.checkpoints,
