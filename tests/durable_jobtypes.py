@@ -130,3 +130,31 @@ if "live-logs" not in registry:
         if payload.hold and not RELEASE.wait(timeout=30):
             raise RuntimeError("never released")
         return {"logged": len(payload.lines) + len(payload.after)}
+
+
+class LongExport(BaseModel):
+    pages: int = 12
+    page_seconds: float = 10  # each page's work (ctx.sleep: the fake clock moves, the heartbeat beats)
+    cooperative: bool = True  # checks should_yield after each page; else ignores it (the executor yields it)
+
+
+if "long-export" not in registry:
+
+    @job_type("long-export", LongExport)
+    def long_export(payload: LongExport, ctx: RunContext) -> dict[str, Any]:
+        """Exports page after page, each a step (its rows once), checkpointing where it got to."""
+        state = ctx.last_checkpoint() or {"next_page": 0}
+        for page in range(state["next_page"], payload.pages):
+
+            def fetch(page: int = page) -> list[int]:
+                ctx.sleep(payload.page_seconds)  # a page cut short by the Lambda's end is fetched again
+                STEP_CALLS[(ctx.run_id, f"page-{page}")] += 1  # its effect, once it is fetched
+                return [page * 10, page * 10 + 1]
+
+            ctx.step(f"page-{page}", fetch)
+            ctx.checkpoint({"next_page": page + 1})
+            ctx.progress((page + 1) / payload.pages, f"page {page + 1} of {payload.pages}")
+            if payload.cooperative and page + 1 < payload.pages and ctx.should_yield():
+                return ctx.yield_run()
+        rows = [row for page in range(payload.pages) for row in ctx.step(f"page-{page}", list)]
+        return {"rows": rows}

@@ -43,7 +43,8 @@ def logs_prefix_of(tenant: str, job_id: str, run_id: str) -> str:
 def logs_key(run: Run) -> str:
     """The key of the current attempt's log. A run retried from the DLQ counts its attempts from 1 again, so the
     key names its requeue too; both padded, so that keys sort in the order the attempts ran."""
-    return f"{logs_prefix_of(run.tenant, run.job_id, run.id)}{run.requeues:04d}-{run.attempts:03d}.json"
+    segment = f"-{run.segments:03d}" if run.segments else ""  # a yielded run's later segments, same attempt
+    return f"{logs_prefix_of(run.tenant, run.job_id, run.id)}{run.requeues:04d}-{run.attempts:03d}{segment}.json"
 
 
 LIVE = ".live.json"  # an attempt's log as its heartbeat last flushed it, until the attempt's own log replaces it

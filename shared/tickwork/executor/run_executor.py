@@ -58,9 +58,10 @@ from tickwork.executor.live_logs import LiveLog
 from tickwork.executor.outcomes import MAX_MESSAGE_BACKOFF_SECONDS, RunOutcomes, StepSettlement
 from tickwork.executor.overlap import CANCEL_POLL_SECONDS, OverlapGate
 from tickwork.executor.progress_reports import ProgressReports
+from tickwork.executor.yields import RunYields, segment_budget
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
 from tickwork.jobtypes import EffectMayContinue, PermanentJobError, RetryNotBefore, RunContext, UnknownJobType
-from tickwork.jobtypes.durable import RunCheckpoints
+from tickwork.jobtypes.durable import RunCheckpoints, Yielded
 from tickwork.jobtypes.registry import JobTypeRegistry
 from tickwork.model.backoff import Random
 from tickwork.model.clock import Clock, to_ms
@@ -148,6 +149,7 @@ class RunExecutor:
         )
         self.limits = limits
         self.checkpoints = CheckpointRecords(store.shared_table)
+        self.yields = RunYields(store.runs, queues, clock, self.outcomes)
         self._gates: list[Gate] = [HeldBackGate(self.outcomes.breakers), AttemptsGate(), OverlapGate(store)]
 
     @property
@@ -336,9 +338,15 @@ class RunExecutor:
         except (UnknownJobType, ValidationError) as exc:
             invalid = RunError(type=type(exc).__name__, message=str(exc)[:2000])
             return self.outcomes.fail(run, target, owner, invalid, started=leased_at)
-        budget = min(float(target.timeout_seconds), remaining_ms() / 1000 - SAFETY_MARGIN_SECONDS)
+        segment = segment_budget(
+            target.timeout_seconds,
+            remaining_ms() / 1000 - SAFETY_MARGIN_SECONDS,
+            target.max_run_seconds - run.yielded_ms / 1000,
+        )
+        budget = segment.seconds
         started = self.clock.now()
         ctx = self._context(run, target, started, budget)
+        ctx.yield_at = started + timedelta(seconds=segment.yield_after)
         heartbeat = self._heartbeat(run, target, owner, delivery, ctx, held)
         reports = ProgressReports(self.store.runs, self.clock, run_id=run.id, owner=owner)
         ctx.progress_sink = heartbeat.progress = reports
@@ -366,6 +374,10 @@ class RunExecutor:
             # The heartbeat holds what admitted it with the lease while it runs; that ends with it.
             held.keep_until_lease_ends()
             return Outcome.BUSY
+        if segment.yields_on_its_own(attempt.error, ctx.checkpoints.saves, heartbeat.cancel_requested):
+            attempt = Attempt(value=Yielded())
+        elif segment.by_run_total and attempt.error is not None:
+            attempt = replace(attempt, permanent=True)  # no time left for another attempt
         duration_ms = to_ms(self.clock.now()) - to_ms(started)
         metrics.add_metric(name="RunDurationMs", unit="Milliseconds", value=duration_ms)
         reports.flush()
@@ -479,6 +491,8 @@ class RunExecutor:
             error = RunError(type="SlotLost", message=f"{lost} and another run took it")
         elif heartbeat.hold_lost is not None:
             logger.warning("the handler returned after its slot was lost: its result is recorded")
+        if isinstance(attempt.value, Yielded) and error is None:
+            return self.yields.segment_ended(run, target, owner, duration_ms=duration_ms, started=leased_at)
         if error is None:
             try:
                 result, written = self.results.write_once(run, attempt.value)

@@ -1,5 +1,5 @@
 """Durable runs, the handler's side: `ctx.checkpoint(state)`, `ctx.last_checkpoint()`, `ctx.step(name, fn)` and
-`ctx.progress(...)` (docs/durable-runs.md).
+`ctx.progress(...)`, `ctx.should_yield()` and `ctx.yield_run()` (docs/durable-runs.md).
 
 A run's checkpoint is one JSON document, `{"state": <the handler's last state>, "steps": {<name>: <result>}}`, saved
 whole by each `checkpoint` and each new `step`. Saving is the executor's (tickwork.executor.checkpoints): durable
@@ -86,6 +86,7 @@ class RunCheckpoints:
         self.writer = writer
         self._document: dict[str, Any] | None = None
         self._loaded = False
+        self.saves = 0  # this attempt's (a handler that saved one may be yielded for it: tickwork.executor.yields)
         self._lock = threading.RLock()
 
     def _current(self) -> dict[str, Any]:
@@ -122,6 +123,7 @@ class RunCheckpoints:
     def _write(self, document: dict[str, Any]) -> None:
         body = encode_checkpoint(document)
         self.writer.save(body)
+        self.saves += 1
         self._document = json.loads(body)  # as a later attempt will read it: tuples are lists, keys strings
 
 
@@ -156,3 +158,15 @@ def progress_report(fraction: float | None, message: str | None, data: Any) -> d
         raise ValueError(f"progress data is {size} bytes as JSON, over the limit of {MAX_PROGRESS_DATA_BYTES} bytes")
     text = None if message is None else str(message)[:MAX_PROGRESS_MESSAGE_CHARS]
     return {"fraction": fraction, "message": text, "data": data}
+
+
+# `ctx.should_yield()` turns true this long before the executor would stop the handler for the Lambda's time (which
+# keeps 15 s more for recording the outcome): time for one more checkpoint and the yield.
+YIELD_MARGIN_SECONDS = 30
+
+
+class Yielded:
+    """What `ctx.yield_run()` returns, for the handler to return: the run goes on in a fresh invocation."""
+
+    def __repr__(self) -> str:
+        return "Yielded()"

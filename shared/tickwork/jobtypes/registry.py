@@ -11,7 +11,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from tickwork.jobtypes.durable import InMemoryCheckpoints, KeptProgress, ProgressSink, RunCheckpoints, progress_report
+from tickwork.jobtypes.durable import (
+    InMemoryCheckpoints,
+    KeptProgress,
+    ProgressSink,
+    RunCheckpoints,
+    Yielded,
+    progress_report,
+)
 from tickwork.jobtypes.run_log import RunLog
 from tickwork.model.clock import Clock
 
@@ -77,6 +84,7 @@ class RunContext:
     logger: RunLog = field(default=None)  # type: ignore[assignment]  # made for the attempt when not given
     checkpoints: RunCheckpoints = field(default=None)  # type: ignore[assignment]  # in memory when not given
     progress_sink: ProgressSink = field(default_factory=KeptProgress)
+    yield_at: datetime | None = None  # when should_yield() turns true (None: never)
 
     def __post_init__(self) -> None:
         if self.logger is None:
@@ -100,6 +108,16 @@ class RunContext:
         2 KiB). `GET /v1/runs/{id}` shows the last report as `progress`; reports are coalesced (at most one write
         every few seconds, most riding on the heartbeat's), so call it as often as is convenient."""
         self.progress_sink.report(progress_report(fraction, message, data))
+
+    def should_yield(self) -> bool:
+        """True once this invocation nears its end (the Lambda's time left, less YIELD_MARGIN_SECONDS): checkpoint,
+        then `return ctx.yield_run()` to go on in a fresh invocation."""
+        return self.yield_at is not None and self.clock.now() >= self.yield_at
+
+    def yield_run(self) -> Yielded:
+        """Return this (`return ctx.yield_run()`): the run goes back on its queue without using an attempt, keeps
+        its checkpoint, and a fresh invocation goes on from it."""
+        return Yielded()
 
     def step(self, name: str, fn: Callable[[], Any]) -> Any:
         """Run `fn` once for the run: its result is saved under `name`, and a later call (in this attempt or a

@@ -131,6 +131,10 @@ class Run(BaseModel, _InBand):
     # When its job was paused, cancelled or edited after the run was claimed: its message's copy of the job
     # (RunMessage.job) is then out of date, and its executor reads the job instead. Absent otherwise.
     job_changed_at: UtcDatetime | None = None
+    # Segments that ended in a graceful yield (docs/durable-runs.md), and their handlers' time together: the next
+    # segment's budget is the job's max_run_seconds less it.
+    segments: int = 0
+    yielded_ms: int = 0
     # Its handler's last progress report (coalesced: at most one write every few seconds); absent if none.
     progress: RunProgress | None = None
 

@@ -385,6 +385,34 @@ class RunRecords:
             expression_values(**values),
         )
 
+    def yield_run(
+        self, run: Run, *, owner: str, segment_ms: int, resend_at: datetime, history: Sequence[AttemptRecord]
+    ) -> bool:
+        """A segment ended in a graceful yield (tickwork.executor.yields): back to QUEUED (RETRYING after a failed
+        attempt) with the attempt not consumed, `segments` + 1 and its handler time added to `yielded_ms`, in the
+        due index at `resend_at` (the tick re-sends it then, were its fresh message lost). Only while holding the
+        lease; its checkpoint stays."""
+        status = RunStatus.QUEUED if run.attempts <= 1 else RunStatus.RETRYING
+        return self._table.update_if(
+            run_key(run.id),
+            "SET #status = :status, attempts = attempts - :one, #segments = if_not_exists(#segments, :zero) + :one, "
+            "yielded_ms = if_not_exists(yielded_ms, :zero) + :ms, attempt_history = :history, "
+            "due_shard = :shard, due_at = :due REMOVE lease_owner, lease_until, lease_until_ms",
+            "lease_owner = :owner AND #status = :running",
+            {"#status": "status", "#segments": "segments"},
+            expression_values(
+                status=status.value,
+                one=1,
+                zero=0,
+                ms=segment_ms,
+                history=_history_attr(history),
+                shard=shard_of(run.job_id, self.shards),
+                due=to_ms(resend_at),
+                owner=owner,
+                running=RunStatus.RUNNING.value,
+            ),
+        )
+
     def requeue_failed_run(
         self, run: Run, *, now: datetime, redispatch_at: datetime, from_checkpoint: bool = True
     ) -> bool:
