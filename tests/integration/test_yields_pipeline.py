@@ -6,13 +6,14 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from tickwork.control.api_bodies import WorkflowSpec
 from tickwork.model.job import Job
 from tickwork.model.policies import Band
 from tickwork.model.run import Run
 from tickwork.model.states import AttemptOutcome, RunStatus
 
 from tests.durable_jobtypes import STEP_CALLS
-from tests.harness import Pipeline
+from tests.harness import TENANT, Pipeline
 
 FAR = timedelta(seconds=300)
 LAMBDA_SECONDS = 60  # 45 s for the handler (15 s kept for the outcome); should_yield() from 15 s
@@ -84,3 +85,30 @@ def test_a_run_past_its_max_run_seconds_fails_without_retries(pipeline):
     assert run.error is not None
     assert run.error.type == "RunTimeout"
     assert run.segments >= 1
+
+
+def test_a_workflow_step_yields_continues_and_its_workflow_run_goes_on(pipeline):
+    body = {
+        "name": "wf",
+        "schedule": {"at": pipeline.clock.now() + FAR},
+        "steps": [
+            {"id": "export", "type": "long-export", "payload": {"pages": 6}},
+            {"id": "after", "type": "echo", "depends_on": ["export"]},
+        ],
+    }
+    workflows = pipeline.services.workflows
+    workflow = workflows.create(TENANT, WorkflowSpec.model_validate(body))
+    triggered = workflows.trigger(TENANT, workflow.id)
+    _drain(pipeline, LAMBDA_SECONDS)
+    workflow_run = workflows.get_run(TENANT, triggered.id)
+    assert workflow_run.status == "SUCCEEDED"
+    export = workflow_run.steps["export"]
+    assert export.progress is not None  # the DAG view shows it
+    assert (export.progress.fraction, export.progress.message) == (1.0, "page 6 of 6")
+    run_id = export.run_id
+    assert run_id is not None
+    step_run = pipeline.run(run_id)
+    assert (step_run.status, step_run.attempts, step_run.segments) == (RunStatus.SUCCEEDED, 1, 2)
+    assert _steps_of(step_run) == [1] * 6
+    assert step_run.progress is not None
+    assert step_run.progress.fraction == 1.0

@@ -26,7 +26,7 @@ from tickwork.model.policies import (
     Tags,
 )
 from tickwork.model.preview import DEFAULT_PREVIEW_COUNT, MAX_PREVIEW_COUNT
-from tickwork.model.run import Run
+from tickwork.model.run import Run, RunProgress
 from tickwork.model.schedule import CallerInstant, Schedule, UtcDatetime
 from tickwork.model.states import RunStatus, SkipReason
 from tickwork.model.tenant_settings import TenantSettings
@@ -333,6 +333,7 @@ class StepRun(BaseModel):
     attempts: int = 0
     started_at: UtcDatetime | None = None
     finished_at: UtcDatetime | None = None
+    progress: RunProgress | None = Field(default=None, description="Its run's last progress report (ctx.progress).")
 
 
 class WorkflowRun(WorkflowRunIdentity):
