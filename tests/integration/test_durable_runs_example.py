@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from tickwork.model.policies import Band
 from tickwork.model.states import RunStatus
+from tickwork.store import item_bytes, run_key
 from tickwork_local.template import REPO_ROOT
 
 from tests.harness import Pipeline
@@ -55,3 +56,20 @@ def test_the_export_gives_the_same_result_straight_and_yielding(pipeline):
 def test_the_page_shows_the_module_as_it_is():
     blocks = re.findall(r"```python\n(.*?)```", PAGE.read_text(), re.S)
     assert MODULE.read_text() in blocks
+
+
+def test_what_the_page_says_each_operation_costs(pipeline):
+    pipeline.calls.clear()
+    run, _, invocations = _run(pipeline, 60)
+    updates = [p["UpdateExpression"] for p in pipeline.calls.params("UpdateItem")]
+    checkpoints = [u for u in updates if u.startswith("SET checkpoint_seq")]
+    progress = [u for u in updates if u == "SET progress = :progress"]
+    yields = [u for u in updates if "yielded_ms" in u]
+    # A checkpoint: one UpdateItem each; a progress report 5 s after the last: one each; a yield: one UpdateItem
+    # and one fresh message.
+    assert (len(checkpoints), len(progress), len(yields), invocations) == (12, 12, 3, 4)
+    assert pipeline.calls.count("SendMessageBatch") == 1 + 3  # the tick's, then one a yield
+    item = pipeline.services.clients.client("dynamodb").get_item(
+        TableName=pipeline.services.settings.table_name, Key=run_key(run.id)
+    )["Item"]
+    assert item_bytes(item) <= 2048  # so each of those writes costs 2 WRU at most
