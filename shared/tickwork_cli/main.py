@@ -355,6 +355,32 @@ def runs_list(
 _call_by_id(runs_app, "get", "One run.", "GET", "/v1/runs/{run_id}", RunIdArg)
 
 
+@runs_app.command("watch")
+@api_command
+def runs_watch(
+    run_id: RunIdArg,
+    session: Session,
+    interval: Annotated[float, typer.Option("--interval", help="Seconds between polls.")] = 2,
+    wait_timeout: Annotated[float, typer.Option("--wait-timeout", help="Give up after this many seconds.")] = 900,
+) -> None:
+    """Follow one run until it ends: a line each time its status or progress changes, then the run."""
+    said, waited = "", 0.0
+    while True:
+        run = session.client.get(f"/v1/runs/{run_id}")
+        news = render.progress_line(run)
+        if news != said:  # to stderr, so that stdout is the run alone (as `runs get` shows it)
+            typer.echo(news, err=True)
+            said = news
+        if run["status"] in TERMINAL:
+            session.show_one(run)
+            return
+        if waited >= wait_timeout:
+            typer.echo(f"tickwork: run still unfinished after {wait_timeout:g} s", err=True)
+            raise typer.Exit(EXIT_TIMEOUT)
+        sleep(interval)
+        waited += interval
+
+
 @runs_app.command("result")
 @api_command
 def runs_result(run_id: RunIdArg, session: Session) -> None:
@@ -377,9 +403,18 @@ def runs_logs(run_id: RunIdArg, session: Session) -> None:
         typer.echo(f"Logs Insights: {logs['insights_url']}", err=True)
 
 
-_call_by_id(
-    runs_app, "retry", "Re-queue a FAILED run; its attempts start again.", "POST", "/v1/runs/{run_id}/retry", RunIdArg
-)
+@runs_app.command("retry")
+@api_command
+def runs_retry(
+    run_id: RunIdArg,
+    session: Session,
+    start_over: Annotated[
+        bool, typer.Option("--start-over", help="Remove the run's checkpoint and steps: it starts from the beginning.")
+    ] = False,
+) -> None:
+    """Re-queue a FAILED run; its attempts start again, from its last checkpoint (docs/durable-runs.md)."""
+    body = {"from_checkpoint": False} if start_over else None
+    session.show_one(session.client.post(f"/v1/runs/{run_id}/retry", body))
 
 
 # ---------------------------------------------------------------- dlq

@@ -74,6 +74,19 @@ def run_status_text(run: dict[str, Any]) -> str:
     return f"{status} ({run['skip_reason']})" if run.get("skip_reason") else status
 
 
+def progress_line(run: dict[str, Any]) -> str:
+    """A run's status and its last progress report, on one line: `RUNNING 42% exporting page 5 (at ...)`."""
+    parts = [run_status_text(run)]
+    progress = run.get("progress") or {}
+    if progress.get("fraction") is not None:
+        parts.append(f"{progress['fraction'] * 100:.0f}%")
+    if progress.get("message"):
+        parts.append(str(progress["message"]))
+    if progress.get("updated_at"):
+        parts.append(f"(at {progress['updated_at']})")
+    return " ".join(parts)
+
+
 def deferred_text(run: dict[str, Any]) -> str | None:
     """How often a limit held the run back without using an attempt, and why the last time: `3 (rate_limit)`."""
     if not run.get("deferred"):

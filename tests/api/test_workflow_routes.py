@@ -257,6 +257,7 @@ def test_trigger_queues_the_roots_and_the_run_lists_every_step(api, pipeline):
             "attempts": 0,
             "started_at": None,
             "finished_at": None,
+            "progress": None,
         }
     assert api.get(f"/v1/workflow-runs/{run['id']}").json == run
 

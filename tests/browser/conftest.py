@@ -53,10 +53,11 @@ class LocalApi(Api):
 
 
 @pytest.fixture(scope="module")
-def dev() -> Iterator[LocalApi]:
-    """One local runtime for the module."""
+def dev(request: pytest.FixtureRequest) -> Iterator[LocalApi]:
+    """One local runtime for the module, with the module's DEV_OPTIONS if it has any (job types of its own)."""
     port = free_port()
     command = [str(BIN / "tickwork"), "dev", "--port", str(port), "--moto-port", str(free_port())]
+    command += getattr(request.module, "DEV_OPTIONS", [])
     # As a user runs it: with metrics (tests/conftest.py turns Powertools' off for the in-process tests, and a
     # subprocess would inherit that), so the Metrics page has figures to chart.
     with pytest.MonkeyPatch.context() as env:

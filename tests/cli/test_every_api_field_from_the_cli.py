@@ -14,6 +14,7 @@ from tests.api.test_workflow_routes import DIAMOND
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
 JOB_ID, WORKFLOW_ID, WORKFLOW_FILE = "{job_id}", "{workflow_id}", "{workflow_file}"
+RUN_ID = "j01m7yzmhg0000000000000000.1795262400000"  # no such run: only what the command sends counts
 
 # Each operation with a request body, and the command that sends it (ids filled in by the test).
 COMMANDS: dict[tuple[str, str], list[str]] = {
@@ -22,6 +23,7 @@ COMMANDS: dict[tuple[str, str], list[str]] = {
     ("POST", "/v1/jobs/{job_id}/backfill"): ["jobs", "backfill", JOB_ID],
     ("POST", "/v1/schedules/preview"): ["schedules", "preview"],
     ("POST", "/v1/dlq/redrive"): ["dlq", "redrive"],
+    ("POST", "/v1/runs/{run_id}/retry"): ["runs", "retry", RUN_ID],
     ("POST", "/v1/workflows"): ["workflows", "create"],
     ("PATCH", "/v1/workflows/{workflow_id}"): ["workflows", "update", WORKFLOW_ID],
     ("PUT", "/v1/tenants/{tenant}"): ["tenants", "set", "acme"],
@@ -76,6 +78,7 @@ FLAGS: dict[str, dict[str, list[str]]] = {
     "jobs backfill": {"from": ["--from", "-1h"], "to": ["--to", "now"], "max_runs": ["--max-runs", "5"]},
     "schedules preview": {**SCHEDULE_FLAGS, "count": ["--count", "3"], "from": ["--from", "now"]},
     "dlq redrive": {"run_ids": ["r1"], "all": ["--all"]},
+    "runs retry": {"from_checkpoint": ["--start-over"]},
     "workflows create": {**SCHEDULE_FLAGS, **POLICY_FLAGS},
     "workflows update": {**SCHEDULE_FLAGS, **POLICY_FLAGS},
     "tenants set": {
@@ -159,7 +162,7 @@ def test_every_api_request_field_is_reachable_from_the_cli(cli, tmp_path):
         """What the command sent to the operation, or None when it sent nothing there."""
         cli.transport.sent.clear()
         cli(*argv)
-        wanted = template.format(job_id=job["id"], workflow_id=workflow["id"], tenant="acme")
+        wanted = template.format(job_id=job["id"], workflow_id=workflow["id"], tenant="acme", run_id=RUN_ID)
         for sent_method, url, _, body in cli.transport.sent:
             if sent_method == method and url.endswith(wanted) and body is not None:
                 return json.loads(body)

@@ -22,15 +22,15 @@ class FlakyRuns:
         self.fail_next = False
         self.requested = False
 
+    def extend_lease(self, run_id: str, **_: object) -> Any:
+        return SimpleNamespace(held=True, cancel_requested=False)
+
     def cancel_requested(self, run_id: str) -> bool:
         self.looks += 1
         if self.fail_next:
             self.fail_next = False
             raise ConnectionError("throttled")
         return self.requested
-
-    def extend_lease(self, run_id: str, **_: object) -> Any:
-        return SimpleNamespace(held=True, cancel_requested=False)
 
 
 def _heartbeat(

@@ -139,16 +139,6 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             (404,),
         ),
         ByIdRoute(
-            "retry_run",
-            "POST",
-            "/v1/runs/<run_id>/retry",
-            "Re-queue a FAILED run; attempts start again",
-            lambda s, tenant, i: s.redrive.retry_run(tenant, i),
-            202,
-            ok(Run, "The run, QUEUED"),
-            (404, 409),
-        ),
-        ByIdRoute(
             "cancel_run",
             "POST",
             "/v1/runs/<run_id>/cancel",

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Depends
-from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import CallerJobs, Tenant, Wired, WiringSlot, wiring
-from tickwork.control.api_bodies import RunList, RunLogs
+from tickwork.control.api_bodies import RetryRequest, RunList, RunLogs
 from tickwork.control.run_log_reader import InsightsLink, RunLogQueries, insights_link_of
+from tickwork.model.run import Run
 from tickwork.model.states import RunStatus
 
 from routes.by_id import add_routes
@@ -35,7 +36,25 @@ def list_runs(
     return json_response(200, mine.runs_page(job_id, limit=limit, cursor=cursor, status=status))
 
 
-add_routes(router, "runs")  # one run, its result, retrying it: see routes/by_id.py
+add_routes(router, "runs")  # one run, its result: see routes/by_id.py
+
+
+RESUME = RetryRequest()  # a bodiless retry's: from the checkpoint
+
+
+@router.post(
+    "/v1/runs/<run_id>/retry",
+    summary="Re-queue a FAILED run; attempts start again, from its last checkpoint unless from_checkpoint is false",
+    responses={202: ok(Run, "The run, QUEUED"), **problems(400, 404, 409, 415, 422)},
+    tags=["runs"],
+)
+def retry_run(
+    run_id: RunId,
+    built: Wired,
+    tenant: Tenant,
+    request: Annotated[RetryRequest, Body(description='Optional: `{"from_checkpoint": false}` starts over.')] = RESUME,
+):
+    return json_response(202, built.redrive.retry_run(tenant, run_id, from_checkpoint=request.from_checkpoint))
 
 
 def insights_link(slot: Annotated[WiringSlot, Depends(wiring)]) -> InsightsLink | None:

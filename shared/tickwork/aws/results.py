@@ -1,5 +1,5 @@
 """S3 data access: run results, written once (first write wins), and beside them each attempt's log
-(tickwork.jobtypes.run_log), written once too."""
+(tickwork.jobtypes.run_log), written once too, and checkpoints too large for the run item (tickwork.store.checkpoints)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,25 @@ def logs_prefix_of(tenant: str, job_id: str, run_id: str) -> str:
 def logs_key(run: Run) -> str:
     """The key of the current attempt's log. A run retried from the DLQ counts its attempts from 1 again, so the
     key names its requeue too; both padded, so that keys sort in the order the attempts ran."""
-    return f"{logs_prefix_of(run.tenant, run.job_id, run.id)}{run.requeues:04d}-{run.attempts:03d}.json"
+    segment = f"-{run.segments:03d}" if run.segments else ""  # a yielded run's later segments, same attempt
+    return f"{logs_prefix_of(run.tenant, run.job_id, run.id)}{run.requeues:04d}-{run.attempts:03d}{segment}.json"
+
+
+LIVE = ".live.json"  # an attempt's log as its heartbeat last flushed it, until the attempt's own log replaces it
+
+
+def live_logs_key(run: Run) -> str:
+    """Where the current attempt's lines go while it runs (tickwork.executor.live_logs): overwritten at each flush,
+    read only while the attempt has no log of its own (`logs_key`), as when its executor died."""
+    return logs_key(run).removesuffix(".json") + LIVE
+
+
+def checkpoint_key(run: Run, seq: int, owner: str) -> str:
+    """Where a checkpoint too large for the run item lives (tickwork.store.checkpoints): one object per save, named
+    by its number and its writer, so an executor whose lease was taken over never overwrites the object the run
+    points to."""
+    writer = hashlib.sha256(owner.encode()).hexdigest()[:12]
+    return f"checkpoints/{run.tenant}/{run.job_id}/{run.id}/{seq:08d}-{writer}.json"
 
 
 def _missing(exc: ClientError) -> bool:
@@ -146,15 +164,36 @@ class ResultStore:
             return False
         return True
 
+    def write_checkpoint(self, key: str, body: bytes) -> None:
+        """A checkpoint's document, before the run item points to it (`checkpoint_key`)."""
+        self._s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType="application/json")
+
+    def read_checkpoint(self, key: str) -> Any:
+        return json.loads(self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read())
+
+    def write_live_logs(self, run: Run, document: dict[str, Any]) -> None:
+        """The running attempt's lines so far (`live_logs_key`), replacing its previous flush."""
+        self._s3.put_object(
+            Bucket=self.bucket,
+            Key=live_logs_key(run),
+            Body=json.dumps(document, separators=(",", ":"), default=str).encode(),
+            ContentType="application/json",
+            Metadata={"run-id": run.id},
+        )
+
     def read_logs(self, run: Run) -> list[dict[str, Any]]:
         """The logs of a run's attempts, in the order they ran: one listing, then one read per attempt that logged
-        (a run keeps at most its attempts' worth: max_attempts is at most 100, per execution)."""
+        (a run keeps at most its attempts' worth: max_attempts is at most 100, per execution). An attempt with no
+        log of its own yet (running, or its executor died) is read from its last flush (`live_logs_key`)."""
         prefix = logs_prefix_of(run.tenant, run.job_id, run.id)
         keys: list[str] = []
         for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
             keys += [item["Key"] for item in page.get("Contents", [])]
+        kept = set(keys)
         documents = []
-        for key in sorted(keys):
+        for key in sorted(keys, key=lambda k: k.removesuffix(LIVE).removesuffix(".json")):
+            if key.endswith(LIVE) and key.removesuffix(LIVE) + ".json" in kept:
+                continue  # the attempt ended and kept its log: its last flush is a part of it
             try:
                 obj = self._s3.get_object(Bucket=self.bucket, Key=key)
             except ClientError as exc:

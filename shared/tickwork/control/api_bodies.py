@@ -15,7 +15,7 @@ from functools import reduce
 from types import UnionType
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, WithJsonSchema, create_model, field_validator
 
 from tickwork.control.backfill import DEFAULT_BACKFILL_RUNS, MAX_BACKFILL_RUNS
 from tickwork.jobtypes import registry
@@ -26,7 +26,7 @@ from tickwork.model.policies import (
     Tags,
 )
 from tickwork.model.preview import DEFAULT_PREVIEW_COUNT, MAX_PREVIEW_COUNT
-from tickwork.model.run import Run
+from tickwork.model.run import Run, RunProgress
 from tickwork.model.schedule import CallerInstant, Schedule, UtcDatetime
 from tickwork.model.states import RunStatus, SkipReason
 from tickwork.model.tenant_settings import TenantSettings
@@ -243,6 +243,15 @@ else:
     )
 
 
+class RetryRequest(_OptionalNotNullable):
+    """POST /v1/runs/{id}/retry, optional: the run resumes from its last checkpoint (docs/durable-runs.md) unless
+    `from_checkpoint` is false."""
+
+    from_checkpoint: StrictBool = Field(
+        default=True, description="false: remove the run's checkpoint and steps, so that it starts over."
+    )
+
+
 REDRIVE_WHICH = 'say which runs: {"all": true} for every FAILED run, or {"run_ids": [...]}'
 
 
@@ -324,6 +333,7 @@ class StepRun(BaseModel):
     attempts: int = 0
     started_at: UtcDatetime | None = None
     finished_at: UtcDatetime | None = None
+    progress: RunProgress | None = Field(default=None, description="Its run's last progress report (ctx.progress).")
 
 
 class WorkflowRun(WorkflowRunIdentity):

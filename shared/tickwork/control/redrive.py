@@ -39,15 +39,16 @@ class RunRedrive:
     queries: JobQueries  # tenant-checked reads of the named runs
     listings: Listings  # the tenant's FAILED runs, for "redrive all"
 
-    def retry_run(self, tenant: str, run_id: str) -> Run:
-        """Re-queue a FAILED run; its attempts start again."""
+    def retry_run(self, tenant: str, run_id: str, *, from_checkpoint: bool = True) -> Run:
+        """Re-queue a FAILED run; its attempts start again, from its last checkpoint unless `from_checkpoint` is
+        False (then that is removed: docs/durable-runs.md)."""
         run = self.queries.get_run(tenant, run_id)
         if run.status is not RunStatus.FAILED:
             raise Conflict(f"only FAILED runs can be retried; this one is {run.status.value}")
         if run.workflow_run_id is not None:
             # Re-running a step alone would leave its workflow run FAILED and its downstream steps unstarted.
             raise Conflict(f"a workflow step's run is retried with its workflow run: retry {run.workflow_run_id}")
-        queued = self._requeue(run, self.clock.now())
+        queued = self._requeue(run, self.clock.now(), from_checkpoint=from_checkpoint)
         if queued is None:
             raise Conflict("the run changed meanwhile; try again")
         self._send([queued])
@@ -86,12 +87,13 @@ class RunRedrive:
             return None
         return run if run.status is RunStatus.FAILED else None
 
-    def _requeue(self, run: Run, now: datetime) -> Run | None:
+    def _requeue(self, run: Run, now: datetime, *, from_checkpoint: bool = True) -> Run | None:
         """FAILED -> QUEUED in the table (conditional); the caller sends it. None if it was not FAILED, or if it
         is a workflow step's (retried with its workflow run, so that the run goes on past it)."""
         if run.workflow_run_id is not None:
             return None
-        if not self.runs.requeue_failed_run(run, now=now, redispatch_at=now + self.dispatcher.redispatch_after):
+        redispatch_at = now + self.dispatcher.redispatch_after
+        if not self.runs.requeue_failed_run(run, now=now, redispatch_at=redispatch_at, from_checkpoint=from_checkpoint):
             return None
         return run.model_copy(
             update={

@@ -11,6 +11,8 @@ from typing import Any
 from tickwork.aws.queues import RunQueues
 from tickwork.executor.admission import Held
 from tickwork.executor.delivery import Delivery, visibility_for
+from tickwork.executor.live_logs import LiveLog
+from tickwork.executor.progress_reports import ProgressReports
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
 from tickwork.jobtypes import EffectMayContinue, PermanentJobError, RetryNotBefore, RunContext, RunTimeout
 from tickwork.model.clock import Clock
@@ -60,6 +62,8 @@ class Heartbeat:
         self.cancel_requested = False  # the run was asked to stop (seen on the lease extension's answer)
         self.hold_lost: str | None = None  # what admitted the run and another run took (see above)
         self.beats = 0
+        self.progress: ProgressReports | None = None  # its pending report rides on each beat
+        self.live_log: LiveLog | None = None  # flushed at each beat (tickwork.executor.live_logs)
         self._next = clock.now() + self.every
         self._next_poll = clock.now() + cancel_poll if cancel_poll is not None else None
         self._lock = threading.Lock()
@@ -76,7 +80,10 @@ class Heartbeat:
                 return
             self._next = now + self.every
             lease_until = now + self.lease_for
-            extension = self.runs.extend_lease(self.run_id, owner=self.owner, lease_until=lease_until)
+            progress = self.progress.take_pending() if self.progress is not None else None
+            extension = self.runs.extend_lease(
+                self.run_id, owner=self.owner, lease_until=lease_until, progress=progress
+            )
             if not extension.held:
                 self.lost = True
                 self.cancelled.set()
@@ -95,6 +102,14 @@ class Heartbeat:
             self.queues.change_visibility(
                 self.delivery.queue_url, self.delivery.receipt_handle, visibility_for(self.lease_for)
             )
+            if self.live_log is not None:
+                self.live_log.flush()
+
+    def lease_lost(self) -> None:
+        """Another of the lease holder's writes (a checkpoint's) found the lease gone: as a beat that did."""
+        with self._lock:
+            self.lost = True
+        self.cancelled.set()
 
     def _lose_hold(self, slot: str) -> None:
         if self.hold_lost is not None:

@@ -50,13 +50,18 @@ from tickwork.aws.results import ResultStore
 from tickwork.executor import run_metrics
 from tickwork.executor.admission import Admitted, AttemptsGate, Deferral, Entry, Gate, Held, Refusal, Skip, admit
 from tickwork.executor.breaker import HeldBackGate
+from tickwork.executor.checkpoints import LeasedCheckpoints
 from tickwork.executor.delivery import Delivery, Outcome, visibility_for
 from tickwork.executor.heartbeat import HandlerStillRunning, Heartbeat, call_under_lease
 from tickwork.executor.limits import RunLimits
+from tickwork.executor.live_logs import LiveLog
 from tickwork.executor.outcomes import MAX_MESSAGE_BACKOFF_SECONDS, RunOutcomes, StepSettlement
 from tickwork.executor.overlap import CANCEL_POLL_SECONDS, OverlapGate
+from tickwork.executor.progress_reports import ProgressReports
+from tickwork.executor.yields import RunYields, segment_budget
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
 from tickwork.jobtypes import EffectMayContinue, PermanentJobError, RetryNotBefore, RunContext, UnknownJobType
+from tickwork.jobtypes.durable import RunCheckpoints, Yielded
 from tickwork.jobtypes.registry import JobTypeRegistry
 from tickwork.model.backoff import Random
 from tickwork.model.clock import Clock, to_ms
@@ -69,6 +74,7 @@ from tickwork.model.states import RunStatus, SkipReason
 from tickwork.model.workflow.runs import WorkflowRunRecord
 from tickwork.observability import logger, metrics
 from tickwork.store import JobStore, LeaseOutcome
+from tickwork.store.checkpoints import CheckpointRecords, StoredCheckpoint
 
 __all__ = ["Delivery", "Outcome", "RunExecutor"]  # the executor's handler takes all three from here
 
@@ -144,11 +150,9 @@ class RunExecutor:
             results=results,
         )
         self.limits = limits
-        self._gates: list[Gate] = [
-            HeldBackGate(self.outcomes.breakers),
-            AttemptsGate(),
-            OverlapGate(self.jobs, self.runs),
-        ]
+        self.checkpoints = CheckpointRecords(store.shared_table)
+        self.yields = RunYields(self.runs, queues, clock, self.outcomes)
+        self._gates: list[Gate] = [HeldBackGate(self.outcomes.breakers), AttemptsGate(), OverlapGate(self.jobs, self.runs)]
 
     @property
     def gates(self) -> list[Gate]:
@@ -253,7 +257,9 @@ class RunExecutor:
         # What admitted the run is given back however it ends, but a process that dies (a BaseException: killed,
         # timed out) gives back nothing: it ends with its lease.
         try:
-            outcome = self._run(run, target, owner, delivery, remaining_ms, admission.held, leased_at=now)
+            outcome = self._run(
+                run, target, owner, delivery, remaining_ms, admission.held, leased_at=now, checkpoint=lease.checkpoint
+            )
         except Exception:
             admission.held.release()
             raise
@@ -323,19 +329,41 @@ class RunExecutor:
         held: Held,
         *,
         leased_at: datetime,
+        checkpoint: StoredCheckpoint | None = None,
     ) -> Outcome:
         """Run the handler under the lease and record how the attempt (which began at `leased_at`) ended; what
-        the handler logged is kept beside the result first (tickwork.jobtypes.run_log)."""
+        the handler logged is kept beside the result first (tickwork.jobtypes.run_log). The handler starts from
+        the run's last `checkpoint`, as the lease found it (tickwork.executor.checkpoints)."""
         try:
             job_type = self.handlers.job_types.get(target.type)
             payload = job_type.parse(target.payload, context={"http_allowlist": self.handlers.http_allowlist})
         except (UnknownJobType, ValidationError) as exc:
             invalid = RunError(type=type(exc).__name__, message=str(exc)[:2000])
             return self.outcomes.fail(run, target, owner, invalid, started=leased_at)
-        budget = min(float(target.timeout_seconds), remaining_ms() / 1000 - SAFETY_MARGIN_SECONDS)
+        segment = segment_budget(
+            target.timeout_seconds,
+            remaining_ms() / 1000 - SAFETY_MARGIN_SECONDS,
+            target.max_run_seconds - run.yielded_ms / 1000,
+        )
+        budget = segment.seconds
         started = self.clock.now()
         ctx = self._context(run, target, started, budget)
+        ctx.yield_at = started + timedelta(seconds=segment.yield_after)
         heartbeat = self._heartbeat(run, target, owner, delivery, ctx, held)
+        reports = ProgressReports(self.runs, self.clock, run_id=run.id, owner=owner)
+        ctx.progress_sink = heartbeat.progress = reports
+        heartbeat.live_log = LiveLog(self.results, run, ctx.logger)
+        ctx.checkpoints = RunCheckpoints(
+            LeasedCheckpoints(
+                self.checkpoints,
+                self.results,
+                self.clock,
+                run=run,
+                owner=owner,
+                stored=checkpoint,
+                on_lost=heartbeat.lease_lost,
+            )
+        )
         logger.info("run started", extra={"attempt": run.attempts, "lateness_ms": run.lateness_ms, "type": target.type})
         try:
             attempt = self._call(lambda: job_type.handler(payload, ctx), target, ctx, heartbeat, budget, remaining_ms)
@@ -348,8 +376,13 @@ class RunExecutor:
             # The heartbeat holds what admitted it with the lease while it runs; that ends with it.
             held.keep_until_lease_ends()
             return Outcome.BUSY
+        if segment.yields_on_its_own(attempt.error, ctx.checkpoints.saves, heartbeat.cancel_requested):
+            attempt = Attempt(value=Yielded())
+        elif segment.by_run_total and attempt.error is not None:
+            attempt = replace(attempt, permanent=True)  # no time left for another attempt
         duration_ms = to_ms(self.clock.now()) - to_ms(started)
         metrics.add_metric(name="RunDurationMs", unit="Milliseconds", value=duration_ms)
+        reports.flush()
         # Kept even when the lease was lost: these lines are this attempt's, under a key no other attempt uses.
         self._keep_log(run, ctx)
         if heartbeat.lost:
@@ -460,6 +493,8 @@ class RunExecutor:
             error = RunError(type="SlotLost", message=f"{lost} and another run took it")
         elif heartbeat.hold_lost is not None:
             logger.warning("the handler returned after its slot was lost: its result is recorded")
+        if isinstance(attempt.value, Yielded) and error is None:
+            return self.yields.segment_ended(run, target, owner, duration_ms=duration_ms, started=leased_at)
         if error is None:
             try:
                 result, written = self.results.write_once(run, attempt.value)

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 # Importing registers the built-in types.
 from tickwork.jobtypes import echo, http, lambda_invoke  # noqa: F401
+from tickwork.jobtypes.durable import CheckpointNotJSON, CheckpointTooLarge
 from tickwork.jobtypes.registry import (
     EffectMayContinue,
     JobType,
     JobTypeModuleError,
+    LeaseLost,
     PermanentJobError,
     RetryNotBefore,
     RunContext,
@@ -32,9 +34,12 @@ from tickwork.jobtypes.registry import (
 )
 
 __all__ = [
+    "CheckpointNotJSON",
+    "CheckpointTooLarge",
     "EffectMayContinue",
     "JobType",
     "JobTypeModuleError",
+    "LeaseLost",
     "PermanentJobError",
     "RetryNotBefore",
     "RunContext",

@@ -11,6 +11,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from tickwork.jobtypes.durable import (
+    InMemoryCheckpoints,
+    KeptProgress,
+    ProgressSink,
+    RunCheckpoints,
+    Yielded,
+    progress_report,
+)
 from tickwork.jobtypes.run_log import RunLog
 from tickwork.model.clock import Clock
 
@@ -30,6 +38,11 @@ class PermanentJobError(Exception):
 
 class RunTimeout(TimeoutError):
     """The run outlived its timeout (or the Lambda's remaining time)."""
+
+
+class LeaseLost(RunTimeout):
+    """This attempt no longer holds the run's lease (another executor took it over): it may save nothing more, and
+    should stop; the attempt that took over goes on from the last checkpoint it saw."""
 
 
 class EffectMayContinue(RuntimeError):
@@ -53,9 +66,10 @@ class RetryNotBefore(RuntimeError):
 
 @dataclass
 class RunContext:
-    """What a handler may use: ids, its attempt number, a deadline, a cooperative sleep, and the run's log
+    """What a handler may use: ids, its attempt number, a deadline, a cooperative sleep, the run's log
     (`ctx.log(message, level="INFO", **fields)`, or `ctx.logger.info(message, **fields)`: see
-    tickwork.jobtypes.run_log)."""
+    tickwork.jobtypes.run_log), its checkpoint (`ctx.checkpoint`, `ctx.last_checkpoint`, `ctx.step`) and its progress
+    (`ctx.progress`): see tickwork.jobtypes.durable."""
 
     run_id: str
     job_id: str
@@ -68,10 +82,47 @@ class RunContext:
     clients: Any = None  # a factory of boto3 clients, for types that call AWS (see jobtypes.lambda_invoke)
     on_tick: Callable[[], None] | None = None  # the heartbeat, called between sleep slices
     logger: RunLog = field(default=None)  # type: ignore[assignment]  # made for the attempt when not given
+    checkpoints: RunCheckpoints = field(default=None)  # type: ignore[assignment]  # in memory when not given
+    progress_sink: ProgressSink = field(default_factory=KeptProgress)
+    yield_at: datetime | None = None  # when should_yield() turns true (None: never)
 
     def __post_init__(self) -> None:
         if self.logger is None:
             self.logger = RunLog(self.run_id, self.attempt, self.clock)
+        if self.checkpoints is None:
+            self.checkpoints = RunCheckpoints(InMemoryCheckpoints())
+
+    def checkpoint(self, state: Any) -> None:
+        """Save `state` (JSON-serialisable) as the run's checkpoint, durably before returning; a later attempt (a
+        retry, a takeover after a crash, a re-queue from the DLQ) reads it with `last_checkpoint()`. Raises
+        CheckpointTooLarge or CheckpointNotJSON (the previous checkpoint stands), LeaseLost if this attempt lost
+        the run."""
+        self.checkpoints.save(state)
+
+    def last_checkpoint(self) -> Any:
+        """The state last saved by `checkpoint()`, in this attempt or an earlier one; None if there is none."""
+        return self.checkpoints.last()
+
+    def progress(self, fraction: float | None = None, message: str | None = None, data: Any = None) -> None:
+        """Say how far the run has got: `fraction` from 0 to 1 (else ValueError), a `message`, JSON `data` (up to
+        2 KiB). `GET /v1/runs/{id}` shows the last report as `progress`; reports are coalesced (at most one write
+        every few seconds, most riding on the heartbeat's), so call it as often as is convenient."""
+        self.progress_sink.report(progress_report(fraction, message, data))
+
+    def should_yield(self) -> bool:
+        """True once this invocation nears its end (the Lambda's time left, less YIELD_MARGIN_SECONDS): checkpoint,
+        then `return ctx.yield_run()` to go on in a fresh invocation."""
+        return self.yield_at is not None and self.clock.now() >= self.yield_at
+
+    def yield_run(self) -> Yielded:
+        """Return this (`return ctx.yield_run()`): the run goes back on its queue without using an attempt, keeps
+        its checkpoint, and a fresh invocation goes on from it."""
+        return Yielded()
+
+    def step(self, name: str, fn: Callable[[], Any]) -> Any:
+        """Run `fn` once for the run: its result is saved under `name`, and a later call (in this attempt or a
+        later one) returns the saved result without calling `fn`. The result must be JSON-serialisable."""
+        return self.checkpoints.step(name, fn)
 
     def log(self, message: str, level: str = "INFO", **fields: Any) -> None:
         """A line in the function's structured log (with the run id and attempt) and in the run's own log, which

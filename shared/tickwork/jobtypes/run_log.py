@@ -89,6 +89,12 @@ class RunLog:
         self.log(message, "ERROR", **fields)
 
     @property
+    def logged(self) -> int:
+        """How many lines were logged so far, collected or not (a flush writes only when this has grown)."""
+        with self._lock:
+            return len(self._lines) + self._dropped
+
+    @property
     def empty(self) -> bool:
         with self._lock:
             return not self._lines and not self._dropped

@@ -15,6 +15,7 @@ from pydantic import (
 
 from tickwork.model.jitter import check_jitter
 from tickwork.model.policies import (
+    DEFAULT_MAX_RUN_SECONDS,
     DEFAULT_MISFIRE_GRACE_SECONDS,
     Band,
     BreakerState,
@@ -24,6 +25,7 @@ from tickwork.model.policies import (
     JitterSeconds,
     JobName,
     JobTypeName,
+    MaxRunSeconds,
     MisfireGraceSeconds,
     OverlapPolicy,
     Priority,
@@ -50,6 +52,11 @@ class JobDefinition(BaseModel):
     priority: Priority = 5
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     timeout_seconds: TimeoutSeconds = 300
+    max_run_seconds: MaxRunSeconds = Field(
+        default=DEFAULT_MAX_RUN_SECONDS,
+        description="The most handler time a run may take over all its segments (a handler that yields goes on in "
+        "a fresh invocation: docs/durable-runs.md); each segment is bounded by timeout_seconds too.",
+    )
     misfire_grace_seconds: MisfireGraceSeconds = DEFAULT_MISFIRE_GRACE_SECONDS
     overlap: OverlapPolicy = OverlapPolicy.ALLOW
     catchup: CatchupPolicy = CatchupPolicy.LATEST

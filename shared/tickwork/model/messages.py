@@ -15,7 +15,7 @@ from pydantic import (
 )
 
 from tickwork.model.ids import parse_run_id
-from tickwork.model.policies import ConcurrencyLimit, RateLimit, RetryPolicy
+from tickwork.model.policies import DEFAULT_MAX_RUN_SECONDS, ConcurrencyLimit, RateLimit, RetryPolicy
 from tickwork.model.run import RunError
 from tickwork.model.schedule import UtcDatetime
 
@@ -32,6 +32,7 @@ class JobRunSpec(BaseModel):
     payload: dict[str, Any]
     retry: RetryPolicy
     timeout_seconds: int
+    max_run_seconds: int = DEFAULT_MAX_RUN_SECONDS
     concurrency: ConcurrencyLimit | None = None
     rate_limit: RateLimit | None = None
     # The job has no occurrence after this run's: its settling may complete the job.

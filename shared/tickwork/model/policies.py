@@ -37,6 +37,9 @@ JobName = Annotated[str, Field(min_length=1, max_length=200)]
 JobTypeName = Annotated[str, Field(min_length=1, max_length=64)]
 Priority = Annotated[int, Field(ge=0, le=9), NotCoerced]
 TimeoutSeconds = Annotated[int, Field(ge=1, le=MAX_TIMEOUT_SECONDS), NotCoerced]
+# A run's handler time over all its segments (graceful yields, docs/durable-runs.md); each one's is timeout_seconds.
+DEFAULT_MAX_RUN_SECONDS = 86_400
+MaxRunSeconds = Annotated[int, Field(ge=1, le=7 * 86400), NotCoerced]
 MisfireGraceSeconds = Annotated[int, Field(ge=0, le=7 * 86400), NotCoerced]
 JitterSeconds = Annotated[int, Field(ge=0, le=366 * 86400), NotCoerced]  # and at most the schedule's period
 # Tags as AWS bounds them: at most 50, keys of 1 to 128 characters, values of 0 to 256. Bounded so that a job

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
@@ -9,6 +10,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    field_validator,
     model_validator,
 )
 
@@ -34,6 +36,17 @@ class RunResult(BaseModel):
     # A result of at most InlineResultMaxBytes (a job's run, not a workflow step's), kept in the run record by the
     # outcome's own write instead of S3: its JSON text. Absent for results in S3.
     inline: str | None = None
+
+
+class RunProgress(BaseModel):
+    """How far a running run says it has got (`ctx.progress`, docs/durable-runs.md), as last written."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    fraction: float | None = Field(default=None, ge=0, le=1, description="Done, from 0 to 1; null if not said.")
+    message: str | None = None
+    data: Any = Field(default=None, description="The handler's own JSON, as it passed it.")
+    updated_at: UtcDatetime
 
 
 MAX_ATTEMPT_HISTORY = 20  # a run keeps its last 20 attempts' records: its item stays small whatever its retries
@@ -118,6 +131,18 @@ class Run(BaseModel, _InBand):
     # When its job was paused, cancelled or edited after the run was claimed: its message's copy of the job
     # (RunMessage.job) is then out of date, and its executor reads the job instead. Absent otherwise.
     job_changed_at: UtcDatetime | None = None
+    # Segments that ended in a graceful yield (docs/durable-runs.md), and their handlers' time together: the next
+    # segment's budget is the job's max_run_seconds less it.
+    segments: int = 0
+    yielded_ms: int = 0
+    # Its handler's last progress report (coalesced: at most one write every few seconds); absent if none.
+    progress: RunProgress | None = None
+
+    @field_validator("progress", mode="before")
+    @classmethod
+    def _progress_from_text(cls, value: Any) -> Any:
+        """Stored as JSON text (its data kept as given, nulls included)."""
+        return json.loads(value) if isinstance(value, str) else value
 
     @model_validator(mode="before")
     @classmethod

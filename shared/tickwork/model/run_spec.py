@@ -53,6 +53,7 @@ def spec_for(job: Job, *, last_occurrence: bool, only_occurrence: bool = False) 
         payload=job.payload,
         retry=job.retry,
         timeout_seconds=job.timeout_seconds,
+        max_run_seconds=job.max_run_seconds,
         concurrency=job.concurrency,
         rate_limit=job.rate_limit,
         last_occurrence=last_occurrence,

@@ -9,7 +9,7 @@ from typing import Any
 
 from tickwork.model.job import Job
 from tickwork.model.messages import JobRunSpec
-from tickwork.model.policies import ConcurrencyLimit, OverlapPolicy, RateLimit, RetryPolicy
+from tickwork.model.policies import DEFAULT_MAX_RUN_SECONDS, ConcurrencyLimit, OverlapPolicy, RateLimit, RetryPolicy
 from tickwork.model.run import Run
 from tickwork.model.states import JobState, RunTrigger, SkipReason
 from tickwork.model.workflow.advance import WorkflowRunStatus
@@ -24,6 +24,7 @@ class RunTarget:
     payload: dict[str, Any]
     retry: RetryPolicy
     timeout_seconds: int
+    max_run_seconds: int = DEFAULT_MAX_RUN_SECONDS  # over all its segments (a workflow step's: the default)
     overlap: OverlapPolicy = OverlapPolicy.ALLOW
     # Why the run must not start now (it is recorded SKIPPED with this): its job is paused or cancelled (a
     # scheduled run), or its workflow run was cancelled.
@@ -55,6 +56,7 @@ class RunTarget:
             payload=job.payload,
             retry=job.retry,
             timeout_seconds=job.timeout_seconds,
+            max_run_seconds=job.max_run_seconds,
             overlap=job.overlap,
             held_back=held_back,
             concurrency=job.concurrency,
@@ -74,6 +76,7 @@ class RunTarget:
             payload=spec.payload,
             retry=spec.retry,
             timeout_seconds=spec.timeout_seconds,
+            max_run_seconds=spec.max_run_seconds,
             concurrency=spec.concurrency,
             rate_limit=spec.rate_limit,
             last_occurrence=spec.last_occurrence,

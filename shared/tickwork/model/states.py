@@ -74,4 +74,5 @@ class AttemptOutcome(StrEnum):
     RETRYING = "retrying"  # failed; another attempt follows after its backoff
     TIMED_OUT = "timed_out"  # the handler outlived its timeout (retried, or failed, as the run's status says)
     DEFERRED = "deferred"  # a limit held it back before its handler; the attempt was not consumed
+    YIELDED = "yielded"  # its handler yielded (docs/durable-runs.md): it goes on in a fresh invocation, same attempt
     CANCELLED = "cancelled"  # asked to stop (its workflow run was cancelled, or overlap CANCEL_OTHER)

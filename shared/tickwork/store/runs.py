@@ -18,6 +18,7 @@ from tickwork.model.clock import iso, to_ms
 from tickwork.model.ids import parse_run_id
 from tickwork.model.run import AttemptRecord, Run, RunError, RunResult
 from tickwork.model.states import DeferReason, RunStatus, RunTrigger, SkipReason
+from tickwork.store.checkpoints import CHECKPOINT_CONTENT, StoredCheckpoint, stored_checkpoint
 from tickwork.store.codec import (
     deserialize,
     expression_values,
@@ -52,6 +53,7 @@ class Lease:
     run: Run | None
     previous_status: RunStatus | None = None
     lease_until: datetime | None = None
+    checkpoint: StoredCheckpoint | None = None  # the run's last checkpoint, from the lease's own answer
 
 
 @dataclass(frozen=True)
@@ -227,21 +229,35 @@ class RunRecords:
                 "not_before": None,
             }
         )
-        return Lease(LeaseOutcome.LEASED, run, old.status, lease_until)
+        return Lease(LeaseOutcome.LEASED, run, old.status, lease_until, stored_checkpoint(old_attrs))
 
-    def extend_lease(self, run_id: str, *, owner: str, lease_until: datetime) -> LeaseExtension:
+    def extend_lease(
+        self, run_id: str, *, owner: str, lease_until: datetime, progress: str | None = None
+    ) -> LeaseExtension:
         """The heartbeat's write: the lease runs on, while this owner holds it. The item comes back with it, so
-        the heartbeat learns at no extra read whether the run was asked to stop (`request_cancel`)."""
+        the heartbeat learns at no extra read whether the run was asked to stop (`request_cancel`). A pending
+        progress report (JSON text: tickwork.executor.progress_reports) rides on it."""
+        values = {"lu": iso(lease_until), "lu_ms": to_ms(lease_until), "owner": owner}
+        if progress is not None:
+            values["progress"] = progress
         won, attrs = self._table.update_if_returning_new(
             run_key(run_id),
-            "SET lease_until = :lu, lease_until_ms = :lu_ms",
+            "SET lease_until = :lu, lease_until_ms = :lu_ms" + (", progress = :progress" if progress else ""),
             "lease_owner = :owner AND #status = :running",
             {"#status": "status"},
-            expression_values(
-                lu=iso(lease_until), lu_ms=to_ms(lease_until), owner=owner, running=RunStatus.RUNNING.value
-            ),
+            expression_values(**values, running=RunStatus.RUNNING.value),
         )
         return LeaseExtension(held=won, cancel_requested=won and bool(attrs.get("cancel_requested")))
+
+    def report_progress(self, run_id: str, *, owner: str, progress: str) -> bool:
+        """A progress report (JSON text) of its own, while this owner holds the lease; False if it does not."""
+        return self._table.update_if(
+            run_key(run_id),
+            "SET progress = :progress",
+            "lease_owner = :owner AND #status = :running",
+            {"#status": "status"},
+            expression_values(progress=progress, owner=owner, running=RunStatus.RUNNING.value),
+        )
 
     def finish_run(
         self,
@@ -369,15 +385,48 @@ class RunRecords:
             expression_values(**values),
         )
 
-    def requeue_failed_run(self, run: Run, *, now: datetime, redispatch_at: datetime) -> bool:
+    def yield_run(
+        self, run: Run, *, owner: str, segment_ms: int, resend_at: datetime, history: Sequence[AttemptRecord]
+    ) -> bool:
+        """A segment ended in a graceful yield (tickwork.executor.yields): back to QUEUED (RETRYING after a failed
+        attempt) with the attempt not consumed, `segments` + 1 and its handler time added to `yielded_ms`, in the
+        due index at `resend_at` (the tick re-sends it then, were its fresh message lost). Only while holding the
+        lease; its checkpoint stays."""
+        status = RunStatus.QUEUED if run.attempts <= 1 else RunStatus.RETRYING
+        return self._table.update_if(
+            run_key(run.id),
+            "SET #status = :status, attempts = attempts - :one, #segments = if_not_exists(#segments, :zero) + :one, "
+            "yielded_ms = if_not_exists(yielded_ms, :zero) + :ms, attempt_history = :history, "
+            "due_shard = :shard, due_at = :due REMOVE lease_owner, lease_until, lease_until_ms",
+            "lease_owner = :owner AND #status = :running",
+            {"#status": "status", "#segments": "segments"},
+            expression_values(
+                status=status.value,
+                one=1,
+                zero=0,
+                ms=segment_ms,
+                history=_history_attr(history),
+                shard=shard_of(run.job_id, self.shards),
+                due=to_ms(resend_at),
+                owner=owner,
+                running=RunStatus.RUNNING.value,
+            ),
+        )
+
+    def requeue_failed_run(
+        self, run: Run, *, now: datetime, redispatch_at: datetime, from_checkpoint: bool = True
+    ) -> bool:
         """FAILED -> QUEUED with attempts starting again (retry and DLQ redrive): a new execution, so its start,
-        lateness and duration are measured afresh; `requeues` counts how often this happened."""
+        lateness and duration are measured afresh; `requeues` counts how often this happened. It resumes from its
+        last checkpoint (tickwork.store.checkpoints) unless `from_checkpoint` is False: then that is removed."""
+        starting_over = "".join(f", {name}" for name in CHECKPOINT_CONTENT) if not from_checkpoint else ""
         return self._table.update_if(
             run_key(run.id),
             "SET #status = :queued, attempts = :zero, enqueued_at = :now, due_shard = :shard, due_at = :due, "
             "requeues = if_not_exists(requeues, :zero) + :one "
             "REMOVE #error, finished_at, expires_at, tenant_key, tenant_sort, lease_owner, lease_until, "
-            "lease_until_ms, started_at, lateness_ms, duration_ms, not_before, not_before_ms, cancel_requested",
+            "lease_until_ms, started_at, lateness_ms, duration_ms, not_before, not_before_ms, cancel_requested"
+            + starting_over,
             "#status = :failed",
             {"#status": "status", "#error": "error"},
             expression_values(

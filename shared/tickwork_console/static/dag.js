@@ -6,6 +6,12 @@ import { enc } from "./api.js";
 const NODE_W = 168;
 const NODE_H = 48;
 
+// A running step's progress (its run's last ctx.progress fraction), as the node shows it: ` · 42%`.
+function stepPercent(state) {
+  const fraction = state && state.status === "RUNNING" && state.progress ? state.progress.fraction : null;
+  return fraction === null || fraction === undefined ? "" : ` · ${Math.round(fraction * 100)}%`;
+}
+
 export function Dag({ steps, states }) {
   const graph = new dagre.graphlib.Graph();
   graph.setGraph({ rankdir: "LR", nodesep: 24, ranksep: 56, marginx: 8, marginy: 8 });
@@ -49,7 +55,7 @@ export function Dag({ steps, states }) {
         const box = html`<g class=${`dag-node ${status ? `status-${status.toLowerCase()}` : ""}`} transform=${`translate(${node.x - NODE_W / 2},${node.y - NODE_H / 2})`} data-step=${id} data-status=${status || ""}>
           <rect width=${NODE_W} height=${NODE_H} rx="6" />
           <text x="10" y="20" class="dag-id">${id.length > 20 ? `${id.slice(0, 19)}…` : id}</text>
-          <text x="10" y="38" class="dag-status">${status || ""}${state && state.skip_reason ? ` · ${state.skip_reason}` : ""}</text>
+          <text x="10" y="38" class="dag-status">${status || ""}${state && state.skip_reason ? ` · ${state.skip_reason}` : ""}${stepPercent(state)}</text>
           <title>${id}${status ? `: ${status}` : ""}</title>
         </g>`;
         return state && state.run_id ? html`<a href=${`#/runs/${enc(state.run_id)}`} aria-label=${`Step ${id}: ${status}`}>${box}</a>` : box;

@@ -12,6 +12,7 @@ import {
   ErrorBox,
   Loading,
   Pager,
+  Progress,
   Status,
   Time,
   band,
@@ -127,7 +128,7 @@ function RunsTable({ runs }) {
         : runs.map(
             (run) => html`<tr>
               <${Cell} label="Run" className="mono"><a href=${`#/runs/${enc(run.id)}`}>${run.id.split(".").slice(1).join(".") || run.id}</a><//>
-              <${Cell} label="Status"><${Status} value=${run.status} />${run.skip_reason ? html` <span class="muted">${run.skip_reason}</span>` : null}<//>
+              <${Cell} label="Status"><${Status} value=${run.status} />${run.skip_reason ? html` <span class="muted">${run.skip_reason}</span>` : null}${run.status === "RUNNING" ? html` <${Progress} progress=${run.progress} />` : null}<//>
               <${Cell} label="Scheduled"><${Time} value=${run.scheduled_for} /><//>
               <${Cell} label="Started"><${Time} value=${run.started_at} /><//>
               <${Cell} label="Late">${duration(run.lateness_ms)}<//>
@@ -344,7 +345,8 @@ export function RunPage({ id }) {
         <${Timeline} run=${r} />
       </div>
       <dl class="facts">
-        <dt>Attempts</dt><dd>${r.attempts}${r.max_attempts ? ` of ${r.max_attempts}` : ""}</dd>
+        ${r.progress ? html`<dt>Progress</dt><dd><${Progress} progress=${r.progress} /> <span class="muted">at <${Time} value=${r.progress.updated_at} /></span></dd>` : null}
+        <dt>Attempts</dt><dd>${r.attempts}${r.max_attempts ? ` of ${r.max_attempts}` : ""}${r.segments ? ` (${r.segments + 1} segments)` : ""}</dd>
         <dt>Late</dt><dd>${duration(r.lateness_ms)}</dd>
         <dt>Took</dt><dd>${duration(r.duration_ms)}</dd>
         <dt>Band</dt><dd>${band(r.priority)} (priority ${r.priority})</dd>

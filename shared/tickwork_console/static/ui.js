@@ -149,6 +149,16 @@ export function Status({ value }) {
   return value ? html`<span class=${`status status-${String(value).toLowerCase()}`}>${value}</span>` : null;
 }
 
+// A run's last progress report (ctx.progress): a bar when it gave a fraction, and its message.
+export function Progress({ progress }) {
+  if (!progress) return null;
+  const percent = progress.fraction === null || progress.fraction === undefined ? null : Math.round(progress.fraction * 100);
+  return html`<span class="run-progress">
+    ${percent === null ? null : html`<progress max="100" value=${percent} aria-label=${`${percent}% done`}>${percent}%</progress> ${percent}%`}
+    ${progress.message ? html` <span class="muted">${progress.message}</span>` : null}
+  </span>`;
+}
+
 // The band a priority falls in, as the API places it: high 7-9, normal 3-6, low 0-2.
 export function band(priority) {
   return priority >= 7 ? "high" : priority >= 3 ? "normal" : "low";

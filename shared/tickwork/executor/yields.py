@@ -1,0 +1,82 @@
+"""Graceful yields (docs/durable-runs.md): a segment's budget, and a segment that ends in a yield recorded.
+
+A segment's handler time is bounded three ways: the job's `timeout_seconds`, the Lambda's time left (less
+SAFETY_MARGIN_SECONDS for recording the outcome), and what is left of the job's `max_run_seconds` after the run's
+earlier segments. `ctx.should_yield()` turns true YIELD_MARGIN_SECONDS before the Lambda's bound. A handler that
+returns `ctx.yield_run()` yields; so does one the executor stopped at the Lambda's bound (cooperatively, as at a
+timeout) that saved a checkpoint in this segment. A yield is one conditional write (the lease holder's: the run back
+to its queue state, the attempt not consumed) and one fresh message to start the next segment now, which a new
+receive count goes with. A run past max_run_seconds fails, without retries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from tickwork.aws.queues import Outgoing, RunQueues
+from tickwork.executor.delivery import Outcome
+from tickwork.executor.outcomes import RunOutcomes, attempt_record, history_after
+from tickwork.jobtypes.durable import YIELD_MARGIN_SECONDS
+from tickwork.model.clock import Clock
+from tickwork.model.run import Run, RunError
+from tickwork.model.run_target import RunTarget
+from tickwork.model.states import AttemptOutcome
+from tickwork.observability import logger, metrics
+from tickwork.store import RunRecords
+
+
+@dataclass(frozen=True)
+class SegmentBudget:
+    seconds: float  # the handler's time in this segment
+    by_lambda: bool  # the Lambda's time is the bound: a handler stopped at it may be yielded
+    by_run_total: bool  # what is left of max_run_seconds is the bound: a handler stopped at it fails for good
+    yield_after: float  # seconds from the start until should_yield()
+
+    def yields_on_its_own(self, error: RunError | None, checkpoints_saved: int, cancel_requested: bool) -> bool:
+        """A handler stopped at the Lambda's bound that saved a checkpoint in this segment is yielded, not failed:
+        the next segment goes on from that checkpoint."""
+        timed_out = error is not None and error.type == "RunTimeout"
+        return timed_out and self.by_lambda and checkpoints_saved > 0 and not cancel_requested
+
+
+def segment_budget(timeout_seconds: float, lambda_left: float, run_left: float) -> SegmentBudget:
+    """The bounds of a segment (seconds): the job's timeout, the Lambda's time left (less the margin for recording
+    the outcome), and what is left of the job's max_run_seconds."""
+    seconds = min(timeout_seconds, lambda_left, run_left)
+    return SegmentBudget(
+        seconds=seconds,
+        by_lambda=lambda_left < timeout_seconds and lambda_left <= run_left,
+        by_run_total=run_left < timeout_seconds and run_left < lambda_left,
+        yield_after=max(lambda_left - YIELD_MARGIN_SECONDS, 0),
+    )
+
+
+class RunYields:
+    """Recording a segment that yielded."""
+
+    def __init__(self, runs: RunRecords, queues: RunQueues, clock: Clock, outcomes: RunOutcomes) -> None:
+        self.runs, self.queues, self.clock, self.outcomes = runs, queues, clock, outcomes
+
+    def segment_ended(
+        self, run: Run, target: RunTarget, owner: str, *, duration_ms: int, started: datetime | None
+    ) -> Outcome:
+        now = self.clock.now()
+        if run.yielded_ms + duration_ms >= target.max_run_seconds * 1000:
+            error = RunError(
+                type="RunTimeout",
+                message=f"run exceeded its max_run_seconds of {target.max_run_seconds} over {run.segments + 1} segments",
+            )
+            return self.outcomes.fail(run, target, owner, error, duration_ms=duration_ms, started=started)
+        record = attempt_record(run, started, now, AttemptOutcome.YIELDED)
+        resend_at = now + self.outcomes.retry_safety_net
+        if not self.runs.yield_run(
+            run, owner=owner, segment_ms=duration_ms, resend_at=resend_at, history=history_after(run, record)
+        ):
+            return Outcome.DONE  # the lease was taken over: its new holder goes on
+        metrics.add_metric(name="RunsYielded", unit="Count", value=1)
+        logger.info("run yielded: it goes on in a fresh invocation", extra={"segments": run.segments + 1})
+        # A fresh message, so that the segments do not add up to the queue's receive count; were it lost, the due
+        # index re-sends the run at resend_at.
+        self.queues.send([Outgoing.for_run(run, start_at=now).timed(now)])
+        return Outcome.DONE
