@@ -185,6 +185,20 @@ def test_a_compensation_that_fails_is_recorded_and_the_chain_continues(pipeline)
     assert EXECUTIONS[comp(workflow_run_id, "flight")] == 1
 
 
+def test_a_compensation_whose_payload_cannot_be_made_fails_unrun_and_the_chain_goes_on_to_its_end(pipeline):
+    steps = trip()
+    # length(null): valid JMESPath that cannot be evaluated over the hotel's result.
+    steps[1]["compensate"] = {"type": "counting", "payload": {"n": {"$from": "length(steps.hotel.result.count)"}}}
+    workflow_run_id = occur(pipeline, create(pipeline, steps, compensation={"on_error": "continue"}))
+    pipeline.drain()
+    run = view(pipeline, workflow_run_id)
+    assert run.status is WorkflowRunStatus.COMPENSATION_FAILED
+    assert compensation_statuses(pipeline, workflow_run_id) == {"hotel": "FAILED", "flight": "SUCCEEDED"}
+    unmade = pipeline.run(comp(workflow_run_id, "hotel"))
+    assert (unmade.attempts, unmade.error.type if unmade.error else None) == (0, "StepExpressionError")
+    assert EXECUTIONS[comp(workflow_run_id, "hotel")] == 0
+
+
 # ---------------------------------------------------------------- crashes and races
 
 

@@ -1,5 +1,6 @@
-"""Moving workflow runs on: opening one at its occurrence, recording a step's end, starting what that allows,
-and the tick's reconciliation of a run whose progress was interrupted.
+"""Moving workflow runs on: opening one at its occurrence, recording a step's end, starting what that allows
+(downstream steps, or, once it has failed, its compensations), and the tick's reconciliation of a run whose
+progress was interrupted.
 
 Every write is conditional and every decision is re-derived from the stored run, so any number of writers
 (executors ending steps at the same instant, a tick reconciling, a claimer finishing a dead one's work) make
@@ -369,7 +370,8 @@ class WorkflowProgress:
         """The run's QUEUED steps as their runs really are (one BatchGetItem): a run that ended is recorded
         (its executor died before recording it), a run that is missing is created (its creator died between
         recording the step and creating it), a run a retry left FAILED is re-queued (the retry died between
-        reopening the workflow run and re-queueing it). Returns the runs to send, and the run now."""
+        reopening the workflow run and re-queueing it); its QUEUED compensations likewise. Returns the runs to
+        send, and the run now."""
         outgoing, record = self._catch_up_steps(record)
         compensated, record = self._catch_up_compensations(record)
         return outgoing + compensated, record
