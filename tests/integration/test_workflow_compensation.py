@@ -176,6 +176,18 @@ def test_a_compensation_that_fails_halts_the_chain_by_default(pipeline):
     assert pipeline.existing_runs([comp(workflow_run_id, "flight")]) == set()
 
 
+def test_a_failed_compensations_run_is_not_retried_and_the_refusal_does_not_point_at_the_workflow_run(pipeline):
+    workflow_run_id = occur(pipeline, create(pipeline, failing_hotel_undo()))
+    pipeline.drain()
+    hotel_undo = comp(workflow_run_id, "hotel")
+    with pytest.raises(Conflict, match="a compensation's run is not retried") as refused:
+        pipeline.services.redrive.retry_run(TENANT, hotel_undo)
+    assert "retry " + workflow_run_id not in str(refused.value)  # that workflow run cannot be retried either
+    report = pipeline.services.redrive.redrive(TENANT)
+    assert hotel_undo in report.not_redriven
+    assert pipeline.run(hotel_undo).status is RunStatus.FAILED
+
+
 def test_a_compensation_that_fails_is_recorded_and_the_chain_continues(pipeline):
     workflow_run_id = occur(pipeline, create(pipeline, failing_hotel_undo(), compensation={"on_error": "continue"}))
     pipeline.drain()
