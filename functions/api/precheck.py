@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from typing import Any
 
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
@@ -28,6 +29,8 @@ PUBLIC_PATHS = {"/v1/health", "/v1/openapi.json"}
 ADMIN_PREFIX = "/v1/tenants/"  # every tenants' route but the caller's own view is an admin's
 OWN_TENANT_PATH = "/v1/tenants/me"
 BODY_PATHS = {"/v1/jobs", "/v1/dlq/redrive"}  # the POST routes that read a JSON body (and every PATCH and PUT)
+# POST routes whose body is optional: JSON null there is no body (the document says `anyOf [object, null]`).
+OPTIONAL_BODY_PATHS = re.compile(r"^/v1/workflow-runs/[^/]+/cancel$")
 
 
 def precheck(event: dict[str, Any], settings: ApiSettings) -> dict[str, Any] | None:
@@ -76,7 +79,7 @@ def precheck(event: dict[str, Any], settings: ApiSettings) -> dict[str, Any] | N
             parsed = json.loads(text)
         except ValueError:
             return None  # not JSON: validation answers 400 (or 415 for another content type)
-        if not isinstance(parsed, dict):
+        if not isinstance(parsed, dict) and not (parsed is None and OPTIONAL_BODY_PATHS.match(path)):
             message = f"must be a JSON object, not {type(parsed).__name__}"
             return reply(INVALID_INPUT, f"body: {message}", [FieldError("body", message)])
     return None

@@ -35,7 +35,9 @@ class CrashPoint(StrEnum):
     WORKFLOW_AFTER_RUN_PUT = "workflow.after_run_put"  # a workflow run opened, its root steps' runs not created
     WORKFLOW_BEFORE_STEP_SETTLED = "workflow.before_step_settled"  # a step's run ended, its workflow run not told
     WORKFLOW_AFTER_STEP_SETTLED = "workflow.after_step_settled"  # a step's end recorded, downstream not decided
-    WORKFLOW_AFTER_STEP_RUNS_PUT = "workflow.after_step_runs_put"  # downstream runs created, not yet recorded
+    WORKFLOW_AFTER_STEP_RUNS_PUT = (
+        "workflow.after_step_runs_put"  # downstream (or compensation) runs made, not recorded
+    )
 
 
 TICK_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("tick."))

@@ -89,7 +89,7 @@ else:
 EXIT_TIMEOUT = 3  # `runs list --wait` gave up; API errors exit 1, usage errors 2 (options.api_command)
 EXIT_SMOKE_FAILED = 1
 TERMINAL = {"SUCCEEDED", "FAILED", "SKIPPED"}
-WORKFLOW_RUN_TERMINAL = TERMINAL | {"CANCELLED"}
+WORKFLOW_RUN_TERMINAL = TERMINAL | {"CANCELLED", "COMPENSATED", "COMPENSATION_FAILED"}
 # Tests replace these to wait without sleeping, and to share the API's (fake) clock.
 sleep: Callable[[float], None] = time.sleep
 
@@ -568,7 +568,11 @@ def workflows_runs(
     workflow_id: WorkflowIdArg,
     session: Session,
     status: Annotated[
-        str | None, typer.Option("--status", help="RUNNING, SUCCEEDED, FAILED, SKIPPED or CANCELLED.")
+        str | None,
+        typer.Option(
+            "--status",
+            help="RUNNING, SUCCEEDED, FAILED, SKIPPED, CANCELLED, COMPENSATING, COMPENSATED or COMPENSATION_FAILED.",
+        ),
     ] = None,
     *,
     listing: RunsListing,
@@ -596,14 +600,22 @@ _call_by_id(
     WorkflowRunIdArg,
     hidden=True,
 )
-_call_by_id(
-    workflows_app,
-    "cancel-run",
-    "Cancel a RUNNING workflow run: steps not started are skipped, running ones asked to stop.",
-    "POST",
-    "/v1/workflow-runs/{workflow_run_id}/cancel",
-    WorkflowRunIdArg,
-)
+
+
+@workflows_app.command("cancel-run")
+@api_command
+def workflows_cancel_run(
+    workflow_run_id: WorkflowRunIdArg,
+    session: Session,
+    compensate: Annotated[
+        bool, typer.Option("--compensate", help="Compensate the steps that succeeded (docs/workflows.md).")
+    ] = False,
+) -> None:
+    """Cancel a RUNNING workflow run: steps not started are skipped, running ones asked to stop."""
+    body = {"compensate": True} if compensate else None
+    session.show_one(session.client.post(f"/v1/workflow-runs/{workflow_run_id}/cancel", body))
+
+
 _call_by_id(
     workflows_app,
     "retry-run",

@@ -122,8 +122,8 @@ LOG_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
 
 
 def steps_text(steps: Any) -> str:
-    """A workflow's steps as the DAG they form (`a; b <- a; d <- b, c`), or a workflow run's steps as their
-    states (`a SUCCEEDED; d SKIPPED (upstream_failed)`)."""
+    """A workflow's steps as the DAG they form (`a; b <- a; d <- b, c`), or a workflow run's steps (or its
+    compensations, in the order they run) as their states (`a SUCCEEDED; d SKIPPED (upstream_failed)`)."""
     if isinstance(steps, list):
         return "; ".join(s["id"] + (f" <- {', '.join(s['depends_on'])}" if s.get("depends_on") else "") for s in steps)
     if isinstance(steps, dict):
@@ -165,7 +165,7 @@ def record(item: dict[str, Any]) -> str:
         shown = value
         if key == "schedule" and isinstance(value, dict):
             shown = schedule_text(value)
-        elif key == "steps":
+        elif key in ("steps", "compensations"):
             shown = steps_text(value)
         rows.append([key, shown])
     return table(rows, ["FIELD", "VALUE"])

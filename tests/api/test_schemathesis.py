@@ -119,7 +119,7 @@ _STEP = r"steps\[\d+\]"
 _BEYOND_THE_SCHEMA = (
     (r"schedule", "end_at must be after start_at"),
     (r"schedule\.end_at", "the schedule has no occurrence in the future"),
-    (r"retry|steps\[\d+\]\.retry", "max_backoff_seconds must be at least backoff_seconds"),
+    (r"retry|steps\[\d+\]\.(compensate\.)?retry", "max_backoff_seconds must be at least backoff_seconds"),
     (r"circuit_breaker", "max_cooldown_seconds must be at least cooldown_seconds"),
     (rf"({_STEP}\.)?payload\.url", "url "),  # the host: a cloud metadata name, or a private or link-local address
     (r"schedule\.cron", ""),
@@ -138,6 +138,11 @@ _BEYOND_THE_SCHEMA = (
     (rf"{_STEP}\.depends_on", "cycle"),
     (rf"{_STEP}\.condition", ""),
     (rf"{_STEP}\.payload\..*\$from", ""),
+    # A step's compensation: its type and payload are checked by the type's model, as a step's are, but the
+    # document types only the step's own (a second oneOf per step would double the schema); and a compensate
+    # beside `irreversible: true` is a rule relating two fields.
+    (rf"{_STEP}\.compensate\.(type|payload.*)", ""),
+    (rf"{_STEP}\.irreversible", "cannot have a compensate"),
 )
 
 

@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 import pytest
+from tickwork.model.policies import Band
 
 from tests.api.conftest import ACME
 from tests.conftest import ROOT
@@ -25,6 +26,8 @@ STEP_DEFAULTS = {
     "priority": None,
     "concurrency": None,
     "rate_limit": None,
+    "compensate": None,
+    "irreversible": False,
 }
 ONE_ATTEMPT = {"max_attempts": 1}
 
@@ -387,3 +390,27 @@ def test_unknown_ids_are_404(api):
         reply = api.request(method, path)
         assert reply.status == 404, (method, path, reply.text)
         assert reply.json["title"] == "Not found"
+
+
+def test_cancel_asking_for_compensation_compensates_what_succeeded_and_a_bad_body_is_refused(api, pipeline):
+    body = spec(steps=[{"id": "a", "type": "echo", "payload": {"booking": "A-1"}, "compensate": {"type": "echo", "payload": {"cancel": {"$from": "steps.a.result.booking"}}}}, {"id": "b", "type": "echo", "depends_on": ["a"]}])  # fmt: skip
+    workflow = create(api, body)
+    run = trigger(api, workflow)
+    (a_message,) = pipeline.receive(Band.NORMAL)
+    pipeline.deliver(Band.NORMAL, [a_message])  # a SUCCEEDED, b queued
+
+    refused = api.post(f"/v1/workflow-runs/{run['id']}/cancel", {"compensate": "please"})
+    assert refused.status == 422, refused.text
+    assert [e["field"] for e in refused.json["errors"]] == ["compensate"]
+    assert api.get(f"/v1/workflow-runs/{run['id']}").json["status"] == "RUNNING"  # nothing written
+
+    cancelled = api.post(f"/v1/workflow-runs/{run['id']}/cancel", {"compensate": True})
+    assert cancelled.status == 200, cancelled.text
+    assert (cancelled.json["status"], cancelled.json["compensating_for"]) == ("COMPENSATING", "CANCELLED")
+    pipeline.drain()  # b's run is recorded SKIPPED; then a's compensation runs
+    after = api.get(f"/v1/workflow-runs/{run['id']}").json
+    assert after["status"] == "COMPENSATED"
+    undo = after["compensations"]["a"]
+    assert (undo["status"], undo["run_id"]) == ("SUCCEEDED", f"{run['id']}.c-a")
+    assert api.get(f"/v1/runs/{undo['run_id']}/result").json == {"cancel": "A-1"}
+    assert api.post(f"/v1/workflow-runs/{run['id']}/cancel", {"compensate": True}).status == 409

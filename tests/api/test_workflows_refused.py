@@ -56,6 +56,22 @@ BAD_DEFINITIONS: list[tuple[str, dict[str, Any], str, str]] = [
     ("a step id that is not one", _steps({"id": "no spaces"}), "steps[0].id", "pattern"),
     ("an unknown step field", _steps({"id": "a", "colour": "blue"}), "steps[0].colour", ""),
     ("a job's field", spec(type="echo"), "type", ""),
+    ("a compensation of an unknown type", _steps({"id": "a", "compensate": {"type": "carrier-pigeon"}}), "steps[0].compensate.type", "carrier-pigeon"),
+    (
+        "a compensation with a bad payload",
+        _steps({"id": "a"}, {"id": "b", "depends_on": ["a"], "compensate": {"type": "http", "payload": {"url": "ftp://example.com/x"}}}),
+        "steps[1].compensate.payload.url",
+        "http",
+    ),
+    (
+        "a compensation's $from reading a step neither itself nor upstream",
+        _steps({"id": "a"}, {"id": "b", "compensate": {"type": "echo", "payload": {"x": {"$from": "steps.a.result"}}}}),
+        "steps[1].compensate.payload.x.$from",
+        "neither 'b' itself nor upstream",
+    ),
+    ("irreversible with a compensate", _steps({"id": "a", "irreversible": True, "compensate": {"type": "echo"}}), "steps[0].irreversible", "irreversible"),
+    ("an unknown compensation order", spec(compensation={"order": "random"}), "compensation.order", ""),
+    ("an unknown compensation on_error", spec(compensation={"on_error": "shrug"}), "compensation.on_error", ""),
 ]  # fmt: skip
 
 

@@ -6,6 +6,7 @@ The run logs (test_run_logs_and_attempts_on_the_run_page) need `GET /v1/runs/{id
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from datetime import UTC, datetime, timedelta
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import LocalApi, screenshot
+from tests.browser.conftest import ROOT, LocalApi, screenshot
 from tests.processes import wait_for
 
 pytestmark = pytest.mark.browser
@@ -201,6 +202,29 @@ DIAMOND = [
     },
     {"id": "load", "type": "echo", "depends_on": ["clean", "enrich"]},
 ]
+
+
+def test_a_compensated_trip_shows_its_compensations_on_the_graph_and_in_order(page, dev):
+    trip = json.loads((ROOT / "examples" / "workflows" / "book-trip.json").read_text())
+    workflow = dev.call("POST", "/v1/workflows", trip)
+    run = dev.call("POST", f"/v1/workflows/{workflow['id']}/trigger")
+
+    def compensated() -> dict[str, Any] | None:
+        current = dev.call("GET", f"/v1/workflow-runs/{run['id']}")
+        return current if current["status"] == "COMPENSATED" else None
+
+    wait_for(compensated, 45, 0.3, "the trip to be compensated")
+    open_console(page, dev, f"/workflow-runs/{run['id']}")
+    graph = page.locator("figure.dag svg")
+    graph.locator("g[data-step=charge_card]").wait_for()
+    assert "↺ SUCCEEDED" in (graph.locator("g[data-step=reserve_hotel] text.dag-status").text_content() or "")
+    listed = page.locator("ol[aria-label^=Compensations] li")
+    assert [listed.nth(i).get_attribute("data-compensation") for i in range(listed.count())] == [
+        "reserve_hotel",
+        "reserve_flight",
+    ]
+    listed.first.locator("a").click()
+    page.wait_for_url(re.compile(r".*#/runs/.*\.c-reserve_hotel$"))
 
 
 def test_a_diamond_workflow_run_is_drawn_with_each_steps_status(page, dev):

@@ -15,6 +15,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publis
 
 JOB_ID, WORKFLOW_ID, WORKFLOW_FILE = "{job_id}", "{workflow_id}", "{workflow_file}"
 RUN_ID = "j01m7yzmhg0000000000000000.1795262400000"  # no such run: only what the command sends counts
+WORKFLOW_RUN_ID = "{workflow_run_id}"
 
 # Each operation with a request body, and the command that sends it (ids filled in by the test).
 COMMANDS: dict[tuple[str, str], list[str]] = {
@@ -27,6 +28,7 @@ COMMANDS: dict[tuple[str, str], list[str]] = {
     ("POST", "/v1/workflows"): ["workflows", "create"],
     ("PATCH", "/v1/workflows/{workflow_id}"): ["workflows", "update", WORKFLOW_ID],
     ("PUT", "/v1/tenants/{tenant}"): ["tenants", "set", "acme"],
+    ("POST", "/v1/workflow-runs/{workflow_run_id}/cancel"): ["workflows", "cancel-run", WORKFLOW_RUN_ID],
 }
 
 # What a command needs besides the field under test (the body may still be refused: only what is sent counts).
@@ -81,6 +83,7 @@ FLAGS: dict[str, dict[str, list[str]]] = {
     "runs retry": {"from_checkpoint": ["--start-over"]},
     "workflows create": {**SCHEDULE_FLAGS, **POLICY_FLAGS},
     "workflows update": {**SCHEDULE_FLAGS, **POLICY_FLAGS},
+    "workflows cancel-run": {"compensate": ["--compensate"]},
     "tenants set": {
         "weight": ["--weight", "2"],
         "max_active_jobs": ["--max-active-jobs", "10"],
@@ -156,13 +159,21 @@ def test_every_api_request_field_is_reachable_from_the_cli(cli, tmp_path):
     job = cli.json("jobs", "create", "--name", "probe", "--type", "echo", "--cron", "0 * * * *")
     workflow_file = _write(tmp_path / "w.json", DIAMOND)
     workflow = cli.json("workflows", "create", "--file", workflow_file)
-    ids = {JOB_ID: job["id"], WORKFLOW_ID: workflow["id"], WORKFLOW_FILE: workflow_file}
+    workflow_run_id = f"{workflow['id']}.1795262400000.m"  # the command's body is what counts, not the answer
+    ids = {
+        JOB_ID: job["id"],
+        WORKFLOW_ID: workflow["id"],
+        WORKFLOW_FILE: workflow_file,
+        WORKFLOW_RUN_ID: workflow_run_id,
+    }
 
     def sent_by(argv: list[str], method: str, template: str) -> Any:
         """What the command sent to the operation, or None when it sent nothing there."""
         cli.transport.sent.clear()
         cli(*argv)
-        wanted = template.format(job_id=job["id"], workflow_id=workflow["id"], tenant="acme", run_id=RUN_ID)
+        wanted = template.format(
+            job_id=job["id"], workflow_id=workflow["id"], tenant="acme", workflow_run_id=workflow_run_id, run_id=RUN_ID
+        )
         for sent_method, url, _, body in cli.transport.sent:
             if sent_method == method and url.endswith(wanted) and body is not None:
                 return json.loads(body)

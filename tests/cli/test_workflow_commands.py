@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests.api.test_workflow_routes import DIAMOND
+from tests.conftest import ROOT
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
@@ -155,3 +156,28 @@ def test_workflow_commands_keep_the_shared_options_in_their_place():
         assert flags.count("--api-url") == 1, (name, flags)
     assert commands["get-run"].params[0].name == "workflow_run_id"
     assert commands["get"].params[0].name == "workflow_id"
+
+
+def test_show_run_lists_the_compensations_of_a_failed_trip_in_the_order_they_ran(cli):
+    trip = str(ROOT / "examples" / "workflows" / "book-trip.json")
+    workflow = cli.json("workflows", "create", "--file", trip)
+    run = cli.json("workflows", "trigger", workflow["id"])
+    waited = cli("workflows", "runs", workflow["id"], "--wait", "--interval", "1", "--wait-timeout", "30")
+    assert waited.exit_code == 0, waited.output
+    for command in ("get-run", "show-run"):
+        shown = cli("workflows", command, run["id"], output="table")
+        assert shown.exit_code == 0, shown.stderr
+        rows = {line.split()[0]: line.split(None, 1)[1] for line in shown.stdout.splitlines()[1:] if line.strip()}
+        assert rows["status"] == "COMPENSATED"
+        assert rows["compensating_for"] == "FAILED"
+        assert rows["compensations"] == "reserve_hotel SUCCEEDED; reserve_flight SUCCEEDED"
+    undo = cli.json("workflows", "get-run", run["id"])["compensations"]["reserve_flight"]
+    assert json.loads(cli("runs", "result", undo["run_id"]).stdout) == {"cancel": "FL-1042"}
+
+
+def test_cancel_run_may_ask_for_compensation(cli, workflow_file):
+    workflow = _create(cli, workflow_file)
+    run = cli.json("workflows", "trigger", workflow["id"])
+    cancelled = cli.json("workflows", "cancel-run", run["id"], "--compensate")
+    # Nothing has run yet: nothing to compensate once a's queued run is skipped.
+    assert (cancelled["status"], cancelled["compensating_for"]) == ("COMPENSATING", "CANCELLED")

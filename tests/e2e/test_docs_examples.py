@@ -33,6 +33,8 @@ def test_the_workflow_files_the_docs_show_are_the_files_they_create():
     assert extract["payload"]["fail_attempts"] == 99
     assert extract["retry"] == {"max_attempts": 1}
     assert rest == json.loads(shown)["steps"][1:]
+    trip = text.split("`examples/workflows/book-trip.json`:\n\n```json\n", 1)[1].split("\n```", 1)[0]
+    assert json.loads(trip) == json.loads((ROOT / "examples/workflows/book-trip.json").read_text("utf-8"))
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -212,16 +212,6 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             (404,),
         ),
         ByIdRoute(
-            "cancel_workflow_run",
-            "POST",
-            "/v1/workflow-runs/<workflow_run_id>/cancel",
-            "Cancel a RUNNING workflow run: steps not started are SKIPPED `cancelled`, running ones are asked to stop",
-            lambda s, tenant, i: workflows_of(s).cancel_run(tenant, i),
-            200,
-            ok(WorkflowRun, "The workflow run, CANCELLED"),
-            (404, 409),
-        ),
-        ByIdRoute(
             "retry_workflow_run",
             "POST",
             "/v1/workflow-runs/<workflow_run_id>/retry",

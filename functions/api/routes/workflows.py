@@ -9,14 +9,21 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import CallerWorkflows, Tenant, Wired, workflows_of
-from tickwork.control.api_bodies import WorkflowList, WorkflowRunList, WorkflowSpec, WorkflowUpdate
+from tickwork.control.api_bodies import (
+    WorkflowList,
+    WorkflowRun,
+    WorkflowRunCancel,
+    WorkflowRunList,
+    WorkflowSpec,
+    WorkflowUpdate,
+)
 from tickwork.control.api_examples import WORKFLOW_SPEC, WORKFLOW_UPDATE, openapi_examples
 from tickwork.model.states import JobState
 from tickwork.model.workflow.advance import WorkflowRunStatus
 from tickwork.model.workflow.definition import Workflow
 
 from routes.by_id import add_routes
-from routes.parameters import Cursor, Limit, WorkflowId
+from routes.parameters import Cursor, Limit, WorkflowId, WorkflowRunId
 from routes.responses import WORKFLOW_OPERATIONS, json_response, linked, ok, problems
 
 router = APIGatewayHttpRouter()
@@ -89,3 +96,22 @@ def list_workflow_runs(
 
 
 add_routes(router, "workflows")  # one workflow or workflow run, and their state changes: see routes/by_id.py
+
+
+@router.post(
+    "/v1/workflow-runs/<workflow_run_id>/cancel",
+    summary="Cancel a RUNNING workflow run: steps not started are SKIPPED `cancelled`, running ones are asked to stop; "
+    'with `{"compensate": true}` the steps that SUCCEEDED are compensated',
+    responses={200: ok(WorkflowRun, "The workflow run, CANCELLED or COMPENSATING"), **problems(400, 404, 409, 415)},
+    tags=["workflows"],
+)
+def cancel_workflow_run(
+    workflow_run_id: WorkflowRunId,
+    built: Wired,
+    tenant: Tenant,
+    request: Annotated[WorkflowRunCancel | None, Body(description="Optional: whether to compensate.")] = None,
+):
+    compensate = request is not None and request.compensate
+    return json_response(
+        200, workflows_of(built).cancel_run(tenant, workflow_run_id, compensate=compensate)
+    )  # one workflow or workflow run, and their state changes: see routes/by_id.py

@@ -30,6 +30,7 @@ from tickwork.model.run import Run, RunProgress
 from tickwork.model.schedule import CallerInstant, Schedule, UtcDatetime
 from tickwork.model.states import RunStatus, SkipReason
 from tickwork.model.tenant_settings import TenantSettings
+from tickwork.model.workflow.advance import WorkflowRunStatus
 from tickwork.model.workflow.definition import Workflow, WorkflowDefinition
 from tickwork.model.workflow.runs import WorkflowRunIdentity
 
@@ -343,6 +344,24 @@ class WorkflowRun(WorkflowRunIdentity):
     started_at: UtcDatetime | None = None
     finished_at: UtcDatetime | None = None
     steps: dict[str, StepRun] = Field(description="Every step of the run's definition, by step id.")
+    compensating_for: WorkflowRunStatus | None = Field(
+        default=None, description="COMPENSATING and after: FAILED, or CANCELLED by a cancel that asked for it."
+    )
+    compensations: dict[str, StepRun] = Field(
+        default_factory=dict,
+        description="Each compensation started or decided, by the id of the step it undoes (docs/workflows.md).",
+    )
+
+
+class WorkflowRunCancel(BaseModel):
+    """POST /v1/workflow-runs/{id}/cancel: what the cancel does besides stopping the run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    compensate: bool = Field(
+        default=False,
+        description="Compensate the steps that SUCCEEDED (once the running ones have ended), as a failure does.",
+    )
 
 
 class WorkflowRunList(BaseModel):

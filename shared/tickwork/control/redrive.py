@@ -45,6 +45,12 @@ class RunRedrive:
         run = self.queries.get_run(tenant, run_id)
         if run.status is not RunStatus.FAILED:
             raise Conflict(f"only FAILED runs can be retried; this one is {run.status.value}")
+        if run.is_compensation:
+            # Its workflow run is COMPENSATION_FAILED, which no retry reopens: what it left is undone by hand.
+            raise Conflict(
+                "a compensation's run is not retried: its workflow run ended COMPENSATION_FAILED; undo what it "
+                "left by hand (its error says what failed)"
+            )
         if run.workflow_run_id is not None:
             # Re-running a step alone would leave its workflow run FAILED and its downstream steps unstarted.
             raise Conflict(f"a workflow step's run is retried with its workflow run: retry {run.workflow_run_id}")

@@ -63,8 +63,8 @@ class WorkflowFactory:
 
     def check_steps(self, steps: Sequence[WorkflowStep]) -> None:
         """The DAG (tickwork.model.workflow.definition.check_steps), then each step's type and payload as its type's
-        model reads it. A `$from` value stands for a value only known when the step starts: the payload's
-        model is not asked about it. Every error, at its field."""
+        model reads it, and each compensation's too. A `$from` value stands for a value only known when the step
+        starts: the payload's model is not asked about it. Every error, at its field."""
         errors = check_steps(steps)
         for index, step in enumerate(steps):
             errors += self._step_errors(index, step)
@@ -72,24 +72,31 @@ class WorkflowFactory:
             raise InvalidInput(errors)
 
     def _step_errors(self, index: int, step: WorkflowStep) -> list[FieldError]:
+        errors = self._typed_errors(f"steps[{index}]", step.type, step.payload)
+        if step.compensate is not None:
+            errors += self._typed_errors(f"steps[{index}].compensate", step.compensate.type, step.compensate.payload)
+        return errors
+
+    def _typed_errors(self, at: str, type_name: str, payload: dict[str, Any]) -> list[FieldError]:
+        """A type and payload (a step's, or its compensation's, at `at`) as the type's model reads them."""
         try:
-            kind = registry.get(step.type)
+            kind = registry.get(type_name)
         except UnknownJobType as exc:
-            return [FieldError(f"steps[{index}].type", str(exc))]
-        size = len(json.dumps(step.payload, separators=(",", ":")).encode())
+            return [FieldError(f"{at}.type", str(exc))]
+        size = len(json.dumps(payload, separators=(",", ":")).encode())
         if size > MAX_PAYLOAD_BYTES:
-            raise TooLarge(f"steps[{index}].payload", f"{size} bytes exceeds the limit of {MAX_PAYLOAD_BYTES} bytes")
+            raise TooLarge(f"{at}.payload", f"{size} bytes exceeds the limit of {MAX_PAYLOAD_BYTES} bytes")
         try:
-            kind.parse(step.payload, context={"http_allowlist": self.http_allowlist})
+            kind.parse(payload, context={"http_allowlist": self.http_allowlist})
         except ValidationError as exc:
-            filled = [_location(path) for path, _ in from_references(step.payload)]
+            filled = [_location(path) for path, _ in from_references(payload)]
             return [
                 FieldError(
-                    ".".join([f"steps[{index}].payload", *(str(p) for p in err["loc"])]),
+                    ".".join([f"{at}.payload", *(str(p) for p in err["loc"])]),
                     err["msg"].removeprefix("Value error, "),
                 )
                 for err in exc.errors()
-                if not any(tuple(err["loc"][: len(at)]) == at for at in filled)
+                if not any(tuple(err["loc"][: len(place)]) == place for place in filled)
             ]
         return []
 

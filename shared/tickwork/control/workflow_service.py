@@ -22,6 +22,7 @@ from tickwork.model.ids import is_workflow_id, on_a_free_millisecond, run_id_for
 from tickwork.model.run import Run
 from tickwork.model.states import JobState, RunStatus, RunTrigger, SkipReason
 from tickwork.model.workflow.advance import StepStatus, WorkflowRunStatus
+from tickwork.model.workflow.compensation import compensation_order
 from tickwork.model.workflow.definition import Workflow
 from tickwork.model.workflow.runs import StepEntry, WorkflowRunRecord, WorkflowSnapshot
 from tickwork.observability import logger
@@ -172,11 +173,16 @@ class WorkflowService:
         record = self._record(tenant, workflow_run_id)
         return self._view(record, self._step_runs(record))
 
-    def cancel_run(self, tenant: str, workflow_run_id: str) -> WorkflowRun:
+    def cancel_run(self, tenant: str, workflow_run_id: str, *, compensate: bool = False) -> WorkflowRun:
         """RUNNING -> CANCELLED: its PENDING steps SKIPPED `cancelled` (in the same write); its running steps are
         asked to stop (cooperatively: their next heartbeat sees it), and a step not yet started is recorded
-        SKIPPED `cancelled` when an executor takes it. Conflict unless RUNNING."""
+        SKIPPED `cancelled` when an executor takes it. Conflict unless RUNNING.
+
+        `compensate`: COMPENSATING instead (for CANCELLED): once every step has ended, the steps that SUCCEEDED
+        are compensated as after a failure (tickwork.model.workflow.compensation); with nothing to compensate the
+        run ends CANCELLED."""
         record = self._record(tenant, workflow_run_id)
+        final = WorkflowRunStatus.COMPENSATING if compensate else WorkflowRunStatus.CANCELLED
         for _ in range(_CANCEL_ROUNDS):
             if record.status is not WorkflowRunStatus.RUNNING:
                 raise Conflict(f"only a RUNNING workflow run can be cancelled; this one is {record.status.value}")
@@ -186,7 +192,9 @@ class WorkflowService:
                 if entry.status is StepStatus.PENDING
             }
             now = self.clock.now()
-            won, current = self.records.record_decisions(record.id, pending, final=WorkflowRunStatus.CANCELLED, now=now)
+            won, current = self.records.record_decisions(
+                record.id, pending, final=final, now=now, cause=WorkflowRunStatus.CANCELLED
+            )
             if current is None:  # pragma: no cover - a workflow run is never deleted, only expired once ended
                 raise NotFound(f"workflow run {workflow_run_id} not found")
             record = current
@@ -198,7 +206,14 @@ class WorkflowService:
         for run in runs.values():
             if run.status is RunStatus.RUNNING and self.run_records.request_cancel(run.id):
                 logger.info("running step asked to stop", extra={"run_id": run.id})
-        logger.info("workflow run cancelled", extra={"workflow_run_id": record.id, "skipped": sorted(pending)})
+        logger.info(
+            "workflow run cancelled",
+            extra={"workflow_run_id": record.id, "skipped": sorted(pending), "compensate": compensate},
+        )
+        if compensate:  # what it can compensate now (nothing while a step runs: its end advances it)
+            outgoing, record = self.progress.advanced(record)
+            self.progress.send(outgoing)
+            runs = self._step_runs(record)
         return self._view(record, runs)
 
     def retry_run(self, tenant: str, workflow_run_id: str) -> WorkflowRun:
@@ -254,7 +269,9 @@ class WorkflowService:
         return record
 
     def _step_runs(self, record: WorkflowRunRecord) -> dict[str, Run]:
-        run_ids = [entry.run_id for entry in record.steps.values() if entry.run_id]
+        """The runs of its steps and of its compensations, by run id."""
+        entries = [*record.steps.values(), *(record.compensations or {}).values()]
+        run_ids = [entry.run_id for entry in entries if entry.run_id]
         return self.run_records.get_runs(run_ids) if run_ids else {}
 
     @staticmethod
@@ -266,12 +283,26 @@ class WorkflowService:
             sid: _step_view(record.steps.get(sid, StepEntry()), (runs or {}).get(record.step_run_id(sid)))
             for sid in order
         }
-        # The record's own fields carry over as they are; only the steps are the view's.
-        return WorkflowRun.model_validate({**{name: getattr(record, name) for name in _RUN_FIELDS}, "steps": steps})
+        compensations = {
+            sid: _step_view(entry, (runs or {}).get(record.compensation_run_id(sid)))
+            for sid, entry in _compensations_in_order(record).items()
+        }
+        # The record's own fields carry over as they are; only the steps and compensations are the view's.
+        fields = {name: getattr(record, name) for name in _RUN_FIELDS}
+        return WorkflowRun.model_validate({**fields, "steps": steps, "compensations": compensations})
 
 
-_RUN_FIELDS = set(WorkflowRun.model_fields) - {"steps"}  # each of them a WorkflowRunRecord field too
+_RUN_FIELDS = set(WorkflowRun.model_fields) - {"steps", "compensations"}  # each of them a WorkflowRunRecord field
 _STEP_RUN_FIELDS = set(StepRun.model_fields) - {"run_id"}  # each of them a Run field too
+
+
+def _compensations_in_order(record: WorkflowRunRecord) -> dict[str, StepEntry]:
+    """A COMPENSATING (or compensated) run's compensations, the first to run first, those not started PENDING."""
+    if record.compensations is None or record.definition is None:
+        return {}
+    order = compensation_order(record.definition.dag, record.states, record.finished_at_of_steps)
+    entries = {sid: record.compensations.get(sid, StepEntry()) for sid in order}
+    return entries | {sid: entry for sid, entry in record.compensations.items() if sid not in entries}
 
 
 def _step_view(entry: StepEntry, run: Run | None) -> StepRun:

@@ -152,7 +152,11 @@ class RunExecutor:
         self.limits = limits
         self.checkpoints = CheckpointRecords(store.shared_table)
         self.yields = RunYields(self.runs, queues, clock, self.outcomes)
-        self._gates: list[Gate] = [HeldBackGate(self.outcomes.breakers), AttemptsGate(), OverlapGate(self.jobs, self.runs)]
+        self._gates: list[Gate] = [
+            HeldBackGate(self.outcomes.breakers),
+            AttemptsGate(),
+            OverlapGate(self.jobs, self.runs),
+        ]
 
     @property
     def gates(self) -> list[Gate]:

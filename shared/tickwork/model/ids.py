@@ -22,7 +22,7 @@ _ID = re.compile(r"^j[0-9a-z]{25}$")
 _WORKFLOW_ID = re.compile(r"^w[0-9a-z]{25}$")
 _JOB_RUN_ID = re.compile(r"^(j[0-9a-z]{25})\.(\d{13})(\.m)?$")
 _WORKFLOW_RUN_ID = re.compile(r"^(w[0-9a-z]{25})\.(\d{13})(\.m)?$")
-_STEP_RUN_ID = re.compile(rf"^(w[0-9a-z]{{25}})\.(\d{{13}})(\.m)?\.s-({STEP_ID_PATTERN})$")
+_STEP_RUN_ID = re.compile(rf"^(w[0-9a-z]{{25}})\.(\d{{13}})(\.m)?\.([sc])-({STEP_ID_PATTERN})$")
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case
 
 
@@ -73,11 +73,17 @@ def step_run_id_for(workflow_run_id: str, step_id: str) -> str:
     return f"{workflow_run_id}.s-{step_id}"
 
 
+def compensation_run_id_for(workflow_run_id: str, step_id: str) -> str:
+    """Deterministic, as a step's: the run of the compensation of a workflow run's step."""
+    return f"{workflow_run_id}.c-{step_id}"
+
+
 class ParsedRunId(NamedTuple):
     job_id: str  # the job's id, or for a step's run its workflow's
     scheduled_for: datetime
     trigger: RunTrigger
-    step_id: str | None = None  # a workflow step's run
+    step_id: str | None = None  # a workflow step's run, or its compensation's
+    compensation: bool = False  # the run of the step's compensation
 
     @property
     def workflow_run_id(self) -> str | None:
@@ -93,8 +99,10 @@ def parse_run_id(run_id: str) -> ParsedRunId | None:
     if not match:
         return None
     trigger = RunTrigger.MANUAL if match.group(3) else RunTrigger.SCHEDULE
-    step = match.group(4) if match.re is _STEP_RUN_ID else None
-    return ParsedRunId(match.group(1), from_ms(int(match.group(2))), trigger, step)
+    if match.re is not _STEP_RUN_ID:
+        return ParsedRunId(match.group(1), from_ms(int(match.group(2))), trigger)
+    compensation = match.group(4) == "c"
+    return ParsedRunId(match.group(1), from_ms(int(match.group(2))), trigger, match.group(5), compensation)
 
 
 def parse_workflow_run_id(workflow_run_id: str) -> ParsedRunId | None:

@@ -14,6 +14,7 @@ from pydantic import (
     model_validator,
 )
 
+from tickwork.model.ids import parse_run_id
 from tickwork.model.job import _InBand
 from tickwork.model.policies import Priority, StartPrecision
 from tickwork.model.schedule import UtcDatetime
@@ -148,6 +149,12 @@ class Run(BaseModel, _InBand):
     @classmethod
     def _numbered_attempts(cls, data: Any) -> Any:
         return _number_open_attempts(data)
+
+    @property
+    def is_compensation(self) -> bool:
+        """The run of a workflow step's compensation (its id is `<workflow run id>.c-<step id>`)."""
+        parsed = parse_run_id(self.id) if self.step_id is not None else None
+        return parsed is not None and parsed.compensation
 
     @property
     def occurrence_at(self) -> datetime:

@@ -90,6 +90,8 @@ class RunTarget:
         A paused workflow lets its runs in progress finish; a cancelled workflow run starts nothing more, nor
         does one withdrawn (SKIPPED) because its workflow was paused or cancelled while it was being claimed."""
         assert run.step_id is not None
+        if run.is_compensation:
+            return cls.of_compensation(record, run)
         snapshot = record.snapshot()
         step = snapshot.step(run.step_id)
         return cls(
@@ -104,9 +106,26 @@ class RunTarget:
             rate_limit=step.rate_limit,
         )
 
+    @classmethod
+    def of_compensation(cls, record: WorkflowRunRecord, run: Run) -> RunTarget:
+        """A step's compensation's run: its `compensate`'s type, retry and timeout (else the step's), the payload as
+        resolved when the run was created. Never held back: it is what a failure or a cancel asked for."""
+        assert run.step_id is not None
+        snapshot = record.snapshot()
+        compensate = snapshot.step(run.step_id).compensate
+        assert compensate is not None, f"step {run.step_id!r} has no compensate"
+        return cls(
+            owner_id=record.workflow_id,
+            tenant=record.tenant,
+            type=compensate.type,
+            payload=run.payload if run.payload is not None else compensate.payload,
+            retry=snapshot.compensation_retry(run.step_id),
+            timeout_seconds=snapshot.compensation_timeout_seconds(run.step_id),
+        )
+
 
 def _step_held_back(record: WorkflowRunRecord) -> SkipReason | None:
-    if record.status is WorkflowRunStatus.CANCELLED:
+    if WorkflowRunStatus.CANCELLED in (record.status, record.compensating_for):
         return SkipReason.CANCELLED
     if record.status is WorkflowRunStatus.SKIPPED:
         return record.skip_reason or SkipReason.CANCELLED

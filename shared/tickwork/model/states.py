@@ -43,6 +43,8 @@ class SkipReason(StrEnum):
     UPSTREAM_SKIPPED = "upstream_skipped"
     RULE_NOT_MET = "rule_not_met"
     CONDITION_FALSE = "condition_false"
+    # A compensation not started: one before it FAILED, and its workflow's compensation halts on error.
+    COMPENSATION_HALTED = "compensation_halted"
 
 
 class DeferReason(StrEnum):

@@ -1,5 +1,6 @@
-"""Moving workflow runs on: opening one at its occurrence, recording a step's end, starting what that allows,
-and the tick's reconciliation of a run whose progress was interrupted.
+"""Moving workflow runs on: opening one at its occurrence, recording a step's end, starting what that allows
+(downstream steps, or, once it has failed, its compensations), and the tick's reconciliation of a run whose
+progress was interrupted.
 
 Every write is conditional and every decision is re-derived from the stored run, so any number of writers
 (executors ending steps at the same instant, a tick reconciling, a claimer finishing a dead one's work) make
@@ -37,10 +38,12 @@ from tickwork.model.workflow.advance import (
     StepStart,
     StepStatus,
     WorkflowRunStatus,
+    compensation_start,
     deciding_reads,
     plan_advance,
     step_start,
 )
+from tickwork.model.workflow.compensation import plan_compensation
 from tickwork.model.workflow.runs import StepEntry, WorkflowRunRecord
 from tickwork.observability import logger, metrics
 from tickwork.store import DueItem, JobRecords, RunRecords, WorkflowRecords
@@ -118,15 +121,23 @@ class WorkflowProgress:
     # ------------------------------------------------------------ a step ended
 
     def step_settled(self, run: Run, status: RunStatus, skip_reason: SkipReason | None = None) -> SendReport:
-        """A step's run reached a terminal state: record it in its workflow run, then start what that allows
-        and send it. Conditional on the map still having the step QUEUED, so a second report changes nothing
-        (and still advances: the first reporter may have died before advancing)."""
+        """A step's run (or a compensation's) reached a terminal state: record it in its workflow run, then start
+        what that allows and send it. Conditional on the map still having it QUEUED, so a second report changes
+        nothing (and still advances: the first reporter may have died before advancing)."""
         assert run.workflow_run_id is not None
         assert run.step_id is not None
         self.faults.reached(CrashPoint.WORKFLOW_BEFORE_STEP_SETTLED)
-        entry = StepEntry(status=StepStatus(status.value), skip_reason=skip_reason, run_id=run.id)
-        reconcile_at = self.clock.now() + self.settings.reconcile_after
-        won, record = self.records.settle_step(run.workflow_run_id, run.step_id, entry, reconcile_at=reconcile_at)
+        now = self.clock.now()
+        entry = StepEntry(
+            status=StepStatus(status.value), skip_reason=skip_reason, run_id=run.id, finished_at=run.finished_at or now
+        )
+        won, record = self.records.settle_step(
+            run.workflow_run_id,
+            run.step_id,
+            entry,
+            reconcile_at=now + self.settings.reconcile_after,
+            compensation=run.is_compensation,
+        )
         if record is None:
             logger.error("step ended, but its workflow run is gone", extra={"workflow_run_id": run.workflow_run_id})
             return SendReport()
@@ -141,16 +152,26 @@ class WorkflowProgress:
         """Apply plan_advance to the run until nothing more is decidable: create the started steps' runs, then
         record every decision in one conditional write (re-planning from the run that write returns if it lost),
         and end the run when the plan says so. Returns the runs this caller created, to send (start now)."""
+        return self.advanced(record)[0]
+
+    def advanced(self, record: WorkflowRunRecord) -> tuple[list[Outgoing], WorkflowRunRecord]:
+        """advance, and the run as it left it."""
         outgoing: list[Outgoing] = []
         for _ in range(MAX_PLAN_ROUNDS):
+            if record.status is WorkflowRunStatus.COMPENSATING:
+                created, record, settled = self._compensate(record)
+                outgoing += created
+                if settled:
+                    return outgoing, record
+                continue
             if record.status is not WorkflowRunStatus.RUNNING:
-                return outgoing
+                return outgoing, record
             dag = record.snapshot().dag
             states = record.states
             results = self._results(record, deciding_reads(dag, states))
             plan = plan_advance(dag, states, results, max_payload_bytes=self.settings.max_payload_bytes)
             if not plan.start and not plan.skip and plan.status is None:
-                return outgoing
+                return outgoing, record
             now = self.clock.now()
             outgoing += self._create_runs(record, plan.start, now)
             self.faults.reached(CrashPoint.WORKFLOW_AFTER_STEP_RUNS_PUT)
@@ -158,7 +179,7 @@ class WorkflowProgress:
                 record.id, self._entries(record, plan.start, plan.skip), final=plan.status, now=now
             )
             if current is None:
-                return outgoing  # pragma: no cover - a workflow run is never deleted, only expired once ended
+                return outgoing, record  # pragma: no cover - a workflow run is never deleted, only expired once ended
             record = current
             if won:
                 logger.info(
@@ -169,22 +190,77 @@ class WorkflowProgress:
                         "skipped": {sid: reason.value for sid, reason in plan.skip},
                     },
                 )
+                if plan.status is WorkflowRunStatus.COMPENSATING:
+                    logger.info("workflow run failed: compensating", extra={"workflow_run_id": record.id})
+                    continue
                 if plan.status is not None:
                     self._ended(record)
-                    return outgoing
+                    return outgoing, record
                 if not any(start.error for start in plan.start):
-                    return outgoing  # what is left waits for the started steps to end
+                    return outgoing, record  # what is left waits for the started steps to end
             # Lost (another writer decided first) or a step failed at creation: plan again from the run now.
         logger.error("workflow run still decidable after the planning rounds", extra={"workflow_run_id": record.id})
-        return outgoing
+        return outgoing, record
+
+    def _compensate(self, record: WorkflowRunRecord) -> tuple[list[Outgoing], WorkflowRunRecord, bool]:
+        """One round of a COMPENSATING run: plan_compensation applied as plan_advance is (the runs created, then
+        the decisions in one conditional write). Returns the runs created, the run now, and whether it has
+        settled for now (False: plan again)."""
+        snapshot = record.snapshot()
+        plan = plan_compensation(
+            snapshot.dag,
+            record.states,
+            record.finished_at_of_steps,
+            record.compensation_states,
+            snapshot.compensation,
+            cause=record.compensating_for or WorkflowRunStatus.FAILED,
+        )
+        if not plan.start and not plan.halt and plan.status is None:
+            return [], record, True
+        now = self.clock.now()
+        starts = self._compensation_starts(record, plan.start)
+        outgoing = self._create_runs(record, starts, now, compensation=True)
+        self.faults.reached(CrashPoint.WORKFLOW_AFTER_STEP_RUNS_PUT)
+        entries = self._entries(record, starts, [], compensation=True)
+        entries |= {
+            sid: StepEntry(status=StepStatus.SKIPPED, skip_reason=SkipReason.COMPENSATION_HALTED) for sid in plan.halt
+        }
+        won, current = self.records.record_compensations(record.id, entries, final=plan.status, now=now)
+        if current is None:  # pragma: no cover - a workflow run is never deleted, only expired once ended
+            return outgoing, record, True
+        if not won:
+            return outgoing, current, False  # another writer decided first: plan again from the run now
+        logger.info(
+            "workflow run compensating",
+            extra={"workflow_run_id": current.id, "started": plan.start, "halted": plan.halt},
+        )
+        if plan.status is not None:
+            self._ended(current)
+            return outgoing, current, True
+        return outgoing, current, not any(start.error for start in starts)
+
+    def _compensation_starts(self, record: WorkflowRunRecord, step_ids: list[str]) -> list[StepStart]:
+        dag = record.snapshot().dag
+        states = record.states
+        results = self._results(record, {up for sid in step_ids for up in dag.compensation_reads(sid)})
+        return [
+            compensation_start(dag, sid, states, results, max_payload_bytes=self.settings.max_payload_bytes)
+            for sid in step_ids
+        ]
 
     def _entries(
-        self, record: WorkflowRunRecord, starts: Iterable[StepStart], skips: Iterable[tuple[str, SkipReason]]
+        self,
+        record: WorkflowRunRecord,
+        starts: Iterable[StepStart],
+        skips: Iterable[tuple[str, SkipReason]],
+        *,
+        compensation: bool = False,
     ) -> dict[str, StepEntry]:
+        run_id = record.compensation_run_id if compensation else record.step_run_id
         entries = {
             start.step_id: StepEntry(
                 status=StepStatus.FAILED if start.error else StepStatus.QUEUED,
-                run_id=record.step_run_id(start.step_id),
+                run_id=run_id(start.step_id),
                 unmade=start.error is not None,
             )
             for start in starts
@@ -213,24 +289,29 @@ class WorkflowProgress:
         with ThreadPoolExecutor(max_workers=min(self.read_threads, len(ordered))) as pool:
             return dict(zip(ordered, pool.map(read, ordered), strict=True))
 
-    def _create_runs(self, record: WorkflowRunRecord, starts: Iterable[StepStart], now: datetime) -> list[Outgoing]:
-        """Each started step's run, if absent: QUEUED (in the due index until leased, so a lost send is re-sent),
-        or FAILED with its error and on the DLQ when it could not be made (StepStart.error). Returns what this caller
-        created, to send; a run found existing was created by another writer, who sends it."""
+    def _create_runs(
+        self, record: WorkflowRunRecord, starts: Iterable[StepStart], now: datetime, *, compensation: bool = False
+    ) -> list[Outgoing]:
+        """Each started step's run (or, `compensation`, its compensation's), if absent: QUEUED (in the due index
+        until leased, so a lost send is re-sent), or FAILED with its error and on the DLQ when it could not be made
+        (StepStart.error). Returns what this caller created, to send; a run found existing was created by another
+        writer, who sends it."""
         snapshot = record.snapshot()
         start_at = max(now, record.scheduled_for)  # roots start at the occurrence, later steps now
+        run_id = record.compensation_run_id if compensation else record.step_run_id
+        retry = snapshot.compensation_retry if compensation else snapshot.step_retry
         outgoing: list[Outgoing] = []
         for start in starts:
             step_id = start.step_id
             run = Run(
-                id=record.step_run_id(step_id),
+                id=run_id(step_id),
                 job_id=record.workflow_id,
                 tenant=record.tenant,
                 scheduled_for=record.scheduled_for,
                 status=RunStatus.QUEUED,
                 priority=snapshot.step_priority(step_id),
                 trigger=record.trigger,
-                max_attempts=snapshot.step_retry(step_id).max_attempts,
+                max_attempts=retry(step_id).max_attempts,
                 enqueued_at=now,
                 workflow_run_id=record.id,
                 step_id=step_id,
@@ -254,7 +335,8 @@ class WorkflowProgress:
         return outgoing
 
     def _ended(self, record: WorkflowRunRecord) -> None:
-        metrics.add_metric(name=f"WorkflowRuns{record.status.value.capitalize()}", unit="Count", value=1)
+        status_name = "".join(part.capitalize() for part in record.status.value.split("_"))
+        metrics.add_metric(name=f"WorkflowRuns{status_name}", unit="Count", value=1)
         logger.info(
             "workflow run ended",
             extra={"workflow_run_id": record.id, "workflow_id": record.workflow_id, "status": record.status.value},
@@ -271,14 +353,14 @@ class WorkflowProgress:
         one reconciles; later looks are spaced by the run's age, up to an hour), then: every QUEUED step whose
         run ended without being recorded is recorded, a missing run is created, and the run advances."""
         run_id = item.attrs["run_id"]
-        if item.attrs.get("status") != WorkflowRunStatus.RUNNING.value:
+        if not WorkflowRunStatus(item.attrs.get("status", WorkflowRunStatus.SKIPPED.value)).in_progress:
             return []
         age = now - stored_instant(item.attrs["scheduled_for"])
         next_look = max(now, from_ms(item.due_at)) + min(MAX_RECONCILE_BACKOFF, max(self.settings.reconcile_after, age))
         if not self.records.postpone_reconcile(run_id, expected_due_at=item.due_at, new_due_at=to_ms(next_look)):
             return []
         record = self.records.get_workflow_run(run_id)
-        if record is None or record.status is not WorkflowRunStatus.RUNNING:
+        if record is None or not record.status.in_progress:
             return []
         outgoing, record = self.catch_up(record)
         outgoing += self.advance(record)
@@ -290,7 +372,13 @@ class WorkflowProgress:
         """The run's QUEUED steps as their runs really are (one BatchGetItem): a run that ended is recorded
         (its executor died before recording it), a run that is missing is created (its creator died between
         recording the step and creating it), a run a retry left FAILED is re-queued (the retry died between
-        reopening the workflow run and re-queueing it). Returns the runs to send, and the run now."""
+        reopening the workflow run and re-queueing it); its QUEUED compensations likewise. Returns the runs to
+        send, and the run now."""
+        outgoing, record = self._catch_up_steps(record)
+        compensated, record = self._catch_up_compensations(record)
+        return outgoing + compensated, record
+
+    def _catch_up_steps(self, record: WorkflowRunRecord) -> tuple[list[Outgoing], WorkflowRunRecord]:
         queued = [sid for sid, entry in record.steps.items() if entry.status is StepStatus.QUEUED]
         if not queued:
             return [], record
@@ -312,8 +400,29 @@ class WorkflowProgress:
                     outgoing.append(Outgoing.for_run(run, start_at=now))
                 continue
             logger.warning("recording a step's end its executor did not record", extra={"run_id": run.id})
-            entry = StepEntry(status=StepStatus(run.status.value), skip_reason=run.skip_reason, run_id=run.id)
-            _, current = self.records.settle_step(record.id, sid, entry, reconcile_at=reconcile_at)
+            _, current = self.records.settle_step(record.id, sid, _ended_entry(run), reconcile_at=reconcile_at)
+            record = current or record
+        return outgoing, record
+
+    def _catch_up_compensations(self, record: WorkflowRunRecord) -> tuple[list[Outgoing], WorkflowRunRecord]:
+        """The run's QUEUED compensations as their runs really are: an ended one recorded, a missing one made."""
+        compensations = record.compensations or {}
+        queued = [sid for sid, entry in compensations.items() if entry.status is StepStatus.QUEUED]
+        if not queued:
+            return [], record
+        runs = self.runs.get_runs([record.compensation_run_id(sid) for sid in queued])
+        missing = [sid for sid in queued if record.compensation_run_id(sid) not in runs]
+        now = self.clock.now()
+        starts = self._compensation_starts(record, missing) if missing else []
+        outgoing = self._create_runs(record, starts, now, compensation=True) if missing else []
+        for sid in queued:
+            run = runs.get(record.compensation_run_id(sid))
+            if run is None or not run.status.terminal:
+                continue
+            logger.warning("recording a compensation's end its executor did not record", extra={"run_id": run.id})
+            _, current = self.records.settle_step(
+                record.id, sid, _ended_entry(run), reconcile_at=now + self.settings.reconcile_after, compensation=True
+            )
             record = current or record
         return outgoing, record
 
@@ -339,3 +448,10 @@ class WorkflowProgress:
         if report.sent:
             metrics.add_metric(name="RunsDispatched", unit="Count", value=len(report.sent))
         return report
+
+
+def _ended_entry(run: Run) -> StepEntry:
+    """The entry of a step (or compensation) whose run ended, as its run records the end."""
+    return StepEntry(
+        status=StepStatus(run.status.value), skip_reason=run.skip_reason, run_id=run.id, finished_at=run.finished_at
+    )

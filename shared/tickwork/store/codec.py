@@ -51,7 +51,10 @@ def run_key(run_id: str) -> dict[str, Any]:
     suffix = "#m" if parsed.trigger is RunTrigger.MANUAL else ""
     when = f"{to_ms(parsed.scheduled_for):013d}{suffix}"
     # A step's run sorts under STEP#, apart from the workflow runs (RUN#), so a workflow's runs page alone.
+    # A compensation's run sorts just after its step's (`#c`: a step id holds no `#`).
     sort = f"RUN#{when}" if parsed.step_id is None else f"STEP#{when}#{parsed.step_id}"
+    if parsed.compensation:
+        sort += "#c"
     return {"pk": {"S": f"JOB#{parsed.job_id}"}, "sk": {"S": sort}}
 
 

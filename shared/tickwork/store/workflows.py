@@ -50,21 +50,32 @@ class _StepUpdate:
 
     def step(self, step_id: str) -> str:
         """The path of a step's entry in the map."""
+        return self._entry("#steps", "steps", step_id)
+
+    def compensation(self, step_id: str) -> str:
+        """The path of a step's compensation's entry in the compensations' map."""
+        return self._entry("#compensations", "compensations", step_id)
+
+    def _entry(self, map_name: str, attribute: str, step_id: str) -> str:
         placeholder = f"#s{len(self.names)}"
-        self.names.setdefault("#steps", "steps")
+        self.names.setdefault(map_name, attribute)
         self.names[placeholder] = step_id
-        return f"#steps.{placeholder}"
+        return f"{map_name}.{placeholder}"
 
     def value(self, value: Any) -> str:
         placeholder = f"v{len(self.values)}"
         self.values[placeholder] = value
         return f":{placeholder}"
 
-    def set_entry(self, step_id: str, entry: StepEntry) -> None:
-        self.sets.append(f"{self.step(step_id)} = {self.value(entry.model_dump(mode='json', exclude_none=True))}")
+    def path(self, step_id: str, *, compensation: bool = False) -> str:
+        return self.compensation(step_id) if compensation else self.step(step_id)
 
-    def require_step(self, step_id: str, status: StepStatus) -> None:
-        self.conditions.append(f"{self.step(step_id)}.#status = {self.value(status.value)}")
+    def set_entry(self, step_id: str, entry: StepEntry, *, compensation: bool = False) -> None:
+        path = self.path(step_id, compensation=compensation)
+        self.sets.append(f"{path} = {self.value(entry.model_dump(mode='json', exclude_none=True))}")
+
+    def require_step(self, step_id: str, status: StepStatus, *, compensation: bool = False) -> None:
+        self.conditions.append(f"{self.path(step_id, compensation=compensation)}.#status = {self.value(status.value)}")
 
     def require_run(self, status: WorkflowRunStatus) -> None:
         self.conditions.append(f"#status = {self.value(status.value)}")
@@ -146,13 +157,20 @@ class WorkflowRecords:
         return read_workflow_run(deserialize(item)) if item else None
 
     def settle_step(
-        self, workflow_run_id: str, step_id: str, entry: StepEntry, *, reconcile_at: datetime
+        self,
+        workflow_run_id: str,
+        step_id: str,
+        entry: StepEntry,
+        *,
+        reconcile_at: datetime,
+        compensation: bool = False,
     ) -> tuple[bool, WorkflowRunRecord | None]:
-        """A step's run ended: its entry becomes `entry`, only while the map has it QUEUED (a second report of
-        the same end changes nothing). Pushes the run's reconciliation out. Returns (won, the run now)."""
+        """A step's run (or, `compensation`, its compensation's) ended: its entry becomes `entry`, only while the
+        map has it QUEUED (a second report of the same end changes nothing). Pushes the run's reconciliation out.
+        Returns (won, the run now)."""
         update = _StepUpdate()
-        update.set_entry(step_id, entry)
-        update.require_step(step_id, StepStatus.QUEUED)
+        update.set_entry(step_id, entry, compensation=compensation)
+        update.require_step(step_id, StepStatus.QUEUED, compensation=compensation)
         # A run that has ended is out of the due index (no due_shard): due_at alone does not put it back.
         update.sets.append(f"due_at = {update.value(to_ms(reconcile_at))}")
         return self._update(workflow_run_id, update)
@@ -164,10 +182,12 @@ class WorkflowRecords:
         *,
         final: WorkflowRunStatus | None,
         now: datetime,
+        cause: WorkflowRunStatus = WorkflowRunStatus.FAILED,
     ) -> tuple[bool, WorkflowRunRecord | None]:
         """Record a plan (tickwork.model.workflow.advance): each decided step's entry, only while the run is RUNNING and
         each of them is still PENDING, so a plan applied twice, or two plans at once, record each step once. With
-        `final`, the run ends: its status, finished_at, expiry, and out of the due index. Returns (won, the run
+        `final`, the run ends: its status, finished_at, expiry, and out of the due index; or, COMPENSATING, its
+        compensation begins (`cause`: FAILED, or CANCELLED by a cancel asking for it). Returns (won, the run
         now).
 
         The reconciliation time is not pushed here: a plan follows the step's end that pushed it (or the
@@ -178,6 +198,34 @@ class WorkflowRecords:
         for step_id, entry in decisions.items():
             update.set_entry(step_id, entry)
             update.require_step(step_id, StepStatus.PENDING)
+        if final is WorkflowRunStatus.COMPENSATING:
+            # Not an end: the run stays in the due index, and its compensations' map begins.
+            update.sets += [
+                f"#status = {update.value(final.value)}",
+                f"compensating_for = {update.value(cause.value)}",
+                f"compensations = {update.value({})}",
+            ]
+        elif final is not None:
+            self._end(update, final, now)
+        return self._update(workflow_run_id, update)
+
+    def record_compensations(
+        self,
+        workflow_run_id: str,
+        decisions: Mapping[str, StepEntry],
+        *,
+        final: WorkflowRunStatus | None,
+        now: datetime,
+    ) -> tuple[bool, WorkflowRunRecord | None]:
+        """Record a compensation plan (tickwork.model.workflow.compensation): each decided compensation's entry, only
+        while the run is COMPENSATING and each of them is still undecided; with `final`, the run ends. Returns
+        (won, the run now)."""
+        update = _StepUpdate()
+        update.require_run(WorkflowRunStatus.COMPENSATING)
+        for step_id, entry in decisions.items():
+            update.set_entry(step_id, entry, compensation=True)
+            path, pending = update.compensation(step_id), update.value(StepStatus.PENDING.value)
+            update.conditions.append(f"(attribute_not_exists({path}) OR {path}.#status = {pending})")
         if final is not None:
             self._end(update, final, now)
         return self._update(workflow_run_id, update)
@@ -212,13 +260,18 @@ class WorkflowRecords:
         return won
 
     def postpone_reconcile(self, workflow_run_id: str, *, expected_due_at: int, new_due_at: int) -> bool:
-        """Move a RUNNING run's reconciliation; only the tick that moves it reconciles it now."""
+        """Move a RUNNING (or COMPENSATING) run's reconciliation; only the tick that moves it reconciles it now."""
         return self._table.update_if(
             workflow_run_key(workflow_run_id),
             "SET due_at = :new",
-            "#status = :running AND due_at = :old",
+            "#status IN (:running, :compensating) AND due_at = :old",
             {"#status": "status"},
-            expression_values(new=new_due_at, old=expected_due_at, running=WorkflowRunStatus.RUNNING.value),
+            expression_values(
+                new=new_due_at,
+                old=expected_due_at,
+                running=WorkflowRunStatus.RUNNING.value,
+                compensating=WorkflowRunStatus.COMPENSATING.value,
+            ),
         )
 
     def _end(self, update: _StepUpdate, status: WorkflowRunStatus, now: datetime) -> None:

@@ -1,4 +1,6 @@
 // A workflow's steps as a DAG: dagre lays it out (node positions and edge routes); this draws its answer as SVG.
+// A compensated run's compensations (docs/workflows.md) show on their steps (↺ and the status) and, in the order
+// they run, under the graph.
 import { html } from "./vendor/htm-preact-standalone.module.js";
 import dagre from "./vendor/dagre.esm.js";
 import { enc } from "./api.js";
@@ -12,7 +14,8 @@ function stepPercent(state) {
   return fraction === null || fraction === undefined ? "" : ` · ${Math.round(fraction * 100)}%`;
 }
 
-export function Dag({ steps, states }) {
+export function Dag({ steps, states, compensations }) {
+  const undo = compensations || {};
   const graph = new dagre.graphlib.Graph();
   graph.setGraph({ rankdir: "LR", nodesep: 24, ranksep: 56, marginx: 8, marginy: 8 });
   graph.setDefaultEdgeLabel(() => ({}));
@@ -55,8 +58,8 @@ export function Dag({ steps, states }) {
         const box = html`<g class=${`dag-node ${status ? `status-${status.toLowerCase()}` : ""}`} transform=${`translate(${node.x - NODE_W / 2},${node.y - NODE_H / 2})`} data-step=${id} data-status=${status || ""}>
           <rect width=${NODE_W} height=${NODE_H} rx="6" />
           <text x="10" y="20" class="dag-id">${id.length > 20 ? `${id.slice(0, 19)}…` : id}</text>
-          <text x="10" y="38" class="dag-status">${status || ""}${state && state.skip_reason ? ` · ${state.skip_reason}` : ""}${stepPercent(state)}</text>
-          <title>${id}${status ? `: ${status}` : ""}</title>
+          <text x="10" y="38" class="dag-status">${status || ""}${state && state.skip_reason ? ` · ${state.skip_reason}` : ""}${stepPercent(state)}${undo[id] ? ` ↺ ${undo[id].status}` : ""}</text>
+          <title>${id}${status ? `: ${status}` : ""}${undo[id] ? `; compensation: ${undo[id].status}` : ""}</title>
         </g>`;
         return state && state.run_id ? html`<a href=${`#/runs/${enc(state.run_id)}`} aria-label=${`Step ${id}: ${status}`}>${box}</a>` : box;
       })}
@@ -69,6 +72,14 @@ export function Dag({ steps, states }) {
               return html`<li data-step=${step.id}><span class="mono">${step.id}</span> <span class=${`status status-${String(state.status || "").toLowerCase()}`}>${state.status || "—"}</span></li>`;
             })}
           </ul>
+          ${Object.keys(undo).length
+            ? html`<ol class="step-list" aria-label="Compensations, in the order they run">
+                ${Object.entries(undo).map(([id, c]) => {
+                  const label = html`<span class="mono">↺ ${id}</span> <span class=${`status status-${String(c.status).toLowerCase()}`}>${c.status}${c.skip_reason ? ` · ${c.skip_reason}` : ""}</span>`;
+                  return html`<li data-compensation=${id}>${c.run_id ? html`<a href=${`#/runs/${enc(c.run_id)}`}>${label}</a>` : label}</li>`;
+                })}
+              </ol>`
+            : null}
         </figcaption>`
       : null}
   </figure>`;

@@ -140,7 +140,7 @@ export function WorkflowPage({ id }) {
 }
 
 export function WorkflowRunPage({ id }) {
-  const run = useLoadWhile(() => get(`/v1/workflow-runs/${enc(id)}`), [id], (r) => r.status === "RUNNING", 2000, 30000);
+  const run = useLoadWhile(() => get(`/v1/workflow-runs/${enc(id)}`), [id], (r) => r.status === "RUNNING" || r.status === "COMPENSATING", 2000, 30000);
   const workflowId = run.data ? run.data.workflow_id : null;
   const workflow = useLoad(() => (workflowId ? get(`/v1/workflows/${enc(workflowId)}`) : Promise.resolve(null)), [workflowId]);
   const [confirm, setConfirm] = useState(null);
@@ -163,7 +163,7 @@ export function WorkflowRunPage({ id }) {
     <div aria-live="polite">${notice ? html`<p class="notice">${notice}</p>` : null}</div>
     <p class="muted">Scheduled <${Time} value=${r.scheduled_for} /> · started <${Time} value=${r.started_at} /> · finished <${Time} value=${r.finished_at} /></p>
     <${ErrorBox} error=${workflow.error} />
-    ${steps.length && (workflow.data || workflow.error) ? html`<${Dag} steps=${steps} states=${r.steps} />` : null}
+    ${steps.length && (workflow.data || workflow.error) ? html`<${Dag} steps=${steps} states=${r.steps} compensations=${r.compensations} />` : null}
     <${ConfirmDialog}
       open=${confirm !== null}
       title=${confirm === "retry" ? "Retry the failed steps?" : "Cancel this workflow run?"}

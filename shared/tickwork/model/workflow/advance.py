@@ -17,7 +17,9 @@ The rules, as docs/workflows.md states them:
   MAX_READ_RESULT_BYTES: the step FAILS, its run created FAILED with a reason naming the expression and the
   error, or the result's size and the cap;
 - the workflow run ends when every step is terminal: FAILED if a failure reached a leaf step unhandled (a
-  failure is handled by a step downstream of it that ran and SUCCEEDED), otherwise SUCCEEDED.
+  failure is handled by a step downstream of it that ran and SUCCEEDED), otherwise SUCCEEDED;
+- a run that FAILS with steps to compensate (compensated_steps) is COMPENSATING instead: what follows is
+  tickwork.model.workflow.compensation's to decide.
 """
 
 from __future__ import annotations
@@ -70,10 +72,20 @@ class WorkflowRunStatus(StrEnum):
     FAILED = "FAILED"
     SKIPPED = "SKIPPED"  # the occurrence itself did not run (paused, misfired), as a job's run is skipped
     CANCELLED = "CANCELLED"
+    # It failed (or was cancelled asking for it), and its succeeded steps are being compensated
+    # (tickwork.model.workflow.compensation); then every compensation SUCCEEDED, or one FAILED.
+    COMPENSATING = "COMPENSATING"
+    COMPENSATED = "COMPENSATED"
+    COMPENSATION_FAILED = "COMPENSATION_FAILED"
 
     @property
     def terminal(self) -> bool:
-        return self is not WorkflowRunStatus.RUNNING
+        return self not in (WorkflowRunStatus.RUNNING, WorkflowRunStatus.COMPENSATING)
+
+    @property
+    def in_progress(self) -> bool:
+        """Moving on: in the due index for reconciliation, its steps' or compensations' ends recorded."""
+        return not self.terminal
 
 
 @dataclass(frozen=True)
@@ -191,7 +203,10 @@ def plan_advance(
             continue
         start.append(_start(sid, step.payload, document, max_payload_bytes))
         after[sid] = StepState(StepStatus.QUEUED)
-    return AdvancePlan(start=start, skip=skip, status=workflow_status(dag, after))
+    status = workflow_status(dag, after)
+    if status is WorkflowRunStatus.FAILED and compensated_steps(dag, after):
+        status = WorkflowRunStatus.COMPENSATING
+    return AdvancePlan(start=start, skip=skip, status=status)
 
 
 def step_start(
@@ -207,9 +222,25 @@ def step_start(
     return _start(step_id, dag.steps[step_id].payload, document, max_payload_bytes)
 
 
-def _unreadable(dag: Dag, sid: str, results: Mapping[str, Any]) -> StepStart | None:
+def compensation_start(
+    dag: Dag, step_id: str, states: Mapping[str, StepState], results: Mapping[str, Any], *, max_payload_bytes: int
+) -> StepStart:
+    """A step's compensation's run: its `compensate` payload resolved over the step's own result and its upstream
+    steps' (`results` holds those of dag.compensation_reads(step_id)). Unmade, as a step's run is, when that
+    cannot be done."""
+    compensate = dag.steps[step_id].compensate
+    assert compensate is not None, f"step {step_id!r} has no compensate"
+    reads = dag.compensation_reads(step_id)
+    unreadable = _unreadable(dag, step_id, results, reads)
+    if unreadable is not None:
+        return unreadable
+    document = _document(dag, step_id, states, results, itself=True) if reads else {}
+    return _start(step_id, compensate.payload, document, max_payload_bytes)
+
+
+def _unreadable(dag: Dag, sid: str, results: Mapping[str, Any], reads: set[str] | None = None) -> StepStart | None:
     """The step FAILS, unmade, if its condition or a `$from` reads an upstream result too large to be read."""
-    for up in sorted(dag.reads(sid)):
+    for up in sorted(dag.reads(sid) if reads is None else reads):
         found = results.get(up)
         if isinstance(found, OversizedResult):
             error = (
@@ -221,15 +252,19 @@ def _unreadable(dag: Dag, sid: str, results: Mapping[str, Any]) -> StepStart | N
     return None
 
 
-def _document(dag: Dag, sid: str, states: Mapping[str, StepState], results: Mapping[str, Any]) -> dict[str, Any]:
-    """What a step's condition and `$from` values read: its upstream steps' statuses and results."""
+def _document(
+    dag: Dag, sid: str, states: Mapping[str, StepState], results: Mapping[str, Any], *, itself: bool = False
+) -> dict[str, Any]:
+    """What a step's condition and `$from` values read: its upstream steps' statuses and results (and, for its
+    compensation, its own)."""
+    readable = dag.ancestors[sid] | ({sid} if itself else set())
     return {
         "steps": {
             up: {
                 "status": states[up].status.value,
                 "result": results.get(up) if states[up].status is StepStatus.SUCCEEDED else None,
             }
-            for up in sorted(dag.ancestors[sid])
+            for up in sorted(readable)
         }
     }
 
@@ -251,6 +286,18 @@ def _start(sid: str, template: dict[str, Any], document: dict[str, Any], max_pay
 
 def _unmade(sid: str, error_type: str, error: str) -> StepStart:
     return StepStart(sid, {}, error, error_type)
+
+
+def compensated_steps(dag: Dag, states: Mapping[str, StepState]) -> list[str]:
+    """The steps a failed (or cancelled and compensated) run compensates, in dependency order: each step that
+    SUCCEEDED and has a `compensate`, except the upstream steps of an `irreversible` step that SUCCEEDED (past
+    it, their effects are kept)."""
+
+    def succeeded(sid: str) -> bool:
+        return states.get(sid, StepState()).status is StepStatus.SUCCEEDED
+
+    kept = {up for sid in dag.order if dag.steps[sid].irreversible and succeeded(sid) for up in dag.ancestors[sid]}
+    return [sid for sid in dag.topological if succeeded(sid) and dag.steps[sid].compensate and sid not in kept]
 
 
 def workflow_status(dag: Dag, states: Mapping[str, StepState]) -> WorkflowRunStatus | None:

@@ -4,7 +4,8 @@ is written, and the graph questions the rest of the code asks (roots, ancestors,
 A step is a job type and payload, like a job, with `depends_on` (the steps it waits for), a `trigger_rule`
 (which outcomes of those let it run), an optional `condition` (JMESPath over its upstream steps' results)
 and payload values `{"$from": <JMESPath>}` filled from those results when its run is created. Each step may
-override the workflow's `retry`, `timeout_seconds` and `priority`.
+override the workflow's `retry`, `timeout_seconds` and `priority`. A step may carry a `compensate` (what undoes
+it when its workflow run fails: tickwork.model.workflow.compensation), or be `irreversible`.
 """
 
 from __future__ import annotations
@@ -56,6 +57,37 @@ class TriggerRule(StrEnum):
     NONE_FAILED = "none_failed"  # none failed (SUCCEEDED or skipped)
 
 
+class CompensationOrder(StrEnum):
+    REVERSE = "reverse"  # one at a time, the step that finished last first
+    PARALLEL = "parallel"  # all at once
+
+
+class CompensationOnError(StrEnum):
+    HALT = "halt"  # a compensation that fails finally stops the chain: the ones not started are skipped
+    CONTINUE = "continue"  # it is recorded, and the chain goes on
+
+
+class CompensationPolicy(BaseModel):
+    """How a failed workflow run's compensations run (docs/workflows.md, Compensation)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    order: CompensationOrder = CompensationOrder.REVERSE
+    on_error: CompensationOnError = CompensationOnError.HALT
+
+
+class StepCompensation(BaseModel):
+    """What undoes a step that SUCCEEDED, run when its workflow run fails: a job type and payload (whose `$from`
+    values may read the step's own result and its upstream steps'). Absent retry and timeout: the step's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: JobTypeName
+    payload: dict[str, Any] = Field(default_factory=dict)
+    retry: RetryPolicy | None = None
+    timeout_seconds: TimeoutSeconds | None = None
+
+
 class WorkflowStep(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -72,6 +104,9 @@ class WorkflowStep(BaseModel):
     # Absent: none (a step does not take its workflow's: a workflow has none of its own).
     concurrency: ConcurrencyLimit | None = None
     rate_limit: RateLimit | None = None
+    compensate: StepCompensation | None = None
+    # Its effects cannot be undone, so once it SUCCEEDED its upstream steps keep theirs too (none compensated).
+    irreversible: bool = False
 
 
 class WorkflowDefinition(BaseModel):
@@ -88,6 +123,7 @@ class WorkflowDefinition(BaseModel):
     timeout_seconds: TimeoutSeconds = 300
     misfire_grace_seconds: MisfireGraceSeconds = 900
     tags: StoredTags = Field(default_factory=dict)
+    compensation: CompensationPolicy = Field(default_factory=CompensationPolicy)
 
 
 class StepSettings:
@@ -117,6 +153,15 @@ class StepSettings:
     def step_timeout_seconds(self, step_id: str) -> int:
         step = self.step(step_id)
         return self.timeout_seconds if step.timeout_seconds is None else step.timeout_seconds
+
+    def compensation_retry(self, step_id: str) -> RetryPolicy:
+        compensate = self.step(step_id).compensate
+        return (compensate.retry if compensate else None) or self.step_retry(step_id)
+
+    def compensation_timeout_seconds(self, step_id: str) -> int:
+        compensate = self.step(step_id).compensate
+        own = compensate.timeout_seconds if compensate else None
+        return self.step_timeout_seconds(step_id) if own is None else own
 
 
 class Workflow(ScheduledLifecycle, WorkflowDefinition, _JobIdentity, _InBand, StepSettings):
@@ -187,6 +232,19 @@ class Dag:
             read |= self.ancestors[step_id] if refs is ALL_STEPS else refs
         return read & self.ancestors[step_id]
 
+    def compensation_reads(self, step_id: str) -> set[str]:
+        """The steps whose results the step's compensation's `$from` values read: the step itself and its
+        upstream steps."""
+        compensate = self.steps[step_id].compensate
+        if compensate is None:
+            return set()
+        readable = self.ancestors[step_id] | {step_id}
+        read: set[str] = set()
+        for _, ref in from_references(compensate.payload):
+            refs = referenced_steps(ref[FROM_KEY])
+            read |= readable if refs is ALL_STEPS else refs
+        return read & readable
+
 
 def check_steps(steps: Sequence[WorkflowStep]) -> list[FieldError]:
     """What is wrong with a DAG, each error at its field (`steps[2].depends_on[0]`); empty when nothing is.
@@ -232,10 +290,35 @@ def check_steps(steps: Sequence[WorkflowStep]) -> list[FieldError]:
                 )
                 continue
             errors += _check_expression(field, ref[FROM_KEY], step.id, ancestors)
+        errors += _check_compensation(i, step, ancestors)
     return errors
 
 
-def _check_expression(field: str, text: str, step_id: str, upstream: set[str]) -> list[FieldError]:
+def _check_compensation(index: int, step: WorkflowStep, ancestors: set[str]) -> list[FieldError]:
+    """A compensation's `$from` values read the step itself or its upstream steps; an irreversible step has
+    nothing to compensate."""
+    errors: list[FieldError] = []
+    if step.compensate is None:
+        return errors
+    if step.irreversible:
+        errors.append(
+            FieldError(
+                f"steps[{index}].irreversible",
+                "an irreversible step cannot have a compensate: its effects are kept (drop one of the two)",
+            )
+        )
+    for path, ref in from_references(step.compensate.payload):
+        field = f"steps[{index}].compensate.{path}.{FROM_KEY}"
+        if set(ref) != {FROM_KEY} or not isinstance(ref[FROM_KEY], str):
+            errors.append(FieldError(field, 'a "$from" object holds exactly one key, "$from", whose value is a string'))
+            continue
+        errors += _check_expression(field, ref[FROM_KEY], step.id, ancestors | {step.id}, itself=True)
+    return errors
+
+
+def _check_expression(
+    field: str, text: str, step_id: str, upstream: set[str], *, itself: bool = False
+) -> list[FieldError]:
     try:
         compile_expression(text)
     except ValueError as exc:
@@ -243,10 +326,8 @@ def _check_expression(field: str, text: str, step_id: str, upstream: set[str]) -
     refs = referenced_steps(text)
     if refs is ALL_STEPS:
         return []
-    return [
-        FieldError(field, f"reads step {ref!r}, which is not upstream of {step_id!r}")
-        for ref in sorted(refs - upstream)
-    ]
+    what = f"neither {step_id!r} itself nor upstream of it" if itself else f"not upstream of {step_id!r}"
+    return [FieldError(field, f"reads step {ref!r}, which is {what}") for ref in sorted(refs - upstream)]
 
 
 def _find_cycle(steps: Iterable[WorkflowStep]) -> list[str] | None:

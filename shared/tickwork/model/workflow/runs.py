@@ -8,14 +8,16 @@ QUEUED once its run exists, then the run's terminal status, or SKIPPED with the 
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from pydantic import BaseModel, ConfigDict, Field
 
-from tickwork.model.ids import step_run_id_for
+from tickwork.model.ids import compensation_run_id_for, step_run_id_for
 from tickwork.model.policies import JobName, Priority, RetryPolicy, TimeoutSeconds
 from tickwork.model.schedule import UtcDatetime
 from tickwork.model.states import RunTrigger, SkipReason
 from tickwork.model.workflow.advance import StepState, StepStatus, WorkflowRunStatus
-from tickwork.model.workflow.definition import StepSettings, Workflow, WorkflowStep
+from tickwork.model.workflow.definition import CompensationPolicy, StepSettings, Workflow, WorkflowStep
 
 
 class WorkflowSnapshot(BaseModel, StepSettings):
@@ -28,6 +30,7 @@ class WorkflowSnapshot(BaseModel, StepSettings):
     priority: Priority = 5
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     timeout_seconds: TimeoutSeconds = 300
+    compensation: CompensationPolicy = Field(default_factory=CompensationPolicy)
 
     @classmethod
     def of(cls, workflow: Workflow) -> WorkflowSnapshot:
@@ -37,6 +40,7 @@ class WorkflowSnapshot(BaseModel, StepSettings):
             priority=workflow.priority,
             retry=workflow.retry,
             timeout_seconds=workflow.timeout_seconds,
+            compensation=workflow.compensation,
         )
 
 
@@ -55,6 +59,8 @@ class StepEntry(BaseModel):
     # Set by a retry: the `requeues` its run will have once re-queued. A run found FAILED with fewer was never
     # re-queued (the retry stopped between its two writes): the reconciliation re-queues it.
     requeues: int | None = None
+    # When its run ended (a compensation runs in reverse order of these).
+    finished_at: UtcDatetime | None = None
 
     @property
     def state(self) -> StepState:
@@ -91,10 +97,23 @@ class WorkflowRunRecord(WorkflowRunIdentity):
     # The workflow's last occurrence, as its claim saw it: when this run ends, the workflow completes (if a
     # PATCH has not given it another occurrence since).
     last_occurrence: bool = False
+    # COMPENSATING and after: how it would have ended without compensation (FAILED, or CANCELLED when a cancel
+    # asked for it), and each compensation's state, by the id of the step it undoes
+    # (tickwork.model.workflow.compensation). The map exists from the write that made the run COMPENSATING.
+    compensating_for: WorkflowRunStatus | None = None
+    compensations: dict[str, StepEntry] | None = None
 
     @property
     def states(self) -> dict[str, StepState]:
         return {sid: entry.state for sid, entry in self.steps.items()}
+
+    @property
+    def compensation_states(self) -> dict[str, StepState]:
+        return {sid: entry.state for sid, entry in (self.compensations or {}).items()}
+
+    @property
+    def finished_at_of_steps(self) -> dict[str, datetime | None]:
+        return {sid: entry.finished_at for sid, entry in self.steps.items()}
 
     def snapshot(self) -> WorkflowSnapshot:
         if self.definition is None:
@@ -103,3 +122,6 @@ class WorkflowRunRecord(WorkflowRunIdentity):
 
     def step_run_id(self, step_id: str) -> str:
         return step_run_id_for(self.id, step_id)
+
+    def compensation_run_id(self, step_id: str) -> str:
+        return compensation_run_id_for(self.id, step_id)
