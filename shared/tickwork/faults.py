@@ -36,12 +36,15 @@ class CrashPoint(StrEnum):
     WORKFLOW_BEFORE_STEP_SETTLED = "workflow.before_step_settled"  # a step's run ended, its workflow run not told
     WORKFLOW_AFTER_STEP_SETTLED = "workflow.after_step_settled"  # a step's end recorded, downstream not decided
     WORKFLOW_AFTER_STEP_RUNS_PUT = "workflow.after_step_runs_put"  # downstream runs created, not yet recorded
+    # Run events (tickwork.progress.run_events): a fact recorded (a failed run's outcome), its events not published.
+    EVENTS_BEFORE_PUBLISH = "events.before_publish"
 
 
 TICK_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("tick."))
 EXECUTOR_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("executor."))
 WORKFLOW_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("workflow."))
 FANOUT_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("fanout."))
+EVENT_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("events."))
 
 
 class FaultPlan(Protocol):

@@ -68,6 +68,7 @@ from tickwork.model.run_target import RunTarget
 from tickwork.model.states import RunStatus, SkipReason
 from tickwork.model.workflow.runs import WorkflowRunRecord
 from tickwork.observability import logger, metrics
+from tickwork.progress.run_events import RunEvents
 from tickwork.store import JobStore, LeaseOutcome
 
 __all__ = ["Delivery", "Outcome", "RunExecutor"]  # the executor's handler takes all three from here
@@ -125,6 +126,7 @@ class RunExecutor:
         faults: FaultPlan = NO_FAULTS,
         workflows: WorkflowSteps | None = None,
         limits: RunLimits | None = None,
+        events: RunEvents | None = None,
     ) -> None:
         self.store, self.results, self.queues, self.clock = store, results, queues, clock
         self.handlers = handlers
@@ -140,6 +142,7 @@ class RunExecutor:
             faults=faults,
             steps=workflows,
             results=results,
+            events=events,
         )
         self.limits = limits
         self._gates: list[Gate] = [HeldBackGate(self.outcomes.breakers), AttemptsGate(), OverlapGate(store)]

@@ -33,6 +33,7 @@ from tickwork.model.policies import (
     StoredTags,
     TimeoutSeconds,
 )
+from tickwork.model.run_events import Notify
 from tickwork.model.schedule import Schedule, UtcDatetime
 from tickwork.model.states import JobState
 
@@ -62,6 +63,8 @@ class JobDefinition(BaseModel):
     # Absent: no limit, and nothing is read or written for it when a run starts.
     concurrency: ConcurrencyLimit | None = None
     rate_limit: RateLimit | None = None
+    # The run events it publishes (tickwork.model.run_events); absent: failures and dead letters.
+    notify: Notify | None = None
 
     @field_validator("jitter_seconds")
     @classmethod

@@ -17,6 +17,7 @@ from pydantic import (
 from tickwork.model.ids import parse_run_id
 from tickwork.model.policies import ConcurrencyLimit, RateLimit, RetryPolicy
 from tickwork.model.run import RunError
+from tickwork.model.run_events import Notify
 from tickwork.model.schedule import UtcDatetime
 
 
@@ -34,6 +35,7 @@ class JobRunSpec(BaseModel):
     timeout_seconds: int
     concurrency: ConcurrencyLimit | None = None
     rate_limit: RateLimit | None = None
+    notify: Notify | None = None  # the job's (absent: the default)
     # The job has no occurrence after this run's: its settling may complete the job.
     last_occurrence: bool = False
     # ...and this run is the only run of an occurrence the job has had: its settling completes the job with no

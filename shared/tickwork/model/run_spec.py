@@ -55,6 +55,7 @@ def spec_for(job: Job, *, last_occurrence: bool, only_occurrence: bool = False) 
         timeout_seconds=job.timeout_seconds,
         concurrency=job.concurrency,
         rate_limit=job.rate_limit,
+        notify=job.notify,
         last_occurrence=last_occurrence,
         only_occurrence=only_occurrence,
     )

@@ -31,6 +31,8 @@ class RunTarget:
     # Limits shared with other runs of the tenant (tickwork.executor.limits); None: not limited.
     concurrency: ConcurrencyLimit | None = None
     rate_limit: RateLimit | None = None
+    # The run events its job publishes (tickwork.model.run_events); None: the default. A step's: the default.
+    notify: tuple[str, ...] | None = None
     # The run is its job's last occurrence: its settling completes the job (tickwork.progress.job_completion).
     last_occurrence: bool = False
     # ...and the job's only run of an occurrence (JobRunSpec.only_occurrence): no other run to wait for.
@@ -59,6 +61,7 @@ class RunTarget:
             held_back=held_back,
             concurrency=job.concurrency,
             rate_limit=job.rate_limit,
+            notify=None if job.notify is None else tuple(job.notify),
             last_occurrence=job.state is JobState.ACTIVE and job.next_occurrence_after(run.occurrence_at) is None,
             job=job,
         )
@@ -76,6 +79,7 @@ class RunTarget:
             timeout_seconds=spec.timeout_seconds,
             concurrency=spec.concurrency,
             rate_limit=spec.rate_limit,
+            notify=None if spec.notify is None else tuple(spec.notify),
             last_occurrence=spec.last_occurrence,
             only_occurrence=spec.only_occurrence,
         )

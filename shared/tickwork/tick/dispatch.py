@@ -36,6 +36,7 @@ from tickwork.model.states import JobState, RunStatus
 from tickwork.model.tenant_settings import TenantDirectory, TenantSettings, rate_window
 from tickwork.model.workflow.definition import Workflow
 from tickwork.observability import logger, metrics
+from tickwork.progress.run_events import RunEvents
 from tickwork.settings import DEFAULT_AGING_AFTER_SECONDS
 from tickwork.store import DueItem, JobStore
 from tickwork.store.tenant_rates import TenantRates
@@ -66,6 +67,7 @@ class Dispatcher:
         tenants: TenantDirectory | None = None,
         rates: TenantRates | None = None,
         aging_after: timedelta = timedelta(seconds=DEFAULT_AGING_AFTER_SECONDS),
+        events: RunEvents | None = None,
     ) -> None:
         self.store, self.clock = store, clock
         self.horizon, self.tick_period = horizon, tick_period
@@ -74,6 +76,7 @@ class Dispatcher:
         # Without a directory every tenant has the defaults (weight 1, no quota); without rates no quota holds.
         self.tenants, self.rates = tenants, rates
         self.aging_after = aging_after
+        self.events = events  # publishes the run events their writers left in the outbox
         writers: dict[ItemKind, OccurrenceWriter] = {
             ItemKind.JOB: JobRunWriter(store, redispatch_after=redispatch_after, tick_period=tick_period)
         }
@@ -326,6 +329,10 @@ class Dispatcher:
         spent: dict[str, set[int]] | None = None,
     ) -> list[Outgoing]:
         try:
+            if item.kind is ItemKind.RUN and RunStatus(item.attrs.get("status", "QUEUED")).terminal:
+                if self.events is not None:  # a finished run in the index: its run events are not yet published
+                    self.events.recover(item.attrs, item.due_at, now)
+                return []
             if item.kind is ItemKind.RUN:
                 return self.resender.resend(item, now, report, backlogged)
             if item.kind is ItemKind.WORKFLOW_RUN:
