@@ -25,6 +25,7 @@ from tickwork.executor.limits import Deferral
 from tickwork.faults import CrashPoint, FaultPlan
 from tickwork.model.backoff import Random, backoff_seconds
 from tickwork.model.clock import Clock
+from tickwork.model.deadlines import slack_seconds
 from tickwork.model.messages import DeadLetter
 from tickwork.model.run import MAX_ATTEMPT_HISTORY, AttemptRecord, Run, RunError, RunResult
 from tickwork.model.run_events import FAILURE_KINDS, RunEventKind, emitted
@@ -136,6 +137,9 @@ class RunOutcomes:
         if skip_reason is not None:
             fields["skip_reason"] = skip_reason
         finished = self._finish(run, owner=owner, status=status, now=now, attempt=attempt, **fields)
+        if finished.recorded and run.deadline_at is not None:
+            # How long before its deadline the run ended (negative: after it; the tick records that miss).
+            metrics.add_metric(name="SlackSeconds", unit="Seconds", value=slack_seconds(run.deadline_at, now))
         if finished.recorded:
             if then is not None:
                 then(now)

@@ -50,6 +50,7 @@ from tickwork.aws.results import ResultStore
 from tickwork.executor import run_metrics
 from tickwork.executor.admission import Admitted, AttemptsGate, Deferral, Entry, Gate, Held, Refusal, Skip, admit
 from tickwork.executor.breaker import HeldBackGate
+from tickwork.executor.deadline_gate import DeadlineGate, stopped_by_deadline
 from tickwork.executor.delivery import Delivery, Outcome, visibility_for
 from tickwork.executor.heartbeat import HandlerStillRunning, Heartbeat, call_under_lease
 from tickwork.executor.limits import RunLimits
@@ -145,7 +146,12 @@ class RunExecutor:
             events=events,
         )
         self.limits = limits
-        self._gates: list[Gate] = [HeldBackGate(self.outcomes.breakers), AttemptsGate(), OverlapGate(store)]
+        self._gates: list[Gate] = [
+            HeldBackGate(self.outcomes.breakers),
+            AttemptsGate(),
+            DeadlineGate(),
+            OverlapGate(store),
+        ]
 
     @property
     def gates(self) -> list[Gate]:
@@ -443,6 +449,10 @@ class RunExecutor:
     ) -> Outcome:
         """How the attempt ended, recorded by this executor, which still holds the lease."""
         error = attempt.error
+        past_deadline = stopped_by_deadline(run, target, self.clock.now())
+        if error is not None and heartbeat.cancel_requested and past_deadline is not None:
+            # The tick asked it to stop at its deadline (on_miss CANCEL): failed `deadline`, not retried.
+            return self.outcomes.fail(run, target, owner, past_deadline, duration_ms=duration_ms, started=leased_at)
         if error is not None and heartbeat.cancel_requested:
             # Its workflow run was cancelled, or a newer run of its job asked (overlap CANCEL_OTHER), and the
             # handler stopped: cancelled, not failed (no retry). A handler that returned a value anyway

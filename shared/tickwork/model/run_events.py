@@ -152,3 +152,30 @@ def freeze_event(
         raise ValueError(f"not a freeze event: {kind.value}")
     body = {"event_id": event_id(freeze_id, kind), "freeze_id": freeze_id, "tenant": tenant, "at": iso(at), **detail}
     return RunEvent(kind=kind, time=at, detail=body)
+
+
+def deadline_missed_event(
+    *,
+    run_id: str,
+    job_id: str,
+    tenant: str,
+    scheduled_for: datetime,
+    deadline_at: datetime,
+    missed_at: datetime,
+    status: str,
+    on_miss: str,
+    requeues: int = 0,
+) -> RunEvent:
+    """A run had not ended by its deadline (or ended after it): one per run and round."""
+    detail = {
+        "event_id": event_id(run_id, RunEventKind.DEADLINE_MISSED, round_=requeues),
+        "run_id": run_id,
+        "job_id": job_id,
+        "tenant": tenant,
+        "scheduled_for": iso(scheduled_for),
+        "deadline_at": iso(deadline_at),
+        "missed_at": iso(missed_at),
+        "status": status,
+        "on_miss": on_miss,
+    }
+    return RunEvent(kind=RunEventKind.DEADLINE_MISSED, time=missed_at, detail=detail)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tickwork.model.deadlines import Deadline
 from tickwork.model.job import Job
 from tickwork.model.messages import JobRunSpec
 from tickwork.model.policies import ConcurrencyLimit, OverlapPolicy, RateLimit, RetryPolicy
@@ -33,6 +34,7 @@ class RunTarget:
     rate_limit: RateLimit | None = None
     # The run events its job publishes (tickwork.model.run_events); None: the default. A step's: the default.
     notify: tuple[str, ...] | None = None
+    deadline: Deadline | None = None  # its job's; a step's: none
     # The run is its job's last occurrence: its settling completes the job (tickwork.progress.job_completion).
     last_occurrence: bool = False
     # ...and the job's only run of an occurrence (JobRunSpec.only_occurrence): no other run to wait for.
@@ -62,6 +64,7 @@ class RunTarget:
             concurrency=job.concurrency,
             rate_limit=job.rate_limit,
             notify=None if job.notify is None else tuple(job.notify),
+            deadline=job.deadline,
             last_occurrence=job.state is JobState.ACTIVE and job.next_occurrence_after(run.occurrence_at) is None,
             job=job,
         )
@@ -80,6 +83,7 @@ class RunTarget:
             concurrency=spec.concurrency,
             rate_limit=spec.rate_limit,
             notify=None if spec.notify is None else tuple(spec.notify),
+            deadline=spec.deadline,
             last_occurrence=spec.last_occurrence,
             only_occurrence=spec.only_occurrence,
         )
