@@ -16,8 +16,9 @@ KEPT = 1000  # the newest events kept for the list; older ones are only in the p
 
 
 class LocalEventLog:
-    def __init__(self, sqs: Any, events: Any, *, prefix: str, bus_name: str, line: Any) -> None:
-        self.sqs, self.events = sqs, events
+    def __init__(self, clients: Any, *, prefix: str, bus_name: str, line: Any) -> None:
+        """`clients`: the node's AwsClients (its SQS and EventBridge clients)."""
+        self.sqs, self.events = clients.client("sqs"), clients.client("events")
         self.prefix, self.bus_name = prefix, bus_name
         self.line = line  # prints one line (the runtime's RunLog.line)
         self.queue_url = ""

@@ -315,8 +315,7 @@ class LocalNode:
 
         self.cloudwatch = play_cloudwatch(self, setup)  # before the pollers: it counts the executor's invocations
         self.event_log = LocalEventLog(
-            setup.client("sqs"),
-            setup.client("events"),
+            setup,
             prefix=opts.prefix,
             bus_name=merged.get("EVENT_BUS_NAME") or "default",
             line=self.runlog.line,
