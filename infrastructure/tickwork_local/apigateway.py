@@ -5,7 +5,8 @@ function's response becomes the HTTP response, with API Gateway's rules for both
 Besides the API, the local server answers `/docs` with Swagger UI for the API's OpenAPI document. Swagger
 UI's script and stylesheet come from the aws-lambda-powertools package (it ships them for its own
 `enable_swagger`), so the page works offline. It also answers `/console` with the web console's static files
-(tickwork_console), which call the API on this same origin.
+(tickwork_console), which call the API on this same origin, and the local runtime's own lists
+(`GET /_tickwork/events`: tickwork_local.event_log).
 
 In open mode every caller is the admin, so the server acts for any web page the user opens: it answers only
 for the hosts it listens on, and refuses a cross-site change (tickwork_console.request_guard), before any of it.
@@ -225,6 +226,10 @@ class _Handler(BaseHTTPRequestHandler):
         ):
             self._docs(path)
             return
+        if self.command in ("GET", "HEAD") and path in self.server.local_routes:
+            body = json.dumps({"items": self.server.local_routes[path]()}).encode()
+            self._send(200, [("Content-Type", "application/json"), ("Cache-Control", "no-store")], body)
+            return
         if self.server.console and self.command in ("GET", "HEAD") and tickwork_console.is_console_path(path):
             self._console(path)
             return
@@ -306,8 +311,11 @@ class ApiGatewayServer(ThreadingHTTPServer):
         spec_url: str = "/v1/openapi.json",
         console: bool = True,
         accept_hosts: tuple[str, ...] = (),
+        local_routes: dict[str, Callable[[], list[Any]]] | None = None,
     ) -> None:
         super().__init__(address, _Handler)
+        # The local runtime's own lists (`/_tickwork/...`), not the API's: answered here, never by the function.
+        self.local_routes = local_routes or {}
         self.accepted_hosts = accepted_hosts(address[0], accept_hosts)
         self.invoke = invoke
         self.docs = docs

@@ -5,6 +5,8 @@ with what AWS does around them played locally:
 - an EventBridge schedule invoking TickFunction every period, aligned to the wall clock;
 - one SQS event source mapping per `Type: SQS` event of ExecutorFunction (batch size, batching window,
   ReportBatchItemFailures and MaximumConcurrency from the template; concurrency scaled to `workers`);
+- EventBridge delivering the run events the functions publish to a queue this node drains: each is printed
+  and kept for `GET /_tickwork/events` (tickwork_local.event_log);
 - with DispatchWorkers > 1 (`--parameter DispatchWorkers=N`), the dispatch queue's event source feeding
   DispatchFunction, the fan-out's workers (tickwork.tick.fanout).
 
@@ -38,6 +40,7 @@ from tickwork_local.apigateway import ApiGatewayServer
 from tickwork_local.aws_faults import AwsErrorInjector
 from tickwork_local.build import BuiltStack, load_built
 from tickwork_local.emf_forwarding import CloudWatchPlay, play_cloudwatch
+from tickwork_local.event_log import EVENTS_PATH, LocalEventLog
 from tickwork_local.lambda_runtime import (
     REGION,
     FunctionConfig,
@@ -166,6 +169,7 @@ class LocalNode:
         self.clients: dict[str, Any] = {}
         self.aws_errors: AwsErrorInjector | None = None  # with NodeOptions.aws_error_rate
         self.cloudwatch: CloudWatchPlay | None = None  # EMF and AWS's own metrics into the local CloudWatch
+        self.event_log: LocalEventLog | None = None  # the run events published, for GET /_tickwork/events
         self._loader: Any = None
         self.built: BuiltStack | None = None
         if options.built:
@@ -310,6 +314,14 @@ class LocalNode:
             self.functions[fid].warm()
 
         self.cloudwatch = play_cloudwatch(self, setup)  # before the pollers: it counts the executor's invocations
+        self.event_log = LocalEventLog(
+            setup,
+            prefix=opts.prefix,
+            bus_name=merged.get("EVENT_BUS_NAME") or "default",
+            line=self.runlog.line,
+        )
+        self.event_log.set_up()
+        self.event_log.start()
         self._start_api()
         self._start_pollers(sources, poller_clients.client("sqs"))
         self._start_dispatch_poller(configs[DISPATCH_FUNCTION], poller_clients.client("sqs"))
@@ -367,6 +379,7 @@ class LocalNode:
             (self.options.host, self.options.port),
             self.functions[API_FUNCTION].invoke,
             accept_hosts=self.options.accept_hosts,
+            local_routes={EVENTS_PATH: self.event_log.listed} if self.event_log is not None else None,
         )
         self.api.start()
 
@@ -456,6 +469,8 @@ class LocalNode:
             released = sum(p.release_unfinished() for p in self.pollers)
         if self.ticker is not None:
             self.ticker.join(max(0.0, deadline - time.monotonic()))
+        if self.event_log is not None:
+            self.event_log.stop()
         if self.cloudwatch is not None:
             self.cloudwatch.stop()  # the metrics still pending reach the local CloudWatch
         for function in self.functions.values():

@@ -38,12 +38,15 @@ class CrashPoint(StrEnum):
     WORKFLOW_AFTER_STEP_RUNS_PUT = (
         "workflow.after_step_runs_put"  # downstream (or compensation) runs made, not recorded
     )
+    # Run events (tickwork.progress.run_events): a fact recorded (a failed run's outcome), its events not published.
+    EVENTS_BEFORE_PUBLISH = "events.before_publish"
 
 
 TICK_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("tick."))
 EXECUTOR_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("executor."))
 WORKFLOW_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("workflow."))
 FANOUT_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("fanout."))
+EVENT_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("events."))
 
 
 class FaultPlan(Protocol):

@@ -8,6 +8,7 @@ from datetime import timedelta
 from functools import cached_property
 
 from tickwork.aws.clients import AwsClients
+from tickwork.aws.event_bus import EventBus
 from tickwork.aws.metric_series import MetricSeries
 from tickwork.aws.queues import DispatchQueue, RunQueues
 from tickwork.aws.results import ResultStore
@@ -28,10 +29,12 @@ from tickwork.jobtypes import import_job_type_modules, registry
 from tickwork.model.clock import Clock, SystemClock
 from tickwork.model.policies import Band
 from tickwork.model.tenant_settings import TenantDirectory
+from tickwork.progress.run_events import RunEvents
 from tickwork.progress.workflow_progress import ProgressSettings, WorkflowProgress
 from tickwork.settings import MetricsSettings, Settings, TelemetryNames, load_settings
 from tickwork.store import (
     Cursors,
+    EventOutbox,
     IdempotencyRecords,
     JobStore,
     LimitRecords,
@@ -106,6 +109,7 @@ class Services:
             tenants=self.tenant_directory,
             rates=self.tenant_rates,
             aging_after=timedelta(seconds=s.aging_after_seconds),
+            events=self.run_events,
         )
 
     @cached_property
@@ -138,7 +142,14 @@ class Services:
             faults=self.faults,
             workflows=self.workflow_progress,
             limits=RunLimits(LimitRecords(self.store.shared_table), self.tenant_directory),
+            events=self.run_events,
         )
+
+    @cached_property
+    def run_events(self) -> RunEvents:
+        """Run events to EventBridge after their facts, and from the outbox (tick and executor)."""
+        bus = EventBus(lambda: self.clients.client("events"), self.settings.event_bus_name)
+        return RunEvents(bus, EventOutbox(self.store.shared_table), self.store.jobs)
 
     @cached_property
     def workflow_records(self) -> WorkflowRecords:

@@ -86,6 +86,8 @@ class Settings(FromEnvironment):
     # Modules that register job types of their own (`@job_type`), imported when the wiring is built: the API
     # validates payloads with their models and the executor runs them (template parameter JobTypeModules).
     job_type_modules: tuple[str, ...] = Field(default=(), alias="JOB_TYPE_MODULES")
+    # The EventBridge bus run events go to (tickwork.model.run_events; template parameter EventBusName).
+    event_bus_name: str = Field(default="default", alias="EVENT_BUS_NAME", min_length=1, max_length=256)
 
     @field_validator("http_allowlist", "job_type_modules", mode="before")
     @classmethod

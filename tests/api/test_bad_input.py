@@ -86,6 +86,20 @@ CREATE_CASES: list[tuple[str, Any, int, str]] = [
     ("payload is a list", _with(payload=[1, 2]), 422, "payload"),
     ("tag value not a string", _with(tags={"team": 7}), 422, "tags.team"),
     ("overlap unknown", _with(overlap="SOMETIMES"), 422, "overlap"),
+    ("notify an unknown event", _with(notify=["Run Exploded"]), 422, "notify[0]"),
+    ("notify a freeze event", _with(notify=["Freeze Started"]), 422, "notify[0]"),
+    ("deadline zero", _with(deadline={"within_seconds": 0}), 422, "deadline.within_seconds"),
+    ("deadline negative", _with(deadline={"within_seconds": -60}), 422, "deadline.within_seconds"),
+    (
+        "deadline over the job's maximum run time",
+        _with(
+            timeout_seconds=60, retry={"max_attempts": 1}, misfire_grace_seconds=60, deadline={"within_seconds": 121}
+        ),
+        422,
+        "deadline",
+    ),
+    ("deadline unknown on_miss", _with(deadline={"within_seconds": 60, "on_miss": "PANIC"}), 422, "deadline.on_miss"),
+    ("notify not a list", _with(notify="Run Failed"), 422, "notify"),
     ("unknown top-level field", _with(colour="blue"), 422, "colour"),
     ("tenant in the body", _with(tenant="globex"), 422, "tenant"),
     ("echo fail_attempts negative", _with(payload={"fail_attempts": -1}), 422, "payload.fail_attempts"),

@@ -127,6 +127,7 @@ _BEYOND_THE_SCHEMA = (
     (r"schedule\.timezone", ""),
     (r"schedule\.cron", "never fires"),
     (r"jitter_seconds", "shortest period"),  # jitter is at most the schedule's period
+    (r"deadline", "maximum run time"),  # a deadline is at most the job's grace, timeouts and backoffs
     (r"from|to", "must not be in the future"),  # a backfill's range (the fake clock is before every instant)
     (r"to", "must not be before from"),
     (r"to", "must be at most"),

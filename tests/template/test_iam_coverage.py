@@ -68,6 +68,10 @@ def _needed(service: str, operation: str, params: dict[str, Any], resources) -> 
         assert params["Bucket"] == resources.results_bucket
         target = ("ResultsBucket", "/*") if "Key" in params else ("ResultsBucket", "")
         return [(_ACTION_OF.get((service, operation), f"s3:{operation}"), target)]
+    if service == "events":
+        # Run events go to the bus the EventBusName parameter names (its default, `default`, in the pipeline).
+        assert all(entry["EventBusName"] == "default" for entry in params["Entries"])
+        return [(f"events:{operation}", ("EventBusName", ""))]
     raise AssertionError(f"unexpected service {service}")
 
 
@@ -80,6 +84,8 @@ def _granted(template, role: str) -> set[tuple[str, tuple[str, str]]]:
         for resource in as_list(statement["Resource"]):
             if isinstance(resource, dict) and "Fn::GetAtt" in resource:
                 target = (resource["Fn::GetAtt"][0], "")
+            elif isinstance(resource, dict) and str(resource.get("Fn::Sub", "")).endswith(":event-bus/${EventBusName}"):
+                target = ("EventBusName", "")
             elif isinstance(resource, dict) and "Fn::Sub" in resource:
                 match = re.fullmatch(r"\$\{(\w+)\.Arn\}(.*)", resource["Fn::Sub"])
                 target = (match.group(1), match.group(2)) if match else ("?", resource["Fn::Sub"])

@@ -40,6 +40,8 @@ ALARMS = {
     "ApiServerErrorsAlarm",
     "DispatchCapacityAlarm",
     "SuspendedJobsAlarm",
+    "DeadlineMissedAlarm",
+    "StuckRunsAlarm",
     "ExecutorUtilisationAlarm",
     "RetriesAlarm",
 }

@@ -175,3 +175,36 @@ def test_a_quota_holds_back_only_what_waited_through_a_spent_window() -> None:
     assert held_by_quota(due, now, spent_windows={rate_window(due)})
     assert not held_by_quota(due, now, spent_windows={rate_window(due) - 1})  # before it was due
     assert not held_by_quota(due, now, spent_windows={rate_window(now)})  # now's own: this tick's reservation
+
+
+# ---------------------------------------------------------------- earliest deadline first
+
+
+def _with_deadline(item: str, tenant: str, deadline_s: int | None, *, priority: int = 5) -> Candidate[str]:
+    deadline = None if deadline_s is None else NOW + deadline_s * 1000
+    return Candidate(item, tenant, priority, NOW, urgent=True, deadline_at_ms=deadline)
+
+
+def test_held_back_within_a_band_the_least_slack_goes_first() -> None:
+    items = [
+        _with_deadline("none", "a", None, priority=6),
+        _with_deadline("late", "a", 3600),
+        _with_deadline("soon", "a", 60, priority=3),
+        _with_deadline("middle", "a", 600),
+    ]
+    assert [a.item for a in run(items, 2).chosen] == ["soon", "middle"]
+    assert [a.item for a in run(items, 4).chosen] == ["soon", "middle", "late", "none"]
+
+
+def test_a_deadline_does_not_jump_its_band() -> None:
+    items = [_with_deadline("normal-soon", "a", 10), _with_deadline("high-none", "a", None, priority=8)]
+    assert [a.item for a in run(items, 1).chosen] == ["high-none"]
+
+
+def test_earliest_deadline_first_stays_within_fair_share() -> None:
+    """Tenant a's deadlines are all sooner than b's: a still gets only its share, its soonest first."""
+    items = [_with_deadline(f"a{i}", "a", 60 + i) for i in range(4)] + [
+        _with_deadline(f"b{i}", "b", 6000 + i) for i in range(4)
+    ]
+    chosen = [a.item for a in run(items, 4).chosen]
+    assert sorted(chosen) == ["a0", "a1", "b0", "b1"]

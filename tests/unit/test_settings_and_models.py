@@ -90,3 +90,20 @@ def test_job_spec_errors_name_the_field(spec: dict, field: str) -> None:
         JobSpec.model_validate(body)
     problem = InvalidInput.from_validation(info.value)
     assert problem.errors[0].field == field
+
+
+def test_a_jobs_notify_names_job_events_only_once_each_and_defaults_to_failures():
+    from tickwork.model.run_events import DEFAULT_NOTIFY, RunEventKind, emitted
+
+    job = JobSpec.model_validate(
+        {"name": "n", "type": "echo", "schedule": {"rate": "1 hour"}, "notify": ["Job Suspended", "Job Suspended"]}
+    )
+    assert job.notify == ["Job Suspended"]
+    kinds = (RunEventKind.RUN_FAILED, RunEventKind.RUN_DEAD_LETTERED, RunEventKind.JOB_SUSPENDED)
+    assert emitted(None, kinds) == [k.value for k in DEFAULT_NOTIFY]
+    assert emitted(job.notify, kinds) == ["Job Suspended"]
+    assert emitted([], kinds) == []
+    with pytest.raises(ValidationError):
+        JobSpec.model_validate(
+            {"name": "n", "type": "echo", "schedule": {"rate": "1 hour"}, "notify": ["Freeze Ended"]}
+        )

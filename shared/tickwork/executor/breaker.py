@@ -20,6 +20,7 @@ from tickwork.model.run import Run
 from tickwork.model.run_target import RunTarget
 from tickwork.model.states import JobState, RunStatus, RunTrigger, SkipReason
 from tickwork.observability import logger, metrics
+from tickwork.progress.run_events import RunEvents
 from tickwork.store import JobRecords
 
 
@@ -30,8 +31,9 @@ def opened_reason(failures: int) -> str:
 class CircuitBreakers:
     """What a run's terminal outcome does to its job's breaker (called by tickwork.executor.outcomes.RunOutcomes)."""
 
-    def __init__(self, jobs: JobRecords) -> None:
+    def __init__(self, jobs: JobRecords, events: RunEvents | None = None) -> None:
         self.jobs = jobs
+        self.events = events  # `Job Suspended`, published after the write that opens the breaker
 
     def run_settled(self, run: Run, job: Job | None, status: RunStatus, now: datetime) -> None:
         """A scheduled run of `job` (as the executor read it) ended with `status`."""
@@ -85,6 +87,8 @@ class CircuitBreakers:
         ):
             return  # opened already by a racing failure, reset by a success, or no longer ACTIVE
         metrics.add_metric(name="CircuitOpened", unit="Count", value=1)
+        if self.events is not None:
+            self.events.job_suspended(job, now, opened_reason(failures), breaker.opens_until)
         logger.warning(
             "circuit breaker opened: job suspended",
             extra={"job_id": job.id, "consecutive_failures": failures, "opens_until": breaker.opens_until},

@@ -25,12 +25,15 @@ from tickwork.executor.limits import Deferral
 from tickwork.faults import CrashPoint, FaultPlan
 from tickwork.model.backoff import Random, backoff_seconds
 from tickwork.model.clock import Clock
+from tickwork.model.deadlines import slack_seconds
 from tickwork.model.messages import DeadLetter
 from tickwork.model.run import MAX_ATTEMPT_HISTORY, AttemptRecord, Run, RunError, RunResult
+from tickwork.model.run_events import FAILURE_KINDS, RunEventKind, emitted
 from tickwork.model.run_target import RunTarget
 from tickwork.model.states import AttemptOutcome, DeferReason, RunStatus, RunTrigger, SkipReason
 from tickwork.observability import logger, metrics
 from tickwork.progress.job_completion import JobCompletion
+from tickwork.progress.run_events import OUTBOX_GRACE, RunEvents
 from tickwork.store import Finished, JobRecords, RunRecords
 
 # Runs of a job's own occurrences: the one of its last occurrence completes it. A manual trigger's is not one.
@@ -59,6 +62,7 @@ class RunOutcomes:
         faults: FaultPlan,
         steps: StepSettlement | None = None,
         results: ResultStore | None = None,
+        events: RunEvents | None = None,
     ) -> None:
         self.runs, self.queues, self.clock = runs, queues, clock
         self.results = results
@@ -67,7 +71,8 @@ class RunOutcomes:
         self.retry_safety_net = retry_safety_net
         self.rng = rng
         self.faults = faults
-        self.breakers = CircuitBreakers(jobs)
+        self.events = events
+        self.breakers = CircuitBreakers(jobs, events)
         self.completion = JobCompletion(jobs, runs)
 
     def _finish(
@@ -133,6 +138,9 @@ class RunOutcomes:
         if skip_reason is not None:
             fields["skip_reason"] = skip_reason
         finished = self._finish(run, owner=owner, status=status, now=now, attempt=attempt, **fields)
+        if finished.recorded and run.deadline_at is not None:
+            # How long before its deadline the run ended (negative: after it; the tick records that miss).
+            metrics.add_metric(name="SlackSeconds", unit="Seconds", value=slack_seconds(run.deadline_at, now))
         if finished.recorded:
             if then is not None:
                 then(now)
@@ -272,7 +280,10 @@ class RunOutcomes:
         duration_ms: int | None = None,
         started: datetime | None = None,
     ) -> Outcome:
+        failed_at: list[datetime] = []
+
         def dead_letter(now: datetime) -> None:
+            failed_at.append(now)
             letter = DeadLetter(
                 run_id=run.id, job_id=run.job_id, tenant=run.tenant, attempts=run.attempts, error=error, failed_at=now
             )
@@ -280,10 +291,28 @@ class RunOutcomes:
 
         attempt = (started, AttemptOutcome.FAILED)
         status = RunStatus.FAILED
+        # Its run events ride on the outcome's write (the outbox), and are published after it and its consequences.
+        kinds = FAILURE_KINDS
+        if target.job is not None and target.job.circuit_breaker is not None:
+            kinds = (*kinds, RunEventKind.JOB_SUSPENDED)
+        pending = emitted(target.notify, kinds) if self.events is not None else []
+        outbox_at = self.clock.now() + OUTBOX_GRACE
         if not self._end(
-            run, target, owner, status, attempt=attempt, then=dead_letter, error=error, duration_ms=duration_ms
+            run,
+            target,
+            owner,
+            status,
+            attempt=attempt,
+            then=dead_letter,
+            error=error,
+            duration_ms=duration_ms,
+            events_pending=pending,
+            outbox_at=outbox_at if pending else None,
         ).recorded:
             return Outcome.DONE
+        if pending and self.events is not None:
+            self.faults.reached(CrashPoint.EVENTS_BEFORE_PUBLISH)
+            self.events.run_failed(run, error, failed_at[0], pending, outbox_at)
         _count("RunsFailed", run.tenant)
         logger.error(
             "run failed; no attempts left",

@@ -51,6 +51,7 @@ from tickwork.executor import run_metrics
 from tickwork.executor.admission import Admitted, AttemptsGate, Deferral, Entry, Gate, Held, Refusal, Skip, admit
 from tickwork.executor.breaker import HeldBackGate
 from tickwork.executor.checkpoints import LeasedCheckpoints
+from tickwork.executor.deadline_gate import DeadlineGate, stopped_by_deadline
 from tickwork.executor.delivery import Delivery, Outcome, visibility_for
 from tickwork.executor.heartbeat import HandlerStillRunning, Heartbeat, call_under_lease
 from tickwork.executor.limits import RunLimits
@@ -73,6 +74,7 @@ from tickwork.model.run_target import RunTarget
 from tickwork.model.states import RunStatus, SkipReason
 from tickwork.model.workflow.runs import WorkflowRunRecord
 from tickwork.observability import logger, metrics
+from tickwork.progress.run_events import RunEvents
 from tickwork.store import JobStore, LeaseOutcome
 from tickwork.store.checkpoints import CheckpointRecords, StoredCheckpoint
 
@@ -131,6 +133,7 @@ class RunExecutor:
         faults: FaultPlan = NO_FAULTS,
         workflows: WorkflowSteps | None = None,
         limits: RunLimits | None = None,
+        events: RunEvents | None = None,
     ) -> None:
         self.jobs, self.runs = store.jobs, store.runs
         self.results, self.queues, self.clock = results, queues, clock
@@ -148,6 +151,7 @@ class RunExecutor:
             faults=faults,
             steps=workflows,
             results=results,
+            events=events,
         )
         self.limits = limits
         self.checkpoints = CheckpointRecords(store.shared_table)
@@ -155,6 +159,7 @@ class RunExecutor:
         self._gates: list[Gate] = [
             HeldBackGate(self.outcomes.breakers),
             AttemptsGate(),
+            DeadlineGate(),
             OverlapGate(self.jobs, self.runs),
         ]
 
@@ -483,6 +488,10 @@ class RunExecutor:
     ) -> Outcome:
         """How the attempt ended, recorded by this executor, which still holds the lease."""
         error = attempt.error
+        past_deadline = stopped_by_deadline(run, target, self.clock.now())
+        if error is not None and heartbeat.cancel_requested and past_deadline is not None:
+            # The tick asked it to stop at its deadline (on_miss CANCEL): failed `deadline`, not retried.
+            return self.outcomes.fail(run, target, owner, past_deadline, duration_ms=duration_ms, started=leased_at)
         if error is not None and heartbeat.cancel_requested:
             # Its workflow run was cancelled, or a newer run of its job asked (overlap CANCEL_OTHER), and the
             # handler stopped: cancelled, not failed (no retry). A handler that returned a value anyway

@@ -97,6 +97,7 @@ class ClaimableJob:
     breaker: BreakerState | None = None  # while SUSPENDED
     jitter_seconds: int = 0  # each run starts this much later at most (tickwork.model.jitter)
     precise: bool = False  # StartPrecision.PRECISE: its runs are sent a little early and waited out
+    deadline_seconds: int | None = None  # its deadline's within_seconds: each run records its deadline_at
 
     @property
     def suspended(self) -> bool:
@@ -130,6 +131,7 @@ class ClaimableJob:
             breaker=job.breaker if isinstance(job, Job) else None,
             jitter_seconds=job.jitter_seconds if isinstance(job, Job) else 0,
             precise=isinstance(job, Job) and job.start_precision is StartPrecision.PRECISE,
+            deadline_seconds=job.deadline.within_seconds if isinstance(job, Job) and job.deadline else None,
         )
 
     def next_after(self, instant: datetime) -> datetime | None:

@@ -118,6 +118,7 @@ class ItemKind(StrEnum):
     RUN = "RUN"  # a job's run, or a workflow step's
     WORKFLOW = "WORKFLOW"
     WORKFLOW_RUN = "WORKFLOW_RUN"
+    DEADLINE = "DEADLINE"  # a run's deadline, watched in the due index (tickwork.store.deadlines)
 
     @property
     def scheduled(self) -> bool:

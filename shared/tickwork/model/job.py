@@ -13,6 +13,7 @@ from pydantic import (
     field_validator,
 )
 
+from tickwork.model.deadlines import Deadline, max_run_seconds
 from tickwork.model.jitter import check_jitter
 from tickwork.model.policies import (
     DEFAULT_MAX_RUN_SECONDS,
@@ -35,6 +36,7 @@ from tickwork.model.policies import (
     StoredTags,
     TimeoutSeconds,
 )
+from tickwork.model.run_events import Notify
 from tickwork.model.schedule import Schedule, UtcDatetime
 from tickwork.model.states import JobState
 
@@ -69,6 +71,28 @@ class JobDefinition(BaseModel):
     # Absent: no limit, and nothing is read or written for it when a run starts.
     concurrency: ConcurrencyLimit | None = None
     rate_limit: RateLimit | None = None
+    # The run events it publishes (tickwork.model.run_events); absent: failures and dead letters.
+    notify: Notify | None = None
+    # Absent: no deadline, and nothing is written or watched for it.
+    deadline: Deadline | None = None
+
+    @field_validator("deadline")
+    @classmethod
+    def _deadline_within_max_run(cls, value: Deadline | None, info: ValidationInfo) -> Deadline | None:
+        data = info.data
+        if value is None or not all(k in data for k in ("timeout_seconds", "retry", "misfire_grace_seconds")):
+            return value  # absent, or one it is measured by was refused itself
+        longest = max_run_seconds(
+            timeout_seconds=data["timeout_seconds"],
+            retry=data["retry"],
+            misfire_grace_seconds=data["misfire_grace_seconds"],
+        )
+        if value.within_seconds > longest:
+            raise ValueError(
+                f"within_seconds ({value.within_seconds}) is over the job's maximum run time ({longest:g} s: its "
+                "misfire grace, every attempt's timeout and the backoffs between them): it could never be missed"
+            )
+        return value
 
     @field_validator("jitter_seconds")
     @classmethod

@@ -14,9 +14,11 @@ from pydantic import (
     model_validator,
 )
 
+from tickwork.model.deadlines import Deadline
 from tickwork.model.ids import parse_run_id
 from tickwork.model.policies import DEFAULT_MAX_RUN_SECONDS, ConcurrencyLimit, RateLimit, RetryPolicy
 from tickwork.model.run import RunError
+from tickwork.model.run_events import Notify
 from tickwork.model.schedule import UtcDatetime
 
 
@@ -35,6 +37,8 @@ class JobRunSpec(BaseModel):
     max_run_seconds: int = DEFAULT_MAX_RUN_SECONDS
     concurrency: ConcurrencyLimit | None = None
     rate_limit: RateLimit | None = None
+    notify: Notify | None = None  # the job's (absent: the default)
+    deadline: Deadline | None = None
     # The job has no occurrence after this run's: its settling may complete the job.
     last_occurrence: bool = False
     # ...and this run is the only run of an occurrence the job has had: its settling completes the job with no

@@ -132,6 +132,9 @@ class Run(BaseModel, _InBand):
     # When its job was paused, cancelled or edited after the run was claimed: its message's copy of the job
     # (RunMessage.job) is then out of date, and its executor reads the job instead. Absent otherwise.
     job_changed_at: UtcDatetime | None = None
+    # Its job's deadline (tickwork.model.deadlines): the run must end by then; when a miss was recorded (once).
+    deadline_at: UtcDatetime | None = None
+    deadline_missed_at: UtcDatetime | None = None
     # Segments that ended in a graceful yield (docs/durable-runs.md), and their handlers' time together: the next
     # segment's budget is the job's max_run_seconds less it.
     segments: int = 0

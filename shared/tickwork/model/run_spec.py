@@ -56,6 +56,8 @@ def spec_for(job: Job, *, last_occurrence: bool, only_occurrence: bool = False) 
         max_run_seconds=job.max_run_seconds,
         concurrency=job.concurrency,
         rate_limit=job.rate_limit,
+        notify=job.notify,
+        deadline=job.deadline,
         last_occurrence=last_occurrence,
         only_occurrence=only_occurrence,
     )

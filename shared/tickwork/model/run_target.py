@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tickwork.model.deadlines import Deadline
 from tickwork.model.job import Job
 from tickwork.model.messages import JobRunSpec
 from tickwork.model.policies import DEFAULT_MAX_RUN_SECONDS, ConcurrencyLimit, OverlapPolicy, RateLimit, RetryPolicy
@@ -32,6 +33,9 @@ class RunTarget:
     # Limits shared with other runs of the tenant (tickwork.executor.limits); None: not limited.
     concurrency: ConcurrencyLimit | None = None
     rate_limit: RateLimit | None = None
+    # The run events its job publishes (tickwork.model.run_events); None: the default. A step's: the default.
+    notify: tuple[str, ...] | None = None
+    deadline: Deadline | None = None  # its job's; a step's: none
     # The run is its job's last occurrence: its settling completes the job (tickwork.progress.job_completion).
     last_occurrence: bool = False
     # ...and the job's only run of an occurrence (JobRunSpec.only_occurrence): no other run to wait for.
@@ -61,6 +65,8 @@ class RunTarget:
             held_back=held_back,
             concurrency=job.concurrency,
             rate_limit=job.rate_limit,
+            notify=None if job.notify is None else tuple(job.notify),
+            deadline=job.deadline,
             last_occurrence=job.state is JobState.ACTIVE and job.next_occurrence_after(run.occurrence_at) is None,
             job=job,
         )
@@ -79,6 +85,8 @@ class RunTarget:
             max_run_seconds=spec.max_run_seconds,
             concurrency=spec.concurrency,
             rate_limit=spec.rate_limit,
+            notify=None if spec.notify is None else tuple(spec.notify),
+            deadline=spec.deadline,
             last_occurrence=spec.last_occurrence,
             only_occurrence=spec.only_occurrence,
         )

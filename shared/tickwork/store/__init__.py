@@ -24,6 +24,7 @@ The package, one module a concern:
 - `due_index`: `DueIndex`, the due-index query, the shard leases and a run's re-send time; a due item read into
   the claim plan's `ClaimableJob` (`DueItem.claimable`);
 - `listings` and `cursors`: `Listings`, a tenant's jobs, runs and DLQ page by page, with opaque `Cursors`;
+- `event_outbox`: `EventOutbox`, run events not yet known to be published (tickwork.model.run_events);
 - `idempotency`: `IdempotencyRecords`, the records behind create's Idempotency-Key;
 - `workflows`: `WorkflowRecords`, the workflow and workflow run items (built over the same `Table`);
 - `tenants`: `TenantRecords`, a tenant's settings and usage (pk=TENANT#<tenant>; built over the same `Table`);
@@ -63,6 +64,7 @@ from tickwork.store.due_index import (
     DueIndex,
     DueItem,
 )
+from tickwork.store.event_outbox import EVENTS_PENDING, EventOutbox
 from tickwork.store.idempotency import IDEMPOTENCY_KEY, IdempotencyRecord, IdempotencyRecords
 from tickwork.store.jobs import JobRecords
 from tickwork.store.limits import TENANT_SEMAPHORE, LimitRecords, RateAdmission, rate_sort, semaphore_sort
@@ -84,6 +86,7 @@ __all__ = [
     "DEFAULT_LIMIT",
     "DUE_INDEX",
     "DUE_INDEX_PROJECTION",
+    "EVENTS_PENDING",
     "IDEMPOTENCY_KEY",
     "MAX_LIMIT",
     "TENANT",
@@ -95,6 +98,7 @@ __all__ = [
     "Cursors",
     "DueIndex",
     "DueItem",
+    "EventOutbox",
     "Finished",
     "IdempotencyRecord",
     "IdempotencyRecords",

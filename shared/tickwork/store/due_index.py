@@ -65,6 +65,7 @@ DUE_INDEX_PROJECTION = (
     "lease_until_ms",
     "jitter_seconds",
     "start_precision",
+    "deadline",
 )
 
 
@@ -101,6 +102,7 @@ class DueItem:
             breaker=BreakerState.model_validate(a["breaker"]) if a.get("breaker") else None,
             jitter_seconds=int(a.get("jitter_seconds", 0)),
             precise=a.get("start_precision") == StartPrecision.PRECISE.value,
+            deadline_seconds=int(a["deadline"]["within_seconds"]) if a.get("deadline") else None,
         )
 
 

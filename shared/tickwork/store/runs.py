@@ -274,6 +274,8 @@ class RunRecords:
         resend_at: datetime | None = None,
         history: Sequence[AttemptRecord] | None = None,
         never_started: bool = False,
+        events_pending: Sequence[str] = (),
+        outbox_at: datetime | None = None,
     ) -> Finished:
         """Leave RUNNING: SUCCEEDED, RETRYING, FAILED or SKIPPED, only while holding the lease.
 
@@ -286,7 +288,10 @@ class RunRecords:
         that is the retry itself. `history` replaces `attempt_history` (the lease holder is its only writer).
 
         A terminal outcome takes the run's `completes_job` ask away and tells whether it was there, from the
-        item as the write found it (ReturnValues: no read, no capacity billed)."""
+        item as the write found it (ReturnValues: no read, no capacity billed).
+
+        `events_pending` (a terminal outcome's run events, tickwork.model.run_events) are kept on the run, which stays
+        in the due index at `outbox_at` until they are published (tickwork.store.event_outbox)."""
         sets = ["#status = :status"]
         values: dict[str, Any] = {"status": status.value, "owner": owner, "running": RunStatus.RUNNING.value}
         if history is not None:
@@ -316,6 +321,10 @@ class RunRecords:
         if not_before is not None:
             sets += ["not_before = :nb", "not_before_ms = :nb_ms"]
             values.update(nb=iso(not_before), nb_ms=to_ms(not_before))
+        if status.terminal and events_pending and outbox_at is not None:
+            resend_at = outbox_at
+            sets.append("events_pending = :events")
+            values["events"] = list(events_pending)
         if resend_at is not None:
             sets += ["due_shard = :shard", "due_at = :due"]
             values.update(shard=shard_of(run.job_id, self.shards), due=to_ms(resend_at))

@@ -27,6 +27,7 @@ from tickwork.model.states import DeferReason, RunStatus, SkipReason
 from tickwork.observability import logger, metrics
 from tickwork.progress.job_completion import JobCompletion
 from tickwork.store import DueItem, JobRecords, RunRecords
+from tickwork.store.deadlines import DeadlineRecords
 from tickwork.store.jobs import Advanced
 from tickwork.tick.report import TickReport
 from tickwork.tick.sender import outgoing_for
@@ -72,13 +73,27 @@ class JobRunWriter(OccurrenceWriter):
     """A job's occurrences are its runs. A claim that loses its advance sends its runs all the same: their
     executors read the job (tickwork.model.run_spec) and skip them if it was paused or cancelled."""
 
-    def __init__(self, runs: RunRecords, *, redispatch_after: timedelta, tick_period: timedelta) -> None:
+    def __init__(
+        self,
+        runs: RunRecords,
+        *,
+        redispatch_after: timedelta,
+        tick_period: timedelta,
+        deadlines: DeadlineRecords | None = None,
+    ) -> None:
         self.runs = runs
         self.redispatch_after = redispatch_after
         self.tick_period = tick_period
+        self.deadlines = deadlines
 
     def write(self, job: ClaimableJob, plan: ClaimPlan, now: datetime) -> OccurrenceRecords:
         runs = [self._run_of(job, o, now) for o in plan.occurrences()]
+        if self.deadlines is not None:
+            # Each watch before its run: a claimer dying in between leaves a watch that finds no run, never a run
+            # with a deadline nobody watches.
+            for run in runs:
+                if run.deadline_at is not None and run.status is RunStatus.QUEUED:
+                    self.deadlines.watch(run)
         put = self.runs.put_claimed_runs(runs, now=now, redispatch_after=self.redispatch_after)
         return OccurrenceRecords(
             outgoing=[outgoing_for(r) for r in put.created if r.status is RunStatus.QUEUED],
@@ -109,9 +124,13 @@ class JobRunWriter(OccurrenceWriter):
             if job.precise:
                 # Sent a little early (tickwork.aws.queues.precise_delay_for): the lease's not_before keeps it on time.
                 times = {**times, "not_before": times["scheduled_for"], "start_precision": StartPrecision.PRECISE}
+            deadline_at = None
+            if job.deadline_seconds is not None:  # from the occurrence's own time, whatever its jitter
+                deadline_at = occurrence.at + timedelta(seconds=job.deadline_seconds)
             return Run(
                 id=run_id_for(job.job_id, occurrence.at),
                 **times,
+                deadline_at=deadline_at,
                 status=RunStatus.QUEUED,
                 enqueued_at=now,
                 deferred=waited,

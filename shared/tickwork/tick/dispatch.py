@@ -36,15 +36,19 @@ from tickwork.model.states import JobState, RunStatus
 from tickwork.model.tenant_settings import TenantDirectory, TenantSettings, rate_window
 from tickwork.model.workflow.definition import Workflow
 from tickwork.observability import logger, metrics
+from tickwork.progress.run_events import RunEvents
 from tickwork.settings import DEFAULT_AGING_AFTER_SECONDS
-from tickwork.store import DueItem, JobStore
+from tickwork.store import DueItem, EventOutbox, JobStore
+from tickwork.store.deadlines import DeadlineRecords
 from tickwork.store.tenant_rates import TenantRates
 from tickwork.tick.claimer import MAX_CLAIM_ROUNDS, JobClaimer, JobRunWriter, OccurrenceWriter, WorkflowTick
+from tickwork.tick.deadlines import DeadlineCheck
 from tickwork.tick.fairness import Allocation, Allotted, Candidate, HoldReason, allocate, held_by_quota
 from tickwork.tick.fanout import DispatchCoordinator
 from tickwork.tick.report import HELD_BACK_METRIC, TickReport
 from tickwork.tick.resender import Resender
 from tickwork.tick.sender import RunSender, outgoing_for
+from tickwork.tick.stuck import stuck_runs
 
 # ---------------------------------------------------------------- the tick
 
@@ -66,6 +70,7 @@ class Dispatcher:
         tenants: TenantDirectory | None = None,
         rates: TenantRates | None = None,
         aging_after: timedelta = timedelta(seconds=DEFAULT_AGING_AFTER_SECONDS),
+        events: RunEvents | None = None,
     ) -> None:
         self.store, self.clock = store, clock
         self.horizon, self.tick_period = horizon, tick_period
@@ -74,8 +79,13 @@ class Dispatcher:
         # Without a directory every tenant has the defaults (weight 1, no quota); without rates no quota holds.
         self.tenants, self.rates = tenants, rates
         self.aging_after = aging_after
+        self.events = events  # publishes the run events their writers left in the outbox
+        deadlines = DeadlineRecords(store.shared_table, shards=store.shards, retention=store.retention)
+        self.deadlines = DeadlineCheck(store.runs, store.jobs, deadlines, EventOutbox(store.shared_table), events)
         writers: dict[ItemKind, OccurrenceWriter] = {
-            ItemKind.JOB: JobRunWriter(store.runs, redispatch_after=redispatch_after, tick_period=tick_period)
+            ItemKind.JOB: JobRunWriter(
+                store.runs, redispatch_after=redispatch_after, tick_period=tick_period, deadlines=deadlines
+            )
         }
         if workflows is not None:
             writers[ItemKind.WORKFLOW] = workflows
@@ -114,6 +124,7 @@ class Dispatcher:
                 held = [shard for shard, items in zip(names, pages, strict=True) if items]
                 items = [i for page in pages for i in page]
                 report.candidates = len(items)
+                self._count_stuck(items, now, report)
                 backlogged = self.resender.backlogged_bands(items, now)
                 settings, quotas = self._quotas(items)
                 spent = self._spent_windows(items, quotas, now)
@@ -136,6 +147,17 @@ class Dispatcher:
         metrics.add_metric(name="TickDurationMs", unit="Milliseconds", value=report.duration_ms)
         logger.info("tick done", extra={k: v for k, v in report.__dict__.items() if k != "dispatched_run_ids"})
         return report
+
+    @staticmethod
+    def _count_stuck(items: list[DueItem], now: datetime, report: TickReport) -> None:
+        """StuckRuns: the stuck runs among the entries read (tickwork.tick.stuck), every tick, zero included."""
+        stuck = stuck_runs(items, now)
+        report.stuck = len(stuck)
+        metrics.add_metric(name="StuckRuns", unit="Count", value=len(stuck))
+        if stuck:
+            logger.warning(
+                "stuck runs: queued long past their time, or leased with no outcome", extra={"runs": stuck[:50]}
+            )
 
     def _quotas(self, items: list[DueItem]) -> tuple[dict[str, TenantSettings], dict[str, int]]:
         """The settings of the tenants with items, and the rate quotas among them (none without `rates`). One
@@ -198,6 +220,7 @@ class Dispatcher:
                 priority=i.priority,
                 due_at_ms=i.due_at,
                 urgent=i.due_at <= urgent_ms,
+                deadline_at_ms=_deadline_at_ms(i),
                 # Only claims of new occurrences count against a quota: re-sends and parked retries are
                 # recovery of runs already dispatched, and a quota never holds them back.
                 cost=self._runs_asked(i, now, horizon_end, spent)
@@ -326,6 +349,13 @@ class Dispatcher:
         spent: dict[str, set[int]] | None = None,
     ) -> list[Outgoing]:
         try:
+            if item.kind is ItemKind.DEADLINE:
+                report.deadlines_missed += self.deadlines.check(item, now)
+                return []
+            if item.kind is ItemKind.RUN and RunStatus(item.attrs.get("status", "QUEUED")).terminal:
+                if self.events is not None:  # a finished run in the index: its run events are not yet published
+                    self.events.recover(item.attrs, item.due_at, now)
+                return []
             if item.kind is ItemKind.RUN:
                 return self.resender.resend(item, now, report, backlogged)
             if item.kind is ItemKind.WORKFLOW_RUN:
@@ -371,6 +401,14 @@ def _claimable(item: DueItem, now: datetime, spent: dict[str, set[int]]) -> Clai
     if windows and held_by_quota(job.next_run_at, now, windows):
         job = replace(job, held_by_quota=True)
     return job
+
+
+def _deadline_at_ms(item: DueItem) -> int | None:
+    """When the run a due job's claim makes must have ended: its next occurrence plus its deadline."""
+    deadline = item.attrs.get("deadline")
+    if item.kind is not ItemKind.JOB or not deadline:
+        return None
+    return item.due_at + int(deadline["within_seconds"]) * 1000
 
 
 def _tenant_of(item: DueItem) -> str:

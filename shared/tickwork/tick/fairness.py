@@ -9,7 +9,9 @@ before the next tick first, then priority 9..0, then the oldest. When something 
 are shared out class by class, in that same order of classes (must-go-now before look-ahead; within each, the
 high band, then normal, then low), and within a class by deficit round robin across tenants with quantum =
 the tenant's weight: under saturation a tenant of weight 3 gets three slots for every one of a tenant of
-weight 1. Within a tenant, its own items keep today's order.
+weight 1. Within a tenant, its own items keep today's order, in which, within a band, the item whose run has the
+least slack (the earliest deadline, tickwork.model.deadlines) goes first: earliest deadline first, within fair
+share.
 
 Aging: an item overdue by more than `aging_after` competes one band higher per such period (capped at high), so
 a flood in the high band cannot hold the low band back forever. Only its class changes; its run's priority,
@@ -54,11 +56,17 @@ class Candidate(Generic[T]):
     due_at_ms: int
     urgent: bool  # must go before the next tick
     cost: int = 0
+    # When the run it dispatches must have ended (its job's deadline); None: no deadline.
+    deadline_at_ms: int | None = None
 
     @property
-    def today_key(self) -> tuple[bool, int, int]:
-        """The tick's order when nothing is held back: must-go-now first, then priority 9..0, then the oldest."""
-        return (not self.urgent, -self.priority, self.due_at_ms)
+    def today_key(self) -> tuple[bool, int, float, int, int]:
+        """The tick's order when nothing is held back: must-go-now first, then the band (high first); within a
+        band the least slack first (earliest deadline; none last), then priority 9..0, then the oldest. Without
+        deadlines, that is priority 9..0 then the oldest (a band is a range of priorities)."""
+        deadline = float("inf") if self.deadline_at_ms is None else self.deadline_at_ms
+        band = _BAND_RANK[Band.of_priority(self.priority)]
+        return (not self.urgent, -band, deadline, -self.priority, self.due_at_ms)
 
 
 @dataclass(frozen=True)

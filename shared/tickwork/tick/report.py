@@ -26,6 +26,8 @@ class TickReport:
     duration_ms: int = 0
     slices_sent: int = 0  # fan-out: the slices this tick handed to dispatch workers (it claimed nothing itself)
     stale_slices: int = 0  # fan-out: a worker's slice that arrived after the next tick had replaced it
+    stuck: int = 0  # runs among the entries read that are stuck (tickwork.tick.stuck)
+    deadlines_missed: int = 0  # runs whose deadline miss this tick recorded (tickwork.tick.deadlines)
     dispatched_run_ids: list[str] = field(default_factory=list)
 
     def add_sent(self, sent: SendReport) -> None:

@@ -1,0 +1,181 @@
+"""Run events on EventBridge (docs/operations.md, "Run events"): their kinds, their detail schemas, the id that
+names each fact, and which kinds a job emits (its `notify`).
+
+Events are at least once: a fact's writer publishes after the fact's conditional write, and were it to die
+before the publish went out, the tick publishes the fact again from what the write left (an outbox: the item stays
+in the due index with `events_pending` until published). A consumer deduplicates by the detail's `event_id`,
+which is derived from the fact (a run's id, its requeues and the fact's name), never random: every publish of
+one fact carries the same id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from tickwork.model.clock import iso
+
+EVENT_SOURCE = "tickwork"
+
+
+class RunEventKind(StrEnum):
+    """An event's `detail-type`."""
+
+    RUN_FAILED = "Run Failed"
+    RUN_DEAD_LETTERED = "Run Dead-Lettered"
+    DEADLINE_MISSED = "Deadline Missed"
+    JOB_SUSPENDED = "Job Suspended"
+    FREEZE_STARTED = "Freeze Started"
+    FREEZE_ENDED = "Freeze Ended"
+
+
+# What a job emits unless its `notify` says otherwise: failures and dead letters.
+DEFAULT_NOTIFY: tuple[RunEventKind, ...] = (RunEventKind.RUN_FAILED, RunEventKind.RUN_DEAD_LETTERED)
+# The kinds a job's `notify` may name (freezes are a tenant's, not a job's).
+JOB_EVENT_KINDS: tuple[RunEventKind, ...] = (
+    RunEventKind.RUN_FAILED,
+    RunEventKind.RUN_DEAD_LETTERED,
+    RunEventKind.DEADLINE_MISSED,
+    RunEventKind.JOB_SUSPENDED,
+)
+
+
+# A kind a job's `notify` may name, as written (RunEventKind's values; freezes are a tenant's, not a job's).
+JobEventKind = Literal["Run Failed", "Run Dead-Lettered", "Deadline Missed", "Job Suspended"]
+
+
+def _distinct(kinds: list[str]) -> list[str]:
+    return list(dict.fromkeys(kinds))
+
+
+# A job's `notify`: the run events it publishes ([] for none).
+Notify = Annotated[
+    list[JobEventKind],
+    AfterValidator(_distinct),
+    Field(
+        max_length=2 * len(JOB_EVENT_KINDS),
+        description="The run events this job publishes to EventBridge (absent: `Run Failed` and `Run Dead-Lettered`).",
+    ),
+]
+FAILURE_KINDS: tuple[RunEventKind, ...] = (RunEventKind.RUN_FAILED, RunEventKind.RUN_DEAD_LETTERED)
+
+
+class RunEvent(BaseModel):
+    """One event as published: its kind (detail-type), its time, and its detail (which carries `event_id`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: RunEventKind
+    time: datetime
+    detail: dict[str, Any]
+
+    @property
+    def event_id(self) -> str:
+        return str(self.detail["event_id"])
+
+
+def event_id(subject: str, kind: RunEventKind, *, round_: int | str = 0) -> str:
+    """The id of one fact: its subject (a run id, a job id, a freeze id), the fact's kind, and which round of it
+    (a run requeued after FAILED may fail again: a new fact)."""
+    return f"{subject}#{kind.value.lower().replace(' ', '-')}#{round_}"
+
+
+def emitted(notify: Sequence[str] | None, kinds: Sequence[RunEventKind]) -> list[str]:
+    """Of `kinds`, those a job's `notify` asks for (None: the default), as stored in `events_pending`."""
+    wanted = DEFAULT_NOTIFY if notify is None else tuple(notify)
+    return [kind.value for kind in kinds if kind in wanted]
+
+
+def run_failed_events(
+    kinds: Sequence[str],
+    *,
+    run_id: str,
+    job_id: str,
+    tenant: str,
+    scheduled_for: datetime,
+    attempts: int,
+    requeues: int,
+    error: dict[str, Any] | None,
+    failed_at: datetime,
+    band: str,
+    workflow_run_id: str | None = None,
+    step_id: str | None = None,
+) -> list[RunEvent]:
+    """`Run Failed` and `Run Dead-Lettered` of a run with no attempts left (those of `kinds`)."""
+    base: dict[str, Any] = {
+        "run_id": run_id,
+        "job_id": job_id,
+        "tenant": tenant,
+        "scheduled_for": iso(scheduled_for),
+        "attempts": attempts,
+        "error": error,
+        "failed_at": iso(failed_at),
+    }
+    if workflow_run_id is not None:
+        base.update(workflow_run_id=workflow_run_id, step_id=step_id)
+    events = []
+    for value in kinds:
+        kind = RunEventKind(value)
+        if kind not in FAILURE_KINDS:
+            continue
+        detail = {"event_id": event_id(run_id, kind, round_=requeues), **base}
+        if kind is RunEventKind.RUN_DEAD_LETTERED:
+            detail["band"] = band
+        events.append(RunEvent(kind=kind, time=failed_at, detail=detail))
+    return events
+
+
+def job_suspended_event(
+    *, job_id: str, tenant: str, suspended_at: datetime, reason: str | None, opens_until: datetime | None
+) -> RunEvent:
+    """A job's circuit breaker opened (one event per opening: its id names the instant it opened)."""
+    detail = {
+        "event_id": event_id(job_id, RunEventKind.JOB_SUSPENDED, round_=int(suspended_at.timestamp() * 1000)),
+        "job_id": job_id,
+        "tenant": tenant,
+        "suspended_at": iso(suspended_at),
+        "reason": reason,
+        "probe_after": iso(opens_until),
+    }
+    return RunEvent(kind=RunEventKind.JOB_SUSPENDED, time=suspended_at, detail=detail)
+
+
+def freeze_event(
+    kind: RunEventKind, *, freeze_id: str, tenant: str | None, at: datetime, detail: dict[str, Any]
+) -> RunEvent:
+    """`Freeze Started` or `Freeze Ended` (for the freezes' writer): one per freeze and kind."""
+    if kind not in (RunEventKind.FREEZE_STARTED, RunEventKind.FREEZE_ENDED):
+        raise ValueError(f"not a freeze event: {kind.value}")
+    body = {"event_id": event_id(freeze_id, kind), "freeze_id": freeze_id, "tenant": tenant, "at": iso(at), **detail}
+    return RunEvent(kind=kind, time=at, detail=body)
+
+
+def deadline_missed_event(
+    *,
+    run_id: str,
+    job_id: str,
+    tenant: str,
+    scheduled_for: datetime,
+    deadline_at: datetime,
+    missed_at: datetime,
+    status: str,
+    on_miss: str,
+    requeues: int = 0,
+) -> RunEvent:
+    """A run had not ended by its deadline (or ended after it): one per run and round."""
+    detail = {
+        "event_id": event_id(run_id, RunEventKind.DEADLINE_MISSED, round_=requeues),
+        "run_id": run_id,
+        "job_id": job_id,
+        "tenant": tenant,
+        "scheduled_for": iso(scheduled_for),
+        "deadline_at": iso(deadline_at),
+        "missed_at": iso(missed_at),
+        "status": status,
+        "on_miss": on_miss,
+    }
+    return RunEvent(kind=RunEventKind.DEADLINE_MISSED, time=missed_at, detail=detail)

@@ -1,0 +1,77 @@
+"""The tick's look at a run's deadline when its watch comes due (tickwork.store.deadlines): a run that has not
+ended by its deadline, or ended after it, has its miss recorded once (a conditional write on the run), counted
+(`DeadlineMissed`) and published (`Deadline Missed`, if its job's notify asks); under `on_miss: CANCEL` a
+RUNNING run is asked to stop (its executor records it FAILED `deadline`; a run not yet started is failed so by
+the executor that leases it). No executor need be alive: the watch is in the due index the tick reads anyway.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from tickwork.model.deadlines import OnMiss, missed
+from tickwork.model.run_events import DEFAULT_NOTIFY, RunEventKind, deadline_missed_event, emitted
+from tickwork.model.states import RunStatus
+from tickwork.observability import logger, metrics
+from tickwork.progress.run_events import OUTBOX_GRACE, RunEvents
+from tickwork.store import DueItem, EventOutbox, JobRecords, RunRecords
+from tickwork.store.deadlines import DeadlineRecords, watch_key
+
+DEADLINE_NOTIFY = (*DEFAULT_NOTIFY, RunEventKind.DEADLINE_MISSED)
+
+
+class DeadlineCheck:
+    def __init__(
+        self,
+        runs: RunRecords,
+        jobs: JobRecords,
+        deadlines: DeadlineRecords,
+        outbox: EventOutbox,
+        events: RunEvents | None,
+    ) -> None:
+        self.runs, self.jobs, self.deadlines = runs, jobs, deadlines
+        self.outbox, self.events = outbox, events
+
+    def check(self, item: DueItem, now: datetime) -> bool:
+        """A watch come due: True if this call recorded a miss."""
+        run_id = item.attrs["run_id"]
+        retry_at = now + OUTBOX_GRACE
+        if self.outbox.take(watch_key(run_id), expected_due_at=item.due_at, retry_at=retry_at) is None:
+            return False  # another tick has it
+        run = self.runs.get_run(run_id)
+        if run is None or run.deadline_at is None:
+            self.outbox.clear(watch_key(run_id), due_at=retry_at)
+            return False
+        if run.deadline_missed_at is None and not missed(run.deadline_at, finished_at=run.finished_at, now=now):
+            self.outbox.clear(watch_key(run_id), due_at=retry_at)  # it ended in time
+            return False
+        recorded = run.deadline_missed_at is None and self.deadlines.record_miss(run_id, now)
+        job = self.jobs.get_job(run.job_id)
+        on_miss = job.deadline.on_miss if job is not None and job.deadline is not None else OnMiss.ALERT
+        if recorded:
+            metrics.add_metric(name="DeadlineMissed", unit="Count", value=1)
+            logger.warning(
+                "run missed its deadline",
+                extra={"run_id": run_id, "deadline_at": run.deadline_at, "status": run.status.value},
+            )
+            if on_miss is OnMiss.CANCEL and run.status is RunStatus.RUNNING:
+                self.runs.request_cancel(run_id)
+        missed_at = run.deadline_missed_at or now
+        # A job with a deadline publishes its misses unless its notify leaves them out.
+        notify = job.notify if job is not None and job.notify is not None else DEADLINE_NOTIFY
+        if self.events is not None and emitted(notify, (RunEventKind.DEADLINE_MISSED,)):
+            event = deadline_missed_event(
+                run_id=run.id,
+                job_id=run.job_id,
+                tenant=run.tenant,
+                scheduled_for=run.scheduled_for,
+                deadline_at=run.deadline_at,
+                missed_at=missed_at,
+                status=run.status.value,
+                on_miss=on_miss.value,
+                requeues=run.requeues,
+            )
+            if not self.events.publish([event]):
+                return recorded  # the watch stays: a later tick publishes it
+        self.outbox.clear(watch_key(run_id), due_at=retry_at)
+        return recorded

@@ -1,0 +1,204 @@
+"""Deadlines (docs/operations.md, "Deadlines") through the real tick and executor: a run records its deadline_at;
+a miss is recorded once per run by the tick, even with no executor alive and with ticks racing; ALERT publishes
+`Deadline Missed`, CANCEL stops the run (FAILED `deadline`)."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from tickwork.model.clock import to_ms
+from tickwork.model.ids import ItemKind
+from tickwork.model.states import RunStatus
+from tickwork.store import DueItem
+from tickwork.store.deadlines import watch_key
+
+from tests.harness import START
+from tests.integration.test_run_events_pipeline import Consumer
+
+FAR = timedelta(minutes=10)
+
+
+@pytest.fixture
+def consumer(pipeline):
+    return Consumer(pipeline.services.clients)
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """The metrics the deadline code adds, by name."""
+    from tickwork.executor import outcomes
+    from tickwork.tick import deadlines
+
+    names: Counter[str] = Counter()
+    values: dict[str, list[float]] = {}
+
+    def record(name: str, value: float = 1, **_: Any) -> None:
+        names[name] += 1
+        values.setdefault(name, []).append(value)
+
+    monkeypatch.setattr(deadlines.metrics, "add_metric", record)
+    monkeypatch.setattr(outcomes.metrics, "add_metric", record)
+    return names, values
+
+
+def _deadline_job(pipeline, *, within: int = 60, on_miss: str = "ALERT", **spec):
+    spec.setdefault("payload", {})
+    return pipeline.create_job(
+        schedule={"at": START + FAR}, deadline={"within_seconds": within, "on_miss": on_miss}, **spec
+    )
+
+
+def _watch(pipeline, run_id: str) -> dict[str, Any] | None:
+    item = pipeline.services.clients.client("dynamodb").get_item(
+        TableName=pipeline.services.settings.table_name, Key=watch_key(run_id)
+    )
+    return item.get("Item")
+
+
+def test_a_run_records_its_deadline_from_its_occurrence(pipeline):
+    job = _deadline_job(pipeline, within=90)
+    pipeline.clock.advance(FAR.total_seconds())
+    pipeline.tick()
+    (run,) = pipeline.runs_of(job.id)
+    assert run.deadline_at == START + FAR + timedelta(seconds=90)
+    watch = _watch(pipeline, run.id)
+    assert watch is not None
+    assert int(watch["due_at"]["N"]) == to_ms(run.deadline_at)
+
+
+def test_a_deadline_missed_with_no_executor_alive_is_recorded_once_by_racing_ticks(pipeline, consumer, counted):
+    names, _ = counted
+    job = _deadline_job(pipeline)
+    pipeline.clock.advance(FAR.total_seconds())
+    pipeline.tick()  # claimed and sent; no executor ever takes it
+    (run,) = pipeline.runs_of(job.id)
+    pipeline.clock.advance(61)
+
+    # Two ticks at once, and a third that read the watch before they took it: one records the miss.
+    ticks = [threading.Thread(target=pipeline.tick) for _ in range(2)]
+    for tick in ticks:
+        tick.start()
+    for tick in ticks:
+        tick.join()
+    stale = DueItem(ItemKind.DEADLINE, "0", to_ms(run.deadline_at), {"run_id": run.id})  # type: ignore[arg-type]
+    assert pipeline.services.dispatcher.deadlines.check(stale, pipeline.clock.now()) is False
+
+    missed = pipeline.run(run.id)
+    assert missed.status is RunStatus.QUEUED
+    assert missed.deadline_missed_at == START + FAR + timedelta(seconds=61)
+    assert names["DeadlineMissed"] == 1
+    events = consumer.events()
+    assert [e["detail-type"] for e in events] == ["Deadline Missed"]
+    detail = events[0]["detail"]
+    assert (detail["event_id"], detail["status"], detail["on_miss"]) == (
+        f"{run.id}#deadline-missed#0",
+        "QUEUED",
+        "ALERT",
+    )
+    watch = _watch(pipeline, run.id)
+    assert watch is not None
+    assert "due_at" not in watch  # published: out of the due index
+
+    pipeline.clock.advance(600)
+    pipeline.tick()
+    assert names["DeadlineMissed"] == 1
+    assert len(consumer.events()) == 1
+
+
+def test_a_miss_whose_event_was_refused_is_published_by_a_later_tick_once(pipeline, consumer, monkeypatch):
+    job = _deadline_job(pipeline)
+    pipeline.clock.advance(FAR.total_seconds())
+    pipeline.tick()
+    (run,) = pipeline.runs_of(job.id)
+    bus = pipeline.services.run_events.bus
+    real = bus.publish
+    monkeypatch.setattr(bus, "publish", lambda events: False)
+    pipeline.clock.advance(61)
+    pipeline.tick()
+    assert pipeline.run(run.id).deadline_missed_at is not None
+    assert consumer.events() == []
+    monkeypatch.setattr(bus, "publish", real)
+    pipeline.clock.advance(61)
+    pipeline.tick()
+    pipeline.clock.advance(61)
+    pipeline.tick()
+    assert [e["detail"]["event_id"] for e in consumer.events()] == [f"{run.id}#deadline-missed#0"]
+
+
+def test_a_run_that_ends_in_time_records_no_miss_and_its_slack(pipeline, consumer, counted):
+    names, values = counted
+    job = _deadline_job(pipeline, within=120)
+    pipeline.clock.advance(FAR.total_seconds())
+    pipeline.tick()
+    pipeline.drain()
+    (run,) = pipeline.runs_of(job.id)
+    assert run.status is RunStatus.SUCCEEDED
+    assert values["SlackSeconds"] == [120.0]
+    pipeline.clock.advance(121)
+    pipeline.tick()
+    assert pipeline.run(run.id).deadline_missed_at is None
+    assert names["DeadlineMissed"] == 0
+    assert consumer.events() == []
+
+
+def test_a_run_that_ended_after_its_deadline_has_its_miss_recorded(pipeline, counted):
+    names, values = counted
+    job = _deadline_job(pipeline, within=30)
+    pipeline.clock.advance(FAR.total_seconds())
+    pipeline.tick()
+    pipeline.clock.advance(45)  # the executor came late
+    pipeline.drain()
+    (run,) = pipeline.runs_of(job.id)
+    assert run.status is RunStatus.SUCCEEDED
+    assert values["SlackSeconds"] == [-15.0]
+    pipeline.tick()
+    assert pipeline.run(run.id).deadline_missed_at is not None
+    assert names["DeadlineMissed"] == 1
+
+
+def test_cancel_fails_a_run_past_its_deadline_without_running_it(pipeline):
+    job = _deadline_job(pipeline, within=30, on_miss="CANCEL")
+    pipeline.clock.advance(FAR.total_seconds())
+    pipeline.tick()
+    pipeline.clock.advance(31)
+    pipeline.tick()
+    pipeline.drain()
+    (run,) = pipeline.runs_of(job.id)
+    assert run.status is RunStatus.FAILED
+    assert run.error is not None
+    assert run.error.type == "deadline"
+    assert run.deadline_missed_at is not None
+    assert pipeline.result_objects() == []  # its handler never ran
+
+
+def test_a_held_back_tick_claims_the_least_slack_first_within_fair_share(mocked_aws: None) -> None:
+    """Two slots a tick: of one tenant's jobs due together in one band, those whose runs must end soonest go
+    first (jobs without a deadline last); a second tenant still gets its share."""
+    from tests.harness import Pipeline
+
+    with Pipeline.create(MAX_DISPATCH_PER_TICK="3") as pipeline:
+        deadlines = {"none": None, "late": 3000, "soon": 60, "middle": 600}
+        jobs = {
+            name: pipeline.create_job(
+                name=name,
+                schedule={"at": START + FAR},
+                **({"deadline": {"within_seconds": within}} if within else {}),
+            ).id
+            for name, within in deadlines.items()
+        }
+        other = pipeline.create_job("other", name="other", schedule={"at": START + FAR}).id
+        pipeline.clock.advance(FAR.total_seconds())
+
+        report = pipeline.services.dispatcher.claim_due_runs()
+
+        assert report.over_capacity == 2
+        claimed = {name for name, job_id in jobs.items() if pipeline.runs_of(job_id)}
+        assert claimed == {"soon", "middle"}
+        assert pipeline.runs_of(other)  # its tenant's share
+        pipeline.clock.advance(60)
+        pipeline.services.dispatcher.claim_due_runs()
+        assert {name for name, job_id in jobs.items() if pipeline.runs_of(job_id)} == {"soon", "middle", "late", "none"}

@@ -1,0 +1,42 @@
+"""Stuck runs (tickwork.tick.stuck): counted from the due entries a tick reads, with no read of their own."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from tickwork.model.clock import iso, to_ms
+from tickwork.model.ids import ItemKind
+from tickwork.store import DueItem
+from tickwork.tick.stuck import stuck_runs
+
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+
+
+def _run(run_id: str, status: str, *, scheduled_ago: float, lease_ago: float | None = None) -> DueItem:
+    attrs = {"run_id": run_id, "status": status, "scheduled_for": iso(NOW - timedelta(seconds=scheduled_ago))}
+    if lease_ago is not None:
+        attrs["lease_until_ms"] = to_ms(NOW - timedelta(seconds=lease_ago))
+    return DueItem(ItemKind.RUN, "0", to_ms(NOW) - 1, attrs)
+
+
+def test_queued_long_past_its_time_or_running_past_its_lease_is_stuck():
+    items = [
+        _run("queued-late", "QUEUED", scheduled_ago=301),
+        _run("queued-recent", "QUEUED", scheduled_ago=299),
+        _run("running-lapsed", "RUNNING", scheduled_ago=60, lease_ago=1),
+        _run("running-live", "RUNNING", scheduled_ago=600, lease_ago=-30),
+        _run("retrying", "RETRYING", scheduled_ago=3600),
+        _run("failed-in-outbox", "FAILED", scheduled_ago=3600),
+    ]
+    assert stuck_runs(items, NOW) == ["queued-late", "running-lapsed"]
+
+
+def test_entries_not_yet_due_and_jobs_are_not_counted():
+    later = DueItem(
+        ItemKind.RUN,
+        "0",
+        to_ms(NOW) + 1000,
+        {"run_id": "r", "status": "QUEUED", "scheduled_for": iso(NOW - timedelta(hours=1))},
+    )
+    job = DueItem(ItemKind.JOB, "0", to_ms(NOW), {"job_id": "j"})
+    assert stuck_runs([later, job], NOW) == []
