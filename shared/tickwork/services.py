@@ -15,6 +15,7 @@ from tickwork.control.idempotent_create import IdempotentCreate
 from tickwork.control.job_factory import MAX_PAYLOAD_BYTES, JobFactory
 from tickwork.control.job_lifecycle import JobLifecycle
 from tickwork.control.metrics_catalogue import MetricsContext
+from tickwork.control.ordering_keys import OrderingKeys
 from tickwork.control.queries import JobQueries
 from tickwork.control.redrive import RunRedrive
 from tickwork.control.tenants import ActiveJobsQuota, TenantService
@@ -252,6 +253,10 @@ class Services:
     @cached_property
     def redrive(self) -> RunRedrive:
         return RunRedrive(self.store, self.dispatcher, self.clock, self.queries, self.listings)
+
+    @cached_property
+    def ordering_keys(self) -> OrderingKeys:
+        return OrderingKeys(self.store.runs.ordering, self.queries)
 
 
 class ServicesSlot:

@@ -184,6 +184,14 @@ def _rate_limit(value: str | None) -> dict[str, Any] | None:
     return {"key": match.group(1), unit: float(match.group(2))}
 
 
+def _ordering(key: str | None, on_failure: str | None) -> dict[str, Any] | None:
+    if key is None:
+        if on_failure is not None:
+            raise ConfigError("--ordering-on-failure needs --ordering KEY")
+        return None
+    return given(key=key, on_failure=on_failure)
+
+
 def job_settings_of(fields: JobFields) -> dict[str, Any]:
     """What only jobs take: overlap, catch-up, the circuit breaker, jitter, precision, limits."""
     return given(
@@ -200,4 +208,5 @@ def job_settings_of(fields: JobFields) -> dict[str, Any]:
         start_precision=fields.start_precision,
         concurrency=_concurrency(fields.concurrency),
         rate_limit=_rate_limit(fields.rate_limit),
+        ordering=_ordering(fields.ordering, fields.ordering_on_failure),
     )

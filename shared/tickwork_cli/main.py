@@ -380,6 +380,14 @@ def runs_logs(run_id: RunIdArg, session: Session) -> None:
 _call_by_id(
     runs_app, "retry", "Re-queue a FAILED run; its attempts start again.", "POST", "/v1/runs/{run_id}/retry", RunIdArg
 )
+_call_by_id(
+    runs_app,
+    "skip",
+    "Skip a FAILED run that blocks its ordering key: the key's next run goes; the run stays FAILED.",
+    "POST",
+    "/v1/runs/{run_id}/skip",
+    RunIdArg,
+)
 
 
 # ---------------------------------------------------------------- dlq

@@ -135,7 +135,10 @@ class JobFields:
     ] = None
     overlap: Annotated[
         str | None,
-        typer.Option("--overlap", help="While a run is running, a new one: ALLOW, SKIP, BUFFER_ONE or CANCEL_OTHER."),
+        typer.Option(
+            "--overlap",
+            help="While a run is running, a new one: ALLOW, SKIP, BUFFER_ONE, BUFFER_ALL or CANCEL_OTHER.",
+        ),
     ] = None
     catchup: Annotated[
         str | None, typer.Option("--catchup", help="Missed occurrences to run after an outage: NONE, LATEST or ALL.")
@@ -169,6 +172,16 @@ class JobFields:
         str | None,
         typer.Option(
             "--rate-limit", metavar="KEY=N/s|N/min", help="Runs sharing KEY start at most N a second or a minute."
+        ),
+    ] = None
+    ordering: Annotated[
+        str | None,
+        typer.Option("--ordering", metavar="KEY", help="Runs sharing KEY run one at a time, in scheduled order."),
+    ] = None
+    ordering_on_failure: Annotated[
+        str | None,
+        typer.Option(
+            "--ordering-on-failure", help="With --ordering: a FAILED run blocks the key (block) or not (continue)."
         ),
     ] = None
 

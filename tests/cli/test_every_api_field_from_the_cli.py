@@ -69,6 +69,8 @@ JOB_FLAGS = {
     "rate_limit.key": ["--rate-limit", "partner=5/s"],
     "rate_limit.per_second": ["--rate-limit", "partner=5/s"],
     "rate_limit.per_minute": ["--rate-limit", "partner=5/min"],
+    "ordering.key": ["--ordering", "ledger"],
+    "ordering.on_failure": ["--ordering", "ledger", "--ordering-on-failure", "continue"],
 }
 FLAGS: dict[str, dict[str, list[str]]] = {
     "jobs create": JOB_FLAGS,

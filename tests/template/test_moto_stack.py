@@ -42,6 +42,7 @@ ALARMS = {
     "SuspendedJobsAlarm",
     "ExecutorUtilisationAlarm",
     "RetriesAlarm",
+    "OrderingKeyBlockedAlarm",
 }
 
 

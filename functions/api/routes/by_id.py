@@ -148,6 +148,16 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             ok(Run, "The run, QUEUED"),
             (404, 409),
         ),
+        ByIdRoute(
+            "skip_run",
+            "POST",
+            "/v1/runs/<run_id>/skip",
+            "Skip a FAILED run that blocks its ordering key: the key's next run goes; the run stays FAILED",
+            lambda s, tenant, i: s.ordering_keys.skip(tenant, i),
+            200,
+            ok(Run, "The run, FAILED, out of its key's queue"),
+            (404, 409),
+        ),
     ],
     # One workflow and its state changes, then one workflow run: each answers it as it now is, or 404 / 409.
     "workflows": [

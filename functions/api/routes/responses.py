@@ -52,6 +52,7 @@ RUN_OPERATIONS = {
     "GetResult": ("GET", "/v1/runs/{run_id}/result"),
     "GetRunLogs": ("GET", "/v1/runs/{run_id}/logs"),
     "RetryRun": ("POST", "/v1/runs/{run_id}/retry"),
+    "SkipRun": ("POST", "/v1/runs/{run_id}/skip"),
 }
 WORKFLOW_OPERATIONS = {
     "GetWorkflow": ("GET", "/v1/workflows/{workflow_id}"),

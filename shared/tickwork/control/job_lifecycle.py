@@ -23,6 +23,7 @@ from tickwork.model.errors import Conflict, InvalidInput
 from tickwork.model.ids import on_a_free_millisecond, run_id_for
 from tickwork.model.jitter import JitterTooLarge, check_jitter
 from tickwork.model.job import Job
+from tickwork.model.policies import run_ordering
 from tickwork.model.run import Run
 from tickwork.model.run_spec import MARK_BACK
 from tickwork.model.states import JobState, RunStatus, RunTrigger
@@ -175,6 +176,7 @@ class JobLifecycle:
                 priority=job.priority,
                 trigger=RunTrigger.MANUAL,
                 enqueued_at=now,
+                ordering=run_ordering(job.ordering, job.overlap, job.id),
             )
             if not self.store.put_queued_run(run, redispatch_at=at + self.dispatcher.redispatch_after):
                 return None

@@ -25,6 +25,7 @@ from tickwork.model.policies import (
     JobName,
     JobTypeName,
     MisfireGraceSeconds,
+    OrderingKey,
     OverlapPolicy,
     Priority,
     RateLimit,
@@ -62,6 +63,8 @@ class JobDefinition(BaseModel):
     # Absent: no limit, and nothing is read or written for it when a run starts.
     concurrency: ConcurrencyLimit | None = None
     rate_limit: RateLimit | None = None
+    # Absent: its runs start in no particular order (overlap BUFFER_ALL orders them by the job's id).
+    ordering: OrderingKey | None = None
 
     @field_validator("jitter_seconds")
     @classmethod

@@ -13,7 +13,7 @@ from pydantic import (
 )
 
 from tickwork.model.job import _InBand
-from tickwork.model.policies import Priority, StartPrecision
+from tickwork.model.policies import OrderingKey, Priority, StartPrecision
 from tickwork.model.schedule import UtcDatetime
 from tickwork.model.states import AttemptOutcome, DeferReason, RunStatus, RunTrigger, SkipReason
 
@@ -118,6 +118,8 @@ class Run(BaseModel, _InBand):
     # When its job was paused, cancelled or edited after the run was claimed: its message's copy of the job
     # (RunMessage.job) is then out of date, and its executor reads the job instead. Absent otherwise.
     job_changed_at: UtcDatetime | None = None
+    # The ordering key it was queued under when it was created (tickwork.executor.ordering); absent: none.
+    ordering: OrderingKey | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -27,7 +27,9 @@ The package, one module a concern:
 - `idempotency`: `IdempotencyRecords`, the records behind create's Idempotency-Key;
 - `workflows`: `WorkflowRecords`, the workflow and workflow run items (built over the same `Table`);
 - `tenants`: `TenantRecords`, a tenant's settings and usage (pk=TENANT#<tenant>; built over the same `Table`);
-- `limits`: `LimitRecords`, concurrency semaphores and rate limits (pk=TENANT#<tenant>, sk=LIMIT#...).
+- `limits`: `LimitRecords`, concurrency semaphores and rate limits (pk=TENANT#<tenant>, sk=LIMIT#...);
+- `ordering`: `OrderingRecords`, ordering keys' queues and heads (pk=TENANT#<tenant>, sk=ORDER#...), which
+  `RunRecords` writes a new run's queue entry through.
 `JobStore` below composes the three record classes over one `Table`; `Listings` and `IdempotencyRecords` are
 built over the same `Table` (`JobStore.shared_table`) by the wiring. Callers use the names exported here.
 """
@@ -67,6 +69,7 @@ from tickwork.store.idempotency import IDEMPOTENCY_KEY, IdempotencyRecord, Idemp
 from tickwork.store.jobs import JobRecords
 from tickwork.store.limits import TENANT_SEMAPHORE, LimitRecords, RateAdmission, rate_sort, semaphore_sort
 from tickwork.store.listings import DEFAULT_LIMIT, MAX_LIMIT, Listings, Page
+from tickwork.store.ordering import Head, OrderingRecords, QueueEntry
 from tickwork.store.reading import (
     UNREADABLE,
     item_bytes,
@@ -96,6 +99,7 @@ __all__ = [
     "DueIndex",
     "DueItem",
     "Finished",
+    "Head",
     "IdempotencyRecord",
     "IdempotencyRecords",
     "ItemKind",
@@ -106,7 +110,9 @@ __all__ = [
     "LeaseOutcome",
     "LimitRecords",
     "Listings",
+    "OrderingRecords",
     "Page",
+    "QueueEntry",
     "RateAdmission",
     "RunRecords",
     "Table",

@@ -16,7 +16,15 @@ from typing import Any
 from tickwork.model.claim_plan import ClaimableJob
 from tickwork.model.clock import from_ms, optional_instant, stored_instant, to_ms
 from tickwork.model.ids import ItemKind
-from tickwork.model.policies import DEFAULT_MISFIRE_GRACE_SECONDS, BreakerState, CatchupPolicy, StartPrecision
+from tickwork.model.policies import (
+    DEFAULT_MISFIRE_GRACE_SECONDS,
+    BreakerState,
+    CatchupPolicy,
+    OrderingKey,
+    OverlapPolicy,
+    StartPrecision,
+    run_ordering,
+)
 from tickwork.model.schedule import Schedule
 from tickwork.model.states import JobState, RunStatus
 from tickwork.store.codec import deserialize, expression_values, run_key, serialize
@@ -65,6 +73,7 @@ DUE_INDEX_PROJECTION = (
     "lease_until_ms",
     "jitter_seconds",
     "start_precision",
+    "ordering",
 )
 
 
@@ -101,7 +110,14 @@ class DueItem:
             breaker=BreakerState.model_validate(a["breaker"]) if a.get("breaker") else None,
             jitter_seconds=int(a.get("jitter_seconds", 0)),
             precise=a.get("start_precision") == StartPrecision.PRECISE.value,
+            ordering=_ordering(a) if self.kind is ItemKind.JOB else None,
         )
+
+
+def _ordering(attrs: dict[str, Any]) -> OrderingKey | None:
+    """A job's runs' ordering key, from its own `ordering` or its overlap BUFFER_ALL."""
+    own = OrderingKey.model_validate(attrs["ordering"]) if attrs.get("ordering") else None
+    return run_ordering(own, OverlapPolicy(attrs.get("overlap", OverlapPolicy.ALLOW.value)), attrs["job_id"])
 
 
 def _default_catchup(kind: ItemKind) -> str:

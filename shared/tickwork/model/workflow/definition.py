@@ -25,6 +25,7 @@ from tickwork.model.policies import (
     JobName,
     JobTypeName,
     MisfireGraceSeconds,
+    OrderingKey,
     Priority,
     RateLimit,
     RetryPolicy,
@@ -72,6 +73,7 @@ class WorkflowStep(BaseModel):
     # Absent: none (a step does not take its workflow's: a workflow has none of its own).
     concurrency: ConcurrencyLimit | None = None
     rate_limit: RateLimit | None = None
+    ordering: OrderingKey | None = None
 
 
 class WorkflowDefinition(BaseModel):
