@@ -263,3 +263,19 @@ def test_a_run_claimed_at_create_is_queued_under_its_jobs_ordering_key(pipeline)
     entry = records.first(run.tenant, "ledger", after=None)
     assert entry is not None
     assert entry.run_id == run.id
+
+
+def test_workflow_steps_sharing_a_key_run_one_at_a_time_in_run_id_order(pipeline):
+    from tickwork.control.api_bodies import WorkflowSpec
+
+    steps = [{"id": s, "type": "ordered", "ordering": {"key": "ledger"}, "retry": {"max_attempts": 1}} for s in "ab"]
+    body = {"name": "wf", "schedule": {"at": pipeline.clock.now() + FAR}, "steps": steps}
+    workflow = pipeline.services.workflows.create("default", WorkflowSpec.model_validate(body))
+    pipeline.clock.advance(FAR.total_seconds())
+    pipeline.tick()
+    messages = pipeline.receive(Band.NORMAL)
+    assert len(messages) == 2  # both roots queued at once, same scheduled time: the run id breaks the tie
+    _deliver_until_settled(pipeline, messages)
+    assert [run_id.rsplit(".s-", 1)[1] for run_id in PROBE.started] == ["a", "b"]
+    assert PROBE.most == 1
+    assert workflow.id in PROBE.started[0]
