@@ -125,6 +125,16 @@ class PolicyFields:
     tag: Annotated[list[str] | None, typer.Option("--tag", help="key=value; repeatable.")] = None
 
 
+DEBOUNCE_OPTION = typer.Option(
+    "--debounce",
+    metavar="KEY=SECONDS",
+    help="Triggers of KEY within SECONDS (1-86400) of the first collapse into one run at the window's end.",
+)
+DEBOUNCE_COLLECT_OPTION = typer.Option(
+    "--debounce-collect", help="With --debounce: the run carries every trigger's payload, not only the last."
+)
+
+
 @dataclasses.dataclass
 class JobFields:
     """What only jobs set: the payload, overlap, catch-up, the circuit breaker, jitter, precision, limits."""
@@ -184,6 +194,8 @@ class JobFields:
             "--ordering-on-failure", help="With --ordering: a FAILED run blocks the key (block) or not (continue)."
         ),
     ] = None
+    debounce: Annotated[str | None, DEBOUNCE_OPTION] = None
+    debounce_collect: Annotated[bool, DEBOUNCE_COLLECT_OPTION] = False
 
 
 @dataclasses.dataclass

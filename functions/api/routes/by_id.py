@@ -17,7 +17,7 @@ from tickwork.model.workflow.definition import Workflow
 from tickwork.services import Services
 
 from routes.parameters import JobId, RunId, WorkflowId, WorkflowRunId
-from routes.responses import RUN_OPERATIONS, WORKFLOW_RUN_OPERATIONS, json_response, linked, ok, problems
+from routes.responses import WORKFLOW_RUN_OPERATIONS, json_response, linked, ok, problems
 
 
 @dataclass(frozen=True)
@@ -104,16 +104,6 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             lambda s, tenant, i: s.jobs.resume(tenant, i),
             200,
             ok(Job, "The job, ACTIVE"),
-            (404, 409),
-        ),
-        ByIdRoute(
-            "trigger_job",
-            "POST",
-            "/v1/jobs/<job_id>/trigger",
-            "Run a job now, once, outside its schedule",
-            lambda s, tenant, i: s.jobs.trigger(tenant, i),
-            202,
-            linked(ok(Run, "The run, QUEUED"), "run_id", RUN_OPERATIONS),
             (404, 409),
         ),
     ],

@@ -21,6 +21,7 @@ from tickwork.model.policies import (
     CatchupPolicy,
     CircuitBreaker,
     ConcurrencyLimit,
+    Debounce,
     JitterSeconds,
     JobName,
     JobTypeName,
@@ -65,6 +66,8 @@ class JobDefinition(BaseModel):
     rate_limit: RateLimit | None = None
     # Absent: its runs start in no particular order (overlap BUFFER_ALL orders them by the job's id).
     ordering: OrderingKey | None = None
+    # A trigger that gives no debounce of its own is debounced by this one; absent: triggers are not.
+    debounce: Debounce | None = None
 
     @field_validator("jitter_seconds")
     @classmethod

@@ -246,5 +246,34 @@ def run_ordering(ordering: OrderingKey | None, overlap: OverlapPolicy, owner_id:
     return None
 
 
+MAX_DEBOUNCE_SECONDS = 86400
+# A collecting window's run carries at most this many payloads, of this size together (a job's payload bound); a
+# trigger that would not fit opens the next window.
+MAX_COLLECTED_PAYLOADS = 100
+MAX_COLLECTED_BYTES = 256 * 1024
+
+
+class Debounce(BaseModel):
+    """Triggers of one job with the same `key` within `seconds` of the first collapse into one run at the end of
+    that window, carrying the last trigger's payload, or all of them (`collect`: `{"payloads": [...]}`, at most
+    MAX_COLLECTED_PAYLOADS) (docs/fairness.md, "Debounce")."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: OrderingKeyName
+    seconds: Annotated[int, Field(ge=1, le=MAX_DEBOUNCE_SECONDS), NotCoerced]
+    collect: bool = False
+
+
+class DebounceWindow(BaseModel):
+    """A debounced run's window: its key, whether it collects, and how many triggers it stands for."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: str
+    collect: bool = False
+    triggers: int = 1
+
+
 # Ids: a job is j + 25 characters, a workflow w + 25. An occurrence's run is <owner id>.<13 digits of ms>, with
 # `.m` for a manual trigger: a job's run, or a workflow run. A workflow step's run is its workflow run's id,

@@ -52,7 +52,7 @@ class RunTarget:
             owner_id=job.id,
             tenant=job.tenant,
             type=job.type,
-            payload=job.payload,
+            payload=run.payload if run.payload is not None else job.payload,  # a trigger's own (debounce)
             retry=job.retry,
             timeout_seconds=job.timeout_seconds,
             overlap=job.overlap,

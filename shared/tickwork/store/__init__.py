@@ -29,7 +29,8 @@ The package, one module a concern:
 - `tenants`: `TenantRecords`, a tenant's settings and usage (pk=TENANT#<tenant>; built over the same `Table`);
 - `limits`: `LimitRecords`, concurrency semaphores and rate limits (pk=TENANT#<tenant>, sk=LIMIT#...);
 - `ordering`: `OrderingRecords`, ordering keys' queues and heads (pk=TENANT#<tenant>, sk=ORDER#...), which
-  `RunRecords` writes a new run's queue entry through.
+  `RunRecords` writes a new run's queue entry through;
+- `debounce`: `DebounceWindows`, a job's debounce windows (pk=JOB#<job_id>, sk=DEBOUNCE#...) and their runs' joins.
 `JobStore` below composes the three record classes over one `Table`; `Listings` and `IdempotencyRecords` are
 built over the same `Table` (`JobStore.shared_table`) by the wiring. Callers use the names exported here.
 """
