@@ -12,10 +12,12 @@ from tickwork.aws.event_bus import EventBus
 from tickwork.aws.metric_series import MetricSeries
 from tickwork.aws.queues import DispatchQueue, RunQueues
 from tickwork.aws.results import ResultStore
+from tickwork.control.debounce import DebouncedTriggers
 from tickwork.control.idempotent_create import IdempotentCreate
 from tickwork.control.job_factory import MAX_PAYLOAD_BYTES, JobFactory
 from tickwork.control.job_lifecycle import JobLifecycle
 from tickwork.control.metrics_catalogue import MetricsContext
+from tickwork.control.ordering_keys import OrderingKeys
 from tickwork.control.queries import JobQueries
 from tickwork.control.redrive import RunRedrive
 from tickwork.control.run_cancel import RunCancel
@@ -43,6 +45,7 @@ from tickwork.store import (
     WorkflowRecords,
     cursor_key,
 )
+from tickwork.store.debounce import DebounceWindows
 from tickwork.store.tenant_rates import TenantRates
 from tickwork.tick.dispatch import Dispatcher, MinuteTick
 from tickwork.tick.fanout import DispatchCoordinator
@@ -260,6 +263,7 @@ class Services:
             self.job_factory,
             self.queries,
             self.active_jobs_quota,
+            DebouncedTriggers(self.store.runs, DebounceWindows(self.store.shared_table), self.dispatcher, self.clock),
         )
 
     @cached_property
@@ -275,6 +279,10 @@ class Services:
     @cached_property
     def run_cancel(self) -> RunCancel:
         return RunCancel(self.store.runs, self.queries)
+
+    @cached_property
+    def ordering_keys(self) -> OrderingKeys:
+        return OrderingKeys(self.store.runs.ordering, self.queries)
 
 
 class ServicesSlot:

@@ -62,6 +62,11 @@ def _json_object(text: str, source: str, what: str) -> dict[str, Any]:
     return value
 
 
+def json_object(text: str, source: str, what: str) -> dict[str, Any]:
+    """A JSON object given on the command line (`source` names the option)."""
+    return _json_object(text, source, what)
+
+
 def json_object_file(path: Path, what: str) -> dict[str, Any]:
     """The JSON object `--file` names (or stdin for -), as the request body it stands for."""
     return _json_object(_read(path, "--file"), "--file", what)
@@ -184,6 +189,29 @@ def _rate_limit(value: str | None) -> dict[str, Any] | None:
     return {"key": match.group(1), unit: float(match.group(2))}
 
 
+def _ordering(key: str | None, on_failure: str | None) -> dict[str, Any] | None:
+    if key is None:
+        if on_failure is not None:
+            raise ConfigError("--ordering-on-failure needs --ordering KEY")
+        return None
+    return given(key=key, on_failure=on_failure)
+
+
+_DEBOUNCE = re.compile(r"^(.+)=(\d+)s?$")
+
+
+def debounce_of(value: str | None, collect: bool) -> dict[str, Any] | None:
+    """`--debounce KEY=SECONDS` (with `--debounce-collect`) as the API's `debounce`."""
+    if value is None:
+        if collect:
+            raise ConfigError("--debounce-collect needs --debounce KEY=SECONDS")
+        return None
+    match = _DEBOUNCE.match(value)
+    if not match:
+        raise ConfigError(f"--debounce must be KEY=SECONDS (triggers of KEY within SECONDS collapse), not {value!r}")
+    return {"key": match.group(1), "seconds": int(match.group(2)), **({"collect": True} if collect else {})}
+
+
 def job_settings_of(fields: JobFields) -> dict[str, Any]:
     """What only jobs take: overlap, catch-up, the circuit breaker, jitter, precision, limits."""
     return given(
@@ -200,4 +228,6 @@ def job_settings_of(fields: JobFields) -> dict[str, Any]:
         start_precision=fields.start_precision,
         concurrency=_concurrency(fields.concurrency),
         rate_limit=_rate_limit(fields.rate_limit),
+        ordering=_ordering(fields.ordering, fields.ordering_on_failure),
+        debounce=debounce_of(fields.debounce, fields.debounce_collect),
     )

@@ -32,8 +32,10 @@ from tickwork_console.proxy import ConsoleServer
 from tickwork_cli import render
 from tickwork_cli.bodies import (
     SCHEDULE_KINDS,
+    debounce_of,
     given,
     job_settings_of,
+    json_object,
     json_object_file,
     overlay,
     parse_instant,
@@ -44,6 +46,8 @@ from tickwork_cli.bodies import (
 )
 from tickwork_cli.client import ApiError, Client, ConfigError
 from tickwork_cli.options import (
+    DEBOUNCE_COLLECT_OPTION,
+    DEBOUNCE_OPTION,
     AllPages,
     CursorOpt,
     JobFields,
@@ -282,9 +286,24 @@ _call_by_id(
     JobIdArg,
 )
 _call_by_id(jobs_app, "cancel", "Cancel a job (idempotent).", "DELETE", "/v1/jobs/{job_id}", JobIdArg)
-_call_by_id(
-    jobs_app, "trigger", "Run a job now, once, outside its schedule.", "POST", "/v1/jobs/{job_id}/trigger", JobIdArg
-)
+
+
+@jobs_app.command("trigger")
+@api_command
+def jobs_trigger(
+    job_id: JobIdArg,
+    session: Session,
+    payload: Annotated[str | None, typer.Option("--payload", help="This run's payload (JSON object).")] = None,
+    debounce: Annotated[str | None, DEBOUNCE_OPTION] = None,
+    debounce_collect: Annotated[bool, DEBOUNCE_COLLECT_OPTION] = False,
+) -> None:
+    """Run a job now, once, outside its schedule; debounced, in the run at the end of its key's window."""
+    body = given(
+        payload=json_object(payload, "--payload", "the payload") if payload is not None else None,
+        debounce=debounce_of(debounce, debounce_collect),
+    )
+    path = f"/v1/jobs/{quote(job_id, safe='')}/trigger"
+    session.show_one(session.client.post(path, body) if body else session.client.post(path))
 
 
 # ---------------------------------------------------------------- preview and backfill
@@ -415,6 +434,16 @@ def runs_retry(
     """Re-queue a FAILED run; its attempts start again, from its last checkpoint (docs/durable-runs.md)."""
     body = {"from_checkpoint": False} if start_over else None
     session.show_one(session.client.post(f"/v1/runs/{run_id}/retry", body))
+
+
+_call_by_id(
+    runs_app,
+    "skip",
+    "Skip a FAILED run that blocks its ordering key: the key's next run goes; the run stays FAILED.",
+    "POST",
+    "/v1/runs/{run_id}/skip",
+    RunIdArg,
+)
 
 
 # ---------------------------------------------------------------- dlq

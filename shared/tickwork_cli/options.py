@@ -125,6 +125,16 @@ class PolicyFields:
     tag: Annotated[list[str] | None, typer.Option("--tag", help="key=value; repeatable.")] = None
 
 
+DEBOUNCE_OPTION = typer.Option(
+    "--debounce",
+    metavar="KEY=SECONDS",
+    help="Triggers of KEY within SECONDS (1-86400) of the first collapse into one run at the window's end.",
+)
+DEBOUNCE_COLLECT_OPTION = typer.Option(
+    "--debounce-collect", help="With --debounce: the run carries every trigger's payload, not only the last."
+)
+
+
 @dataclasses.dataclass
 class JobFields:
     """What only jobs set: the payload, overlap, catch-up, the circuit breaker, jitter, precision, limits."""
@@ -135,7 +145,10 @@ class JobFields:
     ] = None
     overlap: Annotated[
         str | None,
-        typer.Option("--overlap", help="While a run is running, a new one: ALLOW, SKIP, BUFFER_ONE or CANCEL_OTHER."),
+        typer.Option(
+            "--overlap",
+            help="While a run is running, a new one: ALLOW, SKIP, BUFFER_ONE, BUFFER_ALL or CANCEL_OTHER.",
+        ),
     ] = None
     catchup: Annotated[
         str | None, typer.Option("--catchup", help="Missed occurrences to run after an outage: NONE, LATEST or ALL.")
@@ -171,6 +184,18 @@ class JobFields:
             "--rate-limit", metavar="KEY=N/s|N/min", help="Runs sharing KEY start at most N a second or a minute."
         ),
     ] = None
+    ordering: Annotated[
+        str | None,
+        typer.Option("--ordering", metavar="KEY", help="Runs sharing KEY run one at a time, in scheduled order."),
+    ] = None
+    ordering_on_failure: Annotated[
+        str | None,
+        typer.Option(
+            "--ordering-on-failure", help="With --ordering: a FAILED run blocks the key (block) or not (continue)."
+        ),
+    ] = None
+    debounce: Annotated[str | None, DEBOUNCE_OPTION] = None
+    debounce_collect: Annotated[bool, DEBOUNCE_COLLECT_OPTION] = False
 
 
 @dataclasses.dataclass

@@ -25,6 +25,7 @@ ROUTES = {
     ("get", "/v1/runs/{run_id}/logs"),
     ("post", "/v1/runs/{run_id}/retry"),
     ("post", "/v1/runs/{run_id}/cancel"),
+    ("post", "/v1/runs/{run_id}/skip"),
     ("get", "/v1/dlq"),
     ("post", "/v1/dlq/redrive"),
     ("post", "/v1/workflows"),

@@ -14,7 +14,7 @@ JOB: dict[str, Any] = {"name": "report", "type": "echo", "schedule": {"cron": "0
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
 
-@pytest.mark.parametrize("overlap", ["ALLOW", "SKIP", "BUFFER_ONE", "CANCEL_OTHER"])
+@pytest.mark.parametrize("overlap", ["ALLOW", "SKIP", "BUFFER_ONE", "BUFFER_ALL", "CANCEL_OTHER"])
 def test_every_overlap_policy_is_accepted_and_shown(api, overlap):
     reply = api.post("/v1/jobs", {**JOB, "overlap": overlap})
     assert reply.status == 201, reply.text

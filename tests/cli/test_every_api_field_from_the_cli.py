@@ -22,6 +22,7 @@ COMMANDS: dict[tuple[str, str], list[str]] = {
     ("POST", "/v1/jobs"): ["jobs", "create"],
     ("PATCH", "/v1/jobs/{job_id}"): ["jobs", "update", JOB_ID],
     ("POST", "/v1/jobs/{job_id}/backfill"): ["jobs", "backfill", JOB_ID],
+    ("POST", "/v1/jobs/{job_id}/trigger"): ["jobs", "trigger", JOB_ID],
     ("POST", "/v1/schedules/preview"): ["schedules", "preview"],
     ("POST", "/v1/dlq/redrive"): ["dlq", "redrive"],
     ("POST", "/v1/runs/{run_id}/retry"): ["runs", "retry", RUN_ID],
@@ -56,6 +57,11 @@ POLICY_FLAGS = {
     "misfire_grace_seconds": ["--misfire-grace", "60"],
     "tags": ["--tag", "team=data"],
 }
+DEBOUNCE_FLAGS = {
+    "debounce.key": ["--debounce", "customer-7=30"],
+    "debounce.seconds": ["--debounce", "customer-7=30"],
+    "debounce.collect": ["--debounce", "customer-7=30", "--debounce-collect"],
+}
 JOB_FLAGS = {
     **SCHEDULE_FLAGS,
     **POLICY_FLAGS,
@@ -73,11 +79,15 @@ JOB_FLAGS = {
     "rate_limit.key": ["--rate-limit", "partner=5/s"],
     "rate_limit.per_second": ["--rate-limit", "partner=5/s"],
     "rate_limit.per_minute": ["--rate-limit", "partner=5/min"],
+    "ordering.key": ["--ordering", "ledger"],
+    "ordering.on_failure": ["--ordering", "ledger", "--ordering-on-failure", "continue"],
+    **DEBOUNCE_FLAGS,
 }
 FLAGS: dict[str, dict[str, list[str]]] = {
     "jobs create": JOB_FLAGS,
     "jobs update": JOB_FLAGS,
     "jobs backfill": {"from": ["--from", "-1h"], "to": ["--to", "now"], "max_runs": ["--max-runs", "5"]},
+    "jobs trigger": {"payload": ["--payload", "{}"], **DEBOUNCE_FLAGS},
     "schedules preview": {**SCHEDULE_FLAGS, "count": ["--count", "3"], "from": ["--from", "now"]},
     "dlq redrive": {"run_ids": ["r1"], "all": ["--all"]},
     "runs retry": {"from_checkpoint": ["--start-over"]},

@@ -44,6 +44,7 @@ ALARMS = {
     "StuckRunsAlarm",
     "ExecutorUtilisationAlarm",
     "RetriesAlarm",
+    "OrderingKeyBlockedAlarm",
 }
 
 

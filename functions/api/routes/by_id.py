@@ -17,7 +17,7 @@ from tickwork.model.workflow.definition import Workflow
 from tickwork.services import Services
 
 from routes.parameters import JobId, RunId, WorkflowId, WorkflowRunId
-from routes.responses import RUN_OPERATIONS, WORKFLOW_RUN_OPERATIONS, json_response, linked, ok, problems
+from routes.responses import WORKFLOW_RUN_OPERATIONS, json_response, linked, ok, problems
 
 
 @dataclass(frozen=True)
@@ -106,16 +106,6 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             ok(Job, "The job, ACTIVE"),
             (404, 409),
         ),
-        ByIdRoute(
-            "trigger_job",
-            "POST",
-            "/v1/jobs/<job_id>/trigger",
-            "Run a job now, once, outside its schedule",
-            lambda s, tenant, i: s.jobs.trigger(tenant, i),
-            202,
-            linked(ok(Run, "The run, QUEUED"), "run_id", RUN_OPERATIONS),
-            (404, 409),
-        ),
     ],
     "runs": [
         ByIdRoute(
@@ -146,6 +136,16 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             lambda s, tenant, i: s.run_cancel.cancel_run(tenant, i),
             202,
             ok(Run, "The run, asked to stop (still RUNNING until its executor sees the request)"),
+            (404, 409),
+        ),
+        ByIdRoute(
+            "skip_run",
+            "POST",
+            "/v1/runs/<run_id>/skip",
+            "Skip a FAILED run that blocks its ordering key: the key's next run goes; the run stays FAILED",
+            lambda s, tenant, i: s.ordering_keys.skip(tenant, i),
+            200,
+            ok(Run, "The run, FAILED, out of its key's queue"),
             (404, 409),
         ),
     ],

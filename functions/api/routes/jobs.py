@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler import Request
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import CallerJobs, Jobs, Tenant
-from tickwork.control.api_bodies import JobList, JobSpec, JobUpdate
+from tickwork.control.api_bodies import JobList, JobSpec, JobUpdate, TriggeredRun, TriggerRequest
 from tickwork.control.api_examples import JOB_SPEC, JOB_UPDATE, openapi_examples
 from tickwork.control.idempotent_create import request_hash
 from tickwork.model.job import Job
@@ -17,7 +17,7 @@ from tickwork.store import IDEMPOTENCY_KEY
 
 from routes.by_id import add_routes
 from routes.parameters import Cursor, JobId, Limit
-from routes.responses import JOB_OPERATIONS, json_response, linked, ok, problems
+from routes.responses import JOB_OPERATIONS, RUN_OPERATIONS, json_response, linked, ok, problems
 
 router = APIGatewayHttpRouter()
 
@@ -103,6 +103,34 @@ def update_job(
     tenant: Tenant,
 ):
     return json_response(200, jobs.update(tenant, job_id, patch))
+
+
+NO_TRIGGER_REQUEST = TriggerRequest()
+
+
+@router.post(
+    "/v1/jobs/<job_id>/trigger",
+    summary="Run a job now, once, outside its schedule; or, debounced, in the run at the end of its key's window",
+    responses={
+        202: linked(
+            ok(TriggeredRun, "The run, QUEUED (debounced: whether it started its window or joined it)"),
+            "run_id",
+            RUN_OPERATIONS,
+        ),
+        **problems(400, 404, 409, 415),
+    },
+    tags=["jobs"],
+)
+def trigger_job(
+    job_id: JobId,
+    jobs: Jobs,
+    tenant: Tenant,
+    # Optional, and never null: no body is the empty request (the job's payload, its own debounce if any).
+    request: Annotated[TriggerRequest, Body(description="Optional: the run's own payload, and a debounce.")] = (
+        NO_TRIGGER_REQUEST
+    ),
+):
+    return json_response(202, jobs.trigger(tenant, job_id, request))
 
 
 add_routes(router, "jobs")  # one job, and its state changes: see routes/by_id.py

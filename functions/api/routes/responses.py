@@ -53,6 +53,7 @@ RUN_OPERATIONS = {
     "GetRunLogs": ("GET", "/v1/runs/{run_id}/logs"),
     "RetryRun": ("POST", "/v1/runs/{run_id}/retry"),
     "CancelRun": ("POST", "/v1/runs/{run_id}/cancel"),
+    "SkipRun": ("POST", "/v1/runs/{run_id}/skip"),
 }
 WORKFLOW_OPERATIONS = {
     "GetWorkflow": ("GET", "/v1/workflows/{workflow_id}"),

@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, WithJsonSchema, create_model, field_validator
 
 from tickwork.control.backfill import DEFAULT_BACKFILL_RUNS, MAX_BACKFILL_RUNS
+from tickwork.control.debounce import WindowVerdict
 from tickwork.jobtypes import registry
 from tickwork.model.errors import InvalidInput
 from tickwork.model.job import Job, JobDefinition
 from tickwork.model.policies import (
+    Debounce,
     NotCoerced,
     Tags,
 )
@@ -283,6 +285,32 @@ class RedriveRequest(_OptionalNotNullable):
 
 
 # ---------------------------------------------------------------- responses
+
+
+class TriggerRequest(_OptionalNotNullable):
+    """POST /v1/jobs/{id}/trigger (a body is optional): the run's own payload, and a debounce of its own (else the
+    job's `debounce`, if it has one). The payload is documented as a PATCH's is: the job's own type checks it."""
+
+    model_config = ConfigDict(json_schema_extra=_patch_of_payload)
+
+    # Absent fields are left out of its dump, so that "no body" is documented as the empty object.
+    payload: dict[str, Any] = Field(
+        default=_ABSENT,
+        exclude_if=lambda v: v is None,
+        description="This run's payload instead of the job's: checked by the job type's model.",
+    )
+    debounce: Debounce = Field(
+        default=_ABSENT,
+        exclude_if=lambda v: v is None,
+        description="Triggers with this key within `seconds` (1 to 86,400) of the first collapse into one run at "
+        "the window's end, with the last payload (or all of them: `collect`).",
+    )
+
+
+class TriggeredRun(Run):
+    """A triggered run; a debounced trigger's says whether the trigger `started` its window or `joined` it."""
+
+    debounce_window: WindowVerdict | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class JobList(BaseModel):

@@ -24,6 +24,7 @@ from tickwork.model.clock import Clock
 from tickwork.model.errors import Conflict, InvalidInput
 from tickwork.model.ids import run_id_for
 from tickwork.model.job import Job
+from tickwork.model.policies import run_ordering
 from tickwork.model.run import Run
 from tickwork.model.states import JobState, RunStatus, RunTrigger
 from tickwork.observability import logger, metrics
@@ -99,6 +100,7 @@ class Backfiller:
                 trigger=RunTrigger.BACKFILL,
                 enqueued_at=now,
                 not_before=turn if turn > now else None,
+                ordering=run_ordering(job.ordering, job.overlap, job.id),
             )
             if self.runs.put_queued_run(run, redispatch_at=turn + self.dispatcher.redispatch_after):
                 created.append(run)

@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from tickwork.control.api_bodies import BackfillRequest, JobSpec, JobUpdate
+from tickwork.control.api_bodies import BackfillRequest, JobSpec, JobUpdate, TriggeredRun, TriggerRequest
 from tickwork.control.backfill import Backfiller, BackfillResult
+from tickwork.control.debounce import DebouncedTriggers
 from tickwork.control.job_factory import JobFactory
 from tickwork.control.queries import JobQueries
 from tickwork.control.tenants import ActiveJobsQuota
@@ -20,12 +21,12 @@ from tickwork.control.versioned_changes import VersionedChanges
 from tickwork.executor.breaker import closed
 from tickwork.model.clock import Clock
 from tickwork.model.errors import Conflict, InvalidInput
-from tickwork.model.ids import on_a_free_millisecond, run_id_for
+from tickwork.model.ids import on_a_free_millisecond
 from tickwork.model.jitter import JitterTooLarge, check_jitter
 from tickwork.model.job import Job
-from tickwork.model.run import Run
+from tickwork.model.run import Run, manual_run
 from tickwork.model.run_spec import MARK_BACK
-from tickwork.model.states import JobState, RunStatus, RunTrigger
+from tickwork.model.states import JobState, RunStatus
 from tickwork.observability import logger, metrics
 from tickwork.store import JobRecords, RunRecords
 from tickwork.tick.dispatch import Dispatcher
@@ -45,6 +46,7 @@ class JobLifecycle:
     factory: JobFactory
     queries: JobQueries  # the tenant-checked reads every change starts from
     quota: ActiveJobsQuota  # max_active_jobs: checked before a job is written
+    debounced: DebouncedTriggers  # a debounced trigger joins or opens its key's window
 
     # ------------------------------------------------------------ create
 
@@ -159,30 +161,30 @@ class JobLifecycle:
 
     # ------------------------------------------------------------ runs outside the schedule
 
-    def trigger(self, tenant: str, job_id: str) -> Run:
-        """Run now, once, outside the schedule. Runs even while paused (it was asked for explicitly)."""
+    def trigger(self, tenant: str, job_id: str, request: TriggerRequest | None = None) -> TriggeredRun:
+        """Run now, once, outside the schedule. Runs even while paused (it was asked for explicitly). With a
+        debounce (the request's, else the job's), the run of the key's window instead (tickwork.control.debounce)."""
         job = self.queries.get_job(tenant, job_id)
         if job.state is JobState.CANCELLED:
             raise Conflict("cannot trigger a CANCELLED job")
+        given = request.model_fields_set if request is not None else set()
+        payload = request.payload if request is not None and "payload" in given else None
+        if payload is not None:
+            self.factory.check_payload(job.type, payload)
+        debounce = request.debounce if request is not None and "debounce" in given else job.debounce
+        if debounce is not None:
+            run, verdict = self.debounced.trigger(job, debounce, payload if payload is not None else job.payload)
+            return TriggeredRun(**run.model_dump(), debounce_window=verdict)
         now = self.clock.now()
 
         def queue_at(at: datetime) -> Run | None:
-            run = Run(
-                id=run_id_for(job.id, at, RunTrigger.MANUAL),
-                job_id=job.id,
-                tenant=tenant,
-                scheduled_for=at,
-                status=RunStatus.QUEUED,
-                priority=job.priority,
-                trigger=RunTrigger.MANUAL,
-                enqueued_at=now,
-            )
+            run = manual_run(job, at=at, now=now, payload=payload)
             if not self.runs.put_queued_run(run, redispatch_at=at + self.dispatcher.redispatch_after):
                 return None
             self.dispatcher.send_runs([run])
             return run
 
-        return on_a_free_millisecond(now, queue_at)
+        return TriggeredRun(**on_a_free_millisecond(now, queue_at).model_dump())
 
     def backfill(self, tenant: str, job_id: str, request: BackfillRequest) -> BackfillResult:
         """Runs for the job's past occurrences in [from, to], each once (tickwork.control.backfill); 409 if CANCELLED.

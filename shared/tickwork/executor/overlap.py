@@ -15,7 +15,8 @@ extended with it), so a crashed holder's slot frees when its lease does:
   deferred (`overlap_cancel`) until the slot is free or its holder's lease lapsed. A run older than the holder
   (a waiter that lost the freed slot to a newer run) is SKIPPED `overlap` instead: the newest run wins.
 
-ALLOW costs nothing here: no call at all.
+ALLOW costs nothing here: no call at all. Nor does BUFFER_ALL: its runs wait their turn at an ordering key named by
+the job's id (tickwork.executor.ordering).
 """
 
 from __future__ import annotations
@@ -62,8 +63,8 @@ class OverlapGate:
         """Take the job's running slot (held until the run's lease ends), or say why not: skipped, or deferred for
         how long. The slot is one conditional write on the job: of two runs starting together, exactly one runs."""
         run, job_id, policy, until, now = entry.run, entry.target.owner_id, entry.target.overlap, entry.until, entry.now
-        if policy is OverlapPolicy.ALLOW:
-            return ADMIT
+        if not policy.takes_running_slot:
+            return ADMIT  # ALLOW; or BUFFER_ALL, whose runs wait their turn at their ordering key instead
         slot = Admit(RunningSlot(self.jobs, job_id, run.id))
         if policy is OverlapPolicy.SKIP:
             # One write; its failure needs no detail.

@@ -28,6 +28,8 @@ Promises kept here:
 - Overlap (tickwork.executor.overlap): after the lease, a job whose policy is not ALLOW takes its running slot, held
   with the lease; a run that cannot is skipped, or deferred like a limit's (waiting in BUFFER_ONE's one wait slot, or
   for the run CANCEL_OTHER asked to stop), its attempt not consumed.
+- Ordering keys (tickwork.executor.ordering): a run of a key (or of a BUFFER_ALL job) waits, deferred like a limit's,
+  until the earlier runs of its key have ended; it holds the key's turn until it ends.
 - Limits (tickwork.executor.limits): after the lease and before the handler, the run takes its tenant's concurrency
   quota and its concurrency key's slot (held with the lease, given back at its end), then its rate's turn. A run
   over a limit is deferred: the lease given back in one write with the attempt not consumed, and the message
@@ -56,6 +58,7 @@ from tickwork.executor.delivery import Delivery, Outcome, visibility_for
 from tickwork.executor.heartbeat import HandlerStillRunning, Heartbeat, call_under_lease
 from tickwork.executor.limits import RunLimits
 from tickwork.executor.live_logs import LiveLog
+from tickwork.executor.ordering import OrderingGate
 from tickwork.executor.outcomes import MAX_MESSAGE_BACKOFF_SECONDS, RunOutcomes, StepSettlement
 from tickwork.executor.overlap import CANCEL_POLL_SECONDS, OverlapGate
 from tickwork.executor.progress_reports import ProgressReports
@@ -161,12 +164,13 @@ class RunExecutor:
             AttemptsGate(),
             DeadlineGate(),
             OverlapGate(self.jobs, self.runs),
+            OrderingGate(self.runs.ordering, self.runs, rng=rng),
         ]
 
     @property
     def gates(self) -> list[Gate]:
-        """Admission's gates, in this order: a run skipped anyway takes no slot, and one refused a slot takes no
-        turn of a rate (limits: none when not wired)."""
+        """Admission's gates, in this order: a run skipped anyway takes no turn of its ordering key, one whose turn
+        it is not takes no slot, and one refused a slot takes no turn of a rate (limits: none when not wired)."""
         return [*self._gates, self.limits] if self.limits is not None else self._gates
 
     @property

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from tickwork.model.ids import ItemKind
 from tickwork.model.job import Job
-from tickwork.model.policies import BreakerState, CatchupPolicy, StartPrecision
+from tickwork.model.policies import BreakerState, CatchupPolicy, OrderingKey, StartPrecision, run_ordering
 from tickwork.model.schedule import Schedule
 from tickwork.model.states import JobState, SkipReason
 from tickwork.model.workflow.definition import Workflow
@@ -98,6 +98,7 @@ class ClaimableJob:
     jitter_seconds: int = 0  # each run starts this much later at most (tickwork.model.jitter)
     precise: bool = False  # StartPrecision.PRECISE: its runs are sent a little early and waited out
     deadline_seconds: int | None = None  # its deadline's within_seconds: each run records its deadline_at
+    ordering: OrderingKey | None = None  # its runs' ordering key (tickwork.model.policies.run_ordering)
 
     @property
     def suspended(self) -> bool:
@@ -132,6 +133,7 @@ class ClaimableJob:
             jitter_seconds=job.jitter_seconds if isinstance(job, Job) else 0,
             precise=isinstance(job, Job) and job.start_precision is StartPrecision.PRECISE,
             deadline_seconds=job.deadline.within_seconds if isinstance(job, Job) and job.deadline else None,
+            ordering=run_ordering(job.ordering, job.overlap, job.id) if isinstance(job, Job) else None,
         )
 
     def next_after(self, instant: datetime) -> datetime | None:

@@ -23,11 +23,13 @@ from tickwork.model.policies import (
     CatchupPolicy,
     CircuitBreaker,
     ConcurrencyLimit,
+    Debounce,
     JitterSeconds,
     JobName,
     JobTypeName,
     MaxRunSeconds,
     MisfireGraceSeconds,
+    OrderingKey,
     OverlapPolicy,
     Priority,
     RateLimit,
@@ -71,6 +73,10 @@ class JobDefinition(BaseModel):
     # Absent: no limit, and nothing is read or written for it when a run starts.
     concurrency: ConcurrencyLimit | None = None
     rate_limit: RateLimit | None = None
+    # Absent: its runs start in no particular order (overlap BUFFER_ALL orders them by the job's id).
+    ordering: OrderingKey | None = None
+    # A trigger that gives no debounce of its own is debounced by this one; absent: triggers are not.
+    debounce: Debounce | None = None
     # The run events it publishes (tickwork.model.run_events); absent: failures and dead letters.
     notify: Notify | None = None
     # Absent: no deadline, and nothing is written or watched for it.

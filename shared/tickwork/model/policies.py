@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -75,11 +76,14 @@ class OverlapPolicy(StrEnum):
     SKIP = "SKIP"
     BUFFER_ONE = "BUFFER_ONE"
     CANCEL_OTHER = "CANCEL_OTHER"
+    # Every run waits its turn, in the order of their scheduled times: an ordering key named by the job's id
+    # (OrderingKey; tickwork.executor.ordering), whose failed run lets the next go (as Temporal's BufferAll).
+    BUFFER_ALL = "BUFFER_ALL"
 
     @property
     def takes_running_slot(self) -> bool:
         """Whether a run of the job holds the job's running slot while it runs."""
-        return self is not OverlapPolicy.ALLOW
+        return self not in (OverlapPolicy.ALLOW, OverlapPolicy.BUFFER_ALL)
 
 
 class CatchupPolicy(StrEnum):
@@ -201,6 +205,77 @@ class RateLimit(BaseModel):
     def interval_ms(self) -> int:
         """The spacing between two starts, rounded up so the rate is never exceeded."""
         return math.ceil(self.interval_seconds * 1000)
+
+
+MAX_ORDERING_KEY_BYTES = 256
+
+
+def _within_key_bytes(value: str) -> str:
+    if len(value.encode()) > MAX_ORDERING_KEY_BYTES:
+        raise ValueError(f"must be at most {MAX_ORDERING_KEY_BYTES} bytes (UTF-8)")
+    return value
+
+
+OrderingKeyName = Annotated[
+    str, Field(min_length=1, max_length=MAX_ORDERING_KEY_BYTES), AfterValidator(_within_key_bytes)
+]
+
+
+class OrderingOnFailure(StrEnum):
+    """What a run of an ordering key that FAILED finally does to the key: hold every later run back until the
+    user retries, redrives or skips it (`block`), or let the next run go (`continue`)."""
+
+    BLOCK = "block"
+    CONTINUE = "continue"
+
+
+class OrderingKey(BaseModel):
+    """Runs that share `key` (within the tenant) run one at a time, in the order of their scheduled times (ties:
+    by run id), across every executor (docs/fairness.md, "Ordering keys")."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: OrderingKeyName
+    on_failure: OrderingOnFailure = OrderingOnFailure.BLOCK
+
+
+def run_ordering(ordering: OrderingKey | None, overlap: OverlapPolicy, owner_id: str) -> OrderingKey | None:
+    """The ordering a new run of a job (or step) is queued under: its own key, else BUFFER_ALL's (its job's
+    id, a failure letting the next go), else none."""
+    if ordering is not None:
+        return ordering
+    if overlap is OverlapPolicy.BUFFER_ALL:
+        return OrderingKey(key=owner_id, on_failure=OrderingOnFailure.CONTINUE)
+    return None
+
+
+MAX_DEBOUNCE_SECONDS = 86400
+# A collecting window's run carries at most this many payloads, of this size together (a job's payload bound); a
+# trigger that would not fit opens the next window.
+MAX_COLLECTED_PAYLOADS = 100
+MAX_COLLECTED_BYTES = 256 * 1024
+
+
+class Debounce(BaseModel):
+    """Triggers of one job with the same `key` within `seconds` of the first collapse into one run at the end of
+    that window, carrying the last trigger's payload, or all of them (`collect`: `{"payloads": [...]}`, at most
+    MAX_COLLECTED_PAYLOADS) (docs/fairness.md, "Debounce")."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: OrderingKeyName
+    seconds: Annotated[int, Field(ge=1, le=MAX_DEBOUNCE_SECONDS), NotCoerced]
+    collect: bool = False
+
+
+class DebounceWindow(BaseModel):
+    """A debounced run's window: its key, whether it collects, and how many triggers it stands for."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: str
+    collect: bool = False
+    triggers: int = 1
 
 
 # Ids: a job is j + 25 characters, a workflow w + 25. An occurrence's run is <owner id>.<13 digits of ms>, with

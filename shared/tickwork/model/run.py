@@ -14,9 +14,9 @@ from pydantic import (
     model_validator,
 )
 
-from tickwork.model.ids import parse_run_id
-from tickwork.model.job import _InBand
-from tickwork.model.policies import Priority, StartPrecision
+from tickwork.model.ids import parse_run_id, run_id_for
+from tickwork.model.job import Job, _InBand
+from tickwork.model.policies import DebounceWindow, OrderingKey, Priority, StartPrecision, run_ordering
 from tickwork.model.schedule import UtcDatetime
 from tickwork.model.states import AttemptOutcome, DeferReason, RunStatus, RunTrigger, SkipReason
 
@@ -132,6 +132,10 @@ class Run(BaseModel, _InBand):
     # When its job was paused, cancelled or edited after the run was claimed: its message's copy of the job
     # (RunMessage.job) is then out of date, and its executor reads the job instead. Absent otherwise.
     job_changed_at: UtcDatetime | None = None
+    # The ordering key it was queued under when it was created (tickwork.executor.ordering); absent: none.
+    ordering: OrderingKey | None = None
+    # A debounced trigger's run (tickwork.control.debounce): its window; its payload is the last trigger's.
+    debounce: DebounceWindow | None = None
     # Its job's deadline (tickwork.model.deadlines): the run must end by then; when a miss was recorded (once).
     deadline_at: UtcDatetime | None = None
     deadline_missed_at: UtcDatetime | None = None
@@ -164,3 +168,19 @@ class Run(BaseModel, _InBand):
         """The occurrence this run is of: the instant its id, its claim and its job's breaker (`probe_at`,
         `opens_until`) name. A jittered run starts later (scheduled_for); the occurrence is its nominal_at."""
         return self.nominal_at or self.scheduled_for
+
+
+def manual_run(job: Job, *, at: datetime, now: datetime, **fields: Any) -> Run:
+    """A QUEUED run of `job` asked for outside its schedule (a trigger) at `at`, under its ordering key if any."""
+    return Run(
+        id=run_id_for(job.id, at, RunTrigger.MANUAL),
+        job_id=job.id,
+        tenant=job.tenant,
+        scheduled_for=at,
+        status=RunStatus.QUEUED,
+        priority=job.priority,
+        trigger=RunTrigger.MANUAL,
+        enqueued_at=now,
+        ordering=run_ordering(job.ordering, job.overlap, job.id),
+        **fields,
+    )

@@ -57,7 +57,7 @@ class RunTarget:
             owner_id=job.id,
             tenant=job.tenant,
             type=job.type,
-            payload=job.payload,
+            payload=run.payload if run.payload is not None else job.payload,  # a trigger's own (debounce)
             retry=job.retry,
             timeout_seconds=job.timeout_seconds,
             max_run_seconds=job.max_run_seconds,

@@ -59,6 +59,10 @@ class DeferReason(StrEnum):
     # for the run it asked to stop to give the running slot back (CANCEL_OTHER).
     OVERLAP_BUFFER = "overlap_buffer"
     OVERLAP_CANCEL = "overlap_cancel"
+    # Ordering keys (docs/fairness.md): an earlier run of the key has its turn, or the key is blocked by a run of
+    # it that FAILED (until that run is retried, redriven or skipped).
+    ORDERING_KEY = "ordering_key"
+    ORDERING_BLOCKED = "ordering_blocked"
 
 
 class RunTrigger(StrEnum):

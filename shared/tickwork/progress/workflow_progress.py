@@ -316,6 +316,7 @@ class WorkflowProgress:
                 workflow_run_id=record.id,
                 step_id=step_id,
                 payload=start.payload,
+                ordering=snapshot.step(step_id).ordering,
             )
             if start.error is None:
                 if self.runs.put_queued_run(run, redispatch_at=start_at + self.settings.redispatch_after):

@@ -28,7 +28,10 @@ The package, one module a concern:
 - `idempotency`: `IdempotencyRecords`, the records behind create's Idempotency-Key;
 - `workflows`: `WorkflowRecords`, the workflow and workflow run items (built over the same `Table`);
 - `tenants`: `TenantRecords`, a tenant's settings and usage (pk=TENANT#<tenant>; built over the same `Table`);
-- `limits`: `LimitRecords`, concurrency semaphores and rate limits (pk=TENANT#<tenant>, sk=LIMIT#...).
+- `limits`: `LimitRecords`, concurrency semaphores and rate limits (pk=TENANT#<tenant>, sk=LIMIT#...);
+- `ordering`: `OrderingRecords`, ordering keys' queues and heads (pk=TENANT#<tenant>, sk=ORDER#...), which
+  `RunRecords` writes a new run's queue entry through;
+- `debounce`: `DebounceWindows`, a job's debounce windows (pk=JOB#<job_id>, sk=DEBOUNCE#...) and their runs' joins.
 `JobStore` below builds the three record classes over one `Table` (`jobs`, `runs`, `due`) and holds what the
 others are built with (`shared_table`, `shards`, `retention`). It forwards nothing: the wiring (tickwork.services)
 hands each caller the record class it uses, so a call names its target. Callers use the names exported here.
@@ -69,6 +72,7 @@ from tickwork.store.idempotency import IDEMPOTENCY_KEY, IdempotencyRecord, Idemp
 from tickwork.store.jobs import JobRecords
 from tickwork.store.limits import TENANT_SEMAPHORE, LimitRecords, RateAdmission, rate_sort, semaphore_sort
 from tickwork.store.listings import DEFAULT_LIMIT, MAX_LIMIT, Listings, Page
+from tickwork.store.ordering import Head, OrderingRecords, QueueEntry
 from tickwork.store.reading import (
     UNREADABLE,
     item_bytes,
@@ -100,6 +104,7 @@ __all__ = [
     "DueItem",
     "EventOutbox",
     "Finished",
+    "Head",
     "IdempotencyRecord",
     "IdempotencyRecords",
     "ItemKind",
@@ -110,7 +115,9 @@ __all__ = [
     "LeaseOutcome",
     "LimitRecords",
     "Listings",
+    "OrderingRecords",
     "Page",
+    "QueueEntry",
     "RateAdmission",
     "RunRecords",
     "Table",

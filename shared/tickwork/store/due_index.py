@@ -16,7 +16,15 @@ from typing import Any
 from tickwork.model.claim_plan import ClaimableJob
 from tickwork.model.clock import from_ms, optional_instant, stored_instant, to_ms
 from tickwork.model.ids import ItemKind
-from tickwork.model.policies import DEFAULT_MISFIRE_GRACE_SECONDS, BreakerState, CatchupPolicy, StartPrecision
+from tickwork.model.policies import (
+    DEFAULT_MISFIRE_GRACE_SECONDS,
+    BreakerState,
+    CatchupPolicy,
+    OrderingKey,
+    OverlapPolicy,
+    StartPrecision,
+    run_ordering,
+)
 from tickwork.model.schedule import Schedule
 from tickwork.model.states import JobState, RunStatus
 from tickwork.store.codec import deserialize, expression_values, run_key, serialize
@@ -66,6 +74,7 @@ DUE_INDEX_PROJECTION = (
     "jitter_seconds",
     "start_precision",
     "deadline",
+    "ordering",
 )
 
 
@@ -103,7 +112,14 @@ class DueItem:
             jitter_seconds=int(a.get("jitter_seconds", 0)),
             precise=a.get("start_precision") == StartPrecision.PRECISE.value,
             deadline_seconds=int(a["deadline"]["within_seconds"]) if a.get("deadline") else None,
+            ordering=_ordering(a) if self.kind is ItemKind.JOB else None,
         )
+
+
+def _ordering(attrs: dict[str, Any]) -> OrderingKey | None:
+    """A job's runs' ordering key, from its own `ordering` or its overlap BUFFER_ALL."""
+    own = OrderingKey.model_validate(attrs["ordering"]) if attrs.get("ordering") else None
+    return run_ordering(own, OverlapPolicy(attrs.get("overlap", OverlapPolicy.ALLOW.value)), attrs["job_id"])
 
 
 def _default_catchup(kind: ItemKind) -> str:

@@ -29,6 +29,7 @@ from tickwork.store.codec import (
     shard_of,
 )
 from tickwork.store.conditional import Table
+from tickwork.store.ordering import OrderingRecords
 from tickwork.store.reading import read_run
 
 
@@ -78,6 +79,13 @@ class RunRecords:
         self._table = table
         self.shards = shards
         self.retention = retention
+        self.ordering = OrderingRecords(table)
+
+    def _enqueue_ordered(self, run: Run, now: datetime) -> None:
+        """A run of an ordering key takes its place in the key's queue before its record exists, so that no run
+        of the key later in the queue can start before it (tickwork.executor.ordering)."""
+        if run.ordering is not None and run.status is RunStatus.QUEUED:
+            self.ordering.enqueue(run, now=now)
 
     def get_run(self, run_id: str, *, consistent: bool = True) -> Run | None:
         item = self._table.client.get_item(
@@ -102,6 +110,7 @@ class RunRecords:
         existing: dict[str, dict[str, Any]] = {}
         for index, run in enumerate(runs):
             shard = shard or shard_of(run.job_id, self.shards)
+            self._enqueue_ordered(run, now)
             attrs = run_to_attrs(run)
             attrs["claimed_at_ms"] = to_ms(now)
             if run.status is RunStatus.QUEUED:
@@ -123,6 +132,7 @@ class RunRecords:
 
     def put_queued_run(self, run: Run, *, redispatch_at: datetime) -> bool:
         """A run outside the schedule (trigger): created QUEUED, in the due index until its outcome."""
+        self._enqueue_ordered(run, run.enqueued_at or run.scheduled_for)
         attrs = run_to_attrs(run)
         attrs["due_shard"] = shard_of(run.job_id, self.shards)
         attrs["due_at"] = to_ms(redispatch_at)

@@ -135,6 +135,7 @@ class JobRunWriter(OccurrenceWriter):
                 enqueued_at=now,
                 deferred=waited,
                 deferred_reason=DeferReason.TENANT_RATE if waited else None,
+                ordering=job.ordering,
                 **base,
             )
         return Run(

@@ -26,6 +26,7 @@ from tickwork.model.policies import (
     JobName,
     JobTypeName,
     MisfireGraceSeconds,
+    OrderingKey,
     Priority,
     RateLimit,
     RetryPolicy,
@@ -107,6 +108,7 @@ class WorkflowStep(BaseModel):
     compensate: StepCompensation | None = None
     # Its effects cannot be undone, so once it SUCCEEDED its upstream steps keep theirs too (none compensated).
     irreversible: bool = False
+    ordering: OrderingKey | None = None
 
 
 class WorkflowDefinition(BaseModel):
