@@ -11,6 +11,7 @@ from tickwork.aws.clients import AwsClients
 from tickwork.aws.metric_series import MetricSeries
 from tickwork.aws.queues import DispatchQueue, RunQueues
 from tickwork.aws.results import ResultStore
+from tickwork.control.calendars import CalendarService
 from tickwork.control.idempotent_create import IdempotentCreate
 from tickwork.control.job_factory import MAX_PAYLOAD_BYTES, JobFactory
 from tickwork.control.job_lifecycle import JobLifecycle
@@ -39,6 +40,8 @@ from tickwork.store import (
     WorkflowRecords,
     cursor_key,
 )
+from tickwork.store.calendars import CalendarRecords
+from tickwork.store.freezes import FreezeRecords
 from tickwork.store.tenant_rates import TenantRates
 from tickwork.tick.dispatch import Dispatcher, MinuteTick
 from tickwork.tick.fanout import DispatchCoordinator
@@ -105,6 +108,8 @@ class Services:
             tenants=self.tenant_directory,
             rates=self.tenant_rates,
             aging_after=timedelta(seconds=s.aging_after_seconds),
+            calendars=self.calendar_records,
+            freezes=self.freeze_records,
         )
 
     @cached_property
@@ -172,7 +177,9 @@ class Services:
             self.dispatcher,
             self.listings,
             self.clock,
-            WorkflowFactory(self.store.shards, http_allowlist=self.settings.http_allowlist),
+            WorkflowFactory(
+                self.store.shards, http_allowlist=self.settings.http_allowlist, calendars=self.calendar_records
+            ),
             self.active_jobs_quota,
         )
 
@@ -231,7 +238,9 @@ class Services:
 
     @cached_property
     def job_factory(self) -> JobFactory:
-        return JobFactory(self.store.shards, http_allowlist=self.settings.http_allowlist)
+        return JobFactory(
+            self.store.shards, http_allowlist=self.settings.http_allowlist, calendars=self.calendar_records
+        )
 
     @cached_property
     def queries(self) -> JobQueries:
@@ -248,6 +257,21 @@ class Services:
         return IdempotentCreate(
             self.store, self.job_factory, self.jobs, self.idempotency, self.clock, self.active_jobs_quota
         )
+
+    # ---------------------------------------------------------------- calendars and freezes (docs/operations.md)
+
+    @cached_property
+    def calendar_records(self) -> CalendarRecords:
+        return CalendarRecords(self.store.shared_table)
+
+    @cached_property
+    def freeze_records(self) -> FreezeRecords:
+        return FreezeRecords(self.store.shared_table)
+
+    @cached_property
+    def calendars(self) -> CalendarService:
+        """What the API calls for a tenant's calendars."""
+        return CalendarService(self.calendar_records, self.clock)
 
     @cached_property
     def redrive(self) -> RunRedrive:

@@ -156,6 +156,8 @@ def policy_of(policy: PolicyFields) -> dict[str, Any]:
         timeout_seconds=policy.timeout,
         misfire_grace_seconds=policy.misfire_grace,
         tags=_tags(policy.tag),
+        calendars=policy.calendar,
+        on_blocked=policy.on_blocked,
     )
 
 

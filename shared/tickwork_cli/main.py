@@ -43,6 +43,7 @@ from tickwork_cli.bodies import (
     schedule_of,
 )
 from tickwork_cli.client import ApiError, Client, ConfigError
+from tickwork_cli.operations import calendars_app
 from tickwork_cli.options import (
     AllPages,
     CursorOpt,
@@ -77,6 +78,7 @@ tenants_app = typer.Typer(
     help="Tenants' settings (fair-share weight and quotas) and usage; setting them is an admin's.", no_args_is_help=True
 )
 app.add_typer(tenants_app, name="tenants")
+app.add_typer(calendars_app, name="calendars")
 
 # `tickwork dev` lives with the local runtime (tickwork_local.cli), which registers itself here.
 try:

@@ -45,6 +45,11 @@ ROUTES = {
     ("get", "/v1/metrics/catalogue"),
     ("get", "/v1/health"),
     ("get", "/v1/openapi.json"),
+    ("post", "/v1/calendars"),
+    ("get", "/v1/calendars"),
+    ("get", "/v1/calendars/{calendar_id}"),
+    ("put", "/v1/calendars/{calendar_id}"),
+    ("delete", "/v1/calendars/{calendar_id}"),
 }
 
 

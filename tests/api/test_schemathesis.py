@@ -138,6 +138,10 @@ _BEYOND_THE_SCHEMA = (
     (rf"{_STEP}\.depends_on", "cycle"),
     (rf"{_STEP}\.condition", ""),
     (rf"{_STEP}\.payload\..*\$from", ""),
+    (r"calendars", "no such calendar"),  # ids of calendars the caller has (docs/operations.md)
+    (r"timezone", "unknown time zone"),
+    (r"windows\[\d+\]\.cron\.cron", ""),
+    (r"windows\[\d+\]\.range", "must be after"),
 )
 
 

@@ -14,6 +14,8 @@ from tests.api.test_workflow_routes import DIAMOND
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
 JOB_ID, WORKFLOW_ID, WORKFLOW_FILE = "{job_id}", "{workflow_id}", "{workflow_file}"
+CALENDAR_ID = "{calendar_id}"
+CALENDAR = {"name": "n", "windows": [{"dates": ["2026-12-25"]}]}
 
 # Each operation with a request body, and the command that sends it (ids filled in by the test).
 COMMANDS: dict[tuple[str, str], list[str]] = {
@@ -25,6 +27,8 @@ COMMANDS: dict[tuple[str, str], list[str]] = {
     ("POST", "/v1/workflows"): ["workflows", "create"],
     ("PATCH", "/v1/workflows/{workflow_id}"): ["workflows", "update", WORKFLOW_ID],
     ("PUT", "/v1/tenants/{tenant}"): ["tenants", "set", "acme"],
+    ("POST", "/v1/calendars"): ["calendars", "create"],
+    ("PUT", "/v1/calendars/{calendar_id}"): ["calendars", "replace", CALENDAR_ID],
 }
 
 # What a command needs besides the field under test (the body may still be refused: only what is sent counts).
@@ -51,6 +55,8 @@ POLICY_FLAGS = {
     "timeout_seconds": ["--timeout", "30"],
     "misfire_grace_seconds": ["--misfire-grace", "60"],
     "tags": ["--tag", "team=data"],
+    "calendars": ["--calendar", "c" + "0" * 25],
+    "on_blocked": ["--on-blocked", "DEFER"],
 }
 JOB_FLAGS = {
     **SCHEDULE_FLAGS,
@@ -89,6 +95,8 @@ FLAGS: dict[str, dict[str, list[str]]] = {
 FILE_BASE: dict[str, dict[str, Any]] = {
     "jobs create": {"name": "n", "type": "echo"},
     "workflows create": {k: v for k, v in DIAMOND.items() if k in ("name", "schedule", "steps")},
+    "calendars create": CALENDAR,
+    "calendars replace": CALENDAR,
 }
 
 
@@ -153,13 +161,16 @@ def test_every_api_request_field_is_reachable_from_the_cli(cli, tmp_path):
     job = cli.json("jobs", "create", "--name", "probe", "--type", "echo", "--cron", "0 * * * *")
     workflow_file = _write(tmp_path / "w.json", DIAMOND)
     workflow = cli.json("workflows", "create", "--file", workflow_file)
-    ids = {JOB_ID: job["id"], WORKFLOW_ID: workflow["id"], WORKFLOW_FILE: workflow_file}
+    calendar = cli.json("calendars", "create", "--file", _write(tmp_path / "c.json", CALENDAR))
+    ids = {JOB_ID: job["id"], WORKFLOW_ID: workflow["id"], WORKFLOW_FILE: workflow_file, CALENDAR_ID: calendar["id"]}
 
     def sent_by(argv: list[str], method: str, template: str) -> Any:
         """What the command sent to the operation, or None when it sent nothing there."""
         cli.transport.sent.clear()
         cli(*argv)
-        wanted = template.format(job_id=job["id"], workflow_id=workflow["id"], tenant="acme")
+        wanted = template.format(
+            job_id=job["id"], workflow_id=workflow["id"], tenant="acme", calendar_id=calendar["id"]
+        )
         for sent_method, url, _, body in cli.transport.sent:
             if sent_method == method and url.endswith(wanted) and body is not None:
                 return json.loads(body)

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model,
 
 from tickwork.control.backfill import DEFAULT_BACKFILL_RUNS, MAX_BACKFILL_RUNS
 from tickwork.jobtypes import registry
+from tickwork.model.calendars import Calendar
 from tickwork.model.errors import InvalidInput
 from tickwork.model.job import Job, JobDefinition
 from tickwork.model.policies import (
@@ -408,6 +409,16 @@ class SchedulePreviewRequest(BaseModel):
     from_: CallerInstant | None = Field(default=None, alias="from")
 
 
+class PreviewBlock(BaseModel):
+    reason: Literal["calendar", "freeze"]
+    by: str = Field(description="The id of the calendar (or freeze) that blocks it.")
+    then: Literal["skip", "defer"] = Field(
+        description="skip: recorded SKIPPED with the reason. defer: runs at `runs_at` (on_blocked DEFER; a "
+        "stretch blocked until the same instant is collapsed by the job's catch-up policy)."
+    )
+    runs_at: UtcDatetime | None = None
+
+
 class PreviewItem(BaseModel):
     at: UtcDatetime = Field(description="The occurrence, in UTC.")
     local: str = Field(description="Its wall time in the schedule's time zone, with the offset.")
@@ -415,10 +426,17 @@ class PreviewItem(BaseModel):
         description="gap: the wall time asked for did not exist (a spring-forward skipped it; it runs at the "
         "gap's end). fold: the wall time is one the zone shows twice (it runs at the first). null otherwise."
     )
+    blocked: PreviewBlock | None = Field(
+        default=None, exclude_if=lambda v: v is None, description="Present when a calendar of the job blocks it."
+    )
 
 
 class Preview(BaseModel):
     items: list[PreviewItem]
+
+
+class CalendarList(BaseModel):
+    items: list[Calendar]
 
 
 class BackfillRequest(BaseModel):

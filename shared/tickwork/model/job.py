@@ -13,6 +13,7 @@ from pydantic import (
     field_validator,
 )
 
+from tickwork.model.blocking import CalendarIds, OnBlocked
 from tickwork.model.jitter import check_jitter
 from tickwork.model.policies import (
     DEFAULT_MISFIRE_GRACE_SECONDS,
@@ -62,6 +63,9 @@ class JobDefinition(BaseModel):
     # Absent: no limit, and nothing is read or written for it when a run starts.
     concurrency: ConcurrencyLimit | None = None
     rate_limit: RateLimit | None = None
+    # Its calendars and what becomes of an occurrence they (or a freeze) block (docs/operations.md).
+    calendars: CalendarIds = Field(default_factory=list)
+    on_blocked: OnBlocked = OnBlocked.SKIP
 
     @field_validator("jitter_seconds")
     @classmethod

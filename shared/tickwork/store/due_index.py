@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from tickwork.model.blocking import OnBlocked
 from tickwork.model.claim_plan import ClaimableJob
 from tickwork.model.clock import from_ms, optional_instant, stored_instant, to_ms
 from tickwork.model.ids import ItemKind
@@ -65,6 +66,9 @@ DUE_INDEX_PROJECTION = (
     "lease_until_ms",
     "jitter_seconds",
     "start_precision",
+    "calendars",
+    "on_blocked",
+    "tags",
 )
 
 
@@ -101,6 +105,9 @@ class DueItem:
             breaker=BreakerState.model_validate(a["breaker"]) if a.get("breaker") else None,
             jitter_seconds=int(a.get("jitter_seconds", 0)),
             precise=a.get("start_precision") == StartPrecision.PRECISE.value,
+            calendars=tuple(a.get("calendars") or ()),
+            on_blocked=OnBlocked(a.get("on_blocked", OnBlocked.SKIP.value)),
+            tags=tuple(sorted((a.get("tags") or {}).items())),
         )
 
 

@@ -38,7 +38,10 @@ from tickwork.model.workflow.definition import Workflow
 from tickwork.observability import logger, metrics
 from tickwork.settings import DEFAULT_AGING_AFTER_SECONDS
 from tickwork.store import DueItem, JobStore
+from tickwork.store.calendars import CalendarRecords
+from tickwork.store.freezes import FreezeRecords
 from tickwork.store.tenant_rates import TenantRates
+from tickwork.tick.blockers import BlockersUnread, TickBlockers
 from tickwork.tick.claimer import MAX_CLAIM_ROUNDS, JobClaimer, JobRunWriter, OccurrenceWriter, WorkflowTick
 from tickwork.tick.fairness import Allocation, Allotted, Candidate, HoldReason, allocate, held_by_quota
 from tickwork.tick.fanout import DispatchCoordinator
@@ -66,6 +69,8 @@ class Dispatcher:
         tenants: TenantDirectory | None = None,
         rates: TenantRates | None = None,
         aging_after: timedelta = timedelta(seconds=DEFAULT_AGING_AFTER_SECONDS),
+        calendars: CalendarRecords | None = None,
+        freezes: FreezeRecords | None = None,
     ) -> None:
         self.store, self.clock = store, clock
         self.horizon, self.tick_period = horizon, tick_period
@@ -74,6 +79,8 @@ class Dispatcher:
         # Without a directory every tenant has the defaults (weight 1, no quota); without rates no quota holds.
         self.tenants, self.rates = tenants, rates
         self.aging_after = aging_after
+        # Read once per tick (tickwork.tick.blockers): the calendars the due jobs name, and every freeze.
+        self.calendars, self.freezes = calendars, freezes
         writers: dict[ItemKind, OccurrenceWriter] = {
             ItemKind.JOB: JobRunWriter(store, redispatch_after=redispatch_after, tick_period=tick_period)
         }
@@ -117,14 +124,17 @@ class Dispatcher:
                 backlogged = self.resender.backlogged_bands(items, now)
                 settings, quotas = self._quotas(items)
                 spent = self._spent_windows(items, quotas, now)
-                chosen = self._allocate(items, now, horizon_end, report, settings, quotas, spent)
+                blockers = self._blockers(items)
+                chosen = self._allocate(items, now, horizon_end, report, settings, quotas, spent, blockers)
                 # Claim in priority-ordered slices; each slice is sent before the next is claimed.
                 step = max(10, self.threads * 5)
                 for start in range(0, len(chosen), step):
                     chunk = chosen[start : start + step]
                     outgoing: list[Outgoing] = []
                     for result in pool.map(
-                        lambda a: self._claim_item(a.item, now, horizon_end, report, backlogged, a.max_runs, spent),
+                        lambda a: self._claim_item(
+                            a.item, now, horizon_end, report, backlogged, a.max_runs, spent, blockers
+                        ),
                         chunk,
                     ):
                         outgoing.extend(result)
@@ -136,6 +146,14 @@ class Dispatcher:
         metrics.add_metric(name="TickDurationMs", unit="Milliseconds", value=report.duration_ms)
         logger.info("tick done", extra={k: v for k, v in report.__dict__.items() if k != "dispatched_run_ids"})
         return report
+
+    def _blockers(self, items: list[DueItem]) -> TickBlockers:
+        """The calendars the due jobs name, and the freezes, read once for the whole tick (nothing without a due
+        job or workflow)."""
+        if not any(i.kind.scheduled for i in items):
+            return TickBlockers()
+        keys = {(_tenant_of(i), str(c)) for i in items if i.kind.scheduled for c in (i.attrs.get("calendars") or ())}
+        return TickBlockers.read(self.calendars, self.freezes, keys)
 
     def _quotas(self, items: list[DueItem]) -> tuple[dict[str, TenantSettings], dict[str, int]]:
         """The settings of the tenants with items, and the rate quotas among them (none without `rates`). One
@@ -182,6 +200,7 @@ class Dispatcher:
         settings: dict[str, TenantSettings],
         quotas: dict[str, int],
         spent: dict[str, set[int]],
+        blockers: TickBlockers,
     ) -> list[Allotted[DueItem]]:
         """What this tick acts on, in order (tickwork.tick.fairness): everything in today's order unless the tick's
         capacity or a tenant's rate quota holds some back; then the slots are shared by weight within each band.
@@ -200,7 +219,7 @@ class Dispatcher:
                 urgent=i.due_at <= urgent_ms,
                 # Only claims of new occurrences count against a quota: re-sends and parked retries are
                 # recovery of runs already dispatched, and a quota never holds them back.
-                cost=self._runs_asked(i, now, horizon_end, spent)
+                cost=self._runs_asked(i, now, horizon_end, spent, blockers)
                 if i.kind is ItemKind.JOB and _tenant_of(i) in quotas
                 else 0,
             )
@@ -231,11 +250,13 @@ class Dispatcher:
         self._report_held(allocation, report)
         return allocation.chosen
 
-    def _runs_asked(self, item: DueItem, now: datetime, horizon_end: datetime, spent: dict[str, set[int]]) -> int:
+    def _runs_asked(
+        self, item: DueItem, now: datetime, horizon_end: datetime, spent: dict[str, set[int]], blockers: TickBlockers
+    ) -> int:
         """The runs claiming this job would dispatch now. An item that cannot be read as a job asks for one: its
         claim fails on its own (and is logged there) without stopping the tick."""
         try:
-            job = _claimable(item, now, spent)
+            job = blockers.attach(_claimable(item, now, spent))
         except Exception:
             return 1
         return runs_to_claim(job, now=now, horizon_end=horizon_end, rounds=MAX_CLAIM_ROUNDS)
@@ -284,6 +305,11 @@ class Dispatcher:
         if job.state is not JobState.ACTIVE or job.next_run_at is None or job.next_run_at > now + self.horizon:
             return report
         claimable = ClaimableJob.from_job(job)
+        try:
+            keys = {(claimable.tenant, c) for c in claimable.calendars}
+            claimable = TickBlockers.read(self.calendars, self.freezes, keys).attach(claimable)
+        except BlockersUnread:
+            return report  # the tick claims it
         max_runs = self._create_budget(claimable, now)
         if max_runs == 0:
             report.held_back_rate = 1  # its tenant's window is spent: the tick claims it in a later window
@@ -324,13 +350,14 @@ class Dispatcher:
         backlogged: set[Band],
         max_runs: int | None = None,
         spent: dict[str, set[int]] | None = None,
+        blockers: TickBlockers | None = None,
     ) -> list[Outgoing]:
         try:
             if item.kind is ItemKind.RUN:
                 return self.resender.resend(item, now, report, backlogged)
             if item.kind is ItemKind.WORKFLOW_RUN:
                 return self.workflows.reconcile(item, now) if self.workflows is not None else []
-            job = _claimable(item, now, spent or {})
+            job = (blockers or TickBlockers()).attach(_claimable(item, now, spent or {}))
             return self.claimer.claim(job, now, horizon_end, report, max_runs=max_runs)
         except Exception:
             # One bad item must not stop the tick; it stays in the index and is tried again.

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tickwork.model.blocking import CalendarIds, OnBlocked
 from tickwork.model.errors import FieldError
 from tickwork.model.ids import STEP_ID_PATTERN
 from tickwork.model.job import ScheduledLifecycle, _InBand, _JobIdentity
@@ -88,6 +89,9 @@ class WorkflowDefinition(BaseModel):
     timeout_seconds: TimeoutSeconds = 300
     misfire_grace_seconds: MisfireGraceSeconds = 900
     tags: StoredTags = Field(default_factory=dict)
+    # As a job's (docs/operations.md): its calendars, and what becomes of an occurrence they or a freeze block.
+    calendars: CalendarIds = Field(default_factory=list)
+    on_blocked: OnBlocked = OnBlocked.SKIP
 
 
 class StepSettings:
