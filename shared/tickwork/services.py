@@ -12,6 +12,7 @@ from tickwork.aws.metric_series import MetricSeries
 from tickwork.aws.queues import DispatchQueue, RunQueues
 from tickwork.aws.results import ResultStore
 from tickwork.control.calendars import CalendarService
+from tickwork.control.freezes import FreezeService
 from tickwork.control.idempotent_create import IdempotentCreate
 from tickwork.control.job_factory import MAX_PAYLOAD_BYTES, JobFactory
 from tickwork.control.job_lifecycle import JobLifecycle
@@ -21,6 +22,7 @@ from tickwork.control.redrive import RunRedrive
 from tickwork.control.tenants import ActiveJobsQuota, TenantService
 from tickwork.control.workflow_factory import WorkflowFactory
 from tickwork.control.workflow_service import WorkflowService
+from tickwork.executor.freeze_gate import FreezeGate
 from tickwork.executor.limits import RunLimits
 from tickwork.executor.run_executor import Handlers, RunExecutor
 from tickwork.faults import NO_FAULTS, FaultPlan
@@ -142,6 +144,7 @@ class Services:
             faults=self.faults,
             workflows=self.workflow_progress,
             limits=RunLimits(LimitRecords(self.store.shared_table), self.tenant_directory),
+            freezes=FreezeGate(self.freeze_records),
         )
 
     @cached_property
@@ -267,6 +270,19 @@ class Services:
     @cached_property
     def freeze_records(self) -> FreezeRecords:
         return FreezeRecords(self.store.shared_table)
+
+    @cached_property
+    def freezes(self) -> FreezeService:
+        """What the API calls for freezes."""
+        s = self.settings
+        return FreezeService(
+            self.freeze_records,
+            self.store,
+            self.clock,
+            horizon=timedelta(seconds=s.horizon_seconds),
+            redispatch_after=timedelta(seconds=s.redispatch_after_seconds),
+            forget_read=self.dispatcher.freezes.forget,
+        )
 
     @cached_property
     def calendars(self) -> CalendarService:

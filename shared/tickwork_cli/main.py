@@ -43,7 +43,7 @@ from tickwork_cli.bodies import (
     schedule_of,
 )
 from tickwork_cli.client import ApiError, Client, ConfigError
-from tickwork_cli.operations import calendars_app
+from tickwork_cli.operations import register as register_operations
 from tickwork_cli.options import (
     AllPages,
     CursorOpt,
@@ -78,7 +78,8 @@ tenants_app = typer.Typer(
     help="Tenants' settings (fair-share weight and quotas) and usage; setting them is an admin's.", no_args_is_help=True
 )
 app.add_typer(tenants_app, name="tenants")
-app.add_typer(calendars_app, name="calendars")
+# calendars, freeze, unfreeze; `now` read when called, as tests replace it (and it is defined below)
+register_operations(app, lambda: now())  # noqa: PLW0108
 
 # `tickwork dev` lives with the local runtime (tickwork_local.cli), which registers itself here.
 try:

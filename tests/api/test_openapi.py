@@ -50,6 +50,10 @@ ROUTES = {
     ("get", "/v1/calendars/{calendar_id}"),
     ("put", "/v1/calendars/{calendar_id}"),
     ("delete", "/v1/calendars/{calendar_id}"),
+    ("post", "/v1/freezes"),
+    ("get", "/v1/freezes"),
+    ("get", "/v1/freezes/{freeze_id}"),
+    ("delete", "/v1/freezes/{freeze_id}"),
 }
 
 

@@ -142,6 +142,7 @@ _BEYOND_THE_SCHEMA = (
     (r"timezone", "unknown time zone"),
     (r"windows\[\d+\]\.cron\.cron", ""),
     (r"windows\[\d+\]\.range", "must be after"),
+    (r"until", ""),  # a freeze: one of until and for_seconds, after from, not over, at most 30 days
 )
 
 

@@ -29,12 +29,14 @@ COMMANDS: dict[tuple[str, str], list[str]] = {
     ("PUT", "/v1/tenants/{tenant}"): ["tenants", "set", "acme"],
     ("POST", "/v1/calendars"): ["calendars", "create"],
     ("PUT", "/v1/calendars/{calendar_id}"): ["calendars", "replace", CALENDAR_ID],
+    ("POST", "/v1/freezes"): ["freeze"],
 }
 
 # What a command needs besides the field under test (the body may still be refused: only what is sent counts).
 BASE: dict[str, list[str]] = {
     "jobs create": ["--name", "n", "--type", "echo"],
     "jobs backfill": ["--from", "-1h", "--to", "now"],
+    "freeze": ["--reason", "r", "--for", "30m", "--all"],
     "workflows create": ["--file", WORKFLOW_FILE],
 }
 
@@ -84,6 +86,17 @@ FLAGS: dict[str, dict[str, list[str]]] = {
     "dlq redrive": {"run_ids": ["r1"], "all": ["--all"]},
     "workflows create": {**SCHEDULE_FLAGS, **POLICY_FLAGS},
     "workflows update": {**SCHEDULE_FLAGS, **POLICY_FLAGS},
+    "freeze": {
+        "selector.tags": ["--tag", "team=payments"],
+        "selector.job_ids": ["--job", "j1"],
+        "selector.all": ["--all"],
+        "from": ["--from", "now"],
+        "until": ["--until", "+1h"],
+        "for_seconds": ["--for", "30m"],
+        "reason": ["--reason", "deploy"],
+        "on_blocked": ["--on-blocked", "DEFER"],
+        "every_tenant": ["--every-tenant"],
+    },
     "tenants set": {
         "weight": ["--weight", "2"],
         "max_active_jobs": ["--max-active-jobs", "10"],

@@ -21,6 +21,7 @@ from tickwork.control.backfill import DEFAULT_BACKFILL_RUNS, MAX_BACKFILL_RUNS
 from tickwork.jobtypes import registry
 from tickwork.model.calendars import Calendar
 from tickwork.model.errors import InvalidInput
+from tickwork.model.freezes import Freeze
 from tickwork.model.job import Job, JobDefinition
 from tickwork.model.policies import (
     NotCoerced,
@@ -437,6 +438,10 @@ class Preview(BaseModel):
 
 class CalendarList(BaseModel):
     items: list[Calendar]
+
+
+class FreezeList(BaseModel):
+    items: list[Freeze]
 
 
 class BackfillRequest(BaseModel):

@@ -125,6 +125,7 @@ class RunExecutor:
         faults: FaultPlan = NO_FAULTS,
         workflows: WorkflowSteps | None = None,
         limits: RunLimits | None = None,
+        freezes: Gate | None = None,
     ) -> None:
         self.store, self.results, self.queues, self.clock = store, results, queues, clock
         self.handlers = handlers
@@ -143,6 +144,8 @@ class RunExecutor:
         )
         self.limits = limits
         self._gates: list[Gate] = [HeldBackGate(self.outcomes.breakers), AttemptsGate(), OverlapGate(store)]
+        if freezes is not None:  # a run a freeze marked (tickwork.executor.freeze_gate): before it takes a slot
+            self._gates.insert(1, freezes)
 
     @property
     def gates(self) -> list[Gate]:

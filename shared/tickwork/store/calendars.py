@@ -64,15 +64,5 @@ class CalendarRecords:
 
     def list(self, tenant: str) -> list[Calendar]:
         """The tenant's calendars, by id: one Query of its partition's CALENDAR# items per 1 MB."""
-        params: dict[str, Any] = {
-            "TableName": self._table.name,
-            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
-            "ExpressionAttributeValues": serialize({":pk": f"TENANT#{tenant}", ":prefix": CALENDAR_PREFIX}),
-        }
-        found: list[Calendar] = []
-        while True:
-            page = self._table.client.query(**params)
-            found += [_calendar(deserialize(i)) for i in page.get("Items", [])]
-            if "LastEvaluatedKey" not in page:
-                return found
-            params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        values = {":pk": f"TENANT#{tenant}", ":prefix": CALENDAR_PREFIX}
+        return [_calendar(a) for a in self._table.query_all("pk = :pk AND begins_with(sk, :prefix)", values)]

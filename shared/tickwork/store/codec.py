@@ -17,6 +17,7 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
+from tickwork.model.blocking import OnBlocked
 from tickwork.model.clock import to_ms
 from tickwork.model.ids import ItemKind, parse_run_id, parse_workflow_run_id
 from tickwork.model.job import Job
@@ -117,6 +118,12 @@ def _scheduled_item(thing: Job | Workflow, kind: ItemKind, text_name: str, text:
     """The item of a job or a workflow: its fields, one of them as JSON text, its tenant-index entry, and its
     due-index entry while it is ACTIVE (or SUSPENDED) with a next occurrence."""
     data = thing.model_dump(mode="json", exclude={"id", "payload", "steps"})
+    # Without calendars (the common case) neither field is stored: every write of the item and of its due-index
+    # entry stays as small as before them (the defaults read back).
+    if not thing.calendars:
+        data.pop("calendars")
+    if thing.on_blocked is OnBlocked.SKIP:
+        data.pop("on_blocked")
     attrs: dict[str, Any] = {
         "pk": f"JOB#{thing.id}",
         "sk": "JOB",

@@ -1,6 +1,7 @@
 """Freeze items, every tenant's in one partition (pk=FREEZES, sk=FREEZE#<id>): a tick reads them all with one
 Query, whatever the number of tenants and jobs. An item stays a day past its end (TTL `expires_at`), so that a
-tick late after it ended still finds what deferred a job's occurrences to its end."""
+tick late after it ended still finds what deferred a job's occurrences to its end. And the runs a new freeze
+marks: claimed (QUEUED) before it existed, looked at again by their executor (tickwork.executor.freeze_gate)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Any
 
 from tickwork.model.clock import iso
 from tickwork.model.freezes import Freeze
-from tickwork.store.codec import deserialize, expression_values, serialize
+from tickwork.model.states import DeferReason, RunStatus
+from tickwork.store.codec import deserialize, expression_values, run_key, serialize
 from tickwork.store.conditional import Table
 
 FREEZES_PK = "FREEZES"
@@ -59,16 +61,20 @@ class FreezeRecords:
 
     def all(self) -> list[Freeze]:
         """Every freeze still kept (ended less than a day ago, or to come): one Query per 1 MB."""
-        params: dict[str, Any] = {
-            "TableName": self._table.name,
-            "KeyConditionExpression": "pk = :pk",
-            "ExpressionAttributeValues": serialize({":pk": FREEZES_PK}),
-            "ConsistentRead": True,
-        }
-        found: list[Freeze] = []
-        while True:
-            page = self._table.client.query(**params)
-            found += [_freeze(deserialize(i)) for i in page.get("Items", [])]
-            if "LastEvaluatedKey" not in page:
-                return found
-            params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return [_freeze(a) for a in self._table.query_all("pk = :pk", {":pk": FREEZES_PK})]
+
+    def mark_claimed(self, run_id: str, freeze: Freeze, *, keep: bool) -> bool:
+        """A run claimed before the freeze, still QUEUED (no executor has leased it): marked `blocked_by` the
+        freeze, so that its executor looks at the freeze when it would start (tickwork.executor.freeze_gate);
+        `keep` (DEFER, within the job's catch-up) marks it to wait for the freeze's end rather than be skipped."""
+        sets = "SET blocked_by = :by" + (", deferred_reason = :why" if keep else "")
+        values = {"by": freeze.id, "queued": RunStatus.QUEUED.value}
+        if keep:
+            values["why"] = DeferReason.FREEZE.value
+        return self._table.update_if(
+            run_key(run_id), sets, "#status = :queued", {"#status": "status"}, expression_values(**values)
+        )
+
+
+def is_freeze_id(value: str) -> bool:
+    return len(value) == 26 and value.startswith("f")

@@ -41,7 +41,7 @@ from tickwork.store import DueItem, JobStore
 from tickwork.store.calendars import CalendarRecords
 from tickwork.store.freezes import FreezeRecords
 from tickwork.store.tenant_rates import TenantRates
-from tickwork.tick.blockers import BlockersUnread, TickBlockers
+from tickwork.tick.blockers import BlockersUnread, FreezeReads, TickBlockers
 from tickwork.tick.claimer import MAX_CLAIM_ROUNDS, JobClaimer, JobRunWriter, OccurrenceWriter, WorkflowTick
 from tickwork.tick.fairness import Allocation, Allotted, Candidate, HoldReason, allocate, held_by_quota
 from tickwork.tick.fanout import DispatchCoordinator
@@ -80,7 +80,7 @@ class Dispatcher:
         self.tenants, self.rates = tenants, rates
         self.aging_after = aging_after
         # Read once per tick (tickwork.tick.blockers): the calendars the due jobs name, and every freeze.
-        self.calendars, self.freezes = calendars, freezes
+        self.calendars, self.freezes = calendars, FreezeReads(freezes, clock)
         writers: dict[ItemKind, OccurrenceWriter] = {
             ItemKind.JOB: JobRunWriter(store, redispatch_after=redispatch_after, tick_period=tick_period)
         }
@@ -153,7 +153,7 @@ class Dispatcher:
         if not any(i.kind.scheduled for i in items):
             return TickBlockers()
         keys = {(_tenant_of(i), str(c)) for i in items if i.kind.scheduled for c in (i.attrs.get("calendars") or ())}
-        return TickBlockers.read(self.calendars, self.freezes, keys)
+        return TickBlockers.read(self.calendars, self.freezes.fresh, keys)
 
     def _quotas(self, items: list[DueItem]) -> tuple[dict[str, TenantSettings], dict[str, int]]:
         """The settings of the tenants with items, and the rate quotas among them (none without `rates`). One
@@ -307,7 +307,7 @@ class Dispatcher:
         claimable = ClaimableJob.from_job(job)
         try:
             keys = {(claimable.tenant, c) for c in claimable.calendars}
-            claimable = TickBlockers.read(self.calendars, self.freezes, keys).attach(claimable)
+            claimable = TickBlockers.read(self.calendars, self.freezes.recent, keys).attach(claimable)
         except BlockersUnread:
             return report  # the tick claims it
         max_runs = self._create_budget(claimable, now)
