@@ -12,7 +12,9 @@ from tickwork.aws.event_bus import EventBus
 from tickwork.aws.metric_series import MetricSeries
 from tickwork.aws.queues import DispatchQueue, RunQueues
 from tickwork.aws.results import ResultStore
+from tickwork.control.calendars import CalendarService
 from tickwork.control.debounce import DebouncedTriggers
+from tickwork.control.freezes import FreezeService
 from tickwork.control.idempotent_create import IdempotentCreate
 from tickwork.control.job_factory import MAX_PAYLOAD_BYTES, JobFactory
 from tickwork.control.job_lifecycle import JobLifecycle
@@ -24,6 +26,7 @@ from tickwork.control.run_cancel import RunCancel
 from tickwork.control.tenants import ActiveJobsQuota, TenantService
 from tickwork.control.workflow_factory import WorkflowFactory
 from tickwork.control.workflow_service import WorkflowService
+from tickwork.executor.freeze_gate import FreezeGate
 from tickwork.executor.limits import RunLimits
 from tickwork.executor.run_executor import Handlers, RunExecutor
 from tickwork.faults import NO_FAULTS, FaultPlan
@@ -45,7 +48,9 @@ from tickwork.store import (
     WorkflowRecords,
     cursor_key,
 )
+from tickwork.store.calendars import CalendarRecords
 from tickwork.store.debounce import DebounceWindows
+from tickwork.store.freezes import FreezeRecords
 from tickwork.store.tenant_rates import TenantRates
 from tickwork.tick.dispatch import Dispatcher, MinuteTick
 from tickwork.tick.fanout import DispatchCoordinator
@@ -113,6 +118,8 @@ class Services:
             rates=self.tenant_rates,
             aging_after=timedelta(seconds=s.aging_after_seconds),
             events=self.run_events,
+            calendars=self.calendar_records,
+            freezes=self.freeze_records,
         )
 
     @cached_property
@@ -146,6 +153,7 @@ class Services:
             workflows=self.workflow_progress,
             limits=RunLimits(LimitRecords(self.store.shared_table), self.tenant_directory),
             events=self.run_events,
+            freezes=FreezeGate(self.freeze_records),
         )
 
     @cached_property
@@ -188,7 +196,9 @@ class Services:
             self.dispatcher,
             self.listings,
             self.clock,
-            WorkflowFactory(self.store.shards, http_allowlist=self.settings.http_allowlist),
+            WorkflowFactory(
+                self.store.shards, http_allowlist=self.settings.http_allowlist, calendars=self.calendar_records
+            ),
             self.active_jobs_quota,
         )
 
@@ -247,7 +257,9 @@ class Services:
 
     @cached_property
     def job_factory(self) -> JobFactory:
-        return JobFactory(self.store.shards, http_allowlist=self.settings.http_allowlist)
+        return JobFactory(
+            self.store.shards, http_allowlist=self.settings.http_allowlist, calendars=self.calendar_records
+        )
 
     @cached_property
     def queries(self) -> JobQueries:
@@ -271,6 +283,34 @@ class Services:
         return IdempotentCreate(
             self.store.jobs, self.job_factory, self.jobs, self.idempotency, self.clock, self.active_jobs_quota
         )
+
+    # ---------------------------------------------------------------- calendars and freezes (docs/operations.md)
+
+    @cached_property
+    def calendar_records(self) -> CalendarRecords:
+        return CalendarRecords(self.store.shared_table)
+
+    @cached_property
+    def freeze_records(self) -> FreezeRecords:
+        return FreezeRecords(self.store.shared_table)
+
+    @cached_property
+    def freezes(self) -> FreezeService:
+        """What the API calls for freezes."""
+        s = self.settings
+        return FreezeService(
+            self.freeze_records,
+            self.store,
+            self.clock,
+            horizon=timedelta(seconds=s.horizon_seconds),
+            redispatch_after=timedelta(seconds=s.redispatch_after_seconds),
+            forget_read=self.dispatcher.freezes.forget,
+        )
+
+    @cached_property
+    def calendars(self) -> CalendarService:
+        """What the API calls for a tenant's calendars."""
+        return CalendarService(self.calendar_records, self.clock)
 
     @cached_property
     def redrive(self) -> RunRedrive:

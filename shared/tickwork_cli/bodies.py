@@ -38,6 +38,20 @@ def parse_instant(value: str, option: str, current: datetime) -> str:
     return _iso(current + timedelta(seconds=-seconds if match.group(1) == "-" else seconds))
 
 
+def parse_duration(value: str, option: str) -> int:
+    """A length of time as given on the command line (`30m`, `1h30m`, `90`: seconds), in whole seconds."""
+    match = _RELATIVE.match("+" + value.strip())
+    if not match:
+        raise ConfigError(f"{option}: {value!r} is not a duration: give 30m, 1h30m, 90s, 2d (ms s m h d w)")
+    terms = re.findall(_TERM, match.group(2)) or [(match.group(2), "s")]
+    return max(1, round(sum(float(amount) * _UNITS[unit] for amount, unit in terms)))
+
+
+def tags_of(tags: list[str] | None) -> dict[str, str] | None:
+    """`--tag key=value` flags as a tags object (None: none given)."""
+    return _tags(tags)
+
+
 def _iso(instant: datetime) -> str:
     return instant.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -161,6 +175,8 @@ def policy_of(policy: PolicyFields) -> dict[str, Any]:
         timeout_seconds=policy.timeout,
         misfire_grace_seconds=policy.misfire_grace,
         tags=_tags(policy.tag),
+        calendars=policy.calendar,
+        on_blocked=policy.on_blocked,
     )
 
 

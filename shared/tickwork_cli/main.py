@@ -45,6 +45,7 @@ from tickwork_cli.bodies import (
     schedule_of,
 )
 from tickwork_cli.client import ApiError, Client, ConfigError
+from tickwork_cli.operations import register as register_operations
 from tickwork_cli.options import (
     DEBOUNCE_COLLECT_OPTION,
     DEBOUNCE_OPTION,
@@ -81,6 +82,8 @@ tenants_app = typer.Typer(
     help="Tenants' settings (fair-share weight and quotas) and usage; setting them is an admin's.", no_args_is_help=True
 )
 app.add_typer(tenants_app, name="tenants")
+# calendars, freeze, unfreeze; `now` read when called, as tests replace it (and it is defined below)
+register_operations(app, lambda: now())  # noqa: PLW0108
 
 # `tickwork dev` lives with the local runtime (tickwork_local.cli), which registers itself here.
 try:

@@ -123,6 +123,12 @@ class PolicyFields:
         int | None, typer.Option("--misfire-grace", help="Seconds late a run may still start.")
     ] = None
     tag: Annotated[list[str] | None, typer.Option("--tag", help="key=value; repeatable.")] = None
+    calendar: Annotated[
+        list[str] | None, typer.Option("--calendar", metavar="ID", help="A calendar of yours; repeatable.")
+    ] = None
+    on_blocked: Annotated[
+        str | None, typer.Option("--on-blocked", help="A blocked occurrence: SKIP, or DEFER to its block's end.")
+    ] = None
 
 
 DEBOUNCE_OPTION = typer.Option(

@@ -47,6 +47,15 @@ ROUTES = {
     ("get", "/v1/metrics/catalogue"),
     ("get", "/v1/health"),
     ("get", "/v1/openapi.json"),
+    ("post", "/v1/calendars"),
+    ("get", "/v1/calendars"),
+    ("get", "/v1/calendars/{calendar_id}"),
+    ("put", "/v1/calendars/{calendar_id}"),
+    ("delete", "/v1/calendars/{calendar_id}"),
+    ("post", "/v1/freezes"),
+    ("get", "/v1/freezes"),
+    ("get", "/v1/freezes/{freeze_id}"),
+    ("delete", "/v1/freezes/{freeze_id}"),
 }
 
 

@@ -43,7 +43,18 @@ def test_each_request_example_is_accepted(api):
     job = api.create(name="examples-host")
     workflow = api.post("/v1/workflows", WORKFLOW)
     assert workflow.status == 201, workflow.text
-    ids = {"{job_id}": job["id"], "{workflow_id}": workflow.json["id"], "{tenant}": "acme"}
+    calendar = api.post("/v1/calendars", {"name": "examples-host", "windows": [{"dates": ["2026-12-25"]}]})
+    assert calendar.status == 201, calendar.text
+    ids = {
+        "{job_id}": job["id"],
+        "{workflow_id}": workflow.json["id"],
+        "{calendar_id}": calendar.json["id"],
+        "{tenant}": "acme",
+        # No such runs: their examples' bodies are checked before the run is looked up, so a 404 (not a 422) says
+        # the body was accepted.
+        "{run_id}": f"{job['id']}.1795262400000",
+        "{workflow_run_id}": f"{workflow.json['id']}.1795262400000",
+    }
     refused = []
     for method, path, name, value in request_examples(api.get("/v1/openapi.json").json):
         concrete = path
@@ -51,6 +62,7 @@ def test_each_request_example_is_accepted(api):
             concrete = concrete.replace(placeholder, value_id)
         identity = ADMIN if path.startswith("/v1/tenants/") else ACME
         reply = api.request(method.upper(), concrete, body=value, identity=identity)
-        if not 200 <= reply.status < 300:
+        missing_run = reply.status == 404 and ("{run_id}" in path or "{workflow_run_id}" in path)
+        if not (200 <= reply.status < 300 or missing_run):
             refused.append((method.upper(), path, name, reply.status, reply.text))
     assert not refused

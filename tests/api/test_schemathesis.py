@@ -148,6 +148,11 @@ _BEYOND_THE_SCHEMA = (
         rf"(({_STEP}\.)?ordering|debounce)\.key",
         "bytes",
     ),  # a key's bound is in bytes (UTF-8), the schema's in characters
+    (r"calendars", "no such calendar"),  # ids of calendars the caller has (docs/operations.md)
+    (r"timezone", "unknown time zone"),
+    (r"windows\[\d+\]\.cron\.cron", ""),
+    (r"windows\[\d+\]\.range", "must be after"),
+    (r"until", ""),  # a freeze: one of until and for_seconds, after from, not over, at most 30 days
 )
 
 

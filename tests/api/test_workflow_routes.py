@@ -28,6 +28,7 @@ STEP_DEFAULTS = {
     "rate_limit": None,
     "compensate": None,
     "irreversible": False,
+    "ordering": None,
 }
 ONE_ATTEMPT = {"max_attempts": 1}
 

@@ -16,6 +16,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publis
 JOB_ID, WORKFLOW_ID, WORKFLOW_FILE = "{job_id}", "{workflow_id}", "{workflow_file}"
 RUN_ID = "j01m7yzmhg0000000000000000.1795262400000"  # no such run: only what the command sends counts
 WORKFLOW_RUN_ID = "{workflow_run_id}"
+CALENDAR_ID = "{calendar_id}"
+CALENDAR = {"name": "n", "windows": [{"dates": ["2026-12-25"]}]}
 
 # Each operation with a request body, and the command that sends it (ids filled in by the test).
 COMMANDS: dict[tuple[str, str], list[str]] = {
@@ -30,12 +32,16 @@ COMMANDS: dict[tuple[str, str], list[str]] = {
     ("PATCH", "/v1/workflows/{workflow_id}"): ["workflows", "update", WORKFLOW_ID],
     ("PUT", "/v1/tenants/{tenant}"): ["tenants", "set", "acme"],
     ("POST", "/v1/workflow-runs/{workflow_run_id}/cancel"): ["workflows", "cancel-run", WORKFLOW_RUN_ID],
+    ("POST", "/v1/calendars"): ["calendars", "create"],
+    ("PUT", "/v1/calendars/{calendar_id}"): ["calendars", "replace", CALENDAR_ID],
+    ("POST", "/v1/freezes"): ["freeze"],
 }
 
 # What a command needs besides the field under test (the body may still be refused: only what is sent counts).
 BASE: dict[str, list[str]] = {
     "jobs create": ["--name", "n", "--type", "echo"],
     "jobs backfill": ["--from", "-1h", "--to", "now"],
+    "freeze": ["--reason", "r", "--for", "30m", "--all"],
     "workflows create": ["--file", WORKFLOW_FILE],
 }
 
@@ -56,6 +62,8 @@ POLICY_FLAGS = {
     "timeout_seconds": ["--timeout", "30"],
     "misfire_grace_seconds": ["--misfire-grace", "60"],
     "tags": ["--tag", "team=data"],
+    "calendars": ["--calendar", "c" + "0" * 25],
+    "on_blocked": ["--on-blocked", "DEFER"],
 }
 DEBOUNCE_FLAGS = {
     "debounce.key": ["--debounce", "customer-7=30"],
@@ -94,6 +102,17 @@ FLAGS: dict[str, dict[str, list[str]]] = {
     "workflows create": {**SCHEDULE_FLAGS, **POLICY_FLAGS},
     "workflows update": {**SCHEDULE_FLAGS, **POLICY_FLAGS},
     "workflows cancel-run": {"compensate": ["--compensate"]},
+    "freeze": {
+        "selector.tags": ["--tag", "team=payments"],
+        "selector.job_ids": ["--job", "j1"],
+        "selector.all": ["--all"],
+        "from": ["--from", "now"],
+        "until": ["--until", "+1h"],
+        "for_seconds": ["--for", "30m"],
+        "reason": ["--reason", "deploy"],
+        "on_blocked": ["--on-blocked", "DEFER"],
+        "every_tenant": ["--every-tenant"],
+    },
     "tenants set": {
         "weight": ["--weight", "2"],
         "max_active_jobs": ["--max-active-jobs", "10"],
@@ -105,6 +124,8 @@ FLAGS: dict[str, dict[str, list[str]]] = {
 FILE_BASE: dict[str, dict[str, Any]] = {
     "jobs create": {"name": "n", "type": "echo"},
     "workflows create": {k: v for k, v in DIAMOND.items() if k in ("name", "schedule", "steps")},
+    "calendars create": CALENDAR,
+    "calendars replace": CALENDAR,
 }
 
 
@@ -169,12 +190,14 @@ def test_every_api_request_field_is_reachable_from_the_cli(cli, tmp_path):
     job = cli.json("jobs", "create", "--name", "probe", "--type", "echo", "--cron", "0 * * * *")
     workflow_file = _write(tmp_path / "w.json", DIAMOND)
     workflow = cli.json("workflows", "create", "--file", workflow_file)
+    calendar = cli.json("calendars", "create", "--file", _write(tmp_path / "c.json", CALENDAR))
     workflow_run_id = f"{workflow['id']}.1795262400000.m"  # the command's body is what counts, not the answer
     ids = {
         JOB_ID: job["id"],
         WORKFLOW_ID: workflow["id"],
         WORKFLOW_FILE: workflow_file,
         WORKFLOW_RUN_ID: workflow_run_id,
+        CALENDAR_ID: calendar["id"],
     }
 
     def sent_by(argv: list[str], method: str, template: str) -> Any:
@@ -182,7 +205,12 @@ def test_every_api_request_field_is_reachable_from_the_cli(cli, tmp_path):
         cli.transport.sent.clear()
         cli(*argv)
         wanted = template.format(
-            job_id=job["id"], workflow_id=workflow["id"], tenant="acme", workflow_run_id=workflow_run_id, run_id=RUN_ID
+            job_id=job["id"],
+            workflow_id=workflow["id"],
+            tenant="acme",
+            workflow_run_id=workflow_run_id,
+            run_id=RUN_ID,
+            calendar_id=calendar["id"],
         )
         for sent_method, url, _, body in cli.transport.sent:
             if sent_method == method and url.endswith(wanted) and body is not None:

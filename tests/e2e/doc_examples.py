@@ -4,7 +4,7 @@ A marked block is a ```console block right after its page's marker line. Each `$
 repo's root with `.venv/bin` first on PATH (as `source .venv/bin/activate` does); the lines after it are its output
 as the page shows it. What is not as written: the runtime's URL (a free port, not 3000), `.venv/bin/` (this
 interpreter's scripts), and the placeholders a reader fills in from earlier output (`<job id>`, `<run id>`,
-`<workflow id>`, `<workflow run id>`: the latest such id any output showed).
+`<workflow id>`, `<workflow run id>`, `<calendar id>`, `<freeze id>`: the latest such id any output showed).
 
 Shown output is compared with what the command printed:
 - JSON is compared as JSON, and the command runs as a script would (not a terminal, so the CLI answers JSON);
@@ -36,6 +36,8 @@ ID_PATTERNS = {
     "<workflow id>": re.compile(r"\bw[0-9a-z]{25}\b(?!\.\d)"),
     "<run id>": re.compile(r"\bj[0-9a-z]{25}\.\d{13}(?:\.m)?"),
     "<job id>": re.compile(r"\bj[0-9a-z]{25}\b(?!\.\d)"),
+    "<calendar id>": re.compile(r"\bc[0-9a-z]{25}\b"),
+    "<freeze id>": re.compile(r"\bf[0-9a-z]{25}\b"),
 }
 _INSTANT = re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z\b")
 _NUMBER = re.compile(r"\b\d+(?:\.\d+)?\b")

@@ -107,3 +107,11 @@ def test_a_jobs_notify_names_job_events_only_once_each_and_defaults_to_failures(
         JobSpec.model_validate(
             {"name": "n", "type": "echo", "schedule": {"rate": "1 hour"}, "notify": ["Freeze Ended"]}
         )
+
+
+def test_a_notify_list_over_its_bound_is_refused_not_shortened_by_its_de_duplication():
+    from pydantic import TypeAdapter, ValidationError
+    from tickwork.model.run_events import Notify
+
+    with pytest.raises(ValidationError, match="at most 8 items"):
+        TypeAdapter(Notify).validate_python(["Run Failed"] * 9)

@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Que
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import CallerJobs, Jobs, Tenant
 from tickwork.control.api_bodies import JobList, JobSpec, JobUpdate, TriggeredRun, TriggerRequest
-from tickwork.control.api_examples import JOB_SPEC, JOB_UPDATE, openapi_examples
+from tickwork.control.api_examples import JOB_SPEC, JOB_UPDATE, TRIGGER, openapi_examples
 from tickwork.control.idempotent_create import request_hash
 from tickwork.model.job import Job
 from tickwork.model.states import JobState
@@ -126,9 +126,12 @@ def trigger_job(
     jobs: Jobs,
     tenant: Tenant,
     # Optional, and never null: no body is the empty request (the job's payload, its own debounce if any).
-    request: Annotated[TriggerRequest, Body(description="Optional: the run's own payload, and a debounce.")] = (
-        NO_TRIGGER_REQUEST
-    ),
+    request: Annotated[
+        TriggerRequest,
+        Body(
+            description="Optional: the run's own payload, and a debounce.", openapi_examples=openapi_examples(TRIGGER)
+        ),
+    ] = (NO_TRIGGER_REQUEST),
 ):
     return json_response(202, jobs.trigger(tenant, job_id, request))
 

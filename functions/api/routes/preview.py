@@ -7,7 +7,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import Tenant, Wired
-from tickwork.control.api_bodies import Preview, PreviewItem, SchedulePreviewRequest
+from tickwork.control.api_bodies import Preview, PreviewBlock, PreviewItem, SchedulePreviewRequest
 from tickwork.control.api_examples import SCHEDULE_PREVIEW, openapi_examples
 from tickwork.model.preview import DEFAULT_PREVIEW_COUNT, MAX_PREVIEW_COUNT, PreviewedOccurrence, preview, preview_job
 
@@ -18,7 +18,12 @@ router = APIGatewayHttpRouter()
 
 
 def _answer(found: list[PreviewedOccurrence]) -> Preview:
-    return Preview(items=[PreviewItem(at=o.at, local=o.local, dst=o.dst) for o in found])
+    return Preview(items=[PreviewItem(at=o.at, local=o.local, dst=o.dst, blocked=_blocked(o)) for o in found])
+
+
+def _blocked(found: PreviewedOccurrence) -> PreviewBlock | None:
+    b = found.blocked
+    return None if b is None else PreviewBlock(reason=b.reason.value, by=b.by, then=b.then, runs_at=b.runs_at)
 
 
 @router.get(
@@ -39,7 +44,8 @@ def preview_job_route(
     ),
 ):
     job = built.queries.get_job(tenant, job_id)
-    return json_response(200, _answer(preview_job(job, after=built.clock.now(), count=count)))
+    blockers = built.calendars.of_job(tenant, job.calendars)
+    return json_response(200, _answer(preview_job(job, after=built.clock.now(), count=count, blockers=blockers)))
 
 
 @router.post(

@@ -9,6 +9,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import CallerJobs, Tenant, Wired, WiringSlot, wiring
 from tickwork.control.api_bodies import RetryRequest, RunList, RunLogs
+from tickwork.control.api_examples import RETRY, openapi_examples
 from tickwork.control.run_log_reader import InsightsLink, RunLogQueries, insights_link_of
 from tickwork.model.run import Run
 from tickwork.model.states import RunStatus
@@ -52,7 +53,12 @@ def retry_run(
     run_id: RunId,
     built: Wired,
     tenant: Tenant,
-    request: Annotated[RetryRequest, Body(description='Optional: `{"from_checkpoint": false}` starts over.')] = RESUME,
+    request: Annotated[
+        RetryRequest,
+        Body(
+            description='Optional: `{"from_checkpoint": false}` starts over.', openapi_examples=openapi_examples(RETRY)
+        ),
+    ] = RESUME,
 ):
     return json_response(202, built.redrive.retry_run(tenant, run_id, from_checkpoint=request.from_checkpoint))
 

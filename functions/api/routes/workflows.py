@@ -17,7 +17,7 @@ from tickwork.control.api_bodies import (
     WorkflowSpec,
     WorkflowUpdate,
 )
-from tickwork.control.api_examples import WORKFLOW_SPEC, WORKFLOW_UPDATE, openapi_examples
+from tickwork.control.api_examples import WORKFLOW_RUN_CANCEL, WORKFLOW_SPEC, WORKFLOW_UPDATE, openapi_examples
 from tickwork.model.states import JobState
 from tickwork.model.workflow.advance import WorkflowRunStatus
 from tickwork.model.workflow.definition import Workflow
@@ -109,7 +109,10 @@ def cancel_workflow_run(
     workflow_run_id: WorkflowRunId,
     built: Wired,
     tenant: Tenant,
-    request: Annotated[WorkflowRunCancel | None, Body(description="Optional: whether to compensate.")] = None,
+    request: Annotated[
+        WorkflowRunCancel | None,
+        Body(description="Optional: whether to compensate.", openapi_examples=openapi_examples(WORKFLOW_RUN_CANCEL)),
+    ] = None,
 ):
     compensate = request is not None and request.compensate
     return json_response(

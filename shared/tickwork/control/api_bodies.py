@@ -20,7 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, WithJsonSchema, c
 from tickwork.control.backfill import DEFAULT_BACKFILL_RUNS, MAX_BACKFILL_RUNS
 from tickwork.control.debounce import WindowVerdict
 from tickwork.jobtypes import registry
+from tickwork.model.calendars import Calendar
 from tickwork.model.errors import InvalidInput
+from tickwork.model.freezes import Freeze
 from tickwork.model.job import Job, JobDefinition
 from tickwork.model.policies import (
     Debounce,
@@ -465,6 +467,16 @@ class SchedulePreviewRequest(BaseModel):
     from_: CallerInstant | None = Field(default=None, alias="from")
 
 
+class PreviewBlock(BaseModel):
+    reason: Literal["calendar", "freeze"]
+    by: str = Field(description="The id of the calendar (or freeze) that blocks it.")
+    then: Literal["skip", "defer"] = Field(
+        description="skip: recorded SKIPPED with the reason. defer: runs at `runs_at` (on_blocked DEFER; a "
+        "stretch blocked until the same instant is collapsed by the job's catch-up policy)."
+    )
+    runs_at: UtcDatetime | None = None
+
+
 class PreviewItem(BaseModel):
     at: UtcDatetime = Field(description="The occurrence, in UTC.")
     local: str = Field(description="Its wall time in the schedule's time zone, with the offset.")
@@ -472,10 +484,21 @@ class PreviewItem(BaseModel):
         description="gap: the wall time asked for did not exist (a spring-forward skipped it; it runs at the "
         "gap's end). fold: the wall time is one the zone shows twice (it runs at the first). null otherwise."
     )
+    blocked: PreviewBlock | None = Field(
+        default=None, exclude_if=lambda v: v is None, description="Present when a calendar of the job blocks it."
+    )
 
 
 class Preview(BaseModel):
     items: list[PreviewItem]
+
+
+class CalendarList(BaseModel):
+    items: list[Calendar]
+
+
+class FreezeList(BaseModel):
+    items: list[Freeze]
 
 
 class BackfillRequest(BaseModel):

@@ -96,6 +96,51 @@ TENANT_SETTINGS = {
     ),
 }
 
+TRIGGER = {
+    "own-payload": ("Run it now with a payload of its own", {"payload": {"report": "daily-sales", "rerun": True}}),
+    "debounced": (
+        "Collapse a burst: triggers with the same key within 30 s make one run, at the window's end",
+        {"debounce": {"key": "inbox", "seconds": 30}},
+    ),
+}
+
+RETRY = {
+    "resume": ("Re-queue it; it resumes from its last checkpoint", {}),
+    "start-over": ("Re-queue it and start from the beginning", {"from_checkpoint": False}),
+}
+
+WORKFLOW_RUN_CANCEL = {
+    "compensate": ("Cancel it, and undo the steps that succeeded (their compensations)", {"compensate": True}),
+}
+
+CALENDAR = {
+    "holidays": (
+        "No runs on two holidays in London",
+        {
+            "name": "uk-holidays",
+            "timezone": "Europe/London",
+            "mode": "exclude",
+            "windows": [{"dates": ["2026-12-25", "2026-12-26"]}],
+        },
+    ),
+    "nightly-window": (
+        "Runs only in a weeknight maintenance window, 22:00 for 8 hours, in Paris",
+        {
+            "name": "maintenance",
+            "timezone": "Europe/Paris",
+            "mode": "include",
+            "windows": [{"cron": "0 22 * * 1-5", "duration_minutes": 480}],
+        },
+    ),
+}
+
+FREEZE = {
+    "deploy": (
+        "Hold the payments team's jobs for 30 minutes during a deploy",
+        {"selector": {"tags": {"team": "payments"}}, "for_seconds": 1800, "reason": "deploy 1.42"},
+    ),
+}
+
 
 def openapi_examples(named: dict[str, tuple[str, Any]]) -> dict[str, dict[str, Any]]:
     """Named examples as the OpenAPI document's media type gives them: {name: {summary, value}}."""

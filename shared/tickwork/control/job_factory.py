@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from tickwork.control.api_bodies import JobSpec
+from tickwork.control.calendars import check_calendars_visible
 from tickwork.jobtypes import UnknownJobType, registry
 from tickwork.model.clock import to_ms
 from tickwork.model.errors import InvalidInput, ItemTooLarge, PayloadTooLarge
@@ -21,6 +22,7 @@ from tickwork.model.ids import new_job_id
 from tickwork.model.job import Job
 from tickwork.model.workflow.definition import Workflow
 from tickwork.store import item_bytes, job_to_item
+from tickwork.store.calendars import CalendarRecords
 
 # The job item (<= 400 KB in DynamoDB) carries the payload; SQS messages never do. 256 KiB leaves room.
 MAX_PAYLOAD_BYTES = 256 * 1024
@@ -36,10 +38,13 @@ class JobFactory:
     shards: int
     # CIDRs the http job type may reach although private: its payload check needs them.
     http_allowlist: tuple[str, ...] = ()
+    # Where the calendars a job names are looked up (None: not checked, as in tests that build jobs alone).
+    calendars: CalendarRecords | None = None
 
     def new_job(self, tenant: str, spec: JobSpec, *, now: datetime, job_id: str | None = None) -> Job:
         """The job `spec` describes, checked (type, payload, size, a future occurrence); nothing is written."""
         self.check_payload(spec.type, spec.payload)
+        check_calendars_visible(self.calendars, tenant, spec.calendars)
         job = Job(
             id=job_id or new_job_id(to_ms(now)),
             tenant=tenant,

@@ -13,6 +13,7 @@ from datetime import datetime
 
 from tickwork.control.api_bodies import BackfillRequest, JobSpec, JobUpdate, TriggeredRun, TriggerRequest
 from tickwork.control.backfill import Backfiller, BackfillResult
+from tickwork.control.calendars import check_calendars_visible
 from tickwork.control.debounce import DebouncedTriggers
 from tickwork.control.job_factory import JobFactory
 from tickwork.control.queries import JobQueries
@@ -134,6 +135,8 @@ class JobLifecycle:
         def check_changes(job: Job) -> None:
             if "payload" in changes:
                 self.factory.check_payload(job.type, changes["payload"])
+            if "calendars" in changes:
+                check_calendars_visible(self.factory.calendars, tenant, changes["calendars"])
             if "jitter_seconds" in changes or "schedule" in changes:
                 schedule = changes["schedule"].stored() if "schedule" in changes else job.schedule
                 try:

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from tickwork.control.api_bodies import WorkflowSpec
+from tickwork.control.calendars import check_calendars_visible
 from tickwork.control.job_factory import MAX_PAYLOAD_BYTES, JobFactory
 from tickwork.jobtypes import UnknownJobType, registry
 from tickwork.model.clock import to_ms
@@ -24,6 +25,7 @@ from tickwork.model.ids import new_workflow_id
 from tickwork.model.workflow.definition import Workflow, WorkflowStep, check_steps
 from tickwork.model.workflow.expressions import from_references
 from tickwork.store import item_bytes
+from tickwork.store.calendars import CalendarRecords
 from tickwork.store.codec import workflow_to_item
 
 # The workflow item, and every workflow run item (which holds the same steps as its snapshot, plus a map of at
@@ -39,11 +41,13 @@ class WorkflowFactory:
 
     shards: int
     http_allowlist: tuple[str, ...] = ()
+    calendars: CalendarRecords | None = None  # as JobFactory's
 
     def new_workflow(self, tenant: str, spec: WorkflowSpec, *, now: datetime) -> Workflow:
         """The workflow `spec` describes, checked (DAG, each step's type and payload, size, a future
         occurrence); nothing is written."""
         self.check_steps(spec.steps)
+        check_calendars_visible(self.calendars, tenant, spec.calendars)
         workflow = Workflow(
             id=new_workflow_id(to_ms(now)),
             tenant=tenant,

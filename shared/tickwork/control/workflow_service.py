@@ -13,6 +13,7 @@ from typing import Any
 
 from tickwork.aws.queues import Outgoing
 from tickwork.control.api_bodies import StepRun, WorkflowRun, WorkflowSpec, WorkflowUpdate
+from tickwork.control.calendars import check_calendars_visible
 from tickwork.control.tenants import ActiveJobsQuota
 from tickwork.control.versioned_changes import VersionedChanges
 from tickwork.control.workflow_factory import WorkflowFactory
@@ -89,6 +90,8 @@ class WorkflowService:
         def check_changes(_: Workflow) -> None:
             if "steps" in changes:
                 self.factory.check_steps(changes["steps"])
+            if "calendars" in changes:
+                check_calendars_visible(self.factory.calendars, tenant, changes["calendars"])
 
         workflow = self._changes.update(tenant, workflow_id, changes, self.factory, check_changes)
         if "schedule" in changes or "priority" in changes:

@@ -137,6 +137,7 @@ class RunExecutor:
         workflows: WorkflowSteps | None = None,
         limits: RunLimits | None = None,
         events: RunEvents | None = None,
+        freezes: Gate | None = None,
     ) -> None:
         self.jobs, self.runs = store.jobs, store.runs
         self.results, self.queues, self.clock = results, queues, clock
@@ -166,6 +167,8 @@ class RunExecutor:
             OverlapGate(self.jobs, self.runs),
             OrderingGate(self.runs.ordering, self.runs, rng=rng),
         ]
+        if freezes is not None:  # a run a freeze marked (tickwork.executor.freeze_gate): before it takes a slot
+            self._gates.insert(1, freezes)
 
     @property
     def gates(self) -> list[Gate]:

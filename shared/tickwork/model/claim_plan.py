@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
+from tickwork.model.blocking import Block, Blocker, OnBlocked, block_at
 from tickwork.model.ids import ItemKind
 from tickwork.model.job import Job
 from tickwork.model.policies import BreakerState, CatchupPolicy, OrderingKey, StartPrecision, run_ordering
@@ -32,6 +33,9 @@ QUEUED_PROBE_WAIT = timedelta(minutes=2)
 CATCHUP_ALL_CAP = 100
 # How many of the missed occurrences within the grace each policy runs (the most recent ones).
 CATCHUP_KEEP = {CatchupPolicy.NONE: 0, CatchupPolicy.LATEST: 1, CatchupPolicy.ALL: CATCHUP_ALL_CAP}
+# The most occurrences of one deferred stretch a plan walks to find the ones its catch-up policy keeps; past it
+# the rest of the stretch is one capped skip record and none of it runs.
+DEFER_WALK_LIMIT = 100_000
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,8 @@ class Occurrence:
     skip_reason: SkipReason | None = None
     skipped_count: int | None = None
     skipped_until: datetime | None = None
+    blocked_by: str | None = None  # the calendar or freeze that blocked it (skipped, or deferred)
+    deferred: Block | None = None  # blocked and deferred: it runs at the block's end (`on_blocked: DEFER`)
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,12 @@ class ClaimPlan:
     next_run_at: datetime | None
     complete: bool  # a recurring schedule with no occurrence left
     probe_at: datetime | None = None  # the open breaker's probe run, queued by this plan (half-open)
+    # Blocked occurrences (tickwork.model.blocking): what blocked each, and when each deferred one runs.
+    blocked_by: dict[datetime, str] = field(default_factory=dict)
+    deferred: dict[datetime, Block] = field(default_factory=dict)
+    # The plan stopped at a deferred occurrence whose block ends past the horizon: nothing to write, the job
+    # stays due where it is (no write) until a tick's horizon reaches this instant.
+    waits_until: datetime | None = None
 
     def occurrences(self) -> list[Occurrence]:
         """Every record the plan writes, in time order, so that the first is the one a racing claimer meets
@@ -69,6 +81,7 @@ class ClaimPlan:
         if self.capped is not None:
             c = self.capped
             found.append(Occurrence(c.first, c.reason, skipped_count=c.count, skipped_until=c.last))
+        found = [replace(o, blocked_by=self.blocked_by.get(o.at), deferred=self.deferred.get(o.at)) for o in found]
         return sorted(found, key=lambda o: o.at)
 
 
@@ -99,6 +112,11 @@ class ClaimableJob:
     precise: bool = False  # StartPrecision.PRECISE: its runs are sent a little early and waited out
     deadline_seconds: int | None = None  # its deadline's within_seconds: each run records its deadline_at
     ordering: OrderingKey | None = None  # its runs' ordering key (tickwork.model.policies.run_ordering)
+    calendars: tuple[str, ...] = ()  # the ids of its calendars, as the due index projects them
+    on_blocked: OnBlocked = OnBlocked.SKIP
+    tags: tuple[tuple[str, str], ...] = ()  # what a freeze's tag selector matches
+    # Its calendars as read for this claim (in its own order) and the freezes over it: attached by the tick.
+    blockers: tuple[Blocker, ...] = ()
 
     @property
     def suspended(self) -> bool:
@@ -134,7 +152,13 @@ class ClaimableJob:
             precise=isinstance(job, Job) and job.start_precision is StartPrecision.PRECISE,
             deadline_seconds=job.deadline.within_seconds if isinstance(job, Job) and job.deadline else None,
             ordering=run_ordering(job.ordering, job.overlap, job.id) if isinstance(job, Job) else None,
+            calendars=tuple(job.calendars),
+            on_blocked=job.on_blocked,
+            tags=tuple(sorted(job.tags.items())),
         )
+
+    def block_at(self, instant: datetime) -> Block | None:
+        return block_at(instant, self.blockers) if self.blockers else None
 
     def next_after(self, instant: datetime) -> datetime | None:
         return self.schedule.next_after(instant, anchor=self.created_at, hash_key=self.job_id)
@@ -208,9 +232,15 @@ def plan_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime, max_q
     probe = probe_of(job, grace_cut, now)
     horizon_stop = horizon_end + timedelta(milliseconds=1)
 
+    blocked_by: dict[datetime, str] = {}
+
     def skip_reason(instant: datetime) -> SkipReason | None:
         if job.paused_at and job.resumed_at and job.paused_at <= instant < job.resumed_at:
             return SkipReason.PAUSED
+        block = job.block_at(instant)
+        if block is not None:  # with DEFER, the loop below takes it first
+            blocked_by[instant] = block.by
+            return block.reason
         if instant < max(grace_cut, run_from):
             return SkipReason.MISFIRED
         if job.suspended and instant != probe:
@@ -223,7 +253,8 @@ def plan_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime, max_q
     circuit_stop = min(horizon_stop, now + timedelta(milliseconds=1))
 
     def skip_stop(reason: SkipReason) -> datetime:
-        return circuit_stop if reason is SkipReason.CIRCUIT_OPEN else horizon_stop
+        # A freeze's skips too: lifted early, the occurrences after the lift must find themselves unclaimed.
+        return circuit_stop if reason in (SkipReason.CIRCUIT_OPEN, SkipReason.FREEZE) else horizon_stop
 
     def stretch_end(reason: SkipReason, instant: datetime) -> datetime:
         """Where a stretch of skips with this reason ends (exclusive)."""
@@ -232,6 +263,9 @@ def plan_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime, max_q
             return job.resumed_at
         if reason is SkipReason.CIRCUIT_OPEN:
             return probe if probe is not None and instant < probe else circuit_stop
+        if reason in (SkipReason.CALENDAR, SkipReason.FREEZE):
+            block = job.block_at(instant)
+            return block.until if block is not None and block.until is not None else horizon_stop
         end = max(grace_cut, run_from)
         if job.paused_at and job.resumed_at and instant < job.paused_at < end:
             return job.paused_at
@@ -240,6 +274,8 @@ def plan_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime, max_q
     queued: list[datetime] = []
     skipped: list[tuple[datetime, SkipReason]] = []
     capped: CappedMisfire | None = None
+    deferred: dict[datetime, Block] = {}
+    waits_until: datetime | None = None
     occurrences = job.occurrences_from(job.next_run_at)
     cursor = next(occurrences, None)
     room = MAX_RUNS_PER_CLAIM if max_queued is None else max_queued
@@ -249,9 +285,30 @@ def plan_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime, max_q
         and len(queued) + len(skipped) < MAX_RUNS_PER_CLAIM
         and len(queued) < room
     ):
+        block = job.block_at(cursor) if job.blockers else None
+        if block is not None and not block.deferred(job.on_blocked):
+            block = None  # skipped: below, as any skip
+        if block is not None and not (job.paused_at and job.resumed_at and job.paused_at <= cursor < job.resumed_at):
+            if block.until is None or block.until > horizon_end:
+                waits_until = block.until
+                break  # it runs once its block ends: the job stays due here, unwritten
+            stretch = _deferred_stretch(job, cursor, occurrences, block, room=MISFIRE_RECORD_CAP - len(skipped))
+            for at in stretch.kept:
+                queued.append(at)
+                deferred[at] = block
+            skipped += [(at, block.reason) for at in stretch.skipped]
+            for at in [*stretch.kept, *stretch.skipped] + ([stretch.capped.first] if stretch.capped else []):
+                blocked_by[at] = block.by
+            occurrences, cursor = stretch.occurrences, stretch.cursor
+            if stretch.capped is not None:
+                capped = stretch.capped
+                break
+            continue
         reason = skip_reason(cursor)
         if reason is not None and cursor >= skip_stop(reason):
-            break  # an open breaker's occurrence still to come: the job stays due for it
+            if reason is SkipReason.FREEZE:
+                waits_until = cursor  # nothing to write until then
+            break  # an open breaker's (or a freeze's) occurrence still to come: the job stays due for it
         if reason is None:
             queued.append(cursor)
         elif len(skipped) < MISFIRE_RECORD_CAP:
@@ -285,7 +342,63 @@ def plan_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime, max_q
         # when it settles (executor), so a job never shows COMPLETED while its last runs are still to come.
         complete=cursor is None and not queued,
         probe_at=probe if probe is not None and probe in queued else None,
+        blocked_by=blocked_by,
+        deferred=deferred,
+        waits_until=waits_until,
     )
+
+
+@dataclass(frozen=True)
+class _Stretch:
+    kept: list[datetime]
+    skipped: list[datetime]
+    capped: CappedMisfire | None
+    occurrences: Iterator[datetime]
+    cursor: datetime | None
+
+
+def _deferred_stretch(
+    job: ClaimableJob, first: datetime, occurrences: Iterator[datetime], block: Block, *, room: int
+) -> _Stretch:
+    """The occurrences from `first` up to the end of its block (every one of them blocked), collapsed by the
+    job's catch-up policy: its number of the latest ones run at the block's end (kept); the rest are recorded
+    skipped with the block's reason, `room` of them one by one and the others as one capped record. So the end
+    of a freeze or a window never bursts more than the policy allows."""
+    assert block.until is not None
+    keep = CATCHUP_KEEP[job.catchup]
+    kept: deque[datetime] = deque(maxlen=keep) if keep else deque(maxlen=0)
+    early: list[datetime] = []
+    over: list[datetime] = []  # first and last beyond `room`
+    over_count = 0
+    cursor: datetime | None = first
+    walked = 0
+    while cursor is not None and cursor < block.until and walked < DEFER_WALK_LIMIT:
+        pushed = kept[0] if keep and len(kept) == keep else (cursor if not keep else None)
+        if keep:
+            kept.append(cursor)
+        if pushed is not None:
+            if len(early) < room:
+                early.append(pushed)
+            else:
+                over = [over[0] if over else pushed, pushed]
+                over_count += 1
+        walked += 1
+        cursor = next(occurrences, None)
+    if cursor is not None and cursor < block.until:
+        # Too many to walk: the rest of the stretch is one record, and none of it runs.
+        for at in kept:
+            if len(early) < room:
+                early.append(at)
+            else:
+                over = [over[0] if over else at, at]
+                over_count += 1
+        kept.clear()
+        over = [over[0] if over else cursor, block.until - timedelta(milliseconds=1)]
+        over_count = max(over_count, MISFIRE_COUNT_LIMIT)
+        occurrences = job.occurrences_from(block.until)
+        cursor = next(occurrences, None)
+    capped = CappedMisfire(over[0], over[1], over_count, block.reason) if over else None
+    return _Stretch(list(kept), early, capped, occurrences, cursor)
 
 
 def runs_to_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime, rounds: int) -> int:

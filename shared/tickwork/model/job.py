@@ -13,6 +13,7 @@ from pydantic import (
     field_validator,
 )
 
+from tickwork.model.blocking import CalendarIds, OnBlocked
 from tickwork.model.deadlines import Deadline, max_run_seconds
 from tickwork.model.jitter import check_jitter
 from tickwork.model.policies import (
@@ -73,6 +74,9 @@ class JobDefinition(BaseModel):
     # Absent: no limit, and nothing is read or written for it when a run starts.
     concurrency: ConcurrencyLimit | None = None
     rate_limit: RateLimit | None = None
+    # Its calendars and what becomes of an occurrence they (or a freeze) block (docs/operations.md).
+    calendars: CalendarIds = Field(default_factory=list)
+    on_blocked: OnBlocked = OnBlocked.SKIP
     # Absent: its runs start in no particular order (overlap BUFFER_ALL orders them by the job's id).
     ordering: OrderingKey | None = None
     # A trigger that gives no debounce of its own is debounced by this one; absent: triggers are not.

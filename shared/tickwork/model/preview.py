@@ -7,16 +7,30 @@ so a preview shows exactly what will run, DST included. Nothing is read or writt
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Literal
 from zoneinfo import ZoneInfo
 
+from tickwork.model.blocking import Blocker, OnBlocked, block_at
+from tickwork.model.claim_plan import CATCHUP_KEEP
 from tickwork.model.job import Job
+from tickwork.model.policies import CatchupPolicy
 from tickwork.model.schedule import DstFlag, Schedule
-from tickwork.model.states import JobState
+from tickwork.model.states import JobState, SkipReason
 
 MAX_PREVIEW_COUNT = 1000
 DEFAULT_PREVIEW_COUNT = 5
+
+
+@dataclass(frozen=True)
+class BlockedOccurrence:
+    """What a calendar (or a freeze) does to a previewed occurrence: skipped, or run at `runs_at`."""
+
+    reason: SkipReason
+    by: str
+    then: Literal["skip", "defer"]
+    runs_at: datetime | None  # deferred: the block's end; None when skipped
 
 
 @dataclass(frozen=True)
@@ -24,6 +38,7 @@ class PreviewedOccurrence:
     at: datetime  # UTC
     local: str  # the wall time in the schedule's zone, with its offset (RFC 3339)
     dst: DstFlag  # "gap": the wall time asked for did not exist; "fold": it is one the zone shows twice
+    blocked: BlockedOccurrence | None = None
 
 
 def preview(
@@ -38,12 +53,37 @@ def preview(
     return [PreviewedOccurrence(at, _local(at, zone), flag) for at, flag in itertools.islice(walk, max(count, 0))]
 
 
-def preview_job(job: Job, *, after: datetime, count: int) -> list[PreviewedOccurrence]:
-    """A job's next occurrences, as it will run them: its own schedule, anchor and hash key. A CANCELLED or
-    COMPLETED job runs nothing more, so it has none (a PAUSED or SUSPENDED one shows what runs once resumed)."""
+def preview_job(
+    job: Job, *, after: datetime, count: int, blockers: tuple[Blocker, ...] = ()
+) -> list[PreviewedOccurrence]:
+    """A job's next occurrences, as it will run them: its own schedule, anchor and hash key, each marked when
+    `blockers` (its calendars) block it. A CANCELLED or COMPLETED job runs nothing more, so it has none (a PAUSED
+    or SUSPENDED one shows what runs once resumed)."""
     if job.state in (JobState.CANCELLED, JobState.COMPLETED):
         return []
-    return preview(job.schedule, after=after, count=count, anchor=job.created_at, hash_key=job.id)
+    found = preview(job.schedule, after=after, count=count, anchor=job.created_at, hash_key=job.id)
+    return mark_blocked(found, blockers, job.on_blocked, job.catchup) if blockers else found
+
+
+def mark_blocked(
+    found: list[PreviewedOccurrence], blockers: tuple[Blocker, ...], on_blocked: OnBlocked, catchup: CatchupPolicy
+) -> list[PreviewedOccurrence]:
+    """Each blocked occurrence marked with what the claim will do (tickwork.model.claim_plan): skipped, or with
+    DEFER run at its block's end, a stretch blocked until the same end collapsed by the catch-up policy (its
+    latest ones run, as far as the previewed occurrences show; the rest are skipped)."""
+    blocks = [block_at(o.at, blockers) for o in found]
+    keep = CATCHUP_KEEP[catchup]
+    marked: list[PreviewedOccurrence] = []
+    for index, (occurrence, block) in enumerate(zip(found, blocks, strict=True)):
+        if block is None:
+            marked.append(occurrence)
+            continue
+        later_same = sum(1 for b in blocks[index + 1 :] if b is not None and b.until == block.until)
+        defer = on_blocked is OnBlocked.DEFER and block.until is not None and later_same < keep
+        then: Literal["skip", "defer"] = "defer" if defer else "skip"
+        blocked = BlockedOccurrence(block.reason, block.by, then, block.until if defer else None)
+        marked.append(replace(occurrence, blocked=blocked))
+    return marked
 
 
 def _local(at: datetime, zone: ZoneInfo) -> str:

@@ -112,6 +112,8 @@ class Run(BaseModel, _InBand):
     # A capped misfire record stands for this many occurrences, up to skipped_until.
     skipped_count: int | None = None
     skipped_until: UtcDatetime | None = None
+    # The calendar or freeze that blocked its occurrence (skipped `calendar`/`freeze`, or deferred to its end).
+    blocked_by: str | None = None
     lease_until: UtcDatetime | None = None
     # The earliest instant the next attempt may start (its backoff, or how long an abandoned attempt's effect
     # may still be under way). The lease's condition enforces it, so no duplicate message can start it early.

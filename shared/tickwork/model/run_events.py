@@ -55,11 +55,12 @@ def _distinct(kinds: list[str]) -> list[str]:
 # A job's `notify`: the run events it publishes ([] for none).
 Notify = Annotated[
     list[JobEventKind],
-    AfterValidator(_distinct),
+    # The bound before the de-duplication, so a list over it is refused as the schema says, not shortened first.
     Field(
         max_length=2 * len(JOB_EVENT_KINDS),
         description="The run events this job publishes to EventBridge (absent: `Run Failed` and `Run Dead-Lettered`).",
     ),
+    AfterValidator(_distinct),
 ]
 FAILURE_KINDS: tuple[RunEventKind, ...] = (RunEventKind.RUN_FAILED, RunEventKind.RUN_DEAD_LETTERED)
 

@@ -36,6 +36,9 @@ class SkipReason(StrEnum):
     OVERLAP = "overlap"
     JOB_DELETED = "job_deleted"
     CIRCUIT_OPEN = "circuit_open"  # its job's circuit breaker is open (SUSPENDED)
+    # One of its job's calendars, or a freeze, blocked it (docs/operations.md); the run's `blocked_by` names which.
+    CALENDAR = "calendar"
+    FREEZE = "freeze"
     # A workflow step that did not run (docs/workflows.md): its trigger rule cannot hold because an upstream
     # step failed, or because upstream steps were skipped; its rule waits for a failure that did not come
     # (one_failed, all_failed); or its condition was false.
@@ -63,6 +66,9 @@ class DeferReason(StrEnum):
     # it that FAILED (until that run is retried, redriven or skipped).
     ORDERING_KEY = "ordering_key"
     ORDERING_BLOCKED = "ordering_blocked"
+    # Blocked at its time and run at the first allowed instant (`on_blocked: DEFER`, docs/operations.md).
+    CALENDAR = "calendar"
+    FREEZE = "freeze"
 
 
 class RunTrigger(StrEnum):

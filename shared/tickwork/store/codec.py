@@ -17,6 +17,7 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
+from tickwork.model.blocking import OnBlocked
 from tickwork.model.clock import to_ms
 from tickwork.model.ids import ItemKind, parse_run_id, parse_workflow_run_id
 from tickwork.model.job import Job
@@ -112,7 +113,7 @@ def job_to_item(job: Job, shards: int) -> dict[str, Any]:
 def workflow_to_item(workflow: Workflow, shards: int) -> dict[str, Any]:
     """A workflow sits where a job would (pk=JOB#<id>, sk=JOB, `job_id`), so the due index's projection and the
     claim read it as they read a job; its steps are JSON text, as a job's payload is."""
-    steps = [step.model_dump(mode="json", exclude_none=True) for step in workflow.steps]
+    steps = [step.model_dump(mode="json", exclude_none=True, exclude_defaults=True) for step in workflow.steps]
     return _scheduled_item(workflow, ItemKind.WORKFLOW, "steps_json", steps, shards)
 
 
@@ -120,6 +121,12 @@ def _scheduled_item(thing: Job | Workflow, kind: ItemKind, text_name: str, text:
     """The item of a job or a workflow: its fields, one of them as JSON text, its tenant-index entry, and its
     due-index entry while it is ACTIVE (or SUSPENDED) with a next occurrence."""
     data = thing.model_dump(mode="json", exclude={"id", "payload", "steps"})
+    # Without calendars (the common case) neither field is stored: every write of the item and of its due-index
+    # entry stays as small as before them (the defaults read back).
+    if not thing.calendars:
+        data.pop("calendars")
+    if thing.on_blocked is OnBlocked.SKIP:
+        data.pop("on_blocked")
     attrs: dict[str, Any] = {
         "pk": f"JOB#{thing.id}",
         "sk": "JOB",
@@ -178,7 +185,9 @@ def workflow_run_to_attrs(record: WorkflowRunRecord) -> dict[str, Any]:
     data = record.model_dump(mode="json", exclude={"id", "definition"}, exclude_none=True)
     attrs = _run_item(ItemKind.WORKFLOW_RUN, workflow_run_key(record.id), record.id, data)
     if record.definition is not None:
-        attrs["definition_json"] = _json_text(record.definition.model_dump(mode="json", exclude_none=True))
+        attrs["definition_json"] = _json_text(
+            record.definition.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+        )
     return attrs
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from tickwork.store.codec import deserialize
+from tickwork.store.codec import deserialize, serialize
 
 
 class Table:
@@ -94,6 +94,23 @@ class Table:
             ReturnValues="ALL_NEW",
             ReturnValuesOnConditionCheckFailure="ALL_OLD",
         )
+
+    def query_all(self, key_condition: str, values: dict[str, Any]) -> list[dict[str, Any]]:
+        """Every item of the table (not an index) matching the key condition, as attributes: consistent reads,
+        one Query per 1 MB."""
+        params: dict[str, Any] = {
+            "TableName": self.name,
+            "KeyConditionExpression": key_condition,
+            "ExpressionAttributeValues": serialize(values),
+            "ConsistentRead": True,
+        }
+        found: list[dict[str, Any]] = []
+        while True:
+            page = self.client.query(**params)
+            found += [deserialize(i) for i in page.get("Items", [])]
+            if "LastEvaluatedKey" not in page:
+                return found
+            params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def batch_get(self, keys: list[dict[str, Any]], *, projection: str | None = None) -> list[dict[str, Any]]:
         """The items of these keys that exist (BatchGetItem, consistent reads, 100 keys a request, unprocessed

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from tickwork.model.blocking import OnBlocked
 from tickwork.model.claim_plan import ClaimableJob
 from tickwork.model.clock import from_ms, optional_instant, stored_instant, to_ms
 from tickwork.model.ids import ItemKind
@@ -75,6 +76,9 @@ DUE_INDEX_PROJECTION = (
     "start_precision",
     "deadline",
     "ordering",
+    "calendars",
+    "on_blocked",
+    "tags",
 )
 
 
@@ -113,6 +117,9 @@ class DueItem:
             precise=a.get("start_precision") == StartPrecision.PRECISE.value,
             deadline_seconds=int(a["deadline"]["within_seconds"]) if a.get("deadline") else None,
             ordering=_ordering(a) if self.kind is ItemKind.JOB else None,
+            calendars=tuple(a.get("calendars") or ()),
+            on_blocked=OnBlocked(a.get("on_blocked", OnBlocked.SKIP.value)),
+            tags=tuple(sorted((a.get("tags") or {}).items())),
         )
 
 

@@ -118,6 +118,21 @@ class JobRunWriter(OccurrenceWriter):
 
     def _run_of(self, job: ClaimableJob, occurrence: Occurrence, now: datetime) -> Run:
         base = {"job_id": job.job_id, "tenant": job.tenant, "priority": job.priority}
+        if occurrence.deferred is not None and occurrence.deferred.until is not None:
+            # Blocked, and run at the block's end: its id and its lateness stay its occurrence's.
+            until = occurrence.deferred.until
+            return Run(
+                id=run_id_for(job.job_id, occurrence.at),
+                scheduled_for=until,
+                nominal_at=occurrence.at,
+                not_before=until,
+                status=RunStatus.QUEUED,
+                enqueued_at=now,
+                deferred=1,
+                deferred_reason=DeferReason(occurrence.deferred.reason.value),
+                blocked_by=occurrence.deferred.by,
+                **base,
+            )
         if occurrence.skip_reason is None:
             waited = self._ticks_held(job, occurrence.at, now)
             times: dict[str, Any] = dict(jittered_times(job.job_id, occurrence.at, job.jitter_seconds))
@@ -145,6 +160,7 @@ class JobRunWriter(OccurrenceWriter):
             skip_reason=occurrence.skip_reason,
             skipped_count=occurrence.skipped_count,
             skipped_until=occurrence.skipped_until,
+            blocked_by=occurrence.blocked_by,
             finished_at=now,
             **base,
         )
@@ -188,6 +204,8 @@ class JobClaimer:
         outgoing: list[Outgoing] = []
         for _ in range(MAX_CLAIM_ROUNDS):
             plan = plan_claim(job, now=now, horizon_end=horizon_end, max_queued=max_runs)
+            if plan.waits_until is not None and not plan.occurrences() and plan.next_run_at == job.next_run_at:
+                return outgoing  # a deferred occurrence waits for its block's end: nothing changes, nothing written
             written = writer.write(job, plan, now)
             self.faults.reached(CrashPoint.TICK_AFTER_RUN_PUT)
             self._record_skips(written.skipped, report)

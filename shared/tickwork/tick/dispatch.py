@@ -39,8 +39,11 @@ from tickwork.observability import logger, metrics
 from tickwork.progress.run_events import RunEvents
 from tickwork.settings import DEFAULT_AGING_AFTER_SECONDS
 from tickwork.store import DueItem, EventOutbox, JobStore
+from tickwork.store.calendars import CalendarRecords
 from tickwork.store.deadlines import DeadlineRecords
+from tickwork.store.freezes import FreezeRecords
 from tickwork.store.tenant_rates import TenantRates
+from tickwork.tick.blockers import BlockersUnread, FreezeReads, TickBlockers
 from tickwork.tick.claimer import MAX_CLAIM_ROUNDS, JobClaimer, JobRunWriter, OccurrenceWriter, WorkflowTick
 from tickwork.tick.deadlines import DeadlineCheck
 from tickwork.tick.fairness import Allocation, Allotted, Candidate, HoldReason, allocate, held_by_quota
@@ -71,6 +74,8 @@ class Dispatcher:
         rates: TenantRates | None = None,
         aging_after: timedelta = timedelta(seconds=DEFAULT_AGING_AFTER_SECONDS),
         events: RunEvents | None = None,
+        calendars: CalendarRecords | None = None,
+        freezes: FreezeRecords | None = None,
     ) -> None:
         self.store, self.clock = store, clock
         self.horizon, self.tick_period = horizon, tick_period
@@ -82,6 +87,8 @@ class Dispatcher:
         self.events = events  # publishes the run events their writers left in the outbox
         deadlines = DeadlineRecords(store.shared_table, shards=store.shards, retention=store.retention)
         self.deadlines = DeadlineCheck(store.runs, store.jobs, deadlines, EventOutbox(store.shared_table), events)
+        # Read once per tick (tickwork.tick.blockers): the calendars the due jobs name, and every freeze.
+        self.calendars, self.freezes = calendars, FreezeReads(freezes, clock)
         writers: dict[ItemKind, OccurrenceWriter] = {
             ItemKind.JOB: JobRunWriter(
                 store.runs, redispatch_after=redispatch_after, tick_period=tick_period, deadlines=deadlines
@@ -128,14 +135,17 @@ class Dispatcher:
                 backlogged = self.resender.backlogged_bands(items, now)
                 settings, quotas = self._quotas(items)
                 spent = self._spent_windows(items, quotas, now)
-                chosen = self._allocate(items, now, horizon_end, report, settings, quotas, spent)
+                blockers = self._blockers(items)
+                chosen = self._allocate(items, now, horizon_end, report, settings, quotas, spent, blockers)
                 # Claim in priority-ordered slices; each slice is sent before the next is claimed.
                 step = max(10, self.threads * 5)
                 for start in range(0, len(chosen), step):
                     chunk = chosen[start : start + step]
                     outgoing: list[Outgoing] = []
                     for result in pool.map(
-                        lambda a: self._claim_item(a.item, now, horizon_end, report, backlogged, a.max_runs, spent),
+                        lambda a: self._claim_item(
+                            a.item, now, horizon_end, report, backlogged, a.max_runs, spent, blockers
+                        ),
                         chunk,
                     ):
                         outgoing.extend(result)
@@ -158,6 +168,14 @@ class Dispatcher:
             logger.warning(
                 "stuck runs: queued long past their time, or leased with no outcome", extra={"runs": stuck[:50]}
             )
+
+    def _blockers(self, items: list[DueItem]) -> TickBlockers:
+        """The calendars the due jobs name, and the freezes, read once for the whole tick (nothing without a due
+        job or workflow)."""
+        if not any(i.kind.scheduled for i in items):
+            return TickBlockers()
+        keys = {(_tenant_of(i), str(c)) for i in items if i.kind.scheduled for c in (i.attrs.get("calendars") or ())}
+        return TickBlockers.read(self.calendars, self.freezes.fresh, keys)
 
     def _quotas(self, items: list[DueItem]) -> tuple[dict[str, TenantSettings], dict[str, int]]:
         """The settings of the tenants with items, and the rate quotas among them (none without `rates`). One
@@ -204,6 +222,7 @@ class Dispatcher:
         settings: dict[str, TenantSettings],
         quotas: dict[str, int],
         spent: dict[str, set[int]],
+        blockers: TickBlockers,
     ) -> list[Allotted[DueItem]]:
         """What this tick acts on, in order (tickwork.tick.fairness): everything in today's order unless the tick's
         capacity or a tenant's rate quota holds some back; then the slots are shared by weight within each band.
@@ -223,7 +242,7 @@ class Dispatcher:
                 deadline_at_ms=_deadline_at_ms(i),
                 # Only claims of new occurrences count against a quota: re-sends and parked retries are
                 # recovery of runs already dispatched, and a quota never holds them back.
-                cost=self._runs_asked(i, now, horizon_end, spent)
+                cost=self._runs_asked(i, now, horizon_end, spent, blockers)
                 if i.kind is ItemKind.JOB and _tenant_of(i) in quotas
                 else 0,
             )
@@ -254,11 +273,13 @@ class Dispatcher:
         self._report_held(allocation, report)
         return allocation.chosen
 
-    def _runs_asked(self, item: DueItem, now: datetime, horizon_end: datetime, spent: dict[str, set[int]]) -> int:
+    def _runs_asked(
+        self, item: DueItem, now: datetime, horizon_end: datetime, spent: dict[str, set[int]], blockers: TickBlockers
+    ) -> int:
         """The runs claiming this job would dispatch now. An item that cannot be read as a job asks for one: its
         claim fails on its own (and is logged there) without stopping the tick."""
         try:
-            job = _claimable(item, now, spent)
+            job = blockers.attach(_claimable(item, now, spent))
         except Exception:
             return 1
         return runs_to_claim(job, now=now, horizon_end=horizon_end, rounds=MAX_CLAIM_ROUNDS)
@@ -307,6 +328,11 @@ class Dispatcher:
         if job.state is not JobState.ACTIVE or job.next_run_at is None or job.next_run_at > now + self.horizon:
             return report
         claimable = ClaimableJob.from_job(job)
+        try:
+            keys = {(claimable.tenant, c) for c in claimable.calendars}
+            claimable = TickBlockers.read(self.calendars, self.freezes.recent, keys).attach(claimable)
+        except BlockersUnread:
+            return report  # the tick claims it
         max_runs = self._create_budget(claimable, now)
         if max_runs == 0:
             report.held_back_rate = 1  # its tenant's window is spent: the tick claims it in a later window
@@ -347,6 +373,7 @@ class Dispatcher:
         backlogged: set[Band],
         max_runs: int | None = None,
         spent: dict[str, set[int]] | None = None,
+        blockers: TickBlockers | None = None,
     ) -> list[Outgoing]:
         try:
             if item.kind is ItemKind.DEADLINE:
@@ -360,7 +387,7 @@ class Dispatcher:
                 return self.resender.resend(item, now, report, backlogged)
             if item.kind is ItemKind.WORKFLOW_RUN:
                 return self.workflows.reconcile(item, now) if self.workflows is not None else []
-            job = _claimable(item, now, spent or {})
+            job = (blockers or TickBlockers()).attach(_claimable(item, now, spent or {}))
             return self.claimer.claim(job, now, horizon_end, report, max_runs=max_runs)
         except Exception:
             # One bad item must not stop the tick; it stays in the index and is tried again.

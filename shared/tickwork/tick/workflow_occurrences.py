@@ -112,8 +112,12 @@ class WorkflowOccurrences:
             "id": run_id_for(job.job_id, occurrence.at),
             "workflow_id": job.job_id,
             "tenant": job.tenant,
-            "scheduled_for": occurrence.at,
+            # Deferred past a block: opened at the block's end (its id stays its occurrence's).
+            "scheduled_for": occurrence.deferred.until
+            if occurrence.deferred is not None and occurrence.deferred.until is not None
+            else occurrence.at,
             "priority": job.priority,
+            "blocked_by": occurrence.blocked_by,
         }
         if occurrence.skip_reason is None:
             return WorkflowRunRecord(

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tickwork.model.blocking import CalendarIds, OnBlocked
 from tickwork.model.errors import FieldError
 from tickwork.model.ids import STEP_ID_PATTERN
 from tickwork.model.job import ScheduledLifecycle, _InBand, _JobIdentity
@@ -126,6 +127,9 @@ class WorkflowDefinition(BaseModel):
     misfire_grace_seconds: MisfireGraceSeconds = 900
     tags: StoredTags = Field(default_factory=dict)
     compensation: CompensationPolicy = Field(default_factory=CompensationPolicy)
+    # As a job's (docs/operations.md): its calendars, and what becomes of an occurrence they or a freeze block.
+    calendars: CalendarIds = Field(default_factory=list)
+    on_blocked: OnBlocked = OnBlocked.SKIP
 
 
 class StepSettings:

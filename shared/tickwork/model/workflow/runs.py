@@ -89,6 +89,8 @@ class WorkflowRunRecord(WorkflowRunIdentity):
     # A capped misfire record stands for this many occurrences, up to skipped_until (as a job's runs).
     skipped_count: int | None = None
     skipped_until: UtcDatetime | None = None
+    # The calendar or freeze that blocked its occurrence (skipped, or deferred to its end: scheduled_for).
+    blocked_by: str | None = None
     started_at: UtcDatetime | None = None
     finished_at: UtcDatetime | None = None
     steps: dict[str, StepEntry] = Field(default_factory=dict)

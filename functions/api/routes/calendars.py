@@ -1,0 +1,89 @@
+"""/v1/calendars: a tenant's calendars (blackouts and maintenance windows its jobs and workflows name)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.openapi.params import Path as PathParam
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+from dependencies import Tenant, Wired
+from pydantic import StringConstraints
+from tickwork.control.api_bodies import CalendarList
+from tickwork.control.api_examples import CALENDAR, openapi_examples
+from tickwork.model.blocking import CALENDAR_ID_PATTERN
+from tickwork.model.calendars import Calendar, CalendarDefinition
+
+from routes.responses import json_response, linked, ok, problems
+
+router = APIGatewayHttpRouter()
+
+CalendarId = Annotated[
+    str, StringConstraints(pattern=CALENDAR_ID_PATTERN), PathParam(description="A calendar id: c and 25 characters.")
+]
+CalendarBody = Annotated[
+    CalendarDefinition, Body(description="The calendar, whole.", openapi_examples=openapi_examples(CALENDAR))
+]
+CALENDAR_OPERATIONS = {
+    "GetCalendar": ("GET", "/v1/calendars/{calendar_id}"),
+    "ReplaceCalendar": ("PUT", "/v1/calendars/{calendar_id}"),
+    "DeleteCalendar": ("DELETE", "/v1/calendars/{calendar_id}"),
+}
+
+
+@router.post(
+    "/v1/calendars",
+    summary="Create a calendar",
+    description="Windows of whole dates, a cron and a duration, or a range; `exclude` keeps runs out of them, "
+    "`include` keeps runs in them. Jobs and workflows name calendars in `calendars`.",
+    responses={
+        201: linked(ok(Calendar, "Created"), "calendar_id", CALENDAR_OPERATIONS),
+        **problems(400, 415),
+    },
+    tags=["calendars"],
+)
+def create_calendar(spec: CalendarBody, built: Wired, tenant: Tenant):
+    return json_response(201, built.calendars.create(tenant, spec))
+
+
+@router.get(
+    "/v1/calendars",
+    summary="List your calendars",
+    responses={200: ok(CalendarList, "Every calendar of yours")},
+    tags=["calendars"],
+)
+def list_calendars(built: Wired, tenant: Tenant):
+    return json_response(200, CalendarList(items=built.calendars.list(tenant)))
+
+
+@router.get(
+    "/v1/calendars/<calendar_id>",
+    summary="Read a calendar",
+    responses={200: ok(Calendar, "The calendar"), **problems(404)},
+    tags=["calendars"],
+)
+def get_calendar(calendar_id: CalendarId, built: Wired, tenant: Tenant):
+    return json_response(200, built.calendars.get(tenant, calendar_id))
+
+
+@router.put(
+    "/v1/calendars/<calendar_id>",
+    summary="Replace a calendar, the whole document",
+    description="Applies to the occurrences not yet claimed; a run already claimed (up to the tick's horizon, "
+    "2 minutes ahead) keeps what its claim decided.",
+    responses={200: ok(Calendar, "The calendar as stored"), **problems(400, 404, 409, 415)},
+    tags=["calendars"],
+)
+def replace_calendar(calendar_id: CalendarId, spec: CalendarBody, built: Wired, tenant: Tenant):
+    return json_response(200, built.calendars.replace(tenant, calendar_id, spec))
+
+
+@router.delete(
+    "/v1/calendars/<calendar_id>",
+    summary="Delete a calendar",
+    description="A job still naming it runs as if it did not.",
+    responses={200: ok(Calendar, "The calendar as it was"), **problems(404)},
+    tags=["calendars"],
+)
+def delete_calendar(calendar_id: CalendarId, built: Wired, tenant: Tenant):
+    return json_response(200, built.calendars.delete(tenant, calendar_id))

@@ -1,0 +1,141 @@
+"""Freezes as the API sees them: create (a tenant its own jobs; an admin every tenant's), list, read, lift.
+
+A new freeze reaches the occurrences the tick claims after it (tickwork.tick.blockers); the runs already claimed
+inside it (the tick claims up to its horizon, 2 minutes, ahead) are marked here, once, at its creation, and their
+executor looks at the freeze when they would start (tickwork.executor.freeze_gate): skipped `freeze` while it
+holds, or with DEFER kept for its end as the job's catch-up policy allows; run once it is lifted.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from tickwork.control.callers import Caller
+from tickwork.model.blocking import OnBlocked
+from tickwork.model.claim_plan import CATCHUP_KEEP
+from tickwork.model.clock import Clock, optional_instant, to_ms
+from tickwork.model.errors import Conflict, Forbidden, NotFound
+from tickwork.model.freezes import EVERY_TENANT, Freeze, FreezeSpec
+from tickwork.model.ids import ItemKind, is_job_id, new_job_id
+from tickwork.model.policies import CatchupPolicy
+from tickwork.model.states import RunStatus
+from tickwork.observability import logger
+from tickwork.store import JobStore, job_key
+from tickwork.store.freezes import FreezeRecords
+
+
+@dataclass(frozen=True)
+class FreezeService:
+    records: FreezeRecords
+    store: JobStore  # the due index (claimed runs) and the jobs they are of
+    clock: Clock
+    horizon: timedelta  # how far ahead the tick claims
+    redispatch_after: timedelta  # how long after its time an unleased run is sent again
+    # This environment's creates then read the freezes afresh (tickwork.tick.blockers.FreezeReads).
+    forget_read: Callable[[], None] = lambda: None
+
+    def create(self, caller: Caller, spec: FreezeSpec) -> Freeze:
+        if spec.every_tenant and not caller.admin:
+            raise Forbidden("freezing every tenant is an admin's (the tickwork-admin role or an admin key)")
+        now = self.clock.now()
+        start, end = spec.window(now)
+        freeze = Freeze(
+            id=new_job_id(to_ms(now), prefix="f"),
+            tenant=EVERY_TENANT if spec.every_tenant else caller.tenant,
+            selector=spec.selector,
+            from_=start,
+            until=end,
+            reason=spec.reason,
+            on_blocked=spec.on_blocked,
+            created_at=now,
+        )
+        if not self.records.put_new(freeze):
+            raise Conflict(f"freeze {freeze.id} exists already")  # pragma: no cover - 75 random bits
+        self.forget_read()
+        held = self._hold_back_claimed(freeze, now)
+        logger.info(
+            "freeze created",
+            extra={"freeze_id": freeze.id, "tenant": freeze.tenant, "until": end.isoformat(), "held_back": held},
+        )
+        return freeze
+
+    def visible_to(self, caller: Caller) -> list[Freeze]:
+        """The caller's freezes and those over every tenant (an admin: all), newest first."""
+        found = [f for f in self.records.all() if caller.admin or f.tenant in (caller.tenant, EVERY_TENANT)]
+        return sorted(found, key=lambda f: f.created_at, reverse=True)
+
+    def get(self, caller: Caller, freeze_id: str) -> Freeze:
+        freeze = self.records.get(freeze_id)
+        if freeze is None or not (caller.admin or freeze.tenant in (caller.tenant, EVERY_TENANT)):
+            raise NotFound(f"freeze {freeze_id} not found")
+        return freeze
+
+    def lift(self, caller: Caller, freeze_id: str) -> Freeze:
+        """Ends it now: the occurrences from now on run (those it skipped stay skipped; with DEFER, the ones it
+        held run now, collapsed by catch-up)."""
+        freeze = self.get(caller, freeze_id)
+        if freeze.tenant == EVERY_TENANT and not caller.admin:
+            raise Forbidden("a freeze over every tenant is lifted by an admin")
+        now = self.clock.now()
+        if not self.records.lift(freeze, now):
+            raise Conflict(f"freeze {freeze_id} has ended already")
+        self.forget_read()
+        logger.info("freeze lifted", extra={"freeze_id": freeze_id})
+        return freeze.model_copy(update={"lifted_at": now})
+
+    # ------------------------------------------------------------ the runs claimed before it
+
+    def _hold_back_claimed(self, freeze: Freeze, now: datetime) -> int:
+        """The runs claimed before the freeze that fall inside it, still QUEUED: found in the due index (where a
+        claimed run stays until its outcome; one Query per shard, up to the claim horizon), matched to the
+        selector (one BatchGetItem of their jobs), then skipped or deferred one by one."""
+        reach = to_ms(min(freeze.ends_at, now + self.horizon) + self.redispatch_after)
+        claimed: dict[str, list[tuple[datetime, str]]] = defaultdict(list)
+        for shard in range(self.store.shards):
+            for item in self.store.due.query_due(str(shard), reach):
+                a = item.attrs
+                at = optional_instant(a.get("scheduled_for"))
+                if (
+                    item.kind is not ItemKind.RUN
+                    or a.get("status") != RunStatus.QUEUED.value
+                    or not is_job_id(str(a.get("job_id", "")))
+                    or at is None
+                    or not freeze.blocks(at)
+                ):
+                    continue
+                claimed[str(a["job_id"])].append((at, str(a["run_id"])))
+        if not claimed:
+            return 0
+        jobs = {
+            str(j["job_id"]): j
+            for j in self.store.shared_table.batch_get(
+                [job_key(j) for j in claimed], projection="job_id, tenant, tags, catchup, next_run_at"
+            )
+        }
+        held = 0
+        for job_id, runs in claimed.items():
+            job = jobs.get(job_id)
+            if job is None or not freeze.applies_to(str(job["tenant"]), job_id, job.get("tags") or {}):
+                continue
+            kept = set(self._kept(freeze, job, sorted(runs)))
+            for _, run_id in runs:
+                held += self.records.mark_claimed(run_id, freeze, keep=run_id in kept)
+        return held
+
+    @staticmethod
+    def _kept(freeze: Freeze, job: dict[str, Any], runs: list[tuple[datetime, str]]) -> list[str]:
+        """With DEFER, the claimed runs kept for the freeze's end: the job's catch-up policy's latest ones (ALL:
+        every one), unless occurrences inside the freeze are still to be claimed and the policy keeps only the
+        latest (the tick keeps it, from the rest of the stretch)."""
+        if freeze.on_blocked is not OnBlocked.DEFER:
+            return []
+        policy = CatchupPolicy(job.get("catchup", CatchupPolicy.LATEST.value))
+        keep = CATCHUP_KEEP[policy]
+        next_run_at = optional_instant(job.get("next_run_at"))
+        if next_run_at is not None and next_run_at < freeze.ends_at and policy is not CatchupPolicy.ALL:
+            return []  # the latest of the blocked stretch is one the tick claims later
+        return [run_id for _, run_id in runs[len(runs) - keep :]] if keep else []

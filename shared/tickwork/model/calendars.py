@@ -1,0 +1,223 @@
+"""Calendars: named sets of windows in an IANA zone that keep a job's occurrences out (`exclude`) or in (`include`).
+
+Pure (no I/O): a window answers which of its spans holds an instant and where its next span starts; the
+decision a claim makes of them is tickwork.model.blocking.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import date, datetime, timedelta
+from enum import StrEnum
+from typing import Annotated
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
+
+from tickwork.model.schedule import CallerInstant, Schedule, UtcDatetime, resolve_wall_time, validate_cron
+from tickwork.model.states import SkipReason
+
+MAX_WINDOW_MINUTES = 7 * 24 * 60  # a recurring window lasts at most 7 days
+MAX_WINDOWS = 100
+MAX_DATES = 366
+MAX_CALENDARS_PER_JOB = 10
+# How far ahead an `include` calendar's next window is looked for; none by then: the occurrence never runs.
+LOOK_AHEAD = timedelta(days=400)
+
+
+class CalendarMode(StrEnum):
+    EXCLUDE = "exclude"  # a blackout: nothing runs inside its windows
+    INCLUDE = "include"  # a maintenance window: runs only inside its windows
+
+
+Span = tuple[datetime, datetime]  # [start, end), UTC
+
+
+def _format(name: str, description: str) -> dict[str, str]:
+    """A string the server checks beyond what a pattern says, named by its format in the OpenAPI document."""
+    return {"type": "string", "format": name, "description": description}
+
+
+def _date_text(value: object) -> object:
+    """A date as written, YYYY-MM-DD: never a number (pydantic would read one as a timestamp)."""
+    if isinstance(value, int | float | bool):
+        raise ValueError("must be a date written YYYY-MM-DD")
+    return value
+
+
+class DatesWindow(BaseModel):
+    """Whole days, midnight to midnight in the calendar's zone (a 23- or 25-hour day on a DST change)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dates: list[Annotated[date, BeforeValidator(_date_text)]] = Field(min_length=1, max_length=MAX_DATES)
+
+    def span_holding(self, at: datetime, zone: ZoneInfo) -> Span | None:
+        day = at.astimezone(zone).date()
+        return _day_span(day, zone) if day in self.dates else None
+
+    def next_start(self, at: datetime, zone: ZoneInfo) -> datetime | None:
+        starts = [s for s in (_day_span(d, zone)[0] for d in self.dates) if s > at]
+        return min(starts, default=None)
+
+
+class CronWindow(BaseModel):
+    """A window opening at each of a cron's wall times in the calendar's zone, lasting `duration_minutes` of
+    real time (a window across a DST change ends an hour earlier or later on the wall clock)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cron: Annotated[str, WithJsonSchema(_format("cron", "When each window opens: 5 fields, or 6 with seconds first."))]
+    duration_minutes: int = Field(ge=1, le=MAX_WINDOW_MINUTES)
+
+    @field_validator("cron")
+    @classmethod
+    def _valid_cron(cls, value: str) -> str:
+        return validate_cron(value)
+
+    def _opens(self, after: datetime, zone: ZoneInfo) -> Iterator[datetime]:
+        schedule = Schedule(cron=self.cron, timezone=zone.key)
+        return schedule.iter_after(after, anchor=after)
+
+    def span_holding(self, at: datetime, zone: ZoneInfo) -> Span | None:
+        length = timedelta(minutes=self.duration_minutes)
+        latest_end: datetime | None = None
+        opened: datetime | None = None
+        for start in self._opens(at - length, zone):
+            if start > at:
+                break
+            opened = opened or start
+            latest_end = start + length
+        return (opened, latest_end) if opened is not None and latest_end is not None else None
+
+    def next_start(self, at: datetime, zone: ZoneInfo) -> datetime | None:
+        return next(self._opens(at, zone), None)
+
+
+class RangeWindow(BaseModel):
+    """One stretch of time, [from, to)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, serialize_by_alias=True)
+
+    from_: CallerInstant = Field(alias="from")
+    to: CallerInstant
+
+    @model_validator(mode="after")
+    def _ends_after_start(self) -> RangeWindow:
+        if self.to <= self.from_:
+            raise ValueError("`to` must be after `from`")
+        return self
+
+    def span_holding(self, at: datetime, zone: ZoneInfo) -> Span | None:
+        return (self.from_, self.to) if self.from_ <= at < self.to else None
+
+    def next_start(self, at: datetime, zone: ZoneInfo) -> datetime | None:
+        return self.from_ if self.from_ > at else None
+
+
+def _window_kind(value: object) -> str | None:
+    """A window names its kind by its keys, so that an error names the field of that kind (`windows.0.range.to`)
+    rather than every shape it failed."""
+    if isinstance(value, BaseModel):
+        return {DatesWindow: "dates", CronWindow: "cron", RangeWindow: "range"}.get(type(value))
+    if isinstance(value, dict):
+        for key, kind in (("dates", "dates"), ("cron", "cron"), ("from", "range"), ("to", "range")):
+            if key in value:
+                return kind
+    return None
+
+
+AnyWindow = Annotated[
+    Annotated[DatesWindow, Tag("dates")] | Annotated[CronWindow, Tag("cron")] | Annotated[RangeWindow, Tag("range")],
+    Discriminator(
+        _window_kind,
+        custom_error_type="window_kind",
+        custom_error_message="a window is {dates}, {cron, duration_minutes} or {from, to}",
+    ),
+]
+
+
+def _day_span(day: date, zone: ZoneInfo) -> Span:
+    start = datetime(day.year, day.month, day.day)
+    return resolve_wall_time(start, zone), resolve_wall_time(start + timedelta(days=1), zone)
+
+
+class CalendarDefinition(BaseModel):
+    """The fields a caller chooses for a calendar (the create and replace body)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200)
+    timezone: Annotated[str, WithJsonSchema(_format("time-zone", "An IANA time zone name, such as Europe/Paris."))] = (
+        "UTC"
+    )
+    mode: CalendarMode = CalendarMode.EXCLUDE
+    windows: list[AnyWindow] = Field(min_length=1, max_length=MAX_WINDOWS)
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {value!r}; use an IANA name such as Europe/Paris") from None
+        return value
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+
+class Calendar(CalendarDefinition):
+    """A stored calendar: its identity, its owner and its version (replaced under optimistic locking)."""
+
+    id: str
+    tenant: str
+    created_at: UtcDatetime
+    updated_at: UtcDatetime
+    version: int = 1
+
+    def span_holding(self, at: datetime) -> Span | None:
+        """The widest of the windows' spans holding `at` (the latest end), or None."""
+        zone = self.zone
+        spans = [s for w in self.windows if (s := w.span_holding(at, zone)) is not None]
+        return max(spans, key=lambda s: s[1]) if spans else None
+
+    def next_window_start(self, at: datetime) -> datetime | None:
+        zone = self.zone
+        starts = [s for w in self.windows if (s := w.next_start(at, zone)) is not None]
+        return min(starts, default=None)
+
+    @property
+    def skip_reason(self) -> SkipReason:
+        return SkipReason.CALENDAR
+
+    @property
+    def on_blocked(self) -> None:
+        return None  # the job's `on_blocked` says
+
+    def blocks(self, at: datetime) -> bool:
+        inside = self.span_holding(at) is not None
+        return inside if self.mode is CalendarMode.EXCLUDE else not inside
+
+    def allowed_from(self, at: datetime) -> datetime | None:
+        """The first instant at or after `at` this calendar allows (`at` itself when it allows it); None when
+        none comes within LOOK_AHEAD."""
+        if not self.blocks(at):
+            return at
+        if self.mode is CalendarMode.EXCLUDE:
+            span = self.span_holding(at)
+            assert span is not None
+            return span[1]
+        start = self.next_window_start(at)
+        return start if start is not None and start - at <= LOOK_AHEAD else None

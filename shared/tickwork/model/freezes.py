@@ -1,0 +1,116 @@
+"""Freezes: a stretch of time in which the selected jobs (by tags, by id, or all of a tenant's, or every tenant's)
+run nothing; their blocked occurrences are skipped `freeze`, or deferred to the freeze's end.
+
+Pure (no I/O): what a freeze selects and blocks; tickwork.model.blocking decides with it as with a calendar.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from tickwork.model.blocking import OnBlocked
+from tickwork.model.errors import InvalidInput
+from tickwork.model.policies import StoredTags
+from tickwork.model.schedule import CallerInstant, UtcDatetime
+from tickwork.model.states import SkipReason
+
+EVERY_TENANT = "*"  # the owner of an admin's freeze over every tenant
+MAX_FREEZE_SECONDS = 30 * 24 * 3600
+
+
+class FreezeSelector(BaseModel):
+    """Which jobs and workflows it freezes: exactly one of `tags` (every one of them), `job_ids`, or `all`."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "oneOf": [
+                {"required": [k], "properties": {k: {"not": {"type": "null"}}}} for k in ("tags", "job_ids", "all")
+            ]
+        },
+    )
+
+    tags: StoredTags | None = Field(default=None, min_length=1)
+    job_ids: list[str] | None = Field(default=None, min_length=1, max_length=100)
+    all: Literal[True] | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> FreezeSelector:
+        given = [k for k in ("tags", "job_ids", "all") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"exactly one of tags, job_ids or all is required; got {', '.join(given) or 'none'}")
+        return self
+
+    def selects(self, job_id: str, tags: Mapping[str, str]) -> bool:
+        if self.all:
+            return True
+        if self.job_ids is not None:
+            return job_id in self.job_ids
+        assert self.tags is not None
+        return all(tags.get(k) == v for k, v in self.tags.items())
+
+
+class FreezeSpec(BaseModel):
+    """POST /v1/freezes: what to freeze, when, and why."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    selector: FreezeSelector
+    from_: CallerInstant | None = Field(default=None, alias="from", description="When it starts (default: now).")
+    until: CallerInstant | None = Field(default=None, description="When it ends (or give for_seconds).")
+    for_seconds: int | None = Field(default=None, ge=1, le=MAX_FREEZE_SECONDS, description="How long it lasts.")
+    reason: str = Field(min_length=1, max_length=500)
+    on_blocked: OnBlocked = OnBlocked.SKIP
+    every_tenant: bool = Field(default=False, description="Freeze every tenant's selected jobs (an admin's).")
+
+    def window(self, now: datetime) -> tuple[datetime, datetime]:
+        """[start, end); InvalidInput naming `until` when it ends before it starts, or has already ended."""
+        if (self.until is None) == (self.for_seconds is None):
+            raise InvalidInput.one("until", "give exactly one of until and for_seconds")
+        start = self.from_ or now
+        end = self.until if self.until is not None else start + timedelta(seconds=self.for_seconds or 0)
+        if end <= start:
+            raise InvalidInput.one("until", "must be after from (a freeze ending before it starts)")
+        if end <= now:
+            raise InvalidInput.one("until", "must be in the future")
+        if end - start > timedelta(seconds=MAX_FREEZE_SECONDS):
+            raise InvalidInput.one("until", f"a freeze lasts at most {MAX_FREEZE_SECONDS} s (30 days)")
+        return start, end
+
+
+class Freeze(BaseModel):
+    """A stored freeze. `tenant` is its owner's (EVERY_TENANT: an admin's over every tenant); `lifted_at` is set
+    when DELETE lifted it early."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
+
+    id: str
+    tenant: str
+    selector: FreezeSelector
+    from_: UtcDatetime = Field(alias="from")
+    until: UtcDatetime
+    reason: str
+    on_blocked: OnBlocked = OnBlocked.SKIP
+    created_at: UtcDatetime
+    lifted_at: UtcDatetime | None = None
+
+    @property
+    def ends_at(self) -> datetime:
+        return min(self.until, self.lifted_at) if self.lifted_at is not None else self.until
+
+    @property
+    def skip_reason(self) -> SkipReason:
+        return SkipReason.FREEZE
+
+    def applies_to(self, tenant: str, job_id: str, tags: Mapping[str, str]) -> bool:
+        return self.tenant in (tenant, EVERY_TENANT) and self.selector.selects(job_id, tags)
+
+    def blocks(self, at: datetime) -> bool:
+        return self.from_ <= at < self.ends_at
+
+    def allowed_from(self, at: datetime) -> datetime | None:
+        return self.ends_at if self.blocks(at) else at
