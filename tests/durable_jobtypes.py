@@ -20,12 +20,14 @@ STEP_CALLS: Counter[tuple[str, str]] = Counter()
 FAILED_ONCE: set[str] = set()
 
 
+# -1: never. Not nullable: these types are registered for the whole test session, and no payload field in the
+# API's document may be nullable (tests/api/test_promises_hardened_api.py).
 class Export(BaseModel):
     pages: int = 4
-    die_after_page: int | None = None  # the first execution dies (SIGKILL) right after this page's checkpoint
-    fail_after_page: int | None = None  # the first execution raises right after this page's checkpoint
+    die_after_page: int = -1  # the first execution dies (SIGKILL) right after this page's checkpoint
+    fail_after_page: int = -1  # the first execution raises right after this page's checkpoint
     padding: int = 0  # bytes of filler in each checkpoint (to send it to S3)
-    bad_state_at_page: int | None = None  # tries to save a state JSON cannot hold, then one too large, and goes on
+    bad_state_at_page: int = -1  # tries to save a state JSON cannot hold, then one too large, and goes on
 
 
 if "checkpoint-export" not in registry:

@@ -396,7 +396,8 @@ def test_table_access_is_what_the_store_does(template):
         "dynamodb:PutItem": [table],
         "dynamodb:UpdateItem": [table],
         "dynamodb:BatchGetItem": [table],
-        "dynamodb:Query": [{"Fn::Sub": "${JobsTable.Arn}/index/due-index"}],
+        # The due index, and the table itself for one partition: the freezes in force (tickwork.store.freezes).
+        "dynamodb:Query": [{"Fn::Sub": "${JobsTable.Arn}/index/due-index"}, table],
     }
     executor = _grants(template, "ExecutorRole")
     # Overlap SKIP is a conditional update of the job's running slot: no query for it. A workflow step's end

@@ -115,3 +115,26 @@ def test_a_notify_list_over_its_bound_is_refused_not_shortened_by_its_de_duplica
 
     with pytest.raises(ValidationError, match="at most 8 items"):
         TypeAdapter(Notify).validate_python(["Run Failed"] * 9)
+
+
+@pytest.mark.parametrize(
+    ("model", "fields"),
+    [
+        ("tickwork.model.policies:Debounce", {"key": "k", "seconds": 5, "collect": 0}),
+        (
+            "tickwork.model.freezes:FreezeSpec",
+            {"selector": {"all": True}, "for_seconds": 60, "reason": "r", "every_tenant": 1},
+        ),
+        ("tickwork.model.workflow.definition:WorkflowStep", {"id": "a", "type": "echo", "irreversible": 0}),
+        ("tickwork.control.api_bodies:WorkflowRunCancel", {"compensate": 1}),
+    ],
+)
+def test_a_number_is_not_taken_for_a_flag(model, fields):
+    """The document says boolean: 0 or 1 is refused, as the schema refuses it, not read as false or true."""
+    import importlib
+
+    from pydantic import ValidationError
+
+    module, name = model.split(":")
+    with pytest.raises(ValidationError, match="valid boolean"):
+        getattr(importlib.import_module(module), name).model_validate(fields)

@@ -388,7 +388,7 @@ class WorkflowRunCancel(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    compensate: bool = Field(
+    compensate: StrictBool = Field(
         default=False,
         description="Compensate the steps that SUCCEEDED (once the running ones have ended), as a failure does.",
     )

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from tickwork.model.blocking import OnBlocked
 from tickwork.model.errors import InvalidInput
@@ -65,7 +65,7 @@ class FreezeSpec(BaseModel):
     for_seconds: int | None = Field(default=None, ge=1, le=MAX_FREEZE_SECONDS, description="How long it lasts.")
     reason: str = Field(min_length=1, max_length=500)
     on_blocked: OnBlocked = OnBlocked.SKIP
-    every_tenant: bool = Field(default=False, description="Freeze every tenant's selected jobs (an admin's).")
+    every_tenant: StrictBool = Field(default=False, description="Freeze every tenant's selected jobs (an admin's).")
 
     def window(self, now: datetime) -> tuple[datetime, datetime]:
         """[start, end); InvalidInput naming `until` when it ends before it starts, or has already ended."""

@@ -13,6 +13,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    StrictBool,
     model_validator,
 )
 
@@ -265,7 +266,7 @@ class Debounce(BaseModel):
 
     key: OrderingKeyName
     seconds: Annotated[int, Field(ge=1, le=MAX_DEBOUNCE_SECONDS), NotCoerced]
-    collect: bool = False
+    collect: StrictBool = False
 
 
 class DebounceWindow(BaseModel):

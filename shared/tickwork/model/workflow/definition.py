@@ -16,7 +16,7 @@ from enum import StrEnum
 from functools import cached_property
 from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from tickwork.model.blocking import CalendarIds, OnBlocked
 from tickwork.model.errors import FieldError
@@ -108,7 +108,7 @@ class WorkflowStep(BaseModel):
     rate_limit: RateLimit | None = None
     compensate: StepCompensation | None = None
     # Its effects cannot be undone, so once it SUCCEEDED its upstream steps keep theirs too (none compensated).
-    irreversible: bool = False
+    irreversible: StrictBool = False
     ordering: OrderingKey | None = None
 
 
