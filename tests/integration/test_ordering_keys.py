@@ -279,3 +279,26 @@ def test_workflow_steps_sharing_a_key_run_one_at_a_time_in_run_id_order(pipeline
     assert [run_id.rsplit(".s-", 1)[1] for run_id in PROBE.started] == ["a", "b"]
     assert PROBE.most == 1
     assert workflow.id in PROBE.started[0]
+
+
+def test_a_run_created_after_its_key_was_blocked_waits_until_the_blocker_is_skipped(pipeline):
+    """docs/fairness.md's worked example: the first run fails alone and blocks the key; a run created afterwards
+    waits behind it (ordering_blocked) instead of running, until the failed run is skipped."""
+    [first] = _jobs_due_in_turn(pipeline, 1, ordering={"key": "ledger"})
+    [failed] = pipeline.runs_of(first.id)
+    PROBE.failing.add(failed.id)
+    _deliver_until_settled(pipeline, pipeline.receive(Band.NORMAL))
+    assert pipeline.run(failed.id).status is RunStatus.FAILED
+    assert pipeline.services.store.runs.ordering.head(failed.tenant, "ledger").blocked
+
+    [second] = _jobs_due_in_turn(pipeline, 1, ordering={"key": "ledger"})
+    [waiting] = pipeline.runs_of(second.id)
+    back = _deliver_racing(pipeline, pipeline.receive(Band.NORMAL))
+    assert back  # deferred, not run
+    assert pipeline.run(waiting.id).deferred_reason is DeferReason.ORDERING_BLOCKED
+    assert PROBE.started == [failed.id]
+
+    pipeline.services.ordering_keys.skip(failed.tenant, failed.id)
+    _deliver_until_settled(pipeline, back)
+    assert pipeline.run(waiting.id).status is RunStatus.SUCCEEDED
+    assert PROBE.started == [failed.id, waiting.id]
