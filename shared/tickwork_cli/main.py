@@ -447,6 +447,14 @@ _call_by_id(
     "/v1/runs/{run_id}/skip",
     RunIdArg,
 )
+_call_by_id(
+    runs_app,
+    "cancel",
+    "Ask a RUNNING run to stop: its executor stops the handler and records it SKIPPED `cancelled`.",
+    "POST",
+    "/v1/runs/{run_id}/cancel",
+    RunIdArg,
+)
 
 
 # ---------------------------------------------------------------- dlq

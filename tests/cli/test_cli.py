@@ -320,3 +320,13 @@ def test_shared_options_keep_their_place_in_every_command():
     assert create[-6:-4] == ["--file", "--idempotency-key"]
     update = [p.opts[0] for p in groups["jobs"].commands["update"].params]
     assert update[:4] == ["job_id", "--api-url", "--name", "--at"]
+
+
+def test_runs_cancel_asks_the_api_to_stop_the_run_and_shows_a_refusal_for_one_not_running(cli):
+    job = _create(cli, "--rate", "1 hour")
+    run = cli.json("jobs", "trigger", job["id"])
+    refused = cli("runs", "cancel", run["id"])
+    assert refused.exit_code != 0
+    assert "409" in refused.stderr or "RUNNING" in refused.stderr, refused.stderr
+    assert ("POST", f"{cli.url}/v1/runs/{run['id']}/cancel") in [(m, u) for m, u, _, _ in cli.transport.sent]
+    assert cli.json("runs", "get", run["id"])["status"] == "QUEUED"  # nothing written
