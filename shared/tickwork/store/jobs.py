@@ -21,7 +21,7 @@ from tickwork.model.job import Job
 from tickwork.model.policies import BreakerState
 from tickwork.model.states import JobState
 from tickwork.store.codec import deserialize, expression_values, job_key, job_to_item, shard_of
-from tickwork.store.conditional import Table
+from tickwork.store.conditional import Table, Update
 from tickwork.store.reading import read_job
 from tickwork.store.tenants import ACTIVE_STATES, COUNTED_FOR, TenantRecords
 
@@ -47,27 +47,22 @@ def replace_scheduled(
     than a PutItem: a put would drop what the model does not hold (the counted mark, the running slot). When the
     change leaves the active set (CANCELLED), the counted mark goes in the same write, and the counter is
     decremented only if this write won. Same write cost as the put (billed on the larger item)."""
-    names: dict[str, str] = {}
-    values: dict[str, Any] = {}
-    sets: list[str] = []
-    for index, (name, value) in enumerate(sorted(item.items())):
-        if name in ("pk", "sk"):
-            continue
-        names[f"#a{index}"] = name
-        values[f":a{index}"] = value
-        sets.append(f"#a{index} = :a{index}")
+    update = Update(expected=expected_version)
+    update.conditions.append("attribute_exists(pk) AND version = :expected")
+    for name, value in sorted(item.items()):
+        if name not in ("pk", "sk"):
+            update.set(update.name(name), value, encoded=True)
     gone = sorted(set(attributes) - item.keys())
     leaves = item.get("state", {}).get("S") not in ACTIVE_STATES
     if leaves:
         gone.append(COUNTED_FOR)
-    removes = []
-    for index, name in enumerate(gone):
-        names[f"#r{index}"] = name
-        removes.append(f"#r{index}")
-    update = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
-    values.update(expression_values(expected=expected_version))
+    update.removes += [update.name(name) for name in gone]
     won, old = table.update_if_returning_old(
-        {"pk": item["pk"], "sk": item["sk"]}, update, "attribute_exists(pk) AND version = :expected", names, values
+        {"pk": item["pk"], "sk": item["sk"]},
+        update.expression(),
+        update.condition(),
+        update.names,
+        update.attribute_values(),
     )
     if won and leaves:
         tenants.release_after_transition(old)
@@ -152,34 +147,35 @@ class JobRecords:
         `queued`: the runs the claim queued, added to the job's count of its occurrences' runs in the same write
         (OCCURRENCE_RUNS)."""
         shard = shard_of(job_id, self.shards)
-        values = expression_values(
-            v=expected_version, active=JobState.ACTIVE.value, suspended=JobState.SUSPENDED.value, one=1, now=iso(now)
+        update = Update(
+            {"#state": "state"},
+            v=expected_version,
+            active=JobState.ACTIVE.value,
+            suspended=JobState.SUSPENDED.value,
+            one=1,
         )
-        sets = ["version = version + :one", "updated_at = :now"]
+        update.conditions.append("version = :v AND #state IN (:active, :suspended)")
+        update.sets.append("version = version + :one")
+        update.set("updated_at", iso(now))
         if probe_at is not None:
-            sets.append("breaker.probe_at = :probe")
-            values.update(expression_values(probe=iso(probe_at)))
+            update.set("breaker.probe_at", iso(probe_at))
         if queued:
-            sets.append(f"{OCCURRENCE_RUNS} = if_not_exists({OCCURRENCE_RUNS}, :zero) + :queued")
-            values.update(expression_values(zero=0, queued=queued))
-        removes: list[str] = []
+            counted = f"if_not_exists({OCCURRENCE_RUNS}, {update.value(0)}) + {update.value(queued)}"
+            update.sets.append(f"{OCCURRENCE_RUNS} = {counted}")
         if next_run_at is not None:
-            sets += ["next_run_at = :next", "due_at = :due", "due_shard = :shard"]
-            values.update(expression_values(next=iso(next_run_at), due=to_ms(next_run_at), shard=shard))
+            update.set("next_run_at", iso(next_run_at))
+            update.set("due_at", to_ms(next_run_at))
+            update.set("due_shard", shard)
         else:
-            removes += ["next_run_at", "due_at", "due_shard"]
+            update.removes += ["next_run_at", "due_at", "due_shard"]
         if complete:
-            sets.append("#state = :completed")
-            removes.append(COUNTED_FOR)
-            values.update(expression_values(completed=JobState.COMPLETED.value))
-        update = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
-        condition = "version = :v AND #state IN (:active, :suspended)"
+            update.set("#state", JobState.COMPLETED.value)
+            update.removes.append(COUNTED_FOR)
+        args = (update.expression(), update.condition(), update.names, update.attribute_values())
         if not complete:  # the claim's common case
-            won, new = self._table.update_if_returning_new(
-                job_key(job_id), update, condition, {"#state": "state"}, values
-            )
+            won, new = self._table.update_if_returning_new(job_key(job_id), *args)
             return Advanced(_job_of(new), int(new.get(OCCURRENCE_RUNS, 0))) if won else None
-        won, old = self._table.update_if_returning_old(job_key(job_id), update, condition, {"#state": "state"}, values)
+        won, old = self._table.update_if_returning_old(job_key(job_id), *args)
         if not won:
             return None
         self._tenants.release_after_transition(old)

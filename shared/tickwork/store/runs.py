@@ -27,7 +27,7 @@ from tickwork.store.codec import (
     serialize,
     shard_of,
 )
-from tickwork.store.conditional import Table
+from tickwork.store.conditional import Table, Update
 from tickwork.store.reading import read_run
 
 
@@ -271,56 +271,42 @@ class RunRecords:
 
         A terminal outcome takes the run's `completes_job` ask away and tells whether it was there, from the
         item as the write found it (ReturnValues: no read, no capacity billed)."""
-        sets = ["#status = :status"]
-        values: dict[str, Any] = {"status": status.value, "owner": owner, "running": RunStatus.RUNNING.value}
+        update = Update({"#status": "status"}, owner=owner, running=RunStatus.RUNNING.value)
+        update.conditions.append("lease_owner = :owner AND #status = :running")
+        update.set("#status", status.value)
         if history is not None:
-            sets.append("attempt_history = :history")
-            values["history"] = _history_attr(history)
-        removes = ["lease_owner", "lease_until", "lease_until_ms"]
+            update.set("attempt_history", _history_attr(history))
+        update.removes += ["lease_owner", "lease_until", "lease_until_ms"]
         if never_started:
-            removes += ["started_at", "lateness_ms"]
+            update.removes += ["started_at", "lateness_ms"]
         if status.terminal:
-            sets += ["finished_at = :now", "expires_at = :exp"]
-            values.update(now=iso(now), exp=self._expiry(now))
-            removes.append(COMPLETES_JOB)
+            update.set("finished_at", iso(now))
+            update.set("expires_at", self._expiry(now))
+            update.removes.append(COMPLETES_JOB)
         if duration_ms is not None:
-            sets.append("duration_ms = :dur")
-            values["dur"] = duration_ms
+            update.set("duration_ms", duration_ms)
         if result is not None:
-            sets.append("#result = :result")
-            values["result"] = result.model_dump(mode="json", exclude_none=True)
+            update.set(update.name("result"), result.model_dump(mode="json", exclude_none=True))
         if error is not None:
-            sets.append("#error = :error")
-            values["error"] = error.model_dump(mode="json")
+            update.set(update.name("error"), error.model_dump(mode="json"))
         elif status is RunStatus.SUCCEEDED:
-            removes.append("#error")
+            update.removes.append(update.name("error"))
         if skip_reason is not None:
-            sets.append("skip_reason = :reason")
-            values["reason"] = skip_reason.value
+            update.set("skip_reason", skip_reason.value)
         if not_before is not None:
-            sets += ["not_before = :nb", "not_before_ms = :nb_ms"]
-            values.update(nb=iso(not_before), nb_ms=to_ms(not_before))
+            update.set("not_before", iso(not_before))
+            update.set("not_before_ms", to_ms(not_before))
         if resend_at is not None:
-            sets += ["due_shard = :shard", "due_at = :due"]
-            values.update(shard=shard_of(run.job_id, self.shards), due=to_ms(resend_at))
+            update.set("due_shard", shard_of(run.job_id, self.shards))
+            update.set("due_at", to_ms(resend_at))
         elif status.terminal:
-            removes += ["due_shard", "due_at"]  # nothing left to send
+            update.removes += ["due_shard", "due_at"]  # nothing left to send
         if status is RunStatus.FAILED:
             # Sparse entry in the tenant index: GET /v1/dlq lists these newest first.
-            sets += ["tenant_key = :tk", "tenant_sort = :ts"]
-            values.update(tk=f"T#{run.tenant}#FAILED", ts=f"{to_ms(now):013d}#{run.id}")
-        expression = "SET " + ", ".join(sets) + " REMOVE " + ", ".join(removes)
-        names = {"#status": "status"}
-        if "#result" in expression:
-            names["#result"] = "result"
-        if "#error" in expression:
-            names["#error"] = "error"
+            update.set("tenant_key", f"T#{run.tenant}#FAILED")
+            update.set("tenant_sort", f"{to_ms(now):013d}#{run.id}")
         won, old = self._table.update_if_returning_old(
-            run_key(run.id),
-            expression,
-            "lease_owner = :owner AND #status = :running",
-            names,
-            expression_values(**values),
+            run_key(run.id), update.expression(), update.condition(), update.names, update.attribute_values()
         )
         return Finished(recorded=won, completes_job=won and status.terminal and bool(old.get(COMPLETES_JOB)))
 
@@ -340,33 +326,24 @@ class RunRecords:
         reason, `not_before` (the lease refuses any message before then) and its due-index entry at
         `resend_at` (the tick re-sends it then, were its message lost). A run that had never started before
         this lease loses the start the lease gave it, so its start and lateness are those of its real start."""
-        removes = ["lease_owner", "lease_until", "lease_until_ms"]
-        if run.attempts <= 1:
-            removes += ["started_at", "lateness_ms"]
-        values: dict[str, Any] = {
-            "status": status.value,
-            "one": 1,
-            "zero": 0,
-            "reason": reason.value,
-            "nb": iso(not_before),
-            "nb_ms": to_ms(not_before),
-            "shard": shard_of(run.job_id, self.shards),
-            "due": to_ms(resend_at),
-            "owner": owner,
-            "running": RunStatus.RUNNING.value,
-        }
+        update = Update(
+            {"#status": "status", "#deferred": "deferred"}, owner=owner, running=RunStatus.RUNNING.value, one=1, zero=0
+        )
+        update.conditions.append("lease_owner = :owner AND #status = :running")
+        update.set("#status", status.value)
+        update.sets += ["attempts = attempts - :one", "#deferred = if_not_exists(#deferred, :zero) + :one"]
+        update.set("deferred_reason", reason.value)
+        update.set("not_before", iso(not_before))
+        update.set("not_before_ms", to_ms(not_before))
+        update.set("due_shard", shard_of(run.job_id, self.shards))
+        update.set("due_at", to_ms(resend_at))
         if history is not None:
-            values["history"] = _history_attr(history)
-        history_set = "" if history is None else ", attempt_history = :history"
+            update.set("attempt_history", _history_attr(history))
+        update.removes += ["lease_owner", "lease_until", "lease_until_ms"]
+        if run.attempts <= 1:
+            update.removes += ["started_at", "lateness_ms"]
         return self._table.update_if(
-            run_key(run.id),
-            "SET #status = :status, attempts = attempts - :one, "
-            "#deferred = if_not_exists(#deferred, :zero) + :one, deferred_reason = :reason, "
-            "not_before = :nb, not_before_ms = :nb_ms, due_shard = :shard, due_at = :due" + history_set + " "
-            "REMOVE " + ", ".join(removes),
-            "lease_owner = :owner AND #status = :running",
-            {"#status": "status", "#deferred": "deferred"},
-            expression_values(**values),
+            run_key(run.id), update.expression(), update.condition(), update.names, update.attribute_values()
         )
 
     def requeue_failed_run(self, run: Run, *, now: datetime, redispatch_at: datetime) -> bool:

@@ -31,51 +31,32 @@ from tickwork.store.codec import (
     workflow_run_to_attrs,
     workflow_to_item,
 )
-from tickwork.store.conditional import Table
+from tickwork.store.conditional import Table, Update
 from tickwork.store.jobs import counted_item, replace_scheduled
 from tickwork.store.reading import read_workflow, read_workflow_run
 from tickwork.store.tenants import TenantRecords
 
 
-class _StepUpdate:
-    """An UpdateItem on a workflow run being built: SET clauses, conditions, names and values, with each step id
-    behind a name placeholder (ids may hold `-`)."""
+class _StepUpdate(Update):
+    """An update of a workflow run's steps: each step id behind a name placeholder (ids may hold `-`)."""
 
     def __init__(self) -> None:
-        self.sets: list[str] = []
-        self.removes: list[str] = []
-        self.conditions: list[str] = []
-        self.names: dict[str, str] = {"#status": "status"}
-        self.values: dict[str, Any] = {}
+        super().__init__({"#status": "status"})
 
     def step(self, step_id: str) -> str:
         """The path of a step's entry in the map."""
-        placeholder = f"#s{len(self.names)}"
-        self.names.setdefault("#steps", "steps")
-        self.names[placeholder] = step_id
+        placeholder = self.name(step_id)
+        self.names.setdefault("#steps", "steps")  # only where used: DynamoDB refuses an unused name
         return f"#steps.{placeholder}"
 
-    def value(self, value: Any) -> str:
-        placeholder = f"v{len(self.values)}"
-        self.values[placeholder] = value
-        return f":{placeholder}"
-
     def set_entry(self, step_id: str, entry: StepEntry) -> None:
-        self.sets.append(f"{self.step(step_id)} = {self.value(entry.model_dump(mode='json', exclude_none=True))}")
+        self.set(self.step(step_id), entry.model_dump(mode="json", exclude_none=True))
 
     def require_step(self, step_id: str, status: StepStatus) -> None:
         self.conditions.append(f"{self.step(step_id)}.#status = {self.value(status.value)}")
 
     def require_run(self, status: WorkflowRunStatus) -> None:
         self.conditions.append(f"#status = {self.value(status.value)}")
-
-    def expression(self) -> str:
-        parts = []
-        if self.sets:
-            parts.append("SET " + ", ".join(self.sets))
-        if self.removes:
-            parts.append("REMOVE " + ", ".join(self.removes))
-        return " ".join(parts)
 
 
 # What a workflow item holds that its model decides (see tickwork.store.jobs.JOB_ATTRIBUTES).
@@ -154,7 +135,7 @@ class WorkflowRecords:
         update.set_entry(step_id, entry)
         update.require_step(step_id, StepStatus.QUEUED)
         # A run that has ended is out of the due index (no due_shard): due_at alone does not put it back.
-        update.sets.append(f"due_at = {update.value(to_ms(reconcile_at))}")
+        update.set("due_at", to_ms(reconcile_at))
         return self._update(workflow_run_id, update)
 
     def record_decisions(
@@ -192,11 +173,9 @@ class WorkflowRecords:
         update.require_run(WorkflowRunStatus.FAILED)
         for step_id, entry in entries.items():
             update.set_entry(step_id, entry)
-        update.sets += [
-            f"#status = {update.value(WorkflowRunStatus.RUNNING.value)}",
-            f"due_shard = {update.value(shard_of(parsed.job_id, self.shards))}",
-            f"due_at = {update.value(to_ms(reconcile_at))}",
-        ]
+        update.set("#status", WorkflowRunStatus.RUNNING.value)
+        update.set("due_shard", shard_of(parsed.job_id, self.shards))
+        update.set("due_at", to_ms(reconcile_at))
         update.removes += ["finished_at", "expires_at"]
         return self._update(workflow_run_id, update)
 
@@ -206,7 +185,7 @@ class WorkflowRecords:
         executors that take them. False if the run is no longer RUNNING."""
         update = _StepUpdate()
         update.require_run(WorkflowRunStatus.RUNNING)
-        update.sets.append(f"skip_reason = {update.value(reason.value)}")
+        update.set("skip_reason", reason.value)
         self._end(update, WorkflowRunStatus.SKIPPED, now)
         won, _ = self._update(workflow_run_id, update)
         return won
@@ -222,11 +201,9 @@ class WorkflowRecords:
         )
 
     def _end(self, update: _StepUpdate, status: WorkflowRunStatus, now: datetime) -> None:
-        update.sets += [
-            f"#status = {update.value(status.value)}",
-            f"finished_at = {update.value(iso(now))}",
-            f"expires_at = {update.value(self._expiry(now))}",
-        ]
+        update.set("#status", status.value)
+        update.set("finished_at", iso(now))
+        update.set("expires_at", self._expiry(now))
         update.removes += ["due_shard", "due_at"]
 
     def _update(self, workflow_run_id: str, update: _StepUpdate) -> tuple[bool, WorkflowRunRecord | None]:
@@ -235,7 +212,7 @@ class WorkflowRecords:
             update.expression(),
             " AND ".join(["attribute_exists(pk)", *update.conditions]),
             update.names,
-            expression_values(**update.values),
+            update.attribute_values(),
         )
         return won, read_workflow_run(attrs) if attrs else None
 
