@@ -169,6 +169,7 @@ class Services:
         return WorkflowService(
             self.workflow_records,
             self.store.runs,
+            self.store.leases,
             self.workflow_progress,
             self.dispatcher,
             self.listings,

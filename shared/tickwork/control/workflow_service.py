@@ -26,7 +26,7 @@ from tickwork.model.workflow.definition import Workflow
 from tickwork.model.workflow.runs import StepEntry, WorkflowRunRecord, WorkflowSnapshot
 from tickwork.observability import logger
 from tickwork.progress.workflow_progress import WorkflowProgress
-from tickwork.store import Listings, Page, RunRecords, WorkflowRecords
+from tickwork.store import Listings, Page, RunLeases, RunRecords, WorkflowRecords
 from tickwork.store.listings import DEFAULT_LIMIT
 from tickwork.tick.dispatch import Dispatcher
 
@@ -37,6 +37,7 @@ _CANCEL_ROUNDS = 5
 class WorkflowService:
     records: WorkflowRecords
     run_records: RunRecords  # the steps' runs
+    leases: RunLeases  # a cancel asks the RUNNING ones to stop
     progress: WorkflowProgress
     dispatcher: Dispatcher  # claims a workflow due within the horizon at once, as for jobs
     listings: Listings
@@ -196,7 +197,7 @@ class WorkflowService:
             raise Conflict("the workflow run is changing concurrently; try again")
         runs = self._step_runs(record)
         for run in runs.values():
-            if run.status is RunStatus.RUNNING and self.run_records.request_cancel(run.id):
+            if run.status is RunStatus.RUNNING and self.leases.request_cancel(run.id):
                 logger.info("running step asked to stop", extra={"run_id": run.id})
         logger.info("workflow run cancelled", extra={"workflow_run_id": record.id, "skipped": sorted(pending)})
         return self._view(record, runs)

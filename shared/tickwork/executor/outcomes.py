@@ -31,7 +31,7 @@ from tickwork.model.run_target import RunTarget
 from tickwork.model.states import AttemptOutcome, DeferReason, RunStatus, RunTrigger, SkipReason
 from tickwork.observability import logger, metrics
 from tickwork.progress.job_completion import JobCompletion
-from tickwork.store import Finished, JobRecords, RunRecords
+from tickwork.store import BreakerRecords, Finished, JobRecords, RunLeases, RunRecords
 
 # Runs of a job's own occurrences: the one of its last occurrence completes it. A manual trigger's is not one.
 OCCURRENCE_TRIGGERS = (RunTrigger.SCHEDULE, RunTrigger.BACKFILL)
@@ -51,6 +51,8 @@ class RunOutcomes:
         self,
         jobs: JobRecords,
         runs: RunRecords,
+        leases: RunLeases,
+        breakers: BreakerRecords,
         queues: RunQueues,
         clock: Clock,
         *,
@@ -60,14 +62,14 @@ class RunOutcomes:
         steps: StepSettlement | None = None,
         results: ResultStore | None = None,
     ) -> None:
-        self.runs, self.queues, self.clock = runs, queues, clock
+        self.leases, self.queues, self.clock = leases, queues, clock
         self.results = results
         self.steps = steps
         # How long after a message-borne retry's time the tick re-sends it, were its message never to come back.
         self.retry_safety_net = retry_safety_net
         self.rng = rng
         self.faults = faults
-        self.breakers = CircuitBreakers(jobs)
+        self.breakers = CircuitBreakers(breakers)
         self.completion = JobCompletion(jobs, runs)
 
     def _finish(
@@ -86,7 +88,7 @@ class RunOutcomes:
         self.faults.reached(CrashPoint.EXECUTOR_BEFORE_FINISH)
         started, outcome = attempt
         record = attempt_record(run, started, now, outcome, fields.get("error"))
-        return self.runs.finish_run(
+        return self.leases.finish_run(
             run, owner=owner, status=status, now=now, history=history_after(run, record), **fields
         )
 
@@ -236,7 +238,7 @@ class RunOutcomes:
         on_message = deferral.wait_seconds <= MAX_MESSAGE_BACKOFF_SECONDS
         # Back to what it was before this lease; a run taken over from a dead executor had an attempt already.
         status = previous if previous in (RunStatus.QUEUED, RunStatus.RETRYING) else RunStatus.RETRYING
-        if not self.runs.defer_run(
+        if not self.leases.defer_run(
             run,
             owner=owner,
             status=status,

@@ -126,7 +126,7 @@ class RunExecutor:
         workflows: WorkflowSteps | None = None,
         limits: RunLimits | None = None,
     ) -> None:
-        self.jobs, self.runs = store.jobs, store.runs
+        self.jobs, self.runs, self.leases = store.jobs, store.runs, store.leases
         self.results, self.queues, self.clock = results, queues, clock
         self.handlers = handlers
         self.lease_for = lease_for
@@ -135,6 +135,8 @@ class RunExecutor:
         self.outcomes = RunOutcomes(
             self.jobs,
             self.runs,
+            self.leases,
+            store.breakers,
             queues,
             clock,
             retry_safety_net=retry_safety_net,
@@ -147,7 +149,7 @@ class RunExecutor:
         self._gates: list[Gate] = [
             HeldBackGate(self.outcomes.breakers),
             AttemptsGate(),
-            OverlapGate(self.jobs, self.runs),
+            OverlapGate(store.slots, self.leases),
         ]
 
     @property
@@ -218,7 +220,7 @@ class RunExecutor:
         if message.precise:
             self._wait_for_instant(message)
         now = self.clock.now()
-        lease = self.runs.lease_run(message.run_id, owner=owner, now=now, lease_for=self.lease_for)
+        lease = self.leases.lease_run(message.run_id, owner=owner, now=now, lease_for=self.lease_for)
         if lease.outcome is LeaseOutcome.MISSING:
             logger.error("message for a run that does not exist")
             self.queues.dead_letter_raw(delivery.band or Band.NORMAL, delivery.body, "no such run")
@@ -376,7 +378,7 @@ class RunExecutor:
         self, run: Run, target: RunTarget, owner: str, delivery: Delivery, ctx: RunContext, held: Held
     ) -> Heartbeat:
         heartbeat = Heartbeat(
-            self.runs,
+            self.leases,
             self.queues,
             self.clock,
             run_id=run.id,
