@@ -19,6 +19,7 @@ Every state change is a conditional write; the condition is the lock (see docs/a
 The package, one module a concern:
 - `codec`: keys, attribute-value encoding, and the job/run <-> item mappings (pure, no client);
 - `conditional`: `Table`, the client and table name, and the one place a conditional write's outcome is read;
+  `Update`, the one builder of an update expression whose clauses depend on the change;
 - `jobs`: `JobRecords`, the job items (create, replace, claim advance, completion);
 - `breakers` and `running_slots`: `BreakerRecords` and `RunningSlots`, the job item's circuit breaker and its
   running slot (overlap), each written by the executor's gate of that name;
@@ -31,10 +32,10 @@ The package, one module a concern:
 - `workflows`: `WorkflowRecords`, the workflow and workflow run items (built over the same `Table`);
 - `tenants`: `TenantRecords`, a tenant's settings and usage (pk=TENANT#<tenant>; built over the same `Table`);
 - `limits`: `LimitRecords`, concurrency semaphores and rate limits (pk=TENANT#<tenant>, sk=LIMIT#...).
-`JobStore` below builds the record classes of jobs and runs over one `Table` (`jobs`, `runs`, `leases`,
-`due`, `breakers`, `slots`) and holds what the
-others are built with (`shared_table`, `shards`, `retention`). It forwards nothing: the wiring (tickwork.services)
-hands each caller the record class it uses, so a call names its target. Callers use the names exported here.
+`JobStore` below builds the record classes of jobs and runs over one `Table` (`jobs`, `runs`, `leases`, `due`,
+`breakers`, `slots`) and holds what the others are built with (`shared_table`, `shards`, `retention`). It forwards
+nothing: the wiring (tickwork.services) hands each caller the record class it uses, so a call names its target.
+Callers use the names exported here.
 """
 
 from __future__ import annotations
