@@ -1,7 +1,7 @@
 """The local runtime's own log: one readable line per run outcome, and one per tick that did something.
 
 The lines come from watching the domain's calls in-process (a run's outcome is recorded with
-`RunRecords.finish_run`, its result written with `ResultStore.write_once`), so they cost no AWS call but one
+`RunLeases.finish_run`, its result written with `ResultStore.write_once`), so they cost no AWS call but one
 read of a job no claim showed (a triggered run's): every line names its job, or its workflow step. The handlers' own structured logs (Powertools JSON) go to stderr,
 at --log-level.
 """
@@ -70,7 +70,7 @@ class RunLog:
             return job_id in self._names
 
     def run_finished(self, run: Run, *, now: datetime, **outcome: Any) -> None:
-        """`outcome`: what `RunRecords.finish_run` recorded (status, result, error, ...), as it was given."""
+        """`outcome`: what `RunLeases.finish_run` recorded (status, result, error, ...), as it was given."""
         with self._lock:
             name = self._names.get(run.job_id)
             document = self._results.pop(run.id, None)
@@ -170,8 +170,8 @@ class ObservedJobs(_Observed):
         return advanced
 
 
-class ObservedRuns(_Observed):
-    """A RunRecords that tells the run log each outcome it records; everything else passes through."""
+class ObservedLeases(_Observed):
+    """A RunLeases that tells the run log each outcome it records; everything else passes through."""
 
     def __init__(self, inner: Any, jobs: ObservedJobs, runlog: RunLog) -> None:
         super().__init__(inner, runlog)
@@ -195,12 +195,12 @@ class ObservedRuns(_Observed):
 
 
 class ObservedStore(_Observed):
-    """A JobStore whose `jobs` and `runs` tell the run log what they record; the wiring hands these on."""
+    """A JobStore whose `jobs` and `leases` tell the run log what they record; the wiring hands these on."""
 
     def __init__(self, inner: Any, runlog: RunLog) -> None:
         super().__init__(inner, runlog)
         self.jobs = ObservedJobs(inner.jobs, runlog)
-        self.runs = ObservedRuns(inner.runs, self.jobs, runlog)
+        self.leases = ObservedLeases(inner.leases, self.jobs, runlog)
 
 
 class ObservedResults(_Observed):

@@ -57,6 +57,7 @@ from tickwork.tick.fanout import DispatchCoordinator
 from tickwork.tick.workflow_occurrences import WorkflowOccurrences
 
 
+# One piece: the composition root (every wire in one place, so each collaborator is found where it is made).
 @dataclass
 class Services:
     settings: Settings
@@ -192,6 +193,7 @@ class Services:
         return WorkflowService(
             self.workflow_records,
             self.store.runs,
+            self.store.leases,
             self.workflow_progress,
             self.dispatcher,
             self.listings,
@@ -318,7 +320,7 @@ class Services:
 
     @cached_property
     def run_cancel(self) -> RunCancel:
-        return RunCancel(self.store.runs, self.queries)
+        return RunCancel(self.store.leases, self.queries)
 
     @cached_property
     def ordering_keys(self) -> OrderingKeys:

@@ -21,12 +21,12 @@ def queued_run(api) -> dict:
 
 def test_a_running_run_is_asked_to_stop(api, pipeline):
     run = queued_run(api)
-    runs = pipeline.services.store.runs
-    runs.lease_run(run["id"], owner="busy", now=pipeline.clock.now(), lease_for=timedelta(seconds=60))
+    leases = pipeline.services.store.leases
+    leases.lease_run(run["id"], owner="busy", now=pipeline.clock.now(), lease_for=timedelta(seconds=60))
     reply = api.post(f"/v1/runs/{run['id']}/cancel")
     assert reply.status == 202, reply.text
     assert (reply.json["id"], reply.json["status"]) == (run["id"], "RUNNING")
-    assert runs.cancel_requested(run["id"])
+    assert leases.cancel_requested(run["id"])
 
 
 def test_a_run_that_is_not_running_cannot_be_cancelled_and_nothing_is_written(api, pipeline):
@@ -34,13 +34,13 @@ def test_a_run_that_is_not_running_cannot_be_cancelled_and_nothing_is_written(ap
     reply = api.post(f"/v1/runs/{run['id']}/cancel")
     assert reply.status == 409
     assert "RUNNING" in reply.json["detail"]
-    assert not pipeline.services.store.runs.cancel_requested(run["id"])
+    assert not pipeline.services.store.leases.cancel_requested(run["id"])
 
 
 def test_another_tenants_run_and_an_unknown_run_are_404(api, pipeline):
     run = queued_run(api)
-    runs = pipeline.services.store.runs
-    runs.lease_run(run["id"], owner="busy", now=pipeline.clock.now(), lease_for=timedelta(seconds=60))
+    leases = pipeline.services.store.leases
+    leases.lease_run(run["id"], owner="busy", now=pipeline.clock.now(), lease_for=timedelta(seconds=60))
     assert api.post(f"/v1/runs/{run['id']}/cancel", identity=GLOBEX).status == 404
-    assert not runs.cancel_requested(run["id"])
+    assert not leases.cancel_requested(run["id"])
     assert api.post("/v1/runs/r" + "0" * 40 + "/cancel").status in (404, 422)

@@ -354,7 +354,7 @@ def test_breaker_an_elected_probe_an_overlap_skips_settles_as_the_probe(pipeline
     held back it was, the job would keep a probe that never settles, SUSPENDED for ever."""
     job = _failing_job(pipeline, overlap="SKIP", circuit_breaker={"failure_threshold": 1, "cooldown_seconds": 60})
     _execute(pipeline, job.id, 1)  # opens until 12:02
-    assert pipeline.services.store.jobs.take_running_slot(job.id, run_id="another", until=_at(10), now=_at(1))
+    assert pipeline.services.store.slots.take_running_slot(job.id, run_id="another", until=_at(10), now=_at(1))
     assert _execute(pipeline, job.id, 2) is RunStatus.SKIPPED
     assert _record(pipeline, job.id, 2) == (RunStatus.SKIPPED, SkipReason.OVERLAP)
     reopened = _job(pipeline, job.id)

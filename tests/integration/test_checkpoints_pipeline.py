@@ -129,13 +129,13 @@ def test_a_retry_not_from_the_checkpoint_starts_over(pipeline):
 def test_a_zombie_whose_lease_was_taken_over_cannot_overwrite_the_newer_checkpoint(pipeline, padding):
     job = _due(pipeline, type="checkpoint-export")
     (run,) = pipeline.runs_of(job.id)
-    runs, clock = pipeline.services.store.runs, pipeline.clock
+    leases, clock = pipeline.services.store.leases, pipeline.clock
     records = CheckpointRecords(pipeline.services.store.shared_table)
     results: ResultStore = pipeline.services.results
     lost: list[str] = []
 
     def writer(owner: str) -> RunCheckpoints:
-        lease = runs.lease_run(run.id, owner=owner, now=clock.now(), lease_for=timedelta(seconds=60))
+        lease = leases.lease_run(run.id, owner=owner, now=clock.now(), lease_for=timedelta(seconds=60))
         assert lease.outcome is LeaseOutcome.LEASED
         assert lease.run is not None
         leased = LeasedCheckpoints(

@@ -222,8 +222,8 @@ def test_overlap_skip_records_the_second_run_skipped_while_the_first_runs(pipeli
     first = pipeline.services.jobs.trigger("default", job.id)
     # The first run is running: leased, holding the job's running slot (what the executor takes under SKIP).
     now = pipeline.clock.now()
-    pipeline.services.store.runs.lease_run(first.id, owner="busy", now=now, lease_for=timedelta(minutes=5))
-    assert pipeline.services.store.jobs.take_running_slot(
+    pipeline.services.store.leases.lease_run(first.id, owner="busy", now=now, lease_for=timedelta(minutes=5))
+    assert pipeline.services.store.slots.take_running_slot(
         job.id, run_id=first.id, until=now + timedelta(minutes=5), now=now
     )
     pipeline.clock.advance(1)

@@ -123,7 +123,7 @@ def test_a_result_written_under_the_key_before_the_spread_is_still_found_and_rea
     pipeline.clock.advance(FAR.total_seconds())
     pipeline.tick()
     (message,) = pipeline.receive(Band.NORMAL)
-    pipeline.services.store.runs.lease_run(
+    pipeline.services.store.leases.lease_run(
         run_id, owner="dead", now=pipeline.clock.now(), lease_for=timedelta(seconds=10)
     )
     pipeline.clock.advance(11)
@@ -158,7 +158,7 @@ def test_an_inline_result_whose_outcome_write_lost_the_lease_is_found_by_the_tak
         first_start = GATE.starts[run_id]
         pipeline.clock.advance(61)  # no beat got through: the lease lapsed, and another executor takes the run
         store = pipeline.services.store
-        assert store.runs.lease_run(
+        assert store.leases.lease_run(
             run_id, owner="other", now=pipeline.clock.now(), lease_for=timedelta(seconds=10)
         ).run
     finally:

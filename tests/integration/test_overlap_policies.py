@@ -25,7 +25,7 @@ from tickwork.model.policies import Band
 from tickwork.model.run import Run
 from tickwork.model.states import DeferReason, RunStatus, SkipReason
 from tickwork.observability import metrics
-from tickwork.store.jobs import JobRecords
+from tickwork.store.running_slots import RunningSlots
 
 from tests.harness import START, Pipeline
 from tests.testing_jobtypes import PROBE
@@ -210,9 +210,9 @@ def _crashed_holder(pipeline: Pipeline, overlap: str) -> tuple[Job, Run, datetim
     job = pipeline.create_job(schedule={"at": START + timedelta(days=1)}, overlap=overlap)
     holder = pipeline.services.jobs.trigger("default", job.id)
     now = pipeline.clock.now()
-    lease = pipeline.services.store.runs.lease_run(holder.id, owner="dead", now=now, lease_for=timedelta(seconds=60))
+    lease = pipeline.services.store.leases.lease_run(holder.id, owner="dead", now=now, lease_for=timedelta(seconds=60))
     assert lease.lease_until is not None
-    claim = pipeline.services.store.jobs.claim_running_slot(
+    claim = pipeline.services.store.slots.claim_running_slot(
         job.id, run_id=holder.id, until=lease.lease_until, now=now, respect_buffer=False
     )
     assert claim.taken
@@ -241,7 +241,7 @@ def test_a_crashed_holders_slot_frees_when_its_lease_ends(pipeline, overlap, rea
     assert ran.attempts == 1
     assert lease_ends < ran.started_at <= lease_ends + timedelta(seconds=1)
     if overlap == "CANCEL_OTHER":
-        assert pipeline.services.store.runs.cancel_requested(holder.id)  # it was asked; it never answered
+        assert pipeline.services.store.leases.cancel_requested(holder.id)  # it was asked; it never answered
 
 
 def test_a_run_skipped_overlap_has_no_start_only_the_time_of_its_skip(pipeline):
@@ -262,10 +262,10 @@ def test_a_buffered_run_that_never_comes_back_frees_the_wait_slot(pipeline):
     job, _, _ = _crashed_holder(pipeline, "BUFFER_ONE")
     store = pipeline.services.store
     now = pipeline.clock.now()
-    assert store.jobs.take_buffer_slot(job.id, run_id="lost", until=now + timedelta(seconds=31), now=now)
-    assert not store.jobs.take_buffer_slot(job.id, run_id="other", until=now + timedelta(seconds=31), now=now)
+    assert store.slots.take_buffer_slot(job.id, run_id="lost", until=now + timedelta(seconds=31), now=now)
+    assert not store.slots.take_buffer_slot(job.id, run_id="other", until=now + timedelta(seconds=31), now=now)
     later = now + timedelta(seconds=32)
-    assert store.jobs.take_buffer_slot(job.id, run_id="other", until=later + timedelta(seconds=31), now=later)
+    assert store.slots.take_buffer_slot(job.id, run_id="other", until=later + timedelta(seconds=31), now=later)
 
 
 def test_cancel_other_skips_a_waiter_older_than_the_running_run(pipeline):
@@ -275,16 +275,16 @@ def test_cancel_other_skips_a_waiter_older_than_the_running_run(pipeline):
     pipeline.clock.advance(1)
     newer = pipeline.services.jobs.trigger("default", job.id)
     now = pipeline.clock.now()
-    lease = pipeline.services.store.runs.lease_run(newer.id, owner="busy", now=now, lease_for=timedelta(seconds=60))
+    lease = pipeline.services.store.leases.lease_run(newer.id, owner="busy", now=now, lease_for=timedelta(seconds=60))
     assert lease.lease_until is not None
-    assert pipeline.services.store.jobs.claim_running_slot(
+    assert pipeline.services.store.slots.claim_running_slot(
         job.id, run_id=newer.id, until=lease.lease_until, now=now, respect_buffer=False
     ).taken
     # The older run (a waiter that lost the freed slot to a newer one) does not stop the newer run: it is skipped.
     ConcurrentDeliveries(pipeline).deliver(older.id)
     skipped = pipeline.run(older.id)
     assert (skipped.status, skipped.skip_reason) == (RunStatus.SKIPPED, SkipReason.OVERLAP)
-    assert not pipeline.services.store.runs.cancel_requested(newer.id)
+    assert not pipeline.services.store.leases.cancel_requested(newer.id)
     assert pipeline.run(newer.id).status is RunStatus.RUNNING
 
 
@@ -331,14 +331,14 @@ def test_of_two_runs_finding_the_slot_taken_together_exactly_one_waits(pipeline)
     messages = [m for m in pipeline.receive(Band.NORMAL) if json.loads(m["Body"])["run_id"] in (a.id, b.id)]
     assert len(messages) == 2
     # Both have found the running slot taken before either asks for the wait slot: the race it must survive.
-    jobs = pipeline.services.store.jobs
+    slots = pipeline.services.store.slots
     both_refused = threading.Barrier(2, timeout=10)
 
     def take_once_both_were_refused(job_id: str, **kwargs: Any) -> bool:
         both_refused.wait()
-        return JobRecords.take_buffer_slot(jobs, job_id, **kwargs)
+        return RunningSlots.take_buffer_slot(slots, job_id, **kwargs)
 
-    with patch.object(jobs, "take_buffer_slot", take_once_both_were_refused):
+    with patch.object(slots, "take_buffer_slot", take_once_both_were_refused):
         pipeline.deliver(Band.NORMAL, messages)
     outcomes = sorted(
         (r.status.value, r.skip_reason.value if r.skip_reason else r.deferred_reason.value if r.deferred_reason else "")

@@ -183,7 +183,7 @@ def test_an_expired_lease_is_run_again_and_leaves_one_result(pipeline):
     (message,) = pipeline.receive(Band.NORMAL)
     run_id = json.loads(message["Body"])["run_id"]
     # An executor took the lease and died.
-    lease = pipeline.services.store.runs.lease_run(
+    lease = pipeline.services.store.leases.lease_run(
         run_id, owner="dead-executor", now=pipeline.clock.now(), lease_for=timedelta(seconds=60)
     )
     assert lease.outcome.value == "LEASED"
@@ -203,7 +203,7 @@ def test_a_dead_executors_written_result_is_recorded_not_rerun(pipeline):
     pipeline.tick()
     (message,) = pipeline.receive(Band.NORMAL)
     run_id = json.loads(message["Body"])["run_id"]
-    lease = pipeline.services.store.runs.lease_run(
+    lease = pipeline.services.store.leases.lease_run(
         run_id, owner="dead", now=pipeline.clock.now(), lease_for=timedelta(seconds=60)
     )
     written, _ = pipeline.services.results.write_once(lease.run, {"written": "before dying"})  # then it died

@@ -653,7 +653,7 @@ def test_taken_over_run_with_an_existing_result_records_it_even_while_paused(pip
     run_id = json.loads(message["Body"])["run_id"]
     store = pipeline.services.store
     # Executor A leased the run and wrote its result, then died before recording it.
-    lease = store.runs.lease_run(run_id, owner="a", now=pipeline.clock.now(), lease_for=timedelta(seconds=60))
+    lease = store.leases.lease_run(run_id, owner="a", now=pipeline.clock.now(), lease_for=timedelta(seconds=60))
     assert lease.run is not None
     pipeline.services.results.write_once(lease.run, {"done": "by a"})
     pipeline.services.jobs.pause("default", job.id)

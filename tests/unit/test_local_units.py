@@ -318,7 +318,7 @@ class _Store:
     def __init__(self, recorded: bool) -> None:
         self.recorded = recorded
         self.table = "t"
-        self.jobs = self.runs = self
+        self.jobs = self.leases = self
 
     def finish_run(self, run, **kwargs):
         return Finished(recorded=self.recorded)
@@ -343,7 +343,7 @@ def test_observed_store_reports_recorded_outcomes_only_and_passes_everything_thr
 
     assert (
         ObservedStore(_Store(recorded=False), runlog)
-        .runs.finish_run(_run(), status=RunStatus.SUCCEEDED, now=FINISHED)
+        .leases.finish_run(_run(), status=RunStatus.SUCCEEDED, now=FINISHED)
         .recorded
         is False
     )
@@ -351,7 +351,7 @@ def test_observed_store_reports_recorded_outcomes_only_and_passes_everything_thr
     store = ObservedStore(_Store(recorded=True), runlog)
     assert store.table == "t"
     assert store.jobs.get_job("j") is None
-    assert store.runs.finish_run(_run(), status=RunStatus.SUCCEEDED, now=FINISHED, duration_ms=3).recorded is True
+    assert store.leases.finish_run(_run(), status=RunStatus.SUCCEEDED, now=FINISHED, duration_ms=3).recorded is True
     assert out.getvalue().endswith('result {"n":1}\n')
 
 
@@ -359,10 +359,10 @@ def test_a_run_line_names_the_job_its_claim_advanced_though_the_executor_never_r
     # The message's copy of the job spares the executor its read (tickwork.model.run_spec); the claim's view names it.
     out = io.StringIO()
     store = ObservedStore(_Store(recorded=True), RunLog(out))
-    store.runs.finish_run(_run(), status=RunStatus.SUCCEEDED, now=FINISHED)
+    store.leases.finish_run(_run(), status=RunStatus.SUCCEEDED, now=FINISHED)
     assert " run SUCCEEDED j01jd2k3m4n5p6q7r8s9t0v1w2.1795262405000 " in out.getvalue()  # no name seen yet
     assert store.jobs.advance_job("j01jd2k3m4n5p6q7r8s9t0v1w2").job.name == "nightly"
-    store.runs.finish_run(_run(), status=RunStatus.SUCCEEDED, now=FINISHED)
+    store.leases.finish_run(_run(), status=RunStatus.SUCCEEDED, now=FINISHED)
     assert " run SUCCEEDED nightly (j01jd2k3m4n5p6q7r8s9t0v1w2.1795262405000) " in out.getvalue().splitlines()[1]
 
 
@@ -385,8 +385,8 @@ def test_every_run_line_names_its_job_though_no_claim_or_read_saw_it():
     out = io.StringIO()
     inner = _NamingStore(recorded=True)
     store = ObservedStore(inner, RunLog(out))
-    store.runs.finish_run(_run(), status=RunStatus.SUCCEEDED, now=FINISHED)
-    store.runs.finish_run(_run(), status=RunStatus.SUCCEEDED, now=FINISHED)
+    store.leases.finish_run(_run(), status=RunStatus.SUCCEEDED, now=FINISHED)
+    store.leases.finish_run(_run(), status=RunStatus.SUCCEEDED, now=FINISHED)
     lines = out.getvalue().splitlines()
     assert all(" run SUCCEEDED nightly (j01jd2k3m4n5p6q7r8s9t0v1w2.1795262405000) " in line for line in lines)
     assert inner.reads == ["j01jd2k3m4n5p6q7r8s9t0v1w2"]  # read once, then remembered
@@ -396,7 +396,7 @@ def test_a_step_run_line_names_its_step_and_workflow_run():
     out = io.StringIO()
     inner = _NamingStore(recorded=True)
     step = _run(workflow_run_id="w01jd2k3m4n5p6q7r8s9t0v1w2.1795262405000", step_id="extract")
-    ObservedStore(inner, RunLog(out)).runs.finish_run(step, status=RunStatus.SUCCEEDED, now=FINISHED)
+    ObservedStore(inner, RunLog(out)).leases.finish_run(step, status=RunStatus.SUCCEEDED, now=FINISHED)
     assert " run SUCCEEDED step extract of w01jd2k3m4n5p6q7r8s9t0v1w2.1795262405000 (" in out.getvalue()
     assert inner.reads == []
 
@@ -404,7 +404,7 @@ def test_a_step_run_line_names_its_step_and_workflow_run():
 def test_a_failed_read_of_the_name_leaves_the_recorded_outcome_and_its_line():
     out = io.StringIO()
     store = ObservedStore(_NamingStore(recorded=True, fails=True), RunLog(out))
-    assert store.runs.finish_run(_run(), status=RunStatus.SUCCEEDED, now=FINISHED).recorded is True
+    assert store.leases.finish_run(_run(), status=RunStatus.SUCCEEDED, now=FINISHED).recorded is True
     assert " run SUCCEEDED j01jd2k3m4n5p6q7r8s9t0v1w2.1795262405000 " in out.getvalue()
 
 

@@ -10,19 +10,19 @@ from tickwork.model.errors import Conflict
 from tickwork.model.run import Run
 from tickwork.model.states import RunStatus
 from tickwork.observability import logger
-from tickwork.store.runs import RunRecords
+from tickwork.store.leases import RunLeases
 
 
 @dataclass(frozen=True)
 class RunCancel:
-    runs: RunRecords
+    leases: RunLeases
     queries: JobQueries  # the tenant-checked read of the run
 
     def cancel_run(self, tenant: str, run_id: str) -> Run:
         """Ask the run to stop; Conflict unless RUNNING (a queued run is stopped by pausing or cancelling its job,
         which skips it when it is taken)."""
         run = self.queries.get_run(tenant, run_id)
-        if run.status is not RunStatus.RUNNING or not self.runs.request_cancel(run.id):
+        if run.status is not RunStatus.RUNNING or not self.leases.request_cancel(run.id):
             status = run.status.value if run.status is not RunStatus.RUNNING else "no longer RUNNING"
             raise Conflict(f"only a RUNNING run can be cancelled; this one is {status}")
         logger.info("run asked to stop", extra={"run_id": run.id})

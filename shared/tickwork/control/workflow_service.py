@@ -28,7 +28,7 @@ from tickwork.model.workflow.definition import Workflow
 from tickwork.model.workflow.runs import StepEntry, WorkflowRunRecord, WorkflowSnapshot
 from tickwork.observability import logger
 from tickwork.progress.workflow_progress import WorkflowProgress
-from tickwork.store import Listings, Page, RunRecords, WorkflowRecords
+from tickwork.store import Listings, Page, RunLeases, RunRecords, WorkflowRecords
 from tickwork.store.listings import DEFAULT_LIMIT
 from tickwork.tick.dispatch import Dispatcher
 
@@ -39,6 +39,7 @@ _CANCEL_ROUNDS = 5
 class WorkflowService:
     records: WorkflowRecords
     run_records: RunRecords  # the steps' runs
+    leases: RunLeases  # a cancel asks the RUNNING ones to stop
     progress: WorkflowProgress
     dispatcher: Dispatcher  # claims a workflow due within the horizon at once, as for jobs
     listings: Listings
@@ -152,7 +153,7 @@ class WorkflowService:
             if opened.record is None:
                 return None
             self.progress.send(opened.outgoing)
-            return self._view(opened.record)
+            return _run_view(opened.record)
 
         return on_a_free_millisecond(self.clock.now(), open_at)
 
@@ -169,12 +170,12 @@ class WorkflowService:
         the steps' runs too)."""
         self.get(tenant, workflow_id)
         page = self.listings.list_workflow_runs(tenant, workflow_id, limit=limit, cursor=cursor, status=status)
-        return Page([self._view(record) for record in page.items], page.next_cursor)
+        return Page([_run_view(record) for record in page.items], page.next_cursor)
 
     def get_run(self, tenant: str, workflow_run_id: str) -> WorkflowRun:
         """The run, with every step of its snapshot, filled from the steps' runs (one BatchGetItem)."""
         record = self._record(tenant, workflow_run_id)
-        return self._view(record, self._step_runs(record))
+        return _run_view(record, self._step_runs(record))
 
     def cancel_run(self, tenant: str, workflow_run_id: str, *, compensate: bool = False) -> WorkflowRun:
         """RUNNING -> CANCELLED: its PENDING steps SKIPPED `cancelled` (in the same write); its running steps are
@@ -207,7 +208,7 @@ class WorkflowService:
             raise Conflict("the workflow run is changing concurrently; try again")
         runs = self._step_runs(record)
         for run in runs.values():
-            if run.status is RunStatus.RUNNING and self.run_records.request_cancel(run.id):
+            if run.status is RunStatus.RUNNING and self.leases.request_cancel(run.id):
                 logger.info("running step asked to stop", extra={"run_id": run.id})
         logger.info(
             "workflow run cancelled",
@@ -217,7 +218,7 @@ class WorkflowService:
             outgoing, record = self.progress.advanced(record)
             self.progress.send(outgoing)
             runs = self._step_runs(record)
-        return self._view(record, runs)
+        return _run_view(record, runs)
 
     def retry_run(self, tenant: str, workflow_run_id: str) -> WorkflowRun:
         """FAILED -> RUNNING: its FAILED steps' runs are re-queued (the same run records, `requeues`+1), the steps
@@ -261,7 +262,7 @@ class WorkflowService:
             "workflow run retried",
             extra={"workflow_run_id": record.id, "requeued": sorted(r.step_id or "" for r in requeued)},
         )
-        return self._view(current)
+        return _run_view(current)
 
     # ------------------------------------------------------------ reading runs
 
@@ -277,22 +278,21 @@ class WorkflowService:
         run_ids = [entry.run_id for entry in entries if entry.run_id]
         return self.run_records.get_runs(run_ids) if run_ids else {}
 
-    @staticmethod
-    def _view(record: WorkflowRunRecord, runs: dict[str, Run] | None = None) -> WorkflowRun:
-        """The API's view of a workflow run: every step of its snapshot, with its run's state where it has one
-        (`runs`), else as the run's map records it."""
-        order = record.definition.dag.order if record.definition is not None else list(record.steps)
-        steps = {
-            sid: _step_view(record.steps.get(sid, StepEntry()), (runs or {}).get(record.step_run_id(sid)))
-            for sid in order
-        }
-        compensations = {
-            sid: _step_view(entry, (runs or {}).get(record.compensation_run_id(sid)))
-            for sid, entry in _compensations_in_order(record).items()
-        }
-        # The record's own fields carry over as they are; only the steps and compensations are the view's.
-        fields = {name: getattr(record, name) for name in _RUN_FIELDS}
-        return WorkflowRun.model_validate({**fields, "steps": steps, "compensations": compensations})
+
+def _run_view(record: WorkflowRunRecord, runs: dict[str, Run] | None = None) -> WorkflowRun:
+    """The API's view of a workflow run: every step of its snapshot, with its run's state where it has one
+    (`runs`), else as the run's map records it."""
+    order = record.definition.dag.order if record.definition is not None else list(record.steps)
+    steps = {
+        sid: _step_view(record.steps.get(sid, StepEntry()), (runs or {}).get(record.step_run_id(sid))) for sid in order
+    }
+    compensations = {
+        sid: _step_view(entry, (runs or {}).get(record.compensation_run_id(sid)))
+        for sid, entry in _compensations_in_order(record).items()
+    }
+    # The record's own fields carry over as they are; only the steps and compensations are the view's.
+    fields = {name: getattr(record, name) for name in _RUN_FIELDS}
+    return WorkflowRun.model_validate({**fields, "steps": steps, "compensations": compensations})
 
 
 _RUN_FIELDS = set(WorkflowRun.model_fields) - {"steps", "compensations"}  # each of them a WorkflowRunRecord field

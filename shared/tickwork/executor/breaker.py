@@ -21,7 +21,7 @@ from tickwork.model.run_target import RunTarget
 from tickwork.model.states import JobState, RunStatus, RunTrigger, SkipReason
 from tickwork.observability import logger, metrics
 from tickwork.progress.run_events import RunEvents
-from tickwork.store import JobRecords
+from tickwork.store import BreakerRecords
 
 
 def opened_reason(failures: int) -> str:
@@ -31,8 +31,8 @@ def opened_reason(failures: int) -> str:
 class CircuitBreakers:
     """What a run's terminal outcome does to its job's breaker (called by tickwork.executor.outcomes.RunOutcomes)."""
 
-    def __init__(self, jobs: JobRecords, events: RunEvents | None = None) -> None:
-        self.jobs = jobs
+    def __init__(self, records: BreakerRecords, events: RunEvents | None = None) -> None:
+        self.records = records
         self.events = events  # `Job Suspended`, published after the write that opens the breaker
 
     def run_settled(self, run: Run, job: Job | None, status: RunStatus, now: datetime) -> None:
@@ -46,7 +46,7 @@ class CircuitBreakers:
             self._probe_settled(job, breaker, status, now)
         elif status is RunStatus.SUCCEEDED:
             if job.consecutive_failures > 0:
-                self.jobs.reset_failures(job.id)
+                self.records.reset_failures(job.id)
         elif status is RunStatus.FAILED and job.state is JobState.ACTIVE:
             self._failed(job, now)
 
@@ -64,7 +64,7 @@ class CircuitBreakers:
             or run.occurrence_at < breaker.opens_until
         ):
             return None
-        if not self.jobs.elect_probe(job.id, probe_at=run.occurrence_at, breaker=breaker, now=now):
+        if not self.records.elect_probe(job.id, probe_at=run.occurrence_at, breaker=breaker, now=now):
             return None
         logger.info("half-open: a run claimed before the breaker opened is its probe", probe_at=str(run.occurrence_at))
         return job.model_copy(
@@ -74,7 +74,7 @@ class CircuitBreakers:
     def _failed(self, job: Job, now: datetime) -> None:
         assert job.circuit_breaker is not None
         policy = job.circuit_breaker
-        failures = self.jobs.count_failure(job.id)
+        failures = self.records.count_failure(job.id)
         if failures < policy.failure_threshold:
             return
         breaker = BreakerState(
@@ -82,7 +82,7 @@ class CircuitBreakers:
             cooldown_seconds=policy.cooldown_seconds,
             consecutive_failures=failures,
         )
-        if not self.jobs.open_breaker(
+        if not self.records.open_breaker(
             job.id, threshold=policy.failure_threshold, breaker=breaker, reason=opened_reason(failures), now=now
         ):
             return  # opened already by a racing failure, reset by a success, or no longer ACTIVE
@@ -99,7 +99,7 @@ class CircuitBreakers:
         assert breaker.probe_at is not None
         metrics.add_metric(name="CircuitProbe", unit="Count", value=1)
         if status is RunStatus.SUCCEEDED:
-            if self.jobs.close_breaker(job.id, probe_at=breaker.probe_at, now=now):
+            if self.records.close_breaker(job.id, probe_at=breaker.probe_at, now=now):
                 metrics.add_metric(name="CircuitClosed", unit="Count", value=1)
                 logger.info("circuit breaker closed: the probe run succeeded", extra={"job_id": job.id})
             return
@@ -112,7 +112,7 @@ class CircuitBreakers:
         reopened = BreakerState(
             opens_until=now + timedelta(seconds=cooldown), cooldown_seconds=cooldown, consecutive_failures=failures
         )
-        if self.jobs.reopen_breaker(job.id, probe_at=breaker.probe_at, breaker=reopened, now=now):
+        if self.records.reopen_breaker(job.id, probe_at=breaker.probe_at, breaker=reopened, now=now):
             logger.warning(
                 "circuit breaker probe did not succeed: job stays suspended",
                 extra={"job_id": job.id, "probe": status.value, "cooldown_s": cooldown},

@@ -17,7 +17,7 @@ from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
 from tickwork.jobtypes import EffectMayContinue, PermanentJobError, RetryNotBefore, RunContext, RunTimeout
 from tickwork.model.clock import Clock
 from tickwork.observability import logger
-from tickwork.store import RunRecords
+from tickwork.store import RunLeases
 
 
 class Heartbeat:
@@ -36,7 +36,7 @@ class Heartbeat:
 
     def __init__(
         self,
-        runs: RunRecords,
+        leases: RunLeases,
         queues: RunQueues,
         clock: Clock,
         *,
@@ -49,7 +49,7 @@ class Heartbeat:
         faults: FaultPlan = NO_FAULTS,
         cancel_poll: timedelta | None = None,
     ) -> None:
-        self.runs, self.queues, self.clock = runs, queues, clock
+        self.leases, self.queues, self.clock = leases, queues, clock
         self.run_id, self.owner, self.delivery = run_id, owner, delivery
         self.lease_for = lease_for
         self.every = lease_for / 3
@@ -81,7 +81,7 @@ class Heartbeat:
             self._next = now + self.every
             lease_until = now + self.lease_for
             progress = self.progress.take_pending() if self.progress is not None else None
-            extension = self.runs.extend_lease(
+            extension = self.leases.extend_lease(
                 self.run_id, owner=self.owner, lease_until=lease_until, progress=progress
             )
             if not extension.held:
@@ -126,7 +126,7 @@ class Heartbeat:
             return
         self._next_poll = now + self.cancel_poll
         try:
-            requested = self.runs.cancel_requested(self.run_id)
+            requested = self.leases.cancel_requested(self.run_id)
         except Exception:  # called from the handler's own thread too: a failed look must not fail the run
             logger.exception("could not read whether the run was asked to stop", extra={"run_id": self.run_id})
             return

@@ -34,7 +34,7 @@ from tickwork.model.states import AttemptOutcome, DeferReason, RunStatus, RunTri
 from tickwork.observability import logger, metrics
 from tickwork.progress.job_completion import JobCompletion
 from tickwork.progress.run_events import OUTBOX_GRACE, RunEvents
-from tickwork.store import Finished, JobRecords, RunRecords
+from tickwork.store import BreakerRecords, Finished, JobRecords, RunLeases, RunRecords
 
 # Runs of a job's own occurrences: the one of its last occurrence completes it. A manual trigger's is not one.
 OCCURRENCE_TRIGGERS = (RunTrigger.SCHEDULE, RunTrigger.BACKFILL)
@@ -54,6 +54,8 @@ class RunOutcomes:
         self,
         jobs: JobRecords,
         runs: RunRecords,
+        leases: RunLeases,
+        breakers: BreakerRecords,
         queues: RunQueues,
         clock: Clock,
         *,
@@ -64,7 +66,7 @@ class RunOutcomes:
         results: ResultStore | None = None,
         events: RunEvents | None = None,
     ) -> None:
-        self.runs, self.queues, self.clock = runs, queues, clock
+        self.leases, self.queues, self.clock = leases, queues, clock
         self.results = results
         self.steps = steps
         # How long after a message-borne retry's time the tick re-sends it, were its message never to come back.
@@ -72,7 +74,7 @@ class RunOutcomes:
         self.rng = rng
         self.faults = faults
         self.events = events
-        self.breakers = CircuitBreakers(jobs, events)
+        self.breakers = CircuitBreakers(breakers, events)
         self.completion = JobCompletion(jobs, runs)
 
     def _finish(
@@ -91,7 +93,7 @@ class RunOutcomes:
         self.faults.reached(CrashPoint.EXECUTOR_BEFORE_FINISH)
         started, outcome = attempt
         record = attempt_record(run, started, now, outcome, fields.get("error"))
-        return self.runs.finish_run(
+        return self.leases.finish_run(
             run, owner=owner, status=status, now=now, history=history_after(run, record), **fields
         )
 
@@ -244,7 +246,7 @@ class RunOutcomes:
         on_message = deferral.wait_seconds <= MAX_MESSAGE_BACKOFF_SECONDS
         # Back to what it was before this lease; a run taken over from a dead executor had an attempt already.
         status = previous if previous in (RunStatus.QUEUED, RunStatus.RETRYING) else RunStatus.RETRYING
-        if not self.runs.defer_run(
+        if not self.leases.defer_run(
             run,
             owner=owner,
             status=status,

@@ -10,7 +10,7 @@ extended with it), so a crashed holder's slot frees when its lease does:
   every BUFFER_POLL_SECONDS; a run that finds the wait slot taken too is SKIPPED `overlap`. The waiter has the
   first turn at the freed slot, and leaves the wait slot in the write that takes it. A waiter that never comes
   back (crashed, message lost) loses its wait slot BUFFER_HOLD_SECONDS after its next look.
-- CANCEL_OTHER: a run that finds the slot taken asks its holder to stop (RunRecords.request_cancel; the holder
+- CANCEL_OTHER: a run that finds the slot taken asks its holder to stop (RunLeases.request_cancel; the holder
   watches for it every CANCEL_POLL_SECONDS, sees ctx.cancelled, and is recorded SKIPPED `cancelled`), and is
   deferred (`overlap_cancel`) until the slot is free or its holder's lease lapsed. A run older than the holder
   (a waiter that lost the freed slot to a newer run) is SKIPPED `overlap` instead: the newest run wins.
@@ -30,7 +30,7 @@ from tickwork.model.policies import OverlapPolicy
 from tickwork.model.run import Run
 from tickwork.model.states import DeferReason, SkipReason
 from tickwork.observability import metrics
-from tickwork.store import JobRecords, RunRecords
+from tickwork.store import RunLeases, RunningSlots
 
 BUFFER_POLL_SECONDS = 1  # how often a waiting run looks at the slot again: a buffered run starts within this
 CANCEL_POLL_SECONDS = 1  # how often a CANCEL_OTHER run looks whether it was asked to stop
@@ -42,22 +42,22 @@ class RunningSlot:
 
     shared_with_takeover: ClassVar[bool] = True  # an executor that takes the run over holds it by the same id
 
-    def __init__(self, jobs: JobRecords, job_id: str, run_id: str) -> None:
-        self.jobs, self.job_id, self.run_id = jobs, job_id, run_id
+    def __init__(self, slots: RunningSlots, job_id: str, run_id: str) -> None:
+        self.slots, self.job_id, self.run_id = slots, job_id, run_id
 
     def extend(self, until: datetime) -> list[str]:
-        if self.jobs.extend_running_slot(self.job_id, run_id=self.run_id, until=until):
+        if self.slots.extend_running_slot(self.job_id, run_id=self.run_id, until=until):
             return []
         return ["the job's running slot (its overlap policy)"]
 
     def release(self) -> None:
         # Not held till its lease ends: a waiting run starts now.
-        self.jobs.release_running_slot(self.job_id, run_id=self.run_id)
+        self.slots.release_running_slot(self.job_id, run_id=self.run_id)
 
 
 class OverlapGate:
-    def __init__(self, jobs: JobRecords, runs: RunRecords) -> None:
-        self.jobs, self.runs = jobs, runs  # the slot is on the job; a holder is asked to stop on its run
+    def __init__(self, slots: RunningSlots, leases: RunLeases) -> None:
+        self.slots, self.leases = slots, leases  # the slot is on the job; a holder is asked to stop on its run
 
     def admit(self, entry: Entry) -> Answer:
         """Take the job's running slot (held until the run's lease ends), or say why not: skipped, or deferred for
@@ -65,13 +65,13 @@ class OverlapGate:
         run, job_id, policy, until, now = entry.run, entry.target.owner_id, entry.target.overlap, entry.until, entry.now
         if not policy.takes_running_slot:
             return ADMIT  # ALLOW; or BUFFER_ALL, whose runs wait their turn at their ordering key instead
-        slot = Admit(RunningSlot(self.jobs, job_id, run.id))
+        slot = Admit(RunningSlot(self.slots, job_id, run.id))
         if policy is OverlapPolicy.SKIP:
             # One write; its failure needs no detail.
-            taken = self.jobs.take_running_slot(job_id, run_id=run.id, until=until, now=now)
+            taken = self.slots.take_running_slot(job_id, run_id=run.id, until=until, now=now)
             return slot if taken else Skip(SkipReason.OVERLAP)
         buffering = policy is OverlapPolicy.BUFFER_ONE
-        claim = self.jobs.claim_running_slot(job_id, run_id=run.id, until=until, now=now, respect_buffer=buffering)
+        claim = self.slots.claim_running_slot(job_id, run_id=run.id, until=until, now=now, respect_buffer=buffering)
         if claim.taken:
             return slot
         if buffering:
@@ -80,7 +80,7 @@ class OverlapGate:
 
     def _wait_in_buffer(self, run: Run, job_id: str, now: datetime) -> Skip | Deferral:
         hold_until = now + timedelta(seconds=BUFFER_POLL_SECONDS + BUFFER_HOLD_SECONDS)
-        if not self.jobs.take_buffer_slot(job_id, run_id=run.id, until=hold_until, now=now):
+        if not self.slots.take_buffer_slot(job_id, run_id=run.id, until=hold_until, now=now):
             return Skip(SkipReason.OVERLAP)  # another run waits already: at most one does
         if run.deferred_reason is not DeferReason.OVERLAP_BUFFER:
             metrics.add_metric(name="RunsBuffered", unit="Count", value=1)
@@ -92,7 +92,7 @@ class OverlapGate:
             if parsed is not None and parsed[1] > run.occurrence_at:
                 return Skip(SkipReason.OVERLAP)  # a newer run holds the slot: this one is superseded, not its stopper
             # Idempotent, and refused (False) once the holder has ended: then its slot is about to be released.
-            self.runs.request_cancel(holder)
+            self.leases.request_cancel(holder)
         # No live holder: a waiter of BUFFER_ONE's kind cannot exist here, so the slot was released or lapsed
         # between the claim's read and now; look again at once (the shortest deferral).
         return Deferral(DeferReason.OVERLAP_CANCEL, CANCEL_POLL_SECONDS)

@@ -17,7 +17,7 @@ from typing import Any
 
 from tickwork.model.clock import Clock, iso
 from tickwork.observability import logger
-from tickwork.store import RunRecords
+from tickwork.store import RunLeases
 
 PROGRESS_EVERY = timedelta(seconds=5)
 
@@ -25,8 +25,8 @@ PROGRESS_EVERY = timedelta(seconds=5)
 class ProgressReports:
     """One attempt's progress sink (tickwork.jobtypes.durable.ProgressSink). Thread-safe."""
 
-    def __init__(self, runs: RunRecords, clock: Clock, *, run_id: str, owner: str) -> None:
-        self.runs, self.clock = runs, clock
+    def __init__(self, leases: RunLeases, clock: Clock, *, run_id: str, owner: str) -> None:
+        self.leases, self.clock = leases, clock
         self.run_id, self.owner = run_id, owner
         self.writes = 0  # of its own (the heartbeat's carry none)
         self._pending: str | None = None
@@ -59,7 +59,7 @@ class ProgressReports:
 
     def _write(self, text: str) -> None:
         try:
-            self.runs.report_progress(self.run_id, owner=self.owner, progress=text)
+            self.leases.report_progress(self.run_id, owner=self.owner, progress=text)
             self.writes += 1
         except Exception:  # called from the handler's thread: a failed report must not fail the run
             logger.exception("progress report not written", extra={"run_id": self.run_id})

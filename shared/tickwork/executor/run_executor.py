@@ -139,7 +139,7 @@ class RunExecutor:
         events: RunEvents | None = None,
         freezes: Gate | None = None,
     ) -> None:
-        self.jobs, self.runs = store.jobs, store.runs
+        self.jobs, self.runs, self.leases = store.jobs, store.runs, store.leases
         self.results, self.queues, self.clock = results, queues, clock
         self.handlers = handlers
         self.lease_for = lease_for
@@ -148,6 +148,8 @@ class RunExecutor:
         self.outcomes = RunOutcomes(
             self.jobs,
             self.runs,
+            self.leases,
+            store.breakers,
             queues,
             clock,
             retry_safety_net=retry_safety_net,
@@ -159,12 +161,12 @@ class RunExecutor:
         )
         self.limits = limits
         self.checkpoints = CheckpointRecords(store.shared_table)
-        self.yields = RunYields(self.runs, queues, clock, self.outcomes)
+        self.yields = RunYields(self.leases, queues, clock, self.outcomes)
         self._gates: list[Gate] = [
             HeldBackGate(self.outcomes.breakers),
             AttemptsGate(),
             DeadlineGate(),
-            OverlapGate(self.jobs, self.runs),
+            OverlapGate(store.slots, self.leases),
             OrderingGate(self.runs.ordering, self.runs, rng=rng),
         ]
         if freezes is not None:  # a run a freeze marked (tickwork.executor.freeze_gate): before it takes a slot
@@ -238,7 +240,7 @@ class RunExecutor:
         if message.precise:
             self._wait_for_instant(message)
         now = self.clock.now()
-        lease = self.runs.lease_run(message.run_id, owner=owner, now=now, lease_for=self.lease_for)
+        lease = self.leases.lease_run(message.run_id, owner=owner, now=now, lease_for=self.lease_for)
         if lease.outcome is LeaseOutcome.MISSING:
             logger.error("message for a run that does not exist")
             self.queues.dead_letter_raw(delivery.band or Band.NORMAL, delivery.body, "no such run")
@@ -366,7 +368,7 @@ class RunExecutor:
         ctx = self._context(run, target, started, budget)
         ctx.yield_at = started + timedelta(seconds=segment.yield_after)
         heartbeat = self._heartbeat(run, target, owner, delivery, ctx, held)
-        reports = ProgressReports(self.runs, self.clock, run_id=run.id, owner=owner)
+        reports = ProgressReports(self.leases, self.clock, run_id=run.id, owner=owner)
         ctx.progress_sink = heartbeat.progress = reports
         heartbeat.live_log = LiveLog(self.results, run, ctx.logger)
         ctx.checkpoints = RunCheckpoints(
@@ -425,7 +427,7 @@ class RunExecutor:
         self, run: Run, target: RunTarget, owner: str, delivery: Delivery, ctx: RunContext, held: Held
     ) -> Heartbeat:
         heartbeat = Heartbeat(
-            self.runs,
+            self.leases,
             self.queues,
             self.clock,
             run_id=run.id,

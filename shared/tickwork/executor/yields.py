@@ -23,7 +23,7 @@ from tickwork.model.run import Run, RunError
 from tickwork.model.run_target import RunTarget
 from tickwork.model.states import AttemptOutcome
 from tickwork.observability import logger, metrics
-from tickwork.store import RunRecords
+from tickwork.store import RunLeases
 
 
 @dataclass(frozen=True)
@@ -55,8 +55,8 @@ def segment_budget(timeout_seconds: float, lambda_left: float, run_left: float) 
 class RunYields:
     """Recording a segment that yielded."""
 
-    def __init__(self, runs: RunRecords, queues: RunQueues, clock: Clock, outcomes: RunOutcomes) -> None:
-        self.runs, self.queues, self.clock, self.outcomes = runs, queues, clock, outcomes
+    def __init__(self, leases: RunLeases, queues: RunQueues, clock: Clock, outcomes: RunOutcomes) -> None:
+        self.leases, self.queues, self.clock, self.outcomes = leases, queues, clock, outcomes
 
     def segment_ended(
         self, run: Run, target: RunTarget, owner: str, *, duration_ms: int, started: datetime | None
@@ -70,7 +70,7 @@ class RunYields:
             return self.outcomes.fail(run, target, owner, error, duration_ms=duration_ms, started=started)
         record = attempt_record(run, started, now, AttemptOutcome.YIELDED)
         resend_at = now + self.outcomes.retry_safety_net
-        if not self.runs.yield_run(
+        if not self.leases.yield_run(
             run, owner=owner, segment_ms=duration_ms, resend_at=resend_at, history=history_after(run, record)
         ):
             return Outcome.DONE  # the lease was taken over: its new holder goes on

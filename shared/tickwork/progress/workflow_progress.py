@@ -67,6 +67,9 @@ class Opened:
     outgoing: list[Outgoing]  # the runs this caller created, to send
 
 
+# One piece over 250 lines: opening a run, a step's end, the advance and the reconciliation each apply the same
+# plan (tickwork.model.workflow.advance) through `_create_runs`, and the reconciliation replays the others; split,
+# every part would reach back for that one application.
 class WorkflowProgress:
     """Opens workflow runs, records their steps' ends and advances them; reconciles stalled ones."""
 

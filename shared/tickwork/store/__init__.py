@@ -19,8 +19,12 @@ Every state change is a conditional write; the condition is the lock (see docs/a
 The package, one module a concern:
 - `codec`: keys, attribute-value encoding, and the job/run <-> item mappings (pure, no client);
 - `conditional`: `Table`, the client and table name, and the one place a conditional write's outcome is read;
-- `jobs`: `JobRecords`, the job items (create, replace, claim advance, completion, the running slot);
-- `runs`: `RunRecords`, the run items (claim puts, lease, finish, requeue, a job's runs);
+  `Update`, the one builder of an update expression whose clauses depend on the change;
+- `jobs`: `JobRecords`, the job items (create, replace, claim advance, completion);
+- `breakers` and `running_slots`: `BreakerRecords` and `RunningSlots`, the job item's circuit breaker and its
+  running slot (overlap), each written by the executor's gate of that name;
+- `runs`: `RunRecords`, the run items (claim puts, requeue, a job's runs, the asks a run carries);
+- `leases`: `RunLeases`, the executor's writes under a run's lease (lease, heartbeat, outcome, deferral, cancel);
 - `due_index`: `DueIndex`, the due-index query, the shard leases and a run's re-send time; a due item read into
   the claim plan's `ClaimableJob` (`DueItem.claimable`);
 - `listings` and `cursors`: `Listings`, a tenant's jobs, runs and DLQ page by page, with opaque `Cursors`;
@@ -32,9 +36,10 @@ The package, one module a concern:
 - `ordering`: `OrderingRecords`, ordering keys' queues and heads (pk=TENANT#<tenant>, sk=ORDER#...), which
   `RunRecords` writes a new run's queue entry through;
 - `debounce`: `DebounceWindows`, a job's debounce windows (pk=JOB#<job_id>, sk=DEBOUNCE#...) and their runs' joins.
-`JobStore` below builds the three record classes over one `Table` (`jobs`, `runs`, `due`) and holds what the
-others are built with (`shared_table`, `shards`, `retention`). It forwards nothing: the wiring (tickwork.services)
-hands each caller the record class it uses, so a call names its target. Callers use the names exported here.
+`JobStore` below builds the record classes of jobs and runs over one `Table` (`jobs`, `runs`, `leases`, `due`,
+`breakers`, `slots`) and holds what the others are built with (`shared_table`, `shards`, `retention`). It forwards
+nothing: the wiring (tickwork.services) hands each caller the record class it uses, so a call names its target.
+Callers use the names exported here.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from datetime import timedelta
 from typing import Any
 
 from tickwork.model.ids import ItemKind
+from tickwork.store.breakers import BreakerRecords
 from tickwork.store.codec import (
     TENANT,
     deserialize,
@@ -70,6 +76,7 @@ from tickwork.store.due_index import (
 from tickwork.store.event_outbox import EVENTS_PENDING, EventOutbox
 from tickwork.store.idempotency import IDEMPOTENCY_KEY, IdempotencyRecord, IdempotencyRecords
 from tickwork.store.jobs import JobRecords
+from tickwork.store.leases import Finished, Lease, LeaseExtension, LeaseOutcome, RunLeases
 from tickwork.store.limits import TENANT_SEMAPHORE, LimitRecords, RateAdmission, rate_sort, semaphore_sort
 from tickwork.store.listings import DEFAULT_LIMIT, MAX_LIMIT, Listings, Page
 from tickwork.store.ordering import Head, OrderingRecords, QueueEntry
@@ -82,7 +89,8 @@ from tickwork.store.reading import (
     read_workflow,
     read_workflow_run,
 )
-from tickwork.store.runs import ClaimedRuns, Finished, Lease, LeaseExtension, LeaseOutcome, RunRecords
+from tickwork.store.running_slots import RunningSlots, SlotClaim
+from tickwork.store.runs import ClaimedRuns, RunRecords
 from tickwork.store.tenants import TenantRecords
 from tickwork.store.workflows import WorkflowRecords
 
@@ -98,6 +106,7 @@ __all__ = [
     "TENANT_INDEX_PROJECTION",
     "TENANT_SEMAPHORE",
     "UNREADABLE",
+    "BreakerRecords",
     "ClaimedRuns",
     "Cursors",
     "DueIndex",
@@ -119,7 +128,10 @@ __all__ = [
     "Page",
     "QueueEntry",
     "RateAdmission",
+    "RunLeases",
     "RunRecords",
+    "RunningSlots",
+    "SlotClaim",
     "Table",
     "TenantRecords",
     "WorkflowRecords",
@@ -149,8 +161,8 @@ __all__ = [
 class JobStore:
     """Jobs and runs in one DynamoDB table. Takes its client; builds none.
 
-    Its parts, `jobs` (JobRecords), `runs` (RunRecords) and `due` (DueIndex), share one `Table`; callers are
-    handed the part they use."""
+    Its parts, `jobs` (JobRecords), `runs` (RunRecords), `leases` (RunLeases), `due` (DueIndex), `breakers` (BreakerRecords) and
+    `slots` (RunningSlots), share one `Table`; callers are handed the part they use."""
 
     def __init__(self, client: Any, table_name: str, *, shards: int = 8, retention_days: int = 30) -> None:
         self._table = Table(client, table_name)
@@ -159,7 +171,10 @@ class JobStore:
         self.retention = timedelta(days=retention_days)
         self.jobs = JobRecords(self._table, shards=shards)
         self.runs = RunRecords(self._table, shards=shards, retention=self.retention)
+        self.leases = RunLeases(self._table, shards=shards, retention=self.retention)
         self.due = DueIndex(self._table)
+        self.breakers = BreakerRecords(self._table)
+        self.slots = RunningSlots(self._table)
 
     @property
     def shared_table(self) -> Table:

@@ -6,6 +6,9 @@ where asked for), never as an exception, so no caller parses botocore errors. An
 
 `Table` also carries the client and the table name for plain reads, and the store's parts share one
 instance: swapping its `client` (as a fault-injecting test does through `JobStore._db`) reaches them all.
+
+`Update` builds an UpdateItem whose clauses depend on the change (a run's outcome, a job's advance or replace, a
+workflow run's steps): the one builder of the store's variable update expressions.
 """
 
 from __future__ import annotations
@@ -15,7 +18,52 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from tickwork.store.codec import deserialize, serialize
+from tickwork.store.codec import deserialize, expression_values, serialize
+
+
+class Update:
+    """An UpdateItem being built: its SET and REMOVE clauses, its conditions, and the names and values they use.
+    Values are given as Python values (encoded by `attribute_values`), or `encoded` already (an item's own)."""
+
+    def __init__(self, names: dict[str, str] | None = None, **values: Any) -> None:
+        self.sets: list[str] = []
+        self.removes: list[str] = []
+        self.conditions: list[str] = []
+        self.names: dict[str, str] = dict(names or {})
+        self.values: dict[str, Any] = dict(values)  # by placeholder without its `:`
+        self._encoded: dict[str, Any] = {}
+
+    def name(self, attribute: str) -> str:
+        """A placeholder for an attribute's name (a reserved word, or a map key such as a step id)."""
+        placeholder = f"#n{len(self.names)}"
+        self.names[placeholder] = attribute
+        return placeholder
+
+    def value(self, value: Any, *, encoded: bool = False) -> str:
+        """A placeholder for a value."""
+        placeholder = f"v{len(self.values) + len(self._encoded)}"
+        if encoded:
+            self._encoded[f":{placeholder}"] = value
+        else:
+            self.values[placeholder] = value
+        return f":{placeholder}"
+
+    def set(self, path: str, value: Any, *, encoded: bool = False) -> None:
+        self.sets.append(f"{path} = {self.value(value, encoded=encoded)}")
+
+    def expression(self) -> str:
+        parts = []
+        if self.sets:
+            parts.append("SET " + ", ".join(self.sets))
+        if self.removes:
+            parts.append("REMOVE " + ", ".join(self.removes))
+        return " ".join(parts)
+
+    def condition(self) -> str:
+        return " AND ".join(self.conditions)
+
+    def attribute_values(self) -> dict[str, Any]:
+        return expression_values(**self.values) | self._encoded
 
 
 class Table:

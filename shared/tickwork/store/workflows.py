@@ -31,22 +31,17 @@ from tickwork.store.codec import (
     workflow_run_to_attrs,
     workflow_to_item,
 )
-from tickwork.store.conditional import Table
+from tickwork.store.conditional import Table, Update
 from tickwork.store.jobs import counted_item, replace_scheduled
 from tickwork.store.reading import read_workflow, read_workflow_run
 from tickwork.store.tenants import TenantRecords
 
 
-class _StepUpdate:
-    """An UpdateItem on a workflow run being built: SET clauses, conditions, names and values, with each step id
-    behind a name placeholder (ids may hold `-`)."""
+class _StepUpdate(Update):
+    """An update of a workflow run's steps: each step id behind a name placeholder (ids may hold `-`)."""
 
     def __init__(self) -> None:
-        self.sets: list[str] = []
-        self.removes: list[str] = []
-        self.conditions: list[str] = []
-        self.names: dict[str, str] = {"#status": "status"}
-        self.values: dict[str, Any] = {}
+        super().__init__({"#status": "status"})
 
     def step(self, step_id: str) -> str:
         """The path of a step's entry in the map."""
@@ -57,36 +52,21 @@ class _StepUpdate:
         return self._entry("#compensations", "compensations", step_id)
 
     def _entry(self, map_name: str, attribute: str, step_id: str) -> str:
-        placeholder = f"#s{len(self.names)}"
-        self.names.setdefault(map_name, attribute)
-        self.names[placeholder] = step_id
+        placeholder = self.name(step_id)
+        self.names.setdefault(map_name, attribute)  # only where used: DynamoDB refuses an unused name
         return f"{map_name}.{placeholder}"
-
-    def value(self, value: Any) -> str:
-        placeholder = f"v{len(self.values)}"
-        self.values[placeholder] = value
-        return f":{placeholder}"
 
     def path(self, step_id: str, *, compensation: bool = False) -> str:
         return self.compensation(step_id) if compensation else self.step(step_id)
 
     def set_entry(self, step_id: str, entry: StepEntry, *, compensation: bool = False) -> None:
-        path = self.path(step_id, compensation=compensation)
-        self.sets.append(f"{path} = {self.value(entry.model_dump(mode='json', exclude_none=True))}")
+        self.set(self.path(step_id, compensation=compensation), entry.model_dump(mode="json", exclude_none=True))
 
     def require_step(self, step_id: str, status: StepStatus, *, compensation: bool = False) -> None:
         self.conditions.append(f"{self.path(step_id, compensation=compensation)}.#status = {self.value(status.value)}")
 
     def require_run(self, status: WorkflowRunStatus) -> None:
         self.conditions.append(f"#status = {self.value(status.value)}")
-
-    def expression(self) -> str:
-        parts = []
-        if self.sets:
-            parts.append("SET " + ", ".join(self.sets))
-        if self.removes:
-            parts.append("REMOVE " + ", ".join(self.removes))
-        return " ".join(parts)
 
 
 # What a workflow item holds that its model decides (see tickwork.store.jobs.JOB_ATTRIBUTES).
@@ -172,7 +152,7 @@ class WorkflowRecords:
         update.set_entry(step_id, entry, compensation=compensation)
         update.require_step(step_id, StepStatus.QUEUED, compensation=compensation)
         # A run that has ended is out of the due index (no due_shard): due_at alone does not put it back.
-        update.sets.append(f"due_at = {update.value(to_ms(reconcile_at))}")
+        update.set("due_at", to_ms(reconcile_at))
         return self._update(workflow_run_id, update)
 
     def record_decisions(
@@ -200,11 +180,9 @@ class WorkflowRecords:
             update.require_step(step_id, StepStatus.PENDING)
         if final is WorkflowRunStatus.COMPENSATING:
             # Not an end: the run stays in the due index, and its compensations' map begins.
-            update.sets += [
-                f"#status = {update.value(final.value)}",
-                f"compensating_for = {update.value(cause.value)}",
-                f"compensations = {update.value({})}",
-            ]
+            update.set("#status", final.value)
+            update.set("compensating_for", cause.value)
+            update.set("compensations", {})
         elif final is not None:
             self._end(update, final, now)
         return self._update(workflow_run_id, update)
@@ -240,11 +218,9 @@ class WorkflowRecords:
         update.require_run(WorkflowRunStatus.FAILED)
         for step_id, entry in entries.items():
             update.set_entry(step_id, entry)
-        update.sets += [
-            f"#status = {update.value(WorkflowRunStatus.RUNNING.value)}",
-            f"due_shard = {update.value(shard_of(parsed.job_id, self.shards))}",
-            f"due_at = {update.value(to_ms(reconcile_at))}",
-        ]
+        update.set("#status", WorkflowRunStatus.RUNNING.value)
+        update.set("due_shard", shard_of(parsed.job_id, self.shards))
+        update.set("due_at", to_ms(reconcile_at))
         update.removes += ["finished_at", "expires_at"]
         return self._update(workflow_run_id, update)
 
@@ -254,7 +230,7 @@ class WorkflowRecords:
         executors that take them. False if the run is no longer RUNNING."""
         update = _StepUpdate()
         update.require_run(WorkflowRunStatus.RUNNING)
-        update.sets.append(f"skip_reason = {update.value(reason.value)}")
+        update.set("skip_reason", reason.value)
         self._end(update, WorkflowRunStatus.SKIPPED, now)
         won, _ = self._update(workflow_run_id, update)
         return won
@@ -275,11 +251,9 @@ class WorkflowRecords:
         )
 
     def _end(self, update: _StepUpdate, status: WorkflowRunStatus, now: datetime) -> None:
-        update.sets += [
-            f"#status = {update.value(status.value)}",
-            f"finished_at = {update.value(iso(now))}",
-            f"expires_at = {update.value(self._expiry(now))}",
-        ]
+        update.set("#status", status.value)
+        update.set("finished_at", iso(now))
+        update.set("expires_at", self._expiry(now))
         update.removes += ["due_shard", "due_at"]
 
     def _update(self, workflow_run_id: str, update: _StepUpdate) -> tuple[bool, WorkflowRunRecord | None]:
@@ -288,7 +262,7 @@ class WorkflowRecords:
             update.expression(),
             " AND ".join(["attribute_exists(pk)", *update.conditions]),
             update.names,
-            expression_values(**update.values),
+            update.attribute_values(),
         )
         return won, read_workflow_run(attrs) if attrs else None
 

@@ -14,7 +14,7 @@ from tickwork.model.run_events import DEFAULT_NOTIFY, RunEventKind, deadline_mis
 from tickwork.model.states import RunStatus
 from tickwork.observability import logger, metrics
 from tickwork.progress.run_events import OUTBOX_GRACE, RunEvents
-from tickwork.store import DueItem, EventOutbox, JobRecords, RunRecords
+from tickwork.store import DueItem, EventOutbox, JobRecords, RunLeases, RunRecords
 from tickwork.store.deadlines import DeadlineRecords, watch_key
 
 DEADLINE_NOTIFY = (*DEFAULT_NOTIFY, RunEventKind.DEADLINE_MISSED)
@@ -24,12 +24,13 @@ class DeadlineCheck:
     def __init__(
         self,
         runs: RunRecords,
+        leases: RunLeases,
         jobs: JobRecords,
         deadlines: DeadlineRecords,
         outbox: EventOutbox,
         events: RunEvents | None,
     ) -> None:
-        self.runs, self.jobs, self.deadlines = runs, jobs, deadlines
+        self.runs, self.leases, self.jobs, self.deadlines = runs, leases, jobs, deadlines
         self.outbox, self.events = outbox, events
 
     def check(self, item: DueItem, now: datetime) -> bool:
@@ -55,7 +56,7 @@ class DeadlineCheck:
                 extra={"run_id": run_id, "deadline_at": run.deadline_at, "status": run.status.value},
             )
             if on_miss is OnMiss.CANCEL and run.status is RunStatus.RUNNING:
-                self.runs.request_cancel(run_id)
+                self.leases.request_cancel(run_id)
         missed_at = run.deadline_missed_at or now
         # A job with a deadline publishes its misses unless its notify leaves them out.
         notify = job.notify if job is not None and job.notify is not None else DEADLINE_NOTIFY

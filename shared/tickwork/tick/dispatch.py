@@ -4,8 +4,8 @@
 must go before the next tick first, then by priority (9 first), then by due time. When the tick's capacity
 (MaxDispatchPerTick) or a tenant's rate quota (max_runs_per_minute, one conditional ADD on its window's counter)
 holds some back, the slots are shared across tenants by weight within each band, and long-overdue items move up a
-band (tickwork.tick.fairness); what is held back stays in the due index (no write) for a later tick, and a run
-held back by its tenant's quota records the ticks it waited. It then claims each job (tickwork.tick.claimer),
+band (tickwork.tick.shares, tickwork.tick.fairness); what is held back stays in the due index (no write) for a later
+tick, and a run held back by its tenant's quota records the ticks it waited. It then claims each job (tickwork.tick.claimer),
 re-sends what was claimed but never leased (tickwork.tick.resender), reconciles RUNNING workflow runs
 (tickwork.tick.workflow_occurrences), and sends the claimed runs to their band queues in batches of 10 with
 DelaySeconds = ceil(due - now), so a run starts within about a second of its time and never before it
@@ -17,23 +17,21 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from datetime import datetime, timedelta
 
 from tickwork.aws.queues import Outgoing, RunQueues, SendReport
 from tickwork.faults import NO_FAULTS, FaultPlan
-from tickwork.model.claim_plan import ClaimableJob, runs_to_claim
-from tickwork.model.clock import Clock, from_ms, to_ms
+from tickwork.model.claim_plan import ClaimableJob
+from tickwork.model.clock import Clock, to_ms
 from tickwork.model.ids import ItemKind
 from tickwork.model.job import Job
 from tickwork.model.messages import DispatchSlice
 from tickwork.model.policies import Band
 from tickwork.model.run import Run
 from tickwork.model.states import JobState, RunStatus
-from tickwork.model.tenant_settings import TenantDirectory, TenantSettings, rate_window
+from tickwork.model.tenant_settings import TenantDirectory
 from tickwork.model.workflow.definition import Workflow
 from tickwork.observability import logger, metrics
 from tickwork.progress.run_events import RunEvents
@@ -44,13 +42,14 @@ from tickwork.store.deadlines import DeadlineRecords
 from tickwork.store.freezes import FreezeRecords
 from tickwork.store.tenant_rates import TenantRates
 from tickwork.tick.blockers import BlockersUnread, FreezeReads, TickBlockers
-from tickwork.tick.claimer import MAX_CLAIM_ROUNDS, JobClaimer, JobRunWriter, OccurrenceWriter, WorkflowTick
+from tickwork.tick.claimer import JobClaimer, JobRunWriter, OccurrenceWriter, WorkflowTick
 from tickwork.tick.deadlines import DeadlineCheck
-from tickwork.tick.fairness import Allocation, Allotted, Candidate, HoldReason, allocate, held_by_quota
+from tickwork.tick.fairness import HoldReason
 from tickwork.tick.fanout import DispatchCoordinator
 from tickwork.tick.report import HELD_BACK_METRIC, TickReport
 from tickwork.tick.resender import Resender
 from tickwork.tick.sender import RunSender, outgoing_for
+from tickwork.tick.shares import DispatchShares, claimable_as_of, tenant_of
 from tickwork.tick.stuck import stuck_runs
 
 # ---------------------------------------------------------------- the tick
@@ -83,12 +82,16 @@ class Dispatcher:
         self.redispatch_after = redispatch_after  # job service: a run it sends is re-sent after this, if unleased
         # Without a directory every tenant has the defaults (weight 1, no quota); without rates no quota holds.
         self.tenants, self.rates = tenants, rates
-        self.aging_after = aging_after
         self.events = events  # publishes the run events their writers left in the outbox
         deadlines = DeadlineRecords(store.shared_table, shards=store.shards, retention=store.retention)
-        self.deadlines = DeadlineCheck(store.runs, store.jobs, deadlines, EventOutbox(store.shared_table), events)
+        self.deadlines = DeadlineCheck(
+            store.runs, store.leases, store.jobs, deadlines, EventOutbox(store.shared_table), events
+        )
         # Read once per tick (tickwork.tick.blockers): the calendars the due jobs name, and every freeze.
         self.calendars, self.freezes = calendars, FreezeReads(freezes, clock)
+        self.shares = DispatchShares(
+            tenants, rates, max_dispatch=max_dispatch, tick_period=tick_period, aging_after=aging_after
+        )
         writers: dict[ItemKind, OccurrenceWriter] = {
             ItemKind.JOB: JobRunWriter(
                 store.runs, redispatch_after=redispatch_after, tick_period=tick_period, deadlines=deadlines
@@ -133,10 +136,8 @@ class Dispatcher:
                 report.candidates = len(items)
                 self._count_stuck(items, now, report)
                 backlogged = self.resender.backlogged_bands(items, now)
-                settings, quotas = self._quotas(items)
-                spent = self._spent_windows(items, quotas, now)
                 blockers = self._blockers(items)
-                chosen = self._allocate(items, now, horizon_end, report, settings, quotas, spent, blockers)
+                chosen, spent = self.shares.choose(items, now, horizon_end, report, blockers)
                 # Claim in priority-ordered slices; each slice is sent before the next is claimed.
                 step = max(10, self.threads * 5)
                 for start in range(0, len(chosen), step):
@@ -174,135 +175,8 @@ class Dispatcher:
         job or workflow)."""
         if not any(i.kind.scheduled for i in items):
             return TickBlockers()
-        keys = {(_tenant_of(i), str(c)) for i in items if i.kind.scheduled for c in (i.attrs.get("calendars") or ())}
+        keys = {(tenant_of(i), str(c)) for i in items if i.kind.scheduled for c in (i.attrs.get("calendars") or ())}
         return TickBlockers.read(self.calendars, self.freezes.fresh, keys)
-
-    def _quotas(self, items: list[DueItem]) -> tuple[dict[str, TenantSettings], dict[str, int]]:
-        """The settings of the tenants with items, and the rate quotas among them (none without `rates`). One
-        BatchGetItem for the tenants whose settings are not cached."""
-        if not items:
-            return {}, {}
-        settings = self.tenants.settings_for({_tenant_of(i) for i in items}) if self.tenants is not None else {}
-        quotas = {
-            t: s.max_runs_per_minute
-            for t, s in settings.items()
-            if s.max_runs_per_minute is not None and self.rates is not None
-        }
-        return settings, quotas
-
-    def _spent_windows(self, items: list[DueItem], quotas: dict[str, int], now: datetime) -> dict[str, set[int]]:
-        """For each rate-limited tenant with a job due in a window before now's, the windows since then in which
-        its quota was spent (fairness.held_by_quota). A tenant without a quota, or with nothing late, pays nothing;
-        one with late jobs one Query. Unread (DynamoDB refused it): every window counts as spent, so those jobs'
-        occurrences run rather than be skipped as missed."""
-        rates = self.rates
-        late: dict[str, int] = {}  # tenant -> its oldest late job's due time (ms)
-        for i in items:
-            tenant = _tenant_of(i)
-            if i.kind is ItemKind.JOB and tenant in quotas and rate_window(from_ms(i.due_at)) < rate_window(now):
-                late[tenant] = min(i.due_at, late.get(tenant, i.due_at))
-        spent: dict[str, set[int]] = {}
-        if rates is None:
-            return spent
-        for tenant, due_at in late.items():
-            since = from_ms(due_at)
-            try:
-                spent[tenant] = rates.spent_windows(tenant, limit=quotas[tenant], since=since, now=now)
-            except Exception:
-                logger.exception("could not read a tenant's spent quota windows", extra={"tenant": tenant})
-                spent[tenant] = set(range(rate_window(since), rate_window(now)))
-        return spent
-
-    def _allocate(
-        self,
-        items: list[DueItem],
-        now: datetime,
-        horizon_end: datetime,
-        report: TickReport,
-        settings: dict[str, TenantSettings],
-        quotas: dict[str, int],
-        spent: dict[str, set[int]],
-        blockers: TickBlockers,
-    ) -> list[Allotted[DueItem]]:
-        """What this tick acts on, in order (tickwork.tick.fairness): everything in today's order unless the tick's
-        capacity or a tenant's rate quota holds some back; then the slots are shared by weight within each band.
-
-        Costs one UpdateItem per tenant with a rate quota and jobs to claim; a tenant without a quota pays
-        nothing more."""
-        if not items:
-            return []
-        urgent_ms = to_ms(now + self.tick_period)
-        candidates = [
-            Candidate(
-                item=i,
-                tenant=_tenant_of(i),
-                priority=i.priority,
-                due_at_ms=i.due_at,
-                urgent=i.due_at <= urgent_ms,
-                deadline_at_ms=_deadline_at_ms(i),
-                # Only claims of new occurrences count against a quota: re-sends and parked retries are
-                # recovery of runs already dispatched, and a quota never holds them back.
-                cost=self._runs_asked(i, now, horizon_end, spent, blockers)
-                if i.kind is ItemKind.JOB and _tenant_of(i) in quotas
-                else 0,
-            )
-            for i in items
-        ]
-        weights = {t: s.weight for t, s in settings.items()}
-
-        def fit(budgets: dict[str, int]) -> Allocation[DueItem]:
-            return allocate(
-                candidates,
-                capacity=self.max_dispatch,
-                weights=weights,
-                budgets=budgets,
-                now_ms=to_ms(now),
-                aging_after_ms=int(self.aging_after.total_seconds() * 1000),
-            )
-
-        # First as if no quota held, to learn what each rate-limited tenant would get; then reserve that much
-        # of its window, and share again within what the reservations granted.
-        allocation = fit({})
-        if quotas:
-            asked: Counter[str] = Counter()
-            for a in allocation.chosen:
-                if a.candidate.tenant in quotas:
-                    asked[a.candidate.tenant] += a.candidate.cost
-            budgets = {t: self._reserve(t, asked[t], limit, now) for t, limit in quotas.items()}
-            allocation = fit(budgets)  # caps each rate-limited claim by what was reserved for it
-        self._report_held(allocation, report)
-        return allocation.chosen
-
-    def _runs_asked(
-        self, item: DueItem, now: datetime, horizon_end: datetime, spent: dict[str, set[int]], blockers: TickBlockers
-    ) -> int:
-        """The runs claiming this job would dispatch now. An item that cannot be read as a job asks for one: its
-        claim fails on its own (and is logged there) without stopping the tick."""
-        try:
-            job = blockers.attach(_claimable(item, now, spent))
-        except Exception:
-            return 1
-        return runs_to_claim(job, now=now, horizon_end=horizon_end, rounds=MAX_CLAIM_ROUNDS)
-
-    @staticmethod
-    def _report_held(allocation: Allocation[DueItem], report: TickReport) -> None:
-        held = allocation.held_by_reason
-        if not held:
-            return
-        report.over_capacity = held[HoldReason.CAPACITY]
-        report.held_back_rate = held[HoldReason.TENANT_RATE]
-        metrics.add_metric(name="RunsHeldBack", unit="Count", value=sum(held.values()))
-        for reason, count in held.items():
-            metrics.add_metric(name=HELD_BACK_METRIC[reason], unit="Count", value=count)
-        # Per tenant in the log, not as metrics: a dimension per tenant would be a metric per tenant.
-        logger.warning(
-            "more due than this tick dispatches",
-            extra={
-                "held_back": {r.value: n for r, n in held.items()},
-                "held_back_by_tenant": {t: {r.value: n for r, n in c.items()} for t, c in allocation.held.items()},
-                "dispatch_share": dict(allocation.shares()),
-            },
-        )
 
     def _read_shard(self, shard: str, now: datetime, horizon_end: datetime, owner: str) -> list[DueItem]:
         """A shard's actionable entries, if this tick may work it. An idle shard costs one query, no write;
@@ -333,7 +207,7 @@ class Dispatcher:
             claimable = TickBlockers.read(self.calendars, self.freezes.recent, keys).attach(claimable)
         except BlockersUnread:
             return report  # the tick claims it
-        max_runs = self._create_budget(claimable, now)
+        max_runs = self.shares.create_budget(claimable, now, now + self.horizon)
         if max_runs == 0:
             report.held_back_rate = 1  # its tenant's window is spent: the tick claims it in a later window
             metrics.add_metric(name="RunsHeldBack", unit="Count", value=1)
@@ -342,27 +216,6 @@ class Dispatcher:
         outgoing = self.claimer.claim(claimable, now, now + self.horizon, report, max_runs=max_runs)
         self._send(outgoing, report)
         return report
-
-    def _create_budget(self, job: ClaimableJob, now: datetime) -> int | None:
-        """The runs a job claimed at create may dispatch under its tenant's rate quota (None: no quota)."""
-        if self.tenants is None or self.rates is None or job.kind is not ItemKind.JOB:
-            return None
-        limit = self.tenants.settings_of(job.tenant).max_runs_per_minute
-        if limit is None:
-            return None
-        asked = runs_to_claim(job, now=now, horizon_end=now + self.horizon, rounds=MAX_CLAIM_ROUNDS)
-        return self._reserve(job.tenant, asked, limit, now) if asked else None
-
-    def _reserve(self, tenant: str, asked: int, limit: int, now: datetime) -> int:
-        """Reserve a rate-limited tenant's runs for this window. A reservation that fails (DynamoDB refused it)
-        grants nothing: that tenant's new runs wait for a later tick, and everyone else's go ahead."""
-        if not asked or self.rates is None:
-            return 0
-        try:
-            return self.rates.reserve(tenant, want=asked, limit=limit, now=now)
-        except Exception:
-            logger.exception("could not reserve a tenant's rate quota; its new runs wait", extra={"tenant": tenant})
-            return 0
 
     def _claim_item(
         self,
@@ -387,7 +240,7 @@ class Dispatcher:
                 return self.resender.resend(item, now, report, backlogged)
             if item.kind is ItemKind.WORKFLOW_RUN:
                 return self.workflows.reconcile(item, now) if self.workflows is not None else []
-            job = (blockers or TickBlockers()).attach(_claimable(item, now, spent or {}))
+            job = (blockers or TickBlockers()).attach(claimable_as_of(item, now, spent or {}))
             return self.claimer.claim(job, now, horizon_end, report, max_runs=max_runs)
         except Exception:
             # One bad item must not stop the tick; it stays in the index and is tried again.
@@ -418,25 +271,3 @@ class MinuteTick:
         report.duration_ms = int((time.monotonic() - started) * 1000)
         logger.info("tick handed out its shards", extra={"slices_sent": report.slices_sent})
         return report
-
-
-def _claimable(item: DueItem, now: datetime, spent: dict[str, set[int]]) -> ClaimableJob:
-    """A due job as this tick claims it: held back by its tenant's quota if a window of it was spent since the
-    job's due time (fairness.held_by_quota)."""
-    job = item.claimable()
-    windows = spent.get(job.tenant)
-    if windows and held_by_quota(job.next_run_at, now, windows):
-        job = replace(job, held_by_quota=True)
-    return job
-
-
-def _deadline_at_ms(item: DueItem) -> int | None:
-    """When the run a due job's claim makes must have ended: its next occurrence plus its deadline."""
-    deadline = item.attrs.get("deadline")
-    if item.kind is not ItemKind.JOB or not deadline:
-        return None
-    return item.due_at + int(deadline["within_seconds"]) * 1000
-
-
-def _tenant_of(item: DueItem) -> str:
-    return str(item.attrs.get("tenant", ""))

@@ -1,0 +1,316 @@
+"""The executor's writes on a run item, under its lease: taken (at most one live lease), extended by the heartbeat,
+ended by an outcome or given back by a deferral or a yield, each only by the lease's holder, with the progress it
+reports; and the ask to stop a RUNNING run (overlap CANCEL_OTHER, a cancelled workflow run, a missed deadline),
+which the heartbeat reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from tickwork.model.clock import iso, to_ms
+from tickwork.model.ids import parse_run_id
+from tickwork.model.run import AttemptRecord, Run, RunError, RunResult
+from tickwork.model.states import DeferReason, RunStatus, SkipReason
+from tickwork.store.checkpoints import StoredCheckpoint, stored_checkpoint
+from tickwork.store.codec import deserialize, expression_values, run_from_attrs, run_key, shard_of
+from tickwork.store.conditional import Table, Update
+from tickwork.store.runs import COMPLETES_JOB, expires_at
+
+
+class LeaseOutcome(StrEnum):
+    LEASED = "LEASED"
+    TERMINAL = "TERMINAL"  # already finished: a duplicate delivery
+    BUSY = "BUSY"  # another executor holds a live lease
+    EARLY = "EARLY"  # retrying, but its next attempt may not start yet (run.not_before)
+    MISSING = "MISSING"  # no such run
+
+
+@dataclass(frozen=True)
+class Lease:
+    outcome: LeaseOutcome
+    run: Run | None
+    previous_status: RunStatus | None = None
+    lease_until: datetime | None = None
+    checkpoint: StoredCheckpoint | None = None  # the run's last checkpoint, from the lease's own answer
+
+
+@dataclass(frozen=True)
+class Finished:
+    """finish_run's answer: `recorded`, the write won (this executor held the lease); `completes_job`, the run
+    had been asked to attempt its job's completion once it settles (`ask_to_complete_job`), and now has."""
+
+    recorded: bool
+    completes_job: bool = False
+
+
+@dataclass(frozen=True)
+class LeaseExtension:
+    held: bool  # False: the lease is another executor's now
+    cancel_requested: bool  # the run was asked to stop (its workflow run was cancelled)
+
+
+class RunLeases:
+    """A run's lease and what its holder writes. An ended run gets `expires_at`, `retention` after it ends (TTL)."""
+
+    def __init__(self, table: Table, *, shards: int, retention: timedelta) -> None:
+        self._table = table
+        self.shards = shards
+        self.retention = retention
+
+    def lease_run(self, run_id: str, *, owner: str, now: datetime, lease_for: timedelta) -> Lease:
+        """Take the run: QUEUED or RETRYING whose wait has passed, or RUNNING whose lease expired, becomes
+        RUNNING with attempts+1. The condition is promise 4's lock (at most one live lease per run) and keeps
+        the retry backoff (no duplicate message starts an attempt before `not_before`)."""
+        parsed = parse_run_id(run_id)
+        if parsed is None:
+            return Lease(LeaseOutcome.MISSING, None)
+        lease_until = now + lease_for
+        lateness = to_ms(now) - to_ms(parsed[1])
+        won, old_attrs = self._table.update_if_returning_old(
+            run_key(run_id),
+            "SET #status = :running, attempts = if_not_exists(attempts, :zero) + :one, "
+            "lease_owner = :owner, lease_until = :lu, lease_until_ms = :lu_ms, "
+            "started_at = if_not_exists(started_at, :now), lateness_ms = if_not_exists(lateness_ms, :late), "
+            # The attempt's record, opened: its number is the count this update makes (see Run.attempt_history).
+            "attempt_history = list_append(if_not_exists(attempt_history, :no_history), :opened) "
+            # The run keeps its due-index entry while leased: the safety net were the lease to lapse with its
+            # message stranded (see tickwork.tick.resender.Resender); the outcome removes it.
+            "REMOVE not_before, not_before_ms",
+            # A QUEUED run has a not_before only when a limit deferred it (see defer_run).
+            "attribute_exists(pk) AND ((#status = :queued "
+            "AND (attribute_not_exists(not_before_ms) OR not_before_ms <= :now_ms)) "
+            "OR (#status = :retrying AND (attribute_not_exists(not_before_ms) OR not_before_ms <= :now_ms)) "
+            "OR (#status = :running AND lease_until_ms < :now_ms))",
+            {"#status": "status"},
+            expression_values(
+                running=RunStatus.RUNNING.value,
+                queued=RunStatus.QUEUED.value,
+                retrying=RunStatus.RETRYING.value,
+                zero=0,
+                one=1,
+                owner=owner,
+                lu=iso(lease_until),
+                lu_ms=to_ms(lease_until),
+                now=iso(now),
+                now_ms=to_ms(now),
+                late=lateness,
+                no_history=[],
+                opened=[{"started_at": iso(now)}],
+            ),
+        )
+        if not won:
+            if not old_attrs:
+                return Lease(LeaseOutcome.MISSING, None)
+            current = run_from_attrs(old_attrs)
+            if current.status.terminal:
+                return Lease(LeaseOutcome.TERMINAL, current, current.status)
+            if current.status is RunStatus.RETRYING or (
+                current.status is RunStatus.QUEUED and current.not_before is not None
+            ):
+                return Lease(LeaseOutcome.EARLY, current, current.status)
+            return Lease(LeaseOutcome.BUSY, current, current.status)
+        old = run_from_attrs(old_attrs)
+        run = old.model_copy(
+            update={
+                "status": RunStatus.RUNNING,
+                "attempts": old.attempts + 1,
+                "started_at": old.started_at or now,
+                "lateness_ms": old.lateness_ms if old.lateness_ms is not None else lateness,
+                "lease_until": lease_until,
+                "not_before": None,
+            }
+        )
+        return Lease(LeaseOutcome.LEASED, run, old.status, lease_until, stored_checkpoint(old_attrs))
+
+    def extend_lease(
+        self, run_id: str, *, owner: str, lease_until: datetime, progress: str | None = None
+    ) -> LeaseExtension:
+        """The heartbeat's write: the lease runs on, while this owner holds it. The item comes back with it, so
+        the heartbeat learns at no extra read whether the run was asked to stop (`request_cancel`). A pending
+        progress report (JSON text: tickwork.executor.progress_reports) rides on it."""
+        values = {"lu": iso(lease_until), "lu_ms": to_ms(lease_until), "owner": owner}
+        if progress is not None:
+            values["progress"] = progress
+        won, attrs = self._table.update_if_returning_new(
+            run_key(run_id),
+            "SET lease_until = :lu, lease_until_ms = :lu_ms" + (", progress = :progress" if progress else ""),
+            "lease_owner = :owner AND #status = :running",
+            {"#status": "status"},
+            expression_values(**values, running=RunStatus.RUNNING.value),
+        )
+        return LeaseExtension(held=won, cancel_requested=won and bool(attrs.get("cancel_requested")))
+
+    def report_progress(self, run_id: str, *, owner: str, progress: str) -> bool:
+        """A progress report (JSON text) of its own, while this owner holds the lease; False if it does not."""
+        return self._table.update_if(
+            run_key(run_id),
+            "SET progress = :progress",
+            "lease_owner = :owner AND #status = :running",
+            {"#status": "status"},
+            expression_values(progress=progress, owner=owner, running=RunStatus.RUNNING.value),
+        )
+
+    def finish_run(
+        self,
+        run: Run,
+        *,
+        owner: str,
+        status: RunStatus,
+        now: datetime,
+        result: RunResult | None = None,
+        error: RunError | None = None,
+        skip_reason: SkipReason | None = None,
+        duration_ms: int | None = None,
+        not_before: datetime | None = None,
+        resend_at: datetime | None = None,
+        history: Sequence[AttemptRecord] | None = None,
+        never_started: bool = False,
+        events_pending: Sequence[str] = (),
+        outbox_at: datetime | None = None,
+    ) -> Finished:
+        """Leave RUNNING: SUCCEEDED, RETRYING, FAILED or SKIPPED, only while holding the lease.
+
+        `never_started`: a run skipped before its handler's first start loses the start its lease gave it (as a
+        deferral's does), so it has no start and no start lateness; `finished_at` is the skip's time.
+
+        A RETRYING run records `not_before` (its next attempt's earliest start, which the lease enforces) and
+        goes back into the due index at `resend_at`: when its backoff rides on a message, that is a safety net
+        (the tick re-sends it if the message never came back); when the backoff is too long for a message,
+        that is the retry itself. `history` replaces `attempt_history` (the lease holder is its only writer).
+
+        A terminal outcome takes the run's `completes_job` ask away and tells whether it was there, from the
+        item as the write found it (ReturnValues: no read, no capacity billed).
+
+        `events_pending` (a terminal outcome's run events, tickwork.model.run_events) are kept on the run, which stays
+        in the due index at `outbox_at` until they are published (tickwork.store.event_outbox)."""
+        update = _held_by(owner)
+        update.set("#status", status.value)
+        if history is not None:
+            update.set("attempt_history", _history_attr(history))
+        update.removes += ["lease_owner", "lease_until", "lease_until_ms"]
+        if never_started:
+            update.removes += ["started_at", "lateness_ms"]
+        if status.terminal:
+            update.set("finished_at", iso(now))
+            update.set("expires_at", expires_at(now, self.retention))
+            update.removes.append(COMPLETES_JOB)
+        if duration_ms is not None:
+            update.set("duration_ms", duration_ms)
+        if result is not None:
+            update.set(update.name("result"), result.model_dump(mode="json", exclude_none=True))
+        if error is not None:
+            update.set(update.name("error"), error.model_dump(mode="json"))
+        elif status is RunStatus.SUCCEEDED:
+            update.removes.append(update.name("error"))
+        if skip_reason is not None:
+            update.set("skip_reason", skip_reason.value)
+        if not_before is not None:
+            update.set("not_before", iso(not_before))
+            update.set("not_before_ms", to_ms(not_before))
+        if status.terminal and events_pending and outbox_at is not None:
+            resend_at = outbox_at
+            update.set("events_pending", list(events_pending))
+        if resend_at is not None:
+            update.set("due_shard", shard_of(run.job_id, self.shards))
+            update.set("due_at", to_ms(resend_at))
+        elif status.terminal:
+            update.removes += ["due_shard", "due_at"]  # nothing left to send
+        if status is RunStatus.FAILED:
+            # Sparse entry in the tenant index: GET /v1/dlq lists these newest first.
+            update.set("tenant_key", f"T#{run.tenant}#FAILED")
+            update.set("tenant_sort", f"{to_ms(now):013d}#{run.id}")
+        won, old = self._table.update_if_returning_old(
+            run_key(run.id), update.expression(), update.condition(), update.names, update.attribute_values()
+        )
+        return Finished(recorded=won, completes_job=won and status.terminal and bool(old.get(COMPLETES_JOB)))
+
+    def defer_run(
+        self,
+        run: Run,
+        *,
+        owner: str,
+        status: RunStatus,
+        reason: DeferReason,
+        not_before: datetime,
+        resend_at: datetime,
+        history: Sequence[AttemptRecord] | None = None,
+    ) -> bool:
+        """Give the lease back without running: a limit held the run back. One write, only while holding the
+        lease: back to `status` (QUEUED or RETRYING) with the attempt not consumed, `deferred` + 1 and its
+        reason, `not_before` (the lease refuses any message before then) and its due-index entry at
+        `resend_at` (the tick re-sends it then, were its message lost). A run that had never started before
+        this lease loses the start the lease gave it, so its start and lateness are those of its real start."""
+        update = _held_by(owner, one=1, zero=0)
+        update.names["#deferred"] = "deferred"
+        update.set("#status", status.value)
+        update.sets += ["attempts = attempts - :one", "#deferred = if_not_exists(#deferred, :zero) + :one"]
+        update.set("deferred_reason", reason.value)
+        update.set("not_before", iso(not_before))
+        update.set("not_before_ms", to_ms(not_before))
+        update.set("due_shard", shard_of(run.job_id, self.shards))
+        update.set("due_at", to_ms(resend_at))
+        if history is not None:
+            update.set("attempt_history", _history_attr(history))
+        update.removes += ["lease_owner", "lease_until", "lease_until_ms"]
+        if run.attempts <= 1:
+            update.removes += ["started_at", "lateness_ms"]
+        return self._table.update_if(
+            run_key(run.id), update.expression(), update.condition(), update.names, update.attribute_values()
+        )
+
+    def yield_run(
+        self, run: Run, *, owner: str, segment_ms: int, resend_at: datetime, history: Sequence[AttemptRecord]
+    ) -> bool:
+        """A segment ended in a graceful yield (tickwork.executor.yields): back to QUEUED (RETRYING after a failed
+        attempt) with the attempt not consumed, `segments` + 1 and its handler time added to `yielded_ms`, in the
+        due index at `resend_at` (the tick re-sends it then, were its fresh message lost). Only while holding the
+        lease; its checkpoint stays."""
+        update = _held_by(owner, one=1, zero=0, ms=segment_ms)
+        update.names["#segments"] = "segments"
+        update.set("#status", (RunStatus.QUEUED if run.attempts <= 1 else RunStatus.RETRYING).value)
+        update.sets += ["attempts = attempts - :one", "#segments = if_not_exists(#segments, :zero) + :one"]
+        update.sets.append("yielded_ms = if_not_exists(yielded_ms, :zero) + :ms")
+        update.set("attempt_history", _history_attr(history))
+        update.set("due_shard", shard_of(run.job_id, self.shards))
+        update.set("due_at", to_ms(resend_at))
+        update.removes += ["lease_owner", "lease_until", "lease_until_ms"]
+        return self._table.update_if(
+            run_key(run.id), update.expression(), update.condition(), update.names, update.attribute_values()
+        )
+
+    def request_cancel(self, run_id: str) -> bool:
+        """Ask a RUNNING run to stop: its executor's next heartbeat sees it (cooperative cancellation)."""
+        return self._table.update_if(
+            run_key(run_id),
+            "SET cancel_requested = :yes",
+            "#status = :running",
+            {"#status": "status"},
+            expression_values(yes=True, running=RunStatus.RUNNING.value),
+        )
+
+    def cancel_requested(self, run_id: str) -> bool:
+        """Whether the run was asked to stop (`request_cancel`): a read of that one attribute, for a run that must
+        stop sooner than its next lease extension would tell it (overlap CANCEL_OTHER)."""
+        item = self._table.client.get_item(
+            TableName=self._table.name,
+            Key=run_key(run_id),
+            ConsistentRead=True,
+            ProjectionExpression="cancel_requested",
+        ).get("Item")
+        return bool(item and deserialize(item).get("cancel_requested"))
+
+
+def _held_by(owner: str, **values: Any) -> Update:
+    """An update that only this lease's holder may make: the run RUNNING under `owner`'s lease."""
+    update = Update({"#status": "status"}, owner=owner, running=RunStatus.RUNNING.value, **values)
+    update.conditions.append("lease_owner = :owner AND #status = :running")
+    return update
+
+
+def _history_attr(history: Sequence[AttemptRecord]) -> list[dict[str, Any]]:
+    return [record.model_dump(mode="json") for record in history]
