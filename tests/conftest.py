@@ -23,6 +23,15 @@ def load_event(name: str) -> dict[str, Any]:
     return json.loads((EVENTS / name).read_text())
 
 
+@pytest.fixture(autouse=True)
+def fresh_metrics() -> None:
+    """Each test starts with the process's metrics buffer empty: a metric an earlier test added on this worker and
+    never flushed (code called outside a handler) is not printed by this test's first flush."""
+    from tickwork.observability import metrics
+
+    metrics.clear_metrics()
+
+
 @pytest.fixture
 def aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
