@@ -218,7 +218,9 @@ def function_config(
     if resource.get("Type") != "AWS::Serverless::Function":
         raise ValueError(f"{logical_id} is not an AWS::Serverless::Function")
     merged = {**template.get("Globals", {}).get("Function", {}), **resource.get("Properties", {})}
-    params = parameters or {}
+    # A parameter not given takes its default, as CloudFormation does.
+    defaults = {name: p["Default"] for name, p in template.get("Parameters", {}).items() if "Default" in p}
+    params = {**defaults, **(parameters or {})}
     base = template_dir or DEFAULT_TEMPLATE.parent
     code_uri = merged.get("CodeUri")
     if not isinstance(code_uri, str):

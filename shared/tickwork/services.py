@@ -29,6 +29,7 @@ from tickwork.control.workflow_service import WorkflowService
 from tickwork.executor.freeze_gate import FreezeGate
 from tickwork.executor.limits import RunLimits
 from tickwork.executor.run_executor import Handlers, RunExecutor
+from tickwork.executor.yields import LambdaMargins
 from tickwork.faults import NO_FAULTS, FaultPlan
 from tickwork.jobtypes import import_job_type_modules, registry
 from tickwork.model.clock import Clock, SystemClock
@@ -155,6 +156,7 @@ class Services:
             limits=RunLimits(LimitRecords(self.store.shared_table), self.tenant_directory),
             events=self.run_events,
             freezes=FreezeGate(self.freeze_records),
+            margins=LambdaMargins.for_timeout(self.settings.executor_timeout_seconds),
         )
 
     @cached_property

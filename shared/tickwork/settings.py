@@ -88,6 +88,9 @@ class Settings(FromEnvironment):
     job_type_modules: tuple[str, ...] = Field(default=(), alias="JOB_TYPE_MODULES")
     # The EventBridge bus run events go to (tickwork.model.run_events; template parameter EventBusName).
     event_bus_name: str = Field(default="default", alias="EVENT_BUS_NAME", min_length=1, max_length=256)
+    # The executor Lambda's timeout (template parameter ExecutorTimeoutSeconds): the margins a run's segment leaves of
+    # it, for recording the outcome and for yielding, follow it (tickwork.executor.yields.LambdaMargins).
+    executor_timeout_seconds: int = Field(default=900, alias="EXECUTOR_TIMEOUT_SECONDS", ge=10, le=900)
 
     @field_validator("http_allowlist", "job_type_modules", mode="before")
     @classmethod

@@ -112,3 +112,16 @@ def test_a_workflow_step_yields_continues_and_its_workflow_run_goes_on(pipeline)
     assert _steps_of(step_run) == [1] * 6
     assert step_run.progress is not None
     assert step_run.progress.fraction == 1.0
+
+
+def test_a_short_lambdas_margins_come_from_its_timeout_setting(mocked_aws):
+    """EXECUTOR_TIMEOUT_SECONDS (template parameter ExecutorTimeoutSeconds) of 60: 6 s kept for the outcome, and
+    should_yield() 12 s before that, from 42 s: five pages of 10 s a segment, where the 900 s Lambda's margins give
+    two."""
+    with Pipeline.create(EXECUTOR_TIMEOUT_SECONDS=str(LAMBDA_SECONDS)) as short:
+        job = _due(short)
+        invocations = _drain(short, LAMBDA_SECONDS)
+        (run,) = short.runs_of(job.id)
+        assert (run.status, run.attempts, run.segments, invocations) == (RunStatus.SUCCEEDED, 1, 2, 3)
+        assert run.yielded_ms == 2 * 50_000
+        assert _steps_of(run) == [1] * 12

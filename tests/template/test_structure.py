@@ -172,10 +172,17 @@ def test_every_queue_is_encrypted(template):
 
 
 def test_band_visibility_is_at_least_six_executor_timeouts(template):
-    executor_timeout = _props(template, "ExecutorFunction")["Timeout"]
-    assert executor_timeout == 900
-    for band in BANDS:
-        assert _props(template, f"{band}Queue")["VisibilityTimeout"] >= 6 * executor_timeout
+    assert _props(template, "ExecutorFunction")["Timeout"] == {"Ref": "ExecutorTimeoutSeconds"}
+    parameter = template["Parameters"]["ExecutorTimeoutSeconds"]
+    assert (parameter["Default"], parameter["MinValue"], parameter["MaxValue"]) == (900, 10, 900)
+    for band in BANDS:  # whatever timeout the parameter sets
+        assert _props(template, f"{band}Queue")["VisibilityTimeout"] >= 6 * parameter["MaxValue"]
+
+
+def test_the_executor_is_told_its_own_timeout(template):
+    """The margins of a run's segment follow the executor Lambda's timeout (tickwork.executor.yields)."""
+    env = template["Globals"]["Function"]["Environment"]["Variables"]
+    assert env["EXECUTOR_TIMEOUT_SECONDS"] == _props(template, "ExecutorFunction")["Timeout"]
 
 
 def test_band_queues_redrive_to_their_own_dlq_after_a_parameter(template):

@@ -36,7 +36,9 @@ def test_function_settings_come_from_the_template_with_globals_merged():
     tick = function_config(TEMPLATE, "TickFunction", PARAMETERS)
     api = function_config(TEMPLATE, "ApiFunction", PARAMETERS)
 
-    assert executor.timeout_seconds == TEMPLATE["Resources"]["ExecutorFunction"]["Properties"]["Timeout"]
+    assert executor.timeout_seconds == TEMPLATE["Parameters"]["ExecutorTimeoutSeconds"]["Default"]
+    short = function_config(TEMPLATE, "ExecutorFunction", {**PARAMETERS, "ExecutorTimeoutSeconds": "10"})
+    assert short.timeout_seconds == 10  # a parameter set locally (tickwork dev --parameter)
     assert tick.timeout_seconds == TEMPLATE["Resources"]["TickFunction"]["Properties"]["Timeout"]
     assert api.timeout_seconds == TEMPLATE["Resources"]["ApiFunction"]["Properties"]["Timeout"]
     assert executor.memory_mb == TEMPLATE["Resources"]["ExecutorFunction"]["Properties"]["MemorySize"]

@@ -1,11 +1,10 @@
-"""A segment's budget (tickwork.executor.yields.segment_budget), no AWS: which bound ends it, and when the handler
-is told to yield."""
+"""A segment's budget (tickwork.executor.yields.segment_budget), no AWS: which bound ends it, when the handler is told
+to yield, and the margins a Lambda of each timeout leaves."""
 
 from __future__ import annotations
 
 import pytest
-from tickwork.executor.yields import segment_budget
-from tickwork.jobtypes.durable import YIELD_MARGIN_SECONDS
+from tickwork.executor.yields import LambdaMargins, segment_budget
 from tickwork.model.run import RunError
 
 TIMED_OUT = RunError(type="RunTimeout", message="run cancelled")
@@ -23,7 +22,25 @@ TIMED_OUT = RunError(type="RunTimeout", message="run cancelled")
 def test_the_tightest_bound_ends_the_segment(timeout, lambda_left, run_left, seconds, by_lambda, by_run_total):
     budget = segment_budget(timeout, lambda_left, run_left)
     assert (budget.seconds, budget.by_lambda, budget.by_run_total) == (seconds, by_lambda, by_run_total)
-    assert budget.yield_after == max(lambda_left - YIELD_MARGIN_SECONDS, 0)
+    assert budget.yield_after == max(lambda_left - 30, 0)
+
+
+def test_the_yield_margin_is_the_one_given():
+    assert segment_budget(840, 8, 86_400, yield_margin=2).yield_after == 6
+
+
+@pytest.mark.parametrize(
+    ("lambda_timeout", "recording", "yielding"),
+    [
+        (900, 15, 30),  # the default Lambda: the margins as they always were
+        (150, 15, 30),  # every timeout from 150 s up has them
+        (60, 6, 12),
+        (10, 1, 2),  # the shortest: most of it is still the handler's
+    ],
+)
+def test_the_margins_follow_the_lambdas_timeout(lambda_timeout, recording, yielding):
+    assert LambdaMargins.for_timeout(lambda_timeout) == LambdaMargins(recording=recording, yielding=yielding)
+    assert LambdaMargins.for_timeout(900) == LambdaMargins()
 
 
 def test_only_a_handler_stopped_at_the_lambdas_bound_after_a_checkpoint_is_yielded_on_its_own():

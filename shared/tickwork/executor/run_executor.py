@@ -62,7 +62,7 @@ from tickwork.executor.ordering import OrderingGate
 from tickwork.executor.outcomes import MAX_MESSAGE_BACKOFF_SECONDS, RunOutcomes, StepSettlement
 from tickwork.executor.overlap import CANCEL_POLL_SECONDS, OverlapGate
 from tickwork.executor.progress_reports import ProgressReports
-from tickwork.executor.yields import RunYields, segment_budget
+from tickwork.executor.yields import THE_900_SECOND_LAMBDAS, LambdaMargins, RunYields, segment_budget
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
 from tickwork.jobtypes import EffectMayContinue, PermanentJobError, RetryNotBefore, RunContext, UnknownJobType
 from tickwork.jobtypes.durable import RunCheckpoints, Yielded
@@ -82,9 +82,6 @@ from tickwork.store import JobStore, LeaseOutcome
 from tickwork.store.checkpoints import CheckpointRecords, StoredCheckpoint
 
 __all__ = ["Delivery", "Outcome", "RunExecutor"]  # the executor's handler takes all three from here
-
-SAFETY_MARGIN_SECONDS = 15  # left of the Lambda's time for writing the result and the outcome
-
 
 # A precise run's message arrives at most this early (its lead and SQS's whole-second delays), with room for the
 # clocks of the tick and the executor to disagree by a little.
@@ -138,8 +135,10 @@ class RunExecutor:
         limits: RunLimits | None = None,
         events: RunEvents | None = None,
         freezes: Gate | None = None,
+        margins: LambdaMargins = THE_900_SECOND_LAMBDAS,
     ) -> None:
         self.jobs, self.runs, self.leases = store.jobs, store.runs, store.leases
+        self.margins = margins  # of the executor Lambda's time: for recording the outcome, and for yielding
         self.results, self.queues, self.clock = results, queues, clock
         self.handlers = handlers
         self.lease_for = lease_for
@@ -360,8 +359,9 @@ class RunExecutor:
             return self.outcomes.fail(run, target, owner, invalid, started=leased_at)
         segment = segment_budget(
             target.timeout_seconds,
-            remaining_ms() / 1000 - SAFETY_MARGIN_SECONDS,
+            remaining_ms() / 1000 - self.margins.recording,
             target.max_run_seconds - run.yielded_ms / 1000,
+            yield_margin=self.margins.yielding,
         )
         budget = segment.seconds
         started = self.clock.now()
@@ -465,7 +465,7 @@ class RunExecutor:
                 budget,
                 ctx,
                 heartbeat,
-                seconds_left=lambda: remaining_ms() / 1000 - SAFETY_MARGIN_SECONDS,
+                seconds_left=lambda: remaining_ms() / 1000 - self.margins.recording,
             )
         except HandlerStillRunning:
             raise

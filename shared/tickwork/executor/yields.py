@@ -1,8 +1,9 @@
 """Graceful yields (docs/durable-runs.md): a segment's budget, and a segment that ends in a yield recorded.
 
-A segment's handler time is bounded three ways: the job's `timeout_seconds`, the Lambda's time left (less
-SAFETY_MARGIN_SECONDS for recording the outcome), and what is left of the job's `max_run_seconds` after the run's
-earlier segments. `ctx.should_yield()` turns true YIELD_MARGIN_SECONDS before the Lambda's bound. A handler that
+A segment's handler time is bounded three ways: the job's `timeout_seconds`, the Lambda's time left (less the
+margin for recording the outcome), and what is left of the job's `max_run_seconds` after the run's earlier
+segments. `ctx.should_yield()` turns true the yield margin before the Lambda's bound. Both margins follow the
+executor Lambda's timeout (LambdaMargins.for_timeout). A handler that
 returns `ctx.yield_run()` yields; so does one the executor stopped at the Lambda's bound (cooperatively, as at a
 timeout) that saved a checkpoint in this segment. A yield is one conditional write (the lease holder's: the run back
 to its queue state, the attempt not consumed) and one fresh message to start the next segment now, which a new
@@ -17,13 +18,36 @@ from datetime import datetime
 from tickwork.aws.queues import Outgoing, RunQueues
 from tickwork.executor.delivery import Outcome
 from tickwork.executor.outcomes import RunOutcomes, attempt_record, history_after
-from tickwork.jobtypes.durable import YIELD_MARGIN_SECONDS
 from tickwork.model.clock import Clock
 from tickwork.model.run import Run, RunError
 from tickwork.model.run_target import RunTarget
 from tickwork.model.states import AttemptOutcome
 from tickwork.observability import logger, metrics
 from tickwork.store import RunLeases
+
+
+@dataclass(frozen=True)
+class LambdaMargins:
+    """What a segment leaves of the executor Lambda's time: `recording` seconds at its end for writing the outcome
+    (the handler is stopped there), and `yielding` seconds before that, when `ctx.should_yield()` turns true (time
+    for one more checkpoint and the yield). The defaults are those of the 900 s Lambda."""
+
+    recording: float = 15
+    yielding: float = 30
+
+    @classmethod
+    def for_timeout(cls, lambda_timeout_seconds: float) -> LambdaMargins:
+        """The margins of a Lambda of this timeout: a tenth and a fifth of it, at most the defaults (so every
+        timeout from 150 s up has the 900 s Lambda's), and a short Lambda still leaves most of its time to the
+        handler (10 s: 1 s and 2 s)."""
+        default = cls()
+        return cls(
+            recording=min(default.recording, lambda_timeout_seconds / 10),
+            yielding=min(default.yielding, lambda_timeout_seconds / 5),
+        )
+
+
+THE_900_SECOND_LAMBDAS = LambdaMargins()
 
 
 @dataclass(frozen=True)
@@ -40,15 +64,17 @@ class SegmentBudget:
         return timed_out and self.by_lambda and checkpoints_saved > 0 and not cancel_requested
 
 
-def segment_budget(timeout_seconds: float, lambda_left: float, run_left: float) -> SegmentBudget:
+def segment_budget(
+    timeout_seconds: float, lambda_left: float, run_left: float, *, yield_margin: float = LambdaMargins.yielding
+) -> SegmentBudget:
     """The bounds of a segment (seconds): the job's timeout, the Lambda's time left (less the margin for recording
-    the outcome), and what is left of the job's max_run_seconds."""
+    the outcome), and what is left of the job's max_run_seconds; should_yield() `yield_margin` before the Lambda's."""
     seconds = min(timeout_seconds, lambda_left, run_left)
     return SegmentBudget(
         seconds=seconds,
         by_lambda=lambda_left < timeout_seconds and lambda_left <= run_left,
         by_run_total=run_left < timeout_seconds and run_left < lambda_left,
-        yield_after=max(lambda_left - YIELD_MARGIN_SECONDS, 0),
+        yield_after=max(lambda_left - yield_margin, 0),
     )
 
 

@@ -160,11 +160,6 @@ def progress_report(fraction: float | None, message: str | None, data: Any) -> d
     return {"fraction": fraction, "message": text, "data": data}
 
 
-# `ctx.should_yield()` turns true this long before the executor would stop the handler for the Lambda's time (which
-# keeps 15 s more for recording the outcome): time for one more checkpoint and the yield.
-YIELD_MARGIN_SECONDS = 30
-
-
 class Yielded:
     """What `ctx.yield_run()` returns, for the handler to return: the run goes on in a fresh invocation."""
 

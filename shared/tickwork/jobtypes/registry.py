@@ -110,7 +110,7 @@ class RunContext:
         self.progress_sink.report(progress_report(fraction, message, data))
 
     def should_yield(self) -> bool:
-        """True once this invocation nears its end (the Lambda's time left, less YIELD_MARGIN_SECONDS): checkpoint,
+        """True once this invocation nears its end (the Lambda's time left, less the yield margin): checkpoint,
         then `return ctx.yield_run()` to go on in a fresh invocation."""
         return self.yield_at is not None and self.clock.now() >= self.yield_at
 
