@@ -12,7 +12,9 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +109,23 @@ def start_node(name: str, *args: str, port: int | None = None) -> Node:
     proc = tickwork_dev(name, "--port", str(port), "--node-name", name, *args)
     proc.wait_line("ready in", READY_SECONDS)
     return Node(proc, Api(f"http://127.0.0.1:{port}"))
+
+
+@contextmanager
+def running_node(name: str, *args: str) -> Iterator[Node]:
+    """A node of its own moto for a module's fixture; on leaving, it must stop cleanly."""
+    started = start_node(name, "--moto-port", str(free_port()), *args)
+    try:
+        yield started
+    finally:
+        code = started.proc.terminate()
+        assert code == 0, started.proc.output()
+
+
+def instant_in(seconds: float) -> str:
+    """An instant this many seconds from now, as a schedule's `at` takes it."""
+    instant = datetime.now(UTC) + timedelta(seconds=seconds)
+    return instant.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @pytest.fixture(scope="module")
