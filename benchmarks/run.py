@@ -27,6 +27,7 @@ prepare_environment()
 
 from benchmarks import (  # noqa: E402
     burst,
+    calls_per_durable_op,
     calls_per_run,
     calls_per_step,
     capacity,
@@ -44,6 +45,7 @@ from benchmarks.common import Stamp  # noqa: E402
 SECTIONS = (
     "requests",
     "workflows",
+    "durable",
     "cost",
     "dispatch",
     "scaling",
@@ -117,6 +119,7 @@ def _run_one(
 MODULES: dict[str, Any] = {
     "requests": calls_per_run,
     "workflows": calls_per_step,
+    "durable": calls_per_durable_op,
     "dispatch": dispatch_rate,
     "scaling": idle_scaling,
     "lateness": lateness,
@@ -128,6 +131,7 @@ MODULES: dict[str, Any] = {
 CONSOLE: dict[str, Any] = {
     "requests": calls_per_run.console,
     "workflows": calls_per_step.console,
+    "durable": calls_per_durable_op.console,
     "cost": cost.console,
     "dispatch": dispatch_rate.console,
     "scaling": idle_scaling.console,
@@ -162,6 +166,7 @@ def render_doc(results: dict[str, Any], command: str) -> str:
     renderers = [
         ("requests", calls_per_run.render),
         ("workflows", lambda result: calls_per_step.render(result, results.get("requests"))),
+        ("durable", calls_per_durable_op.render),
         ("cost", cost.render),
         ("dispatch", dispatch_rate.render),
         ("scaling", idle_scaling.render),

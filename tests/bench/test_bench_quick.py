@@ -54,6 +54,27 @@ STEP_CALL_BUDGET = {
 }
 STEP_WRU_BUDGET = 13.6  # measured 13.55 (the workflow's claim leaves its tenant-index entry alone too)
 SHARDS = 8  # template.yaml DueShards default
+# A durable run's operations (benchmarks/calls_per_durable_op.py, docs/durable-runs.md), each exactly: its requests.
+DURABLE_OP_BUDGET: dict[str, dict[str, int]] = {
+    "checkpoint_inline": {"dynamodb:UpdateItem run": 1},  # one conditional write, fenced by the lease
+    "checkpoint_s3": {"s3:PutObject": 1, "dynamodb:UpdateItem run": 1},  # the object, then the pointer
+    "progress_written": {"dynamodb:UpdateItem run": 1},
+    "progress_coalesced": {},  # waits for the next beat
+    # A beat costs its lease extension and the message's visibility, with or without a report riding on it.
+    "heartbeat_with_progress": {"dynamodb:UpdateItem run": 1, "sqs:ChangeMessageVisibility": 1},
+    "heartbeat_alone": {"dynamodb:UpdateItem run": 1, "sqs:ChangeMessageVisibility": 1},
+    # The yield's write and its fresh message (and the event source mapping's delete of the old one) ...
+    "yield_end": {"dynamodb:UpdateItem run": 1, "sqs:SendMessageBatch": 1, "sqs:DeleteMessageBatch": 1},
+    # ... then what any segment's start costs: the receive, the lease (with the message's visibility), the job's
+    # read, and the tenants' settings (kept 30 s: the fake clock moved 40 s since the first segment's read).
+    "yield_next_start": {
+        "sqs:ReceiveMessage": 1,
+        "sqs:ChangeMessageVisibility": 1,
+        "dynamodb:UpdateItem run": 1,
+        "dynamodb:GetItem job": 1,
+        "dynamodb:BatchGetItem": 1,
+    },
+}
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +95,16 @@ def section1b() -> dict[str, Any]:
         from benchmarks.common import Stamp
 
         return calls_per_step.run(Stamp.now("pytest tests/bench"), quick=True)
+
+
+@pytest.fixture(scope="module")
+def section1c() -> dict[str, Any]:
+    with pytest.MonkeyPatch.context() as mp:
+        _fake_credentials(mp)
+        from benchmarks import calls_per_durable_op
+        from benchmarks.common import Stamp
+
+        return calls_per_durable_op.run(Stamp.now("pytest tests/bench"), quick=True)
 
 
 @pytest.fixture(scope="module")
@@ -145,3 +176,15 @@ def test_a_workflow_step_run_makes_no_more_requests_than_budgeted(section1b: dic
 
 def test_a_workflow_step_run_writes_no_more_units_than_budgeted(section1b: dict[str, Any]) -> None:
     assert section1b["billable"]["wru_per_run"] <= STEP_WRU_BUDGET
+
+
+@pytest.mark.parametrize("operation", DURABLE_OP_BUDGET)
+def test_a_durable_runs_operation_makes_the_requests_budgeted(section1c: dict[str, Any], operation: str) -> None:
+    assert section1c["operations"][operation]["requests"] == DURABLE_OP_BUDGET[operation]
+
+
+def test_a_progress_report_on_a_heartbeat_costs_what_the_beat_costs_anyway(section1c: dict[str, Any]) -> None:
+    ops = section1c["operations"]
+    assert ops["heartbeat_with_progress"]["wru"] == ops["heartbeat_alone"]["wru"]
+    # A checkpoint in the run item, or a written report, is one write of the item: 1 WRU while it is under 1 KB.
+    assert ops["checkpoint_inline"]["wru"] == ops["progress_written"]["wru"] == 1
