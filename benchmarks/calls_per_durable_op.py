@@ -1,6 +1,6 @@
 """Section 1c: what a durable run's operations cost (docs/durable-runs.md): AWS requests and DynamoDB WRU of one
-checkpoint (kept in the run item, and one large enough for S3), one progress report (written, coalesced, riding on
-a heartbeat) and one yield.
+checkpoint (kept in the run item, and one large enough for S3, each after one in S3 too: the superseded object is
+deleted), one progress report (written, coalesced, riding on a heartbeat) and one yield.
 
 One run of a job type of the section's own, through the real pipeline on moto (tests/harness.Pipeline), metered
 as section 1 is (benchmarks.common.AwsMeter). Its handler does one operation at a time and closes a phase after
@@ -32,6 +32,8 @@ BEAT_SECONDS = 20  # the heartbeat's period: the lease (LeaseSeconds, 60) / 3
 OPERATIONS = {
     "checkpoint_inline": "A checkpoint kept in the run item (a 200-byte state)",
     "checkpoint_s3": f"A checkpoint over {INLINE_CHECKPOINT_MAX_BYTES // 1024} KiB ({LARGE_STATE_BYTES // 1024} KiB, to S3)",
+    "checkpoint_s3_after_s3": "A checkpoint to S3 after one in S3 (the superseded object deleted)",
+    "checkpoint_inline_after_s3": "A checkpoint kept in the item after one in S3 (the object deleted)",
     "progress_written": "A progress report, written (an attempt's first, or 5 s after the last write)",
     "progress_coalesced": "A progress report within 5 s of the last write (waits for the next beat)",
     "heartbeat_with_progress": "A heartbeat carrying the waiting progress report",
@@ -65,8 +67,10 @@ if JOB_TYPE not in registry:
         _close("checkpoint_inline")
         ctx.checkpoint({"pad": "x" * payload.large_bytes})
         _close("checkpoint_s3")
-        ctx.checkpoint({"pad": "x" * payload.inline_bytes})  # the run item small again, as before the large one
-        _close("checkpoint_back_inline")
+        ctx.checkpoint({"pad": "y" * payload.large_bytes})
+        _close("checkpoint_s3_after_s3")
+        ctx.checkpoint({"pad": "x" * payload.inline_bytes})  # the run item as before the large ones
+        _close("checkpoint_inline_after_s3")
         ctx.progress(0.1, "first")
         _close("progress_written")
         ctx.progress(0.2, "second")
@@ -164,7 +168,8 @@ def render(result: dict[str, Any]) -> str:
             "",
             f"A yield, both halves: **{yield_requests} requests and {_fmt(yield_wru)} WRU**, of which the receive,"
             " the delete and the tenants' settings (BatchGetItem, kept 30 s per execution environment) are shared"
-            " with the other messages of a batch, as in section 1. A progress report costs a request only when"
+            " with the other messages of a batch, as in section 1. S3 does not bill DELETE requests: the superseded"
+            " checkpoint object's delete costs a request, not money. A progress report costs a request only when"
             " written on its own; one riding on a beat costs what the beat costs anyway. tests/bench/"
             "test_bench_quick.py holds these counts as budgets.",
         ]

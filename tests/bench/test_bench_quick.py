@@ -58,6 +58,9 @@ SHARDS = 8  # template.yaml DueShards default
 DURABLE_OP_BUDGET: dict[str, dict[str, int]] = {
     "checkpoint_inline": {"dynamodb:UpdateItem run": 1},  # one conditional write, fenced by the lease
     "checkpoint_s3": {"s3:PutObject": 1, "dynamodb:UpdateItem run": 1},  # the object, then the pointer
+    # A checkpoint that supersedes one in S3 deletes its object once the item no longer points to it.
+    "checkpoint_s3_after_s3": {"s3:PutObject": 1, "dynamodb:UpdateItem run": 1, "s3:DeleteObject": 1},
+    "checkpoint_inline_after_s3": {"dynamodb:UpdateItem run": 1, "s3:DeleteObject": 1},
     "progress_written": {"dynamodb:UpdateItem run": 1},
     "progress_coalesced": {},  # waits for the next beat
     # A beat costs its lease extension and the message's visibility, with or without a report riding on it.

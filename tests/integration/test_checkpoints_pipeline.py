@@ -67,14 +67,54 @@ def test_a_checkpoint_too_large_for_the_item_goes_to_s3_and_the_next_attempt_rea
     pipeline.drain()
     (run,) = pipeline.runs_of(job.id)
     assert (run.status, STARTS[run.id]) == (RunStatus.SUCCEEDED, [0, 1])
-    objects = [key for key in pipeline.result_objects() if key.startswith("checkpoints/")]
-    assert len(objects) == 3
-    assert all(key.startswith(f"checkpoints/{TENANT}/{job.id}/{run.id}/") for key in objects)
+    (kept,) = _checkpoint_objects(pipeline)  # the earlier two were superseded, and deleted
+    assert kept.startswith(f"checkpoints/{TENANT}/{job.id}/{run.id}/00000003-")
     item = _item(pipeline, run)
     assert item["checkpoint_seq"] == 3
     assert "checkpoint_json" not in item
-    assert item["checkpoint_key"] == sorted(objects)[-1]
+    assert item["checkpoint_key"] == kept
     assert item["checkpoint_bytes"] > INLINE_CHECKPOINT_MAX_BYTES
+
+
+def _checkpoint_objects(pipeline: Pipeline) -> list[str]:
+    return sorted(key for key in pipeline.result_objects() if key.startswith("checkpoints/"))
+
+
+def test_superseded_checkpoint_objects_do_not_accumulate_in_s3(pipeline):
+    """Each save to S3 writes an object of its own; once the run item points to the newer one, the older is
+    deleted: a run keeps one checkpoint object, the one its item points to."""
+    padding = INLINE_CHECKPOINT_MAX_BYTES + 100
+    job = _due(pipeline, type="checkpoint-export", payload={"pages": 4, "fail_after_page": 1, "padding": padding})
+    pipeline.drain()
+    (run,) = pipeline.runs_of(job.id)
+    assert (run.status, STARTS[run.id]) == (RunStatus.SUCCEEDED, [0, 2])  # the retry started from the S3 one
+    assert _checkpoint_objects(pipeline) == [_item(pipeline, run)["checkpoint_key"]]
+
+
+def test_a_checkpoint_back_in_the_item_deletes_its_s3_predecessor(pipeline):
+    job = _due(pipeline, type="checkpoint-export", payload={"pages": 1})
+    (run,) = pipeline.runs_of(job.id)
+    checkpoints = _leased_writer(pipeline, run.id, "executor", lost=[])
+    checkpoints.save({"filler": "x" * INLINE_CHECKPOINT_MAX_BYTES})
+    assert len(_checkpoint_objects(pipeline)) == 1
+    checkpoints.save({"small": True})
+    assert _checkpoint_objects(pipeline) == []
+    assert "checkpoint_json" in _item(pipeline, run)
+
+
+def test_a_superseded_object_that_cannot_be_deleted_leaves_the_checkpoint_saved(pipeline, monkeypatch):
+    job = _due(pipeline, type="checkpoint-export", payload={"pages": 1})
+    (run,) = pipeline.runs_of(job.id)
+    checkpoints = _leased_writer(pipeline, run.id, "executor", lost=[])
+    checkpoints.save({"filler": "x" * INLINE_CHECKPOINT_MAX_BYTES})
+
+    def refused(key: str) -> None:
+        raise RuntimeError("AccessDenied")
+
+    monkeypatch.setattr(pipeline.services.results, "delete_checkpoint", refused)
+    checkpoints.save({"filler": "y" * INLINE_CHECKPOINT_MAX_BYTES})  # saved; the lifecycle rule takes the old one
+    assert len(_checkpoint_objects(pipeline)) == 2
+    assert _item(pipeline, run)["checkpoint_seq"] == 2
 
 
 def test_a_state_not_json_or_too_large_is_refused_and_the_previous_checkpoint_stands(pipeline):
@@ -166,6 +206,27 @@ def test_a_zombie_whose_lease_was_taken_over_cannot_overwrite_the_newer_checkpoi
         else results.read_checkpoint(item["checkpoint_key"])
     )
     assert stored["state"]["page"] == 2
+    # The zombie's refused object is deleted, and so is its first (superseded by the successor's): one is left.
+    assert _checkpoint_objects(pipeline) == ([item["checkpoint_key"]] if padding else [])
+
+
+def _leased_writer(pipeline: Pipeline, run_id: str, owner: str, *, lost: list[str]) -> RunCheckpoints:
+    """The run leased by `owner` now, and the checkpoint writer of that attempt."""
+    lease = pipeline.services.store.leases.lease_run(
+        run_id, owner=owner, now=pipeline.clock.now(), lease_for=timedelta(seconds=60)
+    )
+    assert lease.outcome is LeaseOutcome.LEASED
+    assert lease.run is not None
+    leased = LeasedCheckpoints(
+        CheckpointRecords(pipeline.services.store.shared_table),
+        pipeline.services.results,
+        pipeline.clock,
+        run=lease.run,
+        owner=owner,
+        stored=lease.checkpoint,
+        on_lost=lambda: lost.append(owner),
+    )
+    return RunCheckpoints(leased)
 
 
 def test_each_step_runs_once_across_three_attempts(pipeline):

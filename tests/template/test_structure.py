@@ -226,6 +226,22 @@ def test_bucket_expires_results_after_a_parameter(template):
     assert any(r["Status"] == "Enabled" and r["ExpirationInDays"] == {"Ref": "ResultsRetentionDays"} for r in rules)
 
 
+def test_checkpoint_objects_expire_with_the_results(template):
+    """The executor deletes each checkpoint object its run item stops pointing to; one it could not (a failed
+    delete, a death between the two writes) expires with the results: the rule covers the whole bucket."""
+    rules = _props(template, "ResultsBucket")["LifecycleConfiguration"]["Rules"]
+    (expiry,) = [r for r in rules if r["Status"] == "Enabled" and "ExpirationInDays" in r]
+    assert expiry["ExpirationInDays"] == {"Ref": "ResultsRetentionDays"}
+    assert not {"Prefix", "Filter"} & expiry.keys()  # checkpoints/ included
+    # Deleting is the executor's, and only under checkpoints/: results and logs are written once and expire.
+    deletes = {role: _grants(template, role).get("s3:DeleteObject") for role in ("ExecutorRole", "ApiRole", "TickRole")}
+    assert deletes == {
+        "ExecutorRole": [{"Fn::Sub": "${ResultsBucket.Arn}/checkpoints/*"}],
+        "ApiRole": None,
+        "TickRole": None,
+    }
+
+
 def test_bucket_policy_denies_non_tls_requests(template):
     policy = _props(template, "ResultsBucketPolicy")
     assert policy["Bucket"] == {"Ref": "ResultsBucket"}

@@ -171,6 +171,10 @@ class ResultStore:
     def read_checkpoint(self, key: str) -> Any:
         return json.loads(self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read())
 
+    def delete_checkpoint(self, key: str) -> None:
+        """A checkpoint object no run item points to any more (superseded, or refused by the fence)."""
+        self._s3.delete_object(Bucket=self.bucket, Key=key)
+
     def write_live_logs(self, run: Run, document: dict[str, Any]) -> None:
         """The running attempt's lines so far (`live_logs_key`), replacing its previous flush."""
         self._s3.put_object(
