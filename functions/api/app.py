@@ -33,7 +33,7 @@ from routes import backfill, calendars, dlq, freezes, jobs, meta, preview, runs,
 from routes import metrics as metrics_routes
 from routes.meta import VERSION
 from tickwork.model.errors import TickworkError
-from tickwork.observability import logger, metrics, tracer
+from tickwork.observability import observed
 
 app = APIGatewayHttpResolver(enable_validation=True)
 
@@ -134,9 +134,7 @@ def _unexpected(exc: Exception) -> Response:
 # ---------------------------------------------------------------- entry point
 
 
-@logger.inject_lambda_context(clear_state=True, correlation_id_path="requestContext.requestId")
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@observed(correlation_id_path="requestContext.requestId")
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     refused = precheck(event, _wiring.settings())
     if refused is not None:

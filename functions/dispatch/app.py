@@ -10,7 +10,7 @@ from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import Json
 from tickwork.model.messages import DispatchSlice
-from tickwork.observability import logger, metrics, tracer
+from tickwork.observability import logger, metrics, observed
 from tickwork.services import ServicesSlot
 
 
@@ -29,9 +29,7 @@ services = _slot.get  # the wiring, built on first use
 use_services = _slot.set  # tests and the local runtime inject theirs
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@observed()
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     dispatcher = services().dispatcher  # built here, not per record: a wiring that cannot start fails the invocation
 

@@ -10,7 +10,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ValidationError
 from tickwork.executor.batch import ConcurrentBatchProcessor
 from tickwork.executor.run_executor import Delivery, Outcome
-from tickwork.observability import logger, metrics, tracer
+from tickwork.observability import observed
 from tickwork.services import ServicesSlot
 
 
@@ -49,9 +49,7 @@ def _deliveries(event: dict[str, Any]) -> list[Delivery]:
     return deliveries
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@observed()
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     held = {d.message_id: d for d in services().executor.hold_batch(_deliveries(event))}
 

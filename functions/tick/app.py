@@ -7,7 +7,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict
-from tickwork.observability import logger, metrics, tracer
+from tickwork.observability import observed
 from tickwork.services import ServicesSlot
 
 
@@ -36,9 +36,7 @@ services = _slot.get  # the wiring, built on first use
 use_services = _slot.set  # tests and the local runtime inject theirs
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@observed()
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     TickEvent.model_validate(event)
     report = services().minute_tick.run()

@@ -29,7 +29,6 @@ from tickwork.model.workflow.runs import StepEntry, WorkflowRunRecord, WorkflowS
 from tickwork.observability import logger
 from tickwork.progress.workflow_progress import WorkflowProgress
 from tickwork.store import Listings, Page, RunLeases, RunRecords, WorkflowRecords
-from tickwork.store.listings import DEFAULT_LIMIT
 from tickwork.tick.dispatch import Dispatcher
 
 _CANCEL_ROUNDS = 5
@@ -70,17 +69,10 @@ class WorkflowService:
             raise NotFound(f"workflow {workflow_id} not found")
         return workflow
 
-    def list(
-        self,
-        tenant: str,
-        *,
-        limit: int = DEFAULT_LIMIT,
-        cursor: str | None = None,
-        state: JobState | None = None,
-        name_prefix: str | None = None,
-    ) -> Page[Workflow]:
-        """The tenant's workflows, newest first."""
-        return self.listings.list_workflows(tenant, limit=limit, cursor=cursor, state=state, name_prefix=name_prefix)
+    def list(self, tenant: str, **filters: Any) -> Page[Workflow]:
+        """The tenant's workflows, newest first; `filters` are Listings.list_workflows's (limit, cursor, state,
+        name_prefix)."""
+        return self.listings.list_workflows(tenant, **filters)
 
     def update(self, tenant: str, workflow_id: str, patch: WorkflowUpdate) -> Workflow:
         """Change name, schedule, steps, priority, retry, timeouts or tags; checked as at create, nothing written
@@ -157,19 +149,11 @@ class WorkflowService:
 
         return on_a_free_millisecond(self.clock.now(), open_at)
 
-    def runs(
-        self,
-        tenant: str,
-        workflow_id: str,
-        *,
-        limit: int = DEFAULT_LIMIT,
-        cursor: str | None = None,
-        status: WorkflowRunStatus | None = None,
-    ) -> Page[WorkflowRun]:
+    def runs(self, tenant: str, workflow_id: str, **filters: Any) -> Page[WorkflowRun]:
         """A workflow's runs, newest first; each step's state as its run's map records it (GET of one run reads
-        the steps' runs too)."""
+        the steps' runs too). `filters` are Listings.list_workflow_runs's (limit, cursor, status)."""
         self.get(tenant, workflow_id)
-        page = self.listings.list_workflow_runs(tenant, workflow_id, limit=limit, cursor=cursor, status=status)
+        page = self.listings.list_workflow_runs(tenant, workflow_id, **filters)
         return Page([_run_view(record) for record in page.items], page.next_cursor)
 
     def get_run(self, tenant: str, workflow_run_id: str) -> WorkflowRun:

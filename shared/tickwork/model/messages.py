@@ -4,7 +4,7 @@ and a dispatch worker's slice of a fanned-out tick."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import (
     AwareDatetime,
@@ -21,12 +21,13 @@ from tickwork.model.run import RunError
 from tickwork.model.run_events import Notify
 from tickwork.model.schedule import UtcDatetime
 
+if TYPE_CHECKING:
+    from tickwork.model.job import Job
 
-class JobRunSpec(BaseModel):
-    """What the executor needs of a job to run its scheduled run, copied into the run's message by the claim from
-    the job as the claim's own write left it (tickwork.model.run_spec), so that the executor need not read the job.
-    Only an ACTIVE job's, with overlap ALLOW, no circuit breaker and a small payload; the job's later changes
-    mark its claimed runs (Run.job_changed_at), whose executors then read the job as it is."""
+
+class RunSettings(BaseModel):
+    """What a run takes from its job, whether from the job as read or from its message's copy (`JobRunSpec`):
+    `run_settings` copies these fields, so the claim's copy and the executor's RunTarget list none of them."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -39,6 +40,19 @@ class JobRunSpec(BaseModel):
     rate_limit: RateLimit | None = None
     notify: Notify | None = None  # the job's (absent: the default)
     deadline: Deadline | None = None
+
+
+def run_settings(source: Job | RunSettings) -> dict[str, Any]:
+    """`source`'s RunSettings fields, as they are on it (a job's, or a copy's)."""
+    return {name: getattr(source, name) for name in RunSettings.model_fields}
+
+
+class JobRunSpec(RunSettings):
+    """What the executor needs of a job to run its scheduled run, copied into the run's message by the claim from
+    the job as the claim's own write left it (tickwork.model.run_spec), so that the executor need not read the job.
+    Only an ACTIVE job's, with overlap ALLOW, no circuit breaker and a small payload; the job's later changes
+    mark its claimed runs (Run.job_changed_at), whose executors then read the job as it is."""
+
     # The job has no occurrence after this run's: its settling may complete the job.
     last_occurrence: bool = False
     # ...and this run is the only run of an occurrence the job has had: its settling completes the job with no

@@ -31,7 +31,7 @@ from datetime import datetime, timedelta
 
 from tickwork.model.ids import parse_run_id
 from tickwork.model.job import Job
-from tickwork.model.messages import JobRunSpec, RunMessage
+from tickwork.model.messages import JobRunSpec, RunMessage, run_settings
 from tickwork.model.policies import OverlapPolicy
 from tickwork.model.run import Run
 from tickwork.model.states import JobState, RunStatus, RunTrigger
@@ -48,19 +48,7 @@ def spec_for(job: Job, *, last_occurrence: bool, only_occurrence: bool = False) 
     """The copy of `job` for one of its runs, or None: this job's executors read it."""
     if job.state is not JobState.ACTIVE or job.overlap is not OverlapPolicy.ALLOW or job.circuit_breaker is not None:
         return None
-    spec = JobRunSpec(
-        type=job.type,
-        payload=job.payload,
-        retry=job.retry,
-        timeout_seconds=job.timeout_seconds,
-        max_run_seconds=job.max_run_seconds,
-        concurrency=job.concurrency,
-        rate_limit=job.rate_limit,
-        notify=job.notify,
-        deadline=job.deadline,
-        last_occurrence=last_occurrence,
-        only_occurrence=only_occurrence,
-    )
+    spec = JobRunSpec(**run_settings(job), last_occurrence=last_occurrence, only_occurrence=only_occurrence)
     if len(spec.model_dump_json(exclude_none=True).encode()) > INLINE_SPEC_MAX_BYTES:
         return None
     return spec

@@ -9,11 +9,12 @@ from typing import Any
 
 from tickwork.model.deadlines import Deadline
 from tickwork.model.job import Job
-from tickwork.model.messages import JobRunSpec
+from tickwork.model.messages import JobRunSpec, RunSettings, run_settings
 from tickwork.model.policies import DEFAULT_MAX_RUN_SECONDS, ConcurrencyLimit, OverlapPolicy, RateLimit, RetryPolicy
 from tickwork.model.run import Run
 from tickwork.model.states import JobState, RunTrigger, SkipReason
 from tickwork.model.workflow.advance import WorkflowRunStatus
+from tickwork.model.workflow.definition import StepCompensation, WorkflowStep
 from tickwork.model.workflow.runs import WorkflowRunRecord
 
 
@@ -53,20 +54,13 @@ class RunTarget:
             # Claimed before its breaker opened: only the probe runs while it is open.
             probe = job.breaker.probe_at if job.breaker is not None else None
             held_back = None if run.occurrence_at == probe else SkipReason.CIRCUIT_OPEN
-        return cls(
-            owner_id=job.id,
-            tenant=job.tenant,
-            type=job.type,
+        return cls._of_settings(
+            job.id,
+            job.tenant,
+            job,
             payload=run.payload if run.payload is not None else job.payload,  # a trigger's own (debounce)
-            retry=job.retry,
-            timeout_seconds=job.timeout_seconds,
-            max_run_seconds=job.max_run_seconds,
             overlap=job.overlap,
             held_back=held_back,
-            concurrency=job.concurrency,
-            rate_limit=job.rate_limit,
-            notify=None if job.notify is None else tuple(job.notify),
-            deadline=job.deadline,
             last_occurrence=job.state is JobState.ACTIVE and job.next_occurrence_after(run.occurrence_at) is None,
             job=job,
         )
@@ -75,21 +69,16 @@ class RunTarget:
     def of_spec(cls, spec: JobRunSpec, run: Run) -> RunTarget:
         """A job's run by its message's copy of the job (tickwork.model.run_spec.trusted_spec): the job was ACTIVE
         with overlap ALLOW when claimed, and nobody changed it since."""
-        return cls(
-            owner_id=run.job_id,
-            tenant=run.tenant,
-            type=spec.type,
-            payload=spec.payload,
-            retry=spec.retry,
-            timeout_seconds=spec.timeout_seconds,
-            max_run_seconds=spec.max_run_seconds,
-            concurrency=spec.concurrency,
-            rate_limit=spec.rate_limit,
-            notify=None if spec.notify is None else tuple(spec.notify),
-            deadline=spec.deadline,
-            last_occurrence=spec.last_occurrence,
-            only_occurrence=spec.only_occurrence,
+        return cls._of_settings(
+            run.job_id, run.tenant, spec, last_occurrence=spec.last_occurrence, only_occurrence=spec.only_occurrence
         )
+
+    @classmethod
+    def _of_settings(cls, owner_id: str, tenant: str, settings: Job | RunSettings, **rest: Any) -> RunTarget:
+        """A job's run: what it takes from its job (tickwork.model.messages.RunSettings) as `settings` has it."""
+        taken = run_settings(settings)
+        taken["notify"] = None if taken["notify"] is None else tuple(taken["notify"])
+        return cls(owner_id=owner_id, tenant=tenant, **{**taken, **rest})
 
     @classmethod
     def of_step(cls, record: WorkflowRunRecord, run: Run) -> RunTarget:
@@ -102,11 +91,10 @@ class RunTarget:
             return cls.of_compensation(record, run)
         snapshot = record.snapshot()
         step = snapshot.step(run.step_id)
-        return cls(
-            owner_id=record.workflow_id,
-            tenant=record.tenant,
-            type=step.type,
-            payload=run.payload if run.payload is not None else step.payload,
+        return cls._of_action(
+            record,
+            run,
+            step,
             retry=snapshot.step_retry(step.id),
             timeout_seconds=snapshot.step_timeout_seconds(step.id),
             held_back=_step_held_back(record),
@@ -122,13 +110,22 @@ class RunTarget:
         snapshot = record.snapshot()
         compensate = snapshot.step(run.step_id).compensate
         assert compensate is not None, f"step {run.step_id!r} has no compensate"
+        retry = snapshot.compensation_retry(run.step_id)
+        timeout_seconds = snapshot.compensation_timeout_seconds(run.step_id)
+        return cls._of_action(record, run, compensate, retry=retry, timeout_seconds=timeout_seconds)
+
+    @classmethod
+    def _of_action(
+        cls, record: WorkflowRunRecord, run: Run, action: WorkflowStep | StepCompensation, **rest: Any
+    ) -> RunTarget:
+        """A step's or a compensation's run: `action`'s type, and the payload as resolved when the run was created
+        (else `action`'s own)."""
         return cls(
             owner_id=record.workflow_id,
             tenant=record.tenant,
-            type=compensate.type,
-            payload=run.payload if run.payload is not None else compensate.payload,
-            retry=snapshot.compensation_retry(run.step_id),
-            timeout_seconds=snapshot.compensation_timeout_seconds(run.step_id),
+            type=action.type,
+            payload=run.payload if run.payload is not None else action.payload,
+            **rest,
         )
 
 

@@ -8,9 +8,10 @@ is its own item (pk=SHARD#<n>, sk=LEASE).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import Any
 
 from tickwork.model.blocking import OnBlocked
@@ -80,6 +81,21 @@ DUE_INDEX_PROJECTION = (
     "on_blocked",
     "tags",
 )
+
+
+def postpone_due(
+    table: Table, key: dict[str, Any], statuses: Sequence[StrEnum], *, expected_due_at: int, new_due_at: int
+) -> bool:
+    """Move an item's due time from `expected_due_at` to `new_due_at` while its status is one of `statuses`; only
+    the caller whose write moves it acts on the item now."""
+    among = {f"status{i}": status.value for i, status in enumerate(statuses)}
+    return table.update_if(
+        key,
+        "SET due_at = :new",
+        f"#status IN ({', '.join(f':{name}' for name in among)}) AND due_at = :old",
+        {"#status": "status"},
+        expression_values(new=new_due_at, old=expected_due_at, **among),
+    )
 
 
 @dataclass(frozen=True)
@@ -188,16 +204,7 @@ class DueIndex:
     def postpone_redispatch(self, run_id: str, *, expected_due_at: int, new_due_at: int) -> bool:
         """Move a run's re-send time (a run without an outcome: queued, retrying, or leased); only the tick
         that moves it re-sends it."""
-        return self._table.update_if(
-            run_key(run_id),
-            "SET due_at = :new",
-            "#status IN (:queued, :retrying, :running) AND due_at = :old",
-            {"#status": "status"},
-            expression_values(
-                new=new_due_at,
-                old=expected_due_at,
-                queued=RunStatus.QUEUED.value,
-                retrying=RunStatus.RETRYING.value,
-                running=RunStatus.RUNNING.value,
-            ),
+        unsettled = (RunStatus.QUEUED, RunStatus.RETRYING, RunStatus.RUNNING)
+        return postpone_due(
+            self._table, run_key(run_id), unsettled, expected_due_at=expected_due_at, new_due_at=new_due_at
         )

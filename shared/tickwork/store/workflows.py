@@ -23,7 +23,6 @@ from tickwork.model.workflow.definition import Workflow
 from tickwork.model.workflow.runs import StepEntry, WorkflowRunRecord
 from tickwork.store.codec import (
     deserialize,
-    expression_values,
     job_key,
     serialize,
     shard_of,
@@ -32,6 +31,7 @@ from tickwork.store.codec import (
     workflow_to_item,
 )
 from tickwork.store.conditional import Table, Update
+from tickwork.store.due_index import postpone_due
 from tickwork.store.jobs import counted_item, replace_scheduled
 from tickwork.store.reading import read_workflow, read_workflow_run
 from tickwork.store.tenants import TenantRecords
@@ -237,18 +237,9 @@ class WorkflowRecords:
 
     def postpone_reconcile(self, workflow_run_id: str, *, expected_due_at: int, new_due_at: int) -> bool:
         """Move a RUNNING (or COMPENSATING) run's reconciliation; only the tick that moves it reconciles it now."""
-        return self._table.update_if(
-            workflow_run_key(workflow_run_id),
-            "SET due_at = :new",
-            "#status IN (:running, :compensating) AND due_at = :old",
-            {"#status": "status"},
-            expression_values(
-                new=new_due_at,
-                old=expected_due_at,
-                running=WorkflowRunStatus.RUNNING.value,
-                compensating=WorkflowRunStatus.COMPENSATING.value,
-            ),
-        )
+        live = (WorkflowRunStatus.RUNNING, WorkflowRunStatus.COMPENSATING)
+        key = workflow_run_key(workflow_run_id)
+        return postpone_due(self._table, key, live, expected_due_at=expected_due_at, new_due_at=new_due_at)
 
     def _end(self, update: _StepUpdate, status: WorkflowRunStatus, now: datetime) -> None:
         update.set("#status", status.value)

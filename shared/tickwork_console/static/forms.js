@@ -1,7 +1,8 @@
 // Pieces the create and edit forms share: field errors (the API's 422 `errors[]`, or the form's own checks) shown
 // under the field they name, and JSON text fields.
 import { html } from "./vendor/htm-preact-standalone.module.js";
-import { patch } from "./api.js";
+import { patch, post } from "./api.js";
+import { navigate } from "./ui.js";
 
 // The field errors of an API error (a 422's errors[]), or none.
 export function fieldErrorsOf(error) {
@@ -85,5 +86,25 @@ export async function patchChanges(path, original, edited, setErrors) {
   } catch (err) {
     setErrors(fieldErrorsOf(err));
     throw err;
+  }
+}
+
+// Sends a New form: with errors of its own (`local`) it shows them and sends nothing; otherwise it POSTs `body` to
+// `path` and opens the page `pageOf(created)`, or shows the API's errors on the fields they name.
+export async function createFrom({ path, body, local, pageOf, setErrors, setError, setBusy }) {
+  setError(null);
+  setErrors(local);
+  if (local.length) {
+    setError(formError(local));
+    return;
+  }
+  setBusy(true);
+  try {
+    navigate(pageOf(await post(path, body)));
+  } catch (err) {
+    setErrors(fieldErrorsOf(err));
+    setError(err);
+  } finally {
+    setBusy(false);
   }
 }

@@ -1,12 +1,12 @@
 // Creating a job (the New job page) and editing one (its Edit dialog): the schedule builder with its live preview,
 // a payload editor checked against the job type's schema, and each error shown on the field it names.
 import { html, useEffect, useState } from "./vendor/htm-preact-standalone.module.js";
-import { enc, post } from "./api.js";
-import { Field, FieldError, errorsFor, fieldErrorsOf, formError, parseJson, parseTags } from "./forms.js";
+import { enc } from "./api.js";
+import { Field, FieldError, createFrom, errorsFor, parseJson, parseTags } from "./forms.js";
 import { ScheduleWithPreview } from "./schedule.js";
 import { ScheduledEditFields, saveScheduledEdit, useScheduledEdit } from "./scheduled_edit.js";
 import { jobTypes, validate } from "./schema.js";
-import { ConfirmDialog, ErrorBox, navigate } from "./ui.js";
+import { ConfirmDialog, ErrorBox } from "./ui.js";
 
 // The payload as JSON text, checked as it is typed against the type's payload schema (from the OpenAPI document).
 function PayloadField({ types, type, text, onInput, errors }) {
@@ -57,16 +57,9 @@ export function NewJobPage() {
   const typedPayload = payloadChecks(payload, type, types);
   // The payload's own errors show as it is typed; the rest once the form is sent.
   const shown = withPayloadChecks(errors, typedPayload.errors);
-  const submit = async (event) => {
+  const submit = (event) => {
     event.preventDefault();
-    setError(null);
     const parsedTags = parseTags(tags);
-    const local = [...typedPayload.errors, ...parsedTags.errors];
-    if (local.length) {
-      setErrors(local);
-      setError(formError(local));
-      return;
-    }
     const body = {
       name: name.trim(),
       type,
@@ -76,16 +69,9 @@ export function NewJobPage() {
       tags: parsedTags.value,
       retry: { max_attempts: Number(attempts) },
     };
-    setBusy(true);
-    try {
-      const job = await post("/v1/jobs", body);
-      navigate(`#/jobs/${enc(job.id)}`);
-    } catch (err) {
-      setErrors(fieldErrorsOf(err));
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
+    const local = [...typedPayload.errors, ...parsedTags.errors];
+    const pageOf = (job) => `#/jobs/${enc(job.id)}`;
+    return createFrom({ path: "/v1/jobs", body, local, pageOf, setErrors, setError, setBusy });
   };
   return html`<section>
     <p class="crumbs"><a href="#/jobs">Jobs</a> /</p>

@@ -2,17 +2,7 @@
 import { html, useState } from "./vendor/htm-preact-standalone.module.js";
 import { enc, get, post } from "./api.js";
 import { JobLink } from "./names.js";
-import {
-  Cell,
-  ConfirmDialog,
-  ErrorBox,
-  Loading,
-  Pager,
-  Status,
-  Time,
-  useLoad,
-  usePager,
-} from "./ui.js";
+import { Cell, ConfirmDialog, ErrorBox, Loading, Pager, Status, Time, useLoad, usePager } from "./ui.js";
 
 // ------------------------------------------------------------------ DLQ
 

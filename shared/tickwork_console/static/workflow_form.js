@@ -1,11 +1,11 @@
 // Creating a workflow (the New workflow page) and editing one (its Edit dialog): the schedule builder with its
 // live preview, the steps as JSON, and each error shown on the field it names.
 import { html, useState } from "./vendor/htm-preact-standalone.module.js";
-import { enc, post } from "./api.js";
-import { Field, errorsFor, fieldErrorsOf, formError, parseJson, parseTags } from "./forms.js";
+import { enc } from "./api.js";
+import { Field, createFrom, errorsFor, parseJson, parseTags } from "./forms.js";
 import { ScheduleWithPreview } from "./schedule.js";
 import { ScheduledEditFields, saveScheduledEdit, useScheduledEdit } from "./scheduled_edit.js";
-import { ConfirmDialog, ErrorBox, navigate } from "./ui.js";
+import { ConfirmDialog, ErrorBox } from "./ui.js";
 
 // A starting point: two echo steps, the second after the first.
 const STARTER_STEPS = [
@@ -22,28 +22,14 @@ export function NewWorkflowPage() {
   const [errors, setErrors] = useState([]);
   const [error, setError] = useState(null);
   const [busy, setBusy] = useState(false);
-  const submit = async (event) => {
+  const submit = (event) => {
     event.preventDefault();
-    setError(null);
     const parsedSteps = parseJson(steps, "steps");
     const parsedTags = parseTags(tags);
+    const body = { name: name.trim(), schedule, steps: parsedSteps.value, priority: Number(priority), tags: parsedTags.value };
     const local = [...parsedSteps.errors, ...parsedTags.errors];
-    setErrors(local);
-    if (local.length) {
-      setError(formError(local));
-      return;
-    }
-    setBusy(true);
-    try {
-      const body = { name: name.trim(), schedule, steps: parsedSteps.value, priority: Number(priority), tags: parsedTags.value };
-      const workflow = await post("/v1/workflows", body);
-      navigate(`#/workflows/${enc(workflow.id)}`);
-    } catch (err) {
-      setErrors(fieldErrorsOf(err));
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
+    const pageOf = (workflow) => `#/workflows/${enc(workflow.id)}`;
+    return createFrom({ path: "/v1/workflows", body, local, pageOf, setErrors, setError, setBusy });
   };
   return html`<section>
     <p class="crumbs"><a href="#/workflows">Workflows</a> /</p>

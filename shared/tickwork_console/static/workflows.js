@@ -4,19 +4,7 @@ import { html, useState } from "./vendor/htm-preact-standalone.module.js";
 import { del, enc, get, post } from "./api.js";
 import { Dag } from "./dag.js";
 import { EditWorkflowDialog } from "./workflow_form.js";
-import {
-  Cell,
-  ConfirmDialog,
-  ErrorBox,
-  Loading,
-  Pager,
-  Status,
-  Time,
-  scheduleText,
-  useLoad,
-  useLoadWhile,
-  usePager,
-} from "./ui.js";
+import { Cell, ConfirmDialog, ErrorBox, Loading, Pager, Status, Time, scheduleText, useLoad, useLoadWhile, usePager } from "./ui.js";
 
 // ------------------------------------------------------------------ workflows
 

@@ -34,14 +34,7 @@ class WorkflowSnapshot(BaseModel, StepSettings):
 
     @classmethod
     def of(cls, workflow: Workflow) -> WorkflowSnapshot:
-        return cls(
-            name=workflow.name,
-            steps=workflow.steps,
-            priority=workflow.priority,
-            retry=workflow.retry,
-            timeout_seconds=workflow.timeout_seconds,
-            compensation=workflow.compensation,
-        )
+        return cls(**{name: getattr(workflow, name) for name in cls.model_fields})
 
 
 class StepEntry(BaseModel):
