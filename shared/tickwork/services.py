@@ -23,6 +23,7 @@ from tickwork.control.ordering_keys import OrderingKeys
 from tickwork.control.queries import JobQueries
 from tickwork.control.redrive import RunRedrive
 from tickwork.control.run_cancel import RunCancel
+from tickwork.control.stuck_runs import StuckRuns
 from tickwork.control.tenants import ActiveJobsQuota, TenantService
 from tickwork.control.workflow_factory import WorkflowFactory
 from tickwork.control.workflow_service import WorkflowService
@@ -325,6 +326,12 @@ class Services:
     @cached_property
     def ordering_keys(self) -> OrderingKeys:
         return OrderingKeys(self.store.runs.ordering, self.queries)
+
+    @cached_property
+    def stuck_runs(self) -> StuckRuns:
+        """A tenant's stuck runs, as the tick counts them (GET /v1/runs/stuck)."""
+        s = self.settings
+        return StuckRuns(self.store.due, self.clock, s.due_shards, timedelta(seconds=s.redispatch_after_seconds))
 
 
 class ServicesSlot:
