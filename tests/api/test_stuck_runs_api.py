@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from tickwork.model.states import DeferReason, RunStatus
 
 from tests.api.conftest import ACME, GLOBEX
 
@@ -111,3 +112,27 @@ def test_a_bad_limit_is_422_naming_it(api, limit):
 
 def test_unauthenticated_is_401(api):
     assert api.get("/v1/runs/stuck", identity=None).status == 401
+
+
+def test_a_run_a_gate_keeps_deferring_is_listed(api, pipeline):
+    """Held back by a limit (or waiting behind its job's running run), a run is given back QUEUED with its entry
+    a wait and the executor's safety net on: each deferral moves it past the tick's reads, not past the list's."""
+    run = triggered(api, "held back")
+    pipeline.clock.advance(6 * 60)
+    now = pipeline.clock.now()
+    leases = pipeline.services.store.leases
+    lease(pipeline, run, 60)
+    not_before = now + timedelta(seconds=60)  # a full semaphore's longest wait
+    deferred = pipeline.services.store.runs.get_run(run["id"])
+    assert leases.defer_run(
+        deferred,
+        owner="gone",
+        status=RunStatus.QUEUED,
+        reason=DeferReason.CONCURRENCY_KEY,
+        not_before=not_before,
+        resend_at=not_before + pipeline.services.retry_safety_net,
+    )
+
+    items = api.get("/v1/runs/stuck").json["items"]
+
+    assert [(r["run_id"], r["reason"]) for r in items] == [(run["id"], "queued_past_threshold")]

@@ -12,6 +12,7 @@ from datetime import timedelta
 
 from pydantic import BaseModel, Field
 
+from tickwork.executor.outcomes import MAX_MESSAGE_BACKOFF_SECONDS
 from tickwork.model.clock import Clock, to_ms
 from tickwork.model.schedule import UtcDatetime
 from tickwork.store import DEFAULT_LIMIT, DueIndex
@@ -35,11 +36,19 @@ class StuckRuns:
     clock: Clock
     shards: int
     redispatch_after: timedelta
+    retry_safety_net: timedelta  # the executor's: how long after a deferral's wait its run is looked after
+
+    @property
+    def read_ahead(self) -> timedelta:
+        """Up to where a stuck run's entry may be due: a deferral on its message is looked after its wait (at
+        most MAX_MESSAGE_BACKOFF_SECONDS) and the safety net on."""
+        deferred_ahead = self.retry_safety_net + timedelta(seconds=MAX_MESSAGE_BACKOFF_SECONDS)
+        return stuck_read_ahead(self.redispatch_after, deferred_ahead)
 
     def list(self, tenant: str, *, limit: int = DEFAULT_LIMIT) -> StuckRunList:
         """The tenant's stuck runs now: every shard's run entries due within the read-ahead (tick.stuck)."""
         now = self.clock.now()
-        until_ms = to_ms(now + stuck_read_ahead(self.redispatch_after))
+        until_ms = to_ms(now + self.read_ahead)
         found: list[StuckRun] = []
         complete = True
         for shard in range(self.shards):

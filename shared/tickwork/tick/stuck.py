@@ -4,8 +4,8 @@ longer than a threshold past their time, or RUNNING past their lease with no out
 A run without an outcome keeps its entry in the due index, and every re-send moves it at most one recovery on
 (tickwork.tick.resender), so a stuck run comes due again within minutes: each tick counts the stuck runs among
 the entries it read, and a 5-minute maximum of `StuckRuns` above zero sees every one of them. A listing of the
-stuck runs (`GET /v1/runs/stuck`) reads that far ahead instead (`stuck_read_ahead`), so it sees each of them
-every time, not only when its entry is due."""
+stuck runs (`GET /v1/runs/stuck`) reads as far ahead as a stuck run's entry may be (`stuck_read_ahead`), so it
+sees each of them every time, not only when its entry is due."""
 
 from __future__ import annotations
 
@@ -80,7 +80,8 @@ def stuck_runs(items: Iterable[DueItem], now: datetime, *, queued_after: timedel
     return [run.run_id for run in found if run is not None]
 
 
-def stuck_read_ahead(redispatch_after: timedelta) -> timedelta:
+def stuck_read_ahead(redispatch_after: timedelta, deferred_ahead: timedelta) -> timedelta:
     """How far past now a stuck run's entry may be due: a re-send moves it redispatch_after on, and
-    RESEND_DEFER_LIMIT more into a backlog; a leased run's follows its lease by redispatch_after."""
-    return redispatch_after + RESEND_DEFER_LIMIT
+    RESEND_DEFER_LIMIT more into a backlog; a leased run's follows its lease by redispatch_after; a run a gate
+    deferred (held back by a limit, or waiting for its job's running run) is looked after `deferred_ahead` on."""
+    return max(redispatch_after + RESEND_DEFER_LIMIT, deferred_ahead)
