@@ -23,6 +23,7 @@ from tickwork.control.ordering_keys import OrderingKeys
 from tickwork.control.queries import JobQueries
 from tickwork.control.redrive import RunRedrive
 from tickwork.control.run_cancel import RunCancel
+from tickwork.control.stuck_runs import StuckRuns
 from tickwork.control.tenants import ActiveJobsQuota, TenantService
 from tickwork.control.workflow_factory import WorkflowFactory
 from tickwork.control.workflow_service import WorkflowService
@@ -148,9 +149,7 @@ class Services:
             Handlers(registry, http_allowlist=self.settings.http_allowlist, clients=self.clients),
             self.clock,
             lease_for=timedelta(seconds=self.settings.lease_seconds),
-            # A message-borne retry not back by then is re-sent by the tick; past the horizon, so that the tick
-            # never sends ahead a retry whose own message is still on its way.
-            retry_safety_net=timedelta(seconds=self.settings.redispatch_after_seconds + self.settings.horizon_seconds),
+            retry_safety_net=self.retry_safety_net,
             faults=self.faults,
             workflows=self.workflow_progress,
             limits=RunLimits(LimitRecords(self.store.shared_table), self.tenant_directory),
@@ -158,6 +157,12 @@ class Services:
             freezes=FreezeGate(self.freeze_records),
             margins=LambdaMargins.for_timeout(self.settings.executor_timeout_seconds),
         )
+
+    @property
+    def retry_safety_net(self) -> timedelta:
+        """A message-borne retry or deferral not back by then is re-sent by the tick; past the horizon, so that
+        the tick never sends ahead a retry whose own message is still on its way."""
+        return timedelta(seconds=self.settings.redispatch_after_seconds + self.settings.horizon_seconds)
 
     @cached_property
     def run_events(self) -> RunEvents:
@@ -327,6 +332,18 @@ class Services:
     @cached_property
     def ordering_keys(self) -> OrderingKeys:
         return OrderingKeys(self.store.runs.ordering, self.queries)
+
+    @cached_property
+    def stuck_runs(self) -> StuckRuns:
+        """A tenant's stuck runs, as the tick counts them (GET /v1/runs/stuck)."""
+        s = self.settings
+        return StuckRuns(
+            self.store.due,
+            self.clock,
+            s.due_shards,
+            redispatch_after=timedelta(seconds=s.redispatch_after_seconds),
+            retry_safety_net=self.retry_safety_net,
+        )
 
 
 class ServicesSlot:

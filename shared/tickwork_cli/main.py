@@ -374,6 +374,19 @@ def runs_list(
     _watch(session, f"/v1/jobs/{job_id}/runs", status, listing, render.RUN_COLUMNS, TERMINAL)
 
 
+@runs_app.command("stuck")
+@api_command
+def runs_stuck(session: Session, limit: Limit = None) -> None:
+    """Your stuck runs: QUEUED over 5 minutes past their time, or RUNNING past their lease; oldest first."""
+    page = session.client.get("/v1/runs/stuck", **given(limit=limit))
+    if session.as_json:
+        typer.echo(render.as_json(page))
+        return
+    typer.echo(render.items_table(render.stuck_rows(page), render.STUCK_RUN_COLUMNS))
+    if page["more"]:
+        typer.echo("more are stuck than listed (the oldest are)", err=True)
+
+
 _call_by_id(runs_app, "get", "One run.", "GET", "/v1/runs/{run_id}", RunIdArg)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any
 
 
@@ -103,6 +104,26 @@ RUN_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
     ("DEFERRED", deferred_text),
     ("FINISHED", lambda r: r.get("finished_at")),
     ("ERROR", lambda r: (r.get("error") or {}).get("message")),
+]
+
+
+def stuck_rows(page: dict[str, Any]) -> list[dict[str, Any]]:
+    """`GET /v1/runs/stuck`'s runs, each with how long it has been past its time (or lease), by the API's clock."""
+    as_of = _instant(page["as_of"])
+    return [{**run, "for_ms": (as_of - _instant(run["since"])).total_seconds() * 1000} for run in page["items"]]
+
+
+def _instant(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+STUCK_RUN_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
+    ("ID", lambda r: r["run_id"]),
+    ("STATUS", lambda r: r["status"]),
+    ("REASON", lambda r: r["reason"]),
+    ("SCHEDULED FOR", lambda r: r["scheduled_for"]),
+    ("FOR", lambda r: duration_text(r["for_ms"])),
+    ("JOB", lambda r: r["job_id"]),
 ]
 
 

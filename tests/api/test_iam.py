@@ -80,6 +80,7 @@ def test_every_call_of_every_route_is_granted_to_api_role(api, pipeline):
     as_api(lambda: api.get(f"/v1/jobs/{job['id']}/runs", query={"status": "FAILED"}))
     as_api(lambda: api.get(f"/v1/runs/{run['id']}"))
     as_api(lambda: api.get("/v1/dlq"))
+    as_api(lambda: api.get("/v1/runs/stuck"))
     assert as_api(lambda: api.post(f"/v1/runs/{run['id']}/retry")).status == 202
     pipeline.drain()
     assert as_api(lambda: api.post("/v1/dlq/redrive", {"all": True})).json["redriven"] >= 1

@@ -7,13 +7,18 @@ from datetime import UTC, datetime, timedelta
 from tickwork.model.clock import iso, to_ms
 from tickwork.model.ids import ItemKind
 from tickwork.store import DueItem
-from tickwork.tick.stuck import stuck_runs
+from tickwork.tick.stuck import StuckReason, stuck_run_of, stuck_runs
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 
 
 def _run(run_id: str, status: str, *, scheduled_ago: float, lease_ago: float | None = None) -> DueItem:
-    attrs = {"run_id": run_id, "status": status, "scheduled_for": iso(NOW - timedelta(seconds=scheduled_ago))}
+    attrs = {
+        "run_id": run_id,
+        "job_id": "j",
+        "status": status,
+        "scheduled_for": iso(NOW - timedelta(seconds=scheduled_ago)),
+    }
     if lease_ago is not None:
         attrs["lease_until_ms"] = to_ms(NOW - timedelta(seconds=lease_ago))
     return DueItem(ItemKind.RUN, "0", to_ms(NOW) - 1, attrs)
@@ -40,3 +45,22 @@ def test_entries_not_yet_due_and_jobs_are_not_counted():
     )
     job = DueItem(ItemKind.JOB, "0", to_ms(NOW), {"job_id": "j"})
     assert stuck_runs([later, job], NOW) == []
+
+
+def test_a_stuck_run_says_why_and_since_when_whenever_its_entry_is_due():
+    queued = _run("queued-late", "QUEUED", scheduled_ago=301)
+    lapsed = _run("running-lapsed", "RUNNING", scheduled_ago=60, lease_ago=1)
+    later = DueItem(ItemKind.RUN, "0", to_ms(NOW) + 300_000, queued.attrs)  # re-sent: its entry is due later
+    found = [stuck_run_of(item, NOW) for item in (queued, lapsed, later)]
+    assert [(r.reason, r.since) for r in found if r] == [
+        (StuckReason.QUEUED_PAST_THRESHOLD, NOW - timedelta(seconds=301)),
+        (StuckReason.RUNNING_PAST_LEASE, NOW - timedelta(seconds=1)),
+        (StuckReason.QUEUED_PAST_THRESHOLD, NOW - timedelta(seconds=301)),
+    ]
+    assert stuck_runs([later], NOW) == []  # the tick counts it when its entry comes due
+
+
+def test_a_running_run_without_a_lease_and_a_run_not_yet_stuck_are_none():
+    unleased = _run("running-unleased", "RUNNING", scheduled_ago=3600)
+    assert stuck_run_of(unleased, NOW) is None
+    assert stuck_run_of(_run("queued-recent", "QUEUED", scheduled_ago=299), NOW) is None

@@ -11,6 +11,7 @@ from dependencies import CallerJobs, Tenant, Wired, WiringSlot, wiring
 from tickwork.control.api_bodies import RetryRequest, RunList, RunLogs
 from tickwork.control.api_examples import RETRY, openapi_examples
 from tickwork.control.run_log_reader import InsightsLink, RunLogQueries, insights_link_of
+from tickwork.control.stuck_runs import StuckRunList
 from tickwork.model.run import Run
 from tickwork.model.states import RunStatus
 
@@ -35,6 +36,16 @@ def list_runs(
     status: Annotated[RunStatus | None, Query()] = None,
 ):
     return json_response(200, mine.runs_page(job_id, limit=limit, cursor=cursor, status=status))
+
+
+@router.get(
+    "/v1/runs/stuck",
+    summary="Your stuck runs now: QUEUED over 5 minutes past their time, or RUNNING past their lease; oldest first",
+    responses={200: ok(StuckRunList, "The stuck runs"), **problems(422)},
+    tags=["runs"],
+)
+def list_stuck_runs(built: Wired, tenant: Tenant, limit: Limit = 50):
+    return json_response(200, built.stuck_runs.list(tenant, limit=limit))
 
 
 add_routes(router, "runs")  # one run, its result: see routes/by_id.py

@@ -178,6 +178,31 @@ class DueIndex:
                 return
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
+    def tenant_runs_due(self, tenant: str, shard: str, until_ms: int, *, max_read: int) -> tuple[list[DueItem], bool]:
+        """A tenant's runs among one shard's entries due by `until_ms`, oldest first, and whether every entry
+        was read: the query reads (and pays for) the other tenants' entries and the jobs' too, at most
+        `max_read` of them, and returns only the tenant's runs."""
+        kwargs: dict[str, Any] = {
+            "TableName": self._table.name,
+            "IndexName": DUE_INDEX,
+            "KeyConditionExpression": "due_shard = :s AND due_at <= :u",
+            "FilterExpression": "#kind = :run AND tenant = :t",
+            "ExpressionAttributeNames": {"#kind": "kind"},
+            "ExpressionAttributeValues": expression_values(s=shard, u=until_ms, run=ItemKind.RUN.value, t=tenant),
+        }
+        found: list[DueItem] = []
+        read = 0
+        while read < max_read:
+            page = self._table.client.query(**kwargs, Limit=min(200, max_read - read))
+            read += int(page.get("ScannedCount", 0))
+            for raw in page.get("Items", []):
+                attrs = deserialize(raw)
+                found.append(DueItem(ItemKind.RUN, shard, int(attrs["due_at"]), attrs))
+            if "LastEvaluatedKey" not in page:
+                return found, True
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return found, False
+
     def acquire_shard(self, shard: str, *, owner: str, now: datetime, lease_for: timedelta) -> bool:
         """A tick's short lease on a shard, so racing ticks split the shards instead of all walking the same
         items. Only an efficiency measure: the run's conditional put is what keeps claims exactly-once."""

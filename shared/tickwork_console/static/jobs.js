@@ -6,6 +6,7 @@ import { HEALTH, JobState, LastRun, healthOf, useLastRuns } from "./health.js";
 import { EditJobDialog } from "./job_form.js";
 import { JobLink } from "./names.js";
 import { Instants } from "./schedule.js";
+import { StuckRunsStrip } from "./stuck.js";
 import {
   Cell,
   ConfirmDialog,
@@ -70,6 +71,7 @@ export function JobsPage({ query }) {
   return html`<section>
     <h1 tabindex="-1">Jobs</h1>
     <div class="toolbar"><a class="button primary" href="#/jobs/new">New job</a></div>
+    <${StuckRunsStrip} />
     <form class="filters" key=${key} onSubmit=${apply} aria-label="Filter jobs">
       <label>Search <input name="q" type="search" defaultValue=${query.get("q") || ""} placeholder="name or tag" size="14" /></label>
       <label>State
@@ -128,7 +130,7 @@ function RunsTable({ runs }) {
         : runs.map(
             (run) => html`<tr>
               <${Cell} label="Run" className="mono"><a href=${`#/runs/${enc(run.id)}`}>${run.id.split(".").slice(1).join(".") || run.id}</a><//>
-              <${Cell} label="Status"><${Status} value=${run.status} />${run.skip_reason ? html` <span class="muted">${run.skip_reason}</span>` : null}${run.status === "RUNNING" ? html` <${Progress} progress=${run.progress} />` : null}<//>
+              <${Cell} label="Status"><${Status} value=${run.status} />${run.skip_reason ? html` <span class="muted">${run.skip_reason}</span>` : null}${run.blocked_by ? html` <span class="muted mono" title="The calendar or freeze that blocked it">${run.blocked_by}</span>` : null}${run.status === "RUNNING" ? html` <${Progress} progress=${run.progress} />` : null}<//>
               <${Cell} label="Scheduled"><${Time} value=${run.scheduled_for} /><//>
               <${Cell} label="Started"><${Time} value=${run.started_at} /><//>
               <${Cell} label="Late">${duration(run.lateness_ms)}<//>
@@ -351,6 +353,7 @@ export function RunPage({ id }) {
         <dt>Took</dt><dd>${duration(r.duration_ms)}</dd>
         <dt>Band</dt><dd>${band(r.priority)} (priority ${r.priority})</dd>
         ${r.skip_reason ? html`<dt>Skipped</dt><dd>${r.skip_reason}${r.skipped_count ? ` (${r.skipped_count} occurrences)` : ""}</dd>` : null}
+        ${r.blocked_by ? html`<dt>Blocked by</dt><dd class="mono">${r.blocked_by}</dd>` : null}
         ${r.deferred ? html`<dt>Deferred</dt><dd>${r.deferred} times${r.deferred_reason ? ` (${r.deferred_reason})` : ""}</dd>` : null}
         ${r.workflow_run_id ? html`<dt>Workflow run</dt><dd><a href=${`#/workflow-runs/${enc(r.workflow_run_id)}`}>${r.workflow_run_id}</a> step ${r.step_id}</dd>` : null}
       </dl>
