@@ -34,6 +34,7 @@ from tickwork.jobtypes import import_job_type_modules, registry
 from tickwork.model.clock import Clock, SystemClock
 from tickwork.model.policies import Band
 from tickwork.model.tenant_settings import TenantDirectory
+from tickwork.progress.freeze_events import FreezeEvents
 from tickwork.progress.run_events import RunEvents
 from tickwork.progress.workflow_progress import ProgressSettings, WorkflowProgress
 from tickwork.settings import MetricsSettings, Settings, TelemetryNames, load_settings
@@ -307,6 +308,7 @@ class Services:
             horizon=timedelta(seconds=s.horizon_seconds),
             redispatch_after=timedelta(seconds=s.redispatch_after_seconds),
             forget_read=self.dispatcher.freezes.forget,
+            events=FreezeEvents(self.freeze_records, self.run_events, self.faults),
         )
 
     @cached_property
