@@ -50,6 +50,7 @@ from tickwork.store import (
     cursor_key,
 )
 from tickwork.store.calendars import CalendarRecords
+from tickwork.store.deadlines import DeadlineRecords
 from tickwork.store.debounce import DebounceWindows
 from tickwork.store.freezes import FreezeRecords
 from tickwork.store.tenant_rates import TenantRates
@@ -186,6 +187,9 @@ class Services:
                 max_payload_bytes=MAX_PAYLOAD_BYTES,
             ),
             faults=self.faults,
+            deadlines=DeadlineRecords(
+                self.store.shared_table, shards=self.store.shards, retention=self.store.retention
+            ),
         )
 
     @cached_property

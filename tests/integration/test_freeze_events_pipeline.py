@@ -4,7 +4,6 @@ published again by the tick (same `event_id`) when its writer died between the f
 
 from __future__ import annotations
 
-import threading
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -16,6 +15,7 @@ from tickwork.store.freezes import freeze_key
 
 from tests.faults.crashes import ProcessKilled
 from tests.harness import START, TENANT
+from tests.integration.test_deadlines_pipeline import racing_ticks
 from tests.integration.test_run_events_pipeline import Consumer
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
@@ -38,17 +38,9 @@ def _freeze(pipeline: Any, caller: Caller = Caller(TENANT), **spec: Any) -> Any:
     return pipeline.services.freezes.create(caller, FreezeSpec.model_validate(body))
 
 
-def _racing_ticks(pipeline: Any, count: int = 2) -> None:
-    ticks = [threading.Thread(target=pipeline.tick) for _ in range(count)]
-    for tick in ticks:
-        tick.start()
-    for tick in ticks:
-        tick.join()
-
-
 def _tick_at(pipeline: Any, at: datetime, *, racing: int = 2) -> None:
     pipeline.clock.advance((at - pipeline.clock.now()).total_seconds())
-    _racing_ticks(pipeline, racing)
+    racing_ticks(pipeline, racing)
 
 
 def _published(consumer: Consumer) -> list[tuple[str, str]]:
