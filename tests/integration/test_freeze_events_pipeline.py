@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from tickwork.control.callers import Caller
 from tickwork.faults import CrashPoint
+from tickwork.model.errors import Conflict
 from tickwork.model.freezes import FreezeSpec
 from tickwork.store.freezes import freeze_key
 
@@ -133,6 +134,18 @@ def test_a_freeze_started_unseen_by_a_tick_and_lifted_publishes_started_then_end
     pipeline.services.freezes.lift(Caller(TENANT), freeze.id)
     _tick_at(pipeline, _at(5))
     assert [kind for kind, _ in _published(consumer)] == ["Freeze Started", "Freeze Ended"]
+
+
+
+def test_a_lift_after_its_until_is_refused_and_records_its_own_end_once(pipeline, consumer):
+    freeze = _freeze(pipeline, for_seconds=120)  # 12:00 to 12:02
+    pipeline.clock.advance(3 * 60)  # no tick since its end
+    with pytest.raises(Conflict):
+        pipeline.services.freezes.lift(Caller(TENANT), freeze.id)
+    _tick_at(pipeline, _at(5))
+    assert [kind for kind, _ in _published(consumer)] == ["Freeze Started", "Freeze Ended"]
+    ended = consumer.events()[1]["detail"]
+    assert (ended["at"], ended["lifted_by"]) == ("2026-11-21T12:02:00.000Z", None)
 
 
 def test_an_admin_s_freeze_of_every_tenant_names_no_tenant(pipeline, consumer):

@@ -57,14 +57,15 @@ class FreezeService:
             on_blocked=spec.on_blocked,
             created_at=now,
         )
-        # Starting now (or in the past), its start is recorded by the put itself, and published right after it.
+        # Starting now (or in the past), its start is recorded by the put itself, and published once the runs it
+        # holds back are marked (were the publish lost, the tick publishes it from the freeze's outbox).
         publish_by = now + OUTBOX_GRACE if self.events is not None and start <= now else None
         if not self.records.put_new(freeze, started_publish_by=publish_by):
             raise Conflict(f"freeze {freeze.id} exists already")  # pragma: no cover - 75 random bits
         self.forget_read()
+        held = self._hold_back_claimed(freeze, now)
         if self.events is not None and publish_by is not None:
             self.events.recorded(freeze, RunEventKind.FREEZE_STARTED, publish_by)
-        held = self._hold_back_claimed(freeze, now)
         logger.info(
             "freeze created",
             extra={"freeze_id": freeze.id, "tenant": freeze.tenant, "until": end.isoformat(), "held_back": held},
@@ -97,7 +98,7 @@ class FreezeService:
         lifted = freeze.model_copy(update={"lifted_at": now, "lifted_by": caller.tenant})
         publish_by = now + OUTBOX_GRACE if self.events is not None and lifted.starts else None
         if self.events is not None and publish_by is not None:
-            for kind in stored.events_due(now):  # its start, unseen by a tick yet
+            for kind in stored.events_due(now):  # what no tick has seen yet: its start (or its end, then no lift)
                 self.events.record(freeze, kind, now)
         if not self.records.lift(freeze, now, by=caller.tenant, ended_publish_by=publish_by):
             raise Conflict(f"freeze {freeze_id} has ended already")
