@@ -200,7 +200,13 @@ def test_a_workflow_step_s_deadline_missed_is_recorded_once_by_racing_ticks(pipe
     assert [(e["detail-type"], e["detail"]["event_id"]) for e in events] == [
         ("Deadline Missed", f"{run.id}#deadline-missed#0")
     ]
-    assert (events[0]["detail"]["job_id"], events[0]["detail"]["on_miss"]) == (workflow.id, "ALERT")
+    detail = events[0]["detail"]
+    assert (detail["job_id"], detail["on_miss"], detail["workflow_run_id"], detail["step_id"]) == (
+        workflow.id,
+        "ALERT",
+        workflow_run_id,
+        "a",
+    )
     pipeline.clock.advance(600)
     pipeline.tick()
     assert names["DeadlineMissed"] == 1

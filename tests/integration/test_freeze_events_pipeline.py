@@ -136,7 +136,6 @@ def test_a_freeze_started_unseen_by_a_tick_and_lifted_publishes_started_then_end
     assert [kind for kind, _ in _published(consumer)] == ["Freeze Started", "Freeze Ended"]
 
 
-
 def test_a_lift_after_its_until_is_refused_and_records_its_own_end_once(pipeline, consumer):
     freeze = _freeze(pipeline, for_seconds=120)  # 12:00 to 12:02
     pipeline.clock.advance(3 * 60)  # no tick since its end

@@ -75,6 +75,8 @@ class DeadlineCheck:
                 status=run.status.value,
                 on_miss=on_miss.value,
                 requeues=run.requeues,
+                workflow_run_id=run.workflow_run_id,
+                step_id=run.step_id,
             )
             if not self.events.publish([event]):
                 return recorded  # the watch stays: a later tick publishes it
