@@ -12,13 +12,15 @@ from typing import Any
 import pytest
 from tickwork.model.clock import to_ms
 from tickwork.model.ids import ItemKind, step_run_id_for
+from tickwork.model.policies import Band
 from tickwork.model.states import RunStatus
+from tickwork.model.workflow.advance import WorkflowRunStatus
 from tickwork.store import DueItem
 from tickwork.store.deadlines import watch_key
 
 from tests.harness import START
 from tests.integration.test_run_events_pipeline import Consumer
-from tests.workflow_runs import create, occur, step
+from tests.workflow_runs import HOLD, create, fresh_hold, occur, step, view  # noqa: F401  fresh_hold: autouse
 
 FAR = timedelta(minutes=10)
 
@@ -228,6 +230,28 @@ def test_a_workflow_step_with_cancel_past_its_deadline_fails_deadline_without_ru
     assert run.error.type == "deadline"
     assert run.deadline_missed_at is not None
     assert pipeline.result_objects() == []  # its handler never ran
+
+
+def test_a_running_workflow_step_past_its_cancel_deadline_is_stopped_and_fails_deadline(pipeline):
+    """The tick records the miss of a step still running and asks it to stop; its next heartbeat sees it, and
+    the step's run is FAILED `deadline`, which fails its workflow run."""
+    cancel = {"within_seconds": 20, "on_miss": "CANCEL"}
+    workflow = create(pipeline, [step("slow", type="hold", retry={"max_attempts": 1}, deadline=cancel)])
+    workflow_run_id = occur(pipeline, workflow)
+    (message,) = pipeline.receive(Band.NORMAL)
+    executor = threading.Thread(target=pipeline.deliver, args=(Band.NORMAL, [message]))
+    executor.start()
+    assert HOLD.started.wait(10)
+    pipeline.clock.advance(21)
+    pipeline.tick()
+    HOLD.release.set()
+    executor.join(10)
+    run = pipeline.run(step_run_id_for(workflow_run_id, "slow"))
+    assert run.status is RunStatus.FAILED
+    assert run.error is not None
+    assert run.error.type == "deadline"
+    assert run.deadline_missed_at is not None
+    assert view(pipeline, workflow_run_id).status is WorkflowRunStatus.FAILED
 
 
 def test_a_held_back_tick_claims_the_least_slack_first_within_fair_share(mocked_aws: None) -> None:
