@@ -38,7 +38,8 @@ class CrashPoint(StrEnum):
     WORKFLOW_AFTER_STEP_RUNS_PUT = (
         "workflow.after_step_runs_put"  # downstream (or compensation) runs made, not recorded
     )
-    # Run events (tickwork.progress.run_events): a fact recorded (a failed run's outcome), its events not published.
+    # Run events (tickwork.progress.run_events, freeze_events): a fact recorded (a failed run's outcome, a freeze's
+    # start or end), its events not published.
     EVENTS_BEFORE_PUBLISH = "events.before_publish"
 
 

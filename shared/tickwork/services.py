@@ -36,6 +36,7 @@ from tickwork.jobtypes import import_job_type_modules, registry
 from tickwork.model.clock import Clock, SystemClock
 from tickwork.model.policies import Band
 from tickwork.model.tenant_settings import TenantDirectory
+from tickwork.progress.freeze_events import FreezeEvents
 from tickwork.progress.run_events import RunEvents
 from tickwork.progress.workflow_progress import ProgressSettings, WorkflowProgress
 from tickwork.settings import MetricsSettings, Settings, TelemetryNames, load_settings
@@ -51,6 +52,7 @@ from tickwork.store import (
     cursor_key,
 )
 from tickwork.store.calendars import CalendarRecords
+from tickwork.store.deadlines import DeadlineRecords
 from tickwork.store.debounce import DebounceWindows
 from tickwork.store.freezes import FreezeRecords
 from tickwork.store.tenant_rates import TenantRates
@@ -192,6 +194,9 @@ class Services:
                 max_payload_bytes=MAX_PAYLOAD_BYTES,
             ),
             faults=self.faults,
+            deadlines=DeadlineRecords(
+                self.store.shared_table, shards=self.store.shards, retention=self.store.retention
+            ),
         )
 
     @cached_property
@@ -314,6 +319,7 @@ class Services:
             horizon=timedelta(seconds=s.horizon_seconds),
             redispatch_after=timedelta(seconds=s.redispatch_after_seconds),
             forget_read=self.dispatcher.freezes.forget,
+            events=FreezeEvents(self.freeze_records, self.run_events, self.faults),
         )
 
     @cached_property

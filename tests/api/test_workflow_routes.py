@@ -29,6 +29,7 @@ STEP_DEFAULTS = {
     "compensate": None,
     "irreversible": False,
     "ordering": None,
+    "deadline": None,
 }
 ONE_ATTEMPT = {"max_attempts": 1}
 

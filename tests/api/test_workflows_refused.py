@@ -70,6 +70,9 @@ BAD_DEFINITIONS: list[tuple[str, dict[str, Any], str, str]] = [
         "neither 'b' itself nor upstream",
     ),
     ("irreversible with a compensate", _steps({"id": "a", "irreversible": True, "compensate": {"type": "echo"}}), "steps[0].irreversible", "irreversible"),
+    ("a step deadline of 0", _steps({"id": "a", "deadline": {"within_seconds": 0}}), "steps[0].deadline.within_seconds", "greater than 0"),
+    ("a negative step deadline", _steps({"id": "a"}, {"id": "b", "deadline": {"within_seconds": -60}}), "steps[1].deadline.within_seconds", "greater than 0"),
+    ("an unknown step on_miss", _steps({"id": "a", "deadline": {"within_seconds": 60, "on_miss": "PANIC"}}), "steps[0].deadline.on_miss", ""),
     ("an unknown compensation order", spec(compensation={"order": "random"}), "compensation.order", ""),
     ("an unknown compensation on_error", spec(compensation={"on_error": "shrug"}), "compensation.on_error", ""),
 ]  # fmt: skip

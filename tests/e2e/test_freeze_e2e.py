@@ -1,7 +1,8 @@
 """A deploy freeze on one `tickwork dev` node, from the CLI as a pipeline runs it (issue 29): while two jobs run
 every 2 seconds, `tickwork freeze --tag team=payments` stops the tagged one, `tickwork unfreeze` lifts it early,
 and the records are exact: every occurrence has one record, those inside the freeze SKIPPED `freeze` naming it,
-none outside it skipped or lost, and the other job untouched."""
+none outside it skipped or lost, and the other job untouched; `Freeze Started` and `Freeze Ended` are published
+once each."""
 
 from __future__ import annotations
 
@@ -91,3 +92,12 @@ def test_a_cli_freeze_lifted_early_leaves_exact_records(node: Node) -> None:
     inside = [at for at in upto if frozen_at + SLACK <= at < lifted_at - SLACK]
     assert len(inside) >= 4
     assert all(r.get("skip_reason") != "freeze" for r in api.runs(search["id"]))
+
+    # Its start and its early end, each on the local event list once.
+    def freeze_events() -> list[tuple[str, str | None]]:
+        items = api.get("/_tickwork/events")["items"]
+        found = [e for e in items if e["detail"].get("freeze_id") == freeze_id]
+        return sorted((e["detail-type"], e["detail"]["lifted_by"]) for e in found)
+
+    wait_for(lambda: len(freeze_events()) >= 2, 30, 0.5, "the freeze's events")
+    assert freeze_events() == [("Freeze Ended", "default"), ("Freeze Started", None)]

@@ -11,13 +11,16 @@ from typing import Any
 
 import pytest
 from tickwork.model.clock import to_ms
-from tickwork.model.ids import ItemKind
+from tickwork.model.ids import ItemKind, step_run_id_for
+from tickwork.model.policies import Band
 from tickwork.model.states import RunStatus
+from tickwork.model.workflow.advance import WorkflowRunStatus
 from tickwork.store import DueItem
 from tickwork.store.deadlines import watch_key
 
 from tests.harness import START
 from tests.integration.test_run_events_pipeline import Consumer
+from tests.workflow_runs import HOLD, create, fresh_hold, occur, step, view  # noqa: F401  fresh_hold: autouse
 
 FAR = timedelta(minutes=10)
 
@@ -52,6 +55,15 @@ def _deadline_job(pipeline, *, within: int = 60, on_miss: str = "ALERT", **spec)
     )
 
 
+def racing_ticks(pipeline, count: int = 2) -> None:
+    """`count` ticks at once."""
+    ticks = [threading.Thread(target=pipeline.tick) for _ in range(count)]
+    for tick in ticks:
+        tick.start()
+    for tick in ticks:
+        tick.join()
+
+
 def _watch(pipeline, run_id: str) -> dict[str, Any] | None:
     item = pipeline.services.clients.client("dynamodb").get_item(
         TableName=pipeline.services.settings.table_name, Key=watch_key(run_id)
@@ -79,11 +91,7 @@ def test_a_deadline_missed_with_no_executor_alive_is_recorded_once_by_racing_tic
     pipeline.clock.advance(61)
 
     # Two ticks at once, and a third that read the watch before they took it: one records the miss.
-    ticks = [threading.Thread(target=pipeline.tick) for _ in range(2)]
-    for tick in ticks:
-        tick.start()
-    for tick in ticks:
-        tick.join()
+    racing_ticks(pipeline)
     stale = DueItem(ItemKind.DEADLINE, "0", to_ms(run.deadline_at), {"run_id": run.id})  # type: ignore[arg-type]
     assert pipeline.services.dispatcher.deadlines.check(stale, pipeline.clock.now()) is False
 
@@ -173,6 +181,77 @@ def test_cancel_fails_a_run_past_its_deadline_without_running_it(pipeline):
     assert run.error.type == "deadline"
     assert run.deadline_missed_at is not None
     assert pipeline.result_objects() == []  # its handler never ran
+
+
+def test_a_workflow_step_s_deadline_missed_is_recorded_once_by_racing_ticks(pipeline, consumer, counted):
+    """A step's run records its deadline from its workflow run's occurrence; no executor takes it: racing ticks
+    record the miss once and publish `Deadline Missed` once, naming the step's run."""
+    names, _ = counted
+    workflow = create(pipeline, [step("a", type="echo", deadline={"within_seconds": 60})])
+    occurrence = workflow.next_run_at
+    assert occurrence is not None
+    workflow_run_id = occur(pipeline, workflow)
+    run = pipeline.run(step_run_id_for(workflow_run_id, "a"))
+    assert run.deadline_at == occurrence + timedelta(seconds=60)
+    pipeline.clock.advance(61)
+    racing_ticks(pipeline)
+    pipeline.tick()
+    assert pipeline.run(run.id).deadline_missed_at == occurrence + timedelta(seconds=61)
+    assert names["DeadlineMissed"] == 1
+    events = consumer.events()
+    assert [(e["detail-type"], e["detail"]["event_id"]) for e in events] == [
+        ("Deadline Missed", f"{run.id}#deadline-missed#0")
+    ]
+    detail = events[0]["detail"]
+    assert (detail["job_id"], detail["on_miss"], detail["workflow_run_id"], detail["step_id"]) == (
+        workflow.id,
+        "ALERT",
+        workflow_run_id,
+        "a",
+    )
+    pipeline.clock.advance(600)
+    pipeline.tick()
+    assert names["DeadlineMissed"] == 1
+    assert len(consumer.events()) == 1
+
+
+def test_a_workflow_step_with_cancel_past_its_deadline_fails_deadline_without_running(pipeline):
+    workflow = create(
+        pipeline,
+        [step("a", type="echo", retry={"max_attempts": 1}, deadline={"within_seconds": 30, "on_miss": "CANCEL"})],
+    )
+    workflow_run_id = occur(pipeline, workflow)
+    pipeline.clock.advance(31)
+    pipeline.tick()
+    pipeline.drain()
+    run = pipeline.run(step_run_id_for(workflow_run_id, "a"))
+    assert run.status is RunStatus.FAILED
+    assert run.error is not None
+    assert run.error.type == "deadline"
+    assert run.deadline_missed_at is not None
+    assert pipeline.result_objects() == []  # its handler never ran
+
+
+def test_a_running_workflow_step_past_its_cancel_deadline_is_stopped_and_fails_deadline(pipeline):
+    """The tick records the miss of a step still running and asks it to stop; its next heartbeat sees it, and
+    the step's run is FAILED `deadline`, which fails its workflow run."""
+    cancel = {"within_seconds": 20, "on_miss": "CANCEL"}
+    workflow = create(pipeline, [step("slow", type="hold", retry={"max_attempts": 1}, deadline=cancel)])
+    workflow_run_id = occur(pipeline, workflow)
+    (message,) = pipeline.receive(Band.NORMAL)
+    executor = threading.Thread(target=pipeline.deliver, args=(Band.NORMAL, [message]))
+    executor.start()
+    assert HOLD.started.wait(10)
+    pipeline.clock.advance(21)
+    pipeline.tick()
+    HOLD.release.set()
+    executor.join(10)
+    run = pipeline.run(step_run_id_for(workflow_run_id, "slow"))
+    assert run.status is RunStatus.FAILED
+    assert run.error is not None
+    assert run.error.type == "deadline"
+    assert run.deadline_missed_at is not None
+    assert view(pipeline, workflow_run_id).status is WorkflowRunStatus.FAILED
 
 
 def test_a_held_back_tick_claims_the_least_slack_first_within_fair_share(mocked_aws: None) -> None:

@@ -14,6 +14,7 @@ from tickwork.model.claim_plan import plan_claim
 from tickwork.model.errors import InvalidInput
 from tickwork.model.freezes import EVERY_TENANT, Freeze, FreezeSpec
 from tickwork.model.policies import CatchupPolicy
+from tickwork.model.run_events import RunEventKind
 from tickwork.model.schedule import Schedule
 from tickwork.model.states import SkipReason
 
@@ -230,3 +231,39 @@ def test_a_freeze_s_own_defer_applies_whatever_the_job_s_policy() -> None:
     assert [at for at in plan.queued if at <= NOW] == [kept]
     assert plan.deferred[kept].until == NOW + timedelta(seconds=45)
     assert [at for at, _ in plan.skipped] == [NOW - timedelta(minutes=m) for m in range(9, 0, -1)]
+
+
+def test_a_freeze_s_events_are_due_as_it_starts_and_ends_in_their_order() -> None:
+    later = freeze(NOW + timedelta(minutes=5), NOW + timedelta(minutes=10))
+    assert later.events_due(NOW, started_recorded=False, ended_recorded=False) == []
+    assert later.events_due(NOW + timedelta(minutes=5), started_recorded=False, ended_recorded=False) == [
+        RunEventKind.FREEZE_STARTED
+    ]
+    # A tick that sees it only after its end records both, the start first.
+    assert later.events_due(NOW + timedelta(hours=1), started_recorded=False, ended_recorded=False) == [
+        RunEventKind.FREEZE_STARTED,
+        RunEventKind.FREEZE_ENDED,
+    ]
+    assert later.events_due(NOW + timedelta(hours=1), started_recorded=True, ended_recorded=True) == []
+
+
+def test_a_freeze_lifted_before_its_from_never_starts_nor_ends() -> None:
+    lifted = freeze(NOW + timedelta(minutes=5), NOW + timedelta(minutes=10), lifted_at=NOW)
+    assert lifted.events_due(NOW + timedelta(hours=1), started_recorded=False, ended_recorded=False) == []
+
+
+def test_a_freeze_s_ended_event_is_at_its_lift_and_names_who_lifted_it() -> None:
+    lifted = freeze(NOW, NOW + timedelta(hours=1), lifted_at=NOW + timedelta(minutes=5), lifted_by="acme")
+    event = lifted.event(RunEventKind.FREEZE_ENDED)
+    assert event.time == NOW + timedelta(minutes=5)
+    assert (event.event_id, event.detail["lifted_by"], event.detail["until"]) == (
+        f"{lifted.id}#freeze-ended#0",
+        "acme",
+        "2026-06-01T13:00:00.000Z",
+    )
+    assert (
+        freeze(NOW, NOW, tenant=EVERY_TENANT, until=NOW + timedelta(hours=1))
+        .event(RunEventKind.FREEZE_STARTED)
+        .detail["tenant"]
+        is None
+    )

@@ -22,10 +22,13 @@ from tickwork.model.errors import Conflict, Forbidden, NotFound
 from tickwork.model.freezes import EVERY_TENANT, Freeze, FreezeSpec
 from tickwork.model.ids import ItemKind, is_job_id, new_job_id
 from tickwork.model.policies import CatchupPolicy
+from tickwork.model.run_events import RunEventKind
 from tickwork.model.states import RunStatus
 from tickwork.observability import logger
+from tickwork.progress.freeze_events import FreezeEvents
+from tickwork.progress.run_events import OUTBOX_GRACE
 from tickwork.store import JobStore, job_key
-from tickwork.store.freezes import FreezeRecords
+from tickwork.store.freezes import FreezeRecords, StoredFreeze
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,7 @@ class FreezeService:
     redispatch_after: timedelta  # how long after its time an unleased run is sent again
     # This environment's creates then read the freezes afresh (tickwork.tick.blockers.FreezeReads).
     forget_read: Callable[[], None] = lambda: None
+    events: FreezeEvents | None = None  # publishes `Freeze Started` and `Freeze Ended`
 
     def create(self, caller: Caller, spec: FreezeSpec) -> Freeze:
         if spec.every_tenant and not caller.admin:
@@ -53,10 +57,15 @@ class FreezeService:
             on_blocked=spec.on_blocked,
             created_at=now,
         )
-        if not self.records.put_new(freeze):
+        # Starting now (or in the past), its start is recorded by the put itself, and published once the runs it
+        # holds back are marked (were the publish lost, the tick publishes it from the freeze's outbox).
+        publish_by = now + OUTBOX_GRACE if self.events is not None and start <= now else None
+        if not self.records.put_new(freeze, started_publish_by=publish_by):
             raise Conflict(f"freeze {freeze.id} exists already")  # pragma: no cover - 75 random bits
         self.forget_read()
         held = self._hold_back_claimed(freeze, now)
+        if self.events is not None and publish_by is not None:
+            self.events.recorded(freeze, RunEventKind.FREEZE_STARTED, publish_by)
         logger.info(
             "freeze created",
             extra={"freeze_id": freeze.id, "tenant": freeze.tenant, "until": end.isoformat(), "held_back": held},
@@ -69,23 +78,35 @@ class FreezeService:
         return sorted(found, key=lambda f: f.created_at, reverse=True)
 
     def get(self, caller: Caller, freeze_id: str) -> Freeze:
-        freeze = self.records.get(freeze_id)
-        if freeze is None or not (caller.admin or freeze.tenant in (caller.tenant, EVERY_TENANT)):
+        return self._stored(caller, freeze_id).freeze
+
+    def _stored(self, caller: Caller, freeze_id: str) -> StoredFreeze:
+        stored = self.records.get_stored(freeze_id)
+        if stored is None or not (caller.admin or stored.freeze.tenant in (caller.tenant, EVERY_TENANT)):
             raise NotFound(f"freeze {freeze_id} not found")
-        return freeze
+        return stored
 
     def lift(self, caller: Caller, freeze_id: str) -> Freeze:
         """Ends it now: the occurrences from now on run (those it skipped stay skipped; with DEFER, the ones it
-        held run now, collapsed by catch-up)."""
-        freeze = self.get(caller, freeze_id)
+        held run now, collapsed by catch-up). One that had started publishes `Freeze Ended` (and its
+        `Freeze Started` first, if no tick has seen it start yet); one lifted before its `from` publishes neither."""
+        stored = self._stored(caller, freeze_id)
+        freeze = stored.freeze
         if freeze.tenant == EVERY_TENANT and not caller.admin:
             raise Forbidden("a freeze over every tenant is lifted by an admin")
         now = self.clock.now()
-        if not self.records.lift(freeze, now):
+        lifted = freeze.model_copy(update={"lifted_at": now, "lifted_by": caller.tenant})
+        publish_by = now + OUTBOX_GRACE if self.events is not None and lifted.starts else None
+        if self.events is not None and publish_by is not None:
+            for kind in stored.events_due(now):  # what no tick has seen yet: its start (or its end, then no lift)
+                self.events.record(freeze, kind, now)
+        if not self.records.lift(freeze, now, by=caller.tenant, ended_publish_by=publish_by):
             raise Conflict(f"freeze {freeze_id} has ended already")
         self.forget_read()
-        logger.info("freeze lifted", extra={"freeze_id": freeze_id})
-        return freeze.model_copy(update={"lifted_at": now})
+        logger.info("freeze lifted", extra={"freeze_id": freeze_id, "lifted_by": caller.tenant})
+        if self.events is not None and publish_by is not None:
+            self.events.recorded(lifted, RunEventKind.FREEZE_ENDED, publish_by)
+        return lifted
 
     # ------------------------------------------------------------ the runs claimed before it
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 from tickwork.model.blocking import OnBlocked
 from tickwork.model.errors import InvalidInput
 from tickwork.model.policies import StoredTags
+from tickwork.model.run_events import RunEvent, RunEventKind, freeze_event
 from tickwork.model.schedule import CallerInstant, UtcDatetime
 from tickwork.model.states import SkipReason
 
@@ -83,8 +84,8 @@ class FreezeSpec(BaseModel):
 
 
 class Freeze(BaseModel):
-    """A stored freeze. `tenant` is its owner's (EVERY_TENANT: an admin's over every tenant); `lifted_at` is set
-    when DELETE lifted it early."""
+    """A stored freeze. `tenant` is its owner's (EVERY_TENANT: an admin's over every tenant); `lifted_at` and
+    `lifted_by` are set when DELETE lifted it early."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
 
@@ -97,6 +98,7 @@ class Freeze(BaseModel):
     on_blocked: OnBlocked = OnBlocked.SKIP
     created_at: UtcDatetime
     lifted_at: UtcDatetime | None = None
+    lifted_by: str | None = Field(default=None, description="Who lifted it early (the caller's tenant).")
 
     @property
     def ends_at(self) -> datetime:
@@ -114,3 +116,26 @@ class Freeze(BaseModel):
 
     def allowed_from(self, at: datetime) -> datetime | None:
         return self.ends_at if self.blocks(at) else at
+
+    @property
+    def starts(self) -> bool:
+        """It reaches its `from`: one lifted before then never starts (nor ends)."""
+        return self.from_ <= self.ends_at
+
+    def events_due(self, now: datetime, *, started_recorded: bool, ended_recorded: bool) -> list[RunEventKind]:
+        """Its `Freeze Started` and `Freeze Ended` facts that have happened by `now` and are not yet recorded,
+        in their order."""
+        due = []
+        if self.starts and self.from_ <= now and not started_recorded:
+            due.append(RunEventKind.FREEZE_STARTED)
+        if self.starts and self.ends_at <= now and not ended_recorded:
+            due.append(RunEventKind.FREEZE_ENDED)
+        return due
+
+    def event(self, kind: RunEventKind) -> RunEvent:
+        """Its `Freeze Started` (at its `from`) or `Freeze Ended` (at its end: `until`, or when it was lifted)."""
+        at = self.from_ if kind is RunEventKind.FREEZE_STARTED else self.ends_at
+        fields = self.model_dump(mode="json", exclude={"id", "tenant"})
+        return freeze_event(
+            kind, freeze_id=self.id, tenant=None if self.tenant == EVERY_TENANT else self.tenant, at=at, detail=fields
+        )

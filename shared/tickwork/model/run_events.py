@@ -166,8 +166,11 @@ def deadline_missed_event(
     status: str,
     on_miss: str,
     requeues: int = 0,
+    workflow_run_id: str | None = None,
+    step_id: str | None = None,
 ) -> RunEvent:
-    """A run had not ended by its deadline (or ended after it): one per run and round."""
+    """A run had not ended by its deadline (or ended after it): one per run and round. A workflow step's names
+    its workflow run and step, as its failure's does."""
     detail = {
         "event_id": event_id(run_id, RunEventKind.DEADLINE_MISSED, round_=requeues),
         "run_id": run_id,
@@ -179,4 +182,6 @@ def deadline_missed_event(
         "status": status,
         "on_miss": on_miss,
     }
+    if workflow_run_id is not None:
+        detail.update(workflow_run_id=workflow_run_id, step_id=step_id)
     return RunEvent(kind=RunEventKind.DEADLINE_MISSED, time=missed_at, detail=detail)

@@ -36,7 +36,7 @@ class RunTarget:
     rate_limit: RateLimit | None = None
     # The run events its job publishes (tickwork.model.run_events); None: the default. A step's: the default.
     notify: tuple[str, ...] | None = None
-    deadline: Deadline | None = None  # its job's; a step's: none
+    deadline: Deadline | None = None  # its job's, or its step's
     # The run is its job's last occurrence: its settling completes the job (tickwork.progress.job_completion).
     last_occurrence: bool = False
     # ...and the job's only run of an occurrence (JobRunSpec.only_occurrence): no other run to wait for.
@@ -100,6 +100,7 @@ class RunTarget:
             held_back=_step_held_back(record),
             concurrency=step.concurrency,
             rate_limit=step.rate_limit,
+            deadline=step.deadline,
         )
 
     @classmethod

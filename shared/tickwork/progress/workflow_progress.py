@@ -47,6 +47,7 @@ from tickwork.model.workflow.compensation import plan_compensation
 from tickwork.model.workflow.runs import StepEntry, WorkflowRunRecord
 from tickwork.observability import logger, metrics
 from tickwork.store import DueItem, JobRecords, RunRecords, WorkflowRecords
+from tickwork.store.deadlines import DeadlineRecords
 
 MAX_PLAN_ROUNDS = 20  # re-plans after lost races or steps that failed at creation; each decides at least one step
 MAX_RECONCILE_BACKOFF = timedelta(hours=1)
@@ -85,12 +86,14 @@ class WorkflowProgress:
         *,
         faults: FaultPlan = NO_FAULTS,
         read_threads: int = 8,
+        deadlines: DeadlineRecords | None = None,
     ) -> None:
         self.records, self.results, self.queues, self.clock = records, results, queues, clock
         self.jobs, self.runs = jobs, runs  # a workflow is a job item; its steps' runs are runs
         self.settings = settings
         self.faults = faults
         self.read_threads = read_threads
+        self.deadlines = deadlines  # the watches of steps with a deadline (tickwork.store.deadlines)
 
     # ------------------------------------------------------------ opening a run
 
@@ -306,11 +309,13 @@ class WorkflowProgress:
         outgoing: list[Outgoing] = []
         for start in starts:
             step_id = start.step_id
+            deadline = None if compensation else snapshot.step(step_id).deadline
             run = Run(
                 id=run_id(step_id),
                 job_id=record.workflow_id,
                 tenant=record.tenant,
                 scheduled_for=record.scheduled_for,
+                deadline_at=deadline.due(record.scheduled_for) if deadline is not None else None,
                 status=RunStatus.QUEUED,
                 priority=snapshot.step_priority(step_id),
                 trigger=record.trigger,
@@ -322,6 +327,8 @@ class WorkflowProgress:
                 ordering=snapshot.step(step_id).ordering,
             )
             if start.error is None:
+                if deadline is not None and self.deadlines is not None:  # its watch first, as a job's claim does
+                    self.deadlines.watch(run, on_miss=deadline.on_miss)
                 if self.runs.put_queued_run(run, redispatch_at=start_at + self.settings.redispatch_after):
                     outgoing.append(Outgoing.for_run(run, start_at=start_at))
                 continue

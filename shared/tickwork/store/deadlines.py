@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from tickwork.model.clock import iso, to_ms
+from tickwork.model.deadlines import OnMiss
 from tickwork.model.ids import ItemKind
 from tickwork.model.run import Run
 from tickwork.model.run_events import RunEventKind
@@ -33,10 +34,11 @@ class DeadlineRecords:
         self.shards = shards
         self.retention = retention
 
-    def watch(self, run: Run) -> None:
+    def watch(self, run: Run, *, on_miss: OnMiss | None = None) -> None:
         """The run's watch, due at its deadline (only if absent: a claim repeated after the watch fired must not
-        set it due again)."""
+        set it due again). A workflow step's keeps its `on_miss` (a job's is read from the job when it fires)."""
         assert run.deadline_at is not None
+        step = {"on_miss": on_miss.value} if on_miss is not None else {}
         item = {
             **watch_key(run.id),
             "kind": {"S": ItemKind.DEADLINE.value},
@@ -51,6 +53,7 @@ class DeadlineRecords:
                     "scheduled_for": iso(run.scheduled_for),
                     EVENTS_PENDING: [RunEventKind.DEADLINE_MISSED.value],
                     "expires_at": int((run.deadline_at + self.retention).timestamp()),
+                    **step,
                 }
             ),
         }

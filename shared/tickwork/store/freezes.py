@@ -1,15 +1,22 @@
 """Freeze items, every tenant's in one partition (pk=FREEZES, sk=FREEZE#<id>): a tick reads them all with one
 Query, whatever the number of tenants and jobs. An item stays a day past its end (TTL `expires_at`), so that a
 tick late after it ended still finds what deferred a job's occurrences to its end. And the runs a new freeze
-marks: claimed (QUEUED) before it existed, looked at again by their executor (tickwork.executor.freeze_gate)."""
+marks: claimed (QUEUED) before it existed, looked at again by their executor (tickwork.executor.freeze_gate).
+
+A freeze item is also the outbox of its own `Freeze Started` and `Freeze Ended` (tickwork.progress.freeze_events):
+each fact is recorded once by a conditional write of its marker (`started_event_at`, `ended_event_at`), which
+also sets the event's due time (`started_event_due`, `ended_event_due`, ms); the publisher clears the due time
+once EventBridge took it. The tick, which reads every freeze anyway, publishes one still due past its time."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from tickwork.model.clock import iso
+from tickwork.model.clock import iso, to_ms
 from tickwork.model.freezes import Freeze
+from tickwork.model.run_events import RunEventKind
 from tickwork.model.states import DeferReason, RunStatus
 from tickwork.store.codec import deserialize, expression_values, run_key, serialize
 from tickwork.store.conditional import Table
@@ -17,6 +24,10 @@ from tickwork.store.conditional import Table
 FREEZES_PK = "FREEZES"
 FREEZE_PREFIX = "FREEZE#"
 KEPT_AFTER_END = timedelta(days=1)
+# Per event kind: its marker (when its fact was recorded) and its due time in the outbox (until published).
+EVENT_MARKERS = {RunEventKind.FREEZE_STARTED: "started_event_at", RunEventKind.FREEZE_ENDED: "ended_event_at"}
+EVENT_DUE = {RunEventKind.FREEZE_STARTED: "started_event_due", RunEventKind.FREEZE_ENDED: "ended_event_due"}
+_NOT_THE_FREEZE = {"pk", "sk", "expires_at", *EVENT_MARKERS.values(), *EVENT_DUE.values()}
 
 
 def freeze_key(freeze_id: str) -> dict[str, Any]:
@@ -28,7 +39,38 @@ def _expiry(freeze: Freeze) -> int:
 
 
 def _freeze(attrs: dict[str, Any]) -> Freeze:
-    return Freeze.model_validate({k: v for k, v in attrs.items() if k not in ("pk", "sk", "expires_at")})
+    return Freeze.model_validate({k: v for k, v in attrs.items() if k not in _NOT_THE_FREEZE})
+
+
+@dataclass(frozen=True)
+class StoredFreeze:
+    """A freeze with its events' state: which facts are recorded, and which events are still to publish (the
+    kind's due time, ms)."""
+
+    freeze: Freeze
+    recorded: frozenset[RunEventKind] = frozenset()
+    unpublished: dict[RunEventKind, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, attrs: dict[str, Any]) -> StoredFreeze:
+        return cls(
+            _freeze(attrs),
+            frozenset(kind for kind, marker in EVENT_MARKERS.items() if marker in attrs),
+            {kind: int(attrs[due]) for kind, due in EVENT_DUE.items() if due in attrs},
+        )
+
+    def events_due(self, now: datetime) -> list[RunEventKind]:
+        """Its facts that have happened and are not recorded yet (tickwork.model.freezes)."""
+        return self.freeze.events_due(
+            now,
+            started_recorded=RunEventKind.FREEZE_STARTED in self.recorded,
+            ended_recorded=RunEventKind.FREEZE_ENDED in self.recorded,
+        )
+
+
+def _recorded(kind: RunEventKind, now: datetime, publish_by: datetime) -> dict[str, Any]:
+    """The attributes that record a fact and put its event in the outbox."""
+    return {EVENT_MARKERS[kind]: iso(now), EVENT_DUE[kind]: to_ms(publish_by)}
 
 
 class FreezeRecords:
@@ -37,31 +79,81 @@ class FreezeRecords:
     def __init__(self, table: Table) -> None:
         self._table = table
 
-    def put_new(self, freeze: Freeze) -> bool:
+    def put_new(self, freeze: Freeze, *, started_publish_by: datetime | None = None) -> bool:
+        """A new freeze; with `started_publish_by`, its start recorded too (it starts at once), its event in the
+        outbox until then."""
         attrs = {"pk": FREEZES_PK, "sk": FREEZE_PREFIX + freeze.id, **freeze.model_dump(mode="json")}
+        if started_publish_by is not None:
+            attrs |= _recorded(RunEventKind.FREEZE_STARTED, freeze.created_at, started_publish_by)
         won, _ = self._table.put_if_absent(serialize({**attrs, "expires_at": _expiry(freeze)}), return_old=False)
         return won
 
     def get(self, freeze_id: str) -> Freeze | None:
+        stored = self.get_stored(freeze_id)
+        return stored.freeze if stored is not None else None
+
+    def get_stored(self, freeze_id: str) -> StoredFreeze | None:
         item = self._table.client.get_item(
             TableName=self._table.name, Key=freeze_key(freeze_id), ConsistentRead=True
         ).get("Item")
-        return _freeze(deserialize(item)) if item else None
+        return StoredFreeze.of(deserialize(item)) if item else None
 
-    def lift(self, freeze: Freeze, now: datetime) -> bool:
-        """Ends it now, once, if it has not ended: False when it was lifted already or is over."""
+    def lift(self, freeze: Freeze, now: datetime, *, by: str, ended_publish_by: datetime | None = None) -> bool:
+        """Ends it now, once, if it has not ended: False when it was lifted already or is over (its end recorded).
+        With `ended_publish_by` (it had started), its end is recorded by the same write, its event in the outbox."""
         lifted = freeze.model_copy(update={"lifted_at": now})
+        sets = {"lifted_at": iso(now), "lifted_by": by, "expires_at": _expiry(lifted)}
+        if ended_publish_by is not None:
+            sets |= _recorded(RunEventKind.FREEZE_ENDED, now, ended_publish_by)
+        ended = EVENT_MARKERS[RunEventKind.FREEZE_ENDED]
         return self._table.update_if(
             freeze_key(freeze.id),
-            "SET lifted_at = :now, expires_at = :exp",
-            "attribute_exists(pk) AND attribute_not_exists(lifted_at) AND #until > :now",
+            "SET " + ", ".join(f"{name} = :{name}" for name in sets),
+            f"attribute_exists(pk) AND attribute_not_exists(lifted_at) AND attribute_not_exists({ended})"
+            " AND #until > :now",
             {"#until": "until"},
-            expression_values(now=iso(now), exp=_expiry(lifted)),
+            expression_values(now=iso(now), **sets),
         )
 
     def all(self) -> list[Freeze]:
         """Every freeze still kept (ended less than a day ago, or to come): one Query per 1 MB."""
-        return [_freeze(a) for a in self._table.query_all("pk = :pk", {":pk": FREEZES_PK})]
+        return [stored.freeze for stored in self.all_stored()]
+
+    def all_stored(self) -> list[StoredFreeze]:
+        """`all`, with each freeze's events' state."""
+        return [StoredFreeze.of(a) for a in self._table.query_all("pk = :pk", {":pk": FREEZES_PK})]
+
+    # ------------------------------------------------------------ its events' outbox
+
+    def record_event(self, freeze_id: str, kind: RunEventKind, now: datetime, *, publish_by: datetime) -> bool:
+        """The fact, once: False if it was recorded already (by a racing tick, or the API)."""
+        sets = _recorded(kind, now, publish_by)
+        return self._table.update_if(
+            freeze_key(freeze_id),
+            "SET " + ", ".join(f"{name} = :{name}" for name in sets),
+            f"attribute_exists(pk) AND attribute_not_exists({EVENT_MARKERS[kind]})",
+            None,
+            expression_values(**sets),
+        )
+
+    def take_event(self, freeze_id: str, kind: RunEventKind, *, expected_due: int, retry_at: datetime) -> bool:
+        """An unpublished event past its due time, taken by this caller (due again at `retry_at`, were it to die
+        before publishing): False if another took it or it was published."""
+        due = EVENT_DUE[kind]
+        return self._table.update_if(
+            freeze_key(freeze_id),
+            f"SET {due} = :retry",
+            f"{due} = :old",
+            None,
+            expression_values(retry=to_ms(retry_at), old=expected_due),
+        )
+
+    def clear_event(self, freeze_id: str, kind: RunEventKind, *, due: datetime) -> bool:
+        """The event is published: out of the outbox, if nobody took it since."""
+        name = EVENT_DUE[kind]
+        return self._table.update_if(
+            freeze_key(freeze_id), f"REMOVE {name}", f"{name} = :due", None, expression_values(due=to_ms(due))
+        )
 
     def mark_claimed(self, run_id: str, freeze: Freeze, *, keep: bool) -> bool:
         """A run claimed before the freeze, still QUEUED (no executor has leased it): marked `blocked_by` the

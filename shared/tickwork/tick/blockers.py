@@ -20,7 +20,7 @@ from tickwork.model.clock import Clock
 from tickwork.model.freezes import Freeze
 from tickwork.observability import logger
 from tickwork.store.calendars import CalendarRecords
-from tickwork.store.freezes import FreezeRecords
+from tickwork.store.freezes import FreezeRecords, StoredFreeze
 
 CREATE_FREEZES_FOR = timedelta(seconds=5)
 
@@ -31,21 +31,33 @@ class FreezeReads:
 
     def __init__(self, records: FreezeRecords | None, clock: Clock) -> None:
         self.records, self.clock = records, clock
-        self._read: tuple[datetime, list[Freeze]] | None = None
+        self._read: tuple[datetime, list[StoredFreeze]] | None = None
         self._lock = threading.Lock()
 
     def fresh(self) -> list[Freeze]:
-        found = self.records.all() if self.records is not None else []
-        with self._lock:
-            self._read = (self.clock.now(), found)
-        return found
+        return [stored.freeze for stored in self._fresh()]
 
     def recent(self) -> list[Freeze]:
         with self._lock:
             read = self._read
         if read is not None and self.clock.now() - read[0] < CREATE_FREEZES_FOR:
-            return read[1]
+            return [stored.freeze for stored in read[1]]
         return self.fresh()
+
+    def read_since(self, since: datetime) -> list[StoredFreeze]:
+        """With their events' state, as read at `since` or later (a tick's own read, when it had something due to
+        claim), or now."""
+        with self._lock:
+            read = self._read
+        if read is not None and read[0] >= since:
+            return read[1]
+        return self._fresh()
+
+    def _fresh(self) -> list[StoredFreeze]:
+        found = self.records.all_stored() if self.records is not None else []
+        with self._lock:
+            self._read = (self.clock.now(), found)
+        return found
 
     def forget(self) -> None:
         with self._lock:

@@ -37,7 +37,8 @@ class DeadlineCheck:
         """A watch come due: True if this call recorded a miss."""
         run_id = item.attrs["run_id"]
         retry_at = now + OUTBOX_GRACE
-        if self.outbox.take(watch_key(run_id), expected_due_at=item.due_at, retry_at=retry_at) is None:
+        watch = self.outbox.take(watch_key(run_id), expected_due_at=item.due_at, retry_at=retry_at)
+        if watch is None:
             return False  # another tick has it
         run = self.runs.get_run(run_id)
         if run is None or run.deadline_at is None:
@@ -47,8 +48,11 @@ class DeadlineCheck:
             self.outbox.clear(watch_key(run_id), due_at=retry_at)  # it ended in time
             return False
         recorded = run.deadline_missed_at is None and self.deadlines.record_miss(run_id, now)
-        job = self.jobs.get_job(run.job_id)
+        # A workflow step's run: its watch keeps the step's on_miss, and it publishes with the default notify.
+        job = self.jobs.get_job(run.job_id) if run.step_id is None else None
         on_miss = job.deadline.on_miss if job is not None and job.deadline is not None else OnMiss.ALERT
+        if run.step_id is not None:
+            on_miss = OnMiss(watch.get("on_miss", OnMiss.ALERT.value))
         if recorded:
             metrics.add_metric(name="DeadlineMissed", unit="Count", value=1)
             logger.warning(
@@ -71,6 +75,8 @@ class DeadlineCheck:
                 status=run.status.value,
                 on_miss=on_miss.value,
                 requeues=run.requeues,
+                workflow_run_id=run.workflow_run_id,
+                step_id=run.step_id,
             )
             if not self.events.publish([event]):
                 return recorded  # the watch stays: a later tick publishes it

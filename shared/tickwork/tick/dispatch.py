@@ -10,7 +10,8 @@ re-sends what was claimed but never leased (tickwork.tick.resender), reconciles 
 (tickwork.tick.workflow_occurrences), and sends the claimed runs to their band queues in batches of 10 with
 DelaySeconds = ceil(due - now), so a run starts within about a second of its time and never before it
 (tickwork.tick.sender). `MinuteTick` is the minute rule's entry: the whole claim, or, fanned out, the
-coordinator's slices (tickwork.tick.fanout).
+coordinator's slices (tickwork.tick.fanout). Once per tick, the whole claim (or the slice with shard 0) also
+records and publishes the freezes' starts and ends (tickwork.progress.freeze_events).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from tickwork.model.states import JobState, RunStatus
 from tickwork.model.tenant_settings import TenantDirectory
 from tickwork.model.workflow.definition import Workflow
 from tickwork.observability import logger, metrics
+from tickwork.progress.freeze_events import FreezeEvents
 from tickwork.progress.run_events import RunEvents
 from tickwork.settings import DEFAULT_AGING_AFTER_SECONDS
 from tickwork.store import DueItem, EventOutbox, JobStore
@@ -53,6 +55,9 @@ from tickwork.tick.shares import DispatchShares, claimable_as_of, tenant_of
 from tickwork.tick.stuck import stuck_runs
 
 # ---------------------------------------------------------------- the tick
+
+# Fanned out, the dispatch worker whose slice holds this shard also looks at the freezes' events.
+FREEZE_EVENTS_SHARD = 0
 
 
 class Dispatcher:
@@ -89,6 +94,8 @@ class Dispatcher:
         )
         # Read once per tick (tickwork.tick.blockers): the calendars the due jobs name, and every freeze.
         self.calendars, self.freezes = calendars, FreezeReads(freezes, clock)
+        # Freezes that started or ended by themselves since the last tick, and their events left unpublished.
+        self.freeze_events = FreezeEvents(freezes, events, faults) if freezes and events else None
         self.shares = DispatchShares(
             tenants, rates, max_dispatch=max_dispatch, tick_period=tick_period, aging_after=aging_after
         )
@@ -154,6 +161,8 @@ class Dispatcher:
         finally:
             for shard in held:
                 self.store.due.release_shard(shard, owner=owner)
+        if shards is None or FREEZE_EVENTS_SHARD in shards:  # once per tick: the whole claim, or one slice of it
+            report.freeze_events = self.publish_freeze_events(read_since=now)
         report.duration_ms = int((time.monotonic() - started) * 1000)
         metrics.add_metric(name="TickDurationMs", unit="Milliseconds", value=report.duration_ms)
         logger.info("tick done", extra={k: v for k, v in report.__dict__.items() if k != "dispatched_run_ids"})
@@ -246,6 +255,18 @@ class Dispatcher:
             # One bad item must not stop the tick; it stays in the index and is tried again.
             logger.exception("claim failed", extra={"due_item": item.attrs.get("run_id") or item.attrs.get("job_id")})
             return []
+
+    def publish_freeze_events(self, *, read_since: datetime) -> int:
+        """The freezes' starts and ends to record and publish (tickwork.progress.freeze_events), from the freezes
+        this tick read since `read_since` (one Query more when it had nothing due to claim)."""
+        if self.freeze_events is None:
+            return 0
+        try:
+            freezes = self.freezes.read_since(read_since)
+        except Exception:
+            logger.exception("could not read the freezes; their events wait for a later tick")
+            return 0
+        return self.freeze_events.catch_up(freezes, self.clock.now())
 
     def send_runs(self, runs: Iterable[Run]) -> SendReport:
         """Send runs to start now, created outside a tick (trigger, retry, redrive)."""

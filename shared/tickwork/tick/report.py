@@ -28,6 +28,7 @@ class TickReport:
     stale_slices: int = 0  # fan-out: a worker's slice that arrived after the next tick had replaced it
     stuck: int = 0  # runs among the entries read that are stuck (tickwork.tick.stuck)
     deadlines_missed: int = 0  # runs whose deadline miss this tick recorded (tickwork.tick.deadlines)
+    freeze_events: int = 0  # freeze starts and ends this tick recorded or published (tickwork.progress.freeze_events)
     dispatched_run_ids: list[str] = field(default_factory=list)
 
     def add_sent(self, sent: SendReport) -> None:

@@ -5,7 +5,7 @@ A step is a job type and payload, like a job, with `depends_on` (the steps it wa
 (which outcomes of those let it run), an optional `condition` (JMESPath over its upstream steps' results)
 and payload values `{"$from": <JMESPath>}` filled from those results when its run is created. Each step may
 override the workflow's `retry`, `timeout_seconds` and `priority`. A step may carry a `compensate` (what undoes
-it when its workflow run fails: tickwork.model.workflow.compensation), or be `irreversible`.
+it when its workflow run fails: tickwork.model.workflow.compensation), or be `irreversible`, and a `deadline`.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from tickwork.model.blocking import CalendarIds, OnBlocked
+from tickwork.model.deadlines import Deadline
 from tickwork.model.errors import FieldError
 from tickwork.model.ids import STEP_ID_PATTERN
 from tickwork.model.job import ScheduledLifecycle, _InBand, _JobIdentity
@@ -110,6 +111,8 @@ class WorkflowStep(BaseModel):
     # Its effects cannot be undone, so once it SUCCEEDED its upstream steps keep theirs too (none compensated).
     irreversible: StrictBool = False
     ordering: OrderingKey | None = None
+    # As a job's (docs/operations.md, "Deadlines"), counted from its workflow run's occurrence; absent: none.
+    deadline: Deadline | None = None
 
 
 class WorkflowDefinition(BaseModel):
