@@ -11,13 +11,17 @@ one fact carries the same id.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from tickwork.model.clock import iso
+
+if TYPE_CHECKING:
+    from tickwork.model.run import Run
 
 EVENT_SOURCE = "tickwork"
 
@@ -91,39 +95,64 @@ def emitted(notify: Sequence[str] | None, kinds: Sequence[RunEventKind]) -> list
     return [kind.value for kind in kinds if kind in wanted]
 
 
+@dataclass(frozen=True)
+class RunSubject:
+    """The run a run event is about: what every run event's detail names, and the round its id counts."""
+
+    run_id: str
+    job_id: str
+    tenant: str
+    scheduled_for: datetime
+    requeues: int = 0
+    workflow_run_id: str | None = None
+    step_id: str | None = None
+
+    @classmethod
+    def of_run(cls, run: Run) -> RunSubject:
+        return cls(
+            run_id=run.id,
+            job_id=run.job_id,
+            tenant=run.tenant,
+            scheduled_for=run.scheduled_for,
+            requeues=run.requeues,
+            workflow_run_id=run.workflow_run_id,
+            step_id=run.step_id,
+        )
+
+    def event_id(self, kind: RunEventKind) -> str:
+        return event_id(self.run_id, kind, round_=self.requeues)
+
+    def detail(self, **fields: Any) -> dict[str, Any]:
+        """The detail's common fields, then `fields`; a workflow step's run names its workflow run and step."""
+        body: dict[str, Any] = {
+            "run_id": self.run_id,
+            "job_id": self.job_id,
+            "tenant": self.tenant,
+            "scheduled_for": iso(self.scheduled_for),
+            **fields,
+        }
+        if self.workflow_run_id is not None:
+            body.update(workflow_run_id=self.workflow_run_id, step_id=self.step_id)
+        return body
+
+
 def run_failed_events(
     kinds: Sequence[str],
+    subject: RunSubject,
     *,
-    run_id: str,
-    job_id: str,
-    tenant: str,
-    scheduled_for: datetime,
     attempts: int,
-    requeues: int,
     error: dict[str, Any] | None,
     failed_at: datetime,
     band: str,
-    workflow_run_id: str | None = None,
-    step_id: str | None = None,
 ) -> list[RunEvent]:
     """`Run Failed` and `Run Dead-Lettered` of a run with no attempts left (those of `kinds`)."""
-    base: dict[str, Any] = {
-        "run_id": run_id,
-        "job_id": job_id,
-        "tenant": tenant,
-        "scheduled_for": iso(scheduled_for),
-        "attempts": attempts,
-        "error": error,
-        "failed_at": iso(failed_at),
-    }
-    if workflow_run_id is not None:
-        base.update(workflow_run_id=workflow_run_id, step_id=step_id)
+    base = subject.detail(attempts=attempts, error=error, failed_at=iso(failed_at))
     events = []
     for value in kinds:
         kind = RunEventKind(value)
         if kind not in FAILURE_KINDS:
             continue
-        detail = {"event_id": event_id(run_id, kind, round_=requeues), **base}
+        detail = {"event_id": subject.event_id(kind), **base}
         if kind is RunEventKind.RUN_DEAD_LETTERED:
             detail["band"] = band
         events.append(RunEvent(kind=kind, time=failed_at, detail=detail))
@@ -156,32 +185,12 @@ def freeze_event(
 
 
 def deadline_missed_event(
-    *,
-    run_id: str,
-    job_id: str,
-    tenant: str,
-    scheduled_for: datetime,
-    deadline_at: datetime,
-    missed_at: datetime,
-    status: str,
-    on_miss: str,
-    requeues: int = 0,
-    workflow_run_id: str | None = None,
-    step_id: str | None = None,
+    subject: RunSubject, *, deadline_at: datetime, missed_at: datetime, status: str, on_miss: str
 ) -> RunEvent:
     """A run had not ended by its deadline (or ended after it): one per run and round. A workflow step's names
     its workflow run and step, as its failure's does."""
     detail = {
-        "event_id": event_id(run_id, RunEventKind.DEADLINE_MISSED, round_=requeues),
-        "run_id": run_id,
-        "job_id": job_id,
-        "tenant": tenant,
-        "scheduled_for": iso(scheduled_for),
-        "deadline_at": iso(deadline_at),
-        "missed_at": iso(missed_at),
-        "status": status,
-        "on_miss": on_miss,
+        "event_id": subject.event_id(RunEventKind.DEADLINE_MISSED),
+        **subject.detail(deadline_at=iso(deadline_at), missed_at=iso(missed_at), status=status, on_miss=on_miss),
     }
-    if workflow_run_id is not None:
-        detail.update(workflow_run_id=workflow_run_id, step_id=step_id)
     return RunEvent(kind=RunEventKind.DEADLINE_MISSED, time=missed_at, detail=detail)

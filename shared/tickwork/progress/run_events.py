@@ -19,7 +19,7 @@ from tickwork.model.clock import from_ms, optional_instant, stored_instant, to_m
 from tickwork.model.job import Job
 from tickwork.model.policies import Band
 from tickwork.model.run import Run, RunError
-from tickwork.model.run_events import RunEvent, RunEventKind, job_suspended_event, run_failed_events
+from tickwork.model.run_events import RunEvent, RunEventKind, RunSubject, job_suspended_event, run_failed_events
 from tickwork.model.states import JobState
 from tickwork.observability import logger, metrics
 from tickwork.store import EVENTS_PENDING, EventOutbox
@@ -53,17 +53,11 @@ class RunEvents:
         """A run FAILED with no attempts left (its write kept `pending` and put it in the outbox at `outbox_at`)."""
         events = run_failed_events(
             pending,
-            run_id=run.id,
-            job_id=run.job_id,
-            tenant=run.tenant,
-            scheduled_for=run.scheduled_for,
+            RunSubject.of_run(run),
             attempts=run.attempts,
-            requeues=run.requeues,
             error=error.model_dump(mode="json"),
             failed_at=now,
             band=run.band.value,
-            workflow_run_id=run.workflow_run_id,
-            step_id=run.step_id,
         )
         if self.publish(events):
             self.outbox.clear(run_key(run.id), due_at=outbox_at)
@@ -87,19 +81,22 @@ class RunEvents:
             return False
         pending = [str(kind) for kind in run.get(EVENTS_PENDING) or []]
         failed_at = optional_instant(run.get("finished_at")) or from_ms(due_at)
-        events = run_failed_events(
-            pending,
+        subject = RunSubject(
             run_id=run["run_id"],
             job_id=run["job_id"],
             tenant=run["tenant"],
             scheduled_for=stored_instant(run["scheduled_for"]),
-            attempts=int(run.get("attempts", 0)),
             requeues=int(run.get("requeues", 0)),
+            workflow_run_id=run.get("workflow_run_id"),
+            step_id=run.get("step_id"),
+        )
+        events = run_failed_events(
+            pending,
+            subject,
+            attempts=int(run.get("attempts", 0)),
             error=run.get("error"),
             failed_at=failed_at,
             band=Band.of_priority(int(run.get("priority", 5))).value,
-            workflow_run_id=run.get("workflow_run_id"),
-            step_id=run.get("step_id"),
         )
         if RunEventKind.JOB_SUSPENDED.value in pending:
             events += self._suspension_by(run["job_id"], failed_at)

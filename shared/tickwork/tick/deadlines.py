@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from tickwork.model.deadlines import OnMiss, missed
-from tickwork.model.run_events import DEFAULT_NOTIFY, RunEventKind, deadline_missed_event, emitted
+from tickwork.model.run_events import DEFAULT_NOTIFY, RunEventKind, RunSubject, deadline_missed_event, emitted
 from tickwork.model.states import RunStatus
 from tickwork.observability import logger, metrics
 from tickwork.progress.run_events import OUTBOX_GRACE, RunEvents
@@ -66,17 +66,11 @@ class DeadlineCheck:
         notify = job.notify if job is not None and job.notify is not None else DEADLINE_NOTIFY
         if self.events is not None and emitted(notify, (RunEventKind.DEADLINE_MISSED,)):
             event = deadline_missed_event(
-                run_id=run.id,
-                job_id=run.job_id,
-                tenant=run.tenant,
-                scheduled_for=run.scheduled_for,
+                RunSubject.of_run(run),
                 deadline_at=run.deadline_at,
                 missed_at=missed_at,
                 status=run.status.value,
                 on_miss=on_miss.value,
-                requeues=run.requeues,
-                workflow_run_id=run.workflow_run_id,
-                step_id=run.step_id,
             )
             if not self.events.publish([event]):
                 return recorded  # the watch stays: a later tick publishes it
