@@ -1,4 +1,5 @@
-"""Stuck runs (tickwork.tick.stuck): counted from the due entries a tick reads, with no read of their own."""
+"""Stuck runs (tickwork.tick.stuck): counted from the due entries a tick reads, with no read of their own; and
+the runs a gate defers, counted by the executor at each deferral (tickwork.model.stuck)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 from tickwork.model.clock import iso, to_ms
 from tickwork.model.ids import ItemKind
+from tickwork.model.states import DeferReason, RunStatus
+from tickwork.model.stuck import DEFERRALS_ASKED_FOR, held_back_stuck
 from tickwork.store import DueItem
 from tickwork.tick.stuck import StuckReason, stuck_run_of, stuck_runs
 
@@ -64,3 +67,14 @@ def test_a_running_run_without_a_lease_and_a_run_not_yet_stuck_are_none():
     unleased = _run("running-unleased", "RUNNING", scheduled_ago=3600)
     assert stuck_run_of(unleased, NOW) is None
     assert stuck_run_of(_run("queued-recent", "QUEUED", scheduled_ago=299), NOW) is None
+
+
+def test_a_run_a_gate_defers_is_stuck_held_back_when_queued_past_the_threshold_but_not_for_a_freeze():
+    def stuck(status: RunStatus, ago: float, reason: DeferReason = DeferReason.CONCURRENCY_KEY) -> bool:
+        return held_back_stuck(status, NOW - timedelta(seconds=ago), reason, NOW)
+
+    assert stuck(RunStatus.QUEUED, 301)
+    assert all(stuck(RunStatus.QUEUED, 301, reason) for reason in set(DeferReason) - DEFERRALS_ASKED_FOR)
+    assert not stuck(RunStatus.QUEUED, 300)  # as the tick decides: more than 5 minutes
+    assert not stuck(RunStatus.RETRYING, 3600)  # a retry's wait is not its scheduled time's
+    assert not stuck(RunStatus.QUEUED, 3600, DeferReason.FREEZE)  # held to the freeze's end, as asked

@@ -3,9 +3,11 @@ longer than a threshold past their time, or RUNNING past their lease with no out
 
 A run without an outcome keeps its entry in the due index, and every re-send moves it at most one recovery on
 (tickwork.tick.resender), so a stuck run comes due again within minutes: each tick counts the stuck runs among
-the entries it read, and a 5-minute maximum of `StuckRuns` above zero sees every one of them. A listing of the
-stuck runs (`GET /v1/runs/stuck`) reads as far ahead as a stuck run's entry may be (`stuck_read_ahead`), so it
-sees each of them every time, not only when its entry is due."""
+the entries it read (`StuckRuns`). A run a gate keeps deferring is the exception (each deferral moves its entry
+past the tick's reads): the executor counts it at each deferral (`StuckRunsHeldBack`), with the same decision
+(tickwork.model.stuck), and `StuckRunsAlarm` watches both. A listing of the stuck runs (`GET /v1/runs/stuck`)
+reads as far ahead as a stuck run's entry may be (`stuck_read_ahead`), so it sees each of them every time, not
+only when its entry is due."""
 
 from __future__ import annotations
 
@@ -19,10 +21,9 @@ from tickwork.model.clock import from_ms, stored_instant, to_ms
 from tickwork.model.ids import ItemKind
 from tickwork.model.schedule import UtcDatetime
 from tickwork.model.states import RunStatus
+from tickwork.model.stuck import STUCK_QUEUED_AFTER, queued_too_long
 from tickwork.store import DueItem
 from tickwork.tick.resender import RESEND_DEFER_LIMIT
-
-STUCK_QUEUED_AFTER = timedelta(minutes=5)
 
 
 class StuckReason(StrEnum):
@@ -54,7 +55,7 @@ def stuck_run_of(item: DueItem, now: datetime, *, queued_after: timedelta = STUC
     if status == RunStatus.QUEUED.value and "scheduled_for" in a:
         since = stored_instant(a["scheduled_for"])
         reason = StuckReason.QUEUED_PAST_THRESHOLD
-        stuck = since + queued_after < now
+        stuck = queued_too_long(since, now, queued_after=queued_after)
     elif status == RunStatus.RUNNING.value and "lease_until_ms" in a:
         since = from_ms(int(a["lease_until_ms"]))
         reason = StuckReason.RUNNING_PAST_LEASE
