@@ -1,4 +1,4 @@
-"""Stuck runs as the API lists them (`GET /v1/runs/stuck`): a tenant's runs the tick counts in `StuckRuns`, read
+"""Stuck runs as the API lists them (`GET /v1/runs/stuck`): a tenant's runs `StuckRunsAlarm` watches, read
 from the due index's shards as the tick reads them (a Query a shard, no Scan), with the same decision
 (tickwork.tick.stuck).
 

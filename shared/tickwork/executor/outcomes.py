@@ -31,6 +31,7 @@ from tickwork.model.run import MAX_ATTEMPT_HISTORY, AttemptRecord, Run, RunError
 from tickwork.model.run_events import FAILURE_KINDS, RunEventKind, emitted
 from tickwork.model.run_target import RunTarget
 from tickwork.model.states import AttemptOutcome, DeferReason, RunStatus, RunTrigger, SkipReason
+from tickwork.model.stuck import held_back_stuck
 from tickwork.observability import logger, metrics
 from tickwork.progress.job_completion import JobCompletion
 from tickwork.progress.run_events import OUTBOX_GRACE, RunEvents
@@ -258,6 +259,8 @@ class RunOutcomes:
             return Outcome.DONE  # the lease was taken over: its new holder decides
         _count_deferral(deferral.reason)
         run_metrics.count_for_tenant("RunsDeferred", run.tenant)
+        if held_back_stuck(status, run.scheduled_for, deferral.reason, now):
+            _count_held_back(run, deferral)
         logger.info(
             "run deferred by a limit; attempt not consumed",
             extra={
@@ -411,3 +414,13 @@ def _count_deferral(reason: DeferReason) -> None:
         return
     with single_metric(name="RunsDeferred", unit=MetricUnit.Count, value=1, namespace=metrics.namespace) as metric:
         metric.add_dimension(name="Reason", value=reason.value)
+
+
+def _count_held_back(run: Run, deferral: Deferral) -> None:
+    """StuckRunsHeldBack: a stuck run a gate deferred once more, counted here because its deferral moved its due
+    entry past the tick's reads (StuckRuns never sees it); `StuckRunsAlarm` watches both."""
+    metrics.add_metric(name="StuckRunsHeldBack", unit=MetricUnit.Count, value=1)
+    logger.warning(
+        "stuck run held back: queued long past its time, deferred again",
+        extra={"run_id": run.id, "reason": deferral.reason.value, "scheduled_for": run.scheduled_for.isoformat()},
+    )
