@@ -76,6 +76,7 @@ DUE_INDEX_PROJECTION = (
     "jitter_seconds",
     "start_precision",
     "deadline",
+    "deadline_at",
     "ordering",
     "calendars",
     "on_blocked",
