@@ -10,6 +10,7 @@ from typing import Any
 from tickwork.model.clock import iso, to_ms
 from tickwork.model.ids import ItemKind
 from tickwork.store import DueItem
+from tickwork.store.codec import ROOTS_DEADLINE_SECONDS
 from tickwork.tick.fairness import allocate
 from tickwork.tick.shares import candidate_of
 
@@ -62,3 +63,21 @@ def test_a_run_without_a_deadline_keeps_its_place_after_those_with_one() -> None
     """A job's re-send with no deadline (deadline_at null) competes as before: after deadlines, oldest first."""
     resend = _run(f"j{'1' * 25}.{to_ms(NOW):013d}")
     assert _chosen([resend, _job("soon", within=60), _job("none")], 2) == ["soon", "none"]
+
+
+def _workflow(name: str, *, roots_within: int | None) -> DueItem:
+    attrs: dict[str, Any] = {"job_id": name, "tenant": "a", "priority": 5}
+    if roots_within is not None:
+        attrs[ROOTS_DEADLINE_SECONDS] = roots_within
+    return DueItem(ItemKind.WORKFLOW, "0", to_ms(NOW), attrs)
+
+
+def test_a_workflow_whose_root_step_has_less_slack_is_claimed_before_jobs_with_more() -> None:
+    """A workflow's entry competes with its soonest root step's deadline: the first runs its claim starts."""
+    items = [_job("late", within=600), _job("none"), _workflow("workflow", roots_within=120)]
+    assert _chosen(items, 2) == ["workflow", "late"]
+
+
+def test_a_workflow_without_root_deadlines_competes_as_before() -> None:
+    items = [_job("late", within=600), _workflow("workflow", roots_within=None)]
+    assert _chosen(items, 1) == ["late"]

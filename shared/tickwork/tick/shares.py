@@ -14,6 +14,7 @@ from tickwork.model.ids import ItemKind
 from tickwork.model.tenant_settings import TenantDirectory, TenantSettings, rate_window
 from tickwork.observability import logger, metrics
 from tickwork.store import DueItem
+from tickwork.store.codec import ROOTS_DEADLINE_SECONDS
 from tickwork.store.tenant_rates import TenantRates
 from tickwork.tick.blockers import TickBlockers
 from tickwork.tick.claimer import MAX_CLAIM_ROUNDS
@@ -215,15 +216,18 @@ def candidate_of(item: DueItem, *, urgent_ms: int, cost: int = 0) -> Candidate[D
 
 
 def _deadline_at_ms(item: DueItem) -> int | None:
-    """When the run an entry dispatches must have ended: a job's next occurrence plus its deadline; a run's
-    (a workflow step's, or a job's re-send or parked retry) its own deadline_at."""
+    """When the first run an entry dispatches must have ended: a job's next occurrence plus its deadline; a
+    workflow's next occurrence plus its soonest root step's; a run's (a workflow step's, or a job's re-send or
+    parked retry) its own deadline_at."""
+    a = item.attrs
     if item.kind is ItemKind.RUN:
-        deadline_at = optional_instant(item.attrs.get("deadline_at"))
+        deadline_at = optional_instant(a.get("deadline_at"))
         return None if deadline_at is None else to_ms(deadline_at)
-    deadline = item.attrs.get("deadline")
-    if item.kind is not ItemKind.JOB or not deadline:
-        return None
-    return item.due_at + int(deadline["within_seconds"]) * 1000
+    if item.kind is ItemKind.JOB and a.get("deadline"):
+        return item.due_at + int(a["deadline"]["within_seconds"]) * 1000
+    if item.kind is ItemKind.WORKFLOW and a.get(ROOTS_DEADLINE_SECONDS) is not None:
+        return item.due_at + int(a[ROOTS_DEADLINE_SECONDS]) * 1000
+    return None
 
 
 def tenant_of(item: DueItem) -> str:
