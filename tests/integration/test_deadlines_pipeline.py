@@ -10,17 +10,19 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from tickwork.control.api_bodies import WorkflowUpdate
 from tickwork.model.clock import to_ms
-from tickwork.model.ids import ItemKind, step_run_id_for
+from tickwork.model.ids import ItemKind, run_id_for, step_run_id_for
 from tickwork.model.policies import Band
 from tickwork.model.states import RunStatus
 from tickwork.model.workflow.advance import WorkflowRunStatus
 from tickwork.store import DueItem
+from tickwork.store.codec import ROOTS_DEADLINE_SECONDS
 from tickwork.store.deadlines import watch_key
 
-from tests.harness import START
+from tests.harness import START, TENANT
 from tests.integration.test_run_events_pipeline import Consumer
-from tests.workflow_runs import HOLD, create, fresh_hold, occur, step, view  # noqa: F401  fresh_hold: autouse
+from tests.workflow_runs import HOLD, create, deliver_round, fresh_hold, occur, step, view  # noqa: F401  fresh_hold: autouse
 
 FAR = timedelta(minutes=10)
 
@@ -278,6 +280,97 @@ def test_a_held_back_tick_claims_the_least_slack_first_within_fair_share(mocked_
         claimed = {name for name, job_id in jobs.items() if pipeline.runs_of(job_id)}
         assert claimed == {"soon", "middle"}
         assert pipeline.runs_of(other)  # its tenant's share
+        # The executors take the runs sent: unleased, their re-sends would compete next with their deadline_at.
+        assert deliver_round(pipeline) == 3
         pipeline.clock.advance(60)
         pipeline.services.dispatcher.claim_due_runs()
         assert {name for name, job_id in jobs.items() if pipeline.runs_of(job_id)} == {"soon", "middle", "late", "none"}
+
+
+def test_a_held_back_tick_re_sends_a_workflow_step_s_run_with_less_slack_before_jobs_with_more(
+    mocked_aws: None,
+) -> None:
+    """Two slots a tick: a workflow step's run whose message was lost is due for its re-send beside three jobs of
+    its tenant due at once, one with a later deadline than the step's, one later still, one with none. The step's
+    run goes first by the deadline_at its entry carries (counted as no deadline, it would wait behind both jobs
+    that have one); the next deadline takes the other slot; the rest wait for the next tick."""
+    from tests.harness import Pipeline
+    from tests.integration.test_fair_dispatch import sent_run_ids
+
+    with Pipeline.create(MAX_DISPATCH_PER_TICK="2") as pipeline:
+        workflow = create(pipeline, [step("a", type="echo", deadline={"within_seconds": 600})])
+        occurrence = workflow.next_run_at
+        assert occurrence is not None
+        jobs_at = occurrence + timedelta(seconds=125)  # beyond the workflow's tick's horizon: claimed by a later one
+        deadlines = {"none": None, "late": 1200, "later": 3000}
+        jobs = {
+            name: pipeline.create_job(
+                name=name, schedule={"at": jobs_at}, **({"deadline": {"within_seconds": s}} if s else {})
+            ).id
+            for name, s in deadlines.items()
+        }
+        workflow_run_id = occur(pipeline, workflow)
+        step_run = step_run_id_for(workflow_run_id, "a")
+        pipeline.sqs.purge_queue(QueueUrl=pipeline.resources.queue_urls["normal"])  # the step's message is lost
+        pipeline.clock.set(jobs_at)
+        pipeline.calls.clear()
+
+        report = pipeline.services.dispatcher.claim_due_runs()
+
+        # Held back: the two other jobs and the workflow run's reconciliation (no deadline of its own).
+        assert (report.over_capacity, report.redispatched) == (3, 1)
+        assert {name for name, job_id in jobs.items() if pipeline.runs_of(job_id)} == {"late"}
+        assert sorted(sent_run_ids(pipeline)) == sorted([step_run, pipeline.runs_of(jobs["late"])[0].id])
+        assert deliver_round(pipeline) == 2
+        assert view(pipeline, workflow_run_id).status is WorkflowRunStatus.SUCCEEDED
+        pipeline.clock.advance(60)
+        pipeline.services.dispatcher.claim_due_runs()
+        assert {name for name, job_id in jobs.items() if pipeline.runs_of(job_id)} == {"none", "late", "later"}
+
+
+def test_a_held_back_tick_claims_a_workflow_whose_root_step_has_less_slack_before_jobs_with_more(
+    mocked_aws: None,
+) -> None:
+    """Two slots a tick: a workflow whose root step must end within 120 s of its occurrence is due a second after
+    two jobs of its tenant, one with a later deadline, one with none. The workflow's entry competes with its root's
+    deadline: its run opens and its root step's run is sent, with the job with a deadline; the other job waits."""
+    from tests.harness import Pipeline
+    from tests.integration.test_fair_dispatch import sent_run_ids
+
+    with Pipeline.create(MAX_DISPATCH_PER_TICK="2") as pipeline:
+        at = START + FAR
+        jobs = {
+            name: pipeline.create_job(
+                name=name, schedule={"at": at}, **({"deadline": {"within_seconds": s}} if s else {})
+            ).id
+            for name, s in {"none": None, "late": 1200}.items()
+        }
+        steps = [step("a", type="echo", deadline={"within_seconds": 120}), step("b", "a", type="echo")]
+        workflow = create(pipeline, steps, at=at + timedelta(seconds=1))
+        pipeline.clock.set(at + timedelta(seconds=1))
+        pipeline.calls.clear()
+
+        report = pipeline.services.dispatcher.claim_due_runs()
+
+        assert report.over_capacity == 1
+        assert {name for name, job_id in jobs.items() if pipeline.runs_of(job_id)} == {"late"}
+        workflow_run_id = run_id_for(workflow.id, at + timedelta(seconds=1))
+        root_run = pipeline.run(step_run_id_for(workflow_run_id, "a"))
+        assert root_run.deadline_at == at + timedelta(seconds=121)
+        assert sorted(sent_run_ids(pipeline)) == sorted([root_run.id, pipeline.runs_of(jobs["late"])[0].id])
+
+
+def test_a_workflow_whose_steps_change_keeps_its_entry_s_root_deadline_in_step(pipeline) -> None:
+    """The workflow's entry carries its roots' soonest deadline as its steps say now: a change that takes it away
+    takes it off the entry (the tick would otherwise put the workflow first for a deadline it no longer has)."""
+    workflow = create(pipeline, [step("a", type="echo", deadline={"within_seconds": 120})])
+    assert _entry(pipeline, workflow.id).get(ROOTS_DEADLINE_SECONDS) == {"N": "120"}
+    patch = WorkflowUpdate.model_validate({"steps": [step("a", type="echo")]})
+    pipeline.services.workflows.update(TENANT, workflow.id, patch)
+    assert ROOTS_DEADLINE_SECONDS not in _entry(pipeline, workflow.id)
+
+
+def _entry(pipeline, workflow_id: str) -> dict[str, Any]:
+    client = pipeline.services.clients.client("dynamodb")
+    table = pipeline.services.settings.table_name
+    return client.get_item(TableName=table, Key={"pk": {"S": f"JOB#{workflow_id}"}, "sk": {"S": "JOB"}})["Item"]

@@ -17,6 +17,7 @@ from tickwork.model.states import RunStatus, SkipReason
 from tickwork.model.workflow.advance import StepStatus, WorkflowRunStatus
 from tickwork.model.workflow.runs import StepEntry, WorkflowRunRecord, WorkflowSnapshot
 from tickwork.store.codec import (
+    ROOTS_DEADLINE_SECONDS,
     deserialize,
     run_from_attrs,
     run_key,
@@ -163,3 +164,18 @@ def test_a_step_run_keeps_its_payload_as_json_text_under_its_workflow():
     assert json.loads(attrs["payload_json"]) == {"rows": [1, 2.5, None]}
     assert "payload" not in attrs
     assert run_from_attrs(attrs) == run
+
+
+def test_a_workflow_s_item_carries_its_root_steps_soonest_deadline_for_the_tick_s_order():
+    """The tick orders a held-back workflow by the first runs its claim starts (its roots'), from its entry."""
+    steps = [
+        {"id": "a", "type": "echo", "deadline": {"within_seconds": 300}},
+        {"id": "b", "type": "echo", "deadline": {"within_seconds": 120}},
+        {"id": "c", "type": "echo", "depends_on": ["a"], "deadline": {"within_seconds": 60}},
+    ]
+    workflow = FACTORY.new_workflow("t1", spec(*steps), now=NOW)
+    item = deserialize(workflow_to_item(workflow, 4))
+    assert item[ROOTS_DEADLINE_SECONDS] == 120
+    assert workflow_from_attrs(item) == workflow
+    plain = FACTORY.new_workflow("t1", spec({"id": "a", "type": "echo"}, steps[2]), now=NOW)
+    assert ROOTS_DEADLINE_SECONDS not in deserialize(workflow_to_item(plain, 4))

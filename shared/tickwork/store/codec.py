@@ -110,16 +110,31 @@ def job_to_item(job: Job, shards: int) -> dict[str, Any]:
     return _scheduled_item(job, ItemKind.JOB, "payload_json", job.payload, shards)
 
 
+# A workflow item's soonest root step deadline (Workflow.roots_deadline_seconds), absent when no root has one: its
+# due-index entry competes with it in a held-back tick (earliest deadline first) as a job's does with `deadline`.
+ROOTS_DEADLINE_SECONDS = "roots_deadline_seconds"
+
+
 def workflow_to_item(workflow: Workflow, shards: int) -> dict[str, Any]:
     """A workflow sits where a job would (pk=JOB#<id>, sk=JOB, `job_id`), so the due index's projection and the
     claim read it as they read a job; its steps are JSON text, as a job's payload is."""
     steps = [step.model_dump(mode="json", exclude_none=True, exclude_defaults=True) for step in workflow.steps]
-    return _scheduled_item(workflow, ItemKind.WORKFLOW, "steps_json", steps, shards)
+    within = workflow.roots_deadline_seconds
+    derived = {ROOTS_DEADLINE_SECONDS: within} if within is not None else {}
+    return _scheduled_item(workflow, ItemKind.WORKFLOW, "steps_json", steps, shards, derived)
 
 
-def _scheduled_item(thing: Job | Workflow, kind: ItemKind, text_name: str, text: Any, shards: int) -> dict[str, Any]:
-    """The item of a job or a workflow: its fields, one of them as JSON text, its tenant-index entry, and its
-    due-index entry while it is ACTIVE (or SUSPENDED) with a next occurrence."""
+def _scheduled_item(
+    thing: Job | Workflow,
+    kind: ItemKind,
+    text_name: str,
+    text: Any,
+    shards: int,
+    derived: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The item of a job or a workflow: its fields, one of them as JSON text, what the tick reads `derived` from
+    them, its tenant-index entry, and its due-index entry while it is ACTIVE (or SUSPENDED) with a next
+    occurrence."""
     data = thing.model_dump(mode="json", exclude={"id", "payload", "steps"})
     # Without calendars (the common case) neither field is stored: every write of the item and of its due-index
     # entry stays as small as before them (the defaults read back).
@@ -136,6 +151,7 @@ def _scheduled_item(thing: Job | Workflow, kind: ItemKind, text_name: str, text:
         "tenant_key": f"T#{thing.tenant}#{kind.value}",
         "tenant_sort": f"{to_ms(thing.created_at):013d}#{thing.id}",
         **data,
+        **(derived or {}),
     }
     # A SUSPENDED job stays due: its claims record the skips (circuit_open) and queue its probe on time.
     if thing.state in (JobState.ACTIVE, JobState.SUSPENDED) and thing.next_run_at is not None:

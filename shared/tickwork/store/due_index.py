@@ -29,7 +29,7 @@ from tickwork.model.policies import (
 )
 from tickwork.model.schedule import Schedule
 from tickwork.model.states import JobState, RunStatus
-from tickwork.store.codec import deserialize, expression_values, run_key, serialize
+from tickwork.store.codec import ROOTS_DEADLINE_SECONDS, deserialize, expression_values, run_key, serialize
 from tickwork.store.conditional import Table
 
 DUE_INDEX = "due-index"
@@ -76,6 +76,8 @@ DUE_INDEX_PROJECTION = (
     "jitter_seconds",
     "start_precision",
     "deadline",
+    "deadline_at",
+    ROOTS_DEADLINE_SECONDS,
     "ordering",
     "calendars",
     "on_blocked",

@@ -22,6 +22,7 @@ from tickwork.model.workflow.advance import StepStatus, WorkflowRunStatus
 from tickwork.model.workflow.definition import Workflow
 from tickwork.model.workflow.runs import StepEntry, WorkflowRunRecord
 from tickwork.store.codec import (
+    ROOTS_DEADLINE_SECONDS,
     deserialize,
     job_key,
     serialize,
@@ -70,7 +71,9 @@ class _StepUpdate(Update):
 
 
 # What a workflow item holds that its model decides (see tickwork.store.jobs.JOB_ATTRIBUTES).
-WORKFLOW_ATTRIBUTES = frozenset((set(Workflow.model_fields) - {"id", "steps"}) | {"due_shard", "due_at"})
+WORKFLOW_ATTRIBUTES = frozenset(
+    (set(Workflow.model_fields) - {"id", "steps"}) | {"due_shard", "due_at", ROOTS_DEADLINE_SECONDS}
+)
 
 
 class WorkflowRecords:

@@ -9,11 +9,12 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from tickwork.model.claim_plan import ClaimableJob, runs_to_claim
-from tickwork.model.clock import from_ms, to_ms
+from tickwork.model.clock import from_ms, optional_instant, to_ms
 from tickwork.model.ids import ItemKind
 from tickwork.model.tenant_settings import TenantDirectory, TenantSettings, rate_window
 from tickwork.observability import logger, metrics
 from tickwork.store import DueItem
+from tickwork.store.codec import ROOTS_DEADLINE_SECONDS
 from tickwork.store.tenant_rates import TenantRates
 from tickwork.tick.blockers import TickBlockers
 from tickwork.tick.claimer import MAX_CLAIM_ROUNDS
@@ -101,13 +102,9 @@ class DispatchShares:
             return []
         urgent_ms = to_ms(now + self.tick_period)
         candidates = [
-            Candidate(
-                item=i,
-                tenant=tenant_of(i),
-                priority=i.priority,
-                due_at_ms=i.due_at,
-                urgent=i.due_at <= urgent_ms,
-                deadline_at_ms=_deadline_at_ms(i),
+            candidate_of(
+                i,
+                urgent_ms=urgent_ms,
                 # Only claims of new occurrences count against a quota: re-sends and parked retries are
                 # recovery of runs already dispatched, and a quota never holds them back.
                 cost=self._runs_asked(i, now, horizon_end, spent, blockers)
@@ -204,12 +201,33 @@ def claimable_as_of(item: DueItem, now: datetime, spent: dict[str, set[int]]) ->
     return job
 
 
+def candidate_of(item: DueItem, *, urgent_ms: int, cost: int = 0) -> Candidate[DueItem]:
+    """A due entry as the allocator sees it (tickwork.tick.fairness); `urgent_ms`: what is due by then must go
+    before the next tick."""
+    return Candidate(
+        item=item,
+        tenant=tenant_of(item),
+        priority=item.priority,
+        due_at_ms=item.due_at,
+        urgent=item.due_at <= urgent_ms,
+        deadline_at_ms=_deadline_at_ms(item),
+        cost=cost,
+    )
+
+
 def _deadline_at_ms(item: DueItem) -> int | None:
-    """When the run a due job's claim makes must have ended: its next occurrence plus its deadline."""
-    deadline = item.attrs.get("deadline")
-    if item.kind is not ItemKind.JOB or not deadline:
-        return None
-    return item.due_at + int(deadline["within_seconds"]) * 1000
+    """When the first run an entry dispatches must have ended: a job's next occurrence plus its deadline; a
+    workflow's next occurrence plus its soonest root step's; a run's (a workflow step's, or a job's re-send or
+    parked retry) its own deadline_at."""
+    a = item.attrs
+    if item.kind is ItemKind.RUN:
+        deadline_at = optional_instant(a.get("deadline_at"))
+        return None if deadline_at is None else to_ms(deadline_at)
+    if item.kind is ItemKind.JOB and a.get("deadline"):
+        return item.due_at + int(a["deadline"]["within_seconds"]) * 1000
+    if item.kind is ItemKind.WORKFLOW and a.get(ROOTS_DEADLINE_SECONDS) is not None:
+        return item.due_at + int(a[ROOTS_DEADLINE_SECONDS]) * 1000
+    return None
 
 
 def tenant_of(item: DueItem) -> str:

@@ -181,6 +181,13 @@ class Workflow(ScheduledLifecycle, WorkflowDefinition, _JobIdentity, _InBand, St
     def next_occurrence_after(self, instant: datetime) -> datetime | None:
         return self.schedule.next_after(instant, anchor=self.created_at, hash_key=self.id)
 
+    @property
+    def roots_deadline_seconds(self) -> int | None:
+        """The soonest deadline among its root steps (None: none has one): the first runs of an occurrence's
+        claim must end within this of the occurrence."""
+        deadlines = [d.within_seconds for sid in self.dag.roots if (d := self.step(sid).deadline) is not None]
+        return min(deadlines, default=None)
+
 
 class Dag:
     """The steps as a graph. Built from checked steps (see check_steps), so ids are unique and it is acyclic."""
