@@ -28,7 +28,17 @@ def test_runs_watch_follows_a_run_to_its_end_and_shows_its_progress(cli):
     assert (shown["status"], shown["progress"]["message"]) == ("SUCCEEDED", "4 pages exported")
 
 
-def test_runs_watch_gives_up_with_the_timeout_exit_status(cli):
+class _MidDraw:
+    """The backoff's full jitter drawn at half its ceiling: 1,800 s of a 3,600 s backoff, so the retry is parked
+    (past the 900 s a message can wait), never delivered within the watch. An unseeded draw under 0.25 put it on a
+    message that the pipeline delivered, and the run finished before the watch gave up."""
+
+    def random(self) -> float:
+        return 0.5
+
+
+def test_runs_watch_gives_up_with_the_timeout_exit_status(cli, monkeypatch):
+    monkeypatch.setattr("tickwork.model.backoff.random", _MidDraw())
     job = cli.json(
         "jobs",
         "create",
