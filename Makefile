@@ -52,7 +52,8 @@ security: $(CHECKOV_STAMP)
 # The in-process suites (moto in the test process: CPU-bound) are spread over the cores by pytest-xdist; the
 # suites that start `tickwork dev` processes and wait in real time (e2e, browser) run after them, two files at a
 # time (--dist loadfile: a file's tests share their runtime), so that no CPU-bound suite competes with the runtimes
-# they time. Serially the e2e and browser suites took 7 min 52 s; two at a time, 4 min 2 s.
+# they time. Two at a time, the e2e and browser suites take about 8 min 30 s on a 2-core machine, a third of it
+# the quick soak (benchmarks/soak.py: production lease and recovery times); the in-process suites about 8 min.
 test: lint typecheck security sam browser-deps
 	TICKWORK_SAM_BUILT=1 $(BIN)/python -m pytest -q -n auto --durations=15 --ignore=tests/e2e --ignore=tests/browser $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=10 tests/e2e tests/browser $(PYTEST_ARGS)
