@@ -4,7 +4,9 @@ catch-up policy at the freeze's end (no burst); an admin's freeze covers every t
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -167,3 +169,22 @@ def test_a_run_claimed_by_a_tick_racing_a_defer_freeze_is_skipped_when_a_later_o
     )
     assert runs[_at(10)].status is RunStatus.SUCCEEDED  # the latest inside it, at its end
     assert runs[_at(10)].started_at >= _at(14)
+
+
+def test_a_claimed_run_the_due_index_did_not_show_to_a_freeze_s_creation_is_skipped_at_its_start(timed_pipeline):
+    pipeline = timed_pipeline
+    job = pipeline.create_job(schedule={"cron": "* * * * *"}, tags=PAYMENTS)  # claims 12:01, 12:02
+    store = pipeline.services.store
+    # The due index (a GSI, eventually consistent) not showing the claimed runs yet: the marking finds none.
+    lagging = SimpleNamespace(
+        shards=store.shards, shared_table=store.shared_table, due=SimpleNamespace(query_due=lambda *_, **__: [])
+    )
+    freeze = replace(pipeline.services.freezes, store=lagging).create(
+        Caller(TENANT),
+        FreezeSpec.model_validate({"selector": {"tags": PAYMENTS}, "for_seconds": 600, "reason": "deploy 1.42"}),
+    )
+    assert all(r.blocked_by is None for r in pipeline.runs_of(job.id))
+    pipeline.clock.advance(2 * 60)
+    pipeline.drain()
+    runs = _by_occurrence(pipeline, job.id)
+    assert [(runs[_at(m)].status, runs[_at(m)].blocked_by) for m in (1, 2)] == [(RunStatus.SKIPPED, freeze.id)] * 2
