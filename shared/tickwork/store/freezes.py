@@ -203,14 +203,16 @@ class FreezeReads:
             return self.fresh()
 
     def recent_or_last(self) -> list[Freeze]:
-        """`recent`; if the read fails, the last read (logged), or none: a run is not held up by a failed read."""
+        """`recent`; if the read fails, the last read (logged), or none, kept as if read now: a run is not held up
+        by a failed read, and a read that keeps failing is tried once per RECENT_READ_FOR, not once per run."""
         try:
             return self.recent()
         except Exception:
             logger.exception("could not read the freezes; going by the last read")
             with self._lock:
-                read = self._read
-            return [stored.freeze for stored in read[1]] if read is not None else []
+                last = self._read[1] if self._read is not None else []
+                self._read = (self.clock.now(), last)
+            return [stored.freeze for stored in last]
 
     def read_since(self, since: datetime) -> list[StoredFreeze]:
         """With their events' state, as read at `since` or later (a tick's own read, when it had something due to
