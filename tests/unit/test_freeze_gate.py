@@ -77,6 +77,8 @@ def test_a_freeze_over_the_run_s_job_blocks_its_first_start_by_its_tags() -> Non
 def test_a_freeze_blocks_no_run_already_started_triggered_or_of_a_workflow() -> None:
     frozen = _freeze()
     assert freeze_over([frozen], _run(attempts=2), _target(), T0) is None  # started before: it runs on
+    assert freeze_over([frozen], _run(segments=1), _target(), T0) is None  # a durable run's next segment
+    assert freeze_over([frozen], _run(requeues=1), _target(), T0) is None  # retried by hand
     assert freeze_over([frozen], _run(trigger=RunTrigger.MANUAL), _target(), T0) is None
     assert (
         freeze_over([frozen], _run(workflow_run_id="w01m7yzmhg01ta2se1vm8v9358.1", step_id="a"), _target(), T0) is None

@@ -32,8 +32,10 @@ from tickwork.store.freezes import FreezeReads, FreezeRecords, is_freeze_id
 def freeze_over(freezes: Iterable[Freeze], run: Run, target: RunTarget, now: datetime) -> Freeze | None:
     """The freeze that blocks `run`, starting `now` for the first time, if any (the one that ends last): a job's
     scheduled occurrence inside a freeze over its job (by its tenant, id and tags), which still holds."""
-    if run.trigger is not RunTrigger.SCHEDULE or run.workflow_run_id is not None or run.attempts > 1:
-        return None  # a trigger, a workflow's step (held at its workflow's claim), or a run already started
+    if run.trigger is not RunTrigger.SCHEDULE or run.workflow_run_id is not None:
+        return None  # a trigger, or a workflow's step (held at its workflow's claim)
+    if run.attempts > 1 or run.segments > 0 or run.requeues > 0:
+        return None  # started before (retried, taken over, yielded), or sent again by hand: it runs on
     over = [
         f
         for f in freezes
