@@ -156,7 +156,7 @@ class Services:
             workflows=self.workflow_progress,
             limits=RunLimits(LimitRecords(self.store.shared_table), self.tenant_directory),
             events=self.run_events,
-            freezes=FreezeGate(self.freeze_records, FreezeReads(self.freeze_records, self.clock), self.store.jobs),
+            freezes=FreezeGate(self.freeze_records, self.executor_freezes, self.store.jobs),
             margins=LambdaMargins.for_timeout(self.settings.executor_timeout_seconds),
         )
 
@@ -307,6 +307,11 @@ class Services:
     @cached_property
     def freeze_records(self) -> FreezeRecords:
         return FreezeRecords(self.store.shared_table)
+
+    @cached_property
+    def executor_freezes(self) -> FreezeReads:
+        """The executor's read of the freezes, kept 5 s per execution environment (tickwork.executor.freeze_gate)."""
+        return FreezeReads(self.freeze_records, self.clock)
 
     @cached_property
     def freezes(self) -> FreezeService:

@@ -69,15 +69,14 @@ DURABLE_OP_BUDGET: dict[str, dict[str, int]] = {
     # The yield's write and its fresh message (and the event source mapping's delete of the old one) ...
     "yield_end": {"dynamodb:UpdateItem run": 1, "sqs:SendMessageBatch": 1, "sqs:DeleteMessageBatch": 1},
     # ... then what any segment's start costs: the receive, the lease (with the message's visibility), the job's
-    # read, the tenants' settings (kept 30 s: the fake clock moved 40 s since the first segment's read) and the
-    # freezes (their partition's Query, kept 5 s per execution environment: docs/operations.md, "Freezes").
+    # read, and the tenants' settings (kept 30 s: the fake clock moved 40 s since the first segment's read). No
+    # read of the freezes: a freeze stops a run's first start only (docs/operations.md, "Freezes").
     "yield_next_start": {
         "sqs:ReceiveMessage": 1,
         "sqs:ChangeMessageVisibility": 1,
         "dynamodb:UpdateItem run": 1,
         "dynamodb:GetItem job": 1,
         "dynamodb:BatchGetItem": 1,
-        "dynamodb:Query": 1,
     },
 }
 

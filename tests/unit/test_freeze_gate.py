@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from tickwork.executor.admission import ADMIT, Deferral, Entry, Skip
-from tickwork.executor.freeze_gate import FreezeGate, freeze_over, kept_to_its_end
+from tickwork.executor.freeze_gate import FreezeGate, first_scheduled_start, freeze_over, kept_to_its_end
 from tickwork.model.clock import FakeClock
 from tickwork.model.freezes import EVERY_TENANT, Freeze
 from tickwork.model.job import Job
@@ -74,15 +74,20 @@ def test_a_freeze_over_the_run_s_job_blocks_its_first_start_by_its_tags() -> Non
     assert freeze_over([_freeze(tenant=EVERY_TENANT)], _run(), _target(), T0) is not None
 
 
-def test_a_freeze_blocks_no_run_already_started_triggered_or_of_a_workflow() -> None:
-    frozen = _freeze()
-    assert freeze_over([frozen], _run(attempts=2), _target(), T0) is None  # started before: it runs on
-    assert freeze_over([frozen], _run(segments=1), _target(), T0) is None  # a durable run's next segment
-    assert freeze_over([frozen], _run(requeues=1), _target(), T0) is None  # retried by hand
-    assert freeze_over([frozen], _run(trigger=RunTrigger.MANUAL), _target(), T0) is None
-    assert (
-        freeze_over([frozen], _run(workflow_run_id="w01m7yzmhg01ta2se1vm8v9358.1", step_id="a"), _target(), T0) is None
-    )
+def test_a_freeze_may_stop_only_a_scheduled_run_s_first_start() -> None:
+    assert first_scheduled_start(_run())
+    assert not first_scheduled_start(_run(attempts=2))  # started before: it runs on
+    assert not first_scheduled_start(_run(segments=1))  # a durable run's next segment
+    assert not first_scheduled_start(_run(requeues=1))  # retried by hand
+    assert not first_scheduled_start(_run(trigger=RunTrigger.MANUAL))
+    assert not first_scheduled_start(_run(workflow_run_id="w01m7yzmhg01ta2se1vm8v9358.1", step_id="a"))
+
+
+def test_a_triggered_run_starts_with_no_read_of_the_freezes() -> None:
+    records = Records(_freeze())
+    gate, _ = _gate(records, FakeClock(T0))
+    assert gate.admit(_entry(_run(trigger=RunTrigger.MANUAL), _target())) == ADMIT
+    assert records.queries == 0
 
 
 def test_a_freeze_blocks_only_an_occurrence_inside_it_while_it_holds() -> None:

@@ -29,13 +29,18 @@ from tickwork.store import JobRecords
 from tickwork.store.freezes import FreezeReads, FreezeRecords, is_freeze_id
 
 
-def freeze_over(freezes: Iterable[Freeze], run: Run, target: RunTarget, now: datetime) -> Freeze | None:
-    """The freeze that blocks `run`, starting `now` for the first time, if any (the one that ends last): a job's
-    scheduled occurrence inside a freeze over its job (by its tenant, id and tags), which still holds."""
+def first_scheduled_start(run: Run) -> bool:
+    """A job's scheduled run about to start for the first time: what a freeze may still stop. Not a trigger, nor a
+    workflow's step (held at its workflow's claim), nor a run started before (retried, taken over, yielded) or sent
+    again by hand: those run on."""
     if run.trigger is not RunTrigger.SCHEDULE or run.workflow_run_id is not None:
-        return None  # a trigger, or a workflow's step (held at its workflow's claim)
-    if run.attempts > 1 or run.segments > 0 or run.requeues > 0:
-        return None  # started before (retried, taken over, yielded), or sent again by hand: it runs on
+        return False
+    return run.attempts <= 1 and run.segments == 0 and run.requeues == 0
+
+
+def freeze_over(freezes: Iterable[Freeze], run: Run, target: RunTarget, now: datetime) -> Freeze | None:
+    """The freeze that blocks `run` (a first scheduled start) now, if any (the one that ends last): its occurrence
+    is inside a freeze over its job (by its tenant, id and tags), which still holds."""
     over = [
         f
         for f in freezes
@@ -67,6 +72,8 @@ class FreezeGate:
         run = entry.run
         if run.blocked_by is not None and is_freeze_id(run.blocked_by):
             return self._marked(entry, run.blocked_by)
+        if not first_scheduled_start(run):
+            return ADMIT  # no read of the freezes
         seen = freeze_over(self.reads.recent_or_last(), run, entry.target, entry.now)
         if seen is None:
             return ADMIT
