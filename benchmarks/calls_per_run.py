@@ -83,7 +83,8 @@ def op_name(call: Call) -> str:
 
 def per_tick(call: Call) -> bool:
     """Calls a tick makes once, however many runs it claims: a query per shard, a shard lease and its release
-    per shard with due work. They are amortised over the runs of that tick, not over runs in general."""
+    per shard with due work. They are amortised over the runs of that tick, not over runs in general. An
+    executor's one Query of the freezes per execution environment per 5 s is counted with them (its phase's)."""
     return call.operation == "Query" or call.item == "shard lease"
 
 

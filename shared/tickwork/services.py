@@ -54,7 +54,7 @@ from tickwork.store import (
 from tickwork.store.calendars import CalendarRecords
 from tickwork.store.deadlines import DeadlineRecords
 from tickwork.store.debounce import DebounceWindows
-from tickwork.store.freezes import FreezeRecords
+from tickwork.store.freezes import FreezeReads, FreezeRecords
 from tickwork.store.tenant_rates import TenantRates
 from tickwork.tick.dispatch import Dispatcher, MinuteTick
 from tickwork.tick.fanout import DispatchCoordinator
@@ -156,7 +156,7 @@ class Services:
             workflows=self.workflow_progress,
             limits=RunLimits(LimitRecords(self.store.shared_table), self.tenant_directory),
             events=self.run_events,
-            freezes=FreezeGate(self.freeze_records),
+            freezes=FreezeGate(self.freeze_records, self.executor_freezes, self.store.jobs),
             margins=LambdaMargins.for_timeout(self.settings.executor_timeout_seconds),
         )
 
@@ -307,6 +307,11 @@ class Services:
     @cached_property
     def freeze_records(self) -> FreezeRecords:
         return FreezeRecords(self.store.shared_table)
+
+    @cached_property
+    def executor_freezes(self) -> FreezeReads:
+        """The executor's read of the freezes, kept 5 s per execution environment (tickwork.executor.freeze_gate)."""
+        return FreezeReads(self.freeze_records, self.clock)
 
     @cached_property
     def freezes(self) -> FreezeService:

@@ -69,7 +69,8 @@ DURABLE_OP_BUDGET: dict[str, dict[str, int]] = {
     # The yield's write and its fresh message (and the event source mapping's delete of the old one) ...
     "yield_end": {"dynamodb:UpdateItem run": 1, "sqs:SendMessageBatch": 1, "sqs:DeleteMessageBatch": 1},
     # ... then what any segment's start costs: the receive, the lease (with the message's visibility), the job's
-    # read, and the tenants' settings (kept 30 s: the fake clock moved 40 s since the first segment's read).
+    # read, and the tenants' settings (kept 30 s: the fake clock moved 40 s since the first segment's read). No
+    # read of the freezes: a freeze stops a run's first start only (docs/operations.md, "Freezes").
     "yield_next_start": {
         "sqs:ReceiveMessage": 1,
         "sqs:ChangeMessageVisibility": 1,
@@ -148,9 +149,12 @@ def test_a_one_shot_run_writes_no_more_units_than_budgeted(section1: dict[str, A
 
 
 def test_a_tick_pays_one_query_per_shard_and_a_lease_per_busy_shard(section1: dict[str, Any]) -> None:
-    tick = section1["scenarios"]["ahead"]["total"]["per_tick_calls"]
+    phases = section1["scenarios"]["ahead"]["phases"]
+    tick = phases["tick"]["per_tick_calls"]
     # 40 due jobs fit one page per shard; and one Query of the freezes (docs/operations.md, "Freezes")
     assert tick["dynamodb:Query"] == SHARDS + 1
+    # The executor reads the freezes once per execution environment per 5 s, not once per run: one for the 40.
+    assert phases["execute"]["per_tick_calls"]["dynamodb:Query"] == 1
     leases = tick.get("dynamodb:PutItem shard lease", 0)
     assert leases == tick.get("dynamodb:UpdateItem shard lease", 0) <= SHARDS
 

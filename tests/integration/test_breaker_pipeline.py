@@ -218,12 +218,13 @@ def test_breaker_costs_nothing_for_a_job_without_one(pipeline):
     guarded = pipeline.create_job(**spec, circuit_breaker=breaker)
     plain_calls = _calls_of_one_run(pipeline, plain.id, 1)
     # A run of a job without a breaker, as before the breaker existed: its run, its job and its result's reads,
-    # the lease and the outcome, the message's visibility, the result object, and the tenant's settings (read
-    # once, then kept for 30 s: the second run does not read them).
+    # the lease and the outcome, the message's visibility, the result object, the tenant's settings (read
+    # once, then kept for 30 s: the second run does not read them) and the freezes (kept 5 s: nor those).
     assert plain_calls == Counter(
-        {"GetItem": 3, "UpdateItem": 2, "ChangeMessageVisibility": 1, "BatchGetItem": 1, "PutObject": 1}
+        {"GetItem": 3, "UpdateItem": 2, "ChangeMessageVisibility": 1, "BatchGetItem": 1, "PutObject": 1, "Query": 1}
     )
     plain_calls.pop("BatchGetItem")
+    plain_calls.pop("Query")
     # With a breaker and no failure behind it, a successful run costs the same.
     assert _calls_of_one_run(pipeline, guarded.id, 1) == plain_calls
 
@@ -234,6 +235,7 @@ def test_breaker_costs_nothing_for_a_job_without_one(pipeline):
     plain_failed = _calls_of_one_run(pipeline, plain.id, 2)
     guarded_failed = _calls_of_one_run(pipeline, guarded.id, 2)
     plain_failed.pop("BatchGetItem", None)  # the settings' 30 s are over: read again by whichever runs first
+    plain_failed.pop("Query", None)  # and the freezes' 5 s
     assert guarded_failed - plain_failed == Counter({"UpdateItem": 1})
     assert plain_failed - guarded_failed == Counter()
 

@@ -367,6 +367,7 @@ def test_a_run_without_a_key_or_quota_makes_no_more_aws_calls_than_before(pipeli
     executor = pipeline.services.executor
     limits = executor.limits
     pipeline.services.tenant_directory.settings_of(TENANT)  # warm: one BatchGetItem a tenant per 30 s, not per run
+    pipeline.services.executor_freezes.recent()  # and one Query of the freezes per 5 s
     executor.limits = None  # as before limits existed
     try:
         before = _calls_of_one_delivery(pipeline, first)
@@ -430,6 +431,7 @@ def test_what_a_deferral_costs(pipeline):
         TENANT, semaphore_sort("k"), holder="other", limit=1, until=now + FAR, now=now
     )
     pipeline.services.tenant_directory.settings_of(TENANT)
+    pipeline.services.executor_freezes.recent()
     calls = _calls_of_one_delivery(pipeline, pipeline.receive(Band.NORMAL)[0])
     assert pipeline.runs_of(job.id)[0].deferred == 1
     # The visibility before the lease and the message's wait; the lease and the deferral's write; the key's read

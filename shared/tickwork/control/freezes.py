@@ -3,7 +3,8 @@
 A new freeze reaches the occurrences the tick claims after it (tickwork.tick.blockers); the runs already claimed
 inside it (the tick claims up to its horizon, 2 minutes, ahead) are marked here, once, at its creation, and their
 executor looks at the freeze when they would start (tickwork.executor.freeze_gate): skipped `freeze` while it
-holds, or with DEFER kept for its end as the job's catch-up policy allows; run once it is lifted.
+holds, or with DEFER kept for its end as the job's catch-up policy allows; run once it is lifted. A run this
+marking cannot see (a racing tick's, or one the due index does not show yet) is caught by its executor instead.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class FreezeService:
     clock: Clock
     horizon: timedelta  # how far ahead the tick claims
     redispatch_after: timedelta  # how long after its time an unleased run is sent again
-    # This environment's creates then read the freezes afresh (tickwork.tick.blockers.FreezeReads).
+    # This environment's creates then read the freezes afresh (tickwork.store.freezes.FreezeReads).
     forget_read: Callable[[], None] = lambda: None
     events: FreezeEvents | None = None  # publishes `Freeze Started` and `Freeze Ended`
 

@@ -1,32 +1,99 @@
-"""The freeze gate: a run claimed before a freeze was created, and marked by its creation (`blocked_by` the
-freeze's id), is looked at once more when it would start. Still inside the freeze: SKIPPED `freeze`, or, kept by
-its job's catch-up policy under DEFER, deferred until the freeze ends. Lifted or over: it runs.
+"""The freeze gate: a job's scheduled run is looked at once more when it would start, against the freezes.
 
-Only such marked runs cost a read (one GetItem of the freeze); every other run passes without one.
+- A run marked by a freeze's creation (`blocked_by` the freeze's id: claimed before it) reads that freeze (one
+  GetItem): still inside it, SKIPPED `freeze`, or, kept by its job's catch-up policy under DEFER, deferred until the
+  freeze ends. Lifted or over: it runs.
+- Any other run that never started is matched against the freezes as this execution environment read them within
+  RECENT_READ_FOR (one Query per environment per that time, never one per run): that catches a run a tick claimed
+  while the freeze was being created, which its creation's marking could not see. A run one of them blocks reads
+  that freeze (a lift since the read lets it run), is marked as the creation would have marked it, then decided the
+  same way. Only a freeze created less than RECENT_READ_FOR before such a run starts can miss it.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
+from datetime import datetime
 
 from tickwork.executor.admission import ADMIT, Answer, Deferral, Entry, Skip
 from tickwork.executor.outcomes import MAX_MESSAGE_BACKOFF_SECONDS
-from tickwork.model.states import DeferReason, SkipReason
-from tickwork.store.freezes import FreezeRecords, is_freeze_id
+from tickwork.model.blocking import OnBlocked
+from tickwork.model.claim_plan import CATCHUP_KEEP
+from tickwork.model.freezes import Freeze
+from tickwork.model.policies import CatchupPolicy
+from tickwork.model.run import Run
+from tickwork.model.run_target import RunTarget
+from tickwork.model.states import DeferReason, RunTrigger, SkipReason
+from tickwork.store import JobRecords
+from tickwork.store.freezes import FreezeReads, FreezeRecords, is_freeze_id
+
+
+def first_scheduled_start(run: Run) -> bool:
+    """A job's scheduled run about to start for the first time: what a freeze may still stop. Not a trigger, nor a
+    workflow's step (held at its workflow's claim), nor a run started before (retried, taken over, yielded) or sent
+    again by hand: those run on."""
+    if run.trigger is not RunTrigger.SCHEDULE or run.workflow_run_id is not None:
+        return False
+    return run.attempts <= 1 and run.segments == 0 and run.requeues == 0
+
+
+def freeze_over(freezes: Iterable[Freeze], run: Run, target: RunTarget, now: datetime) -> Freeze | None:
+    """The freeze that blocks `run` (a first scheduled start) now, if any (the one that ends last): its occurrence
+    is inside a freeze over its job (by its tenant, id and tags), which still holds."""
+    over = [
+        f
+        for f in freezes
+        if f.applies_to(run.tenant, run.job_id, target.tags) and f.blocks(run.occurrence_at) and f.blocks(now)
+    ]
+    return max(over, key=lambda f: f.ends_at, default=None)
+
+
+def kept_to_its_end(freeze: Freeze, catchup: CatchupPolicy, next_occurrence: datetime | None) -> bool:
+    """Whether a blocked occurrence waits for the freeze's end (DEFER) rather than being skipped: ALL keeps every
+    one, LATEST the job's last inside the freeze (the next is at or after its end), NONE none."""
+    if freeze.on_blocked is not OnBlocked.DEFER or CATCHUP_KEEP[catchup] == 0:
+        return False
+    return catchup is CatchupPolicy.ALL or next_occurrence is None or next_occurrence >= freeze.ends_at
+
+
+def _decision(freeze: Freeze, kept: bool, now: datetime) -> Answer:
+    if kept:
+        wait = math.ceil((freeze.ends_at - now).total_seconds())
+        return Deferral(DeferReason.FREEZE, max(1, min(wait, MAX_MESSAGE_BACKOFF_SECONDS)))
+    return Skip(SkipReason.FREEZE)
 
 
 class FreezeGate:
-    def __init__(self, freezes: FreezeRecords) -> None:
-        self.freezes = freezes
+    def __init__(self, freezes: FreezeRecords, reads: FreezeReads, jobs: JobRecords) -> None:
+        self.freezes, self.reads, self.jobs = freezes, reads, jobs
 
     def admit(self, entry: Entry) -> Answer:
         run = entry.run
-        if run.blocked_by is None or not is_freeze_id(run.blocked_by):
+        if run.blocked_by is not None and is_freeze_id(run.blocked_by):
+            return self._marked(entry, run.blocked_by)
+        if not first_scheduled_start(run):
+            return ADMIT  # no read of the freezes
+        seen = freeze_over(self.reads.recent_or_last(), run, entry.target, entry.now)
+        if seen is None:
             return ADMIT
-        freeze = self.freezes.get(run.blocked_by)
+        freeze = self.freezes.get(seen.id)  # as it is now: lifted since the read, it runs
+        if freeze is None or not freeze.blocks(entry.now):
+            return ADMIT
+        kept = freeze.on_blocked is OnBlocked.DEFER and self._kept(freeze, entry)
+        self.freezes.mark_claimed(run.id, freeze, keep=kept, leased_by=entry.owner)
+        return _decision(freeze, kept, entry.now)
+
+    def _marked(self, entry: Entry, freeze_id: str) -> Answer:
+        freeze = self.freezes.get(freeze_id)
         if freeze is None or not freeze.blocks(entry.now):
             return ADMIT  # lifted, or over: it runs
-        if run.deferred_reason is DeferReason.FREEZE:
-            wait = math.ceil((freeze.ends_at - entry.now).total_seconds())
-            return Deferral(DeferReason.FREEZE, max(1, min(wait, MAX_MESSAGE_BACKOFF_SECONDS)))
-        return Skip(SkipReason.FREEZE)
+        return _decision(freeze, entry.run.deferred_reason is DeferReason.FREEZE, entry.now)
+
+    def _kept(self, freeze: Freeze, entry: Entry) -> bool:
+        """Under DEFER: the job's catch-up policy and next occurrence, from the job the executor read, else read now
+        (a run by its message's copy: only a run a freeze blocks pays this read)."""
+        job = entry.target.job or self.jobs.get_job(entry.run.job_id)
+        if job is None:
+            return False
+        return kept_to_its_end(freeze, job.catchup, job.next_occurrence_after(entry.run.occurrence_at))

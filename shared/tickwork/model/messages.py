@@ -16,7 +16,7 @@ from pydantic import (
 
 from tickwork.model.deadlines import Deadline
 from tickwork.model.ids import parse_run_id
-from tickwork.model.policies import DEFAULT_MAX_RUN_SECONDS, ConcurrencyLimit, RateLimit, RetryPolicy
+from tickwork.model.policies import DEFAULT_MAX_RUN_SECONDS, ConcurrencyLimit, RateLimit, RetryPolicy, StoredTags
 from tickwork.model.run import RunError
 from tickwork.model.run_events import Notify
 from tickwork.model.schedule import UtcDatetime
@@ -40,6 +40,8 @@ class RunSettings(BaseModel):
     rate_limit: RateLimit | None = None
     notify: Notify | None = None  # the job's (absent: the default)
     deadline: Deadline | None = None
+    # Its job's tags: an executor matches a freeze's selector with them (tickwork.executor.freeze_gate).
+    tags: StoredTags = Field(default_factory=dict)
 
 
 def run_settings(source: Job | RunSettings) -> dict[str, Any]:

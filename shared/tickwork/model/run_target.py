@@ -4,6 +4,7 @@ up as a job."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,7 @@ class RunTarget:
     # The run events its job publishes (tickwork.model.run_events); None: the default. A step's: the default.
     notify: tuple[str, ...] | None = None
     deadline: Deadline | None = None  # its job's, or its step's
+    tags: Mapping[str, str] = field(default_factory=dict)  # its job's (a freeze's selector); a step's: none
     # The run is its job's last occurrence: its settling completes the job (tickwork.progress.job_completion).
     last_occurrence: bool = False
     # ...and the job's only run of an occurrence (JobRunSpec.only_occurrence): no other run to wait for.

@@ -2,6 +2,8 @@
 Query, whatever the number of tenants and jobs. An item stays a day past its end (TTL `expires_at`), so that a
 tick late after it ended still finds what deferred a job's occurrences to its end. And the runs a new freeze
 marks: claimed (QUEUED) before it existed, looked at again by their executor (tickwork.executor.freeze_gate).
+`FreezeReads` keeps one execution environment's read of the partition: a tick reads it fresh; a create's claim and
+an executor take a read up to RECENT_READ_FOR old, so they cost one Query per environment per that time.
 
 A freeze item is also the outbox of its own `Freeze Started` and `Freeze Ended` (tickwork.progress.freeze_events):
 each fact is recorded once by a conditional write of its marker (`started_event_at`, `ended_event_at`), which
@@ -10,20 +12,25 @@ once EventBridge took it. The tick, which reads every freeze anyway, publishes o
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from tickwork.model.clock import iso, to_ms
+from tickwork.model.clock import Clock, iso, to_ms
 from tickwork.model.freezes import Freeze
 from tickwork.model.run_events import RunEventKind
 from tickwork.model.states import DeferReason, RunStatus
+from tickwork.observability import logger
 from tickwork.store.codec import deserialize, expression_values, run_key, serialize
 from tickwork.store.conditional import Table
 
 FREEZES_PK = "FREEZES"
 FREEZE_PREFIX = "FREEZE#"
 KEPT_AFTER_END = timedelta(days=1)
+# How old a read of the freezes a create's claim or an executor goes by: a freeze created since is seen that much
+# later at most (docs/operations.md, "Freezes").
+RECENT_READ_FOR = timedelta(seconds=5)
 # Per event kind: its marker (when its fact was recorded) and its due time in the outbox (until published).
 EVENT_MARKERS = {RunEventKind.FREEZE_STARTED: "started_event_at", RunEventKind.FREEZE_ENDED: "ended_event_at"}
 EVENT_DUE = {RunEventKind.FREEZE_STARTED: "started_event_due", RunEventKind.FREEZE_ENDED: "ended_event_due"}
@@ -155,17 +162,77 @@ class FreezeRecords:
             freeze_key(freeze_id), f"REMOVE {name}", f"{name} = :due", None, expression_values(due=to_ms(due))
         )
 
-    def mark_claimed(self, run_id: str, freeze: Freeze, *, keep: bool) -> bool:
+    def mark_claimed(self, run_id: str, freeze: Freeze, *, keep: bool, leased_by: str | None = None) -> bool:
         """A run claimed before the freeze, still QUEUED (no executor has leased it): marked `blocked_by` the
         freeze, so that its executor looks at the freeze when it would start (tickwork.executor.freeze_gate);
-        `keep` (DEFER, within the job's catch-up) marks it to wait for the freeze's end rather than be skipped."""
+        `keep` (DEFER, within the job's catch-up) marks it to wait for the freeze's end rather than be skipped.
+        With `leased_by`: the run as that lease holds it, marked by its executor (one the creation missed)."""
         sets = "SET blocked_by = :by" + (", deferred_reason = :why" if keep else "")
-        values = {"by": freeze.id, "queued": RunStatus.QUEUED.value}
+        status = RunStatus.QUEUED if leased_by is None else RunStatus.RUNNING
+        values = {"by": freeze.id, "status": status.value}
+        condition = "#status = :status"
         if keep:
             values["why"] = DeferReason.FREEZE.value
+        if leased_by is not None:
+            values["owner"] = leased_by
+            condition += " AND lease_owner = :owner"
         return self._table.update_if(
-            run_key(run_id), sets, "#status = :queued", {"#status": "status"}, expression_values(**values)
+            run_key(run_id), sets, condition, {"#status": "status"}, expression_values(**values)
         )
+
+
+class FreezeReads:
+    """One execution environment's read of the freezes: fresh (a tick), or as read within RECENT_READ_FOR (a
+    create's claim, an executor; the API instance that creates or lifts a freeze forgets its read)."""
+
+    def __init__(self, records: FreezeRecords | None, clock: Clock) -> None:
+        self.records, self.clock = records, clock
+        self._read: tuple[datetime, list[StoredFreeze]] | None = None
+        self._lock = threading.Lock()
+        self._refreshing = threading.Lock()  # an executor's records on threads make one Query, not one each
+
+    def fresh(self) -> list[Freeze]:
+        return [stored.freeze for stored in self._fresh()]
+
+    def recent(self) -> list[Freeze]:
+        with self._refreshing:
+            with self._lock:
+                read = self._read
+            if read is not None and self.clock.now() - read[0] < RECENT_READ_FOR:
+                return [stored.freeze for stored in read[1]]
+            return self.fresh()
+
+    def recent_or_last(self) -> list[Freeze]:
+        """`recent`; if the read fails, the last read (logged), or none, kept as if read now: a run is not held up
+        by a failed read, and a read that keeps failing is tried once per RECENT_READ_FOR, not once per run."""
+        try:
+            return self.recent()
+        except Exception:
+            logger.exception("could not read the freezes; going by the last read")
+            with self._lock:
+                last = self._read[1] if self._read is not None else []
+                self._read = (self.clock.now(), last)
+            return [stored.freeze for stored in last]
+
+    def read_since(self, since: datetime) -> list[StoredFreeze]:
+        """With their events' state, as read at `since` or later (a tick's own read, when it had something due to
+        claim), or now."""
+        with self._lock:
+            read = self._read
+        if read is not None and read[0] >= since:
+            return read[1]
+        return self._fresh()
+
+    def _fresh(self) -> list[StoredFreeze]:
+        at = self.clock.now()  # before the Query: a freeze written after this instant may be missing from it
+        found = self.records.all_stored() if self.records is not None else []
+        with self._lock:
+            self._read = (at, found)
+        return found
+
+    def forget(self) -> None:
+        with self._lock:
+            self._read = None
 
 
 def is_freeze_id(value: str) -> bool:

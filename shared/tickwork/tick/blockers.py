@@ -1,67 +1,22 @@
 """What blocks the occurrences a tick claims: the calendars its due jobs name and the freezes, read once per tick
 (one BatchGetItem for the calendars, none when no due job names one; one Query for every freeze), handed to each
 job's claim plan. A create's claim reads the freezes as its execution environment read them within
-CREATE_FREEZES_FOR (one Query per environment per that time, not one per job).
+tickwork.store.freezes.RECENT_READ_FOR (one Query per environment per that time, not one per job).
 
 A calendar is read at most once per tick however many jobs name it and however many occurrences it decides.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
 
 from tickwork.model.blocking import Blocker
 from tickwork.model.calendars import Calendar
 from tickwork.model.claim_plan import ClaimableJob
-from tickwork.model.clock import Clock
 from tickwork.model.freezes import Freeze
 from tickwork.observability import logger
 from tickwork.store.calendars import CalendarRecords
-from tickwork.store.freezes import FreezeRecords, StoredFreeze
-
-CREATE_FREEZES_FOR = timedelta(seconds=5)
-
-
-class FreezeReads:
-    """The freezes, read fresh (a tick), or as read within CREATE_FREEZES_FOR (a create's claim; the API
-    instance that creates a freeze reads it fresh at its next create)."""
-
-    def __init__(self, records: FreezeRecords | None, clock: Clock) -> None:
-        self.records, self.clock = records, clock
-        self._read: tuple[datetime, list[StoredFreeze]] | None = None
-        self._lock = threading.Lock()
-
-    def fresh(self) -> list[Freeze]:
-        return [stored.freeze for stored in self._fresh()]
-
-    def recent(self) -> list[Freeze]:
-        with self._lock:
-            read = self._read
-        if read is not None and self.clock.now() - read[0] < CREATE_FREEZES_FOR:
-            return [stored.freeze for stored in read[1]]
-        return self.fresh()
-
-    def read_since(self, since: datetime) -> list[StoredFreeze]:
-        """With their events' state, as read at `since` or later (a tick's own read, when it had something due to
-        claim), or now."""
-        with self._lock:
-            read = self._read
-        if read is not None and read[0] >= since:
-            return read[1]
-        return self._fresh()
-
-    def _fresh(self) -> list[StoredFreeze]:
-        found = self.records.all_stored() if self.records is not None else []
-        with self._lock:
-            self._read = (self.clock.now(), found)
-        return found
-
-    def forget(self) -> None:
-        with self._lock:
-            self._read = None
 
 
 class BlockersUnread(Exception):

@@ -41,9 +41,9 @@ from tickwork.settings import DEFAULT_AGING_AFTER_SECONDS
 from tickwork.store import DueItem, EventOutbox, JobStore
 from tickwork.store.calendars import CalendarRecords
 from tickwork.store.deadlines import DeadlineRecords
-from tickwork.store.freezes import FreezeRecords
+from tickwork.store.freezes import FreezeReads, FreezeRecords
 from tickwork.store.tenant_rates import TenantRates
-from tickwork.tick.blockers import BlockersUnread, FreezeReads, TickBlockers
+from tickwork.tick.blockers import BlockersUnread, TickBlockers
 from tickwork.tick.claimer import JobClaimer, JobRunWriter, OccurrenceWriter, WorkflowTick
 from tickwork.tick.deadlines import DeadlineCheck
 from tickwork.tick.fairness import HoldReason
