@@ -143,6 +143,7 @@ def test_a_job_type_module_that_fails_to_import_stops_the_start_naming_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str | None, cause: str
 ) -> None:
     monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.syspath_prepend(str(EXAMPLE_LAYER))  # acme_jobs, listed first, imports: the next one is named
     name = _module(tmp_path, body) if body is not None else "acme_jobs_not_there"
 
     with pytest.raises(JobTypeModuleError) as info:
