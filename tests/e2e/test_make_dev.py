@@ -19,11 +19,18 @@ pytestmark = pytest.mark.e2e
 INSTALL_SECONDS = 240  # make installs first when pyproject.toml is newer than the venv
 
 
+def _children(task: Path) -> list[int]:
+    """A thread's child processes; none once the thread has ended (it may end between listing and reading)."""
+    try:
+        return [int(pid) for pid in (task / "children").read_text().split()]
+    except OSError:
+        return []
+
+
 def descendants(pid: int) -> list[int]:
     found: list[int] = []
     for task in Path(f"/proc/{pid}/task").glob("*"):
-        children = (task / "children").read_text().split() if (task / "children").exists() else []
-        for child in map(int, children):
+        for child in _children(task):
             found += [child, *descendants(child)]
     return found
 
