@@ -131,9 +131,5 @@ def instant_in(seconds: float) -> str:
 @pytest.fixture(scope="module")
 def node() -> Iterator[Node]:
     """One local runtime for a module's tests: its own moto, a 2 s tick, room for the 50-job burst."""
-    started = start_node("e2e", "--moto-port", str(free_port()), "--tick-seconds", "2", "--workers", "24")
-    try:
+    with running_node("e2e", "--tick-seconds", "2", "--workers", "24") as started:
         yield started
-    finally:
-        code = started.proc.terminate()
-        assert code == 0, started.proc.output()

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.e2e.conftest import ROOT, Node, free_port, start_node, wait_for
+from tests.e2e.conftest import ROOT, Node, instant_in, running_node, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -20,34 +19,17 @@ INVOICE = json.loads((ROOT / "examples" / "job-types" / "invoice.json").read_tex
 
 @pytest.fixture(scope="module")
 def node() -> Iterator[Node]:
-    started = start_node(
-        "job-types",
-        "--moto-port",
-        str(free_port()),
-        "--tick-seconds",
-        "2",
-        "--job-types",
-        "acme_jobs",
-        "--job-types-path",
-        str(EXAMPLE_LAYER),
-    )
-    try:
+    with running_node(
+        "job-types", "--tick-seconds", "2", "--job-types", "acme_jobs", "--job-types-path", str(EXAMPLE_LAYER)
+    ) as started:
         yield started
-    finally:
-        code = started.proc.terminate()
-        assert code == 0, started.proc.output()
-
-
-def _in(seconds: float) -> str:
-    instant = datetime.now(UTC) + timedelta(seconds=seconds)
-    return instant.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def test_a_job_of_the_users_own_type_runs_to_its_result(node: Node) -> None:
     api = node.api
     assert "invoice_total" in node.proc.output()  # the banner lists the types the functions loaded
 
-    job = api.create_job(name="invoice", type="invoice_total", payload=INVOICE, schedule={"at": _in(2)})
+    job = api.create_job(name="invoice", type="invoice_total", payload=INVOICE, schedule={"at": instant_in(2)})
     run = wait_for(
         lambda: next((r for r in api.runs(job["id"]) if r["status"] in {"SUCCEEDED", "FAILED"}), None),
         30,
@@ -70,7 +52,7 @@ def test_its_payload_is_checked_at_create_with_its_own_model(node: Node) -> None
     bad = {**INVOICE, "lines": [{"description": "Staplers", "quantity": 0, "unit_price": "7.25"}]}
     problem = node.api.post(
         "/v1/jobs",
-        {"name": "invoice", "type": "invoice_total", "payload": bad, "schedule": {"at": _in(60)}},
+        {"name": "invoice", "type": "invoice_total", "payload": bad, "schedule": {"at": instant_in(60)}},
         expect=422,
     )
     assert [e["field"] for e in problem["errors"]] == ["payload.lines.0.quantity"]
