@@ -11,7 +11,7 @@ The bursts (issue 16's goals, on this 2-core machine):
 - `spread`: 120 one-shots due within 6 s (uniform, to the millisecond): p99 ≤ 1.25 s;
 - `same_second`: 100 one-shots due at the same instant (a whole second, as cron jobs at :00): p99 ≤ 2 s;
 - each again with 20 API reads a second (GET /v1/jobs/{id}, GET /v1/jobs) during the burst: same goals.
---quick: 30 within 3 s and 25 at once, each with and without reads (tests/bench).
+--quick: 30 within 3 s and 25 at once, each with and without reads (tests/e2e/test_speed_burst.py).
 """
 
 from __future__ import annotations

@@ -133,3 +133,18 @@ def node() -> Iterator[Node]:
     """One local runtime for a module's tests: its own moto, a 2 s tick, room for the 50-job burst."""
     with running_node("e2e", "--tick-seconds", "2", "--workers", "24") as started:
         yield started
+
+
+# ---------------------------------------------------------------------------- order
+
+# The longest files start first, so that in `make test`'s e2e phase (two files at a time, --dist loadfile hands
+# out files in collection order) none of them runs alone at the end while the other worker idles.
+LONGEST_FIRST = ("test_soak.py", "test_speed_burst.py", "test_durable_runs_e2e.py", "test_fair_share_e2e.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        name = item.path.name
+        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: the other files keep their order

@@ -1,12 +1,15 @@
 """Section 8 (burst) at its --quick size, as a test: `tickwork dev` as a subprocess takes small bursts of
 one-shots, with and without API reads. Timings are the benchmark's (make bench), never asserted here; what is
-asserted holds on any machine: every run starts, none early, and the AWS requests per run stay in budget."""
+asserted holds on any machine: every run starts, none early, and the AWS requests per run stay in budget. It waits
+in real time (about 70 s), so it runs in `make test`'s e2e phase, beside the other suites that start runtimes."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+
+pytestmark = pytest.mark.e2e
 
 # Per one-shot run of a burst, every request the local endpoint served (create, claim, send, receive, lease,
 # result, completion, and the API reads of the read phase): section 1's per-run calls (about 9.3) plus the
@@ -23,7 +26,7 @@ def section8() -> dict[str, Any]:
     available, reason = burst.runtime_available()
     if not available:
         pytest.skip(reason)
-    return burst.run(Stamp.now("pytest tests/bench"), quick=True)
+    return burst.run(Stamp.now("pytest tests/e2e"), quick=True)
 
 
 def test_every_run_of_every_burst_starts_and_none_early(section8: dict[str, Any]) -> None:
