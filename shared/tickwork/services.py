@@ -148,7 +148,7 @@ class Services:
             self.store,
             self.results,
             self.queues,
-            Handlers(registry, http_allowlist=self.settings.http_allowlist, clients=self.clients),
+            Handlers(registry, targets=self.settings.targets, clients=self.clients),
             self.clock,
             lease_for=timedelta(seconds=self.settings.lease_seconds),
             retry_safety_net=self.retry_safety_net,
@@ -210,9 +210,7 @@ class Services:
             self.dispatcher,
             self.listings,
             self.clock,
-            WorkflowFactory(
-                self.store.shards, http_allowlist=self.settings.http_allowlist, calendars=self.calendar_records
-            ),
+            WorkflowFactory(self.store.shards, targets=self.settings.targets, calendars=self.calendar_records),
             self.active_jobs_quota,
         )
 
@@ -271,9 +269,7 @@ class Services:
 
     @cached_property
     def job_factory(self) -> JobFactory:
-        return JobFactory(
-            self.store.shards, http_allowlist=self.settings.http_allowlist, calendars=self.calendar_records
-        )
+        return JobFactory(self.store.shards, targets=self.settings.targets, calendars=self.calendar_records)
 
     @cached_property
     def queries(self) -> JobQueries:

@@ -21,6 +21,7 @@ from typing import Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from tickwork.model.policies import Band
+from tickwork.model.targets import TargetRules
 
 DEFAULT_AGING_AFTER_SECONDS = 300
 MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
@@ -83,6 +84,10 @@ class Settings(FromEnvironment):
     cursor_secret: str | None = Field(default=None, alias="CURSOR_SECRET")
     # CIDRs the http job type may reach even though they are private or loopback.
     http_allowlist: tuple[str, ...] = Field(default=(), alias="HTTP_ALLOWLIST")
+    # The functions the lambda job type may invoke (template parameter InvokableFunctionArns, or its default), as
+    # IAM patterns; and what makes a bare function name this account and region's ARN. Empty: not checked.
+    invokable_functions: tuple[str, ...] = Field(default=(), alias="INVOKABLE_FUNCTIONS")
+    function_arn_prefix: str = Field(default="", alias="FUNCTION_ARN_PREFIX")
     # Modules that register job types of their own (`@job_type`), imported when the wiring is built: the API
     # validates payloads with their models and the executor runs them (template parameter JobTypeModules).
     job_type_modules: tuple[str, ...] = Field(default=(), alias="JOB_TYPE_MODULES")
@@ -92,7 +97,7 @@ class Settings(FromEnvironment):
     # it, for recording the outcome and for yielding, follow it (tickwork.executor.yields.LambdaMargins).
     executor_timeout_seconds: int = Field(default=900, alias="EXECUTOR_TIMEOUT_SECONDS", ge=10, le=900)
 
-    @field_validator("http_allowlist", "job_type_modules", mode="before")
+    @field_validator("http_allowlist", "invokable_functions", "job_type_modules", mode="before")
     @classmethod
     def _split_csv(cls, value: object) -> object:
         return comma_separated(value)
@@ -123,6 +128,11 @@ class Settings(FromEnvironment):
         if value <= tick:
             raise ValueError(f"HORIZON_SECONDS ({value}) must exceed TICK_PERIOD_SECONDS ({tick})")
         return value
+
+    @property
+    def targets(self) -> TargetRules:
+        """Where job types may reach (checked at create, update and run)."""
+        return TargetRules(self.http_allowlist, self.invokable_functions, self.function_arn_prefix)
 
     def queue_url(self, band: Band) -> str:
         return {

@@ -319,3 +319,21 @@ def test_lambda_job_rejects_a_malformed_function_at_create(pipeline):
     with pytest.raises(InvalidInput) as info:
         pipeline.create_job(type="lambda", payload={"function_arn": "not a function!"}, schedule={"at": START + FAR})
     assert info.value.errors[0].field == "payload.function_arn"
+
+
+def test_a_run_whose_function_left_invokable_function_arns_fails_at_once_without_invoking(pipeline):
+    """A job accepted before the stack's InvokableFunctionArns changed: its run is checked by the same rule and
+    fails at its first attempt, naming the parameter, where IAM would deny every retry."""
+    from tickwork.model.targets import TargetRules
+
+    job = _due(pipeline, type="lambda", payload={"function_arn": "tickwork-job-report"}, retry={"max_attempts": 3})
+    executor = pipeline.services.executor
+    prefix = pipeline.services.settings.function_arn_prefix
+    narrowed = TargetRules(invokable_functions=(f"{prefix}team-*",), function_arn_prefix=prefix)
+    executor.handlers = replace(executor.handlers, targets=narrowed)
+    pipeline.drain()
+    (run,) = pipeline.runs_of(job.id)
+    assert (run.status, run.attempts) == (RunStatus.FAILED, 1)
+    assert run.error is not None
+    assert "InvokableFunctionArns" in run.error.message
+    assert pipeline.calls.count("Invoke") == 0

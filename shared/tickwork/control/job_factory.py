@@ -20,6 +20,7 @@ from tickwork.model.clock import to_ms
 from tickwork.model.errors import InvalidInput, ItemTooLarge, PayloadTooLarge
 from tickwork.model.ids import new_job_id
 from tickwork.model.job import Job
+from tickwork.model.targets import DEFAULT_TARGETS, TargetRules
 from tickwork.model.workflow.definition import Workflow
 from tickwork.store import item_bytes, job_to_item
 from tickwork.store.calendars import CalendarRecords
@@ -36,8 +37,8 @@ class JobFactory:
     """Builds checked jobs from specs. `shards` is the store's (the item is measured as it would be stored)."""
 
     shards: int
-    # CIDRs the http job type may reach although private: its payload check needs them.
-    http_allowlist: tuple[str, ...] = ()
+    # Where job types may reach (the http allowlist, the invokable functions): the payload check needs them.
+    targets: TargetRules = DEFAULT_TARGETS
     # Where the calendars a job names are looked up (None: not checked, as in tests that build jobs alone).
     calendars: CalendarRecords | None = None
 
@@ -68,7 +69,7 @@ class JobFactory:
         if size > MAX_PAYLOAD_BYTES:
             raise PayloadTooLarge(size, MAX_PAYLOAD_BYTES)
         try:
-            kind.parse(payload, context={"http_allowlist": self.http_allowlist})
+            kind.parse(payload, context=self.targets.context())
         except ValidationError as exc:
             raise InvalidInput.from_validation(exc, prefix="payload") from None
 

@@ -22,6 +22,7 @@ from tickwork.jobtypes import UnknownJobType, registry
 from tickwork.model.clock import to_ms
 from tickwork.model.errors import FieldError, InvalidInput, ItemTooLarge, TooLarge
 from tickwork.model.ids import new_workflow_id
+from tickwork.model.targets import DEFAULT_TARGETS, TargetRules
 from tickwork.model.workflow.definition import Workflow, WorkflowStep, check_steps
 from tickwork.model.workflow.expressions import from_references
 from tickwork.store import item_bytes
@@ -40,7 +41,7 @@ class WorkflowFactory:
     """Builds checked workflows from specs. `shards` is the store's (the item is measured as it would be stored)."""
 
     shards: int
-    http_allowlist: tuple[str, ...] = ()
+    targets: TargetRules = DEFAULT_TARGETS  # as JobFactory's
     calendars: CalendarRecords | None = None  # as JobFactory's
 
     def new_workflow(self, tenant: str, spec: WorkflowSpec, *, now: datetime) -> Workflow:
@@ -63,7 +64,7 @@ class WorkflowFactory:
         return workflow
 
     def first_occurrence(self, workflow: Workflow, now: datetime) -> datetime:
-        return JobFactory(self.shards, self.http_allowlist).first_occurrence(workflow, now)
+        return JobFactory(self.shards, self.targets).first_occurrence(workflow, now)
 
     def check_steps(self, steps: Sequence[WorkflowStep]) -> None:
         """The DAG (tickwork.model.workflow.definition.check_steps), then each step's type and payload as its type's
@@ -91,7 +92,7 @@ class WorkflowFactory:
         if size > MAX_PAYLOAD_BYTES:
             raise TooLarge(f"{at}.payload", f"{size} bytes exceeds the limit of {MAX_PAYLOAD_BYTES} bytes")
         try:
-            kind.parse(payload, context={"http_allowlist": self.http_allowlist})
+            kind.parse(payload, context=self.targets.context())
         except ValidationError as exc:
             filled = [_location(path) for path, _ in from_references(payload)]
             return [

@@ -75,6 +75,7 @@ from tickwork.model.run import Run, RunError
 from tickwork.model.run_spec import trusted_spec
 from tickwork.model.run_target import RunTarget
 from tickwork.model.states import RunStatus, SkipReason
+from tickwork.model.targets import DEFAULT_TARGETS, TargetRules
 from tickwork.model.workflow.runs import WorkflowRunRecord
 from tickwork.observability import logger, metrics
 from tickwork.progress.run_events import RunEvents
@@ -97,10 +98,10 @@ class WorkflowSteps(StepSettlement, Protocol):
 
 @dataclass(frozen=True)
 class Handlers:
-    """The job types' handlers and what each is given to reach out with (its HTTP allowlist, its AWS clients)."""
+    """The job types' handlers and what each is given to reach out with (where it may reach, its AWS clients)."""
 
     job_types: JobTypeRegistry
-    http_allowlist: tuple[str, ...] = ()
+    targets: TargetRules = DEFAULT_TARGETS
     clients: Any = None
 
 
@@ -353,7 +354,7 @@ class RunExecutor:
         the run's last `checkpoint`, as the lease found it (tickwork.executor.checkpoints)."""
         try:
             job_type = self.handlers.job_types.get(target.type)
-            payload = job_type.parse(target.payload, context={"http_allowlist": self.handlers.http_allowlist})
+            payload = job_type.parse(target.payload, context=self.handlers.targets.context())
         except (UnknownJobType, ValidationError) as exc:
             invalid = RunError(type=type(exc).__name__, message=str(exc)[:2000])
             return self.outcomes.fail(run, target, owner, invalid, started=leased_at)
@@ -419,7 +420,7 @@ class RunExecutor:
             attempt=run.attempts,
             deadline=started + timedelta(seconds=max(budget, 0)),
             clock=self.clock,
-            http_allowlist=self.handlers.http_allowlist,
+            http_allowlist=self.handlers.targets.http_allowlist,
             clients=self.handlers.clients,
         )
 

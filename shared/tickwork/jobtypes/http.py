@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from tickwork.jobtypes.registry import PermanentJobError, RetryNotBefore, RunContext, job_type
 from tickwork.model.policies import NotCoerced
+from tickwork.model.targets import TargetRules
 
 MAX_RESPONSE_BYTES = 256 * 1024
 _ALWAYS_BLOCKED = [
@@ -83,7 +84,7 @@ def refusal(address: str, allowlist: tuple[str, ...]) -> str | None:
         return None
     if any(ip in ipaddress.ip_network(net, strict=False) for net in allowlist):
         return None
-    return f"{ip} is private or loopback and not in HTTP_ALLOWLIST"
+    return f"{ip} is private or loopback and not in the stack's HttpAllowlist (HTTP_ALLOWLIST)"
 
 
 class HttpPayload(BaseModel):
@@ -116,8 +117,7 @@ class HttpPayload(BaseModel):
             ipaddress.ip_address(host)
         except ValueError:
             return value  # a name: checked after resolution, when the run executes
-        allowlist = tuple((info.context or {}).get("http_allowlist", ()))
-        reason = refusal(host, allowlist)
+        reason = refusal(host, TargetRules.of(info.context).http_allowlist)
         if reason:
             raise ValueError(f"url refused: {reason}")
         return value

@@ -6,12 +6,33 @@ import json
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from tickwork.aws.clients import ANSWER_LOST
 from tickwork.jobtypes.registry import EffectMayContinue, RunContext, job_type
+from tickwork.model.targets import TargetRules
 
 _FUNCTION = re.compile(r"^(arn:aws[a-zA-Z-]*:lambda:[a-z0-9-]+:\d{12}:function:)?[A-Za-z0-9_-]{1,64}(:[\w$-]+)?$")
+
+
+def _arn_pattern(pattern: str) -> re.Pattern[str]:
+    """An IAM resource pattern as IAM reads it: `*` any run of characters, `?` any one, the rest literal."""
+    return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern))
+
+
+def invocation_refusal(function: str, targets: TargetRules) -> str | None:
+    """Why the stack may not invoke `function` (a name, or an ARN, either with a qualifier), or None when its
+    InvokableFunctionArns hold it. A name is this stack's account and region's, as Lambda reads it."""
+    if not targets.invokable_functions:
+        return None
+    arn = function if function.startswith("arn:") else targets.function_arn_prefix + function
+    if any(_arn_pattern(p).fullmatch(arn) for p in targets.invokable_functions):
+        return None
+    allowed = ", ".join(targets.invokable_functions)
+    return (
+        f"{arn} is not among the functions this stack may invoke (its InvokableFunctionArns: {allowed}); "
+        "whether the function exists is known only when a run invokes it"
+    )
 
 
 class LambdaPayload(BaseModel):
@@ -22,9 +43,12 @@ class LambdaPayload(BaseModel):
 
     @field_validator("function_arn")
     @classmethod
-    def _valid_function(cls, value: str) -> str:
+    def _valid_function(cls, value: str, info: ValidationInfo) -> str:
         if not _FUNCTION.match(value):
             raise ValueError("function_arn must be a Lambda function name or ARN")
+        reason = invocation_refusal(value, TargetRules.of(info.context))
+        if reason:
+            raise ValueError(reason)
         return value
 
 
