@@ -153,10 +153,18 @@ class Settings(FromEnvironment):
         return None
 
 
+# What IAM allows in a role name (1 to 64 of these characters).
+ROLE_NAME_PART = r"^[\w+=,.@-]{1,64}$"
+
+
 class ApiSettings(FromEnvironment):
     """How the API finds the caller's tenant (tickwork.control.callers): iam (deployed; the default) or local."""
 
     auth_mode: Literal["iam", "local"] = Field(default="iam", alias="API_AUTH_MODE")
+    # iam mode: a role of the API's account named <prefix><name> is tenant <name>; the role named admin_role_name
+    # is the admin (template parameters TenantRolePrefix and AdminRoleName: each stack its own).
+    tenant_role_prefix: str = Field(default="tickwork-tenant-", alias="TENANT_ROLE_PREFIX", pattern=ROLE_NAME_PART)
+    admin_role_name: str = Field(default="tickwork-admin", alias="ADMIN_ROLE_NAME", pattern=ROLE_NAME_PART)
     # Local mode only: a JSON object mapping API keys to tenants; unset, every caller is tenant `default`.
     api_keys_file: str | None = Field(default=None, alias="API_KEYS_FILE")
     # Where a run's lines are in CloudWatch Logs, for the Logs Insights link of GET /v1/runs/{id}/logs: the

@@ -85,6 +85,9 @@ def test_globals_environment_covers_every_setting(template):
     log_group = template["Resources"]["ExecutorLogGroup"]["Properties"]["LogGroupName"]
     assert api_env == {
         "API_AUTH_MODE": "iam",
+        # Each stack names its own tenants' roles and admin (tickwork.control.callers).
+        "TENANT_ROLE_PREFIX": {"Ref": "TenantRolePrefix"},
+        "ADMIN_ROLE_NAME": {"Ref": "AdminRoleName"},
         "EXECUTOR_LOG_GROUPS": log_group,
         "EXECUTOR_FUNCTION_NAME": {"Ref": "ExecutorFunction"},
         "EXECUTOR_CONCURRENCY": {

@@ -7,7 +7,7 @@ import json
 import pytest
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 from pydantic import ValidationError
-from tickwork.control.callers import tenant_of
+from tickwork.control.callers import Caller, caller_of, tenant_of
 from tickwork.model.errors import Forbidden, Unauthenticated
 from tickwork.settings import ApiSettings, TelemetryNames
 
@@ -95,3 +95,49 @@ def test_telemetry_names_come_from_the_powertools_variables_with_defaults():
     )
     named = TelemetryNames.from_env({"POWERTOOLS_SERVICE_NAME": "svc", "POWERTOOLS_METRICS_NAMESPACE": "Ns"})
     assert (named.service, named.namespace) == ("svc", "Ns")
+
+
+SSO_ACME = "AWSReservedSSO_tickwork-tenant-acme_0a1b2c3d4e5f6789"
+
+
+@pytest.mark.parametrize(
+    ("resource", "tenant", "admin"),
+    [
+        (f"assumed-role/{SSO_ACME}/alice@example.com", "acme", False),
+        ("assumed-role/AWSReservedSSO_tickwork-admin_00112233aabbccdd/ops@example.com", None, True),
+        # Not Identity Center's shape (its suffix is 16 hex digits): the role's own name counts.
+        ("assumed-role/AWSReservedSSO_tickwork-tenant-acme_xyz/alice", None, False),
+        ("assumed-role/AWSReservedSSO_ReadOnly_0a1b2c3d4e5f6789/alice", None, False),
+    ],
+)
+def test_an_identity_center_role_counts_by_its_permission_set_s_name(resource, tenant, admin):
+    caller = caller_of(_event(_arn(resource)), IAM)
+    role = resource.split("/")[1]
+    assert caller.tenant == (tenant or f"{ACCOUNT}:role/{role}")
+    assert caller.admin is admin
+
+
+def test_an_identity_center_role_of_another_account_is_never_the_named_tenant():
+    caller = caller_of(_event(_arn(f"assumed-role/{SSO_ACME}/alice", "210987654321")), IAM)
+    assert caller == Caller(f"210987654321:role/{SSO_ACME}", admin=False)
+
+
+def test_each_stack_names_its_own_tenant_roles_and_admin():
+    staging = ApiSettings.from_env({"TENANT_ROLE_PREFIX": "tw-staging-", "ADMIN_ROLE_NAME": "tw-staging-admin"})
+    assert caller_of(_event(_arn("assumed-role/tw-staging-acme/ci")), staging) == Caller("acme")
+    assert caller_of(_event(_arn("assumed-role/tw-staging-admin/ops")), staging).admin
+    # The defaults' names are strangers to this stack: production's admin is not staging's.
+    assert caller_of(_event(_arn("assumed-role/tickwork-admin/ops")), staging) == Caller(
+        f"{ACCOUNT}:role/tickwork-admin"
+    )
+    assert caller_of(_event(_arn("assumed-role/tickwork-tenant-acme/ci")), staging).tenant == (
+        f"{ACCOUNT}:role/tickwork-tenant-acme"
+    )
+
+
+@pytest.mark.parametrize(
+    "env", [{"TENANT_ROLE_PREFIX": ""}, {"ADMIN_ROLE_NAME": "has space"}, {"ADMIN_ROLE_NAME": "x" * 65}]
+)
+def test_role_names_iam_cannot_hold_are_refused_at_start(env):
+    with pytest.raises(ValidationError):
+        ApiSettings.from_env(env)

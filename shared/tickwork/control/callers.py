@@ -2,9 +2,13 @@
 (deployed) or the local configuration.
 
 - auth mode iam (deployed; the default): from the SigV4 identity in requestContext.authorizer.iam. A role
-  `tickwork-tenant-<name>` of the API's own account is tenant `<name>`; any other principal is
-  `<account id>:role/<role name>`, `<account id>:user/<user name>` or `<account id>:root`. The admin is an
-  assumed role named `tickwork-admin` of the API's own account (its tenant is `<account id>:role/tickwork-admin`).
+  `<TenantRolePrefix><name>` (default `tickwork-tenant-<name>`) of the API's own account is tenant `<name>`; any
+  other principal is `<account id>:role/<role name>`, `<account id>:user/<user name>` or `<account id>:root`. The
+  admin is an assumed role named `<AdminRoleName>` (default `tickwork-admin`) of the API's own account (its tenant
+  is `<account id>:role/<that name>`). Both names are the stack's parameters, so two stacks in one account have
+  their own tenants' roles and their own admin. A role that IAM Identity Center made for a permission set
+  (`AWSReservedSSO_<permission set>_<16 hex>`) counts by its permission set's name: the users of a permission set
+  named `tickwork-tenant-acme` are tenant `acme`, as the team's CI role `tickwork-tenant-acme` is.
 - auth mode local (the local runtime, on 127.0.0.1): tenant `default`, an admin (open mode: whoever reaches
   127.0.0.1 runs the scheduler anyway); or, with an API keys file, the caller of the `X-Api-Key` header. The
   file is a JSON object mapping each key to a tenant name, or to `{"tenant": "<name>", "admin": true}`.
@@ -27,9 +31,9 @@ from tickwork.model.errors import Forbidden, Unauthenticated
 from tickwork.settings import ApiSettings
 from tickwork.store import TENANT
 
-TENANT_ROLE_PREFIX = "tickwork-tenant-"
-ADMIN_ROLE = "tickwork-admin"
 LOCAL_TENANT = "default"
+# The role Identity Center provisions in an account for a permission set, and that permission set's name.
+_IDENTITY_CENTER_ROLE = re.compile(r"^AWSReservedSSO_(.+)_[0-9a-f]{16}$")
 
 
 @dataclass(frozen=True)
@@ -44,7 +48,13 @@ _ARN = re.compile(r"^arn:aws[a-zA-Z-]*:(?:sts|iam)::(\d{12}):(.+)$")
 _keys_cache: dict[str, Any] = {}
 
 
-def _iam_caller(event: APIGatewayProxyEventV2) -> Caller:
+def role_name_for_tenancy(role: str) -> str:
+    """The name a role counts by: its own, or, for a role Identity Center made, its permission set's."""
+    provisioned = _IDENTITY_CENTER_ROLE.match(role)
+    return provisioned.group(1) if provisioned else role
+
+
+def _iam_caller(event: APIGatewayProxyEventV2, settings: ApiSettings) -> Caller:
     if not event.get("requestContext"):
         raise Unauthenticated("sign requests with SigV4 (IAM auth); no caller identity was found")
     context = event.request_context
@@ -59,14 +69,13 @@ def _iam_caller(event: APIGatewayProxyEventV2) -> Caller:
     admin = False
     if kind == "assumed-role":
         role = rest.split("/", 1)[0]
+        named = role_name_for_tenancy(role)
         # The API's own account: requestContext.accountId (read with get: the data class's property needs it).
         own_account = account == context.get("accountId")
-        if role.startswith(TENANT_ROLE_PREFIX) and own_account:
-            tenant = role[len(TENANT_ROLE_PREFIX) :]
-        else:
-            tenant = f"{account}:role/{role}"
+        prefix = settings.tenant_role_prefix
+        tenant = named.removeprefix(prefix) if named.startswith(prefix) and own_account else f"{account}:role/{role}"
         # Only the API's own account can name who administers it: the same role name elsewhere is nobody.
-        admin = role == ADMIN_ROLE and own_account
+        admin = named == settings.admin_role_name and own_account
     elif kind == "user":
         tenant = f"{account}:user/{rest.rsplit('/', 1)[-1]}"
     elif kind == "root" and not rest:
@@ -142,7 +151,7 @@ def _local_caller(event: APIGatewayProxyEventV2, keys_file: str | None) -> Calle
 def caller_of(event: APIGatewayProxyEventV2, settings: ApiSettings) -> Caller:
     """The caller, from the verified identity (iam) or the local configuration; never the body."""
     if settings.auth_mode == "iam":
-        return _iam_caller(event)
+        return _iam_caller(event, settings)
     return _local_caller(event, settings.api_keys_file)
 
 
