@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +23,33 @@ EVENTS = ROOT / "events"
 
 def load_event(name: str) -> dict[str, Any]:
     return json.loads((EVENTS / name).read_text())
+
+
+def json_lines(text: str) -> list[dict[str, Any]]:
+    """The JSON objects among `text`'s lines (log lines, EMF), in order; other lines are skipped."""
+    out = []
+    for line in text.splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
+@pytest.fixture
+def info_logs() -> Iterator[io.StringIO]:
+    """The service's log lines at INFO, through Powertools' own JSON formatter, as a stream to read."""
+    from tickwork.observability import logger
+
+    previous = logger.log_level
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logger.registered_formatter)
+    logger.addHandler(handler)
+    logger.setLevel("INFO")
+    yield stream
+    logger.removeHandler(handler)
+    logger.setLevel(previous)
 
 
 @pytest.fixture(autouse=True)

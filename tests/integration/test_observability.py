@@ -2,41 +2,14 @@
 
 from __future__ import annotations
 
-import io
-import json
-import logging
 from datetime import timedelta
 
-import pytest
-from tickwork.observability import logger, metrics
+from tickwork.observability import metrics
 
+from tests.conftest import json_lines
 from tests.harness import START
 
 SECRET = "hunter2-do-not-log"
-
-
-@pytest.fixture
-def info_logs():
-    """The service's log stream at INFO, through Powertools' own JSON formatter."""
-    previous = logger.log_level
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(logger.registered_formatter)
-    logger.addHandler(handler)
-    logger.setLevel("INFO")
-    yield stream
-    logger.removeHandler(handler)
-    logger.setLevel(previous)
-
-
-def _lines(text: str) -> list[dict]:
-    out = []
-    for line in text.splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
 
 
 def test_run_logs_carry_run_and_job_ids_and_never_the_payload(pipeline, info_logs):
@@ -49,7 +22,7 @@ def test_run_logs_carry_run_and_job_ids_and_never_the_payload(pipeline, info_log
     output = info_logs.getvalue()
     assert "job created" in output
     assert SECRET not in output
-    records = _lines(output)
+    records = json_lines(output)
     run_lines = [r for r in records if r.get("message") in ("run started", "run succeeded")]
     assert {r["message"] for r in run_lines} == {"run started", "run succeeded"}
     assert all(r["job_id"] == job.id and r["run_id"].startswith(job.id) for r in run_lines)
@@ -64,7 +37,7 @@ def test_handlers_emit_the_documented_metrics_as_emf(pipeline, monkeypatch, caps
     pipeline.drain()
     metrics.clear_metrics()
     emitted: set[str] = set()
-    for record in _lines(capsys.readouterr().out):
+    for record in json_lines(capsys.readouterr().out):
         aws = record.get("_aws")
         if aws:
             assert aws["CloudWatchMetrics"][0]["Namespace"] == "Tickwork"
