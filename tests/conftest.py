@@ -2,25 +2,91 @@
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 import os
+from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-# Before anything imports Powertools: no X-Ray daemon here, and EMF lines would drown the test output.
-os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
-os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
-os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+from tickwork_local.provision import telemetry_environment
+from tickwork_local.template import load_template
 
 ROOT = Path(__file__).resolve().parents[1]
 EVENTS = ROOT / "events"
 
+# The suite runs as deployed: before anything imports Powertools, which reads these then, the functions' telemetry
+# settings from template.yaml (INFO logs, metrics on, tracing on). What they print, log lines and EMF, pytest captures.
+os.environ.update(telemetry_environment(load_template()))
+# Tracing on, as in Lambda: with Lambda's markers the Tracer does not turn itself off, patches the AWS clients, and the
+# X-Ray SDK records each handler and AWS call under this trace, for a daemon that is not here (`traces` keeps them).
+os.environ["LAMBDA_TASK_ROOT"] = str(ROOT / "functions")
+os.environ["_X_AMZN_TRACE_ID"] = "Root=1-5e1b4151-5ac6c58f5c9f3c2a1e1e1e1e;Parent=53995c3f42cd8ad8;Sampled=1"
+
+from aws_xray_sdk.core import xray_recorder  # noqa: E402 - its recorder reads the markers when first imported
+from aws_xray_sdk.core.emitters.udp_emitter import UDPEmitter  # noqa: E402
+
+
+class CapturedSegments(UDPEmitter):
+    """The X-Ray SDK's emitter with the daemon's socket replaced by a list: the segments are serialised as deployed,
+    then kept (the latest few), not sent."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: deque[str] = deque(maxlen=1000)
+
+    def _send_data(self, data: str) -> None:
+        self.sent.append(data)
+
+    def documents(self) -> list[dict[str, Any]]:
+        """Each segment or subsegment sent, as the daemon would read it (a header line, then the document)."""
+        return [json.loads(data.partition("\n")[2]) for data in self.sent]
+
+
+xray_recorder.configure(emitter=CapturedSegments())
+
 
 def load_event(name: str) -> dict[str, Any]:
     return json.loads((EVENTS / name).read_text())
+
+
+def json_lines(text: str) -> list[dict[str, Any]]:
+    """The JSON objects among `text`'s lines (log lines, EMF), in order; other lines are skipped."""
+    out = []
+    for line in text.splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
+@pytest.fixture
+def info_logs() -> Iterator[io.StringIO]:
+    """The service's log lines at INFO, through Powertools' own JSON formatter, as a stream to read."""
+    from tickwork.observability import logger
+
+    previous = logger.log_level
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logger.registered_formatter)
+    logger.addHandler(handler)
+    logger.setLevel("INFO")
+    yield stream
+    logger.removeHandler(handler)
+    logger.setLevel(previous)
+
+
+@pytest.fixture
+def traces() -> CapturedSegments:
+    """What the X-Ray SDK sent while this test ran (serialised segments and subsegments, as the daemon gets them)."""
+    emitter = xray_recorder.emitter
+    assert isinstance(emitter, CapturedSegments)
+    emitter.sent.clear()
+    return emitter
 
 
 @pytest.fixture(autouse=True)

@@ -221,6 +221,22 @@ class ProvisionedResources:
         return {name: self._resolver.parameter(name) for name in self._resolver.template.get("Parameters", {})}
 
 
+def telemetry_environment(template: Mapping[str, Any], parameters: Mapping[str, str] | None = None) -> dict[str, str]:
+    """What Powertools reads from the environment in every deployed function, which it does itself when first
+    imported (so before any resource exists): Globals' POWERTOOLS_* variables, parameters at their defaults unless
+    given, and its switches as deployed: metrics on (the template does not turn them off), tracing on where Globals
+    say `Tracing: Active`."""
+    resolver = _Resolver(template=template, parameters=dict(parameters or {}), region="us-east-1", stack_name="")
+    function = template.get("Globals", {}).get("Function", {})
+    variables = function.get("Environment", {}).get("Variables", {})
+    env = {name: _as_str(resolver.resolve(v)) for name, v in variables.items() if name.startswith("POWERTOOLS_")}
+    return {
+        "POWERTOOLS_METRICS_DISABLED": "false",
+        "POWERTOOLS_TRACE_DISABLED": "false" if function.get("Tracing") == "Active" else "true",
+        **env,
+    }
+
+
 def _physical_name(prefix: str, logical_id: str) -> str:
     return f"{prefix}-{logical_id}"
 

@@ -9,6 +9,7 @@ from tickwork.model.clock import iso
 from tickwork.model.ids import run_id_for
 
 from tests.api.conftest import GLOBEX
+from tests.conftest import json_lines
 from tests.harness import START
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
@@ -89,3 +90,19 @@ def test_bad_backfills_name_the_field_and_write_nothing(api, pipeline, body, fie
     assert pipeline.calls.count("PutItem") == 0
     assert pipeline.calls.count("SendMessageBatch") == 0
     assert api.get(f"/v1/jobs/{job['id']}/runs").json["items"] == []
+
+
+def test_backfill_logs_at_info_without_a_reserved_key(api, pipeline, info_logs):
+    # Deployed, the functions log at INFO (template.yaml's LogLevel): a log key that is a LogRecord attribute
+    # ("created") made logging raise, and the backfill answer 500 after its runs were written and sent.
+    job = _hourly_job_an_hour_old(api, pipeline)
+    body = {"from": iso(START - HOUR), "to": iso(START)}
+    first = api.post(f"/v1/jobs/{job['id']}/backfill", body)
+    again = api.post(f"/v1/jobs/{job['id']}/backfill", body)
+    assert (first.status, again.status) == (200, 200), (first.text, again.text)
+    assert (first.json["created"], len(again.json["existing"])) == (2, 2)
+    lines = [r for r in json_lines(info_logs.getvalue()) if r.get("message") == "backfill"]
+    assert [(r["job_id"], r["runs_created"], r["runs_existing"]) for r in lines] == [
+        (job["id"], 2, 0),
+        (job["id"], 0, 2),
+    ]

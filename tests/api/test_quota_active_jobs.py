@@ -9,7 +9,6 @@ import pytest
 
 from tests.api.conftest import ACME, GLOBEX, role_identity
 from tests.api.test_workflow_routes import DIAMOND
-from tests.integration.test_observability import info_logs  # noqa: F401 - the fixture (the log at INFO)
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 

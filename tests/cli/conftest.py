@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
+from contextlib import redirect_stdout
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
@@ -20,6 +22,8 @@ class HandlerTransport:
 
     identity: dict[str, Any] | None = field(default_factory=lambda: ACME)
     sent: list[tuple[str, str, dict[str, str], bytes | None]] = field(default_factory=list)
+    # The functions' own output (their EMF lines), which is not the CLI's: the test's, as when it was made.
+    function_stdout: TextIO = field(default_factory=lambda: sys.stdout)
 
     def __call__(self, method: str, url: str, headers: dict[str, str], body: bytes | None) -> Any:
         from api import app as api_app
@@ -38,7 +42,8 @@ class HandlerTransport:
         )
         if body is None:
             event.pop("body", None)
-        response = api_app.handler(event, LocalLambdaContext("ApiFunction", 10))
+        with redirect_stdout(self.function_stdout):
+            response = api_app.handler(event, LocalLambdaContext("ApiFunction", 10))
         return HttpResponse(
             response["statusCode"], response.get("headers") or {}, (response.get("body") or "").encode()
         )
@@ -80,8 +85,9 @@ def cli(pipeline: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cli]:
     def sleep(seconds: float) -> None:
         """While the CLI waits, the scheduler works: time passes, the tick claims, executors run."""
         pipeline.clock.advance(seconds)
-        pipeline.tick()
-        pipeline.drain()
+        with redirect_stdout(transport.function_stdout):
+            pipeline.tick()
+            pipeline.drain()
 
     monkeypatch.setattr(main, "sleep", sleep)
     api_app.use_services(pipeline.services)

@@ -111,6 +111,12 @@ class Backfiller:
             metrics.add_metric(name="RunsBackfilled", unit="Count", value=len(created))
         logger.info(
             "backfill",
-            extra={"job_id": job.id, "created": len(created), "existing": len(existing), "from": start, "to": end},
+            extra={
+                "job_id": job.id,
+                "runs_created": len(created),
+                "runs_existing": len(existing),
+                "from": start,
+                "to": end,
+            },
         )
         return BackfillResult(created, existing, len(occurrences))
