@@ -46,7 +46,10 @@ class Proc:
     @classmethod
     def start(cls, name: str, command: list[str], **kwargs: Any) -> Proc:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        env.pop("AWS_ENDPOINT_URL", None)
+        # A process starts from a user's shell, not from inside a Lambda: not the endpoint, nor the markers the
+        # in-process suites set to trace as in Lambda (tests/conftest.py).
+        for name in ("AWS_ENDPOINT_URL", "LAMBDA_TASK_ROOT", "_X_AMZN_TRACE_ID"):
+            env.pop(name, None)
         process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT, **kwargs
         )
