@@ -131,8 +131,10 @@ def test_every_call_the_code_makes_is_allowed_by_its_functions_role(pipeline, te
     pipeline.clock.advance(FAR.total_seconds())
     with acting_as("TickRole"):
         assert pipeline.tick()["dispatched"] >= 2
+    # A message no executor can process: it puts it on the band's SQS dead-letter queue.
+    pipeline.sqs.send_message(QueueUrl=pipeline.resources.queue_urls["normal"], MessageBody="poison")
     with acting_as("ExecutorRole"):
-        pipeline.drain()  # succeeds, retries (ChangeMessageVisibility), exhausts -> DLQ
+        pipeline.drain()  # succeeds, retries (ChangeMessageVisibility), exhausts (FAILED), dead-letters the poison
 
     (failed,) = pipeline.runs_of(failing.id)
     assert failed.status is RunStatus.FAILED
@@ -145,7 +147,7 @@ def test_every_call_the_code_makes_is_allowed_by_its_functions_role(pipeline, te
     # The phases really exercised the paths that need distinct permissions.
     assert {"PutItem", "UpdateItem", "SendMessageBatch", "Query", "PutObject", "ChangeMessageVisibility"} <= operations
     assert any(op == "SendMessage" and "DeadLetterQueue" in p["QueueUrl"] for _, op, p in recorded["ExecutorRole"]), (
-        "the exhausted run was not dead-lettered"
+        "the poison message was not dead-lettered"
     )
 
     assert _missing(recorded, template, pipeline.resources) == []
