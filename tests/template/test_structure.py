@@ -532,7 +532,7 @@ def _alarms(template):
 
 def test_every_alarm_notifies_the_topic(template):
     alarms = _alarms(template)
-    assert len(alarms) == 20
+    assert len(alarms) == 21
     for props in alarms.values():
         assert props["AlarmActions"] == [{"Ref": "AlarmTopic"}]
         assert props["OKActions"] == [{"Ref": "AlarmTopic"}]
