@@ -6,6 +6,7 @@ Real tick and executor against moto, on a fake clock."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from datetime import timedelta
 from typing import Any
@@ -19,6 +20,7 @@ from tickwork.model.states import RunStatus
 
 from tests.faults.crashes import ProcessKilled
 from tests.harness import START
+from tests.testing_jobtypes import EXECUTIONS as COUNTED
 
 FAR = timedelta(minutes=10)
 EXECUTIONS: Counter[str] = Counter()  # each run's handler calls
@@ -140,3 +142,67 @@ def test_a_poison_message_still_reaches_the_sqs_dead_letter_queue(pipeline):
     )["Messages"]
     assert letter["Body"] == "not json at all"  # as it came: a redrive after a fix brings it back as it was
     assert letter["MessageAttributes"]["reason"]["StringValue"].startswith("malformed message")
+
+
+def _exhaust_receives(pipeline, band: Band) -> dict:
+    """The band's one message received as often as its queue's maxReceiveCount allows and never acknowledged (an
+    executor dying at each receive), then received once more: SQS moves it to the band's SQS DLQ."""
+    url = pipeline.resources.queue_urls[band.value]
+    attrs = pipeline.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["RedrivePolicy"])["Attributes"]
+    max_receives = json.loads(attrs["RedrivePolicy"])["maxReceiveCount"]
+    assert max_receives == 120  # the template's MaxReceiveCount
+    for _ in range(max_receives):
+        (message,) = pipeline.receive(band)
+        pipeline.sqs.change_message_visibility(
+            QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+        )
+    assert pipeline.receive(band) == []
+    return message
+
+
+def test_a_message_whose_receives_ran_out_is_on_the_sqs_dlq_and_its_run_is_not_forgotten(pipeline):
+    """SQS moves the message to the band's SQS DLQ; the run it carried is still QUEUED in the due index, and the
+    tick re-sends it (tickwork.tick.resender): it runs, once."""
+    job = pipeline.create_job(type="counting", schedule={"at": START + FAR})
+    pipeline.clock.advance(FAR.total_seconds())
+    pipeline.tick()
+    _exhaust_receives(pipeline, Band.NORMAL)
+    assert _sqs_dead_letters(pipeline, Band.NORMAL) == 1
+    (run,) = pipeline.runs_of(job.id)
+    assert run.status is RunStatus.QUEUED
+
+    pipeline.clock.advance(60)  # past its re-send time (REDISPATCH_AFTER_SECONDS, 30 s here)
+    assert pipeline.tick()["redispatched"] == 1
+    pipeline.drain()
+    (run,) = pipeline.runs_of(job.id)
+    assert run.status is RunStatus.SUCCEEDED
+    assert COUNTED[run.id] == 1
+
+
+def test_a_redrive_of_the_sqs_dlq_moves_its_messages_back_and_a_finished_run_is_not_run_again(pipeline):
+    """The SQS DLQ's redrive (SQS's message move task, back to the band's queue): the message of a run that ran
+    since is acknowledged without running it, and a poison message goes back to the SQS DLQ."""
+    job = pipeline.create_job(type="counting", schedule={"at": START + FAR})
+    pipeline.clock.advance(FAR.total_seconds())
+    pipeline.tick()
+    _exhaust_receives(pipeline, Band.NORMAL)
+    pipeline.clock.advance(60)
+    pipeline.tick()
+    pipeline.drain()
+    (run,) = pipeline.runs_of(job.id)
+    assert (run.status, COUNTED[run.id]) == (RunStatus.SUCCEEDED, 1)
+    pipeline.sqs.send_message(QueueUrl=pipeline.resources.dlq_urls["normal"], MessageBody="poison")
+    assert _sqs_dead_letters(pipeline, Band.NORMAL) == 2
+
+    report = pipeline.services.dead_letters.redrive([Band.NORMAL])
+    assert report.started == [Band.NORMAL]
+    assert _sqs_dead_letters(pipeline, Band.NORMAL) == 0
+    assert pipeline.queued_messages(Band.NORMAL) == 2
+    (normal,) = [q for q in pipeline.services.dead_letters.queues_now().items if q.band is Band.NORMAL]
+    assert normal.last_redrive is not None
+    assert (normal.last_redrive.status, normal.last_redrive.moved) == ("COMPLETED", 2)
+
+    pipeline.drain()
+    assert COUNTED[run.id] == 1  # its message back: a duplicate of a finished run, acknowledged
+    assert pipeline.run(run.id).status is RunStatus.SUCCEEDED
+    assert [m["Body"] for m in pipeline.dlq_messages(Band.NORMAL)] == ["poison"]  # still not processable
