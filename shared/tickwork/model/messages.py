@@ -1,5 +1,5 @@
-"""The messages between the tick and the executor: a run's message (with its copy of the job), the dead letter,
-and a dispatch worker's slice of a fanned-out tick."""
+"""The messages between the tick and the executor: a run's message (with its copy of the job), and a dispatch
+worker's slice of a fanned-out tick."""
 
 from __future__ import annotations
 
