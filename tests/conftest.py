@@ -113,14 +113,16 @@ def mocked_aws(aws_credentials: None) -> Iterator[None]:
     from moto import mock_aws
     from tickwork_local.moto_atomic import atomic_requests_in_process
     from tickwork_local.moto_cloudwatch import cloudwatch_in_process
+    from tickwork_local.moto_message_moves import message_moves_in_process
     from tickwork_local.motoserver import serialize_item_responses_directly
 
     # DynamoDB's conditional writes are atomic; moto's are not unless it serves one request at a time.
     # CloudWatch's GetMetricData computes percentiles and metric math; moto's does not unless taught.
+    # SQS moves a dead-letter queue's messages back (StartMessageMoveTask); moto does not unless taught.
     # DynamoDB's item answers are written as the local endpoint writes them, the same JSON without moto 5.2's
     # shape-walking serializer (tests/integration/test_speed_local_endpoint.py compares the two): quicker tests.
     serialize_item_responses_directly()
-    with mock_aws(), atomic_requests_in_process(), cloudwatch_in_process():
+    with mock_aws(), atomic_requests_in_process(), cloudwatch_in_process(), message_moves_in_process():
         yield
 
 

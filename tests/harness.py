@@ -272,8 +272,13 @@ class Pipeline:
         return sum(int(v) for v in attrs.values())
 
     def dlq_messages(self, band: Band) -> list[dict[str, Any]]:
+        """What the band's SQS dead-letter queue holds: messages the executor could not process, with the reason
+        (a message attribute) when the executor put them there."""
         response = self.sqs.receive_message(
-            QueueUrl=self.resources.dlq_urls[band.value], MaxNumberOfMessages=10, WaitTimeSeconds=0
+            QueueUrl=self.resources.dlq_urls[band.value],
+            MaxNumberOfMessages=10,
+            WaitTimeSeconds=0,
+            MessageAttributeNames=["All"],
         )
         return response.get("Messages", [])
 

@@ -29,7 +29,7 @@ from problems import (
     unsupported_media_type_problem,
     validation_problem,
 )
-from routes import backfill, calendars, dlq, freezes, jobs, meta, preview, runs, tenants, workflows
+from routes import backfill, calendars, dead_letters, dlq, freezes, jobs, meta, preview, runs, tenants, workflows
 from routes import metrics as metrics_routes
 from routes.meta import VERSION
 from tickwork.model.errors import TickworkError
@@ -62,7 +62,8 @@ def openapi_document() -> str:
     )
 
 
-for _resource in (jobs, preview, backfill, runs, dlq, workflows, tenants, metrics_routes, calendars, freezes):
+_ROUTERS = (jobs, preview, backfill, runs, dlq, dead_letters, workflows, tenants, metrics_routes, calendars, freezes)
+for _resource in _ROUTERS:
     app.include_router(_resource.router)
 
 

@@ -28,7 +28,12 @@ from tickwork.settings import ApiSettings
 PUBLIC_PATHS = {"/v1/health", "/v1/openapi.json"}
 ADMIN_PREFIX = "/v1/tenants/"  # every tenants' route but the caller's own view is an admin's
 OWN_TENANT_PATH = "/v1/tenants/me"
-BODY_PATHS = {"/v1/jobs", "/v1/dlq/redrive"}  # the POST routes that read a JSON body (and every PATCH and PUT)
+DEAD_LETTERS_PATHS = {"/v1/dead-letters": "GET", "/v1/dead-letters/redrive": "POST"}  # an admin's, every one
+BODY_PATHS = {
+    "/v1/jobs",
+    "/v1/dlq/redrive",
+    "/v1/dead-letters/redrive",
+}  # the POST routes that read a JSON body (and every PATCH and PUT)
 # POST routes whose body is optional: JSON null there is no body (the document says `anyOf [object, null]`).
 OPTIONAL_BODY_PATHS = re.compile(r"^/v1/workflow-runs/[^/]+/cancel$")
 
@@ -54,7 +59,9 @@ def precheck(event: dict[str, Any], settings: ApiSettings) -> dict[str, Any] | N
         try:
             caller = caller_of(APIGatewayProxyEventV2(event), settings)
             # Only the methods the tenants' routes take: any other is a 405 from routing, admin or not.
-            admins_route = path.startswith(ADMIN_PREFIX) and method in ("GET", "PUT") and path != OWN_TENANT_PATH
+            admins_route = (
+                path.startswith(ADMIN_PREFIX) and method in ("GET", "PUT") and path != OWN_TENANT_PATH
+            ) or DEAD_LETTERS_PATHS.get(path) == method
             if admins_route and not caller.admin:
                 raise AdminRequired()
         except (Unauthenticated, Forbidden) as exc:

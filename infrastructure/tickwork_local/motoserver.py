@@ -42,6 +42,7 @@ from moto.sqs.models import Message, Queue, sqs_backends
 from tickwork_local.endpoint import READY_PREFIX, PortInUse, check_port_free
 from tickwork_local.moto_atomic import play_fair_queues
 from tickwork_local.moto_cloudwatch import play_cloudwatch_statistics
+from tickwork_local.moto_message_moves import play_message_move_tasks
 
 # Set to `arrival` to serve standard queues in moto's own order (oldest first) instead of as SQS fair queues: only
 # for measuring what fair queues change (benchmarks.fairness's control phase), never for use.
@@ -59,6 +60,7 @@ def _prepare_moto() -> None:
     if os.environ.get(QUEUE_ORDER_VARIABLE) != "arrival":
         play_fair_queues()  # under serialize_requests' lock, like every other request's work
     play_cloudwatch_statistics()  # percentiles and metric math in GetMetricData, as CloudWatch answers
+    play_message_move_tasks()  # a dead-letter queue's redrive (StartMessageMoveTask), as SQS documents it
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     # werkzeug formats a log line per request before it looks at the level: skip it.
     MotoRequestHandler.log_request = lambda self, code="-", size="-": None  # type: ignore[method-assign]

@@ -8,11 +8,13 @@ from datetime import timedelta
 from functools import cached_property
 
 from tickwork.aws.clients import AwsClients
+from tickwork.aws.dead_letters import DeadLetterQueues
 from tickwork.aws.event_bus import EventBus
 from tickwork.aws.metric_series import MetricSeries
 from tickwork.aws.queues import DispatchQueue, RunQueues
 from tickwork.aws.results import ResultStore
 from tickwork.control.calendars import CalendarService
+from tickwork.control.dead_letters import DeadLetterAdmin
 from tickwork.control.debounce import DebouncedTriggers
 from tickwork.control.freezes import FreezeService
 from tickwork.control.idempotent_create import IdempotentCreate
@@ -331,6 +333,18 @@ class Services:
     @cached_property
     def redrive(self) -> RunRedrive:
         return RunRedrive(self.store.runs, self.dispatcher, self.clock, self.queries, self.listings)
+
+    @cached_property
+    def dead_letters(self) -> DeadLetterAdmin:
+        """The band queues' SQS dead-letter queues, for an admin: what they hold, and their redrive."""
+        s = self.settings
+        return DeadLetterAdmin(
+            DeadLetterQueues(
+                self.clients.client("sqs"),
+                {band: s.queue_url(band) for band in Band},
+                {band: s.dlq_url(band) for band in Band},
+            )
+        )
 
     @cached_property
     def run_cancel(self) -> RunCancel:

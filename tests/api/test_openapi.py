@@ -29,6 +29,8 @@ ROUTES = {
     ("post", "/v1/runs/{run_id}/skip"),
     ("get", "/v1/dlq"),
     ("post", "/v1/dlq/redrive"),
+    ("get", "/v1/dead-letters"),
+    ("post", "/v1/dead-letters/redrive"),
     ("post", "/v1/workflows"),
     ("get", "/v1/workflows"),
     ("get", "/v1/workflows/{workflow_id}"),

@@ -56,7 +56,7 @@ pytestmark = pytest.mark.filterwarnings(
 
 BEFORE_EARLIEST = datetime(1999, 12, 30, tzinfo=UTC)
 CALLERS = {"tenant": ACME, "admin": role_identity("tickwork-admin", session="ops")}
-ADMINS_PATHS = "^/v1/(tenants|metrics)"
+ADMINS_PATHS = "^/v1/(tenants|metrics|dead-letters)"
 _calling = {"identity": ACME}  # whom the requests below come from: set by the `caller` fixture
 
 

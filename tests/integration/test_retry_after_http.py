@@ -131,4 +131,4 @@ def test_other_4xx_fail_at_once_without_retries(allowlisted, server, status):
     assert run.error.type == "HttpClientError"
     assert str(status) in run.error.message
     assert Answering.requests == 1
-    assert len(allowlisted.dlq_messages(Band.NORMAL)) == 1
+    assert [r.id for r in allowlisted.services.queries.list_dlq("default").items] == [run.id]

@@ -19,6 +19,7 @@ from typing import Any
 
 from template_support import as_list, iam_statements
 from tickwork.model.ids import run_id_for
+from tickwork.model.policies import Band
 from tickwork.model.states import RunStatus, RunTrigger
 
 from tests.harness import START, TENANT
@@ -48,6 +49,12 @@ def _queue_ids(resources) -> dict[str, str]:
     return ids
 
 
+def _queue_of_arn(resources, arn: str) -> str:
+    """The logical id of the queue an ARN names (a queue's ARN and URL end in its name)."""
+    by_name = {url.rsplit("/", 1)[-1]: logical_id for url, logical_id in _queue_ids(resources).items()}
+    return by_name[arn.rsplit(":", 1)[-1]]
+
+
 def _needed(service: str, operation: str, params: dict[str, Any], resources) -> list[tuple[str, tuple[str, str]]]:
     """(IAM action, (logical id, sub-resource)) pairs one recorded call needs."""
     if service == "dynamodb":
@@ -61,6 +68,15 @@ def _needed(service: str, operation: str, params: dict[str, Any], resources) -> 
             return needed
         index = params.get("IndexName")
         return [(f"dynamodb:{operation}", ("JobsTable", f"/index/{index}" if index else ""))]
+    if service == "sqs" and "SourceArn" in params:  # a dead-letter queue's message move task, or its listing
+        source = _queue_of_arn(resources, params["SourceArn"])
+        if operation != "StartMessageMoveTask":
+            return [(f"sqs:{operation}", (source, ""))]
+        # The task moves the messages as its caller: received and deleted at the source, sent to the destination.
+        moved = [
+            (f"sqs:{action}", (source, "")) for action in ("StartMessageMoveTask", "ReceiveMessage", "DeleteMessage")
+        ]
+        return [*moved, ("sqs:SendMessage", (_queue_of_arn(resources, params["DestinationArn"]), ""))]
     if service == "sqs":
         return [
             (_ACTION_OF.get((service, operation), f"sqs:{operation}"), (_queue_ids(resources)[params["QueueUrl"]], ""))
@@ -131,8 +147,10 @@ def test_every_call_the_code_makes_is_allowed_by_its_functions_role(pipeline, te
     pipeline.clock.advance(FAR.total_seconds())
     with acting_as("TickRole"):
         assert pipeline.tick()["dispatched"] >= 2
+    # A message no executor can process: it puts it on the band's SQS dead-letter queue.
+    pipeline.sqs.send_message(QueueUrl=pipeline.resources.queue_urls["normal"], MessageBody="poison")
     with acting_as("ExecutorRole"):
-        pipeline.drain()  # succeeds, retries (ChangeMessageVisibility), exhausts -> DLQ
+        pipeline.drain()  # succeeds, retries (ChangeMessageVisibility), exhausts (FAILED), dead-letters the poison
 
     (failed,) = pipeline.runs_of(failing.id)
     assert failed.status is RunStatus.FAILED
@@ -140,12 +158,16 @@ def test_every_call_the_code_makes_is_allowed_by_its_functions_role(pipeline, te
         queries.get_run(TENANT, failed.id)
         redrive.retry_run(TENANT, failed.id)
         jobs.trigger(TENANT, ok.id)
+        # An admin's read of the SQS dead-letter queues, and the poison's redrive (a message move task).
+        pipeline.services.dead_letters.queues_now()
+        assert pipeline.services.dead_letters.redrive([Band.NORMAL]).started == [Band.NORMAL]
 
     operations = {op for calls in recorded.values() for _, op, _ in calls}
     # The phases really exercised the paths that need distinct permissions.
     assert {"PutItem", "UpdateItem", "SendMessageBatch", "Query", "PutObject", "ChangeMessageVisibility"} <= operations
+    assert {"ListMessageMoveTasks", "StartMessageMoveTask"} <= operations
     assert any(op == "SendMessage" and "DeadLetterQueue" in p["QueueUrl"] for _, op, p in recorded["ExecutorRole"]), (
-        "the exhausted run was not dead-lettered"
+        "the poison message was not dead-lettered"
     )
 
     assert _missing(recorded, template, pipeline.resources) == []

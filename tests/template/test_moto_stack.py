@@ -45,6 +45,7 @@ ALARMS = {
     "ExecutorUtilisationAlarm",
     "RetriesAlarm",
     "OrderingKeyBlockedAlarm",
+    "FailedRunsAlarm",
 }
 
 

@@ -352,7 +352,14 @@ def test_only_the_executor_consumes_the_band_queues(template):
     executor = _grants(template, "ExecutorRole")
     for action in consume:  # what the SQS event source mapping and retries need
         assert sorted(executor[action], key=str) == sorted((_arn(f"{b}Queue") for b in BANDS), key=str)
-    assert not consume & _grants(template, "ApiRole").keys()
+    # The API consumes no band queue: it reads a band queue's ARN (a dead-letter redrive's destination), and an
+    # admin's redrive receives and deletes the SQS dead-letter queues' messages (SQS's move task, as its caller).
+    api = _grants(template, "ApiRole")
+    dlqs = sorted((_arn(f"{b}DeadLetterQueue") for b in BANDS), key=str)
+    for action in consume & api.keys():
+        expected = [*dlqs, *(_arn(f"{b}Queue") for b in BANDS)] if action == "sqs:GetQueueAttributes" else dlqs
+        assert sorted(api[action], key=str) == sorted(expected, key=str), action
+    assert sorted(api["sqs:StartMessageMoveTask"], key=str) == dlqs
     tick = _grants(template, "TickRole")
     # The tick only reads a band's backlog (before re-sending a run nobody leased); it consumes nothing.
     assert not (consume - {"sqs:GetQueueAttributes"}) & tick.keys()
@@ -384,14 +391,14 @@ def test_who_may_send_where(template):
     bands = sorted((_arn(f"{b}Queue") for b in BANDS), key=str)
     dlqs = sorted((_arn(f"{b}DeadLetterQueue") for b in BANDS), key=str)
     tick = _grants(template, "TickRole")["sqs:SendMessage"]
-    # A workflow step whose payload a reconciliation cannot make is FAILED onto its band's DLQ; fanned out, the
-    # tick hands its slices to the dispatch queue.
-    assert sorted(tick, key=str) == sorted([*bands, *dlqs, _arn("TickDeadLetterQueue"), _arn("DispatchQueue")], key=str)
+    # Fanned out, the tick hands its slices to the dispatch queue. A FAILED run (a workflow step whose payload
+    # cannot be made) is the table's: nothing but the executor sends to a band's SQS dead-letter queue.
+    assert sorted(tick, key=str) == sorted([*bands, _arn("TickDeadLetterQueue"), _arn("DispatchQueue")], key=str)
     # A dispatch worker claims as the tick does; it neither hands out slices nor reports a failed tick itself.
     worker = _grants(template, "DispatchRole")["sqs:SendMessage"]
-    assert sorted(worker, key=str) == sorted([*bands, *dlqs], key=str)
+    assert sorted(worker, key=str) == bands
     assert sorted(_grants(template, "ApiRole")["sqs:SendMessage"], key=str) == bands  # immediate dispatch
-    # Dead letters, and the workflow steps a step's end lets start.
+    # The messages it cannot process, and the workflow steps a step's end lets start.
     assert sorted(_grants(template, "ExecutorRole")["sqs:SendMessage"], key=str) == sorted([*bands, *dlqs], key=str)
 
 
@@ -535,7 +542,7 @@ def _alarms(template):
 
 def test_every_alarm_notifies_the_topic(template):
     alarms = _alarms(template)
-    assert len(alarms) == 20
+    assert len(alarms) == 21
     for props in alarms.values():
         assert props["AlarmActions"] == [{"Ref": "AlarmTopic"}]
         assert props["OKActions"] == [{"Ref": "AlarmTopic"}]

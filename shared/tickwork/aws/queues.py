@@ -1,12 +1,15 @@
 """SQS data access: the band queues and their dead-letter queues, and the dispatch queue of the fan-out.
 
+A band's dead-letter queue holds the messages the executor could not process: one it cannot parse or that names
+no run (sent there at once), and one whose receives ran out (SQS moves it, by the queue's RedrivePolicy). A run
+out of attempts is not one of them: it is FAILED in the table (the API's DLQ), its message acknowledged.
+
 The queues are standard queues used as SQS fair queues: every run message carries `MessageGroupId` = its
 tenant, so that a tenant with many messages in flight does not hold back the others' (ordering and
 exactly-once stay the run records' business, as on any standard queue)."""
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -15,7 +18,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from tickwork.model.messages import DeadLetter, DispatchSlice, RunMessage
+from tickwork.model.messages import DispatchSlice, RunMessage
 from tickwork.model.policies import Band, StartPrecision
 from tickwork.model.run import Run
 from tickwork.observability import logger
@@ -30,6 +33,7 @@ _RECEIPT_GONE = {
 }
 MAX_DELAY_SECONDS = 900  # SQS's per-message DelaySeconds limit
 BATCH = 10  # SQS's batch limit
+MAX_REASON_CHARS = 2000  # an unprocessable message's reason, beside it on the dead-letter queue
 
 
 @dataclass(frozen=True)
@@ -157,19 +161,14 @@ class RunQueues:
             changed |= {chunk[int(ok["Id"])][0] for ok in response.get("Successful", [])}
         return changed
 
-    def dead_letter(self, band: Band, letter: DeadLetter) -> None:
+    def dead_letter_unprocessable(self, band: Band, body: str, reason: str) -> None:
+        """A message the executor cannot process (it does not parse, or names no run) goes to the band's SQS
+        dead-letter queue at once, rather than coming back until its receives are exhausted: its body as it came
+        (so that a redrive, after a fix, brings it back as it was), the reason beside it."""
         self._sqs.send_message(
             QueueUrl=self.dlq_urls[band],
-            MessageBody=letter.model_dump_json(),
-            MessageAttributes={"run_id": {"DataType": "String", "StringValue": letter.run_id}},
-            MessageGroupId=letter.tenant,  # a redrive drains the DLQ tenant by tenant as fairly as the band queue
-        )
-
-    def dead_letter_raw(self, band: Band, body: str, reason: str) -> None:
-        """A message the executor cannot even parse goes to the DLQ with the reason, not back to the queue."""
-        self._sqs.send_message(
-            QueueUrl=self.dlq_urls[band],
-            MessageBody=json.dumps({"v": 1, "malformed": True, "reason": reason, "body": body[:200_000]}),
+            MessageBody=body,
+            MessageAttributes={"reason": {"DataType": "String", "StringValue": reason[:MAX_REASON_CHARS]}},
         )
 
 

@@ -82,6 +82,10 @@ REDRIVE = {
     "all": ("Every FAILED run of yours (up to 250 per call)", {"all": True}),
 }
 
+DEAD_LETTER_REDRIVE = {
+    "all": ("Every band's SQS dead-letter queue", {"bands": ["high", "normal", "low"]}),
+}
+
 SCHEDULE_PREVIEW = {
     "dst-gap": (
         "Sundays 02:30 in Paris through the March change: the last one falls in the gap",

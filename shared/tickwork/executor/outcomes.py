@@ -1,4 +1,4 @@
-"""Recording a run's outcome: succeeded, retrying (with backoff), failed (to the DLQ) or skipped; or, before it
+"""Recording a run's outcome: succeeded, retrying (with backoff), failed (the API's DLQ) or skipped; or, before it
 ran, deferred by a limit (the attempt given back).
 
 Every outcome is one conditional write on the run (`lease_owner = :me AND status = RUNNING`): an executor
@@ -26,7 +26,6 @@ from tickwork.faults import CrashPoint, FaultPlan
 from tickwork.model.backoff import Random, backoff_seconds
 from tickwork.model.clock import Clock
 from tickwork.model.deadlines import slack_seconds
-from tickwork.model.messages import DeadLetter
 from tickwork.model.run import MAX_ATTEMPT_HISTORY, AttemptRecord, Run, RunError, RunResult
 from tickwork.model.run_events import FAILURE_KINDS, RunEventKind, emitted
 from tickwork.model.run_target import RunTarget
@@ -135,8 +134,8 @@ class RunOutcomes:
         then: Callable[[datetime], None] | None = None,
         **fields: Any,
     ) -> Finished:
-        """A terminal outcome, by one path: its conditional write; then, if it was recorded, `then` (a failure's
-        dead letter), what the run belongs to settled, and its job's breaker told."""
+        """A terminal outcome, by one path: its conditional write; then, if it was recorded, `then` (given the
+        outcome's time), what the run belongs to settled, and its job's breaker told."""
         now = self.clock.now()
         if skip_reason is not None:
             fields["skip_reason"] = skip_reason
@@ -285,15 +284,10 @@ class RunOutcomes:
         duration_ms: int | None = None,
         started: datetime | None = None,
     ) -> Outcome:
+        """No attempts left: FAILED, which puts the run in its tenant's DLQ (the table's, GET /v1/dlq), and its
+        message is acknowledged. The band's SQS dead-letter queue is not for it: that one holds the messages the
+        executor could not process (docs/architecture.md, "Dead letters")."""
         failed_at: list[datetime] = []
-
-        def dead_letter(now: datetime) -> None:
-            failed_at.append(now)
-            letter = DeadLetter(
-                run_id=run.id, job_id=run.job_id, tenant=run.tenant, attempts=run.attempts, error=error, failed_at=now
-            )
-            self.queues.dead_letter(run.band, letter)
-
         attempt = (started, AttemptOutcome.FAILED)
         status = RunStatus.FAILED
         # Its run events ride on the outcome's write (the outbox), and are published after it and its consequences.
@@ -308,7 +302,7 @@ class RunOutcomes:
             owner,
             status,
             attempt=attempt,
-            then=dead_letter,
+            then=failed_at.append,
             error=error,
             duration_ms=duration_ms,
             events_pending=pending,

@@ -21,7 +21,8 @@ Promises kept here:
   record and the lease's condition, so no duplicate message can start it early. A backoff up to
   MAX_MESSAGE_BACKOFF_SECONDS rides on the message (ChangeMessageVisibility); a longer one parks the run in
   the due index, and the tick sends a fresh message at its time, so no retry depends on a message outliving
-  SQS's retention or its 12-hour visibility cap. Then FAILED, with the error, on the band's DLQ;
+  SQS's retention or its 12-hour visibility cap. Then FAILED, with the error (the API's DLQ), its message
+  acknowledged: a band's SQS dead-letter queue holds only the messages the executor could not process;
   paused/cancelled/overlapping runs are recorded SKIPPED with the reason.
 - Admission (tickwork.executor.admission): after the lease, the gates below (held back, attempts, overlap, limits)
   answer in one shape, in order; the first refusal is recorded, what the earlier gates admitted given back first.
@@ -191,11 +192,13 @@ class RunExecutor:
         try:
             message = RunMessage.model_validate_json(delivery.body)
         except ValidationError as exc:
-            # A message nobody can run: park it on the DLQ with the reason instead of looping on it.
+            # A message nobody can run: on the band's SQS dead-letter queue with the reason, not looped on.
             # Without the input: a message may carry a job's payload, which is never logged.
             errors = exc.errors(include_input=False, include_url=False)
             logger.error("malformed run message", extra={"message_id": delivery.message_id, "errors": errors})
-            self.queues.dead_letter_raw(delivery.band or Band.NORMAL, delivery.body, f"malformed message: {exc}")
+            self.queues.dead_letter_unprocessable(
+                delivery.band or Band.NORMAL, delivery.body, f"malformed message: {exc}"
+            )
             return Outcome.DONE
         logger.thread_safe_append_keys(run_id=message.run_id, job_id=message.job_id, tenant=message.tenant)
         try:
@@ -243,7 +246,7 @@ class RunExecutor:
         lease = self.leases.lease_run(message.run_id, owner=owner, now=now, lease_for=self.lease_for)
         if lease.outcome is LeaseOutcome.MISSING:
             logger.error("message for a run that does not exist")
-            self.queues.dead_letter_raw(delivery.band or Band.NORMAL, delivery.body, "no such run")
+            self.queues.dead_letter_unprocessable(delivery.band or Band.NORMAL, delivery.body, "no such run")
             return Outcome.DONE
         if lease.outcome is LeaseOutcome.TERMINAL:
             logger.info("duplicate delivery of a finished run: acknowledged, not run")

@@ -95,10 +95,14 @@ class Conflict(TickworkError):
 
 
 class AdminRequired(Forbidden):
-    """A route only an admin may call (tenants' settings), called by a tenant that is not one."""
+    """A route only an admin may call (tenants' settings, the SQS dead-letter queues), called by a tenant that is
+    not one."""
 
     def __init__(self) -> None:
-        super().__init__("an admin is needed: tenants' settings are set by the tickwork-admin role (or an admin key)")
+        super().__init__(
+            "an admin is needed: tenants' settings and the SQS dead-letter queues are the tickwork-admin role's "
+            "(or an admin key's)"
+        )
 
 
 class QuotaExceeded(TickworkError):

@@ -1,5 +1,5 @@
-"""The messages between the tick and the executor: a run's message (with its copy of the job), the dead letter,
-and a dispatch worker's slice of a fanned-out tick."""
+"""The messages between the tick and the executor: a run's message (with its copy of the job), and a dispatch
+worker's slice of a fanned-out tick."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from pydantic import (
 from tickwork.model.deadlines import Deadline
 from tickwork.model.ids import parse_run_id
 from tickwork.model.policies import DEFAULT_MAX_RUN_SECONDS, ConcurrencyLimit, RateLimit, RetryPolicy, StoredTags
-from tickwork.model.run import RunError
 from tickwork.model.run_events import Notify
 from tickwork.model.schedule import UtcDatetime
 
@@ -83,20 +82,6 @@ class RunMessage(BaseModel):
         if parsed is None or parsed[0] != self.job_id:
             raise ValueError("run_id does not belong to job_id")
         return self
-
-
-class DeadLetter(BaseModel):
-    """What the executor puts on a band's DLQ when a run has no attempts left."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    v: Literal[1] = 1
-    run_id: str
-    job_id: str
-    tenant: str
-    attempts: int
-    error: RunError
-    failed_at: UtcDatetime
 
 
 class DispatchSlice(BaseModel):

@@ -28,7 +28,6 @@ from tickwork.aws.queues import Outgoing, RunQueues, SendReport
 from tickwork.aws.results import ResultStore, ResultTooLarge
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
 from tickwork.model.clock import Clock, from_ms, stored_instant, to_ms
-from tickwork.model.messages import DeadLetter
 from tickwork.model.run import Run, RunError
 from tickwork.model.states import RunStatus, SkipReason
 from tickwork.model.workflow.advance import (
@@ -299,7 +298,7 @@ class WorkflowProgress:
         self, record: WorkflowRunRecord, starts: Iterable[StepStart], now: datetime, *, compensation: bool = False
     ) -> list[Outgoing]:
         """Each started step's run (or, `compensation`, its compensation's), if absent: QUEUED (in the due index
-        until leased, so a lost send is re-sent), or FAILED with its error and on the DLQ when it could not be made
+        until leased, so a lost send is re-sent), or FAILED with its error (in the API's DLQ) when it could not be made
         (StepStart.error). Returns what this caller created, to send; a run found existing was created by another
         writer, who sends it."""
         snapshot = record.snapshot()
@@ -335,12 +334,6 @@ class WorkflowProgress:
             error = RunError(type=start.error_type or PAYLOAD_TOO_LARGE, message=start.error)
             failed = run.model_copy(update={"status": RunStatus.FAILED, "error": error, "finished_at": now})
             if self.runs.put_failed_run(failed, now=now):
-                self.queues.dead_letter(
-                    run.band,
-                    DeadLetter(
-                        run_id=run.id, job_id=run.job_id, tenant=run.tenant, attempts=0, error=error, failed_at=now
-                    ),
-                )
                 metrics.add_metric(name="RunsFailed", unit="Count", value=1)
                 logger.error("step failed: it could not be made", extra={"run_id": run.id, "error": start.error})
         return outgoing
