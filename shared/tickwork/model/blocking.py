@@ -6,20 +6,18 @@ it (`Blockers`); the claim plan (tickwork.model.claim_plan) and the preview ask 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, Protocol
 
 from pydantic import AfterValidator, Field
 
-from tickwork.model.calendars import MAX_CALENDARS_PER_JOB
+from tickwork.model.budget import CALENDAR_STEP_BUDGET, CROSSING_CHECK_STEPS, OverBudget, StepBudget
+from tickwork.model.calendars import MAX_CALENDARS_PER_JOB, CalendarDefinition, CronWindow
+from tickwork.model.errors import InvalidInput
 from tickwork.model.states import SkipReason
-
-# How many times the search for the first allowed instant may move past one blocker into another (an exclude
-# window ending inside another calendar's, a freeze ending inside a window): past it, the occurrence is treated
-# as never allowed, which no sane set of calendars reaches.
-MAX_HOPS = 64
 
 
 class OnBlocked(StrEnum):
@@ -62,10 +60,11 @@ class Blocker(Protocol):
         """Its own policy for what it blocks (a freeze's), or None: the job's (a calendar's)."""
         ...
 
-    def blocks(self, at: datetime) -> bool: ...
+    def blocks(self, at: datetime, budget: StepBudget | None = None) -> bool: ...
 
-    def allowed_from(self, at: datetime) -> datetime | None:
-        """The first instant at or after `at` it allows; None: none it can name (never, as far as it knows)."""
+    def allowed_from(self, at: datetime, budget: StepBudget | None = None) -> datetime | None:
+        """The first instant at or after `at` it allows; None: none it can name (never, as far as it knows).
+        OverBudget when `budget` runs out first."""
         ...
 
 
@@ -80,28 +79,108 @@ class Block:
     on_blocked: OnBlocked | None = None  # the blocker's own policy (a freeze's); None: the job's
 
     def deferred(self, job_policy: OnBlocked) -> bool:
-        return (self.on_blocked or job_policy) is OnBlocked.DEFER
+        """Run at the block's end: never when it has none (none comes, or none was found within the budget),
+        so that such an occurrence is recorded skipped rather than waited on."""
+        return (self.on_blocked or job_policy) is OnBlocked.DEFER and self.until is not None
 
 
-def first_allowed(at: datetime, blockers: tuple[Blocker, ...]) -> datetime | None:
-    """The first instant at or after `at` that no blocker blocks; None when none comes."""
+def first_allowed(at: datetime, blockers: tuple[Blocker, ...], budget: StepBudget | None = None) -> datetime | None:
+    """The first instant at or after `at` that no blocker blocks; None when none comes, or none is found within
+    the budget (CALENDAR_STEP_BUDGET cron steps, each move past a blocker counted as one)."""
+    try:
+        return _crossed(at, blockers, budget or StepBudget())
+    except OverBudget:
+        return None
+
+
+class _Allowing(Protocol):
+    def allowed_from(self, at: datetime, budget: StepBudget | None = None) -> datetime | None: ...
+
+
+def _crossed(at: datetime, blockers: tuple[_Allowing, ...], budget: StepBudget) -> datetime | None:
     instant = at
-    for _ in range(MAX_HOPS):
+    while True:
         moved = False
         for blocker in blockers:
-            allowed = blocker.allowed_from(instant)
+            allowed = blocker.allowed_from(instant, budget)
             if allowed is None:
                 return None
             if allowed > instant:
                 instant, moved = allowed, True
         if not moved:
             return instant
-    return None
+        budget.spend()
 
 
-def block_at(at: datetime, blockers: tuple[Blocker, ...]) -> Block | None:
-    """The block on the occurrence at `at`, or None when it may run."""
-    first = next((b for b in blockers if b.blocks(at)), None)
+def block_at(at: datetime, blockers: tuple[Blocker, ...], budget: StepBudget | None = None) -> Block | None:
+    """The block on the occurrence at `at`, or None when it may run. Within one budget (a fresh
+    CALENDAR_STEP_BUDGET unless given): finding the first blocker costs a cron step per cron window, the rest of
+    it goes to finding the block's end."""
+    budget = budget or StepBudget()
+    first = next((b for b in blockers if b.blocks(at, budget)), None)
     if first is None:
         return None
-    return Block(first.skip_reason, first.id, first_allowed(at, blockers), first.on_blocked)
+    return Block(first.skip_reason, first.id, first_allowed(at, blockers, budget), first.on_blocked)
+
+
+class _Crossable(_Allowing, Protocol):
+    """A calendar, or a calendar's definition before it is stored."""
+
+    def blackout_starts(self, at: datetime, budget: StepBudget) -> list[tuple[datetime, int | None]]: ...
+
+
+def check_crossable(calendars: Sequence[_Crossable], now: datetime, *, field: str) -> None:
+    """InvalidInput when a blackout of these calendars, together, from `now` on, has no end found within the
+    budget: one that never ends (an exclude window opening again before it closes) or one too long to cross (an
+    include calendar with no window to come has an answer: never). Each blackout beginning at `now` or at one of their windows' next
+    opening is crossed, each within CALENDAR_STEP_BUDGET steps and all within CROSSING_CHECK_STEPS. The error
+    names `field`: with one calendar, its window that alone cannot be crossed (`windows[<i>].cron`), or `windows`."""
+    crossable = tuple(calendars)
+    budget = StepBudget(CROSSING_CHECK_STEPS)
+    try:
+        _cross_every_blackout(crossable, now, budget)
+    except OverBudget:
+        raise InvalidInput.one(_uncrossable_field(crossable, now, field), _UNCROSSABLE) from None
+
+
+def _cross_every_blackout(calendars: tuple[_Crossable, ...], now: datetime, budget: StepBudget) -> None:
+    starts = sorted(s for calendar in calendars for s in calendar.blackout_starts(now, budget))
+    crossed_to = now - timedelta(microseconds=1)
+    for start, _ in starts:
+        if start <= crossed_to:
+            continue  # inside a blackout already crossed
+        crossing = StepBudget()
+        end = _crossed(start, calendars, crossing)
+        budget.spend(crossing.spent)
+        if end is None:
+            return  # an include calendar with no window to come: never again, an answer (each occurrence a skip)
+        crossed_to = end
+
+
+_UNCROSSABLE = (
+    f"has a blackout with no end found within {CALENDAR_STEP_BUDGET} cron steps (windows that open again before "
+    "they close never end; see docs/cron.md, Bounds): shorten the windows or space them out"
+)
+
+
+def _uncrossable_field(calendars: tuple[_Crossable, ...], now: datetime, field: str) -> str:
+    """One calendar's cron window that cannot be crossed alone, by its path (looked for within another
+    CROSSING_CHECK_STEPS); else `field`."""
+    if len(calendars) != 1 or not isinstance(calendars[0], CalendarDefinition):
+        return field
+    calendar = calendars[0]
+    if len(calendar.windows) == 1:
+        return f"{field}[0].cron" if isinstance(calendar.windows[0], CronWindow) else field
+    search = StepBudget(CROSSING_CHECK_STEPS)
+    for index, window in enumerate(calendar.windows):
+        if not isinstance(window, CronWindow) or search.spent >= search.steps:
+            continue
+        alone = calendar.model_copy(update={"windows": [window]})
+        budget = StepBudget(CROSSING_CHECK_STEPS)
+        try:
+            _cross_every_blackout((alone,), now, budget)
+        except OverBudget:
+            return f"{field}[{index}].cron"
+        finally:
+            search.spent += budget.spent
+    return field
