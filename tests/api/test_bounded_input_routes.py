@@ -94,3 +94,17 @@ def test_a_calendar_window_that_fires_rarely_is_accepted(api):
     reply = api.get(f"/v1/jobs/{job['id']}/preview", query={"count": 3})
     assert reply.status == 200, reply.text
     assert all("blocked" not in i for i in reply.json["items"])
+
+
+def test_a_workflow_condition_nested_past_the_parser_s_stack_is_refused_naming_it(api, pipeline):
+    nested = "(" * 600 + "steps.a.result" + ")" * 600
+    body = {
+        "name": "w",
+        "schedule": {"rate": "1 hour"},
+        "steps": [{"id": "a", "type": "echo"}, {"id": "b", "type": "echo", "depends_on": ["a"], "condition": nested}],
+    }
+    pipeline.calls.clear()
+    reply = api.post("/v1/workflows", body)
+    assert reply.status == 422, reply.text
+    assert reply.fields == ["steps[1].condition"]
+    assert _nothing_written(pipeline)

@@ -23,6 +23,15 @@ from tickwork.model.job import Job
 from tickwork.model.preview import preview_job
 from tickwork.model.schedule import Schedule
 from tickwork.model.states import SkipReason
+from tickwork.model.workflow.definition import WorkflowStep, check_steps
+from tickwork.model.workflow.expressions import (
+    MAX_EXPRESSION_DEPTH,
+    MAX_EXPRESSION_LENGTH,
+    MAX_EXPRESSION_VISITS,
+    ExpressionFailed,
+    compile_expression,
+    holds,
+)
 
 from tests.unit.test_calendar_blocking import calendar
 from tests.unit.test_claim_plan import NOW, job
@@ -248,3 +257,46 @@ def test_a_window_in_the_repeated_hour_is_found_from_its_second_pass() -> None:
     assert night.blocks(datetime(2026, 10, 25, 1, 0, tzinfo=UTC))
     assert not night.blocks(datetime(2026, 10, 25, 1, 15, tzinfo=UTC))
     assert night.allowed_from(datetime(2026, 10, 25, 0, 50, tzinfo=UTC)) == datetime(2026, 10, 25, 1, 15, tzinfo=UTC)
+
+
+# ---------------------------------------------------------------- workflow expressions (JMESPath)
+
+DOUBLING_17 = "[@, @][]" * 17  # 2**17 copies: each `[@, @][]` doubles what it is given
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "(" * 600 + "steps" + ")" * 600,  # past Python's stack: JMESPath's parser recurses once per level
+        "[" * (MAX_EXPRESSION_DEPTH + 1) + "steps" + "]" * (MAX_EXPRESSION_DEPTH + 1),
+        "a" * (MAX_EXPRESSION_LENGTH + 1),
+    ],
+    ids=["past the stack", "nested lists", "too long"],
+)
+def test_an_expression_too_deep_or_too_long_is_refused_with_a_reason(text: str) -> None:
+    with pytest.raises(ValueError, match=r"nested|long"):
+        compile_expression(text)
+
+
+def test_a_workflow_whose_condition_is_nested_too_deeply_is_refused_naming_the_condition() -> None:
+    nested = "(" * 400 + "steps.a.result" + ")" * 400
+    steps = [
+        WorkflowStep.model_validate({"id": "a", "type": "echo"}),
+        WorkflowStep.model_validate({"id": "b", "type": "echo", "depends_on": ["a"], "condition": nested}),
+        WorkflowStep.model_validate(
+            {
+                "id": "c",
+                "type": "echo",
+                "depends_on": ["a"],
+                "payload": {"x": {"$from": "length(" * 60 + "steps.a" + ")" * 60}},
+            }
+        ),
+    ]
+    assert [e.field for e in check_steps(steps)] == ["steps[1].condition", "steps[2].payload.x.$from"]
+
+
+def test_an_expression_that_multiplies_its_input_fails_within_its_budget_of_visits() -> None:
+    compile_expression(DOUBLING_17)  # short and shallow: accepted; its work depends on the data
+    with pytest.raises(ExpressionFailed, match=f"{MAX_EXPRESSION_VISITS}"):
+        holds(DOUBLING_17, {"steps": {}})
+    assert holds("[@, @][]", {"steps": {}})  # a little of it is fine
