@@ -14,13 +14,14 @@ from typing import Any
 import pytest
 from croniter import croniter
 from pydantic import ValidationError
+from tickwork.control.backfill import MAX_BACKFILL_DAYS, MAX_BACKFILL_RUNS
 from tickwork.model.blocking import OnBlocked, block_at, check_crossable, first_allowed
 from tickwork.model.budget import CALENDAR_STEP_BUDGET, CROSSING_CHECK_STEPS, OCCURRENCES_STEP_BUDGET
 from tickwork.model.calendars import Calendar, CalendarDefinition
 from tickwork.model.claim_plan import plan_claim
 from tickwork.model.errors import InvalidInput
 from tickwork.model.job import Job
-from tickwork.model.preview import preview_job
+from tickwork.model.preview import MAX_PREVIEW_COUNT, preview, preview_job
 from tickwork.model.schedule import Schedule
 from tickwork.model.states import SkipReason
 from tickwork.model.workflow.definition import WorkflowStep, check_steps
@@ -92,7 +93,7 @@ def test_calendar_window_whose_cron_never_fires_is_refused(cron: str) -> None:
 
 
 def test_a_calendar_window_whose_cron_fires_rarely_is_accepted_and_answers_in_a_few_steps(cron_steps) -> None:
-    leap_monday = stored({"cron": "0 0 29 2 1", "duration_minutes": 60})  # 29 February on a Monday: 2044
+    leap_monday = stored({"cron": "0 0 * 2 1#5", "duration_minutes": 60})  # 29 February on a Monday: 2044
     cron_steps.count = 0
     assert not leap_monday.blocks(NOW)
     assert leap_monday.blocks(datetime(2044, 2, 29, 0, 30, tzinfo=UTC))
@@ -300,3 +301,45 @@ def test_an_expression_that_multiplies_its_input_fails_within_its_budget_of_visi
     with pytest.raises(ExpressionFailed, match=f"{MAX_EXPRESSION_VISITS}"):
         holds(DOUBLING_17, {"steps": {}})
     assert holds("[@, @][]", {"steps": {}})  # a little of it is fine
+
+
+# ---------------------------------------------------------------- schedules, previews and backfills (bounds kept)
+
+
+def test_a_backfill_of_a_per_second_cron_over_its_widest_range_takes_a_step_per_run(cron_steps) -> None:
+    every_second = Schedule(cron="* * * * * *")
+    widest = timedelta(days=MAX_BACKFILL_DAYS)
+    found = every_second.occurrences(NOW - widest, NOW, anchor=NOW - widest, limit=MAX_BACKFILL_RUNS)
+    assert len(found) == MAX_BACKFILL_RUNS
+    assert cron_steps.count <= MAX_BACKFILL_RUNS + 1
+
+
+def test_a_preview_of_the_most_per_second_occurrences_takes_a_step_each(cron_steps) -> None:
+    found = preview(Schedule(cron="* * * * * *"), after=NOW, count=MAX_PREVIEW_COUNT, anchor=NOW)
+    assert len(found) == MAX_PREVIEW_COUNT
+    assert cron_steps.count <= MAX_PREVIEW_COUNT + 1
+
+
+def test_a_cron_that_fires_rarely_previews_in_a_step_per_occurrence(cron_steps) -> None:
+    # 29 February on a Monday: February's fifth Monday (`0 0 29 2 1` is the 29th OR any Monday, Vixie's rule).
+    leap_monday = Schedule(cron="0 0 * 2 1#5")
+    found = preview(leap_monday, after=NOW, count=3, anchor=NOW)
+    assert [o.at.year for o in found] == [2044, 2072, 2112]
+    assert cron_steps.count <= 3
+
+
+@pytest.mark.parametrize(
+    ("zone", "cron", "after", "gap_end"),
+    [
+        ("Europe/Paris", "30 2 * * *", datetime(2026, 3, 28, 12, tzinfo=UTC), "2026-03-29T03:00:00.000+02:00"),
+        ("America/New_York", "*/10 2 * * *", datetime(2026, 3, 7, 12, tzinfo=UTC), "2026-03-08T03:00:00.000-04:00"),
+        ("Australia/Lord_Howe", "15 2 * * *", datetime(2026, 10, 3, 0, tzinfo=UTC), "2026-10-04T02:30:00.000+11:00"),
+    ],
+)
+def test_a_cron_in_a_dst_gap_previews_in_a_step_per_occurrence(
+    cron_steps, zone: str, cron: str, after: datetime, gap_end: str
+) -> None:
+    found = preview(Schedule(cron=cron, timezone=zone), after=after, count=3, anchor=after)
+    gap = [o for o in found if o.dst == "gap"]
+    assert [o.local for o in gap] == [gap_end]
+    assert cron_steps.count <= 3 + len(gap)
