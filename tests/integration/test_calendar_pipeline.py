@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from tickwork.model.calendars import Calendar, CalendarDefinition
+from tickwork.model.calendars import Calendar, CalendarDefinition, CalendarMode, CronWindow
 from tickwork.model.states import DeferReason, RunStatus, SkipReason
 
 from tests.harness import START, TENANT
@@ -176,3 +176,26 @@ def test_a_defer_job_behind_chained_windows_runs_once_they_end(pipeline):
     pipeline.tick()
     [run] = pipeline.runs_of(job.id)
     assert (run.occurrence_at, run.blocked_by) == (datetime(2026, 11, 23, 10, tzinfo=UTC), weekdays.id)
+
+
+def test_a_stored_calendar_window_whose_cron_never_fires_blocks_nothing_and_the_tick_claims_on(pipeline):
+    # Stored before a window's cron had to fire: read back, it opens never (it used to fail every claim).
+    never = Calendar.model_construct(
+        id="c" + "2" * 25,
+        tenant=TENANT,
+        name="old",
+        timezone="UTC",
+        mode=CalendarMode.EXCLUDE,
+        windows=[CronWindow.model_construct(cron="0 0 30 2 *", duration_minutes=60)],
+        created_at=START,
+        updated_at=START,
+        version=1,
+    )
+    assert pipeline.services.calendars.records.put_new(never)
+    job = pipeline.create_job(schedule={"cron": "* * * * *"}, calendars=[never.id], on_blocked="DEFER")
+    _tick_through(pipeline, 2)
+    assert [(at, status) for at, status, _, _ in _records(pipeline, job.id)][:2] == [
+        (_at(1), RunStatus.QUEUED),
+        (_at(2), RunStatus.QUEUED),
+    ]
+    assert pipeline.services.calendars.get(TENANT, never.id).windows[0].cron == "0 0 30 2 *"

@@ -19,19 +19,23 @@ from pydantic import (
     Discriminator,
     Field,
     Tag,
+    ValidationInfo,
     WithJsonSchema,
     field_validator,
     model_validator,
 )
 
 from tickwork.model.budget import StepBudget
-from tickwork.model.schedule import CallerInstant, Schedule, UtcDatetime, firing_cron, resolve_wall_time
+from tickwork.model.schedule import CallerInstant, Schedule, UtcDatetime, firing_cron, resolve_wall_time, validate_cron
 from tickwork.model.states import SkipReason
 
 MAX_WINDOW_MINUTES = 7 * 24 * 60  # a recurring window lasts at most 7 days
 MAX_WINDOWS = 100
 MAX_DATES = 366
 MAX_CALENDARS_PER_JOB = 10
+# Validation context of a calendar read from the table (tickwork.store.calendars): what was accepted once is
+# read back, never refused.
+STORED = "stored"
 # How far ahead an `include` calendar's next window is looked for; none by then: the occurrence never runs.
 LOOK_AHEAD = timedelta(days=400)
 
@@ -86,7 +90,9 @@ class CronWindow(BaseModel):
 
     @field_validator("cron")
     @classmethod
-    def _valid_cron(cls, value: str) -> str:
+    def _valid_cron(cls, value: str, info: ValidationInfo) -> str:
+        if info.context and info.context.get(STORED):
+            return validate_cron(value)  # stored before a window had to fire: read back, it never opens
         return firing_cron(value)  # a job's schedule's rule: valid, and fires
 
     def span_holding(self, at: datetime, zone: ZoneInfo, budget: StepBudget) -> Span | None:
@@ -104,7 +110,8 @@ class CronWindow(BaseModel):
 
 @lru_cache(maxsize=1024)
 def _opening_schedule(cron: str, zone: str) -> Schedule:
-    return Schedule(cron=cron, timezone=zone)
+    # Checked as the window was: a stored one that never fires finds no opening (None), in one bounded step.
+    return Schedule.model_construct(cron=cron, timezone=zone)
 
 
 class RangeWindow(BaseModel):
