@@ -126,15 +126,16 @@ def block_at(at: datetime, blockers: tuple[Blocker, ...], budget: StepBudget | N
 class _Crossable(_Allowing, Protocol):
     """A calendar, or a calendar's definition before it is stored."""
 
-    def blackout_starts(self, at: datetime, budget: StepBudget) -> list[tuple[datetime, int | None]]: ...
+    def blackout_starts(self, at: datetime, budget: StepBudget) -> list[datetime]: ...
 
 
 def check_crossable(calendars: Sequence[_Crossable], now: datetime, *, field: str) -> None:
     """InvalidInput when a blackout of these calendars, together, from `now` on, has no end found within the
     budget: one that never ends (an exclude window opening again before it closes) or one too long to cross (an
-    include calendar with no window to come has an answer: never). Each blackout beginning at `now` or at one of their windows' next
-    opening is crossed, each within CALENDAR_STEP_BUDGET steps and all within CROSSING_CHECK_STEPS. The error
-    names `field`: with one calendar, its window that alone cannot be crossed (`windows[<i>].cron`), or `windows`."""
+    include calendar with no window to come has an answer: never). Each blackout beginning at `now` or at one of
+    their windows' next opening is crossed, each within CALENDAR_STEP_BUDGET steps and all within
+    CROSSING_CHECK_STEPS. The error names `field`: with one calendar, its window that alone cannot be crossed
+    (`windows[<i>].cron`), or `windows`."""
     crossable = tuple(calendars)
     budget = StepBudget(CROSSING_CHECK_STEPS)
     try:
@@ -146,7 +147,7 @@ def check_crossable(calendars: Sequence[_Crossable], now: datetime, *, field: st
 def _cross_every_blackout(calendars: tuple[_Crossable, ...], now: datetime, budget: StepBudget) -> None:
     starts = sorted(s for calendar in calendars for s in calendar.blackout_starts(now, budget))
     crossed_to = now - timedelta(microseconds=1)
-    for start, _ in starts:
+    for start in starts:
         if start <= crossed_to:
             continue  # inside a blackout already crossed
         crossing = StepBudget()

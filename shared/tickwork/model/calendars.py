@@ -198,13 +198,13 @@ class CalendarDefinition(BaseModel):
         starts = [s for w in self.windows if (s := w.next_start(at, zone, budget)) is not None]
         return min(starts, default=None)
 
-    def blackout_starts(self, at: datetime, budget: StepBudget) -> list[tuple[datetime, int | None]]:
-        """Where a blackout of this calendar begins from `at` on, one per window (its next window's start, or
-        in an include calendar its end), each with its window's index; and `at` itself (index None). The
-        instants from which check_crossable crosses its blackouts."""
+    def blackout_starts(self, at: datetime, budget: StepBudget) -> list[datetime]:
+        """Where a blackout of this calendar begins from `at` on: `at` itself, and one per window (its next
+        window's start, or in an include calendar its end). The instants from which check_crossable crosses its
+        blackouts."""
         zone = self.zone
-        found: list[tuple[datetime, int | None]] = [(at, None)]
-        for index, window in enumerate(self.windows):
+        found = [at]
+        for window in self.windows:
             start = window.next_start(at, zone, budget)
             if start is None:
                 continue
@@ -213,7 +213,7 @@ class CalendarDefinition(BaseModel):
                 if span is None:  # pragma: no cover - a window holds the instant it opens
                     continue
                 start = span[1]
-            found.append((start, index))
+            found.append(start)
         return found
 
     def blocks(self, at: datetime, budget: StepBudget | None = None) -> bool:
