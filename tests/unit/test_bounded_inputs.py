@@ -170,6 +170,21 @@ def test_chained_windows_are_accepted_at_create() -> None:
     check_crossable((spec,), MONDAY, field="windows")
 
 
+def test_a_calendar_of_many_windows_is_checked_in_a_few_steps_per_window(cron_steps) -> None:
+    # Sixty one-minute windows, 03:00 to 03:59, one after another: one blackout of an hour, crossed.
+    minutes = [{"cron": f"{m} 3 * * *", "duration_minutes": 1} for m in range(60)]
+    spec = CalendarDefinition.model_validate({"name": "n", "windows": minutes})
+    check_crossable((spec,), NOW, field="windows")
+    assert cron_steps.count <= 12 * len(minutes)  # linear in the windows, a dozen steps each
+    assert first_allowed(datetime(2026, 6, 2, 3, 0, 30, tzinfo=UTC), (stored_many(minutes),)) == datetime(
+        2026, 6, 2, 4, tzinfo=UTC
+    )
+
+
+def stored_many(windows: list[dict[str, Any]]) -> Calendar:
+    return calendar(windows)
+
+
 def test_a_blackout_that_never_ends_is_refused_at_create_naming_the_window() -> None:
     spec = CalendarDefinition.model_validate({"name": "n", "windows": [{"dates": ["2026-12-25"]}, ALWAYS_BLOCKED]})
     with pytest.raises(InvalidInput) as refused:

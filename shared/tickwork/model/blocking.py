@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Protocol
 
 from pydantic import AfterValidator, Field
 
 from tickwork.model.budget import CALENDAR_STEP_BUDGET, CROSSING_CHECK_STEPS, OverBudget, StepBudget
-from tickwork.model.calendars import MAX_CALENDARS_PER_JOB, CalendarDefinition, CronWindow
+from tickwork.model.calendars import MAX_CALENDARS_PER_JOB, CalendarDefinition, CalendarMode, CronWindow
 from tickwork.model.errors import InvalidInput
 from tickwork.model.states import SkipReason
 
@@ -123,65 +123,62 @@ def block_at(at: datetime, blockers: tuple[Blocker, ...], budget: StepBudget | N
     return Block(first.skip_reason, first.id, first_allowed(at, blockers, budget), first.on_blocked)
 
 
-class _Crossable(_Allowing, Protocol):
-    """A calendar, or a calendar's definition before it is stored."""
-
-    def blackout_starts(self, at: datetime, budget: StepBudget) -> list[datetime]: ...
-
-
-def check_crossable(calendars: Sequence[_Crossable], now: datetime, *, field: str) -> None:
-    """InvalidInput when a blackout of these calendars, together, from `now` on, has no end found within the
-    budget: one that never ends (an exclude window opening again before it closes) or one too long to cross (an
-    include calendar with no window to come has an answer: never). Each blackout beginning at `now` or at one of
-    their windows' next opening is crossed, each within CALENDAR_STEP_BUDGET steps and all within
-    CROSSING_CHECK_STEPS. The error names `field`: with one calendar, its window that alone cannot be crossed
-    (`windows[<i>].cron`), or `windows`."""
-    crossable = tuple(calendars)
-    budget = StepBudget(CROSSING_CHECK_STEPS)
+def check_crossable(calendars: Sequence[CalendarDefinition], now: datetime, *, field: str) -> None:
+    """InvalidInput when these calendars have a blackout whose end is not found within CALENDAR_STEP_BUDGET:
+    one that never ends (an exclude window opening again before it closes) or one too long to cross. Each cron
+    window of an exclude calendar is crossed alone from its next opening (an error names it, `windows[<i>].cron`,
+    when `field` is `windows`), then the calendars together from `now` and from each window's next opening (a
+    blackout already crossed is not crossed again; an error names `field`); all of it within
+    CROSSING_CHECK_STEPS, past which the error names `field`. An include calendar with no window to come has an
+    answer (never), not an error."""
+    total = StepBudget(CROSSING_CHECK_STEPS)
+    together = tuple(calendars)
     try:
-        _cross_every_blackout(crossable, now, budget)
+        if field == "windows":
+            for calendar in together:
+                _check_windows_alone(calendar, now, total, field)
+        starts = sorted(
+            {now} | {s for c in together for w in c.windows if (s := w.next_start(now, c.zone, total)) is not None}
+        )
+        crossed_to = None
+        for start in starts:
+            if crossed_to is not None and start < crossed_to:
+                continue  # inside a blackout already crossed
+            crossed_to = _crossed_to(start, together, total)
+            if crossed_to is None:
+                break  # never allowed again (an include calendar's last window is over): an answer
     except OverBudget:
-        raise InvalidInput.one(_uncrossable_field(crossable, now, field), _UNCROSSABLE) from None
+        raise InvalidInput.one(field, _UNCROSSABLE) from None
 
 
-def _cross_every_blackout(calendars: tuple[_Crossable, ...], now: datetime, budget: StepBudget) -> None:
-    starts = sorted(s for calendar in calendars for s in calendar.blackout_starts(now, budget))
-    crossed_to = now - timedelta(microseconds=1)
-    for start in starts:
-        if start <= crossed_to:
-            continue  # inside a blackout already crossed
-        crossing = StepBudget()
-        end = _crossed(start, calendars, crossing)
-        budget.spend(crossing.spent)
-        if end is None:
-            return  # an include calendar with no window to come: never again, an answer (each occurrence a skip)
-        crossed_to = end
+def _check_windows_alone(calendar: CalendarDefinition, now: datetime, total: StepBudget, field: str) -> None:
+    if calendar.mode is not CalendarMode.EXCLUDE:
+        return
+    for index, window in enumerate(calendar.windows):
+        if not isinstance(window, CronWindow):
+            continue
+        opens = window.next_start(now, calendar.zone, total)
+        if opens is None:
+            continue
+        try:
+            _crossed_to(opens, (calendar.model_copy(update={"windows": [window]}),), total)
+        except OverBudget:
+            raise InvalidInput.one(f"{field}[{index}].cron", _UNCROSSABLE) from None
+
+
+def _crossed_to(at: datetime, calendars: tuple[CalendarDefinition, ...], total: StepBudget) -> datetime | None:
+    """The end of the blackout at `at` (None: none comes, an include calendar's never), found within
+    CALENDAR_STEP_BUDGET, its steps counted in `total` too; OverBudget past either."""
+    crossing = StepBudget()
+    try:
+        return _crossed(at, calendars, crossing)
+    finally:
+        total.spent += crossing.spent
+        if total.spent_all:
+            raise OverBudget(f"more than {total.steps} cron steps")
 
 
 _UNCROSSABLE = (
     f"has a blackout with no end found within {CALENDAR_STEP_BUDGET} cron steps (windows that open again before "
     "they close never end; see docs/cron.md, Bounds): shorten the windows or space them out"
 )
-
-
-def _uncrossable_field(calendars: tuple[_Crossable, ...], now: datetime, field: str) -> str:
-    """One calendar's cron window that cannot be crossed alone, by its path (looked for within another
-    CROSSING_CHECK_STEPS); else `field`."""
-    if len(calendars) != 1 or not isinstance(calendars[0], CalendarDefinition):
-        return field
-    calendar = calendars[0]
-    if len(calendar.windows) == 1:
-        return f"{field}[0].cron" if isinstance(calendar.windows[0], CronWindow) else field
-    search = StepBudget(CROSSING_CHECK_STEPS)
-    for index, window in enumerate(calendar.windows):
-        if not isinstance(window, CronWindow) or search.spent >= search.steps:
-            continue
-        alone = calendar.model_copy(update={"windows": [window]})
-        budget = StepBudget(CROSSING_CHECK_STEPS)
-        try:
-            _cross_every_blackout((alone,), now, budget)
-        except OverBudget:
-            return f"{field}[{index}].cron"
-        finally:
-            search.spent += budget.spent
-    return field

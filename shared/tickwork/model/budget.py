@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 CALENDAR_STEP_BUDGET = 1_000
-# A calendar's (or a job's calendars') check at create or update: every blackout it crosses within
-# CALENDAR_STEP_BUDGET each, and all of them within this.
-CROSSING_CHECK_STEPS = 2 * CALENDAR_STEP_BUDGET
+# A calendar's (or a job's calendars') check at create or update (tickwork.model.blocking.check_crossable):
+# every blackout it crosses within CALENDAR_STEP_BUDGET each, and all of them within this.
+CROSSING_CHECK_STEPS = 5 * CALENDAR_STEP_BUDGET
 # One claim of a job (tickwork.model.claim_plan), or one preview of it: every occurrence's evaluation within
 # CALENDAR_STEP_BUDGET, and all of them within this. A claim past it stops there (the job stays due for the
 # rest, decided by the next tick); a preview past it answers the occurrences it marked.

@@ -198,24 +198,6 @@ class CalendarDefinition(BaseModel):
         starts = [s for w in self.windows if (s := w.next_start(at, zone, budget)) is not None]
         return min(starts, default=None)
 
-    def blackout_starts(self, at: datetime, budget: StepBudget) -> list[datetime]:
-        """Where a blackout of this calendar begins from `at` on: `at` itself, and one per window (its next
-        window's start, or in an include calendar its end). The instants from which check_crossable crosses its
-        blackouts."""
-        zone = self.zone
-        found = [at]
-        for window in self.windows:
-            start = window.next_start(at, zone, budget)
-            if start is None:
-                continue
-            if self.mode is CalendarMode.INCLUDE:
-                span = window.span_holding(start, zone, budget)
-                if span is None:  # pragma: no cover - a window holds the instant it opens
-                    continue
-                start = span[1]
-            found.append(start)
-        return found
-
     def blocks(self, at: datetime, budget: StepBudget | None = None) -> bool:
         inside = self.span_holding(at, budget) is not None
         return inside if self.mode is CalendarMode.EXCLUDE else not inside
@@ -226,9 +208,12 @@ class CalendarDefinition(BaseModel):
         blackout, crossed a window's end at a time. OverBudget when `budget` runs out first."""
         budget = budget or StepBudget()
         if self.mode is CalendarMode.EXCLUDE:
-            instant = at
-            while (span := self.span_holding(instant, budget)) is not None:
-                instant = span[1]
+            zone, instant, moved = self.zone, at, True
+            while moved:  # until no window holds it: each window's own chain is crossed a step at a time
+                moved = False
+                for window in self.windows:
+                    while (span := window.span_holding(instant, zone, budget)) is not None:
+                        instant, moved = span[1], True
             return instant
         if self.span_holding(at, budget) is not None:
             return at
