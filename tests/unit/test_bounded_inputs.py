@@ -176,13 +176,9 @@ def test_a_calendar_of_many_windows_is_checked_in_a_few_steps_per_window(cron_st
     spec = CalendarDefinition.model_validate({"name": "n", "windows": minutes})
     check_crossable((spec,), NOW, field="windows")
     assert cron_steps.count <= 12 * len(minutes)  # linear in the windows, a dozen steps each
-    assert first_allowed(datetime(2026, 6, 2, 3, 0, 30, tzinfo=UTC), (stored_many(minutes),)) == datetime(
+    assert first_allowed(datetime(2026, 6, 2, 3, 0, 30, tzinfo=UTC), (calendar(minutes),)) == datetime(
         2026, 6, 2, 4, tzinfo=UTC
     )
-
-
-def stored_many(windows: list[dict[str, Any]]) -> Calendar:
-    return calendar(windows)
 
 
 def test_a_blackout_that_never_ends_is_refused_at_create_naming_the_window() -> None:
