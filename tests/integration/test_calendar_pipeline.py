@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from tickwork.model.calendars import Calendar, CalendarDefinition
+from tickwork.model.calendars import Calendar, CalendarDefinition, CalendarMode, CronWindow
 from tickwork.model.states import DeferReason, RunStatus, SkipReason
 
 from tests.harness import START, TENANT
@@ -139,3 +139,63 @@ def test_a_deleted_calendar_blocks_nothing(pipeline):
     statuses = {r.occurrence_at: r.status for r in pipeline.runs_of(job.id)}
     assert statuses[_at(1)] is RunStatus.SKIPPED  # claimed at create, while it existed
     assert statuses[_at(3)] is RunStatus.QUEUED
+
+
+def _stored_unchecked(pipeline: Any, windows: list[dict[str, Any]]) -> Calendar:
+    """A calendar stored as one created before its create checked how long its blackouts are."""
+    calendar = Calendar.model_validate(
+        {"id": "c" + "1" * 25, "tenant": TENANT, "name": "old", "windows": windows, "created_at": START}
+        | {"updated_at": START}
+    )
+    assert pipeline.services.calendars.records.put_new(calendar)
+    return calendar
+
+
+def test_a_defer_job_behind_a_blackout_with_no_end_found_is_recorded_skipped_every_tick_not_left_waiting(pipeline):
+    # Every window opens inside the one before: the blackout never ends, and its end is never found.
+    endless = _stored_unchecked(pipeline, [{"cron": "0 * * * *", "duration_minutes": 90}])
+    job = pipeline.create_job(schedule={"cron": "* * * * *"}, calendars=[endless.id], on_blocked="DEFER")
+    _tick_through(pipeline, 3)
+    records = _records(pipeline, job.id)
+    assert len(records) >= 3
+    assert {(status, reason, by) for _, status, reason, by in records} == {
+        (RunStatus.SKIPPED, SkipReason.CALENDAR, endless.id)
+    }
+    assert records[0][0] == _at(1)
+
+
+def test_a_defer_job_behind_chained_windows_runs_once_they_end(pipeline):
+    # Weekdays, a 90-minute window every hour: one blackout from Monday 00:00 to Saturday 00:30. The clock starts
+    # on Saturday 2026-11-21 at 12:00; Monday's 10:00 occurrence waits unwritten until Saturday 00:30.
+    weekdays = _calendar(pipeline, [{"cron": "0 * * * 1-5", "duration_minutes": 90}])
+    job = pipeline.create_job(schedule={"cron": "0 10 * * 1"}, calendars=[weekdays.id], on_blocked="DEFER")
+    pipeline.clock.set(datetime(2026, 11, 23, 10, tzinfo=UTC))
+    pipeline.tick()
+    assert _records(pipeline, job.id) == []
+    pipeline.clock.set(datetime(2026, 11, 28, 0, 30, tzinfo=UTC))
+    pipeline.tick()
+    [run] = pipeline.runs_of(job.id)
+    assert (run.occurrence_at, run.blocked_by) == (datetime(2026, 11, 23, 10, tzinfo=UTC), weekdays.id)
+
+
+def test_a_stored_calendar_window_whose_cron_never_fires_blocks_nothing_and_the_tick_claims_on(pipeline):
+    # Stored before a window's cron had to fire: read back, it opens never (it used to fail every claim).
+    never = Calendar.model_construct(
+        id="c" + "2" * 25,
+        tenant=TENANT,
+        name="old",
+        timezone="UTC",
+        mode=CalendarMode.EXCLUDE,
+        windows=[CronWindow.model_construct(cron="0 0 30 2 *", duration_minutes=60)],
+        created_at=START,
+        updated_at=START,
+        version=1,
+    )
+    assert pipeline.services.calendars.records.put_new(never)
+    job = pipeline.create_job(schedule={"cron": "* * * * *"}, calendars=[never.id], on_blocked="DEFER")
+    _tick_through(pipeline, 2)
+    assert [(at, status) for at, status, _, _ in _records(pipeline, job.id)][:2] == [
+        (_at(1), RunStatus.QUEUED),
+        (_at(2), RunStatus.QUEUED),
+    ]
+    assert pipeline.services.calendars.get(TENANT, never.id).windows[0].cron == "0 0 30 2 *"

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
+from tickwork.model.blocking import check_crossable
 from tickwork.model.calendars import Calendar, CalendarDefinition
 from tickwork.model.clock import Clock, to_ms
 from tickwork.model.errors import Conflict, InvalidInput, NotFound
@@ -18,15 +20,20 @@ from tickwork.observability import logger
 from tickwork.store.calendars import CalendarRecords
 
 
-def check_calendars_visible(records: CalendarRecords | None, tenant: str, calendar_ids: Sequence[str]) -> None:
+def check_calendars_visible(
+    records: CalendarRecords | None, tenant: str, calendar_ids: Sequence[str], *, now: datetime
+) -> None:
     """InvalidInput naming `calendars` when one of the ids is not a calendar of `tenant` (missing, or another
-    tenant's: the same answer, so no tenant learns of another's). One BatchGetItem; none without ids."""
+    tenant's: the same answer, so no tenant learns of another's), or when together they make a blackout with no
+    end found within the budget (each alone was checked at its create). One BatchGetItem; none without ids."""
     if not calendar_ids or records is None:
         return
     found = records.get_many((tenant, c) for c in calendar_ids)
     missing = [c for c in calendar_ids if (tenant, c) not in found]
     if missing:
         raise InvalidInput.one("calendars", f"no such calendar: {', '.join(missing)} (see GET /v1/calendars)")
+    if len(calendar_ids) > 1:
+        check_crossable([found[(tenant, c)] for c in calendar_ids], now, field="calendars")
 
 
 @dataclass(frozen=True)
@@ -36,6 +43,7 @@ class CalendarService:
 
     def create(self, tenant: str, spec: CalendarDefinition) -> Calendar:
         now = self.clock.now()
+        check_crossable((spec,), now, field="windows")
         calendar = Calendar(
             id=new_job_id(to_ms(now), prefix="c"), tenant=tenant, created_at=now, updated_at=now, **_fields(spec)
         )
@@ -61,6 +69,7 @@ class CalendarService:
     def replace(self, tenant: str, calendar_id: str, spec: CalendarDefinition) -> Calendar:
         """The whole calendar, over the version read (Conflict if it changed meanwhile)."""
         current = self.get(tenant, calendar_id)
+        check_crossable((spec,), self.clock.now(), field="windows")
         changed = current.model_copy(
             update={**_fields(spec), "version": current.version + 1, "updated_at": self.clock.now()}
         )

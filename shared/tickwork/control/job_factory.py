@@ -45,7 +45,7 @@ class JobFactory:
     def new_job(self, tenant: str, spec: JobSpec, *, now: datetime, job_id: str | None = None) -> Job:
         """The job `spec` describes, checked (type, payload, size, a future occurrence); nothing is written."""
         self.check_payload(spec.type, spec.payload)
-        check_calendars_visible(self.calendars, tenant, spec.calendars)
+        check_calendars_visible(self.calendars, tenant, spec.calendars, now=now)
         job = Job(
             id=job_id or new_job_id(to_ms(now)),
             tenant=tenant,

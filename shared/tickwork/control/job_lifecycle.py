@@ -136,7 +136,7 @@ class JobLifecycle:
             if "payload" in changes:
                 self.factory.check_payload(job.type, changes["payload"])
             if "calendars" in changes:
-                check_calendars_visible(self.factory.calendars, tenant, changes["calendars"])
+                check_calendars_visible(self.factory.calendars, tenant, changes["calendars"], now=self.clock.now())
             if "jitter_seconds" in changes or "schedule" in changes:
                 schedule = changes["schedule"].stored() if "schedule" in changes else job.schedule
                 try:

@@ -48,7 +48,7 @@ class WorkflowFactory:
         """The workflow `spec` describes, checked (DAG, each step's type and payload, size, a future
         occurrence); nothing is written."""
         self.check_steps(spec.steps)
-        check_calendars_visible(self.calendars, tenant, spec.calendars)
+        check_calendars_visible(self.calendars, tenant, spec.calendars, now=now)
         workflow = Workflow(
             id=new_workflow_id(to_ms(now)),
             tenant=tenant,

@@ -84,7 +84,7 @@ class WorkflowService:
             if "steps" in changes:
                 self.factory.check_steps(changes["steps"])
             if "calendars" in changes:
-                check_calendars_visible(self.factory.calendars, tenant, changes["calendars"])
+                check_calendars_visible(self.factory.calendars, tenant, changes["calendars"], now=self.clock.now())
 
         workflow = self._changes.update(tenant, workflow_id, changes, self.factory, check_changes)
         if "schedule" in changes or "priority" in changes:

@@ -6,9 +6,9 @@ decision a claim makes of them is tickwork.model.blocking.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import date, datetime, timedelta
 from enum import StrEnum
+from functools import lru_cache
 from typing import Annotated
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -19,18 +19,23 @@ from pydantic import (
     Discriminator,
     Field,
     Tag,
+    ValidationInfo,
     WithJsonSchema,
     field_validator,
     model_validator,
 )
 
-from tickwork.model.schedule import CallerInstant, Schedule, UtcDatetime, resolve_wall_time, validate_cron
+from tickwork.model.budget import StepBudget
+from tickwork.model.schedule import CallerInstant, Schedule, UtcDatetime, firing_cron, resolve_wall_time, validate_cron
 from tickwork.model.states import SkipReason
 
 MAX_WINDOW_MINUTES = 7 * 24 * 60  # a recurring window lasts at most 7 days
 MAX_WINDOWS = 100
 MAX_DATES = 366
 MAX_CALENDARS_PER_JOB = 10
+# Validation context of a calendar read from the table (tickwork.store.calendars): what was accepted once is
+# read back, never refused.
+STORED = "stored"
 # How far ahead an `include` calendar's next window is looked for; none by then: the occurrence never runs.
 LOOK_AHEAD = timedelta(days=400)
 
@@ -62,18 +67,21 @@ class DatesWindow(BaseModel):
 
     dates: list[Annotated[date, BeforeValidator(_date_text)]] = Field(min_length=1, max_length=MAX_DATES)
 
-    def span_holding(self, at: datetime, zone: ZoneInfo) -> Span | None:
+    def span_holding(self, at: datetime, zone: ZoneInfo, budget: StepBudget) -> Span | None:
         day = at.astimezone(zone).date()
         return _day_span(day, zone) if day in self.dates else None
 
-    def next_start(self, at: datetime, zone: ZoneInfo) -> datetime | None:
+    def next_start(self, at: datetime, zone: ZoneInfo, budget: StepBudget) -> datetime | None:
         starts = [s for s in (_day_span(d, zone)[0] for d in self.dates) if s > at]
         return min(starts, default=None)
 
 
 class CronWindow(BaseModel):
     """A window opening at each of a cron's wall times in the calendar's zone, lasting `duration_minutes` of
-    real time (a window across a DST change ends an hour earlier or later on the wall clock)."""
+    real time (a window across a DST change ends an hour earlier or later on the wall clock).
+
+    Evaluated without walking its openings: the window holding an instant is the one that opened last at or
+    before it (one cron step back), and the next one opens one step forward."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -82,26 +90,28 @@ class CronWindow(BaseModel):
 
     @field_validator("cron")
     @classmethod
-    def _valid_cron(cls, value: str) -> str:
-        return validate_cron(value)
+    def _valid_cron(cls, value: str, info: ValidationInfo) -> str:
+        if info.context and info.context.get(STORED):
+            return validate_cron(value)  # stored before a window had to fire: read back, it never opens
+        return firing_cron(value)  # a job's schedule's rule: valid, and fires
 
-    def _opens(self, after: datetime, zone: ZoneInfo) -> Iterator[datetime]:
-        schedule = Schedule(cron=self.cron, timezone=zone.key)
-        return schedule.iter_after(after, anchor=after)
+    def span_holding(self, at: datetime, zone: ZoneInfo, budget: StepBudget) -> Span | None:
+        budget.spend()
+        opened = _opening_schedule(self.cron, zone.key).latest_at_or_before(at)
+        if opened is None:
+            return None
+        end = opened + timedelta(minutes=self.duration_minutes)
+        return (opened, end) if at < end else None
 
-    def span_holding(self, at: datetime, zone: ZoneInfo) -> Span | None:
-        length = timedelta(minutes=self.duration_minutes)
-        latest_end: datetime | None = None
-        opened: datetime | None = None
-        for start in self._opens(at - length, zone):
-            if start > at:
-                break
-            opened = opened or start
-            latest_end = start + length
-        return (opened, latest_end) if opened is not None and latest_end is not None else None
+    def next_start(self, at: datetime, zone: ZoneInfo, budget: StepBudget) -> datetime | None:
+        budget.spend()
+        return _opening_schedule(self.cron, zone.key).next_after(at, anchor=at)
 
-    def next_start(self, at: datetime, zone: ZoneInfo) -> datetime | None:
-        return next(self._opens(at, zone), None)
+
+@lru_cache(maxsize=1024)
+def _opening_schedule(cron: str, zone: str) -> Schedule:
+    # Checked as the window was: a stored one that never fires finds no opening (None), in one bounded step.
+    return Schedule.model_construct(cron=cron, timezone=zone)
 
 
 class RangeWindow(BaseModel):
@@ -118,10 +128,10 @@ class RangeWindow(BaseModel):
             raise ValueError("`to` must be after `from`")
         return self
 
-    def span_holding(self, at: datetime, zone: ZoneInfo) -> Span | None:
+    def span_holding(self, at: datetime, zone: ZoneInfo, budget: StepBudget) -> Span | None:
         return (self.from_, self.to) if self.from_ <= at < self.to else None
 
-    def next_start(self, at: datetime, zone: ZoneInfo) -> datetime | None:
+    def next_start(self, at: datetime, zone: ZoneInfo, budget: StepBudget) -> datetime | None:
         return self.from_ if self.from_ > at else None
 
 
@@ -177,6 +187,39 @@ class CalendarDefinition(BaseModel):
     def zone(self) -> ZoneInfo:
         return ZoneInfo(self.timezone)
 
+    def span_holding(self, at: datetime, budget: StepBudget | None = None) -> Span | None:
+        """The widest of the windows' spans holding `at` (the latest end), or None."""
+        zone, budget = self.zone, budget or StepBudget()
+        spans = [s for w in self.windows if (s := w.span_holding(at, zone, budget)) is not None]
+        return max(spans, key=lambda s: s[1]) if spans else None
+
+    def next_window_start(self, at: datetime, budget: StepBudget | None = None) -> datetime | None:
+        zone, budget = self.zone, budget or StepBudget()
+        starts = [s for w in self.windows if (s := w.next_start(at, zone, budget)) is not None]
+        return min(starts, default=None)
+
+    def blocks(self, at: datetime, budget: StepBudget | None = None) -> bool:
+        inside = self.span_holding(at, budget) is not None
+        return inside if self.mode is CalendarMode.EXCLUDE else not inside
+
+    def allowed_from(self, at: datetime, budget: StepBudget | None = None) -> datetime | None:
+        """The first instant at or after `at` this calendar allows (`at` itself when it allows it); None when
+        none comes within LOOK_AHEAD. An exclude calendar's windows that open inside one another are one
+        blackout, crossed a window's end at a time. OverBudget when `budget` runs out first."""
+        budget = budget or StepBudget()
+        if self.mode is CalendarMode.EXCLUDE:
+            zone, instant, moved = self.zone, at, True
+            while moved:  # until no window holds it: each window's own chain is crossed a step at a time
+                moved = False
+                for window in self.windows:
+                    while (span := window.span_holding(instant, zone, budget)) is not None:
+                        instant, moved = span[1], True
+            return instant
+        if self.span_holding(at, budget) is not None:
+            return at
+        start = self.next_window_start(at, budget)
+        return start if start is not None and start - at <= LOOK_AHEAD else None
+
 
 class Calendar(CalendarDefinition):
     """A stored calendar: its identity, its owner and its version (replaced under optimistic locking)."""
@@ -187,17 +230,6 @@ class Calendar(CalendarDefinition):
     updated_at: UtcDatetime
     version: int = 1
 
-    def span_holding(self, at: datetime) -> Span | None:
-        """The widest of the windows' spans holding `at` (the latest end), or None."""
-        zone = self.zone
-        spans = [s for w in self.windows if (s := w.span_holding(at, zone)) is not None]
-        return max(spans, key=lambda s: s[1]) if spans else None
-
-    def next_window_start(self, at: datetime) -> datetime | None:
-        zone = self.zone
-        starts = [s for w in self.windows if (s := w.next_start(at, zone)) is not None]
-        return min(starts, default=None)
-
     @property
     def skip_reason(self) -> SkipReason:
         return SkipReason.CALENDAR
@@ -205,19 +237,3 @@ class Calendar(CalendarDefinition):
     @property
     def on_blocked(self) -> None:
         return None  # the job's `on_blocked` says
-
-    def blocks(self, at: datetime) -> bool:
-        inside = self.span_holding(at) is not None
-        return inside if self.mode is CalendarMode.EXCLUDE else not inside
-
-    def allowed_from(self, at: datetime) -> datetime | None:
-        """The first instant at or after `at` this calendar allows (`at` itself when it allows it); None when
-        none comes within LOOK_AHEAD."""
-        if not self.blocks(at):
-            return at
-        if self.mode is CalendarMode.EXCLUDE:
-            span = self.span_holding(at)
-            assert span is not None
-            return span[1]
-        start = self.next_window_start(at)
-        return start if start is not None and start - at <= LOOK_AHEAD else None

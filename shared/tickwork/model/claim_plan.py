@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from tickwork.model.blocking import Block, Blocker, OnBlocked, block_at
+from tickwork.model.budget import OCCURRENCES_STEP_BUDGET, StepBudget
 from tickwork.model.ids import ItemKind
 from tickwork.model.job import Job
 from tickwork.model.policies import BreakerState, CatchupPolicy, OrderingKey, StartPrecision, run_ordering
@@ -157,8 +158,17 @@ class ClaimableJob:
             tags=tuple(sorted(job.tags.items())),
         )
 
-    def block_at(self, instant: datetime) -> Block | None:
-        return block_at(instant, self.blockers) if self.blockers else None
+    def block_at(self, instant: datetime, work: StepBudget | None = None) -> Block | None:
+        """The block on its occurrence at `instant` (None: it may run), the cron steps it took counted in
+        `work` (no limit there: the caller stops once it is spent)."""
+        if not self.blockers:
+            return None
+        budget = StepBudget()
+        try:
+            return block_at(instant, self.blockers, budget)
+        finally:
+            if work is not None:
+                work.spent += budget.spent
 
     def next_after(self, instant: datetime) -> datetime | None:
         return self.schedule.next_after(instant, anchor=self.created_at, hash_key=self.job_id)
@@ -233,11 +243,19 @@ def plan_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime, max_q
     horizon_stop = horizon_end + timedelta(milliseconds=1)
 
     blocked_by: dict[datetime, str] = {}
+    # Its calendars' work for this whole plan: past OCCURRENCES_STEP_BUDGET the plan stops where it is.
+    calendar_work = StepBudget(OCCURRENCES_STEP_BUDGET)
+    blocks: dict[datetime, Block | None] = {}
+
+    def block_of(instant: datetime) -> Block | None:
+        if instant not in blocks:
+            blocks[instant] = job.block_at(instant, calendar_work)
+        return blocks[instant]
 
     def skip_reason(instant: datetime) -> SkipReason | None:
         if job.paused_at and job.resumed_at and job.paused_at <= instant < job.resumed_at:
             return SkipReason.PAUSED
-        block = job.block_at(instant)
+        block = block_of(instant)
         if block is not None:  # with DEFER, the loop below takes it first
             blocked_by[instant] = block.by
             return block.reason
@@ -264,7 +282,7 @@ def plan_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime, max_q
         if reason is SkipReason.CIRCUIT_OPEN:
             return probe if probe is not None and instant < probe else circuit_stop
         if reason in (SkipReason.CALENDAR, SkipReason.FREEZE):
-            block = job.block_at(instant)
+            block = block_of(instant)
             return block.until if block is not None and block.until is not None else horizon_stop
         end = max(grace_cut, run_from)
         if job.paused_at and job.resumed_at and instant < job.paused_at < end:
@@ -284,8 +302,9 @@ def plan_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime, max_q
         and cursor <= horizon_end
         and len(queued) + len(skipped) < MAX_RUNS_PER_CLAIM
         and len(queued) < room
+        and not calendar_work.spent_all
     ):
-        block = job.block_at(cursor) if job.blockers else None
+        block = block_of(cursor)
         if block is not None and not block.deferred(job.on_blocked):
             block = None  # skipped: below, as any skip
         if block is not None and not (job.paused_at and job.resumed_at and job.paused_at <= cursor < job.resumed_at):
@@ -319,12 +338,18 @@ def plan_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime, max_q
             while (
                 cursor is not None
                 and cursor < skip_stop(reason)
+                and not calendar_work.spent_all
                 and skip_reason(cursor) is reason
                 and count < MISFIRE_COUNT_LIMIT
             ):
                 last, count = cursor, count + 1
                 cursor = next(occurrences, None)
-            if cursor is not None and cursor < skip_stop(reason) and skip_reason(cursor) is reason:
+            if (
+                cursor is not None
+                and cursor < skip_stop(reason)
+                and not calendar_work.spent_all
+                and skip_reason(cursor) is reason
+            ):
                 # Too many to count: jump to the stretch's end; the record's range still covers them all.
                 end = stretch_end(reason, cursor)
                 last = end - timedelta(milliseconds=1)

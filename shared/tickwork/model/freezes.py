@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from tickwork.model.blocking import OnBlocked
+from tickwork.model.budget import StepBudget
 from tickwork.model.errors import InvalidInput
 from tickwork.model.policies import StoredTags
 from tickwork.model.run_events import RunEvent, RunEventKind, freeze_event
@@ -111,10 +112,10 @@ class Freeze(BaseModel):
     def applies_to(self, tenant: str, job_id: str, tags: Mapping[str, str]) -> bool:
         return self.tenant in (tenant, EVERY_TENANT) and self.selector.selects(job_id, tags)
 
-    def blocks(self, at: datetime) -> bool:
+    def blocks(self, at: datetime, budget: StepBudget | None = None) -> bool:
         return self.from_ <= at < self.ends_at
 
-    def allowed_from(self, at: datetime) -> datetime | None:
+    def allowed_from(self, at: datetime, budget: StepBudget | None = None) -> datetime | None:
         return self.ends_at if self.blocks(at) else at
 
     @property

@@ -12,7 +12,8 @@ from datetime import datetime
 from typing import Literal
 from zoneinfo import ZoneInfo
 
-from tickwork.model.blocking import Blocker, OnBlocked, block_at
+from tickwork.model.blocking import Block, Blocker, OnBlocked, block_at
+from tickwork.model.budget import OCCURRENCES_STEP_BUDGET, StepBudget
 from tickwork.model.claim_plan import CATCHUP_KEEP
 from tickwork.model.job import Job
 from tickwork.model.policies import CatchupPolicy
@@ -70,8 +71,17 @@ def mark_blocked(
 ) -> list[PreviewedOccurrence]:
     """Each blocked occurrence marked with what the claim will do (tickwork.model.claim_plan): skipped, or with
     DEFER run at its block's end, a stretch blocked until the same end collapsed by the catch-up policy (its
-    latest ones run, as far as the previewed occurrences show; the rest are skipped)."""
-    blocks = [block_at(o.at, blockers) for o in found]
+    latest ones run, as far as the previewed occurrences show; the rest are skipped). Its calendars' work is
+    within OCCURRENCES_STEP_BUDGET cron steps: past it, only the occurrences marked by then are answered."""
+    work = StepBudget(OCCURRENCES_STEP_BUDGET)
+    blocks: list[Block | None] = []
+    for occurrence in found:
+        if work.spent_all:
+            found = found[: len(blocks)]
+            break
+        budget = StepBudget()
+        blocks.append(block_at(occurrence.at, blockers, budget))
+        work.spent += budget.spent
     keep = CATCHUP_KEEP[catchup]
     marked: list[PreviewedOccurrence] = []
     for index, (occurrence, block) in enumerate(zip(found, blocks, strict=True)):

@@ -374,6 +374,18 @@ def validate_cron(expression: str) -> str:
     return expr
 
 
+def firing_cron(expression: str) -> str:
+    """A cron expression that is valid and fires: the one rule for every cron a caller gives (a job's or a
+    workflow's schedule, a calendar's window). ValueError naming the expression and the reason otherwise."""
+    valid = validate_cron(expression)
+    if reason := _never_fires(_cron_plan(valid)):
+        raise ValueError(
+            f"cron expression {expression!r} {reason} (no selected month has the day of the month it asks for, "
+            "so it has no occurrence in any year)"
+        )
+    return valid
+
+
 def _zone(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name)
@@ -461,16 +473,8 @@ class Schedule(BaseModel):
     @field_validator("cron")
     @classmethod
     def _valid_cron(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        expression = validate_cron(value)
         # Here rather than on the whole schedule, so that the 422 names `schedule.cron`.
-        if reason := _never_fires(_cron_plan(expression)):
-            raise ValueError(
-                f"cron expression {value!r} {reason} (no selected month has the day of the month it asks for, "
-                "so it has no occurrence in any year)"
-            )
-        return expression
+        return None if value is None else firing_cron(value)
 
     @field_validator("rate")
     @classmethod
@@ -588,6 +592,29 @@ class Schedule(BaseModel):
             last = found
             if landed > wall:  # a wall time skipped by a gap fired at its end, with every other one in the gap
                 it.set_current(landed, force=True)
+
+    def latest_at_or_before(self, instant: datetime, *, hash_key: str | None = None) -> datetime | None:
+        """A cron schedule's latest occurrence at or before `instant` (one croniter step), by the DST rules of
+        the forward walk: a wall time in a spring-forward gap is the gap's end; a repeated one, its first
+        instant. None when there is none within 400 years. start_at and end_at are not applied."""
+        plan = _cron_plan(self.cron or "")
+        zone = self.zone
+        # Openings are whole seconds: searching back from just after `instant`'s (or, in the second pass of a
+        # repeated hour, the repeat's end) includes one at `instant` itself.
+        wall = _search_start(instant, zone).replace(microsecond=0) + timedelta(microseconds=1)
+        it = croniter(
+            plan.expression,
+            wall,
+            hash_id=hash_key or "tickwork",
+            second_at_beginning=plan.seconds,
+            day_or=plan.day_or,
+            max_years_between_matches=_CRON_SEARCH_YEARS,
+        )
+        try:
+            found = resolve_wall_time(it.get_prev(datetime), zone)
+        except CroniterBadDateError:
+            return None
+        return found if found <= instant else None
 
     def shortest_period(self, *, hash_key: str | None = None) -> timedelta | None:
         """The shortest gap between consecutive occurrences, found cheaply: a rate's period; for a cron, the

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from tickwork.model.calendars import Calendar
+from tickwork.model.calendars import STORED, Calendar
 from tickwork.store.codec import deserialize, expression_values, serialize
 from tickwork.store.conditional import Table
 from tickwork.store.tenants import tenant_key
@@ -24,7 +24,7 @@ def _item(calendar: Calendar) -> dict[str, Any]:
 
 
 def _calendar(attrs: dict[str, Any]) -> Calendar:
-    return Calendar.model_validate({k: v for k, v in attrs.items() if k not in ("pk", "sk")})
+    return Calendar.model_validate({k: v for k, v in attrs.items() if k not in ("pk", "sk")}, context={STORED: True})
 
 
 class CalendarRecords:

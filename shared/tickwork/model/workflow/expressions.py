@@ -13,19 +13,73 @@ from typing import Any
 
 import jmespath
 from jmespath.exceptions import JMESPathError
+from jmespath.visitor import TreeInterpreter
 
 FROM_KEY = "$from"
 ALL_STEPS = None  # referenced_steps' answer when an expression reads `steps` as a whole (`keys(steps)`)
+# The bounds of an expression (docs/cron.md, "Bounds"): its length and how deeply it nests, checked at
+# create and update; the nodes its evaluation may visit (each element a projection or a multi-select produces
+# is a visit), checked as it runs: past it the evaluation fails (ExpressionFailed), whatever the data.
+MAX_EXPRESSION_LENGTH = 2000
+MAX_EXPRESSION_DEPTH = 50
+MAX_EXPRESSION_VISITS = 100_000
 
 
 def compile_expression(text: str) -> Any:
-    """The compiled expression, or ValueError naming what is wrong with it."""
+    """The compiled expression, or ValueError naming what is wrong with it (including too long or too deep)."""
     if not text.strip():
         raise ValueError("must be a JMESPath expression, not empty")
+    if len(text) > MAX_EXPRESSION_LENGTH:
+        raise ValueError(f"is too long: at most {MAX_EXPRESSION_LENGTH} characters")
+    if _nesting(text) > MAX_EXPRESSION_DEPTH:
+        # JMESPath's parser recurses once per level: deep enough, Python's stack ends before it does.
+        raise ValueError(f"is nested too deeply: at most {MAX_EXPRESSION_DEPTH} levels of (), [] and {{}}")
     try:
         return jmespath.compile(text)
     except JMESPathError as exc:
         raise ValueError(f"not a valid JMESPath expression: {str(exc).splitlines()[0]}") from None
+
+
+def _nesting(text: str) -> int:
+    """How deeply an expression's brackets nest, outside its quoted strings and literals."""
+    deepest = depth = 0
+    quote: str | None = None
+    escaped = False
+    for char in text:
+        if quote is not None:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = None
+            continue
+        if char in "'\"`":
+            quote = char
+        elif char in "([{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in ")]}":
+            depth -= 1
+    return deepest
+
+
+class _BoundedInterpreter(TreeInterpreter):
+    """JMESPath's own interpreter, counting the nodes it visits: past MAX_EXPRESSION_VISITS it stops."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.visits = 0
+
+    def visit(self, node: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        self.visits += 1
+        if self.visits > MAX_EXPRESSION_VISITS:
+            raise _TooMuchWork
+        return super().visit(node, *args, **kwargs)
+
+
+class _TooMuchWork(Exception):
+    pass
 
 
 def referenced_steps(text: str) -> set[str] | None:
@@ -81,9 +135,13 @@ class ExpressionFailed(Exception):
 
 def _search(text: str, document: dict[str, Any], where: str) -> Any:
     try:
-        return compile_expression(text).search(document)
+        return _BoundedInterpreter().visit(compile_expression(text).parsed, document)
     except JMESPathError as exc:
         raise ExpressionFailed(f"{where}, `{text}`, could not be evaluated: {str(exc).splitlines()[0]}") from None
+    except _TooMuchWork:
+        raise ExpressionFailed(
+            f"{where}, `{text}`, could not be evaluated within {MAX_EXPRESSION_VISITS} steps (docs/cron.md, Bounds)"
+        ) from None
 
 
 def resolve_payload(payload: Any, document: dict[str, Any], path: str = "payload") -> Any:
