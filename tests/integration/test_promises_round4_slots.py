@@ -1,0 +1,141 @@
+"""Issue 34, defects 1 and 9, through the real pipeline (moto) on the fake clock, with a short executor Lambda so that
+a durable run yields (tests/durable_jobtypes.py's `long-export`: 10 s a page, two pages a segment):
+
+- 1: a yielded run keeps what admitted it (its job's running slot, its ordering key's turn) until it ends, and its
+  next segment is recognised as their holder; a run that ends between segments gives them back.
+- 9: a retry by hand or a redrive is a new execution, with the whole of `max_run_seconds` again.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tickwork.model.clock import to_ms
+from tickwork.model.job import Job
+from tickwork.model.policies import Band
+from tickwork.model.run import Run
+from tickwork.model.states import AttemptOutcome, RunStatus, RunTrigger
+
+from tests.durable_jobtypes import STEP_CALLS
+from tests.harness import TENANT, Pipeline
+from tests.integration.test_yields_pipeline import LAMBDA_SECONDS, _due
+
+
+def _deliver_run(pipeline: Pipeline, run_id: str) -> None:
+    """Deliver the run's waiting message alone (one invocation); the others' come back at once."""
+    band = pipeline.run(run_id).band
+    url = pipeline.resources.queue_urls[band.value]
+    messages = pipeline.receive(band)
+    mine = [m for m in messages if json.loads(m["Body"])["run_id"] == run_id]
+    assert len(mine) == 1, f"one message of {run_id} expected, got {len(mine)}"
+    for other in messages:
+        if other is not mine[0]:
+            pipeline.sqs.change_message_visibility(
+                QueueUrl=url, ReceiptHandle=other["ReceiptHandle"], VisibilityTimeout=0
+            )
+    pipeline.deliver(band, mine, timeout_seconds=LAMBDA_SECONDS)
+
+
+def _drain(pipeline: Pipeline) -> None:
+    """Deliver until the queues are empty, one message an invocation; a message the executor sent back (a deferral)
+    comes back once the clock has moved on by the visibility it set."""
+    for _ in range(200):
+        delivered = 0
+        for band in Band:
+            url = pipeline.resources.queue_urls[band.value]
+            for message in pipeline.receive(band):
+                delivered += 1
+                if pipeline.deliver(band, [message], timeout_seconds=LAMBDA_SECONDS):
+                    waits = pipeline.visibility_set_for(message["ReceiptHandle"])
+                    pipeline.clock.advance(waits[-1] if waits else 1)
+                    pipeline.sqs.change_message_visibility(
+                        QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+                    )
+        if not delivered:
+            return
+    raise AssertionError("the queues never drained")
+
+
+def _yielded_once(pipeline: Pipeline, **spec: Any) -> tuple[Job, Run]:
+    """A job's scheduled run, after its first segment yielded: its next segment's message waits in the queue."""
+    job = _due(pipeline, **spec)
+    (run,) = pipeline.runs_of(job.id)
+    _deliver_run(pipeline, run.id)
+    run = pipeline.run(run.id)
+    assert (run.status, run.segments) == (RunStatus.QUEUED, 1)
+    return job, run
+
+
+def _trigger(pipeline: Pipeline, job: Job) -> str:
+    return pipeline.services.jobs.trigger(TENANT, job.id).id
+
+
+def _steps_of(run: Run) -> list[int]:
+    return [count for (run_id, _), count in STEP_CALLS.items() if run_id == run.id]
+
+
+def _rows(pages: int) -> list[int]:
+    return [row for page in range(pages) for row in (page * 10, page * 10 + 1)]
+
+
+def _handler_started(run: Run) -> int:
+    """When the run's handler first started (ms): its first attempt record that was not a deferral."""
+    return min(to_ms(r.started_at) for r in run.attempt_history if r.outcome is not AttemptOutcome.DEFERRED)
+
+
+def _finished(run: Run) -> int:
+    assert run.finished_at is not None
+    return to_ms(run.finished_at)
+
+
+def _succeeded_whole(pipeline: Pipeline, run: Run, pages: int = 12) -> None:
+    run = pipeline.run(run.id)
+    assert (run.status, run.attempts, run.error) == (RunStatus.SUCCEEDED, 1, None)
+    assert run.segments >= 1
+    assert _steps_of(run) == [1] * pages  # every page once: its second half ran, and only once
+    assert pipeline.services.results.read(run) == {"rows": _rows(pages)}
+
+
+# ------------------------------------------------------------ defect 9: a new execution, a fresh handler-time budget
+
+
+def _failed_after_yields(pipeline: Pipeline, **spec: Any) -> Run:
+    job = _due(pipeline, retry={"max_attempts": 1}, **spec)
+    _drain(pipeline)
+    (run,) = pipeline.runs_of(job.id)
+    assert (run.status, run.segments, run.yielded_ms) == (RunStatus.FAILED, 2, 40_000)
+    return run
+
+
+def test_retry_by_hand_gets_a_fresh_handler_time_budget(pipeline):
+    """60 s of work in a 65 s budget: the first execution failed in its third segment (after 40 s); started over,
+    the retry needs 60 s again, and has them."""
+    failed = _failed_after_yields(pipeline, max_run_seconds=65, payload={"pages": 6, "fail_once_at_page": 4})
+    pipeline.services.redrive.retry_run(TENANT, failed.id, from_checkpoint=False)
+    requeued = pipeline.run(failed.id)
+    assert (requeued.segments, requeued.yielded_ms) == (0, 0)
+    _drain(pipeline)
+    run = pipeline.run(failed.id)
+    assert (run.status, run.error, run.requeues) == (RunStatus.SUCCEEDED, None, 1)
+    assert pipeline.services.results.read(run) == {"rows": _rows(6)}
+    assert (run.segments, run.yielded_ms) == (2, 40_000)  # this execution's
+    # The first execution's attempts are still in its history, before the new one's.
+    outcomes = [record.outcome for record in run.attempt_history]
+    assert outcomes == [AttemptOutcome.YIELDED] * 2 + [AttemptOutcome.FAILED] + [AttemptOutcome.YIELDED] * 2 + [
+        AttemptOutcome.SUCCEEDED
+    ]
+
+
+def test_redrive_gets_a_fresh_handler_time_budget(pipeline):
+    """A run that used its whole max_run_seconds (50 s for 60 s of work) failed `RunTimeout`; redriven, it goes on
+    from its checkpoint with 50 s again, and finishes."""
+    failed = _failed_after_yields(pipeline, max_run_seconds=50, payload={"pages": 6})
+    assert failed.error is not None
+    assert failed.error.type == "RunTimeout"
+    assert pipeline.services.redrive.redrive(TENANT, [failed.id]).redriven == 1
+    _drain(pipeline)
+    run = pipeline.run(failed.id)
+    assert (run.status, run.error, run.requeues) == (RunStatus.SUCCEEDED, None, 1)
+    assert pipeline.services.results.read(run) == {"rows": _rows(6)}
+    assert run.trigger is RunTrigger.SCHEDULE
