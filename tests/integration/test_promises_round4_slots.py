@@ -11,15 +11,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tickwork.control.api_bodies import BackfillRequest
 from tickwork.model.clock import to_ms
 from tickwork.model.job import Job
 from tickwork.model.policies import Band
 from tickwork.model.run import Run
-from tickwork.model.states import AttemptOutcome, RunStatus, RunTrigger
+from tickwork.model.states import AttemptOutcome, DeferReason, RunStatus, RunTrigger, SkipReason
 
 from tests.durable_jobtypes import STEP_CALLS
 from tests.harness import TENANT, Pipeline
-from tests.integration.test_yields_pipeline import LAMBDA_SECONDS, _due
+from tests.integration.test_yields_pipeline import FAR, LAMBDA_SECONDS, _due
 
 
 def _deliver_run(pipeline: Pipeline, run_id: str) -> None:
@@ -95,6 +96,83 @@ def _succeeded_whole(pipeline: Pipeline, run: Run, pages: int = 12) -> None:
     assert run.segments >= 1
     assert _steps_of(run) == [1] * pages  # every page once: its second half ran, and only once
     assert pipeline.services.results.read(run) == {"rows": _rows(pages)}
+
+
+# ------------------------------------------------------------ defect 1: a yielded run keeps its running slot
+
+
+def test_yielded_run_keeps_its_overlap_slot_under_skip(pipeline):
+    job, first = _yielded_once(pipeline, overlap="SKIP")
+    second = _trigger(pipeline, job)  # while the first waits for its next segment
+    _deliver_run(pipeline, second)
+    assert pipeline.run(second).status is RunStatus.SKIPPED  # not beside the first
+    assert pipeline.run(second).skip_reason is SkipReason.OVERLAP
+    _drain(pipeline)
+    _succeeded_whole(pipeline, first)
+    assert _steps_of(pipeline.run(second)) == []
+    # It gave the slot back when it ended: the job's next run starts.
+    third = _trigger(pipeline, job)
+    _drain(pipeline)
+    assert pipeline.run(third).status is RunStatus.SUCCEEDED
+
+
+def test_yielded_run_keeps_its_overlap_slot_under_buffer_one(pipeline):
+    job, first = _yielded_once(pipeline, overlap="BUFFER_ONE")
+    second = _trigger(pipeline, job)
+    _deliver_run(pipeline, second)  # waits: the first holds the slot
+    waiting = pipeline.run(second)
+    assert (waiting.status, waiting.deferred_reason) == (RunStatus.QUEUED, DeferReason.OVERLAP_BUFFER)
+    third = _trigger(pipeline, job)
+    _deliver_run(pipeline, third)  # one waiter at most
+    assert pipeline.run(third).skip_reason is SkipReason.OVERLAP
+    _drain(pipeline)  # the first's next segment is the holder's: the waiter does not block it
+    _succeeded_whole(pipeline, first)
+    after = pipeline.run(second)
+    assert after.status is RunStatus.SUCCEEDED
+    assert _handler_started(after) >= _finished(pipeline.run(first.id))  # never beside it
+
+
+def test_yielded_run_keeps_its_overlap_slot_under_cancel_other(pipeline):
+    """A newer run stops the yielded one (it is not skipped waiting for a segment that never comes): recorded
+    SKIPPED `cancelled` when its next segment starts and sees the request, and the newer one runs after it."""
+    job, first = _yielded_once(pipeline, overlap="CANCEL_OTHER")
+    second = _trigger(pipeline, job)
+    _drain(pipeline)
+    stopped, newer = pipeline.run(first.id), pipeline.run(second)
+    assert (stopped.status, stopped.skip_reason) == (RunStatus.SKIPPED, SkipReason.CANCELLED)
+    assert newer.status is RunStatus.SUCCEEDED
+    assert _handler_started(newer) >= _finished(stopped)
+
+
+def test_yielded_run_of_a_cancelled_job_gives_its_slot_back(pipeline):
+    """Its next segment is recorded SKIPPED `cancelled`: the slot it kept between segments is freed then, not left
+    to lapse."""
+    job, first = _yielded_once(pipeline, overlap="SKIP")
+    pipeline.services.jobs.cancel(TENANT, job.id)
+    _drain(pipeline)
+    assert pipeline.run(first.id).skip_reason is SkipReason.CANCELLED
+    item = pipeline.services.store.jobs.get_job(job.id)
+    assert item is not None
+    slots = pipeline.services.clients.client("dynamodb").get_item(
+        TableName=pipeline.services.settings.table_name, Key={"pk": {"S": f"JOB#{job.id}"}, "sk": {"S": "JOB"}}
+    )["Item"]
+    assert "running_run" not in slots
+
+
+def test_yielded_run_keeps_its_ordering_key_turn(pipeline):
+    """A run of the same key that goes ahead of the yielded run's entry (a backfilled occurrence, earlier than the
+    yielded run's) waits for it to end: it does not run between its segments."""
+    ordering = {"key": "exports"}
+    _, first = _yielded_once(pipeline, ordering=ordering)
+    other = pipeline.create_job(type="long-export", ordering=ordering, schedule={"cron": "0 12 * * *"})
+    backfill = BackfillRequest.model_validate({"from": first.scheduled_for - FAR, "to": first.scheduled_for})
+    (earlier,) = [run.id for run in pipeline.services.jobs.backfill(TENANT, other.id, backfill).created]
+    assert pipeline.run(earlier).scheduled_for < first.scheduled_for
+    _deliver_run(pipeline, earlier)
+    assert pipeline.run(earlier).deferred_reason is DeferReason.ORDERING_KEY
+    _drain(pipeline)
+    _succeeded_whole(pipeline, first)
+    assert _handler_started(pipeline.run(earlier)) >= _finished(pipeline.run(first.id))
 
 
 # ------------------------------------------------------------ defect 9: a new execution, a fresh handler-time budget

@@ -284,13 +284,20 @@ class RunLeases:
         )
 
     def request_cancel(self, run_id: str) -> bool:
-        """Ask a RUNNING run to stop: its executor's next heartbeat sees it (cooperative cancellation)."""
+        """Ask a RUNNING run to stop: its executor's next heartbeat sees it (cooperative cancellation). A yielded
+        run between its segments (not ended) is asked too: its next segment's heartbeat sees it."""
         return self._table.update_if(
             run_key(run_id),
             "SET cancel_requested = :yes",
-            "#status = :running",
-            {"#status": "status"},
-            expression_values(yes=True, running=RunStatus.RUNNING.value),
+            "#status = :running OR (#status IN (:queued, :retrying) AND #segments > :zero)",
+            {"#status": "status", "#segments": "segments"},
+            expression_values(
+                yes=True,
+                running=RunStatus.RUNNING.value,
+                queued=RunStatus.QUEUED.value,
+                retrying=RunStatus.RETRYING.value,
+                zero=0,
+            ),
         )
 
     def cancel_requested(self, run_id: str) -> bool:
