@@ -11,48 +11,60 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from tickwork.control.api_bodies import BackfillRequest
+from tickwork.faults import CrashPoint
 from tickwork.model.clock import to_ms
+from tickwork.model.errors import Conflict
 from tickwork.model.job import Job
 from tickwork.model.policies import Band
 from tickwork.model.run import Run
 from tickwork.model.states import AttemptOutcome, DeferReason, RunStatus, RunTrigger, SkipReason
+from tickwork.store.limits import LimitRecords, semaphore_sort
 
 from tests.durable_jobtypes import STEP_CALLS
+from tests.faults.crashes import ProcessKilled
 from tests.harness import TENANT, Pipeline
 from tests.integration.test_yields_pipeline import FAR, LAMBDA_SECONDS, _due
 
 
+def _deliver(pipeline: Pipeline, band: Band, message: dict[str, Any]) -> None:
+    """One invocation with one message; a message the executor sent back (a deferral) comes back once the clock has
+    moved on by the visibility it set."""
+    if pipeline.deliver(band, [message], timeout_seconds=LAMBDA_SECONDS):
+        waits = pipeline.visibility_set_for(message["ReceiptHandle"])
+        pipeline.clock.advance(waits[-1] if waits else 1)
+        pipeline.sqs.change_message_visibility(
+            QueueUrl=pipeline.resources.queue_urls[band.value],
+            ReceiptHandle=message["ReceiptHandle"],
+            VisibilityTimeout=0,
+        )
+
+
 def _deliver_run(pipeline: Pipeline, run_id: str) -> None:
-    """Deliver the run's waiting message alone (one invocation); the others' come back at once."""
+    """Deliver the run's waiting message alone; the others' come back at once."""
     band = pipeline.run(run_id).band
-    url = pipeline.resources.queue_urls[band.value]
     messages = pipeline.receive(band)
     mine = [m for m in messages if json.loads(m["Body"])["run_id"] == run_id]
     assert len(mine) == 1, f"one message of {run_id} expected, got {len(mine)}"
     for other in messages:
         if other is not mine[0]:
             pipeline.sqs.change_message_visibility(
-                QueueUrl=url, ReceiptHandle=other["ReceiptHandle"], VisibilityTimeout=0
+                QueueUrl=pipeline.resources.queue_urls[band.value],
+                ReceiptHandle=other["ReceiptHandle"],
+                VisibilityTimeout=0,
             )
-    pipeline.deliver(band, mine, timeout_seconds=LAMBDA_SECONDS)
+    _deliver(pipeline, band, mine[0])
 
 
 def _drain(pipeline: Pipeline) -> None:
-    """Deliver until the queues are empty, one message an invocation; a message the executor sent back (a deferral)
-    comes back once the clock has moved on by the visibility it set."""
+    """Deliver until the queues are empty, one message an invocation."""
     for _ in range(200):
         delivered = 0
         for band in Band:
-            url = pipeline.resources.queue_urls[band.value]
             for message in pipeline.receive(band):
                 delivered += 1
-                if pipeline.deliver(band, [message], timeout_seconds=LAMBDA_SECONDS):
-                    waits = pipeline.visibility_set_for(message["ReceiptHandle"])
-                    pipeline.clock.advance(waits[-1] if waits else 1)
-                    pipeline.sqs.change_message_visibility(
-                        QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
-                    )
+                _deliver(pipeline, band, message)
         if not delivered:
             return
     raise AssertionError("the queues never drained")
@@ -159,6 +171,26 @@ def test_yielded_run_of_a_cancelled_job_gives_its_slot_back(pipeline):
     assert "running_run" not in slots
 
 
+def test_yielded_run_cancelled_between_segments_ends_without_running_and_gives_everything_back(pipeline):
+    ordering = {"key": "exports"}
+    job, first = _yielded_once(pipeline, overlap="SKIP", ordering=ordering)
+    pipeline.services.run_cancel.cancel_run(TENANT, first.id)  # QUEUED, between its segments
+    _drain(pipeline)
+    run = pipeline.run(first.id)
+    assert (run.status, run.skip_reason) == (RunStatus.SKIPPED, SkipReason.CANCELLED)
+    assert _steps_of(run) == [1, 1]  # its first segment's pages, no more
+    after = _trigger(pipeline, job)  # the slot and the key's turn are free
+    _drain(pipeline)
+    assert pipeline.run(after).status is RunStatus.SUCCEEDED
+
+
+def test_a_queued_run_that_never_ran_still_cannot_be_cancelled(pipeline):
+    job = pipeline.create_job(type="long-export", schedule={"cron": "0 12 * * *"})
+    queued = _trigger(pipeline, job)
+    with pytest.raises(Conflict, match="this one is QUEUED"):
+        pipeline.services.run_cancel.cancel_run(TENANT, queued)
+
+
 def test_yielded_run_keeps_its_ordering_key_turn(pipeline):
     """A run of the same key that goes ahead of the yielded run's entry (a backfilled occurrence, earlier than the
     yielded run's) waits for it to end: it does not run between its segments."""
@@ -173,6 +205,90 @@ def test_yielded_run_keeps_its_ordering_key_turn(pipeline):
     _drain(pipeline)
     _succeeded_whole(pipeline, first)
     assert _handler_started(pipeline.run(earlier)) >= _finished(pipeline.run(first.id))
+
+
+def test_yielded_run_gives_its_concurrency_slot_back_between_segments(pipeline):
+    """docs/fairness.md: a run between segments runs nothing, so it holds no concurrency slot; its next segment takes
+    one again, and waits (its attempt not consumed) while the key is full, keeping its job's running slot."""
+    key = {"key": "exports", "limit": 1}
+    job, first = _yielded_once(pipeline, overlap="SKIP", concurrency=key)
+    other = pipeline.create_job(type="echo", concurrency=key, schedule={"cron": "0 12 * * *"})
+    between = _trigger(pipeline, other)
+    _deliver_run(pipeline, between)
+    assert pipeline.run(between).status is RunStatus.SUCCEEDED  # the key was free between the segments
+    limits, now = LimitRecords(pipeline.services.store.shared_table), pipeline.clock.now()
+    elsewhere = {"holder": "another executor", "limit": 1, "until": now + FAR, "now": now}
+    assert limits.acquire(TENANT, semaphore_sort("exports"), **elsewhere)
+    _deliver_run(pipeline, first.id)
+    waiting = pipeline.run(first.id)
+    assert (waiting.status, waiting.deferred_reason, waiting.segments) == (
+        RunStatus.QUEUED,
+        DeferReason.CONCURRENCY_KEY,
+        1,
+    )
+    second = _trigger(pipeline, job)
+    _deliver_run(pipeline, second)
+    assert pipeline.run(second).skip_reason is SkipReason.OVERLAP  # the waiting segment kept the job's slot
+    limits.release(TENANT, semaphore_sort("exports"), holder="another executor")
+    _drain(pipeline)
+    _succeeded_whole(pipeline, first)
+
+
+def _next_segment_message(pipeline: Pipeline, run: Run) -> dict[str, Any]:
+    (message,) = pipeline.receive(run.band)
+    assert json.loads(message["Body"])["run_id"] == run.id
+    return message
+
+
+def test_yielded_run_whose_next_segment_message_is_lost_keeps_its_slot_until_the_tick_sends_it_again(pipeline):
+    job, first = _yielded_once(pipeline, overlap="SKIP")
+    lost = _next_segment_message(pipeline, first)
+    url = pipeline.resources.queue_urls[first.band.value]
+    pipeline.sqs.delete_message(QueueUrl=url, ReceiptHandle=lost["ReceiptHandle"])
+    pipeline.clock.advance(pipeline.services.executor.outcomes.retry_safety_net.total_seconds() - 10)
+    second = _trigger(pipeline, job)
+    _deliver_run(pipeline, second)
+    assert pipeline.run(second).skip_reason is SkipReason.OVERLAP  # the gap is long; the slot still the first's
+    pipeline.clock.advance(20)
+    pipeline.tick()  # the due index sends the next segment again
+    _drain(pipeline)
+    _succeeded_whole(pipeline, first)
+    third = _trigger(pipeline, job)
+    _drain(pipeline)
+    assert pipeline.run(third).status is RunStatus.SUCCEEDED
+
+
+def test_yielded_run_whose_next_segment_message_is_duplicated_runs_each_page_once(pipeline):
+    job, first = _yielded_once(pipeline, overlap="BUFFER_ONE")
+    message = _next_segment_message(pipeline, first)
+    url = pipeline.resources.queue_urls[first.band.value]
+    pipeline.sqs.send_message(QueueUrl=url, MessageBody=message["Body"])
+    pipeline.sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+    _drain(pipeline)
+    _succeeded_whole(pipeline, first)
+    after = _trigger(pipeline, job)
+    _drain(pipeline)
+    assert pipeline.run(after).status is RunStatus.SUCCEEDED  # the slot was given back
+
+
+def test_yielded_run_taken_over_after_its_next_segments_executor_died_keeps_its_slot(pipeline):
+    job, first = _yielded_once(pipeline, overlap="SKIP")
+    message = _next_segment_message(pipeline, first)
+    pipeline.crashes.arm(CrashPoint.EXECUTOR_AFTER_LEASE)
+    with pytest.raises(ProcessKilled):
+        pipeline.deliver(first.band, [message], timeout_seconds=LAMBDA_SECONDS)
+    pipeline.crashes.disarm()
+    second = _trigger(pipeline, job)
+    _deliver_run(pipeline, second)
+    assert pipeline.run(second).skip_reason is SkipReason.OVERLAP
+    pipeline.clock.advance(61)  # the dead executor's lease ends; its message comes back
+    url = pipeline.resources.queue_urls[first.band.value]
+    pipeline.sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+    _drain(pipeline)
+    run = pipeline.run(first.id)
+    assert (run.status, run.error) == (RunStatus.SUCCEEDED, None)
+    assert _steps_of(run) == [1] * 12
+    assert pipeline.services.results.read(run) == {"rows": _rows(12)}
 
 
 # ------------------------------------------------------------ defect 9: a new execution, a fresh handler-time budget

@@ -282,6 +282,11 @@ class RunExecutor:
                 outcome = self.outcomes.succeed(run, target, owner, existing, duration_ms=None, started=now)
                 self._kept_between_segments(run, target).release()
                 return outcome
+        if lease.cancel_requested and run.segments > 0:
+            # Asked to stop between its segments (a newer run under CANCEL_OTHER, the cancel API): it ends here.
+            outcome = self.outcomes.skip(run, target, owner, SkipReason.CANCELLED)
+            self._kept_between_segments(run, target).release()
+            return outcome
         admission = admit(self.gates, Entry(run, target, owner, until=lease.lease_until, now=now))
         if not isinstance(admission, Admitted):
             return self._refused(admission, run, owner, lease.previous_status, delivery, now)

@@ -37,6 +37,7 @@ class Lease:
     previous_status: RunStatus | None = None
     lease_until: datetime | None = None
     checkpoint: StoredCheckpoint | None = None  # the run's last checkpoint, from the lease's own answer
+    cancel_requested: bool = False  # the run was asked to stop before this lease (between its segments)
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,14 @@ class RunLeases:
                 "not_before": None,
             }
         )
-        return Lease(LeaseOutcome.LEASED, run, old.status, lease_until, stored_checkpoint(old_attrs))
+        return Lease(
+            LeaseOutcome.LEASED,
+            run,
+            old.status,
+            lease_until,
+            stored_checkpoint(old_attrs),
+            cancel_requested=bool(old_attrs.get("cancel_requested")),
+        )
 
     def extend_lease(
         self, run_id: str, *, owner: str, lease_until: datetime, progress: str | None = None
