@@ -234,6 +234,22 @@ def test_yielded_run_gives_its_concurrency_slot_back_between_segments(pipeline):
     _succeeded_whole(pipeline, first)
 
 
+def test_yielded_run_that_retries_keeps_its_slot_through_its_backoff(pipeline):
+    """Its third segment fails (retryable): the run has not ended, and no run of its job starts in its backoff."""
+    job, first = _yielded_once(pipeline, overlap="SKIP", payload={"pages": 6, "fail_once_at_page": 4})
+    _deliver_run(pipeline, first.id)  # the second segment yields
+    _deliver_run(pipeline, first.id)  # the third fails as it starts page 4
+    retrying = pipeline.run(first.id)
+    assert (retrying.status, retrying.attempts) == (RunStatus.RETRYING, 1)
+    second = _trigger(pipeline, job)
+    _deliver_run(pipeline, second)
+    assert pipeline.run(second).skip_reason is SkipReason.OVERLAP
+    _drain(pipeline)
+    run = pipeline.run(first.id)
+    assert (run.status, run.attempts) == (RunStatus.SUCCEEDED, 2)
+    assert pipeline.services.results.read(run) == {"rows": _rows(6)}
+
+
 def _next_segment_message(pipeline: Pipeline, run: Run) -> dict[str, Any]:
     (message,) = pipeline.receive(run.band)
     assert json.loads(message["Body"])["run_id"] == run.id

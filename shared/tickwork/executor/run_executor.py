@@ -313,8 +313,7 @@ class RunExecutor:
         refusal, target = refused.refusal, refused.entry.target
         if isinstance(refusal, Deferral):
             if run.segments > 0:
-                resend_at = now + timedelta(seconds=refusal.wait_seconds) + self.outcomes.retry_safety_net
-                refused.held.carry(kept_until(resend_at, self.lease_for))
+                self._carry(refused.held, refusal.wait_seconds)
             refused.held.release()
             return self.outcomes.defer(run, owner, previous, refusal, delivery, started=now)
         refused.held.release()
@@ -325,6 +324,12 @@ class RunExecutor:
         if run.segments > 0:
             self._kept_between_segments(run, target).release()
         return outcome
+
+    def _carry(self, held: Held, wait_seconds: float) -> None:
+        """A yielded run that waits `wait_seconds` for its next start keeps what it keeps between segments until the
+        tick would send it again, and a lease more (tickwork.executor.yields.kept_until)."""
+        resend_at = self.clock.now() + timedelta(seconds=wait_seconds) + self.outcomes.retry_safety_net
+        held.carry(kept_until(resend_at, self.lease_for))
 
     def _kept_between_segments(self, run: Run, target: RunTarget) -> Held:
         """What a yielded run keeps between its segments (its job's running slot, its ordering key's turn), to give
@@ -566,6 +571,10 @@ class RunExecutor:
                 logger.warning("result existed already; the first write stands")
             return self.outcomes.succeed(run, target, owner, result, duration_ms=duration_ms, started=leased_at)
         if not attempt.permanent and run.attempts < target.retry.max_attempts:
+            if run.segments > 0:
+                # A yielded run that retries has not ended: it keeps what it keeps between segments through its
+                # backoff (at most the longest one, or the wait its handler asked for).
+                self._carry(held, max(target.retry.max_backoff_seconds, attempt.wait_at_least_seconds))
             return self.outcomes.retry(
                 run,
                 target,
