@@ -14,8 +14,10 @@ its holder's, before BUFFER_ONE's waiter; one that ends between segments gives i
   back (crashed, message lost) loses its wait slot BUFFER_HOLD_SECONDS after its next look.
 - CANCEL_OTHER: a run that finds the slot taken asks its holder to stop (RunLeases.request_cancel; the holder
   watches for it every CANCEL_POLL_SECONDS, sees ctx.cancelled, and is recorded SKIPPED `cancelled`), and is
-  deferred (`overlap_cancel`) until the slot is free or its holder's lease lapsed. A run older than the holder
-  (a waiter that lost the freed slot to a newer run) is SKIPPED `overlap` instead: the newest run wins.
+  deferred (`overlap_cancel`) until the slot is free or its holder's lease lapsed. A holder between its segments is
+  asked the same way, and its next segment is recorded SKIPPED `cancelled` without running (RunExecutor). A run
+  older than the holder (a waiter that lost the freed slot to a newer run) is SKIPPED `overlap` instead: the newest
+  run wins.
 
 ALLOW costs nothing here: no call at all. Nor does BUFFER_ALL: its runs wait their turn at an ordering key named by
 the job's id (tickwork.executor.ordering).
