@@ -138,6 +138,7 @@ class LongExport(BaseModel):
     pages: int = 12
     page_seconds: float = 10  # each page's work (ctx.sleep: the fake clock moves, the heartbeat beats)
     cooperative: bool = True  # checks should_yield after each page; else ignores it (the executor yields it)
+    fail_once_at_page: int = -1  # the first execution raises as it starts this page
 
 
 if "long-export" not in registry:
@@ -147,6 +148,9 @@ if "long-export" not in registry:
         """Exports page after page, each a step (its rows once), checkpointing where it got to."""
         state = ctx.last_checkpoint() or {"next_page": 0}
         for page in range(state["next_page"], payload.pages):
+            if payload.fail_once_at_page == page and ctx.run_id not in FAILED_ONCE:
+                FAILED_ONCE.add(ctx.run_id)
+                raise RuntimeError(f"failed at page {page}")
 
             def fetch(page: int = page) -> list[int]:
                 ctx.sleep(payload.page_seconds)  # a page cut short by the Lambda's end is fetched again

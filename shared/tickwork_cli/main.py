@@ -469,7 +469,7 @@ _call_by_id(
 _call_by_id(
     runs_app,
     "cancel",
-    "Ask a RUNNING run to stop: its executor stops the handler and records it SKIPPED `cancelled`.",
+    "Ask a RUNNING run (or a durable run between its segments) to stop: it is recorded SKIPPED `cancelled`.",
     "POST",
     "/v1/runs/{run_id}/cancel",
     RunIdArg,

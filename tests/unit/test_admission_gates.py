@@ -30,6 +30,7 @@ from tickwork.model.run_target import RunTarget
 from tickwork.model.states import DeferReason, JobState, RunStatus, SkipReason
 from tickwork.model.tenant_settings import TenantSettings
 from tickwork.store import RateAdmission
+from tickwork.store.running_slots import SlotClaim
 
 T0 = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 JOB_ID = "j01m7yzmhg01ta2se1vm8v9358"
@@ -77,6 +78,9 @@ class Recorder:
 
     def release(self) -> None:
         self.log.append(f"release {self.name}")
+
+    def carry(self, until: datetime) -> None:
+        self.log.append(f"carry {self.name}")
 
 
 class RunKeyed(Recorder):
@@ -195,6 +199,30 @@ def test_the_overlap_gate_skips_a_run_that_finds_the_slot_taken_under_skip():
     assert gate.admit(_entry(_target(overlap=OverlapPolicy.SKIP))) == Skip(SkipReason.OVERLAP)
 
 
+def test_a_yielded_run_whose_slot_another_run_took_waits_for_it_and_is_never_skipped():
+    """Its slot lapsed in a gap between segments longer than it was kept for: begun, it waits (SKIP, or
+    BUFFER_ONE with the wait slot taken too)."""
+    slots = Slots(free=False)
+    gate = OverlapGate(slots, None)  # type: ignore[arg-type]
+    waits = Deferral(DeferReason.OVERLAP_BUFFER, 1)
+    assert gate.admit(_entry(_target(overlap=OverlapPolicy.SKIP), segments=2)) == waits
+    slots.claim_running_slot = lambda job_id, **_: SlotClaim(taken=False, holder="other")  # type: ignore[method-assign]
+    slots.take_buffer_slot = lambda job_id, **_: False  # type: ignore[attr-defined]
+    assert gate.admit(_entry(_target(overlap=OverlapPolicy.BUFFER_ONE), segments=2)) == waits
+    assert gate.admit(_entry(_target(overlap=OverlapPolicy.BUFFER_ONE))) == Skip(SkipReason.OVERLAP)
+
+
+def test_a_yielded_runs_next_segment_takes_its_own_slot_before_buffer_ones_waiter():
+    slots = Slots(free=False)
+    slots.claim_running_slot = lambda job_id, **_: SlotClaim(taken=False, buffered="waiter", own=True)  # type: ignore[attr-defined]
+    answer = OverlapGate(slots, None).admit(_entry(_target(overlap=OverlapPolicy.BUFFER_ONE), segments=1))  # type: ignore[arg-type]
+    assert isinstance(answer, Admit)
+    assert isinstance(answer.hold, RunningSlot)
+    assert slots.calls == ["extend"]
+    answer.hold.carry(T0)  # it yields again
+    assert slots.calls == ["extend", "extend"]
+
+
 class Items:
     def __init__(self, *, full: bool = False) -> None:
         self.full = full
@@ -243,7 +271,19 @@ def test_a_later_gates_refusal_gives_back_what_the_earlier_gates_admitted_last_t
     refused = admit(gates, _entry())
     assert isinstance(refused, Refused)
     assert refused.refusal == Deferral(DeferReason.RATE_LIMIT, 2)
-    assert log == ["asked", "asked", "asked", "release key", "release slot"]  # the fourth gate never asked
+    assert log == ["asked", "asked", "asked"]  # the fourth gate never asked
+    refused.held.release()  # by the executor, before it records the refusal
+    assert log[3:] == ["release key", "release slot"]
+    refused.held.release()
+    assert len(log) == 5  # once
+
+
+def test_a_yielded_runs_holds_are_carried_to_its_next_segment_once():
+    log: list[str] = []
+    held = Held([Recorder("slot", log), Recorder("key", log)])
+    held.carry(T0)
+    held.release()
+    assert log == ["carry key", "carry slot"]  # nothing given back after
 
 
 def test_a_refusal_by_the_first_gate_asks_no_other_and_holds_nothing():

@@ -132,7 +132,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "cancel_run",
             "POST",
             "/v1/runs/<run_id>/cancel",
-            "Ask a RUNNING run to stop: its executor stops the handler and records it SKIPPED `cancelled`",
+            "Ask a RUNNING run (or a durable run between its segments) to stop: it is recorded SKIPPED `cancelled`",
             lambda s, tenant, i: s.run_cancel.cancel_run(tenant, i),
             202,
             ok(Run, "The run, asked to stop (still RUNNING until its executor sees the request)"),

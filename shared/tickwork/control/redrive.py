@@ -109,6 +109,8 @@ class RunRedrive:
                 "enqueued_at": now,
                 "finished_at": None,
                 "lease_until": None,
+                "segments": 0,
+                "yielded_ms": 0,
             }
         )
 

@@ -1,5 +1,7 @@
 """Cancelling one RUNNING run: it is asked to stop, cooperatively (its executor's next heartbeat sees the request,
-stops the handler and records the run SKIPPED `cancelled`), as a cancelled workflow run's steps are."""
+stops the handler and records the run SKIPPED `cancelled`), as a cancelled workflow run's steps are. A durable run
+between its segments (yielded: QUEUED or RETRYING, not ended) is cancelled too: its next segment is recorded SKIPPED
+`cancelled` without running, and gives back what it kept between segments."""
 
 from __future__ import annotations
 
@@ -19,11 +21,12 @@ class RunCancel:
     queries: JobQueries  # the tenant-checked read of the run
 
     def cancel_run(self, tenant: str, run_id: str) -> Run:
-        """Ask the run to stop; Conflict unless RUNNING (a queued run is stopped by pausing or cancelling its job,
-        which skips it when it is taken)."""
+        """Ask the run to stop; Conflict unless RUNNING or between its segments (a queued run is stopped by pausing
+        or cancelling its job, which skips it when it is taken)."""
         run = self.queries.get_run(tenant, run_id)
-        if run.status is not RunStatus.RUNNING or not self.leases.request_cancel(run.id):
-            status = run.status.value if run.status is not RunStatus.RUNNING else "no longer RUNNING"
-            raise Conflict(f"only a RUNNING run can be cancelled; this one is {status}")
+        started = run.status is RunStatus.RUNNING or (run.segments > 0 and not run.status.terminal)
+        if not started or not self.leases.request_cancel(run.id):
+            status = run.status.value if not started else "no longer running"
+            raise Conflict(f"only a RUNNING run (or one between its segments) can be cancelled; this one is {status}")
         logger.info("run asked to stop", extra={"run_id": run.id})
         return run

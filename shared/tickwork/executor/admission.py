@@ -3,7 +3,9 @@ attempts, overlap, limits) answers in one shape: admit (with what it holds), ski
 
 The gates run in order and the first answer that is not an admit stops them; what the earlier gates admitted is
 given back before that answer is recorded, so a refused run holds nothing. An admitted run's holds are extended
-with its lease by the heartbeat (one `extend` each) and given back in one place when the run ends.
+with its lease by the heartbeat (one `extend` each) and given back in one place when the run ends. A yielded run
+(docs/durable-runs.md) has not ended: its running slot and its ordering key's turn are carried to its next segment
+(`carry`), which its gates recognise as their holder, and given back when it ends.
 """
 
 from __future__ import annotations
@@ -30,6 +32,11 @@ class Hold(Protocol):
         ...
 
     def release(self) -> None: ...
+
+    def carry(self, until: datetime) -> None:
+        """The run yielded, or its next segment waits (docs/durable-runs.md): keep it until `until`, for the run's
+        next segment, or give it back if a run does not keep it between segments."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,11 @@ class Held:
         while self.items:
             self.items.pop().release()
 
+    def carry(self, until: datetime) -> None:
+        """Between a yielded run's segments: each hold kept until `until` or given back, as it says (once)."""
+        while self.items:
+            self.items.pop().carry(until)
+
     def keep_until_lease_ends(self) -> None:
         """Give back nothing: a handler still running past its executor's wait keeps what admitted it, extended by
         the heartbeat for as long as it runs, ending with its lease."""
@@ -118,16 +130,17 @@ class Admitted:
 class Refused:
     entry: Entry  # its target as the gates left it (the breaker's probe is recorded as the probe)
     refusal: Refusal
+    held: Held  # what the gates before the refusal admitted: the caller gives it back (or carries it)
 
 
 def admit(gates: Sequence[Gate], entry: Entry) -> Admitted | Refused:
-    """Run the gates in order: all admitted (with what they hold), or the first refusal, holding nothing."""
+    """Run the gates in order: all admitted (with what they hold), or the first refusal, with what the gates before
+    it took (given back by the caller, or kept by a yielded run's next segment that waits: RunExecutor)."""
     held = Held()
     for gate in gates:
         answer = gate.admit(entry)
         if not isinstance(answer, Admit):
-            held.release()
-            return Refused(entry, answer)
+            return Refused(entry, answer, held)
         if answer.hold is not None:
             held.items.append(answer.hold)
         if answer.target is not None:

@@ -85,6 +85,11 @@ class Holds:
             self.items.release(self.tenant, sort, holder=self.holder)
         self.sorts.clear()
 
+    def carry(self, until: datetime) -> None:
+        """A yielded run gives its slots back between segments: a concurrency slot bounds the handlers running at
+        once, and a run between segments runs none; its next segment takes them again (docs/fairness.md)."""
+        self.release()
+
     def keep_until_lease_ends(self) -> None:
         """Release nothing: a handler still running past its executor's wait keeps its slots, extended by the
         heartbeat for as long as it runs, ending with its lease."""

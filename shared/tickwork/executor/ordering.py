@@ -4,12 +4,13 @@ one at a time, in the order of their scheduled times, ties broken by run id.
 Each run of a key has an entry in the key's queue from its creation (tickwork.store.ordering), so a run delivered
 before an earlier one still waits for it. A run may start when its entry is the queue's first pending one and it
 takes the key's head (one conditional write: nobody else holds it); it holds the head until it ends, however long
-it retries, and a run taken over from a dead executor holds it by the same id. When it ends, its hold is given
-back in admission's one place (tickwork.executor.admission): succeeded, skipped or FAILED with `on_failure:
-continue`, the key's cursor passes its entry and the next run may take the head; FAILED with `block`, the head
-stays its, marked blocked, and every later run of the key is deferred (`ordering_blocked`) until the user retries
-or redrives that run (it takes the head again as its holder) or skips it (`POST /v1/runs/{id}/skip`). A blocked
-key emits `OrderingKeysBlocked`, on which the template's OrderingKeyBlockedAlarm fires.
+it retries or yields (its next segment takes it again as its holder), and a run taken over from a dead executor
+holds it by the same id. When it ends, its hold is given back in admission's one place
+(tickwork.executor.admission): succeeded, skipped or FAILED with `on_failure: continue`, the key's cursor passes its
+entry and the next run may take the head; FAILED with `block`, the head stays its, marked blocked, and every later
+run of the key is deferred (`ordering_blocked`) until the user retries or redrives that run (it takes the head
+again as its holder) or skips it (`POST /v1/runs/{id}/skip`). A blocked key emits `OrderingKeysBlocked`, on which
+the template's OrderingKeyBlockedAlarm fires.
 
 A waiting run is deferred (`ordering_key`, or `ordering_blocked` behind a blocked key), its attempt not consumed,
 to look again with the semaphores' backoff (1 s doubling to 60 s, jittered). What a dead executor left
@@ -68,6 +69,9 @@ class KeyTurn:
     def extend(self, until: datetime) -> list[str]:
         return []  # held until the run ends, not for a lease: nothing lapses
 
+    def carry(self, until: datetime) -> None:
+        pass  # kept between a yielded run's segments: no later run of the key runs between them
+
     def release(self) -> None:
         """Given back by how the run now stands: ended (the key passes its entry: the next run's turn), FAILED
         under `block` (the key blocked), or not ended (deferred by a later gate, or retrying: the turn goes back
@@ -98,6 +102,10 @@ class OrderingGate:
             if answer is not None:
                 return answer
         return self._wait(run)
+
+    def carried(self, run: Run) -> KeyTurn | None:
+        """The turn a run of a key holds, as admitted or carried between its segments (given back when it ends)."""
+        return KeyTurn(self.records, self.runs, run, run.ordering) if run.ordering is not None else None
 
     def _look(self, run: Run, ordering: OrderingKey, now: datetime) -> Answer | None:
         """One look at the key: an answer, or None after tidying up what a dead executor left (look again)."""

@@ -28,7 +28,8 @@ Promises kept here:
   answer in one shape, in order; the first refusal is recorded, what the earlier gates admitted given back first.
 - Overlap (tickwork.executor.overlap): after the lease, a job whose policy is not ALLOW takes its running slot, held
   with the lease; a run that cannot is skipped, or deferred like a limit's (waiting in BUFFER_ONE's one wait slot, or
-  for the run CANCEL_OTHER asked to stop), its attempt not consumed.
+  for the run CANCEL_OTHER asked to stop), its attempt not consumed. A run that yields keeps it (and its ordering
+  key's turn) between its segments, until it ends (tickwork.executor.yields).
 - Ordering keys (tickwork.executor.ordering): a run of a key (or of a BUFFER_ALL job) waits, deferred like a limit's,
   until the earlier runs of its key have ended; it holds the key's turn until it ends.
 - Limits (tickwork.executor.limits): after the lease and before the handler, the run takes its tenant's concurrency
@@ -51,7 +52,18 @@ from pydantic import ValidationError
 from tickwork.aws.queues import PRECISE_LEAD_SECONDS, RunQueues
 from tickwork.aws.results import ResultStore
 from tickwork.executor import run_metrics
-from tickwork.executor.admission import Admitted, AttemptsGate, Deferral, Entry, Gate, Held, Refusal, Skip, admit
+from tickwork.executor.admission import (
+    Admitted,
+    AttemptsGate,
+    Deferral,
+    Entry,
+    Gate,
+    Held,
+    Hold,
+    Refused,
+    Skip,
+    admit,
+)
 from tickwork.executor.breaker import HeldBackGate
 from tickwork.executor.checkpoints import LeasedCheckpoints
 from tickwork.executor.deadline_gate import DeadlineGate, stopped_by_deadline
@@ -63,7 +75,7 @@ from tickwork.executor.ordering import OrderingGate
 from tickwork.executor.outcomes import MAX_MESSAGE_BACKOFF_SECONDS, RunOutcomes, StepSettlement
 from tickwork.executor.overlap import CANCEL_POLL_SECONDS, OverlapGate
 from tickwork.executor.progress_reports import ProgressReports
-from tickwork.executor.yields import THE_900_SECOND_LAMBDAS, LambdaMargins, RunYields, segment_budget
+from tickwork.executor.yields import THE_900_SECOND_LAMBDAS, LambdaMargins, RunYields, kept_until, segment_budget
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
 from tickwork.jobtypes import EffectMayContinue, PermanentJobError, RetryNotBefore, RunContext, UnknownJobType
 from tickwork.jobtypes.durable import RunCheckpoints, Yielded
@@ -162,13 +174,16 @@ class RunExecutor:
         )
         self.limits = limits
         self.checkpoints = CheckpointRecords(store.shared_table)
-        self.yields = RunYields(self.leases, queues, clock, self.outcomes)
+        self.yields = RunYields(self.leases, queues, clock, self.outcomes, lease_for=lease_for)
+        # The two gates whose holds a yielded run keeps between its segments (see _kept_between_segments).
+        self.overlap = OverlapGate(store.slots, self.leases)
+        self.ordering = OrderingGate(self.runs.ordering, self.runs, rng=rng)
         self._gates: list[Gate] = [
             HeldBackGate(self.outcomes.breakers),
             AttemptsGate(),
             DeadlineGate(),
-            OverlapGate(store.slots, self.leases),
-            OrderingGate(self.runs.ordering, self.runs, rng=rng),
+            self.overlap,
+            self.ordering,
         ]
         if freezes is not None:  # a run a freeze marked (tickwork.executor.freeze_gate): before it takes a slot
             self._gates.insert(1, freezes)
@@ -268,11 +283,17 @@ class RunExecutor:
             existing = self.results.find(run)
             if existing is not None:
                 logger.warning("result already written by a previous attempt; recording it, not re-running")
-                return self.outcomes.succeed(run, target, owner, existing, duration_ms=None, started=now)
+                outcome = self.outcomes.succeed(run, target, owner, existing, duration_ms=None, started=now)
+                self._kept_between_segments(run, target).release()
+                return outcome
+        if lease.cancel_requested and run.segments > 0:
+            # Asked to stop between its segments (a newer run under CANCEL_OTHER, the cancel API): it ends here.
+            outcome = self.outcomes.skip(run, target, owner, SkipReason.CANCELLED)
+            self._kept_between_segments(run, target).release()
+            return outcome
         admission = admit(self.gates, Entry(run, target, owner, until=lease.lease_until, now=now))
         if not isinstance(admission, Admitted):
-            refused = admission.entry.target
-            return self._refused(admission.refusal, run, refused, owner, lease.previous_status, delivery, now)
+            return self._refused(admission, run, owner, lease.previous_status, delivery, now)
         target = admission.entry.target
         run_metrics.count_start_lateness(run)
         # What admitted the run is given back however it ends, but a process that dies (a BaseException: killed,
@@ -288,21 +309,41 @@ class RunExecutor:
         return outcome
 
     def _refused(
-        self,
-        refusal: Refusal,
-        run: Run,
-        target: RunTarget,
-        owner: str,
-        previous: RunStatus | None,
-        delivery: Delivery,
-        now: datetime,
+        self, refused: Refused, run: Run, owner: str, previous: RunStatus | None, delivery: Delivery, now: datetime
     ) -> Outcome:
-        """A gate's refusal recorded (tickwork.executor.admission): the run holds nothing by now."""
-        if isinstance(refusal, Skip):
-            return self.outcomes.skip(run, target, owner, refusal.reason)
+        """A gate's refusal recorded (tickwork.executor.admission). What the gates before it took is given back
+        first, so the run holds nothing, unless it is a yielded run's next segment: waiting, it keeps what it
+        keeps between segments; ended, it gives that back too."""
+        refusal, target = refused.refusal, refused.entry.target
         if isinstance(refusal, Deferral):
+            if run.segments > 0:
+                self._carry(refused.held, refusal.wait_seconds)
+            refused.held.release()
             return self.outcomes.defer(run, owner, previous, refusal, delivery, started=now)
-        return self.outcomes.fail(run, target, owner, refusal.error, started=now)
+        refused.held.release()
+        if isinstance(refusal, Skip):
+            outcome = self.outcomes.skip(run, target, owner, refusal.reason)
+        else:
+            outcome = self.outcomes.fail(run, target, owner, refusal.error, started=now)
+        if run.segments > 0:
+            self._kept_between_segments(run, target).release()
+        return outcome
+
+    def _carry(self, held: Held, wait_seconds: float) -> None:
+        """A yielded run that waits `wait_seconds` for its next start keeps what it keeps between segments until the
+        tick would send it again, and a lease more (tickwork.executor.yields.kept_until)."""
+        resend_at = self.clock.now() + timedelta(seconds=wait_seconds) + self.outcomes.retry_safety_net
+        held.carry(kept_until(resend_at, self.lease_for))
+
+    def _kept_between_segments(self, run: Run, target: RunTarget) -> Held:
+        """What a yielded run keeps between its segments (its job's running slot, its ordering key's turn), to give
+        back when it ends where no gate took them again (held back, failed, a takeover's result). Each is given
+        back only by its holder: a run that holds none of them gives back nothing."""
+        holds: list[Hold | None] = [
+            self.overlap.carried(run, target.owner_id) if target.overlap.takes_running_slot else None,
+            self.ordering.carried(run),
+        ]
+        return Held([hold for hold in holds if hold is not None])
 
     def _target(self, run: Run, message: RunMessage, previous: RunStatus | None, now: datetime) -> RunTarget | None:
         """What the run runs: its job (by the message's copy where that is trusted, tickwork.model.run_spec, else as
@@ -411,7 +452,7 @@ class RunExecutor:
             held.lease_lost()
             return Outcome.DONE  # the run belongs to another executor now; it records the outcome
         return self._record(
-            run, target, owner, delivery, attempt, heartbeat, duration_ms=duration_ms, leased_at=leased_at
+            run, target, owner, delivery, attempt, heartbeat, held, duration_ms=duration_ms, leased_at=leased_at
         )
 
     def _context(self, run: Run, target: RunTarget, started: datetime, budget: float) -> RunContext:
@@ -495,11 +536,13 @@ class RunExecutor:
         delivery: Delivery,
         attempt: Attempt,
         heartbeat: Heartbeat,
+        held: Held,
         *,
         duration_ms: int,
         leased_at: datetime,
     ) -> Outcome:
-        """How the attempt ended, recorded by this executor, which still holds the lease."""
+        """How the attempt ended, recorded by this executor, which still holds the lease (a yield carries what
+        admitted the run to its next segment: `held`)."""
         error = attempt.error
         past_deadline = stopped_by_deadline(run, target, self.clock.now())
         if error is not None and heartbeat.cancel_requested and past_deadline is not None:
@@ -520,7 +563,7 @@ class RunExecutor:
         elif heartbeat.hold_lost is not None:
             logger.warning("the handler returned after its slot was lost: its result is recorded")
         if isinstance(attempt.value, Yielded) and error is None:
-            return self.yields.segment_ended(run, target, owner, duration_ms=duration_ms, started=leased_at)
+            return self.yields.segment_ended(run, target, owner, held, duration_ms=duration_ms, started=leased_at)
         if error is None:
             try:
                 result, written = self.results.write_once(run, attempt.value)
@@ -532,6 +575,10 @@ class RunExecutor:
                 logger.warning("result existed already; the first write stands")
             return self.outcomes.succeed(run, target, owner, result, duration_ms=duration_ms, started=leased_at)
         if not attempt.permanent and run.attempts < target.retry.max_attempts:
+            if run.segments > 0:
+                # A yielded run that retries has not ended: it keeps what it keeps between segments through its
+                # backoff (at most the longest one, or the wait its handler asked for).
+                self._carry(held, max(target.retry.max_backoff_seconds, attempt.wait_at_least_seconds))
             return self.outcomes.retry(
                 run,
                 target,

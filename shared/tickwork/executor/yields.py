@@ -8,14 +8,20 @@ returns `ctx.yield_run()` yields; so does one the executor stopped at the Lambda
 timeout) that saved a checkpoint in this segment. A yield is one conditional write (the lease holder's: the run back
 to its queue state, the attempt not consumed) and one fresh message to start the next segment now, which a new
 receive count goes with. A run past max_run_seconds fails, without retries.
+
+A yielded run has not ended: it keeps its job's running slot and its ordering key's turn between its segments
+(Held.carry; its concurrency slots it gives back: it runs nothing meanwhile), and its next segment takes them as
+their holder's. It keeps the slot until the tick would re-send its next segment, and a lease more (`kept_until`),
+so that one ended without an executor (a freeze's skip, say) frees it by itself.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from tickwork.aws.queues import Outgoing, RunQueues
+from tickwork.executor.admission import Held
 from tickwork.executor.delivery import Outcome
 from tickwork.executor.outcomes import RunOutcomes, attempt_record, history_after
 from tickwork.model.clock import Clock
@@ -78,14 +84,24 @@ def segment_budget(
     )
 
 
+def kept_until(resend_at: datetime, lease_for: timedelta) -> datetime:
+    """Until when a run between segments keeps what admitted it (its job's running slot): the tick's re-send of its
+    next segment at `resend_at` (were its message lost), and a lease more for that segment to start and extend it.
+    A run that ends between segments gives it back at once."""
+    return resend_at + lease_for
+
+
 class RunYields:
     """Recording a segment that yielded."""
 
-    def __init__(self, leases: RunLeases, queues: RunQueues, clock: Clock, outcomes: RunOutcomes) -> None:
+    def __init__(
+        self, leases: RunLeases, queues: RunQueues, clock: Clock, outcomes: RunOutcomes, *, lease_for: timedelta
+    ) -> None:
         self.leases, self.queues, self.clock, self.outcomes = leases, queues, clock, outcomes
+        self.lease_for = lease_for
 
     def segment_ended(
-        self, run: Run, target: RunTarget, owner: str, *, duration_ms: int, started: datetime | None
+        self, run: Run, target: RunTarget, owner: str, held: Held, *, duration_ms: int, started: datetime | None
     ) -> Outcome:
         now = self.clock.now()
         if run.yielded_ms + duration_ms >= target.max_run_seconds * 1000:
@@ -96,6 +112,8 @@ class RunYields:
             return self.outcomes.fail(run, target, owner, error, duration_ms=duration_ms, started=started)
         record = attempt_record(run, started, now, AttemptOutcome.YIELDED)
         resend_at = now + self.outcomes.retry_safety_net
+        # Carried before the yield's write: whatever happens after it, the next occurrence does not start beside it.
+        held.carry(kept_until(resend_at, self.lease_for))
         if not self.leases.yield_run(
             run, owner=owner, segment_ms=duration_ms, resend_at=resend_at, history=history_after(run, record)
         ):

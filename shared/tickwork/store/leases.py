@@ -37,6 +37,7 @@ class Lease:
     previous_status: RunStatus | None = None
     lease_until: datetime | None = None
     checkpoint: StoredCheckpoint | None = None  # the run's last checkpoint, from the lease's own answer
+    cancel_requested: bool = False  # the run was asked to stop before this lease (between its segments)
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,14 @@ class RunLeases:
                 "not_before": None,
             }
         )
-        return Lease(LeaseOutcome.LEASED, run, old.status, lease_until, stored_checkpoint(old_attrs))
+        return Lease(
+            LeaseOutcome.LEASED,
+            run,
+            old.status,
+            lease_until,
+            stored_checkpoint(old_attrs),
+            cancel_requested=bool(old_attrs.get("cancel_requested")),
+        )
 
     def extend_lease(
         self, run_id: str, *, owner: str, lease_until: datetime, progress: str | None = None
@@ -284,13 +292,20 @@ class RunLeases:
         )
 
     def request_cancel(self, run_id: str) -> bool:
-        """Ask a RUNNING run to stop: its executor's next heartbeat sees it (cooperative cancellation)."""
+        """Ask a RUNNING run to stop: its executor's next heartbeat sees it (cooperative cancellation). A yielded
+        run between its segments (not ended) is asked too: its next segment's heartbeat sees it."""
         return self._table.update_if(
             run_key(run_id),
             "SET cancel_requested = :yes",
-            "#status = :running",
-            {"#status": "status"},
-            expression_values(yes=True, running=RunStatus.RUNNING.value),
+            "#status = :running OR (#status IN (:queued, :retrying) AND #segments > :zero)",
+            {"#status": "status", "#segments": "segments"},
+            expression_values(
+                yes=True,
+                running=RunStatus.RUNNING.value,
+                queued=RunStatus.QUEUED.value,
+                retrying=RunStatus.RETRYING.value,
+                zero=0,
+            ),
         )
 
     def cancel_requested(self, run_id: str) -> bool:

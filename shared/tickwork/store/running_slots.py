@@ -63,7 +63,9 @@ class RunningSlots:
             return SlotClaim(taken=True)
         holder = item.get("running_run")
         live = holder is not None and int(item.get("running_until_ms", 0)) >= to_ms(now)
-        return SlotClaim(taken=False, holder=holder if live else None, buffered=item.get("buffered_run"))
+        return SlotClaim(
+            taken=False, holder=holder if live else None, buffered=item.get("buffered_run"), own=holder == run_id
+        )
 
     def take_buffer_slot(self, job_id: str, *, run_id: str, until: datetime, now: datetime) -> bool:
         """BUFFER_ONE's wait slot: one run at a time waits for the running one. Free when empty, expired (its
@@ -94,3 +96,4 @@ class SlotClaim:
     taken: bool
     holder: str | None = None  # the run in the running slot, when not taken (None: it was free, a waiter's)
     buffered: str | None = None  # the run in the wait slot, as the refused claim saw it
+    own: bool = False  # the slot is the claimant's already (refused only for BUFFER_ONE's waiter)

@@ -126,18 +126,20 @@ class RunRecords:
         self, run: Run, *, now: datetime, redispatch_at: datetime, from_checkpoint: bool = True
     ) -> bool:
         """FAILED -> QUEUED with attempts starting again (retry and DLQ redrive): a new execution, so its start,
-        lateness and duration are measured afresh; `requeues` counts how often this happened. It resumes from its
-        last checkpoint (tickwork.store.checkpoints) unless `from_checkpoint` is False: then that is removed."""
+        lateness, duration and handler time (`segments`, `yielded_ms`: a fresh max_run_seconds) are measured afresh;
+        `requeues` counts how often this happened, and its attempt history keeps the earlier executions' records.
+        It resumes from its last checkpoint (tickwork.store.checkpoints) unless `from_checkpoint` is False: then
+        that is removed."""
         starting_over = "".join(f", {name}" for name in CHECKPOINT_CONTENT) if not from_checkpoint else ""
         return self._table.update_if(
             run_key(run.id),
             "SET #status = :queued, attempts = :zero, enqueued_at = :now, due_shard = :shard, due_at = :due, "
             "requeues = if_not_exists(requeues, :zero) + :one "
             "REMOVE #error, finished_at, expires_at, tenant_key, tenant_sort, lease_owner, lease_until, "
-            "lease_until_ms, started_at, lateness_ms, duration_ms, not_before, not_before_ms, cancel_requested"
-            + starting_over,
+            "lease_until_ms, started_at, lateness_ms, duration_ms, not_before, not_before_ms, cancel_requested, "
+            "#segments, yielded_ms" + starting_over,
             "#status = :failed",
-            {"#status": "status", "#error": "error"},
+            {"#status": "status", "#error": "error", "#segments": "segments"},
             expression_values(
                 queued=RunStatus.QUEUED.value,
                 failed=RunStatus.FAILED.value,
