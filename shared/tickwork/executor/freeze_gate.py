@@ -1,4 +1,5 @@
-"""The freeze gate: a job's scheduled run is looked at once more when it would start, against the freezes.
+"""The freeze gate: a job's scheduled run is looked at once more when it would first start, against the freezes
+(tickwork.model.freezes.subject_to_freezes: any other run, marked or not, runs on).
 
 - A run marked by a freeze's creation (`blocked_by` the freeze's id: claimed before it) reads that freeze (one
   GetItem): still inside it, SKIPPED `freeze`, or, kept by its job's catch-up policy under DEFER, deferred until the
@@ -20,22 +21,13 @@ from tickwork.executor.admission import ADMIT, Answer, Deferral, Entry, Skip
 from tickwork.executor.outcomes import MAX_MESSAGE_BACKOFF_SECONDS
 from tickwork.model.blocking import OnBlocked
 from tickwork.model.claim_plan import CATCHUP_KEEP
-from tickwork.model.freezes import Freeze
+from tickwork.model.freezes import Freeze, subject_to_freezes
 from tickwork.model.policies import CatchupPolicy
 from tickwork.model.run import Run
 from tickwork.model.run_target import RunTarget
-from tickwork.model.states import DeferReason, RunTrigger, SkipReason
+from tickwork.model.states import DeferReason, SkipReason
 from tickwork.store import JobRecords
 from tickwork.store.freezes import FreezeReads, FreezeRecords, is_freeze_id
-
-
-def first_scheduled_start(run: Run) -> bool:
-    """A job's scheduled run about to start for the first time: what a freeze may still stop. Not a trigger, nor a
-    workflow's step (held at its workflow's claim), nor a run started before (retried, taken over, yielded) or sent
-    again by hand: those run on."""
-    if run.trigger is not RunTrigger.SCHEDULE or run.workflow_run_id is not None:
-        return False
-    return run.attempts <= 1 and run.segments == 0 and run.requeues == 0
 
 
 def freeze_over(freezes: Iterable[Freeze], run: Run, target: RunTarget, now: datetime) -> Freeze | None:
@@ -70,10 +62,10 @@ class FreezeGate:
 
     def admit(self, entry: Entry) -> Answer:
         run = entry.run
+        if not subject_to_freezes(run, leased=True):
+            return ADMIT  # no read of the freezes, whatever marked it
         if run.blocked_by is not None and is_freeze_id(run.blocked_by):
             return self._marked(entry, run.blocked_by)
-        if not first_scheduled_start(run):
-            return ADMIT  # no read of the freezes
         seen = freeze_over(self.reads.recent_or_last(), run, entry.target, entry.now)
         if seen is None:
             return ADMIT

@@ -1,0 +1,104 @@
+"""Issue 34's freezes, debounce and cancel defects through the pipeline (moto, fake clock): a freeze holds back a
+job's scheduled runs' first starts only (a debounced trigger's run, a durable run between its segments and a run
+retried by hand or redriven run on); a cancelled job runs nothing more, a debounced trigger's run included; a job
+created during a freeze starts on time once it ends."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from tickwork.control.api_bodies import TriggerRequest
+from tickwork.control.callers import Caller
+from tickwork.model.freezes import FreezeSpec
+from tickwork.model.policies import Band
+from tickwork.model.states import RunStatus
+
+from tests import durable_jobtypes  # noqa: F401 - registers long-export and checkpoint-export
+from tests.harness import TENANT, Pipeline
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
+
+PAYMENTS = {"team": "payments"}
+YEARLY = {"cron": "0 0 1 1 *"}  # never due in these tests: only triggers run
+FAR = timedelta(seconds=300)
+
+
+def _freeze(pipeline: Pipeline, **spec: Any) -> Any:
+    body = {"selector": {"tags": PAYMENTS}, "for_seconds": 3600, "reason": "deploy 1.42", **spec}
+    return pipeline.services.freezes.create(Caller(TENANT), FreezeSpec.model_validate(body))
+
+
+def _trigger(pipeline: Pipeline, job_id: str, **body: Any) -> Any:
+    return pipeline.services.jobs.trigger(TENANT, job_id, TriggerRequest.model_validate(body))
+
+
+# ---------------------------------------------------------------- defect 2: a freeze and a debounced trigger
+
+
+def test_freeze_keeps_a_debounced_triggers_run(timed_pipeline):
+    pipeline = timed_pipeline
+    job = pipeline.create_job(schedule=YEARLY, tags=PAYMENTS)
+    debounce = {"key": "customer-7", "seconds": 60, "collect": True}
+    window = _trigger(pipeline, job.id, debounce=debounce, payload={"n": 1})
+    _freeze(pipeline)  # while the window is open
+    pipeline.clock.advance(10)
+    assert _trigger(pipeline, job.id, debounce=debounce, payload={"n": 2}).id == window.id  # acknowledged, joined
+    plain = _trigger(pipeline, job.id)  # a plain trigger during the same freeze runs
+    pipeline.clock.advance(60)
+    pipeline.drain()
+    run = pipeline.run(window.id)
+    assert (run.status, run.skip_reason, run.blocked_by) == (RunStatus.SUCCEEDED, None, None)
+    assert pipeline.services.results.read(run) == {"payloads": [{"n": 1}, {"n": 2}]}
+    assert pipeline.run(plain.id).status is RunStatus.SUCCEEDED
+
+
+# ---------------------------------------------------------------- defect 3: a freeze and a run already started
+
+
+def _due_durable(pipeline: Pipeline, **spec: Any) -> Any:
+    job = pipeline.create_job(type="long-export", schedule={"at": pipeline.clock.now() + FAR}, tags=PAYMENTS, **spec)
+    pipeline.clock.advance(FAR.total_seconds())
+    pipeline.tick()
+    return job
+
+
+def test_freeze_lets_a_started_durable_run_run_on(pipeline):
+    job = _due_durable(pipeline)
+    (first,) = pipeline.receive(Band.NORMAL)
+    pipeline.deliver(Band.NORMAL, [first], timeout_seconds=60)  # one segment of 45 s: it yields
+    (run,) = pipeline.runs_of(job.id)
+    assert (run.status, run.segments) == (RunStatus.QUEUED, 1)
+    # From before the run's occurrence (a `from` in the past is accepted): its next segment is inside it.
+    _freeze(pipeline, **{"from": (run.scheduled_for - timedelta(minutes=1)).isoformat()})
+    while messages := pipeline.receive(Band.NORMAL):
+        pipeline.deliver(Band.NORMAL, messages, timeout_seconds=60)
+    run = pipeline.run(run.id)
+    assert (run.status, run.skip_reason, run.blocked_by) == (RunStatus.SUCCEEDED, None, None)
+    assert run.segments >= 2
+
+
+@pytest.mark.parametrize("requeue", ["retry", "redrive"])
+def test_freeze_lets_a_run_retried_by_hand_run(pipeline, requeue):
+    job = pipeline.create_job(
+        type="checkpoint-export",
+        schedule={"at": pipeline.clock.now() + FAR},
+        tags=PAYMENTS,
+        payload={"pages": 2, "fail_after_page": 0},  # its first execution fails
+        retry={"max_attempts": 1},
+    )
+    pipeline.clock.advance(FAR.total_seconds())
+    pipeline.tick()
+    pipeline.drain()
+    (run,) = pipeline.runs_of(job.id)
+    assert run.status is RunStatus.FAILED
+    if requeue == "retry":
+        pipeline.services.redrive.retry_run(TENANT, run.id)
+    else:
+        assert pipeline.services.redrive.redrive(TENANT, [run.id]).redriven == 1
+    _freeze(pipeline, **{"from": (run.scheduled_for - timedelta(minutes=1)).isoformat()})
+    pipeline.drain()
+    run = pipeline.run(run.id)
+    # Asked for again by hand, it is not the freeze's to skip: it runs.
+    assert (run.status, run.skip_reason, run.blocked_by, run.requeues) == (RunStatus.SUCCEEDED, None, None, 1)
