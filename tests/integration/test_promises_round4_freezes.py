@@ -9,14 +9,14 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from tickwork.control.api_bodies import TriggerRequest
+from tickwork.control.api_bodies import BackfillRequest, TriggerRequest
 from tickwork.control.callers import Caller
 from tickwork.model.freezes import FreezeSpec
 from tickwork.model.policies import Band
-from tickwork.model.states import RunStatus
+from tickwork.model.states import RunStatus, SkipReason
 
 from tests import durable_jobtypes  # noqa: F401 - registers long-export and checkpoint-export
-from tests.harness import TENANT, Pipeline
+from tests.harness import START, TENANT, Pipeline
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
@@ -102,3 +102,55 @@ def test_freeze_lets_a_run_retried_by_hand_run(pipeline, requeue):
     run = pipeline.run(run.id)
     # Asked for again by hand, it is not the freeze's to skip: it runs.
     assert (run.status, run.skip_reason, run.blocked_by, run.requeues) == (RunStatus.SUCCEEDED, None, None, 1)
+
+
+# ---------------------------------------------------------------- defect 8: a cancelled job and its triggers
+
+
+def test_cancelled_job_runs_no_debounced_trigger(timed_pipeline):
+    pipeline = timed_pipeline
+    job = pipeline.create_job(schedule=YEARLY)
+    window = _trigger(pipeline, job.id, debounce={"key": "customer-7", "seconds": 3600}, payload={"n": 1})
+    pipeline.clock.advance(60)
+    pipeline.services.jobs.cancel(TENANT, job.id)
+    for _ in range(61):  # to the window's end, and a redispatch past it
+        pipeline.clock.advance(60)
+        pipeline.tick()
+        pipeline.drain()
+    run = pipeline.run(window.id)
+    assert (run.status, run.skip_reason, run.started_at) == (RunStatus.SKIPPED, SkipReason.CANCELLED, None)
+    assert not pipeline.result_objects()
+
+
+def test_cancelled_job_runs_no_trigger_or_backfill_queued_before_the_cancel(timed_pipeline):
+    pipeline = timed_pipeline
+    job = pipeline.create_job(schedule={"cron": "0 * * * *"})
+    pipeline.clock.advance(2 * 3600)
+    pipeline.tick()
+    pipeline.drain()
+    plain = _trigger(pipeline, job.id)
+    backfill = pipeline.services.jobs.backfill(
+        TENANT,
+        job.id,
+        BackfillRequest.model_validate({"from": START.isoformat(), "to": (START + timedelta(hours=1)).isoformat()}),
+    )
+    assert backfill.created
+    pipeline.services.jobs.cancel(TENANT, job.id)  # before their messages are delivered
+    pipeline.drain()
+    for run_id in [plain.id, *(r.id for r in backfill.created)]:
+        run = pipeline.run(run_id)
+        assert (run.status, run.skip_reason) == (RunStatus.SKIPPED, SkipReason.CANCELLED)
+
+
+def test_a_paused_job_runs_a_debounced_trigger_as_it_runs_a_plain_one(timed_pipeline):
+    """A trigger is asked for: it runs while its job is paused (docs/api.md), debounced or not, whether the window
+    opened before the pause or during it."""
+    pipeline = timed_pipeline
+    job = pipeline.create_job(schedule=YEARLY)
+    debounce = {"key": "customer-7", "seconds": 60}
+    before = _trigger(pipeline, job.id, debounce=debounce, payload={"n": 1})
+    pipeline.services.jobs.pause(TENANT, job.id)
+    during = _trigger(pipeline, job.id, debounce={**debounce, "key": "customer-8"}, payload={"n": 2})
+    pipeline.clock.advance(60)
+    pipeline.drain()
+    assert [pipeline.run(r.id).status for r in (before, during)] == [RunStatus.SUCCEEDED] * 2
