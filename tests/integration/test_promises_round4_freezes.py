@@ -154,3 +154,79 @@ def test_a_paused_job_runs_a_debounced_trigger_as_it_runs_a_plain_one(timed_pipe
     pipeline.clock.advance(60)
     pipeline.drain()
     assert [pipeline.run(r.id).status for r in (before, during)] == [RunStatus.SUCCEEDED] * 2
+
+
+# ---------------------------------------------------------------- defect 10: a job created during a freeze
+
+EVERY_10_S = {"cron": "*/10 * * * * *"}
+
+
+def _every_second_with_a_tick_a_minute(pipeline: Pipeline, seconds: int) -> None:
+    """Time going by as deployed: the executors take each run at its time, the tick comes once a minute (at :30)."""
+    for _ in range(seconds):
+        pipeline.clock.advance(1)
+        if pipeline.clock.now().second == 30:
+            pipeline.tick()
+        pipeline.drain()
+
+
+def _after(pipeline: Pipeline, job_id: str, instant: Any) -> list[Any]:
+    """The job's runs of occurrences from `instant` to now."""
+    runs = sorted(pipeline.runs_of(job_id), key=lambda r: r.occurrence_at)
+    return [r for r in runs if instant <= r.occurrence_at <= pipeline.clock.now()]
+
+
+def _late_seconds(runs: list[Any]) -> list[float]:
+    return [(r.started_at - r.scheduled_for).total_seconds() for r in runs if r.status is RunStatus.SUCCEEDED]
+
+
+def test_job_created_during_a_freeze_starts_on_time_after_it(timed_pipeline):
+    pipeline = timed_pipeline
+    pipeline.clock.advance(20)  # 12:00:20
+    freeze = _freeze(pipeline, for_seconds=50)  # to 12:01:10, between two ticks
+    pipeline.clock.advance(5)
+    job = pipeline.create_job(schedule=EVERY_10_S, tags=PAYMENTS)
+    _every_second_with_a_tick_a_minute(pipeline, 120)  # to 12:02:25
+    runs = sorted(pipeline.runs_of(job.id), key=lambda r: r.occurrence_at)
+    inside = [r for r in runs if r.occurrence_at < freeze.until]
+    assert [r.occurrence_at.strftime("%H:%M:%S") for r in inside] == ["12:00:30", "12:00:40", "12:00:50", "12:01:00"]
+    assert {(r.status, r.skip_reason, r.blocked_by) for r in inside} == {
+        (RunStatus.SKIPPED, SkipReason.FREEZE, freeze.id)
+    }
+    after = _after(pipeline, job.id, freeze.until)
+    assert [r.status for r in after] == [RunStatus.SUCCEEDED] * 8  # 12:01:10 to 12:02:20
+    assert _late_seconds(after) == [0.0] * 8
+
+
+def test_a_freeze_ending_between_two_ticks_lets_the_occurrences_after_it_start_on_time(timed_pipeline):
+    pipeline = timed_pipeline
+    job = pipeline.create_job(schedule=EVERY_10_S, tags=PAYMENTS)
+    pipeline.clock.advance(20)
+    freeze = _freeze(pipeline, for_seconds=180)  # 12:00:20 to 12:03:20: the ticks at 12:02:30 and 12:03:30 wait
+    _every_second_with_a_tick_a_minute(pipeline, 240)  # to 12:04:20
+    inside = [r for r in pipeline.runs_of(job.id) if freeze.from_ <= r.occurrence_at < freeze.until]
+    assert {(r.status, r.skip_reason) for r in inside} == {(RunStatus.SKIPPED, SkipReason.FREEZE)}
+    after = _after(pipeline, job.id, freeze.until)
+    assert len(after) == 7  # 12:03:20 to 12:04:20
+    assert _late_seconds(after) == [0.0] * 7
+
+
+def test_a_freeze_lifted_in_its_last_two_minutes_lets_the_occurrences_claimed_through_it_run(timed_pipeline):
+    pipeline = timed_pipeline
+    pipeline.clock.advance(20)
+    freeze = _freeze(pipeline, for_seconds=50)  # to 12:01:10
+    pipeline.clock.advance(5)
+    job = pipeline.create_job(schedule=EVERY_10_S, tags=PAYMENTS)  # claims 12:00:30 to 12:02:20
+    _every_second_with_a_tick_a_minute(pipeline, 20)  # to 12:00:45
+    pipeline.services.freezes.lift(Caller(TENANT), freeze.id)
+    _every_second_with_a_tick_a_minute(pipeline, 40)  # to 12:01:25
+    runs = {r.occurrence_at.strftime("%H:%M:%S"): r for r in _after(pipeline, job.id, freeze.from_)}
+    assert {at: r.status for at, r in runs.items()} == {
+        "12:00:30": RunStatus.SKIPPED,
+        "12:00:40": RunStatus.SKIPPED,
+        "12:00:50": RunStatus.SUCCEEDED,  # after the lift: those it skipped stay skipped, the rest run
+        "12:01:00": RunStatus.SUCCEEDED,
+        "12:01:10": RunStatus.SUCCEEDED,
+        "12:01:20": RunStatus.SUCCEEDED,
+    }
+    assert _late_seconds(list(runs.values())) == [0.0] * 4

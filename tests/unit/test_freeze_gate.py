@@ -243,3 +243,16 @@ def test_a_marked_run_that_is_no_first_scheduled_start_runs_on_without_reading_i
     gate, _ = _gate(records, FakeClock(T0))
     assert gate.admit(_entry(_run(blocked_by=frozen.id, **started), _target())) == ADMIT
     assert (records.queries, records.marked) == (0, [])
+
+
+def test_a_marked_run_of_an_occurrence_inside_a_freeze_over_by_itself_is_skipped_however_late_it_starts() -> None:
+    frozen = _freeze(until=T0 + timedelta(seconds=30))
+    gate, _ = _gate(Records(frozen), FakeClock(T0))
+    later = T0 + timedelta(minutes=1)  # its occurrence (T0) was inside the freeze; it starts after its end
+    assert gate.admit(_entry(_run(blocked_by=frozen.id), _target(), later)) == Skip(SkipReason.FREEZE)
+    lifted = frozen.model_copy(update={"lifted_at": T0 - timedelta(seconds=1)})
+    gate, _ = _gate(Records(lifted), FakeClock(T0))
+    assert gate.admit(_entry(_run(blocked_by=lifted.id), _target(), later)) == ADMIT  # lifted: its runs run
+    kept = _run(blocked_by=frozen.id, deferred_reason=DeferReason.FREEZE)
+    gate, _ = _gate(Records(frozen.model_copy(update={"on_blocked": "DEFER"})), FakeClock(T0))
+    assert gate.admit(_entry(kept, _target(), later)) == ADMIT  # kept for its end

@@ -1,9 +1,11 @@
 """The freeze gate: a job's scheduled run is looked at once more when it would first start, against the freezes
 (tickwork.model.freezes.subject_to_freezes: any other run, marked or not, runs on).
 
-- A run marked by a freeze's creation (`blocked_by` the freeze's id: claimed before it) reads that freeze (one
-  GetItem): still inside it, SKIPPED `freeze`, or, kept by its job's catch-up policy under DEFER, deferred until the
-  freeze ends. Lifted or over: it runs.
+- A run marked by a freeze (`blocked_by` the freeze's id: claimed before its creation, or claimed through it by a
+  tick because it ends within the horizon: tickwork.model.claim_plan) reads that freeze (one GetItem): still
+  inside it, SKIPPED `freeze`, or, kept by its job's catch-up policy under DEFER, deferred until the freeze ends.
+  Lifted, or kept for its end: it runs. Over by itself, its occurrence inside it: SKIPPED `freeze` however late
+  it starts.
 - Any other run that never started is matched against the freezes as this execution environment read them within
   RECENT_READ_FOR (one Query per environment per that time, never one per run): that catches a run a tick claimed
   while the freeze was being created, which its creation's marking could not see. A run one of them blocks reads
@@ -78,9 +80,13 @@ class FreezeGate:
 
     def _marked(self, entry: Entry, freeze_id: str) -> Answer:
         freeze = self.freezes.get(freeze_id)
-        if freeze is None or not freeze.blocks(entry.now):
-            return ADMIT  # lifted, or over: it runs
-        return _decision(freeze, entry.run.deferred_reason is DeferReason.FREEZE, entry.now)
+        kept = entry.run.deferred_reason is DeferReason.FREEZE
+        if freeze is not None and freeze.blocks(entry.now):
+            return _decision(freeze, kept, entry.now)
+        if freeze is None or kept or freeze.lifted_at is not None or not freeze.blocks(entry.run.occurrence_at):
+            return ADMIT  # lifted (its runs run), kept for its end, or not inside it
+        # Over by itself: its occurrence was inside it, and starting late (a backlog) does not change that.
+        return Skip(SkipReason.FREEZE)
 
     def _kept(self, freeze: Freeze, entry: Entry) -> bool:
         """Under DEFER: the job's catch-up policy and next occurrence, from the job the executor read, else read now
