@@ -230,3 +230,17 @@ def test_a_freeze_lifted_in_its_last_two_minutes_lets_the_occurrences_claimed_th
         "12:01:20": RunStatus.SUCCEEDED,
     }
     assert _late_seconds(list(runs.values())) == [0.0] * 4
+
+
+def test_cancelled_job_runs_no_further_segment_of_a_triggered_durable_run(pipeline):
+    """As a scheduled durable run's: a cancel between its segments records it SKIPPED `cancelled`."""
+    job = pipeline.create_job(type="long-export", schedule=YEARLY)
+    triggered = _trigger(pipeline, job.id)
+    (first,) = pipeline.receive(Band.NORMAL)
+    pipeline.deliver(Band.NORMAL, [first], timeout_seconds=60)  # one segment: it yields
+    assert (pipeline.run(triggered.id).status, pipeline.run(triggered.id).segments) == (RunStatus.QUEUED, 1)
+    pipeline.services.jobs.cancel(TENANT, job.id)
+    while messages := pipeline.receive(Band.NORMAL):
+        pipeline.deliver(Band.NORMAL, messages, timeout_seconds=60)
+    run = pipeline.run(triggered.id)
+    assert (run.status, run.skip_reason, run.segments) == (RunStatus.SKIPPED, SkipReason.CANCELLED, 1)
