@@ -244,3 +244,16 @@ def test_cancelled_job_runs_no_further_segment_of_a_triggered_durable_run(pipeli
         pipeline.deliver(Band.NORMAL, messages, timeout_seconds=60)
     run = pipeline.run(triggered.id)
     assert (run.status, run.skip_reason, run.segments) == (RunStatus.SKIPPED, SkipReason.CANCELLED, 1)
+
+
+def test_a_freeze_lifted_early_lets_the_next_occurrences_start_on_time(timed_pipeline):
+    pipeline = timed_pipeline
+    job = pipeline.create_job(schedule=EVERY_10_S, tags=PAYMENTS)
+    pipeline.clock.advance(20)
+    freeze = _freeze(pipeline, for_seconds=600)  # 12:00:20 to 12:10:20: every tick waits at its next occurrence
+    _every_second_with_a_tick_a_minute(pipeline, 145)  # to 12:02:45
+    pipeline.services.freezes.lift(Caller(TENANT), freeze.id)
+    _every_second_with_a_tick_a_minute(pipeline, 60)  # to 12:03:45
+    after = _after(pipeline, job.id, START + timedelta(minutes=2, seconds=45))
+    assert len(after) == 6  # 12:02:50 to 12:03:40
+    assert _late_seconds(after) == [0.0] * 6

@@ -30,7 +30,7 @@ from tickwork.model.states import RunStatus
 from tickwork.observability import logger
 from tickwork.progress.freeze_events import FreezeEvents
 from tickwork.progress.run_events import OUTBOX_GRACE
-from tickwork.store import JobStore, job_key
+from tickwork.store import DueItem, JobStore, job_key
 from tickwork.store.freezes import FreezeRecords, StoredFreeze
 
 
@@ -44,6 +44,8 @@ class FreezeService:
     # This environment's creates then read the freezes afresh (tickwork.store.freezes.FreezeReads).
     forget_read: Callable[[], None] = lambda: None
     events: FreezeEvents | None = None  # publishes `Freeze Started` and `Freeze Ended`
+    # Claims and sends now, as a create does, the due jobs a picker selects (tickwork.tick.dispatch.Dispatcher).
+    dispatch_due: Callable[[Callable[[DueItem], bool]], int] | None = None
 
     def create(self, caller: Caller, spec: FreezeSpec) -> Freeze:
         if spec.every_tenant and not caller.admin:
@@ -90,8 +92,8 @@ class FreezeService:
         return stored
 
     def lift(self, caller: Caller, freeze_id: str) -> Freeze:
-        """Ends it now: the occurrences from now on run (those it skipped stay skipped; with DEFER, the ones it
-        held run now, collapsed by catch-up). One that had started publishes `Freeze Ended` (and its
+        """Ends it now: the occurrences from now on run, its jobs due within the horizon claimed at once (those it
+        skipped stay skipped; with DEFER, the ones it held run now, collapsed by catch-up). One that had started publishes `Freeze Ended` (and its
         `Freeze Started` first, if no tick has seen it start yet); one lifted before its `from` publishes neither."""
         stored = self._stored(caller, freeze_id)
         freeze = stored.freeze
@@ -107,9 +109,25 @@ class FreezeService:
             raise Conflict(f"freeze {freeze_id} has ended already")
         self.forget_read()
         logger.info("freeze lifted", extra={"freeze_id": freeze_id, "lifted_by": caller.tenant})
+        self._dispatch_held(lifted)
         if self.events is not None and publish_by is not None:
             self.events.recorded(lifted, RunEventKind.FREEZE_ENDED, publish_by)
         return lifted
+
+    def _dispatch_held(self, lifted: Freeze) -> None:
+        """The jobs it selects that are due within the horizon, claimed now: a job whose next occurrence it
+        blocked waits for the freeze (nothing claimed past it), and would otherwise start late, at the next tick.
+        The lift is stored: a dispatch that fails leaves them to that tick."""
+        if self.dispatch_due is None:
+            return
+        try:
+            self.dispatch_due(
+                lambda item: lifted.applies_to(
+                    str(item.attrs.get("tenant")), str(item.attrs.get("job_id")), item.attrs.get("tags") or {}
+                )
+            )
+        except Exception:
+            logger.exception("dispatch after a lift failed; the tick claims its jobs", extra={"freeze_id": lifted.id})
 
     # ------------------------------------------------------------ the runs claimed before it
 
