@@ -323,6 +323,7 @@ class Services:
             redispatch_after=timedelta(seconds=s.redispatch_after_seconds),
             forget_read=self.dispatcher.freezes.forget,
             events=FreezeEvents(self.freeze_records, self.run_events, self.faults),
+            dispatch_due=self.dispatcher.dispatch_due,
         )
 
     @cached_property

@@ -3,6 +3,7 @@ DST, and what the claim plan does with them (SKIP records naming the calendar; D
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -13,6 +14,7 @@ from tickwork.model.calendars import Calendar, CalendarMode
 from tickwork.model.claim_plan import plan_claim
 from tickwork.model.errors import InvalidInput
 from tickwork.model.freezes import EVERY_TENANT, Freeze, FreezeSpec
+from tickwork.model.ids import ItemKind
 from tickwork.model.policies import CatchupPolicy
 from tickwork.model.run_events import RunEventKind
 from tickwork.model.schedule import Schedule
@@ -215,6 +217,19 @@ def test_freeze_skips_are_recorded_only_as_their_time_comes() -> None:
     assert plan.queued == []
     assert plan.next_run_at == NOW + timedelta(seconds=30)
     assert plan.waits_until == NOW + timedelta(seconds=30)
+
+
+def test_a_freeze_ending_within_the_horizon_is_claimed_through_so_the_occurrences_after_it_start_on_time() -> None:
+    # Those still to come inside it are claimed marked by it (its executor skips them, or runs them if lifted).
+    frozen = freeze(NOW - timedelta(minutes=1), NOW + timedelta(seconds=45))
+    every_30s = job(Schedule(rate="30 seconds"), NOW, blockers=(frozen,), created_at=NOW - timedelta(minutes=1))
+    plan = plan_claim(every_30s, now=NOW, horizon_end=NOW + timedelta(seconds=120))
+    assert plan.skipped == [(NOW, SkipReason.FREEZE)]  # its time has come: recorded
+    assert plan.queued == [NOW + timedelta(seconds=s) for s in (30, 60, 90, 120)]
+    assert plan.blocked_by == {NOW: frozen.id, NOW + timedelta(seconds=30): frozen.id}
+    assert plan.waits_until is None
+    workflow = replace(every_30s, kind=ItemKind.WORKFLOW)  # no executor's gate for its runs: it waits
+    assert plan_claim(workflow, now=NOW, horizon_end=NOW + timedelta(seconds=120)).queued == []
 
 
 def test_a_freeze_s_own_defer_applies_whatever_the_job_s_policy() -> None:

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 from tickwork.executor.admission import ADMIT, Deferral, Entry, Skip
-from tickwork.executor.freeze_gate import FreezeGate, first_scheduled_start, freeze_over, kept_to_its_end
+from tickwork.executor.freeze_gate import FreezeGate, freeze_over, kept_to_its_end
 from tickwork.model.clock import FakeClock
-from tickwork.model.freezes import EVERY_TENANT, Freeze
+from tickwork.model.freezes import EVERY_TENANT, Freeze, subject_to_freezes
 from tickwork.model.job import Job
 from tickwork.model.policies import CatchupPolicy
 from tickwork.model.run import Run
@@ -74,13 +74,20 @@ def test_a_freeze_over_the_run_s_job_blocks_its_first_start_by_its_tags() -> Non
     assert freeze_over([_freeze(tenant=EVERY_TENANT)], _run(), _target(), T0) is not None
 
 
-def test_a_freeze_may_stop_only_a_scheduled_run_s_first_start() -> None:
-    assert first_scheduled_start(_run())
-    assert not first_scheduled_start(_run(attempts=2))  # started before: it runs on
-    assert not first_scheduled_start(_run(segments=1))  # a durable run's next segment
-    assert not first_scheduled_start(_run(requeues=1))  # retried by hand
-    assert not first_scheduled_start(_run(trigger=RunTrigger.MANUAL))
-    assert not first_scheduled_start(_run(workflow_run_id="w01m7yzmhg01ta2se1vm8v9358.1", step_id="a"))
+@pytest.mark.parametrize(("leased", "attempts"), [(True, 1), (False, 0)])
+def test_a_freeze_may_stop_only_a_scheduled_run_s_first_start(leased, attempts) -> None:
+    """One rule for the executor (the run as leased: this start counted) and the creation's marking (as stored)."""
+
+    def subject(**fields: Any) -> bool:
+        return subject_to_freezes(_run(**{"attempts": attempts, **fields}), leased=leased)
+
+    assert subject()
+    assert not subject(attempts=attempts + 1)  # started before: it runs on
+    assert not subject(segments=1)  # a durable run's next segment
+    assert not subject(requeues=1)  # retried by hand, or redriven
+    assert not subject(trigger=RunTrigger.MANUAL)  # a trigger's, debounced or not
+    assert not subject(trigger=RunTrigger.BACKFILL)
+    assert not subject(workflow_run_id="w01m7yzmhg01ta2se1vm8v9358.1", step_id="a")
 
 
 def test_a_triggered_run_starts_with_no_read_of_the_freezes() -> None:
@@ -224,3 +231,28 @@ def test_a_marked_run_reads_its_freeze_and_not_the_environment_s_read() -> None:
     marked = _run(blocked_by=frozen.id, deferred_reason=DeferReason.FREEZE)
     assert gate.admit(_entry(marked, _target())) == Deferral(DeferReason.FREEZE, 600)
     assert (records.queries, records.marked) == (0, [])
+
+
+@pytest.mark.parametrize(
+    "started", [{"segments": 1}, {"requeues": 1}, {"trigger": RunTrigger.MANUAL}], ids=["yielded", "retried", "trigger"]
+)
+def test_a_marked_run_that_is_no_first_scheduled_start_runs_on_without_reading_its_freeze(started) -> None:
+    frozen = _freeze()
+    records = Records(frozen)
+    records.get = None  # type: ignore[assignment, method-assign]  # any read of the freeze fails the test
+    gate, _ = _gate(records, FakeClock(T0))
+    assert gate.admit(_entry(_run(blocked_by=frozen.id, **started), _target())) == ADMIT
+    assert (records.queries, records.marked) == (0, [])
+
+
+def test_a_marked_run_of_an_occurrence_inside_a_freeze_over_by_itself_is_skipped_however_late_it_starts() -> None:
+    frozen = _freeze(until=T0 + timedelta(seconds=30))
+    gate, _ = _gate(Records(frozen), FakeClock(T0))
+    later = T0 + timedelta(minutes=1)  # its occurrence (T0) was inside the freeze; it starts after its end
+    assert gate.admit(_entry(_run(blocked_by=frozen.id), _target(), later)) == Skip(SkipReason.FREEZE)
+    lifted = frozen.model_copy(update={"lifted_at": T0 - timedelta(seconds=1)})
+    gate, _ = _gate(Records(lifted), FakeClock(T0))
+    assert gate.admit(_entry(_run(blocked_by=lifted.id), _target(), later)) == ADMIT  # lifted: its runs run
+    kept = _run(blocked_by=frozen.id, deferred_reason=DeferReason.FREEZE)
+    gate, _ = _gate(Records(frozen.model_copy(update={"on_blocked": "DEFER"})), FakeClock(T0))
+    assert gate.admit(_entry(kept, _target(), later)) == ADMIT  # kept for its end

@@ -1,7 +1,8 @@
 """Freezes as the API sees them: create (a tenant its own jobs; an admin every tenant's), list, read, lift.
 
-A new freeze reaches the occurrences the tick claims after it (tickwork.tick.blockers); the runs already claimed
-inside it (the tick claims up to its horizon, 2 minutes, ahead) are marked here, once, at its creation, and their
+A new freeze reaches the occurrences the tick claims after it (tickwork.tick.blockers); the scheduled runs already
+claimed inside it and not yet started (the tick claims up to its horizon, 2 minutes, ahead; which runs a freeze
+may hold back: tickwork.model.freezes.subject_to_freezes) are marked here, once, at its creation, and their
 executor looks at the freeze when they would start (tickwork.executor.freeze_gate): skipped `freeze` while it
 holds, or with DEFER kept for its end as the job's catch-up policy allows; run once it is lifted. A run this
 marking cannot see (a racing tick's, or one the due index does not show yet) is caught by its executor instead.
@@ -20,15 +21,16 @@ from tickwork.model.blocking import OnBlocked
 from tickwork.model.claim_plan import CATCHUP_KEEP
 from tickwork.model.clock import Clock, optional_instant, to_ms
 from tickwork.model.errors import Conflict, Forbidden, NotFound
-from tickwork.model.freezes import EVERY_TENANT, Freeze, FreezeSpec
+from tickwork.model.freezes import EVERY_TENANT, Freeze, FreezeSpec, subject_to_freezes
 from tickwork.model.ids import ItemKind, is_job_id, new_job_id
 from tickwork.model.policies import CatchupPolicy
+from tickwork.model.run import Run
 from tickwork.model.run_events import RunEventKind
 from tickwork.model.states import RunStatus
 from tickwork.observability import logger
 from tickwork.progress.freeze_events import FreezeEvents
 from tickwork.progress.run_events import OUTBOX_GRACE
-from tickwork.store import JobStore, job_key
+from tickwork.store import DueItem, JobStore, job_key
 from tickwork.store.freezes import FreezeRecords, StoredFreeze
 
 
@@ -42,6 +44,8 @@ class FreezeService:
     # This environment's creates then read the freezes afresh (tickwork.store.freezes.FreezeReads).
     forget_read: Callable[[], None] = lambda: None
     events: FreezeEvents | None = None  # publishes `Freeze Started` and `Freeze Ended`
+    # Claims and sends now, as a create does, the due jobs a picker selects (tickwork.tick.dispatch.Dispatcher).
+    dispatch_due: Callable[[Callable[[DueItem], bool]], int] | None = None
 
     def create(self, caller: Caller, spec: FreezeSpec) -> Freeze:
         if spec.every_tenant and not caller.admin:
@@ -88,8 +92,8 @@ class FreezeService:
         return stored
 
     def lift(self, caller: Caller, freeze_id: str) -> Freeze:
-        """Ends it now: the occurrences from now on run (those it skipped stay skipped; with DEFER, the ones it
-        held run now, collapsed by catch-up). One that had started publishes `Freeze Ended` (and its
+        """Ends it now: the occurrences from now on run, its jobs due within the horizon claimed at once (those it
+        skipped stay skipped; with DEFER, the ones it held run now, collapsed by catch-up). One that had started publishes `Freeze Ended` (and its
         `Freeze Started` first, if no tick has seen it start yet); one lifted before its `from` publishes neither."""
         stored = self._stored(caller, freeze_id)
         freeze = stored.freeze
@@ -105,16 +109,35 @@ class FreezeService:
             raise Conflict(f"freeze {freeze_id} has ended already")
         self.forget_read()
         logger.info("freeze lifted", extra={"freeze_id": freeze_id, "lifted_by": caller.tenant})
+        self._dispatch_held(lifted)
         if self.events is not None and publish_by is not None:
             self.events.recorded(lifted, RunEventKind.FREEZE_ENDED, publish_by)
         return lifted
 
+    def _dispatch_held(self, lifted: Freeze) -> None:
+        """The jobs it selects that are due within the horizon, claimed now: a job whose next occurrence it
+        blocked waits for the freeze (nothing claimed past it), and would otherwise start late, at the next tick.
+        The lift is stored: a dispatch that fails leaves them to that tick."""
+        if self.dispatch_due is None:
+            return
+        try:
+            self.dispatch_due(
+                lambda item: lifted.applies_to(
+                    str(item.attrs.get("tenant")), str(item.attrs.get("job_id")), item.attrs.get("tags") or {}
+                )
+            )
+        except Exception:
+            logger.exception("dispatch after a lift failed; the tick claims its jobs", extra={"freeze_id": lifted.id})
+
     # ------------------------------------------------------------ the runs claimed before it
 
     def _hold_back_claimed(self, freeze: Freeze, now: datetime) -> int:
-        """The runs claimed before the freeze that fall inside it, still QUEUED: found in the due index (where a
-        claimed run stays until its outcome; one Query per shard, up to the claim horizon), matched to the
-        selector (one BatchGetItem of their jobs), then skipped or deferred one by one."""
+        """The runs claimed before the freeze that fall inside it, still QUEUED and never started: found in the due
+        index (where a claimed run stays until its outcome; one Query per shard, up to the claim horizon), matched
+        to the selector (one BatchGetItem of their jobs), read (one BatchGetItem of the selected runs: whether a
+        freeze may hold a run back is decided on the run, `subject_to_freezes`, as its executor decides), then
+        marked one by one. A run started between the read and its marking is marked for nothing: its executor
+        lets it run on."""
         reach = to_ms(min(freeze.ends_at, now + self.horizon) + self.redispatch_after)
         claimed: dict[str, list[tuple[datetime, str]]] = defaultdict(list)
         for shard in range(self.store.shards):
@@ -138,13 +161,18 @@ class FreezeService:
                 [job_key(j) for j in claimed], projection="job_id, tenant, tags, catchup, next_run_at"
             )
         }
+        selected = {
+            job_id: runs
+            for job_id, runs in claimed.items()
+            if (job := jobs.get(job_id)) is not None
+            and freeze.applies_to(str(job["tenant"]), job_id, job.get("tags") or {})
+        }
+        stored = self.store.runs.get_runs([run_id for runs in selected.values() for _, run_id in runs])
         held = 0
-        for job_id, runs in claimed.items():
-            job = jobs.get(job_id)
-            if job is None or not freeze.applies_to(str(job["tenant"]), job_id, job.get("tags") or {}):
-                continue
-            kept = set(self._kept(freeze, job, sorted(runs)))
-            for _, run_id in runs:
+        for job_id, runs in selected.items():
+            blocked = sorted((at, run_id) for at, run_id in runs if run_id in stored and _held_back(stored[run_id]))
+            kept = set(self._kept(freeze, jobs[job_id], blocked))
+            for _, run_id in blocked:
                 held += self.records.mark_claimed(run_id, freeze, keep=run_id in kept)
         return held
 
@@ -161,3 +189,7 @@ class FreezeService:
         if next_run_at is not None and next_run_at < freeze.ends_at and policy is not CatchupPolicy.ALL:
             return []  # the latest of the blocked stretch is one the tick claims later
         return [run_id for _, run_id in runs[len(runs) - keep :]] if keep else []
+
+
+def _held_back(run: Run) -> bool:
+    return run.status is RunStatus.QUEUED and subject_to_freezes(run, leased=False)

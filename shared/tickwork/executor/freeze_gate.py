@@ -1,8 +1,11 @@
-"""The freeze gate: a job's scheduled run is looked at once more when it would start, against the freezes.
+"""The freeze gate: a job's scheduled run is looked at once more when it would first start, against the freezes
+(tickwork.model.freezes.subject_to_freezes: any other run, marked or not, runs on).
 
-- A run marked by a freeze's creation (`blocked_by` the freeze's id: claimed before it) reads that freeze (one
-  GetItem): still inside it, SKIPPED `freeze`, or, kept by its job's catch-up policy under DEFER, deferred until the
-  freeze ends. Lifted or over: it runs.
+- A run marked by a freeze (`blocked_by` the freeze's id: claimed before its creation, or claimed through it by a
+  tick because it ends within the horizon: tickwork.model.claim_plan) reads that freeze (one GetItem): still
+  inside it, SKIPPED `freeze`, or, kept by its job's catch-up policy under DEFER, deferred until the freeze ends.
+  Lifted, or kept for its end: it runs. Over by itself, its occurrence inside it: SKIPPED `freeze` however late
+  it starts.
 - Any other run that never started is matched against the freezes as this execution environment read them within
   RECENT_READ_FOR (one Query per environment per that time, never one per run): that catches a run a tick claimed
   while the freeze was being created, which its creation's marking could not see. A run one of them blocks reads
@@ -20,22 +23,13 @@ from tickwork.executor.admission import ADMIT, Answer, Deferral, Entry, Skip
 from tickwork.executor.outcomes import MAX_MESSAGE_BACKOFF_SECONDS
 from tickwork.model.blocking import OnBlocked
 from tickwork.model.claim_plan import CATCHUP_KEEP
-from tickwork.model.freezes import Freeze
+from tickwork.model.freezes import Freeze, subject_to_freezes
 from tickwork.model.policies import CatchupPolicy
 from tickwork.model.run import Run
 from tickwork.model.run_target import RunTarget
-from tickwork.model.states import DeferReason, RunTrigger, SkipReason
+from tickwork.model.states import DeferReason, SkipReason
 from tickwork.store import JobRecords
 from tickwork.store.freezes import FreezeReads, FreezeRecords, is_freeze_id
-
-
-def first_scheduled_start(run: Run) -> bool:
-    """A job's scheduled run about to start for the first time: what a freeze may still stop. Not a trigger, nor a
-    workflow's step (held at its workflow's claim), nor a run started before (retried, taken over, yielded) or sent
-    again by hand: those run on."""
-    if run.trigger is not RunTrigger.SCHEDULE or run.workflow_run_id is not None:
-        return False
-    return run.attempts <= 1 and run.segments == 0 and run.requeues == 0
 
 
 def freeze_over(freezes: Iterable[Freeze], run: Run, target: RunTarget, now: datetime) -> Freeze | None:
@@ -70,10 +64,10 @@ class FreezeGate:
 
     def admit(self, entry: Entry) -> Answer:
         run = entry.run
+        if not subject_to_freezes(run, leased=True):
+            return ADMIT  # no read of the freezes, whatever marked it
         if run.blocked_by is not None and is_freeze_id(run.blocked_by):
             return self._marked(entry, run.blocked_by)
-        if not first_scheduled_start(run):
-            return ADMIT  # no read of the freezes
         seen = freeze_over(self.reads.recent_or_last(), run, entry.target, entry.now)
         if seen is None:
             return ADMIT
@@ -86,9 +80,13 @@ class FreezeGate:
 
     def _marked(self, entry: Entry, freeze_id: str) -> Answer:
         freeze = self.freezes.get(freeze_id)
-        if freeze is None or not freeze.blocks(entry.now):
-            return ADMIT  # lifted, or over: it runs
-        return _decision(freeze, entry.run.deferred_reason is DeferReason.FREEZE, entry.now)
+        kept = entry.run.deferred_reason is DeferReason.FREEZE
+        if freeze is not None and freeze.blocks(entry.now):
+            return _decision(freeze, kept, entry.now)
+        if freeze is None or kept or freeze.lifted_at is not None or not freeze.blocks(entry.run.occurrence_at):
+            return ADMIT  # lifted (its runs run), kept for its end, or not inside it
+        # Over by itself: its occurrence was inside it, and starting late (a backlog) does not change that.
+        return Skip(SkipReason.FREEZE)
 
     def _kept(self, freeze: Freeze, entry: Entry) -> bool:
         """Under DEFER: the job's catch-up policy and next occurrence, from the job the executor read, else read now

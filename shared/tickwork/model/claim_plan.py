@@ -325,6 +325,10 @@ def plan_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime, max_q
             continue
         reason = skip_reason(cursor)
         if reason is not None and cursor >= skip_stop(reason):
+            if reason is SkipReason.FREEZE and _claimed_through(job, cursor, horizon_end):
+                queued.append(cursor)  # blocked_by the freeze: its executor skips it, or runs it if lifted
+                cursor = next(occurrences, None)
+                continue
             if reason is SkipReason.FREEZE:
                 waits_until = cursor  # nothing to write until then
             break  # an open breaker's (or a freeze's) occurrence still to come: the job stays due for it
@@ -370,6 +374,25 @@ def plan_claim(job: ClaimableJob, *, now: datetime, horizon_end: datetime, max_q
         blocked_by=blocked_by,
         deferred=deferred,
         waits_until=waits_until,
+    )
+
+
+def _claimed_through(job: ClaimableJob, instant: datetime, horizon_end: datetime) -> bool:
+    """Whether a job's occurrence still to come that a freeze (SKIP) blocks is claimed now rather than waited for:
+    when the freeze ends within the horizon, so that the occurrences after its end are claimed by this plan and
+    start on time, not at the next tick's. It is claimed as a run marked by the freeze (`blocked_by`), as the
+    freeze's creation marks the runs claimed before it: its executor records it SKIPPED `freeze` at its time,
+    or runs it if the freeze was lifted meanwhile (tickwork.executor.freeze_gate). A freeze ending later is
+    waited for, recording each skip as its time comes (no run, no message). A workflow's occurrence is always
+    waited for: its executor has no such gate; so is a SUSPENDED job's (its breaker's probe is one of them)."""
+    block = job.block_at(instant)
+    return (
+        job.kind is ItemKind.JOB
+        and not job.suspended
+        and block is not None
+        and block.reason is SkipReason.FREEZE
+        and block.until is not None
+        and block.until <= horizon_end
     )
 
 

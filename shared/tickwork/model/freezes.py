@@ -1,7 +1,8 @@
 """Freezes: a stretch of time in which the selected jobs (by tags, by id, or all of a tenant's, or every tenant's)
 run nothing; their blocked occurrences are skipped `freeze`, or deferred to the freeze's end.
 
-Pure (no I/O): what a freeze selects and blocks; tickwork.model.blocking decides with it as with a calendar.
+Pure (no I/O): what a freeze selects and blocks, and which runs it may hold back (`subject_to_freezes`);
+tickwork.model.blocking decides with it as with a calendar.
 """
 
 from __future__ import annotations
@@ -16,12 +17,26 @@ from tickwork.model.blocking import OnBlocked
 from tickwork.model.budget import StepBudget
 from tickwork.model.errors import InvalidInput
 from tickwork.model.policies import StoredTags
+from tickwork.model.run import Run
 from tickwork.model.run_events import RunEvent, RunEventKind, freeze_event
 from tickwork.model.schedule import CallerInstant, UtcDatetime
-from tickwork.model.states import SkipReason
+from tickwork.model.states import RunTrigger, SkipReason
 
 EVERY_TENANT = "*"  # the owner of an admin's freeze over every tenant
 MAX_FREEZE_SECONDS = 30 * 24 * 3600
+
+
+def subject_to_freezes(run: Run, *, leased: bool) -> bool:
+    """Whether a freeze may hold `run` back: a job's scheduled run that has not started yet. Never a trigger's
+    (debounced or not) or a backfill's (asked for), a workflow step's (held at its workflow's claim), nor a run
+    started before (a retry, one taken over, a durable run between its segments) or asked for again by hand (a
+    retry or a redrive): those run on. The one rule for a freeze's creation, which marks the QUEUED runs claimed
+    before it (`leased` False: `run` as stored), and the executor's freeze gate (`leased` True: `run` as its
+    lease returned it, this start counted in its attempts)."""
+    if run.trigger is not RunTrigger.SCHEDULE or run.workflow_run_id is not None:
+        return False
+    started_before = run.attempts - 1 if leased else run.attempts
+    return started_before <= 0 and run.segments == 0 and run.requeues == 0
 
 
 class FreezeSelector(BaseModel):

@@ -151,6 +151,7 @@ class JobRunWriter(OccurrenceWriter):
                 deferred=waited,
                 deferred_reason=DeferReason.TENANT_RATE if waited else None,
                 ordering=job.ordering,
+                blocked_by=occurrence.blocked_by,  # a freeze's, ending within the horizon (claim_plan._claimed_through)
                 **base,
             )
         return Run(
