@@ -171,6 +171,19 @@ def test_yielded_run_of_a_cancelled_job_gives_its_slot_back(pipeline):
     assert "running_run" not in slots
 
 
+def test_a_paused_jobs_run_between_its_segments_runs_on_to_its_end(pipeline):
+    """A pause holds back a job's new starts, not a run already under way: as a running one runs on, a durable run
+    between its segments finishes, every page once (its first half is not thrown away as SKIPPED `paused`). The
+    job's next occurrence, a new start, is held back."""
+    job, first = _yielded_once(pipeline, overlap="SKIP")
+    pipeline.services.jobs.pause(TENANT, job.id)
+    _drain(pipeline)
+    _succeeded_whole(pipeline, first)
+    item = pipeline.services.store.jobs.get_job(job.id)
+    assert item is not None
+    assert item.state.value == "PAUSED"
+
+
 def test_yielded_run_cancelled_between_segments_ends_without_running_and_gives_everything_back(pipeline):
     ordering = {"key": "exports"}
     job, first = _yielded_once(pipeline, overlap="SKIP", ordering=ordering)

@@ -30,7 +30,7 @@ class RunTarget:
     max_run_seconds: int = DEFAULT_MAX_RUN_SECONDS  # over all its segments (a workflow step's: the default)
     overlap: OverlapPolicy = OverlapPolicy.ALLOW
     # Why the run must not start now (it is recorded SKIPPED with this): its job is cancelled (any run), paused
-    # (a scheduled run) or SUSPENDED, or its workflow run was cancelled.
+    # or SUSPENDED (a scheduled run not yet under way), or its workflow run was cancelled.
     held_back: SkipReason | None = None
     # Limits shared with other runs of the tenant (tickwork.executor.limits); None: not limited.
     concurrency: ConcurrencyLimit | None = None
@@ -50,13 +50,16 @@ class RunTarget:
     @classmethod
     def of_job(cls, job: Job, run: Run) -> RunTarget:
         held_back = None
+        # A pause or an open breaker holds back a scheduled run's new start, not a run under way: one between its
+        # segments runs on to its end, as a running one does.
+        new_start = run.trigger is RunTrigger.SCHEDULE and run.segments == 0
         if job.state is JobState.CANCELLED:
             # It runs nothing more: a trigger's run (a debounce window's, open when it was cancelled, included)
             # and a backfill's too, recorded SKIPPED when it would start.
             held_back = SkipReason.CANCELLED
-        elif run.trigger is RunTrigger.SCHEDULE and job.state is JobState.PAUSED:
+        elif new_start and job.state is JobState.PAUSED:
             held_back = SkipReason.PAUSED  # a trigger's or a backfill's was asked for: it runs while paused
-        elif run.trigger is RunTrigger.SCHEDULE and job.state is JobState.SUSPENDED:
+        elif new_start and job.state is JobState.SUSPENDED:
             # Claimed before its breaker opened: only the probe runs while it is open.
             probe = job.breaker.probe_at if job.breaker is not None else None
             held_back = None if run.occurrence_at == probe else SkipReason.CIRCUIT_OPEN
