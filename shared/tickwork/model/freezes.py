@@ -15,7 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 from tickwork.model.blocking import OnBlocked
 from tickwork.model.errors import InvalidInput
 from tickwork.model.policies import StoredTags
-from tickwork.model.run_events import RunEvent, RunEventKind, freeze_event
+from tickwork.model.run_event_kinds import RunEventKind
+from tickwork.model.run_events import RunEvent, freeze_event
 from tickwork.model.schedule import CallerInstant, UtcDatetime
 from tickwork.model.states import SkipReason
 
