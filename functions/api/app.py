@@ -53,7 +53,10 @@ def openapi():
     return Response(status_code=200, content_type="application/json", body=openapi_document())
 
 
+@cache
 def openapi_document() -> str:
+    """The document, built once: it is fixed once the routes are registered, and building it takes about half a
+    second of CPU."""
     return app.get_openapi_json_schema(
         title="Tickwork API",
         version=VERSION,
