@@ -192,3 +192,23 @@ def test_links_lead_from_what_creates_an_id_to_every_operation_that_takes_it(doc
         (m, p) for p, item in paths.items() for m in item if p.endswith(f"{{{parameter}}}") or f"{{{parameter}}}/" in p
     }
     assert targets == takes_it
+
+
+def test_get_openapi_json_builds_the_document_on_every_request(api, monkeypatch):
+    """Found over HTTP (tests/e2e/test_schemathesis_http.py): building the document takes about half a second of
+    CPU, and GET /v1/openapi.json answered in over 2 s on a busy machine. The document is fixed once the routes are
+    registered: the process builds it once."""
+    from api import app as api_app
+
+    built = []
+    build = api_app.app.get_openapi_json_schema
+
+    def counted(**kwargs):
+        built.append(1)
+        return build(**kwargs)
+
+    monkeypatch.setattr(api_app.app, "get_openapi_json_schema", counted)
+    first, second = api.get("/v1/openapi.json"), api.get("/v1/openapi.json")
+    assert first.status == second.status == 200
+    assert first.json == second.json
+    assert len(built) <= 1

@@ -14,8 +14,9 @@ What the document cannot say, and how the fuzzing deals with it:
 - time: `at` must be in the future. The fake clock stands just before the earliest instant the schema admits
   (2000-01-01 as written), so every schema-valid instant is in the future.
 - formats: `cron`, `rate` and `time-zone` strings are checked by the server (croniter, the rate grammar, the
-  IANA database). The strategies registered below generate valid ones; since a format is only an annotation
-  to JSON Schema, the fuzzer may still put any string there, and the server's 422 naming that field is right.
+  IANA database). The strategies tests/openapi_formats.py registers generate valid ones; since a format is only
+  an annotation to JSON Schema, the fuzzer may still put any string there, and the server's 422 naming that field
+  is right.
 - rules across fields, hosts, cursors: see _BEYOND_THE_SCHEMA. A positive case refused with a 422 is accepted
   only when every error it names is one of those.
 - unknown ids: random ids name no job or workflow (404), and a job's or workflow's state can conflict (409):
@@ -34,7 +35,6 @@ from urllib.parse import quote
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, settings
-from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
 from schemathesis.openapi.checks import RejectedPositiveData
 from schemathesis.specs.openapi.checks import (
@@ -49,6 +49,7 @@ from schemathesis.specs.openapi.checks import (
 
 from tests.api.conftest import ACME, role_identity
 from tests.harness import START
+from tests.openapi_formats import register_openapi_formats
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:No application metrics to publish:UserWarning", "ignore::DeprecationWarning"
@@ -82,28 +83,7 @@ def wsgi(environ: dict[str, Any], start_response: Any) -> list[bytes]:
     return [out_body]
 
 
-# ------------------------------------------------------------------ the formats the document names
-
-_CRON_FIELDS = (
-    ("*", "0", "15", "*/5", "H", "0-30", "5,35"),  # minute
-    ("*", "0", "9", "*/6", "H", "8-17"),  # hour
-    ("*", "1", "15", "*/2", "1-7"),  # day of month (never a day some month lacks)
-    ("*", "1", "6", "*/3", "1-6"),  # month
-    ("*", "1", "0", "1-5", "MON-FRI"),  # day of week
-)
-_RATE_MAX = {"second": 366 * 86400, "minute": 366 * 1440, "hour": 366 * 24, "day": 366}
-schemathesis.openapi.format("cron", st.tuples(*(st.sampled_from(f) for f in _CRON_FIELDS)).map(" ".join))
-schemathesis.openapi.format(
-    "rate",
-    st.sampled_from(sorted(_RATE_MAX)).flatmap(
-        lambda unit: st.builds(
-            "{} {}{}".format, st.integers(1, _RATE_MAX[unit]), st.just(unit), st.sampled_from(["", "s"])
-        )
-    ),
-)
-schemathesis.openapi.format(
-    "time-zone", st.sampled_from(["UTC", "Europe/Paris", "America/New_York", "Asia/Kolkata", "Australia/Lord_Howe"])
-)
+register_openapi_formats()
 
 # ------------------------------------------------------------------ what the document cannot say
 

@@ -16,7 +16,7 @@ from tickwork.model.errors import InvalidInput
 from tickwork.model.freezes import EVERY_TENANT, Freeze, FreezeSpec
 from tickwork.model.ids import ItemKind
 from tickwork.model.policies import CatchupPolicy
-from tickwork.model.run_events import RunEventKind
+from tickwork.model.run_event_kinds import RunEventKind
 from tickwork.model.schedule import Schedule
 from tickwork.model.states import SkipReason
 

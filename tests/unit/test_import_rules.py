@@ -1,8 +1,10 @@
-"""The floor plan's one import rule: which of shared/tickwork's rooms may import which (README, "Where things live").
+"""The floor plan's import rules: which of shared/tickwork's rooms may import which (README, "Where things live"),
+and no cycle between its files.
 
 Each room is a package of shared/tickwork, or one of its top-level modules. A room imports only the rooms its row
-allows; every edge points down, so no import goes upward and the rooms have no cycle. Every import counts, a lazy
-one inside a function or one under TYPE_CHECKING too: a reader follows it all the same.
+allows; every edge points down, so no import goes upward and the rooms have no cycle. Within a room, the files
+(modules) have no cycle either: one that imports another, directly or through others, is not imported back. Every
+import counts, a lazy one inside a function or one under TYPE_CHECKING too: a reader follows it all the same.
 """
 
 from __future__ import annotations
@@ -46,8 +48,15 @@ def module_name(path: Path, root: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def is_module(name: str) -> bool:
+    """Whether `tickwork.a.b` names a file of shared/tickwork: a.b.py, or a package's a/b/__init__.py."""
+    path = PACKAGE.joinpath(*name.split(".")[1:])
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
 def imported(source: str, module: str, is_package: bool) -> set[str]:
-    """The tickwork modules (or packages) one module's source imports, relative imports resolved."""
+    """The tickwork modules (or packages) one module's source imports, relative imports resolved: `from a import b`
+    imports the module a.b where there is one, else the module (or package) a."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -60,8 +69,8 @@ def imported(source: str, module: str, is_package: bool) -> set[str]:
                 target = node.module or ""
             if target.split(".")[0] != "tickwork":
                 continue
-            # `from tickwork import faults` imports the module tickwork.faults, not the package tickwork.
-            found |= {f"{target}.{alias.name}" for alias in node.names} if target == "tickwork" else {target}
+            for alias in node.names:
+                found.add(f"{target}.{alias.name}" if is_module(f"{target}.{alias.name}") else target)
     return found
 
 
@@ -83,6 +92,31 @@ def upward_edges(imports: Mapping[str, Iterable[str]], allowed: Mapping[str, set
     return broken
 
 
+def module_cycles(imports: Mapping[str, Iterable[str]]) -> list[str]:
+    """Cycles between modules, each as `a -> b -> a` (at least one for each set of modules that import each other
+    round; a package importing from itself is no cycle)."""
+    cycles: list[str] = []
+    done: set[str] = set()
+    path: list[str] = []
+
+    def visit(module: str) -> None:
+        path.append(module)
+        for target in sorted(imports.get(module, ())):
+            if target == module or target in done:
+                continue
+            if target in path:
+                cycles.append(" -> ".join([*path[path.index(target) :], target]))
+            else:
+                visit(target)
+        path.pop()
+        done.add(module)
+
+    for module in sorted(imports):
+        if module not in done:
+            visit(module)
+    return cycles
+
+
 def tickwork_imports() -> dict[str, set[str]]:
     return {
         module_name(path, PACKAGE): imported(path.read_text(), module_name(path, PACKAGE), path.name == "__init__.py")
@@ -92,6 +126,41 @@ def tickwork_imports() -> dict[str, set[str]]:
 
 def test_every_import_between_the_rooms_points_down() -> None:
     assert upward_edges(tickwork_imports(), ALLOWED) == []
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    assert module_cycles(tickwork_imports()) == []
+
+
+@pytest.mark.parametrize(
+    ("sources", "expected"),
+    [
+        (
+            {
+                "tickwork.model.job": "from tickwork.model.run_events import Notify",
+                "tickwork.model.run_events": "if TYPE_CHECKING:\n    from tickwork.model.run import Run",
+                "tickwork.model.run": "from tickwork.model.job import Job",
+            },
+            ["tickwork.model.job -> tickwork.model.run_events -> tickwork.model.run -> tickwork.model.job"],
+        ),
+        (
+            {
+                "tickwork.store.jobs": "def f():\n    from . import runs",
+                "tickwork.store.runs": "from tickwork.store.jobs import JobRecords",
+            },
+            ["tickwork.store.jobs -> tickwork.store.runs -> tickwork.store.jobs"],
+        ),
+        (
+            {"tickwork.store": "from tickwork.store.jobs import JobRecords", "tickwork.store.jobs": "import json"},
+            [],
+        ),
+    ],
+)
+def test_the_rule_catches_a_cycle_between_modules(sources: dict[str, str], expected: list[str]) -> None:
+    """The check can fail: fake modules importing each other round, lazily or only for the type checker, are
+    reported; a package importing its own module is no cycle."""
+    imports = {module: imported(source, module, module == "tickwork.store") for module, source in sources.items()}
+    assert module_cycles(imports) == expected
 
 
 def test_the_table_itself_has_no_cycle() -> None:

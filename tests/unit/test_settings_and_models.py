@@ -93,7 +93,7 @@ def test_job_spec_errors_name_the_field(spec: dict, field: str) -> None:
 
 
 def test_a_jobs_notify_names_job_events_only_once_each_and_defaults_to_failures():
-    from tickwork.model.run_events import DEFAULT_NOTIFY, RunEventKind, emitted
+    from tickwork.model.run_event_kinds import DEFAULT_NOTIFY, RunEventKind, emitted
 
     job = JobSpec.model_validate(
         {"name": "n", "type": "echo", "schedule": {"rate": "1 hour"}, "notify": ["Job Suspended", "Job Suspended"]}
@@ -111,7 +111,7 @@ def test_a_jobs_notify_names_job_events_only_once_each_and_defaults_to_failures(
 
 def test_a_notify_list_over_its_bound_is_refused_not_shortened_by_its_de_duplication():
     from pydantic import TypeAdapter, ValidationError
-    from tickwork.model.run_events import Notify
+    from tickwork.model.run_event_kinds import Notify
 
     with pytest.raises(ValidationError, match="at most 8 items"):
         TypeAdapter(Notify).validate_python(["Run Failed"] * 9)

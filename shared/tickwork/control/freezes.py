@@ -25,7 +25,7 @@ from tickwork.model.freezes import EVERY_TENANT, Freeze, FreezeSpec, subject_to_
 from tickwork.model.ids import ItemKind, is_job_id, new_job_id
 from tickwork.model.policies import CatchupPolicy
 from tickwork.model.run import Run
-from tickwork.model.run_events import RunEventKind
+from tickwork.model.run_event_kinds import RunEventKind
 from tickwork.model.states import RunStatus
 from tickwork.observability import logger
 from tickwork.progress.freeze_events import FreezeEvents

@@ -27,7 +27,7 @@ from tickwork.model.backoff import Random, backoff_seconds
 from tickwork.model.clock import Clock
 from tickwork.model.deadlines import slack_seconds
 from tickwork.model.run import MAX_ATTEMPT_HISTORY, AttemptRecord, Run, RunError, RunResult
-from tickwork.model.run_events import FAILURE_KINDS, RunEventKind, emitted
+from tickwork.model.run_event_kinds import FAILURE_KINDS, RunEventKind, emitted
 from tickwork.model.run_target import RunTarget
 from tickwork.model.states import AttemptOutcome, DeferReason, RunStatus, RunTrigger, SkipReason
 from tickwork.model.stuck import held_back_stuck

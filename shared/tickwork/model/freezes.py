@@ -18,7 +18,8 @@ from tickwork.model.budget import StepBudget
 from tickwork.model.errors import InvalidInput
 from tickwork.model.policies import StoredTags
 from tickwork.model.run import Run
-from tickwork.model.run_events import RunEvent, RunEventKind, freeze_event
+from tickwork.model.run_event_kinds import RunEventKind
+from tickwork.model.run_events import RunEvent, freeze_event
 from tickwork.model.schedule import CallerInstant, UtcDatetime
 from tickwork.model.states import RunTrigger, SkipReason
 

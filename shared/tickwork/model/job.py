@@ -39,7 +39,7 @@ from tickwork.model.policies import (
     StoredTags,
     TimeoutSeconds,
 )
-from tickwork.model.run_events import Notify
+from tickwork.model.run_event_kinds import Notify
 from tickwork.model.schedule import Schedule, UtcDatetime
 from tickwork.model.states import JobState
 

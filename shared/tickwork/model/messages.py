@@ -17,7 +17,7 @@ from pydantic import (
 from tickwork.model.deadlines import Deadline
 from tickwork.model.ids import parse_run_id
 from tickwork.model.policies import DEFAULT_MAX_RUN_SECONDS, ConcurrencyLimit, RateLimit, RetryPolicy, StoredTags
-from tickwork.model.run_events import Notify
+from tickwork.model.run_event_kinds import Notify
 from tickwork.model.schedule import UtcDatetime
 
 if TYPE_CHECKING:

@@ -1,5 +1,5 @@
-"""Run events on EventBridge (docs/operations.md, "Run events"): their kinds, their detail schemas, the id that
-names each fact, and which kinds a job emits (its `notify`).
+"""Run events on EventBridge (docs/operations.md, "Run events"): their detail schemas, and the id that names each
+fact. Their kinds, and which of them a job emits, are tickwork.model.run_event_kinds.
 
 Events are at least once: a fact's writer publishes after the fact's conditional write, and were it to die
 before the publish went out, the tick publishes the fact again from what the write left (an outbox: the item stays
@@ -13,60 +13,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from tickwork.model.clock import iso
+from tickwork.model.run_event_kinds import FAILURE_KINDS, RunEventKind
 
 if TYPE_CHECKING:
     from tickwork.model.run import Run
 
 EVENT_SOURCE = "tickwork"
-
-
-class RunEventKind(StrEnum):
-    """An event's `detail-type`."""
-
-    RUN_FAILED = "Run Failed"
-    RUN_DEAD_LETTERED = "Run Dead-Lettered"
-    DEADLINE_MISSED = "Deadline Missed"
-    JOB_SUSPENDED = "Job Suspended"
-    FREEZE_STARTED = "Freeze Started"
-    FREEZE_ENDED = "Freeze Ended"
-
-
-# What a job emits unless its `notify` says otherwise: failures and dead letters.
-DEFAULT_NOTIFY: tuple[RunEventKind, ...] = (RunEventKind.RUN_FAILED, RunEventKind.RUN_DEAD_LETTERED)
-# The kinds a job's `notify` may name (freezes are a tenant's, not a job's).
-JOB_EVENT_KINDS: tuple[RunEventKind, ...] = (
-    RunEventKind.RUN_FAILED,
-    RunEventKind.RUN_DEAD_LETTERED,
-    RunEventKind.DEADLINE_MISSED,
-    RunEventKind.JOB_SUSPENDED,
-)
-
-
-# A kind a job's `notify` may name, as written (RunEventKind's values; freezes are a tenant's, not a job's).
-JobEventKind = Literal["Run Failed", "Run Dead-Lettered", "Deadline Missed", "Job Suspended"]
-
-
-def _distinct(kinds: list[str]) -> list[str]:
-    return list(dict.fromkeys(kinds))
-
-
-# A job's `notify`: the run events it publishes ([] for none).
-Notify = Annotated[
-    list[JobEventKind],
-    # The bound before the de-duplication, so a list over it is refused as the schema says, not shortened first.
-    Field(
-        max_length=2 * len(JOB_EVENT_KINDS),
-        description="The run events this job publishes to EventBridge (absent: `Run Failed` and `Run Dead-Lettered`).",
-    ),
-    AfterValidator(_distinct),
-]
-FAILURE_KINDS: tuple[RunEventKind, ...] = (RunEventKind.RUN_FAILED, RunEventKind.RUN_DEAD_LETTERED)
 
 
 class RunEvent(BaseModel):
@@ -87,12 +44,6 @@ def event_id(subject: str, kind: RunEventKind, *, round_: int | str = 0) -> str:
     """The id of one fact: its subject (a run id, a job id, a freeze id), the fact's kind, and which round of it
     (a run requeued after FAILED may fail again: a new fact)."""
     return f"{subject}#{kind.value.lower().replace(' ', '-')}#{round_}"
-
-
-def emitted(notify: Sequence[str] | None, kinds: Sequence[RunEventKind]) -> list[str]:
-    """Of `kinds`, those a job's `notify` asks for (None: the default), as stored in `events_pending`."""
-    wanted = DEFAULT_NOTIFY if notify is None else tuple(notify)
-    return [kind.value for kind in kinds if kind in wanted]
 
 
 @dataclass(frozen=True)

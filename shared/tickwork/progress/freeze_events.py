@@ -16,7 +16,7 @@ from datetime import datetime
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
 from tickwork.model.clock import to_ms
 from tickwork.model.freezes import Freeze
-from tickwork.model.run_events import RunEventKind
+from tickwork.model.run_event_kinds import RunEventKind
 from tickwork.observability import logger
 from tickwork.progress.run_events import OUTBOX_GRACE, RunEvents
 from tickwork.store.freezes import FreezeRecords, StoredFreeze

@@ -19,7 +19,8 @@ from tickwork.model.clock import from_ms, optional_instant, stored_instant, to_m
 from tickwork.model.job import Job
 from tickwork.model.policies import Band
 from tickwork.model.run import Run, RunError
-from tickwork.model.run_events import RunEvent, RunEventKind, RunSubject, job_suspended_event, run_failed_events
+from tickwork.model.run_event_kinds import RunEventKind
+from tickwork.model.run_events import RunEvent, RunSubject, job_suspended_event, run_failed_events
 from tickwork.model.states import JobState
 from tickwork.observability import logger, metrics
 from tickwork.store import EVENTS_PENDING, EventOutbox

@@ -17,7 +17,7 @@ from tickwork.model.clock import iso, to_ms
 from tickwork.model.deadlines import OnMiss
 from tickwork.model.ids import ItemKind
 from tickwork.model.run import Run
-from tickwork.model.run_events import RunEventKind
+from tickwork.model.run_event_kinds import RunEventKind
 from tickwork.store.codec import expression_values, run_key, serialize, shard_of
 from tickwork.store.conditional import Table
 from tickwork.store.event_outbox import EVENTS_PENDING

@@ -19,7 +19,7 @@ from typing import Any
 
 from tickwork.model.clock import Clock, iso, to_ms
 from tickwork.model.freezes import Freeze
-from tickwork.model.run_events import RunEventKind
+from tickwork.model.run_event_kinds import RunEventKind
 from tickwork.model.states import DeferReason, RunStatus
 from tickwork.observability import logger
 from tickwork.store.codec import deserialize, expression_values, run_key, serialize

@@ -10,7 +10,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from tickwork.model.deadlines import OnMiss, missed
-from tickwork.model.run_events import DEFAULT_NOTIFY, RunEventKind, RunSubject, deadline_missed_event, emitted
+from tickwork.model.run_event_kinds import DEFAULT_NOTIFY, RunEventKind, emitted
+from tickwork.model.run_events import RunSubject, deadline_missed_event
 from tickwork.model.states import RunStatus
 from tickwork.observability import logger, metrics
 from tickwork.progress.run_events import OUTBOX_GRACE, RunEvents
