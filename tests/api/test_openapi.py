@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 from openapi_spec_validator import validate
 
@@ -212,3 +215,43 @@ def test_get_openapi_json_builds_the_document_on_every_request(api, monkeypatch)
     assert first.status == second.status == 200
     assert first.json == second.json
     assert len(built) <= 1
+
+
+def test_the_committed_document_is_what_the_routes_build():
+    """functions/api/openapi.json is served as it is (with the built-in job types): it must be what the routes build
+    now. In a process of its own, whose registry holds only the built-in types (this one holds the tests' too)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "tickwork_local.openapi_file", "--check"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_function_with_the_built_in_job_types_serves_the_committed_document_without_building_it(monkeypatch):
+    """No execution environment spends the CPU of building the document on its first request for it (or for a
+    method a path does not take): over a second at Lambda's 512 MB, past the 2 s every answer must come within."""
+    from api import app as api_app
+
+    committed = api_app.OPENAPI_FILE.read_text(encoding="utf-8")
+    built_in = json.loads(committed)["components"]["schemas"]["JobSpec"]["properties"]["type"]["enum"]
+    monkeypatch.setattr(api_app.registry, "names", lambda: list(built_in))
+
+    def refuse_to_build(**_: Any) -> str:
+        raise AssertionError("the document was built")
+
+    monkeypatch.setattr(api_app.app, "get_openapi_json_schema", refuse_to_build)
+    assert api_app.openapi_document.__wrapped__() == committed
+
+
+def test_a_function_with_job_types_of_its_own_builds_the_document_that_describes_them():
+    """JobTypeModules add types (here the tests' own): the committed document does not list them, so it is built."""
+    from api import app as api_app
+
+    import tests.testing_jobtypes  # noqa: F401 - registers the tests' types
+
+    document = json.loads(api_app.openapi_document.__wrapped__())
+    types = document["components"]["schemas"]["JobSpec"]["properties"]["type"]["enum"]
+    assert types == api_app.registry.names()
+    assert set(types) > {"echo", "http", "lambda"}
