@@ -83,7 +83,9 @@ def test_a_retry_after_wait_is_whole_seconds_within_the_cap(policy: RetryPolicy,
     assert waited >= wait or waited == math.floor(policy.max_backoff_seconds)
 
 
-@given(job=st.text(min_size=1, max_size=30), at_ms=st.integers(0, 4_102_444_800_000), jitter=st.integers(0, 366 * 86400))
+@given(
+    job=st.text(min_size=1, max_size=30), at_ms=st.integers(0, 4_102_444_800_000), jitter=st.integers(0, 366 * 86400)
+)
 def test_job_jitter_stays_within_its_range(job: str, at_ms: int, jitter: int) -> None:
     offset = jitter_offset_ms(job, from_ms(at_ms), jitter)
     assert 0 <= offset < max(1, jitter * 1000)
