@@ -4,11 +4,15 @@ one validator per concept: create and PATCH refuse the same field values alike."
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
 
-from tests.api.test_bad_input import VALID, WRITES
+from tests.api.test_bad_input import HUGE, SOON, VALID, WRITES
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
@@ -61,3 +65,116 @@ def test_deadline_past_the_longest_a_run_can_take_is_still_refused(api, pipeline
     assert reply.fields == ["deadline"]
     assert "360 s" in reply.json["errors"][0]["message"]
     _nothing_written(pipeline)
+
+
+# ---------------------------------------------------------------- 14: 4xx, never 500
+
+
+def test_patch_deadline_over_max_run_time_is_422_naming_the_field(api, pipeline):
+    over = {"deadline": {"within_seconds": 604799}}
+    created = api.post("/v1/jobs", {**VALID, **over})
+    assert created.status == 422, created.text
+    job = api.create(**VALID)
+    pipeline.calls.clear()
+    reply = api.patch(f"/v1/jobs/{job['id']}", over)
+    assert reply.status == 422, reply.text
+    assert reply.headers["content-type"] == "application/problem+json"
+    assert reply.fields == created.fields == ["deadline"]
+    _nothing_written(pipeline)
+    assert api.get(f"/v1/jobs/{job['id']}").json == job
+
+
+FREEZE = {"for_seconds": 1800, "reason": "deploy 1.42"}
+
+
+@pytest.mark.parametrize(
+    ("selector", "field"),
+    [
+        ({"job_ids": ["j" * 5000] * 100}, "selector.job_ids[0]"),
+        ({"tags": {f"k{i}": "v" * 10_000 for i in range(50)}}, "selector.tags.k0"),
+    ],
+    ids=["job ids", "tags"],
+)
+def test_freeze_selector_over_item_size_is_refused_naming_the_field(api, pipeline, selector, field):
+    pipeline.calls.clear()
+    reply = api.post("/v1/freezes", {**FREEZE, "selector": selector})
+    assert 400 <= reply.status < 500, reply.text
+    assert field in reply.fields
+    _nothing_written(pipeline)
+    assert api.get("/v1/freezes").json == {"items": []}
+
+
+@pytest.fixture
+def document(api) -> dict[str, Any]:
+    reply = api.get("/v1/openapi.json")
+    assert reply.status == 200
+    return reply.json
+
+
+def test_trigger_413_is_documented(api, pipeline, document):
+    job = api.create(**VALID)
+    reply = api.post(f"/v1/jobs/{job['id']}/trigger", {"payload": HUGE})
+    assert reply.status == 413, reply.text
+    assert reply.fields == ["payload"]
+    assert "413" in document["paths"]["/v1/jobs/{job_id}/trigger"]["post"]["responses"]
+
+
+def _validator(document: dict[str, Any], component: str) -> Draft202012Validator:
+    """A JSON Schema validator of one component of the document, its $refs resolved within the document."""
+    registry = Registry().with_resource("urn:doc", Resource.from_contents(document, default_specification=DRAFT202012))
+    return Draft202012Validator({"$ref": f"urn:doc#/components/schemas/{component}"}, registry=registry)
+
+
+WORKFLOW = {
+    "name": "undoable",
+    "schedule": {"rate": "1 hour"},
+    "steps": [{"id": "a", "type": "echo", "compensate": {"type": "echo"}}],
+}
+
+
+def _workflow(**step: Any) -> dict[str, Any]:
+    body = copy.deepcopy(WORKFLOW)
+    body["steps"][0].update(step)
+    return body
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        (_workflow(type="carrier-pigeon"), "steps[0].type"),
+        (_workflow(compensate={"type": "carrier-pigeon"}), "steps[0].compensate.type"),
+    ],
+    ids=["step", "compensation"],
+)
+def test_workflow_step_type_has_the_job_types_enum(api, pipeline, document, body, field):
+    for component in ("WorkflowSpec", "WorkflowUpdate"):
+        assert _validator(document, "WorkflowSpec").is_valid(WORKFLOW)
+        shown = body if component == "WorkflowSpec" else {"steps": body["steps"]}
+        assert not _validator(document, component).is_valid(shown), (component, field)
+    pipeline.calls.clear()
+    reply = api.post("/v1/workflows", body)
+    assert reply.status == 422, reply.text
+    assert field in reply.fields
+    _nothing_written(pipeline)
+
+
+@pytest.mark.parametrize(
+    ("body", "valid"),
+    [
+        ({"for_seconds": 60}, True),
+        ({"until": SOON}, True),
+        ({"until": SOON, "for_seconds": None}, True),
+        ({"until": SOON, "for_seconds": 60}, False),
+        ({}, False),
+        ({"until": None, "for_seconds": None}, False),
+    ],
+    ids=["for_seconds", "until", "until, for_seconds null", "both", "neither", "both null"],
+)
+def test_freeze_until_and_for_seconds_exclusive_in_schema(api, document, body, valid):
+    freeze = {"selector": {"all": True}, "reason": "deploy", **body}
+    assert _validator(document, "FreezeSpec").is_valid(freeze) is valid
+    reply = api.post("/v1/freezes", freeze)
+    assert (reply.status == 201) is valid, reply.text
+    if not valid:
+        assert reply.status == 422
+        assert reply.fields == ["until"]
