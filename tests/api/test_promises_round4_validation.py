@@ -12,7 +12,7 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from tests.api.test_bad_input import HUGE, SOON, VALID, WRITES
+from tests.api.test_bad_input import HUGE, PAST, SOON, VALID, WRITES
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
@@ -178,3 +178,133 @@ def test_freeze_until_and_for_seconds_exclusive_in_schema(api, document, body, v
     if not valid:
         assert reply.status == 422
         assert reply.fields == ["until"]
+
+
+# ---------------------------------------------------------------- item 3: one validator per concept
+
+# Bad values of every field a PATCH may change, each refused at create: (case id, the fields given, status).
+# The fields given together where one field's rule depends on another's (a deadline on the retries, the jitter on
+# the schedule).
+BAD_FIELD_VALUES: list[tuple[str, dict[str, Any], int]] = [
+    ("name empty", {"name": ""}, 422),
+    ("name too long", {"name": "n" * 201}, 422),
+    ("name not a string", {"name": 7}, 422),
+    ("name null", {"name": None}, 422),
+    ("payload a list", {"payload": [1]}, 422),
+    ("payload refused by its type", {"payload": {"fail_attempts": -1}}, 422),
+    ("payload too large", {"payload": HUGE}, 413),
+    ("schedule empty", {"schedule": {}}, 422),
+    ("schedule cron bad", {"schedule": {"cron": "61 * * * *"}}, 422),
+    ("schedule cron never fires", {"schedule": {"cron": "0 0 30 2 *"}}, 422),
+    ("schedule at past", {"schedule": {"at": PAST}}, 422),
+    ("schedule timezone unknown", {"schedule": {"cron": "0 2 * * *", "timezone": "Mars/Olympus"}}, 422),
+    ("schedule rate bad", {"schedule": {"rate": "5 fortnights"}}, 422),
+    ("schedule ended", {"schedule": {"cron": "0 2 * * *", "end_at": PAST}}, 422),
+    ("schedule null", {"schedule": None}, 422),
+    ("priority 10", {"priority": 10}, 422),
+    ("priority a string", {"priority": "5"}, 422),
+    ("retry attempts 0", {"retry": {"max_attempts": 0}}, 422),
+    ("retry cap below base", {"retry": {"backoff_seconds": 60, "max_backoff_seconds": 10}}, 422),
+    ("retry unknown field", {"retry": {"attempts": 2}}, 422),
+    ("timeout 0", {"timeout_seconds": 0}, 422),
+    ("timeout over the executor's", {"timeout_seconds": 841}, 422),
+    ("max_run_seconds 0", {"max_run_seconds": 0}, 422),
+    ("misfire grace negative", {"misfire_grace_seconds": -1}, 422),
+    ("overlap unknown", {"overlap": "SOMETIMES"}, 422),
+    ("catchup unknown", {"catchup": "SOME"}, 422),
+    (
+        "circuit breaker cap below cooldown",
+        {"circuit_breaker": {"failure_threshold": 3, "cooldown_seconds": 60, "max_cooldown_seconds": 10}},
+        422,
+    ),
+    ("jitter negative", {"jitter_seconds": -1}, 422),
+    ("jitter over the period", {"schedule": {"rate": "10 minutes"}, "jitter_seconds": 601}, 422),
+    ("start precision unknown", {"start_precision": "nano"}, 422),
+    ("tags too many", {"tags": {f"k{i}": "v" for i in range(51)}}, 422),
+    ("tag value too long", {"tags": {"team": "v" * 257}}, 422),
+    ("concurrency limit 0", {"concurrency": {"key": "k", "limit": 0}}, 422),
+    ("rate limit with both units", {"rate_limit": {"key": "k", "per_second": 1, "per_minute": 1}}, 422),
+    ("calendar unknown", {"calendars": ["c-nowhere"]}, 422),
+    ("on_blocked unknown", {"on_blocked": "LATER"}, 422),
+    ("ordering key too long", {"ordering": {"key": "k" * 257}}, 422),
+    ("debounce 0 s", {"debounce": {"key": "k", "seconds": 0}}, 422),
+    ("notify unknown event", {"notify": ["Run Exploded"]}, 422),
+    ("deadline 0", {"deadline": {"within_seconds": 0}}, 422),
+    ("deadline unknown on_miss", {"deadline": {"within_seconds": 60, "on_miss": "PANIC"}}, 422),
+    ("deadline over the maximum run time", {"deadline": {"within_seconds": 604799}}, 422),
+    (
+        "deadline over the retries' maximum",
+        {
+            "timeout_seconds": 60,
+            "max_run_seconds": 60,
+            "retry": {"max_attempts": 1},
+            "misfire_grace_seconds": 0,
+            "deadline": {"within_seconds": 61},
+        },
+        422,
+    ),
+]
+
+
+@pytest.mark.parametrize(("fields", "status"), [c[1:] for c in BAD_FIELD_VALUES], ids=[c[0] for c in BAD_FIELD_VALUES])
+def test_create_and_patch_refuse_the_same_values_alike(api, pipeline, fields, status):
+    pipeline.calls.clear()
+    created = api.post("/v1/jobs", {**VALID, **fields})
+    assert created.status == status, created.text
+    _nothing_written(pipeline)
+    job = api.create(**VALID)
+    pipeline.calls.clear()
+    patched = api.patch(f"/v1/jobs/{job['id']}", fields)
+    assert (patched.status, patched.fields) == (created.status, created.fields), (created.text, patched.text)
+    _nothing_written(pipeline)
+    assert api.get(f"/v1/jobs/{job['id']}").json == job
+
+
+def _steps(**step: Any) -> list[dict[str, Any]]:
+    return [{"id": "a", "type": "echo", **step}]
+
+
+# The same for a workflow's fields (PATCH /v1/workflows/{id} may change every one).
+BAD_WORKFLOW_FIELD_VALUES: list[tuple[str, dict[str, Any], int]] = [
+    ("name empty", {"name": ""}, 422),
+    ("schedule cron never fires", {"schedule": {"cron": "0 0 30 2 *"}}, 422),
+    ("schedule at past", {"schedule": {"at": PAST}}, 422),
+    ("steps empty", {"steps": []}, 422),
+    ("step type unknown", {"steps": _steps(type="carrier-pigeon")}, 422),
+    ("step payload refused by its type", {"steps": _steps(payload={"fail_attempts": -1})}, 422),
+    ("step payload too large", {"steps": _steps(payload=HUGE)}, 413),
+    ("step depends on itself", {"steps": _steps(depends_on=["a"])}, 422),
+    ("step ids twice", {"steps": [*_steps(), *_steps()]}, 422),
+    ("step deadline 0", {"steps": _steps(deadline={"within_seconds": 0})}, 422),
+    ("step timeout over the executor's", {"steps": _steps(timeout_seconds=841)}, 422),
+    ("compensation type unknown", {"steps": _steps(compensate={"type": "carrier-pigeon"})}, 422),
+    ("priority 10", {"priority": 10}, 422),
+    ("retry cap below base", {"retry": {"backoff_seconds": 60, "max_backoff_seconds": 10}}, 422),
+    ("timeout 0", {"timeout_seconds": 0}, 422),
+    ("misfire grace negative", {"misfire_grace_seconds": -1}, 422),
+    ("tags too many", {"tags": {f"k{i}": "v" for i in range(51)}}, 422),
+    ("compensation order unknown", {"compensation": {"order": "sideways"}}, 422),
+    ("calendar unknown", {"calendars": ["c-nowhere"]}, 422),
+    ("on_blocked unknown", {"on_blocked": "LATER"}, 422),
+]
+VALID_WORKFLOW = {"name": "flow", "schedule": {"rate": "1 hour"}, "steps": _steps()}
+
+
+@pytest.mark.parametrize(
+    ("fields", "status"),
+    [c[1:] for c in BAD_WORKFLOW_FIELD_VALUES],
+    ids=[c[0] for c in BAD_WORKFLOW_FIELD_VALUES],
+)
+def test_workflow_create_and_patch_refuse_the_same_values_alike(api, pipeline, fields, status):
+    pipeline.calls.clear()
+    created = api.post("/v1/workflows", {**VALID_WORKFLOW, **fields})
+    assert created.status == status, created.text
+    _nothing_written(pipeline)
+    made = api.post("/v1/workflows", VALID_WORKFLOW)
+    assert made.status == 201, made.text
+    workflow = made.json
+    pipeline.calls.clear()
+    patched = api.patch(f"/v1/workflows/{workflow['id']}", fields)
+    assert (patched.status, patched.fields) == (created.status, created.fields), (created.text, patched.text)
+    _nothing_written(pipeline)
+    assert api.get(f"/v1/workflows/{workflow['id']}").json == workflow
