@@ -308,3 +308,17 @@ def test_workflow_create_and_patch_refuse_the_same_values_alike(api, pipeline, f
     assert (patched.status, patched.fields) == (created.status, created.fields), (created.text, patched.text)
     _nothing_written(pipeline)
     assert api.get(f"/v1/workflows/{workflow['id']}").json == workflow
+
+
+PAYLOAD_CASES = [c for c in BAD_FIELD_VALUES if set(c[1]) == {"payload"}]
+
+
+@pytest.mark.parametrize(("fields", "status"), [c[1:] for c in PAYLOAD_CASES], ids=[c[0] for c in PAYLOAD_CASES])
+def test_a_trigger_refuses_the_payloads_create_refuses_alike(api, pipeline, fields, status):
+    created = api.post("/v1/jobs", {**VALID, **fields})
+    assert created.status == status, created.text
+    job = api.create(**VALID)
+    pipeline.calls.clear()
+    triggered = api.post(f"/v1/jobs/{job['id']}/trigger", fields)
+    assert (triggered.status, triggered.fields) == (created.status, created.fields), (created.text, triggered.text)
+    _nothing_written(pipeline)
