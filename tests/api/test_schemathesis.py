@@ -161,7 +161,7 @@ def _only_beyond_the_schema(response: Any) -> bool:
         return False
     errors = response.json().get("errors", [])
     return bool(errors) and all(
-        any(re.fullmatch(field, e["field"]) and rule in e["message"] for field, rule in _BEYOND_THE_SCHEMA)
+        any(re.fullmatch(field, e["field"], re.DOTALL) and rule in e["message"] for field, rule in _BEYOND_THE_SCHEMA)
         for e in errors
     )
 
