@@ -26,6 +26,7 @@ from tickwork.model.errors import (
     Unauthenticated,
     UnreadableItem,
 )
+from tickwork.model.errors import field_path as domain_field_path
 from tickwork.observability import logger
 
 
@@ -130,13 +131,7 @@ def field_path(loc: tuple[Any, ...] | list[Any]) -> str:
         return _HEADER_NAMES.get(str(rest[0]).lower(), str(rest[0]))
     if where not in ("body", "query", "path", "header", "cookie"):
         rest = [where, *rest]
-    path = ""
-    for part in rest:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        else:
-            path += ("." if path else "") + str(part)
-    return path or "body"
+    return domain_field_path(rest) or "body"
 
 
 def validation_problem(exc: RequestValidationError, instance: str | None) -> Response:

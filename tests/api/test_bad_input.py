@@ -93,7 +93,11 @@ CREATE_CASES: list[tuple[str, Any, int, str]] = [
     (
         "deadline over the job's maximum run time",
         _with(
-            timeout_seconds=60, retry={"max_attempts": 1}, misfire_grace_seconds=60, deadline={"within_seconds": 121}
+            timeout_seconds=60,
+            max_run_seconds=60,
+            retry={"max_attempts": 1},
+            misfire_grace_seconds=60,
+            deadline={"within_seconds": 121},
         ),
         422,
         "deadline",

@@ -107,7 +107,7 @@ _BEYOND_THE_SCHEMA = (
     (r"schedule\.timezone", ""),
     (r"schedule\.cron", "never fires"),
     (r"jitter_seconds", "shortest period"),  # jitter is at most the schedule's period
-    (r"deadline", "maximum run time"),  # a deadline is at most the job's grace, timeouts and backoffs
+    (r"deadline", "maximum run time"),  # a deadline is at most the longest the job's run can take
     (r"from|to", "must not be in the future"),  # a backfill's range (the fake clock is before every instant)
     (r"to", "must not be before from"),
     (r"to", "must be at most"),
@@ -119,10 +119,10 @@ _BEYOND_THE_SCHEMA = (
     (rf"{_STEP}\.depends_on", "cycle"),
     (rf"{_STEP}\.condition", ""),
     (rf"{_STEP}\.payload\..*\$from", ""),
-    # A step's compensation: its type and payload are checked by the type's model, as a step's are, but the
-    # document types only the step's own (a second oneOf per step would double the schema); and a compensate
-    # beside `irreversible: true` is a rule relating two fields.
-    (rf"{_STEP}\.compensate\.(type|payload.*)", ""),
+    # A step's compensation: its payload is checked by its type's model, as a step's is, but the document types
+    # only the step's own (a second oneOf per step would double the schema; the compensation's type has the
+    # enum); and a compensate beside `irreversible: true` is a rule relating two fields.
+    (rf"{_STEP}\.compensate\.payload.*", ""),
     (rf"{_STEP}\.irreversible", "cannot have a compensate"),
     (
         rf"(({_STEP}\.)?ordering|debounce)\.key",
@@ -132,7 +132,7 @@ _BEYOND_THE_SCHEMA = (
     (r"timezone", "unknown time zone"),
     (r"windows\[\d+\]\.cron\.cron", ""),
     (r"windows\[\d+\]\.range", "must be after"),
-    (r"until", ""),  # a freeze: one of until and for_seconds, after from, not over, at most 30 days
+    (r"until", ""),  # a freeze: after from, not over, at most 30 days (one of until and for_seconds: the schema's)
 )
 
 
@@ -141,7 +141,7 @@ def _only_beyond_the_schema(response: Any) -> bool:
         return False
     errors = response.json().get("errors", [])
     return bool(errors) and all(
-        any(re.fullmatch(field, e["field"]) and rule in e["message"] for field, rule in _BEYOND_THE_SCHEMA)
+        any(re.fullmatch(field, e["field"], re.DOTALL) and rule in e["message"] for field, rule in _BEYOND_THE_SCHEMA)
         for e in errors
     )
 

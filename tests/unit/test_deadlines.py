@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from pydantic import ValidationError
-from tickwork.model.deadlines import Deadline, OnMiss, max_run_seconds, missed, slack_seconds
+from tickwork.model.deadlines import Deadline, OnMiss, longest_run_seconds, missed, slack_seconds
 from tickwork.model.policies import RetryPolicy
 
 AT = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)
@@ -25,9 +25,15 @@ def test_a_deadline_must_be_positive(within):
         Deadline(within_seconds=within)
 
 
-def test_the_maximum_run_time_is_the_grace_every_attempts_timeout_and_the_backoffs_between():
+def test_the_maximum_run_time_is_the_later_start_the_run_time_and_each_retrys_segment_and_backoff():
     retry = RetryPolicy(max_attempts=3, backoff_seconds=2, max_backoff_seconds=60)
-    assert max_run_seconds(timeout_seconds=300, retry=retry, misfire_grace_seconds=900) == 900 + 3 * 300 + 2 * 60
+    measures = {"timeout_seconds": 300, "max_run_seconds": 3600, "retry": retry}
+    assert longest_run_seconds(**measures, misfire_grace_seconds=900, jitter_seconds=0) == 900 + 3600 + 2 * (300 + 60)
+    # Jitter is counted from the occurrence: the later of the two is when the run may start.
+    assert longest_run_seconds(**measures, misfire_grace_seconds=0, jitter_seconds=1800) == 1800 + 3600 + 2 * 360
+    # A run time under the timeout bounds each segment too.
+    short = {**measures, "max_run_seconds": 60}
+    assert longest_run_seconds(**short, misfire_grace_seconds=0, jitter_seconds=0) == 60 + 2 * (60 + 60)
 
 
 @pytest.mark.parametrize(

@@ -117,7 +117,7 @@ NO_TRIGGER_REQUEST = TriggerRequest()
             "run_id",
             RUN_OPERATIONS,
         ),
-        **problems(400, 404, 409, 415),
+        **problems(400, 404, 409, 413, 415),
     },
     tags=["jobs"],
 )

@@ -107,13 +107,15 @@ def _typed_payloads(schema: dict[str, Any]) -> None:
 
 
 def _typed_steps(schema: dict[str, Any]) -> None:
-    """A workflow's steps, as a request gives them, typed as a job's type and payload are (see _typed_payloads).
-    The stored step's component (WorkflowStep) stays as it is: it describes responses too."""
+    """A workflow's steps, as a request gives them, typed as a job's type and payload are (see _typed_payloads),
+    and each compensation's type too. The stored step's component (WorkflowStep) stays as it is: it describes
+    responses too."""
     steps = schema["properties"].get("steps")
     if steps is None:
         return
     names, branches = _payload_branches()
-    steps["items"] = {"allOf": [steps["items"], {"properties": {"type": {"enum": names}}}], "oneOf": branches}
+    typed = {"type": {"enum": names}, "compensate": {"properties": {"type": {"enum": names}}}}
+    steps["items"] = {"allOf": [steps["items"], {"properties": typed}], "oneOf": branches}
 
 
 class JobSpec(JobDefinition):

@@ -21,9 +21,8 @@ from tickwork.control.tenants import ActiveJobsQuota
 from tickwork.control.versioned_changes import VersionedChanges
 from tickwork.executor.breaker import closed
 from tickwork.model.clock import Clock
-from tickwork.model.errors import Conflict, InvalidInput
+from tickwork.model.errors import Conflict
 from tickwork.model.ids import on_a_free_millisecond
-from tickwork.model.jitter import JitterTooLarge, check_jitter
 from tickwork.model.job import Job
 from tickwork.model.run import Run, manual_run
 from tickwork.model.run_spec import MARK_BACK
@@ -137,12 +136,6 @@ class JobLifecycle:
                 self.factory.check_payload(job.type, changes["payload"])
             if "calendars" in changes:
                 check_calendars_visible(self.factory.calendars, tenant, changes["calendars"], now=self.clock.now())
-            if "jitter_seconds" in changes or "schedule" in changes:
-                schedule = changes["schedule"].stored() if "schedule" in changes else job.schedule
-                try:
-                    check_jitter(changes.get("jitter_seconds", job.jitter_seconds), schedule)
-                except JitterTooLarge as exc:
-                    raise InvalidInput.one("jitter_seconds", str(exc)) from None
 
         def check_completed(job: Job) -> None:
             # A COMPLETED job's runs can still be retried: one whose last run FAILED may be fixed for the retry.

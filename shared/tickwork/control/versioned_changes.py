@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from tickwork.model.clock import Clock
-from tickwork.model.errors import Conflict
+from tickwork.model.errors import Conflict, InvalidInput
 from tickwork.model.job import Job
 from tickwork.model.states import JobState
 from tickwork.model.workflow.definition import Workflow
@@ -73,7 +73,10 @@ class VersionedChanges(Generic[Scheduled]):
             if not changes:
                 return None
             check_changes(current)
-            updated = type(current).model_validate({**current.model_dump(), **_dumped(changes)})
+            try:  # the rules between fields (a deadline and the retries, the jitter and the schedule), as at create
+                updated = type(current).model_validate({**current.model_dump(), **_dumped(changes)})
+            except ValidationError as exc:
+                raise InvalidInput.from_validation(exc) from None
             if "schedule" in changes and updated.schedule != current.schedule:
                 updated = updated.model_copy(update={"next_run_at": checks.first_occurrence(updated, now)})
             checks.check_item_size(updated)

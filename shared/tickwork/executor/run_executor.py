@@ -80,7 +80,7 @@ from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
 from tickwork.jobtypes import EffectMayContinue, PermanentJobError, RetryNotBefore, RunContext, UnknownJobType
 from tickwork.jobtypes.durable import RunCheckpoints, Yielded
 from tickwork.jobtypes.registry import JobTypeRegistry
-from tickwork.model.backoff import Random
+from tickwork.model.backoff import Random, wait_within_cap
 from tickwork.model.clock import Clock, to_ms
 from tickwork.model.messages import RunMessage
 from tickwork.model.policies import Band, OverlapPolicy
@@ -520,7 +520,7 @@ class RunExecutor:
                 wait_at_least_seconds = exc.busy_seconds
             elif isinstance(exc, RetryNotBefore):
                 # The other side's own wait, but never past the job's longest backoff.
-                wait_at_least_seconds = min(exc.wait_seconds, target.retry.max_backoff_seconds)
+                wait_at_least_seconds = wait_within_cap(target.retry, exc.wait_seconds)
             return Attempt(
                 error=RunError(type=type(exc).__name__, message=str(exc)[:2000] or type(exc).__name__),
                 permanent=isinstance(exc, PermanentJobError),

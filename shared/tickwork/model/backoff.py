@@ -1,7 +1,12 @@
-"""Retry delays: exponential backoff with full jitter (AWS Architecture Blog, "Exponential Backoff And Jitter")."""
+"""Retry delays: exponential backoff with full jitter (AWS Architecture Blog, "Exponential Backoff And Jitter").
+
+Delays are whole seconds (SQS's DelaySeconds and visibility are), rounded down so that none exceeds the job's
+`max_backoff_seconds`: the smallest delay is 0 s (the retry is sent at once), and a cap under 1 s means every
+retry is."""
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Protocol
 
@@ -19,6 +24,11 @@ def backoff_ceiling(policy: RetryPolicy, attempt: int) -> float:
 
 
 def backoff_seconds(policy: RetryPolicy, attempt: int, rng: Random | None = None) -> int:
-    """Full jitter: uniform in [0, ceiling], whole seconds (SQS visibility is in seconds), at least 1."""
+    """Full jitter: uniform in [0, ceiling], in whole seconds rounded down (never past the ceiling)."""
     source = rng or random
-    return max(1, round(source.random() * backoff_ceiling(policy, attempt)))
+    return math.floor(source.random() * backoff_ceiling(policy, attempt))
+
+
+def wait_within_cap(policy: RetryPolicy, seconds: float) -> int:
+    """A wait another party asked for (a Retry-After), in whole seconds: rounded up, but never past the cap."""
+    return min(math.ceil(seconds), math.floor(policy.max_backoff_seconds))

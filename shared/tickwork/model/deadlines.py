@@ -33,12 +33,19 @@ class Deadline(BaseModel):
         return occurrence + timedelta(seconds=self.within_seconds)
 
 
-def max_run_seconds(*, timeout_seconds: int, retry: RetryPolicy, misfire_grace_seconds: int) -> float:
-    """The latest after its occurrence a job's run ends when nothing holds it back: it may start as late as its
-    misfire grace, run every attempt to its timeout, and wait the longest backoff between them. A deadline past
-    this can never be missed by the run itself, only by a backlog: refused as a mistake."""
-    attempts = retry.max_attempts
-    return misfire_grace_seconds + attempts * timeout_seconds + (attempts - 1) * retry.max_backoff_seconds
+def longest_run_seconds(
+    *, timeout_seconds: int, max_run_seconds: int, retry: RetryPolicy, misfire_grace_seconds: int, jitter_seconds: int
+) -> float:
+    """The latest after its occurrence a job's run ends when nothing holds it back. It starts as late as its
+    misfire grace (a late claim) or its jitter, whichever is later (a late claim sends a jittered run at once).
+    Its handler may yield (docs/durable-runs.md) and go on over segments for up to `max_run_seconds` in all; each
+    attempt that fails ends with a segment of at most its timeout (max_run_seconds at most), not counted there,
+    then waits the longest backoff. A deadline past this can never be missed by the run itself, only by a
+    backlog: refused as a mistake."""
+    segment = min(timeout_seconds, max_run_seconds)
+    retries = retry.max_attempts - 1
+    start = max(misfire_grace_seconds, jitter_seconds)
+    return start + max_run_seconds + retries * (segment + retry.max_backoff_seconds)
 
 
 def slack_seconds(deadline_at: datetime, now: datetime) -> float:

@@ -3,6 +3,7 @@ type) is the edge's business: the API maps them in functions/api/problems.py."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pydantic import ValidationError
@@ -41,11 +42,22 @@ class InvalidInput(TickworkError):
     def from_validation(cls, exc: ValidationError, prefix: str = "") -> InvalidInput:
         errors = []
         for err in exc.errors():
-            path = ".".join(str(p) for p in err["loc"])
-            field = ".".join(p for p in (prefix, path) if p) or prefix or "body"
+            path = field_path(err["loc"])
+            field = ".".join(p for p in (prefix, path) if p) or "body"
             message = err["msg"].removeprefix("Value error, ")
             errors.append(FieldError(field, message))
         return cls(errors)
+
+
+def field_path(parts: Sequence[str | int]) -> str:
+    """A location as the API names fields: ("steps", 0, "type") -> steps[0].type; () -> ""."""
+    path = ""
+    for part in parts:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += ("." if path else "") + str(part)
+    return path
 
 
 class TooLarge(TickworkError):

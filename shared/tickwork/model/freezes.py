@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from tickwork.model.blocking import OnBlocked
 from tickwork.model.budget import StepBudget
 from tickwork.model.errors import InvalidInput
-from tickwork.model.policies import StoredTags
+from tickwork.model.policies import StoredTags, Tags
 from tickwork.model.run import Run
 from tickwork.model.run_event_kinds import RunEventKind
 from tickwork.model.run_events import RunEvent, freeze_event
@@ -72,12 +72,32 @@ class FreezeSelector(BaseModel):
         return all(tags.get(k) == v for k, v in self.tags.items())
 
 
+# A selected job's or workflow's id (tickwork.model.ids: j or w, and 25 characters). Every tick reads every freeze,
+# so a freeze stays small: with these and Tags, a freeze item is some 25 KB at most.
+SelectedId = Annotated[str, Field(min_length=1, max_length=26)]
+
+
+class FreezeSelectorSpec(FreezeSelector):
+    """A selector as a caller gives it: ids of an id's length, and tags within AWS's bounds (as a job's). Stored
+    selectors are read as FreezeSelector."""
+
+    tags: Tags | None = Field(default=None, min_length=1)
+    job_ids: list[SelectedId] | None = Field(default=None, min_length=1, max_length=100)
+
+
+def _until_or_for_seconds(schema: dict[str, Any]) -> None:
+    """Exactly one of the two in the OpenAPI document too, null counting as absent (as the server counts it)."""
+    schema["oneOf"] = [
+        {"required": [k], "properties": {k: {"not": {"type": "null"}}}} for k in ("until", "for_seconds")
+    ]
+
+
 class FreezeSpec(BaseModel):
     """POST /v1/freezes: what to freeze, when, and why."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, json_schema_extra=_until_or_for_seconds)
 
-    selector: FreezeSelector
+    selector: FreezeSelectorSpec
     from_: CallerInstant | None = Field(default=None, alias="from", description="When it starts (default: now).")
     until: CallerInstant | None = Field(default=None, description="When it ends (or give for_seconds).")
     for_seconds: int | None = Field(default=None, ge=1, le=MAX_FREEZE_SECONDS, description="How long it lasts.")

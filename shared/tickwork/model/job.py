@@ -14,7 +14,7 @@ from pydantic import (
 )
 
 from tickwork.model.blocking import CalendarIds, OnBlocked
-from tickwork.model.deadlines import Deadline, max_run_seconds
+from tickwork.model.deadlines import Deadline, longest_run_seconds
 from tickwork.model.jitter import check_jitter
 from tickwork.model.policies import (
     DEFAULT_MAX_RUN_SECONDS,
@@ -90,17 +90,15 @@ class JobDefinition(BaseModel):
     @classmethod
     def _deadline_within_max_run(cls, value: Deadline | None, info: ValidationInfo) -> Deadline | None:
         data = info.data
-        if value is None or not all(k in data for k in ("timeout_seconds", "retry", "misfire_grace_seconds")):
+        measures = ("timeout_seconds", "max_run_seconds", "retry", "misfire_grace_seconds", "jitter_seconds")
+        if value is None or not all(k in data for k in measures):
             return value  # absent, or one it is measured by was refused itself
-        longest = max_run_seconds(
-            timeout_seconds=data["timeout_seconds"],
-            retry=data["retry"],
-            misfire_grace_seconds=data["misfire_grace_seconds"],
-        )
+        longest = longest_run_seconds(**{k: data[k] for k in measures})
         if value.within_seconds > longest:
             raise ValueError(
                 f"within_seconds ({value.within_seconds}) is over the job's maximum run time ({longest:g} s: its "
-                "misfire grace, every attempt's timeout and the backoffs between them): it could never be missed"
+                "misfire grace or jitter, whichever is longer, its max_run_seconds, and each retry's timeout and "
+                "longest backoff): it could never be missed"
             )
         return value
 

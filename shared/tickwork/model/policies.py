@@ -147,7 +147,8 @@ class RetryPolicy(BaseModel):
     # At least a millisecond: a shorter backoff means nothing, and DynamoDB cannot store a positive number
     # below 1e-130 (schemathesis found 1.87e-278 failing the write with a 500).
     backoff_seconds: Annotated[float, Field(ge=0.001, le=3600), NotCoerced] = 2
-    # 900 s is also SQS's longest message delay, so a backoff never outlives one visibility change.
+    # 900 s is also SQS's longest message delay, so a backoff never outlives one visibility change. Delays are
+    # whole seconds rounded down (tickwork.model.backoff), so a cap under 1 s is allowed and retries at once (0 s).
     max_backoff_seconds: Annotated[float, Field(ge=0.001, le=43200), NotCoerced] = 900
 
     @model_validator(mode="after")
