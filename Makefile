@@ -73,7 +73,7 @@ e2e: $(STAMP)
 # failure already known.
 SEED  ?= 1
 N     ?= 200
-STEPS ?= 30
+STEPS ?= 20
 simulate: $(STAMP)
 	SIMULATION_SEED=$(SEED) SIMULATION_EXAMPLES=$(N) SIMULATION_STEPS=$(STEPS) SIMULATION_SKIP=$(SKIP) \
 		SIMULATION_WITHOUT=$(WITHOUT) $(BIN)/python -m pytest -q -p no:cacheprovider \

@@ -75,6 +75,7 @@ class Simulation(RuleBasedStateMachine):
         breaker=st.booleans(),
         calendar=st.booleans(),
         on_blocked=st.sampled_from(["SKIP", "DEFER"]),
+        tight_budget=st.booleans(),
     )
     def create_job(
         self,
@@ -91,6 +92,7 @@ class Simulation(RuleBasedStateMachine):
         breaker: bool,
         calendar: bool,
         on_blocked: str,
+        tight_budget: bool = False,
     ) -> None:
         count, seconds = pages
         work = count * seconds
@@ -106,11 +108,11 @@ class Simulation(RuleBasedStateMachine):
             "schedule": {"cron": f"*/{every} * * * *" if every > 1 else "* * * * *"},
             "overlap": overlap,
             "retry": {"max_attempts": attempts, "backoff_seconds": backoff[0], "max_backoff_seconds": backoff[1]},
-            # The work fits, with a little room to spare (but not twice over).
-            "max_run_seconds": int(work) + 5,
             "timeout_seconds": 120,
             "on_blocked": on_blocked,
         }
+        if tight_budget:  # the work fits, with a little room to spare (not twice over; no time for a retry)
+            body["max_run_seconds"] = int(work) + 5
         if jitter:
             body["jitter_seconds"] = 20
         if debounce:
