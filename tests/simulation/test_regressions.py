@@ -97,3 +97,15 @@ def test_a_backfill_at_the_deployed_log_level_is_not_a_500(world: World) -> None
     state.promises_hold()
     state.backfill(index=0, minutes=2)
     state.promises_hold()
+
+
+@pytest.mark.xfail(strict=True, reason="issue 34 defect 4 (a calendar window that never fires: 500), fixed on r4-*")
+def test_a_job_naming_a_calendar_whose_window_never_fires_previews_without_a_500(world: World) -> None:
+    """Broke no_5xx: the preview of a job naming a calendar whose window's cron never fires (30 February)."""
+    state = Simulation()
+    state.create_calendar(mode="exclude", window={"cron": "0 0 30 2 *", "duration_minutes": 60})
+    state.promises_hold()
+    state.create_job(**{**PLAIN, "calendar": True})
+    state.promises_hold()
+    state.preview(index=0)
+    state.promises_hold()
