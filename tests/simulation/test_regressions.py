@@ -109,3 +109,13 @@ def test_a_job_naming_a_calendar_whose_window_never_fires_previews_without_a_500
     state.promises_hold()
     state.preview(index=0)
     state.promises_hold()
+
+
+@pytest.mark.xfail(strict=True, reason="issue 34 defect 13 (a retry delay over max_backoff_seconds), fixed on r4-*")
+def test_a_retry_waits_no_longer_than_max_backoff_seconds(world: World) -> None:
+    """Broke within_backoff_cap: a cap of 0.5 s, and the retry came 1 s after the failure."""
+    state = Simulation()
+    state.create_job(**{**PLAIN, "attempts": 2, "backoff": (0.2, 0.5), "fails": "once"})
+    state.promises_hold()
+    state.advance(seconds=150)
+    state.promises_hold()
