@@ -141,3 +141,23 @@ def test_a_retry_waits_no_longer_than_max_backoff_seconds(world: World) -> None:
     state.promises_hold()
     state.advance(seconds=150)
     state.promises_hold()
+
+
+@pytest.mark.xfail(
+    strict=True, raises=AssertionError, reason="issue 34 defect 6 (DEFER behind chained windows waits forever), r4-*"
+)
+def test_a_defer_job_behind_a_blackout_of_chained_windows_records_its_occurrences(world: World) -> None:
+    """Broke accounted_once: behind a blackout of hourly 90-minute weekday windows (a Wednesday), the DEFER job's
+    occurrences were never recorded (first_allowed gave up after its hops). As found (seed 9)."""
+    state = Simulation()
+    for _ in range(7):
+        state.advance(seconds=20)
+        state.promises_hold()
+    state.create_calendar(mode="exclude", window={"cron": "0 * * * 1-5", "duration_minutes": 90})
+    state.promises_hold()
+    state.create_job(**{**PLAIN, "calendar": True, "on_blocked": "DEFER"})
+    state.promises_hold()
+    state.advance(seconds=20)
+    state.promises_hold()
+    state.advance(seconds=150)
+    state.promises_hold()
