@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: dev test browser-deps console-vendor lint security soak unit integration e2e typecheck build sam lock bench bench-quick clean
+.PHONY: dev test browser-deps console-vendor lint security soak unit integration e2e typecheck build sam lock bench bench-quick clean simulate
 
 # The venv installs the lock files, hashes checked: requirements-dev.txt (every tool and test dependency) and, within
 # it, the same versions as shared/requirements.txt, the layer's lock. So the tests import what is deployed.
@@ -66,6 +66,18 @@ integration: $(STAMP)
 
 e2e: $(STAMP)
 	$(BIN)/python -m pytest -q tests/e2e
+
+# The simulation of the features together (tests/simulation), long: N examples from SEED, each of STEPS steps; a
+# failure is shrunk to a minimal sequence of steps, to save in tests/simulation/test_regressions.py. `make test` runs
+# its CI slice (a fixed seed, a few examples). SKIP=invariants and WITHOUT=rules (comma-separated) explore past a
+# failure already known.
+SEED  ?= 1
+N     ?= 200
+STEPS ?= 20
+simulate: $(STAMP)
+	SIMULATION_SEED=$(SEED) SIMULATION_EXAMPLES=$(N) SIMULATION_STEPS=$(STEPS) SIMULATION_SKIP=$(SKIP) \
+		SIMULATION_WITHOUT=$(WITHOUT) $(BIN)/python -m pytest -q -p no:cacheprovider \
+		tests/simulation/test_simulation.py $(PYTEST_ARGS)
 
 # The SAM CLI in a venv of its own (as checkov's): `sam validate --lint`, then `sam build` as a user runs it before
 # `sam deploy` (for arm64: the layer's wheels are fetched for aarch64). sam build needs the functions' Python

@@ -1,0 +1,163 @@
+"""Sequences the simulation (tests/simulation/test_simulation.py) found breaking a promise, shrunk, saved as ordinary
+tests: each replays its steps and checks every invariant after each, as the simulation did.
+
+The ones marked xfail are issue 34's defects, found by the simulation by itself on the code before their fixes
+(which are made on other branches): once a fix is merged its test passes, and strict xfail turns that into a failure
+that says to remove the mark."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.simulation.machine import Simulation
+from tests.simulation.world import World
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
+
+# The job the shrunk sequences create, but for the policies each names.
+PLAIN = {
+    "attempts": 1,
+    "backoff": (1, 5),
+    "breaker": False,
+    "calendar": False,
+    "deadline": False,
+    "debounce": False,
+    "every": 1,
+    "fails": "never",
+    "jitter": False,
+    "on_blocked": "SKIP",
+    "ordering": False,
+    "overlap": "ALLOW",
+    "pages": (1, 5.0),
+}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="issue 34 defect 8 (a cancelled job runs a debounced trigger), fixed on r4-*",
+)
+def test_a_cancelled_job_runs_nothing_more_not_even_a_debounced_trigger(world: World) -> None:
+    """Broke nothing_after_cancel: the debounced trigger's run executed at its window's end, after the cancel."""
+    state = Simulation()
+    state.create_job(**PLAIN)
+    state.promises_hold()
+    state.trigger(debounced=True, index=0)
+    state.promises_hold()
+    state.change_state(action="cancel", index=0)
+    state.promises_hold()
+    state.advance(seconds=150)
+    state.promises_hold()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="issue 34 defect 1 (a yielded durable run gives up its slot), fixed on r4-*",
+)
+def test_a_yielded_run_keeps_its_jobs_slot_under_buffer_one(world: World) -> None:
+    """Broke one_at_a_time: under BUFFER_ONE, the next occurrence (and a trigger) started while the yielded run was
+    between its segments. The sequence as the simulation found it (seed 5; its shrinking stopped early)."""
+    state = Simulation()
+    state.advance(seconds=60)
+    state.promises_hold()
+    state.create_job(**{**PLAIN, "attempts": 2, "backoff": (0.2, 0.5), "debounce": True, "jitter": True})
+    state.promises_hold()
+    state.advance(seconds=20)
+    state.promises_hold()
+    state.trigger(debounced=True, index=1)
+    state.promises_hold()
+    buffered = {"attempts": 2, "backoff": (2, 10.6), "breaker": True, "debounce": True, "jitter": True}
+    state.create_job(**{**PLAIN, **buffered, "on_blocked": "DEFER", "overlap": "BUFFER_ONE", "pages": (4, 10.0)})
+    state.promises_hold()
+    state.advance(seconds=60)
+    state.promises_hold()
+    state.change_state(action="resume", index=6)
+    state.promises_hold()
+    state.trigger(debounced=True, index=5)
+    state.promises_hold()
+    failing = {"breaker": True, "calendar": True, "debounce": True, "every": 2, "fails": "always"}
+    state.create_job(**{**PLAIN, **failing, "backoff": (2, 10.6), "on_blocked": "DEFER"})
+    state.promises_hold()
+    state.advance(seconds=20)
+    state.promises_hold()
+    state.advance(seconds=150)
+    state.promises_hold()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="issue 34 defect 14 (PATCH of a deadline over the maximum: 500), fixed on r4-*",
+)
+def test_a_patch_of_a_deadline_over_the_jobs_maximum_run_time_is_not_a_500(world: World) -> None:
+    """Broke no_5xx."""
+    state = Simulation()
+    state.create_job(**PLAIN)
+    state.promises_hold()
+    state.patch(index=0, patch={"deadline": {"within_seconds": 604799}})
+    state.promises_hold()
+
+
+@pytest.mark.xfail(
+    strict=True, raises=AssertionError, reason="issue 34 defect 7 (a backfill at INFO answers 500), fixed on r4-*"
+)
+def test_a_backfill_at_the_deployed_log_level_is_not_a_500(world: World) -> None:
+    """Broke no_5xx: logging the backfill's `created` raised KeyError at INFO."""
+    state = Simulation()
+    state.create_job(**PLAIN)
+    state.promises_hold()
+    state.advance(seconds=150)
+    state.promises_hold()
+    state.backfill(index=0, minutes=2)
+    state.promises_hold()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="issue 34 defect 4 (a calendar window that never fires: 500), fixed on r4-*",
+)
+def test_a_job_naming_a_calendar_whose_window_never_fires_previews_without_a_500(world: World) -> None:
+    """Broke no_5xx: the preview of a job naming a calendar whose window's cron never fires (30 February)."""
+    state = Simulation()
+    state.create_calendar(mode="exclude", window={"cron": "0 0 30 2 *", "duration_minutes": 60})
+    state.promises_hold()
+    state.create_job(**{**PLAIN, "calendar": True})
+    state.promises_hold()
+    state.preview(index=0)
+    state.promises_hold()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="issue 34 defect 13 (a retry delay over max_backoff_seconds), fixed on r4-*",
+)
+def test_a_retry_waits_no_longer_than_max_backoff_seconds(world: World) -> None:
+    """Broke within_backoff_cap: a cap of 0.5 s, and the retry came 1 s after the failure."""
+    state = Simulation()
+    state.create_job(**{**PLAIN, "attempts": 2, "backoff": (0.2, 0.5), "fails": "once"})
+    state.promises_hold()
+    state.advance(seconds=150)
+    state.promises_hold()
+
+
+@pytest.mark.xfail(
+    strict=True, raises=AssertionError, reason="issue 34 defect 6 (DEFER behind chained windows waits forever), r4-*"
+)
+def test_a_defer_job_behind_a_blackout_of_chained_windows_records_its_occurrences(world: World) -> None:
+    """Broke accounted_once: behind a blackout of hourly 90-minute weekday windows (a Wednesday), the DEFER job's
+    occurrences were never recorded (first_allowed gave up after its hops). As found (seed 9)."""
+    state = Simulation()
+    for _ in range(7):
+        state.advance(seconds=20)
+        state.promises_hold()
+    state.create_calendar(mode="exclude", window={"cron": "0 * * * 1-5", "duration_minutes": 90})
+    state.promises_hold()
+    state.create_job(**{**PLAIN, "calendar": True, "on_blocked": "DEFER"})
+    state.promises_hold()
+    state.advance(seconds=20)
+    state.promises_hold()
+    state.advance(seconds=150)
+    state.promises_hold()
