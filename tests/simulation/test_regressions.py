@@ -1,9 +1,8 @@
 """Sequences the simulation (tests/simulation/test_simulation.py) found breaking a promise, shrunk, saved as ordinary
 tests: each replays its steps and checks every invariant after each, as the simulation did.
 
-The ones marked xfail are issue 34's defects, found by the simulation by itself on the code before their fixes
-(which are made on other branches): once a fix is merged its test passes, and strict xfail turns that into a failure
-that says to remove the mark."""
+Those below are issue 34's defects 1, 4, 6, 7, 8, 13 and 14, which the simulation found by itself on the code
+before their fixes: each failed there, and passes with its fix."""
 
 from __future__ import annotations
 
@@ -32,11 +31,6 @@ PLAIN = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 34 defect 8 (a cancelled job runs a debounced trigger), fixed on r4-*",
-)
 def test_a_cancelled_job_runs_nothing_more_not_even_a_debounced_trigger(world: World) -> None:
     """Broke nothing_after_cancel: the debounced trigger's run executed at its window's end, after the cancel."""
     state = Simulation()
@@ -50,11 +44,6 @@ def test_a_cancelled_job_runs_nothing_more_not_even_a_debounced_trigger(world: W
     state.promises_hold()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 34 defect 1 (a yielded durable run gives up its slot), fixed on r4-*",
-)
 def test_a_yielded_run_keeps_its_jobs_slot_under_buffer_one(world: World) -> None:
     """Broke one_at_a_time: under BUFFER_ONE, the next occurrence (and a trigger) started while the yielded run was
     between its segments. The sequence as the simulation found it (seed 5; its shrinking stopped early)."""
@@ -85,11 +74,6 @@ def test_a_yielded_run_keeps_its_jobs_slot_under_buffer_one(world: World) -> Non
     state.promises_hold()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 34 defect 14 (PATCH of a deadline over the maximum: 500), fixed on r4-*",
-)
 def test_a_patch_of_a_deadline_over_the_jobs_maximum_run_time_is_not_a_500(world: World) -> None:
     """Broke no_5xx."""
     state = Simulation()
@@ -99,9 +83,6 @@ def test_a_patch_of_a_deadline_over_the_jobs_maximum_run_time_is_not_a_500(world
     state.promises_hold()
 
 
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError, reason="issue 34 defect 7 (a backfill at INFO answers 500), fixed on r4-*"
-)
 def test_a_backfill_at_the_deployed_log_level_is_not_a_500(world: World) -> None:
     """Broke no_5xx: logging the backfill's `created` raised KeyError at INFO."""
     state = Simulation()
@@ -113,11 +94,6 @@ def test_a_backfill_at_the_deployed_log_level_is_not_a_500(world: World) -> None
     state.promises_hold()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 34 defect 4 (a calendar window that never fires: 500), fixed on r4-*",
-)
 def test_a_job_naming_a_calendar_whose_window_never_fires_previews_without_a_500(world: World) -> None:
     """Broke no_5xx: the preview of a job naming a calendar whose window's cron never fires (30 February)."""
     state = Simulation()
@@ -129,11 +105,6 @@ def test_a_job_naming_a_calendar_whose_window_never_fires_previews_without_a_500
     state.promises_hold()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 34 defect 13 (a retry delay over max_backoff_seconds), fixed on r4-*",
-)
 def test_a_retry_waits_no_longer_than_max_backoff_seconds(world: World) -> None:
     """Broke within_backoff_cap: a cap of 0.5 s, and the retry came 1 s after the failure."""
     state = Simulation()
@@ -143,9 +114,6 @@ def test_a_retry_waits_no_longer_than_max_backoff_seconds(world: World) -> None:
     state.promises_hold()
 
 
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError, reason="issue 34 defect 6 (DEFER behind chained windows waits forever), r4-*"
-)
 def test_a_defer_job_behind_a_blackout_of_chained_windows_records_its_occurrences(world: World) -> None:
     """Broke accounted_once: behind a blackout of hourly 90-minute weekday windows (a Wednesday), the DEFER job's
     occurrences were never recorded (first_allowed gave up after its hops). As found (seed 9)."""

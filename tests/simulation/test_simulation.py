@@ -36,15 +36,6 @@ LONG = "SIMULATION_SEED" in os.environ
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
 
-# Until issue 34's fixes (other branches) are merged, the slice fails: on this seed it finds defect 7 (a backfill
-# answers 500 at INFO) first; longer runs past it found defects 1, 4, 6, 8, 13 and 14
-# (tests/simulation/test_regressions.py), which it may meet once 7 is fixed. Strict, so that it says when it passes.
-@pytest.mark.xfail(
-    not LONG,
-    strict=True,
-    raises=AssertionError,
-    reason="issue 34 defect 7, and 1, 4, 6, 8, 13, 14 behind it (tests/simulation/test_regressions.py), fixed on r4-*",
-)
 def test_the_features_together_keep_every_promise(world: World) -> None:
     run = seed(SEED)(lambda: run_state_machine_as_test(Simulation, settings=SETTINGS))
     run()
