@@ -85,7 +85,7 @@ def test_an_over_long_run_id_is_a_422_naming_it(api):
 
 @pytest.mark.parametrize(
     ("log", "field"),
-    [("one line", "payload.log"), ([1], "payload.log.0"), (["x" * 5000], "payload.log.0")],
+    [("one line", "payload.log"), ([1], "payload.log[0]"), (["x" * 5000], "payload.log[0]")],
 )
 def test_echo_refuses_a_bad_payload_log_naming_it_and_writes_nothing(api, pipeline, log, field):
     pipeline.calls.clear()

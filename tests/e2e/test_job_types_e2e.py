@@ -55,6 +55,6 @@ def test_its_payload_is_checked_at_create_with_its_own_model(node: Node) -> None
         {"name": "invoice", "type": "invoice_total", "payload": bad, "schedule": {"at": instant_in(60)}},
         expect=422,
     )
-    assert [e["field"] for e in problem["errors"]] == ["payload.lines.0.quantity"]
+    assert [e["field"] for e in problem["errors"]] == ["payload.lines[0].quantity"]
     document = node.api.get("/v1/openapi.json")
     assert "invoice_total" in document["components"]["schemas"]["JobSpec"]["properties"]["type"]["enum"]

@@ -119,7 +119,7 @@ def test_the_example_payload_is_checked_at_create_naming_the_field(monkeypatch: 
     with pytest.raises(InvalidInput) as info:
         JobFactory(shards=2).check_payload("invoice_total", bad)
 
-    assert [e.field for e in info.value.errors] == ["payload.lines.0.quantity"]
+    assert [e.field for e in info.value.errors] == ["payload.lines[0].quantity"]
 
 
 # ---------------------------------------------------------------- a module that fails

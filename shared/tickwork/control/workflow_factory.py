@@ -20,7 +20,7 @@ from tickwork.control.calendars import check_calendars_visible
 from tickwork.control.job_factory import MAX_PAYLOAD_BYTES, JobFactory
 from tickwork.jobtypes import UnknownJobType, registry
 from tickwork.model.clock import to_ms
-from tickwork.model.errors import FieldError, InvalidInput, ItemTooLarge, TooLarge
+from tickwork.model.errors import FieldError, InvalidInput, ItemTooLarge, TooLarge, field_path
 from tickwork.model.ids import new_workflow_id
 from tickwork.model.targets import DEFAULT_TARGETS, TargetRules
 from tickwork.model.workflow.definition import Workflow, WorkflowStep, check_steps
@@ -97,7 +97,7 @@ class WorkflowFactory:
             filled = [_location(path) for path, _ in from_references(payload)]
             return [
                 FieldError(
-                    ".".join([f"{at}.payload", *(str(p) for p in err["loc"])]),
+                    field_path([f"{at}.payload", *err["loc"]]),
                     err["msg"].removeprefix("Value error, "),
                 )
                 for err in exc.errors()

@@ -56,7 +56,10 @@ class LeaseExtension:
 
 
 class RunLeases:
-    """A run's lease and what its holder writes. An ended run gets `expires_at`, `retention` after it ends (TTL)."""
+    """A run's lease and what its holder writes. An ended run gets `expires_at`, `retention` after it ends (TTL).
+
+    One piece: each method is a conditional write on the run item whose condition is the same lock (the holder's
+    lease, promise 4), so the lock's every use is read in one place."""
 
     def __init__(self, table: Table, *, shards: int, retention: timedelta) -> None:
         self._table = table
