@@ -174,6 +174,12 @@ class World:
             self._tick_when_due()
             self.deliver_visible(until=end)
 
+    def skip_to(self, instant: datetime) -> None:
+        """Time passes to `instant` without the ticks of the minutes between: for a test whose jobs have nothing
+        due meanwhile (a tick would find nothing to write), so that days pass in one step."""
+        self.pipeline.clock.set(instant)
+        self.last_tick = instant.replace(second=0, microsecond=0) - timedelta(minutes=1)
+
     # ------------------------------------------------------------ message faults
 
     def visible_message(self) -> tuple[Band, dict[str, Any]] | None:
