@@ -16,7 +16,7 @@ from tickwork.model.run import Run
 from tickwork.model.states import RunStatus
 
 from tests.simulation.model import CalendarModel, JobModel, Model, violations
-from tests.simulation.world import EXECUTIONS, STEP_CALLS, World
+from tests.simulation.world import EXECUTIONS, HANDLED, STEP_CALLS, World
 
 # Exploring past a known failure: invariants not checked, and rules not run (comma-separated names).
 SKIPPED_INVARIANTS = frozenset(filter(None, os.environ.get("SIMULATION_SKIP", "").split(",")))
@@ -296,6 +296,7 @@ class Simulation(RuleBasedStateMachine):
     def promises_hold(self) -> None:
         runs = {job_id: self.world.pipeline.runs_of(job_id) for job_id in self.model.jobs}
         self.model.retry_waits = self.world.retry_waits
+        self.model.handled = HANDLED
         broken = violations(self.model, runs, EXECUTIONS, STEP_CALLS, self.world.now, skip=SKIPPED_INVARIANTS)
         broken += [error for error in self.world.errors if error.split(":")[0] not in SKIPPED_INVARIANTS]
         assert not broken, "\n".join(broken)

@@ -7,7 +7,7 @@ names every broken promise."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import cache
@@ -139,6 +139,7 @@ class Model:
     triggered: set[str] = field(default_factory=set)  # runs a trigger acknowledged (202)
     restarted: Counter[str] = field(default_factory=Counter)  # runs retried by hand with from_checkpoint false
     retry_waits: list[tuple[str, str, float]] = field(default_factory=list)  # (job, run, seconds): each retry's wait
+    handled: Mapping[str, Sequence[tuple[datetime, datetime]]] = field(default_factory=dict)  # run -> handler spans
 
 
 def _occurrence(run: Run) -> datetime:
@@ -198,10 +199,14 @@ def _not_early(job: JobModel, job_runs: list[Run], *_: Any) -> list[str]:
     ]
 
 
-def _executions(run: Run, now: datetime) -> list[tuple[datetime, datetime]]:
+def _executions(
+    run: Run, now: datetime, handled: Sequence[tuple[datetime, datetime]] = ()
+) -> list[tuple[datetime, datetime]]:
     """When the run held its job: each execution from its first start to its end, a yield not ending it (a yielded
-    run goes on: docs/durable-runs.md); a deferral (no handler) is none. An attempt whose executor died lasts until
-    the next one starts."""
+    run goes on: docs/durable-runs.md); a deferral (no handler) is none. An attempt whose executor died (no
+    outcome: between the simulation's steps nothing runs) ran as long as its handler did, seen in `handled` (each
+    handler's [start, end) of the run), and not at all if its handler never started; between two segments of a
+    yielded run, it lasts until the next attempt starts (the run keeps its slot)."""
     attempts = sorted(
         (a for a in run.attempt_history if a.outcome != AttemptOutcome.DEFERRED), key=lambda a: a.started_at
     )
@@ -212,17 +217,21 @@ def _executions(run: Run, now: datetime) -> list[tuple[datetime, datetime]]:
         end = attempt.ended_at or later or run.finished_at or now
         if going_on and spans:
             spans[-1] = (spans[-1][0], end)
+        elif attempt.outcome is None and attempt.ended_at is None:
+            ran = [e for s, e in handled if attempt.started_at <= s < end]
+            if ran:
+                spans.append((attempt.started_at, max(ran)))
         else:
             spans.append((attempt.started_at, end))
         going_on = attempt.outcome == AttemptOutcome.YIELDED
     return spans
 
 
-def _one_at_a_time(job: JobModel, job_runs: list[Run], now: datetime, *_: Any) -> list[str]:
+def _one_at_a_time(job: JobModel, job_runs: list[Run], now: datetime, model: Model, *_: Any) -> list[str]:
     """Under SKIP and BUFFER_ONE, a run runs (first start to its end, yields and retries included) alone."""
     if job.overlap not in EXCLUSIVE:
         return []
-    spans = sorted((span, r.id) for r in job_runs for span in _executions(r, now))
+    spans = sorted((span, r.id) for r in job_runs for span in _executions(r, now, model.handled.get(r.id, ())))
     return [
         f"job {job.id} ({job.overlap}): run {b} started {sb:%H:%M:%S} while run {a} ran ({sa:%H:%M:%S}-{ea:%H:%M:%S})"
         for ((sa, ea), a), ((sb, _), b) in pairwise(spans)

@@ -143,3 +143,17 @@ def test_a_deferred_occurrence_run_inside_its_blackout_is_caught() -> None:
     assert violations(model, runs, executions, steps, NOW) == [
         f"accounted_once: job {JOB}: occurrence 12:06 deferred by its calendar ran at 12:06:30"
     ]
+
+
+def _died_at(minute: float) -> AttemptRecord:
+    return AttemptRecord(attempt=1, started_at=_at(minute))  # no end, no outcome: its executor died
+
+
+def test_an_attempt_whose_executor_died_ran_as_long_as_its_handler() -> None:
+    model, runs, executions, steps = _history()
+    retried = _run(4, ran=(7, 7.5))  # its first attempt's executor died at 12:04; the next ran at 12:07
+    retried.attempt_history.insert(0, _died_at(4))
+    runs[JOB][1] = retried
+    assert violations(model, runs, executions, steps, NOW) == []  # its handler never started: it held nothing
+    model.handled = {retried.id: [(_at(4), _at(6.25))]}  # its handler ran past the 12:06 run's start
+    assert [line.split(":")[0] for line in violations(model, runs, executions, steps, NOW)] == ["one_at_a_time"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from tickwork.faults import CrashPoint
 from tickwork.model.states import RunStatus
 
 from tests.simulation.machine import Simulation
@@ -144,3 +145,19 @@ def test_a_defer_job_behind_a_blackout_of_chained_windows_records_its_occurrence
     runs = world.pipeline.runs_of(next(iter(state.model.jobs)))
     ran = [r for r in runs if r.status == RunStatus.SUCCEEDED and r.nominal_at is not None]
     assert [r.scheduled_for for r in ran] == [datetime(2026, 11, 21, 0, 30, tzinfo=UTC)]  # LATEST: the last one
+
+
+def test_an_attempt_whose_executor_died_before_its_handler_holds_no_job(world: World) -> None:
+    """Broke one_at_a_time in the model, not the product: the backfilled run whose executor died after its lease
+    (before the slot and the handler) was read as running from its lease to its next attempt, over the runs that
+    ran meanwhile. Reconstructed from the CI slice's failure (seed 34: "run X started 12:00:00 while run Y ran
+    (12:00:00-12:00:05)", under overlap SKIP), which did not replay here (ids and jitter differ per process)."""
+    state = Simulation()
+    state.create_job(**{**PLAIN, "overlap": "SKIP", "fails": "always"})
+    state.promises_hold()
+    state.backfill(index=0, minutes=3)
+    state.promises_hold()
+    state.kill_next_executor(point=CrashPoint.EXECUTOR_AFTER_LEASE)
+    state.promises_hold()
+    state.advance(seconds=400)
+    state.promises_hold()
