@@ -161,3 +161,27 @@ def test_an_attempt_whose_executor_died_before_its_handler_holds_no_job(world: W
     state.promises_hold()
     state.advance(seconds=400)
     state.promises_hold()
+
+
+def test_a_skip_jobs_runs_beside_an_attempt_that_died_before_its_handler(world: World) -> None:
+    """Broke one_at_a_time in the model, not the product: the run whose executor died after reading its job (before
+    its handler) was read as running till its next attempt, over the backfilled and jittered runs that ran
+    meanwhile. As found (seed 34, 100 examples), shrunk."""
+    state = Simulation()
+    for seconds in (20, 20, 20, 60, 20):
+        state.advance(seconds=seconds)
+        state.promises_hold()
+    retried = {"attempts": 3, "backoff": (0.2, 0.5), "breaker": True, "deadline": True, "fails": "once"}
+    state.create_job(**{**PLAIN, **retried, "calendar": True, "jitter": True, "overlap": "SKIP"})
+    state.promises_hold()
+    for _ in range(8):
+        state.advance(seconds=20)
+        state.promises_hold()
+    state.backfill(index=4, minutes=20)
+    state.promises_hold()
+    failing = {"attempts": 2, "backoff": (0.2, 0.5), "debounce": True, "every": 3, "fails": "always"}
+    deferred = {"calendar": True, "jitter": True, "on_blocked": "DEFER", "overlap": "SKIP", "tight_budget": True}
+    state.create_job(**{**PLAIN, **failing, **deferred})
+    state.promises_hold()
+    state.kill_next_executor(point=CrashPoint.EXECUTOR_AFTER_JOB_READ)
+    state.promises_hold()
