@@ -6,7 +6,7 @@ See tests/simulation/test_simulation.py for how to run it."""
 from __future__ import annotations
 
 import os
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from hypothesis import strategies as st
@@ -15,8 +15,8 @@ from tickwork.faults import EXECUTOR_CRASH_POINTS, TICK_CRASH_POINTS
 from tickwork.model.run import Run
 from tickwork.model.states import RunStatus
 
-from tests.simulation.model import JobModel, Model, violations
-from tests.simulation.world import EXECUTIONS, STEP_CALLS, World
+from tests.simulation.model import CalendarModel, JobModel, Model, violations
+from tests.simulation.world import EXECUTIONS, HANDLED, STEP_CALLS, World
 
 # Exploring past a known failure: invariants not checked, and rules not run (comma-separated names).
 SKIPPED_INVARIANTS = frozenset(filter(None, os.environ.get("SIMULATION_SKIP", "").split(",")))
@@ -56,8 +56,10 @@ class Simulation(RuleBasedStateMachine):
         self.world.reset()
         self.model = Model()
         self.payloads: dict[str, dict[str, Any]] = {}
-        self.calendars: list[str] = []
+        self.calendars: dict[str, CalendarModel] = {}  # each created calendar, by id, in order
         self.freezes: list[str] = []
+        # The freezes over every job (jobs created later too): (from, until, on_blocked).
+        self.freezes_of_all: list[tuple[datetime, datetime, str]] = []
 
     # ------------------------------------------------------------ jobs
 
@@ -123,8 +125,9 @@ class Simulation(RuleBasedStateMachine):
             body["deadline"] = {"within_seconds": 900}
         if breaker:
             body["circuit_breaker"] = {"failure_threshold": 2, "cooldown_seconds": 120}
-        if calendar and self.calendars:
-            body["calendars"] = [self.calendars[-1]]
+        named = list(self.calendars)[-1] if calendar and self.calendars else None
+        if named is not None:
+            body["calendars"] = [named]
         reply = self.world.call("POST", "/v1/jobs", body)
         if reply.status != 201:
             return
@@ -137,14 +140,18 @@ class Simulation(RuleBasedStateMachine):
             overlap=overlap,
             max_backoff_seconds=backoff[1],
             jitter=jitter,
+            calendar=self.calendars[named] if named is not None else None,
+            on_blocked=on_blocked,
         )
+        for start, until, freeze_on_blocked in self.freezes_of_all:
+            self.model.jobs[job["id"]].frozen_by(start, until, freeze_on_blocked)
 
     @rule(window=WINDOWS, mode=st.sampled_from(["exclude", "include"]))
     def create_calendar(self, window: dict[str, Any], mode: str) -> None:
         body = {"name": "sim", "timezone": "UTC", "mode": mode, "windows": [window]}
         reply = self.world.call("POST", "/v1/calendars", body)
         if reply.status == 201:
-            self.calendars.append(reply.json["id"])
+            self.calendars[reply.json["id"]] = CalendarModel(mode, window["cron"], window["duration_minutes"])
 
     def _job(self, index: int) -> JobModel:
         jobs = list(self.model.jobs.values())
@@ -234,9 +241,11 @@ class Simulation(RuleBasedStateMachine):
         if reply.status != 201:
             return
         self.freezes.append(reply.json["id"])
+        until = start + timedelta(seconds=seconds)
+        if every_job:
+            self.freezes_of_all.append((start, until, on_blocked))
         for frozen in self.model.jobs.values() if every_job else [job]:
-            if on_blocked == "DEFER":
-                frozen.defer_frozen.append((start, start + timedelta(seconds=seconds + 120)))
+            frozen.frozen_by(start, until, on_blocked)
             # A freeze's claimed runs are marked at its creation: what they become is the other invariants' to say.
             frozen.defer_frozen.append((now - timedelta(minutes=3), now + timedelta(minutes=3)))
 
@@ -287,6 +296,7 @@ class Simulation(RuleBasedStateMachine):
     def promises_hold(self) -> None:
         runs = {job_id: self.world.pipeline.runs_of(job_id) for job_id in self.model.jobs}
         self.model.retry_waits = self.world.retry_waits
+        self.model.handled = HANDLED
         broken = violations(self.model, runs, EXECUTIONS, STEP_CALLS, self.world.now, skip=SKIPPED_INVARIANTS)
         broken += [error for error in self.world.errors if error.split(":")[0] not in SKIPPED_INVARIANTS]
         assert not broken, "\n".join(broken)

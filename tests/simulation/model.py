@@ -7,9 +7,10 @@ names every broken promise."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import cache
 from itertools import pairwise
 from typing import Any
 
@@ -40,23 +41,96 @@ class JobModel:
     unmodelled_from: datetime | None = None
     cancelled_at: datetime | None = None
     defer_frozen: list[tuple[datetime, datetime]] = field(default_factory=list)
+    # The calendar it names (the model's own reading of it), and what becomes of an occurrence it blocks.
+    calendar: CalendarModel | None = None
+    on_blocked: str = "SKIP"
+    frozen: list[tuple[datetime, datetime]] = field(default_factory=list)  # every freeze over it, from..to
+
+    def frozen_by(self, start: datetime, until: datetime, on_blocked: str) -> None:
+        self.frozen.append((start, until))
+        if on_blocked == "DEFER":
+            self.defer_frozen.append((start, until + timedelta(minutes=2)))
 
     def stop_modelling(self, at: datetime) -> None:
         if self.unmodelled_from is None or at < self.unmodelled_from:
             self.unmodelled_from = at
 
     def due_occurrences(self, now: datetime) -> list[datetime]:
-        """Its occurrences from its creation to `now - CLAIM_SLACK` that must each have a run by now."""
+        """Its occurrences that must each have a run by now: one on time by its time and CLAIM_SLACK; one its
+        calendar blocks under `on_blocked: DEFER` by the blackout's end and CLAIM_SLACK (the job waits unrecorded
+        till then: docs/operations.md, Calendars), a freeze met on the way deferring it further."""
         end = now - CLAIM_SLACK
         if self.unmodelled_from is not None:
             end = min(end, self.unmodelled_from)
         at = self.created_at.replace(second=0, microsecond=0) + timedelta(minutes=1)
         out = []
+        crossed: datetime | None = None  # the end of the blackout the last deferred occurrence crossed
         while at <= end:
             if at.minute % self.every_minutes == 0 and not any(a <= at < b for a, b in self.defer_frozen):
-                out.append(at)
+                # An occurrence inside the blackout the last one crossed is deferred to the same end.
+                deferred_to = crossed if crossed is not None and at < crossed else self.deferred_to(at, end)
+                crossed = deferred_to
+                if deferred_to is None or deferred_to <= end:
+                    out.append(at)
             at += timedelta(minutes=1)
         return out
+
+    def deferred_to(self, at: datetime, limit: datetime) -> datetime | None:
+        """When the occurrence at `at` runs, its calendar having blocked it under DEFER (a freeze met on the way
+        deferring it further; past `limit`, some instant past it); None when the calendar lets it run at its time
+        or its job skips what the calendar blocks."""
+        if self.allowed_from(at, limit) is None:
+            return None
+        instant = at
+        while instant <= limit:
+            if self.calendar is not None and self.calendar.blocks(instant):
+                instant = instant.replace(second=0, microsecond=0) + timedelta(minutes=1)
+            elif frozen_until := [b for a, b in self.frozen if a <= instant < b]:
+                instant = max(frozen_until)
+            else:
+                return instant
+        return instant
+
+    def allowed_from(self, at: datetime, limit: datetime) -> datetime | None:
+        """The end of its calendar's blackout over the occurrence at `at` when the job defers what it blocks
+        (past `limit`: some instant past it); None when the calendar lets it run at its time or the job skips
+        it."""
+        if self.calendar is None or self.on_blocked != "DEFER" or not self.calendar.blocks(at):
+            return None
+        instant = at
+        while instant <= limit and self.calendar.blocks(instant):
+            instant += timedelta(minutes=1)
+        return instant
+
+
+@dataclass(frozen=True)
+class CalendarModel:
+    """A calendar of one cron window (in UTC), read by brute force: each minute the window's cron matches opens
+    it for `duration_minutes`. Crons of fields `*`, `*/N`, `N` and `N-M` only (the simulation's)."""
+
+    mode: str  # exclude | include
+    cron: str
+    duration_minutes: int
+
+    @cache
+    def blocks(self, at: datetime) -> bool:
+        minute = at.replace(second=0, microsecond=0)
+        opened = any(self._opens(minute - timedelta(minutes=back)) for back in range(self.duration_minutes))
+        return opened if self.mode == "exclude" else not opened
+
+    def _opens(self, at: datetime) -> bool:
+        # cron's fields: minute, hour, day of month, month, day of week (0 is Sunday)
+        values = (at.minute, at.hour, at.day, at.month, (at.weekday() + 1) % 7)
+        return all(_cron_field_matches(f, v) for f, v in zip(self.cron.split(), values, strict=True))
+
+
+def _cron_field_matches(cron_field: str, value: int) -> bool:
+    if cron_field == "*":
+        return True
+    if cron_field.startswith("*/"):
+        return value % int(cron_field[2:]) == 0
+    low, _, high = cron_field.partition("-")
+    return int(low) <= value <= int(high or low)
 
 
 @dataclass
@@ -65,6 +139,7 @@ class Model:
     triggered: set[str] = field(default_factory=set)  # runs a trigger acknowledged (202)
     restarted: Counter[str] = field(default_factory=Counter)  # runs retried by hand with from_checkpoint false
     retry_waits: list[tuple[str, str, float]] = field(default_factory=list)  # (job, run, seconds): each retry's wait
+    handled: Mapping[str, Sequence[tuple[datetime, datetime]]] = field(default_factory=dict)  # run -> handler spans
 
 
 def _occurrence(run: Run) -> datetime:
@@ -97,7 +172,8 @@ def violations(
 
 
 def _accounted_once(job: JobModel, job_runs: list[Run], now: datetime, *_: Any) -> list[str]:
-    """Each occurrence a run (SKIPPED with its reason counts), never two; each due one recorded by now."""
+    """Each occurrence a run (SKIPPED with its reason counts), never two; each due one recorded by now; one its
+    calendar deferred runs from the blackout's end on, or is recorded SKIPPED (its catch-up policy collapsed it)."""
     scheduled = [r for r in job_runs if r.trigger == RunTrigger.SCHEDULE and r.workflow_run_id is None]
     counts = Counter(_occurrence(r) for r in scheduled)
     broken = [f"job {job.id}: occurrence {t:%H:%M:%S} has {n} runs" for t, n in counts.items() if n > 1]
@@ -105,6 +181,13 @@ def _accounted_once(job: JobModel, job_runs: list[Run], now: datetime, *_: Any) 
     for at in job.due_occurrences(now):
         if at not in counts and not any(at <= until for _, until in collapsed if until is not None):
             broken.append(f"job {job.id}: occurrence {at:%H:%M} due by {now:%H:%M:%S} has no run")
+    for r in scheduled:
+        at, start = _occurrence(r), _first_start(r)
+        if start is None or (job.unmodelled_from is not None and at >= job.unmodelled_from):
+            continue
+        allowed = job.allowed_from(at, now)
+        if allowed is not None and start < allowed:
+            broken.append(f"job {job.id}: occurrence {at:%H:%M} deferred by its calendar ran at {start:%H:%M:%S}")
     return broken
 
 
@@ -116,10 +199,14 @@ def _not_early(job: JobModel, job_runs: list[Run], *_: Any) -> list[str]:
     ]
 
 
-def _executions(run: Run, now: datetime) -> list[tuple[datetime, datetime]]:
+def _executions(
+    run: Run, now: datetime, handled: Sequence[tuple[datetime, datetime]] = ()
+) -> list[tuple[datetime, datetime]]:
     """When the run held its job: each execution from its first start to its end, a yield not ending it (a yielded
-    run goes on: docs/durable-runs.md); a deferral (no handler) is none. An attempt whose executor died lasts until
-    the next one starts."""
+    run goes on: docs/durable-runs.md); a deferral (no handler) is none. An attempt whose executor died (no
+    outcome: between the simulation's steps nothing runs) ran as long as its handler did, seen in `handled` (each
+    handler's [start, end) of the run), and not at all if its handler never started; between two segments of a
+    yielded run, it lasts until the next attempt starts (the run keeps its slot)."""
     attempts = sorted(
         (a for a in run.attempt_history if a.outcome != AttemptOutcome.DEFERRED), key=lambda a: a.started_at
     )
@@ -130,17 +217,21 @@ def _executions(run: Run, now: datetime) -> list[tuple[datetime, datetime]]:
         end = attempt.ended_at or later or run.finished_at or now
         if going_on and spans:
             spans[-1] = (spans[-1][0], end)
+        elif attempt.outcome is None and attempt.ended_at is None:
+            ran = [e for s, e in handled if attempt.started_at <= s < end]
+            if ran:
+                spans.append((attempt.started_at, max(ran)))
         else:
             spans.append((attempt.started_at, end))
         going_on = attempt.outcome == AttemptOutcome.YIELDED
     return spans
 
 
-def _one_at_a_time(job: JobModel, job_runs: list[Run], now: datetime, *_: Any) -> list[str]:
+def _one_at_a_time(job: JobModel, job_runs: list[Run], now: datetime, model: Model, *_: Any) -> list[str]:
     """Under SKIP and BUFFER_ONE, a run runs (first start to its end, yields and retries included) alone."""
     if job.overlap not in EXCLUSIVE:
         return []
-    spans = sorted((span, r.id) for r in job_runs for span in _executions(r, now))
+    spans = sorted((span, r.id) for r in job_runs for span in _executions(r, now, model.handled.get(r.id, ())))
     return [
         f"job {job.id} ({job.overlap}): run {b} started {sb:%H:%M:%S} while run {a} ran ({sa:%H:%M:%S}-{ea:%H:%M:%S})"
         for ((sa, ea), a), ((sb, _), b) in pairwise(spans)

@@ -13,7 +13,7 @@ from tickwork.model.run import AttemptRecord, Run, RunError
 from tickwork.model.states import AttemptOutcome, RunStatus, RunTrigger, SkipReason
 
 from tests.harness import START
-from tests.simulation.model import JOB_INVARIANTS, JobModel, Model, violations
+from tests.simulation.model import JOB_INVARIANTS, CalendarModel, JobModel, Model, violations
 
 JOB = "j1"
 NOW = START + timedelta(minutes=10)
@@ -109,3 +109,51 @@ def test_a_step_done_again_after_a_restart_by_hand_is_allowed_once_more() -> Non
     model, runs, executions, steps = _corrupt("steps_once")
     model.restarted[runs[JOB][0].id] += 1
     assert violations(model, runs, executions, steps, NOW) == []
+
+
+def _deferring_history(
+    deferred_start: float,
+) -> tuple[Model, dict[str, list[Run]], dict[str, list[datetime]], Counter[tuple[str, int]]]:
+    """A DEFER job firing every 2 minutes from 12:00 behind a blackout from 12:00 to 12:07: its occurrences at
+    12:02 and 12:04 collapsed (SKIPPED `calendar`), the one at 12:06 run from `deferred_start`; 12:08's on time."""
+    blackout = CalendarModel(mode="exclude", cron="0 * * * *", duration_minutes=7)
+    job = JobModel(JOB, 2, START, "SKIP", 5, calendar=blackout, on_blocked="DEFER")
+    skipped = {"status": RunStatus.SKIPPED, "skip_reason": SkipReason.CALENDAR}
+    deferred = _run(6, ran=(deferred_start, deferred_start + 0.5))
+    runs = [
+        _run(2, **skipped),
+        _run(4, **skipped),
+        deferred.model_copy(update={"nominal_at": _at(6), "scheduled_for": _at(deferred_start)}),
+        _run(8, ran=(8, 9)),
+    ]
+    executions = {r.id: [r.started_at] for r in runs if r.started_at is not None}
+    return Model(jobs={JOB: job}), {JOB: runs}, executions, Counter()
+
+
+def test_a_deferred_occurrence_is_due_at_its_blackouts_end_and_not_before() -> None:
+    model, runs, executions, steps = _deferring_history(7)
+    assert violations(model, runs, executions, steps, NOW) == []
+    assert violations(model, {JOB: []}, {}, steps, _at(8)) == []  # deferred to 12:07: not due before 12:09
+    broken = violations(model, {JOB: []}, {}, steps, _at(9))
+    assert broken == [f"accounted_once: job {JOB}: occurrence 12:{m:02} due by 12:09:00 has no run" for m in (2, 4, 6)]
+
+
+def test_a_deferred_occurrence_run_inside_its_blackout_is_caught() -> None:
+    model, runs, executions, steps = _deferring_history(6.5)
+    assert violations(model, runs, executions, steps, NOW) == [
+        f"accounted_once: job {JOB}: occurrence 12:06 deferred by its calendar ran at 12:06:30"
+    ]
+
+
+def _died_at(minute: float) -> AttemptRecord:
+    return AttemptRecord(attempt=1, started_at=_at(minute))  # no end, no outcome: its executor died
+
+
+def test_an_attempt_whose_executor_died_ran_as_long_as_its_handler() -> None:
+    model, runs, executions, steps = _history()
+    retried = _run(4, ran=(7, 7.5))  # its first attempt's executor died at 12:04; the next ran at 12:07
+    retried.attempt_history.insert(0, _died_at(4))
+    runs[JOB][1] = retried
+    assert violations(model, runs, executions, steps, NOW) == []  # its handler never started: it held nothing
+    model.handled = {retried.id: [(_at(4), _at(6.25))]}  # its handler ran past the 12:06 run's start
+    assert [line.split(":")[0] for line in violations(model, runs, executions, steps, NOW)] == ["one_at_a_time"]

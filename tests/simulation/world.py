@@ -34,6 +34,9 @@ from tests.harness import Pipeline
 # each step's calls. Module-wide (the job type is registered once for the session); run ids never repeat.
 EXECUTIONS: defaultdict[str, list[datetime]] = defaultdict(list)
 STEP_CALLS: Counter[tuple[str, int]] = Counter()
+# Each execution's handler time (run id -> [start, end)), its end when it returned or raised (its executor may
+# still have died after it).
+HANDLED: defaultdict[str, list[tuple[datetime, datetime]]] = defaultdict(list)
 FAILED_ONCE: set[str] = set()
 _lock = threading.Lock()
 
@@ -54,8 +57,16 @@ if "sim-work" not in registry:
     @job_type("sim-work", SimWork)
     def sim_work(payload: SimWork, ctx: RunContext) -> dict[str, Any]:
         """Pages of work, each a step, checkpointed; yields when asked; fails where its payload says."""
+        started = ctx.clock.now()
         with _lock:
-            EXECUTIONS[ctx.run_id].append(ctx.clock.now())
+            EXECUTIONS[ctx.run_id].append(started)
+        try:
+            return _pages(payload, ctx)
+        finally:
+            with _lock:
+                HANDLED[ctx.run_id].append((started, ctx.clock.now()))
+
+    def _pages(payload: SimWork, ctx: RunContext) -> dict[str, Any]:
         state = ctx.last_checkpoint() or {"next_page": 0}
         for page in range(state["next_page"], payload.pages):
 
@@ -174,6 +185,12 @@ class World:
             self._tick_when_due()
             self.deliver_visible(until=end)
 
+    def skip_to(self, instant: datetime) -> None:
+        """Time passes to `instant` without the ticks of the minutes between: for a test whose jobs have nothing
+        due meanwhile (a tick would find nothing to write), so that days pass in one step."""
+        self.pipeline.clock.set(instant)
+        self.last_tick = instant.replace(second=0, microsecond=0) - timedelta(minutes=1)
+
     # ------------------------------------------------------------ message faults
 
     def visible_message(self) -> tuple[Band, dict[str, Any]] | None:
@@ -210,6 +227,7 @@ class World:
         self.example += 1
         with _lock:  # an example replayed makes the same ids again
             EXECUTIONS.clear()
+            HANDLED.clear()
             STEP_CALLS.clear()
             FAILED_ONCE.clear()
         self.faults = Faults()
