@@ -89,7 +89,7 @@ register_openapi_formats()
 
 # What JSON Schema cannot express, so a schema-valid request may still be refused with a 422 naming only
 # these fields (a regular expression over the field's path), each for this reason (part of the message):
-# - rules relating two fields, or depending on where a host points;
+# - rules relating two fields, or depending on where a host points or what the stack may invoke;
 # - strings whose `format` the server checks (cron, rate, time-zone): to JSON Schema a format is an annotation,
 #   so the fuzzer may send any string there (it feeds values seen elsewhere, such as "cursor");
 # - cursors: opaque and MACed by the server, only the ones it issued are valid;
@@ -102,6 +102,8 @@ _BEYOND_THE_SCHEMA = (
     (r"retry|steps\[\d+\]\.(compensate\.)?retry", "max_backoff_seconds must be at least backoff_seconds"),
     (r"circuit_breaker", "max_cooldown_seconds must be at least cooldown_seconds"),
     (rf"({_STEP}\.)?payload\.url", "url "),  # the host: a cloud metadata name, or a private or link-local address
+    # The functions this stack may invoke: its InvokableFunctionArns, a deployment's parameter.
+    (rf"({_STEP}\.)?payload\.function_arn", "InvokableFunctionArns"),
     (r"schedule\.cron", ""),
     (r"schedule\.rate", ""),
     (r"schedule\.timezone", ""),
@@ -131,6 +133,8 @@ _BEYOND_THE_SCHEMA = (
     (r"calendars", "no such calendar"),  # ids of calendars the caller has (docs/operations.md)
     (r"timezone", "unknown time zone"),
     (r"windows\[\d+\]\.cron\.cron", ""),
+    (r"windows\[\d+\]\.cron", "blackout"),  # windows that open again before they close (docs/cron.md, Bounds)
+    (r"calendars", "blackout"),  # calendars that only together never end
     (r"windows\[\d+\]\.range", "must be after"),
     (r"until", ""),  # a freeze: after from, not over, at most 30 days (one of until and for_seconds: the schema's)
 )

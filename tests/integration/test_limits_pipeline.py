@@ -418,8 +418,9 @@ def test_a_deferral_emits_runs_deferred_with_its_reason_and_logs_the_run(pipelin
     pipeline.deliver(Band.NORMAL, pipeline.receive(Band.NORMAL))
     emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
     (emf,) = [line for line in emitted if "RunsDeferred" in line and "Reason" in line]  # not the tenant's (run_metrics)
-    assert emf["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["Reason"]]
-    assert (emf["Reason"], emf["RunsDeferred"]) == ("rate_limit", [1.0])
+    # As deployed (POWERTOOLS_SERVICE_NAME set), Powertools adds `service`: GET /v1/metrics reads it so.
+    assert emf["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["Reason", "service"]]
+    assert (emf["Reason"], emf["service"], emf["RunsDeferred"]) == ("rate_limit", "tickwork", [1.0])
     run_id = pipeline.runs_of(job.id)[0].id
     assert any(getattr(r, "run_id", None) == run_id and "deferred" in r.getMessage() for r in caplog.records)
 

@@ -24,6 +24,7 @@ from tickwork.observability import metrics
 from tickwork.store.ordering import entry_sort
 from tickwork_local.lambda_runtime import LocalLambdaContext, failed_message_ids, sqs_event
 
+from tests.conftest import json_lines
 from tests.harness import Pipeline
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
@@ -137,8 +138,14 @@ def _duplicate(pipeline: Pipeline, message: dict[str, Any]) -> dict[str, Any]:
     return again
 
 
-def _emitted(name: str) -> int:
-    return sum(int(v) for v in metrics.metric_set.get(name, {}).get("Value", []))
+def _emitted(name: str, printed: str) -> int:
+    """How much of metric `name` the handlers' EMF documents in `printed` (their stdout) carry: metrics are on, as
+    deployed, so each invocation flushes its own."""
+    total = 0
+    for document in json_lines(printed):
+        value = document.get(name) if "_aws" in document else None
+        total += int(sum(value)) if isinstance(value, list) else int(value or 0)
+    return total
 
 
 def test_runs_of_a_key_run_one_at_a_time_in_scheduled_order_across_executors_out_of_order_and_duplicated(pipeline):
@@ -178,14 +185,14 @@ def _first_fails_and_blocks(pipeline: Pipeline) -> tuple[list[Run], list[dict[st
     return runs, messages
 
 
-def test_a_failed_run_blocks_its_key_until_it_is_retried_then_the_key_goes_on_in_order(pipeline):
+def test_a_failed_run_blocks_its_key_until_it_is_retried_then_the_key_goes_on_in_order(pipeline, capsys):
     runs, messages = _first_fails_and_blocks(pipeline)
     assert pipeline.run(runs[0].id).status is RunStatus.FAILED
     assert PROBE.started == [runs[0].id]  # the runs behind it did not start
     blocked = [pipeline.run(r.id) for r in runs[1:]]
     assert {r.deferred_reason for r in blocked} == {DeferReason.ORDERING_BLOCKED}
     assert all(r.status is RunStatus.QUEUED and r.attempts == 0 for r in blocked)
-    assert _emitted("OrderingKeysBlocked") >= 1
+    assert _emitted("OrderingKeysBlocked", capsys.readouterr().out) >= 1
     assert pipeline.services.store.runs.ordering.head(runs[0].tenant, "ledger").blocked
 
     # The user fixes what failed and retries it: it runs again in its turn, then the others, in order.
@@ -209,14 +216,16 @@ def test_skipping_the_failed_run_lets_the_key_go_on_and_the_run_stays_failed(pip
     assert [pipeline.run(r.id).status for r in runs[1:]] == [RunStatus.SUCCEEDED] * 2
 
 
-def test_on_failure_continue_lets_the_next_run_go_after_a_failure(pipeline):
+def test_on_failure_continue_lets_the_next_run_go_after_a_failure(pipeline, capsys):
     jobs = _jobs_due_in_turn(pipeline, 3, ordering={"key": "ledger", "on_failure": "continue"})
     runs = [_run_of(pipeline, job) for job in jobs]
     PROBE.failing.add(runs[1].id)
     _deliver_until_settled(pipeline, pipeline.receive(Band.NORMAL))
     assert PROBE.started == [r.id for r in runs]
     assert [pipeline.run(r.id).status for r in runs] == [RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.SUCCEEDED]
-    assert _emitted("OrderingKeysBlocked") == 0
+    printed = capsys.readouterr().out
+    assert _emitted("RunsFailed", printed) >= 1  # the documents were read: the failure's metric is among them
+    assert _emitted("OrderingKeysBlocked", printed) == 0
 
 
 def test_buffer_all_runs_a_jobs_triggered_runs_one_at_a_time_in_order(pipeline):

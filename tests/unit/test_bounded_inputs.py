@@ -354,3 +354,19 @@ def test_a_cron_in_a_dst_gap_previews_in_a_step_per_occurrence(
     gap = [o for o in found if o.dst == "gap"]
     assert [o.local for o in gap] == [gap_end]
     assert cron_steps.count <= 3 + len(gap)
+
+
+def test_a_jitter_check_of_a_cron_firing_often_far_from_its_zone_s_offset_changes_takes_a_few_hundred_steps(
+    cron_steps,
+) -> None:
+    """Found over HTTP by the fuzz's 2 s bound: a job with cron `0-30 * 1 1 1-5` in Australia/Lord_Howe and a jitter
+    took 16 s to refuse. The jitter's check (the schedule's shortest period) walked, across each of the zone's offset
+    changes (April, October), every January occurrence from the last before it, thousands, and counted them again
+    at each. The last occurrence before a change is one step back now."""
+    from tickwork.model.schedule import PERIOD_SAMPLE, _shortest_period
+
+    _shortest_period.cache_clear()
+    schedule = Schedule.model_validate({"cron": "0-30 * 1 1 1-5", "timezone": "Australia/Lord_Howe"})
+    cron_steps.count = 0
+    assert schedule.shortest_period() == timedelta(minutes=1)
+    assert cron_steps.count <= PERIOD_SAMPLE + 50

@@ -45,6 +45,9 @@ _CRON_SEARCH_YEARS = 400
 PERIOD_SAMPLE = 400
 _PERIOD_SAMPLE_FROM = datetime(2026, 1, 1, tzinfo=UTC)
 _PERIOD_TRANSITIONS_UNTIL = datetime(2027, 1, 1, tzinfo=UTC)
+# The walk across an offset change takes the last occurrence before it and the two at or after it; a few more in
+# case the step back found an earlier one than the forward walk would (a repeated hour's wall times).
+_ACROSS_STEPS = 8
 # A schedule's end of time: the last instant a run id names (13 digits of milliseconds). Every schedule ends
 # there, with no occurrence after it (an answer, not an error, for a cron as rare as 29 February on a Sunday).
 END_OF_TIME = datetime(2286, 11, 20, 17, 46, 39, 999000, tzinfo=UTC)
@@ -631,31 +634,27 @@ class Schedule(BaseModel):
         walk = self._cron_after(_PERIOD_SAMPLE_FROM, hash_key)
         sample = [found for found, _ in itertools.islice(walk, PERIOD_SAMPLE)]
         gaps = [later - earlier for earlier, later in itertools.pairwise(sample)]
-        look_back = min(gaps, default=timedelta(seconds=1))
         for change in _offset_changes(self.timezone):
-            across = self._across(change, look_back, hash_key)
+            across = self._across(change, hash_key)
             gaps += [later - earlier for earlier, later in itertools.pairwise(across)]
         return min(gaps, default=None)
 
-    def _across(self, change: datetime, look_back: timedelta, hash_key: str | None) -> list[datetime]:
+    def _across(self, change: datetime, hash_key: str | None) -> list[datetime]:
         """Consecutive cron occurrences from the last before `change` to the second at or after it: every gap
-        the change can shorten. The last before it is found by looking back `look_back`, then twice as far each
-        time."""
-        back = look_back
-        while True:
-            start = change - back
-            first = next(self._cron_after(start, hash_key), None)
-            if first is not None and first[0] < change:
-                break
-            if back > timedelta(days=366 * _CRON_SEARCH_YEARS):
-                return []  # nothing before it: no gap crosses it
-            back *= 2
+        the change can shorten. The last before it is one croniter step back (latest_at_or_before), and the walk
+        forward from there takes a few steps: never the occurrences of the months between (a cron that fires a
+        thousand times in January, and the change in April, cost a search, not the thousands)."""
+        last = self.latest_at_or_before(change - timedelta(seconds=1), hash_key=hash_key)  # occurrences: whole seconds
+        if last is None:
+            return []  # nothing before it: no gap crosses it
         found: list[datetime] = []
-        for occurrence, _ in self._cron_after(start, hash_key):
+        after_change = 0
+        for occurrence, _ in self._cron_after(last - timedelta(seconds=1), hash_key):
             found.append(occurrence)
-            if sum(1 for t in found if t >= change) == 2:
-                return found
-        return found  # pragma: no cover - an accepted cron fires again within 400 years
+            after_change += occurrence >= change
+            if after_change == 2 or len(found) == _ACROSS_STEPS:
+                break
+        return found
 
     def occurrences(
         self,
