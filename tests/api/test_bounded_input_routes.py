@@ -8,9 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tickwork.model.calendars import Calendar, CalendarMode, CronWindow
 
-from tests.harness import START
+from tests.integration.test_calendar_pipeline import stored_calendar_whose_window_never_fires
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
@@ -115,18 +114,7 @@ def test_a_workflow_condition_nested_past_the_parser_s_stack_is_refused_naming_i
 
 def test_a_job_naming_a_stored_calendar_whose_window_never_fires_previews_instead_of_500(api, pipeline):
     # Stored before a window's cron had to fire: it never opens, and blocks nothing.
-    never = Calendar.model_construct(
-        id="c" + "3" * 25,
-        tenant="acme",
-        name="old",
-        timezone="UTC",
-        mode=CalendarMode.EXCLUDE,
-        windows=[CronWindow.model_construct(cron="0 0 30 2 *", duration_minutes=60)],
-        created_at=START,
-        updated_at=START,
-        version=1,
-    )
-    assert pipeline.services.calendars.records.put_new(never)
+    never = stored_calendar_whose_window_never_fires(pipeline, "acme")
     job = api.create(schedule={"cron": "0 10 * * *"}, calendars=[never.id], on_blocked="DEFER")
     reply = api.get(f"/v1/jobs/{job['id']}/preview", query={"count": 3})
     assert reply.status == 200, reply.text

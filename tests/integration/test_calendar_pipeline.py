@@ -178,11 +178,11 @@ def test_a_defer_job_behind_chained_windows_runs_once_they_end(pipeline):
     assert (run.occurrence_at, run.blocked_by) == (datetime(2026, 11, 23, 10, tzinfo=UTC), weekdays.id)
 
 
-def test_a_stored_calendar_window_whose_cron_never_fires_blocks_nothing_and_the_tick_claims_on(pipeline):
-    # Stored before a window's cron had to fire: read back, it opens never (it used to fail every claim).
+def stored_calendar_whose_window_never_fires(pipeline: Any, tenant: str) -> Calendar:
+    """A calendar as stored before a window's cron had to fire (written past today's check): its window never opens."""
     never = Calendar.model_construct(
         id="c" + "2" * 25,
-        tenant=TENANT,
+        tenant=tenant,
         name="old",
         timezone="UTC",
         mode=CalendarMode.EXCLUDE,
@@ -192,6 +192,12 @@ def test_a_stored_calendar_window_whose_cron_never_fires_blocks_nothing_and_the_
         version=1,
     )
     assert pipeline.services.calendars.records.put_new(never)
+    return never
+
+
+def test_a_stored_calendar_window_whose_cron_never_fires_blocks_nothing_and_the_tick_claims_on(pipeline):
+    # Stored before a window's cron had to fire: read back, it opens never (it used to fail every claim).
+    never = stored_calendar_whose_window_never_fires(pipeline, TENANT)
     job = pipeline.create_job(schedule={"cron": "* * * * *"}, calendars=[never.id], on_blocked="DEFER")
     _tick_through(pipeline, 2)
     assert [(at, status) for at, status, _, _ in _records(pipeline, job.id)][:2] == [
