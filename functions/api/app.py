@@ -62,12 +62,16 @@ def openapi():
 OPENAPI_FILE = Path(__file__).with_name("openapi.json")
 
 
-@cache
 def openapi_document() -> str:
-    """The document: as committed where this function has the job types it was built with (the built-in ones),
-    else (JobTypeModules add types, whose payloads the document describes) built once."""
+    """The document for the job types registered now: as committed where they are the ones it was built with (the
+    built-in ones), else (JobTypeModules add types, whose payloads the document describes) built once for them."""
+    return _openapi_document_for(tuple(registry.names()))
+
+
+@cache
+def _openapi_document_for(job_types: tuple[str, ...]) -> str:
     committed = OPENAPI_FILE.read_text(encoding="utf-8")
-    if json.loads(committed)["components"]["schemas"]["JobSpec"]["properties"]["type"]["enum"] == registry.names():
+    if tuple(json.loads(committed)["components"]["schemas"]["JobSpec"]["properties"]["type"]["enum"]) == job_types:
         return committed
     return build_openapi_document()
 

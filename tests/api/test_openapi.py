@@ -242,7 +242,7 @@ def test_a_function_with_the_built_in_job_types_serves_the_committed_document_wi
         raise AssertionError("the document was built")
 
     monkeypatch.setattr(api_app.app, "get_openapi_json_schema", refuse_to_build)
-    assert api_app.openapi_document.__wrapped__() == committed
+    assert api_app._openapi_document_for.__wrapped__(tuple(built_in)) == committed
 
 
 def test_a_function_with_job_types_of_its_own_builds_the_document_that_describes_them():
@@ -251,7 +251,32 @@ def test_a_function_with_job_types_of_its_own_builds_the_document_that_describes
 
     import tests.testing_jobtypes  # noqa: F401 - registers the tests' types
 
-    document = json.loads(api_app.openapi_document.__wrapped__())
+    document = json.loads(api_app._openapi_document_for.__wrapped__(tuple(api_app.registry.names())))
     types = document["components"]["schemas"]["JobSpec"]["properties"]["type"]["enum"]
     assert types == api_app.registry.names()
     assert set(types) > {"echo", "http", "lambda"}
+
+
+def test_the_document_describes_the_job_types_registered_when_it_is_asked_for(api, monkeypatch):
+    """The document is kept once built, for the job types it was built with: a type registered after it was first
+    served (a module imported later in the same process) appears in the next, and the document served before it is
+    served again once the registry is as it was."""
+    from pydantic import BaseModel
+    from tickwork.jobtypes.registry import JobType, registry
+
+    def enum(reply) -> list[str]:
+        return reply.json["components"]["schemas"]["JobSpec"]["properties"]["type"]["enum"]
+
+    before = api.get("/v1/openapi.json")
+    assert enum(before) == registry.names()
+
+    class ProbePayload(BaseModel):
+        probe: int
+
+    monkeypatch.setitem(registry._types, "openapi-probe", JobType("openapi-probe", ProbePayload, lambda p, c: None))
+    after = api.get("/v1/openapi.json")
+    assert "openapi-probe" in enum(after)
+    assert "openapi-probe" not in enum(before)
+
+    monkeypatch.undo()
+    assert api.get("/v1/openapi.json").json == before.json
