@@ -420,3 +420,26 @@ def test_a_taken_port_is_reported():
         with pytest.raises(PortInUse):
             check_port_free("127.0.0.1", taken.getsockname()[1])
     check_port_free("127.0.0.1", 0)
+
+
+def test_a_template_read_is_the_callers_own_copy_with_long_form_tags_and_dates_kept_as_strings():
+    """The parse is kept (the suites read template.yaml thousands of times), so what a caller changes must not reach
+    the next reader."""
+    from tickwork_local.template import loads_template
+
+    text = (
+        "AWSTemplateFormatVersion: 2010-09-09\nResources:\n  A:\n    Properties: {Name: !Ref B, Arn: !GetAtt C.D.E}\n"
+    )
+    first = loads_template(text)
+    assert first["AWSTemplateFormatVersion"] == "2010-09-09"
+    assert first["Resources"]["A"]["Properties"] == {"Name": {"Ref": "B"}, "Arn": {"Fn::GetAtt": ["C", "D.E"]}}
+    first["Resources"]["A"]["Properties"]["Name"] = "changed"
+    assert loads_template(text)["Resources"]["A"]["Properties"]["Name"] == {"Ref": "B"}
+    assert load_template()["Resources"] is not load_template()["Resources"]
+
+
+def test_a_template_that_is_not_a_mapping_is_refused():
+    from tickwork_local.template import loads_template
+
+    with pytest.raises(ValueError, match="must be a mapping"):
+        loads_template("- a list\n")
