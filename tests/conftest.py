@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import logging
@@ -47,6 +48,27 @@ class CapturedSegments(UDPEmitter):
 
 
 xray_recorder.configure(emitter=CapturedSegments())
+
+
+def _share_work_that_every_fresh_mock_repeats() -> None:
+    """Each test builds its AWS afresh (a boto3 session, clients, moto's backends), so two costs that are the same in
+    every test are paid once per process instead: botocore's service models and endpoint rules (a second a session,
+    read from JSON), and the RSA key moto generates for the AWS-managed KMS key behind each encrypted table (0.4 s).
+    What a test sees of AWS is unchanged: the same models, and a key no test reads."""
+    import botocore.loaders
+    import botocore.session
+    import moto.kms.models
+
+    loader = botocore.loaders.create_loader()
+
+    def register_shared_loader(session: botocore.session.Session) -> None:
+        session._components.lazy_register_component("data_loader", lambda: loader)
+
+    botocore.session.Session._register_data_loader = register_shared_loader  # type: ignore[method-assign]
+    moto.kms.models.generate_private_key = functools.cache(moto.kms.models.generate_private_key)  # type: ignore[attr-defined]
+
+
+_share_work_that_every_fresh_mock_repeats()
 
 
 def load_event(name: str) -> dict[str, Any]:
