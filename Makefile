@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: dev test browser-deps console-vendor lint security soak unit integration e2e typecheck build sam lock bench bench-quick clean simulate
+.PHONY: dev test generated browser-deps console-vendor lint security soak unit integration e2e typecheck build sam lock bench bench-quick clean simulate
 
 # The venv installs the lock files, hashes checked: requirements-dev.txt (every tool and test dependency) and, within
 # it, the same versions as shared/requirements.txt, the layer's lock. So the tests import what is deployed.
@@ -37,6 +37,13 @@ $(CHECKOV_STAMP): $(STAMP)
 
 dev: $(STAMP)
 	$(BIN)/tickwork dev $(ARGS)
+
+# The files generated from the code, committed, that a test compares with what the code makes now: after a change
+# to template.yaml, a route, a model or a module's docstring, this writes them anew.
+generated: $(STAMP)
+	$(BIN)/python -m tickwork_local.deploy_doc
+	$(BIN)/python -m tickwork_local.house_map
+	$(BIN)/python -m tickwork_local.openapi_file
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
