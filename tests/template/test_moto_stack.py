@@ -7,15 +7,13 @@ below), references to them are replaced by literals, and both are covered by tes
 from __future__ import annotations
 
 import ast
-import io
 import json
-import zipfile
 from types import SimpleNamespace
 
 import boto3
 import pytest
 from moto import mock_aws
-from template_support import CODE_BUCKET, FUNCTION_KEY, LAYER_KEY, evaluate, strip_for_moto
+from template_support import evaluate, strip_for_moto, upload_placeholder_code
 from tickwork.settings import Settings
 from tickwork_local.provision import provision
 
@@ -49,13 +47,6 @@ ALARMS = {
 }
 
 
-def _stub_zip() -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("app.py", "def handler(event, context):\n    return None\n")
-    return buffer.getvalue()
-
-
 @pytest.fixture(scope="module")
 def stack(template, translated):
     body, stripped, stubbed = strip_for_moto(translated)
@@ -67,9 +58,7 @@ def stack(template, translated):
         patch.delenv("AWS_PROFILE", raising=False)
         with mock_aws():
             s3 = boto3.client("s3")
-            s3.create_bucket(Bucket=CODE_BUCKET)
-            for key in (FUNCTION_KEY, LAYER_KEY):
-                s3.put_object(Bucket=CODE_BUCKET, Key=key, Body=_stub_zip())
+            upload_placeholder_code(s3)
             cloudformation = boto3.client("cloudformation")
             cloudformation.create_stack(StackName=STACK, TemplateBody=json.dumps(body), Capabilities=["CAPABILITY_IAM"])
             described = cloudformation.describe_stacks(StackName=STACK)["Stacks"][0]

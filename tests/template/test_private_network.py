@@ -8,13 +8,16 @@ and checkov check the same rendering (test_cfn_lint.py, test_checkov.py; tickwor
 from __future__ import annotations
 
 import ast
+import json
 import re
 from pathlib import Path
 from typing import Any
 
+import boto3
 import botocore.session
 import pytest
-from template_support import as_list, evaluate, iam_statements
+from moto import mock_aws
+from template_support import as_list, evaluate, iam_statements, strip_for_moto, translate, upload_placeholder_code
 from tickwork_local.template import REPO_ROOT
 from tickwork_local.template_renderings import VPC_PARAMETERS
 
@@ -150,6 +153,60 @@ def test_the_interface_endpoints_admit_https_from_each_of_the_executors_security
             "Description": "No egress (matches no traffic)",
         }
     ]
+
+
+@pytest.mark.filterwarnings("ignore:Tried to parse AWS:UserWarning")  # types moto has no model for (test_moto_stack)
+def test_a_stack_with_them_is_created_with_its_endpoints_in_the_vpc(template, aws_credentials):
+    """moto's CloudFormation creates the translated template in a VPC of its EC2: the endpoints, their security
+    group's rule, the executor's VpcConfig."""
+    with mock_aws():
+        ec2 = boto3.client("ec2")
+        vpc = ec2.create_vpc(CidrBlock="10.20.0.0/16")["Vpc"]["VpcId"]
+        subnets = [
+            ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.20.{i}.0/24", AvailabilityZone=f"us-east-1{zone}")["Subnet"]
+            for i, zone in enumerate("ab")
+        ]
+        group = ec2.create_security_group(GroupName="executor", Description="the executor", VpcId=vpc)["GroupId"]
+        tables = [ec2.create_route_table(VpcId=vpc)["RouteTable"]["RouteTableId"] for _ in subnets]
+        parameters = {
+            "VpcSubnetIds": ",".join(s["SubnetId"] for s in subnets),
+            "VpcSecurityGroupIds": group,
+            "VpcId": vpc,
+            "VpcRouteTableIds": ",".join(tables),
+        }
+        body, _, _ = strip_for_moto(translate(template, parameters))
+        upload_placeholder_code(boto3.client("s3"))
+        cloudformation = boto3.client("cloudformation")
+        cloudformation.create_stack(
+            StackName="tickwork-vpc",
+            TemplateBody=json.dumps(body),
+            Capabilities=["CAPABILITY_IAM"],
+            Parameters=[{"ParameterKey": k, "ParameterValue": v} for k, v in parameters.items()],
+        )
+        assert cloudformation.describe_stacks(StackName="tickwork-vpc")["Stacks"][0]["StackStatus"] == "CREATE_COMPLETE"
+        physical = {
+            r["LogicalResourceId"]: r.get("PhysicalResourceId")
+            for r in cloudformation.describe_stack_resources(StackName="tickwork-vpc")["StackResources"]
+            if "LogicalResourceId" in r  # moto lists what it skipped without one
+        }
+        endpoints = ec2.describe_vpc_endpoints(Filters=[{"Name": "vpc-id", "Values": [vpc]}])["VpcEndpoints"]
+        assert {(e["ServiceName"].rsplit(".", 1)[-1], e["VpcEndpointType"]) for e in endpoints} == {
+            ("dynamodb", "Gateway"),
+            ("s3", "Gateway"),
+            *((service, "Interface") for service in ("sqs", "events", "lambda", "secretsmanager", "ssm")),
+        }
+        (endpoint_group,) = ec2.describe_security_groups(GroupIds=[physical["VpcEndpointSecurityGroup"]])[
+            "SecurityGroups"
+        ]
+        assert [
+            (r["IpProtocol"], r["FromPort"], [g["GroupId"] for g in r["UserIdGroupPairs"]])
+            for r in endpoint_group["IpPermissions"]
+        ] == [("tcp", 443, [group])]
+        executor = boto3.client("lambda").get_function_configuration(FunctionName=physical["ExecutorFunction"])
+        assert sorted(executor["VpcConfig"]["SubnetIds"]) == sorted(s["SubnetId"] for s in subnets)
+        assert executor["VpcConfig"]["SecurityGroupIds"] == [group]
+        tick = boto3.client("lambda").get_function_configuration(FunctionName=physical["TickFunction"])
+        assert not tick.get("VpcConfig", {}).get("SubnetIds")
 
 
 def test_the_vpc_parameters_are_checked_together_before_a_deploy(template):
