@@ -18,6 +18,7 @@ import botocore.session
 import pytest
 from moto import mock_aws
 from template_support import as_list, evaluate, iam_statements, strip_for_moto, translate, upload_placeholder_code
+from tickwork_local import template_renderings
 from tickwork_local.template import REPO_ROOT
 from tickwork_local.template_renderings import VPC_PARAMETERS
 
@@ -215,6 +216,24 @@ def test_the_vpc_parameters_are_checked_together_before_a_deploy(template):
     asserted = str([assertion["Assert"] for assertion in rule["Assertions"]])
     assert "VpcSecurityGroupIds" in asserted
     assert "VpcId" in asserted
+
+
+def test_the_vpc_rendering_is_the_template_with_those_defaults(template, tmp_path):
+    out = tmp_path / "vpc.json"
+    assert template_renderings.main(["vpc", str(out)]) == 0
+    rendered = json.loads(out.read_text(encoding="utf-8"))
+    assert {name: rendered["Parameters"][name]["Default"] for name in VPC_PARAMETERS} == VPC_PARAMETERS
+    assert {k: v for k, v in rendered.items() if k != "Parameters"} == {
+        k: v for k, v in template.items() if k != "Parameters"
+    }
+
+
+def test_the_rendering_refuses_an_unknown_rendering_or_parameter(template, tmp_path, capsys):
+    assert template_renderings.main(["nat", str(tmp_path / "x.json")]) == 2
+    assert "usage" in capsys.readouterr().out
+    assert not (tmp_path / "x.json").exists()
+    with pytest.raises(KeyError, match="VpcSubnetId"):
+        template_renderings.with_defaults(template, {"VpcSubnetId": "subnet-0a"})
 
 
 # ---------------------------------------------------------------- every service the code calls
