@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: dev test generated browser-deps console-vendor lint security soak unit integration e2e typecheck build sam lock bench bench-quick clean simulate
+.PHONY: dev test generated browser-deps console-vendor lint security vpc-rendering soak unit integration e2e typecheck build sam lock bench bench-quick clean simulate
 
 # The venv installs the lock files, hashes checked: requirements-dev.txt (every tool and test dependency) and, within
 # it, the same versions as shared/requirements.txt, the layer's lock. So the tests import what is deployed.
@@ -52,9 +52,16 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# The template's security scan: every failed check is fixed, or skipped in the template with its reason.
-security: $(CHECKOV_STAMP)
-	$(CHECKOV_VENV)/bin/checkov -f template.yaml --framework cloudformation --compact --quiet --skip-download
+# The template as it deploys with the private network's parameters set (docs/security.md): the branches the defaults
+# leave off, which the scan and the lint check in this copy (tickwork_local.template_renderings).
+VPC_RENDERING := .build/template-vpc.json
+vpc-rendering: $(STAMP)
+	$(BIN)/python -m tickwork_local.template_renderings vpc $(VPC_RENDERING)
+
+# The template's security scan: every failed check is fixed, or skipped in the template with its reason. One run
+# scans the template and its VPC rendering.
+security: $(CHECKOV_STAMP) vpc-rendering
+	$(CHECKOV_VENV)/bin/checkov -f template.yaml $(VPC_RENDERING) --framework cloudformation --compact --quiet --skip-download
 
 # The in-process suites (moto in the test process: CPU-bound) are spread over the cores by pytest-xdist; the
 # suites that start `tickwork dev` processes and wait in real time (e2e, browser) run after them, two files at a
@@ -97,8 +104,9 @@ $(SAM_STAMP): $(STAMP)
 	touch $(SAM_STAMP)
 RUNTIME_PYTHON = $$($(BIN)/python -c 'from tickwork_local.build import find_runtime_python, runtime_version; from tickwork_local.template import load_template; print(find_runtime_python(runtime_version(load_template())))')
 
-sam: $(SAM_STAMP)
+sam: $(SAM_STAMP) vpc-rendering
 	$(SAM_VENV)/bin/sam validate --lint
+	$(SAM_VENV)/bin/sam validate --lint -t $(VPC_RENDERING)
 	PATH="$$(dirname $(RUNTIME_PYTHON)):$$PATH" $(SAM_VENV)/bin/sam build
 
 # The functions built for this machine (`tickwork dev --built .build/local` runs them as deployed).

@@ -48,19 +48,25 @@ def _of_type(template: Mapping[str, Any], type_: str) -> list[str]:
     return sorted(k for k, r in template["Resources"].items() if r["Type"] == type_)
 
 
+def _held_by_default(template: Mapping[str, Any], type_: str) -> list[str]:
+    """Resources of a type that every stack holds: not those a parameter turns on (a `Condition`), such as the
+    private network's (docs/security.md)."""
+    return [k for k in _of_type(template, type_) if "Condition" not in template["Resources"][k]]
+
+
 def _cell(text: Any) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
 def counts(template: Mapping[str, Any]) -> dict[str, int]:
-    """How many resources of each type in HOLDINGS the template declares (by its plural name)."""
-    return {plural: len(_of_type(template, type_)) for type_, _, plural in HOLDINGS}
+    """How many resources of each type in HOLDINGS every stack holds (by its plural name)."""
+    return {plural: len(_held_by_default(template, type_)) for type_, _, plural in HOLDINGS}
 
 
 def holdings_section(template: Mapping[str, Any]) -> str:
     rows = ["| What | How many | Logical ids |", "|---|---|---|"]
     for type_, singular, plural in HOLDINGS:
-        ids = _of_type(template, type_)
+        ids = _held_by_default(template, type_)
         if ids:
             rows.append(f"| {plural if len(ids) > 1 else singular} | {len(ids)} | {', '.join(f'`{i}`' for i in ids)} |")
     return "\n".join(rows)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import copy
+import io
 import json
 import re
+import zipfile
 from collections.abc import Iterator
 from typing import Any
 
@@ -37,6 +39,16 @@ def with_placeholder_code(template: dict[str, Any]) -> dict[str, Any]:
         if "ContentUri" in props:
             props["ContentUri"] = f"s3://{CODE_BUCKET}/{LAYER_KEY}"
     return result
+
+
+def upload_placeholder_code(s3: Any) -> None:
+    """Where the placeholders point (with_placeholder_code), in moto: the bucket, with a stub handler's zip."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("app.py", "def handler(event, context):\n    return None\n")
+    s3.create_bucket(Bucket=CODE_BUCKET)
+    for key in (FUNCTION_KEY, LAYER_KEY):
+        s3.put_object(Bucket=CODE_BUCKET, Key=key, Body=buffer.getvalue())
 
 
 def translate(template: dict[str, Any], parameters: dict[str, Any] | None = None) -> dict[str, Any]:

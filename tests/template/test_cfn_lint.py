@@ -1,4 +1,5 @@
-"""cfn-lint passes on template.yaml with no errors, warnings or informational findings."""
+"""cfn-lint passes on template.yaml with no errors, warnings or informational findings, and on its rendering with
+the private network's parameters set (tickwork_local.template_renderings), whose branches the defaults leave off."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tickwork_local import template_renderings
 from tickwork_local.template import REPO_ROOT
 
 # Exactly the `cfn-lint` console script, run from the repo root so .cfnlintrc.yaml applies.
@@ -15,10 +17,17 @@ CFN_LINT = "import sys; from cfnlint.runner import main; sys.argv[0] = 'cfn-lint
 
 @pytest.fixture(scope="module")
 def lint_runs(tmp_path_factory) -> dict[str, tuple[int, str]]:
-    """Both runs at once (each takes seconds): the repo's template, and a broken one as a control."""
-    bad = Path(tmp_path_factory.mktemp("cfn")) / "bad.yaml"
+    """The runs at once (each takes seconds): the repo's template, its VPC rendering, and a broken one as a control."""
+    folder = Path(tmp_path_factory.mktemp("cfn"))
+    bad = folder / "bad.yaml"
     bad.write_text("Resources:\n  Q:\n    Type: AWS::SQS::Queu\n")
-    commands = {"repo": [sys.executable, "-c", CFN_LINT], "broken": [sys.executable, "-c", CFN_LINT, str(bad)]}
+    vpc = folder / "vpc.json"
+    assert template_renderings.main(["vpc", str(vpc)]) == 0
+    commands = {
+        "repo": [sys.executable, "-c", CFN_LINT],
+        "vpc": [sys.executable, "-c", CFN_LINT, str(vpc)],
+        "broken": [sys.executable, "-c", CFN_LINT, str(bad)],
+    }
     processes = {
         name: subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for name, command in commands.items()
@@ -27,8 +36,9 @@ def lint_runs(tmp_path_factory) -> dict[str, tuple[int, str]]:
     return {name: (processes[name].returncode, output) for name, output in outputs.items()}
 
 
-def test_cfn_lint_reports_nothing(lint_runs):
-    returncode, output = lint_runs["repo"]
+@pytest.mark.parametrize("rendering", ["repo", "vpc"])
+def test_cfn_lint_reports_nothing(lint_runs, rendering):
+    returncode, output = lint_runs[rendering]
     assert output == ""
     assert returncode == 0
 

@@ -60,8 +60,10 @@ def test_the_admin_policy_invokes_this_api_and_reads_the_executor_logs(template)
     assert logs["Resource"] == {"Fn::GetAtt": ["ExecutorLogGroup", "Arn"]}
 
 
-def test_only_the_two_caller_policies_are_managed_policies(template):
-    assert set(_resources_of_type(template, "AWS::IAM::ManagedPolicy")) == {"ApiCallerPolicy", "ApiAdminPolicy"}
+def test_the_managed_policies_are_the_two_callers_and_the_executors_vpc_access(template):
+    policies = _resources_of_type(template, "AWS::IAM::ManagedPolicy")
+    assert set(policies) == {"ApiCallerPolicy", "ApiAdminPolicy", "ExecutorVpcAccessPolicy"}
+    assert template["Resources"]["ExecutorVpcAccessPolicy"]["Condition"] == "InVpc"  # only with VpcSubnetIds
 
 
 def test_outputs_name_the_caller_policies(template):

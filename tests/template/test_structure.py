@@ -316,10 +316,15 @@ def test_no_role_can_scan_the_table(translated):
         assert "dynamodb:Scan" not in as_list(statement["Action"]), role
 
 
-def test_no_managed_policies_on_any_role(translated):
-    for resource in translated["Resources"].values():
-        if resource["Type"] == "AWS::IAM::Role":
-            assert "ManagedPolicyArns" not in resource["Properties"]
+def test_no_aws_managed_policies_on_any_role(translated):
+    """A role's managed policies are the stack's own (the executor's VPC access, only in a VPC), never AWS's."""
+    own = {k for k, r in translated["Resources"].items() if r["Type"] == "AWS::IAM::ManagedPolicy"}
+    for logical_id, resource in translated["Resources"].items():
+        if resource["Type"] == "AWS::IAM::Role" and "ManagedPolicyArns" in resource["Properties"]:
+            assert logical_id == "ExecutorRole"
+            arns = resource["Properties"]["ManagedPolicyArns"]
+            assert arns == {"Fn::If": ["InVpc", [{"Ref": "ExecutorVpcAccessPolicy"}], {"Ref": "AWS::NoValue"}]}
+            assert "ExecutorVpcAccessPolicy" in own
 
 
 def test_dynamodb_statements_name_only_this_table(template):

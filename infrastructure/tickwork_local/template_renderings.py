@@ -1,0 +1,52 @@
+"""template.yaml as it deploys with other parameter values: a copy whose parameters' defaults are those values.
+
+cfn-lint, `sam validate --lint` and checkov read a template's conditions with its parameters' defaults, so the
+branches that a parameter turns on are checked only in such a copy. CI lints and scans two renderings: template.yaml
+itself (no VPC) and `vpc` (the executor in a VPC, with its endpoints; docs/security.md, "Private networks").
+
+    python -m tickwork_local.template_renderings vpc OUT.json   # write the rendering (JSON, a template all read)
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from tickwork_local.template import load_template
+
+# Ids of the right shape for a VPC of two Availability Zones: nothing is looked up, the tools check shapes only.
+VPC_PARAMETERS: dict[str, str] = {
+    "VpcSubnetIds": "subnet-0a1b2c3d4e5f60001,subnet-0a1b2c3d4e5f60002",
+    "VpcSecurityGroupIds": "sg-0a1b2c3d4e5f60001,sg-0a1b2c3d4e5f60002",
+    "VpcId": "vpc-0a1b2c3d4e5f60001",
+    "VpcRouteTableIds": "rtb-0a1b2c3d4e5f60001,rtb-0a1b2c3d4e5f60002",
+}
+
+RENDERINGS: dict[str, dict[str, str]] = {"vpc": VPC_PARAMETERS}
+
+
+def with_defaults(template: Mapping[str, Any], values: Mapping[str, str]) -> dict[str, Any]:
+    """A copy of the template whose named parameters default to these values (KeyError for an unknown one)."""
+    result = copy.deepcopy(dict(template))
+    for name, value in values.items():
+        result["Parameters"][name]["Default"] = value
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2 or args[0] not in RENDERINGS:
+        print(f"usage: python -m tickwork_local.template_renderings {{{','.join(RENDERINGS)}}} OUT.json")
+        return 2
+    out = Path(args[1])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(with_defaults(load_template(), RENDERINGS[args[0]]), indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
