@@ -11,6 +11,7 @@ progress (tickwork.executor.secrets) are replaced by *** wherever they are in it
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -47,6 +48,10 @@ class SecretMask:
     def _refresh(self) -> None:
         self._hidden = tuple(sorted(self._uses, key=len, reverse=True))  # a longer value before its parts
 
+    @property
+    def active(self) -> bool:
+        return bool(self._hidden)
+
     def text(self, text: str) -> str:
         for value in self._hidden:
             text = text.replace(value, MASK)
@@ -78,7 +83,27 @@ def _spellings(values: Iterable[str]) -> list[str]:
 secret_mask = SecretMask()
 
 
+# The record's own attributes: any other is a field a caller passed (`extra=`), masked too.
+_RECORD_ATTRIBUTES = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+
+
+class _MaskingFilter(logging.Filter):
+    """Masks the record itself, before any handler sees it (Powertools' and any other: a test's capture)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if secret_mask.active:
+            record.msg, record.args = secret_mask.text(record.getMessage()), None
+            for name, value in vars(record).items():
+                if name not in _RECORD_ATTRIBUTES:
+                    setattr(record, name, secret_mask.value(value))
+            if record.exc_info and record.exc_info[1] is not None:
+                record.exc_text = secret_mask.text(logging.Formatter().formatException(record.exc_info))
+        return True
+
+
 class _MaskingFormatter(LambdaPowertoolsFormatter):
+    """Masks the line as Powertools wrote it (its exception and stack trace are formatted from the exception)."""
+
     def serialize(self, log: Any) -> str:
         return super().serialize(secret_mask.value(log))
 
@@ -86,6 +111,7 @@ class _MaskingFormatter(LambdaPowertoolsFormatter):
 _names = TelemetryNames.from_env()
 
 logger = Logger(service=_names.service, logger_formatter=_MaskingFormatter())
+logger.addFilter(_MaskingFilter())
 tracer = Tracer(service=_names.service)
 metrics = Metrics(namespace=_names.namespace, service=_names.service)
 
