@@ -5,9 +5,12 @@ written (the caller is tenant acme: its secrets are under tickwork/acme/)."""
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 from tests.api.test_workflow_routes import DIAMOND, with_step
+from tests.conftest import ROOT
 
 WRITES = ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:TransactWriteItems", "sqs:SendMessage")
 OURS = {"$secret": "tickwork/acme/api-token"}
@@ -106,3 +109,13 @@ def test_a_workflow_step_and_its_compensation_are_checked_alike(api):
     created = api.post("/v1/workflows", with_step(DIAMOND, "a", **ours))
     assert created.status == 201, created.text
     assert created.json["steps"][0]["payload"]["headers"] == {"Authorization": OURS}
+
+
+def test_the_docs_http_payload_with_references_is_accepted_as_written(api):
+    """docs/job-types.md, "Secrets by reference": its JSON example, for tenant acme."""
+    page = (ROOT / "docs" / "job-types.md").read_text()
+    section = page.split("## Secrets by reference", 1)[1]
+    example = json.loads(re.search(r"```json\n(.*?)```", section, re.S).group(1))
+    created = api.post("/v1/jobs", {"name": "sync", "type": "http", "schedule": {"rate": "1 hour"}, "payload": example})
+    assert created.status == 201, created.text
+    assert created.json["payload"] == example
