@@ -181,3 +181,22 @@ def test_a_missing_json_key_fails_its_run_without_retries_and_without_the_value(
     assert run.error is not None
     assert "tickwork/default/creds#password" in run.error.message
     assert TOKEN not in run.error.message
+
+
+def test_a_workflow_steps_reference_is_resolved_for_its_tenant_when_the_step_runs(allowlisted, server):
+    from tests.workflow_runs import create, occur, view
+
+    _secrets().create_secret(Name="tickwork/default/api-token", SecretString=TOKEN)
+    steps = [
+        {
+            "id": "call",
+            "type": "http",
+            "payload": {"url": server, "headers": {"Authorization": {"$secret": "tickwork/default/api-token"}}},
+        }
+    ]
+    workflow = create(allowlisted, steps)
+    run_id = occur(allowlisted, workflow)
+    allowlisted.drain()
+
+    assert str(view(allowlisted, run_id).steps["call"].status) == "SUCCEEDED"
+    assert [r["authorization"] for r in Seen.requests] == [TOKEN]
