@@ -162,6 +162,10 @@ def test_a_planted_secret_is_found_nowhere_after_jobs_used_it_through_every_outc
     answered(api.get("/v1/dlq"))
     answered(api.get("/v1/jobs"))
     assert statuses == {"http": ["SUCCEEDED"], "succeed": ["SUCCEEDED"], "fail": ["FAILED"], "yield": ["SUCCEEDED"]}
+    (yielded,) = pipeline.runs_of(jobs["yield"]["id"])
+    assert yielded.segments == 1  # it yielded once, and went on from its checkpoint
+    (failed,) = pipeline.runs_of(jobs["fail"]["id"])
+    assert (failed.attempts, failed.requeues) == (2, 1)  # two attempts, redriven, two more
     assert json.loads(api.get(f"/v1/jobs/{jobs['http']['id']}").text)["payload"]["headers"] == {
         "Authorization": REFERENCE
     }
