@@ -98,6 +98,8 @@ class Settings(FromEnvironment):
         max_length=256,
         pattern=r"^[A-Za-z0-9/_+=.@-]+$",
     )
+    # What makes a secret's ARN this account and region's: a reference to another's is refused at create.
+    secret_arn_prefix: str = Field(default="", alias="SECRET_ARN_PREFIX")
     # Modules that register job types of their own (`@job_type`), imported when the wiring is built: the API
     # validates payloads with their models and the executor runs them (template parameter JobTypeModules).
     job_type_modules: tuple[str, ...] = Field(default=(), alias="JOB_TYPE_MODULES")
@@ -143,7 +145,11 @@ class Settings(FromEnvironment):
     def targets(self) -> TargetRules:
         """Where job types may reach, and the secrets they may read (checked at create, update and run)."""
         return TargetRules(
-            self.http_allowlist, self.invokable_functions, self.function_arn_prefix, self.secret_name_prefix
+            self.http_allowlist,
+            self.invokable_functions,
+            self.function_arn_prefix,
+            self.secret_name_prefix,
+            self.secret_arn_prefix,
         )
 
     def queue_url(self, band: Band) -> str:

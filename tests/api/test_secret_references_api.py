@@ -119,3 +119,13 @@ def test_the_docs_http_payload_with_references_is_accepted_as_written(api):
     created = api.post("/v1/jobs", {"name": "sync", "type": "http", "schedule": {"rate": "1 hour"}, "payload": example})
     assert created.status == 201, created.text
     assert created.json["payload"] == example
+
+
+def test_a_secret_by_another_accounts_arn_is_422_at_create(api):
+    theirs = {"$secret": "arn:aws:secretsmanager:us-east-1:999999999999:secret:tickwork/acme/api-token-AbCdEf"}
+    reply = api.post("/v1/jobs", _bearer(theirs))
+    assert reply.status == 422, reply.text
+    assert reply.fields == ["payload.headers.Authorization"]
+    assert "arn:aws:secretsmanager:us-east-1:123456789012:secret:" in reply.json["errors"][0]["message"]
+    ours = {"$secret": "arn:aws:secretsmanager:us-east-1:123456789012:secret:tickwork/acme/api-token-AbCdEf"}
+    assert api.post("/v1/jobs", _bearer(ours)).status == 201

@@ -42,10 +42,13 @@ class SecretKind(StrEnum):
 
 @dataclass(frozen=True)
 class SecretAllowance:
-    """Which secrets a tenant's payloads may name: those under `<prefix><tenant>/`. No tenant: none."""
+    """Which secrets a tenant's payloads may name: those under `<prefix><tenant>/`, and by ARN only this stack's
+    account's and region's (`arn_prefix`, `arn:<partition>:secretsmanager:<region>:<account>:secret:`; empty: not
+    checked). No tenant: none."""
 
     prefix: str = DEFAULT_SECRET_PREFIX
     tenant: str | None = None
+    arn_prefix: str = ""
 
     @property
     def tenant_prefix(self) -> str | None:
@@ -87,6 +90,9 @@ class SecretReference:
             return f"{self.text}: secret references are unavailable to tenant {allowance.tenant!r}"
         if not self.name.startswith(prefix) or len(self.name) == len(prefix):
             return f"{self.text} is outside this tenant's secrets: names must start with {prefix!r}"
+        arn = self.kind is SecretKind.SECRET and _SECRET_ARN.match(self.source)
+        if arn and allowance.arn_prefix and not self.source.startswith(allowance.arn_prefix):
+            return f"{self.text} is another account's or region's: this stack reads only {allowance.arn_prefix}..."
         return None
 
     @staticmethod

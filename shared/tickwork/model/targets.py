@@ -23,6 +23,7 @@ class TargetRules:
     invokable_functions: tuple[str, ...] = ()
     function_arn_prefix: str = ""
     secret_prefix: str = DEFAULT_SECRET_PREFIX
+    secret_arn_prefix: str = ""  # this stack's account and region (empty: not checked)
 
     def context(self, tenant: str | None = None) -> dict[str, Any]:
         """The validation context of `tenant`'s payloads (no tenant: no secret reference is allowed)."""
@@ -34,7 +35,7 @@ class TargetRules:
 
     def secrets_for(self, tenant: str | None) -> SecretAllowance:
         """The secrets `tenant`'s payloads may name by reference."""
-        return SecretAllowance(self.secret_prefix, tenant)
+        return SecretAllowance(self.secret_prefix, tenant, self.secret_arn_prefix)
 
     @staticmethod
     def secrets_of(context: dict[str, Any] | None) -> SecretAllowance:

@@ -169,3 +169,20 @@ def test_the_mask_hides_values_while_a_run_uses_them_and_as_json_spells_them():
     assert mask.text(value) == "***"  # one run still uses it
     mask.unhide([value])
     assert mask.text(value) == value
+
+
+def test_a_secret_by_arn_must_be_this_stacks_account_and_regions():
+    here = SecretAllowance("tickwork/", "acme", "arn:aws:secretsmanager:us-east-1:123456789012:secret:")
+    ours = SecretReference.of(
+        {"$secret": "arn:aws:secretsmanager:us-east-1:123456789012:secret:tickwork/acme/t-AbCdEf"}
+    )
+    assert ours.refusal(here) is None
+    for elsewhere in (
+        "arn:aws:secretsmanager:eu-west-1:123456789012:secret:",
+        "arn:aws:secretsmanager:us-east-1:999999999999:secret:",
+    ):
+        reference = SecretReference.of({"$secret": f"{elsewhere}tickwork/acme/t-AbCdEf"})
+        reason = reference.refusal(here)
+        assert reason is not None
+        assert "another account's or region's" in reason
+    assert SecretReference.of({"$secret": "tickwork/acme/t"}).refusal(here) is None  # a name is this stack's
