@@ -418,5 +418,8 @@ def build(out: BuildOut = ".build/local") -> None:
 
 
 def register(app: typer.Typer) -> None:
+    from tickwork_local.local_secrets import secrets_app  # noqa: PLC0415 - typer only; boto3 when it runs
+
     app.command("dev")(dev)
     app.command("build")(build)
+    app.add_typer(secrets_app, name="secrets")

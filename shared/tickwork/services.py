@@ -13,6 +13,7 @@ from tickwork.aws.event_bus import EventBus
 from tickwork.aws.metric_series import MetricSeries
 from tickwork.aws.queues import DispatchQueue, RunQueues
 from tickwork.aws.results import ResultStore
+from tickwork.aws.secrets import SecretStores
 from tickwork.control.calendars import CalendarService
 from tickwork.control.dead_letters import DeadLetterAdmin
 from tickwork.control.debounce import DebouncedTriggers
@@ -32,6 +33,7 @@ from tickwork.control.workflow_service import WorkflowService
 from tickwork.executor.freeze_gate import FreezeGate
 from tickwork.executor.limits import RunLimits
 from tickwork.executor.run_executor import Handlers, RunExecutor
+from tickwork.executor.secrets import SecretCache
 from tickwork.executor.yields import LambdaMargins
 from tickwork.faults import NO_FAULTS, FaultPlan
 from tickwork.jobtypes import import_job_type_modules, registry
@@ -150,7 +152,7 @@ class Services:
             self.store,
             self.results,
             self.queues,
-            Handlers(registry, targets=self.settings.targets, clients=self.clients),
+            Handlers(registry, targets=self.settings.targets, clients=self.clients, secrets=self.secret_cache),
             self.clock,
             lease_for=timedelta(seconds=self.settings.lease_seconds),
             retry_safety_net=self.retry_safety_net,
@@ -161,6 +163,12 @@ class Services:
             freezes=FreezeGate(self.freeze_records, self.executor_freezes, self.store.jobs),
             margins=LambdaMargins.for_timeout(self.settings.executor_timeout_seconds),
         )
+
+    @cached_property
+    def secret_cache(self) -> SecretCache:
+        """The secrets runs' payloads name, kept for this execution environment (clients built on first use)."""
+        stores = SecretStores(lambda: self.clients.client("secretsmanager"), lambda: self.clients.client("ssm"))
+        return SecretCache(stores, self.clock)
 
     @property
     def retry_safety_net(self) -> timedelta:

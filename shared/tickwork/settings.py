@@ -21,6 +21,7 @@ from typing import Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from tickwork.model.policies import Band
+from tickwork.model.secret_references import DEFAULT_SECRET_PREFIX
 from tickwork.model.targets import TargetRules
 
 DEFAULT_AGING_AFTER_SECONDS = 300
@@ -88,6 +89,17 @@ class Settings(FromEnvironment):
     # IAM patterns; and what makes a bare function name this account and region's ARN. Empty: not checked.
     invokable_functions: tuple[str, ...] = Field(default=(), alias="INVOKABLE_FUNCTIONS")
     function_arn_prefix: str = Field(default="", alias="FUNCTION_ARN_PREFIX")
+    # Where the secrets a payload names by reference must be (template parameter SecretNamePrefix): each tenant's
+    # under <prefix><tenant>/ (tickwork.model.secret_references), the names the executor's role may read.
+    secret_name_prefix: str = Field(
+        default=DEFAULT_SECRET_PREFIX,
+        alias="SECRET_NAME_PREFIX",
+        min_length=1,
+        max_length=256,
+        pattern=r"^[A-Za-z0-9/_+=.@-]+$",
+    )
+    # What makes a secret's ARN this account and region's: a reference to another's is refused at create.
+    secret_arn_prefix: str = Field(default="", alias="SECRET_ARN_PREFIX")
     # Modules that register job types of their own (`@job_type`), imported when the wiring is built: the API
     # validates payloads with their models and the executor runs them (template parameter JobTypeModules).
     job_type_modules: tuple[str, ...] = Field(default=(), alias="JOB_TYPE_MODULES")
@@ -131,8 +143,14 @@ class Settings(FromEnvironment):
 
     @property
     def targets(self) -> TargetRules:
-        """Where job types may reach (checked at create, update and run)."""
-        return TargetRules(self.http_allowlist, self.invokable_functions, self.function_arn_prefix)
+        """Where job types may reach, and the secrets they may read (checked at create, update and run)."""
+        return TargetRules(
+            self.http_allowlist,
+            self.invokable_functions,
+            self.function_arn_prefix,
+            self.secret_name_prefix,
+            self.secret_arn_prefix,
+        )
 
     def queue_url(self, band: Band) -> str:
         return {

@@ -104,6 +104,9 @@ _BEYOND_THE_SCHEMA = (
     (rf"({_STEP}\.)?payload\.url", "url "),  # the host: a cloud metadata name, or a private or link-local address
     # The functions this stack may invoke: its InvokableFunctionArns, a deployment's parameter.
     (rf"({_STEP}\.)?payload\.function_arn", "InvokableFunctionArns"),
+    # A secret by reference: the tenant's own names only (under SecretNamePrefix + tenant), and well formed.
+    (rf"({_STEP}\.)?(compensate\.)?payload\..*", "secret"),
+    (rf"({_STEP}\.)?(compensate\.)?payload\..*", "$parameter"),
     (r"schedule\.cron", ""),
     (r"schedule\.rate", ""),
     (r"schedule\.timezone", ""),

@@ -303,3 +303,55 @@ def test_every_call_of_a_durable_run_is_allowed_by_its_functions_role(pipeline, 
         ("ExecutorRole", "DeleteObject"),
     } <= operations
     assert _missing(recorded, template, pipeline.resources) == []
+
+
+def _arn_patterns(template, role: str, action: str) -> list[str]:
+    """The ARN patterns a role's Allow statements grant `action` on, their ${...} as the pipeline resolves them."""
+    known = {"AWS::Partition": "aws", "AWS::Region": "us-east-1", "AWS::AccountId": "123456789012"}
+    known["SecretNamePrefix"] = template["Parameters"]["SecretNamePrefix"]["Default"]
+    patterns = []
+    for r, statement in iam_statements(template):
+        if r == role and statement["Effect"] == "Allow" and action in as_list(statement["Action"]):
+            for resource in as_list(statement["Resource"]):
+                text = resource["Fn::Sub"] if isinstance(resource, dict) else resource
+                patterns.append(re.sub(r"\$\{([^}]*)\}", lambda m: known[m.group(1)], text))
+    return patterns
+
+
+def test_a_runs_secret_reads_are_allowed_by_the_executor_role_and_only_under_the_prefix(pipeline, template):
+    """Secrets by reference: GetSecretValue and GetParameter on what the run names, under SecretNamePrefix."""
+    import boto3
+
+    secret_arn = boto3.client("secretsmanager", region_name="us-east-1").create_secret(
+        Name=f"tickwork/{TENANT}/token", SecretString="s3cr3t-for-iam"
+    )["ARN"]
+    boto3.client("ssm", region_name="us-east-1").put_parameter(
+        Name=f"/tickwork/{TENANT}/key", Value="k3y-for-iam", Type="SecureString"
+    )
+    payload = {"token": {"$secret": f"tickwork/{TENANT}/token"}, "key": {"$parameter": f"/tickwork/{TENANT}/key"}}
+    recorded, acting_as = _recorder(pipeline)
+    job = pipeline.create_job(payload=payload, schedule={"at": START + FAR})
+    pipeline.clock.advance(FAR.total_seconds())
+    pipeline.tick()
+    with acting_as("ExecutorRole"):
+        pipeline.drain()
+    (run,) = pipeline.runs_of(job.id)
+    assert run.status is RunStatus.SUCCEEDED, run.error
+
+    reads = {
+        (service, op): params
+        for service, op, params in recorded["ExecutorRole"]
+        if service in ("secretsmanager", "ssm")
+    }
+    assert set(reads) == {("secretsmanager", "GetSecretValue"), ("ssm", "GetParameter")}
+    secrets = _arn_patterns(template, "ExecutorRole", "secretsmanager:GetSecretValue")
+    parameters = _arn_patterns(template, "ExecutorRole", "ssm:GetParameter")
+    assert any(fnmatch.fnmatchcase(secret_arn, p) for p in secrets), secrets
+    parameter_arn = f"arn:aws:ssm:us-east-1:123456789012:parameter/tickwork/{TENANT}/key"
+    assert any(fnmatch.fnmatchcase(parameter_arn, p) for p in parameters), parameters
+    outside = "arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db-AbCdEf"
+    assert not any(fnmatch.fnmatchcase(outside, p) for p in secrets)
+    (decrypt,) = [
+        s for r, s in iam_statements(template) if r == "ExecutorRole" and "kms:Decrypt" in as_list(s["Action"])
+    ]
+    assert set(decrypt["Condition"]["StringEquals"]) == {"kms:ViaService"}  # a key only through the two services

@@ -222,7 +222,7 @@ def test_the_factory_names_a_compensations_unknown_type_and_bad_payload():
         ),
     ]
     with pytest.raises(InvalidInput) as raised:
-        WorkflowFactory(shards=4).check_steps(steps)
+        WorkflowFactory(shards=4).check_steps("default", steps)
     assert {e.field for e in raised.value.errors} == {"steps[0].compensate.type", "steps[1].compensate.payload.url"}
 
 

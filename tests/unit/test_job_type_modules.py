@@ -117,7 +117,7 @@ def test_the_example_payload_is_checked_at_create_naming_the_field(monkeypatch: 
     bad = {**INVOICE, "lines": [{"description": "Staplers", "quantity": 0, "unit_price": "7.25"}]}
 
     with pytest.raises(InvalidInput) as info:
-        JobFactory(shards=2).check_payload("invoice_total", bad)
+        JobFactory(shards=2).check_payload("default", "invoice_total", bad)
 
     assert [e.field for e in info.value.errors] == ["payload.lines[0].quantity"]
 

@@ -77,9 +77,10 @@ def test_a_from_value_is_not_held_against_the_payload_model_but_the_rest_is():
     from_url = {"url": {"$from": "steps.a.result.url"}, "method": "BREW"}
     with pytest.raises(InvalidInput) as raised:
         FACTORY.check_steps(
+            "default",
             spec(
                 {"id": "a", "type": "echo"}, {"id": "b", "type": "http", "depends_on": ["a"], "payload": from_url}
-            ).steps
+            ).steps,
         )
     assert fields_of(raised) == {"steps[1].payload.method"}
 

@@ -44,7 +44,7 @@ class JobFactory:
 
     def new_job(self, tenant: str, spec: JobSpec, *, now: datetime, job_id: str | None = None) -> Job:
         """The job `spec` describes, checked (type, payload, size, a future occurrence); nothing is written."""
-        self.check_payload(spec.type, spec.payload)
+        self.check_payload(tenant, spec.type, spec.payload)
         check_calendars_visible(self.calendars, tenant, spec.calendars, now=now)
         job = Job(
             id=job_id or new_job_id(to_ms(now)),
@@ -59,8 +59,9 @@ class JobFactory:
         self.check_item_size(job)
         return job
 
-    def check_payload(self, job_type: str, payload: dict[str, Any]) -> None:
-        """The type exists, its own model accepts the payload, and the payload fits."""
+    def check_payload(self, tenant: str, job_type: str, payload: dict[str, Any]) -> None:
+        """The type exists, its own model accepts the payload (and the secrets it names are the tenant's), and the
+        payload fits."""
         try:
             kind = registry.get(job_type)
         except UnknownJobType as exc:
@@ -69,7 +70,7 @@ class JobFactory:
         if size > MAX_PAYLOAD_BYTES:
             raise PayloadTooLarge(size, MAX_PAYLOAD_BYTES)
         try:
-            kind.parse(payload, context=self.targets.context())
+            kind.parse(payload, context=self.targets.context(tenant))
         except ValidationError as exc:
             raise InvalidInput.from_validation(exc, prefix="payload") from None
 

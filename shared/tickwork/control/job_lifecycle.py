@@ -133,7 +133,7 @@ class JobLifecycle:
 
         def check_changes(job: Job) -> None:
             if "payload" in changes:
-                self.factory.check_payload(job.type, changes["payload"])
+                self.factory.check_payload(tenant, job.type, changes["payload"])
             if "calendars" in changes:
                 check_calendars_visible(self.factory.calendars, tenant, changes["calendars"], now=self.clock.now())
 
@@ -166,7 +166,7 @@ class JobLifecycle:
         given = request.model_fields_set if request is not None else set()
         payload = request.payload if request is not None and "payload" in given else None
         if payload is not None:
-            self.factory.check_payload(job.type, payload)
+            self.factory.check_payload(tenant, job.type, payload)
         debounce = request.debounce if request is not None and "debounce" in given else job.debounce
         if debounce is not None:
             run, verdict = self.debounced.trigger(job, debounce, payload if payload is not None else job.payload)

@@ -47,7 +47,7 @@ class WorkflowFactory:
     def new_workflow(self, tenant: str, spec: WorkflowSpec, *, now: datetime) -> Workflow:
         """The workflow `spec` describes, checked (DAG, each step's type and payload, size, a future
         occurrence); nothing is written."""
-        self.check_steps(spec.steps)
+        self.check_steps(tenant, spec.steps)
         check_calendars_visible(self.calendars, tenant, spec.calendars, now=now)
         workflow = Workflow(
             id=new_workflow_id(to_ms(now)),
@@ -66,23 +66,24 @@ class WorkflowFactory:
     def first_occurrence(self, workflow: Workflow, now: datetime) -> datetime:
         return JobFactory(self.shards, self.targets).first_occurrence(workflow, now)
 
-    def check_steps(self, steps: Sequence[WorkflowStep]) -> None:
+    def check_steps(self, tenant: str, steps: Sequence[WorkflowStep]) -> None:
         """The DAG (tickwork.model.workflow.definition.check_steps), then each step's type and payload as its type's
-        model reads it, and each compensation's too. A `$from` value stands for a value only known when the step
+        model reads it for `tenant` (the secrets it names its own), and each compensation's too. A `$from` value stands for a value only known when the step
         starts: the payload's model is not asked about it. Every error, at its field."""
         errors = check_steps(steps)
         for index, step in enumerate(steps):
-            errors += self._step_errors(index, step)
+            errors += self._step_errors(tenant, index, step)
         if errors:
             raise InvalidInput(errors)
 
-    def _step_errors(self, index: int, step: WorkflowStep) -> list[FieldError]:
-        errors = self._typed_errors(f"steps[{index}]", step.type, step.payload)
+    def _step_errors(self, tenant: str, index: int, step: WorkflowStep) -> list[FieldError]:
+        errors = self._typed_errors(tenant, f"steps[{index}]", step.type, step.payload)
         if step.compensate is not None:
-            errors += self._typed_errors(f"steps[{index}].compensate", step.compensate.type, step.compensate.payload)
+            compensate = step.compensate
+            errors += self._typed_errors(tenant, f"steps[{index}].compensate", compensate.type, compensate.payload)
         return errors
 
-    def _typed_errors(self, at: str, type_name: str, payload: dict[str, Any]) -> list[FieldError]:
+    def _typed_errors(self, tenant: str, at: str, type_name: str, payload: dict[str, Any]) -> list[FieldError]:
         """A type and payload (a step's, or its compensation's, at `at`) as the type's model reads them."""
         try:
             kind = registry.get(type_name)
@@ -92,7 +93,7 @@ class WorkflowFactory:
         if size > MAX_PAYLOAD_BYTES:
             raise TooLarge(f"{at}.payload", f"{size} bytes exceeds the limit of {MAX_PAYLOAD_BYTES} bytes")
         try:
-            kind.parse(payload, context=self.targets.context())
+            kind.parse(payload, context=self.targets.context(tenant))
         except ValidationError as exc:
             filled = [_location(path) for path, _ in from_references(payload)]
             return [

@@ -82,7 +82,7 @@ class WorkflowService:
 
         def check_changes(_: Workflow) -> None:
             if "steps" in changes:
-                self.factory.check_steps(changes["steps"])
+                self.factory.check_steps(tenant, changes["steps"])
             if "calendars" in changes:
                 check_calendars_visible(self.factory.calendars, tenant, changes["calendars"], now=self.clock.now())
 

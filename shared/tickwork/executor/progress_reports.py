@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from tickwork.model.clock import Clock, iso
-from tickwork.observability import logger
+from tickwork.observability import logger, secret_mask
 from tickwork.store import RunLeases
 
 PROGRESS_EVERY = timedelta(seconds=5)
@@ -36,7 +36,8 @@ class ProgressReports:
     def report(self, progress: dict[str, Any]) -> None:
         with self._lock:
             now = self.clock.now()
-            text = json.dumps({**progress, "updated_at": iso(now)}, separators=(",", ":"))
+            masked = secret_mask.value(progress)  # a run's secrets are never written
+            text = json.dumps({**masked, "updated_at": iso(now)}, separators=(",", ":"))
             if self._last_write is not None and now - self._last_write < PROGRESS_EVERY:
                 self._pending = text
                 return

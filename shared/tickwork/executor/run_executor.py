@@ -36,6 +36,8 @@ Promises kept here:
   quota and its concurrency key's slot (held with the lease, given back at its end), then its rate's turn. A run
   over a limit is deferred: the lease given back in one write with the attempt not consumed, and the message
   back after the wait (the lease refuses it earlier), so nothing spins and nothing is lost.
+- Secrets by reference (tickwork.executor.secrets): resolved in the handler's thread just before it is called, and
+  hidden from everything the attempt writes (its result, error, log lines) until its outcome is recorded.
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ from tickwork.executor.ordering import OrderingGate
 from tickwork.executor.outcomes import MAX_MESSAGE_BACKOFF_SECONDS, RunOutcomes, StepSettlement
 from tickwork.executor.overlap import CANCEL_POLL_SECONDS, OverlapGate
 from tickwork.executor.progress_reports import ProgressReports
+from tickwork.executor.secrets import RunSecrets, SecretCache
 from tickwork.executor.yields import THE_900_SECOND_LAMBDAS, LambdaMargins, RunYields, kept_until, segment_budget
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
 from tickwork.jobtypes import EffectMayContinue, PermanentJobError, RetryNotBefore, RunContext, UnknownJobType
@@ -90,7 +93,7 @@ from tickwork.model.run_target import RunTarget
 from tickwork.model.states import RunStatus, SkipReason
 from tickwork.model.targets import DEFAULT_TARGETS, TargetRules
 from tickwork.model.workflow.runs import WorkflowRunRecord
-from tickwork.observability import logger, metrics
+from tickwork.observability import logger, metrics, secret_mask
 from tickwork.progress.run_events import RunEvents
 from tickwork.store import JobStore, LeaseOutcome
 from tickwork.store.checkpoints import CheckpointRecords, StoredCheckpoint
@@ -111,11 +114,13 @@ class WorkflowSteps(StepSettlement, Protocol):
 
 @dataclass(frozen=True)
 class Handlers:
-    """The job types' handlers and what each is given to reach out with (where it may reach, its AWS clients)."""
+    """The job types' handlers and what each is given to reach out with (where it may reach, its AWS clients, the
+    secrets its payload names: none wired, a reference fails its run)."""
 
     job_types: JobTypeRegistry
     targets: TargetRules = DEFAULT_TARGETS
     clients: Any = None
+    secrets: SecretCache | None = None
 
 
 @dataclass(frozen=True)
@@ -297,14 +302,26 @@ class RunExecutor:
         target = admission.entry.target
         run_metrics.count_start_lateness(run)
         # What admitted the run is given back however it ends, but a process that dies (a BaseException: killed,
-        # timed out) gives back nothing: it ends with its lease.
+        # timed out) gives back nothing: it ends with its lease. Its secrets' values are hidden until its outcome
+        # is recorded.
+        secrets = RunSecrets(self.handlers.secrets, self.handlers.targets.secrets_for(target.tenant))
         try:
             outcome = self._run(
-                run, target, owner, delivery, remaining_ms, admission.held, leased_at=now, checkpoint=lease.checkpoint
+                run,
+                target,
+                owner,
+                delivery,
+                remaining_ms,
+                admission.held,
+                secrets,
+                leased_at=now,
+                checkpoint=lease.checkpoint,
             )
         except Exception:
             admission.held.release()
             raise
+        finally:
+            secrets.release()
         admission.held.release()
         return outcome
 
@@ -389,16 +406,19 @@ class RunExecutor:
         delivery: Delivery,
         remaining_ms: Callable[[], int],
         held: Held,
+        secrets: RunSecrets,
         *,
         leased_at: datetime,
         checkpoint: StoredCheckpoint | None = None,
     ) -> Outcome:
         """Run the handler under the lease and record how the attempt (which began at `leased_at`) ended; what
         the handler logged is kept beside the result first (tickwork.jobtypes.run_log). The handler starts from
-        the run's last `checkpoint`, as the lease found it (tickwork.executor.checkpoints)."""
+        the run's last `checkpoint`, as the lease found it (tickwork.executor.checkpoints), and its payload's
+        secrets are resolved in its thread (`secrets`)."""
+        context = self.handlers.targets.context(target.tenant)
         try:
             job_type = self.handlers.job_types.get(target.type)
-            payload = job_type.parse(target.payload, context=self.handlers.targets.context())
+            payload = job_type.parse(target.payload, context=context)
         except (UnknownJobType, ValidationError) as exc:
             invalid = RunError(type=type(exc).__name__, message=str(exc)[:2000])
             return self.outcomes.fail(run, target, owner, invalid, started=leased_at)
@@ -428,16 +448,23 @@ class RunExecutor:
             )
         )
         logger.info("run started", extra={"attempt": run.attempts, "lateness_ms": run.lateness_ms, "type": target.type})
+        handler = (
+            (lambda: job_type.handler(secrets.payload(job_type, target.payload, context), ctx))
+            if RunSecrets.needed(target.payload)
+            else (lambda: job_type.handler(payload, ctx))
+        )
         try:
-            attempt = self._call(lambda: job_type.handler(payload, ctx), target, ctx, heartbeat, budget, remaining_ms)
+            attempt = self._call(handler, target, ctx, heartbeat, budget, remaining_ms)
         except HandlerStillRunning:
             logger.error(
                 "handler ignored its cancellation past the Lambda's time: nothing recorded, lease held while it runs",
                 extra={"attempt": run.attempts, "type": target.type},
             )
             metrics.add_metric(name="HandlersOverrunning", unit="Count", value=1)
-            # The heartbeat holds what admitted it with the lease while it runs; that ends with it.
+            # The heartbeat holds what admitted it with the lease while it runs; that ends with it. Its secrets stay
+            # hidden from what it may still log.
             held.keep_until_lease_ends()
+            secrets.keep_hidden()
             return Outcome.BUSY
         if segment.yields_on_its_own(attempt.error, ctx.checkpoints.saves, heartbeat.cancel_requested):
             attempt = Attempt(value=Yielded())
@@ -522,7 +549,9 @@ class RunExecutor:
                 # The other side's own wait, but never past the job's longest backoff.
                 wait_at_least_seconds = wait_within_cap(target.retry, exc.wait_seconds)
             return Attempt(
-                error=RunError(type=type(exc).__name__, message=str(exc)[:2000] or type(exc).__name__),
+                error=RunError(
+                    type=type(exc).__name__, message=secret_mask.text(str(exc))[:2000] or type(exc).__name__
+                ),
                 permanent=isinstance(exc, PermanentJobError),
                 wait_at_least_seconds=wait_at_least_seconds,
             )
@@ -566,7 +595,7 @@ class RunExecutor:
             return self.yields.segment_ended(run, target, owner, held, duration_ms=duration_ms, started=leased_at)
         if error is None:
             try:
-                result, written = self.results.write_once(run, attempt.value)
+                result, written = self.results.write_once(run, secret_mask.value(attempt.value))
             except (TypeError, ValueError) as exc:
                 error = RunError(type="UnserializableResult", message=str(exc)[:2000])
                 return self.outcomes.fail(run, target, owner, error, started=leased_at)

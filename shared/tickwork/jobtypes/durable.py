@@ -15,6 +15,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
+from tickwork.observability import secret_mask
+
 # Kept in the run item when its JSON is at most this: the save is then one UpdateItem, and the item (400 KB at
 # most, with its payload, result and attempt history) keeps room. Larger documents go to S3, up to the next limit.
 INLINE_CHECKPOINT_MAX_BYTES = 8 * 1024
@@ -121,7 +123,7 @@ class RunCheckpoints:
             return self._document["steps"][name]  # type: ignore[index, no-any-return]
 
     def _write(self, document: dict[str, Any]) -> None:
-        body = encode_checkpoint(document)
+        body = encode_checkpoint(secret_mask.value(document))  # a run's secrets are never saved
         self.writer.save(body)
         self.saves += 1
         self._document = json.loads(body)  # as a later attempt will read it: tuples are lists, keys strings

@@ -6,6 +6,10 @@ Server-side request forgery guard: link-local and cloud metadata addresses are r
 loopback and other non-public addresses unless HTTP_ALLOWLIST names a network that holds them. The check
 runs on every address the host resolves to at call time, and the connection goes to the checked address
 (no second lookup an attacker could rebind).
+
+Credentials by reference (tickwork.model.secret_references): a header's value and a `query` parameter's value may
+be `{"$secret": ...}` or `{"$parameter": ...}`, resolved by the executor just before the call; the URL itself,
+the method and the timeout may not (they are shown in errors). A reference anywhere in `body` is resolved too.
 """
 
 from __future__ import annotations
@@ -18,12 +22,13 @@ import ssl
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from tickwork.jobtypes.registry import PermanentJobError, RetryNotBefore, RunContext, job_type
 from tickwork.model.policies import NotCoerced
+from tickwork.model.secret_references import SecretOrStr, revealed
 from tickwork.model.targets import TargetRules
 
 MAX_RESPONSE_BYTES = 256 * 1024
@@ -95,7 +100,9 @@ class HttpPayload(BaseModel):
         min_length=8, max_length=2048, json_schema_extra={"format": "uri", "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://"}
     )
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"] = "POST"
-    headers: dict[str, str] = Field(default_factory=dict)
+    # A header's value, or a query parameter's (added to the URL's own), may be a secret by reference.
+    headers: dict[str, SecretOrStr] = Field(default_factory=dict)
+    query: dict[str, SecretOrStr] = Field(default_factory=dict)
     body: Any = None
     timeout: Annotated[float, Field(gt=0, le=840), NotCoerced] = 10
 
@@ -158,7 +165,8 @@ def call_url(payload: HttpPayload, ctx: RunContext) -> dict[str, Any]:
         conn = _PinnedHTTPSConnection(host, address, port, timeout)
     else:
         conn = http.client.HTTPConnection(address, port, timeout=timeout)
-    headers = {"User-Agent": "tickwork/1", **payload.headers, "Idempotency-Key": ctx.run_id}
+    given = {name: revealed(value) for name, value in payload.headers.items()}
+    headers = {"User-Agent": "tickwork/1", **given, "Idempotency-Key": ctx.run_id}
     headers.setdefault("Host", parts.netloc)
     body: bytes | None = None
     if payload.body is not None:
@@ -168,8 +176,9 @@ def call_url(payload: HttpPayload, ctx: RunContext) -> dict[str, Any]:
             body = json.dumps(payload.body).encode()
             headers.setdefault("Content-Type", "application/json")
     path = parts.path or "/"
-    if parts.query:
-        path += "?" + parts.query
+    query = "&".join(q for q in (parts.query, urlencode({k: revealed(v) for k, v in payload.query.items()})) if q)
+    if query:
+        path += "?" + query
     try:
         conn.request(payload.method, path, body=body, headers=headers)
         response = conn.getresponse()

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from tickwork.jobtypes.durable import (
     InMemoryCheckpoints,
@@ -21,6 +22,8 @@ from tickwork.jobtypes.durable import (
 )
 from tickwork.jobtypes.run_log import RunLog
 from tickwork.model.clock import Clock
+from tickwork.model.secret_references import reference_errors
+from tickwork.model.targets import TargetRules
 
 
 class UnknownJobType(LookupError):
@@ -167,7 +170,26 @@ class JobType:
     description: str = ""
 
     def parse(self, payload: dict[str, Any], *, context: dict[str, Any] | None = None) -> BaseModel:
-        return self.payload_model.model_validate(payload, context=context or {})
+        """The payload as its model reads it, in `context` (TargetRules.context: where it may reach, whose it is).
+        Every secret reference in it, wherever it is, must be well formed and the tenant's to name
+        (tickwork.model.secret_references): each that is not is an error at its place, beside the model's own."""
+        refused = reference_errors(payload, TargetRules.secrets_of(context))
+        if not refused:
+            return self.payload_model.model_validate(payload, context=context or {})
+        details: list[InitErrorDetails] = [
+            {"type": PydanticCustomError("secret_reference", reason), "loc": at, "input": None}
+            for at, reason in refused
+        ]
+        try:
+            self.payload_model.model_validate(payload, context=context or {})
+        except ValidationError as exc:
+            # The model's own errors elsewhere; at a refused reference, the refusal says it all.
+            details += [
+                {"type": PydanticCustomError(err["type"], err["msg"]), "loc": err["loc"], "input": None}
+                for err in exc.errors(include_url=False, include_input=False)
+                if not any(tuple(err["loc"][: len(at)]) == at for at, _ in refused)
+            ]
+        raise ValidationError.from_exception_data(self.payload_model.__name__, details)
 
 
 class JobTypeRegistry:

@@ -23,7 +23,7 @@ import threading
 from typing import Any
 
 from tickwork.model.clock import Clock, iso
-from tickwork.observability import logger
+from tickwork.observability import logger, secret_mask
 
 LIMIT_BYTES = 64 * 1024  # per attempt: the collected lines, each as compact JSON
 LIMIT_LINES = 1000  # per attempt
@@ -64,8 +64,8 @@ class RunLog:
         name = level.upper() if isinstance(level, str) else level
         if name not in LEVELS:
             raise ValueError(f"log level must be one of {', '.join(LEVELS)}, not {level!r}")
-        text = str(message)
-        plain = json.loads(_compact(fields))  # what the stored line will hold, whatever the handler passed
+        text = secret_mask.text(str(message))  # a run's secrets are never kept
+        plain = secret_mask.value(json.loads(_compact(fields)))  # what the stored line will hold, whatever was passed
         _LOG_METHODS[name](text, extra={"run_id": self.run_id, "attempt": self.attempt, "fields": plain})
         line = {"at": iso(self.clock.now()), "level": name, "message": text, "fields": plain}
         size = len(_compact(line).encode())
