@@ -13,6 +13,7 @@ from tickwork.aws.event_bus import EventBus
 from tickwork.aws.metric_series import MetricSeries
 from tickwork.aws.queues import DispatchQueue, RunQueues
 from tickwork.aws.results import ResultStore
+from tickwork.control.audit import AuditTrail
 from tickwork.control.calendars import CalendarService
 from tickwork.control.dead_letters import DeadLetterAdmin
 from tickwork.control.debounce import DebouncedTriggers
@@ -53,6 +54,7 @@ from tickwork.store import (
     WorkflowRecords,
     cursor_key,
 )
+from tickwork.store.audit import AuditItems
 from tickwork.store.calendars import CalendarRecords
 from tickwork.store.deadlines import DeadlineRecords
 from tickwork.store.debounce import DebounceWindows
@@ -214,6 +216,7 @@ class Services:
             self.clock,
             WorkflowFactory(self.store.shards, targets=self.settings.targets, calendars=self.calendar_records),
             self.active_jobs_quota,
+            self.audit,
         )
 
     @cached_property
@@ -288,7 +291,13 @@ class Services:
             self.queries,
             self.active_jobs_quota,
             DebouncedTriggers(self.store.runs, DebounceWindows(self.store.shared_table), self.dispatcher, self.clock),
+            self.audit,
         )
+
+    @cached_property
+    def audit(self) -> AuditTrail:
+        """Each API change's audit record (written in the change's own transaction), and the records' listing."""
+        return AuditTrail(AuditItems(timedelta(days=self.settings.audit_retention_days)), self.listings, self.clock)
 
     @cached_property
     def idempotent_create(self) -> IdempotentCreate:

@@ -13,10 +13,12 @@ from typing import Any
 
 from tickwork.aws.queues import Outgoing
 from tickwork.control.api_bodies import StepRun, WorkflowRun, WorkflowSpec, WorkflowUpdate
+from tickwork.control.audit import AuditTrail
 from tickwork.control.calendars import check_calendars_visible
 from tickwork.control.tenants import ActiveJobsQuota
 from tickwork.control.versioned_changes import VersionedChanges
 from tickwork.control.workflow_factory import WorkflowFactory
+from tickwork.model.audit import Attribution, AuditResource
 from tickwork.model.clock import Clock
 from tickwork.model.errors import Conflict, NotFound
 from tickwork.model.ids import is_workflow_id, on_a_free_millisecond, run_id_for
@@ -45,16 +47,26 @@ class WorkflowService:
     clock: Clock
     factory: WorkflowFactory
     quota: ActiveJobsQuota  # a workflow is an active job too (max_active_jobs)
+    audit: AuditTrail  # each change's record, in the change's own write
 
     # ------------------------------------------------------------ workflows
 
-    def create(self, tenant: str, spec: WorkflowSpec) -> Workflow:
+    def create(self, tenant: str, spec: WorkflowSpec, *, by: Attribution | None = None) -> Workflow:
         """A checked workflow, durable before acknowledged; claimed at once if due within the horizon.
         InvalidInput (naming `steps[i]...` fields) or TooLarge, and nothing written, if the spec is bad;
         QuotaExceeded, and nothing written, over the tenant's max_active_jobs."""
         workflow = self.factory.new_workflow(tenant, spec, now=self.clock.now())
+        if by is not None:
+            workflow = workflow.model_copy(update={"created_by": by.actor.display, "updated_by": by.actor.display})
+        audit = self.audit.item(
+            by,
+            tenant=tenant,
+            action="workflow.create",
+            resource=AuditResource(kind="workflow", id=workflow.id),
+            after=workflow,
+        )
         with self.quota.admitted(tenant, lambda: self.records.get_workflow(workflow.id) is not None) as counted:
-            if not self.records.put_new_workflow(workflow, counted=counted):
+            if not self.records.put_new_workflow(workflow, counted=counted, audit=audit):
                 raise Conflict(f"workflow {workflow.id} exists already")  # pragma: no cover - 75 random bits
         logger.info(
             "workflow created",
@@ -74,7 +86,9 @@ class WorkflowService:
         name_prefix)."""
         return self.listings.list_workflows(tenant, **filters)
 
-    def update(self, tenant: str, workflow_id: str, patch: WorkflowUpdate) -> Workflow:
+    def update(
+        self, tenant: str, workflow_id: str, patch: WorkflowUpdate, *, by: Attribution | None = None
+    ) -> Workflow:
         """Change name, schedule, steps, priority, retry, timeouts or tags; checked as at create, nothing written
         if anything is bad. New steps apply to runs that start after the change (a run keeps its snapshot). A new
         schedule recomputes the next occurrence from now."""
@@ -86,33 +100,33 @@ class WorkflowService:
             if "calendars" in changes:
                 check_calendars_visible(self.factory.calendars, tenant, changes["calendars"], now=self.clock.now())
 
-        workflow = self._changes.update(tenant, workflow_id, changes, self.factory, check_changes)
+        workflow = self._changes.update(tenant, workflow_id, changes, self.factory, check_changes, by=by)
         if "schedule" in changes or "priority" in changes:
             self._dispatch_soon(workflow)
         return workflow
 
-    def cancel(self, tenant: str, workflow_id: str) -> Workflow:
+    def cancel(self, tenant: str, workflow_id: str, *, by: Attribution | None = None) -> Workflow:
         """DELETE: no more workflow runs (already CANCELLED is no change, as for jobs; Conflict once COMPLETED).
         Runs in progress go on; cancel_run stops one."""
-        return self._changes.cancel(tenant, workflow_id)
+        return self._changes.cancel(tenant, workflow_id, by=by)
 
-    def pause(self, tenant: str, workflow_id: str) -> Workflow:
+    def pause(self, tenant: str, workflow_id: str, *, by: Attribution | None = None) -> Workflow:
         """No new workflow runs: occurrences while paused are recorded SKIPPED `paused`; runs in progress go on.
         Already PAUSED is no change, as for jobs; Conflict from CANCELLED or COMPLETED."""
-        return self._changes.pause(tenant, workflow_id)
+        return self._changes.pause(tenant, workflow_id, by=by)
 
-    def resume(self, tenant: str, workflow_id: str) -> Workflow:
+    def resume(self, tenant: str, workflow_id: str, *, by: Attribution | None = None) -> Workflow:
         """Back to ACTIVE (already ACTIVE is no change; Conflict from CANCELLED or COMPLETED); the occurrences that fell while paused are recorded SKIPPED."""
-        workflow = self._changes.resume(tenant, workflow_id)
+        workflow = self._changes.resume(tenant, workflow_id, by=by)
         self._dispatch_soon(workflow)
         return workflow
 
     @property
     def _changes(self) -> VersionedChanges[Workflow]:
-        return VersionedChanges("workflow", self.get, self._replace, self.clock)
+        return VersionedChanges("workflow", self.get, self._replace, self.clock, self.audit)
 
-    def _replace(self, workflow: Workflow, expected_version: int) -> bool:
-        return self.records.replace_workflow(workflow, expected_version=expected_version)
+    def _replace(self, workflow: Workflow, expected_version: int, audit: dict[str, Any] | None) -> bool:
+        return self.records.replace_workflow(workflow, expected_version=expected_version, audit=audit)
 
     def _dispatch_soon(self, workflow: Workflow) -> None:
         try:

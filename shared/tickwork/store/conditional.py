@@ -4,6 +4,10 @@ Every state change in the store is a conditional write, and its condition is the
 write and answers whether it won; a failed condition comes back as False (with the item the condition saw,
 where asked for), never as an exception, so no caller parses botocore errors. Any other error propagates.
 
+A write that is audited (docs/security.md "Audit trail") goes with its audit record's put in one
+TransactWriteItems: both are written or neither; its outcome is read here too, a cancellation by the write's
+condition being the same False. A transaction returns no item's attributes when it wins (no ReturnValues).
+
 `Table` also carries the client and the table name for plain reads, and the store's parts share one
 instance: swapping its `client` (as a fault-injecting test does through `JobStore._db`) reaches them all.
 
@@ -13,7 +17,6 @@ workflow run's steps): the one builder of the store's variable update expression
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -73,12 +76,13 @@ class Table:
         self.client = client
         self.name = name
 
-    def put_if_absent(self, item: dict[str, Any], *, return_old: bool = True) -> tuple[bool, dict[str, Any]]:
-        """PutItem only where no item has this key. Returns (won, the existing item's attributes if lost)."""
+    def put_if_absent(
+        self, item: dict[str, Any], *, return_old: bool = True, audit: dict[str, Any] | None = None
+    ) -> tuple[bool, dict[str, Any]]:
+        """PutItem only where no item has this key. Returns (won, the existing item's attributes if lost).
+        `audit`: the audit record's item, written in the same transaction."""
         params: dict[str, Any] = {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"} if return_old else {}
-        return self._attempt(
-            self.client.put_item, None, Item=item, ConditionExpression="attribute_not_exists(pk)", **params
-        )
+        return self._attempt("Put", None, audit, Item=item, ConditionExpression="attribute_not_exists(pk)", **params)
 
     def put_if(
         self,
@@ -88,13 +92,15 @@ class Table:
         values: dict[str, Any],
         *,
         return_old: bool = False,
+        audit: dict[str, Any] | None = None,
     ) -> tuple[bool, dict[str, Any]]:
         """PutItem under a condition. Returns (won, the item as its condition saw it if lost and `return_old`);
-        a condition that does not hold is a False, never an exception."""
+        a condition that does not hold is a False, never an exception. `audit`: as put_if_absent's."""
         params: dict[str, Any] = {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"} if return_old else {}
         return self._attempt(
-            self.client.put_item,
+            "Put",
             names,
+            audit,
             Item=item,
             ConditionExpression=condition,
             ExpressionAttributeValues=values,
@@ -102,11 +108,18 @@ class Table:
         )
 
     def delete_if(
-        self, key: dict[str, Any], condition: str, names: dict[str, str] | None, values: dict[str, Any]
+        self,
+        key: dict[str, Any],
+        condition: str,
+        names: dict[str, str] | None,
+        values: dict[str, Any],
+        *,
+        audit: dict[str, Any] | None = None,
     ) -> bool:
-        """DeleteItem under a condition; False (never an exception) when the condition does not hold."""
+        """DeleteItem under a condition; False (never an exception) when the condition does not hold. `audit`: as
+        put_if_absent's."""
         won, _ = self._attempt(
-            self.client.delete_item, names, Key=key, ConditionExpression=condition, ExpressionAttributeValues=values
+            "Delete", names, audit, Key=key, ConditionExpression=condition, ExpressionAttributeValues=values
         )
         return won
 
@@ -114,8 +127,27 @@ class Table:
         self, key: dict[str, Any], update: str, condition: str, names: dict[str, str] | None, values: dict[str, Any]
     ) -> bool:
         """UpdateItem under a condition; False (never an exception) when the condition does not hold."""
-        won, _ = self._attempt(self.client.update_item, names, **_update(key, update, condition, values))
+        won, _ = self._attempt("Update", names, None, **_update(key, update, condition, values))
         return won
+
+    def update_if_audited(
+        self,
+        key: dict[str, Any],
+        update: str,
+        condition: str,
+        names: dict[str, str] | None,
+        values: dict[str, Any],
+        audit: dict[str, Any],
+    ) -> tuple[bool, dict[str, Any]]:
+        """`update_if` with its audit record's put in the same transaction. Returns (won, the item as its
+        condition saw it if lost; empty: there was none)."""
+        return self._attempt(
+            "Update",
+            names,
+            audit,
+            **_update(key, update, condition, values),
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
 
     def update_if_returning_old(
         self, key: dict[str, Any], update: str, condition: str, names: dict[str, str] | None, values: dict[str, Any]
@@ -123,8 +155,9 @@ class Table:
         """`update_if` that also returns the item as it was: before the update if it won, as its condition saw
         it if it lost (empty: there was none)."""
         return self._attempt(
-            self.client.update_item,
+            "Update",
             names,
+            None,
             **_update(key, update, condition, values),
             ReturnValues="ALL_OLD",
             ReturnValuesOnConditionCheckFailure="ALL_OLD",
@@ -136,8 +169,9 @@ class Table:
         """`update_if` that also returns the item: as the update left it if it won, as its condition saw it if it
         lost (empty: there was none). Either way the caller has the current item without another read."""
         return self._attempt(
-            self.client.update_item,
+            "Update",
             names,
+            None,
             **_update(key, update, condition, values),
             ReturnValues="ALL_NEW",
             ReturnValuesOnConditionCheckFailure="ALL_OLD",
@@ -175,18 +209,48 @@ class Table:
         return found
 
     def _attempt(
-        self, write: Callable[..., Any], names: dict[str, str] | None, **params: Any
+        self, operation: str, names: dict[str, str] | None, audit: dict[str, Any] | None, **params: Any
     ) -> tuple[bool, dict[str, Any]]:
-        """(True, the returned attributes) if the write won, (False, the item its condition saw) if it failed."""
+        """(True, the returned attributes) if the write (`operation`: Put, Update or Delete) won, (False, the item
+        its condition saw) if it failed. With `audit`, the write and the audit item's put are one transaction."""
         if names:
             params["ExpressionAttributeNames"] = names
+        if audit is not None:
+            return self._attempt_audited(operation, audit, params)
+        write = {"Put": self.client.put_item, "Update": self.client.update_item, "Delete": self.client.delete_item}
         try:
-            response = write(TableName=self.name, **params)
+            response = write[operation](TableName=self.name, **params)
         except ClientError as exc:
             if not _is_condition_failure(exc):
                 raise
             return False, deserialize(exc.response.get("Item") or {})  # type: ignore[arg-type]
         return True, deserialize(response.get("Attributes") or {})
+
+    def _attempt_audited(
+        self, operation: str, audit: dict[str, Any], params: dict[str, Any]
+    ) -> tuple[bool, dict[str, Any]]:
+        """The write and its audit record in one TransactWriteItems. The record's key is new (its id is random), so
+        its own condition fails only if the id was taken: then the transaction is an error, not a lost write."""
+        if "ReturnValues" in params:
+            raise ValueError("a transaction returns no attributes of a written item")
+        record = {
+            "TableName": self.name,
+            "Item": audit,
+            "ConditionExpression": "attribute_not_exists(pk)",
+        }
+        try:
+            self.client.transact_write_items(
+                TransactItems=[{operation: {"TableName": self.name, **params}}, {"Put": record}]
+            )
+        except ClientError as exc:
+            reasons = exc.response.get("CancellationReasons") or []  # type: ignore[typeddict-item]
+            if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException" or not reasons:
+                raise
+            change = reasons[0]
+            if change.get("Code") != "ConditionalCheckFailed" or reasons[1].get("Code") not in (None, "None"):
+                raise
+            return False, deserialize(change.get("Item") or {})
+        return True, {}
 
 
 def _update(key: dict[str, Any], update: str, condition: str, values: dict[str, Any]) -> dict[str, Any]:

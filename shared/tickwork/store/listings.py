@@ -6,7 +6,9 @@ Listings are paginated Queries, never a Scan:
 - a job's runs, newest first: the base table, partition `JOB#<job id>`, sort keys `RUN#...`;
 - a tenant's workflows, newest first: `tenant-index`, partition `T#<tenant>#WORKFLOW`;
 - a workflow's runs, newest first: partition `JOB#<workflow id>`, sort keys `RUN#...` (its steps' runs sort
-  under `STEP#...`, apart).
+  under `STEP#...`, apart);
+- a tenant's audit records, newest first: partition `AUDIT#<tenant>`; every tenant's (an admin's view):
+  `tenant-index`, partition `AUDIT#*` (tickwork.store.audit).
 
 The partition a page reads always comes from the caller's tenant (and a job it owns), never from the cursor.
 """
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
+from tickwork.model.audit import AuditRecord
 from tickwork.model.errors import InvalidInput
 from tickwork.model.ids import parse_run_id
 from tickwork.model.job import Job
@@ -26,6 +29,7 @@ from tickwork.model.states import JobState, RunStatus
 from tickwork.model.workflow.advance import WorkflowRunStatus
 from tickwork.model.workflow.definition import Workflow
 from tickwork.model.workflow.runs import WorkflowRunRecord
+from tickwork.store.audit import ALL_TENANTS, AUDIT_PARTITION, audit_sort, record_of
 from tickwork.store.codec import (
     deserialize,
     expression_values,
@@ -240,6 +244,47 @@ class Listings:
             "ScanIndexForward": False,
         }
         return self._page(tenant, scope, query, where, limit, start, convert)
+
+    def list_audit(
+        self,
+        tenant: str | None,
+        *,
+        from_ms: int,
+        to_ms: int,
+        limit: int = DEFAULT_LIMIT,
+        cursor: str | None = None,
+        action: str | None = None,
+        resource: str | None = None,
+        actor: str | None = None,
+    ) -> Page[AuditRecord]:
+        """Audit records at [from_ms, to_ms], newest first: the tenant's (partition AUDIT#<tenant>), or, for None,
+        every tenant's (tenant-index, AUDIT#*; it projects none of the filters' attributes, so a filter needs a
+        tenant). `actor` matches the actor's id or its display name."""
+        scope = "audit"
+        owner = tenant if tenant is not None else "*"
+        low, high = audit_sort(from_ms), audit_sort(to_ms, "~")
+        if cursor:  # strictly older than the record the cursor names (ids are of one length: just below it)
+            last = self.cursors.decode(owner, scope, cursor)
+            high = last[:-1] + chr(ord(last[-1]) - 1) + "~"
+        where = _Filter.of(action=action, resource_id=resource)
+        if actor is not None:
+            where.conditions.append("(#actor_id = :actor OR #actor_display = :actor)")
+            where.names |= {"#actor_id": "actor_id", "#actor_display": "actor_display"}
+            where.values["actor"] = actor
+        if tenant is None:
+            if where.conditions:
+                raise InvalidInput.one("tenant", "filtering by action, resource or actor needs one tenant")
+            query = self._tenant_index(ALL_TENANTS, where)
+            query["KeyConditionExpression"] = "tenant_key = :tk AND tenant_sort BETWEEN :low AND :high"
+        else:
+            query = {
+                "TableName": self._table.name,
+                "KeyConditionExpression": "pk = :tk AND sk BETWEEN :low AND :high",
+                "ExpressionAttributeValues": expression_values(tk=AUDIT_PARTITION + tenant, **where.values),
+                "ScanIndexForward": False,
+            }
+        query["ExpressionAttributeValues"] |= expression_values(low=low, high=high)
+        return self._page(owner, scope, query, where, limit, None, record_of)
 
     def _tenant_index(self, partition: str, where: _Filter) -> dict[str, Any]:
         """The Query of one tenant-index partition, newest first."""

@@ -87,10 +87,13 @@ class WorkflowRecords:
 
     # ------------------------------------------------------------ workflows
 
-    def put_new_workflow(self, workflow: Workflow, *, counted: bool = False) -> bool:
-        """Durable create; False if the id exists. `counted`: its tenant's `active_jobs` counts it."""
+    def put_new_workflow(
+        self, workflow: Workflow, *, counted: bool = False, audit: dict[str, Any] | None = None
+    ) -> bool:
+        """Durable create; False if the id exists. `counted`: its tenant's `active_jobs` counts it. `audit`: its
+        audit record's item, in the same transaction."""
         item = counted_item(workflow_to_item(workflow, self.shards), workflow.tenant, counted)
-        won, _ = self._table.put_if_absent(item, return_old=False)
+        won, _ = self._table.put_if_absent(item, return_old=False, audit=audit)
         return won
 
     def get_workflow(self, workflow_id: str, *, consistent: bool = True) -> Workflow | None:
@@ -102,7 +105,9 @@ class WorkflowRecords:
         attrs = deserialize(item)
         return read_workflow(attrs) if attrs.get("kind") == "WORKFLOW" else None
 
-    def replace_workflow(self, workflow: Workflow, *, expected_version: int) -> bool:
+    def replace_workflow(
+        self, workflow: Workflow, *, expected_version: int, audit: dict[str, Any] | None = None
+    ) -> bool:
         """Write a changed workflow (pause, resume, cancel, update) if nobody changed it since `expected_version`;
         a cancel leaves the tenant's `active_jobs` (tickwork.store.jobs.replace_scheduled)."""
         return replace_scheduled(
@@ -111,6 +116,7 @@ class WorkflowRecords:
             workflow_to_item(workflow, self.shards),
             expected_version=expected_version,
             attributes=WORKFLOW_ATTRIBUTES,
+            audit=audit,
         )
 
     # ------------------------------------------------------------ workflow runs

@@ -1,0 +1,70 @@
+"""The audit trail (docs/security.md "Audit trail"): the record of an API action, built for the write that makes
+the change (which puts it in its own transaction), and the records a caller may read.
+
+An action given no attribution (None: not an API request's, such as a test's direct call) writes no record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic import BaseModel
+
+from tickwork.model.audit import Attribution, AuditRecord, AuditResource, audit_record
+from tickwork.model.clock import Clock, to_ms
+from tickwork.model.errors import Forbidden
+from tickwork.store.audit import AuditItems
+from tickwork.store.listings import Listings, Page
+
+# The window a listing reads when it names no `from`.
+DEFAULT_AUDIT_WINDOW = timedelta(days=7)
+
+
+@dataclass(frozen=True)
+class AuditTrail:
+    items: AuditItems
+    listings: Listings
+    clock: Clock
+
+    def item(
+        self,
+        by: Attribution | None,
+        *,
+        tenant: str,
+        action: str,
+        resource: AuditResource,
+        before: BaseModel | None = None,
+        after: BaseModel | None = None,
+    ) -> dict[str, Any] | None:
+        """The audit item of `action` by `by` (None: no record), to go in the change's own write."""
+        if by is None:
+            return None
+        return self.items.item(
+            audit_record(
+                by, tenant=tenant, action=action, resource=resource, at=self.clock.now(), before=before, after=after
+            )
+        )
+
+    def records(
+        self,
+        caller_tenant: str,
+        *,
+        admin: bool,
+        tenant: str | None,
+        since: datetime | None,
+        until: datetime | None,
+        **filters: Any,
+    ) -> Page[AuditRecord]:
+        """The records a caller may read, newest first: its own tenant's; an admin's, every tenant's (`tenant`
+        None or `*`) or one's. Another tenant's, asked for by a tenant that is not an admin: Forbidden."""
+        if tenant is not None and tenant != caller_tenant and not admin:
+            raise Forbidden("only an admin may read another tenant's audit records")
+        scope: str | None = caller_tenant if tenant is None and not admin else tenant
+        if scope == "*":
+            scope = None
+        now = self.clock.now()
+        upper = until or now
+        lower = since or upper - DEFAULT_AUDIT_WINDOW
+        return self.listings.list_audit(scope, from_ms=to_ms(lower), to_ms=to_ms(upper), **filters)
