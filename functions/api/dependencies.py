@@ -124,8 +124,8 @@ class TenantJobs:
         page = self.services.queries.list_dlq(self.tenant, **filters)
         return RunList(items=page.items, next_cursor=page.next_cursor)
 
-    def redrive(self, run_ids: list[str] | None) -> RedriveResult:
-        report = self.services.redrive.redrive(self.tenant, run_ids)
+    def redrive(self, run_ids: list[str] | None, by: Attribution) -> RedriveResult:
+        report = self.services.redrive.redrive(self.tenant, run_ids, by=by)
         return RedriveResult(
             redriven=report.redriven, run_ids=report.run_ids, not_redriven=report.not_redriven, more=report.more
         )

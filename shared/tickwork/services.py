@@ -237,7 +237,7 @@ class Services:
     @cached_property
     def tenants(self) -> TenantService:
         """What the API calls for tenants' settings and usage."""
-        return TenantService(self.tenant_records, self.tenant_directory, self.clock)
+        return TenantService(self.tenant_records, self.tenant_directory, self.clock, self.audit)
 
     @cached_property
     def active_jobs_quota(self) -> ActiveJobsQuota:
@@ -297,7 +297,8 @@ class Services:
     @cached_property
     def audit(self) -> AuditTrail:
         """Each API change's audit record (written in the change's own transaction), and the records' listing."""
-        return AuditTrail(AuditItems(timedelta(days=self.settings.audit_retention_days)), self.listings, self.clock)
+        retention = timedelta(days=self.settings.audit_retention_days)
+        return AuditTrail(AuditItems(retention), self.listings, self.clock, self.store.shared_table)
 
     @cached_property
     def idempotent_create(self) -> IdempotentCreate:
@@ -333,16 +334,17 @@ class Services:
             forget_read=self.dispatcher.freezes.forget,
             events=FreezeEvents(self.freeze_records, self.run_events, self.faults),
             dispatch_due=self.dispatcher.dispatch_due,
+            audit=self.audit,
         )
 
     @cached_property
     def calendars(self) -> CalendarService:
         """What the API calls for a tenant's calendars."""
-        return CalendarService(self.calendar_records, self.clock)
+        return CalendarService(self.calendar_records, self.clock, self.audit)
 
     @cached_property
     def redrive(self) -> RunRedrive:
-        return RunRedrive(self.store.runs, self.dispatcher, self.clock, self.queries, self.listings)
+        return RunRedrive(self.store.runs, self.dispatcher, self.clock, self.queries, self.listings, self.audit)
 
     @cached_property
     def dead_letters(self) -> DeadLetterAdmin:
@@ -353,16 +355,17 @@ class Services:
                 self.clients.client("sqs"),
                 {band: s.queue_url(band) for band in Band},
                 {band: s.dlq_url(band) for band in Band},
-            )
+            ),
+            self.audit,
         )
 
     @cached_property
     def run_cancel(self) -> RunCancel:
-        return RunCancel(self.store.leases, self.queries)
+        return RunCancel(self.store.leases, self.queries, self.audit)
 
     @cached_property
     def ordering_keys(self) -> OrderingKeys:
-        return OrderingKeys(self.store.runs.ordering, self.queries)
+        return OrderingKeys(self.store.runs.ordering, self.queries, self.audit)
 
     @cached_property
     def stuck_runs(self) -> StuckRuns:

@@ -127,6 +127,7 @@ def trigger_job(
     job_id: JobId,
     jobs: Jobs,
     tenant: Tenant,
+    by: Acting,
     # Optional, and never null: no body is the empty request (the job's payload, its own debounce if any).
     request: Annotated[
         TriggerRequest,
@@ -135,7 +136,7 @@ def trigger_job(
         ),
     ] = (NO_TRIGGER_REQUEST),
 ):
-    return json_response(202, jobs.trigger(tenant, job_id, request))
+    return json_response(202, jobs.trigger(tenant, job_id, request, by=by))
 
 
 add_routes(router, "jobs")  # one job, and its state changes: see routes/by_id.py

@@ -111,12 +111,11 @@ def cancel_workflow_run(
     workflow_run_id: WorkflowRunId,
     built: Wired,
     tenant: Tenant,
+    by: Acting,
     request: Annotated[
         WorkflowRunCancel | None,
         Body(description="Optional: whether to compensate.", openapi_examples=openapi_examples(WORKFLOW_RUN_CANCEL)),
     ] = None,
 ):
     compensate = request is not None and request.compensate
-    return json_response(
-        200, workflows_of(built).cancel_run(tenant, workflow_run_id, compensate=compensate)
-    )  # one workflow or workflow run, and their state changes: see routes/by_id.py
+    return json_response(200, workflows_of(built).cancel_run(tenant, workflow_run_id, compensate=compensate, by=by))

@@ -12,10 +12,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from tickwork.model.audit import Attribution, AuditRecord, AuditResource, audit_record
+from tickwork.model.audit import Attribution, AuditRecord, AuditResource, Change, audit_record
 from tickwork.model.clock import Clock, to_ms
 from tickwork.model.errors import Forbidden
 from tickwork.store.audit import AuditItems
+from tickwork.store.conditional import Table
 from tickwork.store.listings import Listings, Page
 
 # The window a listing reads when it names no `from`.
@@ -27,6 +28,7 @@ class AuditTrail:
     items: AuditItems
     listings: Listings
     clock: Clock
+    table: Table  # for the one record written alone (record_alone)
 
     def item(
         self,
@@ -37,15 +39,32 @@ class AuditTrail:
         resource: AuditResource,
         before: BaseModel | None = None,
         after: BaseModel | None = None,
+        changes: dict[str, Change] | None = None,
     ) -> dict[str, Any] | None:
-        """The audit item of `action` by `by` (None: no record), to go in the change's own write."""
+        """The audit item of `action` by `by` (None: no record), to go in the change's own write: the change from
+        `before` to `after`, or `changes` as given (tickwork.model.audit.audit_record)."""
         if by is None:
             return None
-        return self.items.item(
-            audit_record(
-                by, tenant=tenant, action=action, resource=resource, at=self.clock.now(), before=before, after=after
-            )
+        record = audit_record(
+            by,
+            tenant=tenant,
+            action=action,
+            resource=resource,
+            at=self.clock.now(),
+            before=before,
+            after=after,
+            changes=changes,
         )
+        return self.items.item(record)
+
+    def record_alone(
+        self, by: Attribution | None, *, tenant: str, action: str, resource: AuditResource, changes: dict[str, Change]
+    ) -> None:
+        """The record of an action that writes nothing to the table (an SQS message move task), written after it:
+        the one record a crash between the two can lose (docs/security.md "Audit trail")."""
+        item = self.item(by, tenant=tenant, action=action, resource=resource, changes=changes)
+        if item is not None:
+            self.table.put_if_absent(item, return_old=False)
 
     def records(
         self,

@@ -22,7 +22,7 @@ from tickwork.control.queries import JobQueries
 from tickwork.control.tenants import ActiveJobsQuota
 from tickwork.control.versioned_changes import VersionedChanges
 from tickwork.executor.breaker import closed
-from tickwork.model.audit import Attribution, AuditResource
+from tickwork.model.audit import Attribution, AuditResource, Change
 from tickwork.model.clock import Clock
 from tickwork.model.errors import Conflict
 from tickwork.model.ids import on_a_free_millisecond
@@ -173,7 +173,9 @@ class JobLifecycle:
 
     # ------------------------------------------------------------ runs outside the schedule
 
-    def trigger(self, tenant: str, job_id: str, request: TriggerRequest | None = None) -> TriggeredRun:
+    def trigger(
+        self, tenant: str, job_id: str, request: TriggerRequest | None = None, *, by: Attribution | None = None
+    ) -> TriggeredRun:
         """Run now, once, outside the schedule. Runs even while paused (it was asked for explicitly). With a
         debounce (the request's, else the job's), the run of the key's window instead (tickwork.control.debounce)."""
         job = self.queries.get_job(tenant, job_id)
@@ -191,16 +193,32 @@ class JobLifecycle:
 
         def queue_at(at: datetime) -> Run | None:
             run = manual_run(job, at=at, now=now, payload=payload)
-            if not self.runs.put_queued_run(run, redispatch_at=at + self.dispatcher.redispatch_after):
+            audit = self.audit.item(
+                by, tenant=tenant, action="job.trigger", resource=AuditResource(kind="run", id=run.id), after=run
+            )
+            if not self.runs.put_queued_run(run, redispatch_at=at + self.dispatcher.redispatch_after, audit=audit):
                 return None
             self.dispatcher.send_runs([run])
             return run
 
         return TriggeredRun(**on_a_free_millisecond(now, queue_at).model_dump())
 
-    def backfill(self, tenant: str, job_id: str, request: BackfillRequest) -> BackfillResult:
+    def backfill(
+        self, tenant: str, job_id: str, request: BackfillRequest, *, by: Attribution | None = None
+    ) -> BackfillResult:
         """Runs for the job's past occurrences in [from, to], each once (tickwork.control.backfill); 409 if CANCELLED.
         Runs even while paused (it was asked for explicitly), as a trigger does."""
         job = self.queries.get_job(tenant, job_id)
         backfiller = Backfiller(self.jobs, self.runs, self.dispatcher, self.clock)
-        return backfiller.backfill(job, request.from_, request.to, request.max_runs)
+
+        def audit(occurrences: list[datetime]) -> dict[str, Any] | None:
+            asked = {"from": request.from_.isoformat(), "to": request.to.isoformat(), "occurrences": len(occurrences)}
+            return self.audit.item(
+                by,
+                tenant=tenant,
+                action="job.backfill",
+                resource=AuditResource(kind="job", id=job.id),
+                changes={"backfill": Change(after=asked)},
+            )
+
+        return backfiller.backfill(job, request.from_, request.to, request.max_runs, audit=audit)

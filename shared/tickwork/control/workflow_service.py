@@ -18,7 +18,7 @@ from tickwork.control.calendars import check_calendars_visible
 from tickwork.control.tenants import ActiveJobsQuota
 from tickwork.control.versioned_changes import VersionedChanges
 from tickwork.control.workflow_factory import WorkflowFactory
-from tickwork.model.audit import Attribution, AuditResource
+from tickwork.model.audit import Attribution, AuditResource, Change
 from tickwork.model.clock import Clock
 from tickwork.model.errors import Conflict, NotFound
 from tickwork.model.ids import is_workflow_id, on_a_free_millisecond, run_id_for
@@ -137,16 +137,24 @@ class WorkflowService:
 
     # ------------------------------------------------------------ workflow runs
 
-    def trigger(self, tenant: str, workflow_id: str) -> WorkflowRun:
+    def trigger(self, tenant: str, workflow_id: str, *, by: Attribution | None = None) -> WorkflowRun:
         """A manual workflow run (`.m`), starting now, even while paused (it was asked for explicitly)."""
         workflow = self.get(tenant, workflow_id)
         if workflow.state is JobState.CANCELLED:
             raise Conflict("cannot trigger a CANCELLED workflow")
 
         def open_at(at: datetime) -> WorkflowRun | None:
+            run_id = run_id_for(workflow.id, at, RunTrigger.MANUAL)
+            audit = self.audit.item(
+                by,
+                tenant=tenant,
+                action="workflow.trigger",
+                resource=AuditResource(kind="workflow_run", id=run_id),
+                changes={"status": Change(after=WorkflowRunStatus.RUNNING.value)},
+            )
             opened = self.progress.open(
                 WorkflowRunRecord(
-                    id=run_id_for(workflow.id, at, RunTrigger.MANUAL),
+                    id=run_id,
                     workflow_id=workflow.id,
                     tenant=tenant,
                     scheduled_for=at,
@@ -154,7 +162,8 @@ class WorkflowService:
                     status=WorkflowRunStatus.RUNNING,
                     priority=workflow.priority,
                     definition=WorkflowSnapshot.of(workflow),
-                )
+                ),
+                audit=audit,
             )
             if opened.record is None:
                 return None
@@ -175,7 +184,9 @@ class WorkflowService:
         record = self._record(tenant, workflow_run_id)
         return _run_view(record, self._step_runs(record))
 
-    def cancel_run(self, tenant: str, workflow_run_id: str, *, compensate: bool = False) -> WorkflowRun:
+    def cancel_run(
+        self, tenant: str, workflow_run_id: str, *, compensate: bool = False, by: Attribution | None = None
+    ) -> WorkflowRun:
         """RUNNING -> CANCELLED: its PENDING steps SKIPPED `cancelled` (in the same write); its running steps are
         asked to stop (cooperatively: their next heartbeat sees it), and a step not yet started is recorded
         SKIPPED `cancelled` when an executor takes it. Conflict unless RUNNING.
@@ -194,8 +205,15 @@ class WorkflowService:
                 if entry.status is StepStatus.PENDING
             }
             now = self.clock.now()
+            audit = self.audit.item(
+                by,
+                tenant=tenant,
+                action="workflow_run.cancel",
+                resource=AuditResource(kind="workflow_run", id=record.id),
+                changes={"status": Change(before=record.status.value, after=final.value)},
+            )
             won, current = self.records.record_decisions(
-                record.id, pending, final=final, now=now, cause=WorkflowRunStatus.CANCELLED
+                record.id, pending, final=final, now=now, cause=WorkflowRunStatus.CANCELLED, audit=audit
             )
             if current is None:  # pragma: no cover - a workflow run is never deleted, only expired once ended
                 raise NotFound(f"workflow run {workflow_run_id} not found")
@@ -218,7 +236,7 @@ class WorkflowService:
             runs = self._step_runs(record)
         return _run_view(record, runs)
 
-    def retry_run(self, tenant: str, workflow_run_id: str) -> WorkflowRun:
+    def retry_run(self, tenant: str, workflow_run_id: str, *, by: Attribution | None = None) -> WorkflowRun:
         """FAILED -> RUNNING: its FAILED steps' runs are re-queued (the same run records, `requeues`+1), the steps
         skipped downstream of them go back to PENDING, and nothing that succeeded runs again. A step whose payload
         could not be made (too large, or an expression that failed) stays FAILED: the same results would give
@@ -243,8 +261,15 @@ class WorkflowService:
             if entry.status is StepStatus.SKIPPED and dag.ancestors[sid] & set(retried):
                 entries[sid] = StepEntry()
         now = self.clock.now()
+        audit = self.audit.item(
+            by,
+            tenant=tenant,
+            action="workflow_run.retry",
+            resource=AuditResource(kind="workflow_run", id=record.id),
+            changes={"status": Change(before=record.status.value, after=WorkflowRunStatus.RUNNING.value)},
+        )
         won, current = self.records.reopen(
-            record.id, entries, reconcile_at=now + self.progress.settings.reconcile_after
+            record.id, entries, reconcile_at=now + self.progress.settings.reconcile_after, audit=audit
         )
         if not won or current is None:
             raise Conflict("the workflow run changed meanwhile; try again")

@@ -99,8 +99,10 @@ def audit_record(
     at: datetime,
     before: BaseModel | None = None,
     after: BaseModel | None = None,
+    changes: dict[str, Change] | None = None,
 ) -> AuditRecord:
-    """The record of `action` on `resource`, by `by`, changing `before` into `after` (None: created or deleted)."""
+    """The record of `action` on `resource`, by `by`, changing `before` into `after` (None: created or deleted),
+    or, for a change no model shows (a run asked to stop), `changes` as given."""
     return AuditRecord(
         id=new_job_id(int(at.timestamp() * 1000), prefix="a"),
         at=at,
@@ -111,7 +113,7 @@ def audit_record(
         request_id=by.request_id,
         source_ip=by.source_ip,
         user_agent=by.user_agent,
-        changes=changes_between(before, after),
+        changes=changes if changes is not None else changes_between(before, after),
     )
 
 

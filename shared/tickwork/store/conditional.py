@@ -124,10 +124,18 @@ class Table:
         return won
 
     def update_if(
-        self, key: dict[str, Any], update: str, condition: str, names: dict[str, str] | None, values: dict[str, Any]
+        self,
+        key: dict[str, Any],
+        update: str,
+        condition: str,
+        names: dict[str, str] | None,
+        values: dict[str, Any],
+        *,
+        audit: dict[str, Any] | None = None,
     ) -> bool:
-        """UpdateItem under a condition; False (never an exception) when the condition does not hold."""
-        won, _ = self._attempt("Update", names, None, **_update(key, update, condition, values))
+        """UpdateItem under a condition; False (never an exception) when the condition does not hold. `audit`: as
+        put_if_absent's."""
+        won, _ = self._attempt("Update", names, audit, **_update(key, update, condition, values))
         return won
 
     def update_if_audited(

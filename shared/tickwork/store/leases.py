@@ -294,9 +294,10 @@ class RunLeases:
             run_key(run.id), update.expression(), update.condition(), update.names, update.attribute_values()
         )
 
-    def request_cancel(self, run_id: str) -> bool:
+    def request_cancel(self, run_id: str, *, audit: dict[str, Any] | None = None) -> bool:
         """Ask a RUNNING run to stop: its executor's next heartbeat sees it (cooperative cancellation). A yielded
-        run between its segments (not ended) is asked too: its next segment's heartbeat sees it."""
+        run between its segments (not ended) is asked too: its next segment's heartbeat sees it. `audit`: the
+        request's audit record's item, in the same transaction."""
         return self._table.update_if(
             run_key(run_id),
             "SET cancel_requested = :yes",
@@ -309,6 +310,7 @@ class RunLeases:
                 retrying=RunStatus.RETRYING.value,
                 zero=0,
             ),
+            audit=audit,
         )
 
     def cancel_requested(self, run_id: str) -> bool:
