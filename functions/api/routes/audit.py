@@ -26,7 +26,8 @@ Who = Annotated[Caller, Depends(caller)]
     "/v1/audit",
     summary="Audit records: each change made through the API, who made it and from where, newest first",
     description="Your tenant's records; an admin's, every tenant's (no `tenant`, or `*`) or one tenant's. A tenant "
-    "that names another is refused (403). Filtering by action, resource or actor needs one tenant.",
+    "that names another is refused (403). A page of every tenant's filtered records may come out short, with a "
+    "cursor.",
     responses={200: ok(AuditList, "One page"), **problems(403, 422)},
     tags=["audit"],
 )

@@ -187,7 +187,13 @@ class JobLifecycle:
             self.factory.check_payload(job.type, payload)
         debounce = request.debounce if request is not None and "debounce" in given else job.debounce
         if debounce is not None:
-            run, verdict = self.debounced.trigger(job, debounce, payload if payload is not None else job.payload)
+
+            def audit(run: Run) -> dict[str, Any] | None:
+                resource = AuditResource(kind="run", id=run.id)
+                return self.audit.item(by, tenant=tenant, action="job.trigger", resource=resource, after=run)
+
+            given_payload = payload if payload is not None else job.payload
+            run, verdict = self.debounced.trigger(job, debounce, given_payload, audit=audit)
             return TriggeredRun(**run.model_dump(), debounce_window=verdict)
         now = self.clock.now()
 

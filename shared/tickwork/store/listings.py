@@ -258,8 +258,7 @@ class Listings:
         actor: str | None = None,
     ) -> Page[AuditRecord]:
         """Audit records at [from_ms, to_ms], newest first: the tenant's (partition AUDIT#<tenant>), or, for None,
-        every tenant's (tenant-index, AUDIT#*; it projects none of the filters' attributes, so a filter needs a
-        tenant). `actor` matches the actor's id or its display name."""
+        every tenant's (tenant-index, AUDIT#*). `actor` matches the actor's id or its display name."""
         scope = "audit"
         owner = tenant if tenant is not None else "*"
         low, high = audit_sort(from_ms), audit_sort(to_ms, "~")
@@ -271,9 +270,13 @@ class Listings:
             where.conditions.append("(#actor_id = :actor OR #actor_display = :actor)")
             where.names |= {"#actor_id": "actor_id", "#actor_display": "actor_display"}
             where.values["actor"] = actor
+        keep: Callable[[AuditRecord], bool] | None = None
         if tenant is None:
+            # tenant-index carries none of the filters' attributes: the page's records are filtered once read
+            # (a page may come out short; its cursor still moves past what was read).
             if where.conditions:
-                raise InvalidInput.one("tenant", "filtering by action, resource or actor needs one tenant")
+                keep = _audit_filter(action=action, resource=resource, actor=actor)
+                where = _Filter([], {}, {})
             query = self._tenant_index(ALL_TENANTS, where)
             query["KeyConditionExpression"] = "tenant_key = :tk AND tenant_sort BETWEEN :low AND :high"
         else:
@@ -284,7 +287,7 @@ class Listings:
                 "ScanIndexForward": False,
             }
         query["ExpressionAttributeValues"] |= expression_values(low=low, high=high)
-        return self._page(owner, scope, query, where, limit, None, record_of)
+        return self._page(owner, scope, query, where, limit, None, record_of, keep)
 
     def _tenant_index(self, partition: str, where: _Filter) -> dict[str, Any]:
         """The Query of one tenant-index partition, newest first."""
@@ -305,11 +308,18 @@ class Listings:
         limit: int,
         start: dict[str, Any] | None,
         convert: Callable[[dict[str, Any]], T],
+        keep: Callable[[T], bool] | None = None,
     ) -> Page[T]:
         """One page of `limit` items. Reads limit+1 to know whether there is more, so the last page says so.
+        `keep`: a filter applied to the converted items, where the query cannot filter (the page may be short).
 
         The cursor names the last item returned (not DynamoDB's LastEvaluatedKey, which may lie past it).
         """
+
+        def readable(items: list[dict[str, Any]]) -> list[T]:
+            converted = _readable(convert, items)
+            return [item for item in converted if keep(item)] if keep is not None else converted
+
         if not 1 <= limit <= MAX_LIMIT:
             raise InvalidInput.one("limit", f"must be between 1 and {MAX_LIMIT}")
         # The position a cursor names: the sort key of the partition the query reads.
@@ -330,16 +340,16 @@ class Listings:
                 found.append(deserialize(raw))
                 if len(found) > limit:
                     return Page(
-                        _readable(convert, full(found[:limit])),
+                        readable(full(found[:limit])),
                         self.cursors.encode(tenant, scope, str(found[limit - 1][sort_attr])),
                     )
             last = page.get("LastEvaluatedKey")
             if not last:
-                return Page(_readable(convert, full(found)), None)
+                return Page(readable(full(found)), None)
             kwargs["ExclusiveStartKey"] = last
         # Budget spent on a selective filter: return what matched, and resume after what was read.
         resume = deserialize(kwargs["ExclusiveStartKey"])
-        return Page(_readable(convert, full(found)), self.cursors.encode(tenant, scope, str(resume[sort_attr])))
+        return Page(readable(full(found)), self.cursors.encode(tenant, scope, str(resume[sort_attr])))
 
     def _full_items(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The table's items of these index entries, in their order (one BatchGetItem: a page is at most 100).
@@ -349,6 +359,19 @@ class Listings:
         keys = [{"pk": {"S": e["pk"]}, "sk": {"S": e["sk"]}} for e in entries]
         by_key = {(i["pk"], i["sk"]): i for i in self._table.batch_get(keys)}
         return [by_key[(e["pk"], e["sk"])] for e in entries if (e["pk"], e["sk"]) in by_key]
+
+
+def _audit_filter(*, action: str | None, resource: str | None, actor: str | None) -> Callable[[AuditRecord], bool]:
+    """The audit listing's filters, as a test of a record read (where the query cannot filter)."""
+
+    def keep(record: AuditRecord) -> bool:
+        return (
+            (action is None or record.action == action)
+            and (resource is None or record.resource.id == resource)
+            and (actor is None or actor in (record.actor.id, record.actor.display))
+        )
+
+    return keep
 
 
 def _readable(convert: Callable[[dict[str, Any]], T], items: list[dict[str, Any]]) -> list[T]:
