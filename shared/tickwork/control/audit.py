@@ -8,19 +8,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
 from tickwork.model.audit import Attribution, AuditRecord, AuditResource, Change, audit_record
 from tickwork.model.clock import Clock, to_ms
 from tickwork.model.errors import Forbidden
+from tickwork.model.job import Job
+from tickwork.model.workflow.definition import Workflow
 from tickwork.store.audit import AuditItems
 from tickwork.store.conditional import Table
 from tickwork.store.listings import Listings, Page
 
+Scheduled = TypeVar("Scheduled", Job, Workflow)
+
 # The window a listing reads when it names no `from`.
 DEFAULT_AUDIT_WINDOW = timedelta(days=7)
+
+
+def created_by(item: Scheduled, by: Attribution | None) -> Scheduled:
+    """A new job or workflow, showing who created it (and so changed it last)."""
+    if by is None:
+        return item
+    return item.model_copy(update={"created_by": by.actor.display, "updated_by": by.actor.display})
 
 
 @dataclass(frozen=True)
@@ -56,6 +67,13 @@ class AuditTrail:
             changes=changes,
         )
         return self.items.item(record)
+
+    def created(
+        self, by: Attribution | None, kind: Literal["job", "workflow"], item: Job | Workflow
+    ) -> dict[str, Any] | None:
+        """The audit item of a job's or a workflow's create."""
+        resource = AuditResource(kind=kind, id=item.id)
+        return self.item(by, tenant=item.tenant, action=f"{kind}.create", resource=resource, after=item)
 
     def record_alone(
         self, by: Attribution | None, *, tenant: str, action: str, resource: AuditResource, changes: dict[str, Change]

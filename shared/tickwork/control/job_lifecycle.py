@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from tickwork.control.api_bodies import BackfillRequest, JobSpec, JobUpdate, TriggeredRun, TriggerRequest
-from tickwork.control.audit import AuditTrail
+from tickwork.control.audit import AuditTrail, created_by
 from tickwork.control.backfill import Backfiller, BackfillResult
 from tickwork.control.calendars import check_calendars_visible
 from tickwork.control.debounce import DebouncedTriggers
@@ -65,19 +65,13 @@ class JobLifecycle:
 
     def new_job(self, tenant: str, spec: JobSpec, *, by: Attribution | None = None, job_id: str | None = None) -> Job:
         """The checked job of `spec` (under `job_id`, else a new id), not yet written, created by `by`."""
-        job = self.factory.new_job(tenant, spec, now=self.clock.now(), job_id=job_id)
-        if by is None:
-            return job
-        return job.model_copy(update={"created_by": by.actor.display, "updated_by": by.actor.display})
+        return created_by(self.factory.new_job(tenant, spec, now=self.clock.now(), job_id=job_id), by)
 
     def add_new(self, job: Job, *, counted: bool = False, by: Attribution | None = None) -> bool:
         """Write a new, checked job and dispatch it if it is due soon; False (nothing done) if its id exists.
         `counted`: a place in its tenant's max_active_jobs was reserved for it. `by`: its audit record's
         attribution (None: no record)."""
-        audit = self.audit.item(
-            by, tenant=job.tenant, action="job.create", resource=AuditResource(kind="job", id=job.id), after=job
-        )
-        if not self.jobs.put_new_job(job, counted=counted, audit=audit):
+        if not self.jobs.put_new_job(job, counted=counted, audit=self.audit.created(by, "job", job)):
             return False
         logger.info("job created", extra={"job_id": job.id, "type": job.type, "next_run_at": job.next_run_at})
         self._dispatch_soon(job)

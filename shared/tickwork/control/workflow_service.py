@@ -13,7 +13,7 @@ from typing import Any
 
 from tickwork.aws.queues import Outgoing
 from tickwork.control.api_bodies import StepRun, WorkflowRun, WorkflowSpec, WorkflowUpdate
-from tickwork.control.audit import AuditTrail
+from tickwork.control.audit import AuditTrail, created_by
 from tickwork.control.calendars import check_calendars_visible
 from tickwork.control.tenants import ActiveJobsQuota
 from tickwork.control.versioned_changes import VersionedChanges
@@ -55,16 +55,8 @@ class WorkflowService:
         """A checked workflow, durable before acknowledged; claimed at once if due within the horizon.
         InvalidInput (naming `steps[i]...` fields) or TooLarge, and nothing written, if the spec is bad;
         QuotaExceeded, and nothing written, over the tenant's max_active_jobs."""
-        workflow = self.factory.new_workflow(tenant, spec, now=self.clock.now())
-        if by is not None:
-            workflow = workflow.model_copy(update={"created_by": by.actor.display, "updated_by": by.actor.display})
-        audit = self.audit.item(
-            by,
-            tenant=tenant,
-            action="workflow.create",
-            resource=AuditResource(kind="workflow", id=workflow.id),
-            after=workflow,
-        )
+        workflow = created_by(self.factory.new_workflow(tenant, spec, now=self.clock.now()), by)
+        audit = self.audit.created(by, "workflow", workflow)
         with self.quota.admitted(tenant, lambda: self.records.get_workflow(workflow.id) is not None) as counted:
             if not self.records.put_new_workflow(workflow, counted=counted, audit=audit):
                 raise Conflict(f"workflow {workflow.id} exists already")  # pragma: no cover - 75 random bits
@@ -145,13 +137,7 @@ class WorkflowService:
 
         def open_at(at: datetime) -> WorkflowRun | None:
             run_id = run_id_for(workflow.id, at, RunTrigger.MANUAL)
-            audit = self.audit.item(
-                by,
-                tenant=tenant,
-                action="workflow.trigger",
-                resource=AuditResource(kind="workflow_run", id=run_id),
-                changes={"status": Change(after=WorkflowRunStatus.RUNNING.value)},
-            )
+            audit = _run_audit(self.audit, by, tenant, "workflow.trigger", run_id, None, WorkflowRunStatus.RUNNING)
             opened = self.progress.open(
                 WorkflowRunRecord(
                     id=run_id,
@@ -205,13 +191,7 @@ class WorkflowService:
                 if entry.status is StepStatus.PENDING
             }
             now = self.clock.now()
-            audit = self.audit.item(
-                by,
-                tenant=tenant,
-                action="workflow_run.cancel",
-                resource=AuditResource(kind="workflow_run", id=record.id),
-                changes={"status": Change(before=record.status.value, after=final.value)},
-            )
+            audit = _run_audit(self.audit, by, tenant, "workflow_run.cancel", record.id, record.status, final)
             won, current = self.records.record_decisions(
                 record.id, pending, final=final, now=now, cause=WorkflowRunStatus.CANCELLED, audit=audit
             )
@@ -261,12 +241,8 @@ class WorkflowService:
             if entry.status is StepStatus.SKIPPED and dag.ancestors[sid] & set(retried):
                 entries[sid] = StepEntry()
         now = self.clock.now()
-        audit = self.audit.item(
-            by,
-            tenant=tenant,
-            action="workflow_run.retry",
-            resource=AuditResource(kind="workflow_run", id=record.id),
-            changes={"status": Change(before=record.status.value, after=WorkflowRunStatus.RUNNING.value)},
+        audit = _run_audit(
+            self.audit, by, tenant, "workflow_run.retry", record.id, record.status, WorkflowRunStatus.RUNNING
         )
         won, current = self.records.reopen(
             record.id, entries, reconcile_at=now + self.progress.settings.reconcile_after, audit=audit
@@ -300,6 +276,21 @@ class WorkflowService:
         entries = [*record.steps.values(), *(record.compensations or {}).values()]
         run_ids = [entry.run_id for entry in entries if entry.run_id]
         return self.run_records.get_runs(run_ids) if run_ids else {}
+
+
+def _run_audit(
+    audit: AuditTrail,
+    by: Attribution | None,
+    tenant: str,
+    action: str,
+    run_id: str,
+    before: WorkflowRunStatus | None,
+    after: WorkflowRunStatus,
+) -> dict[str, Any] | None:
+    """The audit item of a workflow run's change of status."""
+    status = Change(before=before.value if before else None, after=after.value)
+    resource = AuditResource(kind="workflow_run", id=run_id)
+    return audit.item(by, tenant=tenant, action=action, resource=resource, changes={"status": status})
 
 
 def _run_view(record: WorkflowRunRecord, runs: dict[str, Run] | None = None) -> WorkflowRun:

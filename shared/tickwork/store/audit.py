@@ -10,12 +10,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 from tickwork.model.audit import AuditRecord
 from tickwork.model.clock import to_ms
-from tickwork.store.codec import serialize
+from tickwork.store.codec import expression_values, serialize
+from tickwork.store.due_index import TENANT_INDEX
 
 AUDIT_PARTITION = "AUDIT#"
 ALL_TENANTS = "AUDIT#*"  # the tenant-index partition of every tenant's records
@@ -54,3 +56,57 @@ class AuditItems:
 
 def record_of(attrs: dict[str, Any]) -> AuditRecord:
     return AuditRecord.model_validate_json(attrs["record"])
+
+
+class AuditQuery:
+    """The Query of one page of audit records at [from_ms, to_ms] (older than `older_than`, a cursor's record),
+    newest first: a tenant's partition, filtered by the Query (`conditions`); or, for tenant None, every tenant's
+    through tenant-index, which carries none of the filters' attributes, so its records are filtered once read
+    (`keep`). `actor` matches the actor's id or its display name."""
+
+    def __init__(
+        self,
+        table_name: str,
+        tenant: str | None,
+        *,
+        from_ms: int,
+        to_ms: int,
+        older_than: str | None = None,
+        action: str | None = None,
+        resource: str | None = None,
+        actor: str | None = None,
+    ) -> None:
+        # Ids are of one length: just below the cursor's record's sort key is every older one.
+        high = older_than[:-1] + chr(ord(older_than[-1]) - 1) + "~" if older_than else audit_sort(to_ms, "~")
+        values = expression_values(low=audit_sort(from_ms), high=high)
+        self.conditions: list[str] = []
+        self.names: dict[str, str] = {}
+        self.keep: Callable[[AuditRecord], bool] | None = None
+        if tenant is None:
+            self.params: dict[str, Any] = {"IndexName": TENANT_INDEX, "KeyConditionExpression": "tenant_key = :tk"}
+            self.params["KeyConditionExpression"] += " AND tenant_sort BETWEEN :low AND :high"
+            values |= expression_values(tk=ALL_TENANTS)
+            if (action, resource, actor) != (None, None, None):
+                self.keep = lambda record: (
+                    action in (None, record.action)
+                    and resource in (None, record.resource.id)
+                    and (actor is None or actor in (record.actor.id, record.actor.display))
+                )
+        else:
+            self.params = {"KeyConditionExpression": "pk = :tk AND sk BETWEEN :low AND :high"}
+            values |= expression_values(tk=AUDIT_PARTITION + tenant)
+            for attribute, value in (("action", action), ("resource_id", resource)):
+                if value is not None:
+                    self._condition(f"#{attribute} = :{attribute}", {f"#{attribute}": attribute})
+                    values |= expression_values(**{attribute: value})
+            if actor is not None:
+                self._condition(
+                    "(#actor_id = :actor OR #actor_display = :actor)",
+                    {"#actor_id": "actor_id", "#actor_display": "actor_display"},
+                )
+                values |= expression_values(actor=actor)
+        self.params |= {"TableName": table_name, "ExpressionAttributeValues": values, "ScanIndexForward": False}
+
+    def _condition(self, condition: str, names: dict[str, str]) -> None:
+        self.conditions.append(condition)
+        self.names |= names

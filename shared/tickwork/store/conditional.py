@@ -23,6 +23,9 @@ from botocore.exceptions import ClientError
 
 from tickwork.store.codec import deserialize, expression_values, serialize
 
+# How often an audited write's transaction is sent when another transaction in progress on its item cancels it.
+TRANSACTION_CONFLICT_TRIES = 3
+
 
 class Update:
     """An UpdateItem being built: its SET and REMOVE clauses, its conditions, and the names and values they use.
@@ -238,7 +241,9 @@ class Table:
         self, operation: str, audit: dict[str, Any], params: dict[str, Any]
     ) -> tuple[bool, dict[str, Any]]:
         """The write and its audit record in one TransactWriteItems. The record's key is new (its id is random), so
-        its own condition fails only if the id was taken: then the transaction is an error, not a lost write."""
+        its own condition fails only if the id was taken: then the transaction is an error, not a lost write. A
+        transaction cancelled by another in progress on the item (TransactionConflict, which the SDK does not
+        retry) is sent again, up to TRANSACTION_CONFLICT_TRIES times."""
         if "ReturnValues" in params:
             raise ValueError("a transaction returns no attributes of a written item")
         record = {
@@ -246,19 +251,22 @@ class Table:
             "Item": audit,
             "ConditionExpression": "attribute_not_exists(pk)",
         }
-        try:
-            self.client.transact_write_items(
-                TransactItems=[{operation: {"TableName": self.name, **params}}, {"Put": record}]
-            )
-        except ClientError as exc:
-            reasons = exc.response.get("CancellationReasons") or []  # type: ignore[typeddict-item]
-            if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException" or not reasons:
-                raise
-            change = reasons[0]
-            if change.get("Code") != "ConditionalCheckFailed" or reasons[1].get("Code") not in (None, "None"):
-                raise
-            return False, deserialize(change.get("Item") or {})
-        return True, {}
+        items = [{operation: {"TableName": self.name, **params}}, {"Put": record}]
+        for tries_left in range(TRANSACTION_CONFLICT_TRIES - 1, -1, -1):
+            try:
+                self.client.transact_write_items(TransactItems=items)
+            except ClientError as exc:
+                reasons = exc.response.get("CancellationReasons") or []  # type: ignore[typeddict-item]
+                if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException" or not reasons:
+                    raise
+                change, put = (reason.get("Code") for reason in reasons)
+                if "TransactionConflict" in (change, put) and tries_left:
+                    continue
+                if change != "ConditionalCheckFailed" or put not in (None, "None"):
+                    raise
+                return False, deserialize(reasons[0].get("Item") or {})
+            return True, {}
+        raise AssertionError("unreachable: the last try returns or raises")  # pragma: no cover
 
 
 def _update(key: dict[str, Any], update: str, condition: str, values: dict[str, Any]) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from tickwork.model.states import JobState, RunStatus
 from tickwork.model.workflow.advance import WorkflowRunStatus
 from tickwork.model.workflow.definition import Workflow
 from tickwork.model.workflow.runs import WorkflowRunRecord
-from tickwork.store.audit import ALL_TENANTS, AUDIT_PARTITION, audit_sort, record_of
+from tickwork.store.audit import AuditQuery, record_of
 from tickwork.store.codec import (
     deserialize,
     expression_values,
@@ -246,48 +246,14 @@ class Listings:
         return self._page(tenant, scope, query, where, limit, start, convert)
 
     def list_audit(
-        self,
-        tenant: str | None,
-        *,
-        from_ms: int,
-        to_ms: int,
-        limit: int = DEFAULT_LIMIT,
-        cursor: str | None = None,
-        action: str | None = None,
-        resource: str | None = None,
-        actor: str | None = None,
+        self, tenant: str | None, *, limit: int = DEFAULT_LIMIT, cursor: str | None = None, **filters: Any
     ) -> Page[AuditRecord]:
-        """Audit records at [from_ms, to_ms], newest first: the tenant's (partition AUDIT#<tenant>), or, for None,
-        every tenant's (tenant-index, AUDIT#*). `actor` matches the actor's id or its display name."""
-        scope = "audit"
+        """Audit records, newest first: the tenant's, or (None) every tenant's; `filters` are AuditQuery's."""
         owner = tenant if tenant is not None else "*"
-        low, high = audit_sort(from_ms), audit_sort(to_ms, "~")
-        if cursor:  # strictly older than the record the cursor names (ids are of one length: just below it)
-            last = self.cursors.decode(owner, scope, cursor)
-            high = last[:-1] + chr(ord(last[-1]) - 1) + "~"
-        where = _Filter.of(action=action, resource_id=resource)
-        if actor is not None:
-            where.conditions.append("(#actor_id = :actor OR #actor_display = :actor)")
-            where.names |= {"#actor_id": "actor_id", "#actor_display": "actor_display"}
-            where.values["actor"] = actor
-        keep: Callable[[AuditRecord], bool] | None = None
-        if tenant is None:
-            # tenant-index carries none of the filters' attributes: the page's records are filtered once read
-            # (a page may come out short; its cursor still moves past what was read).
-            if where.conditions:
-                keep = _audit_filter(action=action, resource=resource, actor=actor)
-                where = _Filter([], {}, {})
-            query = self._tenant_index(ALL_TENANTS, where)
-            query["KeyConditionExpression"] = "tenant_key = :tk AND tenant_sort BETWEEN :low AND :high"
-        else:
-            query = {
-                "TableName": self._table.name,
-                "KeyConditionExpression": "pk = :tk AND sk BETWEEN :low AND :high",
-                "ExpressionAttributeValues": expression_values(tk=AUDIT_PARTITION + tenant, **where.values),
-                "ScanIndexForward": False,
-            }
-        query["ExpressionAttributeValues"] |= expression_values(low=low, high=high)
-        return self._page(owner, scope, query, where, limit, None, record_of, keep)
+        older_than = self.cursors.decode(owner, "audit", cursor) if cursor else None
+        query = AuditQuery(self._table.name, tenant, older_than=older_than, **filters)
+        where = _Filter(query.conditions, query.names, {})
+        return self._page(owner, "audit", query.params, where, limit, None, record_of, query.keep)
 
     def _tenant_index(self, partition: str, where: _Filter) -> dict[str, Any]:
         """The Query of one tenant-index partition, newest first."""
@@ -359,19 +325,6 @@ class Listings:
         keys = [{"pk": {"S": e["pk"]}, "sk": {"S": e["sk"]}} for e in entries]
         by_key = {(i["pk"], i["sk"]): i for i in self._table.batch_get(keys)}
         return [by_key[(e["pk"], e["sk"])] for e in entries if (e["pk"], e["sk"]) in by_key]
-
-
-def _audit_filter(*, action: str | None, resource: str | None, actor: str | None) -> Callable[[AuditRecord], bool]:
-    """The audit listing's filters, as a test of a record read (where the query cannot filter)."""
-
-    def keep(record: AuditRecord) -> bool:
-        return (
-            (action is None or record.action == action)
-            and (resource is None or record.resource.id == resource)
-            and (actor is None or actor in (record.actor.id, record.actor.display))
-        )
-
-    return keep
 
 
 def _readable(convert: Callable[[dict[str, Any]], T], items: list[dict[str, Any]]) -> list[T]:
