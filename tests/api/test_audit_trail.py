@@ -395,3 +395,13 @@ def test_a_debounced_trigger_writes_one_record_whether_it_opens_or_joins_its_win
         assert run["debounce_window"] == verdict
         new = [r for r in audit_items(pipeline) if r["id"] not in before]
         assert [(r["action"], r["resource"]["id"]) for r in new] == [("job.trigger", run["id"])]
+
+
+@pytest.mark.parametrize("operation", [("post", "/v1/runs/{run_id}/cancel"), ("post", "/v1/runs/{run_id}/skip")])
+def test_asking_again_what_was_asked_already_changes_nothing_and_records_nothing(api, pipeline, operation) -> None:
+    call = MUTATIONS[operation](api, pipeline)
+    assert call.send(api).status < 300
+    before = audit_items(pipeline)
+    again = call.send(api)
+    assert again.status < 300, again.text
+    assert audit_items(pipeline) == before

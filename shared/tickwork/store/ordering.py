@@ -177,12 +177,22 @@ class OrderingRecords:
 
     def mark_skipped(self, tenant: str, sort: str, *, audit: dict[str, Any] | None = None) -> bool:
         """The user skipped the entry's FAILED run: it no longer blocks its key. False: no such entry. `audit`: the
-        skip's audit record's item, in the same transaction."""
-        return self._table.update_if(
+        skip's audit record's item, in the same transaction, written only by the skip that marks it first (one
+        marked already is a True that changes nothing and records nothing)."""
+        if audit is None:
+            return self._table.update_if(
+                tenant_key(tenant, sort),
+                "SET skipped = :yes",
+                "attribute_exists(run_id)",
+                None,
+                expression_values(yes=True),
+            )
+        won, seen = self._table.update_if_audited(
             tenant_key(tenant, sort),
             "SET skipped = :yes",
-            "attribute_exists(run_id)",
+            "attribute_exists(run_id) AND attribute_not_exists(skipped)",
             None,
             expression_values(yes=True),
-            audit=audit,
+            audit,
         )
+        return won or bool(seen.get("skipped"))
