@@ -78,9 +78,10 @@ class TenantRecords:
         audit_of: Callable[[TenantSettings | None], dict[str, Any] | None] | None = None,
     ) -> TenantSettings | None:
         """Replace the tenant's settings (an admin's PUT: the whole document, absent quotas removed); returns the
-        settings it replaced (None: there were none). With `audit_of` (the audit item of a change from the
-        settings it is given), the put is conditional on the version read, in one transaction with that item,
-        read and tried again while another PUT wins in between (Conflict after SETTINGS_RETRIES)."""
+        settings it replaced (None: there were none). The put is conditional on the version read, and read and
+        tried again while another PUT wins in between (Conflict after SETTINGS_RETRIES), so what it replaced is
+        exact; with `audit_of` (the audit item of a change from the settings it is given), in one transaction with
+        that item."""
         attrs = {
             "pk": f"TENANT#{tenant}",
             "sk": SETTINGS_SK,
@@ -88,10 +89,6 @@ class TenantRecords:
             "updated_at": iso(now),
             **settings.model_dump(exclude_none=True),
         }
-        if audit_of is None:
-            old = self._table.client.put_item(TableName=self._table.name, Item=serialize(attrs), ReturnValues="ALL_OLD")
-            attributes = old.get("Attributes")
-            return _settings(deserialize(attributes)) if attributes else None
         for _ in range(SETTINGS_RETRIES):
             item = self._table.client.get_item(
                 TableName=self._table.name, Key=tenant_key(tenant, SETTINGS_SK), ConsistentRead=True
@@ -104,7 +101,7 @@ class TenantRecords:
                 "attribute_not_exists(version) OR version = :v",
                 None,
                 expression_values(v=version),
-                audit=audit_of(previous),
+                audit=audit_of(previous) if audit_of is not None else None,
             )
             if won:
                 return previous
