@@ -31,7 +31,20 @@ from problems import (
     unsupported_media_type_problem,
     validation_problem,
 )
-from routes import backfill, calendars, dead_letters, dlq, freezes, jobs, meta, preview, runs, tenants, workflows
+from routes import (
+    audit,
+    backfill,
+    calendars,
+    dead_letters,
+    dlq,
+    freezes,
+    jobs,
+    meta,
+    preview,
+    runs,
+    tenants,
+    workflows,
+)
 from routes import metrics as metrics_routes
 from routes.meta import VERSION
 from tickwork.jobtypes import registry
@@ -86,7 +99,20 @@ def build_openapi_document() -> str:
     )
 
 
-_ROUTERS = (jobs, preview, backfill, runs, dlq, dead_letters, workflows, tenants, metrics_routes, calendars, freezes)
+_ROUTERS = (
+    jobs,
+    preview,
+    backfill,
+    runs,
+    dlq,
+    dead_letters,
+    workflows,
+    tenants,
+    metrics_routes,
+    calendars,
+    freezes,
+    audit,
+)
 for _resource in _ROUTERS:
     app.include_router(_resource.router)
 

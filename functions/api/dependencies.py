@@ -16,9 +16,10 @@ from typing import Annotated, Any, cast
 from aws_lambda_powertools.event_handler import Depends, Request
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 from tickwork.control.api_bodies import JobList, JobSpec, RedriveResult, RunList, WorkflowList, WorkflowRunList
-from tickwork.control.callers import Caller, caller_of
+from tickwork.control.callers import Caller, attribution_of, caller_of
 from tickwork.control.job_lifecycle import JobLifecycle
 from tickwork.control.workflow_service import WorkflowService
+from tickwork.model.audit import Attribution
 from tickwork.model.errors import AdminRequired
 from tickwork.services import Services, ServicesSlot
 from tickwork.settings import ApiSettings
@@ -74,6 +75,11 @@ def caller(request: Request, slot: Annotated[WiringSlot, Depends(wiring)]) -> Ca
     return caller_of(cast(APIGatewayProxyEventV2, request.resolved_event), slot.settings())
 
 
+def attribution(request: Request, slot: Annotated[WiringSlot, Depends(wiring)]) -> Attribution:
+    """Who makes the request and from where: what a change's audit record names."""
+    return attribution_of(cast(APIGatewayProxyEventV2, request.resolved_event), slot.settings())
+
+
 def tenant(who: Annotated[Caller, Depends(caller)]) -> str:
     """The caller's tenant."""
     return who.tenant
@@ -90,6 +96,7 @@ Wired = Annotated[Services, Depends(services)]
 Jobs = Annotated[JobLifecycle, Depends(job_lifecycle)]
 Tenant = Annotated[str, Depends(tenant)]
 Admin = Annotated[Caller, Depends(admin)]
+Acting = Annotated[Attribution, Depends(attribution)]
 
 
 @dataclass(frozen=True)
@@ -100,8 +107,10 @@ class TenantJobs:
     services: Services
     tenant: str
 
-    def create_once(self, spec: JobSpec, key: str, request_hash: str) -> tuple[dict[str, Any], bool]:
-        return self.services.idempotent_create.create_job_once(self.tenant, spec, key=key, request_hash=request_hash)
+    def create_once(self, spec: JobSpec, key: str, request_hash: str, by: Attribution) -> tuple[dict[str, Any], bool]:
+        return self.services.idempotent_create.create_job_once(
+            self.tenant, spec, key=key, request_hash=request_hash, by=by
+        )
 
     def jobs_page(self, **filters: Any) -> JobList:
         page = self.services.queries.list_jobs(self.tenant, **filters)
@@ -115,8 +124,8 @@ class TenantJobs:
         page = self.services.queries.list_dlq(self.tenant, **filters)
         return RunList(items=page.items, next_cursor=page.next_cursor)
 
-    def redrive(self, run_ids: list[str] | None) -> RedriveResult:
-        report = self.services.redrive.redrive(self.tenant, run_ids)
+    def redrive(self, run_ids: list[str] | None, by: Attribution) -> RedriveResult:
+        report = self.services.redrive.redrive(self.tenant, run_ids, by=by)
         return RedriveResult(
             redriven=report.redriven, run_ids=report.run_ids, not_redriven=report.not_redriven, more=report.more
         )

@@ -14,6 +14,7 @@ from tickwork.aws.metric_series import MetricSeries
 from tickwork.aws.queues import DispatchQueue, RunQueues
 from tickwork.aws.results import ResultStore
 from tickwork.aws.secrets import SecretStores
+from tickwork.control.audit import AuditTrail
 from tickwork.control.calendars import CalendarService
 from tickwork.control.dead_letters import DeadLetterAdmin
 from tickwork.control.debounce import DebouncedTriggers
@@ -55,6 +56,7 @@ from tickwork.store import (
     WorkflowRecords,
     cursor_key,
 )
+from tickwork.store.audit import AuditItems
 from tickwork.store.calendars import CalendarRecords
 from tickwork.store.deadlines import DeadlineRecords
 from tickwork.store.debounce import DebounceWindows
@@ -222,6 +224,7 @@ class Services:
             self.clock,
             WorkflowFactory(self.store.shards, targets=self.settings.targets, calendars=self.calendar_records),
             self.active_jobs_quota,
+            self.audit,
         )
 
     @cached_property
@@ -242,7 +245,7 @@ class Services:
     @cached_property
     def tenants(self) -> TenantService:
         """What the API calls for tenants' settings and usage."""
-        return TenantService(self.tenant_records, self.tenant_directory, self.clock)
+        return TenantService(self.tenant_records, self.tenant_directory, self.clock, self.audit)
 
     @cached_property
     def active_jobs_quota(self) -> ActiveJobsQuota:
@@ -296,7 +299,14 @@ class Services:
             self.queries,
             self.active_jobs_quota,
             DebouncedTriggers(self.store.runs, DebounceWindows(self.store.shared_table), self.dispatcher, self.clock),
+            self.audit,
         )
+
+    @cached_property
+    def audit(self) -> AuditTrail:
+        """Each API change's audit record (written in the change's own transaction), and the records' listing."""
+        retention = timedelta(days=self.settings.audit_retention_days)
+        return AuditTrail(AuditItems(retention), self.listings, self.clock, self.store.shared_table)
 
     @cached_property
     def idempotent_create(self) -> IdempotentCreate:
@@ -332,16 +342,17 @@ class Services:
             forget_read=self.dispatcher.freezes.forget,
             events=FreezeEvents(self.freeze_records, self.run_events, self.faults),
             dispatch_due=self.dispatcher.dispatch_due,
+            audit=self.audit,
         )
 
     @cached_property
     def calendars(self) -> CalendarService:
         """What the API calls for a tenant's calendars."""
-        return CalendarService(self.calendar_records, self.clock)
+        return CalendarService(self.calendar_records, self.clock, self.audit)
 
     @cached_property
     def redrive(self) -> RunRedrive:
-        return RunRedrive(self.store.runs, self.dispatcher, self.clock, self.queries, self.listings)
+        return RunRedrive(self.store.runs, self.dispatcher, self.clock, self.queries, self.listings, self.audit)
 
     @cached_property
     def dead_letters(self) -> DeadLetterAdmin:
@@ -352,16 +363,17 @@ class Services:
                 self.clients.client("sqs"),
                 {band: s.queue_url(band) for band in Band},
                 {band: s.dlq_url(band) for band in Band},
-            )
+            ),
+            self.audit,
         )
 
     @cached_property
     def run_cancel(self) -> RunCancel:
-        return RunCancel(self.store.leases, self.queries)
+        return RunCancel(self.store.leases, self.queries, self.audit)
 
     @cached_property
     def ordering_keys(self) -> OrderingKeys:
-        return OrderingKeys(self.store.runs.ordering, self.queries)
+        return OrderingKeys(self.store.runs.ordering, self.queries, self.audit)
 
     @cached_property
     def stuck_runs(self) -> StuckRuns:

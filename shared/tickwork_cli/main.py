@@ -9,6 +9,7 @@ locally.
     tickwork workflows runs <workflow id> --wait
     tickwork tenants get me
     tickwork tenants set acme --weight 3 --max-active-jobs 100
+    tickwork audit --resource <job id> --from -1d
     tickwork smoke --api-url <ApiUrl>
 
 The API comes from --api-url or TICKWORK_API_URL. A deployed API is called with SigV4 from the normal AWS
@@ -803,6 +804,41 @@ def tenants_set(
         session.show_one(stored)
     else:
         session.show_one({"tenant": tenant, **stored})
+
+
+@app.command("audit")
+@api_command
+def audit(
+    session: Session,
+    resource: Annotated[str | None, typer.Option("--resource", help="Only records of this resource id.")] = None,
+    actor: Annotated[
+        str | None, typer.Option("--actor", help="Only records of this actor: its id (an ARN) or display name.")
+    ] = None,
+    action: Annotated[str | None, typer.Option("--action", help="Only records of this action (job.pause).")] = None,
+    since: Annotated[
+        str | None, typer.Option("--from", help="Since this ISO-8601 time, or -1d / -2h from now (default: -7d).")
+    ] = None,
+    until: Annotated[str | None, typer.Option("--to", help="Until this time (default: now).")] = None,
+    tenant: Annotated[
+        str | None, typer.Option("--tenant", help="An admin's: one tenant's records, or `*` (the default: all).")
+    ] = None,
+    limit: Limit = None,
+    cursor: CursorOpt = None,
+    all_pages: AllPages = False,
+) -> None:
+    """Who changed what through the API, newest first (docs/security.md "Audit trail")."""
+    current = now()
+    query = {
+        "resource": resource,
+        "actor": actor,
+        "action": action,
+        "from": parse_instant(since, "--from", current) if since else None,
+        "to": parse_instant(until, "--to", current) if until else None,
+        "tenant": tenant,
+        "limit": limit,
+        "cursor": cursor,
+    }
+    session.show_page(_listing(session.client, "/v1/audit", all_pages, **query), render.AUDIT_COLUMNS)
 
 
 @app.command("smoke")

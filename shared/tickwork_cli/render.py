@@ -173,6 +173,16 @@ WORKFLOW_RUN_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
 ]
 
 
+AUDIT_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
+    ("AT", lambda r: r["at"]),
+    ("ACTOR", lambda r: r["actor"]["display"]),
+    ("TENANT", lambda r: r["tenant"]),
+    ("ACTION", lambda r: r["action"]),
+    ("RESOURCE", lambda r: r["resource"]["id"]),
+    ("CHANGED", lambda r: ", ".join(r["changes"]) or None),
+]
+
+
 def items_table(items: Sequence[dict[str, Any]], columns: list[tuple[str, Callable[[dict[str, Any]], Any]]]) -> str:
     if not items:
         return "(none)"

@@ -11,6 +11,7 @@ from openapi_spec_validator import validate
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
 ROUTES = {
+    ("get", "/v1/audit"),
     ("post", "/v1/jobs"),
     ("get", "/v1/jobs"),
     ("get", "/v1/jobs/{job_id}"),

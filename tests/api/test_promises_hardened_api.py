@@ -136,18 +136,22 @@ def test_a_job_item_over_the_size_budget_is_413_before_any_write(api, pipeline, 
 
 
 def _fail_job_puts(pipeline, code: str = "ValidationException", times: int = 1) -> list[int]:
-    """Make the next `times` PutItems of a job item fail as DynamoDB would (the idempotency record's go through)."""
+    """Make the next `times` puts of a job item fail as DynamoDB would (the idempotency record's go through): a
+    PutItem, or the TransactWriteItems that puts it with its audit record."""
     from botocore.exceptions import ClientError
 
     db = pipeline.services.clients.client("dynamodb")
     failed: list[int] = []
 
     def refuse(params: dict[str, Any], **_: Any) -> None:
-        if str(params.get("Item", {}).get("pk", {}).get("S", "")).startswith("JOB#") and len(failed) < times:
+        puts = [params, *(item["Put"] for item in params.get("TransactItems", []) if "Put" in item)]
+        job_put = any(str(p.get("Item", {}).get("pk", {}).get("S", "")).startswith("JOB#") for p in puts)
+        if job_put and len(failed) < times:
             failed.append(1)
             raise ClientError({"Error": {"Code": code, "Message": "injected storage failure"}}, "PutItem")
 
     db.meta.events.register_first("before-parameter-build.dynamodb.PutItem", refuse)
+    db.meta.events.register_first("before-parameter-build.dynamodb.TransactWriteItems", refuse)
     return failed
 
 

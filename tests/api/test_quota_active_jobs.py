@@ -177,7 +177,7 @@ def test_a_tenant_without_the_quota_pays_nothing_per_create(api, pipeline):
     api.create()  # reads acme's settings once (cached 30 s)
     pipeline.calls.clear()
     api.create()
-    assert pipeline.calls.by_operation() == {"PutItem": 1}
+    assert pipeline.calls.by_operation() == {"TransactWriteItems": 1}  # the job's put and its audit record
     pipeline.calls.clear()
     api.post("/v1/jobs", RECURRING, headers={"Idempotency-Key": "k-1"})
     ops = pipeline.calls.by_operation()
@@ -192,4 +192,4 @@ def test_a_tenant_with_the_quota_pays_one_update_per_create(api, pipeline):
     api.create()
     pipeline.calls.clear()
     api.create()
-    assert pipeline.calls.by_operation() == {"UpdateItem": 1, "PutItem": 1}
+    assert pipeline.calls.by_operation() == {"UpdateItem": 1, "TransactWriteItems": 1}

@@ -49,3 +49,21 @@ def test_the_directory_reads_each_tenant_once_per_cache_period(pipeline: Any) ->
 def test_bad_settings_are_refused(bad: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         TenantSettings.model_validate(bad)
+
+
+def test_a_put_another_put_overtakes_reads_again_so_what_it_replaced_is_exact(pipeline: Any) -> None:
+    """Between a PUT's read and its conditional put, another admin's PUT wins: the first is read and tried again,
+    and its audit record's `before` is what it really replaced."""
+    records = pipeline.services.tenant_records
+    records.put_settings("acme", TenantSettings(weight=2), pipeline.clock.now())
+    befores: list[TenantSettings | None] = []
+
+    def audit_of(before: TenantSettings | None) -> None:
+        befores.append(before)
+        if len(befores) == 1:  # the other admin's PUT lands just after this one's read
+            records.put_settings("acme", TenantSettings(weight=7), pipeline.clock.now())
+
+    replaced = records.put_settings("acme", TenantSettings(weight=4), pipeline.clock.now(), audit_of=audit_of)
+    assert befores == [TenantSettings(weight=2), TenantSettings(weight=7)]
+    assert replaced == TenantSettings(weight=7)
+    assert records.get_settings("acme") == TenantSettings(weight=4)

@@ -80,6 +80,7 @@ def test_globals_environment_covers_every_setting(template):
     assert env["POWERTOOLS_METRICS_NAMESPACE"] == "Tickwork"
     assert env["POWERTOOLS_LOG_LEVEL"] == {"Ref": "LogLevel"}
     assert env["RUN_RETENTION_DAYS"] == {"Ref": "RunRetentionDays"}
+    assert env["AUDIT_RETENTION_DAYS"] == {"Ref": "AuditRetentionDays"}
     api_env = _props(template, "ApiFunction")["Environment"]["Variables"]
     # The run logs' Insights link names the executor's log group, spelled as the log group's own name.
     log_group = template["Resources"]["ExecutorLogGroup"]["Properties"]["LogGroupName"]

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-from dependencies import Jobs, Tenant
+from dependencies import Acting, Jobs, Tenant
 from tickwork.control.api_bodies import BackfillRequest, BackfillResponse
 from tickwork.control.api_examples import BACKFILL, openapi_examples
 
@@ -30,7 +30,8 @@ def backfill_job(
     ],
     jobs: Jobs,
     tenant: Tenant,
+    by: Acting,
 ):
-    done = jobs.backfill(tenant, job_id, request)
+    done = jobs.backfill(tenant, job_id, request, by=by)
     body = BackfillResponse(created=len(done.created), runs=[r.id for r in done.created], existing=done.existing)
     return json_response(200, body)

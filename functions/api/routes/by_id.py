@@ -1,5 +1,6 @@
-"""Routes that name one job, run, workflow or workflow run by id, call one domain service method with the tenant
-and that id, and answer what it returns: declared as data, since they differ only in that data."""
+"""Routes that name one job, run, workflow or workflow run by id, call one domain service method with the tenant,
+that id and the request's attribution (for a change's audit record), and answer what it returns: declared as data,
+since they differ only in that data."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-from dependencies import Tenant, Wired, workflows_of
+from dependencies import Acting, Tenant, Wired, workflows_of
 from tickwork.control.api_bodies import WorkflowRun
+from tickwork.model.audit import Attribution
 from tickwork.model.job import Job
 from tickwork.model.run import Run
 from tickwork.model.workflow.definition import Workflow
@@ -26,7 +28,7 @@ class ByIdRoute:
     method: str
     rule: str  # with one id: <job_id>, <run_id>, <workflow_id> or <workflow_run_id>
     summary: str
-    call: Callable[[Services, str, str], Any]  # (services, tenant, id) -> the answer
+    call: Callable[[Services, str, str, Attribution], Any]  # (services, tenant, id, by) -> the answer
     status: int
     answer: Any  # the success response as documented: ok(model, description), or a plain description
     problem_statuses: tuple[int, ...]
@@ -42,10 +44,10 @@ class ByIdRoute:
         Powertools reads the signature (and, for dependencies, the annotations), so both are set here."""
         id_name = self.rule[self.rule.index("<") + 1 : self.rule.index(">")]
 
-        def by_id(built: Services, tenant: str, **ids: str):  # no return type: it would show in the document
-            return json_response(self.status, self.call(built, tenant, ids[id_name]))
+        def by_id(built: Services, tenant: str, by: Attribution, **ids: str):  # no return type: it would show
+            return json_response(self.status, self.call(built, tenant, ids[id_name], by))
 
-        annotations = {id_name: ID_PARAMETERS[id_name], "built": Wired, "tenant": Tenant}
+        annotations = {id_name: ID_PARAMETERS[id_name], "built": Wired, "tenant": Tenant, "by": Acting}
         by_id.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
             [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=a) for name, a in annotations.items()]
         )
@@ -71,7 +73,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "GET",
             "/v1/jobs/<job_id>",
             "One job",
-            lambda s, tenant, i: s.queries.get_job(tenant, i),
+            lambda s, tenant, i, by: s.queries.get_job(tenant, i),
             200,
             ok(Job, "The job"),
             (404,),
@@ -81,7 +83,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "DELETE",
             "/v1/jobs/<job_id>",
             "Cancel a job (idempotent)",
-            lambda s, tenant, i: s.jobs.cancel(tenant, i),
+            lambda s, tenant, i, by: s.jobs.cancel(tenant, i, by=by),
             200,
             ok(Job, "The job, CANCELLED"),
             (404, 409),
@@ -91,7 +93,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "POST",
             "/v1/jobs/<job_id>/pause",
             "Pause a job (idempotent)",
-            lambda s, tenant, i: s.jobs.pause(tenant, i),
+            lambda s, tenant, i, by: s.jobs.pause(tenant, i, by=by),
             200,
             ok(Job, "The job, PAUSED"),
             (404, 409),
@@ -101,7 +103,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "POST",
             "/v1/jobs/<job_id>/resume",
             "Resume a job (idempotent); what was missed while paused follows the misfire rule",
-            lambda s, tenant, i: s.jobs.resume(tenant, i),
+            lambda s, tenant, i, by: s.jobs.resume(tenant, i, by=by),
             200,
             ok(Job, "The job, ACTIVE"),
             (404, 409),
@@ -113,7 +115,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "GET",
             "/v1/runs/<run_id>",
             "One run",
-            lambda s, tenant, i: s.queries.get_run(tenant, i),
+            lambda s, tenant, i, by: s.queries.get_run(tenant, i),
             200,
             ok(Run, "The run"),
             (404,),
@@ -123,7 +125,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "GET",
             "/v1/runs/<run_id>/result",
             "The run's result document as stored in S3 (for echo, the payload)",
-            lambda s, tenant, i: s.queries.get_result(tenant, i),
+            lambda s, tenant, i, by: s.queries.get_result(tenant, i),
             200,
             {"description": "The result document (any JSON)"},
             (404,),
@@ -133,7 +135,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "POST",
             "/v1/runs/<run_id>/cancel",
             "Ask a RUNNING run (or a durable run between its segments) to stop: it is recorded SKIPPED `cancelled`",
-            lambda s, tenant, i: s.run_cancel.cancel_run(tenant, i),
+            lambda s, tenant, i, by: s.run_cancel.cancel_run(tenant, i, by=by),
             202,
             ok(Run, "The run, asked to stop (still RUNNING until its executor sees the request)"),
             (404, 409),
@@ -143,7 +145,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "POST",
             "/v1/runs/<run_id>/skip",
             "Skip a FAILED run that blocks its ordering key: the key's next run goes; the run stays FAILED",
-            lambda s, tenant, i: s.ordering_keys.skip(tenant, i),
+            lambda s, tenant, i, by: s.ordering_keys.skip(tenant, i, by=by),
             200,
             ok(Run, "The run, FAILED, out of its key's queue"),
             (404, 409),
@@ -156,7 +158,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "GET",
             "/v1/workflows/<workflow_id>",
             "One workflow",
-            lambda s, tenant, i: workflows_of(s).get(tenant, i),
+            lambda s, tenant, i, by: workflows_of(s).get(tenant, i),
             200,
             ok(Workflow, "The workflow"),
             (404,),
@@ -166,7 +168,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "DELETE",
             "/v1/workflows/<workflow_id>",
             "Cancel a workflow: it has no new workflow runs",
-            lambda s, tenant, i: workflows_of(s).cancel(tenant, i),
+            lambda s, tenant, i, by: workflows_of(s).cancel(tenant, i, by=by),
             200,
             ok(Workflow, "The workflow, CANCELLED"),
             (404, 409),
@@ -176,7 +178,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "POST",
             "/v1/workflows/<workflow_id>/pause",
             "Pause a workflow: its occurrences are recorded SKIPPED `paused`; runs in progress go on",
-            lambda s, tenant, i: workflows_of(s).pause(tenant, i),
+            lambda s, tenant, i, by: workflows_of(s).pause(tenant, i, by=by),
             200,
             ok(Workflow, "The workflow, PAUSED"),
             (404, 409),
@@ -186,7 +188,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "POST",
             "/v1/workflows/<workflow_id>/resume",
             "Resume a paused workflow; what was missed while paused follows the misfire rule",
-            lambda s, tenant, i: workflows_of(s).resume(tenant, i),
+            lambda s, tenant, i, by: workflows_of(s).resume(tenant, i, by=by),
             200,
             ok(Workflow, "The workflow, ACTIVE"),
             (404, 409),
@@ -196,7 +198,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "POST",
             "/v1/workflows/<workflow_id>/trigger",
             "Run a workflow now, once, outside its schedule: its root steps are queued",
-            lambda s, tenant, i: workflows_of(s).trigger(tenant, i),
+            lambda s, tenant, i, by: workflows_of(s).trigger(tenant, i, by=by),
             202,
             linked(ok(WorkflowRun, "The workflow run, RUNNING"), "workflow_run_id", WORKFLOW_RUN_OPERATIONS),
             (404, 409),
@@ -206,7 +208,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "GET",
             "/v1/workflow-runs/<workflow_run_id>",
             "One workflow run, with every step's state",
-            lambda s, tenant, i: workflows_of(s).get_run(tenant, i),
+            lambda s, tenant, i, by: workflows_of(s).get_run(tenant, i),
             200,
             ok(WorkflowRun, "The workflow run"),
             (404,),
@@ -217,7 +219,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "/v1/workflow-runs/<workflow_run_id>/retry",
             "Re-run a FAILED workflow run's FAILED steps and the steps skipped because of them; nothing that "
             "succeeded runs again",
-            lambda s, tenant, i: workflows_of(s).retry_run(tenant, i),
+            lambda s, tenant, i, by: workflows_of(s).retry_run(tenant, i, by=by),
             202,
             ok(WorkflowRun, "The workflow run, RUNNING"),
             (404, 409),

@@ -7,7 +7,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.openapi.params import Path as PathParam
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-from dependencies import Tenant, Wired
+from dependencies import Acting, Tenant, Wired
 from pydantic import StringConstraints
 from tickwork.control.api_bodies import CalendarList
 from tickwork.control.api_examples import CALENDAR, openapi_examples
@@ -42,8 +42,8 @@ CALENDAR_OPERATIONS = {
     },
     tags=["calendars"],
 )
-def create_calendar(spec: CalendarBody, built: Wired, tenant: Tenant):
-    return json_response(201, built.calendars.create(tenant, spec))
+def create_calendar(spec: CalendarBody, built: Wired, tenant: Tenant, by: Acting):
+    return json_response(201, built.calendars.create(tenant, spec, by=by))
 
 
 @router.get(
@@ -74,8 +74,8 @@ def get_calendar(calendar_id: CalendarId, built: Wired, tenant: Tenant):
     responses={200: ok(Calendar, "The calendar as stored"), **problems(400, 404, 409, 415)},
     tags=["calendars"],
 )
-def replace_calendar(calendar_id: CalendarId, spec: CalendarBody, built: Wired, tenant: Tenant):
-    return json_response(200, built.calendars.replace(tenant, calendar_id, spec))
+def replace_calendar(calendar_id: CalendarId, spec: CalendarBody, built: Wired, tenant: Tenant, by: Acting):
+    return json_response(200, built.calendars.replace(tenant, calendar_id, spec, by=by))
 
 
 @router.delete(
@@ -85,5 +85,5 @@ def replace_calendar(calendar_id: CalendarId, spec: CalendarBody, built: Wired, 
     responses={200: ok(Calendar, "The calendar as it was"), **problems(404)},
     tags=["calendars"],
 )
-def delete_calendar(calendar_id: CalendarId, built: Wired, tenant: Tenant):
-    return json_response(200, built.calendars.delete(tenant, calendar_id))
+def delete_calendar(calendar_id: CalendarId, built: Wired, tenant: Tenant, by: Acting):
+    return json_response(200, built.calendars.delete(tenant, calendar_id, by=by))

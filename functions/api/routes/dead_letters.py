@@ -7,7 +7,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-from dependencies import Admin, Wired
+from dependencies import Acting, Admin, Wired
 from tickwork.control.api_examples import DEAD_LETTER_REDRIVE, openapi_examples
 from tickwork.control.dead_letters import DeadLetterQueueList, DeadLetterRedriveRequest, DeadLetterRedriveResult
 
@@ -37,10 +37,11 @@ def list_dead_letters(built: Wired, _admin: Admin):
 )
 def redrive_dead_letters(
     built: Wired,
-    _admin: Admin,
+    admin: Admin,
+    by: Acting,
     request: Annotated[
         DeadLetterRedriveRequest,
         Body(description="The bands to redrive.", openapi_examples=openapi_examples(DEAD_LETTER_REDRIVE)),
     ],
 ):
-    return json_response(202, built.dead_letters.redrive(request.bands))
+    return json_response(202, built.dead_letters.redrive(request.bands, by=by, tenant=admin.tenant))

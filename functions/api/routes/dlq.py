@@ -6,7 +6,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-from dependencies import CallerJobs
+from dependencies import Acting, CallerJobs
 from tickwork.control.api_bodies import RedriveRequest, RedriveResult, RunList
 from tickwork.control.api_examples import REDRIVE, openapi_examples
 
@@ -30,6 +30,7 @@ def list_dlq(mine: CallerJobs, limit: Limit = 50, cursor: Cursor = None):
 )
 def redrive(
     mine: CallerJobs,
+    by: Acting,
     request: Annotated[
         RedriveRequest,
         Body(
@@ -38,4 +39,4 @@ def redrive(
         ),
     ],
 ):
-    return json_response(202, mine.redrive(request.named()))
+    return json_response(202, mine.redrive(request.named(), by))

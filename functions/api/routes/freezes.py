@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.openapi.params import Path as PathParam
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-from dependencies import Wired, caller
+from dependencies import Acting, Wired, caller
 from pydantic import StringConstraints
 from tickwork.control.api_bodies import FreezeList
 from tickwork.control.api_examples import FREEZE, openapi_examples
@@ -42,8 +42,9 @@ def create_freeze(
     spec: Annotated[FreezeSpec, Body(description="The freeze.", openapi_examples=openapi_examples(FREEZE))],
     built: Wired,
     who: Who,
+    by: Acting,
 ):
-    return json_response(201, built.freezes.create(who, spec))
+    return json_response(201, built.freezes.create(who, spec, by=by))
 
 
 @router.get(
@@ -72,5 +73,5 @@ def get_freeze(freeze_id: FreezeId, built: Wired, who: Who):
     responses={200: ok(Freeze, "The freeze, lifted"), **problems(404, 409)},
     tags=["freezes"],
 )
-def lift_freeze(freeze_id: FreezeId, built: Wired, who: Who):
-    return json_response(200, built.freezes.lift(who, freeze_id))
+def lift_freeze(freeze_id: FreezeId, built: Wired, who: Who, by: Acting):
+    return json_response(200, built.freezes.lift(who, freeze_id, by=by))

@@ -7,7 +7,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler import Request
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-from dependencies import CallerJobs, Jobs, Tenant
+from dependencies import Acting, CallerJobs, Jobs, Tenant
 from tickwork.control.api_bodies import JobList, JobSpec, JobUpdate, TriggeredRun, TriggerRequest
 from tickwork.control.api_examples import JOB_SPEC, JOB_UPDATE, TRIGGER, openapi_examples
 from tickwork.control.idempotent_create import request_hash
@@ -40,6 +40,7 @@ def create_job(
     request: Request,
     jobs: Jobs,
     mine: CallerJobs,
+    by: Acting,
     idempotency_key: Annotated[
         str | None,
         Header(
@@ -50,8 +51,8 @@ def create_job(
     ] = None,
 ):
     if idempotency_key is None:
-        return json_response(201, jobs.create_job(mine.tenant, spec))
-    body, replayed = mine.create_once(spec, idempotency_key, request_hash(request.json_body))
+        return json_response(201, jobs.create_job(mine.tenant, spec, by=by))
+    body, replayed = mine.create_once(spec, idempotency_key, request_hash(request.json_body), by)
     return json_response(201, body, {"Idempotent-Replayed": "true" if replayed else "false"})
 
 
@@ -101,8 +102,9 @@ def update_job(
     ],
     jobs: Jobs,
     tenant: Tenant,
+    by: Acting,
 ):
-    return json_response(200, jobs.update(tenant, job_id, patch))
+    return json_response(200, jobs.update(tenant, job_id, patch, by=by))
 
 
 NO_TRIGGER_REQUEST = TriggerRequest()
@@ -125,6 +127,7 @@ def trigger_job(
     job_id: JobId,
     jobs: Jobs,
     tenant: Tenant,
+    by: Acting,
     # Optional, and never null: no body is the empty request (the job's payload, its own debounce if any).
     request: Annotated[
         TriggerRequest,
@@ -133,7 +136,7 @@ def trigger_job(
         ),
     ] = (NO_TRIGGER_REQUEST),
 ):
-    return json_response(202, jobs.trigger(tenant, job_id, request))
+    return json_response(202, jobs.trigger(tenant, job_id, request, by=by))
 
 
 add_routes(router, "jobs")  # one job, and its state changes: see routes/by_id.py

@@ -7,7 +7,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-from dependencies import CallerJobs, Tenant, Wired, WiringSlot, wiring
+from dependencies import Acting, CallerJobs, Tenant, Wired, WiringSlot, wiring
 from tickwork.control.api_bodies import RetryRequest, RunList, RunLogs
 from tickwork.control.api_examples import RETRY, openapi_examples
 from tickwork.control.run_log_reader import InsightsLink, RunLogQueries, insights_link_of
@@ -64,6 +64,7 @@ def retry_run(
     run_id: RunId,
     built: Wired,
     tenant: Tenant,
+    by: Acting,
     request: Annotated[
         RetryRequest,
         Body(
@@ -71,7 +72,7 @@ def retry_run(
         ),
     ] = RESUME,
 ):
-    return json_response(202, built.redrive.retry_run(tenant, run_id, from_checkpoint=request.from_checkpoint))
+    return json_response(202, built.redrive.retry_run(tenant, run_id, from_checkpoint=request.from_checkpoint, by=by))
 
 
 def insights_link(slot: Annotated[WiringSlot, Depends(wiring)]) -> InsightsLink | None:

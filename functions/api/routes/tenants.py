@@ -7,7 +7,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-from dependencies import Admin, Tenant, Wired
+from dependencies import Acting, Admin, Tenant, Wired
 from tickwork.control.api_bodies import TenantView
 from tickwork.control.api_examples import TENANT_SETTINGS, openapi_examples
 from tickwork.model.tenant_settings import TenantSettings
@@ -51,5 +51,5 @@ def get_tenant(tenant: TenantName, built: Wired, _admin: Admin):
     responses={200: ok(TenantSettings, "The stored settings"), **problems(400, 415)},
     tags=["tenants"],
 )
-def put_tenant(tenant: TenantName, settings: WholeSettings, built: Wired, _admin: Admin):
-    return json_response(200, built.tenants.put(tenant, settings))
+def put_tenant(tenant: TenantName, settings: WholeSettings, built: Wired, _admin: Admin, by: Acting):
+    return json_response(200, built.tenants.put(tenant, settings, by=by))

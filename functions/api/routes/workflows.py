@@ -8,7 +8,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-from dependencies import CallerWorkflows, Tenant, Wired, workflows_of
+from dependencies import Acting, CallerWorkflows, Tenant, Wired, workflows_of
 from tickwork.control.api_bodies import (
     WorkflowList,
     WorkflowRun,
@@ -42,8 +42,9 @@ def create_workflow(
     spec: Annotated[WorkflowSpec, Body(description="The workflow.", openapi_examples=openapi_examples(WORKFLOW_SPEC))],
     built: Wired,
     tenant: Tenant,
+    by: Acting,
 ):
-    return json_response(201, workflows_of(built).create(tenant, spec))
+    return json_response(201, workflows_of(built).create(tenant, spec, by=by))
 
 
 @router.get(
@@ -75,8 +76,9 @@ def update_workflow(
     ],
     built: Wired,
     tenant: Tenant,
+    by: Acting,
 ):
-    return json_response(200, workflows_of(built).update(tenant, workflow_id, patch))
+    return json_response(200, workflows_of(built).update(tenant, workflow_id, patch, by=by))
 
 
 @router.get(
@@ -109,12 +111,11 @@ def cancel_workflow_run(
     workflow_run_id: WorkflowRunId,
     built: Wired,
     tenant: Tenant,
+    by: Acting,
     request: Annotated[
         WorkflowRunCancel | None,
         Body(description="Optional: whether to compensate.", openapi_examples=openapi_examples(WORKFLOW_RUN_CANCEL)),
     ] = None,
 ):
     compensate = request is not None and request.compensate
-    return json_response(
-        200, workflows_of(built).cancel_run(tenant, workflow_run_id, compensate=compensate)
-    )  # one workflow or workflow run, and their state changes: see routes/by_id.py
+    return json_response(200, workflows_of(built).cancel_run(tenant, workflow_run_id, compensate=compensate, by=by))

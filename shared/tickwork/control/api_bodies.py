@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, WithJsonSchema, c
 from tickwork.control.backfill import DEFAULT_BACKFILL_RUNS, MAX_BACKFILL_RUNS
 from tickwork.control.debounce import WindowVerdict
 from tickwork.jobtypes import registry
+from tickwork.model.audit import AuditRecord
 from tickwork.model.calendars import Calendar
 from tickwork.model.errors import InvalidInput
 from tickwork.model.freezes import Freeze
@@ -319,6 +320,11 @@ class TriggeredRun(Run):
 
 class JobList(BaseModel):
     items: list[Job]
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")
+
+
+class AuditList(BaseModel):
+    items: list[AuditRecord]
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")
 
 

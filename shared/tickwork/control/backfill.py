@@ -17,8 +17,10 @@ Backfilled runs carry `trigger: backfill`, so start-lateness metrics leave them 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from tickwork.model.clock import Clock
 from tickwork.model.errors import Conflict, InvalidInput
@@ -73,8 +75,17 @@ class Backfiller:
     dispatcher: Dispatcher
     clock: Clock
 
-    def backfill(self, job: Job, start: datetime, end: datetime, max_runs: int) -> BackfillResult:
-        """Runs for the job's occurrences in [start, end], at most max_runs of them (the earliest)."""
+    def backfill(
+        self,
+        job: Job,
+        start: datetime,
+        end: datetime,
+        max_runs: int,
+        *,
+        audit: Callable[[list[datetime]], dict[str, Any] | None] = lambda occurrences: None,
+    ) -> BackfillResult:
+        """Runs for the job's occurrences in [start, end], at most max_runs of them (the earliest). `audit`: the
+        backfill's audit item, of the occurrences it covers, written with its first write (the count of them)."""
         now = self.clock.now()
         check_range(start, end, now)
         if job.state is JobState.CANCELLED:
@@ -85,7 +96,7 @@ class Backfiller:
         quota = self.dispatcher.tenants.settings_of(job.tenant) if self.dispatcher.tenants is not None else None
         spacing = backfill_spacing(quota.max_runs_per_minute if quota is not None else None)
         if occurrences:  # before the runs exist, so that no completion misses them (tickwork.progress.job_completion)
-            self.jobs.count_backfilled(job.id, len(occurrences))
+            self.jobs.count_backfilled(job.id, len(occurrences), audit=audit(occurrences))
         created: list[Run] = []
         existing: list[datetime] = []
         for at in occurrences:

@@ -10,7 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
+from tickwork.control.audit import AuditTrail
+from tickwork.model.audit import Attribution, AuditResource
 from tickwork.model.blocking import check_crossable
 from tickwork.model.calendars import Calendar, CalendarDefinition
 from tickwork.model.clock import Clock, to_ms
@@ -40,14 +43,15 @@ def check_calendars_visible(
 class CalendarService:
     records: CalendarRecords
     clock: Clock
+    audit: AuditTrail  # each change's record, in the change's own write
 
-    def create(self, tenant: str, spec: CalendarDefinition) -> Calendar:
+    def create(self, tenant: str, spec: CalendarDefinition, *, by: Attribution | None = None) -> Calendar:
         now = self.clock.now()
         check_crossable((spec,), now, field="windows")
         calendar = Calendar(
             id=new_job_id(to_ms(now), prefix="c"), tenant=tenant, created_at=now, updated_at=now, **_fields(spec)
         )
-        if not self.records.put_new(calendar):
+        if not self.records.put_new(calendar, audit=self._audit(by, "create", after=calendar)):
             raise Conflict(f"calendar {calendar.id} exists already")  # pragma: no cover - 75 random bits
         logger.info("calendar created", extra={"calendar_id": calendar.id, "tenant": tenant})
         return calendar
@@ -66,25 +70,43 @@ class CalendarService:
     def list(self, tenant: str) -> list[Calendar]:
         return self.records.list(tenant)
 
-    def replace(self, tenant: str, calendar_id: str, spec: CalendarDefinition) -> Calendar:
+    def replace(
+        self, tenant: str, calendar_id: str, spec: CalendarDefinition, *, by: Attribution | None = None
+    ) -> Calendar:
         """The whole calendar, over the version read (Conflict if it changed meanwhile)."""
         current = self.get(tenant, calendar_id)
         check_crossable((spec,), self.clock.now(), field="windows")
         changed = current.model_copy(
             update={**_fields(spec), "version": current.version + 1, "updated_at": self.clock.now()}
         )
-        if not self.records.replace(changed, expected_version=current.version):
+        audit = self._audit(by, "replace", before=current, after=changed)
+        if not self.records.replace(changed, expected_version=current.version, audit=audit):
             raise Conflict(f"calendar {calendar_id} changed concurrently; read it and try again")
         return changed
 
-    def delete(self, tenant: str, calendar_id: str) -> Calendar:
+    def delete(self, tenant: str, calendar_id: str, *, by: Attribution | None = None) -> Calendar:
         """The calendar as it was. A job still naming it then runs as if it did not (the tick finds no such
         calendar, and logs it)."""
         current = self.get(tenant, calendar_id)
-        if not self.records.delete(tenant, calendar_id):
+        if not self.records.delete(tenant, calendar_id, audit=self._audit(by, "delete", before=current)):
             raise NotFound(f"calendar {calendar_id} not found")
         logger.info("calendar deleted", extra={"calendar_id": calendar_id, "tenant": tenant})
         return current
+
+    def _audit(
+        self, by: Attribution | None, verb: str, *, before: Calendar | None = None, after: Calendar | None = None
+    ) -> dict[str, Any] | None:
+        """The audit item of a change from `before` to `after` (None: created, deleted)."""
+        calendar = after or before
+        assert calendar is not None
+        return self.audit.item(
+            by,
+            tenant=calendar.tenant,
+            action=f"calendar.{verb}",
+            resource=AuditResource(kind="calendar", id=calendar.id),
+            before=before,
+            after=after,
+        )
 
 
 def _fields(spec: CalendarDefinition) -> dict[str, object]:

@@ -27,6 +27,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
+from tickwork.model.audit import Actor, ActorKind, Attribution
 from tickwork.model.errors import Forbidden, Unauthenticated
 from tickwork.settings import ApiSettings
 from tickwork.store import TENANT
@@ -153,6 +154,28 @@ def caller_of(event: APIGatewayProxyEventV2, settings: ApiSettings) -> Caller:
     if settings.auth_mode == "iam":
         return _iam_caller(event, settings)
     return _local_caller(event, settings.api_keys_file)
+
+
+def attribution_of(event: APIGatewayProxyEventV2, settings: ApiSettings) -> Attribution:
+    """Who made the request and from where, for its audit records (docs/security.md "Audit trail"): in iam mode
+    the verified principal (its ARN; shown as its role and session, or its user name), locally the caller's
+    tenant (never its key); and API Gateway's request id, source IP and user agent."""
+    caller = caller_of(event, settings)
+    if settings.auth_mode == "iam":
+        arn = event.request_context.authorizer.iam.user_arn
+        _, resource = _ARN.match(arn).groups()  # type: ignore[union-attr]  # caller_of checked it
+        kind, _, rest = resource.partition("/")
+        display = {"assumed-role": rest, "user": rest.rsplit("/", 1)[-1]}.get(kind, kind)
+        actor = Actor(kind=ActorKind.IAM, id=arn, display=display[:512])
+    else:
+        actor = Actor(kind=ActorKind.LOCAL_KEY, id=caller.tenant, display=caller.tenant)
+    http = (event.get("requestContext") or {}).get("http") or {}
+    return Attribution(
+        actor=actor,
+        request_id=(event.get("requestContext") or {}).get("requestId"),
+        source_ip=http.get("sourceIp"),
+        user_agent=(http.get("userAgent") or event.headers.get("user-agent") or "")[:1024] or None,
+    )
 
 
 def tenant_of(event: APIGatewayProxyEventV2, settings: ApiSettings) -> str:

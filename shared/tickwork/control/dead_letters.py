@@ -15,6 +15,8 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from tickwork.aws.dead_letters import DeadLetterQueues, RedriveRunning
+from tickwork.control.audit import AuditTrail
+from tickwork.model.audit import Attribution, AuditResource, Change
 from tickwork.model.errors import Conflict
 from tickwork.model.policies import Band
 from tickwork.observability import logger
@@ -62,13 +64,14 @@ NOTHING_TO_REDRIVE = "nothing to redrive: the dead-letter queues named hold no m
 class DeadLetterAdmin:
     """What the dead-letters routes call (their caller is an admin: the route checks it)."""
 
-    def __init__(self, queues: DeadLetterQueues) -> None:
+    def __init__(self, queues: DeadLetterQueues, audit: AuditTrail | None = None) -> None:
         self.queues = queues
+        self.audit = audit
 
     def queues_now(self) -> DeadLetterQueueList:
         return DeadLetterQueueList(items=[_view(self.queues, band) for band in Band])
 
-    def redrive(self, bands: list[Band]) -> DeadLetterRedriveResult:
+    def redrive(self, bands: list[Band], *, by: Attribution | None = None, tenant: str = "") -> DeadLetterRedriveResult:
         """Start a move task for each named band that holds messages. Conflict if none was started: every queue
         named was empty, or is being moved already."""
         started: list[Band] = []
@@ -91,6 +94,14 @@ class DeadLetterAdmin:
         if not started:
             reason = NOTHING_TO_REDRIVE if not running else "a redrive of each queue named is moving its messages still"
             raise Conflict(reason)
+        if self.audit is not None:  # the move tasks write nothing to the table: their record is written after them
+            self.audit.record_alone(
+                by,
+                tenant=tenant,
+                action="dead_letters.redrive",
+                resource=AuditResource(kind="dlq", id=",".join(band.value for band in started)),
+                changes={"started": Change(after=[band.value for band in started])},
+            )
         return DeadLetterRedriveResult(started=started, empty=empty, running=running)
 
 

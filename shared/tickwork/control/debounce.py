@@ -12,6 +12,7 @@ closed (leased, or full) opens the next window in its place.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -77,8 +78,16 @@ class DebouncedTriggers:
     dispatcher: Dispatcher
     clock: Clock
 
-    def trigger(self, job: Job, debounce: Debounce, payload: dict[str, Any]) -> tuple[Run, WindowVerdict]:
-        """The run of the window this trigger falls in, and whether it opened that window or joined it."""
+    def trigger(
+        self,
+        job: Job,
+        debounce: Debounce,
+        payload: dict[str, Any],
+        *,
+        audit: Callable[[Run], dict[str, Any] | None] = lambda run: None,
+    ) -> tuple[Run, WindowVerdict]:
+        """The run of the window this trigger falls in, and whether it opened that window or joined it. `audit`:
+        the trigger's audit item, of the run it creates or joins, written with that write."""
         now = self.clock.now()
         found_closed: str | None = None
         for attempt in range(ATTEMPTS):
@@ -100,11 +109,11 @@ class DebouncedTriggers:
                 else DebounceWindow(key=debounce.key, collect=bool(seen.get("collect")))
             )
             run_id, run_ends = (candidate, ends) if opened else (str(seen["run_id"]), from_ms(int(seen["ends_ms"])))
-            first = self._first_run(job, run_id, run_ends, window, payload, now)
+            first = self._first_run(job, run_id, run_ends, window, payload, now, audit)
             if first is not None:
                 self._count(verdict)
                 return first, verdict
-            joined = self._join(run_id, debounce.key, payload, now)
+            joined = self._join(run_id, debounce.key, payload, now, audit)
             if joined is not None:
                 self._count(verdict)
                 return joined, verdict
@@ -112,7 +121,14 @@ class DebouncedTriggers:
         raise Conflict("the debounce window kept changing under this trigger; try again")
 
     def _first_run(
-        self, job: Job, run_id: str, ends: datetime, window: DebounceWindow, payload: dict[str, Any], now: datetime
+        self,
+        job: Job,
+        run_id: str,
+        ends: datetime,
+        window: DebounceWindow,
+        payload: dict[str, Any],
+        now: datetime,
+        audit: Callable[[Run], dict[str, Any] | None],
     ) -> Run | None:
         """The window's run, created with this trigger's payload if it does not exist yet, and sent to start at
         the window's end; None if it exists (created by another trigger of the window)."""
@@ -124,13 +140,20 @@ class DebouncedTriggers:
             debounce=window,
             payload={"payloads": [payload]} if window.collect else payload,
         ).model_copy(update={"id": run_id})
-        if not self.runs.put_queued_run(run, redispatch_at=ends + self.dispatcher.redispatch_after):
+        if not self.runs.put_queued_run(run, redispatch_at=ends + self.dispatcher.redispatch_after, audit=audit(run)):
             return None
         self.dispatcher.sender.send([outgoing_for(run, start_at=ends)])
         logger.info("debounce window opened", extra={"run_id": run.id, "key": window.key, "ends_at": ends})
         return run
 
-    def _join(self, run_id: str, key: str, payload: dict[str, Any], now: datetime) -> Run | None:
+    def _join(
+        self,
+        run_id: str,
+        key: str,
+        payload: dict[str, Any],
+        now: datetime,
+        audit: Callable[[Run], dict[str, Any] | None],
+    ) -> Run | None:
         """The window's run with this trigger's payload in it; None if it can no longer be joined."""
         current = self.runs.get_run(run_id)
         for _ in range(ATTEMPTS):
@@ -139,7 +162,7 @@ class DebouncedTriggers:
             carried = joined_payload(current, payload)
             if carried is None:
                 return None
-            won, current = self.windows.join(current, key, carried, now=now)
+            won, current = self.windows.join(current, key, carried, now=now, audit=audit(current))
             if won:
                 return current
         return None

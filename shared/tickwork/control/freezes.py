@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from tickwork.control.audit import AuditTrail
 from tickwork.control.callers import Caller
+from tickwork.model.audit import Attribution, AuditResource
 from tickwork.model.blocking import OnBlocked
 from tickwork.model.claim_plan import CATCHUP_KEEP
 from tickwork.model.clock import Clock, optional_instant, to_ms
@@ -46,8 +48,9 @@ class FreezeService:
     events: FreezeEvents | None = None  # publishes `Freeze Started` and `Freeze Ended`
     # Claims and sends now, as a create does, the due jobs a picker selects (tickwork.tick.dispatch.Dispatcher).
     dispatch_due: Callable[[Callable[[DueItem], bool]], int] | None = None
+    audit: AuditTrail | None = None  # each change's record, in the change's own write
 
-    def create(self, caller: Caller, spec: FreezeSpec) -> Freeze:
+    def create(self, caller: Caller, spec: FreezeSpec, *, by: Attribution | None = None) -> Freeze:
         if spec.every_tenant and not caller.admin:
             raise Forbidden("freezing every tenant is an admin's (the tickwork-admin role or an admin key)")
         now = self.clock.now()
@@ -65,7 +68,8 @@ class FreezeService:
         # Starting now (or in the past), its start is recorded by the put itself, and published once the runs it
         # holds back are marked (were the publish lost, the tick publishes it from the freeze's outbox).
         publish_by = now + OUTBOX_GRACE if self.events is not None and start <= now else None
-        if not self.records.put_new(freeze, started_publish_by=publish_by):
+        audit = self._audit(by, caller, "create", freeze, after=freeze)
+        if not self.records.put_new(freeze, started_publish_by=publish_by, audit=audit):
             raise Conflict(f"freeze {freeze.id} exists already")  # pragma: no cover - 75 random bits
         self.forget_read()
         held = self._hold_back_claimed(freeze, now)
@@ -91,7 +95,7 @@ class FreezeService:
             raise NotFound(f"freeze {freeze_id} not found")
         return stored
 
-    def lift(self, caller: Caller, freeze_id: str) -> Freeze:
+    def lift(self, caller: Caller, freeze_id: str, *, by: Attribution | None = None) -> Freeze:
         """Ends it now: the occurrences from now on run, its jobs due within the horizon claimed at once (those it
         skipped stay skipped; with DEFER, the ones it held run now, collapsed by catch-up). One that had started publishes `Freeze Ended` (and its
         `Freeze Started` first, if no tick has seen it start yet); one lifted before its `from` publishes neither."""
@@ -105,7 +109,8 @@ class FreezeService:
         if self.events is not None and publish_by is not None:
             for kind in stored.events_due(now):  # what no tick has seen yet: its start (or its end, then no lift)
                 self.events.record(freeze, kind, now)
-        if not self.records.lift(freeze, now, by=caller.tenant, ended_publish_by=publish_by):
+        audit = self._audit(by, caller, "lift", freeze, before=freeze, after=lifted)
+        if not self.records.lift(freeze, now, by=caller.tenant, ended_publish_by=publish_by, audit=audit):
             raise Conflict(f"freeze {freeze_id} has ended already")
         self.forget_read()
         logger.info("freeze lifted", extra={"freeze_id": freeze_id, "lifted_by": caller.tenant})
@@ -113,6 +118,24 @@ class FreezeService:
         if self.events is not None and publish_by is not None:
             self.events.recorded(lifted, RunEventKind.FREEZE_ENDED, publish_by)
         return lifted
+
+    def _audit(
+        self,
+        by: Attribution | None,
+        caller: Caller,
+        verb: str,
+        freeze: Freeze,
+        *,
+        before: Freeze | None = None,
+        after: Freeze | None = None,
+    ) -> dict[str, Any] | None:
+        """The audit item of a freeze's change, in the caller's tenant (a freeze over every tenant is an admin's)."""
+        if self.audit is None:
+            return None
+        resource = AuditResource(kind="freeze", id=freeze.id)
+        return self.audit.item(
+            by, tenant=caller.tenant, action=f"freeze.{verb}", resource=resource, before=before, after=after
+        )
 
     def _dispatch_held(self, lifted: Freeze) -> None:
         """The jobs it selects that are due within the horizon, claimed now: a job whose next occurrence it

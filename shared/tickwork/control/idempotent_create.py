@@ -16,6 +16,7 @@ from tickwork.control.api_bodies import JobSpec
 from tickwork.control.job_factory import JobFactory
 from tickwork.control.job_lifecycle import JobLifecycle
 from tickwork.control.tenants import ActiveJobsQuota
+from tickwork.model.audit import Attribution
 from tickwork.model.clock import Clock
 from tickwork.model.errors import Conflict, FieldError
 from tickwork.model.job import Job
@@ -49,20 +50,21 @@ class IdempotentCreate:
     quota: ActiveJobsQuota  # max_active_jobs, checked after a replay is ruled out and before the key is taken
 
     def create_job_once(
-        self, tenant: str, spec: JobSpec, *, key: str, request_hash: str
+        self, tenant: str, spec: JobSpec, *, key: str, request_hash: str, by: Attribution | None = None
     ) -> tuple[dict[str, Any], bool]:
         """Create under `key`. Returns (the first response's body, whether this is a replay).
 
         The same key with the same body within 24 h returns the first response (even once the job has
         changed, or its `at` has passed); a different body is a Conflict (KeyReused). A replay is never refused
         by the max_active_jobs quota: the quota is checked only once no earlier request is found, and before the
-        key is taken, so a refusal (QuotaExceeded) leaves neither a job nor a record claiming the key.
+        key is taken, so a refusal (QuotaExceeded) leaves neither a job nor a record claiming the key. Only the
+        request that writes the job writes its audit record (attributed to `by`); a replay writes none.
         """
         earlier = self.records.find(tenant, key, now=self.clock.now())
         if earlier is not None:
-            return self._replay(tenant, spec, earlier, request_hash)
+            return self._replay(tenant, spec, earlier, request_hash, by)
         now = self.clock.now()
-        job = self.factory.new_job(tenant, spec, now=now)
+        job = self.jobs.new_job(tenant, spec, by=by)
         counted = self.quota.reserve(tenant)
         try:
             earlier = self.records.claim(tenant, key, request_hash=request_hash, job_id=job.id, now=now)
@@ -71,9 +73,9 @@ class IdempotentCreate:
             raise
         if earlier is not None:  # a concurrent request with the same key won (or the key's body differs)
             self._give_back(tenant, counted)
-            return self._replay(tenant, spec, earlier, request_hash)
+            return self._replay(tenant, spec, earlier, request_hash, by)
         try:
-            written = self._put_or_get(job, counted=counted)
+            written = self._put_or_get(job, counted=counted, by=by)
             if written is not job:  # a racing request wrote it, with its own place
                 self._give_back(tenant, counted)
             body = written.model_dump(mode="json")
@@ -106,7 +108,7 @@ class IdempotentCreate:
             logger.exception("could not release the idempotency key", extra={"job_id": job_id})
 
     def _replay(
-        self, tenant: str, spec: JobSpec, earlier: IdempotencyRecord, request_hash: str
+        self, tenant: str, spec: JobSpec, earlier: IdempotencyRecord, request_hash: str, by: Attribution | None
     ) -> tuple[dict[str, Any], bool]:
         if earlier.request_hash != request_hash:
             raise KeyReused(earlier.key)
@@ -117,19 +119,19 @@ class IdempotentCreate:
         # may have reserved before dying stays counted: the counter over-counts, never under-counts).
         job = self.job_records.get_job(earlier.job_id)
         if job is None:
-            new = self.factory.new_job(tenant, spec, now=self.clock.now(), job_id=earlier.job_id)
+            new = self.jobs.new_job(tenant, spec, by=by, job_id=earlier.job_id)
             with self.quota.admitted(tenant, lambda: self.job_records.get_job(new.id) is not None) as counted:
-                job = self._put_or_get(new, counted=counted)
+                job = self._put_or_get(new, counted=counted, by=by)
                 if job is not new:
                     self._give_back(tenant, counted)
         body = job.model_dump(mode="json")
         self.records.save_response(tenant, earlier.key, job_id=job.id, response=body)
         return body, True
 
-    def _put_or_get(self, job: Job, *, counted: bool) -> Job:
+    def _put_or_get(self, job: Job, *, counted: bool, by: Attribution | None) -> Job:
         """Write a new job; if a racing request with the same idempotency key wrote it first, that one stands
         (then `job` is not what is returned, and its reserved place is unused)."""
-        if self.jobs.add_new(job, counted=counted):
+        if self.jobs.add_new(job, counted=counted, by=by):
             return job
         existing = self.job_records.get_job(job.id)
         if existing is None:  # pragma: no cover - the condition failed because it exists

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from tickwork.control.api_bodies import BackfillRequest, JobSpec, JobUpdate, TriggeredRun, TriggerRequest
+from tickwork.control.audit import AuditTrail, created_by
 from tickwork.control.backfill import Backfiller, BackfillResult
 from tickwork.control.calendars import check_calendars_visible
 from tickwork.control.debounce import DebouncedTriggers
@@ -20,6 +22,7 @@ from tickwork.control.queries import JobQueries
 from tickwork.control.tenants import ActiveJobsQuota
 from tickwork.control.versioned_changes import VersionedChanges
 from tickwork.executor.breaker import closed
+from tickwork.model.audit import Attribution, AuditResource, Change
 from tickwork.model.clock import Clock
 from tickwork.model.errors import Conflict
 from tickwork.model.ids import on_a_free_millisecond
@@ -47,21 +50,28 @@ class JobLifecycle:
     queries: JobQueries  # the tenant-checked reads every change starts from
     quota: ActiveJobsQuota  # max_active_jobs: checked before a job is written
     debounced: DebouncedTriggers  # a debounced trigger joins or opens its key's window
+    audit: AuditTrail  # each change's record, in the change's own write
 
     # ------------------------------------------------------------ create
 
-    def create_job(self, tenant: str, spec: JobSpec) -> Job:
-        """A checked job, durable before acknowledged; QuotaExceeded (nothing written) over max_active_jobs."""
-        job = self.factory.new_job(tenant, spec, now=self.clock.now())
+    def create_job(self, tenant: str, spec: JobSpec, *, by: Attribution | None = None) -> Job:
+        """A checked job, durable before acknowledged; QuotaExceeded (nothing written) over max_active_jobs.
+        Attributed to `by` (`created_by`, and its audit record in the same write)."""
+        job = self.new_job(tenant, spec, by=by)
         with self.quota.admitted(tenant, lambda: self.jobs.get_job(job.id) is not None) as counted:
-            if not self.add_new(job, counted=counted):  # durable before acknowledged
+            if not self.add_new(job, counted=counted, by=by):  # durable before acknowledged
                 raise Conflict(f"job {job.id} exists already")  # pragma: no cover - ids are 75 random bits
         return job
 
-    def add_new(self, job: Job, *, counted: bool = False) -> bool:
+    def new_job(self, tenant: str, spec: JobSpec, *, by: Attribution | None = None, job_id: str | None = None) -> Job:
+        """The checked job of `spec` (under `job_id`, else a new id), not yet written, created by `by`."""
+        return created_by(self.factory.new_job(tenant, spec, now=self.clock.now(), job_id=job_id), by)
+
+    def add_new(self, job: Job, *, counted: bool = False, by: Attribution | None = None) -> bool:
         """Write a new, checked job and dispatch it if it is due soon; False (nothing done) if its id exists.
-        `counted`: a place in its tenant's max_active_jobs was reserved for it."""
-        if not self.jobs.put_new_job(job, counted=counted):
+        `counted`: a place in its tenant's max_active_jobs was reserved for it. `by`: its audit record's
+        attribution (None: no record)."""
+        if not self.jobs.put_new_job(job, counted=counted, audit=self.audit.created(by, "job", job)):
             return False
         logger.info("job created", extra={"job_id": job.id, "type": job.type, "next_run_at": job.next_run_at})
         self._dispatch_soon(job)
@@ -79,9 +89,9 @@ class JobLifecycle:
 
     @property
     def _changes(self) -> VersionedChanges[Job]:
-        return VersionedChanges("job", self.queries.get_job, self._replace, self.clock)
+        return VersionedChanges("job", self.queries.get_job, self._replace, self.clock, self.audit)
 
-    def _replace(self, job: Job, expected_version: int) -> bool:
+    def _replace(self, job: Job, expected_version: int, audit: dict[str, Any] | None) -> bool:
         """The change's write, after the job's claimed runs were told that their messages' copies of the job no
         longer hold, so that their executors read it (tickwork.model.run_spec). Before the write, not after: a process
         that dies between the two leaves nothing untold. A run claimed after the marking has a copy only if its
@@ -90,12 +100,12 @@ class JobLifecycle:
         the changed job."""
         now = self.clock.now()
         self.runs.mark_runs_job_changed(job.id, now=now, since=now - MARK_BACK)
-        return self.jobs.replace_job(job, expected_version=expected_version)
+        return self.jobs.replace_job(job, expected_version=expected_version, audit=audit)
 
-    def pause(self, tenant: str, job_id: str) -> Job:
-        return self._changes.pause(tenant, job_id)
+    def pause(self, tenant: str, job_id: str, *, by: Attribution | None = None) -> Job:
+        return self._changes.pause(tenant, job_id, by=by)
 
-    def resume(self, tenant: str, job_id: str) -> Job:
+    def resume(self, tenant: str, job_id: str, *, by: Attribution | None = None) -> Job:
         """Back to ACTIVE; the next claim applies the misfire rule to what was missed while paused. A SUSPENDED
         job's resume closes its circuit breaker (ACTIVE, the failure count reset, no probe awaited)."""
         was_suspended = False
@@ -111,17 +121,17 @@ class JobLifecycle:
                 raise Conflict(f"cannot resume a {current.state.value} job")
             return current.model_copy(update={"state": JobState.ACTIVE, "resumed_at": now})
 
-        job = self._changes.change(tenant, job_id, change)
+        job = self._changes.change(tenant, job_id, change, verb="resume", by=by)
         if was_suspended:
             metrics.add_metric(name="CircuitClosed", unit="Count", value=1)
             logger.info("circuit breaker closed by a resume", extra={"job_id": job.id})
         self._dispatch_soon(job)
         return job
 
-    def cancel(self, tenant: str, job_id: str) -> Job:
-        return self._changes.cancel(tenant, job_id)
+    def cancel(self, tenant: str, job_id: str, *, by: Attribution | None = None) -> Job:
+        return self._changes.cancel(tenant, job_id, by=by)
 
-    def update(self, tenant: str, job_id: str, patch: JobUpdate) -> Job:
+    def update(self, tenant: str, job_id: str, patch: JobUpdate, *, by: Attribution | None = None) -> Job:
         """Change name, payload, schedule, priority, retry, timeouts, overlap or tags. A COMPLETED job whose last
         run FAILED may still change FIXABLE_WHEN_COMPLETED, so that run can be retried with the fix.
 
@@ -150,14 +160,16 @@ class JobLifecycle:
                     f"occurrence left to schedule"
                 )
 
-        job = self._changes.update(tenant, job_id, changes, self.factory, check_changes, check_completed)
+        job = self._changes.update(tenant, job_id, changes, self.factory, check_changes, check_completed, by=by)
         if "schedule" in changes or "priority" in changes:
             self._dispatch_soon(job)
         return job
 
     # ------------------------------------------------------------ runs outside the schedule
 
-    def trigger(self, tenant: str, job_id: str, request: TriggerRequest | None = None) -> TriggeredRun:
+    def trigger(
+        self, tenant: str, job_id: str, request: TriggerRequest | None = None, *, by: Attribution | None = None
+    ) -> TriggeredRun:
         """Run now, once, outside the schedule. Runs even while paused (it was asked for explicitly). With a
         debounce (the request's, else the job's), the run of the key's window instead (tickwork.control.debounce)."""
         job = self.queries.get_job(tenant, job_id)
@@ -169,22 +181,44 @@ class JobLifecycle:
             self.factory.check_payload(tenant, job.type, payload)
         debounce = request.debounce if request is not None and "debounce" in given else job.debounce
         if debounce is not None:
-            run, verdict = self.debounced.trigger(job, debounce, payload if payload is not None else job.payload)
+
+            def audit(run: Run) -> dict[str, Any] | None:
+                resource = AuditResource(kind="run", id=run.id)
+                return self.audit.item(by, tenant=tenant, action="job.trigger", resource=resource, after=run)
+
+            given_payload = payload if payload is not None else job.payload
+            run, verdict = self.debounced.trigger(job, debounce, given_payload, audit=audit)
             return TriggeredRun(**run.model_dump(), debounce_window=verdict)
         now = self.clock.now()
 
         def queue_at(at: datetime) -> Run | None:
             run = manual_run(job, at=at, now=now, payload=payload)
-            if not self.runs.put_queued_run(run, redispatch_at=at + self.dispatcher.redispatch_after):
+            audit = self.audit.item(
+                by, tenant=tenant, action="job.trigger", resource=AuditResource(kind="run", id=run.id), after=run
+            )
+            if not self.runs.put_queued_run(run, redispatch_at=at + self.dispatcher.redispatch_after, audit=audit):
                 return None
             self.dispatcher.send_runs([run])
             return run
 
         return TriggeredRun(**on_a_free_millisecond(now, queue_at).model_dump())
 
-    def backfill(self, tenant: str, job_id: str, request: BackfillRequest) -> BackfillResult:
+    def backfill(
+        self, tenant: str, job_id: str, request: BackfillRequest, *, by: Attribution | None = None
+    ) -> BackfillResult:
         """Runs for the job's past occurrences in [from, to], each once (tickwork.control.backfill); 409 if CANCELLED.
         Runs even while paused (it was asked for explicitly), as a trigger does."""
         job = self.queries.get_job(tenant, job_id)
         backfiller = Backfiller(self.jobs, self.runs, self.dispatcher, self.clock)
-        return backfiller.backfill(job, request.from_, request.to, request.max_runs)
+
+        def audit(occurrences: list[datetime]) -> dict[str, Any] | None:
+            asked = {"from": request.from_.isoformat(), "to": request.to.isoformat(), "occurrences": len(occurrences)}
+            return self.audit.item(
+                by,
+                tenant=tenant,
+                action="job.backfill",
+                resource=AuditResource(kind="job", id=job.id),
+                changes={"backfill": Change(after=asked)},
+            )
+
+        return backfiller.backfill(job, request.from_, request.to, request.max_runs, audit=audit)

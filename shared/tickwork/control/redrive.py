@@ -10,7 +10,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from tickwork.control.audit import AuditTrail
 from tickwork.control.queries import JobQueries
+from tickwork.model.audit import Attribution, AuditResource, Change
 from tickwork.model.clock import Clock
 from tickwork.model.errors import Conflict, NotFound
 from tickwork.model.run import Run
@@ -38,8 +40,11 @@ class RunRedrive:
     clock: Clock
     queries: JobQueries  # tenant-checked reads of the named runs
     listings: Listings  # the tenant's FAILED runs, for "redrive all"
+    audit: AuditTrail  # each re-queue's record, in its own write
 
-    def retry_run(self, tenant: str, run_id: str, *, from_checkpoint: bool = True) -> Run:
+    def retry_run(
+        self, tenant: str, run_id: str, *, from_checkpoint: bool = True, by: Attribution | None = None
+    ) -> Run:
         """Re-queue a FAILED run; its attempts start again, from its last checkpoint unless `from_checkpoint` is
         False (then that is removed: docs/durable-runs.md)."""
         run = self.queries.get_run(tenant, run_id)
@@ -54,14 +59,16 @@ class RunRedrive:
         if run.workflow_run_id is not None:
             # Re-running a step alone would leave its workflow run FAILED and its downstream steps unstarted.
             raise Conflict(f"a workflow step's run is retried with its workflow run: retry {run.workflow_run_id}")
-        queued = self._requeue(run, self.clock.now(), from_checkpoint=from_checkpoint)
+        queued = self._requeue(run, self.clock.now(), from_checkpoint=from_checkpoint, by=by, verb="retry")
         if queued is None:
             raise Conflict("the run changed meanwhile; try again")
         self._send([queued])
         return queued
 
-    def redrive(self, tenant: str, run_ids: list[str] | None = None) -> RedriveReport:
-        """Re-queue the caller's FAILED runs: all of them (up to MAX_REDRIVE per call), or the ones named."""
+    def redrive(self, tenant: str, run_ids: list[str] | None = None, *, by: Attribution | None = None) -> RedriveReport:
+        """Re-queue the caller's FAILED runs: all of them (up to MAX_REDRIVE per call), or the ones named. Each
+        run's re-queue is its own write, with its own audit record (`run.redrive`): a crash half-way leaves the
+        records of exactly the runs it re-queued."""
         now = self.clock.now()
         queued: list[Run] = []
         not_redriven: list[str] = []
@@ -76,7 +83,7 @@ class RunRedrive:
             if run_ids is None and index == MAX_REDRIVE:
                 more = True
                 break
-            requeued = self._requeue(run, now) if run is not None else None
+            requeued = self._requeue(run, now, by=by, verb="redrive") if run is not None else None
             if requeued is None:
                 not_redriven.append(run_id)
             else:
@@ -93,13 +100,28 @@ class RunRedrive:
             return None
         return run if run.status is RunStatus.FAILED else None
 
-    def _requeue(self, run: Run, now: datetime, *, from_checkpoint: bool = True) -> Run | None:
+    def _requeue(
+        self,
+        run: Run,
+        now: datetime,
+        *,
+        from_checkpoint: bool = True,
+        by: Attribution | None = None,
+        verb: str = "retry",
+    ) -> Run | None:
         """FAILED -> QUEUED in the table (conditional); the caller sends it. None if it was not FAILED, or if it
         is a workflow step's (retried with its workflow run, so that the run goes on past it)."""
         if run.workflow_run_id is not None:
             return None
         redispatch_at = now + self.dispatcher.redispatch_after
-        if not self.runs.requeue_failed_run(run, now=now, redispatch_at=redispatch_at, from_checkpoint=from_checkpoint):
+        changes = {"status": Change(before=RunStatus.FAILED.value, after=RunStatus.QUEUED.value)}
+        if not from_checkpoint:
+            changes["from_checkpoint"] = Change(after=False)
+        resource = AuditResource(kind="run", id=run.id)
+        audit = self.audit.item(by, tenant=run.tenant, action=f"run.{verb}", resource=resource, changes=changes)
+        if not self.runs.requeue_failed_run(
+            run, now=now, redispatch_at=redispatch_at, from_checkpoint=from_checkpoint, audit=audit
+        ):
             return None
         return run.model_copy(
             update={

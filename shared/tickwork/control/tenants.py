@@ -25,10 +25,13 @@ import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
 from tickwork.control.api_bodies import TenantUsage, TenantView
+from tickwork.control.audit import AuditTrail
+from tickwork.model.audit import Attribution, AuditResource
 from tickwork.model.clock import Clock, stored_instant
 from tickwork.model.errors import InvalidInput, QuotaExceeded
 from tickwork.model.tenant_settings import TenantDirectory, TenantSettings
@@ -141,6 +144,7 @@ class TenantService:
     records: TenantRecords
     directory: TenantDirectory
     clock: Clock
+    audit: AuditTrail  # each PUT's record, in the PUT's own write
 
     def view(self, tenant: str) -> TenantView:
         """The tenant's settings (the defaults if none are stored) and usage, in one BatchGetItem."""
@@ -152,12 +156,20 @@ class TenantService:
         active = int(usage.get(ACTIVE_JOBS, 0)) if settings.max_active_jobs is not None else None
         return TenantView(tenant=tenant, settings=settings, usage=TenantUsage(active_jobs=active))
 
-    def put(self, tenant: str, settings: TenantSettings) -> TenantSettings:
-        """Replace the tenant's settings; with a `max_active_jobs`, count its active jobs not counted yet."""
+    def put(self, tenant: str, settings: TenantSettings, *, by: Attribution | None = None) -> TenantSettings:
+        """Replace the tenant's settings; with a `max_active_jobs`, count its active jobs not counted yet. Its audit
+        record (attributed to `by`, an admin) is the set tenant's: the tenant sees who changed its quotas."""
         check_tenant_name(tenant)
         if tenant == OWN:  # /v1/tenants/me reads the caller's own; setting it would set a tenant named `me`
             raise InvalidInput.one("tenant", "`me` names your own tenant only to read it; name the tenant to set")
-        previous = self.records.put_settings(tenant, settings, self.clock.now())
+        resource = AuditResource(kind="tenant", id=tenant)
+
+        def audit_of(before: TenantSettings | None) -> dict[str, Any] | None:
+            return self.audit.item(
+                by, tenant=tenant, action="tenant.settings", resource=resource, before=before, after=settings
+            )
+
+        previous = self.records.put_settings(tenant, settings, self.clock.now(), audit_of=audit_of if by else None)
         self.directory.forget(tenant)
         recounted = self.recount(tenant) if settings.max_active_jobs is not None else 0
         logger.info(

@@ -6,10 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from tickwork.control.audit import AuditTrail
+from tickwork.model.audit import Attribution, AuditResource
 from tickwork.model.clock import Clock
 from tickwork.model.errors import Conflict, InvalidInput
 from tickwork.model.job import Job
@@ -32,21 +34,43 @@ class Checks(Protocol[Checked_contra]):
 
 @dataclass(frozen=True)
 class VersionedChanges(Generic[Scheduled]):
-    noun: str  # "job" or "workflow", for the messages
+    noun: Literal["job", "workflow"]  # for the messages, and the audit record's resource
     read: Callable[[str, str], Scheduled]  # (tenant, id) -> the caller's item, or NotFound
-    replace: Callable[[Scheduled, int], bool]  # (changed, expected version) -> won
+    replace: Callable[[Scheduled, int, dict[str, Any] | None], bool]  # (changed, expected version, audit) -> won
     clock: Clock
+    audit: AuditTrail
 
-    def change(self, tenant: str, item_id: str, change: Callable[[Scheduled, datetime], Scheduled | None]) -> Scheduled:
-        """Apply `change` under optimistic locking; it returns None when there is nothing to do."""
+    def change(
+        self,
+        tenant: str,
+        item_id: str,
+        change: Callable[[Scheduled, datetime], Scheduled | None],
+        *,
+        verb: str,
+        by: Attribution | None = None,
+    ) -> Scheduled:
+        """Apply `change` under optimistic locking; it returns None when there is nothing to do (and then no audit
+        record is written). The change is attributed to `by` (`updated_by`, and its audit record `<noun>.<verb>`,
+        in the same write)."""
         for _ in range(VERSION_RETRIES):
             current = self.read(tenant, item_id)
             now = self.clock.now()
             changed = change(current, now)
             if changed is None:
                 return current
-            changed = changed.model_copy(update={"version": current.version + 1, "updated_at": now})
-            if self.replace(changed, current.version):
+            stamp: dict[str, Any] = {"version": current.version + 1, "updated_at": now}
+            if by is not None:
+                stamp["updated_by"] = by.actor.display
+            changed = changed.model_copy(update=stamp)
+            audit = self.audit.item(
+                by,
+                tenant=tenant,
+                action=f"{self.noun}.{verb}",
+                resource=AuditResource(kind=self.noun, id=item_id),
+                before=current,
+                after=changed,
+            )
+            if self.replace(changed, current.version, audit):
                 return changed
         raise Conflict(f"{self.noun} {item_id} is changing concurrently; try again")
 
@@ -58,6 +82,8 @@ class VersionedChanges(Generic[Scheduled]):
         checks: Checks[Scheduled],
         check_changes: Callable[[Scheduled], None],
         check_completed: Callable[[Scheduled], None] | None = None,
+        *,
+        by: Attribution | None = None,
     ) -> Scheduled:
         """Apply a PATCH's `changes` (fields that were given): `check_changes` first (a payload against its
         type, steps as a DAG), then the whole item as at create. A new schedule recomputes the next occurrence
@@ -82,10 +108,18 @@ class VersionedChanges(Generic[Scheduled]):
             checks.check_item_size(updated)
             return updated
 
-        return self.change(tenant, item_id, change)
+        return self.change(tenant, item_id, change, verb="update", by=by)
 
     def toggle(
-        self, tenant: str, item_id: str, *, verb: str, source: JobState, target: JobState, stamp: str
+        self,
+        tenant: str,
+        item_id: str,
+        *,
+        verb: str,
+        source: JobState,
+        target: JobState,
+        stamp: str,
+        by: Attribution | None = None,
     ) -> Scheduled:
         """`source` -> `target`, recording when in `stamp`; idempotent (already `target` is no change), and a
         Conflict from any other state."""
@@ -95,22 +129,25 @@ class VersionedChanges(Generic[Scheduled]):
                 return None
             if current.state is not source:
                 raise Conflict(f"cannot {verb} a {current.state.value} {self.noun}")
-            return current.model_copy(update={"state": target, stamp: now})
+            stamps: dict[str, Any] = {"state": target, stamp: now}
+            if by is not None and target is JobState.PAUSED:
+                stamps["paused_by"] = by.actor.display
+            return current.model_copy(update=stamps)
 
-        return self.change(tenant, item_id, change)
+        return self.change(tenant, item_id, change, verb=verb, by=by)
 
-    def pause(self, tenant: str, item_id: str) -> Scheduled:
+    def pause(self, tenant: str, item_id: str, *, by: Attribution | None = None) -> Scheduled:
         return self.toggle(
-            tenant, item_id, verb="pause", source=JobState.ACTIVE, target=JobState.PAUSED, stamp="paused_at"
+            tenant, item_id, verb="pause", source=JobState.ACTIVE, target=JobState.PAUSED, stamp="paused_at", by=by
         )
 
-    def resume(self, tenant: str, item_id: str) -> Scheduled:
+    def resume(self, tenant: str, item_id: str, *, by: Attribution | None = None) -> Scheduled:
         """Back to ACTIVE; the next claim records what fell while paused as skipped (`paused`)."""
         return self.toggle(
-            tenant, item_id, verb="resume", source=JobState.PAUSED, target=JobState.ACTIVE, stamp="resumed_at"
+            tenant, item_id, verb="resume", source=JobState.PAUSED, target=JobState.ACTIVE, stamp="resumed_at", by=by
         )
 
-    def cancel(self, tenant: str, item_id: str) -> Scheduled:
+    def cancel(self, tenant: str, item_id: str, *, by: Attribution | None = None) -> Scheduled:
         """CANCELLED, with no next occurrence (out of the due index); already cancelled is no change."""
 
         def change(current: Scheduled, now: datetime) -> Scheduled | None:
@@ -120,7 +157,7 @@ class VersionedChanges(Generic[Scheduled]):
                 raise Conflict(f"cannot cancel a {current.state.value} {self.noun}")
             return current.model_copy(update={"state": JobState.CANCELLED, "next_run_at": None})
 
-        return self.change(tenant, item_id, change)
+        return self.change(tenant, item_id, change, verb="cancel", by=by)
 
 
 def _dumped(changes: dict[str, Any]) -> dict[str, Any]:

@@ -13,10 +13,12 @@ from typing import Any
 
 from tickwork.aws.queues import Outgoing
 from tickwork.control.api_bodies import StepRun, WorkflowRun, WorkflowSpec, WorkflowUpdate
+from tickwork.control.audit import AuditTrail, created_by
 from tickwork.control.calendars import check_calendars_visible
 from tickwork.control.tenants import ActiveJobsQuota
 from tickwork.control.versioned_changes import VersionedChanges
 from tickwork.control.workflow_factory import WorkflowFactory
+from tickwork.model.audit import Attribution, AuditResource, Change
 from tickwork.model.clock import Clock
 from tickwork.model.errors import Conflict, NotFound
 from tickwork.model.ids import is_workflow_id, on_a_free_millisecond, run_id_for
@@ -45,16 +47,18 @@ class WorkflowService:
     clock: Clock
     factory: WorkflowFactory
     quota: ActiveJobsQuota  # a workflow is an active job too (max_active_jobs)
+    audit: AuditTrail  # each change's record, in the change's own write
 
     # ------------------------------------------------------------ workflows
 
-    def create(self, tenant: str, spec: WorkflowSpec) -> Workflow:
+    def create(self, tenant: str, spec: WorkflowSpec, *, by: Attribution | None = None) -> Workflow:
         """A checked workflow, durable before acknowledged; claimed at once if due within the horizon.
         InvalidInput (naming `steps[i]...` fields) or TooLarge, and nothing written, if the spec is bad;
         QuotaExceeded, and nothing written, over the tenant's max_active_jobs."""
-        workflow = self.factory.new_workflow(tenant, spec, now=self.clock.now())
+        workflow = created_by(self.factory.new_workflow(tenant, spec, now=self.clock.now()), by)
+        audit = self.audit.created(by, "workflow", workflow)
         with self.quota.admitted(tenant, lambda: self.records.get_workflow(workflow.id) is not None) as counted:
-            if not self.records.put_new_workflow(workflow, counted=counted):
+            if not self.records.put_new_workflow(workflow, counted=counted, audit=audit):
                 raise Conflict(f"workflow {workflow.id} exists already")  # pragma: no cover - 75 random bits
         logger.info(
             "workflow created",
@@ -74,7 +78,9 @@ class WorkflowService:
         name_prefix)."""
         return self.listings.list_workflows(tenant, **filters)
 
-    def update(self, tenant: str, workflow_id: str, patch: WorkflowUpdate) -> Workflow:
+    def update(
+        self, tenant: str, workflow_id: str, patch: WorkflowUpdate, *, by: Attribution | None = None
+    ) -> Workflow:
         """Change name, schedule, steps, priority, retry, timeouts or tags; checked as at create, nothing written
         if anything is bad. New steps apply to runs that start after the change (a run keeps its snapshot). A new
         schedule recomputes the next occurrence from now."""
@@ -86,33 +92,33 @@ class WorkflowService:
             if "calendars" in changes:
                 check_calendars_visible(self.factory.calendars, tenant, changes["calendars"], now=self.clock.now())
 
-        workflow = self._changes.update(tenant, workflow_id, changes, self.factory, check_changes)
+        workflow = self._changes.update(tenant, workflow_id, changes, self.factory, check_changes, by=by)
         if "schedule" in changes or "priority" in changes:
             self._dispatch_soon(workflow)
         return workflow
 
-    def cancel(self, tenant: str, workflow_id: str) -> Workflow:
+    def cancel(self, tenant: str, workflow_id: str, *, by: Attribution | None = None) -> Workflow:
         """DELETE: no more workflow runs (already CANCELLED is no change, as for jobs; Conflict once COMPLETED).
         Runs in progress go on; cancel_run stops one."""
-        return self._changes.cancel(tenant, workflow_id)
+        return self._changes.cancel(tenant, workflow_id, by=by)
 
-    def pause(self, tenant: str, workflow_id: str) -> Workflow:
+    def pause(self, tenant: str, workflow_id: str, *, by: Attribution | None = None) -> Workflow:
         """No new workflow runs: occurrences while paused are recorded SKIPPED `paused`; runs in progress go on.
         Already PAUSED is no change, as for jobs; Conflict from CANCELLED or COMPLETED."""
-        return self._changes.pause(tenant, workflow_id)
+        return self._changes.pause(tenant, workflow_id, by=by)
 
-    def resume(self, tenant: str, workflow_id: str) -> Workflow:
+    def resume(self, tenant: str, workflow_id: str, *, by: Attribution | None = None) -> Workflow:
         """Back to ACTIVE (already ACTIVE is no change; Conflict from CANCELLED or COMPLETED); the occurrences that fell while paused are recorded SKIPPED."""
-        workflow = self._changes.resume(tenant, workflow_id)
+        workflow = self._changes.resume(tenant, workflow_id, by=by)
         self._dispatch_soon(workflow)
         return workflow
 
     @property
     def _changes(self) -> VersionedChanges[Workflow]:
-        return VersionedChanges("workflow", self.get, self._replace, self.clock)
+        return VersionedChanges("workflow", self.get, self._replace, self.clock, self.audit)
 
-    def _replace(self, workflow: Workflow, expected_version: int) -> bool:
-        return self.records.replace_workflow(workflow, expected_version=expected_version)
+    def _replace(self, workflow: Workflow, expected_version: int, audit: dict[str, Any] | None) -> bool:
+        return self.records.replace_workflow(workflow, expected_version=expected_version, audit=audit)
 
     def _dispatch_soon(self, workflow: Workflow) -> None:
         try:
@@ -123,16 +129,18 @@ class WorkflowService:
 
     # ------------------------------------------------------------ workflow runs
 
-    def trigger(self, tenant: str, workflow_id: str) -> WorkflowRun:
+    def trigger(self, tenant: str, workflow_id: str, *, by: Attribution | None = None) -> WorkflowRun:
         """A manual workflow run (`.m`), starting now, even while paused (it was asked for explicitly)."""
         workflow = self.get(tenant, workflow_id)
         if workflow.state is JobState.CANCELLED:
             raise Conflict("cannot trigger a CANCELLED workflow")
 
         def open_at(at: datetime) -> WorkflowRun | None:
+            run_id = run_id_for(workflow.id, at, RunTrigger.MANUAL)
+            audit = _run_audit(self.audit, by, tenant, "workflow.trigger", run_id, None, WorkflowRunStatus.RUNNING)
             opened = self.progress.open(
                 WorkflowRunRecord(
-                    id=run_id_for(workflow.id, at, RunTrigger.MANUAL),
+                    id=run_id,
                     workflow_id=workflow.id,
                     tenant=tenant,
                     scheduled_for=at,
@@ -140,7 +148,8 @@ class WorkflowService:
                     status=WorkflowRunStatus.RUNNING,
                     priority=workflow.priority,
                     definition=WorkflowSnapshot.of(workflow),
-                )
+                ),
+                audit=audit,
             )
             if opened.record is None:
                 return None
@@ -161,7 +170,9 @@ class WorkflowService:
         record = self._record(tenant, workflow_run_id)
         return _run_view(record, self._step_runs(record))
 
-    def cancel_run(self, tenant: str, workflow_run_id: str, *, compensate: bool = False) -> WorkflowRun:
+    def cancel_run(
+        self, tenant: str, workflow_run_id: str, *, compensate: bool = False, by: Attribution | None = None
+    ) -> WorkflowRun:
         """RUNNING -> CANCELLED: its PENDING steps SKIPPED `cancelled` (in the same write); its running steps are
         asked to stop (cooperatively: their next heartbeat sees it), and a step not yet started is recorded
         SKIPPED `cancelled` when an executor takes it. Conflict unless RUNNING.
@@ -180,8 +191,9 @@ class WorkflowService:
                 if entry.status is StepStatus.PENDING
             }
             now = self.clock.now()
+            audit = _run_audit(self.audit, by, tenant, "workflow_run.cancel", record.id, record.status, final)
             won, current = self.records.record_decisions(
-                record.id, pending, final=final, now=now, cause=WorkflowRunStatus.CANCELLED
+                record.id, pending, final=final, now=now, cause=WorkflowRunStatus.CANCELLED, audit=audit
             )
             if current is None:  # pragma: no cover - a workflow run is never deleted, only expired once ended
                 raise NotFound(f"workflow run {workflow_run_id} not found")
@@ -204,7 +216,7 @@ class WorkflowService:
             runs = self._step_runs(record)
         return _run_view(record, runs)
 
-    def retry_run(self, tenant: str, workflow_run_id: str) -> WorkflowRun:
+    def retry_run(self, tenant: str, workflow_run_id: str, *, by: Attribution | None = None) -> WorkflowRun:
         """FAILED -> RUNNING: its FAILED steps' runs are re-queued (the same run records, `requeues`+1), the steps
         skipped downstream of them go back to PENDING, and nothing that succeeded runs again. A step whose payload
         could not be made (too large, or an expression that failed) stays FAILED: the same results would give
@@ -229,8 +241,11 @@ class WorkflowService:
             if entry.status is StepStatus.SKIPPED and dag.ancestors[sid] & set(retried):
                 entries[sid] = StepEntry()
         now = self.clock.now()
+        audit = _run_audit(
+            self.audit, by, tenant, "workflow_run.retry", record.id, record.status, WorkflowRunStatus.RUNNING
+        )
         won, current = self.records.reopen(
-            record.id, entries, reconcile_at=now + self.progress.settings.reconcile_after
+            record.id, entries, reconcile_at=now + self.progress.settings.reconcile_after, audit=audit
         )
         if not won or current is None:
             raise Conflict("the workflow run changed meanwhile; try again")
@@ -261,6 +276,21 @@ class WorkflowService:
         entries = [*record.steps.values(), *(record.compensations or {}).values()]
         run_ids = [entry.run_id for entry in entries if entry.run_id]
         return self.run_records.get_runs(run_ids) if run_ids else {}
+
+
+def _run_audit(
+    audit: AuditTrail,
+    by: Attribution | None,
+    tenant: str,
+    action: str,
+    run_id: str,
+    before: WorkflowRunStatus | None,
+    after: WorkflowRunStatus,
+) -> dict[str, Any] | None:
+    """The audit item of a workflow run's change of status."""
+    status = Change(before=before.value if before else None, after=after.value)
+    resource = AuditResource(kind="workflow_run", id=run_id)
+    return audit.item(by, tenant=tenant, action=action, resource=resource, changes={"status": status})
 
 
 def _run_view(record: WorkflowRunRecord, runs: dict[str, Run] | None = None) -> WorkflowRun:

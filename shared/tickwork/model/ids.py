@@ -26,7 +26,7 @@ _STEP_RUN_ID = re.compile(rf"^(w[0-9a-z]{{25}})\.(\d{{13}})(\.m)?\.([sc])-({STEP
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case
 
 
-def new_job_id(now_ms: int | None = None, *, prefix: Literal["j", "w", "c", "f"] = "j") -> str:
+def new_job_id(now_ms: int | None = None, *, prefix: Literal["j", "w", "c", "f", "a"] = "j") -> str:
     """Time-ordered, collision-resistant: 10 chars of milliseconds then 15 random chars (ULID-like)."""
     ms = int(time.time() * 1000) if now_ms is None else now_ms
     head = "".join(_ALPHABET[(ms >> shift) & 31] for shift in range(45, -5, -5))

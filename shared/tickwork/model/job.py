@@ -141,6 +141,10 @@ class ScheduledLifecycle(BaseModel):
     paused_at: UtcDatetime | None = None
     resumed_at: UtcDatetime | None = None
     version: int = 1
+    # Who created it, changed it last and paused it last: the display name of its audit records' actors.
+    created_by: str | None = None
+    updated_by: str | None = None
+    paused_by: str | None = None
 
 
 # Bases in this order, so the fields run id, tenant, then the definition, then the job's own (pydantic orders

@@ -96,10 +96,10 @@ class WorkflowProgress:
 
     # ------------------------------------------------------------ opening a run
 
-    def open(self, record: WorkflowRunRecord) -> Opened:
+    def open(self, record: WorkflowRunRecord, *, audit: dict[str, Any] | None = None) -> Opened:
         """Create a RUNNING workflow run (its put is the lock on the occurrence) with its first plan applied
         (roots QUEUED, roots whose condition is false SKIPPED), then its roots' runs. The runs to send start at
-        the occurrence."""
+        the occurrence. `audit`: a manual run's audit record's item, written with its put."""
         now = self.clock.now()
         dag = record.snapshot().dag
         plan = plan_advance(dag, {}, {}, max_payload_bytes=self.settings.max_payload_bytes)
@@ -107,7 +107,9 @@ class WorkflowProgress:
         opened = record.model_copy(update={"steps": steps, "started_at": now})
         if plan.status is not None:  # every step skipped at once: the run ends as it opens
             opened = opened.model_copy(update={"status": plan.status, "finished_at": now})
-        won, existing = self.records.put_workflow_run(opened, now=now, reconcile_at=now + self.settings.reconcile_after)
+        won, existing = self.records.put_workflow_run(
+            opened, now=now, reconcile_at=now + self.settings.reconcile_after, audit=audit
+        )
         if not won:
             return Opened(None, existing, [])
         self.faults.reached(CrashPoint.WORKFLOW_AFTER_RUN_PUT)

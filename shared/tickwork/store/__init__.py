@@ -36,6 +36,8 @@ The package, one module a concern:
 - `ordering`: `OrderingRecords`, ordering keys' queues and heads (pk=TENANT#<tenant>, sk=ORDER#...), which
   `RunRecords` writes a new run's queue entry through;
 - `debounce`: `DebounceWindows`, a job's debounce windows (pk=JOB#<job_id>, sk=DEBOUNCE#...) and their runs' joins.
+- `audit`: the audit records' items (pk=AUDIT#<tenant>, sk=<ms>#<id>), each written in the transaction of the change
+  it records (`Table`'s `audit=`), and `AuditQuery`, the Query of a page of them (`Listings.list_audit`).
 `JobStore` below builds the record classes of jobs and runs over one `Table` (`jobs`, `runs`, `leases`, `due`,
 `breakers`, `slots`) and holds what the others are built with (`shared_table`, `shards`, `retention`). It forwards
 nothing: the wiring (tickwork.services) hands each caller the record class it uses, so a call names its target.

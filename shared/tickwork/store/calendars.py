@@ -33,20 +33,23 @@ class CalendarRecords:
     def __init__(self, table: Table) -> None:
         self._table = table
 
-    def put_new(self, calendar: Calendar) -> bool:
-        won, _ = self._table.put_if_absent(_item(calendar), return_old=False)
+    def put_new(self, calendar: Calendar, *, audit: dict[str, Any] | None = None) -> bool:
+        """False if the id exists. `audit`: its audit record's item, in the same transaction (so for each below)."""
+        won, _ = self._table.put_if_absent(_item(calendar), return_old=False, audit=audit)
         return won
 
-    def replace(self, calendar: Calendar, *, expected_version: int) -> bool:
+    def replace(self, calendar: Calendar, *, expected_version: int, audit: dict[str, Any] | None = None) -> bool:
         """The whole calendar, only over the version read (False: it changed, or was deleted, since)."""
         won, _ = self._table.put_if(
-            _item(calendar), "version = :v", None, expression_values(v=expected_version), return_old=False
+            _item(calendar), "version = :v", None, expression_values(v=expected_version), return_old=False, audit=audit
         )
         return won
 
-    def delete(self, tenant: str, calendar_id: str) -> bool:
+    def delete(self, tenant: str, calendar_id: str, *, audit: dict[str, Any] | None = None) -> bool:
         key = calendar_key(tenant, calendar_id)
-        return self._table.delete_if(key, "sk = :sk", None, expression_values(sk=CALENDAR_PREFIX + calendar_id))
+        return self._table.delete_if(
+            key, "sk = :sk", None, expression_values(sk=CALENDAR_PREFIX + calendar_id), audit=audit
+        )
 
     def get(self, tenant: str, calendar_id: str) -> Calendar | None:
         item = self._table.client.get_item(

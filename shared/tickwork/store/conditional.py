@@ -4,6 +4,10 @@ Every state change in the store is a conditional write, and its condition is the
 write and answers whether it won; a failed condition comes back as False (with the item the condition saw,
 where asked for), never as an exception, so no caller parses botocore errors. Any other error propagates.
 
+A write that is audited (docs/security.md "Audit trail") goes with its audit record's put in one
+TransactWriteItems: both are written or neither; its outcome is read here too, a cancellation by the write's
+condition being the same False. A transaction returns no item's attributes when it wins (no ReturnValues).
+
 `Table` also carries the client and the table name for plain reads, and the store's parts share one
 instance: swapping its `client` (as a fault-injecting test does through `JobStore._db`) reaches them all.
 
@@ -13,12 +17,14 @@ workflow run's steps): the one builder of the store's variable update expression
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from tickwork.store.codec import deserialize, expression_values, serialize
+
+# How often an audited write's transaction is sent when another transaction in progress on its item cancels it.
+TRANSACTION_CONFLICT_TRIES = 3
 
 
 class Update:
@@ -73,12 +79,13 @@ class Table:
         self.client = client
         self.name = name
 
-    def put_if_absent(self, item: dict[str, Any], *, return_old: bool = True) -> tuple[bool, dict[str, Any]]:
-        """PutItem only where no item has this key. Returns (won, the existing item's attributes if lost)."""
+    def put_if_absent(
+        self, item: dict[str, Any], *, return_old: bool = True, audit: dict[str, Any] | None = None
+    ) -> tuple[bool, dict[str, Any]]:
+        """PutItem only where no item has this key. Returns (won, the existing item's attributes if lost).
+        `audit`: the audit record's item, written in the same transaction."""
         params: dict[str, Any] = {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"} if return_old else {}
-        return self._attempt(
-            self.client.put_item, None, Item=item, ConditionExpression="attribute_not_exists(pk)", **params
-        )
+        return self._attempt("Put", None, audit, Item=item, ConditionExpression="attribute_not_exists(pk)", **params)
 
     def put_if(
         self,
@@ -88,13 +95,15 @@ class Table:
         values: dict[str, Any],
         *,
         return_old: bool = False,
+        audit: dict[str, Any] | None = None,
     ) -> tuple[bool, dict[str, Any]]:
         """PutItem under a condition. Returns (won, the item as its condition saw it if lost and `return_old`);
-        a condition that does not hold is a False, never an exception."""
+        a condition that does not hold is a False, never an exception. `audit`: as put_if_absent's."""
         params: dict[str, Any] = {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"} if return_old else {}
         return self._attempt(
-            self.client.put_item,
+            "Put",
             names,
+            audit,
             Item=item,
             ConditionExpression=condition,
             ExpressionAttributeValues=values,
@@ -102,20 +111,54 @@ class Table:
         )
 
     def delete_if(
-        self, key: dict[str, Any], condition: str, names: dict[str, str] | None, values: dict[str, Any]
+        self,
+        key: dict[str, Any],
+        condition: str,
+        names: dict[str, str] | None,
+        values: dict[str, Any],
+        *,
+        audit: dict[str, Any] | None = None,
     ) -> bool:
-        """DeleteItem under a condition; False (never an exception) when the condition does not hold."""
+        """DeleteItem under a condition; False (never an exception) when the condition does not hold. `audit`: as
+        put_if_absent's."""
         won, _ = self._attempt(
-            self.client.delete_item, names, Key=key, ConditionExpression=condition, ExpressionAttributeValues=values
+            "Delete", names, audit, Key=key, ConditionExpression=condition, ExpressionAttributeValues=values
         )
         return won
 
     def update_if(
-        self, key: dict[str, Any], update: str, condition: str, names: dict[str, str] | None, values: dict[str, Any]
+        self,
+        key: dict[str, Any],
+        update: str,
+        condition: str,
+        names: dict[str, str] | None,
+        values: dict[str, Any],
+        *,
+        audit: dict[str, Any] | None = None,
     ) -> bool:
-        """UpdateItem under a condition; False (never an exception) when the condition does not hold."""
-        won, _ = self._attempt(self.client.update_item, names, **_update(key, update, condition, values))
+        """UpdateItem under a condition; False (never an exception) when the condition does not hold. `audit`: as
+        put_if_absent's."""
+        won, _ = self._attempt("Update", names, audit, **_update(key, update, condition, values))
         return won
+
+    def update_if_audited(
+        self,
+        key: dict[str, Any],
+        update: str,
+        condition: str,
+        names: dict[str, str] | None,
+        values: dict[str, Any],
+        audit: dict[str, Any],
+    ) -> tuple[bool, dict[str, Any]]:
+        """`update_if` with its audit record's put in the same transaction. Returns (won, the item as its
+        condition saw it if lost; empty: there was none)."""
+        return self._attempt(
+            "Update",
+            names,
+            audit,
+            **_update(key, update, condition, values),
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
 
     def update_if_returning_old(
         self, key: dict[str, Any], update: str, condition: str, names: dict[str, str] | None, values: dict[str, Any]
@@ -123,8 +166,9 @@ class Table:
         """`update_if` that also returns the item as it was: before the update if it won, as its condition saw
         it if it lost (empty: there was none)."""
         return self._attempt(
-            self.client.update_item,
+            "Update",
             names,
+            None,
             **_update(key, update, condition, values),
             ReturnValues="ALL_OLD",
             ReturnValuesOnConditionCheckFailure="ALL_OLD",
@@ -136,8 +180,9 @@ class Table:
         """`update_if` that also returns the item: as the update left it if it won, as its condition saw it if it
         lost (empty: there was none). Either way the caller has the current item without another read."""
         return self._attempt(
-            self.client.update_item,
+            "Update",
             names,
+            None,
             **_update(key, update, condition, values),
             ReturnValues="ALL_NEW",
             ReturnValuesOnConditionCheckFailure="ALL_OLD",
@@ -175,18 +220,53 @@ class Table:
         return found
 
     def _attempt(
-        self, write: Callable[..., Any], names: dict[str, str] | None, **params: Any
+        self, operation: str, names: dict[str, str] | None, audit: dict[str, Any] | None, **params: Any
     ) -> tuple[bool, dict[str, Any]]:
-        """(True, the returned attributes) if the write won, (False, the item its condition saw) if it failed."""
+        """(True, the returned attributes) if the write (`operation`: Put, Update or Delete) won, (False, the item
+        its condition saw) if it failed. With `audit`, the write and the audit item's put are one transaction."""
         if names:
             params["ExpressionAttributeNames"] = names
+        if audit is not None:
+            return self._attempt_audited(operation, audit, params)
+        write = {"Put": self.client.put_item, "Update": self.client.update_item, "Delete": self.client.delete_item}
         try:
-            response = write(TableName=self.name, **params)
+            response = write[operation](TableName=self.name, **params)
         except ClientError as exc:
             if not _is_condition_failure(exc):
                 raise
             return False, deserialize(exc.response.get("Item") or {})  # type: ignore[arg-type]
         return True, deserialize(response.get("Attributes") or {})
+
+    def _attempt_audited(
+        self, operation: str, audit: dict[str, Any], params: dict[str, Any]
+    ) -> tuple[bool, dict[str, Any]]:
+        """The write and its audit record in one TransactWriteItems. The record's key is new (its id is random), so
+        its own condition fails only if the id was taken: then the transaction is an error, not a lost write. A
+        transaction cancelled by another in progress on the item (TransactionConflict, which the SDK does not
+        retry) is sent again, up to TRANSACTION_CONFLICT_TRIES times."""
+        if "ReturnValues" in params:
+            raise ValueError("a transaction returns no attributes of a written item")
+        record = {
+            "TableName": self.name,
+            "Item": audit,
+            "ConditionExpression": "attribute_not_exists(pk)",
+        }
+        items = [{operation: {"TableName": self.name, **params}}, {"Put": record}]
+        for tries_left in range(TRANSACTION_CONFLICT_TRIES - 1, -1, -1):
+            try:
+                self.client.transact_write_items(TransactItems=items)
+            except ClientError as exc:
+                reasons = exc.response.get("CancellationReasons") or []  # type: ignore[typeddict-item]
+                if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException" or not reasons:
+                    raise
+                change, put = (reason.get("Code") for reason in reasons)
+                if "TransactionConflict" in (change, put) and tries_left:
+                    continue
+                if change != "ConditionalCheckFailed" or put not in (None, "None"):
+                    raise
+                return False, deserialize(reasons[0].get("Item") or {})
+            return True, {}
+        raise AssertionError("unreachable: the last try returns or raises")  # pragma: no cover
 
 
 def _update(key: dict[str, Any], update: str, condition: str, values: dict[str, Any]) -> dict[str, Any]:

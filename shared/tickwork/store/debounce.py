@@ -16,7 +16,7 @@ from typing import Any
 from tickwork.model.clock import to_ms
 from tickwork.model.run import Run
 from tickwork.model.states import RunStatus
-from tickwork.store.codec import expression_values, run_key, serialize
+from tickwork.store.codec import deserialize, expression_values, run_key, serialize
 from tickwork.store.conditional import Table
 from tickwork.store.reading import read_run
 
@@ -60,11 +60,15 @@ class DebounceWindows:
             values["replacing"] = replacing  # type: ignore[assignment]
         return self._table.put_if(serialize(item), condition, None, expression_values(**values), return_old=True)
 
-    def join(self, run: Run, key: str, payload: dict[str, Any], *, now: datetime) -> tuple[bool, Run | None]:
+    def join(
+        self, run: Run, key: str, payload: dict[str, Any], *, now: datetime, audit: dict[str, Any] | None = None
+    ) -> tuple[bool, Run | None]:
         """The run carries `payload` and one trigger more, if it is still QUEUED before its window's end, of this
-        key, and as `run` read it (its trigger count). Returns (joined, the run as it now is; None: no run)."""
+        key, and as `run` read it (its trigger count). Returns (joined, the run as it now is; None: no run).
+        `audit`: the trigger's audit record's item, in the same transaction (then the joined run is read after it,
+        a transaction returning no item)."""
         assert run.debounce is not None
-        won, attrs = self._table.update_if_returning_new(
+        args = (
             run_key(run.id),
             "SET payload_json = :payload, #debounce.triggers = :next",
             "#status = :queued AND not_before_ms > :now AND #debounce.#key = :key AND #debounce.triggers = :seen",
@@ -78,4 +82,12 @@ class DebounceWindows:
                 seen=run.debounce.triggers,
             ),
         )
+        if audit is None:
+            won, attrs = self._table.update_if_returning_new(*args)
+        else:
+            won, attrs = self._table.update_if_audited(*args, audit)
+            if won:
+                attrs = deserialize(
+                    self._table.client.get_item(TableName=self._table.name, Key=args[0], ConsistentRead=True)["Item"]
+                )
         return won, read_run(attrs) if attrs else None

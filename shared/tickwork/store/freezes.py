@@ -86,13 +86,16 @@ class FreezeRecords:
     def __init__(self, table: Table) -> None:
         self._table = table
 
-    def put_new(self, freeze: Freeze, *, started_publish_by: datetime | None = None) -> bool:
+    def put_new(
+        self, freeze: Freeze, *, started_publish_by: datetime | None = None, audit: dict[str, Any] | None = None
+    ) -> bool:
         """A new freeze; with `started_publish_by`, its start recorded too (it starts at once), its event in the
-        outbox until then."""
+        outbox until then. `audit`: its audit record's item, in the same transaction."""
         attrs = {"pk": FREEZES_PK, "sk": FREEZE_PREFIX + freeze.id, **freeze.model_dump(mode="json")}
         if started_publish_by is not None:
             attrs |= _recorded(RunEventKind.FREEZE_STARTED, freeze.created_at, started_publish_by)
-        won, _ = self._table.put_if_absent(serialize({**attrs, "expires_at": _expiry(freeze)}), return_old=False)
+        item = serialize({**attrs, "expires_at": _expiry(freeze)})
+        won, _ = self._table.put_if_absent(item, return_old=False, audit=audit)
         return won
 
     def get(self, freeze_id: str) -> Freeze | None:
@@ -105,9 +108,18 @@ class FreezeRecords:
         ).get("Item")
         return StoredFreeze.of(deserialize(item)) if item else None
 
-    def lift(self, freeze: Freeze, now: datetime, *, by: str, ended_publish_by: datetime | None = None) -> bool:
+    def lift(
+        self,
+        freeze: Freeze,
+        now: datetime,
+        *,
+        by: str,
+        ended_publish_by: datetime | None = None,
+        audit: dict[str, Any] | None = None,
+    ) -> bool:
         """Ends it now, once, if it has not ended: False when it was lifted already or is over (its end recorded).
-        With `ended_publish_by` (it had started), its end is recorded by the same write, its event in the outbox."""
+        With `ended_publish_by` (it had started), its end is recorded by the same write, its event in the outbox.
+        `audit`: its audit record's item, in the same transaction."""
         lifted = freeze.model_copy(update={"lifted_at": now})
         sets = {"lifted_at": iso(now), "lifted_by": by, "expires_at": _expiry(lifted)}
         if ended_publish_by is not None:
@@ -120,6 +132,7 @@ class FreezeRecords:
             " AND #until > :now",
             {"#until": "until"},
             expression_values(now=iso(now), **sets),
+            audit=audit,
         )
 
     def all(self) -> list[Freeze]:

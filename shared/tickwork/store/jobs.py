@@ -38,10 +38,16 @@ JOB_ATTRIBUTES = frozenset((set(Job.model_fields) - {"id", "payload"}) | {"due_s
 
 
 def replace_scheduled(
-    table: Table, tenants: TenantRecords, item: dict[str, Any], *, expected_version: int, attributes: Set[str]
+    table: Table,
+    tenants: TenantRecords,
+    item: dict[str, Any],
+    *,
+    expected_version: int,
+    attributes: Set[str],
+    audit: dict[str, Any] | None = None,
 ) -> bool:
     """Write a changed job or workflow item (`item`, as the codec builds it) if its version is still
-    `expected_version`.
+    `expected_version`; with `audit`, its audit record in the same transaction.
 
     An UpdateItem that sets every attribute of `item` and removes the model's `attributes` it lacks, rather
     than a PutItem: a put would drop what the model does not hold (the counted mark, the running slot). When the
@@ -57,8 +63,11 @@ def replace_scheduled(
     if leaves:
         gone.append(COUNTED_FOR)
     update.removes += [update.name(name) for name in gone]
+    key = {"pk": item["pk"], "sk": item["sk"]}
+    if audit is not None:
+        return _replace_audited(table, tenants, key, update, leaves=leaves, audit=audit)
     won, old = table.update_if_returning_old(
-        {"pk": item["pk"], "sk": item["sk"]},
+        key,
         update.expression(),
         update.condition(),
         update.names,
@@ -66,6 +75,29 @@ def replace_scheduled(
     )
     if won and leaves:
         tenants.release_after_transition(old)
+    return won
+
+
+def _replace_audited(
+    table: Table, tenants: TenantRecords, key: dict[str, Any], update: Update, *, leaves: bool, audit: dict[str, Any]
+) -> bool:
+    """The replace and its audit record in one transaction. A transaction returns no old item, so a change that
+    leaves the active set says in its condition whether the item was counted: first that it was not; then, if the
+    item its condition saw was at the expected version and counted, that it was (and the counter is released)."""
+    mark = update.name(COUNTED_FOR) if leaves else ""  # an unused name placeholder is refused
+
+    def attempt(counted: str | None) -> tuple[bool, dict[str, Any]]:
+        condition = update.condition() + (f" AND {counted}({mark})" if counted else "")
+        return table.update_if_audited(
+            key, update.expression(), condition, update.names, update.attribute_values(), audit
+        )
+
+    won, seen = attempt("attribute_not_exists" if leaves else None)
+    if won or not leaves or seen.get("version") != update.values["expected"] or COUNTED_FOR not in seen:
+        return won
+    won, _ = attempt("attribute_exists")
+    if won:
+        tenants.release_after_transition(seen)
     return won
 
 
@@ -77,11 +109,12 @@ class JobRecords:
         self.shards = shards
         self._tenants = TenantRecords(table)
 
-    def put_new_job(self, job: Job, *, counted: bool = False) -> bool:
+    def put_new_job(self, job: Job, *, counted: bool = False, audit: dict[str, Any] | None = None) -> bool:
         """Durable create (the API's acknowledgement waits for this write); False if the id exists. `counted`:
-        its tenant's `active_jobs` counts it (a reservation was made for it)."""
+        its tenant's `active_jobs` counts it (a reservation was made for it). `audit`: its audit record's item,
+        written in the same transaction."""
         won, _ = self._table.put_if_absent(
-            counted_item(job_to_item(job, self.shards), job.tenant, counted), return_old=False
+            counted_item(job_to_item(job, self.shards), job.tenant, counted), return_old=False, audit=audit
         )
         return won
 
@@ -91,14 +124,16 @@ class JobRecords:
         ).get("Item")
         return read_job(deserialize(item)) if item else None
 
-    def replace_job(self, job: Job, *, expected_version: int) -> bool:
-        """Write a changed job (pause, resume, cancel, update) if nobody changed it since `expected_version`."""
+    def replace_job(self, job: Job, *, expected_version: int, audit: dict[str, Any] | None = None) -> bool:
+        """Write a changed job (pause, resume, cancel, update) if nobody changed it since `expected_version`;
+        `audit`: its audit record's item, in the same transaction."""
         return replace_scheduled(
             self._table,
             self._tenants,
             job_to_item(job, self.shards),
             expected_version=expected_version,
             attributes=JOB_ATTRIBUTES,
+            audit=audit,
         )
 
     def complete_if_settled(self, job_id: str, now: datetime, *, alone: bool = False) -> bool:
@@ -181,16 +216,17 @@ class JobRecords:
         self._tenants.release_after_transition(old)
         return Advanced(None)  # complete: nothing of it is sent
 
-    def count_backfilled(self, job_id: str, runs: int) -> None:
+    def count_backfilled(self, job_id: str, runs: int, *, audit: dict[str, Any] | None = None) -> None:
         """A backfill is about to queue up to `runs` runs of the job's occurrences: counted first (OCCURRENCE_RUNS),
         so that a claim's advance after this sees them. A count above the truth only costs a completion its look
-        at the job's runs."""
+        at the job's runs. `audit`: the backfill's audit record's item, in the same transaction (its first write)."""
         self._table.update_if(
             job_key(job_id),
             f"SET {OCCURRENCE_RUNS} = if_not_exists({OCCURRENCE_RUNS}, :zero) + :runs",
             "attribute_exists(pk)",
             None,
             expression_values(zero=0, runs=runs),
+            audit=audit,
         )
 
 

@@ -294,13 +294,16 @@ class RunLeases:
             run_key(run.id), update.expression(), update.condition(), update.names, update.attribute_values()
         )
 
-    def request_cancel(self, run_id: str) -> bool:
+    def request_cancel(self, run_id: str, *, audit: dict[str, Any] | None = None) -> bool:
         """Ask a RUNNING run to stop: its executor's next heartbeat sees it (cooperative cancellation). A yielded
-        run between its segments (not ended) is asked too: its next segment's heartbeat sees it."""
-        return self._table.update_if(
+        run between its segments (not ended) is asked too: its next segment's heartbeat sees it. `audit`: the
+        request's audit record's item, in the same transaction, written only by the request that asks first (one
+        already asked is a True that changes nothing and records nothing)."""
+        asked = "#status = :running OR (#status IN (:queued, :retrying) AND #segments > :zero)"
+        args = (
             run_key(run_id),
             "SET cancel_requested = :yes",
-            "#status = :running OR (#status IN (:queued, :retrying) AND #segments > :zero)",
+            asked,
             {"#status": "status", "#segments": "segments"},
             expression_values(
                 yes=True,
@@ -310,6 +313,17 @@ class RunLeases:
                 zero=0,
             ),
         )
+        if audit is None:
+            return self._table.update_if(*args)
+        key, update, _, names, values = args
+        won, seen = self._table.update_if_audited(
+            key, update, f"({asked}) AND attribute_not_exists(cancel_requested)", names, values, audit
+        )
+        status = seen.get("status")
+        still_asked = status == RunStatus.RUNNING.value or (
+            status in (RunStatus.QUEUED.value, RunStatus.RETRYING.value) and int(seen.get("segments", 0)) > 0
+        )
+        return won or (bool(seen.get("cancel_requested")) and still_asked)
 
     def cancel_requested(self, run_id: str) -> bool:
         """Whether the run was asked to stop (`request_cancel`): a read of that one attribute, for a run that must

@@ -6,7 +6,9 @@ Listings are paginated Queries, never a Scan:
 - a job's runs, newest first: the base table, partition `JOB#<job id>`, sort keys `RUN#...`;
 - a tenant's workflows, newest first: `tenant-index`, partition `T#<tenant>#WORKFLOW`;
 - a workflow's runs, newest first: partition `JOB#<workflow id>`, sort keys `RUN#...` (its steps' runs sort
-  under `STEP#...`, apart).
+  under `STEP#...`, apart);
+- a tenant's audit records, newest first: partition `AUDIT#<tenant>`; every tenant's (an admin's view):
+  `tenant-index`, partition `AUDIT#*` (tickwork.store.audit).
 
 The partition a page reads always comes from the caller's tenant (and a job it owns), never from the cursor.
 """
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
+from tickwork.model.audit import AuditRecord
 from tickwork.model.errors import InvalidInput
 from tickwork.model.ids import parse_run_id
 from tickwork.model.job import Job
@@ -26,6 +29,7 @@ from tickwork.model.states import JobState, RunStatus
 from tickwork.model.workflow.advance import WorkflowRunStatus
 from tickwork.model.workflow.definition import Workflow
 from tickwork.model.workflow.runs import WorkflowRunRecord
+from tickwork.store.audit import AuditQuery, record_of
 from tickwork.store.codec import (
     deserialize,
     expression_values,
@@ -241,6 +245,16 @@ class Listings:
         }
         return self._page(tenant, scope, query, where, limit, start, convert)
 
+    def list_audit(
+        self, tenant: str | None, *, limit: int = DEFAULT_LIMIT, cursor: str | None = None, **filters: Any
+    ) -> Page[AuditRecord]:
+        """Audit records, newest first: the tenant's, or (None) every tenant's; `filters` are AuditQuery's."""
+        owner = tenant if tenant is not None else "*"
+        older_than = self.cursors.decode(owner, "audit", cursor) if cursor else None
+        query = AuditQuery(self._table.name, tenant, older_than=older_than, **filters)
+        where = _Filter(query.conditions, query.names, {})
+        return self._page(owner, "audit", query.params, where, limit, None, record_of, query.keep)
+
     def _tenant_index(self, partition: str, where: _Filter) -> dict[str, Any]:
         """The Query of one tenant-index partition, newest first."""
         return {
@@ -260,11 +274,18 @@ class Listings:
         limit: int,
         start: dict[str, Any] | None,
         convert: Callable[[dict[str, Any]], T],
+        keep: Callable[[T], bool] | None = None,
     ) -> Page[T]:
         """One page of `limit` items. Reads limit+1 to know whether there is more, so the last page says so.
+        `keep`: a filter applied to the converted items, where the query cannot filter (the page may be short).
 
         The cursor names the last item returned (not DynamoDB's LastEvaluatedKey, which may lie past it).
         """
+
+        def readable(items: list[dict[str, Any]]) -> list[T]:
+            converted = _readable(convert, items)
+            return [item for item in converted if keep(item)] if keep is not None else converted
+
         if not 1 <= limit <= MAX_LIMIT:
             raise InvalidInput.one("limit", f"must be between 1 and {MAX_LIMIT}")
         # The position a cursor names: the sort key of the partition the query reads.
@@ -285,16 +306,16 @@ class Listings:
                 found.append(deserialize(raw))
                 if len(found) > limit:
                     return Page(
-                        _readable(convert, full(found[:limit])),
+                        readable(full(found[:limit])),
                         self.cursors.encode(tenant, scope, str(found[limit - 1][sort_attr])),
                     )
             last = page.get("LastEvaluatedKey")
             if not last:
-                return Page(_readable(convert, full(found)), None)
+                return Page(readable(full(found)), None)
             kwargs["ExclusiveStartKey"] = last
         # Budget spent on a selective filter: return what matched, and resume after what was read.
         resume = deserialize(kwargs["ExclusiveStartKey"])
-        return Page(_readable(convert, full(found)), self.cursors.encode(tenant, scope, str(resume[sort_attr])))
+        return Page(readable(full(found)), self.cursors.encode(tenant, scope, str(resume[sort_attr])))
 
     def _full_items(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The table's items of these index entries, in their order (one BatchGetItem: a page is at most 100).

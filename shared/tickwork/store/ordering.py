@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from tickwork.model.clock import to_ms
 from tickwork.model.policies import OrderingKey, OrderingOnFailure
@@ -174,12 +175,24 @@ class OrderingRecords:
             expression_values(tenant=tenant, **values),
         )
 
-    def mark_skipped(self, tenant: str, sort: str) -> bool:
-        """The user skipped the entry's FAILED run: it no longer blocks its key. False: no such entry."""
-        return self._table.update_if(
+    def mark_skipped(self, tenant: str, sort: str, *, audit: dict[str, Any] | None = None) -> bool:
+        """The user skipped the entry's FAILED run: it no longer blocks its key. False: no such entry. `audit`: the
+        skip's audit record's item, in the same transaction, written only by the skip that marks it first (one
+        marked already is a True that changes nothing and records nothing)."""
+        if audit is None:
+            return self._table.update_if(
+                tenant_key(tenant, sort),
+                "SET skipped = :yes",
+                "attribute_exists(run_id)",
+                None,
+                expression_values(yes=True),
+            )
+        won, seen = self._table.update_if_audited(
             tenant_key(tenant, sort),
             "SET skipped = :yes",
-            "attribute_exists(run_id)",
+            "attribute_exists(run_id) AND attribute_not_exists(skipped)",
             None,
             expression_values(yes=True),
+            audit,
         )
+        return won or bool(seen.get("skipped"))

@@ -97,13 +97,14 @@ class RunRecords:
             existing[run.id] = old  # its claimer died part-way: carry the claim through
         return ClaimedRuns(created=created, existing=existing, in_flight_elsewhere=False)
 
-    def put_queued_run(self, run: Run, *, redispatch_at: datetime) -> bool:
-        """A run outside the schedule (trigger): created QUEUED, in the due index until its outcome."""
+    def put_queued_run(self, run: Run, *, redispatch_at: datetime, audit: dict[str, Any] | None = None) -> bool:
+        """A run outside the schedule (trigger): created QUEUED, in the due index until its outcome. `audit`: the
+        trigger's audit record's item, in the same transaction."""
         self._enqueue_ordered(run, run.enqueued_at or run.scheduled_for)
         attrs = run_to_attrs(run)
         attrs["due_shard"] = shard_of(run.job_id, self.shards)
         attrs["due_at"] = to_ms(redispatch_at)
-        won, _ = self._table.put_if_absent(serialize(attrs), return_old=False)
+        won, _ = self._table.put_if_absent(serialize(attrs), return_old=False, audit=audit)
         return won
 
     def put_failed_run(self, run: Run, *, now: datetime) -> bool:
@@ -123,13 +124,19 @@ class RunRecords:
         return {run.id: run for run in runs}
 
     def requeue_failed_run(
-        self, run: Run, *, now: datetime, redispatch_at: datetime, from_checkpoint: bool = True
+        self,
+        run: Run,
+        *,
+        now: datetime,
+        redispatch_at: datetime,
+        from_checkpoint: bool = True,
+        audit: dict[str, Any] | None = None,
     ) -> bool:
         """FAILED -> QUEUED with attempts starting again (retry and DLQ redrive): a new execution, so its start,
         lateness, duration and handler time (`segments`, `yielded_ms`: a fresh max_run_seconds) are measured afresh;
         `requeues` counts how often this happened, and its attempt history keeps the earlier executions' records.
         It resumes from its last checkpoint (tickwork.store.checkpoints) unless `from_checkpoint` is False: then
-        that is removed."""
+        that is removed. `audit`: the retry's (or redrive's) audit record's item, in the same transaction."""
         starting_over = "".join(f", {name}" for name in CHECKPOINT_CONTENT) if not from_checkpoint else ""
         return self._table.update_if(
             run_key(run.id),
@@ -149,6 +156,7 @@ class RunRecords:
                 shard=shard_of(run.job_id, self.shards),
                 due=to_ms(redispatch_at),
             ),
+            audit=audit,
         )
 
     def runs_of_job(

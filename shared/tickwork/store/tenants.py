@@ -11,13 +11,14 @@ only when that write won (see tickwork.store.jobs).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from tickwork.model.clock import iso
+from tickwork.model.errors import Conflict
 from tickwork.model.states import JobState
 from tickwork.model.tenant_settings import TenantSettings
 from tickwork.observability import logger
@@ -28,6 +29,7 @@ from tickwork.store.due_index import TENANT_INDEX
 SETTINGS_SK = "SETTINGS"
 USAGE_SK = "USAGE"
 ACTIVE_JOBS = "active_jobs"
+SETTINGS_RETRIES = 5  # an audited PUT's reads and conditional puts while other PUTs win in between
 # On a job or workflow item: the tenant whose `active_jobs` counts it (absent: not counted).
 COUNTED_FOR = "counted_for"
 # SUSPENDED (an open circuit breaker) is still active: it stays scheduled and comes back by itself.
@@ -67,9 +69,19 @@ class TenantRecords:
         usage = {k: v for k, v in found.get(USAGE_SK, {}).items() if k not in ("pk", "sk")}
         return settings, usage
 
-    def put_settings(self, tenant: str, settings: TenantSettings, now: datetime) -> TenantSettings | None:
+    def put_settings(
+        self,
+        tenant: str,
+        settings: TenantSettings,
+        now: datetime,
+        *,
+        audit_of: Callable[[TenantSettings | None], dict[str, Any] | None] | None = None,
+    ) -> TenantSettings | None:
         """Replace the tenant's settings (an admin's PUT: the whole document, absent quotas removed); returns the
-        settings it replaced (None: there were none)."""
+        settings it replaced (None: there were none). The put is conditional on the version read, and read and
+        tried again while another PUT wins in between (Conflict after SETTINGS_RETRIES), so what it replaced is
+        exact; with `audit_of` (the audit item of a change from the settings it is given), in one transaction with
+        that item."""
         attrs = {
             "pk": f"TENANT#{tenant}",
             "sk": SETTINGS_SK,
@@ -77,9 +89,23 @@ class TenantRecords:
             "updated_at": iso(now),
             **settings.model_dump(exclude_none=True),
         }
-        old = self._table.client.put_item(TableName=self._table.name, Item=serialize(attrs), ReturnValues="ALL_OLD")
-        attributes = old.get("Attributes")
-        return _settings(deserialize(attributes)) if attributes else None
+        for _ in range(SETTINGS_RETRIES):
+            item = self._table.client.get_item(
+                TableName=self._table.name, Key=tenant_key(tenant, SETTINGS_SK), ConsistentRead=True
+            ).get("Item")
+            stored = deserialize(item) if item else {}
+            previous = _settings(stored) if stored else None
+            version = int(stored.get("version", 0))  # 0: none stored, or stored before settings had versions
+            won, _ = self._table.put_if(
+                serialize({**attrs, "version": version + 1}),
+                "attribute_not_exists(version) OR version = :v",
+                None,
+                expression_values(v=version),
+                audit=audit_of(previous) if audit_of is not None else None,
+            )
+            if won:
+                return previous
+        raise Conflict(f"tenant {tenant}'s settings are changing concurrently; try again")
 
     # ------------------------------------------------------------ the active jobs counter
 

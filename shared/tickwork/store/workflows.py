@@ -87,10 +87,13 @@ class WorkflowRecords:
 
     # ------------------------------------------------------------ workflows
 
-    def put_new_workflow(self, workflow: Workflow, *, counted: bool = False) -> bool:
-        """Durable create; False if the id exists. `counted`: its tenant's `active_jobs` counts it."""
+    def put_new_workflow(
+        self, workflow: Workflow, *, counted: bool = False, audit: dict[str, Any] | None = None
+    ) -> bool:
+        """Durable create; False if the id exists. `counted`: its tenant's `active_jobs` counts it. `audit`: its
+        audit record's item, in the same transaction."""
         item = counted_item(workflow_to_item(workflow, self.shards), workflow.tenant, counted)
-        won, _ = self._table.put_if_absent(item, return_old=False)
+        won, _ = self._table.put_if_absent(item, return_old=False, audit=audit)
         return won
 
     def get_workflow(self, workflow_id: str, *, consistent: bool = True) -> Workflow | None:
@@ -102,7 +105,9 @@ class WorkflowRecords:
         attrs = deserialize(item)
         return read_workflow(attrs) if attrs.get("kind") == "WORKFLOW" else None
 
-    def replace_workflow(self, workflow: Workflow, *, expected_version: int) -> bool:
+    def replace_workflow(
+        self, workflow: Workflow, *, expected_version: int, audit: dict[str, Any] | None = None
+    ) -> bool:
         """Write a changed workflow (pause, resume, cancel, update) if nobody changed it since `expected_version`;
         a cancel leaves the tenant's `active_jobs` (tickwork.store.jobs.replace_scheduled)."""
         return replace_scheduled(
@@ -111,16 +116,23 @@ class WorkflowRecords:
             workflow_to_item(workflow, self.shards),
             expected_version=expected_version,
             attributes=WORKFLOW_ATTRIBUTES,
+            audit=audit,
         )
 
     # ------------------------------------------------------------ workflow runs
 
     def put_workflow_run(
-        self, record: WorkflowRunRecord, *, now: datetime, reconcile_at: datetime | None
+        self,
+        record: WorkflowRunRecord,
+        *,
+        now: datetime,
+        reconcile_at: datetime | None,
+        audit: dict[str, Any] | None = None,
     ) -> tuple[bool, dict[str, Any]]:
         """Create a workflow run only if absent: the lock on its occurrence (exactly one run per occurrence).
         A RUNNING one goes into the due index at `reconcile_at`; an ended one (skipped) expires. Returns (won,
-        the existing item's attributes if lost)."""
+        the existing item's attributes if lost). `audit`: a manual run's audit record's item, in the same
+        transaction."""
         attrs = workflow_run_to_attrs(record)
         attrs["claimed_at_ms"] = to_ms(now)
         if record.status is WorkflowRunStatus.RUNNING:
@@ -129,7 +141,7 @@ class WorkflowRecords:
             attrs["due_at"] = to_ms(reconcile_at)
         else:
             attrs["expires_at"] = self._expiry(now)
-        return self._table.put_if_absent(serialize(attrs))
+        return self._table.put_if_absent(serialize(attrs), audit=audit)
 
     def get_workflow_run(self, workflow_run_id: str, *, consistent: bool = True) -> WorkflowRunRecord | None:
         if parse_workflow_run_id(workflow_run_id) is None:
@@ -166,6 +178,7 @@ class WorkflowRecords:
         final: WorkflowRunStatus | None,
         now: datetime,
         cause: WorkflowRunStatus = WorkflowRunStatus.FAILED,
+        audit: dict[str, Any] | None = None,
     ) -> tuple[bool, WorkflowRunRecord | None]:
         """Record a plan (tickwork.model.workflow.advance): each decided step's entry, only while the run is RUNNING and
         each of them is still PENDING, so a plan applied twice, or two plans at once, record each step once. With
@@ -188,7 +201,7 @@ class WorkflowRecords:
             update.set("compensations", {})
         elif final is not None:
             self._end(update, final, now)
-        return self._update(workflow_run_id, update)
+        return self._update(workflow_run_id, update, audit)
 
     def record_compensations(
         self,
@@ -212,9 +225,15 @@ class WorkflowRecords:
         return self._update(workflow_run_id, update)
 
     def reopen(
-        self, workflow_run_id: str, entries: Mapping[str, StepEntry], *, reconcile_at: datetime
+        self,
+        workflow_run_id: str,
+        entries: Mapping[str, StepEntry],
+        *,
+        reconcile_at: datetime,
+        audit: dict[str, Any] | None = None,
     ) -> tuple[bool, WorkflowRunRecord | None]:
-        """FAILED -> RUNNING (a retry) with these steps' entries replaced, back in the due index."""
+        """FAILED -> RUNNING (a retry) with these steps' entries replaced, back in the due index. `audit`: the
+        retry's audit record's item, in the same transaction."""
         parsed = parse_workflow_run_id(workflow_run_id)
         assert parsed is not None
         update = _StepUpdate()
@@ -225,7 +244,7 @@ class WorkflowRecords:
         update.set("due_shard", shard_of(parsed.job_id, self.shards))
         update.set("due_at", to_ms(reconcile_at))
         update.removes += ["finished_at", "expires_at"]
-        return self._update(workflow_run_id, update)
+        return self._update(workflow_run_id, update, audit)
 
     def withdraw_workflow_run(self, workflow_run_id: str, reason: SkipReason, *, now: datetime) -> bool:
         """RUNNING -> SKIPPED `reason`: a run opened by a claim its workflow's pause or cancel overtook (see
@@ -250,14 +269,24 @@ class WorkflowRecords:
         update.set("expires_at", self._expiry(now))
         update.removes += ["due_shard", "due_at"]
 
-    def _update(self, workflow_run_id: str, update: _StepUpdate) -> tuple[bool, WorkflowRunRecord | None]:
-        won, attrs = self._table.update_if_returning_new(
+    def _update(
+        self, workflow_run_id: str, update: _StepUpdate, audit: dict[str, Any] | None = None
+    ) -> tuple[bool, WorkflowRunRecord | None]:
+        """(won, the run as the update left it, or as its condition saw it if lost). With `audit`, one transaction
+        with that audit item; a transaction returns no item, so the run it left is read after it."""
+        args = (
             workflow_run_key(workflow_run_id),
             update.expression(),
             " AND ".join(["attribute_exists(pk)", *update.conditions]),
             update.names,
             update.attribute_values(),
         )
+        if audit is not None:
+            won, attrs = self._table.update_if_audited(*args, audit)
+            if won:
+                return True, self.get_workflow_run(workflow_run_id)
+        else:
+            won, attrs = self._table.update_if_returning_new(*args)
         return won, read_workflow_run(attrs) if attrs else None
 
     def _expiry(self, now: datetime) -> int:
