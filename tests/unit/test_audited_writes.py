@@ -75,3 +75,33 @@ def test_a_record_id_taken_already_is_an_error_not_a_lost_change() -> None:
 def test_a_transaction_cannot_be_asked_for_the_written_item() -> None:
     with pytest.raises(ValueError, match="returns no attributes"):
         Table(Client(), "t")._attempt("Update", None, AUDIT, Key=KEY, ReturnValues="ALL_NEW")
+
+
+def single_write_refused(*codes: str) -> tuple[Any, Any]:
+    """A real DynamoDB client whose UpdateItem answers are `codes` (errors) and then a success, without AWS."""
+    import boto3
+    from botocore.stub import Stubber
+
+    client = boto3.client("dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    stubber = Stubber(client)
+    for code in codes:
+        stubber.add_client_error("update_item", service_error_code=code)
+    stubber.add_response("update_item", {"Attributes": {"v": {"N": "2"}}})
+    stubber.activate()
+    return client, stubber
+
+
+def test_a_single_write_refused_while_an_audited_transaction_holds_its_item_is_sent_again() -> None:
+    """A tick's claim or an executor's heartbeat on an item an API change's transaction holds is refused, unapplied,
+    with TransactionConflictException (which the SDK does not retry): sent again, not an error of the tick's or the
+    run's."""
+    client, stubber = single_write_refused("TransactionConflictException")
+    table = Table(client, "t")
+    assert table.update_if_returning_new(KEY, "SET v = :v", "v = :old", None, {":v": {"N": "2"}}) == (True, {"v": 2})
+    stubber.assert_no_pending_responses()
+
+
+def test_a_single_write_refused_by_conflicts_every_time_is_an_error() -> None:
+    client, _ = single_write_refused(*["TransactionConflictException"] * TRANSACTION_CONFLICT_TRIES)
+    with pytest.raises(ClientError, match="TransactionConflictException"):
+        Table(client, "t").update_if_returning_new(KEY, "SET v = :v", "v = :old", None, {":v": {"N": "2"}})

@@ -229,13 +229,19 @@ class Table:
         if audit is not None:
             return self._attempt_audited(operation, audit, params)
         write = {"Put": self.client.put_item, "Update": self.client.update_item, "Delete": self.client.delete_item}
-        try:
-            response = write[operation](TableName=self.name, **params)
-        except ClientError as exc:
-            if not _is_condition_failure(exc):
-                raise
-            return False, deserialize(exc.response.get("Item") or {})  # type: ignore[arg-type]
-        return True, deserialize(response.get("Attributes") or {})
+        # A write to an item that an audited change's transaction holds (for milliseconds) is refused, unapplied,
+        # with TransactionConflict, which the SDK does not retry: sent again, its condition is read anew.
+        for tries_left in range(TRANSACTION_CONFLICT_TRIES - 1, -1, -1):
+            try:
+                response = write[operation](TableName=self.name, **params)
+            except ClientError as exc:
+                if _error_code(exc) == "TransactionConflictException" and tries_left:
+                    continue
+                if not _is_condition_failure(exc):
+                    raise
+                return False, deserialize(exc.response.get("Item") or {})  # type: ignore[arg-type]
+            return True, deserialize(response.get("Attributes") or {})
+        raise AssertionError("unreachable: the last try returns or raises")  # pragma: no cover
 
     def _attempt_audited(
         self, operation: str, audit: dict[str, Any], params: dict[str, Any]
@@ -278,5 +284,9 @@ def _update(key: dict[str, Any], update: str, condition: str, values: dict[str, 
     }
 
 
+def _error_code(exc: ClientError) -> str | None:
+    return exc.response.get("Error", {}).get("Code")
+
+
 def _is_condition_failure(exc: ClientError) -> bool:
-    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+    return _error_code(exc) == "ConditionalCheckFailedException"
