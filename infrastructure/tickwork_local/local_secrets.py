@@ -38,19 +38,19 @@ def put(
     endpoint: Annotated[str, typer.Option(help="the local endpoint (tickwork dev's moto)")] = DEFAULT_ENDPOINT,
 ) -> None:
     """Create the secret, or give it a new value (runs use it within 5 minutes). Prints its ARN, never the value."""
-    import boto3  # noqa: PLC0415 - loaded only when the command runs
+    from tickwork.aws.clients import AwsClients  # noqa: PLC0415 - loaded only when the command runs
 
     if not _on_this_machine(endpoint):
         sys.stderr.write(f"tickwork secrets: {endpoint} is not on this machine; this command is for tickwork dev\n")
         raise typer.Exit(2)
     secret = sys.stdin.read().rstrip("\n") if value is None else value
-    client = boto3.client(
-        "secretsmanager",
+    clients = AwsClients(
         endpoint_url=endpoint,
         region_name=REGION,
         aws_access_key_id="local",
         aws_secret_access_key="local",  # noqa: S106 - moto takes any
     )
+    client = clients.client("secretsmanager")
     try:
         answer = client.create_secret(Name=name, SecretString=secret)
         said = "created"

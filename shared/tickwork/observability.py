@@ -45,6 +45,12 @@ class SecretMask:
             self._uses = +self._uses  # drops those no run uses any more
             self._refresh()
 
+    def clear(self) -> None:
+        """Nothing hidden, as in a fresh process."""
+        with self._lock:
+            self._uses.clear()
+            self._refresh()
+
     def _refresh(self) -> None:
         self._hidden = tuple(sorted(self._uses, key=len, reverse=True))  # a longer value before its parts
 
@@ -65,8 +71,10 @@ class SecretMask:
             return self.text(value)
         if isinstance(value, dict):
             return {self.value(k): self.value(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
+        if isinstance(value, list):
             return [self.value(v) for v in value]
+        if isinstance(value, tuple):  # a record's fields keep their types for whoever reads them after (loc paths)
+            return tuple(self.value(v) for v in value)
         if isinstance(value, BaseException):  # a log line's stack trace holds the exception itself
             return self.text(str(value))
         return value

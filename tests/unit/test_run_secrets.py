@@ -116,3 +116,26 @@ def test_the_values_are_hidden_from_the_logs_until_the_run_is_released():
     assert secret_mask.text("x pw-31337-hidden y") == "x *** y"
     secrets.release()
     assert secret_mask.text("x pw-31337-hidden y") == "x pw-31337-hidden y"
+
+
+def test_a_masked_log_records_fields_keep_their_types():
+    """The masking filter edits the record before any handler reads it: a field it masks inside (a validation
+    error's `loc` path, a tuple) stays what it was, for every reader after it, while values are hidden."""
+    import logging
+
+    from tickwork.observability import logger
+
+    client = Secrets({"tickwork/acme/t": {"SecretString": "pw-typed-hidden"}})
+    secrets = _run_secrets(client)
+    _echo(secrets, {"auth": {"$secret": "tickwork/acme/t"}})
+    seen: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = seen.append  # type: ignore[method-assign]
+    logger.addHandler(handler)
+    try:
+        logger.warning("refused", extra={"errors": [{"loc": ("job", "pw-typed-hidden")}]})
+    finally:
+        logger.removeHandler(handler)
+        secrets.release()
+    (record,) = seen
+    assert record.errors == [{"loc": ("job", "***")}]  # type: ignore[attr-defined]
