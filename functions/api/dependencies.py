@@ -10,7 +10,7 @@ execution environments), while the routers, which hold no state, are shared.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any, cast
 
 from aws_lambda_powertools.event_handler import Depends, Request
@@ -96,6 +96,7 @@ Wired = Annotated[Services, Depends(services)]
 Jobs = Annotated[JobLifecycle, Depends(job_lifecycle)]
 Tenant = Annotated[str, Depends(tenant)]
 Admin = Annotated[Caller, Depends(admin)]
+Who = Annotated[Caller, Depends(caller)]
 Acting = Annotated[Attribution, Depends(attribution)]
 
 
@@ -105,7 +106,12 @@ class TenantJobs:
     and redrive, shaped into their response models."""
 
     services: Services
-    tenant: str
+    caller: Caller
+    tenant: str  # whose: the caller's own, or the one an admin's read names (`reading`)
+
+    def reading(self, asked: str | None) -> TenantJobs:
+        """The listings of the tenant a read's `tenant` parameter names (Caller.tenant_to_read)."""
+        return replace(self, tenant=self.caller.tenant_to_read(asked))
 
     def create_once(self, spec: JobSpec, key: str, request_hash: str, by: Attribution) -> tuple[dict[str, Any], bool]:
         return self.services.idempotent_create.create_job_once(
@@ -117,7 +123,7 @@ class TenantJobs:
         return JobList(items=page.items, next_cursor=page.next_cursor)
 
     def runs_page(self, job_id: str, **filters: Any) -> RunList:
-        page = self.services.queries.list_runs(self.tenant, job_id, **filters)
+        page = self.services.queries.list_runs(self.caller.tenant, job_id, admin=self.caller.admin, **filters)
         return RunList(items=page.items, next_cursor=page.next_cursor)
 
     def dlq_page(self, **filters: Any) -> RunList:
@@ -131,8 +137,8 @@ class TenantJobs:
         )
 
 
-def tenant_jobs(built: Wired, caller: Tenant) -> TenantJobs:
-    return TenantJobs(built, caller)
+def tenant_jobs(built: Wired, who: Who) -> TenantJobs:
+    return TenantJobs(built, who, who.tenant)
 
 
 CallerJobs = Annotated[TenantJobs, Depends(tenant_jobs)]
@@ -143,19 +149,24 @@ class TenantWorkflows:
     """The caller's workflow listings, shaped into their response models."""
 
     services: Services
-    tenant: str
+    caller: Caller
+    tenant: str  # whose: the caller's own, or the one an admin's read names (`reading`)
+
+    def reading(self, asked: str | None) -> TenantWorkflows:
+        """The listings of the tenant a read's `tenant` parameter names (Caller.tenant_to_read)."""
+        return replace(self, tenant=self.caller.tenant_to_read(asked))
 
     def workflows_page(self, **filters: Any) -> WorkflowList:
         page = workflows_of(self.services).list(self.tenant, **filters)
         return WorkflowList(items=page.items, next_cursor=page.next_cursor)
 
     def runs_page(self, workflow_id: str, **filters: Any) -> WorkflowRunList:
-        page = workflows_of(self.services).runs(self.tenant, workflow_id, **filters)
+        page = workflows_of(self.services).runs(self.caller.tenant, workflow_id, admin=self.caller.admin, **filters)
         return WorkflowRunList(items=page.items, next_cursor=page.next_cursor)
 
 
-def tenant_workflows(built: Wired, caller: Tenant) -> TenantWorkflows:
-    return TenantWorkflows(built, caller)
+def tenant_workflows(built: Wired, who: Who) -> TenantWorkflows:
+    return TenantWorkflows(built, who, who.tenant)
 
 
 CallerWorkflows = Annotated[TenantWorkflows, Depends(tenant_workflows)]

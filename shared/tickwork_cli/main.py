@@ -60,6 +60,7 @@ from tickwork_cli.options import (
     RunsListing,
     ScheduleFields,
     Session,
+    TenantOpt,
     WorkflowIdArg,
     WorkflowRunIdArg,
     api_command,
@@ -241,12 +242,14 @@ def jobs_list(
     job_type: Annotated[str | None, typer.Option("--type", help="Only jobs of this type.")] = None,
     name_prefix: Annotated[str | None, typer.Option("--name-prefix", help="Only names starting so.")] = None,
     tag: Annotated[str | None, typer.Option("--tag", help="Only jobs tagged so: key=value.")] = None,
+    tenant: TenantOpt = None,
     limit: Limit = None,
     cursor: CursorOpt = None,
     all_pages: AllPages = False,
 ) -> None:
-    """Your jobs, newest first."""
+    """Your jobs (an admin: a tenant's, with --tenant), newest first."""
     query = {
+        "tenant": tenant,
         "state": state,
         "type": job_type,
         "name_prefix": name_prefix,
@@ -383,9 +386,10 @@ def runs_list(
 
 @runs_app.command("stuck")
 @api_command
-def runs_stuck(session: Session, limit: Limit = None) -> None:
-    """Your stuck runs: QUEUED over 5 minutes past their time, or RUNNING past their lease; oldest first."""
-    page = session.client.get("/v1/runs/stuck", **given(limit=limit))
+def runs_stuck(session: Session, tenant: TenantOpt = None, limit: Limit = None) -> None:
+    """Your stuck runs (an admin: a tenant's, with --tenant): QUEUED over 5 minutes past their time, or RUNNING
+    past their lease; oldest first."""
+    page = session.client.get("/v1/runs/stuck", **given(tenant=tenant, limit=limit))
     if session.as_json:
         typer.echo(render.as_json(page))
         return
@@ -487,9 +491,16 @@ def on_a_terminal() -> bool:
 
 @dlq_app.command("list")
 @api_command
-def dlq_list(session: Session, limit: Limit = None, cursor: CursorOpt = None, all_pages: AllPages = False) -> None:
-    """Your FAILED runs, newest first."""
-    session.show_page(_listing(session.client, "/v1/dlq", all_pages, limit=limit, cursor=cursor), render.RUN_COLUMNS)
+def dlq_list(
+    session: Session,
+    tenant: TenantOpt = None,
+    limit: Limit = None,
+    cursor: CursorOpt = None,
+    all_pages: AllPages = False,
+) -> None:
+    """Your FAILED runs (an admin: a tenant's, with --tenant), newest first."""
+    page = _listing(session.client, "/v1/dlq", all_pages, tenant=tenant, limit=limit, cursor=cursor)
+    session.show_page(page, render.RUN_COLUMNS)
 
 
 @dlq_app.command("redrive")
@@ -628,12 +639,13 @@ def workflows_list(
     session: Session,
     state: Annotated[str | None, typer.Option("--state", help="ACTIVE, PAUSED, CANCELLED or COMPLETED.")] = None,
     name_prefix: Annotated[str | None, typer.Option("--name-prefix", help="Only names starting so.")] = None,
+    tenant: TenantOpt = None,
     limit: Limit = None,
     cursor: CursorOpt = None,
     all_pages: AllPages = False,
 ) -> None:
-    """Your workflows, newest first."""
-    query = {"state": state, "name_prefix": name_prefix, "limit": limit, "cursor": cursor}
+    """Your workflows (an admin: a tenant's, with --tenant), newest first."""
+    query = {"tenant": tenant, "state": state, "name_prefix": name_prefix, "limit": limit, "cursor": cursor}
     session.show_page(_listing(session.client, "/v1/workflows", all_pages, **query), render.WORKFLOW_COLUMNS)
 
 

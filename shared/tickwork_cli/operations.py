@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from tickwork_cli.bodies import given, json_object_file, parse_duration, parse_instant, tags_of
-from tickwork_cli.options import Output, Session, api_command
+from tickwork_cli.options import Output, Session, TenantOpt, api_command
 
 calendars_app = typer.Typer(
     help="Calendars: blackouts (exclude) and maintenance windows (include) your jobs name.", no_args_is_help=True
@@ -41,16 +41,16 @@ def calendars_create(file: CalendarFile, session: Session) -> None:
 
 @calendars_app.command("list")
 @api_command
-def calendars_list(session: Session) -> None:
-    """Your calendars."""
-    session.show_page(session.client.get("/v1/calendars"), CALENDAR_COLUMNS)
+def calendars_list(session: Session, tenant: TenantOpt = None) -> None:
+    """Your calendars (an admin: a tenant's, with --tenant)."""
+    session.show_page(session.client.get("/v1/calendars", **given(tenant=tenant)), CALENDAR_COLUMNS)
 
 
 @calendars_app.command("get")
 @api_command
-def calendars_get(calendar_id: CalendarIdArg, session: Session) -> None:
-    """One calendar."""
-    session.show_one(session.client.get(_path(calendar_id)))
+def calendars_get(calendar_id: CalendarIdArg, session: Session, tenant: TenantOpt = None) -> None:
+    """One calendar (an admin: a tenant's, with --tenant)."""
+    session.show_one(session.client.get(_path(calendar_id), **given(tenant=tenant)))
 
 
 @calendars_app.command("replace")

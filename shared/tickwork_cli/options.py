@@ -36,6 +36,8 @@ class Output(StrEnum):
 Limit = Annotated[int | None, typer.Option("--limit", min=1, max=100, help="Page size (1-100).")]
 CursorOpt = Annotated[str | None, typer.Option("--cursor", help="Continue from a previous page's next_cursor.")]
 AllPages = Annotated[bool, typer.Option("--all", help="Follow next_cursor to the end.")]
+# An admin's view of one tenant's (the API's `tenant` query parameter); a tenant may name only its own.
+TenantOpt = Annotated[str | None, typer.Option("--tenant", help="An admin's: this tenant's, as it sees them.")]
 JobIdArg = Annotated[str, typer.Argument(help="The job id.")]
 RunIdArg = Annotated[str, typer.Argument(help="The run id.")]
 WorkflowIdArg = Annotated[str, typer.Argument(help="The workflow id.")]

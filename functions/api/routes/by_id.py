@@ -1,6 +1,7 @@
-"""Routes that name one job, run, workflow or workflow run by id, call one domain service method with the tenant,
+"""Routes that name one job, run, workflow or workflow run by id, call one domain service method with the caller,
 that id and the request's attribution (for a change's audit record), and answer what it returns: declared as data,
-since they differ only in that data."""
+since they differ only in that data. A read passes the caller's admin flag (an admin reads any tenant's item: ids
+are unique across tenants); a change is the caller's own tenant's."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-from dependencies import Acting, Tenant, Wired, workflows_of
+from dependencies import Acting, Who, Wired, workflows_of
 from tickwork.control.api_bodies import WorkflowRun
+from tickwork.control.callers import Caller
 from tickwork.model.audit import Attribution
 from tickwork.model.job import Job
 from tickwork.model.run import Run
@@ -28,7 +30,7 @@ class ByIdRoute:
     method: str
     rule: str  # with one id: <job_id>, <run_id>, <workflow_id> or <workflow_run_id>
     summary: str
-    call: Callable[[Services, str, str, Attribution], Any]  # (services, tenant, id, by) -> the answer
+    call: Callable[[Services, Caller, str, Attribution], Any]  # (services, caller, id, by) -> the answer
     status: int
     answer: Any  # the success response as documented: ok(model, description), or a plain description
     problem_statuses: tuple[int, ...]
@@ -40,14 +42,14 @@ class ByIdRoute:
         router.route(self.rule, self.method, summary=self.summary, responses=responses, tags=[tag])(route)
 
     def _function(self) -> Callable[..., Any]:
-        """The route function: the id named in the rule as its path parameter, then the wiring and the tenant.
+        """The route function: the id named in the rule as its path parameter, then the wiring and the caller.
         Powertools reads the signature (and, for dependencies, the annotations), so both are set here."""
         id_name = self.rule[self.rule.index("<") + 1 : self.rule.index(">")]
 
-        def by_id(built: Services, tenant: str, by: Attribution, **ids: str):  # no return type: it would show
-            return json_response(self.status, self.call(built, tenant, ids[id_name], by))
+        def by_id(built: Services, who: Caller, by: Attribution, **ids: str):  # no return type: it would show
+            return json_response(self.status, self.call(built, who, ids[id_name], by))
 
-        annotations = {id_name: ID_PARAMETERS[id_name], "built": Wired, "tenant": Tenant, "by": Acting}
+        annotations = {id_name: ID_PARAMETERS[id_name], "built": Wired, "who": Who, "by": Acting}
         by_id.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
             [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=a) for name, a in annotations.items()]
         )
@@ -73,7 +75,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "GET",
             "/v1/jobs/<job_id>",
             "One job",
-            lambda s, tenant, i, by: s.queries.get_job(tenant, i),
+            lambda s, who, i, by: s.queries.get_job(who.tenant, i, admin=who.admin),
             200,
             ok(Job, "The job"),
             (404,),
@@ -83,7 +85,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "DELETE",
             "/v1/jobs/<job_id>",
             "Cancel a job (idempotent)",
-            lambda s, tenant, i, by: s.jobs.cancel(tenant, i, by=by),
+            lambda s, who, i, by: s.jobs.cancel(who.tenant, i, by=by),
             200,
             ok(Job, "The job, CANCELLED"),
             (404, 409),
@@ -93,7 +95,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "POST",
             "/v1/jobs/<job_id>/pause",
             "Pause a job (idempotent)",
-            lambda s, tenant, i, by: s.jobs.pause(tenant, i, by=by),
+            lambda s, who, i, by: s.jobs.pause(who.tenant, i, by=by),
             200,
             ok(Job, "The job, PAUSED"),
             (404, 409),
@@ -103,7 +105,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "POST",
             "/v1/jobs/<job_id>/resume",
             "Resume a job (idempotent); what was missed while paused follows the misfire rule",
-            lambda s, tenant, i, by: s.jobs.resume(tenant, i, by=by),
+            lambda s, who, i, by: s.jobs.resume(who.tenant, i, by=by),
             200,
             ok(Job, "The job, ACTIVE"),
             (404, 409),
@@ -115,7 +117,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "GET",
             "/v1/runs/<run_id>",
             "One run",
-            lambda s, tenant, i, by: s.queries.get_run(tenant, i),
+            lambda s, who, i, by: s.queries.get_run(who.tenant, i, admin=who.admin),
             200,
             ok(Run, "The run"),
             (404,),
@@ -125,7 +127,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "GET",
             "/v1/runs/<run_id>/result",
             "The run's result document as stored in S3 (for echo, the payload)",
-            lambda s, tenant, i, by: s.queries.get_result(tenant, i),
+            lambda s, who, i, by: s.queries.get_result(who.tenant, i, admin=who.admin),
             200,
             {"description": "The result document (any JSON)"},
             (404,),
@@ -135,7 +137,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "POST",
             "/v1/runs/<run_id>/cancel",
             "Ask a RUNNING run (or a durable run between its segments) to stop: it is recorded SKIPPED `cancelled`",
-            lambda s, tenant, i, by: s.run_cancel.cancel_run(tenant, i, by=by),
+            lambda s, who, i, by: s.run_cancel.cancel_run(who.tenant, i, by=by),
             202,
             ok(Run, "The run, asked to stop (still RUNNING until its executor sees the request)"),
             (404, 409),
@@ -145,7 +147,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "POST",
             "/v1/runs/<run_id>/skip",
             "Skip a FAILED run that blocks its ordering key: the key's next run goes; the run stays FAILED",
-            lambda s, tenant, i, by: s.ordering_keys.skip(tenant, i, by=by),
+            lambda s, who, i, by: s.ordering_keys.skip(who.tenant, i, by=by),
             200,
             ok(Run, "The run, FAILED, out of its key's queue"),
             (404, 409),
@@ -158,7 +160,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "GET",
             "/v1/workflows/<workflow_id>",
             "One workflow",
-            lambda s, tenant, i, by: workflows_of(s).get(tenant, i),
+            lambda s, who, i, by: workflows_of(s).get(who.tenant, i, admin=who.admin),
             200,
             ok(Workflow, "The workflow"),
             (404,),
@@ -168,7 +170,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "DELETE",
             "/v1/workflows/<workflow_id>",
             "Cancel a workflow: it has no new workflow runs",
-            lambda s, tenant, i, by: workflows_of(s).cancel(tenant, i, by=by),
+            lambda s, who, i, by: workflows_of(s).cancel(who.tenant, i, by=by),
             200,
             ok(Workflow, "The workflow, CANCELLED"),
             (404, 409),
@@ -178,7 +180,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "POST",
             "/v1/workflows/<workflow_id>/pause",
             "Pause a workflow: its occurrences are recorded SKIPPED `paused`; runs in progress go on",
-            lambda s, tenant, i, by: workflows_of(s).pause(tenant, i, by=by),
+            lambda s, who, i, by: workflows_of(s).pause(who.tenant, i, by=by),
             200,
             ok(Workflow, "The workflow, PAUSED"),
             (404, 409),
@@ -188,7 +190,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "POST",
             "/v1/workflows/<workflow_id>/resume",
             "Resume a paused workflow; what was missed while paused follows the misfire rule",
-            lambda s, tenant, i, by: workflows_of(s).resume(tenant, i, by=by),
+            lambda s, who, i, by: workflows_of(s).resume(who.tenant, i, by=by),
             200,
             ok(Workflow, "The workflow, ACTIVE"),
             (404, 409),
@@ -198,7 +200,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "POST",
             "/v1/workflows/<workflow_id>/trigger",
             "Run a workflow now, once, outside its schedule: its root steps are queued",
-            lambda s, tenant, i, by: workflows_of(s).trigger(tenant, i, by=by),
+            lambda s, who, i, by: workflows_of(s).trigger(who.tenant, i, by=by),
             202,
             linked(ok(WorkflowRun, "The workflow run, RUNNING"), "workflow_run_id", WORKFLOW_RUN_OPERATIONS),
             (404, 409),
@@ -208,7 +210,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "GET",
             "/v1/workflow-runs/<workflow_run_id>",
             "One workflow run, with every step's state",
-            lambda s, tenant, i, by: workflows_of(s).get_run(tenant, i),
+            lambda s, who, i, by: workflows_of(s).get_run(who.tenant, i, admin=who.admin),
             200,
             ok(WorkflowRun, "The workflow run"),
             (404,),
@@ -219,7 +221,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             "/v1/workflow-runs/<workflow_run_id>/retry",
             "Re-run a FAILED workflow run's FAILED steps and the steps skipped because of them; nothing that "
             "succeeded runs again",
-            lambda s, tenant, i, by: workflows_of(s).retry_run(tenant, i, by=by),
+            lambda s, who, i, by: workflows_of(s).retry_run(who.tenant, i, by=by),
             202,
             ok(WorkflowRun, "The workflow run, RUNNING"),
             (404, 409),

@@ -7,13 +7,14 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.openapi.params import Path as PathParam
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-from dependencies import Acting, Tenant, Wired
+from dependencies import Acting, Tenant, Who, Wired
 from pydantic import StringConstraints
 from tickwork.control.api_bodies import CalendarList
 from tickwork.control.api_examples import CALENDAR, openapi_examples
 from tickwork.model.blocking import CALENDAR_ID_PATTERN
 from tickwork.model.calendars import Calendar, CalendarDefinition
 
+from routes.parameters import ReadTenant
 from routes.responses import json_response, linked, ok, problems
 
 router = APIGatewayHttpRouter()
@@ -48,22 +49,22 @@ def create_calendar(spec: CalendarBody, built: Wired, tenant: Tenant, by: Acting
 
 @router.get(
     "/v1/calendars",
-    summary="List your calendars",
-    responses={200: ok(CalendarList, "Every calendar of yours")},
+    summary="List your calendars (an admin: a tenant's)",
+    responses={200: ok(CalendarList, "Every calendar of yours"), **problems(403)},
     tags=["calendars"],
 )
-def list_calendars(built: Wired, tenant: Tenant):
-    return json_response(200, CalendarList(items=built.calendars.list(tenant)))
+def list_calendars(built: Wired, who: Who, tenant: ReadTenant = None):
+    return json_response(200, CalendarList(items=built.calendars.list(who.tenant_to_read(tenant))))
 
 
 @router.get(
     "/v1/calendars/<calendar_id>",
-    summary="Read a calendar",
-    responses={200: ok(Calendar, "The calendar"), **problems(404)},
+    summary="Read a calendar (an admin: a tenant's, named by `tenant`)",
+    responses={200: ok(Calendar, "The calendar"), **problems(403, 404)},
     tags=["calendars"],
 )
-def get_calendar(calendar_id: CalendarId, built: Wired, tenant: Tenant):
-    return json_response(200, built.calendars.get(tenant, calendar_id))
+def get_calendar(calendar_id: CalendarId, built: Wired, who: Who, tenant: ReadTenant = None):
+    return json_response(200, built.calendars.get(who.tenant_to_read(tenant), calendar_id))
 
 
 @router.put(

@@ -10,7 +10,7 @@ from dependencies import Acting, CallerJobs
 from tickwork.control.api_bodies import RedriveRequest, RedriveResult, RunList
 from tickwork.control.api_examples import REDRIVE, openapi_examples
 
-from routes.parameters import Cursor, Limit
+from routes.parameters import Cursor, Limit, ReadTenant
 from routes.responses import json_response, ok, problems
 
 router = APIGatewayHttpRouter()
@@ -20,9 +20,14 @@ PAGE_OF_RUNS = {200: ok(RunList, "One page"), **problems(422)}
 REDRIVEN = {202: ok(RedriveResult, "Re-queued"), **problems(400, 415, 422)}
 
 
-@router.get("/v1/dlq", summary="Your FAILED runs, newest first", responses=PAGE_OF_RUNS, tags=["dlq"])
-def list_dlq(mine: CallerJobs, limit: Limit = 50, cursor: Cursor = None):
-    return json_response(200, mine.dlq_page(limit=limit, cursor=cursor))
+@router.get(
+    "/v1/dlq",
+    summary="Your FAILED runs (an admin: a tenant's), newest first",
+    responses={**PAGE_OF_RUNS, **problems(403)},
+    tags=["dlq"],
+)
+def list_dlq(mine: CallerJobs, limit: Limit = 50, cursor: Cursor = None, tenant: ReadTenant = None):
+    return json_response(200, mine.reading(tenant).dlq_page(limit=limit, cursor=cursor))
 
 
 @router.post(

@@ -4,22 +4,21 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from aws_lambda_powertools.event_handler import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.openapi.params import Path as PathParam
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-from dependencies import Acting, Wired, caller
+from dependencies import Acting, Who, Wired
 from pydantic import StringConstraints
 from tickwork.control.api_bodies import FreezeList
 from tickwork.control.api_examples import FREEZE, openapi_examples
 from tickwork.control.callers import Caller
 from tickwork.model.freezes import Freeze, FreezeSpec
 
+from routes.parameters import ReadTenant
 from routes.responses import json_response, linked, ok, problems
 
 router = APIGatewayHttpRouter()
 
-Who = Annotated[Caller, Depends(caller)]
 FreezeId = Annotated[
     str, StringConstraints(pattern=r"^f[0-9a-z]{25}$"), PathParam(description="A freeze id: f and 25 characters.")
 ]
@@ -50,11 +49,14 @@ def create_freeze(
 @router.get(
     "/v1/freezes",
     summary="Your freezes and those over every tenant, newest first (ended ones for a day)",
-    responses={200: ok(FreezeList, "The freezes")},
+    description="An admin's: every tenant's; with `tenant`, the ones that tenant sees (its own and those over every "
+    "tenant).",
+    responses={200: ok(FreezeList, "The freezes"), **problems(403)},
     tags=["freezes"],
 )
-def list_freezes(built: Wired, who: Who):
-    return json_response(200, FreezeList(items=built.freezes.visible_to(who)))
+def list_freezes(built: Wired, who: Who, tenant: ReadTenant = None):
+    seen_by = who if tenant is None else Caller(who.tenant_to_read(tenant))
+    return json_response(200, FreezeList(items=built.freezes.visible_to(seen_by)))
 
 
 @router.get(

@@ -16,7 +16,7 @@ from tickwork.model.states import JobState
 from tickwork.store import IDEMPOTENCY_KEY
 
 from routes.by_id import add_routes
-from routes.parameters import Cursor, JobId, Limit
+from routes.parameters import Cursor, JobId, Limit, ReadTenant
 from routes.responses import JOB_OPERATIONS, RUN_OPERATIONS, json_response, linked, ok, problems
 
 router = APIGatewayHttpRouter()
@@ -58,12 +58,13 @@ def create_job(
 
 @router.get(
     "/v1/jobs",
-    summary="List your jobs, newest first",
-    responses={200: ok(JobList, "One page"), **problems(422)},
+    summary="List your jobs (an admin: a tenant's), newest first",
+    responses={200: ok(JobList, "One page"), **problems(403, 422)},
     tags=["jobs"],
 )
 def list_jobs(
     mine: CallerJobs,
+    tenant: ReadTenant = None,
     limit: Limit = 50,
     cursor: Cursor = None,
     state: Annotated[JobState | None, Query()] = None,
@@ -78,7 +79,7 @@ def list_jobs(
         ),
     ] = None,
 ):
-    page = mine.jobs_page(
+    page = mine.reading(tenant).jobs_page(
         limit=limit,
         cursor=cursor,
         state=state,

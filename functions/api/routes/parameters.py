@@ -47,6 +47,14 @@ TenantName = Annotated[
     BeforeValidator(unquote),
     PathParam(description="A tenant name, percent-encoded (`123456789012:role%2Fops`); `me` is the caller's own."),
 ]
+# A read's tenant (Caller.tenant_to_read): an admin's view of one tenant's items; a tenant may name only its own.
+ReadTenant = Annotated[
+    str | None,
+    Query(
+        pattern=TENANT.pattern,
+        description="An admin's: read this tenant's, as it sees them (a tenant may name only its own: 403 otherwise).",
+    ),
+]
 Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"Page size, 1 to {MAX_LIMIT}.")]
 Cursor = Annotated[str | None, Query(max_length=512, description="`next_cursor` of the previous page.")]
 

@@ -7,7 +7,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-from dependencies import Acting, CallerJobs, Tenant, Wired, WiringSlot, wiring
+from dependencies import Acting, CallerJobs, Tenant, Who, Wired, WiringSlot, wiring
 from tickwork.control.api_bodies import RetryRequest, RunList, RunLogs
 from tickwork.control.api_examples import RETRY, openapi_examples
 from tickwork.control.run_log_reader import InsightsLink, RunLogQueries, insights_link_of
@@ -16,7 +16,7 @@ from tickwork.model.run import Run
 from tickwork.model.states import RunStatus
 
 from routes.by_id import add_routes
-from routes.parameters import Cursor, JobId, Limit, RunId
+from routes.parameters import Cursor, JobId, Limit, ReadTenant, RunId
 from routes.responses import json_response, ok, problems
 
 router = APIGatewayHttpRouter()
@@ -41,11 +41,11 @@ def list_runs(
 @router.get(
     "/v1/runs/stuck",
     summary="Your stuck runs now: QUEUED over 5 minutes past their time, or RUNNING past their lease; oldest first",
-    responses={200: ok(StuckRunList, "The stuck runs"), **problems(422)},
+    responses={200: ok(StuckRunList, "The stuck runs"), **problems(403, 422)},
     tags=["runs"],
 )
-def list_stuck_runs(built: Wired, tenant: Tenant, limit: Limit = 50):
-    return json_response(200, built.stuck_runs.list(tenant, limit=limit))
+def list_stuck_runs(built: Wired, who: Who, limit: Limit = 50, tenant: ReadTenant = None):
+    return json_response(200, built.stuck_runs.list(who.tenant_to_read(tenant), limit=limit))
 
 
 add_routes(router, "runs")  # one run, its result: see routes/by_id.py
@@ -88,8 +88,8 @@ def insights_link(slot: Annotated[WiringSlot, Depends(wiring)]) -> InsightsLink 
 def get_run_logs(
     run_id: RunId,
     built: Wired,
-    tenant: Tenant,
+    who: Who,
     insights: Annotated[InsightsLink | None, Depends(insights_link)],
 ):
-    view = RunLogQueries(built.queries, built.results, built.clock, insights).read(tenant, run_id)
+    view = RunLogQueries(built.queries, built.results, built.clock, insights).read(who.tenant, run_id, admin=who.admin)
     return json_response(200, RunLogs.model_validate(view, from_attributes=True))

@@ -23,7 +23,7 @@ from tickwork.model.workflow.advance import WorkflowRunStatus
 from tickwork.model.workflow.definition import Workflow
 
 from routes.by_id import add_routes
-from routes.parameters import Cursor, Limit, WorkflowId, WorkflowRunId
+from routes.parameters import Cursor, Limit, ReadTenant, WorkflowId, WorkflowRunId
 from routes.responses import WORKFLOW_OPERATIONS, json_response, linked, ok, problems
 
 router = APIGatewayHttpRouter()
@@ -49,18 +49,20 @@ def create_workflow(
 
 @router.get(
     "/v1/workflows",
-    summary="List your workflows, newest first",
-    responses={200: ok(WorkflowList, "One page"), **problems(422)},
+    summary="List your workflows (an admin: a tenant's), newest first",
+    responses={200: ok(WorkflowList, "One page"), **problems(403, 422)},
     tags=["workflows"],
 )
 def list_workflows(
     mine: CallerWorkflows,
+    tenant: ReadTenant = None,
     limit: Limit = 50,
     cursor: Cursor = None,
     state: Annotated[JobState | None, Query()] = None,
     name_prefix: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
 ):
-    return json_response(200, mine.workflows_page(limit=limit, cursor=cursor, state=state, name_prefix=name_prefix))
+    page = mine.reading(tenant).workflows_page(limit=limit, cursor=cursor, state=state, name_prefix=name_prefix)
+    return json_response(200, page)
 
 
 @router.patch(

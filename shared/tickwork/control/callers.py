@@ -44,6 +44,15 @@ class Caller:
     tenant: str
     admin: bool = False
 
+    def tenant_to_read(self, asked: str | None) -> str:
+        """Whose items a read shows, for its `tenant` query parameter: the caller's own tenant (none named, or its
+        own); an admin's, the tenant named. A tenant that names another is Forbidden, naming the parameter."""
+        if asked is None or asked == self.tenant:
+            return self.tenant
+        if not self.admin:
+            raise Forbidden("`tenant`: only an admin may read another tenant's; leave it out, or name your own")
+        return asked
+
 
 _ARN = re.compile(r"^arn:aws[a-zA-Z-]*:(?:sts|iam)::(\d{12}):(.+)$")
 _keys_cache: dict[str, Any] = {}

@@ -1,6 +1,7 @@
 """What a tenant reads: one job, one run, a run's result, and the listings. Nothing here writes.
 
-Another tenant's job or run does not exist as far as a caller can tell: it is NotFound, as an unknown id is.
+Another tenant's job or run does not exist as far as a caller can tell: it is NotFound, as an unknown id is. An
+admin (`admin=True`) reads any tenant's by id: ids are unique across tenants, and each item is read by its id.
 """
 
 from __future__ import annotations
@@ -24,21 +25,21 @@ class JobQueries:
     listings: Listings
     results: ResultStore
 
-    def get_job(self, tenant: str, job_id: str) -> Job:
+    def get_job(self, tenant: str, job_id: str, *, admin: bool = False) -> Job:
         job = self.jobs.get_job(job_id) if is_job_id(job_id) else None
-        if job is None or job.tenant != tenant:
+        if job is None or (job.tenant != tenant and not admin):
             raise NotFound(f"job {job_id} not found")  # other tenants' jobs do not exist, as far as you know
         return job
 
-    def get_run(self, tenant: str, run_id: str) -> Run:
+    def get_run(self, tenant: str, run_id: str, *, admin: bool = False) -> Run:
         run = self.runs.get_run(run_id) if parse_run_id(run_id) else None
-        if run is None or run.tenant != tenant:
+        if run is None or (run.tenant != tenant and not admin):
             raise NotFound(f"run {run_id} not found")
         return run
 
-    def get_result(self, tenant: str, run_id: str) -> Any:
+    def get_result(self, tenant: str, run_id: str, *, admin: bool = False) -> Any:
         """The run's result document, as stored in S3 (for echo, the payload itself)."""
-        run = self.get_run(tenant, run_id)
+        run = self.get_run(tenant, run_id, admin=admin)
         document = self.results.read(run)
         if document is None:
             raise NotFound(f"run {run_id} has no result yet (status {run.status.value})")
@@ -48,10 +49,10 @@ class JobQueries:
         """The tenant's jobs, newest first; `filters` are Listings.list_jobs's (limit, cursor, state, ...)."""
         return self.listings.list_jobs(tenant, **filters)
 
-    def list_runs(self, tenant: str, job_id: str, **filters: Any) -> Page[Run]:
+    def list_runs(self, tenant: str, job_id: str, *, admin: bool = False, **filters: Any) -> Page[Run]:
         """A job's runs, newest first; `filters` are Listings.list_runs's (limit, cursor, status)."""
-        self.get_job(tenant, job_id)  # 404 unless it is the caller's job
-        return self.listings.list_runs(tenant, job_id, **filters)
+        job = self.get_job(tenant, job_id, admin=admin)  # 404 unless it is the caller's job (or the caller an admin)
+        return self.listings.list_runs(job.tenant, job_id, **filters)
 
     def list_dlq(self, tenant: str, *, limit: int = DEFAULT_LIMIT, cursor: str | None = None) -> Page[Run]:
         """The tenant's FAILED runs, newest failure first."""

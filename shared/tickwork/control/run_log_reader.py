@@ -23,7 +23,7 @@ class RunLogObjects(Protocol):
 class RunReader(Protocol):
     """A tenant's run, NotFound otherwise (tickwork.control.queries.JobQueries)."""
 
-    def get_run(self, tenant: str, run_id: str) -> Run: ...
+    def get_run(self, tenant: str, run_id: str, *, admin: bool = False) -> Run: ...
 
 
 @dataclass(frozen=True)
@@ -95,8 +95,8 @@ class RunLogQueries:
     clock: Clock
     insights: InsightsLink | None = None  # deployed only
 
-    def read(self, tenant: str, run_id: str) -> RunLogView:
-        run = self.runs.get_run(tenant, run_id)
+    def read(self, tenant: str, run_id: str, *, admin: bool = False) -> RunLogView:
+        run = self.runs.get_run(tenant, run_id, admin=admin)
         lines: list[dict[str, Any]] = []
         truncated = False
         for document in self.objects.read_logs(run):

@@ -45,6 +45,8 @@ export function JobsPage({ query }) {
     type: query.get("type") || "",
     tag: query.get("tag") || "",
     name_prefix: query.get("name") || "",
+    // An admin's tenant switcher: another tenant's jobs (the API refuses a tenant that names another with a 403).
+    tenant: query.get("tenant") || "",
   };
   const health = query.get("health") || "";
   const search = (query.get("q") || "").trim().toLowerCase();
@@ -82,6 +84,7 @@ export function JobsPage({ query }) {
       <label>Type <input name="type" defaultValue=${filters.type} placeholder="echo" size="10" /></label>
       <label>Tag <input name="tag" defaultValue=${filters.tag} placeholder="team=billing" size="14" /></label>
       <label>Name starts with <input name="name" defaultValue=${filters.name_prefix} size="14" /></label>
+      <label>Tenant <input name="tenant" defaultValue=${filters.tenant} placeholder="yours" size="12" /></label>
       <label>Health
         <select name="health">
           ${HEALTH.map(([value, label]) => html`<option value=${value} selected=${value === health}>${label}</option>`)}
