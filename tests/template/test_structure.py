@@ -89,6 +89,17 @@ def test_globals_environment_covers_every_setting(template):
         # Each stack names its own tenants' roles and admin (tickwork.control.callers).
         "TENANT_ROLE_PREFIX": {"Ref": "TenantRolePrefix"},
         "ADMIN_ROLE_NAME": {"Ref": "AdminRoleName"},
+        # Bearer tokens (tests/template/test_token_api.py): the issuer given, or the stack's own user pool.
+        "JWT_ISSUER": {
+            "Fn::If": [
+                "CreatesUserPool",
+                {"Fn::Sub": "https://cognito-idp.${AWS::Region}.${AWS::URLSuffix}/${UserPool}"},
+                {"Ref": "JwtIssuer"},
+            ]
+        },
+        "JWT_TENANT_CLAIM": {"Fn::If": ["CreatesUserPool", "cognito:groups", {"Ref": "JwtTenantClaim"}]},
+        "JWT_TENANT_PREFIX": {"Ref": "JwtTenantPrefix"},
+        "JWT_ADMIN_GROUP": {"Ref": "JwtAdminGroup"},
         "EXECUTOR_LOG_GROUPS": log_group,
         "EXECUTOR_FUNCTION_NAME": {"Ref": "ExecutorFunction"},
         "EXECUTOR_CONCURRENCY": {
