@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from template_support import evaluate, translate
+from template_support import evaluate, resources_on, translate
 from tickwork_local import template_renderings
 from tickwork_local.template_renderings import JWT_PARAMETERS
 
@@ -28,15 +28,6 @@ TOKEN_API = {
 USER_POOL = {"UserPool", "UserPoolClient", "UserPoolAdminGroup"}
 
 
-def _resources_on(template: dict[str, Any], parameters: dict[str, str]) -> dict[str, dict[str, Any]]:
-    """The resources a stack with these parameters holds, their properties evaluated."""
-    return {
-        logical_id: evaluate(template, resource, parameters)
-        for logical_id, resource in template["Resources"].items()
-        if "Condition" not in resource or evaluate(template, {"Condition": resource["Condition"]}, parameters)
-    }
-
-
 def _outputs_on(template: dict[str, Any], parameters: dict[str, str]) -> set[str]:
     return {
         name
@@ -50,17 +41,17 @@ def _api_environment(resources: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def test_without_an_issuer_the_stack_has_no_token_api_and_accepts_no_token(template):
-    resources = _resources_on(template, {})
+    resources = resources_on(template, {})
     assert not (TOKEN_API | USER_POOL) & set(resources)
     assert not [k for k, r in resources.items() if r["Type"].startswith(("AWS::Cognito::", "AWS::ApiGatewayV2::"))]
     assert not {"TokenApiUrl", "UserPoolId", "UserPoolClientId"} & _outputs_on(template, {})
     assert _api_environment(resources)["JWT_ISSUER"] == ""
     # A user pool asked for beside an issuer given is not made: the issuer's tokens are the ones accepted.
-    assert not USER_POOL & set(_resources_on(template, {**OKTA, "CreateUserPool": "true"}))
+    assert not USER_POOL & set(resources_on(template, {**OKTA, "CreateUserPool": "true"}))
 
 
 def test_an_issuer_adds_the_token_api_whose_one_route_a_jwt_authorizer_guards(template):
-    resources = _resources_on(template, OKTA)
+    resources = resources_on(template, OKTA)
     assert set(resources) >= TOKEN_API
     assert not USER_POOL & set(resources)
     authorizer = resources["TokenApiAuthorizer"]["Properties"]
@@ -91,7 +82,7 @@ def test_an_issuer_adds_the_token_api_whose_one_route_a_jwt_authorizer_guards(te
 
 
 def test_create_user_pool_makes_the_pool_its_public_client_and_admin_group_and_trusts_its_tokens(template):
-    resources = _resources_on(template, JWT_PARAMETERS)
+    resources = resources_on(template, JWT_PARAMETERS)
     assert set(resources) >= (TOKEN_API | USER_POOL)
     pool = resources["UserPool"]["Properties"]
     assert pool["AdminCreateUserConfig"] == {"AllowAdminCreateUserOnly": True}
@@ -107,7 +98,7 @@ def test_create_user_pool_makes_the_pool_its_public_client_and_admin_group_and_t
     assert (environment["JWT_ISSUER"], environment["JWT_TENANT_CLAIM"]) == (issuer, "cognito:groups")
     assert {"TokenApiUrl", "UserPoolId", "UserPoolClientId"} <= _outputs_on(template, JWT_PARAMETERS)
     # No admin group named: no group made.
-    assert "UserPoolAdminGroup" not in _resources_on(template, {**JWT_PARAMETERS, "JwtAdminGroup": ""})
+    assert "UserPoolAdminGroup" not in resources_on(template, {**JWT_PARAMETERS, "JwtAdminGroup": ""})
 
 
 def test_an_issuer_needs_an_audience_and_excludes_a_user_pool(template):
