@@ -99,6 +99,7 @@ def test_only_api_gateway_and_alarms_are_stripped(stack):
         "ApiFunctionProxyPermission",  # lets API Gateway invoke ApiFunction; meaningless without the API
         # The token API (off with the defaults this stack is made with), and its permission to invoke ApiFunction.
         *(f"TokenApi{part}" for part in ("", "Authorizer", "Integration", "Route", "Stage", "InvokePermission")),
+        "TokenApiServerErrorsAlarm",
         *ALARMS,
     }
     # Kept, with their references to stripped resources replaced by literals:

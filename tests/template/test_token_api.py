@@ -24,6 +24,7 @@ TOKEN_API = {
     "TokenApiStage",
     "TokenApiAccessLogGroup",
     "TokenApiInvokePermission",
+    "TokenApiServerErrorsAlarm",
 }
 USER_POOL = {"UserPool", "UserPoolClient", "UserPoolAdminGroup"}
 
@@ -73,6 +74,13 @@ def test_an_issuer_adds_the_token_api_whose_one_route_a_jwt_authorizer_guards(te
     assert stage["AccessLogSettings"]["DestinationArn"] == {"Fn::GetAtt": ["TokenApiAccessLogGroup", "Arn"]}
     assert json.loads(stage["AccessLogSettings"]["Format"])["subject"] == "$context.authorizer.claims.sub"
     assert resources["TokenApiInvokePermission"]["Properties"]["FunctionName"] == {"Ref": "ApiFunction"}
+    # Its 5xx alarm, as the IAM API's.
+    alarm = resources["TokenApiServerErrorsAlarm"]["Properties"]
+    assert alarm["Dimensions"] == [{"Name": "ApiId", "Value": {"Ref": "TokenApi"}}]
+    iam_alarm = resources["ApiServerErrorsAlarm"]["Properties"]
+    assert {k: v for k, v in alarm.items() if k not in ("Dimensions", "AlarmDescription")} == {
+        k: v for k, v in iam_alarm.items() if k not in ("Dimensions", "AlarmDescription")
+    }
     assert "TokenApiUrl" in _outputs_on(template, OKTA)
     environment = _api_environment(resources)
     assert (environment["JWT_ISSUER"], environment["JWT_TENANT_CLAIM"]) == (ISSUER, "groups")
