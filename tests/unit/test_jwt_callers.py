@@ -132,7 +132,9 @@ def test_a_sigv4_caller_of_a_stack_with_tokens_is_read_from_its_iam_identity():
 @pytest.mark.parametrize(
     ("claims", "display"),
     [
-        ({"username": "alice", "email": "alice@example.com"}, "alice"),
+        ({"preferred_username": "alice@corp.example", "email": "a@example.com"}, "alice@corp.example"),
+        ({"username": "0b1c-uuid", "email": "alice@example.com"}, "alice@example.com"),
+        ({"username": "alice", "cognito:username": "x"}, "alice"),
         ({"cognito:username": "alice"}, "alice"),
         ({"email": "alice@example.com", "name": "Alice"}, "alice@example.com"),
         ({"name": "Alice"}, "Alice"),

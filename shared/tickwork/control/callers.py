@@ -58,8 +58,9 @@ _ARN = re.compile(r"^arn:aws[a-zA-Z-]*:(?:sts|iam)::(\d{12}):(.+)$")
 # A tenant a token's claim names is a name a role could carry after TenantRolePrefix: no `:` or `/`, so it never
 # passes for the tenant of an IAM principal outside the tenants' roles (`<account>:role/<name>`).
 _NAMED_TENANT = re.compile(ROLE_NAME_PART, re.ASCII)
-# What a display name is read from, first found first: Cognito's access and ID tokens, then OIDC's standard claims.
-_DISPLAY_CLAIMS = ("username", "cognito:username", "preferred_username", "email", "name")
+# What a display name is read from, first found first: OIDC's standard claims (Entra ID's preferred_username is the
+# user's sign-in name), then Cognito's (an access token's username is a UUID where the pool signs in by e-mail).
+_DISPLAY_CLAIMS = ("preferred_username", "email", "username", "cognito:username", "name")
 _keys_cache: dict[str, Any] = {}
 
 
@@ -224,7 +225,7 @@ def caller_of(event: APIGatewayProxyEventV2, settings: ApiSettings) -> Caller:
 def attribution_of(event: APIGatewayProxyEventV2, settings: ApiSettings) -> Attribution:
     """Who made the request and from where, for its audit records (docs/security.md "Audit trail"): in iam mode
     the verified principal (its ARN; shown as its role and session, or its user name), or the token's subject
-    (shown as its user name, else its e-mail or name), locally the caller's tenant (never its key); and API
+    (shown as its preferred user name, e-mail, user name or name, the first it has), locally the caller's tenant (never its key); and API
     Gateway's request id, source IP and user agent."""
     caller = caller_of(event, settings)
     claims = _jwt_claims(event) if settings.auth_mode == "iam" else None
