@@ -21,8 +21,8 @@
 - auth mode local (the local runtime, on 127.0.0.1): tenant `default`, an admin (open mode: whoever reaches
   127.0.0.1 runs the scheduler anyway); or, with an API keys file, the caller of the `X-Api-Key` header. The
   file is a JSON object mapping each key to a tenant name, or to `{"tenant": "<name>", "admin": true}`.
-Nothing in a request's body or headers can choose the tenant, or admin rights, in iam mode, by token or not. The mode and the
-keys file are ApiSettings (tickwork.settings).
+Nothing in a request's body or headers can choose the tenant, or admin rights, in iam mode, by token or not. The
+mode, the token settings and the keys file are ApiSettings (tickwork.settings).
 """
 
 from __future__ import annotations
@@ -225,8 +225,8 @@ def caller_of(event: APIGatewayProxyEventV2, settings: ApiSettings) -> Caller:
 def attribution_of(event: APIGatewayProxyEventV2, settings: ApiSettings) -> Attribution:
     """Who made the request and from where, for its audit records (docs/security.md "Audit trail"): in iam mode
     the verified principal (its ARN; shown as its role and session, or its user name), or the token's subject
-    (shown as its preferred user name, e-mail, user name or name, the first it has), locally the caller's tenant (never its key); and API
-    Gateway's request id, source IP and user agent."""
+    (shown as its preferred user name, e-mail, user name or name, the first it has), locally the caller's tenant
+    (never its key); and API Gateway's request id, source IP and user agent."""
     caller = caller_of(event, settings)
     claims = _jwt_claims(event) if settings.auth_mode == "iam" else None
     if claims is not None:
