@@ -1,10 +1,12 @@
 """template.yaml as it deploys with other parameter values: a copy whose parameters' defaults are those values.
 
 cfn-lint, `sam validate --lint` and checkov read a template's conditions with its parameters' defaults, so the
-branches that a parameter turns on are checked only in such a copy. CI lints and scans two renderings: template.yaml
-itself (no VPC) and `vpc` (the executor in a VPC, with its endpoints; docs/security.md, "Private networks").
+branches that a parameter turns on are checked only in such a copy. CI lints and scans three renderings: template.yaml
+itself (no VPC, no token API), `vpc` (the executor in a VPC, with its endpoints; docs/security.md, "Private
+networks") and `jwt` (the token API, with the stack's own Cognito user pool; docs/security.md, "Sign-in with
+tokens (JWT)").
 
-    python -m tickwork_local.template_renderings vpc OUT.json   # write the rendering (JSON, a template all read)
+    python -m tickwork_local.template_renderings vpc|jwt OUT.json   # write the rendering (JSON, a template all read)
 """
 
 from __future__ import annotations
@@ -26,7 +28,11 @@ VPC_PARAMETERS: dict[str, str] = {
     "VpcRouteTableIds": "rtb-0a1b2c3d4e5f60001,rtb-0a1b2c3d4e5f60002",
 }
 
-RENDERINGS: dict[str, dict[str, str]] = {"vpc": VPC_PARAMETERS}
+# The token API and the user pool it takes its tokens from: CreateUserPool's branch holds every resource JwtIssuer's
+# does, and the pool's besides.
+JWT_PARAMETERS: dict[str, str] = {"CreateUserPool": "true"}
+
+RENDERINGS: dict[str, dict[str, str]] = {"vpc": VPC_PARAMETERS, "jwt": JWT_PARAMETERS}
 
 
 def with_defaults(template: Mapping[str, Any], values: Mapping[str, str]) -> dict[str, Any]:

@@ -175,6 +175,11 @@ class Settings(FromEnvironment):
 
 # What IAM allows in a role name (1 to 64 of these characters).
 ROLE_NAME_PART = r"^[\w+=,.@-]{1,64}$"
+# A claim's name (`groups`, `cognito:groups`, a namespaced `https://example.com/groups`), and a value's part that
+# the token mode matches (the tenant prefix, the admin group): no space or comma, which separate a string claim's
+# values (template parameters JwtTenantClaim, JwtTenantPrefix, JwtAdminGroup; tickwork.control.callers).
+JWT_CLAIM_NAME = r"^[\x21-\x7e]{1,256}$"
+JWT_CLAIM_VALUE_PART = r"^[A-Za-z0-9_+=.@/:-]{0,100}$"
 
 
 class ApiSettings(FromEnvironment):
@@ -185,6 +190,13 @@ class ApiSettings(FromEnvironment):
     # is the admin (template parameters TenantRolePrefix and AdminRoleName: each stack its own).
     tenant_role_prefix: str = Field(default="tickwork-tenant-", alias="TENANT_ROLE_PREFIX", pattern=ROLE_NAME_PART)
     admin_role_name: str = Field(default="tickwork-admin", alias="ADMIN_ROLE_NAME", pattern=ROLE_NAME_PART)
+    # The token mode (the stack's TokenApi, with a JWT authorizer; unset: no token is accepted): the issuer API
+    # Gateway verifies tokens against, the claim that names the caller's tenants, the prefix of a value that names
+    # one (`<prefix><name>`), and the value that makes its holder the admin (empty: no token does).
+    jwt_issuer: str | None = Field(default=None, alias="JWT_ISSUER", max_length=2048)
+    jwt_tenant_claim: str = Field(default="groups", alias="JWT_TENANT_CLAIM", pattern=JWT_CLAIM_NAME)
+    jwt_tenant_prefix: str = Field(default="tickwork-tenant-", alias="JWT_TENANT_PREFIX", pattern=JWT_CLAIM_VALUE_PART)
+    jwt_admin_group: str = Field(default="tickwork-admin", alias="JWT_ADMIN_GROUP", pattern=JWT_CLAIM_VALUE_PART)
     # Local mode only: a JSON object mapping API keys to tenants; unset, every caller is tenant `default`.
     api_keys_file: str | None = Field(default=None, alias="API_KEYS_FILE")
     # Where a run's lines are in CloudWatch Logs, for the Logs Insights link of GET /v1/runs/{id}/logs: the
@@ -193,7 +205,7 @@ class ApiSettings(FromEnvironment):
     region: str | None = Field(default=None, alias="AWS_REGION")
     lambda_function_name: str | None = Field(default=None, alias="AWS_LAMBDA_FUNCTION_NAME")
 
-    @field_validator("api_keys_file")
+    @field_validator("api_keys_file", "jwt_issuer")
     @classmethod
     def _unset_when_empty(cls, value: str | None) -> str | None:
         return value or None

@@ -2,7 +2,9 @@
 
 Requests to anything but a loopback host are signed with SigV4 (service `execute-api`) using the normal AWS
 credential chain (environment, AWS_PROFILE / --profile, SSO, instance role, ...). Local APIs (localhost,
-127.0.0.1, ::1) are not signed; a local API with keys takes `--api-key` (sent as X-Api-Key).
+127.0.0.1, ::1) are not signed; a local API with keys takes `--api-key` (sent as X-Api-Key). With `--token` (a
+bearer JWT from your IdP, for the stack's token API, TokenApiUrl) nothing is signed: the token is sent as
+`Authorization: Bearer`.
 """
 
 from __future__ import annotations
@@ -89,6 +91,7 @@ def region_of(url: str, fallback: str | None) -> str | None:
 class Client:
     base_url: str
     api_key: str | None = None
+    token: str | None = None  # a bearer JWT, for the token API (docs/security.md, "Sign-in with tokens (JWT)")
     profile: str | None = None
     region: str | None = None
     # Sign every request, a loopback API's too: the console's proxy signs whatever it forwards (its tests
@@ -164,7 +167,9 @@ class Client:
         sent = dict(headers)
         if self.api_key:
             sent["X-Api-Key"] = self.api_key
-        if self.always_sign or not is_local(url):
+        if self.token:
+            sent["Authorization"] = f"Bearer {self.token}"
+        elif self.always_sign or not is_local(url):
             sent = self._sign(method, url, sent, body)
         try:
             return transport(method, url, sent, body)

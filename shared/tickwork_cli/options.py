@@ -48,7 +48,7 @@ WorkflowRunIdArg = Annotated[str, typer.Argument(help="The workflow run id.")]
 class Session:
     """Every API command's options: where the API is, how to sign for it, how to print its answers.
 
-    `--api-url` stands where the command declares its session, the other four after all its own options:
+    `--api-url` stands where the command declares its session, the others after all its own options:
     the order `--help` has always shown.
     """
 
@@ -68,11 +68,17 @@ class Session:
         str | None, typer.Option("--profile", envvar="AWS_PROFILE", help="AWS profile to sign with.")
     ] = None
     region: Annotated[str | None, typer.Option("--region", help="Region to sign for (default: from the URL).")] = None
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token", envvar="TICKWORK_TOKEN", help="A bearer JWT, for the token API (TokenApiUrl): nothing is signed."
+        ),
+    ] = None
 
     @cached_property
     def client(self) -> Client:
         """Built on first use, so a command that checks its input before calling reports that first."""
-        return Client(self.api_url, api_key=self.api_key, profile=self.profile, region=self.region)
+        return Client(self.api_url, api_key=self.api_key, token=self.token, profile=self.profile, region=self.region)
 
     @property
     def as_json(self) -> bool:

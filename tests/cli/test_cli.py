@@ -308,16 +308,16 @@ def test_shared_options_keep_their_place_in_every_command():
     from tickwork_cli.main import app
     from typer.main import get_command
 
-    session_tail = ["--output", "--api-key", "--profile", "--region"]
+    session_tail = ["--output", "--api-key", "--profile", "--region", "--token"]
     groups = get_command(app).commands  # type: ignore[attr-defined]
     for group in ("jobs", "runs", "dlq"):
         for name, command in groups[group].commands.items():
             flags = [p.opts[0] for p in command.params if p.param_type_name == "option"]
-            assert flags[-4:] == session_tail, (group, name, flags)
+            assert flags[-5:] == session_tail, (group, name, flags)
             assert flags.count("--api-url") == 1, (group, name, flags)
     create = [p.opts[0] for p in groups["jobs"].commands["create"].params]
     assert create[:4] == ["--name", "--type", "--api-url", "--at"]
-    assert create[-6:-4] == ["--file", "--idempotency-key"]
+    assert create[-7:-5] == ["--file", "--idempotency-key"]
     update = [p.opts[0] for p in groups["jobs"].commands["update"].params]
     assert update[:4] == ["job_id", "--api-url", "--name", "--at"]
 
@@ -330,3 +330,18 @@ def test_runs_cancel_asks_the_api_to_stop_the_run_and_shows_a_refusal_for_one_no
     assert "409" in refused.stderr or "RUNNING" in refused.stderr, refused.stderr
     assert ("POST", f"{cli.url}/v1/runs/{run['id']}/cancel") in [(m, u) for m, u, _, _ in cli.transport.sent]
     assert cli.json("runs", "get", run["id"])["status"] == "QUEUED"  # nothing written
+
+
+def test_a_token_is_sent_as_a_bearer_and_nothing_is_signed(cli, monkeypatch):
+    """--token (TICKWORK_TOKEN), for the token API: no AWS credentials are needed, none are sent."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    cli.url = "https://f6g7h8i9j0.execute-api.eu-west-1.amazonaws.com"
+    cli("jobs", "list", "--token", "eyJ.header.sig")
+    monkeypatch.setenv("TICKWORK_TOKEN", "eyJ.from.env")
+    cli("jobs", "list")
+    sent = [headers for _, _, headers, _ in cli.transport.sent]
+    assert [h["Authorization"] for h in sent] == ["Bearer eyJ.header.sig", "Bearer eyJ.from.env"]
+    assert not [h for h in sent for name in h if name.lower().startswith("x-amz-")]

@@ -144,7 +144,7 @@ def test_workflow_commands_keep_the_shared_options_in_their_place():
     from tickwork_cli.main import app
     from typer.main import get_command
 
-    session_tail = ["--output", "--api-key", "--profile", "--region"]
+    session_tail = ["--output", "--api-key", "--profile", "--region", "--token"]
     commands = get_command(app).commands["workflows"].commands  # type: ignore[attr-defined]
     assert set(commands) == {
         "create", "update", "list", "get", "pause", "resume", "cancel", "trigger", "runs", "get-run", "cancel-run",
@@ -152,7 +152,7 @@ def test_workflow_commands_keep_the_shared_options_in_their_place():
     }  # fmt: skip
     for name, command in commands.items():
         flags = [p.opts[0] for p in command.params if p.param_type_name == "option"]
-        assert flags[-4:] == session_tail, (name, flags)
+        assert flags[-5:] == session_tail, (name, flags)
         assert flags.count("--api-url") == 1, (name, flags)
     assert commands["get-run"].params[0].name == "workflow_run_id"
     assert commands["get"].params[0].name == "workflow_id"

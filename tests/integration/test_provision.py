@@ -8,7 +8,7 @@ import boto3
 import pytest
 from moto import mock_aws
 from moto.server import ThreadedMotoServer
-from tickwork.settings import Settings
+from tickwork.settings import ApiSettings, Settings
 from tickwork.store.cursors import cursor_key
 from tickwork_local.provision import ProvisionedResources, provision
 from tickwork_local.template import load_template
@@ -195,6 +195,13 @@ def test_environment_merges_function_variables_and_overrides(provisioned):
     assert api["POWERTOOLS_LOG_LEVEL"] == "DEBUG"
     with pytest.raises(KeyError):
         provisioned.environment("NoSuchFunction")
+
+
+def test_the_local_api_function_accepts_no_tokens(provisioned):
+    """The template's token settings resolve locally (no user pool, no issuer): the API accepts no bearer token."""
+    api = provisioned.environment("ApiFunction")
+    assert (api["JWT_ISSUER"], api["JWT_TENANT_CLAIM"]) == ("", "groups")
+    assert ApiSettings.from_env(api).jwt_issuer is None
 
 
 def test_environment_is_valid_settings(provisioned):

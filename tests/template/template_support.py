@@ -209,3 +209,12 @@ def evaluate(template: dict[str, Any], value: Any, parameters: dict[str, str] | 
         return {key: item for key, item in ((k, walk(v)) for k, v in node.items()) if item is not _NO_VALUE}
 
     return walk(value)
+
+
+def resources_on(template: dict[str, Any], parameters: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """The resources a stack with these parameters holds, their properties evaluated."""
+    return {
+        logical_id: evaluate(template, resource, parameters)
+        for logical_id, resource in template["Resources"].items()
+        if "Condition" not in resource or evaluate(template, {"Condition": resource["Condition"]}, parameters)
+    }

@@ -1,5 +1,6 @@
 """cfn-lint passes on template.yaml with no errors, warnings or informational findings, and on its rendering with
-the private network's parameters set (tickwork_local.template_renderings), whose branches the defaults leave off."""
+the private network's parameters set and on its rendering with the token API and its user pool
+(tickwork_local.template_renderings), whose branches the defaults leave off."""
 
 from __future__ import annotations
 
@@ -17,17 +18,15 @@ CFN_LINT = "import sys; from cfnlint.runner import main; sys.argv[0] = 'cfn-lint
 
 @pytest.fixture(scope="module")
 def lint_runs(tmp_path_factory) -> dict[str, tuple[int, str]]:
-    """The runs at once (each takes seconds): the repo's template, its VPC rendering, and a broken one as a control."""
+    """The runs at once (each takes seconds): the repo's template, its renderings, and a broken one as a control."""
     folder = Path(tmp_path_factory.mktemp("cfn"))
     bad = folder / "bad.yaml"
     bad.write_text("Resources:\n  Q:\n    Type: AWS::SQS::Queu\n")
-    vpc = folder / "vpc.json"
-    assert template_renderings.main(["vpc", str(vpc)]) == 0
-    commands = {
-        "repo": [sys.executable, "-c", CFN_LINT],
-        "vpc": [sys.executable, "-c", CFN_LINT, str(vpc)],
-        "broken": [sys.executable, "-c", CFN_LINT, str(bad)],
-    }
+    commands = {"repo": [sys.executable, "-c", CFN_LINT]}
+    for name in template_renderings.RENDERINGS:
+        assert template_renderings.main([name, str(folder / f"{name}.json")]) == 0
+        commands[name] = [sys.executable, "-c", CFN_LINT, str(folder / f"{name}.json")]
+    commands["broken"] = [sys.executable, "-c", CFN_LINT, str(bad)]
     processes = {
         name: subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for name, command in commands.items()
@@ -36,7 +35,7 @@ def lint_runs(tmp_path_factory) -> dict[str, tuple[int, str]]:
     return {name: (processes[name].returncode, output) for name, output in outputs.items()}
 
 
-@pytest.mark.parametrize("rendering", ["repo", "vpc"])
+@pytest.mark.parametrize("rendering", ["repo", "vpc", "jwt"])
 def test_cfn_lint_reports_nothing(lint_runs, rendering):
     returncode, output = lint_runs[rendering]
     assert output == ""

@@ -49,12 +49,14 @@ def _scan(*paths: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.skipif(not shutil.which(CHECKOV), reason="checkov not installed here; `make test` installs and runs it")
-def test_checkov_passes_on_the_template_and_its_vpc_rendering_and_fails_on_an_open_bucket(tmp_path):
-    # One run scans both (each run spends about 20 s of CPU, most of it starting): the template as it is, and with
-    # the private network's parameters set, whose resources and VpcConfig the defaults leave off.
-    vpc = tmp_path / "vpc.json"
-    assert template_renderings.main(["vpc", str(vpc)]) == 0
-    result = _scan(REPO_ROOT / "template.yaml", vpc)
+def test_checkov_passes_on_the_template_and_its_renderings_and_fails_on_an_open_bucket(tmp_path):
+    # One run scans them all (each run spends about 20 s of CPU, most of it starting): the template as it is, with
+    # the private network's parameters set, whose resources and VpcConfig the defaults leave off, and with the token
+    # API and its user pool (CreateUserPool).
+    renderings = [tmp_path / f"{name}.json" for name in ("vpc", "jwt")]
+    for rendering in renderings:
+        assert template_renderings.main([rendering.stem, str(rendering)]) == 0
+    result = _scan(REPO_ROOT / "template.yaml", *renderings)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "FAILED" not in result.stdout
     assert "Parsing errors" not in result.stdout  # a file checkov cannot read passes, silently

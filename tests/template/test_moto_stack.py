@@ -97,6 +97,9 @@ def test_only_api_gateway_and_alarms_are_stripped(stack):
         "HttpApi",
         "HttpApiApiGatewayDefaultStage",
         "ApiFunctionProxyPermission",  # lets API Gateway invoke ApiFunction; meaningless without the API
+        # The token API (off with the defaults this stack is made with), and its permission to invoke ApiFunction.
+        *(f"TokenApi{part}" for part in ("", "Authorizer", "Integration", "Route", "Stage", "InvokePermission")),
+        "TokenApiServerErrorsAlarm",
         *ALARMS,
     }
     # Kept, with their references to stripped resources replaced by literals:
@@ -105,6 +108,7 @@ def test_only_api_gateway_and_alarms_are_stripped(stack):
         "Outputs.ApiUrl": ["HttpApi"],
         "ApiCallerPolicy": ["HttpApi"],
         "ApiAdminPolicy": ["HttpApi"],
+        "Outputs.TokenApiUrl": ["TokenApi"],  # under its condition, off here
     }
 
 

@@ -17,7 +17,14 @@ import boto3
 import botocore.session
 import pytest
 from moto import mock_aws
-from template_support import as_list, evaluate, iam_statements, strip_for_moto, translate, upload_placeholder_code
+from template_support import (
+    as_list,
+    iam_statements,
+    resources_on,
+    strip_for_moto,
+    translate,
+    upload_placeholder_code,
+)
 from tickwork_local import template_renderings
 from tickwork_local.template import REPO_ROOT
 from tickwork_local.template_renderings import VPC_PARAMETERS
@@ -27,15 +34,6 @@ CLIENT_FACTORY = REPO_ROOT / "shared" / "tickwork" / "aws" / "clients.py"
 SUBNETS = VPC_PARAMETERS["VpcSubnetIds"].split(",")
 GROUPS = VPC_PARAMETERS["VpcSecurityGroupIds"].split(",")
 ROUTE_TABLES = VPC_PARAMETERS["VpcRouteTableIds"].split(",")
-
-
-def _resources_on(template: dict[str, Any], parameters: dict[str, str]) -> dict[str, dict[str, Any]]:
-    """The resources a stack with these parameters holds, their properties evaluated."""
-    return {
-        logical_id: evaluate(template, resource, parameters)
-        for logical_id, resource in template["Resources"].items()
-        if "Condition" not in resource or evaluate(template, {"Condition": resource["Condition"]}, parameters)
-    }
 
 
 def _endpoints(resources: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -53,7 +51,7 @@ def _service_of(endpoint: dict[str, Any]) -> str:
 
 
 def test_without_the_vpc_parameters_nothing_is_in_a_vpc_and_nothing_is_added(template):
-    resources = _resources_on(template, {})
+    resources = resources_on(template, {})
     assert not [k for k, r in resources.items() if "VpcConfig" in r.get("Properties", {})]
     assert "ManagedPolicyArns" not in resources["ExecutorRole"]["Properties"]
     assert not [k for k, r in resources.items() if r["Type"].startswith("AWS::EC2::")]
@@ -76,7 +74,7 @@ def _handlers_running_job_code() -> set[str]:
 
 
 def test_with_them_the_function_that_runs_job_code_runs_in_the_subnets(template):
-    resources = _resources_on(template, VPC_PARAMETERS)
+    resources = resources_on(template, VPC_PARAMETERS)
     in_vpc = {k: r["Properties"]["VpcConfig"] for k, r in resources.items() if "VpcConfig" in r.get("Properties", {})}
     assert in_vpc == {"ExecutorFunction": {"SubnetIds": SUBNETS, "SecurityGroupIds": GROUPS}}
     # The folders are named after the functions: functions/executor is ExecutorFunction's CodeUri.
@@ -85,7 +83,7 @@ def test_with_them_the_function_that_runs_job_code_runs_in_the_subnets(template)
 
 
 def test_in_a_vpc_the_executors_role_may_manage_its_network_interfaces(template):
-    resources = _resources_on(template, VPC_PARAMETERS)
+    resources = resources_on(template, VPC_PARAMETERS)
     assert resources["ExecutorRole"]["Properties"]["ManagedPolicyArns"] == [{"Ref": "ExecutorVpcAccessPolicy"}]
     for other in ("TickRole", "DispatchRole", "ApiRole"):
         assert "ManagedPolicyArns" not in resources[other]["Properties"]
@@ -105,7 +103,7 @@ def test_in_a_vpc_the_executors_role_may_manage_its_network_interfaces(template)
 
 
 def test_each_endpoint_exists_under_its_condition(template):
-    endpoints = _endpoints(_resources_on(template, VPC_PARAMETERS))
+    endpoints = _endpoints(resources_on(template, VPC_PARAMETERS))
     gateways = {_service_of(e): e for e in endpoints.values() if e["VpcEndpointType"] == "Gateway"}
     interfaces = {_service_of(e): e for e in endpoints.values() if e["VpcEndpointType"] == "Interface"}
     assert set(gateways) == {"dynamodb", "s3"}
@@ -121,13 +119,13 @@ def test_each_endpoint_exists_under_its_condition(template):
 
 
 def test_without_route_tables_the_vpc_brings_its_own_gateway_endpoints(template):
-    endpoints = _endpoints(_resources_on(template, {**VPC_PARAMETERS, "VpcRouteTableIds": ""}))
+    endpoints = _endpoints(resources_on(template, {**VPC_PARAMETERS, "VpcRouteTableIds": ""}))
     assert {e["VpcEndpointType"] for e in endpoints.values()} == {"Interface"}
     assert len(endpoints) == 5
 
 
 def test_a_vpc_with_a_nat_or_endpoints_of_its_own_can_go_without_the_interface_endpoints(template):
-    resources = _resources_on(template, {**VPC_PARAMETERS, "VpcInterfaceEndpoints": "false"})
+    resources = resources_on(template, {**VPC_PARAMETERS, "VpcInterfaceEndpoints": "false"})
     assert {_service_of(e) for e in _endpoints(resources).values()} == {"dynamodb", "s3"}
     assert "VpcEndpointSecurityGroup" not in resources
     assert "VpcConfig" in resources["ExecutorFunction"]["Properties"]
@@ -136,7 +134,7 @@ def test_a_vpc_with_a_nat_or_endpoints_of_its_own_can_go_without_the_interface_e
 @pytest.mark.parametrize("count", [1, 2, 5])
 def test_the_interface_endpoints_admit_https_from_each_of_the_executors_security_groups(template, count):
     groups = [f"sg-0000000000000000{i}" for i in range(count)]
-    resources = _resources_on(template, {**VPC_PARAMETERS, "VpcSecurityGroupIds": ",".join(groups)})
+    resources = resources_on(template, {**VPC_PARAMETERS, "VpcSecurityGroupIds": ",".join(groups)})
     rules = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::EC2::SecurityGroupIngress"]
     assert sorted(rule["SourceSecurityGroupId"] for rule in rules) == groups
     for rule in rules:
@@ -308,7 +306,7 @@ def test_every_aws_service_the_functions_call_has_an_endpoint_or_a_documented_re
     clients = _deployed_clients()
     granted = _executor_services(template)
     assert set(clients) | granted <= set(table), "add a row to docs/security.md's table of services"
-    endpoints = _endpoints(_resources_on(template, VPC_PARAMETERS))
+    endpoints = _endpoints(resources_on(template, VPC_PARAMETERS))
     model = botocore.session.get_session()
     for service, (how, resource) in table.items():
         if how in (GATEWAY, INTERFACE):

@@ -9,11 +9,20 @@
   their own tenants' roles and their own admin. A role that IAM Identity Center made for a permission set
   (`AWSReservedSSO_<permission set>_<16 hex>`) counts by its permission set's name: the users of a permission set
   named `tickwork-tenant-acme` are tenant `acme`, as the team's CI role `tickwork-tenant-acme` is.
+- a bearer token (deployed, with the template's JwtIssuer or CreateUserPool: the stack's TokenApi, whose JWT
+  authorizer has verified the token's signature, issuer, audience and expiry): from the claims in
+  requestContext.authorizer.jwt. The claim `<JwtTenantClaim>` (default `groups`; a list, or a string of values
+  separated by spaces or commas) names the tenant: a value `<JwtTenantPrefix><name>` (default
+  `tickwork-tenant-<name>`) is tenant `<name>`, a name as a role's under TenantRolePrefix is (so a group and a role
+  of one name are one tenant); a value `<JwtAdminGroup>` (default `tickwork-admin`) makes the caller the admin.
+  Other values are not looked at. A token naming two tenants, or none while not the admin's, is refused (403). One
+  naming a tenant and the admin group acts for that tenant, as the admin; the admin group's alone acts for tenant
+  `jwt:<JwtAdminGroup>`.
 - auth mode local (the local runtime, on 127.0.0.1): tenant `default`, an admin (open mode: whoever reaches
   127.0.0.1 runs the scheduler anyway); or, with an API keys file, the caller of the `X-Api-Key` header. The
   file is a JSON object mapping each key to a tenant name, or to `{"tenant": "<name>", "admin": true}`.
-Nothing in a request's body or headers can choose the tenant, or admin rights, in iam mode. The mode and the
-keys file are ApiSettings (tickwork.settings).
+Nothing in a request's body or headers can choose the tenant, or admin rights, in iam mode, by token or not. The
+mode, the token settings and the keys file are ApiSettings (tickwork.settings).
 """
 
 from __future__ import annotations
@@ -29,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
 from tickwork.model.audit import Actor, ActorKind, Attribution
 from tickwork.model.errors import Forbidden, Unauthenticated
-from tickwork.settings import ApiSettings
+from tickwork.settings import ROLE_NAME_PART, ApiSettings
 from tickwork.store import TENANT
 
 LOCAL_TENANT = "default"
@@ -55,6 +64,12 @@ class Caller:
 
 
 _ARN = re.compile(r"^arn:aws[a-zA-Z-]*:(?:sts|iam)::(\d{12}):(.+)$")
+# A tenant a token's claim names is a name a role could carry after TenantRolePrefix: no `:` or `/`, so it never
+# passes for the tenant of an IAM principal outside the tenants' roles (`<account>:role/<name>`).
+_NAMED_TENANT = re.compile(ROLE_NAME_PART, re.ASCII)
+# What a display name is read from, first found first: OIDC's standard claims (Entra ID's preferred_username is the
+# user's sign-in name), then Cognito's (an access token's username is a UUID where the pool signs in by e-mail).
+_DISPLAY_CLAIMS = ("preferred_username", "email", "username", "cognito:username", "name")
 _keys_cache: dict[str, Any] = {}
 
 
@@ -95,6 +110,55 @@ def _iam_caller(event: APIGatewayProxyEventV2, settings: ApiSettings) -> Caller:
     if not TENANT.match(tenant):
         raise Forbidden("the caller identity does not map to a valid tenant")
     return Caller(tenant, admin)
+
+
+def _jwt_claims(event: APIGatewayProxyEventV2) -> dict[str, Any] | None:
+    """The verified token's claims, when a JWT authorizer admitted the request."""
+    authorizer = (event.get("requestContext") or {}).get("authorizer") or {}
+    jwt = authorizer.get("jwt")
+    return (jwt.get("claims") or {}) if isinstance(jwt, dict) else None
+
+
+def claim_values(value: Any) -> list[str]:
+    """A claim's values: a list's strings, or a string's parts between spaces and commas. API Gateway's JWT
+    authorizer hands a list claim (Cognito's `cognito:groups`, Okta's `groups`) to the function as one string in
+    brackets, `[a b]`; IdPs that cannot issue lists write `a,b` or `a b`."""
+    if isinstance(value, list):
+        return [item for item in value if isinstance(item, str) and item]
+    if not isinstance(value, str):
+        return []
+    text = value.strip()
+    if text.startswith("[") and text.endswith("]"):
+        text = text[1:-1]
+    return [part for part in re.split(r"[\s,]+", text) if part]
+
+
+def _jwt_caller(claims: dict[str, Any], settings: ApiSettings) -> Caller:
+    if not settings.jwt_issuer:
+        raise Unauthenticated("this stack accepts no tokens (its JwtIssuer is not set); sign requests with SigV4")
+    if not isinstance(claims.get("sub"), str) or not claims["sub"]:
+        raise Unauthenticated("the token has no subject (sub claim)")
+    claim, prefix, admin_group = settings.jwt_tenant_claim, settings.jwt_tenant_prefix, settings.jwt_admin_group
+    values = claim_values(claims.get(claim))
+    admin = bool(admin_group) and admin_group in values
+    tenants = sorted(
+        {
+            value.removeprefix(prefix)
+            for value in values
+            if value != admin_group and value.startswith(prefix) and _NAMED_TENANT.match(value.removeprefix(prefix))
+        }
+    )
+    if len(tenants) > 1:
+        raise Forbidden(
+            f"the token names {len(tenants)} tenants in its {claim!r} claim ({', '.join(tenants[:5])}); a caller acts "
+            "for one tenant: use a token whose claim names one"
+        )
+    if tenants:
+        return Caller(tenants[0], admin)
+    if admin:
+        return Caller(f"jwt:{admin_group}", admin=True)
+    wanted = f"{prefix}<name>" + (f" (a tenant's) or {admin_group} (the admin's)" if admin_group else "")
+    raise Forbidden(f"the token names no tenant: its {claim!r} claim has no value {wanted}")
 
 
 class _KeyEntry(BaseModel):
@@ -159,18 +223,26 @@ def _local_caller(event: APIGatewayProxyEventV2, keys_file: str | None) -> Calle
 
 
 def caller_of(event: APIGatewayProxyEventV2, settings: ApiSettings) -> Caller:
-    """The caller, from the verified identity (iam) or the local configuration; never the body."""
+    """The caller, from the verified identity (iam: a SigV4 principal or a token's claims) or the local
+    configuration; never the body."""
     if settings.auth_mode == "iam":
-        return _iam_caller(event, settings)
+        claims = _jwt_claims(event)
+        return _iam_caller(event, settings) if claims is None else _jwt_caller(claims, settings)
     return _local_caller(event, settings.api_keys_file)
 
 
 def attribution_of(event: APIGatewayProxyEventV2, settings: ApiSettings) -> Attribution:
     """Who made the request and from where, for its audit records (docs/security.md "Audit trail"): in iam mode
-    the verified principal (its ARN; shown as its role and session, or its user name), locally the caller's
-    tenant (never its key); and API Gateway's request id, source IP and user agent."""
+    the verified principal (its ARN; shown as its role and session, or its user name), or the token's subject
+    (shown as its preferred user name, e-mail, user name or name, the first it has), locally the caller's tenant
+    (never its key); and API Gateway's request id, source IP and user agent."""
     caller = caller_of(event, settings)
-    if settings.auth_mode == "iam":
+    claims = _jwt_claims(event) if settings.auth_mode == "iam" else None
+    if claims is not None:
+        subject = claims["sub"]  # caller_of checked it
+        display = next((v for k in _DISPLAY_CLAIMS if isinstance(v := claims.get(k), str) and v), subject)
+        actor = Actor(kind=ActorKind.JWT, id=subject[:2048], display=display[:512])
+    elif settings.auth_mode == "iam":
         arn = event.request_context.authorizer.iam.user_arn
         _, resource = _ARN.match(arn).groups()  # type: ignore[union-attr]  # caller_of checked it
         kind, _, rest = resource.partition("/")
