@@ -88,9 +88,15 @@ def test_a_light_tenant_is_served_ahead_of_a_flood_created_before_it(keyed_node:
     flood, light = 200, 5
     due = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=8 + 0.1 * (flood + light))
     spec = {"type": "echo", "payload": {"sleep_seconds": 0.5}, "schedule": {"at": _iso(due)}}
+
     # A's runs are all created (and sent to the queue) before B's: in arrival order, B would come last.
-    a_jobs = [a.call("POST", "/v1/jobs", {**spec, "name": f"a{i}"})[1]["id"] for i in range(flood)]
-    b_jobs = [b.call("POST", "/v1/jobs", {**spec, "name": f"b{i}"})[1]["id"] for i in range(light)]
+    def create(api: TenantApi, name: str) -> str:
+        status, job = api.call("POST", "/v1/jobs", {**spec, "name": name})
+        assert status == 201, (status, job)
+        return str(job["id"])
+
+    a_jobs = [create(a, f"a{i}") for i in range(flood)]
+    b_jobs = [create(b, f"b{i}") for i in range(light)]
     assert datetime.now(UTC) < due, "creating took longer than the lead"
 
     def all_finished() -> dict[str, list[dict[str, Any]]] | None:
