@@ -44,7 +44,7 @@ def _with(**changes: Any) -> dict[str, Any]:
 
 
 _DROP = object()
-PAST = iso(START - timedelta(seconds=1))
+PAST = iso(START - timedelta(seconds=61))  # a minute and more: within one, a one-shot runs at once
 SOON = iso(START + timedelta(hours=1))
 HUGE = {"blob": "x" * (256 * 1024)}
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import ValidationError
@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from tickwork.control.api_bodies import JobSpec
 from tickwork.control.calendars import check_calendars_visible
 from tickwork.jobtypes import UnknownJobType, registry
+from tickwork.model.claim_plan import CATCHUP_TOLERANCE
 from tickwork.model.clock import to_ms
 from tickwork.model.errors import InvalidInput, ItemTooLarge, PayloadTooLarge
 from tickwork.model.ids import new_job_id
@@ -77,8 +78,15 @@ class JobFactory:
     def first_occurrence(self, job: Job | Workflow, now: datetime) -> datetime:
         """The first occurrence after `now` of a job's (or a workflow's) schedule, or InvalidInput naming why
         there is none."""
-        if job.schedule.at is not None and job.schedule.at <= now:
-            raise InvalidInput.one("schedule.at", "must be in the future")
+        at = job.schedule.at
+        if at is not None and at <= now:
+            # Passed while the request was on its way (a slow client, a clock a little ahead): on time, as a
+            # tick's occurrence late by less than CATCHUP_TOLERANCE is, and within the job's own grace.
+            allowance = min(CATCHUP_TOLERANCE, timedelta(seconds=job.misfire_grace_seconds))
+            if now - at >= allowance:
+                seconds = int(allowance.total_seconds())
+                raise InvalidInput.one("schedule.at", f"must be in the future (or less than {seconds} s past)")
+            return at
         first = job.next_occurrence_after(now)
         if first is None:
             field = "schedule.end_at" if job.schedule.end_at is not None else "schedule"
