@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, ConnectTimeoutError, ReadTimeoutError
 from tickwork.aws import role_tags
-from tickwork.aws.role_tags import CACHE_FOR, KEEP_STALE_FOR, RoleTenantTags
+from tickwork.aws.role_tags import CACHE_FOR, KEEP_STALE_FOR, RETRY_AFTER_SECONDS, RoleTenantTags
 from tickwork.model.clock import FakeClock
 from tickwork.model.errors import IdentityUnresolved
 
@@ -137,3 +137,22 @@ def test_a_read_of_the_last_hour_stands_in_for_a_failed_one_and_no_older(clock, 
     clock.advance(1)
     with pytest.raises(IdentityUnresolved):
         tags.tenant_tag("ci")
+
+
+def test_a_stood_in_read_answers_a_few_seconds_before_iam_is_asked_again(clock):
+    iam = FakeIam({"ci": {"tickwork:tenant": "acme"}})
+    tags = _tags(iam, clock)
+    tags.tenant_tag("ci")
+    iam.error = _client_error("Throttling", 400)
+    clock.advance(CACHE_FOR.total_seconds())
+    for _ in range(3):  # a throttled IAM is asked once, not on every request
+        assert tags.tenant_tag("ci") == "acme"
+    assert len(iam.asked) == 2
+    clock.advance(RETRY_AFTER_SECONDS)
+    iam.error = None
+    iam.roles["ci"]["tickwork:tenant"] = "globex"
+    assert tags.tenant_tag("ci") == "globex"
+    assert len(iam.asked) == 3
+    clock.advance(CACHE_FOR.total_seconds() - 1)
+    assert tags.tenant_tag("ci") == "globex"  # a new read is kept its whole period
+    assert len(iam.asked) == 3

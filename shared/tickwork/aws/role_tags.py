@@ -4,9 +4,10 @@
 API Gateway's IAM authorizer hands the function the caller's ARN but none of its principal tags, so the function
 asks IAM. A role's tag is kept per execution environment for CACHE_FOR after its read (by the injected clock): one
 IAM call per role per period, not per request, and a retag is seen within the period. A read that fails is not
-kept; the role's last read, if it is under KEEP_STALE_FOR old, answers instead (logged), so a brief IAM outage
-does not refuse callers already seen; otherwise the caller is refused (IdentityUnresolved, a 503), never given the
-tenant its name alone would give, which the tag may have changed.
+kept; the role's last read, if it is under KEEP_STALE_FOR old, answers instead (logged), and goes on answering
+for RETRY_AFTER_SECONDS before IAM is asked again (a throttled IAM is not asked on every request), so a brief IAM
+outage does not refuse callers already seen; otherwise the caller is refused (IdentityUnresolved, a 503), never
+given the tenant its name alone would give, which the tag may have changed.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -41,13 +42,19 @@ class _Unreadable(Exception):
         self.code, self.retry = code, retry
 
 
+class _Kept(NamedTuple):
+    read_at: datetime
+    value: str | None
+    ask_again_at: datetime  # until then the read answers without IAM
+
+
 class RoleTenantTags:
     """The `tickwork:tenant` tag of each role asked about, kept `keep_for` after its read. Thread-safe (the local
     runtime serves requests on threads); two requests that miss at once may both read."""
 
     def __init__(self, iam: Callable[[], Any], clock: Clock, *, keep_for: timedelta = CACHE_FOR) -> None:
         self._iam, self.clock, self.keep_for = iam, clock, keep_for
-        self._kept: dict[str, tuple[datetime, str | None]] = {}
+        self._kept: dict[str, _Kept] = {}
         self._lock = threading.Lock()
 
     def tenant_tag(self, role: str) -> str | None:
@@ -56,17 +63,25 @@ class RoleTenantTags:
         now = self.clock.now()
         with self._lock:
             kept = self._kept.get(role)
-        if kept is not None and now - kept[0] < self.keep_for:
-            return kept[1]
+        if kept is not None and now < kept.ask_again_at:
+            return kept.value
         try:
             value = self._read(role)
         except _Unreadable as exc:
-            if kept is not None and now - kept[0] < KEEP_STALE_FOR:
+            if kept is not None and now - kept.read_at < KEEP_STALE_FOR:
                 logger.warning(
                     "role tags unreadable; the last read answers",
-                    extra={"role": role, "error_code": exc.code, "tag": TENANT_TAG, "read_at": kept[0].isoformat()},
+                    extra={
+                        "role": role,
+                        "error_code": exc.code,
+                        "tag": TENANT_TAG,
+                        "read_at": kept.read_at.isoformat(),
+                    },
                 )
-                return kept[1]
+                quiet = min(now + timedelta(seconds=RETRY_AFTER_SECONDS), kept.read_at + KEEP_STALE_FOR)
+                with self._lock:
+                    self._kept[role] = kept._replace(ask_again_at=quiet)
+                return kept.value
             if exc.retry:
                 logger.warning(
                     "role tags unreadable; the caller is refused",
@@ -85,7 +100,7 @@ class RoleTenantTags:
             ) from None
         with self._lock:
             self._kept.pop(role, None)  # re-inserted last: the dict's order is the reads' order
-            self._kept[role] = (now, value)
+            self._kept[role] = _Kept(now, value, now + self.keep_for)
             while len(self._kept) > MAX_CACHED:
                 del self._kept[next(iter(self._kept))]
         return value
