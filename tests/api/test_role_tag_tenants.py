@@ -49,6 +49,16 @@ def test_a_role_tagged_with_a_tenant_acts_for_it_beside_the_tenant_s_named_role(
     assert [j["id"] for j in listed] == [job["id"]]
 
 
+def test_a_tagged_role_s_change_is_its_tenant_s_record_naming_the_role_and_session(api, pipeline):
+    _role(pipeline, CI, "acme")
+    ci = role_identity(CI, session="run-7")
+    job = api.create(identity=ci)
+    assert job["created_by"] == f"{CI}/run-7"
+    (record,) = api.get("/v1/audit", identity=ACME).json["items"]
+    assert (record["tenant"], record["resource"]["id"]) == ("acme", job["id"])
+    assert record["actor"] == {"kind": "iam", "id": ci["userArn"], "display": f"{CI}/run-7"}
+
+
 def test_the_tag_wins_over_the_role_name_s_prefix(api, pipeline):
     _role(pipeline, "tickwork-tenant-acme", "globex")
     job = api.create(identity=ACME)
