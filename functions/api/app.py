@@ -184,7 +184,7 @@ def _unexpected(exc: Exception) -> Response:
 
 @observed(correlation_id_path="requestContext.requestId")
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    refused = precheck(event, _wiring.settings())
+    refused = precheck(event, _wiring.settings(), _wiring.role_tags())
     if refused is not None:
         return refused
     _wiring.services()  # built before any route: the job types it imports are in the OpenAPI document too

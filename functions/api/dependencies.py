@@ -16,7 +16,7 @@ from typing import Annotated, Any, cast
 from aws_lambda_powertools.event_handler import Depends, Request
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 from tickwork.control.api_bodies import JobList, JobSpec, RedriveResult, RunList, WorkflowList, WorkflowRunList
-from tickwork.control.callers import Caller, attribution_of, caller_of
+from tickwork.control.callers import Caller, RoleTags, attribution_of, caller_of
 from tickwork.control.job_lifecycle import JobLifecycle
 from tickwork.control.workflow_service import WorkflowService
 from tickwork.model.audit import Attribution
@@ -46,6 +46,10 @@ class WiringSlot:
                 self._settings = ApiSettings.from_env()
             return self._settings
 
+    def role_tags(self) -> RoleTags:
+        """Where callers' roles' tenant tags are read, and kept (the services')."""
+        return self.services().role_tags
+
     def set(self, services: Services | None, settings: ApiSettings | None = None) -> None:
         self._services.set(services)
         with self._lock:
@@ -72,12 +76,12 @@ def workflows_of(built: Services) -> WorkflowService:
 def caller(request: Request, slot: Annotated[WiringSlot, Depends(wiring)]) -> Caller:
     """The caller: its tenant and whether it is an admin (already checked before routing, so a refusal here
     is rare: a keys file edited in between)."""
-    return caller_of(cast(APIGatewayProxyEventV2, request.resolved_event), slot.settings())
+    return caller_of(cast(APIGatewayProxyEventV2, request.resolved_event), slot.settings(), slot.role_tags())
 
 
 def attribution(request: Request, slot: Annotated[WiringSlot, Depends(wiring)]) -> Attribution:
     """Who makes the request and from where: what a change's audit record names."""
-    return attribution_of(cast(APIGatewayProxyEventV2, request.resolved_event), slot.settings())
+    return attribution_of(cast(APIGatewayProxyEventV2, request.resolved_event), slot.settings(), slot.role_tags())
 
 
 def tenant(who: Annotated[Caller, Depends(caller)]) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 from problems import (
+    IDENTITY_UNRESOLVED,
     INVALID_INPUT,
     MALFORMED,
     METHOD_NOT_ALLOWED,
@@ -21,8 +22,8 @@ from problems import (
     problem_json,
 )
 from tickwork.control.api_bodies import PROBLEM_JSON
-from tickwork.control.callers import caller_of
-from tickwork.model.errors import AdminRequired, FieldError, Forbidden, Unauthenticated
+from tickwork.control.callers import RoleTags, caller_of
+from tickwork.model.errors import AdminRequired, FieldError, Forbidden, IdentityUnresolved, Unauthenticated
 from tickwork.settings import ApiSettings
 
 PUBLIC_PATHS = {"/v1/health", "/v1/openapi.json"}
@@ -38,7 +39,7 @@ BODY_PATHS = {
 OPTIONAL_BODY_PATHS = re.compile(r"^/v1/workflow-runs/[^/]+/cancel$")
 
 
-def precheck(event: dict[str, Any], settings: ApiSettings) -> dict[str, Any] | None:
+def precheck(event: dict[str, Any], settings: ApiSettings, role_tags: RoleTags) -> dict[str, Any] | None:
     """The caller is authenticated (401 before any 422), an admin where the route is an admin's (403 before
     any 422, which would tell a non-admin about the route), and a JSON body is an object (Powertools would
     otherwise take the first element of an array body). None when the request may go on to routing."""
@@ -46,18 +47,25 @@ def precheck(event: dict[str, Any], settings: ApiSettings) -> dict[str, Any] | N
     method = str(event.get("requestContext", {}).get("http", {}).get("method", "")).upper()
 
     def reply(
-        kind: ProblemKind, detail: str, errors: list[FieldError] | None = None, allow: str | None = None
+        kind: ProblemKind,
+        detail: str,
+        errors: list[FieldError] | None = None,
+        allow: str | None = None,
+        retry_after: int | None = None,
     ) -> dict[str, Any]:
+        headers = {"Allow": allow} if allow else {}
+        if retry_after is not None:
+            headers["Retry-After"] = str(retry_after)
         return {
             "statusCode": kind.status,
-            "headers": {"Content-Type": PROBLEM_JSON, **({"Allow": allow} if allow else {})},
+            "headers": {"Content-Type": PROBLEM_JSON, **headers},
             "body": problem_json(problem(kind, detail, errors or [], path)),
             "isBase64Encoded": False,
         }
 
     if path not in PUBLIC_PATHS:
         try:
-            caller = caller_of(APIGatewayProxyEventV2(event), settings)
+            caller = caller_of(APIGatewayProxyEventV2(event), settings, role_tags)
             # Only the methods the tenants' routes take: any other is a 405 from routing, admin or not.
             admins_route = (
                 path.startswith(ADMIN_PREFIX) and method in ("GET", "PUT") and path != OWN_TENANT_PATH
@@ -66,6 +74,8 @@ def precheck(event: dict[str, Any], settings: ApiSettings) -> dict[str, Any] | N
                 raise AdminRequired()
         except (Unauthenticated, Forbidden) as exc:
             return reply(kind_of(exc), str(exc))
+        except IdentityUnresolved as exc:
+            return reply(IDENTITY_UNRESOLVED, str(exc), retry_after=exc.retry_after)
     if path == OWN_TENANT_PATH and method != "GET":
         # /v1/tenants/me only reads the caller's own; PUT /v1/tenants/{tenant} would take `me` for a name.
         return reply(METHOD_NOT_ALLOWED, f"{path} takes GET, not {method}", allow="GET")

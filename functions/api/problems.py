@@ -18,6 +18,7 @@ from tickwork.model.errors import (
     Conflict,
     FieldError,
     Forbidden,
+    IdentityUnresolved,
     InvalidInput,
     NotFound,
     QuotaExceeded,
@@ -52,6 +53,7 @@ UNSUPPORTED_MEDIA_TYPE = ProblemKind(415, "unsupported-media-type", "Unsupported
 INVALID_INPUT = ProblemKind(422, "invalid-input", "Invalid input")
 QUOTA_EXCEEDED = ProblemKind(429, "quota-exceeded", "Quota exceeded")
 INTERNAL = ProblemKind(500, "internal-error", "Internal error")
+IDENTITY_UNRESOLVED = ProblemKind(503, "identity-unresolved", "Caller identity unresolved")
 
 # Each domain error (or its nearest listed base class) and how it is answered; any other is an internal error.
 DOMAIN_KINDS: dict[type[TickworkError], ProblemKind] = {
@@ -97,6 +99,9 @@ def as_response(body: Problem, headers: dict[str, str] | None = None) -> Respons
 def domain_problem(exc: TickworkError, instance: str | None) -> Response:
     if isinstance(exc, UnreadableItem):  # logged with the item's key where it was read
         return as_response(problem(INTERNAL, str(exc), instance=instance, title=f"Stored {exc.kind} unreadable"))
+    if isinstance(exc, IdentityUnresolved):  # logged with the role and IAM's error where it was read
+        headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else None
+        return as_response(problem(IDENTITY_UNRESOLVED, str(exc), instance=instance), headers)
     kind = kind_of(exc)
     if kind is INTERNAL:
         logger.exception("domain error")

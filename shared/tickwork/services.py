@@ -13,6 +13,7 @@ from tickwork.aws.event_bus import EventBus
 from tickwork.aws.metric_series import MetricSeries
 from tickwork.aws.queues import DispatchQueue, RunQueues
 from tickwork.aws.results import ResultStore
+from tickwork.aws.role_tags import READ_TIMEOUT_SECONDS, RoleTenantTags
 from tickwork.aws.secrets import SecretStores
 from tickwork.control.audit import AuditTrail
 from tickwork.control.calendars import CalendarService
@@ -171,6 +172,15 @@ class Services:
         """The secrets runs' payloads name, kept for this execution environment (clients built on first use)."""
         stores = SecretStores(lambda: self.clients.client("secretsmanager"), lambda: self.clients.client("ssm"))
         return SecretCache(stores, self.clock)
+
+    @cached_property
+    def role_tags(self) -> RoleTenantTags:
+        """The `tickwork:tenant` tags of the API's callers' roles, kept for this execution environment. Each read
+        is one attempt, not bounded by the SDK's backoff (which could outlive the API function's 10 s): a failure
+        is a 503 with Retry-After to the caller."""
+        return RoleTenantTags(
+            lambda: self.clients.single_attempt_client("iam", read_timeout=READ_TIMEOUT_SECONDS), self.clock
+        )
 
     @property
     def retry_safety_net(self) -> timedelta:

@@ -50,6 +50,9 @@ def _needed(service: str, operation: str, params: dict[str, Any], resources: Any
             return {(f"dynamodb:{kind}Item", "JobsTable") for kind, _ in items}  # ConditionCheck too
         index = params.get("IndexName")
         return {(f"dynamodb:{operation}", "JobsTable" + (f"/index/{index}" if index else ""))}
+    if service == "iam":  # the caller's role's tenant tag, any role of the API's account
+        assert operation == "ListRoleTags"
+        return {("iam:ListRoleTags", "arn:${AWS::Partition}:iam::${AWS::AccountId}:role/*")}
     if service == "sqs":
         band = next(b for b, url in resources.queue_urls.items() if url == params["QueueUrl"])
         return {(_ACTION_OF.get((service, operation), f"sqs:{operation}"), f"{band.capitalize()}Queue")}

@@ -18,6 +18,7 @@ from tickwork.model.errors import (
     Conflict,
     FieldError,
     Forbidden,
+    IdentityUnresolved,
     InvalidInput,
     ItemTooLarge,
     NotFound,
@@ -91,6 +92,16 @@ def test_each_domain_error_has_its_status_type_title_and_fields(exc, status, slu
 
 def test_every_mapped_kind_is_a_client_error():
     assert all(400 <= kind.status < 500 for kind in DOMAIN_KINDS.values())
+
+
+@pytest.mark.parametrize(("retry_after", "header"), [(5, "5"), (None, None)])
+def test_an_identity_that_cannot_be_resolved_is_a_503_with_retry_after_when_waiting_helps(retry_after, header):
+    response = domain_problem(IdentityUnresolved("the caller's tenant could not be resolved", retry_after), "/v1/jobs")
+    body = json.loads(response.body)
+    assert (response.status_code, body["status"]) == (503, 503)
+    assert body["type"] == "urn:tickwork:problem:identity-unresolved"
+    assert body["detail"] == "the caller's tenant could not be resolved"
+    assert response.headers.get("Retry-After") == header
 
 
 def test_an_unreadable_item_is_a_500_that_names_what_is_unreadable():

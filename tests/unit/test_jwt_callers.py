@@ -11,6 +11,8 @@ from tickwork.model.audit import ActorKind
 from tickwork.model.errors import Forbidden, Unauthenticated
 from tickwork.settings import ApiSettings
 
+from tests.role_tags import UNTAGGED
+
 ISSUER = "https://idp.example.com/oauth2/default"
 TOKENS = ApiSettings.from_env({"JWT_ISSUER": ISSUER})
 
@@ -44,7 +46,7 @@ def _event(claims: dict, iam: dict | None = None) -> APIGatewayProxyEventV2:
     ],
 )
 def test_the_groups_claim_names_the_tenant_and_the_admin_as_a_list_or_a_string(groups, caller):
-    assert caller_of(_event({"groups": groups}), TOKENS) == caller
+    assert caller_of(_event({"groups": groups}), TOKENS, UNTAGGED) == caller
 
 
 @pytest.mark.parametrize(
@@ -69,7 +71,7 @@ def test_the_groups_claim_names_the_tenant_and_the_admin_as_a_list_or_a_string(g
 )
 def test_a_token_naming_no_tenant_and_not_the_admin_s_is_refused(groups):
     with pytest.raises(Forbidden, match=r"names no tenant: its 'groups' claim has no value tickwork-tenant-<name>"):
-        caller_of(_event({"groups": groups}), TOKENS)
+        caller_of(_event({"groups": groups}), TOKENS, UNTAGGED)
 
 
 @pytest.mark.parametrize(
@@ -77,7 +79,7 @@ def test_a_token_naming_no_tenant_and_not_the_admin_s_is_refused(groups):
 )
 def test_a_token_naming_two_tenants_is_refused_naming_them(groups):
     with pytest.raises(Forbidden, match=r"names 2 tenants in its 'groups' claim \(acme, globex\)"):
-        caller_of(_event({"groups": groups}), TOKENS)
+        caller_of(_event({"groups": groups}), TOKENS, UNTAGGED)
 
 
 def test_the_claim_the_prefix_and_the_admin_group_are_the_stack_s():
@@ -89,12 +91,12 @@ def test_the_claim_the_prefix_and_the_admin_group_are_the_stack_s():
             "JWT_ADMIN_GROUP": "tw-staging-admin",
         }
     )
-    assert caller_of(_event({"cognito:groups": "[tw-staging-acme]"}), cognito) == Caller("acme")
-    assert caller_of(_event({"cognito:groups": ["tw-staging-admin"]}), cognito).admin
+    assert caller_of(_event({"cognito:groups": "[tw-staging-acme]"}), cognito, UNTAGGED) == Caller("acme")
+    assert caller_of(_event({"cognito:groups": ["tw-staging-admin"]}), cognito, UNTAGGED).admin
     # The defaults' names, and another claim, are nobody here.
     for claims in ({"cognito:groups": ["tickwork-tenant-acme", "tickwork-admin"]}, {"groups": ["tw-staging-acme"]}):
         with pytest.raises(Forbidden):
-            caller_of(_event(claims), cognito)
+            caller_of(_event(claims), cognito, UNTAGGED)
     # GitHub Actions: each repository of one organisation its own tenant; no token is the admin's.
     github = ApiSettings.from_env(
         {
@@ -104,29 +106,29 @@ def test_the_claim_the_prefix_and_the_admin_group_are_the_stack_s():
             "JWT_ADMIN_GROUP": "",
         }
     )
-    assert caller_of(_event({"repository": "octo-org/nightly"}), github) == Caller("nightly")
+    assert caller_of(_event({"repository": "octo-org/nightly"}), github, UNTAGGED) == Caller("nightly")
     for repository in ("evil-org/nightly", "octo-org/nightly/x"):
         with pytest.raises(Forbidden, match=r"has no value octo-org/<name>$"):
-            caller_of(_event({"repository": repository}), github)
+            caller_of(_event({"repository": repository}), github, UNTAGGED)
 
 
 def test_an_empty_prefix_names_a_tenant_by_every_value_but_the_admin_group():
     named = ApiSettings.from_env({"JWT_ISSUER": ISSUER, "JWT_TENANT_CLAIM": "tickwork_tenant", "JWT_TENANT_PREFIX": ""})
-    assert caller_of(_event({"tickwork_tenant": "acme"}), named) == Caller("acme")
-    assert caller_of(_event({"tickwork_tenant": "acme tickwork-admin"}), named) == Caller("acme", admin=True)
+    assert caller_of(_event({"tickwork_tenant": "acme"}), named, UNTAGGED) == Caller("acme")
+    assert caller_of(_event({"tickwork_tenant": "acme tickwork-admin"}), named, UNTAGGED) == Caller("acme", admin=True)
 
 
 def test_without_an_issuer_no_token_is_accepted_and_without_a_subject_none_is():
     with pytest.raises(Unauthenticated, match="accepts no tokens"):
-        caller_of(_event({"groups": ["tickwork-tenant-acme"]}), ApiSettings.from_env({}))
+        caller_of(_event({"groups": ["tickwork-tenant-acme"]}), ApiSettings.from_env({}), UNTAGGED)
     with pytest.raises(Unauthenticated, match="no subject"):
-        caller_of(_event({"sub": "", "groups": ["tickwork-tenant-acme"]}), TOKENS)
+        caller_of(_event({"sub": "", "groups": ["tickwork-tenant-acme"]}), TOKENS, UNTAGGED)
 
 
 def test_a_sigv4_caller_of_a_stack_with_tokens_is_read_from_its_iam_identity():
     iam = {"accountId": "123456789012", "userArn": "arn:aws:sts::123456789012:assumed-role/tickwork-tenant-acme/a"}
-    assert caller_of(_event({}, iam=iam), TOKENS) == Caller("acme")
-    assert attribution_of(_event({}, iam=iam), TOKENS).actor.kind is ActorKind.IAM
+    assert caller_of(_event({}, iam=iam), TOKENS, UNTAGGED) == Caller("acme")
+    assert attribution_of(_event({}, iam=iam), TOKENS, UNTAGGED).actor.kind is ActorKind.IAM
 
 
 @pytest.mark.parametrize(
@@ -142,7 +144,7 @@ def test_a_sigv4_caller_of_a_stack_with_tokens_is_read_from_its_iam_identity():
     ],
 )
 def test_the_actor_of_a_token_is_its_subject_shown_by_its_user_name(claims, display):
-    actor = attribution_of(_event({"groups": "tickwork-tenant-acme", **claims}), TOKENS).actor
+    actor = attribution_of(_event({"groups": "tickwork-tenant-acme", **claims}), TOKENS, UNTAGGED).actor
     assert (actor.kind, actor.id, actor.display) == (ActorKind.JWT, "u-1", display)
 
 

@@ -11,6 +11,8 @@ from tickwork.control.callers import Caller, caller_of, tenant_of
 from tickwork.model.errors import Forbidden, Unauthenticated
 from tickwork.settings import ApiSettings, TelemetryNames
 
+from tests.role_tags import UNTAGGED
+
 ACCOUNT = "123456789012"
 IAM = ApiSettings.from_env({})
 
@@ -44,7 +46,7 @@ def test_iam_is_the_default_mode():
     ],
 )
 def test_iam_identities_map_to_tenants(iam, tenant):
-    assert tenant_of(_event(iam), IAM) == tenant
+    assert tenant_of(_event(iam), IAM, UNTAGGED) == tenant
 
 
 @pytest.mark.parametrize(
@@ -62,26 +64,26 @@ def test_iam_identities_map_to_tenants(iam, tenant):
 )
 def test_iam_refusals(event, error):
     with pytest.raises(error):
-        tenant_of(event, IAM)
+        tenant_of(event, IAM, UNTAGGED)
 
 
 def test_local_mode_without_keys_is_tenant_default_whatever_the_identity():
     local = ApiSettings.from_env({"API_AUTH_MODE": "local", "API_KEYS_FILE": ""})
     assert local.api_keys_file is None  # empty means unset
-    assert tenant_of(_event(None), local) == "default"
-    assert tenant_of(_event(_arn("assumed-role/tickwork-tenant-acme/a")), local) == "default"
+    assert tenant_of(_event(None), local, UNTAGGED) == "default"
+    assert tenant_of(_event(_arn("assumed-role/tickwork-tenant-acme/a")), local, UNTAGGED) == "default"
 
 
 def test_local_mode_with_keys_reads_the_header_in_any_case(tmp_path):
     keys = tmp_path / "keys.json"
     keys.write_text(json.dumps({"k-acme": "acme"}))
     local = ApiSettings.from_env({"API_AUTH_MODE": "local", "API_KEYS_FILE": str(keys)})
-    assert tenant_of(_event(headers={"X-Api-Key": "k-acme"}), local) == "acme"
-    assert tenant_of(_event(headers={"x-api-key": "k-acme"}), local) == "acme"
+    assert tenant_of(_event(headers={"X-Api-Key": "k-acme"}), local, UNTAGGED) == "acme"
+    assert tenant_of(_event(headers={"x-api-key": "k-acme"}), local, UNTAGGED) == "acme"
     with pytest.raises(Unauthenticated, match="X-Api-Key"):
-        tenant_of(_event(), local)
+        tenant_of(_event(), local, UNTAGGED)
     with pytest.raises(Unauthenticated, match="unknown API key"):
-        tenant_of(_event(headers={"x-api-key": "nope"}), local)
+        tenant_of(_event(headers={"x-api-key": "nope"}), local, UNTAGGED)
 
 
 def test_an_unknown_auth_mode_is_refused_when_the_settings_are_read():
@@ -111,26 +113,26 @@ SSO_ACME = "AWSReservedSSO_tickwork-tenant-acme_0a1b2c3d4e5f6789"
     ],
 )
 def test_an_identity_center_role_counts_by_its_permission_set_s_name(resource, tenant, admin):
-    caller = caller_of(_event(_arn(resource)), IAM)
+    caller = caller_of(_event(_arn(resource)), IAM, UNTAGGED)
     role = resource.split("/")[1]
     assert caller.tenant == (tenant or f"{ACCOUNT}:role/{role}")
     assert caller.admin is admin
 
 
 def test_an_identity_center_role_of_another_account_is_never_the_named_tenant():
-    caller = caller_of(_event(_arn(f"assumed-role/{SSO_ACME}/alice", "210987654321")), IAM)
+    caller = caller_of(_event(_arn(f"assumed-role/{SSO_ACME}/alice", "210987654321")), IAM, UNTAGGED)
     assert caller == Caller(f"210987654321:role/{SSO_ACME}", admin=False)
 
 
 def test_each_stack_names_its_own_tenant_roles_and_admin():
     staging = ApiSettings.from_env({"TENANT_ROLE_PREFIX": "tw-staging-", "ADMIN_ROLE_NAME": "tw-staging-admin"})
-    assert caller_of(_event(_arn("assumed-role/tw-staging-acme/ci")), staging) == Caller("acme")
-    assert caller_of(_event(_arn("assumed-role/tw-staging-admin/ops")), staging).admin
+    assert caller_of(_event(_arn("assumed-role/tw-staging-acme/ci")), staging, UNTAGGED) == Caller("acme")
+    assert caller_of(_event(_arn("assumed-role/tw-staging-admin/ops")), staging, UNTAGGED).admin
     # The defaults' names are strangers to this stack: production's admin is not staging's.
-    assert caller_of(_event(_arn("assumed-role/tickwork-admin/ops")), staging) == Caller(
+    assert caller_of(_event(_arn("assumed-role/tickwork-admin/ops")), staging, UNTAGGED) == Caller(
         f"{ACCOUNT}:role/tickwork-admin"
     )
-    assert caller_of(_event(_arn("assumed-role/tickwork-tenant-acme/ci")), staging).tenant == (
+    assert caller_of(_event(_arn("assumed-role/tickwork-tenant-acme/ci")), staging, UNTAGGED).tenant == (
         f"{ACCOUNT}:role/tickwork-tenant-acme"
     )
 

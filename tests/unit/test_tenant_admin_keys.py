@@ -9,6 +9,8 @@ from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 from tickwork.control.callers import Caller, caller_of, parse_api_keys, tenant_of
 from tickwork.settings import ApiSettings
 
+from tests.role_tags import UNTAGGED
+
 ACCOUNT = "123456789012"
 
 
@@ -65,9 +67,9 @@ def test_local_mode_reads_admin_keys_from_the_file(tmp_path):
     keys = tmp_path / "keys.json"
     keys.write_text(json.dumps({"k-acme": "acme", "k-ops": {"tenant": "ops", "admin": True}}))
     settings = ApiSettings.from_env({"API_AUTH_MODE": "local", "API_KEYS_FILE": str(keys)})
-    assert caller_of(_event(key="k-acme"), settings) == Caller("acme", admin=False)
-    assert caller_of(_event(key="k-ops"), settings) == Caller("ops", admin=True)
-    assert tenant_of(_event(key="k-ops"), settings) == "ops"
+    assert caller_of(_event(key="k-acme"), settings, UNTAGGED) == Caller("acme", admin=False)
+    assert caller_of(_event(key="k-ops"), settings, UNTAGGED) == Caller("ops", admin=True)
+    assert tenant_of(_event(key="k-ops"), settings, UNTAGGED) == "ops"
 
 
 def test_a_keys_file_that_is_not_json_says_so(tmp_path):
@@ -75,12 +77,12 @@ def test_a_keys_file_that_is_not_json_says_so(tmp_path):
     keys.write_text("{not json")
     settings = ApiSettings.from_env({"API_AUTH_MODE": "local", "API_KEYS_FILE": str(keys)})
     with pytest.raises(ValueError, match="not JSON"):
-        caller_of(_event(key="k"), settings)
+        caller_of(_event(key="k"), settings, UNTAGGED)
 
 
 def test_local_open_mode_is_the_default_tenant_and_an_admin():
     settings = ApiSettings.from_env({"API_AUTH_MODE": "local"})
-    assert caller_of(_event(), settings) == Caller("default", admin=True)
+    assert caller_of(_event(), settings, UNTAGGED) == Caller("default", admin=True)
 
 
 @pytest.mark.parametrize(
@@ -108,4 +110,4 @@ def test_local_open_mode_is_the_default_tenant_and_an_admin():
     ],
 )
 def test_the_admin_is_the_tickwork_admin_role_of_the_apis_own_account(arn, account, caller):
-    assert caller_of(_event(arn, account=account), ApiSettings.from_env({})) == caller
+    assert caller_of(_event(arn, account=account), ApiSettings.from_env({}), UNTAGGED) == caller

@@ -9,6 +9,13 @@
   their own tenants' roles and their own admin. A role that IAM Identity Center made for a permission set
   (`AWSReservedSSO_<permission set>_<16 hex>`) counts by its permission set's name: the users of a permission set
   named `tickwork-tenant-acme` are tenant `acme`, as the team's CI role `tickwork-tenant-acme` is.
+  A role of the API's own account may instead name its tenant by its tag `tickwork:tenant` = `<name>` (a name as a
+  role's under TenantRolePrefix; any other value is refused, 403, never another tenant), read from IAM
+  (ListRoleTags: the authorizer's context carries no principal tags) and kept 5 minutes (tickwork.aws.role_tags);
+  IAM failing to answer refuses the caller (503) rather than guess. Which wins: the admin is the AdminRoleName
+  role, tagged or not (its tag names the tenant it acts for, as the admin); the tag wins over the name's prefix (an
+  explicit attribute over a naming convention); no tag, the name counts as above. Identity Center's roles are not
+  looked up (they carry no tag of yours: a permission set's tags are not its role's), nor another account's roles.
 - a bearer token (deployed, with the template's JwtIssuer or CreateUserPool: the stack's TokenApi, whose JWT
   authorizer has verified the token's signature, issuer, audience and expiry): from the claims in
   requestContext.authorizer.jwt. The claim `<JwtTenantClaim>` (default `groups`; a list, or a string of values
@@ -31,11 +38,12 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
+from tickwork.aws.role_tags import TENANT_TAG
 from tickwork.model.audit import Actor, ActorKind, Attribution
 from tickwork.model.errors import Forbidden, Unauthenticated
 from tickwork.settings import ROLE_NAME_PART, ApiSettings
@@ -79,7 +87,15 @@ def role_name_for_tenancy(role: str) -> str:
     return provisioned.group(1) if provisioned else role
 
 
-def _iam_caller(event: APIGatewayProxyEventV2, settings: ApiSettings) -> Caller:
+class RoleTags(Protocol):
+    """Where a role's `tickwork:tenant` tag is read (tickwork.aws.role_tags.RoleTenantTags)."""
+
+    def tenant_tag(self, role: str) -> str | None:
+        """The tag's value, unchecked; None when the role has none. IdentityUnresolved when it cannot be read."""
+        ...
+
+
+def _iam_caller(event: APIGatewayProxyEventV2, settings: ApiSettings, role_tags: RoleTags) -> Caller:
     if not event.get("requestContext"):
         raise Unauthenticated("sign requests with SigV4 (IAM auth); no caller identity was found")
     context = event.request_context
@@ -98,7 +114,19 @@ def _iam_caller(event: APIGatewayProxyEventV2, settings: ApiSettings) -> Caller:
         # The API's own account: requestContext.accountId (read with get: the data class's property needs it).
         own_account = account == context.get("accountId")
         prefix = settings.tenant_role_prefix
-        tenant = named.removeprefix(prefix) if named.startswith(prefix) and own_account else f"{account}:role/{role}"
+        # Identity Center's roles are the permission sets' (no one may tag them); another account's are not ours.
+        tagged = role_tags.tenant_tag(role) if own_account and named == role else None
+        if tagged is not None:
+            if not _NAMED_TENANT.match(tagged):
+                raise Forbidden(
+                    f"the role {role}'s tag {TENANT_TAG} is {tagged[:70]!r}, which is not a tenant name (letters, "
+                    "digits and _+=,.@-, 64 at most): correct the tag"
+                )
+            tenant = tagged
+        elif named.startswith(prefix) and own_account:
+            tenant = named.removeprefix(prefix)
+        else:
+            tenant = f"{account}:role/{role}"
         # Only the API's own account can name who administers it: the same role name elsewhere is nobody.
         admin = named == settings.admin_role_name and own_account
     elif kind == "user":
@@ -222,21 +250,21 @@ def _local_caller(event: APIGatewayProxyEventV2, keys_file: str | None) -> Calle
     return caller
 
 
-def caller_of(event: APIGatewayProxyEventV2, settings: ApiSettings) -> Caller:
-    """The caller, from the verified identity (iam: a SigV4 principal or a token's claims) or the local
-    configuration; never the body."""
+def caller_of(event: APIGatewayProxyEventV2, settings: ApiSettings, role_tags: RoleTags) -> Caller:
+    """The caller, from the verified identity (iam: a SigV4 principal, with its role's tags, or a token's claims)
+    or the local configuration; never the body."""
     if settings.auth_mode == "iam":
         claims = _jwt_claims(event)
-        return _iam_caller(event, settings) if claims is None else _jwt_caller(claims, settings)
+        return _iam_caller(event, settings, role_tags) if claims is None else _jwt_caller(claims, settings)
     return _local_caller(event, settings.api_keys_file)
 
 
-def attribution_of(event: APIGatewayProxyEventV2, settings: ApiSettings) -> Attribution:
+def attribution_of(event: APIGatewayProxyEventV2, settings: ApiSettings, role_tags: RoleTags) -> Attribution:
     """Who made the request and from where, for its audit records (docs/security.md "Audit trail"): in iam mode
     the verified principal (its ARN; shown as its role and session, or its user name), or the token's subject
     (shown as its preferred user name, e-mail, user name or name, the first it has), locally the caller's tenant
     (never its key); and API Gateway's request id, source IP and user agent."""
-    caller = caller_of(event, settings)
+    caller = caller_of(event, settings, role_tags)
     claims = _jwt_claims(event) if settings.auth_mode == "iam" else None
     if claims is not None:
         subject = claims["sub"]  # caller_of checked it
@@ -259,6 +287,6 @@ def attribution_of(event: APIGatewayProxyEventV2, settings: ApiSettings) -> Attr
     )
 
 
-def tenant_of(event: APIGatewayProxyEventV2, settings: ApiSettings) -> str:
+def tenant_of(event: APIGatewayProxyEventV2, settings: ApiSettings, role_tags: RoleTags) -> str:
     """The caller's tenant (see caller_of)."""
-    return caller_of(event, settings).tenant
+    return caller_of(event, settings, role_tags).tenant

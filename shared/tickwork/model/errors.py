@@ -98,6 +98,15 @@ class Forbidden(TickworkError):
     """A caller identity that maps to no tenant."""
 
 
+class IdentityUnresolved(TickworkError):
+    """The caller's identity could not be mapped to its tenant for now (what names it could not be read); nothing
+    was read or written. `retry_after` (seconds) when waiting may help."""
+
+    def __init__(self, message: str, retry_after: int | None = None) -> None:
+        self.retry_after = retry_after
+        super().__init__(message)
+
+
 class NotFound(TickworkError):
     """No such job or run for this tenant (another tenant's is not found either)."""
 
