@@ -163,3 +163,49 @@ def test_the_audit_page_shows_the_apis_problem(page, consoles):
     assert alert.inner_text().startswith("422 · Invalid input"), alert.inner_text()
     assert alert.locator("li code").all_inner_texts() == ["from"]
     assert "yesterday" in alert.locator("li").inner_text()
+
+
+def test_a_jobs_audit_tab_pages_with_the_apis_cursor(page, consoles):
+    acme = consoles["acme"]
+    job = create_job(acme, name="console-audit-pages")
+    for n in range(1, 21):
+        acme.call("PATCH", f"/v1/jobs/{job['id']}", {"name": f"console-audit-pages-{n}"})
+    open_console(page, acme, f"/jobs/{job['id']}?tab=audit")
+    pager = page.get_by_role("navigation", name="Audit pages")
+    audit_rows(page).nth(19).wait_for()
+    assert audit_rows(page).count() == 20
+    newest = audit_rows(page).first.inner_text()
+    assert re.search(r'name\s*"console-audit-pages-19"\s*→\s*"console-audit-pages-20"', newest), newest
+    pager.get_by_role("button", name="Next →").click()
+    audit_rows(page).filter(has_text="job.create").wait_for()
+    assert audit_rows(page).count() == 1
+    assert pager.get_by_role("button", name="Next →").is_disabled()
+    pager.get_by_role("button", name="← Previous").click()
+    audit_rows(page).nth(19).wait_for()
+
+
+@pytest.mark.parametrize("kind", ["jobs", "workflows"])
+def test_an_audit_tab_shows_its_empty_state_and_the_apis_problem(page, consoles, kind):
+    """What the API answers for the resource's records, stood in for by the browser: none, then a problem."""
+    acme = consoles["acme"]
+    item = create_job(acme, name="console-audit-states") if kind == "jobs" else create_workflow(acme, "audit-states")
+    answer: dict[str, Any] = {"status": 200, "body": {"items": [], "next_cursor": None}}
+    page.route(
+        lambda url: "/v1/audit?" in url and "resource=" in url,
+        lambda route: route.fulfill(
+            status=answer["status"],
+            content_type="application/json" if answer["status"] == 200 else "application/problem+json",
+            body=json.dumps(answer["body"]),
+        ),
+    )
+    open_console(page, acme, f"/{kind}/{item['id']}?tab=audit")
+    page.get_by_text("No audit records match.").wait_for()
+
+    answer.update(status=503, body={"title": "Service Unavailable", "status": 503, "detail": "audit is resting"})
+    page.get_by_role("tab", name="Runs").click()
+    page.get_by_role("tab", name="Audit").click()
+    alert = page.get_by_role("alert")
+    alert.wait_for()
+    assert "503 · Service Unavailable" in alert.inner_text()
+    assert "audit is resting" in alert.inner_text()
+    assert page.get_by_text("No audit records match.").count() == 0
