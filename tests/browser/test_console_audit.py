@@ -105,6 +105,14 @@ def test_a_workflow_paused_in_the_console_shows_the_pause_in_its_audit_tab(page,
     assert "acme" in paused.inner_text()
     assert audit_rows(page).count() == 2  # and its create
 
+    # A tab list's keys: the arrows move between the tabs, each shown as it takes the focus.
+    page.get_by_role("tab", name="Audit").focus()
+    page.keyboard.press("ArrowLeft")
+    page.get_by_role("heading", name="Runs").wait_for()
+    page.wait_for_function("document.activeElement && document.activeElement.textContent === 'Runs'")
+    assert page.get_by_role("tab", name="Runs").get_attribute("aria-selected") == "true"
+    assert "tab=" not in page.url
+
 
 def test_an_admin_reads_the_audit_tab_of_a_tenants_job(page, consoles):
     """An admin reading a job of acme's: the records are acme's (the tab asks acme's, from the job's creation)."""
