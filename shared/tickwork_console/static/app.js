@@ -1,5 +1,6 @@
 // The console's shell: hash routes, the navigation, and focus moved to each page's heading.
 import { html, render, useEffect, useRef, useState } from "./vendor/htm-preact-standalone.module.js";
+import { AuditPage, useIsAdmin } from "./audit.js";
 import { NewJobPage } from "./job_form.js";
 import { JobPage, JobsPage, RunPage } from "./jobs.js";
 import { MetricsPage } from "./metrics.js";
@@ -9,15 +10,16 @@ import { WorkflowPage, WorkflowRunPage, WorkflowsPage } from "./workflows.js";
 
 const ROUTES = [
   [/^\/jobs\/new$/, () => html`<${NewJobPage} />`, "jobs"],
-  [/^\/jobs\/([^/]+)$/, (m) => html`<${JobPage} id=${decodeURIComponent(m[1])} />`, "jobs"],
+  [/^\/jobs\/([^/]+)$/, (m, query) => html`<${JobPage} id=${decodeURIComponent(m[1])} query=${query} />`, "jobs"],
   [/^\/jobs$/, (m, query) => html`<${JobsPage} query=${query} />`, "jobs"],
   [/^\/runs\/([^/]+)$/, (m) => html`<${RunPage} id=${decodeURIComponent(m[1])} />`, "jobs"],
   [/^\/dlq$/, () => html`<${DlqPage} />`, "dlq"],
   [/^\/workflows$/, () => html`<${WorkflowsPage} />`, "workflows"],
   [/^\/workflows\/new$/, () => html`<${NewWorkflowPage} />`, "workflows"],
-  [/^\/workflows\/([^/]+)$/, (m) => html`<${WorkflowPage} id=${decodeURIComponent(m[1])} />`, "workflows"],
+  [/^\/workflows\/([^/]+)$/, (m, query) => html`<${WorkflowPage} id=${decodeURIComponent(m[1])} query=${query} />`, "workflows"],
   [/^\/workflow-runs\/([^/]+)$/, (m) => html`<${WorkflowRunPage} id=${decodeURIComponent(m[1])} />`, "workflows"],
   [/^\/metrics$/, () => html`<${MetricsPage} />`, "metrics"],
+  [/^\/audit$/, (m, query) => html`<${AuditPage} query=${query} />`, "audit"],
 ];
 
 const NAV = [
@@ -26,6 +28,9 @@ const NAV = [
   ["workflows", "#/workflows", "Workflows"],
   ["metrics", "#/metrics", "Metrics"],
 ];
+// An admin's: every tenant's audit records. A tenant's own are at #/audit too, unlisted (each job's and workflow's
+// Audit tab shows its records).
+const ADMIN_NAV = [["audit", "#/audit", "Audit"]];
 
 const Keyed = ({ children }) => children;
 
@@ -37,6 +42,7 @@ function parseHash() {
 
 function App() {
   const [where, setWhere] = useState(parseHash());
+  const admin = useIsAdmin();
   useEffect(() => {
     const onChange = () => setWhere(parseHash());
     window.addEventListener("hashchange", onChange);
@@ -77,7 +83,7 @@ function App() {
       <a class="brand" href="#/jobs">Tickwork</a>
       <nav aria-label="Sections">
         <ul>
-          ${NAV.map(([name, href, label]) => html`<li><a href=${href} aria-current=${section === name ? "page" : undefined}>${label}</a></li>`)}
+          ${[...NAV, ...(admin ? ADMIN_NAV : [])].map(([name, href, label]) => html`<li><a href=${href} aria-current=${section === name ? "page" : undefined}>${label}</a></li>`)}
         </ul>
       </nav>
       <span class="muted utc">Times in UTC</span>

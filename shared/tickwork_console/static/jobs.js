@@ -1,6 +1,7 @@
 // Jobs, one job, and one run.
 import { html, useState } from "./vendor/htm-preact-standalone.module.js";
 import { del, enc, get, post } from "./api.js";
+import { Attribution, ResourceAudit, TabPanel, Tabs } from "./audit.js";
 import { tagsText } from "./forms.js";
 import { HEALTH, JobState, LastRun, healthOf, useLastRuns } from "./health.js";
 import { EditJobDialog } from "./job_form.js";
@@ -29,6 +30,10 @@ import {
 
 const JOB_STATES = ["", "ACTIVE", "PAUSED", "SUSPENDED", "COMPLETED", "CANCELLED"];
 const TERMINAL_RUN = new Set(["SUCCEEDED", "FAILED", "SKIPPED", "CANCELLED"]);
+const JOB_TABS = [
+  ["runs", "Runs"],
+  ["audit", "Audit"],
+];
 
 // ------------------------------------------------------------------ Jobs
 
@@ -157,7 +162,7 @@ function NextInstants({ preview }) {
   </div>`;
 }
 
-export function JobPage({ id }) {
+export function JobPage({ id, query }) {
   const job = useLoad(() => get(`/v1/jobs/${enc(id)}`), [id], 10000);
   const preview = useLoad(() => get(`/v1/jobs/${enc(id)}/preview`, { count: 5 }), [id, job.data && job.data.version]);
   const pager = usePager(id);
@@ -180,6 +185,7 @@ export function JobPage({ id }) {
   if (job.error && !job.data) return html`<section><h1 tabindex="-1">Job</h1><${ErrorBox} error=${job.error} /></section>`;
   if (!job.data) return html`<${Loading} what="the job" />`;
   const j = job.data;
+  const tab = query && query.get("tab") === "audit" ? "audit" : "runs";
   const live = j.state === "ACTIVE" || j.state === "SUSPENDED";
   // A COMPLETED or CANCELLED job takes no change, trigger or edit (the API answers 409), and has no next instants.
   const ended = j.state === "COMPLETED" || j.state === "CANCELLED";
@@ -210,16 +216,22 @@ export function JobPage({ id }) {
         <dt>Timeout</dt><dd>${j.timeout_seconds} s</dd>
         <dt>Policies</dt><dd>overlap ${j.overlap}, catch-up ${j.catchup}${j.jitter_seconds ? `, jitter ${j.jitter_seconds} s` : ""}${j.circuit_breaker ? `, breaker after ${j.circuit_breaker.failure_threshold} failures` : ""}</dd>
         <dt>Tags</dt><dd class="mono">${tagsText(j.tags) || "—"}</dd>
+        <${Attribution} item=${j} />
         ${j.suspended_reason ? html`<dt>Suspended</dt><dd>${j.suspended_reason}</dd>` : null}
         <dt>Payload</dt><dd><pre class="preview">${JSON.stringify(j.payload, null, 2)}</pre></dd>
       </dl>
       ${ended ? null : html`<${NextInstants} preview=${preview} />`}
     </div>
-    <h2>Runs</h2>
-    <${ErrorBox} error=${runs.error} />
-    ${runs.data
-      ? html`<${RunsTable} runs=${runs.data.items} /><${Pager} pager=${pager} nextCursor=${runs.data.next_cursor} label="Runs" />`
-      : html`<${Loading} what="runs" />`}
+    <${Tabs} tabs=${JOB_TABS} current=${tab} base=${`#/jobs/${enc(id)}`} label="Job sections" />
+    ${tab === "audit"
+      ? html`<${TabPanel} name="audit"><${ResourceAudit} item=${j} /><//>`
+      : html`<${TabPanel} name="runs">
+          <h2>Runs</h2>
+          <${ErrorBox} error=${runs.error} />
+          ${runs.data
+            ? html`<${RunsTable} runs=${runs.data.items} /><${Pager} pager=${pager} nextCursor=${runs.data.next_cursor} label="Runs" />`
+            : html`<${Loading} what="runs" />`}
+        <//>`}
     ${dialog === "edit"
       ? html`<${EditJobDialog} job=${j} open=${true} onClose=${() => setDialog(null)} onSaved=${() => { setNotice("Saved."); job.reload(); }} />`
       : null}

@@ -2,6 +2,7 @@
 // cancel a running run), and one workflow run.
 import { html, useState } from "./vendor/htm-preact-standalone.module.js";
 import { del, enc, get, post } from "./api.js";
+import { Attribution, ResourceAudit, TabPanel, Tabs } from "./audit.js";
 import { Dag } from "./dag.js";
 import { EditWorkflowDialog } from "./workflow_form.js";
 import { Cell, ConfirmDialog, ErrorBox, Loading, Pager, Status, Time, scheduleText, useLoad, useLoadWhile, usePager } from "./ui.js";
@@ -41,8 +42,12 @@ export function WorkflowsPage() {
 }
 
 const ENDED = new Set(["CANCELLED", "COMPLETED"]);
+const WORKFLOW_TABS = [
+  ["runs", "Runs"],
+  ["audit", "Audit"],
+];
 
-export function WorkflowPage({ id }) {
+export function WorkflowPage({ id, query }) {
   const workflow = useLoad(() => get(`/v1/workflows/${enc(id)}`), [id], 10000);
   const pager = usePager(id);
   const runs = useLoad(() => get(`/v1/workflows/${enc(id)}/runs`, { limit: 20, cursor: pager.cursor }), [id, pager.cursor], 5000);
@@ -65,6 +70,7 @@ export function WorkflowPage({ id }) {
   };
   const path = `/v1/workflows/${enc(id)}`;
   const ended = ENDED.has(w.state);
+  const tab = query && query.get("tab") === "audit" ? "audit" : "runs";
   return html`<section>
     <p class="crumbs"><a href="#/workflows">Workflows</a> /</p>
     <h1 tabindex="-1">${w.name} <${Status} value=${w.state} /></h1>
@@ -78,7 +84,11 @@ export function WorkflowPage({ id }) {
     <div aria-live="polite">${notice ? html`<p class="notice">${notice}</p>` : null}</div>
     <${ErrorBox} error=${error} />
     <p><span class="muted">Schedule</span> <span class="mono">${scheduleText(w.schedule)}</span> · <span class="muted">next run</span> <${Time} value=${w.next_run_at} /></p>
+    <dl class="facts attribution"><${Attribution} item=${w} /></dl>
     <${Dag} steps=${w.steps} />
+    <${Tabs} tabs=${WORKFLOW_TABS} current=${tab} base=${`#/workflows/${enc(id)}`} label="Workflow sections" />
+    ${tab === "audit" ? html`<${TabPanel} name="audit"><${ResourceAudit} item=${w} /><//>` : null}
+    ${tab === "audit" ? null : html`<${TabPanel} name="runs">
     <h2>Runs</h2>
     <${ErrorBox} error=${runs.error} />
     ${runs.data
@@ -101,6 +111,7 @@ export function WorkflowPage({ id }) {
           </table>
           <${Pager} pager=${pager} nextCursor=${runs.data.next_cursor} label="Workflow runs" />`
       : null}
+    <//>`}
     ${dialog === "edit"
       ? html`<${EditWorkflowDialog} workflow=${w} open=${true} onClose=${() => setDialog(null)} onSaved=${() => { setNotice("Saved."); workflow.reload(); }} />`
       : null}
