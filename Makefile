@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: dev test generated browser-deps console-vendor lint security vpc-rendering jwt-rendering soak unit integration e2e typecheck build sam lock bench bench-quick clean simulate
+.PHONY: dev test test-prerequisites generated browser-deps console-vendor lint security vpc-rendering jwt-rendering soak unit integration e2e typecheck build sam lock bench bench-quick clean simulate
 
 # The venv installs the lock files, hashes checked: requirements-dev.txt (every tool and test dependency) and, within
 # it, the same versions as shared/requirements.txt, the layer's lock. So the tests import what is deployed.
@@ -82,11 +82,15 @@ security: $(CHECKOV_STAMP) vpc-rendering jwt-rendering
 # files as `make security`, and a control that must fail), not before the tests too: about 35 s of a 2-core machine.
 # On an xdist worker, schemathesis runs a parametrized test as one item whose subtests answered one operation's
 # examples, not every operation's (the HTTP fuzz's last test counts them): that file runs on its own, about 1 min.
-test: lint typecheck $(CHECKOV_STAMP) sam browser-deps
+# What the tests need first runs two at a time (mypy and cfn-lint are CPU, the tools' installs mostly network).
+test:
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-prerequisites
 	TICKWORK_SAM_BUILT=1 $(BIN)/python -m pytest -q -n auto --durations=15 --ignore=tests/e2e --ignore=tests/browser $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=10 tests/e2e tests/browser \
 		--ignore=tests/e2e/test_schemathesis_http.py $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -q tests/e2e/test_schemathesis_http.py $(PYTEST_ARGS)
+
+test-prerequisites: lint typecheck $(CHECKOV_STAMP) sam browser-deps
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q tests/unit
