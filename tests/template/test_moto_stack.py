@@ -130,6 +130,7 @@ def test_everything_else_is_created_and_what_moto_skips_is_known(stack, template
         "TickFunctionEventInvokeConfig",
         "ResultsBucketPolicy",
         "ResultsAccessLogsBucketPolicy",
+        "AuditBucketPolicy",
         "TickDeadLetterQueuePolicy",
         "CursorSecret",
     }
