@@ -7,11 +7,15 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import boto3
 import pytest
 from botocore.exceptions import ClientError
+from tickwork.aws.audit_archive import AuditArchive, archive_key
 from tickwork.faults import CrashPoint
-from tickwork.model.audit import Actor, ActorKind, Attribution, AuditRecord
+from tickwork.model.audit import Actor, ActorKind, Attribution, AuditRecord, AuditResource, audit_record
 from tickwork.model.clock import to_ms
+from tickwork_local.provision import provision
+from tickwork_local.template import REPO_ROOT, load_template
 
 from tests.faults.crashes import ProcessKilled
 from tests.harness import START, TENANT
@@ -176,3 +180,44 @@ def test_the_claim_of_due_jobs_is_unaffected_by_audit_records_waiting_for_their_
     assert refusing.refused == 1
     assert pipeline.runs_of(due.id)[0].job_id == due.id
     assert "expires_at" not in _audit_items(pipeline)[0]
+
+
+def test_with_object_lock_each_archived_record_is_locked_for_the_days_the_stack_says(mocked_aws):
+    """AuditObjectLockDays above 0: the bucket is made with Object Lock and a default retention, and the archive's
+    write (with the checksum such a bucket requires) is locked: its one version cannot be deleted."""
+    session = boto3.session.Session()
+    s3 = session.client("s3")
+    provision(
+        load_template(),
+        dynamodb=session.client("dynamodb"),
+        sqs=session.client("sqs"),
+        s3=s3,
+        prefix="locked",
+        parameters={"AuditObjectLockDays": "30", "AuditObjectLockMode": "COMPLIANCE"},
+    )
+    bucket = "locked-auditbucket"
+    lock = s3.get_object_lock_configuration(Bucket=bucket)["ObjectLockConfiguration"]
+    retention = lock["Rule"]["DefaultRetention"]
+    assert (retention["Mode"], retention["Days"]) == ("COMPLIANCE", 30)
+    record = audit_record(
+        ALICE, tenant=TENANT, action="job.pause", resource=AuditResource(kind="job", id="j1"), at=START
+    )
+    archive = AuditArchive(s3, bucket)
+    key = archive.put_once(record.model_dump_json())
+    assert archive.put_once(record.model_dump_json()) == key  # a repeat finds it there
+    (version,) = s3.list_object_versions(Bucket=bucket)["Versions"]
+    assert s3.head_object(Bucket=bucket, Key=key)["ObjectLockMode"] == "COMPLIANCE"
+    with pytest.raises(ClientError):
+        s3.delete_object(Bucket=bucket, Key=key, VersionId=version["VersionId"])
+
+
+def test_the_athena_table_in_the_docs_reads_the_record_s_fields_where_the_archive_writes_them():
+    text = (REPO_ROOT / "docs/security.md").read_text(encoding="utf-8")
+    ddl = text.split("CREATE EXTERNAL TABLE tickwork_audit (\n", 1)[1].split("\n)\n", 1)[0]
+    columns = [line.strip().split(" ", 1)[0] for line in ddl.splitlines()]
+    assert columns == list(AuditRecord.model_fields)
+    record = audit_record(
+        ALICE, tenant=TENANT, action="job.pause", resource=AuditResource(kind="job", id="j1"), at=START
+    )
+    location = "s3://<AuditBucketName>/" + archive_key(record).rsplit("/", 1)[0] + "/"
+    assert f"'storage.location.template' = '{location.replace(START.strftime('%Y-%m-%d'), '${day}')}'" in text
