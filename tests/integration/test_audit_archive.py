@@ -18,7 +18,7 @@ from tickwork_local.provision import provision
 from tickwork_local.template import REPO_ROOT, load_template
 
 from tests.faults.crashes import ProcessKilled
-from tests.harness import START, TENANT
+from tests.harness import START, TENANT, Pipeline
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
@@ -221,3 +221,16 @@ def test_the_athena_table_in_the_docs_reads_the_record_s_fields_where_the_archiv
     )
     location = "s3://<AuditBucketName>/" + archive_key(record).rsplit("/", 1)[0] + "/"
     assert f"'storage.location.template' = '{location.replace(START.strftime('%Y-%m-%d'), '${day}')}'" in text
+
+
+def test_fanned_out_the_worker_whose_slice_holds_shard_0_archives_the_records_once(mocked_aws):
+    with Pipeline.create(DISPATCH_WORKERS="3") as fanned_out:
+        record = _paused_by_alice(fanned_out)
+        fanned_out.clock.advance(60)
+        assert fanned_out.tick()["slices_sent"] == 3
+        assert _archived(fanned_out) == {}  # the coordinator hands out its shards, nothing else
+        assert fanned_out.dispatch_all() == 3
+        assert list(_archived(fanned_out).values()) == [record.model_dump_json()]
+        assert fanned_out.calls.count("PutObject") == 1  # by one worker of the three
+        (item,) = _audit_items(fanned_out)
+        assert "expires_at" in item

@@ -44,6 +44,7 @@ ALARMS = {
     "RetriesAlarm",
     "OrderingKeyBlockedAlarm",
     "FailedRunsAlarm",
+    "AuditArchiveFailuresAlarm",
 }
 
 

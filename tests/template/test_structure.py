@@ -441,6 +441,15 @@ def test_results_bucket_access(template):
     assert archive not in executor["s3:PutObject"]
 
 
+def test_audit_archive_failures_alarm(template):
+    """A record the tick cannot archive stays unexpired in the table; an archive refused for 15 minutes pages."""
+    alarm = _props(template, "AuditArchiveFailuresAlarm")
+    assert (alarm["Namespace"], alarm["MetricName"], alarm["Statistic"]) == ("Tickwork", "AuditArchiveFailures", "Sum")
+    assert (alarm["Period"], alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"]) == (300, 3, 3)
+    assert (alarm["Threshold"], alarm["ComparisonOperator"]) == (0, "GreaterThanThreshold")
+    assert alarm["TreatMissingData"] == "notBreaching"
+
+
 def test_table_access_is_what_the_store_does(template):
     table = _arn("JobsTable")
     tick = _grants(template, "TickRole")
@@ -564,7 +573,7 @@ def _alarms(template):
 
 def test_every_alarm_notifies_the_topic(template):
     alarms = _alarms(template)
-    assert len(alarms) == 22  # with the token API's, under its condition
+    assert len(alarms) == 23  # with the token API's, under its condition
     for props in alarms.values():
         assert props["AlarmActions"] == [{"Ref": "AlarmTopic"}]
         assert props["OKActions"] == [{"Ref": "AlarmTopic"}]
