@@ -1,7 +1,7 @@
 """Create Tickwork's stateful resources from template.yaml's own resource properties.
 
 The local runtime (`tickwork dev`) and every integration test get their table, queues and
-bucket from here, so they can never drift from what `sam deploy` creates. The clients are
+buckets (the results, and the audit trail's archive) from here, so they can never drift from what `sam deploy` creates. The clients are
 passed in: this works under moto's in-process `mock_aws`, against a `ThreadedMotoServer`
 endpoint, or against anything else that speaks the AWS APIs.
 
@@ -435,7 +435,7 @@ def provision(
     if_missing: bool = False,
     parameters: Mapping[str, str] | None = None,
 ) -> ProvisionedResources:
-    """Create the table, queues and bucket of `template` through the given boto3 clients.
+    """Create the table, queues and buckets of `template` through the given boto3 clients.
 
     Every property comes from the template's resources, with intrinsic functions resolved:
     parameters to `parameters` or their defaults, queue ARNs to the local queues. With
