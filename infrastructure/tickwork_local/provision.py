@@ -1,7 +1,7 @@
 """Create Tickwork's stateful resources from template.yaml's own resource properties.
 
 The local runtime (`tickwork dev`) and every integration test get their table, queues and
-bucket from here, so they can never drift from what `sam deploy` creates. The clients are
+buckets (the results, and the audit trail's archive) from here, so they can never drift from what `sam deploy` creates. The clients are
 passed in: this works under moto's in-process `mock_aws`, against a `ThreadedMotoServer`
 endpoint, or against anything else that speaks the AWS APIs.
 
@@ -15,6 +15,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -24,6 +25,7 @@ BAND_QUEUES = {"high": "HighQueue", "normal": "NormalQueue", "low": "LowQueue"}
 BAND_DLQS = {"high": "HighDeadLetterQueue", "normal": "NormalDeadLetterQueue", "low": "LowDeadLetterQueue"}
 TABLE_ID = "JobsTable"
 BUCKET_ID = "ResultsBucket"
+AUDIT_BUCKET_ID = "AuditBucket"
 
 # What `Ref AWS::AccountId` resolves to locally (moto's default account).
 LOCAL_ACCOUNT_ID = "123456789012"
@@ -375,10 +377,21 @@ def _lifecycle_rules(rules: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 def _create_bucket(s3: Any, name: str, props: Mapping[str, Any]) -> None:
     region = s3.meta.region_name or "us-east-1"
+    locked = {"ObjectLockEnabledForBucket": True} if _as_bool(props.get("ObjectLockEnabled", False)) else {}
     if region == "us-east-1":
-        s3.create_bucket(Bucket=name)
+        s3.create_bucket(Bucket=name, **locked)
     else:
-        s3.create_bucket(Bucket=name, CreateBucketConfiguration={"LocationConstraint": region})
+        s3.create_bucket(Bucket=name, CreateBucketConfiguration={"LocationConstraint": region}, **locked)
+    if "VersioningConfiguration" in props:
+        s3.put_bucket_versioning(Bucket=name, VersioningConfiguration=props["VersioningConfiguration"])
+    if locked and "ObjectLockConfiguration" in props:
+        lock = props["ObjectLockConfiguration"]
+        retention = dict(lock["Rule"]["DefaultRetention"])
+        retention["Days"] = int(retention["Days"])
+        s3.put_object_lock_configuration(
+            Bucket=name,
+            ObjectLockConfiguration={"ObjectLockEnabled": "Enabled", "Rule": {"DefaultRetention": retention}},
+        )
     encryption = props.get("BucketEncryption")
     if encryption:
         # CloudFormation says ServerSideEncryptionByDefault where the API says Apply...ByDefault.
@@ -422,7 +435,7 @@ def provision(
     if_missing: bool = False,
     parameters: Mapping[str, str] | None = None,
 ) -> ProvisionedResources:
-    """Create the table, queues and bucket of `template` through the given boto3 clients.
+    """Create the table, queues and buckets of `template` through the given boto3 clients.
 
     Every property comes from the template's resources, with intrinsic functions resolved:
     parameters to `parameters` or their defaults, queue ARNs to the local queues. With
@@ -458,17 +471,21 @@ def provision(
         resolver.attributes[(logical_id, "QueueName")] = name
         resolver.attributes[(logical_id, "QueueUrl")] = url
 
-    # The results bucket.
-    bucket_name = _physical_name(prefix, BUCKET_ID).lower()
-    bucket = template["Resources"][BUCKET_ID]
-    if not (if_missing and _exists(lambda: s3.head_bucket(Bucket=bucket_name), "404", "NoSuchBucket")):
-        # Not applied: server access logging (LoggingConfiguration) names the access-log bucket, which
-        # only a deployed stack has; a local run has no S3 access logs to keep.
-        properties = {k: v for k, v in bucket.get("Properties", {}).items() if k != "LoggingConfiguration"}
-        _create_bucket(s3, bucket_name, resolver.resolve(properties))
-    resolver.refs[BUCKET_ID] = bucket_name
-    resolver.attributes[(BUCKET_ID, "Arn")] = f"arn:aws:s3:::{bucket_name}"
-    resolver.attributes[(BUCKET_ID, "DomainName")] = f"{bucket_name}.s3.amazonaws.com"
+    # The results bucket, and the audit trail's archive.
+    for logical_id in (BUCKET_ID, AUDIT_BUCKET_ID):
+        if logical_id not in template["Resources"]:
+            continue
+        bucket_name = _physical_name(prefix, logical_id).lower()
+        bucket = template["Resources"][logical_id]
+        if not (if_missing and _exists(partial(s3.head_bucket, Bucket=bucket_name), "404", "NoSuchBucket")):
+            # Not applied: server access logging (LoggingConfiguration) names the access-log bucket, which
+            # only a deployed stack has; a local run has no S3 access logs to keep.
+            properties = {k: v for k, v in bucket.get("Properties", {}).items() if k != "LoggingConfiguration"}
+            _create_bucket(s3, bucket_name, resolver.resolve(properties))
+        resolver.refs[logical_id] = bucket_name
+        resolver.attributes[(logical_id, "Arn")] = f"arn:aws:s3:::{bucket_name}"
+        resolver.attributes[(logical_id, "DomainName")] = f"{bucket_name}.s3.amazonaws.com"
+    bucket_name = resolver.refs[BUCKET_ID]
 
     # The jobs table.
     table_name = _physical_name(prefix, TABLE_ID)

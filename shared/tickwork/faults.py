@@ -41,6 +41,8 @@ class CrashPoint(StrEnum):
     # Run events (tickwork.progress.run_events, freeze_events): a fact recorded (a failed run's outcome, a freeze's
     # start or end), its events not published.
     EVENTS_BEFORE_PUBLISH = "events.before_publish"
+    # The audit trail's archive (tickwork.tick.audit_archive): a record in S3, not yet released to TTL.
+    AUDIT_AFTER_ARCHIVE = "audit.after_archive"
 
 
 TICK_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("tick."))
@@ -48,6 +50,7 @@ EXECUTOR_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("execu
 WORKFLOW_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("workflow."))
 FANOUT_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("fanout."))
 EVENT_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("events."))
+AUDIT_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("audit."))
 
 
 class FaultPlan(Protocol):

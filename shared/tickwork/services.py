@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import cached_property
 
+from tickwork.aws.audit_archive import AuditArchive
 from tickwork.aws.clients import AwsClients
 from tickwork.aws.dead_letters import DeadLetterQueues
 from tickwork.aws.event_bus import EventBus
@@ -57,12 +58,13 @@ from tickwork.store import (
     WorkflowRecords,
     cursor_key,
 )
-from tickwork.store.audit import AuditItems
+from tickwork.store.audit import AuditItems, AuditOutbox
 from tickwork.store.calendars import CalendarRecords
 from tickwork.store.deadlines import DeadlineRecords
 from tickwork.store.debounce import DebounceWindows
 from tickwork.store.freezes import FreezeReads, FreezeRecords
 from tickwork.store.tenant_rates import TenantRates
+from tickwork.tick.audit_archive import AuditArchiver
 from tickwork.tick.dispatch import Dispatcher, MinuteTick
 from tickwork.tick.fanout import DispatchCoordinator
 from tickwork.tick.workflow_occurrences import WorkflowOccurrences
@@ -132,7 +134,17 @@ class Services:
             events=self.run_events,
             calendars=self.calendar_records,
             freezes=self.freeze_records,
+            audit_archive=self.audit_archiver,
         )
+
+    @cached_property
+    def audit_archiver(self) -> AuditArchiver | None:
+        """The tick's archive of the audit records to S3, then their release to TTL; none without AUDIT_BUCKET."""
+        s = self.settings
+        if not s.audit_bucket:
+            return None
+        outbox = AuditOutbox(self.store.shared_table, retention=timedelta(days=s.audit_retention_days))
+        return AuditArchiver(outbox, AuditArchive(self.clients.client("s3"), s.audit_bucket), self.faults)
 
     @cached_property
     def minute_tick(self) -> MinuteTick:
@@ -315,8 +327,7 @@ class Services:
     @cached_property
     def audit(self) -> AuditTrail:
         """Each API change's audit record (written in the change's own transaction), and the records' listing."""
-        retention = timedelta(days=self.settings.audit_retention_days)
-        return AuditTrail(AuditItems(retention), self.listings, self.clock, self.store.shared_table)
+        return AuditTrail(AuditItems(), self.listings, self.clock, self.store.shared_table)
 
     @cached_property
     def idempotent_create(self) -> IdempotentCreate:

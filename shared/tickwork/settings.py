@@ -80,8 +80,10 @@ class Settings(FromEnvironment):
     # how long a run whose progress a crash interrupted waits at most, plus a tick.
     reconcile_after_seconds: int = Field(default=120, alias="RECONCILE_AFTER_SECONDS", ge=10, le=3600)
     run_retention_days: int = Field(default=30, alias="RUN_RETENTION_DAYS", ge=1)
-    # Days an audit record lives before DynamoDB TTL removes it (template parameter AuditRetentionDays).
+    # Days an audit record lives in the table, once archived, before DynamoDB TTL removes it (AuditRetentionDays).
     audit_retention_days: int = Field(default=365, alias="AUDIT_RETENTION_DAYS", ge=1)
+    # Where the tick archives audit records (the template's AuditBucket); unset, they stay in the table, unexpired.
+    audit_bucket: str | None = Field(default=None, alias="AUDIT_BUCKET")
     # Keys the HMAC of the API's page cursors; unset (or empty), a key derived from the table name is used.
     # Isolation does not depend on it (see tickwork.store.cursors).
     cursor_secret: str | None = Field(default=None, alias="CURSOR_SECRET")

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 from tickwork.faults import (
+    AUDIT_CRASH_POINTS,
     EVENT_CRASH_POINTS,
     EXECUTOR_CRASH_POINTS,
     FANOUT_CRASH_POINTS,
@@ -29,7 +30,7 @@ def test_a_process_dying_at_a_crash_point_loses_nothing_and_runs_nothing_twice(f
 
 def test_every_crash_point_is_named_for_the_tick_the_executor_a_workflow_run_or_the_fan_out():
     named = set(TICK_CRASH_POINTS) | set(EXECUTOR_CRASH_POINTS) | set(WORKFLOW_CRASH_POINTS) | set(FANOUT_CRASH_POINTS)
-    named |= set(EVENT_CRASH_POINTS)
+    named |= set(EVENT_CRASH_POINTS) | set(AUDIT_CRASH_POINTS)  # tests/integration/test_audit_archive.py
     assert named == set(CrashPoint)
     assert len(FANOUT_CRASH_POINTS) == 2  # tests/faults/test_fanout_crash.py
     assert len(TICK_CRASH_POINTS) == 4

@@ -44,6 +44,7 @@ ALARMS = {
     "RetriesAlarm",
     "OrderingKeyBlockedAlarm",
     "FailedRunsAlarm",
+    "AuditArchiveFailuresAlarm",
 }
 
 
@@ -130,6 +131,7 @@ def test_everything_else_is_created_and_what_moto_skips_is_known(stack, template
         "TickFunctionEventInvokeConfig",
         "ResultsBucketPolicy",
         "ResultsAccessLogsBucketPolicy",
+        "AuditBucketPolicy",
         "TickDeadLetterQueuePolicy",
         "CursorSecret",
     }

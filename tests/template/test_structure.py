@@ -428,12 +428,26 @@ def test_results_bucket_access(template):
     # HeadObject/GetObject of a missing result must be a 404 (results.find), not a 403.
     assert executor["s3:ListBucket"] == api["s3:ListBucket"] == [_arn("ResultsBucket")]
     assert "s3:PutObject" not in api
-    # The tick reads the upstream results a stalled workflow run's next steps use; it writes none.
-    tick = _grants(template, "TickRole")
-    assert {a: tick[a] for a in tick if a.startswith("s3:")} == {
-        "s3:GetObject": [objects],
-        "s3:ListBucket": [_arn("ResultsBucket")],
-    }
+    # The tick reads the upstream results a stalled workflow run's next steps use; it writes none. It (or, fanned
+    # out, a dispatch worker) archives the audit records, which nothing else may write, and nothing reads.
+    archive = {"Fn::Sub": "${AuditBucket.Arn}/audit/*"}
+    for role in ("TickRole", "DispatchRole"):
+        grants = _grants(template, role)
+        assert {a: grants[a] for a in grants if a.startswith("s3:")} == {
+            "s3:GetObject": [objects],
+            "s3:ListBucket": [_arn("ResultsBucket")],
+            "s3:PutObject": [archive],
+        }
+    assert archive not in executor["s3:PutObject"]
+
+
+def test_audit_archive_failures_alarm(template):
+    """A record the tick cannot archive stays unexpired in the table; an archive refused for 15 minutes pages."""
+    alarm = _props(template, "AuditArchiveFailuresAlarm")
+    assert (alarm["Namespace"], alarm["MetricName"], alarm["Statistic"]) == ("Tickwork", "AuditArchiveFailures", "Sum")
+    assert (alarm["Period"], alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"]) == (300, 3, 3)
+    assert (alarm["Threshold"], alarm["ComparisonOperator"]) == (0, "GreaterThanThreshold")
+    assert alarm["TreatMissingData"] == "notBreaching"
 
 
 def test_table_access_is_what_the_store_does(template):
@@ -559,7 +573,7 @@ def _alarms(template):
 
 def test_every_alarm_notifies_the_topic(template):
     alarms = _alarms(template)
-    assert len(alarms) == 22  # with the token API's, under its condition
+    assert len(alarms) == 23  # with the token API's, under its condition
     for props in alarms.values():
         assert props["AlarmActions"] == [{"Ref": "AlarmTopic"}]
         assert props["OKActions"] == [{"Ref": "AlarmTopic"}]

@@ -68,7 +68,7 @@ def _missing(exc: ClientError) -> bool:
     return exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound")
 
 
-def _already_written(exc: ClientError) -> bool:
+def already_written(exc: ClientError) -> bool:
     return exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "412")
 
 
@@ -116,7 +116,7 @@ class ResultStore:
                 Metadata={"sha256": digest, "run-id": run.id},
             )
         except ClientError as exc:
-            if not _already_written(exc):
+            if not already_written(exc):
                 raise
             existing = self.find(run)
             if existing is None:  # pragma: no cover - 412 means it exists
@@ -159,7 +159,7 @@ class ResultStore:
                 Metadata={"run-id": run.id},
             )
         except ClientError as exc:
-            if not _already_written(exc):
+            if not already_written(exc):
                 raise
             return False
         return True

@@ -10,7 +10,8 @@ Indexes:
 - `due-index` (sparse; due_shard, due_at ms): the queue of claimable work. A job carries the keys while it
   is ACTIVE with a next occurrence; a run carries them from its claim until its outcome (due_at = when to
   re-send it if nobody has leased it, or if its lease lapsed with its message stranded: orphan recovery).
-  Claiming a job, and a run's outcome, REMOVE the keys (a retry sets them to its re-send time).
+  Claiming a job, and a run's outcome, REMOVE the keys (a retry sets them to its re-send time). An audit record
+  carries them (due_shard=AUDIT, a partition the claim never reads) until the tick has archived it.
 - `tenant-index` (tenant_key, tenant_sort): a tenant's jobs newest first (T#<tenant>#JOB) and its
   FAILED runs newest first (T#<tenant>#FAILED), so the API never scans.
 
@@ -37,7 +38,8 @@ The package, one module a concern:
   `RunRecords` writes a new run's queue entry through;
 - `debounce`: `DebounceWindows`, a job's debounce windows (pk=JOB#<job_id>, sk=DEBOUNCE#...) and their runs' joins.
 - `audit`: the audit records' items (pk=AUDIT#<tenant>, sk=<ms>#<id>), each written in the transaction of the change
-  it records (`Table`'s `audit=`), and `AuditQuery`, the Query of a page of them (`Listings.list_audit`).
+  it records (`Table`'s `audit=`), `AuditQuery`, the Query of a page of them (`Listings.list_audit`), and
+  `AuditOutbox`, the records waiting for their archive to S3 and their release to TTL once archived.
 `JobStore` below builds the record classes of jobs and runs over one `Table` (`jobs`, `runs`, `leases`, `due`,
 `breakers`, `slots`) and holds what the others are built with (`shared_table`, `shards`, `retention`). It forwards
 nothing: the wiring (tickwork.services) hands each caller the record class it uses, so a call names its target.

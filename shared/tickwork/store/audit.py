@@ -4,23 +4,30 @@
 - pk=AUDIT#<tenant>, sk=<at, ms, 13 digits>#<record id>: a tenant's records in time order, read by one Query;
 - tenant_key=AUDIT#*, tenant_sort=<at ms>#<record id> (tenant-index): every tenant's, for an admin;
 - `record`: the record as JSON (its before/after values exactly as the API showed them); `action`, `actor_id`,
-  `actor_display` and `resource_id` beside it for the Query's filters; `expires_at`: DynamoDB TTL, `at` plus
-  the retention (AuditRetentionDays).
+  `actor_display` and `resource_id` beside it for the Query's filters;
+- due_shard=AUDIT, due_at=<at ms> (due-index): the archive's outbox. A record is written with no TTL; the tick
+  archives it to S3 (tickwork.tick.audit_archive), then `AuditOutbox.archived` takes it out of the due index and
+  sets `expires_at` (DynamoDB TTL: `at` plus AuditRetentionDays) in one conditional write: a record is only ever
+  removed once archived. Its own partition of the due index, which the claim's shard queries never read: a
+  backlog of records (S3 unreachable for a day) never crowds out a job's claim.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from tickwork.model.audit import AuditRecord
 from tickwork.model.clock import to_ms
 from tickwork.store.codec import expression_values, serialize
-from tickwork.store.due_index import TENANT_INDEX
+from tickwork.store.conditional import Table
+from tickwork.store.due_index import DUE_INDEX, TENANT_INDEX
 
 AUDIT_PARTITION = "AUDIT#"
 ALL_TENANTS = "AUDIT#*"  # the tenant-index partition of every tenant's records
+ARCHIVE_SHARD = "AUDIT"  # the due-index partition of the records not yet archived
 
 
 def audit_sort(at_ms: int, record_id: str = "") -> str:
@@ -29,9 +36,6 @@ def audit_sort(at_ms: int, record_id: str = "") -> str:
 
 class AuditItems:
     """Builds a record's item; the write that it goes with puts it (the change's transaction)."""
-
-    def __init__(self, retention: timedelta) -> None:
-        self.retention = retention
 
     def item(self, record: AuditRecord) -> dict[str, Any]:
         at = to_ms(record.at)
@@ -49,8 +53,56 @@ class AuditItems:
                 "actor_display": record.actor.display,
                 "resource_id": record.resource.id,
                 "record": record.model_dump_json(),
-                "expires_at": (at + int(self.retention.total_seconds() * 1000)) // 1000,
+                "due_shard": ARCHIVE_SHARD,
+                "due_at": at,
             }
+        )
+
+
+@dataclass(frozen=True)
+class PendingRecord:
+    """A record not yet archived: its item's key, its due time (the archive's condition) and its JSON."""
+
+    key: dict[str, Any]
+    due_at: int
+    record: str
+
+
+class AuditOutbox:
+    """The records waiting for their archive, and their release to TTL once archived. Cost per record: its due-index
+    entry (written with the record, deleted with the mark), a read of its item (BatchGetItem, 100 a request: the
+    index does not project the record) and one UpdateItem."""
+
+    def __init__(self, table: Table, *, retention: timedelta) -> None:
+        self._table = table
+        self.retention = retention
+
+    def pending(self, now: datetime, *, limit: int) -> list[PendingRecord]:
+        """Up to `limit` records due by `now`, oldest first."""
+        page = self._table.client.query(
+            TableName=self._table.name,
+            IndexName=DUE_INDEX,
+            KeyConditionExpression="due_shard = :s AND due_at <= :now",
+            ExpressionAttributeValues=expression_values(s=ARCHIVE_SHARD, now=to_ms(now)),
+            Limit=limit,
+        )
+        keys = [{"pk": raw["pk"], "sk": raw["sk"]} for raw in page.get("Items", [])]
+        items = [i for i in self._table.batch_get(keys) if "due_at" in i]  # one archived meanwhile is left out
+        pending = [
+            PendingRecord({"pk": {"S": i["pk"]}, "sk": {"S": i["sk"]}}, int(i["due_at"]), i["record"]) for i in items
+        ]
+        return sorted(pending, key=lambda p: (p.due_at, p.key["sk"]["S"]))
+
+    def archived(self, pending: PendingRecord) -> bool:
+        """The record is in the archive: out of the due index, and removed by TTL `retention` after its time. False
+        if another tick did it first."""
+        expires_at = (pending.due_at + int(self.retention.total_seconds() * 1000)) // 1000
+        return self._table.update_if(
+            pending.key,
+            "REMOVE due_shard, due_at SET expires_at = :expires",
+            "due_at = :due",
+            None,
+            expression_values(expires=expires_at, due=pending.due_at),
         )
 
 

@@ -11,7 +11,8 @@ re-sends what was claimed but never leased (tickwork.tick.resender), reconciles 
 DelaySeconds = ceil(due - now), so a run starts within about a second of its time and never before it
 (tickwork.tick.sender). `MinuteTick` is the minute rule's entry: the whole claim, or, fanned out, the
 coordinator's slices (tickwork.tick.fanout). Once per tick, the whole claim (or the slice with shard 0) also
-records and publishes the freezes' starts and ends (tickwork.progress.freeze_events).
+records and publishes the freezes' starts and ends (tickwork.progress.freeze_events) and archives the audit
+records written since the last tick (tickwork.tick.audit_archive).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from tickwork.store.calendars import CalendarRecords
 from tickwork.store.deadlines import DeadlineRecords
 from tickwork.store.freezes import FreezeReads, FreezeRecords
 from tickwork.store.tenant_rates import TenantRates
+from tickwork.tick.audit_archive import AuditArchiver
 from tickwork.tick.blockers import BlockersUnread, TickBlockers
 from tickwork.tick.claimer import JobClaimer, JobRunWriter, OccurrenceWriter, WorkflowTick
 from tickwork.tick.deadlines import DeadlineCheck
@@ -56,7 +58,8 @@ from tickwork.tick.stuck import stuck_runs
 
 # ---------------------------------------------------------------- the tick
 
-# Fanned out, the dispatch worker whose slice holds this shard also looks at the freezes' events.
+# Fanned out, the dispatch worker whose slice holds this shard also looks at the freezes' events and archives the
+# audit records.
 FREEZE_EVENTS_SHARD = 0
 
 
@@ -80,8 +83,10 @@ class Dispatcher:
         events: RunEvents | None = None,
         calendars: CalendarRecords | None = None,
         freezes: FreezeRecords | None = None,
+        audit_archive: AuditArchiver | None = None,
     ) -> None:
         self.store, self.clock = store, clock
+        self.audit_archive = audit_archive  # without it (no AUDIT_BUCKET) audit records stay in the table, unexpired
         self.horizon, self.tick_period = horizon, tick_period
         self.max_dispatch, self.threads = max_dispatch, threads
         self.redispatch_after = redispatch_after  # job service: a run it sends is re-sent after this, if unleased
@@ -163,6 +168,7 @@ class Dispatcher:
                 self.store.due.release_shard(shard, owner=owner)
         if shards is None or FREEZE_EVENTS_SHARD in shards:  # once per tick: the whole claim, or one slice of it
             report.freeze_events = self.publish_freeze_events(read_since=now)
+            report.audit_archived = self.archive_audit_records()
         report.duration_ms = int((time.monotonic() - started) * 1000)
         metrics.add_metric(name="TickDurationMs", unit="Milliseconds", value=report.duration_ms)
         logger.info("tick done", extra={k: v for k, v in report.__dict__.items() if k != "dispatched_run_ids"})
@@ -287,6 +293,16 @@ class Dispatcher:
             logger.exception("could not read the freezes; their events wait for a later tick")
             return 0
         return self.freeze_events.catch_up(freezes, self.clock.now())
+
+    def archive_audit_records(self) -> int:
+        """The audit records written since the last tick, archived to S3 and released to TTL; how many."""
+        if self.audit_archive is None:
+            return 0
+        try:
+            return self.audit_archive.archive_due(self.clock.now())
+        except Exception:
+            logger.exception("could not read the audit records to archive; a later tick archives them")
+            return 0
 
     def send_runs(self, runs: Iterable[Run]) -> SendReport:
         """Send runs to start now, created outside a tick (trigger, retry, redrive)."""
