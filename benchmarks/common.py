@@ -28,7 +28,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -478,17 +478,36 @@ class CallTimer:
         return max(e for _, _, e in spans) - min(s for _, s, _ in spans) if spans else 0.0
 
 
-def seed_one_shots(pipeline: Any, count: int, at: datetime, *, tag: str = "seed", tenant: str = "default") -> list[Any]:
-    """Store `count` one-shot echo jobs due at `at`, exactly as JobLifecycle.create_job would write them
-    (JobFactory.new_job, then tickwork.store.job_to_item), but 25 to a BatchWriteItem: set-up, not measured."""
+def seed_one_shots(
+    pipeline: Any,
+    count: int,
+    at: datetime,
+    *,
+    tag: str = "seed",
+    tenant: str = "default",
+    spread: timedelta = timedelta(0),
+    priorities: int | None = None,
+) -> list[Any]:
+    """Store `count` one-shot echo jobs due at `at` (job i at `at` + i * `spread`; with `priorities`, priority
+    i % `priorities`, else the default),
+    exactly as JobLifecycle.create_job would write them (JobFactory.new_job, then tickwork.store.job_to_item), but
+    25 to a BatchWriteItem: set-up, not measured."""
     factory, store = pipeline.services.job_factory, pipeline.services.store
     db = pipeline.services.clients.client("dynamodb")
     now = pipeline.clock.now()
-    spec = {"type": "echo", "schedule": {"at": iso(at)}}
-    jobs = [
-        factory.new_job(tenant, JobSpec.model_validate({**spec, "name": f"{tag} {i}", "payload": {"n": i}}), now=now)
-        for i in range(count)
-    ]
+
+    def spec(i: int) -> JobSpec:
+        return JobSpec.model_validate(
+            {
+                "type": "echo",
+                "schedule": {"at": iso(at + i * spread)},
+                "name": f"{tag} {i}",
+                "payload": {"n": i},
+                **({} if priorities is None else {"priority": i % priorities}),
+            }
+        )
+
+    jobs = [factory.new_job(tenant, spec(i), now=now) for i in range(count)]
     for start in range(0, count, 25):
         items = [{"PutRequest": {"Item": job_to_item(job, store.shards)}} for job in jobs[start : start + 25]]
         db.batch_write_item(RequestItems={store.table: items})
