@@ -37,7 +37,7 @@ def put(
     value: Annotated[str | None, typer.Argument(help="its value; read from standard input when not given")] = None,
     endpoint: Annotated[str, typer.Option(help="the local endpoint (tickwork dev's moto)")] = DEFAULT_ENDPOINT,
 ) -> None:
-    """Create the secret, or give it a new value (runs use it within 5 minutes). Prints its ARN, never the value."""
+    """Create the secret, or give it a new value (runs use it within the stack's SecretCacheSeconds, 5 minutes by default). Prints its ARN, never the value."""
     from tickwork.aws.clients import AwsClients  # noqa: PLC0415 - loaded only when the command runs
 
     if not _on_this_machine(endpoint):
@@ -56,5 +56,5 @@ def put(
         said = "created"
     except client.exceptions.ResourceExistsException:
         answer = client.put_secret_value(SecretId=name, SecretString=secret)
-        said = "updated (runs use the new value within 5 minutes)"
+        said = "updated (runs use the new value within SecretCacheSeconds, 5 minutes by default)"
     typer.echo(f"{said}: {answer['ARN']}")

@@ -183,7 +183,7 @@ class Services:
     def secret_cache(self) -> SecretCache:
         """The secrets runs' payloads name, kept for this execution environment (clients built on first use)."""
         stores = SecretStores(lambda: self.clients.client("secretsmanager"), lambda: self.clients.client("ssm"))
-        return SecretCache(stores, self.clock)
+        return SecretCache(stores, self.clock, keep_for=timedelta(seconds=self.settings.secret_cache_seconds))
 
     @cached_property
     def role_tags(self) -> RoleTenantTags:

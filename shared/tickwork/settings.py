@@ -112,6 +112,8 @@ class Settings(FromEnvironment):
     # The executor Lambda's timeout (template parameter ExecutorTimeoutSeconds): the margins a run's segment leaves of
     # it, for recording the outcome and for yielding, follow it (tickwork.executor.yields.LambdaMargins).
     executor_timeout_seconds: int = Field(default=900, alias="EXECUTOR_TIMEOUT_SECONDS", ge=10, le=900)
+    # How long a secret's value is kept after its read (template parameter SecretCacheSeconds): a rotation's reach.
+    secret_cache_seconds: int = Field(default=300, alias="SECRET_CACHE_SECONDS", ge=0, le=3600)
 
     @field_validator("http_allowlist", "invokable_functions", "job_type_modules", mode="before")
     @classmethod

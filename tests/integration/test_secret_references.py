@@ -123,6 +123,18 @@ def test_a_rotated_secret_is_picked_up_once_the_cached_value_is_five_minutes_old
     assert [r["authorization"] for r in Seen.requests] == [TOKEN, TOKEN, ROTATED]
 
 
+def test_a_stack_whose_secret_cache_is_zero_reads_the_rotated_value_at_the_next_run(mocked_aws, server):
+    with Pipeline.create(HTTP_ALLOWLIST="127.0.0.1/32", SECRET_CACHE_SECONDS="0") as pipeline:
+        secrets = _secrets()
+        secrets.create_secret(Name="tickwork/default/api-token", SecretString=TOKEN)
+        job = _bearer_job(pipeline, server, {"$secret": "tickwork/default/api-token"})
+        _run_due(pipeline, job.id)
+        secrets.put_secret_value(SecretId="tickwork/default/api-token", SecretString=ROTATED)
+        _run_due(pipeline, job.id)  # the same instant: nothing is kept
+
+    assert [r["authorization"] for r in Seen.requests] == [TOKEN, ROTATED]
+
+
 def test_a_reference_to_another_tenants_secret_is_refused_at_create_naming_the_field(allowlisted, server):
     with pytest.raises(InvalidInput) as refused:
         _bearer_job(allowlisted, server, {"$secret": "tickwork/other-team/api-token"})

@@ -5,8 +5,8 @@ keeps the references. Each reference is checked against the run's tenant's allow
 values are hidden (tickwork.observability.secret_mask) from the moment they are fetched until the run's outcome is
 recorded, so no log line, result, checkpoint, progress report, run log or error written meanwhile holds one.
 
-Values are kept per execution environment for CACHE_FOR (by the injected clock), then fetched again: a rotated
-secret is picked up within that. A reference the run may not use, or whose value cannot be read for good (missing,
+Values are kept per execution environment for the stack's SecretCacheSeconds (CACHE_FOR by default; by the injected
+clock), then fetched again: a rotated secret is picked up within that. A reference the run may not use, or whose value cannot be read for good (missing,
 access denied, not JSON, no such key), fails the run without retries, naming the reference and never a value; a
 transient error (a throttle, a 5xx) is retried as any other.
 """
