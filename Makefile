@@ -85,7 +85,7 @@ security: $(CHECKOV_STAMP) vpc-rendering jwt-rendering
 # What the tests need first runs two at a time (mypy and cfn-lint are CPU, the tools' installs mostly network).
 test:
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-prerequisites
-	TICKWORK_SAM_BUILT=1 $(BIN)/python -m pytest -q -n auto --durations=15 --ignore=tests/e2e --ignore=tests/browser $(PYTEST_ARGS)
+	TICKWORK_SAM_BUILT=1 $(BIN)/python -m pytest -q -n auto --dist worksteal --durations=15 --ignore=tests/e2e --ignore=tests/browser $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=10 tests/e2e tests/browser \
 		--ignore=tests/e2e/test_schemathesis_http.py $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -q tests/e2e/test_schemathesis_http.py $(PYTEST_ARGS)

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import threading
 from collections import Counter, defaultdict
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, StrictBool
 from tickwork.jobtypes import CheckpointNotJSON, CheckpointTooLarge, RunContext, job_type, registry
 from tickwork.jobtypes.durable import MAX_CHECKPOINT_BYTES
+from tickwork.model.policies import NotCoerced
 
 from tests.faults.crashes import ProcessKilled
 
@@ -22,12 +23,18 @@ FAILED_ONCE: set[str] = set()
 
 # -1: never. Not nullable: these types are registered for the whole test session, and no payload field in the
 # API's document may be nullable (tests/api/test_promises_hardened_api.py).
+# The test types' payloads take JSON's types only, as the built-in types' do (NotCoerced, StrictBool): the
+# OpenAPI document gives each registered type's schema, and the fuzz checks the server refuses what it excludes.
+
+
 class Export(BaseModel):
-    pages: int = 4
-    die_after_page: int = -1  # the first execution dies (SIGKILL) right after this page's checkpoint
-    fail_after_page: int = -1  # the first execution raises right after this page's checkpoint
-    padding: int = 0  # bytes of filler in each checkpoint (to send it to S3)
-    bad_state_at_page: int = -1  # tries to save a state JSON cannot hold, then one too large, and goes on
+    pages: Annotated[int, NotCoerced] = 4
+    # The first execution dies (SIGKILL) right after this page's checkpoint.
+    die_after_page: Annotated[int, NotCoerced] = -1
+    fail_after_page: Annotated[int, NotCoerced] = -1  # the first execution raises right after this page's checkpoint
+    padding: Annotated[int, NotCoerced] = 0  # bytes of filler in each checkpoint (to send it to S3)
+    # Tries to save a state JSON cannot hold, then one too large, and goes on.
+    bad_state_at_page: Annotated[int, NotCoerced] = -1
 
 
 if "checkpoint-export" not in registry:
@@ -84,8 +91,8 @@ if "checkpoint-steps" not in registry:
 
 class Reports(BaseModel):
     reports: list[dict[str, Any]] = []  # each: ctx.progress(**report), in order, no time between them
-    sleep: float = 0  # then ctx.sleep (the fake clock moves; the heartbeat beats)
-    hold: bool = False  # then wait for RELEASE (a test reads the run meanwhile: REPORTED says when)
+    sleep: Annotated[float, NotCoerced] = 0  # then ctx.sleep (the fake clock moves; the heartbeat beats)
+    hold: StrictBool = False  # then wait for RELEASE (a test reads the run meanwhile: REPORTED says when)
 
 
 REPORTED = threading.Event()
@@ -109,10 +116,11 @@ if "progress-reports" not in registry:
 
 class Chatty(BaseModel):
     lines: list[str] = []  # logged first
-    sleep: float = 25  # then ctx.sleep: past one heartbeat (lease/3 = 20 s), which flushes the lines
+    # Then ctx.sleep: past one heartbeat (lease/3 = 20 s), which flushes the lines.
+    sleep: Annotated[float, NotCoerced] = 25
     after: list[str] = []  # logged after the sleep (no beat flushes them)
-    die_once: bool = False  # the first execution then dies (SIGKILL)
-    hold: bool = False  # then wait for RELEASE (REPORTED says it is waiting)
+    die_once: StrictBool = False  # the first execution then dies (SIGKILL)
+    hold: StrictBool = False  # then wait for RELEASE (REPORTED says it is waiting)
 
 
 if "live-logs" not in registry:
@@ -135,10 +143,11 @@ if "live-logs" not in registry:
 
 
 class LongExport(BaseModel):
-    pages: int = 12
-    page_seconds: float = 10  # each page's work (ctx.sleep: the fake clock moves, the heartbeat beats)
-    cooperative: bool = True  # checks should_yield after each page; else ignores it (the executor yields it)
-    fail_once_at_page: int = -1  # the first execution raises as it starts this page
+    pages: Annotated[int, NotCoerced] = 12
+    # Each page's work (ctx.sleep: the fake clock moves, the heartbeat beats).
+    page_seconds: Annotated[float, NotCoerced] = 10
+    cooperative: StrictBool = True  # checks should_yield after each page; else ignores it (the executor yields it)
+    fail_once_at_page: Annotated[int, NotCoerced] = -1  # the first execution raises as it starts this page
 
 
 if "long-export" not in registry:
