@@ -9,7 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, StrictBool
 from tickwork.aws.queues import Outgoing
 from tickwork.control.api_bodies import JobUpdate
 from tickwork.jobtypes import RunContext, job_type, registry
@@ -26,7 +26,7 @@ BREAKER = {"failure_threshold": 2, "cooldown_seconds": 120}
 class SwitchPayload(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    fail: bool = False
+    fail: StrictBool = False
 
 
 if "breaker_switch" not in registry:

@@ -14,17 +14,17 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import timedelta
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, StrictBool
 from tickwork.aws.clients import AwsClients
 from tickwork.executor.run_executor import Delivery, Handlers, Outcome, RunExecutor
 from tickwork.faults import CrashPoint
 from tickwork.jobtypes import RunContext, job_type, registry
 from tickwork.model.errors import Conflict
 from tickwork.model.ids import run_id_for
-from tickwork.model.policies import Band
+from tickwork.model.policies import Band, NotCoerced
 from tickwork.model.states import JobState, RunStatus, SkipReason
 from tickwork.store import job_key
 
@@ -49,9 +49,9 @@ class FixedRandom:
 
 class GatePayload(BaseModel):
     model_config = ConfigDict(extra="allow")
-    hold_seconds: float = 0
-    cooperative: bool = True
-    fail_if_cancelled: bool = True  # a handler that notices its cancellation only once it is done
+    hold_seconds: Annotated[float, NotCoerced] = 0
+    cooperative: StrictBool = True
+    fail_if_cancelled: StrictBool = True  # a handler that notices its cancellation only once it is done
 
 
 class Gate:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from collections import Counter
 from datetime import timedelta
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, StrictBool
 from tickwork.aws.results import logs_prefix_of
 from tickwork.control.run_log_reader import RunLogQueries
 from tickwork.executor.outcomes import LOST_ATTEMPT
@@ -17,7 +17,7 @@ from tickwork.faults import CrashPoint
 from tickwork.jobtypes import RunContext, RunTimeout, job_type, registry
 from tickwork.model.errors import InvalidInput
 from tickwork.model.job import Job
-from tickwork.model.policies import Band
+from tickwork.model.policies import Band, NotCoerced
 from tickwork.model.run import MAX_ATTEMPT_HISTORY
 from tickwork.model.states import AttemptOutcome, RunStatus
 from tickwork.store import LimitRecords, rate_sort
@@ -29,9 +29,9 @@ FAR = timedelta(seconds=300)
 
 
 class Noisy(BaseModel):
-    lines: int = 1
-    fail: bool = False
-    timeout: bool = False
+    lines: Annotated[int, NotCoerced] = 1
+    fail: StrictBool = False
+    timeout: StrictBool = False
 
 
 if "runlogs-noisy" not in registry:

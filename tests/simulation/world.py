@@ -13,16 +13,16 @@ import threading
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Annotated, Any
 
 from api import app as api_app
 from dispatch import app as dispatch_app
 from executor import app as executor_app
-from pydantic import BaseModel
+from pydantic import BaseModel, StrictBool
 from tick import app as tick_app
 from tickwork.jobtypes import RunContext, job_type, registry
 from tickwork.model.clock import FakeClock
-from tickwork.model.policies import Band
+from tickwork.model.policies import Band, NotCoerced
 from tickwork.model.states import RunStatus
 from tickwork.services import Services
 
@@ -46,10 +46,14 @@ LAMBDA_SECONDS = 60  # the executor's invocations: 45 s of handler time, should_
 
 
 class SimWork(BaseModel):
-    pages: int = 2
-    page_seconds: float = 10  # each page is a step: ctx.sleep on the fake clock (the heartbeat beats)
-    fail_first_after_page: int = -1  # the run's first execution raises after this page (-1: never)
-    fail_always: bool = False  # every execution raises after its first page
+    pages: Annotated[int, NotCoerced] = 2
+    page_seconds: Annotated[float, NotCoerced] = (
+        10  # each page is a step: ctx.sleep on the fake clock (the heartbeat beats)
+    )
+    fail_first_after_page: Annotated[
+        int, NotCoerced
+    ] = -1  # the run's first execution raises after this page (-1: never)
+    fail_always: StrictBool = False  # every execution raises after its first page
 
 
 if "sim-work" not in registry:
