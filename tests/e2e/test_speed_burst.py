@@ -13,8 +13,10 @@ pytestmark = pytest.mark.e2e
 
 # Per one-shot run of a burst, every request the local endpoint served (create, claim, send, receive, lease,
 # result, completion, and the API reads of the read phase): section 1's per-run calls (about 9.3) plus the
-# executors' polls, spread over the burst's runs.
-REQUESTS_PER_RUN_BUDGET = 14.0
+# executors' polls, spread over the burst's runs, plus the archive of each create's audit record (a PutObject and
+# an UpdateItem, and a share of a BatchGetItem: docs/security.md "The archive, for Athena"). Measured with the
+# archive: 14.8 (CI, clean clone) and 19.2 (a 25-run burst on a loaded machine, where idle polls weigh more).
+REQUESTS_PER_RUN_BUDGET = 20.0
 READS_REQUESTS_PER_RUN_BUDGET = 40.0  # 20 reads a second over the burst, each a GetItem or a Query
 
 
