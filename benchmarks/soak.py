@@ -49,10 +49,9 @@ from tickwork.tick.resender import one_recovery_bound
 
 from benchmarks import ROOT
 from benchmarks.common import percentile
-from tests.processes import Proc, free_port
+from tests.processes import MOTO_LISTENING, Proc
 
 BIN = Path(sys.executable).parent
-READY_LINE = re.compile(r"ready in [0-9.]+ s: (?P<url>http://\S+)")
 INJECTED_LINE = re.compile(r"injected (\d+) AWS errors")
 # `run SUCCEEDED  nightly (j....1795262405000)`, or the bare id where the node never saw the job's name (another
 # node claimed it and the message's copy of the job spared the executor the read).
@@ -162,9 +161,8 @@ class Cluster:
         self._starts = itertools.count()
 
     def start(self) -> None:
-        port = free_port()
-        self.moto = Proc.start("moto", [sys.executable, "-m", "tickwork_local.motoserver", "--port", str(port)])
-        self.moto.wait_line("moto listening on port", 30)
+        self.moto = Proc.start("moto", [sys.executable, "-m", "tickwork_local.motoserver", "--port", "0"])
+        port = self.moto.wait_match(MOTO_LISTENING, 30)["port"]
         self.endpoint = f"http://127.0.0.1:{port}"
         self._start_node("n0")  # creates the resources; the others attach to them
         with ThreadPoolExecutor(self.plan.nodes) as pool:
@@ -182,7 +180,7 @@ class Cluster:
             with self._lock:
                 self.nodes[name] = proc
             try:
-                ready = READY_LINE.search(proc.wait_line("ready in", 60))
+                url = proc.wait_ready(60).api_url
             except AssertionError:
                 proc.kill()
                 with self._lock:
@@ -191,10 +189,9 @@ class Cluster:
                 if attempt == attempts:
                     raise
                 continue
-            assert ready is not None
             with self._lock:
                 if self.nodes.get(name) is proc:
-                    self.urls[name] = ready.group("url")
+                    self.urls[name] = url
             return
 
     def kill_and_restart(self, name: str) -> None:

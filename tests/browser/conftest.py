@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import Api
-from tests.processes import Proc, free_port
+from tests.processes import Proc
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -55,8 +55,7 @@ class LocalApi(Api):
 @pytest.fixture(scope="module")
 def dev(request: pytest.FixtureRequest) -> Iterator[LocalApi]:
     """One local runtime for the module, with the module's DEV_OPTIONS if it has any (job types of its own)."""
-    port = free_port()
-    command = [str(BIN / "tickwork"), "dev", "--port", str(port), "--moto-port", str(free_port())]
+    command = [str(BIN / "tickwork"), "dev", "--port", "0", "--moto-port", "0"]
     command += getattr(request.module, "DEV_OPTIONS", [])
     # As a user runs it: with metrics (tests/conftest.py turns Powertools' off for the in-process tests, and a
     # subprocess would inherit that), so the Metrics page has figures to chart.
@@ -64,8 +63,7 @@ def dev(request: pytest.FixtureRequest) -> Iterator[LocalApi]:
         env.setenv("POWERTOOLS_METRICS_DISABLED", "false")
         proc = Proc.start("browser-dev", [*command, "--tick-seconds", "2", "--workers", "12", "--node-name", "browser"])
     try:
-        proc.wait_line("ready in", READY_SECONDS)
-        yield LocalApi(f"http://127.0.0.1:{port}", proc)
+        yield LocalApi(proc.wait_ready(READY_SECONDS).api_url, proc)
     finally:
         code = proc.terminate()
         assert code == 0, proc.output()

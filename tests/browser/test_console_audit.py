@@ -16,7 +16,7 @@ from tests.browser.conftest import BIN, LocalApi, screenshot
 from tests.browser.test_console_forms import no_sideways_scroll
 from tests.browser.test_console_pages import create_job, open_console
 from tests.browser.test_console_workflow_actions import create_workflow
-from tests.processes import Proc, free_port
+from tests.processes import CONSOLE_LINE, Proc
 
 pytestmark = pytest.mark.browser
 
@@ -30,20 +30,17 @@ def consoles(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Loc
     """The admin's console and acme's, each a `tickwork console` adding its key in front of one `tickwork dev`."""
     keys = tmp_path_factory.mktemp("audit") / "keys.json"
     keys.write_text(json.dumps({ADMIN_KEY: {"tenant": "ops", "admin": True}, ACME_KEY: "acme"}))
-    api_port = free_port()
-    command = [str(BIN / "tickwork"), "dev", "--port", str(api_port), "--moto-port", str(free_port())]
+    command = [str(BIN / "tickwork"), "dev", "--port", "0", "--moto-port", "0"]
     dev = Proc.start("audit-dev", [*command, "--api-keys", str(keys), "--tick-seconds", "2", "--node-name", "audit"])
-    console_command = [str(BIN / "tickwork"), "console", "--api-url", f"http://127.0.0.1:{api_port}"]
     started = [dev]
     try:
-        dev.wait_line("ready in", 30)
+        api_url = dev.wait_ready(30).api_url
+        console_command = [str(BIN / "tickwork"), "console", "--api-url", api_url, "--port", "0"]
         consoles = {}
         for who, key in (("admin", ADMIN_KEY), ("acme", ACME_KEY)):
-            port = free_port()
-            console = Proc.start(f"audit-console-{who}", [*console_command, "--port", str(port), "--api-key", key])
+            console = Proc.start(f"audit-console-{who}", [*console_command, "--api-key", key])
             started.append(console)
-            console.wait_line("Ctrl-C to stop", 20)
-            consoles[who] = LocalApi(f"http://127.0.0.1:{port}", console)
+            consoles[who] = LocalApi(console.wait_match(CONSOLE_LINE, 20)["url"], console)
         yield consoles
     finally:
         for proc in reversed(started):

@@ -25,7 +25,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from tickwork_local.apigateway import ApiGatewayServer
 
-from tests.processes import Proc, free_port
+from tests.processes import CONSOLE_LINE, Proc, free_port
 
 BIN = Path(sys.executable).parent
 ACCESS_KEY = "AKIDCONSOLETEST00001"
@@ -81,11 +81,10 @@ def proxy(upstream: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[s
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env |= {"AWS_SHARED_CREDENTIALS_FILE": str(folder / "credentials"), "AWS_CONFIG_FILE": str(folder / "config")}
-    port = free_port()
     api_url = f"http://127.0.0.1:{upstream.server_address[1]}"
     command = [str(BIN / "tickwork"), "console", "--api-url", api_url, "--profile", "console-test"]
     process = subprocess.Popen(
-        [*command, "--region", REGION, "--port", str(port)],
+        [*command, "--region", REGION, "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -94,8 +93,7 @@ def proxy(upstream: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[s
     proc = Proc("console", process)
     threading.Thread(target=proc._read, daemon=True).start()
     try:
-        proc.wait_line("Ctrl-C to stop", 20)
-        yield f"127.0.0.1:{port}"
+        yield proc.wait_match(CONSOLE_LINE, 20)["address"]
     finally:
         proc.terminate()
 
@@ -183,15 +181,14 @@ def test_the_proxy_serves_the_console_and_nothing_outside_it(proxy, upstream):
 def test_an_unreachable_api_is_a_problem_the_console_can_show(upstream, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env |= {"AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "PYTHONUNBUFFERED": "1"}
-    port = free_port()
     dead = f"http://127.0.0.1:{free_port()}"
-    command = [str(BIN / "tickwork"), "console", "--api-url", dead, "--region", REGION, "--port", str(port)]
+    command = [str(BIN / "tickwork"), "console", "--api-url", dead, "--region", REGION, "--port", "0"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     proc = Proc("console-dead", process)
     threading.Thread(target=proc._read, daemon=True).start()
     try:
-        proc.wait_line("Ctrl-C to stop", 20)
-        status, headers, body = _request(f"127.0.0.1:{port}", "GET", "/v1/jobs")
+        address = proc.wait_match(CONSOLE_LINE, 20)["address"]
+        status, headers, body = _request(address, "GET", "/v1/jobs")
         assert status == 502
         assert headers["Content-Type"] == "application/problem+json"
         problem = json.loads(body)
@@ -260,43 +257,22 @@ def test_the_console_against_a_local_runtime_started_with_api_keys(tmp_path):
     sent by the browser, and the tenant it maps to is the one the API answers for."""
     keys = tmp_path / "keys.json"
     keys.write_text(json.dumps({"console-test-key-0123456789": "acme"}))
-    api_port, console_port = free_port(), free_port()
-    dev = Proc.start(
-        "console-keys-dev",
-        [
-            str(BIN / "tickwork"),
-            "dev",
-            "--port",
-            str(api_port),
-            "--moto-port",
-            str(free_port()),
-            "--api-keys",
-            str(keys),
-        ],
-    )
-    console = Proc.start(
-        "console-keys",
-        [
-            str(BIN / "tickwork"),
-            "console",
-            "--api-url",
-            f"http://127.0.0.1:{api_port}",
-            "--port",
-            str(console_port),
-            "--api-key",
-            "console-test-key-0123456789",
-        ],
-    )
+    command = [str(BIN / "tickwork"), "dev", "--port", "0", "--moto-port", "0", "--api-keys", str(keys)]
+    dev = Proc.start("console-keys-dev", command)
+    started = [dev]
     try:
-        dev.wait_line("ready in", 30)
-        console.wait_line("Ctrl-C to stop", 20)
+        api_url = dev.wait_ready(30).api_url
+        console_command = [str(BIN / "tickwork"), "console", "--api-url", api_url, "--port", "0"]
+        console = Proc.start("console-keys", [*console_command, "--api-key", "console-test-key-0123456789"])
+        started.append(console)
+        console_address = console.wait_match(CONSOLE_LINE, 20)["address"]
         # Straight to the API without the key: refused.
-        assert _request(f"127.0.0.1:{api_port}", "GET", "/v1/tenants/me")[0] in (401, 403)
-        status, headers, body = _request(f"127.0.0.1:{console_port}", "GET", "/v1/tenants/me")
+        assert _request(api_url.removeprefix("http://"), "GET", "/v1/tenants/me")[0] in (401, 403)
+        status, headers, body = _request(console_address, "GET", "/v1/tenants/me")
         assert status == 200, body
         assert json.loads(body)["tenant"] == "acme"
         assert b"console-test-key" not in body
         assert "console-test-key" not in json.dumps(headers)
     finally:
-        console.terminate()
-        dev.terminate()
+        for proc in reversed(started):
+            proc.terminate()

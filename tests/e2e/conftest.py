@@ -91,6 +91,7 @@ def tickwork_dev(name: str, *args: str) -> Proc:
 class Node:
     proc: Proc
     api: Api
+    moto_url: str
 
 
 def cli(node: Node, *args: str, timeout: float = 90) -> Any:
@@ -104,17 +105,18 @@ def cli(node: Node, *args: str, timeout: float = 90) -> Any:
     return json.loads(done.stdout)
 
 
-def start_node(name: str, *args: str, port: int | None = None) -> Node:
-    port = port or free_port()
-    proc = tickwork_dev(name, "--port", str(port), "--node-name", name, *args)
-    proc.wait_line("ready in", READY_SECONDS)
-    return Node(proc, Api(f"http://127.0.0.1:{port}"))
+def start_node(name: str, *args: str, ready_seconds: float = READY_SECONDS) -> Node:
+    """A `tickwork dev` on ports it picks (tests/processes.py says why), with its own moto unless `--attach`."""
+    ports = ["--port", "0"] if "--attach" in args else ["--port", "0", "--moto-port", "0"]
+    proc = tickwork_dev(name, *ports, "--node-name", name, *args)
+    ready = proc.wait_ready(ready_seconds)
+    return Node(proc, Api(ready.api_url), ready.moto_url)
 
 
 @contextmanager
 def running_node(name: str, *args: str) -> Iterator[Node]:
     """A node of its own moto for a module's fixture; on leaving, it must stop cleanly."""
-    started = start_node(name, "--moto-port", str(free_port()), *args)
+    started = start_node(name, *args)
     try:
         yield started
     finally:

@@ -20,7 +20,7 @@ from tickwork_local.build import BuiltStack, build
 from tickwork_local.lambda_runtime import function_config
 from tickwork_local.process_runtime import InitError, ProcessFunctionRuntime
 
-from tests.e2e.conftest import ROOT, Api, Node, free_port, tickwork_dev, wait_for
+from tests.e2e.conftest import ROOT, Api, Node, start_node, wait_for
 from tests.locks import LAYER_LOCK, installed_in, pins
 
 pytestmark = pytest.mark.e2e
@@ -76,18 +76,17 @@ def test_a_function_that_cannot_import_reports_its_init_error(stack: BuiltStack,
 
 @pytest.fixture(scope="module")
 def built_node(stack: BuiltStack) -> Iterator[tuple[Node, str]]:
-    port, moto_port = free_port(), free_port()
-    proc = tickwork_dev(
+    node = start_node(
         "built",
-        *("--built", str(stack.root), "--port", str(port), "--moto-port", str(moto_port), "--tick-seconds", "2"),
+        *("--built", str(stack.root), "--tick-seconds", "2"),
         *("--job-types", "acme_jobs", "--job-types-path", str(EXAMPLE_LAYER)),  # a user's layer (docs/job-types.md)
+        ready_seconds=BUILT_READY_SECONDS,
     )
     try:
-        proc.wait_line("ready in", BUILT_READY_SECONDS)
-        yield Node(proc, Api(f"http://127.0.0.1:{port}")), f"http://127.0.0.1:{moto_port}"
+        yield node, node.moto_url
     finally:
-        code = proc.terminate(30)
-        assert code == 0, proc.output()
+        code = node.proc.terminate(30)
+        assert code == 0, node.proc.output()
 
 
 def _finished(api: Api, job_id: str) -> dict[str, object] | None:

@@ -23,7 +23,7 @@ import pytest
 
 from benchmarks.fairness import max_overlap
 from benchmarks.soak import NODES_ONLY, Cluster
-from tests.e2e.conftest import Node, free_port, start_node, wait_for
+from tests.e2e.conftest import Node, start_node, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -65,7 +65,7 @@ def keyed_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
     keys: Path = tmp_path_factory.mktemp("keys") / "keys.json"
     keys.write_text(json.dumps({"key-a": "a", "key-b": "b", "key-ops": {"tenant": "ops", "admin": True}}))
     # Few workers: the normal band gets 2 concurrent invocations, so A's flood really queues.
-    node = start_node("fair", "--moto-port", str(free_port()), "--api-keys", str(keys), "--workers", "6")
+    node = start_node("fair", "--api-keys", str(keys), "--workers", "6")
     try:
         yield node
     finally:

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.e2e.conftest import Node, free_port, start_node, wait_for
+from tests.e2e.conftest import Node, start_node, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -18,8 +18,6 @@ pytestmark = pytest.mark.e2e
 def fanned_out_node() -> Iterator[Node]:
     started = start_node(
         "fanout",
-        "--moto-port",
-        str(free_port()),
         "--tick-seconds",
         "2",
         "--due-shards",

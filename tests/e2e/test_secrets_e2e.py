@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import BIN, Node, instant_in, start_node, wait_for
-from tests.processes import free_port
 
 pytestmark = pytest.mark.e2e
 
@@ -51,11 +50,8 @@ def server() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def node() -> Iterator[tuple[Node, str]]:
-    moto_port = free_port()
     started = start_node(
         "secrets",
-        "--moto-port",
-        str(moto_port),
         "--tick-seconds",
         "2",
         "--parameter",
@@ -64,7 +60,7 @@ def node() -> Iterator[tuple[Node, str]]:
         "SecretCacheSeconds=1",
     )
     try:
-        yield started, f"http://127.0.0.1:{moto_port}"
+        yield started, started.moto_url
     finally:
         code = started.proc.terminate()
         assert code == 0, started.proc.output()
