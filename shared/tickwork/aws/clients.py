@@ -57,6 +57,10 @@ class AwsClients:
     def _cached(self, key: str, config: Config, *, service: str | None = None) -> Any:
         with self._lock:
             if key not in self._clients:
-                session = self._session or boto3.session.Session()
-                self._clients[key] = session.client(service or key, config=config, **self._kwargs)  # type: ignore[call-overload]
+                # One session for all of them: each session parses the SDK's endpoint and service models anew, so
+                # a session per client would add that parsing to a cold start once per client. (Under the lock: a
+                # boto3 session is not safe to share between threads building clients.)
+                if self._session is None:
+                    self._session = boto3.session.Session()
+                self._clients[key] = self._session.client(service or key, config=config, **self._kwargs)  # type: ignore[call-overload]
             return self._clients[key]
