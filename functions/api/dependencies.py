@@ -18,6 +18,7 @@ from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 from tickwork.control.api_bodies import JobList, JobSpec, RedriveResult, RunList, WorkflowList, WorkflowRunList
 from tickwork.control.callers import Caller, RoleTags, attribution_of, caller_of
 from tickwork.control.job_lifecycle import JobLifecycle
+from tickwork.control.run_searches import RunSearchFilters
 from tickwork.control.workflow_service import WorkflowService
 from tickwork.model.audit import Attribution
 from tickwork.model.errors import AdminRequired
@@ -128,6 +129,10 @@ class TenantJobs:
 
     def runs_page(self, job_id: str, **filters: Any) -> RunList:
         page = self.services.queries.list_runs(self.caller.tenant, job_id, admin=self.caller.admin, **filters)
+        return RunList(items=page.items, next_cursor=page.next_cursor)
+
+    def search_page(self, filters: RunSearchFilters, *, limit: int, cursor: str | None) -> RunList:
+        page = self.services.run_searches.search(self.tenant, filters, limit=limit, cursor=cursor)
         return RunList(items=page.items, next_cursor=page.next_cursor)
 
     def dlq_page(self, **filters: Any) -> RunList:

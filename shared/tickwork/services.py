@@ -29,6 +29,7 @@ from tickwork.control.ordering_keys import OrderingKeys
 from tickwork.control.queries import JobQueries
 from tickwork.control.redrive import RunRedrive
 from tickwork.control.run_cancel import RunCancel
+from tickwork.control.run_searches import RunSearches
 from tickwork.control.stuck_runs import StuckRuns
 from tickwork.control.tenants import ActiveJobsQuota, TenantService
 from tickwork.control.workflow_factory import WorkflowFactory
@@ -63,6 +64,7 @@ from tickwork.store.calendars import CalendarRecords
 from tickwork.store.deadlines import DeadlineRecords
 from tickwork.store.debounce import DebounceWindows
 from tickwork.store.freezes import FreezeReads, FreezeRecords
+from tickwork.store.run_search import RunSearchIndex
 from tickwork.store.tenant_rates import TenantRates
 from tickwork.tick.audit_archive import AuditArchiver
 from tickwork.tick.dispatch import Dispatcher, MinuteTick
@@ -297,6 +299,11 @@ class Services:
         """A tenant's jobs, runs and DLQ, page by page, over the store's table (and client)."""
         s = self.settings
         return Listings(self.store.shared_table, Cursors(cursor_key(s.table_name, s.cursor_secret)))
+
+    @cached_property
+    def run_searches(self) -> RunSearches:
+        """A tenant's runs across its jobs and workflows, filtered (GET /v1/runs)."""
+        return RunSearches(self.listings, RunSearchIndex(self.store.shared_table, self.listings.cursors))
 
     @cached_property
     def idempotency(self) -> IdempotencyRecords:

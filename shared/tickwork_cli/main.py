@@ -384,6 +384,47 @@ def runs_list(
     _watch(session, f"/v1/jobs/{job_id}/runs", status, listing, render.RUN_COLUMNS, TERMINAL)
 
 
+@runs_app.command("search")
+@api_command
+def runs_search(
+    session: Session,
+    status: Annotated[str | None, typer.Option("--status", help="Only runs with this status.")] = None,
+    job_id: Annotated[str | None, typer.Option("--job", help="Only this job's runs.")] = None,
+    workflow_id: Annotated[str | None, typer.Option("--workflow", help="Only this workflow's steps' runs.")] = None,
+    job_type: Annotated[str | None, typer.Option("--type", help="Only runs of jobs of this type.")] = None,
+    tag: Annotated[str | None, typer.Option("--tag", help="Only runs of jobs tagged so: key=value.")] = None,
+    trigger: Annotated[str | None, typer.Option("--trigger", help="schedule, manual or backfill.")] = None,
+    error_type: Annotated[
+        str | None, typer.Option("--error-type", help="Only runs whose error is of this type.")
+    ] = None,
+    since: Annotated[str | None, typer.Option("--from", help="From this instant (ISO-8601, now, -1h).")] = None,
+    until: Annotated[str | None, typer.Option("--to", help="Up to this instant (ISO-8601, now, -10m).")] = None,
+    ended: Annotated[bool, typer.Option("--ended", help="--from/--to bound when runs ended, not their time.")] = False,
+    tenant: TenantOpt = None,
+    limit: Limit = None,
+    cursor: CursorOpt = None,
+    all_pages: AllPages = False,
+) -> None:
+    """Your runs across every job and workflow, newest first: what failed in the last hour is
+    `runs search --status FAILED --from -1h --ended`."""
+    query = {
+        "tenant": tenant,
+        "status": status,
+        "job_id": job_id,
+        "workflow_id": workflow_id,
+        "type": job_type,
+        "tag": tag,
+        "trigger": trigger,
+        "error_type": error_type,
+        "from": parse_at(since, option="--from") if since is not None else None,
+        "to": parse_at(until, option="--to") if until is not None else None,
+        "on": "ended_at" if ended else None,
+        "limit": limit,
+        "cursor": cursor,
+    }
+    session.show_page(_listing(session.client, "/v1/runs", all_pages, **query), render.RUN_COLUMNS)
+
+
 @runs_app.command("stuck")
 @api_command
 def runs_stuck(session: Session, tenant: TenantOpt = None, limit: Limit = None) -> None:

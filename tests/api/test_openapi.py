@@ -24,6 +24,7 @@ ROUTES = {
     ("get", "/v1/jobs/{job_id}/preview"),
     ("post", "/v1/jobs/{job_id}/backfill"),
     ("post", "/v1/schedules/preview"),
+    ("get", "/v1/runs"),
     ("get", "/v1/runs/stuck"),
     ("get", "/v1/runs/{run_id}"),
     ("get", "/v1/runs/{run_id}/result"),

@@ -31,8 +31,9 @@ RUN_CALL_BUDGET = {
 }
 # The run's own write units. 14 since a leased run keeps its due-index entry until its outcome (the safety net
 # for a lapsed lease whose message is stranded): the outcome's write now also deletes that index entry. 13 since
-# tenant-index projects only what its queries filter on: the claim's job update no longer rewrites its entry.
-WRU_BUDGET = 13.0
+# tenant-index projects only what its queries filter on: the claim's job update no longer rewrites its entry. 16
+# since a run is in the runs-index (GET /v1/runs): its entry is written at each status, QUEUED, RUNNING, SUCCEEDED.
+WRU_BUDGET = 16.0
 # Per workflow step run, diamond workflows (benchmarks/calls_per_step.py): the workflow's create, claim and
 # completion are shared by its 4 steps; a step's end is recorded in its workflow run, and so is each plan.
 STEP_CALL_BUDGET = {
@@ -52,7 +53,9 @@ STEP_CALL_BUDGET = {
     "sqs:DeleteMessageBatch": 0.15,
     "dynamodb:BatchGetItem": 0.1,  # tenants' settings, as for a job's run
 }
-STEP_WRU_BUDGET = 13.6  # measured 13.55 (the workflow's claim leaves its tenant-index entry alone too)
+# Measured 13.55 (the workflow's claim leaves its tenant-index entry alone too); 15.75 with a step run's 3 runs-index
+# writes (QUEUED, RUNNING, SUCCEEDED), less where its record's size no longer spills into a second KB.
+STEP_WRU_BUDGET = 15.8
 SHARDS = 8  # template.yaml DueShards default
 # A durable run's operations (benchmarks/calls_per_durable_op.py, docs/durable-runs.md), each exactly: its requests.
 DURABLE_OP_BUDGET: dict[str, dict[str, int]] = {
@@ -194,5 +197,7 @@ def test_a_durable_runs_operation_makes_the_requests_budgeted(section1c: dict[st
 def test_a_progress_report_on_a_heartbeat_costs_what_the_beat_costs_anyway(section1c: dict[str, Any]) -> None:
     ops = section1c["operations"]
     assert ops["heartbeat_with_progress"]["wru"] == ops["heartbeat_alone"]["wru"]
-    # A checkpoint in the run item, or a written report, is one write of the item: 1 WRU while it is under 1 KB.
-    assert ops["checkpoint_inline"]["wru"] == ops["progress_written"]["wru"] == 1
+    # A checkpoint in the run item, or a written report, is one write of the item: 1 WRU per started KB of it. This
+    # example's record, with its 200-byte state and its runs-index keys, sits at 1 KB (its ids' and instants' lengths
+    # and the report it holds put it on one side or the other): 1 or 2 each, a single write.
+    assert {ops["checkpoint_inline"]["wru"], ops["progress_written"]["wru"]} <= {1, 2}

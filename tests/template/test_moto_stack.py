@@ -155,11 +155,12 @@ def test_table_has_its_key_schema_and_gsis(stack):
         {"AttributeName": "sk", "KeyType": "RANGE"},
     ]
     indexes = {i["IndexName"]: i for i in table["GlobalSecondaryIndexes"]}
-    assert set(indexes) == {"due-index", "tenant-index"}
+    assert set(indexes) == {"due-index", "tenant-index", "runs-index"}
     assert [k["AttributeName"] for k in indexes["due-index"]["KeySchema"]] == ["due_shard", "due_at"]
     assert indexes["due-index"]["Projection"]["ProjectionType"] == "INCLUDE"
     assert [k["AttributeName"] for k in indexes["tenant-index"]["KeySchema"]] == ["tenant_key", "tenant_sort"]
     assert indexes["tenant-index"]["Projection"]["ProjectionType"] == "INCLUDE"
+    assert [k["AttributeName"] for k in indexes["runs-index"]["KeySchema"]] == ["runs_key", "runs_sort"]
     assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
 
 

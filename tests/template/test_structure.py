@@ -10,6 +10,7 @@ import pytest
 from template_support import as_list, dashboard_json, iam_statements
 from tickwork.settings import Settings
 from tickwork.store import DUE_INDEX, DUE_INDEX_PROJECTION, TENANT_INDEX, TENANT_INDEX_PROJECTION
+from tickwork.store.run_search import RUNS_INDEX, RUNS_INDEX_PROJECTION
 from tickwork_local.template import REPO_ROOT
 
 BANDS = ("High", "Normal", "Low")
@@ -158,9 +159,18 @@ def test_table_keys_and_indexes(template):
         {"AttributeName": "sk", "KeyType": "RANGE"},
     ]
     types = {d["AttributeName"]: d["AttributeType"] for d in props["AttributeDefinitions"]}
-    assert types == {"pk": "S", "sk": "S", "due_shard": "S", "due_at": "N", "tenant_key": "S", "tenant_sort": "S"}
+    assert types == {
+        "pk": "S",
+        "sk": "S",
+        "due_shard": "S",
+        "due_at": "N",
+        "tenant_key": "S",
+        "tenant_sort": "S",
+        "runs_key": "S",
+        "runs_sort": "S",
+    }
     indexes = {i["IndexName"]: i for i in props["GlobalSecondaryIndexes"]}
-    assert set(indexes) == {"due-index", "tenant-index"} == {DUE_INDEX, TENANT_INDEX}
+    assert set(indexes) == {"due-index", "tenant-index", "runs-index"} == {DUE_INDEX, TENANT_INDEX, RUNS_INDEX}
     due = indexes["due-index"]
     assert due["KeySchema"] == [
         {"AttributeName": "due_shard", "KeyType": "HASH"},
@@ -175,6 +185,12 @@ def test_table_keys_and_indexes(template):
     ]
     # Only what its queries filter on: the store's list (claims and outcomes then leave the entry alone).
     assert tenant["Projection"] == {"ProjectionType": "INCLUDE", "NonKeyAttributes": list(TENANT_INDEX_PROJECTION)}
+    runs = indexes["runs-index"]
+    assert runs["KeySchema"] == [
+        {"AttributeName": "runs_key", "KeyType": "HASH"},
+        {"AttributeName": "runs_sort", "KeyType": "RANGE"},
+    ]
+    assert runs["Projection"] == {"ProjectionType": "INCLUDE", "NonKeyAttributes": list(RUNS_INDEX_PROJECTION)}
 
 
 # ---------------------------------------------------------------- queues

@@ -16,14 +16,10 @@ from tickwork.model.states import JobState
 from tickwork.store import IDEMPOTENCY_KEY
 
 from routes.by_id import add_routes
-from routes.parameters import Cursor, JobId, Limit, ReadTenant
+from routes.parameters import Cursor, JobId, Limit, ReadTenant, TagFilter, tag_pair
 from routes.responses import JOB_OPERATIONS, RUN_OPERATIONS, json_response, linked, ok, problems
 
 router = APIGatewayHttpRouter()
-
-# A tag filter: a key of 1 to 128 characters without `=`, then `=`, then the value (maybe empty), as Tags allows.
-MAX_TAG_KEY, MAX_TAG_VALUE = 128, 256
-TAG_FILTER = rf"^[^=]{{1,{MAX_TAG_KEY}}}=[\s\S]{{0,{MAX_TAG_VALUE}}}$"
 
 
 @router.post(
@@ -70,22 +66,10 @@ def list_jobs(
     state: Annotated[JobState | None, Query()] = None,
     job_type: Annotated[str | None, Query(alias="type", max_length=64)] = None,
     name_prefix: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
-    tag: Annotated[
-        str | None,
-        Query(
-            pattern=TAG_FILTER,
-            max_length=MAX_TAG_KEY + 1 + MAX_TAG_VALUE,
-            description="`key=value`: only jobs whose tag `key` is `value` (the first `=` ends the key).",
-        ),
-    ] = None,
+    tag: TagFilter = None,
 ):
     page = mine.reading(tenant).jobs_page(
-        limit=limit,
-        cursor=cursor,
-        state=state,
-        job_type=job_type,
-        name_prefix=name_prefix,
-        tag=tuple(tag.split("=", 1)) if tag is not None else None,
+        limit=limit, cursor=cursor, state=state, job_type=job_type, name_prefix=name_prefix, tag=tag_pair(tag)
     )
     return json_response(200, page)
 

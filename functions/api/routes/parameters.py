@@ -55,6 +55,26 @@ ReadTenant = Annotated[
         description="An admin's: read this tenant's, as it sees them (a tenant may name only its own: 403 otherwise).",
     ),
 ]
+# A tag filter: a key of 1 to 128 characters without `=`, then `=`, then the value (maybe empty), as Tags allows.
+MAX_TAG_KEY, MAX_TAG_VALUE = 128, 256
+TagFilter = Annotated[
+    str | None,
+    Query(
+        pattern=rf"^[^=]{{1,{MAX_TAG_KEY}}}=[\s\S]{{0,{MAX_TAG_VALUE}}}$",
+        max_length=MAX_TAG_KEY + 1 + MAX_TAG_VALUE,
+        description="`key=value`: only jobs whose tag `key` is `value` (the first `=` ends the key).",
+    ),
+]
+
+
+def tag_pair(tag: str | None) -> tuple[str, str] | None:
+    """A TagFilter's (key, value)."""
+    if tag is None:
+        return None
+    key, value = tag.split("=", 1)
+    return key, value
+
+
 Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"Page size, 1 to {MAX_LIMIT}.")]
 Cursor = Annotated[str | None, Query(max_length=512, description="`next_cursor` of the previous page.")]
 

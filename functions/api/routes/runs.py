@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from aws_lambda_powertools.event_handler import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
@@ -11,12 +11,14 @@ from dependencies import Acting, CallerJobs, Tenant, Who, Wired, WiringSlot, wir
 from tickwork.control.api_bodies import RetryRequest, RunList, RunLogs
 from tickwork.control.api_examples import RETRY, openapi_examples
 from tickwork.control.run_log_reader import InsightsLink, RunLogQueries, insights_link_of
+from tickwork.control.run_searches import RunSearchFilters
 from tickwork.control.stuck_runs import StuckRunList
 from tickwork.model.run import Run
-from tickwork.model.states import RunStatus
+from tickwork.model.schedule import CallerInstant
+from tickwork.model.states import RunStatus, RunTrigger
 
 from routes.by_id import add_routes
-from routes.parameters import Cursor, JobId, Limit, ReadTenant, RunId
+from routes.parameters import Cursor, JobId, Limit, ReadTenant, RunId, TagFilter, tag_pair
 from routes.responses import json_response, ok, problems
 
 router = APIGatewayHttpRouter()
@@ -36,6 +38,54 @@ def list_runs(
     status: Annotated[RunStatus | None, Query()] = None,
 ):
     return json_response(200, mine.runs_page(job_id, limit=limit, cursor=cursor, status=status))
+
+
+@router.get(
+    "/v1/runs",
+    summary="Search your runs across every job and workflow, newest first",
+    description="Filters combine (AND). `type` and `tag` select jobs (at most 100 may match; a workflow's steps "
+    "by `workflow_id`). `from`/`to` bound `scheduled_for`, or the end (`on=ended_at`). Served by the runs index, "
+    "never a Scan; a selective filter may return a short page with a cursor.",
+    responses={200: ok(RunList, "One page"), **problems(403, 422)},
+    tags=["runs"],
+)
+def search_runs(
+    mine: CallerJobs,
+    tenant: ReadTenant = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
+    status: Annotated[RunStatus | None, Query()] = None,
+    job_id: Annotated[str | None, Query(pattern=r"^j[0-9a-z]{25}$", description="Only this job's runs.")] = None,
+    workflow_id: Annotated[
+        str | None, Query(pattern=r"^w[0-9a-z]{25}$", description="Only this workflow's steps' runs.")
+    ] = None,
+    job_type: Annotated[
+        str | None, Query(alias="type", max_length=64, description="Only runs of jobs of this type.")
+    ] = None,
+    tag: TagFilter = None,
+    trigger: Annotated[RunTrigger | None, Query()] = None,
+    error_type: Annotated[
+        str | None, Query(max_length=256, description="Only runs whose last error is of this type.")
+    ] = None,
+    since: Annotated[CallerInstant | None, Query(alias="from", description="An instant with its offset.")] = None,
+    until: Annotated[CallerInstant | None, Query(alias="to", description="An instant with its offset.")] = None,
+    on: Annotated[
+        Literal["scheduled_for", "ended_at"], Query(description="The instant `from` and `to` bound.")
+    ] = "scheduled_for",
+):
+    filters = RunSearchFilters(
+        status=status,
+        job_id=job_id,
+        workflow_id=workflow_id,
+        job_type=job_type,
+        tag=tag_pair(tag),
+        trigger=trigger,
+        error_type=error_type,
+        since=since,
+        until=until,
+        on=on,
+    )
+    return json_response(200, mine.reading(tenant).search_page(filters, limit=limit, cursor=cursor))
 
 
 @router.get(

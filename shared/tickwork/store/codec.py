@@ -36,6 +36,18 @@ _des = TypeDeserializer()
 TENANT = re.compile(r"^[A-Za-z0-9_.:=+,@/-]{1,128}$")
 
 
+# The runs-index's shards of a tenant's runs (tickwork.store.run_search). Part of every run's key there: never changed.
+RUN_SEARCH_SHARDS = 8
+
+
+def run_search_keys(run: Run) -> dict[str, str]:
+    """A run's runs-index keys: its tenant's partition of its job's shard, and its scheduled instant then id."""
+    return {
+        "runs_key": f"{run.tenant}#{shard_of(run.job_id, RUN_SEARCH_SHARDS)}",
+        "runs_sort": f"{to_ms(run.scheduled_for):013d}#{run.id}",
+    }
+
+
 def shard_of(job_id: str, shards: int) -> str:
     """Stable shard for a job and all its runs. Shards may grow, never shrink (old ones stay queried)."""
     return str(zlib.crc32(job_id.encode()) % shards)
@@ -184,7 +196,7 @@ def run_to_attrs(run: Run) -> dict[str, Any]:
     """A run's attributes. A step's payload is JSON text (as a job's is), so that its size as stored is its
     size as JSON: a map would bill every number at up to 21 bytes."""
     data = run.model_dump(mode="json", exclude={"id", "payload"})
-    attrs = _run_item(ItemKind.RUN, run_key(run.id), run.id, data)
+    attrs = _run_item(ItemKind.RUN, run_key(run.id), run.id, data) | run_search_keys(run)
     if run.payload is not None:
         attrs["payload_json"] = _json_text(run.payload)
     if run.not_before is not None:  # the lease's condition reads it (a jittered run's start, tickwork.model.jitter)

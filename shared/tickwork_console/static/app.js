@@ -5,6 +5,7 @@ import { NewJobPage } from "./job_form.js";
 import { JobPage, JobsPage, RunPage } from "./jobs.js";
 import { MetricsPage } from "./metrics.js";
 import { DlqPage } from "./ops.js";
+import { RunsPage } from "./runs.js";
 import { NewWorkflowPage } from "./workflow_form.js";
 import { WorkflowPage, WorkflowRunPage, WorkflowsPage } from "./workflows.js";
 
@@ -12,6 +13,7 @@ const ROUTES = [
   [/^\/jobs\/new$/, () => html`<${NewJobPage} />`, "jobs"],
   [/^\/jobs\/([^/]+)$/, (m, query) => html`<${JobPage} id=${decodeURIComponent(m[1])} query=${query} />`, "jobs"],
   [/^\/jobs$/, (m, query) => html`<${JobsPage} query=${query} />`, "jobs"],
+  [/^\/runs$/, (m, query) => html`<${RunsPage} query=${query} />`, "runs"],
   [/^\/runs\/([^/]+)$/, (m) => html`<${RunPage} id=${decodeURIComponent(m[1])} />`, "jobs"],
   [/^\/dlq$/, () => html`<${DlqPage} />`, "dlq"],
   [/^\/workflows$/, () => html`<${WorkflowsPage} />`, "workflows"],
@@ -24,6 +26,7 @@ const ROUTES = [
 
 const NAV = [
   ["jobs", "#/jobs", "Jobs"],
+  ["runs", "#/runs", "Runs"],
   ["dlq", "#/dlq", "DLQ"],
   ["workflows", "#/workflows", "Workflows"],
   ["metrics", "#/metrics", "Metrics"],

@@ -2,7 +2,7 @@
 // Audit page (a tenant's own records; an admin's, every tenant's or one's).
 import { html, useEffect, useState } from "./vendor/htm-preact-standalone.module.js";
 import { enc, get } from "./api.js";
-import { Cell, ErrorBox, Loading, Pager, Time, navigate, useLoad, usePager } from "./ui.js";
+import { Cell, ErrorBox, Loading, Pager, Time, instant, navigate, urlFilters, useLoad, usePager } from "./ui.js";
 
 // Whether the caller is an admin, asked once per page load: only an admin may read every tenant's records
 // (`tenant=*`); a tenant is refused (403). Anything else (the API unreachable) is taken as not an admin.
@@ -152,32 +152,17 @@ export function TabPanel({ name, children }) {
   return html`<div role="tabpanel" id=${`panel-${name}`} aria-labelledby=${`tab-${name}`}>${children}</div>`;
 }
 
-// A <input type="datetime-local"> value is in UTC here (all the console's times are): the API's instant needs its
-// offset. Anything else is sent as typed, for the API to accept or to name in its 422.
-function instant(value) {
-  if (/^\d{4}-\d\d-\d\dT\d\d:\d\d$/.test(value)) return `${value}:00Z`;
-  if (/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?$/.test(value)) return `${value}Z`;
-  return value;
-}
-
 const FILTERS = ["resource", "actor", "action", "from", "to", "tenant"];
 
 export function AuditPage({ query }) {
   const admin = useIsAdmin();
-  const filters = Object.fromEntries(FILTERS.map((name) => [name, query.get(name) || ""]));
-  const key = JSON.stringify(filters);
+  const { filters, key, apply } = urlFilters(FILTERS, query, "#/audit");
   const pager = usePager(key);
   const audit = useLoad(
     () => get("/v1/audit", { ...filters, from: instant(filters.from), to: instant(filters.to), limit: 50, cursor: pager.cursor }),
     [key, pager.cursor],
     15000,
   );
-  const apply = (event) => {
-    event.preventDefault();
-    const params = new URLSearchParams();
-    for (const [name, value] of new FormData(event.currentTarget).entries()) if (String(value).trim()) params.set(name, String(value).trim());
-    navigate(`#/audit${params.toString() ? `?${params}` : ""}`);
-  };
   return html`<section>
     <h1 tabindex="-1">Audit</h1>
     ${admin === null

@@ -201,3 +201,25 @@ export function Pager({ pager, nextCursor, label }) {
 export function navigate(hash) {
   window.location.hash = hash;
 }
+
+// A page's filters, kept in its URL (`<base>?name=value...`), so a filtered view can be bookmarked and shared: the
+// filters the URL holds (each "" when absent), a key that changes with them, and the form's submit, which puts the
+// form's non-empty fields in the URL.
+export function urlFilters(names, query, base) {
+  const filters = Object.fromEntries(names.map((name) => [name, query.get(name) || ""]));
+  const apply = (event) => {
+    event.preventDefault();
+    const params = new URLSearchParams();
+    for (const [name, value] of new FormData(event.currentTarget).entries()) if (String(value).trim()) params.set(name, String(value).trim());
+    navigate(`${base}${params.toString() ? `?${params}` : ""}`);
+  };
+  return { filters, key: JSON.stringify(filters), apply };
+}
+
+// A <input type="datetime-local"> value is in UTC here (all the console's times are): the API's instant needs its
+// offset. Anything else is sent as typed, for the API to accept or to name in its 422.
+export function instant(value) {
+  if (/^\d{4}-\d\d-\d\dT\d\d:\d\d$/.test(value)) return `${value}:00Z`;
+  if (/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?$/.test(value)) return `${value}Z`;
+  return value;
+}

@@ -1,0 +1,228 @@
+"""A tenant's runs across all its jobs and workflows, newest first, filtered: the `runs-index`.
+
+Every run item carries `runs_key` = `<tenant>#<shard>` (its job's shard of RUN_SEARCH_SHARDS) and `runs_sort` =
+`<scheduled ms, 13 digits>#<run id>`, written once when the run is created. The index projects the keys and what a
+search filters on; of those only `status`, `finished_at` and `error` ever change, each in a write that changes the
+status, so a run's entry is written once per status it passes through (about 1 WRU each: QUEUED, RUNNING, SUCCEEDED
+is 3). Heartbeats, checkpoints and progress leave it alone. A page's full runs come from the table (one
+BatchGetItem).
+
+The partition is sharded so that a tenant's burst of runs is spread over RUN_SEARCH_SHARDS index partitions (each
+takes about 1,000 writes a second) rather than throttling one. A search reads every shard it can match (one, with
+`job_ids` of one job), merges them newest first, and returns only runs newer than every unread part of every shard:
+so pages are in order and none is skipped, though one may be short when a selective filter spends the request's
+budget (then its cursor resumes where the reads stopped).
+
+The partition comes from the caller's tenant, never from the cursor, which carries only a position (`runs_sort`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from tickwork.model.clock import iso, to_ms
+from tickwork.model.errors import InvalidInput
+from tickwork.model.run import Run
+from tickwork.model.states import RunStatus, RunTrigger
+from tickwork.store.codec import RUN_SEARCH_SHARDS, deserialize, expression_values, run_from_attrs, shard_of
+from tickwork.store.conditional import Table
+from tickwork.store.cursors import Cursors
+
+RUNS_INDEX = "runs-index"
+# What a search filters on, besides the keys: template.yaml must list the same.
+RUNS_INDEX_PROJECTION = (
+    "job_id",
+    "status",
+    "trigger",
+    "workflow_run_id",
+    "finished_at",
+    "error",
+)
+# One search request reads at most this many index pages in all (each up to 1 MB, or _FILTERED_PAGE entries).
+MAX_SEARCH_QUERIES = 24
+_FILTERED_PAGE = 200
+# Job ids a search may name, as one IN (...) condition (DynamoDB takes up to 100 operands).
+MAX_SEARCH_JOBS = 100
+# How long before its scheduled instant a run may end: a skip the tick records when it claims (a calendar's, a
+# freeze's) ends up to its claim horizon early. A search by end time reads runs scheduled up to this past its end.
+ENDED_BEFORE_SCHEDULED = timedelta(hours=1)
+# Past any run id's sort value: `<ms>#<run id>` sorts below `<ms>#~`.
+_ABOVE = "~"
+
+
+@dataclass(frozen=True)
+class RunSearch:
+    """What a search asks for. `job_ids`: only those jobs' and workflows' runs (None: all); `workflow_runs_only`:
+    only workflow steps' runs; times are inclusive; `ended_*` reads runs scheduled up to `ended_to` and keeps
+    those that ended in the window."""
+
+    statuses: tuple[RunStatus, ...] = ()
+    job_ids: tuple[str, ...] | None = None
+    workflow_runs_only: bool = False
+    trigger: RunTrigger | None = None
+    error_type: str | None = None
+    scheduled_from: datetime | None = None
+    scheduled_to: datetime | None = None
+    ended_from: datetime | None = None
+    ended_to: datetime | None = None
+
+    def __post_init__(self) -> None:
+        if self.job_ids is not None and len(self.job_ids) > MAX_SEARCH_JOBS:
+            raise InvalidInput.one("job_id", f"at most {MAX_SEARCH_JOBS} jobs in one search")
+
+    def shards(self) -> list[str]:
+        if self.job_ids is None:
+            return [str(shard) for shard in range(RUN_SEARCH_SHARDS)]
+        return sorted({shard_of(job_id, RUN_SEARCH_SHARDS) for job_id in self.job_ids})
+
+    def sort_range(self, below: str | None) -> tuple[str, str]:
+        """The `runs_sort` range to read, inclusive; `below`, a cursor's position, is read past (exclusive)."""
+        ended_to = self.ended_to + ENDED_BEFORE_SCHEDULED if self.ended_to is not None else None
+        upper_instant = min((t for t in (self.scheduled_to, ended_to) if t is not None), default=None)
+        high = f"{to_ms(upper_instant):013d}#{_ABOVE}" if upper_instant is not None else _ABOVE
+        if below is not None and below < high:
+            high = below
+        low = f"{to_ms(self.scheduled_from):013d}" if self.scheduled_from is not None else "0"
+        return low, high
+
+    def filter(self) -> tuple[list[str], dict[str, str], dict[str, Any]]:
+        """The FilterExpression's conditions, names and values."""
+        conditions: list[str] = []
+        names: dict[str, str] = {}
+        values: dict[str, Any] = {}
+        if self.statuses:
+            names["#status"] = "status"
+            placeholders = []
+            for i, status in enumerate(self.statuses):
+                values[f"st{i}"] = status.value
+                placeholders.append(f":st{i}")
+            conditions.append(f"#status IN ({', '.join(placeholders)})")
+        if self.job_ids is not None:
+            names["#job_id"] = "job_id"
+            for i, job_id in enumerate(self.job_ids):
+                values[f"j{i}"] = job_id
+            conditions.append(f"#job_id IN ({', '.join(f':j{i}' for i in range(len(self.job_ids)))})")
+        if self.workflow_runs_only:
+            conditions.append("attribute_exists(workflow_run_id)")
+        if self.trigger is not None:
+            names["#trigger"] = "trigger"
+            values["trigger"] = self.trigger.value
+            conditions.append("#trigger = :trigger")
+        if self.error_type is not None:
+            names |= {"#error": "error", "#error_type": "type"}
+            values["error_type"] = self.error_type
+            conditions.append("#error.#error_type = :error_type")
+        if self.ended_from is not None or self.ended_to is not None:
+            names["#finished_at"] = "finished_at"
+            # Stored as ISO-8601 UTC with milliseconds (tickwork.model.clock.iso): ordered as text.
+            if self.ended_from is not None:
+                values["ended_from"] = iso(self.ended_from)
+                conditions.append("#finished_at >= :ended_from")
+            if self.ended_to is not None:
+                values["ended_to"] = iso(self.ended_to)
+                conditions.append("#finished_at <= :ended_to")
+        return conditions, names, values
+
+
+@dataclass
+class _Shard:
+    """One shard's reads so far: its matches not yet returned, and where its reads stopped (None: read to its
+    end)."""
+
+    key: str
+    matches: list[dict[str, Any]] = field(default_factory=list)
+    resume: dict[str, Any] | None = None
+    done: bool = False
+
+
+@dataclass(frozen=True)
+class SearchPage:
+    items: list[Run]
+    next_cursor: str | None
+    index_queries: int
+
+
+class RunSearchIndex:
+    """Reads the runs-index for a tenant's searches; shares the store's `Table` and takes its cursors."""
+
+    def __init__(self, table: Table, cursors: Cursors) -> None:
+        self._table = table
+        self.cursors = cursors
+
+    def search(self, tenant: str, search: RunSearch, *, limit: int, cursor: str | None = None) -> SearchPage:
+        below = self.cursors.decode(tenant, "run-search", cursor) if cursor else None
+        low, high = search.sort_range(below)
+        if low > high:
+            return SearchPage([], None, 0)
+        conditions, names, values = search.filter()
+        base: dict[str, Any] = {
+            "TableName": self._table.name,
+            "IndexName": RUNS_INDEX,
+            "KeyConditionExpression": "runs_key = :rk AND runs_sort BETWEEN :low AND :high",
+            "ScanIndexForward": False,
+            "Limit": max(_FILTERED_PAGE, limit + 1) if conditions else limit + 1,
+        }
+        if conditions:
+            base["FilterExpression"] = " AND ".join(conditions)
+        if names:
+            base["ExpressionAttributeNames"] = names
+        shards = [_Shard(f"{tenant}#{shard}") for shard in search.shards()]
+        queries = 0
+
+        def read(shard: _Shard) -> None:
+            request = dict(base)
+            request["ExpressionAttributeValues"] = expression_values(rk=shard.key, low=low, high=high, **values)
+            if shard.resume is not None:
+                request["ExclusiveStartKey"] = shard.resume
+            answer = self._table.client.query(**request)
+            shard.matches += [deserialize(item) for item in answer.get("Items", []) if _sort(item) != below]
+            shard.resume = answer.get("LastEvaluatedKey")
+            shard.done = shard.resume is None
+
+        # Every shard once, at the same time; then the one whose reads stopped highest, until a page is sure.
+        with ThreadPoolExecutor(max_workers=len(shards)) as pool:
+            list(pool.map(read, shards))
+        queries += len(shards)
+        while True:
+            frontier = _frontier(shards)
+            ready = sorted(
+                (m for s in shards for m in s.matches if frontier is None or m["runs_sort"] >= frontier),
+                key=lambda m: m["runs_sort"],
+                reverse=True,
+            )
+            if len(ready) > limit:
+                page = ready[:limit]
+                return SearchPage(
+                    self._runs(page), self.cursors.encode(tenant, "run-search", page[-1]["runs_sort"]), queries
+                )
+            if frontier is None:
+                return SearchPage(self._runs(ready), None, queries)
+            if queries >= MAX_SEARCH_QUERIES:
+                # The budget is spent: what is sure now, and a cursor past everything every shard has read.
+                return SearchPage(self._runs(ready), self.cursors.encode(tenant, "run-search", frontier), queries)
+            read(next(s for s in shards if not s.done and _sort(s.resume) == frontier))
+            queries += 1
+
+    def _runs(self, entries: Sequence[dict[str, Any]]) -> list[Run]:
+        """The page's runs from the table, in the page's order; one deleted since (TTL) is left out."""
+        if not entries:
+            return []
+        keys = [{"pk": {"S": e["pk"]}, "sk": {"S": e["sk"]}} for e in entries]
+        by_key = {(i["pk"], i["sk"]): i for i in self._table.batch_get(keys)}
+        return [run_from_attrs(by_key[(e["pk"], e["sk"])]) for e in entries if (e["pk"], e["sk"]) in by_key]
+
+
+def _sort(key: dict[str, Any] | None) -> str | None:
+    """The `runs_sort` of a raw item or key."""
+    return None if key is None else str(key["runs_sort"]["S"])
+
+
+def _frontier(shards: Sequence[_Shard]) -> str | None:
+    """The highest position any shard has not read past: every run above it has been read in every shard (None:
+    every shard read to its end)."""
+    stops = [_sort(s.resume) for s in shards if not s.done]
+    return max((stop for stop in stops if stop is not None), default=None)

@@ -1,0 +1,78 @@
+// The Runs page (GET /v1/runs): a tenant's runs across every job and workflow, newest first, found by filters kept
+// in the page's URL (#/runs?status=FAILED&on=ended_at&from=...), so a search can be bookmarked and shared.
+import { html } from "./vendor/htm-preact-standalone.module.js";
+import { enc, get } from "./api.js";
+import { JobLink } from "./names.js";
+import { Cell, ErrorBox, Loading, Pager, Status, Time, instant, urlFilters, useLoad, usePager } from "./ui.js";
+
+const FILTERS = ["status", "job_id", "workflow_id", "type", "tag", "trigger", "error_type", "from", "to", "on"];
+const STATUSES = ["QUEUED", "RUNNING", "RETRYING", "SUCCEEDED", "FAILED", "SKIPPED", "CANCELLED"];
+const TRIGGERS = ["schedule", "manual", "backfill"];
+
+function Choice({ name, label, value, options, none }) {
+  return html`<label>${label}
+    <select name=${name} defaultValue=${value}>
+      <option value="">${none}</option>
+      ${options.map((option) => html`<option value=${option}>${option}</option>`)}
+    </select>
+  </label>`;
+}
+
+export function RunsPage({ query }) {
+  const { filters, key, apply } = urlFilters(FILTERS, query, "#/runs");
+  const pager = usePager(key);
+  const runs = useLoad(
+    () => get("/v1/runs", { ...filters, from: instant(filters.from), to: instant(filters.to), limit: 50, cursor: pager.cursor }),
+    [key, pager.cursor],
+    15000,
+  );
+  const items = runs.data ? runs.data.items : [];
+  return html`<section>
+    <h1 tabindex="-1">Runs</h1>
+    <p class="muted">Every job's and workflow's runs, newest first. Type and tag find the jobs that have them.</p>
+    <form class="filters" key=${key} onSubmit=${apply} aria-label="Filter runs">
+      <${Choice} name="status" label="Status" value=${filters.status} options=${STATUSES} none="any" />
+      <label>Job <input name="job_id" defaultValue=${filters.job_id} placeholder="job id" size="14" /></label>
+      <label>Workflow <input name="workflow_id" defaultValue=${filters.workflow_id} placeholder="workflow id" size="14" /></label>
+      <label>Type <input name="type" defaultValue=${filters.type} placeholder="echo" size="10" /></label>
+      <label>Tag <input name="tag" defaultValue=${filters.tag} placeholder="team=pay" size="12" /></label>
+      <${Choice} name="trigger" label="Trigger" value=${filters.trigger} options=${TRIGGERS} none="any" />
+      <label>Error type <input name="error_type" defaultValue=${filters.error_type} placeholder="TimeoutError" size="12" /></label>
+      <label>From (UTC) <input name="from" type="datetime-local" defaultValue=${filters.from} /></label>
+      <label>To (UTC) <input name="to" type="datetime-local" defaultValue=${filters.to} /></label>
+      <label>Times bound
+        <select name="on" defaultValue=${filters.on}>
+          <option value="">when scheduled</option>
+          <option value="ended_at">when ended</option>
+        </select>
+      </label>
+      <button type="submit" class="primary">Search</button>
+      <a href="#/runs" class="button">Clear</a>
+    </form>
+    <${ErrorBox} error=${runs.error} />
+    ${runs.data
+      ? html`<table class="list">
+            <caption class="visually-hidden">Runs, newest first</caption>
+            <thead><tr><th>Run</th><th>Status</th><th>Job</th><th>Scheduled (UTC)</th><th>Ended (UTC)</th><th>Trigger</th><th>Error</th></tr></thead>
+            <tbody>
+              ${items.length === 0
+                ? html`<tr><td colspan="7" class="muted">No runs match${runs.data.next_cursor ? " on this page; there are more to look through" : ""}.</td></tr>`
+                : items.map(
+                    (run) => html`<tr>
+                      <${Cell} label="Run" className="mono"><a href=${`#/runs/${enc(run.id)}`}>${run.id}</a><//>
+                      <${Cell} label="Status"><${Status} value=${run.status} /><//>
+                      <${Cell} label="Job"><${JobLink} id=${run.job_id} /><//>
+                      <${Cell} label="Scheduled"><${Time} value=${run.scheduled_for} /><//>
+                      <${Cell} label="Ended"><${Time} value=${run.finished_at} /><//>
+                      <${Cell} label="Trigger">${run.trigger}<//>
+                      <${Cell} label="Error" className="mono">${run.error ? `${run.error.type}: ${run.error.message}` : "—"}<//>
+                    </tr>`,
+                  )}
+            </tbody>
+          </table>
+          <${Pager} pager=${pager} nextCursor=${runs.data.next_cursor} label="Runs" />`
+      : runs.error
+        ? null
+        : html`<${Loading} what="runs" />`}
+  </section>`;
+}
