@@ -50,6 +50,8 @@ from tickwork_cli.operations import register as register_operations
 from tickwork_cli.options import (
     DEBOUNCE_COLLECT_OPTION,
     DEBOUNCE_OPTION,
+    EXIT_STATUS_HELP,
+    EXIT_TIMEOUT,
     AllPages,
     CursorOpt,
     JobFields,
@@ -64,6 +66,7 @@ from tickwork_cli.options import (
     WorkflowIdArg,
     WorkflowRunIdArg,
     api_command,
+    exit_status_of,
 )
 from tickwork_cli.smoke import Smoke, SmokeFailed, SmokeJob, SmokeTimedOut
 
@@ -101,7 +104,6 @@ except ImportError:  # pragma: no cover - the local runtime is not installed
 else:
     _register_dev(app)
 
-EXIT_TIMEOUT = 3  # `runs list --wait` gave up; API errors exit 1, usage errors 2 (options.api_command)
 EXIT_SMOKE_FAILED = 1
 TERMINAL = {"SUCCEEDED", "FAILED", "SKIPPED"}
 WORKFLOW_RUN_TERMINAL = TERMINAL | {"CANCELLED", "COMPENSATED", "COMPENSATION_FAILED"}
@@ -143,7 +145,8 @@ def _call_by_id(
 def _watch(
     session: Session, path: str, status: str | None, listing: RunsListing, columns: Any, terminal: set[str]
 ) -> None:
-    """Show a page of runs; with --wait, first poll until it lists runs and all of them are terminal."""
+    """Show a page of runs; with --wait, first poll until it lists runs and all of them are terminal, and exit
+    with how they ended (options.EXIT_BY_ENDING)."""
 
     def fetch() -> dict[str, Any]:
         query = {"status": status, "limit": listing.limit, "cursor": listing.cursor}
@@ -167,6 +170,8 @@ def _watch(
         waited += listing.interval
         page = fetch()
     session.show_page(page, columns)
+    if listing.wait:
+        raise typer.Exit(exit_status_of(r["status"] for r in page["items"]))
 
 
 # ---------------------------------------------------------------- building requests
@@ -371,7 +376,7 @@ def jobs_backfill(
 # ---------------------------------------------------------------- runs
 
 
-@runs_app.command("list")
+@runs_app.command("list", epilog="With --wait: " + EXIT_STATUS_HELP)
 @api_command
 def runs_list(
     job_id: JobIdArg,
@@ -401,7 +406,7 @@ def runs_stuck(session: Session, tenant: TenantOpt = None, limit: Limit = None) 
 _call_by_id(runs_app, "get", "One run.", "GET", "/v1/runs/{run_id}", RunIdArg)
 
 
-@runs_app.command("watch")
+@runs_app.command("watch", epilog=EXIT_STATUS_HELP)
 @api_command
 def runs_watch(
     run_id: RunIdArg,
@@ -409,7 +414,8 @@ def runs_watch(
     interval: Annotated[float, typer.Option("--interval", help="Seconds between polls.")] = 2,
     wait_timeout: Annotated[float, typer.Option("--wait-timeout", help="Give up after this many seconds.")] = 900,
 ) -> None:
-    """Follow one run until it ends: a line each time its status or progress changes, then the run."""
+    """Follow one run until it ends: a line each time its status or progress changes, then the run; the exit
+    status says how it ended."""
     said, waited = "", 0.0
     while True:
         run = session.client.get(f"/v1/runs/{run_id}")
@@ -419,7 +425,7 @@ def runs_watch(
             said = news
         if run["status"] in TERMINAL:
             session.show_one(run)
-            return
+            raise typer.Exit(exit_status_of([run["status"]]))
         if waited >= wait_timeout:
             typer.echo(f"tickwork: run still unfinished after {wait_timeout:g} s", err=True)
             raise typer.Exit(EXIT_TIMEOUT)
@@ -684,7 +690,7 @@ _call_by_id(
 )
 
 
-@workflows_app.command("runs")
+@workflows_app.command("runs", epilog="With --wait: " + EXIT_STATUS_HELP)
 @api_command
 def workflows_runs(
     workflow_id: WorkflowIdArg,

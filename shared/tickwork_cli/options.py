@@ -26,6 +26,48 @@ from tickwork_cli.client import ApiError, Client, ConfigError
 
 EXIT_API_ERROR = 1
 EXIT_USAGE = 2
+EXIT_TIMEOUT = 3  # a wait (`runs watch`, `--wait`) gave up before the run ended
+# How a waited-for run ended, as the exit status a script gates on (`tickwork runs watch ID || ...`): each
+# ending its own code, past the codes of the CLI's own problems. Several runs (`--wait`): the first of these
+# that one of them has, in this order.
+EXIT_BY_ENDING = {
+    "FAILED": 4,
+    "COMPENSATION_FAILED": 8,
+    "COMPENSATED": 7,
+    "CANCELLED": 6,
+    "SKIPPED": 5,
+}
+EXIT_STATUS_HELP = """Exit status:
+  0  every run SUCCEEDED
+  4  one FAILED
+  5  one was SKIPPED (a job's run cancelled is too)
+  6  a workflow run was CANCELLED
+  7  a workflow run was COMPENSATED
+  8  a workflow run's compensation FAILED (COMPENSATION_FAILED)
+  3  the wait timed out
+  1  the API refused a call
+  2  a usage problem
+Runs that ended differently: the first of 4, 8, 7, 6, 5 one of them has."""
+
+
+def exit_status_of(endings: typing.Iterable[str]) -> int:
+    """The exit status for runs that ended so: 0 when every one SUCCEEDED (EXIT_BY_ENDING)."""
+    ended = set(endings)
+    return next((code for ending, code in EXIT_BY_ENDING.items() if ending in ended), 0)
+
+
+def _flags_take_no_value() -> None:
+    """Typer's rich help shows a type beside every option, a flag's too (`--all <bool>`), as if the flag took
+    a value; its plain help leaves it out, as click does. Here the rich help leaves it out too."""
+    shown_type = typer.core.TyperOption.display_type_rich
+
+    def display_type_rich(self: typer.core.TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag else shown_type(self, ctx)
+
+    typer.core.TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_take_no_value()
 
 
 class Output(StrEnum):
@@ -220,7 +262,11 @@ class RunsListing:
     cursor: CursorOpt = None
     all_pages: AllPages = False
     wait: Annotated[
-        bool, typer.Option("--wait", help="Poll until there is a run and every run listed has finished.")
+        bool,
+        typer.Option(
+            "--wait",
+            help="Poll until there is a run and every run listed has finished; the exit status says how they ended.",
+        ),
     ] = False
     wait_timeout: Annotated[float, typer.Option("--wait-timeout", help="Give up waiting after this many seconds.")] = (
         120
