@@ -252,6 +252,33 @@ class JobFields:
     ] = None
     debounce: Annotated[str | None, DEBOUNCE_OPTION] = None
     debounce_collect: Annotated[bool, DEBOUNCE_COLLECT_OPTION] = False
+    max_run_seconds: Annotated[
+        int | None,
+        typer.Option(
+            "--max-run-seconds", help="A run's handler time over all its segments, at most (a durable run's)."
+        ),
+    ] = None
+    deadline: Annotated[
+        str | None,
+        typer.Option(
+            "--deadline",
+            metavar="DURATION",
+            help="Each run ends within this of its occurrence: 30m, 4h, 90 (seconds).",
+        ),
+    ] = None
+    on_deadline_miss: Annotated[
+        str | None,
+        typer.Option("--on-deadline-miss", help="With --deadline: ALERT (the default), or CANCEL the run as well."),
+    ] = None
+    notify: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--notify",
+            metavar="EVENT",
+            help='An event to publish: "Run Failed", "Run Dead-Lettered", "Deadline Missed", "Job Suspended"; '
+            "repeatable; none for no event.",
+        ),
+    ] = None
 
 
 @dataclasses.dataclass
