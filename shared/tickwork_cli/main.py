@@ -332,9 +332,10 @@ PreviewCount = Annotated[int | None, typer.Option("--count", help="How many occu
 @jobs_app.command("preview")
 @api_command
 def jobs_preview(job_id: JobIdArg, session: Session, count: PreviewCount = None) -> None:
-    """A job's next occurrences, as it will run them, with DST flags (gap, fold)."""
+    """A job's next occurrences, as it will run them, with DST flags (gap, fold) and what blocks them (a
+    calendar, a freeze) and what becomes of them."""
     page = session.client.get(f"/v1/jobs/{quote(job_id, safe='')}/preview", count=count)
-    session.show_page({**page, "next_cursor": None}, render.PREVIEW_COLUMNS)
+    session.show_page({**page, "next_cursor": None}, render.JOB_PREVIEW_COLUMNS)
 
 
 @schedules_app.command("preview")

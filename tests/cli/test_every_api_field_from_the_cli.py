@@ -34,15 +34,15 @@ COMMANDS: dict[tuple[str, str], list[str]] = {
     ("PUT", "/v1/tenants/{tenant}"): ["tenants", "set", "acme"],
     ("POST", "/v1/workflow-runs/{workflow_run_id}/cancel"): ["workflows", "cancel-run", WORKFLOW_RUN_ID],
     ("POST", "/v1/calendars"): ["calendars", "create"],
-    ("PUT", "/v1/calendars/{calendar_id}"): ["calendars", "replace", CALENDAR_ID],
-    ("POST", "/v1/freezes"): ["freeze"],
+    ("PUT", "/v1/calendars/{calendar_id}"): ["calendars", "update", CALENDAR_ID],
+    ("POST", "/v1/freezes"): ["freezes", "create"],
 }
 
 # What a command needs besides the field under test (the body may still be refused: only what is sent counts).
 BASE: dict[str, list[str]] = {
     "jobs create": ["--name", "n", "--type", "echo"],
     "jobs backfill": ["--from", "-1h", "--to", "now"],
-    "freeze": ["--reason", "r", "--for", "30m", "--all"],
+    "freezes create": ["--reason", "r", "--for", "30m", "--all"],
     "workflows create": ["--file", WORKFLOW_FILE],
 }
 
@@ -110,7 +110,7 @@ FLAGS: dict[str, dict[str, list[str]]] = {
     "workflows create": {**SCHEDULE_FLAGS, **POLICY_FLAGS},
     "workflows update": {**SCHEDULE_FLAGS, **POLICY_FLAGS},
     "workflows cancel-run": {"compensate": ["--compensate"]},
-    "freeze": {
+    "freezes create": {
         "selector.tags": ["--tag", "team=payments"],
         "selector.job_ids": ["--job", "j1"],
         "selector.all": ["--all"],
@@ -133,7 +133,7 @@ FILE_BASE: dict[str, dict[str, Any]] = {
     "jobs create": {"name": "n", "type": "echo"},
     "workflows create": {k: v for k, v in DIAMOND.items() if k in ("name", "schedule", "steps")},
     "calendars create": CALENDAR,
-    "calendars replace": CALENDAR,
+    "calendars update": CALENDAR,
 }
 
 
