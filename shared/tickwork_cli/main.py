@@ -6,7 +6,7 @@ locally.
     tickwork runs result <run id>
     tickwork workflows create --file workflow.json
     tickwork workflows trigger <workflow id>
-    tickwork workflows runs <workflow id> --wait
+    tickwork workflow-runs list <workflow id> --wait
     tickwork tenants get me
     tickwork tenants set acme --weight 3 --max-active-jobs 100
     tickwork audit --resource <job id> --from -1d
@@ -87,6 +87,11 @@ dead_letters_app = typer.Typer(
 )
 app.add_typer(dead_letters_app, name="dead-letters")
 app.add_typer(workflows_app, name="workflows")
+workflow_runs_app = typer.Typer(
+    help="Runs of workflows: list, inspect, cancel, retry (a step's run is a run: `tickwork runs`).",
+    no_args_is_help=True,
+)
+app.add_typer(workflow_runs_app, name="workflow-runs")
 schedules_app = typer.Typer(help="Schedules before they are jobs': preview their occurrences.", no_args_is_help=True)
 app.add_typer(schedules_app, name="schedules")
 tenants_app = typer.Typer(
@@ -691,9 +696,9 @@ _call_by_id(
 )
 
 
-@workflows_app.command("runs", epilog="With --wait: " + EXIT_STATUS_HELP)
+@workflow_runs_app.command("list", epilog="With --wait: " + EXIT_STATUS_HELP)
 @api_command
-def workflows_runs(
+def workflow_runs_list(
     workflow_id: WorkflowIdArg,
     session: Session,
     status: Annotated[
@@ -711,29 +716,14 @@ def workflows_runs(
     _watch(session, path, status, listing, render.WORKFLOW_RUN_COLUMNS, WORKFLOW_RUN_TERMINAL)
 
 
-_call_by_id(
-    workflows_app,
-    "get-run",
-    "One workflow run, with every step's state and run id (`tickwork runs get` shows a step's run).",
-    "GET",
-    "/v1/workflow-runs/{workflow_run_id}",
-    WorkflowRunIdArg,
-)
-# The old name of get-run, kept for a release; not listed.
-_call_by_id(
-    workflows_app,
-    "show-run",
-    "One workflow run (the old name of get-run).",
-    "GET",
-    "/v1/workflow-runs/{workflow_run_id}",
-    WorkflowRunIdArg,
-    hidden=True,
-)
+WORKFLOW_RUN_PATH = "/v1/workflow-runs/{workflow_run_id}"
+WORKFLOW_RUN_GET = "One workflow run, with every step's state and run id (`tickwork runs get` shows a step's run)."
+_call_by_id(workflow_runs_app, "get", WORKFLOW_RUN_GET, "GET", WORKFLOW_RUN_PATH, WorkflowRunIdArg)
 
 
-@workflows_app.command("cancel-run")
+@workflow_runs_app.command("cancel")
 @api_command
-def workflows_cancel_run(
+def workflow_runs_cancel(
     workflow_run_id: WorkflowRunIdArg,
     session: Session,
     compensate: Annotated[
@@ -745,14 +735,19 @@ def workflows_cancel_run(
     session.show_one(session.client.post(f"/v1/workflow-runs/{workflow_run_id}/cancel", body))
 
 
-_call_by_id(
-    workflows_app,
-    "retry-run",
-    "Re-run a FAILED workflow run's failed steps and what they skipped; nothing that succeeded runs again.",
-    "POST",
-    "/v1/workflow-runs/{workflow_run_id}/retry",
-    WorkflowRunIdArg,
+WORKFLOW_RUN_RETRY = (
+    "Re-run a FAILED workflow run's failed steps and what they skipped; nothing that succeeded runs again."
 )
+_call_by_id(workflow_runs_app, "retry", WORKFLOW_RUN_RETRY, "POST", WORKFLOW_RUN_PATH + "/retry", WorkflowRunIdArg)
+# The old verbs, under workflows, kept for a release; not listed.
+workflows_app.command("runs", hidden=True, epilog="With --wait: " + EXIT_STATUS_HELP)(workflow_runs_list)
+workflows_app.command("cancel-run", hidden=True)(workflow_runs_cancel)
+for _old, _doc, _method, _path in (
+    ("get-run", WORKFLOW_RUN_GET, "GET", WORKFLOW_RUN_PATH),
+    ("show-run", WORKFLOW_RUN_GET, "GET", WORKFLOW_RUN_PATH),
+    ("retry-run", WORKFLOW_RUN_RETRY, "POST", WORKFLOW_RUN_PATH + "/retry"),
+):
+    _call_by_id(workflows_app, _old, _doc, _method, _path, WorkflowRunIdArg, hidden=True)
 
 
 # ---------------------------------------------------------------- tenants

@@ -283,7 +283,7 @@ class JobFields:
 
 @dataclasses.dataclass
 class RunsListing:
-    """How `runs list` and `workflows runs` page through runs, and wait for them to finish."""
+    """How `runs list` and `workflow-runs list` page through runs, and wait for them to finish."""
 
     limit: Limit = None
     cursor: CursorOpt = None

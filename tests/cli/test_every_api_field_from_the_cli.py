@@ -32,7 +32,7 @@ COMMANDS: dict[tuple[str, str], list[str]] = {
     ("POST", "/v1/workflows"): ["workflows", "create"],
     ("PATCH", "/v1/workflows/{workflow_id}"): ["workflows", "update", WORKFLOW_ID],
     ("PUT", "/v1/tenants/{tenant}"): ["tenants", "set", "acme"],
-    ("POST", "/v1/workflow-runs/{workflow_run_id}/cancel"): ["workflows", "cancel-run", WORKFLOW_RUN_ID],
+    ("POST", "/v1/workflow-runs/{workflow_run_id}/cancel"): ["workflow-runs", "cancel", WORKFLOW_RUN_ID],
     ("POST", "/v1/calendars"): ["calendars", "create"],
     ("PUT", "/v1/calendars/{calendar_id}"): ["calendars", "update", CALENDAR_ID],
     ("POST", "/v1/freezes"): ["freezes", "create"],
@@ -109,7 +109,7 @@ FLAGS: dict[str, dict[str, list[str]]] = {
     "runs retry": {"from_checkpoint": ["--start-over"]},
     "workflows create": {**SCHEDULE_FLAGS, **POLICY_FLAGS},
     "workflows update": {**SCHEDULE_FLAGS, **POLICY_FLAGS},
-    "workflows cancel-run": {"compensate": ["--compensate"]},
+    "workflow-runs cancel": {"compensate": ["--compensate"]},
     "freezes create": {
         "selector.tags": ["--tag", "team=payments"],
         "selector.job_ids": ["--job", "j1"],

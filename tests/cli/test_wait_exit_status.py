@@ -1,5 +1,5 @@
 """A waiting command's exit status says how the runs it waited for ended (`runs watch`, `runs list --wait`,
-`workflows runs --wait`): a CI step gates on it. The codes are options.EXIT_BY_ENDING's, shown in --help."""
+`workflow-runs list --wait`): a CI step gates on it. The codes are options.EXIT_BY_ENDING's, shown in --help."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_workflows_runs_wait_exits_non_zero_when_the_run_was_compensated(cli):
     trip = str(ROOT / "examples" / "workflows" / "book-trip.json")
     workflow = cli.json("workflows", "create", "--file", trip)
     cli.json("workflows", "trigger", workflow["id"])
-    waited = cli("workflows", "runs", workflow["id"], "--wait", "--interval", "1", "--wait-timeout", "30")
+    waited = cli("workflow-runs", "list", workflow["id"], "--wait", "--interval", "1", "--wait-timeout", "30")
     assert waited.exit_code == 7, waited.output
     assert [r["status"] for r in json.loads(waited.stdout)["items"]] == ["COMPENSATED"]
 
@@ -87,7 +87,9 @@ def test_the_exit_status_of_each_ending_and_of_several(endings, code):
     assert exit_status_of(endings) == code
 
 
-@pytest.mark.parametrize("argv", [["runs", "watch"], ["runs", "list"], ["workflows", "runs"]])
+@pytest.mark.parametrize(
+    "argv", [["runs", "watch"], ["runs", "list"], ["workflow-runs", "list"], ["workflows", "runs"]]
+)
 def test_the_exit_statuses_are_in_the_waiting_commands_help(cli, argv):
     from tickwork_cli.main import app
     from tickwork_cli.options import EXIT_BY_ENDING
