@@ -143,7 +143,8 @@ class ScheduleFields:
     """A schedule as flags: what jobs and workflows are created and changed with, and previews take."""
 
     at: Annotated[
-        str | None, typer.Option("--at", help="Once at this ISO-8601 time, now, or +10s / +1h30m from now.")
+        str | None,
+        typer.Option("--at", help="Once at this ISO-8601 time, now (it runs at once), or +10s / +1h30m from now."),
     ] = None
     cron: Annotated[str | None, typer.Option("--cron", help="Cron: 5 fields, or 6 with seconds first.")] = None
     rate: Annotated[
