@@ -99,3 +99,17 @@ def test_the_exit_statuses_are_in_the_waiting_commands_help(cli, argv):
     for ending, code in {"SUCCEEDED": 0, **EXIT_BY_ENDING}.items():
         assert any(line.startswith(f"{code} ") and ending in line for line in lines), (ending, shown)
     assert any(line.startswith("3 the wait timed out") for line in lines), shown
+
+
+def test_runs_list_wait_answers_for_every_run_listed_and_limit_1_for_the_newest(cli, pipeline):
+    job = _job(cli, "--rate", "1 day", "--max-attempts", "1")
+    cli.json("jobs", "trigger", job["id"], "--payload", '{"fail_attempts": 5}')
+    pipeline.drain()
+    pipeline.clock.advance(1)
+    cli.json("jobs", "trigger", job["id"])
+    waited = cli("runs", "list", job["id"], "--wait", "--interval", "1", "--wait-timeout", "30")
+    assert waited.exit_code == 4, waited.output
+    assert [r["status"] for r in json.loads(waited.stdout)["items"]] == ["SUCCEEDED", "FAILED"]
+    newest = cli("runs", "list", job["id"], "--wait", "--limit", "1", "--interval", "1", "--wait-timeout", "30")
+    assert newest.exit_code == 0, newest.output
+    assert [r["status"] for r in json.loads(newest.stdout)["items"]] == ["SUCCEEDED"]
