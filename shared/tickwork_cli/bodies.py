@@ -228,8 +228,25 @@ def debounce_of(value: str | None, collect: bool) -> dict[str, Any] | None:
     return {"key": match.group(1), "seconds": int(match.group(2)), **({"collect": True} if collect else {})}
 
 
+def _deadline(within: str | None, on_miss: str | None) -> dict[str, Any] | None:
+    """`--deadline DURATION` (with `--on-deadline-miss`) as the API's `deadline`; the API names a missing
+    `within_seconds` when only --on-deadline-miss is given."""
+    within_seconds = parse_duration(within, "--deadline") if within is not None else None
+    return given(within_seconds=within_seconds, on_miss=on_miss) or None
+
+
+def _notify(events: list[str] | None) -> list[str] | None:
+    """`--notify EVENT` flags as the API's `notify` list; `--notify none` alone: no event (`[]`)."""
+    if events is None:
+        return None
+    if [event.lower() for event in events] == ["none"]:
+        return []
+    return events
+
+
 def job_settings_of(fields: JobFields) -> dict[str, Any]:
-    """What only jobs take: overlap, catch-up, the circuit breaker, jitter, precision, limits."""
+    """What only jobs take: overlap, catch-up, the circuit breaker, jitter, precision, limits, the run time,
+    the deadline, the events published."""
     return given(
         overlap=fields.overlap,
         catchup=fields.catchup,
@@ -246,4 +263,7 @@ def job_settings_of(fields: JobFields) -> dict[str, Any]:
         rate_limit=_rate_limit(fields.rate_limit),
         ordering=_ordering(fields.ordering, fields.ordering_on_failure),
         debounce=debounce_of(fields.debounce, fields.debounce_collect),
+        max_run_seconds=fields.max_run_seconds,
+        deadline=_deadline(fields.deadline, fields.on_deadline_miss),
+        notify=_notify(fields.notify),
     )

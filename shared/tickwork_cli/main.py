@@ -6,7 +6,7 @@ locally.
     tickwork runs result <run id>
     tickwork workflows create --file workflow.json
     tickwork workflows trigger <workflow id>
-    tickwork workflows runs <workflow id> --wait
+    tickwork workflow-runs list <workflow id> --wait
     tickwork tenants get me
     tickwork tenants set acme --weight 3 --max-active-jobs 100
     tickwork audit --resource <job id> --from -1d
@@ -50,6 +50,8 @@ from tickwork_cli.operations import register as register_operations
 from tickwork_cli.options import (
     DEBOUNCE_COLLECT_OPTION,
     DEBOUNCE_OPTION,
+    EXIT_STATUS_HELP,
+    EXIT_TIMEOUT,
     AllPages,
     CursorOpt,
     JobFields,
@@ -64,6 +66,7 @@ from tickwork_cli.options import (
     WorkflowIdArg,
     WorkflowRunIdArg,
     api_command,
+    exit_status_of,
 )
 from tickwork_cli.smoke import Smoke, SmokeFailed, SmokeJob, SmokeTimedOut
 
@@ -84,6 +87,11 @@ dead_letters_app = typer.Typer(
 )
 app.add_typer(dead_letters_app, name="dead-letters")
 app.add_typer(workflows_app, name="workflows")
+workflow_runs_app = typer.Typer(
+    help="Runs of workflows: list, inspect, cancel, retry (a step's run is a run: `tickwork runs`).",
+    no_args_is_help=True,
+)
+app.add_typer(workflow_runs_app, name="workflow-runs")
 schedules_app = typer.Typer(help="Schedules before they are jobs': preview their occurrences.", no_args_is_help=True)
 app.add_typer(schedules_app, name="schedules")
 tenants_app = typer.Typer(
@@ -101,7 +109,6 @@ except ImportError:  # pragma: no cover - the local runtime is not installed
 else:
     _register_dev(app)
 
-EXIT_TIMEOUT = 3  # `runs list --wait` gave up; API errors exit 1, usage errors 2 (options.api_command)
 EXIT_SMOKE_FAILED = 1
 TERMINAL = {"SUCCEEDED", "FAILED", "SKIPPED"}
 WORKFLOW_RUN_TERMINAL = TERMINAL | {"CANCELLED", "COMPENSATED", "COMPENSATION_FAILED"}
@@ -143,7 +150,8 @@ def _call_by_id(
 def _watch(
     session: Session, path: str, status: str | None, listing: RunsListing, columns: Any, terminal: set[str]
 ) -> None:
-    """Show a page of runs; with --wait, first poll until it lists runs and all of them are terminal."""
+    """Show a page of runs; with --wait, first poll until it lists runs and all of them are terminal, and exit
+    with how they ended (options.EXIT_BY_ENDING)."""
 
     def fetch() -> dict[str, Any]:
         query = {"status": status, "limit": listing.limit, "cursor": listing.cursor}
@@ -167,6 +175,8 @@ def _watch(
         waited += listing.interval
         page = fetch()
     session.show_page(page, columns)
+    if listing.wait:
+        raise typer.Exit(exit_status_of(r["status"] for r in page["items"]))
 
 
 # ---------------------------------------------------------------- building requests
@@ -327,9 +337,10 @@ PreviewCount = Annotated[int | None, typer.Option("--count", help="How many occu
 @jobs_app.command("preview")
 @api_command
 def jobs_preview(job_id: JobIdArg, session: Session, count: PreviewCount = None) -> None:
-    """A job's next occurrences, as it will run them, with DST flags (gap, fold)."""
+    """A job's next occurrences, as it will run them, with DST flags (gap, fold) and what blocks them (a
+    calendar, a freeze) and what becomes of them."""
     page = session.client.get(f"/v1/jobs/{quote(job_id, safe='')}/preview", count=count)
-    session.show_page({**page, "next_cursor": None}, render.PREVIEW_COLUMNS)
+    session.show_page({**page, "next_cursor": None}, render.JOB_PREVIEW_COLUMNS)
 
 
 @schedules_app.command("preview")
@@ -371,7 +382,7 @@ def jobs_backfill(
 # ---------------------------------------------------------------- runs
 
 
-@runs_app.command("list")
+@runs_app.command("list", epilog="With --wait: " + EXIT_STATUS_HELP)
 @api_command
 def runs_list(
     job_id: JobIdArg,
@@ -442,7 +453,7 @@ def runs_stuck(session: Session, tenant: TenantOpt = None, limit: Limit = None) 
 _call_by_id(runs_app, "get", "One run.", "GET", "/v1/runs/{run_id}", RunIdArg)
 
 
-@runs_app.command("watch")
+@runs_app.command("watch", epilog=EXIT_STATUS_HELP)
 @api_command
 def runs_watch(
     run_id: RunIdArg,
@@ -450,7 +461,8 @@ def runs_watch(
     interval: Annotated[float, typer.Option("--interval", help="Seconds between polls.")] = 2,
     wait_timeout: Annotated[float, typer.Option("--wait-timeout", help="Give up after this many seconds.")] = 900,
 ) -> None:
-    """Follow one run until it ends: a line each time its status or progress changes, then the run."""
+    """Follow one run until it ends: a line each time its status or progress changes, then the run; the exit
+    status says how it ended."""
     said, waited = "", 0.0
     while True:
         run = session.client.get(f"/v1/runs/{run_id}")
@@ -460,7 +472,7 @@ def runs_watch(
             said = news
         if run["status"] in TERMINAL:
             session.show_one(run)
-            return
+            raise typer.Exit(exit_status_of([run["status"]]))
         if waited >= wait_timeout:
             typer.echo(f"tickwork: run still unfinished after {wait_timeout:g} s", err=True)
             raise typer.Exit(EXIT_TIMEOUT)
@@ -725,9 +737,9 @@ _call_by_id(
 )
 
 
-@workflows_app.command("runs")
+@workflow_runs_app.command("list", epilog="With --wait: " + EXIT_STATUS_HELP)
 @api_command
-def workflows_runs(
+def workflow_runs_list(
     workflow_id: WorkflowIdArg,
     session: Session,
     status: Annotated[
@@ -745,29 +757,14 @@ def workflows_runs(
     _watch(session, path, status, listing, render.WORKFLOW_RUN_COLUMNS, WORKFLOW_RUN_TERMINAL)
 
 
-_call_by_id(
-    workflows_app,
-    "get-run",
-    "One workflow run, with every step's state and run id (`tickwork runs get` shows a step's run).",
-    "GET",
-    "/v1/workflow-runs/{workflow_run_id}",
-    WorkflowRunIdArg,
-)
-# The old name of get-run, kept for a release; not listed.
-_call_by_id(
-    workflows_app,
-    "show-run",
-    "One workflow run (the old name of get-run).",
-    "GET",
-    "/v1/workflow-runs/{workflow_run_id}",
-    WorkflowRunIdArg,
-    hidden=True,
-)
+WORKFLOW_RUN_PATH = "/v1/workflow-runs/{workflow_run_id}"
+WORKFLOW_RUN_GET = "One workflow run, with every step's state and run id (`tickwork runs get` shows a step's run)."
+_call_by_id(workflow_runs_app, "get", WORKFLOW_RUN_GET, "GET", WORKFLOW_RUN_PATH, WorkflowRunIdArg)
 
 
-@workflows_app.command("cancel-run")
+@workflow_runs_app.command("cancel")
 @api_command
-def workflows_cancel_run(
+def workflow_runs_cancel(
     workflow_run_id: WorkflowRunIdArg,
     session: Session,
     compensate: Annotated[
@@ -779,14 +776,19 @@ def workflows_cancel_run(
     session.show_one(session.client.post(f"/v1/workflow-runs/{workflow_run_id}/cancel", body))
 
 
-_call_by_id(
-    workflows_app,
-    "retry-run",
-    "Re-run a FAILED workflow run's failed steps and what they skipped; nothing that succeeded runs again.",
-    "POST",
-    "/v1/workflow-runs/{workflow_run_id}/retry",
-    WorkflowRunIdArg,
+WORKFLOW_RUN_RETRY = (
+    "Re-run a FAILED workflow run's failed steps and what they skipped; nothing that succeeded runs again."
 )
+_call_by_id(workflow_runs_app, "retry", WORKFLOW_RUN_RETRY, "POST", WORKFLOW_RUN_PATH + "/retry", WorkflowRunIdArg)
+# The old verbs, under workflows, kept for a release; not listed.
+workflows_app.command("runs", hidden=True, epilog="With --wait: " + EXIT_STATUS_HELP)(workflow_runs_list)
+workflows_app.command("cancel-run", hidden=True)(workflow_runs_cancel)
+for _old, _doc, _method, _path in (
+    ("get-run", WORKFLOW_RUN_GET, "GET", WORKFLOW_RUN_PATH),
+    ("show-run", WORKFLOW_RUN_GET, "GET", WORKFLOW_RUN_PATH),
+    ("retry-run", WORKFLOW_RUN_RETRY, "POST", WORKFLOW_RUN_PATH + "/retry"),
+):
+    _call_by_id(workflows_app, _old, _doc, _method, _path, WorkflowRunIdArg, hidden=True)
 
 
 # ---------------------------------------------------------------- tenants

@@ -1,8 +1,12 @@
-"""`tickwork calendars ...`, `tickwork freeze` and `tickwork unfreeze`: calendars and freezes (docs/operations.md)
-over the HTTP API.
+"""`tickwork calendars ...` and `tickwork freezes ...`: calendars and freezes (docs/operations.md) over the HTTP
+API, with the verbs jobs have (list, get, create, update; delete, or a freeze's lift).
 
-    tickwork freeze --for 30m --tag team=payments --reason "deploy 1.42"   # prints the freeze id
-    tickwork unfreeze <freeze id>
+    tickwork freezes create --for 30m --tag team=payments --reason "deploy 1.42"   # prints the freeze id
+    tickwork freezes lift <freeze id>
+    tickwork calendars update <calendar id> --name "black friday 2027"
+
+The old verbs (`tickwork freeze`, `tickwork unfreeze`, `calendars replace`) still work, unlisted, until the next
+release.
 """
 
 from __future__ import annotations
@@ -10,33 +14,63 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from tickwork_cli.bodies import given, json_object_file, parse_duration, parse_instant, tags_of
+from tickwork_cli.bodies import given, json_object_file, overlay, parse_duration, parse_instant, tags_of
+from tickwork_cli.client import ConfigError
 from tickwork_cli.options import Output, Session, TenantOpt, api_command
 
 calendars_app = typer.Typer(
     help="Calendars: blackouts (exclude) and maintenance windows (include) your jobs name.", no_args_is_help=True
 )
+freezes_app = typer.Typer(
+    help="Freezes: stop the jobs they select for a while (a deploy), and lift them early.", no_args_is_help=True
+)
 CalendarIdArg = Annotated[str, typer.Argument(help="The calendar id.")]
+FreezeIdArg = Annotated[str, typer.Argument(help="The freeze id.")]
 CalendarFile = Annotated[
     Path, typer.Option("--file", "-f", help="The calendar as JSON (name, timezone, mode, windows), or - for stdin.")
 ]
+CalendarName = Annotated[str | None, typer.Option("--name", help="A name for people (overrides the file's).")]
+CalendarZone = Annotated[
+    str | None, typer.Option("--timezone", help="The IANA zone its windows' wall times are in (default UTC).")
+]
+CalendarMode = Annotated[
+    str | None, typer.Option("--mode", help="exclude (a blackout: nothing runs inside) or include (only inside).")
+]
 _clock: list[Callable[[], datetime]] = [lambda: datetime.now(UTC)]  # the CLI's, set by `register`
-CALENDAR_COLUMNS = [(name, lambda item, name=name: item.get(name)) for name in ("id", "name", "mode", "timezone")]
+CALENDAR_COLUMNS = [
+    ("ID", lambda c: c["id"]),
+    ("NAME", lambda c: c["name"]),
+    ("MODE", lambda c: c["mode"]),
+    ("TIMEZONE", lambda c: c["timezone"]),
+    ("WINDOWS", lambda c: len(c["windows"])),
+]
+CALENDAR_DEFINITION = ("name", "timezone", "mode", "windows")  # what a PUT takes, the calendar whole
 
 
 def _path(calendar_id: str) -> str:
     return f"/v1/calendars/{calendar_id}"
 
 
+def _calendar_flags(name: str | None, timezone: str | None, mode: str | None) -> dict[str, str]:
+    return given(name=name, timezone=timezone, mode=mode)
+
+
 @calendars_app.command("create")
 @api_command
-def calendars_create(file: CalendarFile, session: Session) -> None:
-    """Create a calendar from its JSON document."""
-    session.show_one(session.client.post("/v1/calendars", json_object_file(file, "calendar")))
+def calendars_create(
+    file: CalendarFile,
+    session: Session,
+    name: CalendarName = None,
+    timezone: CalendarZone = None,
+    mode: CalendarMode = None,
+) -> None:
+    """Create a calendar from its JSON document (see docs/operations.md); the flags given override its fields."""
+    body = overlay(json_object_file(file, "calendar"), _calendar_flags(name, timezone, mode))
+    session.show_one(session.client.post("/v1/calendars", body))
 
 
 @calendars_app.command("list")
@@ -53,10 +87,37 @@ def calendars_get(calendar_id: CalendarIdArg, session: Session, tenant: TenantOp
     session.show_one(session.client.get(_path(calendar_id), **given(tenant=tenant)))
 
 
-@calendars_app.command("replace")
+@calendars_app.command("update")
+@api_command
+def calendars_update(
+    calendar_id: CalendarIdArg,
+    session: Session,
+    file: Annotated[
+        Path | None,
+        typer.Option("--file", "-f", help="Fields to change (name, timezone, mode, windows) as JSON, or - for stdin."),
+    ] = None,
+    name: Annotated[str | None, typer.Option("--name", help="A new name.")] = None,
+    timezone: CalendarZone = None,
+    mode: CalendarMode = None,
+) -> None:
+    """Change a calendar: the fields given (--file's, the flags over them), the others as they are. The
+    occurrences not yet claimed follow it."""
+    change = overlay(
+        json_object_file(file, "the fields to change") if file is not None else {},
+        _calendar_flags(name, timezone, mode),
+    )
+    if not change:
+        raise ConfigError("nothing to change: give at least one option (see --help)")
+    # The API replaces a calendar whole: the fields not changed are the stored ones.
+    stored = session.client.get(_path(calendar_id))
+    whole = {field: stored[field] for field in CALENDAR_DEFINITION if field in stored} | change
+    session.show_one(session.client.put(_path(calendar_id), whole))
+
+
+@calendars_app.command("replace", hidden=True)
 @api_command
 def calendars_replace(calendar_id: CalendarIdArg, file: CalendarFile, session: Session) -> None:
-    """Replace a calendar, the whole document: the occurrences not yet claimed follow it."""
+    """Replace a calendar, the whole document (the old verb; `calendars update` changes the fields given)."""
     session.show_one(session.client.put(_path(calendar_id), json_object_file(file, "calendar")))
 
 
@@ -89,7 +150,8 @@ def freeze(
     ] = None,
     every_tenant: Annotated[bool, typer.Option("--every-tenant", help="Every tenant's jobs (an admin's).")] = False,
 ) -> None:
-    """Freeze jobs for a while (a deploy); prints the freeze's id, for `tickwork unfreeze`."""
+    """Freeze jobs for a while (a deploy); prints the freeze's id alone (the freeze with --output json), for
+    `tickwork freezes lift`."""
     current = _clock[0]()
     selector = given(tags=tags_of(tag), job_ids=job or None, all=True if all_ else None)
     body = given(
@@ -105,17 +167,59 @@ def freeze(
     if session.output is Output.json:
         session.show_one(created)
     else:
-        typer.echo(created["id"])  # alone, even when piped: `FREEZE=$(tickwork freeze ...)` in a deploy script
+        typer.echo(created["id"])  # alone, even when piped: `FREEZE=$(tickwork freezes create ...)` in a script
 
 
-def unfreeze(freeze_id: Annotated[str, typer.Argument(help="The freeze id.")], session: Session) -> None:
+def lift(freeze_id: FreezeIdArg, session: Session) -> None:
     """Lift a freeze now: the occurrences from now on run."""
     session.show_one(session.client.delete(f"/v1/freezes/{freeze_id}"))
 
 
+def _selector_text(selector: dict[str, Any]) -> str:
+    if selector.get("all"):
+        return "all"
+    if selector.get("tags"):
+        return "tags " + ",".join(f"{k}={v}" for k, v in selector["tags"].items())
+    return "jobs " + ",".join(selector.get("job_ids") or [])
+
+
+FREEZE_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
+    ("ID", lambda f: f["id"]),
+    ("SELECTOR", lambda f: _selector_text(f["selector"])),
+    ("FROM", lambda f: f["from"]),
+    ("UNTIL", lambda f: f["until"]),
+    ("ON BLOCKED", lambda f: f["on_blocked"]),
+    ("LIFTED", lambda f: f.get("lifted_at")),
+    ("REASON", lambda f: f["reason"]),
+]
+
+
+@freezes_app.command("list")
+@api_command
+def freezes_list(session: Session, tenant: TenantOpt = None) -> None:
+    """Your freezes and those over every tenant, newest first: active, upcoming, and those ended within a day
+    (an admin: a tenant's, with --tenant)."""
+    page = session.client.get("/v1/freezes", **given(tenant=tenant))
+    session.show_page({**page, "next_cursor": None}, FREEZE_COLUMNS)
+
+
+@freezes_app.command("get")
+@api_command
+def freezes_get(freeze_id: FreezeIdArg, session: Session) -> None:
+    """One freeze."""
+    session.show_one(session.client.get(f"/v1/freezes/{freeze_id}"))
+
+
+freezes_app.command("create")(api_command(freeze))
+freezes_app.command("lift")(api_command(lift))
+
+
 def register(app: typer.Typer, now: Callable[[], datetime]) -> None:
-    """The calendars group and the freeze commands, on the `tickwork` app; `now` is the CLI's clock."""
+    """The calendars and freezes groups, and the old freeze verbs, on the `tickwork` app; `now` is the CLI's
+    clock."""
     _clock[0] = now
     app.add_typer(calendars_app, name="calendars")
-    app.command("freeze")(api_command(freeze))
-    app.command("unfreeze")(api_command(unfreeze))
+    app.add_typer(freezes_app, name="freezes")
+    # The old verbs, kept for a release; not listed.
+    app.command("freeze", hidden=True)(api_command(freeze))
+    app.command("unfreeze", hidden=True)(api_command(lift))

@@ -26,6 +26,48 @@ from tickwork_cli.client import ApiError, Client, ConfigError
 
 EXIT_API_ERROR = 1
 EXIT_USAGE = 2
+EXIT_TIMEOUT = 3  # a wait (`runs watch`, `--wait`) gave up before the run ended
+# How a waited-for run ended, as the exit status a script gates on (`tickwork runs watch ID || ...`): each
+# ending its own code, past the codes of the CLI's own problems. Several runs (`--wait`): the first of these
+# that one of them has, in this order.
+EXIT_BY_ENDING = {
+    "FAILED": 4,
+    "COMPENSATION_FAILED": 8,
+    "COMPENSATED": 7,
+    "CANCELLED": 6,
+    "SKIPPED": 5,
+}
+EXIT_STATUS_HELP = """Exit status:
+  0  every run SUCCEEDED
+  4  one FAILED
+  5  one was SKIPPED (a job's run cancelled is too)
+  6  a workflow run was CANCELLED
+  7  a workflow run was COMPENSATED
+  8  a workflow run's compensation FAILED (COMPENSATION_FAILED)
+  3  the wait timed out
+  1  the API refused a call
+  2  a usage problem
+Runs that ended differently: the first of 4, 8, 7, 6, 5 one of them has."""
+
+
+def exit_status_of(endings: typing.Iterable[str]) -> int:
+    """The exit status for runs that ended so: 0 when every one SUCCEEDED (EXIT_BY_ENDING)."""
+    ended = set(endings)
+    return next((code for ending, code in EXIT_BY_ENDING.items() if ending in ended), 0)
+
+
+def _flags_take_no_value() -> None:
+    """Typer's rich help shows a type beside every option, a flag's too (`--all <bool>`), as if the flag took
+    a value; its plain help leaves it out, as click does. Here the rich help leaves it out too."""
+    shown_type = typer.core.TyperOption.display_type_rich
+
+    def display_type_rich(self: typer.core.TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag else shown_type(self, ctx)
+
+    typer.core.TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_take_no_value()
 
 
 class Output(StrEnum):
@@ -101,7 +143,8 @@ class ScheduleFields:
     """A schedule as flags: what jobs and workflows are created and changed with, and previews take."""
 
     at: Annotated[
-        str | None, typer.Option("--at", help="Once at this ISO-8601 time, now, or +10s / +1h30m from now.")
+        str | None,
+        typer.Option("--at", help="Once at this ISO-8601 time, now (it runs at once), or +10s / +1h30m from now."),
     ] = None
     cron: Annotated[str | None, typer.Option("--cron", help="Cron: 5 fields, or 6 with seconds first.")] = None
     rate: Annotated[
@@ -210,17 +253,48 @@ class JobFields:
     ] = None
     debounce: Annotated[str | None, DEBOUNCE_OPTION] = None
     debounce_collect: Annotated[bool, DEBOUNCE_COLLECT_OPTION] = False
+    max_run_seconds: Annotated[
+        int | None,
+        typer.Option(
+            "--max-run-seconds", help="A run's handler time over all its segments, at most (a durable run's)."
+        ),
+    ] = None
+    deadline: Annotated[
+        str | None,
+        typer.Option(
+            "--deadline",
+            metavar="DURATION",
+            help="Each run ends within this of its occurrence: 30m, 4h, 90 (seconds).",
+        ),
+    ] = None
+    on_deadline_miss: Annotated[
+        str | None,
+        typer.Option("--on-deadline-miss", help="With --deadline: ALERT (the default), or CANCEL the run as well."),
+    ] = None
+    notify: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--notify",
+            metavar="EVENT",
+            help='An event to publish: "Run Failed", "Run Dead-Lettered", "Deadline Missed", "Job Suspended"; '
+            "repeatable; none for no event.",
+        ),
+    ] = None
 
 
 @dataclasses.dataclass
 class RunsListing:
-    """How `runs list` and `workflows runs` page through runs, and wait for them to finish."""
+    """How `runs list` and `workflow-runs list` page through runs, and wait for them to finish."""
 
     limit: Limit = None
     cursor: CursorOpt = None
     all_pages: AllPages = False
     wait: Annotated[
-        bool, typer.Option("--wait", help="Poll until there is a run and every run listed has finished.")
+        bool,
+        typer.Option(
+            "--wait",
+            help="Poll until there is a run and every run listed has finished; the exit status says how they ended.",
+        ),
     ] = False
     wait_timeout: Annotated[float, typer.Option("--wait-timeout", help="Give up waiting after this many seconds.")] = (
         120

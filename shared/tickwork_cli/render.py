@@ -133,6 +133,20 @@ PREVIEW_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
     ("DST", lambda o: o.get("dst") or ""),
 ]
 
+
+def blocked_text(occurrence: dict[str, Any]) -> str:
+    """What a calendar or a freeze does to a previewed occurrence: `calendar c... (skip)`, `freeze f... (runs at
+    ...)`; empty when nothing blocks it."""
+    blocked = occurrence.get("blocked")
+    if not blocked:
+        return ""
+    then = f"runs at {blocked['runs_at']}" if blocked.get("runs_at") else blocked["then"]
+    return f"{blocked['reason']} {blocked['by']} ({then})"
+
+
+# A job's preview: its calendars and the freezes over it may block an occurrence (a schedule's has none).
+JOB_PREVIEW_COLUMNS = [*PREVIEW_COLUMNS, ("BLOCKED", blocked_text)]
+
 LOG_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
     ("AT (UTC)", lambda line: line["at"]),
     ("ATTEMPT", lambda line: line["attempt"]),

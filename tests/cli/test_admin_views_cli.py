@@ -10,7 +10,14 @@ from tickwork.control.api_examples import CALENDAR
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
-LISTS = [("jobs", "list"), ("workflows", "list"), ("dlq", "list"), ("runs", "stuck"), ("calendars", "list")]
+LISTS = [
+    ("jobs", "list"),
+    ("workflows", "list"),
+    ("dlq", "list"),
+    ("runs", "stuck"),
+    ("calendars", "list"),
+    ("freezes", "list"),
+]
 
 
 @pytest.mark.parametrize("command", LISTS)

@@ -61,6 +61,26 @@ def test_create_with_every_option(cli, tmp_path):
     assert job["tags"] == {"team": "data", "env": "prod"}
 
 
+def test_deadline_notify_and_max_run_seconds_have_flags(cli):
+    job = cli.json(
+        "jobs", "create", "--name", "report", "--type", "echo", "--cron", "0 2 * * *",
+        "--max-run-seconds", "900", "--deadline", "1h10m", "--on-deadline-miss", "CANCEL",
+        "--notify", "Run Failed", "--notify", "Deadline Missed",
+    )  # fmt: skip
+    assert job["max_run_seconds"] == 900
+    assert job["deadline"] == {"within_seconds": 4200, "on_miss": "CANCEL"}
+    assert job["notify"] == ["Run Failed", "Deadline Missed"]
+    updated = cli.json("jobs", "update", job["id"], "--deadline", "3600", "--notify", "none")
+    assert updated["deadline"] == {"within_seconds": 3600, "on_miss": "ALERT"}
+    assert updated["notify"] == []
+    refused = cli("jobs", "update", job["id"], "--notify", "Run Exploded")
+    assert refused.exit_code == 1
+    assert "notify[0]" in refused.stderr
+    bad = cli("jobs", "update", job["id"], "--deadline", "soon")
+    assert bad.exit_code == 2
+    assert "--deadline" in bad.stderr
+
+
 def test_lifecycle_commands(cli):
     job = _create(cli, "--rate", "1 hour")
     assert cli.json("jobs", "get", job["id"])["id"] == job["id"]

@@ -200,14 +200,24 @@ def test_timezone_and_tz_together_must_agree(cli):
     assert cli.transport.sent == []
 
 
-def test_get_run_is_the_verb_and_show_run_a_hidden_alias_that_still_works(cli, tmp_path):
+def test_workflow_runs_is_the_noun_and_the_old_workflows_verbs_hidden_aliases_that_still_work(cli, tmp_path):
     workflow = cli.json("workflows", "create", "--file", _file(tmp_path, DIAMOND, "w.json"))
     run = cli.json("workflows", "trigger", workflow["id"])
+    assert cli.json("workflow-runs", "get", run["id"])["id"] == run["id"]
     assert cli.json("workflows", "get-run", run["id"])["id"] == run["id"]
     assert cli.json("workflows", "show-run", run["id"])["id"] == run["id"]
-    listed = _help(cli, "workflows")
-    assert "get-run" in listed
-    assert "show-run" not in listed
+    assert [r["id"] for r in cli.json("workflows", "runs", workflow["id"])["items"]] == [run["id"]]
+    assert cli.json("workflows", "cancel-run", run["id"])["status"] == "CANCELLED"
+    retried = cli("workflows", "retry-run", run["id"])  # only a FAILED run is retried: the API's 409, not a usage error
+    assert retried.exit_code == 1
+    assert "Error 409" in retried.stderr
+    from tickwork_cli.main import app
+    from typer.main import get_command
+
+    commands = get_command(app).commands  # type: ignore[attr-defined]
+    hidden = {name for name, command in commands["workflows"].commands.items() if command.hidden}
+    assert hidden == {"runs", "get-run", "show-run", "cancel-run", "retry-run"}
+    assert not commands["workflow-runs"].hidden
 
 
 # ---------------------------------------------------------------- now and relative times

@@ -32,17 +32,17 @@ COMMANDS: dict[tuple[str, str], list[str]] = {
     ("POST", "/v1/workflows"): ["workflows", "create"],
     ("PATCH", "/v1/workflows/{workflow_id}"): ["workflows", "update", WORKFLOW_ID],
     ("PUT", "/v1/tenants/{tenant}"): ["tenants", "set", "acme"],
-    ("POST", "/v1/workflow-runs/{workflow_run_id}/cancel"): ["workflows", "cancel-run", WORKFLOW_RUN_ID],
+    ("POST", "/v1/workflow-runs/{workflow_run_id}/cancel"): ["workflow-runs", "cancel", WORKFLOW_RUN_ID],
     ("POST", "/v1/calendars"): ["calendars", "create"],
-    ("PUT", "/v1/calendars/{calendar_id}"): ["calendars", "replace", CALENDAR_ID],
-    ("POST", "/v1/freezes"): ["freeze"],
+    ("PUT", "/v1/calendars/{calendar_id}"): ["calendars", "update", CALENDAR_ID],
+    ("POST", "/v1/freezes"): ["freezes", "create"],
 }
 
 # What a command needs besides the field under test (the body may still be refused: only what is sent counts).
 BASE: dict[str, list[str]] = {
     "jobs create": ["--name", "n", "--type", "echo"],
     "jobs backfill": ["--from", "-1h", "--to", "now"],
-    "freeze": ["--reason", "r", "--for", "30m", "--all"],
+    "freezes create": ["--reason", "r", "--for", "30m", "--all"],
     "workflows create": ["--file", WORKFLOW_FILE],
 }
 
@@ -91,7 +91,13 @@ JOB_FLAGS = {
     "ordering.key": ["--ordering", "ledger"],
     "ordering.on_failure": ["--ordering", "ledger", "--ordering-on-failure", "continue"],
     **DEBOUNCE_FLAGS,
+    "max_run_seconds": ["--max-run-seconds", "600"],
+    "deadline.within_seconds": ["--deadline", "30m"],
+    "deadline.on_miss": ["--deadline", "30m", "--on-deadline-miss", "CANCEL"],
+    "notify": ["--notify", "Run Failed"],
 }
+# Commands where every field has a flag: a job's fields are set one by one from a shell (--file is for the rest).
+EVERY_FIELD_A_FLAG = {"jobs create", "jobs update"}
 FLAGS: dict[str, dict[str, list[str]]] = {
     "jobs create": JOB_FLAGS,
     "jobs update": JOB_FLAGS,
@@ -103,8 +109,8 @@ FLAGS: dict[str, dict[str, list[str]]] = {
     "runs retry": {"from_checkpoint": ["--start-over"]},
     "workflows create": {**SCHEDULE_FLAGS, **POLICY_FLAGS},
     "workflows update": {**SCHEDULE_FLAGS, **POLICY_FLAGS},
-    "workflows cancel-run": {"compensate": ["--compensate"]},
-    "freeze": {
+    "workflow-runs cancel": {"compensate": ["--compensate"]},
+    "freezes create": {
         "selector.tags": ["--tag", "team=payments"],
         "selector.job_ids": ["--job", "j1"],
         "selector.all": ["--all"],
@@ -127,7 +133,7 @@ FILE_BASE: dict[str, dict[str, Any]] = {
     "jobs create": {"name": "n", "type": "echo"},
     "workflows create": {k: v for k, v in DIAMOND.items() if k in ("name", "schedule", "steps")},
     "calendars create": CALENDAR,
-    "calendars replace": CALENDAR,
+    "calendars update": CALENDAR,
 }
 
 
@@ -219,7 +225,7 @@ def test_every_api_request_field_is_reachable_from_the_cli(cli, tmp_path):
                 return json.loads(body)
         return None
 
-    unreachable, no_command = [], []
+    unreachable, no_command, no_flag = [], [], []
     for method, path, body in _request_bodies():
         if (method, path) not in COMMANDS:
             no_command.append(f"{method} {path}")
@@ -228,6 +234,8 @@ def test_every_api_request_field_is_reachable_from_the_cli(cli, tmp_path):
         name = " ".join(command[:2])
         for field in body["fields"]:
             flag = FLAGS.get(name, {}).get(field)
+            if flag is None and name in EVERY_FIELD_A_FLAG:
+                no_flag.append(f"{name}: {field}")
             if flag is not None:
                 base = [ids.get(a, a) for a in BASE.get(name, [])]
                 sent = sent_by([*command, *base, *flag], method, path)
@@ -238,6 +246,7 @@ def test_every_api_request_field_is_reachable_from_the_cli(cli, tmp_path):
                 unreachable.append(f"{name}: {field} ({'flag ' + flag[0] if flag else '--file'})")
     assert no_command == [], "API operations with a request body that no CLI command sends"
     assert unreachable == [], f"API request fields the CLI cannot set: {unreachable}"
+    assert no_flag == [], "a job's fields that only --file sets"
 
 
 def _write(path: Any, content: Any) -> str:

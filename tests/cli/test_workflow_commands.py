@@ -83,7 +83,7 @@ def test_trigger_then_wait_for_the_run_and_read_its_steps(cli, workflow_file):
     assert run["steps"]["a"]["status"] == "QUEUED"
     # --wait polls; meanwhile (in the test, each poll's sleep) time passes and the scheduler works.
     waited = cli(
-        "workflows", "runs", workflow["id"], "--wait", "--interval", "1", "--wait-timeout", "30", output="table"
+        "workflow-runs", "list", workflow["id"], "--wait", "--interval", "1", "--wait-timeout", "30", output="table"
     )
     assert waited.exit_code == 0, waited.output
     assert "waiting: RUNNING" in waited.stderr
@@ -92,25 +92,25 @@ def test_trigger_then_wait_for_the_run_and_read_its_steps(cli, workflow_file):
     assert line.split()[:2] == [run["id"], "SUCCEEDED"]
     assert "a SUCCEEDED; b SUCCEEDED; c SUCCEEDED; d SUCCEEDED" in line
 
-    finished = cli.json("workflows", "get-run", run["id"])
+    finished = cli.json("workflow-runs", "get", run["id"])
     assert finished["status"] == "SUCCEEDED"
     b_run = finished["steps"]["b"]["run_id"]
     assert cli.json("runs", "get", b_run)["payload"] == {"from_a": 3}
     result = cli("runs", "result", b_run)
     assert json.loads(result.stdout) == {"from_a": 3}
-    succeeded = cli.json("workflows", "runs", workflow["id"], "--status", "SUCCEEDED")["items"]
+    succeeded = cli.json("workflow-runs", "list", workflow["id"], "--status", "SUCCEEDED")["items"]
     assert [r["id"] for r in succeeded] == [run["id"]]
 
-    conflict = cli("workflows", "retry-run", run["id"])
+    conflict = cli("workflow-runs", "retry", run["id"])
     assert conflict.exit_code == 1
     assert "Error 409 Conflict" in conflict.stderr
-    assert cli("workflows", "cancel-run", run["id"]).exit_code == 1
+    assert cli("workflow-runs", "cancel", run["id"]).exit_code == 1
 
 
 def test_cancel_run(cli, workflow_file):
     workflow = _create(cli, workflow_file)
     run = cli.json("workflows", "trigger", workflow["id"])
-    cancelled = cli.json("workflows", "cancel-run", run["id"])
+    cancelled = cli.json("workflow-runs", "cancel", run["id"])
     assert cancelled["status"] == "CANCELLED"
     d = cancelled["steps"]["d"]
     assert (d["status"], d["skip_reason"]) == ("SKIPPED", "cancelled")
@@ -148,13 +148,17 @@ def test_workflow_commands_keep_the_shared_options_in_their_place():
     commands = get_command(app).commands["workflows"].commands  # type: ignore[attr-defined]
     assert set(commands) == {
         "create", "update", "list", "get", "pause", "resume", "cancel", "trigger", "runs", "get-run", "cancel-run",
-        "retry-run", "show-run",  # show-run: get-run's old name, hidden
+        "retry-run", "show-run",  # hidden: the old verbs of workflow-runs list, get, cancel, retry
     }  # fmt: skip
+    assert set(get_command(app).commands["workflow-runs"].commands) == {"list", "get", "cancel", "retry"}  # type: ignore[attr-defined]
     for name, command in commands.items():
         flags = [p.opts[0] for p in command.params if p.param_type_name == "option"]
         assert flags[-5:] == session_tail, (name, flags)
         assert flags.count("--api-url") == 1, (name, flags)
     assert commands["get-run"].params[0].name == "workflow_run_id"
+    for name, command in get_command(app).commands["workflow-runs"].commands.items():  # type: ignore[attr-defined]
+        flags = [p.opts[0] for p in command.params if p.param_type_name == "option"]
+        assert flags[-5:] == session_tail, (name, flags)
     assert commands["get"].params[0].name == "workflow_id"
 
 
@@ -162,22 +166,22 @@ def test_show_run_lists_the_compensations_of_a_failed_trip_in_the_order_they_ran
     trip = str(ROOT / "examples" / "workflows" / "book-trip.json")
     workflow = cli.json("workflows", "create", "--file", trip)
     run = cli.json("workflows", "trigger", workflow["id"])
-    waited = cli("workflows", "runs", workflow["id"], "--wait", "--interval", "1", "--wait-timeout", "30")
-    assert waited.exit_code == 0, waited.output
-    for command in ("get-run", "show-run"):
-        shown = cli("workflows", command, run["id"], output="table")
+    waited = cli("workflow-runs", "list", workflow["id"], "--wait", "--interval", "1", "--wait-timeout", "30")
+    assert waited.exit_code == 7, waited.output  # COMPENSATED
+    for command in (["workflow-runs", "get"], ["workflows", "get-run"], ["workflows", "show-run"]):
+        shown = cli(*command, run["id"], output="table")
         assert shown.exit_code == 0, shown.stderr
         rows = {line.split()[0]: line.split(None, 1)[1] for line in shown.stdout.splitlines()[1:] if line.strip()}
         assert rows["status"] == "COMPENSATED"
         assert rows["compensating_for"] == "FAILED"
         assert rows["compensations"] == "reserve_hotel SUCCEEDED; reserve_flight SUCCEEDED"
-    undo = cli.json("workflows", "get-run", run["id"])["compensations"]["reserve_flight"]
+    undo = cli.json("workflow-runs", "get", run["id"])["compensations"]["reserve_flight"]
     assert json.loads(cli("runs", "result", undo["run_id"]).stdout) == {"cancel": "FL-1042"}
 
 
 def test_cancel_run_may_ask_for_compensation(cli, workflow_file):
     workflow = _create(cli, workflow_file)
     run = cli.json("workflows", "trigger", workflow["id"])
-    cancelled = cli.json("workflows", "cancel-run", run["id"], "--compensate")
+    cancelled = cli.json("workflow-runs", "cancel", run["id"], "--compensate")
     # Nothing has run yet: nothing to compensate once a's queued run is skipped.
     assert (cancelled["status"], cancelled["compensating_for"]) == ("COMPENSATING", "CANCELLED")
