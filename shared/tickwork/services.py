@@ -373,7 +373,9 @@ class Services:
 
     @cached_property
     def redrive(self) -> RunRedrive:
-        return RunRedrive(self.store.runs, self.dispatcher, self.clock, self.queries, self.listings, self.audit)
+        return RunRedrive(
+            self.store.runs, self.dispatcher, self.clock, self.queries, self.listings, self.audit, self.workflow_records
+        )
 
     @cached_property
     def dead_letters(self) -> DeadLetterAdmin:

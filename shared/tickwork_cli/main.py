@@ -103,6 +103,7 @@ else:
 
 EXIT_TIMEOUT = 3  # `runs list --wait` gave up; API errors exit 1, usage errors 2 (options.api_command)
 EXIT_SMOKE_FAILED = 1
+EXIT_NOT_REDRIVEN = 1  # `dlq redrive` left a run it was asked to re-queue
 TERMINAL = {"SUCCEEDED", "FAILED", "SKIPPED"}
 WORKFLOW_RUN_TERMINAL = TERMINAL | {"CANCELLED", "COMPENSATED", "COMPENSATION_FAILED"}
 # Tests replace these to wait without sleeping, and to share the API's (fake) clock.
@@ -498,9 +499,10 @@ def dlq_list(
     cursor: CursorOpt = None,
     all_pages: AllPages = False,
 ) -> None:
-    """Your FAILED runs (an admin: a tenant's, with --tenant), newest first."""
+    """Your FAILED runs (an admin: a tenant's, with --tenant), newest first; RETRY says whether a retry re-queues
+    each, or why not."""
     page = _listing(session.client, "/v1/dlq", all_pages, tenant=tenant, limit=limit, cursor=cursor)
-    session.show_page(page, render.RUN_COLUMNS)
+    session.show_page(page, render.DLQ_COLUMNS)
 
 
 @dlq_app.command("redrive")
@@ -512,7 +514,8 @@ def dlq_redrive(
         bool, typer.Option("--all", help="Re-queue every FAILED run (250 a call). Asked for on a terminal.")
     ] = False,
 ) -> None:
-    """Re-queue the FAILED runs named, or all your FAILED runs (--all)."""
+    """Re-queue the FAILED runs named, or all your FAILED runs (--all). Exit status 1, each with its reason, when
+    a run was not re-queued (unknown, not FAILED, or not retried so: `dlq list` says why; `dlq dismiss` it)."""
     if run_ids and all_runs:
         raise typer.BadParameter("name runs, or pass --all; not both", param_hint="'--all'")
     if not run_ids and not all_runs:
@@ -524,12 +527,27 @@ def dlq_redrive(
     result = session.client.post("/v1/dlq/redrive", {"run_ids": run_ids} if run_ids else {"all": True})
     if session.as_json:
         typer.echo(render.as_json(result))
-        return
-    typer.echo(f"redriven: {result['redriven']}")
-    if result.get("not_redriven"):
-        typer.echo(f"not redriven (unknown or not FAILED): {', '.join(result['not_redriven'])}")
+    else:
+        typer.echo(f"redriven: {result['redriven']}")
     if result.get("more"):
         typer.echo("more FAILED runs remain: run it again", err=True)
+    if result.get("not_redriven"):
+        # Each with why, and a failing exit status: a script must not take a refused redrive for a done one.
+        reasons = {item["run_id"]: item for item in result.get("refused", [])}
+        for run_id in result["not_redriven"]:
+            item = reasons.get(run_id, {})
+            typer.echo(f"not redriven: {run_id}: {item.get('reason', '?')}: {item.get('message', '')}", err=True)
+        raise typer.Exit(EXIT_NOT_REDRIVEN)
+
+
+_call_by_id(
+    dlq_app,
+    "dismiss",
+    "Take a FAILED run out of the DLQ without a retry (its record is kept, and says who); idempotent.",
+    "POST",
+    "/v1/dlq/{run_id}/dismiss",
+    RunIdArg,
+)
 
 
 # ---------------------------------------------------------------- dead-letters

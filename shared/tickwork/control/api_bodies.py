@@ -31,6 +31,7 @@ from tickwork.model.policies import (
     Tags,
 )
 from tickwork.model.preview import DEFAULT_PREVIEW_COUNT, MAX_PREVIEW_COUNT
+from tickwork.model.retryable import NotRetried, RetryVerdict
 from tickwork.model.run import Run, RunProgress
 from tickwork.model.schedule import CallerInstant, Schedule, UtcDatetime
 from tickwork.model.states import RunStatus, SkipReason
@@ -333,6 +334,17 @@ class RunList(BaseModel):
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")
 
 
+class DlqEntry(Run):
+    """A FAILED run in the DLQ, with whether its own retry (or a redrive) re-queues it, and if not, why."""
+
+    retry: RetryVerdict
+
+
+class DlqList(BaseModel):
+    items: list[DlqEntry]
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")
+
+
 class RunLogLine(BaseModel):
     """A line a run's handler logged (`ctx.log`): when, in which attempt, at what level, and the fields it passed."""
 
@@ -411,9 +423,10 @@ class RedriveResult(BaseModel):
     redriven: int = Field(description="How many FAILED runs were re-queued.")
     run_ids: list[str] = Field(description="The runs re-queued.")
     not_redriven: list[str] = Field(
-        description="Named runs that were not re-queued: unknown, not the caller's, or not FAILED."
+        description="Runs that were not re-queued: unknown, not the caller's, not FAILED, or not retried so."
     )
     more: bool = Field(description="A redrive of all runs stopped at its per-call cap; call again for the rest.")
+    refused: list[NotRetried] = Field(description="Each run of not_redriven, with why (a code, and text).")
 
 
 class Health(BaseModel):

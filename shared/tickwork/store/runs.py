@@ -144,7 +144,7 @@ class RunRecords:
             "requeues = if_not_exists(requeues, :zero) + :one "
             "REMOVE #error, finished_at, expires_at, tenant_key, tenant_sort, lease_owner, lease_until, "
             "lease_until_ms, started_at, lateness_ms, duration_ms, not_before, not_before_ms, cancel_requested, "
-            "#segments, yielded_ms" + starting_over,
+            "#segments, yielded_ms, dismissed_at, dismissed_by" + starting_over,
             "#status = :failed",
             {"#status": "status", "#error": "error", "#segments": "segments"},
             expression_values(
@@ -156,6 +156,21 @@ class RunRecords:
                 shard=shard_of(run.job_id, self.shards),
                 due=to_ms(redispatch_at),
             ),
+            audit=audit,
+        )
+
+    def dismiss_failed_run(
+        self, run_id: str, *, now: datetime, by: str | None, audit: dict[str, Any] | None = None
+    ) -> bool:
+        """A FAILED run leaves the DLQ listing (its tenant-index keys), its record kept: when, and by whom. False if
+        it is not a FAILED run in the DLQ (not FAILED, or dismissed already). `audit`: in the same transaction."""
+        fields = "dismissed_at = :now" + (", dismissed_by = :by" if by is not None else "")
+        return self._table.update_if(
+            run_key(run_id),
+            f"SET {fields} REMOVE tenant_key, tenant_sort",
+            "#status = :failed AND attribute_exists(tenant_key)",
+            {"#status": "status"},
+            expression_values(failed=RunStatus.FAILED.value, now=iso(now), **({"by": by} if by is not None else {})),
             audit=audit,
         )
 
