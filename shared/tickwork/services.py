@@ -374,7 +374,14 @@ class Services:
     @cached_property
     def redrive(self) -> RunRedrive:
         return RunRedrive(
-            self.store.runs, self.dispatcher, self.clock, self.queries, self.listings, self.audit, self.workflow_records
+            self.store.runs,
+            self.dispatcher,
+            self.clock,
+            self.queries,
+            self.listings,
+            self.audit,
+            self.workflow_records,
+            self.job_factory.check_payload,
         )
 
     @cached_property

@@ -40,6 +40,7 @@ from tickwork_cli.bodies import (
     json_object_file,
     overlay,
     parse_instant,
+    payload_given,
     payload_of,
     policy_of,
     refuse_a_zone_for_a_rate,
@@ -458,10 +459,17 @@ def runs_retry(
     start_over: Annotated[
         bool, typer.Option("--start-over", help="Remove the run's checkpoint and steps: it starts from the beginning.")
     ] = False,
+    payload: Annotated[
+        str | None, typer.Option("--payload", help="Run it with this payload instead (a JSON object).")
+    ] = None,
+    payload_file: Annotated[
+        Path | None, typer.Option("--payload-file", help="Read that payload from a file, or - for stdin.")
+    ] = None,
 ) -> None:
-    """Re-queue a FAILED run; its attempts start again, from its last checkpoint (docs/durable-runs.md)."""
-    body = {"from_checkpoint": False} if start_over else None
-    session.show_one(session.client.post(f"/v1/runs/{run_id}/retry", body))
+    """Re-queue a FAILED run; its attempts start again, from its last checkpoint (docs/durable-runs.md). With
+    --payload, it runs with that payload, checked by its job type; the run and the audit trail say it was edited."""
+    body = given(payload=payload_given(payload, payload_file), from_checkpoint=False if start_over else None)
+    session.show_one(session.client.post(f"/v1/runs/{run_id}/retry", body or None))
 
 
 _call_by_id(

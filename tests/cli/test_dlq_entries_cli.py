@@ -57,3 +57,25 @@ def test_dlq_dismiss_of_an_unknown_run_exits_1_naming_it(cli):
     result = cli("dlq", "dismiss", unknown, output="table")
     assert result.exit_code == 1
     assert "Not found" in result.stderr
+
+
+def test_runs_retry_with_a_payload_reruns_it_with_that_payload(cli, tmp_path):
+    job = cli.json("jobs", "create", "--name", "f", "--type", "echo", "--rate", "1 hour", "--payload", '{"fail_attempts": 9}', "--max-attempts", "1")  # fmt: skip
+    run = cli.json("jobs", "trigger", job["id"])
+    cli.pipeline.drain()
+    retried = cli.json("runs", "retry", run["id"], "--payload", '{"fixed": 1}')
+    assert (retried["status"], retried["payload"], retried["payload_edited_by"]) == ("QUEUED", {"fixed": 1}, "default")
+    cli.pipeline.drain()
+    assert cli.json("runs", "get", run["id"])["status"] == "SUCCEEDED"
+
+    bad = cli("jobs", "trigger", job["id"])  # a second run, FAILED
+    second = json.loads(bad.stdout)
+    cli.pipeline.drain()
+    path = tmp_path / "payload.json"
+    path.write_text('{"fail_attempts": "never"}')
+    refused = cli("runs", "retry", second["id"], "--payload-file", str(path), output="table")
+    assert refused.exit_code == 1
+    assert "payload.fail_attempts" in refused.stderr
+    assert cli.json("runs", "get", second["id"])["status"] == "FAILED"
+    both = cli("runs", "retry", second["id"], "--payload", "{}", "--payload-file", str(path), output="table")
+    assert both.exit_code == 2

@@ -100,7 +100,7 @@ FLAGS: dict[str, dict[str, list[str]]] = {
     "schedules preview": {**SCHEDULE_FLAGS, "count": ["--count", "3"], "from": ["--from", "now"]},
     "dlq redrive": {"run_ids": ["r1"], "all": ["--all"]},
     "dead-letters redrive": {"bands": ["--band", "low"]},
-    "runs retry": {"from_checkpoint": ["--start-over"]},
+    "runs retry": {"from_checkpoint": ["--start-over"], "payload": ["--payload", "{}"]},
     "workflows create": {**SCHEDULE_FLAGS, **POLICY_FLAGS},
     "workflows update": {**SCHEDULE_FLAGS, **POLICY_FLAGS},
     "workflows cancel-run": {"compensate": ["--compensate"]},

@@ -254,10 +254,19 @@ else:
 
 class RetryRequest(_OptionalNotNullable):
     """POST /v1/runs/{id}/retry, optional: the run resumes from its last checkpoint (docs/durable-runs.md) unless
-    `from_checkpoint` is false."""
+    `from_checkpoint` is false; with `payload`, it runs with that payload instead (checked by the job type's model,
+    as at create; the audit record and the run say it was edited, and by whom)."""
+
+    model_config = ConfigDict(json_schema_extra=_patch_of_payload)
 
     from_checkpoint: StrictBool = Field(
         default=True, description="false: remove the run's checkpoint and steps, so that it starts over."
+    )
+    payload: dict[str, Any] = Field(
+        default=_ABSENT,
+        exclude_if=lambda v: v is None,
+        description="The run's payload from now on, instead of the one it failed with: checked by the job type's "
+        "model.",
     )
 
 

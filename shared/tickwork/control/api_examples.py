@@ -111,6 +111,7 @@ TRIGGER = {
 RETRY = {
     "resume": ("Re-queue it; it resumes from its last checkpoint", {}),
     "start-over": ("Re-queue it and start from the beginning", {"from_checkpoint": False}),
+    "edited-payload": ("Re-run it with a corrected payload", {"payload": {"hello": "again"}}),
 }
 
 WORKFLOW_RUN_CANCEL = {

@@ -7,8 +7,10 @@ run keeps its original `scheduled_for` and is sent to start now.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from tickwork.control.api_bodies import DlqEntry
 from tickwork.control.audit import AuditTrail
@@ -45,6 +47,14 @@ class RedriveReport:
 
 
 @dataclass(frozen=True)
+class PayloadEdit:
+    """A retry's new payload, and the one the run had (its own, else its job's): the audit record shows both."""
+
+    before: dict[str, Any]
+    after: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class RunRedrive:
     runs: RunRecords
     dispatcher: Dispatcher
@@ -53,6 +63,7 @@ class RunRedrive:
     listings: Listings  # the tenant's FAILED runs, for "redrive all"
     audit: AuditTrail  # each re-queue's record, in its own write
     workflow_runs: WorkflowRecords  # a step's run's workflow run, which alone retries it
+    check_payload: Callable[[str, str, dict[str, Any]], None]  # (tenant, job type, payload): as create checks it
 
     def dlq_page(self, tenant: str, *, limit: int, cursor: str | None) -> Page[DlqEntry]:
         """A page of the tenant's DLQ, each entry with whether its own retry re-queues it (one BatchGetItem of
@@ -71,16 +82,29 @@ class RunRedrive:
         }
 
     def retry_run(
-        self, tenant: str, run_id: str, *, from_checkpoint: bool = True, by: Attribution | None = None
+        self,
+        tenant: str,
+        run_id: str,
+        *,
+        from_checkpoint: bool = True,
+        payload: dict[str, Any] | None = None,
+        by: Attribution | None = None,
     ) -> Run:
         """Re-queue a FAILED run; its attempts start again, from its last checkpoint unless `from_checkpoint` is
-        False (then that is removed: docs/durable-runs.md). NotRetryable (a 409 with its reason) for a run its own
-        retry does not re-queue."""
+        False (then that is removed: docs/durable-runs.md). `payload`: the run's payload from now on, checked by
+        its job type's model first (InvalidInput naming the field, nothing changed). NotRetryable (a 409 with its
+        reason) for a run its own retry does not re-queue."""
         run = self.queries.get_run(tenant, run_id)
         verdict = self.verdicts([run])[run.id]
         if verdict.reason is not None:
             raise NotRetryable(verdict.reason.value, verdict.message or verdict.reason.value)
-        queued = self._requeue(run, self.clock.now(), from_checkpoint=from_checkpoint, by=by, verb="retry")
+        edit = None
+        if payload is not None:
+            job = self.queries.get_job(tenant, run.job_id)
+            self.check_payload(tenant, job.type, payload)
+            before = run.payload if run.payload is not None else job.payload
+            edit = PayloadEdit(before, payload)
+        queued = self._requeue(run, self.clock.now(), from_checkpoint=from_checkpoint, edit=edit, by=by, verb="retry")
         if queued is None:
             raise Conflict("the run changed meanwhile; try again")
         self._send([queued])
@@ -148,23 +172,36 @@ class RunRedrive:
         now: datetime,
         *,
         from_checkpoint: bool = True,
+        edit: PayloadEdit | None = None,
         by: Attribution | None = None,
         verb: str = "retry",
     ) -> Run | None:
         """FAILED -> QUEUED in the table (conditional); the caller sends it, once its verdict said it may be.
-        None if it was not FAILED any more."""
+        None if it was not FAILED any more. `edit`: its payload replaced, in the same write and audit record."""
         redispatch_at = now + self.dispatcher.redispatch_after
         changes = {"status": Change(before=RunStatus.FAILED.value, after=RunStatus.QUEUED.value)}
         if not from_checkpoint:
             changes["from_checkpoint"] = Change(after=False)
+        edited: dict[str, Any] = {}
+        if edit is not None:
+            changes["payload"] = Change(before=edit.before, after=edit.after)
+            author = by.actor.display if by is not None else None
+            edited = {"payload": edit.after, "payload_edited_at": now, "payload_edited_by": author}
         resource = AuditResource(kind="run", id=run.id)
         audit = self.audit.item(by, tenant=run.tenant, action=f"run.{verb}", resource=resource, changes=changes)
         if not self.runs.requeue_failed_run(
-            run, now=now, redispatch_at=redispatch_at, from_checkpoint=from_checkpoint, audit=audit
+            run,
+            now=now,
+            redispatch_at=redispatch_at,
+            from_checkpoint=from_checkpoint,
+            edited_payload=edit.after if edit is not None else None,
+            edited_by=edited.get("payload_edited_by"),
+            audit=audit,
         ):
             return None
         return run.model_copy(
             update={
+                **edited,
                 "status": RunStatus.QUEUED,
                 "attempts": 0,
                 "error": None,
