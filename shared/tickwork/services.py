@@ -17,6 +17,7 @@ from tickwork.aws.results import ResultStore
 from tickwork.aws.role_tags import READ_TIMEOUT_SECONDS, RoleTenantTags
 from tickwork.aws.secrets import SecretStores
 from tickwork.control.audit import AuditTrail
+from tickwork.control.bulk_jobs import BulkJobs
 from tickwork.control.calendars import CalendarService
 from tickwork.control.dead_letters import DeadLetterAdmin
 from tickwork.control.debounce import DebouncedTriggers
@@ -370,6 +371,10 @@ class Services:
     def calendars(self) -> CalendarService:
         """What the API calls for a tenant's calendars."""
         return CalendarService(self.calendar_records, self.clock, self.audit)
+
+    @cached_property
+    def bulk_jobs(self) -> BulkJobs:
+        return BulkJobs(self.jobs, self.queries, self.listings)
 
     @cached_property
     def redrive(self) -> RunRedrive:

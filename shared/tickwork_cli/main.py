@@ -45,6 +45,7 @@ from tickwork_cli.bodies import (
     policy_of,
     refuse_a_zone_for_a_rate,
     schedule_of,
+    tags_of,
 )
 from tickwork_cli.client import ApiError, Client, ConfigError
 from tickwork_cli.operations import register as register_operations
@@ -105,6 +106,7 @@ else:
 EXIT_TIMEOUT = 3  # `runs list --wait` gave up; API errors exit 1, usage errors 2 (options.api_command)
 EXIT_SMOKE_FAILED = 1
 EXIT_NOT_REDRIVEN = 1  # `dlq redrive` left a run it was asked to re-queue
+EXIT_BULK_INCOMPLETE = 1  # `jobs pause|resume|cancel --tag` found a job it could not change
 TERMINAL = {"SUCCEEDED", "FAILED", "SKIPPED"}
 WORKFLOW_RUN_TERMINAL = TERMINAL | {"CANCELLED", "COMPENSATED", "COMPENSATION_FAILED"}
 # Tests replace these to wait without sleeping, and to share the API's (fake) clock.
@@ -291,16 +293,63 @@ def jobs_update(
     session.show_one(session.client.patch(path, change))
 
 
-_call_by_id(jobs_app, "pause", "Pause a job (idempotent).", "POST", "/v1/jobs/{job_id}/pause", JobIdArg)
-_call_by_id(
-    jobs_app,
+def _job_state_command(action: str, doc: str, method: str, path: str) -> None:
+    """`jobs pause|resume|cancel`: one job by its id, or the jobs a selector names (--tag, --job, --all, as
+    `freeze` takes them) through POST /v1/bulk/jobs, page after page; a line per job, and exit status 1 if one was
+    not found or refused."""
+
+    @jobs_app.command(action, help=doc)
+    @api_command
+    def command(
+        job_id: Annotated[str | None, typer.Argument(help="The job id (or a selector).", show_default=False)] = None,
+        *,
+        session: Session,
+        tags: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--tag", help="The jobs with this tag, key=value; repeatable (all of them).", show_default=False
+            ),
+        ] = None,
+        jobs: Annotated[
+            list[str] | None, typer.Option("--job", help="This job; repeatable (up to 100).", show_default=False)
+        ] = None,
+        every: Annotated[bool, typer.Option("--all", help="Every job of yours.")] = False,
+        cursor: Annotated[
+            str | None, typer.Option("--cursor", help="Go on from an earlier answer's next_cursor.", show_default=False)
+        ] = None,
+    ) -> None:
+        selectors = given(tags=tags_of(tags), job_ids=jobs or None, all=every or None)
+        if (job_id is None) == (not selectors) or len(selectors) > 1:
+            raise typer.BadParameter("give a job id, or one of --tag, --job and --all", param_hint="'--tag'")
+        if job_id is not None:
+            session.show_one(session.client.request(method, path.format(job_id=quote(job_id, safe=""))))
+            return
+        request: dict[str, Any] = {"action": action, "selector": selectors, **given(cursor=cursor)}
+        items: list[dict[str, Any]] = []
+        while True:
+            answer = session.client.post("/v1/bulk/jobs", request)
+            items += answer["items"]
+            if not answer["next_cursor"]:
+                break
+            request["cursor"] = answer["next_cursor"]
+        session.show_page({"action": action, "items": items, "next_cursor": None}, render.BULK_JOB_COLUMNS)
+        if any(item["outcome"] in ("not_found", "refused") for item in items):
+            raise typer.Exit(EXIT_BULK_INCOMPLETE)
+
+
+_job_state_command(
+    "pause", "Pause a job, or the jobs --tag, --job or --all name; idempotent.", "POST", "/v1/jobs/{job_id}/pause"
+)
+_job_state_command(
     "resume",
-    "Resume a paused job (idempotent); missed occurrences follow the misfire rule.",
+    "Resume a paused job, or the jobs --tag, --job or --all name; idempotent; missed occurrences follow the "
+    "misfire rule.",
     "POST",
     "/v1/jobs/{job_id}/resume",
-    JobIdArg,
 )
-_call_by_id(jobs_app, "cancel", "Cancel a job (idempotent).", "DELETE", "/v1/jobs/{job_id}", JobIdArg)
+_job_state_command(
+    "cancel", "Cancel a job, or the jobs --tag, --job or --all name; idempotent.", "DELETE", "/v1/jobs/{job_id}"
+)
 
 
 @jobs_app.command("trigger")

@@ -34,6 +34,7 @@ ROUTES = {
     ("get", "/v1/dlq"),
     ("post", "/v1/dlq/redrive"),
     ("post", "/v1/dlq/{run_id}/dismiss"),
+    ("post", "/v1/bulk/jobs"),
     ("get", "/v1/dead-letters"),
     ("post", "/v1/dead-letters/redrive"),
     ("post", "/v1/workflows"),

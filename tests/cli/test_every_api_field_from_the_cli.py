@@ -36,6 +36,7 @@ COMMANDS: dict[tuple[str, str], list[str]] = {
     ("POST", "/v1/calendars"): ["calendars", "create"],
     ("PUT", "/v1/calendars/{calendar_id}"): ["calendars", "replace", CALENDAR_ID],
     ("POST", "/v1/freezes"): ["freeze"],
+    ("POST", "/v1/bulk/jobs"): ["jobs", "pause"],
 }
 
 # What a command needs besides the field under test (the body may still be refused: only what is sent counts).
@@ -104,6 +105,13 @@ FLAGS: dict[str, dict[str, list[str]]] = {
     "workflows create": {**SCHEDULE_FLAGS, **POLICY_FLAGS},
     "workflows update": {**SCHEDULE_FLAGS, **POLICY_FLAGS},
     "workflows cancel-run": {"compensate": ["--compensate"]},
+    "jobs pause": {
+        "action": ["--all"],
+        "selector.tags": ["--tag", "team=payments"],
+        "selector.job_ids": ["--job", "j1"],
+        "selector.all": ["--all"],
+        "cursor": ["--all", "--cursor", "c"],
+    },
     "freeze": {
         "selector.tags": ["--tag", "team=payments"],
         "selector.job_ids": ["--job", "j1"],

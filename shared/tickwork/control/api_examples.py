@@ -114,6 +114,14 @@ RETRY = {
     "edited-payload": ("Re-run it with a corrected payload", {"payload": {"hello": "again"}}),
 }
 
+BULK_JOBS = {
+    "pause-by-tag": ("Pause every job of a team", {"action": "pause", "selector": {"tags": {"team": "data"}}}),
+    "resume-named": (
+        "Resume the jobs named",
+        {"action": "resume", "selector": {"job_ids": ["j01jd2k3m4n5p6q7r8s9t0v1w2"]}},
+    ),
+}
+
 WORKFLOW_RUN_CANCEL = {
     "compensate": ("Cancel it, and undo the steps that succeeded (their compensations)", {"compensate": True}),
 }
