@@ -15,7 +15,15 @@ from typing import Annotated, Any, cast
 
 from aws_lambda_powertools.event_handler import Depends, Request
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
-from tickwork.control.api_bodies import JobList, JobSpec, RedriveResult, RunList, WorkflowList, WorkflowRunList
+from tickwork.control.api_bodies import (
+    DlqList,
+    JobList,
+    JobSpec,
+    RedriveResult,
+    RunList,
+    WorkflowList,
+    WorkflowRunList,
+)
 from tickwork.control.callers import Caller, RoleTags, attribution_of, caller_of
 from tickwork.control.job_lifecycle import JobLifecycle
 from tickwork.control.run_searches import RunSearchFilters
@@ -135,14 +143,18 @@ class TenantJobs:
         page = self.services.run_searches.search(self.tenant, filters, limit=limit, cursor=cursor)
         return RunList(items=page.items, next_cursor=page.next_cursor)
 
-    def dlq_page(self, **filters: Any) -> RunList:
-        page = self.services.queries.list_dlq(self.tenant, **filters)
-        return RunList(items=page.items, next_cursor=page.next_cursor)
+    def dlq_page(self, *, limit: int, cursor: str | None) -> DlqList:
+        page = self.services.redrive.dlq_page(self.tenant, limit=limit, cursor=cursor)
+        return DlqList(items=page.items, next_cursor=page.next_cursor)
 
     def redrive(self, run_ids: list[str] | None, by: Attribution) -> RedriveResult:
         report = self.services.redrive.redrive(self.tenant, run_ids, by=by)
         return RedriveResult(
-            redriven=report.redriven, run_ids=report.run_ids, not_redriven=report.not_redriven, more=report.more
+            redriven=report.redriven,
+            run_ids=report.run_ids,
+            not_redriven=report.not_redriven,
+            more=report.more,
+            refused=report.refused,
         )
 
 

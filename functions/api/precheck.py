@@ -32,6 +32,7 @@ OWN_TENANT_PATH = "/v1/tenants/me"
 DEAD_LETTERS_PATHS = {"/v1/dead-letters": "GET", "/v1/dead-letters/redrive": "POST"}  # an admin's, every one
 BODY_PATHS = {
     "/v1/jobs",
+    "/v1/bulk/jobs",
     "/v1/dlq/redrive",
     "/v1/dead-letters/redrive",
 }  # the POST routes that read a JSON body (and every PATCH and PUT)

@@ -21,6 +21,7 @@ from tickwork.model.errors import (
     IdentityUnresolved,
     InvalidInput,
     NotFound,
+    NotRetryable,
     QuotaExceeded,
     TickworkError,
     TooLarge,
@@ -108,6 +109,9 @@ def domain_problem(exc: TickworkError, instance: str | None) -> Response:
         return as_response(problem(INTERNAL, "the request failed; try again", instance=instance))
     if isinstance(exc, QuotaExceeded):
         return quota_problem(exc, instance)
+    if isinstance(exc, NotRetryable):  # the code beside the text: what a script branches on
+        plain = problem(kind, str(exc), instance=instance).model_dump()
+        return as_response(Problem(**plain, reason=exc.reason))
     return as_response(problem(kind, str(exc), exc.errors, instance))
 
 

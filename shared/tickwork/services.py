@@ -17,6 +17,7 @@ from tickwork.aws.results import ResultStore
 from tickwork.aws.role_tags import READ_TIMEOUT_SECONDS, RoleTenantTags
 from tickwork.aws.secrets import SecretStores
 from tickwork.control.audit import AuditTrail
+from tickwork.control.bulk_jobs import BulkJobs
 from tickwork.control.calendars import CalendarService
 from tickwork.control.dead_letters import DeadLetterAdmin
 from tickwork.control.debounce import DebouncedTriggers
@@ -379,8 +380,21 @@ class Services:
         return CalendarService(self.calendar_records, self.clock, self.audit)
 
     @cached_property
+    def bulk_jobs(self) -> BulkJobs:
+        return BulkJobs(self.jobs, self.queries, self.listings)
+
+    @cached_property
     def redrive(self) -> RunRedrive:
-        return RunRedrive(self.store.runs, self.dispatcher, self.clock, self.queries, self.listings, self.audit)
+        return RunRedrive(
+            self.store.runs,
+            self.dispatcher,
+            self.clock,
+            self.queries,
+            self.listings,
+            self.audit,
+            self.workflow_records,
+            self.job_factory.check_payload,
+        )
 
     @cached_property
     def dead_letters(self) -> DeadLetterAdmin:

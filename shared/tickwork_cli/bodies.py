@@ -103,7 +103,11 @@ def overlay(base: dict[str, Any], flags: dict[str, Any]) -> dict[str, Any]:
 
 
 def payload_of(fields: JobFields) -> dict[str, Any] | None:
-    payload, payload_file = fields.payload, fields.payload_file
+    return payload_given(fields.payload, fields.payload_file)
+
+
+def payload_given(payload: str | None, payload_file: Path | None) -> dict[str, Any] | None:
+    """The payload --payload or --payload-file gives (one of them, or neither: None)."""
     if payload is not None and payload_file is not None:
         raise ConfigError("give --payload or --payload-file, not both")
     if payload_file is not None:

@@ -70,6 +70,8 @@ class ApiError(Exception):
             lines += [f"  {str(e.get('field', '')).ljust(width)}  {e.get('message', '')}" for e in errors]
         elif p.get("detail"):
             lines.append(f"  {p['detail']}")
+        if p.get("reason"):  # a refused retry's code (tickwork.model.retryable)
+            lines.append(f"  reason: {p['reason']}")
         return "\n".join(lines)
 
 

@@ -40,10 +40,12 @@ from tickwork_cli.bodies import (
     json_object_file,
     overlay,
     parse_instant,
+    payload_given,
     payload_of,
     policy_of,
     refuse_a_zone_for_a_rate,
     schedule_of,
+    tags_of,
 )
 from tickwork_cli.client import ApiError, Client, ConfigError
 from tickwork_cli.operations import register as register_operations
@@ -110,6 +112,8 @@ else:
     _register_dev(app)
 
 EXIT_SMOKE_FAILED = 1
+EXIT_NOT_REDRIVEN = 1  # `dlq redrive` left a run it was asked to re-queue
+EXIT_BULK_INCOMPLETE = 1  # `jobs pause|resume|cancel --tag` found a job it could not change
 TERMINAL = {"SUCCEEDED", "FAILED", "SKIPPED"}
 WORKFLOW_RUN_TERMINAL = TERMINAL | {"CANCELLED", "COMPENSATED", "COMPENSATION_FAILED"}
 # Tests replace these to wait without sleeping, and to share the API's (fake) clock.
@@ -299,16 +303,63 @@ def jobs_update(
     session.show_one(session.client.patch(path, change))
 
 
-_call_by_id(jobs_app, "pause", "Pause a job (idempotent).", "POST", "/v1/jobs/{job_id}/pause", JobIdArg)
-_call_by_id(
-    jobs_app,
+def _job_state_command(action: str, doc: str, method: str, path: str) -> None:
+    """`jobs pause|resume|cancel`: one job by its id, or the jobs a selector names (--tag, --job, --all, as
+    `freeze` takes them) through POST /v1/bulk/jobs, page after page; a line per job, and exit status 1 if one was
+    not found or refused."""
+
+    @jobs_app.command(action, help=doc)
+    @api_command
+    def command(
+        job_id: Annotated[str | None, typer.Argument(help="The job id (or a selector).", show_default=False)] = None,
+        *,
+        session: Session,
+        tags: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--tag", help="The jobs with this tag, key=value; repeatable (all of them).", show_default=False
+            ),
+        ] = None,
+        jobs: Annotated[
+            list[str] | None, typer.Option("--job", help="This job; repeatable (up to 100).", show_default=False)
+        ] = None,
+        every: Annotated[bool, typer.Option("--all", help="Every job of yours.")] = False,
+        cursor: Annotated[
+            str | None, typer.Option("--cursor", help="Go on from an earlier answer's next_cursor.", show_default=False)
+        ] = None,
+    ) -> None:
+        selectors = given(tags=tags_of(tags), job_ids=jobs or None, all=every or None)
+        if (job_id is None) == (not selectors) or len(selectors) > 1:
+            raise typer.BadParameter("give a job id, or one of --tag, --job and --all", param_hint="'--tag'")
+        if job_id is not None:
+            session.show_one(session.client.request(method, path.format(job_id=quote(job_id, safe=""))))
+            return
+        request: dict[str, Any] = {"action": action, "selector": selectors, **given(cursor=cursor)}
+        items: list[dict[str, Any]] = []
+        while True:
+            answer = session.client.post("/v1/bulk/jobs", request)
+            items += answer["items"]
+            if not answer["next_cursor"]:
+                break
+            request["cursor"] = answer["next_cursor"]
+        session.show_page({"action": action, "items": items, "next_cursor": None}, render.BULK_JOB_COLUMNS)
+        if any(item["outcome"] in ("not_found", "refused") for item in items):
+            raise typer.Exit(EXIT_BULK_INCOMPLETE)
+
+
+_job_state_command(
+    "pause", "Pause a job, or the jobs --tag, --job or --all name; idempotent.", "POST", "/v1/jobs/{job_id}/pause"
+)
+_job_state_command(
     "resume",
-    "Resume a paused job (idempotent); missed occurrences follow the misfire rule.",
+    "Resume a paused job, or the jobs --tag, --job or --all name; idempotent; missed occurrences follow the "
+    "misfire rule.",
     "POST",
     "/v1/jobs/{job_id}/resume",
-    JobIdArg,
 )
-_call_by_id(jobs_app, "cancel", "Cancel a job (idempotent).", "DELETE", "/v1/jobs/{job_id}", JobIdArg)
+_job_state_command(
+    "cancel", "Cancel a job, or the jobs --tag, --job or --all name; idempotent.", "DELETE", "/v1/jobs/{job_id}"
+)
 
 
 @jobs_app.command("trigger")
@@ -510,10 +561,17 @@ def runs_retry(
     start_over: Annotated[
         bool, typer.Option("--start-over", help="Remove the run's checkpoint and steps: it starts from the beginning.")
     ] = False,
+    payload: Annotated[
+        str | None, typer.Option("--payload", help="Run it with this payload instead (a JSON object).")
+    ] = None,
+    payload_file: Annotated[
+        Path | None, typer.Option("--payload-file", help="Read that payload from a file, or - for stdin.")
+    ] = None,
 ) -> None:
-    """Re-queue a FAILED run; its attempts start again, from its last checkpoint (docs/durable-runs.md)."""
-    body = {"from_checkpoint": False} if start_over else None
-    session.show_one(session.client.post(f"/v1/runs/{run_id}/retry", body))
+    """Re-queue a FAILED run; its attempts start again, from its last checkpoint (docs/durable-runs.md). With
+    --payload, it runs with that payload, checked by its job type; the run and the audit trail say it was edited."""
+    body = given(payload=payload_given(payload, payload_file), from_checkpoint=False if start_over else None)
+    session.show_one(session.client.post(f"/v1/runs/{run_id}/retry", body or None))
 
 
 _call_by_id(
@@ -551,9 +609,10 @@ def dlq_list(
     cursor: CursorOpt = None,
     all_pages: AllPages = False,
 ) -> None:
-    """Your FAILED runs (an admin: a tenant's, with --tenant), newest first."""
+    """Your FAILED runs (an admin: a tenant's, with --tenant), newest first; RETRY says whether a retry re-queues
+    each, or why not."""
     page = _listing(session.client, "/v1/dlq", all_pages, tenant=tenant, limit=limit, cursor=cursor)
-    session.show_page(page, render.RUN_COLUMNS)
+    session.show_page(page, render.DLQ_COLUMNS)
 
 
 @dlq_app.command("redrive")
@@ -565,7 +624,8 @@ def dlq_redrive(
         bool, typer.Option("--all", help="Re-queue every FAILED run (250 a call). Asked for on a terminal.")
     ] = False,
 ) -> None:
-    """Re-queue the FAILED runs named, or all your FAILED runs (--all)."""
+    """Re-queue the FAILED runs named, or all your FAILED runs (--all). Exit status 1, each with its reason, when
+    a run was not re-queued (unknown, not FAILED, or not retried so: `dlq list` says why; `dlq dismiss` it)."""
     if run_ids and all_runs:
         raise typer.BadParameter("name runs, or pass --all; not both", param_hint="'--all'")
     if not run_ids and not all_runs:
@@ -577,12 +637,27 @@ def dlq_redrive(
     result = session.client.post("/v1/dlq/redrive", {"run_ids": run_ids} if run_ids else {"all": True})
     if session.as_json:
         typer.echo(render.as_json(result))
-        return
-    typer.echo(f"redriven: {result['redriven']}")
-    if result.get("not_redriven"):
-        typer.echo(f"not redriven (unknown or not FAILED): {', '.join(result['not_redriven'])}")
+    else:
+        typer.echo(f"redriven: {result['redriven']}")
     if result.get("more"):
         typer.echo("more FAILED runs remain: run it again", err=True)
+    if result.get("not_redriven"):
+        # Each with why, and a failing exit status: a script must not take a refused redrive for a done one.
+        reasons = {item["run_id"]: item for item in result.get("refused", [])}
+        for run_id in result["not_redriven"]:
+            item = reasons.get(run_id, {})
+            typer.echo(f"not redriven: {run_id}: {item.get('reason', '?')}: {item.get('message', '')}", err=True)
+        raise typer.Exit(EXIT_NOT_REDRIVEN)
+
+
+_call_by_id(
+    dlq_app,
+    "dismiss",
+    "Take a FAILED run out of the DLQ without a retry (its record is kept, and says who); idempotent.",
+    "POST",
+    "/v1/dlq/{run_id}/dismiss",
+    RunIdArg,
+)
 
 
 # ---------------------------------------------------------------- dead-letters

@@ -106,6 +106,18 @@ RUN_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
     ("ERROR", lambda r: (r.get("error") or {}).get("message")),
 ]
 
+DLQ_COLUMNS = [
+    *RUN_COLUMNS,
+    ("RETRY", lambda r: "yes" if (r.get("retry") or {}).get("retryable", True) else r["retry"].get("reason")),
+]
+
+BULK_JOB_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
+    ("JOB", lambda r: r["job_id"]),
+    ("OUTCOME", lambda r: r["outcome"]),
+    ("STATE", lambda r: r.get("state")),
+    ("REASON", lambda r: r.get("reason")),
+]
+
 
 def stuck_rows(page: dict[str, Any]) -> list[dict[str, Any]]:
     """`GET /v1/runs/stuck`'s runs, each with how long it has been past its time (or lease), by the API's clock."""

@@ -139,6 +139,15 @@ MUTATIONS: dict[tuple[str, str], Callable[[ApiClient, Any], Call]] = {
     ("post", "/v1/dlq/redrive"): lambda api, p: Call(
         "POST", "/v1/dlq/redrive", "run.redrive", {"run_ids": [failed_run(api, p)["id"]]}
     ),
+    ("post", "/v1/bulk/jobs"): lambda api, p: Call(
+        "POST",
+        "/v1/bulk/jobs",
+        "job.pause",
+        {"action": "pause", "selector": {"job_ids": [created(api, "/v1/jobs", JOB)["id"]]}},
+    ),
+    ("post", "/v1/dlq/{run_id}/dismiss"): lambda api, p: Call(
+        "POST", f"/v1/dlq/{failed_run(api, p)['id']}/dismiss", "run.dismiss"
+    ),
     ("post", "/v1/dead-letters/redrive"): lambda api, p: (
         p.sqs.send_message(QueueUrl=p.resources.dlq_urls["low"], MessageBody="poison"),
         Call(

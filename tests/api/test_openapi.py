@@ -34,6 +34,8 @@ ROUTES = {
     ("post", "/v1/runs/{run_id}/skip"),
     ("get", "/v1/dlq"),
     ("post", "/v1/dlq/redrive"),
+    ("post", "/v1/dlq/{run_id}/dismiss"),
+    ("post", "/v1/bulk/jobs"),
     ("get", "/v1/dead-letters"),
     ("post", "/v1/dead-letters/redrive"),
     ("post", "/v1/workflows"),

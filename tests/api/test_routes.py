@@ -202,7 +202,13 @@ def test_redrive_all_and_by_id(api, pipeline):
 
     everything = api.post("/v1/dlq/redrive", {"all": True})
     assert everything.status == 202
-    assert everything.json == {"redriven": 1, "run_ids": [first["id"]], "not_redriven": [], "more": False}
+    assert everything.json == {
+        "redriven": 1,
+        "run_ids": [first["id"]],
+        "not_redriven": [],
+        "more": False,
+        "refused": [],
+    }
     assert api.get("/v1/dlq").json["items"] == []
     assert api.get(f"/v1/runs/{first['id']}").json["status"] == "QUEUED"
 

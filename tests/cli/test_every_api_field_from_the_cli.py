@@ -36,6 +36,7 @@ COMMANDS: dict[tuple[str, str], list[str]] = {
     ("POST", "/v1/calendars"): ["calendars", "create"],
     ("PUT", "/v1/calendars/{calendar_id}"): ["calendars", "update", CALENDAR_ID],
     ("POST", "/v1/freezes"): ["freezes", "create"],
+    ("POST", "/v1/bulk/jobs"): ["jobs", "pause"],
 }
 
 # What a command needs besides the field under test (the body may still be refused: only what is sent counts).
@@ -106,10 +107,17 @@ FLAGS: dict[str, dict[str, list[str]]] = {
     "schedules preview": {**SCHEDULE_FLAGS, "count": ["--count", "3"], "from": ["--from", "now"]},
     "dlq redrive": {"run_ids": ["r1"], "all": ["--all"]},
     "dead-letters redrive": {"bands": ["--band", "low"]},
-    "runs retry": {"from_checkpoint": ["--start-over"]},
+    "runs retry": {"from_checkpoint": ["--start-over"], "payload": ["--payload", "{}"]},
     "workflows create": {**SCHEDULE_FLAGS, **POLICY_FLAGS},
     "workflows update": {**SCHEDULE_FLAGS, **POLICY_FLAGS},
     "workflow-runs cancel": {"compensate": ["--compensate"]},
+    "jobs pause": {
+        "action": ["--all"],
+        "selector.tags": ["--tag", "team=payments"],
+        "selector.job_ids": ["--job", "j1"],
+        "selector.all": ["--all"],
+        "cursor": ["--all", "--cursor", "c"],
+    },
     "freezes create": {
         "selector.tags": ["--tag", "team=payments"],
         "selector.job_ids": ["--job", "j1"],

@@ -1,4 +1,4 @@
-"""/v1/dlq: a tenant's FAILED runs, and re-queueing them."""
+"""/v1/dlq: a tenant's FAILED runs, each saying whether it can be retried; re-queueing them, and dismissing one."""
 
 from __future__ import annotations
 
@@ -6,17 +6,18 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-from dependencies import Acting, CallerJobs
-from tickwork.control.api_bodies import RedriveRequest, RedriveResult, RunList
+from dependencies import Acting, CallerJobs, Tenant, Wired
+from tickwork.control.api_bodies import DlqList, RedriveRequest, RedriveResult
 from tickwork.control.api_examples import REDRIVE, openapi_examples
+from tickwork.model.run import Run
 
-from routes.parameters import Cursor, Limit, ReadTenant
+from routes.parameters import Cursor, Limit, ReadTenant, RunId
 from routes.responses import json_response, ok, problems
 
 router = APIGatewayHttpRouter()
 
 
-PAGE_OF_RUNS = {200: ok(RunList, "One page"), **problems(422)}
+PAGE_OF_RUNS = {200: ok(DlqList, "One page"), **problems(422)}
 REDRIVEN = {202: ok(RedriveResult, "Re-queued"), **problems(400, 415, 422)}
 
 
@@ -45,3 +46,13 @@ def redrive(
     ],
 ):
     return json_response(202, mine.redrive(request.named(), by))
+
+
+@router.post(
+    "/v1/dlq/<run_id>/dismiss",
+    summary="Take a FAILED run out of the DLQ without a retry (its record is kept, and says who); idempotent",
+    responses={200: ok(Run, "The run, FAILED, with dismissed_at and dismissed_by"), **problems(404, 409, 422)},
+    tags=["dlq"],
+)
+def dismiss(run_id: RunId, built: Wired, tenant: Tenant, by: Acting):
+    return json_response(200, built.redrive.dismiss(tenant, run_id, by=by))

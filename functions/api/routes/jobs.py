@@ -7,9 +7,10 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler import Request
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-from dependencies import Acting, CallerJobs, Jobs, Tenant
+from dependencies import Acting, CallerJobs, Jobs, Tenant, Wired
 from tickwork.control.api_bodies import JobList, JobSpec, JobUpdate, TriggeredRun, TriggerRequest
-from tickwork.control.api_examples import JOB_SPEC, JOB_UPDATE, TRIGGER, openapi_examples
+from tickwork.control.api_examples import BULK_JOBS, JOB_SPEC, JOB_UPDATE, TRIGGER, openapi_examples
+from tickwork.control.bulk_jobs import MAX_BULK_JOBS, BulkJobsRequest, BulkJobsResult
 from tickwork.control.idempotent_create import request_hash
 from tickwork.model.job import Job
 from tickwork.model.states import JobState
@@ -122,6 +123,28 @@ def trigger_job(
     ] = (NO_TRIGGER_REQUEST),
 ):
     return json_response(202, jobs.trigger(tenant, job_id, request, by=by))
+
+
+@router.post(
+    "/v1/bulk/jobs",
+    summary=f"Pause, resume or cancel many jobs: by tags, ids or all; answered per job, at most {MAX_BULK_JOBS} a "
+    "request (then next_cursor)",
+    responses={200: ok(BulkJobsResult, "What became of each job selected"), **problems(400, 415, 422)},
+    tags=["jobs"],
+)
+def bulk_jobs(
+    built: Wired,
+    tenant: Tenant,
+    by: Acting,
+    request: Annotated[
+        BulkJobsRequest,
+        Body(
+            description='`{"action": "pause", "selector": {"tags": {"team": "data"}}}`; idempotent.',
+            openapi_examples=openapi_examples(BULK_JOBS),
+        ),
+    ],
+):
+    return json_response(200, built.bulk_jobs.apply(tenant, request, by=by))
 
 
 add_routes(router, "jobs")  # one job, and its state changes: see routes/by_id.py

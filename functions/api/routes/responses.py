@@ -54,6 +54,7 @@ RUN_OPERATIONS = {
     "RetryRun": ("POST", "/v1/runs/{run_id}/retry"),
     "CancelRun": ("POST", "/v1/runs/{run_id}/cancel"),
     "SkipRun": ("POST", "/v1/runs/{run_id}/skip"),
+    "DismissRun": ("POST", "/v1/dlq/{run_id}/dismiss"),
 }
 WORKFLOW_OPERATIONS = {
     "GetWorkflow": ("GET", "/v1/workflows/{workflow_id}"),

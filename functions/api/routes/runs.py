@@ -106,7 +106,8 @@ RESUME = RetryRequest()  # a bodiless retry's: from the checkpoint
 
 @router.post(
     "/v1/runs/<run_id>/retry",
-    summary="Re-queue a FAILED run; attempts start again, from its last checkpoint unless from_checkpoint is false",
+    summary="Re-queue a FAILED run; attempts start again, from its last checkpoint unless from_checkpoint is false; "
+    "with payload, it runs with that payload (checked by its job type, recorded as edited)",
     responses={202: ok(Run, "The run, QUEUED"), **problems(400, 404, 409, 415, 422)},
     tags=["runs"],
 )
@@ -118,11 +119,15 @@ def retry_run(
     request: Annotated[
         RetryRequest,
         Body(
-            description='Optional: `{"from_checkpoint": false}` starts over.', openapi_examples=openapi_examples(RETRY)
+            description='Optional: `{"from_checkpoint": false}` starts over; `{"payload": {...}}` re-runs it with '
+            "that payload.",
+            openapi_examples=openapi_examples(RETRY),
         ),
     ] = RESUME,
 ):
-    return json_response(202, built.redrive.retry_run(tenant, run_id, from_checkpoint=request.from_checkpoint, by=by))
+    payload = request.payload if "payload" in request.model_fields_set else None
+    queued = built.redrive.retry_run(tenant, run_id, from_checkpoint=request.from_checkpoint, payload=payload, by=by)
+    return json_response(202, queued)
 
 
 def insights_link(slot: Annotated[WiringSlot, Depends(wiring)]) -> InsightsLink | None:

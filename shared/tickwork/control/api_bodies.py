@@ -31,6 +31,7 @@ from tickwork.model.policies import (
     Tags,
 )
 from tickwork.model.preview import DEFAULT_PREVIEW_COUNT, MAX_PREVIEW_COUNT
+from tickwork.model.retryable import NotRetried, RetryVerdict
 from tickwork.model.run import Run, RunProgress
 from tickwork.model.schedule import CallerInstant, Schedule, UtcDatetime
 from tickwork.model.states import RunStatus, SkipReason
@@ -253,10 +254,19 @@ else:
 
 class RetryRequest(_OptionalNotNullable):
     """POST /v1/runs/{id}/retry, optional: the run resumes from its last checkpoint (docs/durable-runs.md) unless
-    `from_checkpoint` is false."""
+    `from_checkpoint` is false; with `payload`, it runs with that payload instead (checked by the job type's model,
+    as at create; the audit record and the run say it was edited, and by whom)."""
+
+    model_config = ConfigDict(json_schema_extra=_patch_of_payload)
 
     from_checkpoint: StrictBool = Field(
         default=True, description="false: remove the run's checkpoint and steps, so that it starts over."
+    )
+    payload: dict[str, Any] = Field(
+        default=_ABSENT,
+        exclude_if=lambda v: v is None,
+        description="The run's payload from now on, instead of the one it failed with: checked by the job type's "
+        "model.",
     )
 
 
@@ -330,6 +340,17 @@ class AuditList(BaseModel):
 
 class RunList(BaseModel):
     items: list[Run]
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")
+
+
+class DlqEntry(Run):
+    """A FAILED run in the DLQ, with whether its own retry (or a redrive) re-queues it, and if not, why."""
+
+    retry: RetryVerdict
+
+
+class DlqList(BaseModel):
+    items: list[DlqEntry]
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")
 
 
@@ -411,9 +432,10 @@ class RedriveResult(BaseModel):
     redriven: int = Field(description="How many FAILED runs were re-queued.")
     run_ids: list[str] = Field(description="The runs re-queued.")
     not_redriven: list[str] = Field(
-        description="Named runs that were not re-queued: unknown, not the caller's, or not FAILED."
+        description="Runs that were not re-queued: unknown, not the caller's, not FAILED, or not retried so."
     )
     more: bool = Field(description="A redrive of all runs stopped at its per-call cap; call again for the rest.")
+    refused: list[NotRetried] = Field(description="Each run of not_redriven, with why (a code, and text).")
 
 
 class Health(BaseModel):

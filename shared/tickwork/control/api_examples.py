@@ -111,6 +111,15 @@ TRIGGER = {
 RETRY = {
     "resume": ("Re-queue it; it resumes from its last checkpoint", {}),
     "start-over": ("Re-queue it and start from the beginning", {"from_checkpoint": False}),
+    "edited-payload": ("Re-run it with a corrected payload", {"payload": {"hello": "again"}}),
+}
+
+BULK_JOBS = {
+    "pause-by-tag": ("Pause every job of a team", {"action": "pause", "selector": {"tags": {"team": "data"}}}),
+    "resume-named": (
+        "Resume the jobs named",
+        {"action": "resume", "selector": {"job_ids": ["j01jd2k3m4n5p6q7r8s9t0v1w2"]}},
+    ),
 }
 
 WORKFLOW_RUN_CANCEL = {

@@ -1,4 +1,5 @@
-"""Re-queueing FAILED runs: one run (retry), or the tenant's dead letters (redrive). Attempts start again.
+"""The tenant's DLQ (its FAILED runs): re-queueing them, one (retry) or many (redrive), where attempts start
+again; whether each can be (tickwork.model.retryable); and dismissing one, which leaves the DLQ without a retry.
 
 FAILED -> QUEUED is a conditional write on the run's status, so a run re-queued twice at once goes once; the
 run keeps its original `scheduled_for` and is sent to start now.
@@ -6,20 +7,31 @@ run keeps its original `scheduled_for` and is sent to start now.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
+from tickwork.control.api_bodies import DlqEntry
 from tickwork.control.audit import AuditTrail
 from tickwork.control.queries import JobQueries
 from tickwork.model.audit import Attribution, AuditResource, Change
 from tickwork.model.clock import Clock
-from tickwork.model.errors import Conflict, NotFound
+from tickwork.model.errors import Conflict, NotFound, NotRetryable
+from tickwork.model.retryable import (
+    NotRetried,
+    NotRetryableReason,
+    RetryVerdict,
+    not_found,
+    refused,
+    retry_verdict,
+)
 from tickwork.model.run import Run
 from tickwork.model.states import RunStatus
 from tickwork.observability import logger
 from tickwork.store import RunRecords
-from tickwork.store.listings import Listings
+from tickwork.store.listings import Listings, Page
+from tickwork.store.workflows import WorkflowRecords
 from tickwork.tick.dispatch import Dispatcher
 
 MAX_REDRIVE = 250  # runs one "redrive all" call re-queues; the response says when there are more
@@ -31,6 +43,15 @@ class RedriveReport:
     run_ids: list[str]
     not_redriven: list[str]  # unknown ids, other tenants' ids, runs not FAILED (any more), workflow steps' runs
     more: bool  # "all" stopped at MAX_REDRIVE; call again for the rest
+    refused: list[NotRetried]  # each of not_redriven, with why
+
+
+@dataclass(frozen=True)
+class PayloadEdit:
+    """A retry's new payload, and the one the run had (its own, else its job's): the audit record shows both."""
+
+    before: dict[str, Any]
+    after: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -41,25 +62,49 @@ class RunRedrive:
     queries: JobQueries  # tenant-checked reads of the named runs
     listings: Listings  # the tenant's FAILED runs, for "redrive all"
     audit: AuditTrail  # each re-queue's record, in its own write
+    workflow_runs: WorkflowRecords  # a step's run's workflow run, which alone retries it
+    check_payload: Callable[[str, str, dict[str, Any]], None]  # (tenant, job type, payload): as create checks it
+
+    def dlq_page(self, tenant: str, *, limit: int, cursor: str | None) -> Page[DlqEntry]:
+        """A page of the tenant's DLQ, each entry with whether its own retry re-queues it (one BatchGetItem of
+        the page's steps' workflow runs)."""
+        page = self.listings.list_failed_runs(tenant, limit=limit, cursor=cursor)
+        verdicts = self.verdicts(page.items)
+        entries = [DlqEntry(**dict(run), retry=verdicts[run.id]) for run in page.items]
+        return Page(entries, page.next_cursor)
+
+    def verdicts(self, runs: list[Run]) -> dict[str, RetryVerdict]:
+        """Whether each run's own retry re-queues it, by run id."""
+        workflow_runs = self.workflow_runs.get_workflow_runs([r.workflow_run_id for r in runs if r.workflow_run_id])
+        return {
+            run.id: retry_verdict(run, workflow_runs.get(run.workflow_run_id) if run.workflow_run_id else None)
+            for run in runs
+        }
 
     def retry_run(
-        self, tenant: str, run_id: str, *, from_checkpoint: bool = True, by: Attribution | None = None
+        self,
+        tenant: str,
+        run_id: str,
+        *,
+        from_checkpoint: bool = True,
+        payload: dict[str, Any] | None = None,
+        by: Attribution | None = None,
     ) -> Run:
         """Re-queue a FAILED run; its attempts start again, from its last checkpoint unless `from_checkpoint` is
-        False (then that is removed: docs/durable-runs.md)."""
+        False (then that is removed: docs/durable-runs.md). `payload`: the run's payload from now on, checked by
+        its job type's model first (InvalidInput naming the field, nothing changed). NotRetryable (a 409 with its
+        reason) for a run its own retry does not re-queue."""
         run = self.queries.get_run(tenant, run_id)
-        if run.status is not RunStatus.FAILED:
-            raise Conflict(f"only FAILED runs can be retried; this one is {run.status.value}")
-        if run.is_compensation:
-            # Its workflow run is COMPENSATION_FAILED, which no retry reopens: what it left is undone by hand.
-            raise Conflict(
-                "a compensation's run is not retried: its workflow run ended COMPENSATION_FAILED; undo what it "
-                "left by hand (its error says what failed)"
-            )
-        if run.workflow_run_id is not None:
-            # Re-running a step alone would leave its workflow run FAILED and its downstream steps unstarted.
-            raise Conflict(f"a workflow step's run is retried with its workflow run: retry {run.workflow_run_id}")
-        queued = self._requeue(run, self.clock.now(), from_checkpoint=from_checkpoint, by=by, verb="retry")
+        verdict = self.verdicts([run])[run.id]
+        if verdict.reason is not None:
+            raise NotRetryable(verdict.reason.value, verdict.message or verdict.reason.value)
+        edit = None
+        if payload is not None:
+            job = self.queries.get_job(tenant, run.job_id)
+            self.check_payload(tenant, job.type, payload)
+            before = run.payload if run.payload is not None else job.payload
+            edit = PayloadEdit(before, payload)
+        queued = self._requeue(run, self.clock.now(), from_checkpoint=from_checkpoint, edit=edit, by=by, verb="retry")
         if queued is None:
             raise Conflict("the run changed meanwhile; try again")
         self._send([queued])
@@ -71,34 +116,55 @@ class RunRedrive:
         records of exactly the runs it re-queued."""
         now = self.clock.now()
         queued: list[Run] = []
-        not_redriven: list[str] = []
+        not_retried: list[NotRetried] = []
         more = False
         if run_ids is None:
-            candidates: Iterable[tuple[str, Run | None]] = (
+            candidates: list[tuple[str, Run | None]] = [
                 (run.id, run) for run in self.listings.iter_failed_runs(tenant, max_items=MAX_REDRIVE + 1)
-            )
+            ]
+            more = len(candidates) > MAX_REDRIVE
+            candidates = candidates[:MAX_REDRIVE]
         else:
-            candidates = ((run_id, self._named(tenant, run_id)) for run_id in dict.fromkeys(run_ids))
-        for index, (run_id, run) in enumerate(candidates):
-            if run_ids is None and index == MAX_REDRIVE:
-                more = True
-                break
-            requeued = self._requeue(run, now, by=by, verb="redrive") if run is not None else None
-            if requeued is None:
-                not_redriven.append(run_id)
-            else:
-                queued.append(requeued)
+            candidates = [(run_id, self._named(tenant, run_id)) for run_id in dict.fromkeys(run_ids)]
+        verdicts = self.verdicts([run for _, run in candidates if run is not None])
+        for run_id, run in candidates:
+            verdict = verdicts[run_id] if run is not None else not_found(run_id)
+            if run is not None and verdict.retryable:
+                requeued = self._requeue(run, now, by=by, verb="redrive")
+                if requeued is not None:
+                    queued.append(requeued)
+                    continue
+                verdict = refused(NotRetryableReason.NOT_FAILED, "it changed meanwhile: it is not FAILED any more")
+            not_retried.append(NotRetried.of(run_id, verdict))
         self._send(queued)
         logger.info("dlq redriven", extra={"tenant": tenant, "redriven": len(queued), "more": more})
-        return RedriveReport(len(queued), [r.id for r in queued], not_redriven, more)
+        return RedriveReport(len(queued), [r.id for r in queued], [r.run_id for r in not_retried], more, not_retried)
+
+    def dismiss(self, tenant: str, run_id: str, *, by: Attribution | None = None) -> Run:
+        """Take a FAILED run out of the DLQ without a retry, keeping its record (and its retry: a dismissed run
+        can still be retried). Idempotent: a run dismissed already answers as it is, its first dismissal's time
+        and author standing. Conflict for a run not FAILED."""
+        run = self.queries.get_run(tenant, run_id)
+        if run.status is RunStatus.FAILED and run.dismissed_at is None:
+            now = self.clock.now()
+            resource = AuditResource(kind="run", id=run.id)
+            changes = {"dlq": Change(before=True, after=False)}
+            audit = self.audit.item(by, tenant=run.tenant, action="run.dismiss", resource=resource, changes=changes)
+            author = by.actor.display if by is not None else None
+            if self.runs.dismiss_failed_run(run.id, now=now, by=author, audit=audit):
+                logger.info("dlq entry dismissed", extra={"run_id": run.id, "tenant": run.tenant})
+                return run.model_copy(update={"dismissed_at": now, "dismissed_by": author})
+            run = self.queries.get_run(tenant, run_id)  # it changed meanwhile: answer as it is now
+        if run.status is not RunStatus.FAILED:
+            raise Conflict(f"only a FAILED run is in the DLQ; this one is {run.status.value}")
+        return run
 
     def _named(self, tenant: str, run_id: str) -> Run | None:
-        """The caller's FAILED run of that id; None for an unknown id, another tenant's, or one not FAILED."""
+        """The caller's run of that id; None for an unknown id, or another tenant's."""
         try:
-            run = self.queries.get_run(tenant, run_id)
+            return self.queries.get_run(tenant, run_id)
         except NotFound:
             return None
-        return run if run.status is RunStatus.FAILED else None
 
     def _requeue(
         self,
@@ -106,25 +172,36 @@ class RunRedrive:
         now: datetime,
         *,
         from_checkpoint: bool = True,
+        edit: PayloadEdit | None = None,
         by: Attribution | None = None,
         verb: str = "retry",
     ) -> Run | None:
-        """FAILED -> QUEUED in the table (conditional); the caller sends it. None if it was not FAILED, or if it
-        is a workflow step's (retried with its workflow run, so that the run goes on past it)."""
-        if run.workflow_run_id is not None:
-            return None
+        """FAILED -> QUEUED in the table (conditional); the caller sends it, once its verdict said it may be.
+        None if it was not FAILED any more. `edit`: its payload replaced, in the same write and audit record."""
         redispatch_at = now + self.dispatcher.redispatch_after
         changes = {"status": Change(before=RunStatus.FAILED.value, after=RunStatus.QUEUED.value)}
         if not from_checkpoint:
             changes["from_checkpoint"] = Change(after=False)
+        edited: dict[str, Any] = {}
+        if edit is not None:
+            changes["payload"] = Change(before=edit.before, after=edit.after)
+            author = by.actor.display if by is not None else None
+            edited = {"payload": edit.after, "payload_edited_at": now, "payload_edited_by": author}
         resource = AuditResource(kind="run", id=run.id)
         audit = self.audit.item(by, tenant=run.tenant, action=f"run.{verb}", resource=resource, changes=changes)
         if not self.runs.requeue_failed_run(
-            run, now=now, redispatch_at=redispatch_at, from_checkpoint=from_checkpoint, audit=audit
+            run,
+            now=now,
+            redispatch_at=redispatch_at,
+            from_checkpoint=from_checkpoint,
+            edited_payload=edit.after if edit is not None else None,
+            edited_by=edited.get("payload_edited_by"),
+            audit=audit,
         ):
             return None
         return run.model_copy(
             update={
+                **edited,
                 "status": RunStatus.QUEUED,
                 "attempts": 0,
                 "error": None,
@@ -133,6 +210,8 @@ class RunRedrive:
                 "lease_until": None,
                 "segments": 0,
                 "yielded_ms": 0,
+                "dismissed_at": None,
+                "dismissed_by": None,
             }
         )
 

@@ -115,6 +115,15 @@ class Conflict(TickworkError):
     """The request contradicts the state of the job or run, or an earlier request with the same key."""
 
 
+class NotRetryable(Conflict):
+    """A retry of a run its own retry does not re-queue: `reason` says why, as a code
+    (tickwork.model.retryable.NotRetryableReason)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        self.reason = reason
+        super().__init__(message)
+
+
 class AdminRequired(Forbidden):
     """A route only an admin may call (tenants' settings, the SQS dead-letter queues), called by a tenant that is
     not one."""

@@ -121,6 +121,14 @@ class Run(BaseModel, _InBand):
     # Times this run was re-queued after FAILED (retry, DLQ redrive); its lateness then says how late the
     # new execution started relative to the original occurrence.
     requeues: int = 0
+    # A FAILED run taken out of the DLQ without a retry (POST /v1/dlq/{run_id}/dismiss): when, and by whom. A
+    # retry clears them.
+    dismissed_at: UtcDatetime | None = None
+    dismissed_by: str | None = None
+    # Its payload was replaced at a retry (POST /v1/runs/{id}/retry with `payload`): when, and by whom; the audit
+    # record has the payload before and after.
+    payload_edited_at: UtcDatetime | None = None
+    payload_edited_by: str | None = None
     # Times the run was held back by a limit without consuming an attempt, and why the last time.
     deferred: int = 0
     deferred_reason: DeferReason | None = None

@@ -159,7 +159,7 @@ def _scheduled_item(
         "sk": "JOB",
         "kind": kind.value,
         "job_id": thing.id,
-        text_name: _json_text(text),
+        text_name: json_text(text),
         "tenant_key": f"T#{thing.tenant}#{kind.value}",
         "tenant_sort": f"{to_ms(thing.created_at):013d}#{thing.id}",
         **data,
@@ -198,7 +198,7 @@ def run_to_attrs(run: Run) -> dict[str, Any]:
     data = run.model_dump(mode="json", exclude={"id", "payload"})
     attrs = _run_item(ItemKind.RUN, run_key(run.id), run.id, data) | run_search_keys(run)
     if run.payload is not None:
-        attrs["payload_json"] = _json_text(run.payload)
+        attrs["payload_json"] = json_text(run.payload)
     if run.not_before is not None:  # the lease's condition reads it (a jittered run's start, tickwork.model.jitter)
         attrs["not_before_ms"] = to_ms(run.not_before)
     return attrs
@@ -213,7 +213,7 @@ def workflow_run_to_attrs(record: WorkflowRunRecord) -> dict[str, Any]:
     data = record.model_dump(mode="json", exclude={"id", "definition"}, exclude_none=True)
     attrs = _run_item(ItemKind.WORKFLOW_RUN, workflow_run_key(record.id), record.id, data)
     if record.definition is not None:
-        attrs["definition_json"] = _json_text(
+        attrs["definition_json"] = json_text(
             record.definition.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
         )
     return attrs
@@ -238,5 +238,6 @@ def _run_fields(attrs: Mapping[str, Any], fields: set[str], text_field: str) -> 
     return data
 
 
-def _json_text(value: Any) -> str:
+def json_text(value: Any) -> str:
+    """A JSON-text attribute's value (a payload, a definition): compact, keys sorted."""
     return json.dumps(value, separators=(",", ":"), sort_keys=True)

@@ -21,6 +21,7 @@ from tickwork.store.checkpoints import CHECKPOINT_CONTENT
 from tickwork.store.codec import (
     deserialize,
     expression_values,
+    json_text,
     run_from_attrs,
     run_key,
     run_to_attrs,
@@ -130,21 +131,32 @@ class RunRecords:
         now: datetime,
         redispatch_at: datetime,
         from_checkpoint: bool = True,
+        edited_payload: dict[str, Any] | None = None,
+        edited_by: str | None = None,
         audit: dict[str, Any] | None = None,
     ) -> bool:
         """FAILED -> QUEUED with attempts starting again (retry and DLQ redrive): a new execution, so its start,
         lateness, duration and handler time (`segments`, `yielded_ms`: a fresh max_run_seconds) are measured afresh;
         `requeues` counts how often this happened, and its attempt history keeps the earlier executions' records.
         It resumes from its last checkpoint (tickwork.store.checkpoints) unless `from_checkpoint` is False: then
-        that is removed. `audit`: the retry's (or redrive's) audit record's item, in the same transaction."""
+        that is removed. `edited_payload`: the run's payload from now on (the run's own, over its job's), with
+        when and by whom. `audit`: the retry's (or redrive's) audit record's item, in the same transaction."""
         starting_over = "".join(f", {name}" for name in CHECKPOINT_CONTENT) if not from_checkpoint else ""
+        edit = ""
+        values: dict[str, Any] = {}
+        if edited_payload is not None:
+            edit = ", payload_json = :payload, payload_edited_at = :now"
+            values["payload"] = json_text(edited_payload)
+            if edited_by is not None:
+                edit += ", payload_edited_by = :by"
+                values["by"] = edited_by
         return self._table.update_if(
             run_key(run.id),
             "SET #status = :queued, attempts = :zero, enqueued_at = :now, due_shard = :shard, due_at = :due, "
-            "requeues = if_not_exists(requeues, :zero) + :one "
+            "requeues = if_not_exists(requeues, :zero) + :one" + edit + " "
             "REMOVE #error, finished_at, expires_at, tenant_key, tenant_sort, lease_owner, lease_until, "
             "lease_until_ms, started_at, lateness_ms, duration_ms, not_before, not_before_ms, cancel_requested, "
-            "#segments, yielded_ms" + starting_over,
+            "#segments, yielded_ms, dismissed_at, dismissed_by" + starting_over,
             "#status = :failed",
             {"#status": "status", "#error": "error", "#segments": "segments"},
             expression_values(
@@ -155,7 +167,23 @@ class RunRecords:
                 now=iso(now),
                 shard=shard_of(run.job_id, self.shards),
                 due=to_ms(redispatch_at),
+                **values,
             ),
+            audit=audit,
+        )
+
+    def dismiss_failed_run(
+        self, run_id: str, *, now: datetime, by: str | None, audit: dict[str, Any] | None = None
+    ) -> bool:
+        """A FAILED run leaves the DLQ listing (its tenant-index keys), its record kept: when, and by whom. False if
+        it is not a FAILED run in the DLQ (not FAILED, or dismissed already). `audit`: in the same transaction."""
+        fields = "dismissed_at = :now" + (", dismissed_by = :by" if by is not None else "")
+        return self._table.update_if(
+            run_key(run_id),
+            f"SET {fields} REMOVE tenant_key, tenant_sort",
+            "#status = :failed AND attribute_exists(tenant_key)",
+            {"#status": "status"},
+            expression_values(failed=RunStatus.FAILED.value, now=iso(now), **({"by": by} if by is not None else {})),
             audit=audit,
         )
 

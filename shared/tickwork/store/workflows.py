@@ -151,6 +151,13 @@ class WorkflowRecords:
         ).get("Item")
         return read_workflow_run(deserialize(item)) if item else None
 
+    def get_workflow_runs(self, workflow_run_ids: list[str]) -> dict[str, WorkflowRunRecord]:
+        """The workflow runs of these ids that exist, by id (BatchGetItem, consistent)."""
+        ids = [run_id for run_id in dict.fromkeys(workflow_run_ids) if parse_workflow_run_id(run_id) is not None]
+        items = self._table.batch_get([workflow_run_key(run_id) for run_id in ids]) if ids else []
+        records = [read_workflow_run(attrs) for attrs in items]
+        return {record.id: record for record in records}
+
     def settle_step(
         self,
         workflow_run_id: str,
