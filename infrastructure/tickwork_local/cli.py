@@ -80,7 +80,10 @@ def _wait_healthy(url: str, timeout: float) -> bool:
 # ---------------------------------------------------------------- checking the options
 
 
-def _log_level(value: str) -> str:
+def _log_level(value: str | None, verbose: bool) -> str:
+    """--log-level if given; else INFO with --verbose, WARNING without (the run lines say what happens)."""
+    if value is None:
+        return "INFO" if verbose else "WARNING"
     level = value.upper()
     if level not in LOG_LEVELS:
         _fail(f"--log-level must be one of {', '.join(LOG_LEVELS)}")
@@ -278,11 +281,19 @@ DueShards = Annotated[
 ]
 Prefix = Annotated[str, typer.Option(help="Prefix of the local resource names.")]
 LogLevel = Annotated[
-    str,
+    str | None,
     typer.Option(
         "--log-level",
-        help="Level of the functions' JSON logs, on stderr; the run lines are on stdout, so `2>functions.log` "
-        "keeps the JSON in a file.",
+        metavar="LEVEL",
+        help="Level of the functions' JSON logs, on stderr (default WARNING, INFO with --verbose); the run lines "
+        "are on stdout, so `2>functions.log` keeps the JSON in a file.",
+    ),
+]
+Verbose = Annotated[
+    bool,
+    typer.Option(
+        "--verbose",
+        help="Print the functions' JSON logs from INFO up (the level deployed), besides the run lines.",
     ),
 ]
 ApiKeys = Annotated[
@@ -355,7 +366,8 @@ def dev(
     workers: Workers = 10,
     due_shards: DueShards = 2,
     prefix: Prefix = "tickwork",
-    log_level: LogLevel = "WARNING",
+    log_level: LogLevel = None,
+    verbose: Verbose = False,
     api_keys: ApiKeys = None,
     node_name: NodeName = "",
     parameter: Parameter = None,
@@ -369,7 +381,7 @@ def dev(
     started = time.monotonic()
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(line_buffering=True)
-    level, keys_file, overrides = _log_level(log_level), _keys_file(api_keys), _parameter_overrides(parameter)
+    level, keys_file, overrides = _log_level(log_level, verbose), _keys_file(api_keys), _parameter_overrides(parameter)
     overrides, module_paths = _job_types(job_types, overrides), _job_types_paths(job_types_path)
     if not attach and importlib.util.find_spec("moto") is None:
         _fail("moto is not installed: `make dev` installs it, or pip install -e '.[dev]' (or use --attach URL)")

@@ -255,10 +255,13 @@ class LocalNode:
                 merged[name] = value
         os.environ.update(merged)
 
-        # Powertools reads its POWERTOOLS_* settings when these are first imported: after the environment.
+        # Powertools reads its POWERTOOLS_* settings when these are first imported, which this module's own imports
+        # may have done before prepare_process (the service and namespace are the template's either way): the log
+        # level is set here.
         from tickwork.observability import logger as powertools_logger  # noqa: PLC0415
         from tickwork.services import Services  # noqa: PLC0415
 
+        powertools_logger.setLevel(opts.log_level)
         handler = getattr(powertools_logger, "logger_handler", None)
         if isinstance(handler, logging.StreamHandler) and handler.stream is sys.stdout:
             handler.setStream(sys.stderr)  # stdout is for the runtime's readable lines
