@@ -114,6 +114,25 @@ def test_http_job_refuses_metadata_link_local_and_private_targets_at_create(pipe
     assert pipeline.calls.count("PutItem") == 0
 
 
+def test_a_private_target_s_refusal_names_the_template_parameter_and_how_to_set_it(pipeline):
+    """Not the function's variable HTTP_ALLOWLIST, which no user sets: the parameter, deployed and locally."""
+    with pytest.raises(InvalidInput) as info:
+        pipeline.create_job(type="http", payload={"url": "http://127.0.0.1:9/"}, schedule={"at": START + FAR})
+    message = info.value.errors[0].message
+    assert "HTTP_ALLOWLIST" not in message
+    assert "HttpAllowlist=127.0.0.1/32" in message
+    assert "tickwork dev --parameter HttpAllowlist=127.0.0.1/32" in message
+    assert "--parameter-overrides" in message
+
+
+def test_a_name_resolving_to_loopback_names_the_parameter_in_the_run_s_error(pipeline):
+    job = _due(pipeline, type="http", payload={"url": "http://localhost:9/"})
+    pipeline.drain()
+    (run,) = pipeline.runs_of(job.id)
+    assert run.error is not None
+    assert "tickwork dev --parameter HttpAllowlist=" in run.error.message, run.error.message
+
+
 def test_metadata_address_is_refused_even_when_allowlisted(allowlisted):
     with pytest.raises(InvalidInput):
         allowlisted.create_job(type="http", payload={"url": "http://169.254.169.254/"}, schedule={"at": START + FAR})

@@ -3,9 +3,9 @@ Retry-After when it has one (a 429 or 503: capped by the job's `retry.max_backof
 fails at once, without retries.
 
 Server-side request forgery guard: link-local and cloud metadata addresses are refused always; private,
-loopback and other non-public addresses unless HTTP_ALLOWLIST names a network that holds them. The check
-runs on every address the host resolves to at call time, and the connection goes to the checked address
-(no second lookup an attacker could rebind).
+loopback and other non-public addresses unless the template parameter HttpAllowlist (HTTP_ALLOWLIST) names a
+network that holds them. The check runs on every address the host resolves to at call time, and the connection
+goes to the checked address (no second lookup an attacker could rebind).
 
 Credentials by reference (tickwork.model.secret_references): a header's value and a `query` parameter's value may
 be `{"$secret": ...}` or `{"$parameter": ...}`, resolved by the executor just before the call; the URL itself,
@@ -89,7 +89,11 @@ def refusal(address: str, allowlist: tuple[str, ...]) -> str | None:
         return None
     if any(ip in ipaddress.ip_network(net, strict=False) for net in allowlist):
         return None
-    return f"{ip} is private or loopback and not in the stack's HttpAllowlist (HTTP_ALLOWLIST)"
+    allow = f"HttpAllowlist={ip}/{ip.max_prefixlen}"
+    return (
+        f"{ip} is private or loopback and not in the template parameter HttpAllowlist: to allow it, deploy with "
+        f"--parameter-overrides {allow}, or locally run tickwork dev --parameter {allow}"
+    )
 
 
 class HttpPayload(BaseModel):
