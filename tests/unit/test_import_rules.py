@@ -208,3 +208,18 @@ def test_every_package_is_listed_for_the_editable_install() -> None:
     listed = set(tomllib.loads((PACKAGE.parents[1] / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {module_name(init, PACKAGE) for init in PACKAGE.rglob("__init__.py")}
     assert found - listed == set()
+
+
+def test_every_folder_of_an_installed_package_is_listed_so_setuptools_does_not_warn() -> None:
+    """A folder Python could import (its name an identifier) inside a listed package, static files too, is listed:
+    else the install warns "Package ... is absent from the `packages` configuration" for each."""
+    setuptools = tomllib.loads((PACKAGE.parents[1] / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed, roots = set(setuptools["packages"]), setuptools["package-dir"]
+    unlisted = set()
+    for name, folder in roots.items():
+        root = PACKAGE.parents[1] / folder
+        for sub in root.rglob("*"):
+            parts = sub.relative_to(root).parts
+            if sub.is_dir() and all(part.isidentifier() for part in parts) and "__pycache__" not in parts:
+                unlisted.add(".".join((name, *parts)))
+    assert unlisted - listed == set()
