@@ -268,18 +268,23 @@ def test_a_buffered_run_that_never_comes_back_frees_the_wait_slot(pipeline):
     assert store.slots.take_buffer_slot(job.id, run_id="other", until=later + timedelta(seconds=31), now=later)
 
 
+def _running_elsewhere(pipeline: Pipeline, job: Job, run: Run) -> None:
+    """`run` leased by another executor for 60 s, holding its job's running slot."""
+    now = pipeline.clock.now()
+    lease = pipeline.services.store.leases.lease_run(run.id, owner="busy", now=now, lease_for=timedelta(seconds=60))
+    assert lease.lease_until is not None
+    assert pipeline.services.store.slots.claim_running_slot(
+        job.id, run_id=run.id, until=lease.lease_until, now=now, respect_buffer=False
+    ).taken
+
+
 def test_cancel_other_skips_a_waiter_older_than_the_running_run(pipeline):
     PROBE.reset()
     job = pipeline.create_job(schedule={"at": START + timedelta(days=1)}, overlap="CANCEL_OTHER")
     older = pipeline.services.jobs.trigger("default", job.id)
     pipeline.clock.advance(1)
     newer = pipeline.services.jobs.trigger("default", job.id)
-    now = pipeline.clock.now()
-    lease = pipeline.services.store.leases.lease_run(newer.id, owner="busy", now=now, lease_for=timedelta(seconds=60))
-    assert lease.lease_until is not None
-    assert pipeline.services.store.slots.claim_running_slot(
-        job.id, run_id=newer.id, until=lease.lease_until, now=now, respect_buffer=False
-    ).taken
+    _running_elsewhere(pipeline, job, newer)
     # The older run (a waiter that lost the freed slot to a newer one) does not stop the newer run: it is skipped.
     ConcurrentDeliveries(pipeline).deliver(older.id)
     skipped = pipeline.run(older.id)
@@ -363,3 +368,40 @@ def test_a_run_whose_payload_no_longer_parses_gives_the_slot_back(pipeline):
         TableName=pipeline.services.settings.table_name, Key={"pk": {"S": f"JOB#{job.id}"}, "sk": {"S": "JOB"}}
     )["Item"]
     assert "running_run" not in item
+
+
+# ---------------------------------------------------------------- a run that has run before
+
+
+@pytest.mark.parametrize("overlap", ["SKIP", "BUFFER_ONE", "CANCEL_OTHER"])
+def test_a_failed_run_retried_while_a_newer_run_holds_the_slot_waits_for_it_and_is_never_skipped(pipeline, overlap):
+    """A run that has run (its handler executed) is never skipped later for its own overlap: it runs on. Retried
+    after it FAILED, while a newer run holds the job's slot, it waits for the slot; it was SKIPPED `overlap` (found
+    by tests/simulation: started_runs_run_on)."""
+    PROBE.reset()
+    job = pipeline.create_job(
+        schedule={"at": START + timedelta(days=1)},
+        overlap=overlap,
+        payload={"fail_attempts": 1},
+        retry={"max_attempts": 1},
+    )
+    failed = pipeline.services.jobs.trigger("default", job.id)
+    pipeline.deliver(Band.NORMAL, pipeline.receive(Band.NORMAL))
+    assert pipeline.run(failed.id).status is RunStatus.FAILED
+    pipeline.clock.advance(1)
+    newer = pipeline.services.jobs.trigger("default", job.id)
+    pipeline.receive(Band.NORMAL)  # the newer run's own message: it is running elsewhere
+    _running_elsewhere(pipeline, job, newer)
+    now = pipeline.clock.now()
+    if overlap == "BUFFER_ONE":  # the wait slot taken too: a fresh run would be skipped
+        assert pipeline.services.store.slots.take_buffer_slot(
+            job.id, run_id="another", until=now + timedelta(seconds=31), now=now
+        )
+
+    pipeline.services.redrive.retry_run("default", failed.id, by=None)
+    ConcurrentDeliveries(pipeline).deliver(failed.id)
+
+    waiting = pipeline.run(failed.id)
+    assert (waiting.status, waiting.skip_reason) == (RunStatus.QUEUED, None)
+    assert waiting.deferred_reason in (DeferReason.OVERLAP_BUFFER, DeferReason.OVERLAP_CANCEL)
+    assert not pipeline.services.store.leases.cancel_requested(newer.id)  # it waits its turn: the newer runs on

@@ -112,6 +112,7 @@ class World:
     errors: list[str] = field(default_factory=list)  # what broke outside an invariant (a 5xx, a raising handler)
     last_tick: datetime = START
     retry_waits: list[tuple[str, str, float]] = field(default_factory=list)  # (job, run, seconds) of each retry
+    retries_seen: set[tuple[str, int, int]] = field(default_factory=set)  # (run, attempt, requeues) measured
 
     @property
     def tenant(self) -> str:
@@ -173,13 +174,17 @@ class World:
         self.errors.append("queues_drain: the queues never emptied (500 invocations)")
 
     def _observe_retry(self, message: dict[str, Any]) -> None:
-        """A run the invocation left RETRYING: how long it waits (its next attempt's time, from its failure's)."""
+        """A run the invocation left RETRYING: how long it waits (its next attempt's time, from its failure's), as
+        the failure set it. Seen once per failed attempt: a later invocation that finds a limit or the overlap slot
+        still taken defers the attempt further (not_before moves on), which is the limit's wait, not the backoff."""
         run = self.pipeline.services.store.runs.get_run(json.loads(message["Body"])["run_id"])
         if run is None or run.status != RunStatus.RETRYING or run.not_before is None or not run.attempt_history:
             return
-        ended = run.attempt_history[-1].ended_at
-        if ended is not None:
-            self.retry_waits.append((run.job_id, run.id, (run.not_before - ended).total_seconds()))
+        failed = run.attempt_history[-1]
+        if failed.ended_at is None or (run.id, failed.attempt, run.requeues) in self.retries_seen:
+            return
+        self.retries_seen.add((run.id, failed.attempt, run.requeues))
+        self.retry_waits.append((run.job_id, run.id, (run.not_before - failed.ended_at).total_seconds()))
 
     def advance(self, seconds: float) -> None:
         """Time passes: the tick runs at each whole minute, and what is visible is delivered as it comes."""
@@ -237,6 +242,7 @@ class World:
         self.faults = Faults()
         self.errors = []
         self.retry_waits = []
+        self.retries_seen = set()
         self.pipeline.crashes.disarm()
         sqs = self.pipeline.sqs
         for url in [*self.pipeline.resources.queue_urls.values(), *self.pipeline.resources.dlq_urls.values()]:

@@ -106,7 +106,7 @@ class OverlapGate:
         if holder is not None:
             parsed = parse_run_id(holder)
             if parsed is not None and parsed[1] > run.occurrence_at:
-                return Skip(SkipReason.OVERLAP)  # a newer run holds the slot: this one is superseded, not its stopper
+                return _skipped(run)  # a newer run holds the slot: this one is superseded, not its stopper
             # Idempotent, and refused (False) once the holder has ended: then its slot is about to be released.
             self.leases.request_cancel(holder)
         # No live holder: a waiter of BUFFER_ONE's kind cannot exist here, so the slot was released or lapsed
@@ -115,8 +115,9 @@ class OverlapGate:
 
 
 def _skipped(run: Run) -> Skip | Deferral:
-    """A run refused the slot is skipped, unless it has yielded (its slot lapsed in a gap between its segments
-    longer than it was kept for, and another run took it): begun, it is never skipped for overlap, but waits."""
-    if run.segments > 0:
+    """A run refused the slot is skipped, unless its handler has run: one that yielded (its slot lapsed in a gap
+    between its segments longer than it was kept for, and another run took it), or one retried after it failed
+    while a newer run holds the slot. Begun, it is never skipped for overlap, but waits for the slot."""
+    if run.has_run:
         return Deferral(DeferReason.OVERLAP_BUFFER, BUFFER_POLL_SECONDS)
     return Skip(SkipReason.OVERLAP)

@@ -53,6 +53,19 @@ class RunProgress(BaseModel):
 MAX_ATTEMPT_HISTORY = 20  # a run keeps its last 20 attempts' records: its item stays small whatever its retries
 
 
+# An attempt that ended so ran its handler; a deferred one did not, and one whose executor died has no outcome.
+HANDLER_RAN = frozenset(
+    {
+        AttemptOutcome.SUCCEEDED,
+        AttemptOutcome.FAILED,
+        AttemptOutcome.RETRYING,
+        AttemptOutcome.TIMED_OUT,
+        AttemptOutcome.YIELDED,
+        AttemptOutcome.CANCELLED,
+    }
+)
+
+
 class AttemptRecord(BaseModel):
     """One attempt of a run, as the run's timeline shows it. The lease opens it (`started_at`; `ended_at` and
     `outcome` null while it runs) and the attempt's outcome closes it, each in the update it makes anyway. An
@@ -172,6 +185,12 @@ class Run(BaseModel, _InBand):
         """The run of a workflow step's compensation (its id is `<workflow run id>.c-<step id>`)."""
         parsed = parse_run_id(self.id) if self.step_id is not None else None
         return parsed is not None and parsed.compensation
+
+    @property
+    def has_run(self) -> bool:
+        """Whether its handler has executed: a segment yielded, or an attempt ended after running (succeeded, failed,
+        retrying, timed out, cancelled). Such a run runs on: its own overlap never skips it (it waits instead)."""
+        return self.segments > 0 or any(a.outcome in HANDLER_RAN for a in self.attempt_history)
 
     @property
     def occurrence_at(self) -> datetime:
