@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
+from urllib.parse import urlsplit
 
 from botocore.exceptions import ClientError
 
@@ -264,7 +265,17 @@ def _exists(call: Callable[[], Any], *missing_codes: str) -> bool:
 # ---------------------------------------------------------------------------- DynamoDB
 
 
-def _create_table(dynamodb: Any, name: str, props: Mapping[str, Any]) -> None:
+def _queue_arn(url: str, region: str) -> str | None:
+    """A queue's ARN from its URL (`<endpoint>/<account>/<name>`, as SQS and moto write it), saving a
+    GetQueueAttributes a queue; None for a URL of another shape (then it is asked for)."""
+    parts = urlsplit(url).path.strip("/").split("/")
+    if len(parts) != 2 or not re.fullmatch(r"\d{12}", parts[0]) or not parts[1]:
+        return None
+    return f"arn:aws:sqs:{region}:{parts[0]}:{parts[1]}"
+
+
+def _create_table(dynamodb: Any, name: str, props: Mapping[str, Any]) -> str:
+    """Create the table as the template says; its ARN."""
     # Taken at CreateTable: AttributeDefinitions, KeySchema, GlobalSecondaryIndexes,
     # LocalSecondaryIndexes, BillingMode, ProvisionedThroughput, SSESpecification,
     # StreamSpecification, TableClass, DeletionProtectionEnabled, Tags.
@@ -299,7 +310,7 @@ def _create_table(dynamodb: Any, name: str, props: Mapping[str, Any]) -> None:
     if stream:
         kwargs["StreamSpecification"] = {"StreamEnabled": True, "StreamViewType": stream["StreamViewType"]}
 
-    dynamodb.create_table(**kwargs)
+    arn = str(dynamodb.create_table(**kwargs)["TableDescription"]["TableArn"])
     dynamodb.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 30})
 
     ttl = props.get("TimeToLiveSpecification")
@@ -313,6 +324,7 @@ def _create_table(dynamodb: Any, name: str, props: Mapping[str, Any]) -> None:
         dynamodb.update_continuous_backups(
             TableName=name, PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True}
         )
+    return arn
 
 
 # ---------------------------------------------------------------------------- SQS
@@ -464,7 +476,10 @@ def provision(
         if url is None:
             props = resolver.resolve(queues[logical_id].get("Properties", {}))
             url = sqs.create_queue(QueueName=name, Attributes=_queue_attributes(props))["QueueUrl"]
-        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        arn = (
+            _queue_arn(url, region)
+            or sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        )
         queue_urls[logical_id] = url
         resolver.refs[logical_id] = url
         resolver.attributes[(logical_id, "Arn")] = arn
@@ -490,10 +505,12 @@ def provision(
     # The jobs table.
     table_name = _physical_name(prefix, TABLE_ID)
     table = template["Resources"][TABLE_ID]
-    if not (if_missing and _exists(lambda: dynamodb.describe_table(TableName=table_name), "ResourceNotFoundException")):
-        _create_table(dynamodb, table_name, resolver.resolve(table.get("Properties", {})))
+    if if_missing and _exists(lambda: dynamodb.describe_table(TableName=table_name), "ResourceNotFoundException"):
+        table_arn = dynamodb.describe_table(TableName=table_name)["Table"]["TableArn"]
+    else:
+        table_arn = _create_table(dynamodb, table_name, resolver.resolve(table.get("Properties", {})))
     resolver.refs[TABLE_ID] = table_name
-    resolver.attributes[(TABLE_ID, "Arn")] = dynamodb.describe_table(TableName=table_name)["Table"]["TableArn"]
+    resolver.attributes[(TABLE_ID, "Arn")] = table_arn
     # A function's Ref is its name; the local runtime names each `<prefix>-<logical id>` (LocalNode._runtime).
     resolver.refs.update(
         {f: _physical_name(prefix, f) for f in _resources_of_type(template, "AWS::Serverless::Function")}

@@ -64,7 +64,7 @@ def test_table_has_the_template_key_schema_and_both_gsis(aws, provisioned):
         d["AttributeName"]: d["AttributeType"] for d in props["AttributeDefinitions"]
     }
     indexes = {gsi["IndexName"]: gsi for gsi in table["GlobalSecondaryIndexes"]}
-    assert set(indexes) == {"due-index", "tenant-index"}
+    assert set(indexes) == {"due-index", "tenant-index", "runs-index"}
     assert indexes["due-index"]["KeySchema"] == [
         {"AttributeName": "due_shard", "KeyType": "HASH"},
         {"AttributeName": "due_at", "KeyType": "RANGE"},
@@ -267,7 +267,7 @@ def test_works_against_a_moto_server(monkeypatch):
         again = provision(TEMPLATE, **clients, if_missing=True)
         assert again == resources
         gsis = clients["dynamodb"].describe_table(TableName=resources.table_name)["Table"]["GlobalSecondaryIndexes"]
-        assert {g["IndexName"] for g in gsis} == {"due-index", "tenant-index"}
+        assert {g["IndexName"] for g in gsis} == {"due-index", "tenant-index", "runs-index"}
         assert resources.environment()["QUEUE_URL_HIGH"].startswith(endpoint)
     finally:
         server.stop()
