@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: dev test test-prerequisites generated browser-deps console-vendor lint security vpc-rendering jwt-rendering soak unit integration e2e typecheck build sam lock bench bench-quick clean simulate
+.PHONY: dev test test-prerequisites http-fuzz generated browser-deps console-vendor lint security vpc-rendering jwt-rendering soak unit integration e2e typecheck build sam lock bench bench-quick clean simulate
 
 # The venv installs the lock files, hashes checked: requirements-dev.txt (every tool and test dependency) and, within
 # it, the same versions as shared/requirements.txt, the layer's lock. So the tests import what is deployed.
@@ -81,16 +81,20 @@ security: $(CHECKOV_STAMP) vpc-rendering jwt-rendering
 # checkov's scan of the template and its renderings runs once, as a test (tests/template/test_checkov.py: the same
 # files as `make security`, and a control that must fail), not before the tests too: about 35 s of a 2-core machine.
 # On an xdist worker, schemathesis runs a parametrized test as one item whose subtests answered one operation's
-# examples, not every operation's (the HTTP fuzz's last test counts them): that file runs on its own, about 1 min.
-# What the tests need first runs two at a time (mypy and cfn-lint are CPU, the tools' installs mostly network).
+# examples, not every operation's (the HTTP fuzz's last test counts them): that file runs on its own, about 1 min,
+# beside what the tests need first (it needs only the venv): three at a time (mypy, cfn-lint and the fuzz are CPU,
+# the tools' installs mostly network).
 test:
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-prerequisites
+	$(MAKE) --no-print-directory -j3 --output-sync=target test-prerequisites http-fuzz
 	TICKWORK_SAM_BUILT=1 $(BIN)/python -m pytest -q -n auto --dist worksteal --durations=15 --ignore=tests/e2e --ignore=tests/browser $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=10 tests/e2e tests/browser \
 		--ignore=tests/e2e/test_schemathesis_http.py $(PYTEST_ARGS)
-	$(BIN)/python -m pytest -q tests/e2e/test_schemathesis_http.py $(PYTEST_ARGS)
 
 test-prerequisites: lint typecheck $(CHECKOV_STAMP) sam browser-deps
+
+# The API fuzzed over HTTP (tests/e2e/test_schemathesis_http.py), on a `tickwork dev` of its own.
+http-fuzz: $(STAMP)
+	$(BIN)/python -m pytest -q tests/e2e/test_schemathesis_http.py $(PYTEST_ARGS)
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q tests/unit
