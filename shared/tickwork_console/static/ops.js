@@ -68,11 +68,11 @@ export function DlqPage() {
                       <${Cell} label="Failed"><${Time} value=${run.finished_at} /><//>
                       <${Cell} label="Attempts">${run.attempts}<//>
                       <${Cell} label="Error" className="mono">${run.error ? `${run.error.type}: ${run.error.message}` : "—"}<//>
-                      <${Cell} label="Actions">${run.retry && !run.retry.retryable
+                      <${Cell} label="Actions"><div class="dlq-actions">${run.retry && !run.retry.retryable
                         ? html`<span class="muted">${run.retry.message}</span>
-                            ${run.retry.reason === "workflow_step" ? html` <a href=${`#/workflow-runs/${enc(run.workflow_run_id)}`}>Its workflow run</a>` : null}
+                            ${run.retry.reason === "workflow_step" ? html`<a href=${`#/workflow-runs/${enc(run.workflow_run_id)}`}>Its workflow run</a>` : null}
                             <button type="button" onClick=${() => setConfirm({ kind: "dismiss", run })}>Dismiss</button>`
-                        : html`<button type="button" onClick=${() => setConfirm({ kind: "retry", run })}>Retry</button>`}<//>
+                        : html`<button type="button" onClick=${() => setConfirm({ kind: "retry", run })}>Retry</button>`}</div><//>
                     </tr>`,
                   )}
             </tbody>
