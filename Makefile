@@ -74,10 +74,10 @@ security: $(CHECKOV_STAMP) vpc-rendering jwt-rendering
 # The in-process suites (moto in the test process: CPU-bound) are spread over the cores by pytest-xdist; the
 # suites that start `tickwork dev` processes and wait in real time (e2e, browser) run after them, two files at a
 # time (--dist loadfile: a file's tests share their runtime), so that no CPU-bound suite competes with the runtimes
-# they time. On a 2-core machine (clean clone, 2026-11-28): about 3 min for the venvs, lint, mypy, checkov's venv,
-# `sam validate --lint` (three renderings) and `sam build`; 13 min 48 s for the 2,669 in-process tests; 9 min 56 s
-# for the e2e and browser suites two files at a time, the quick soak the longest (benchmarks/soak.py: production
-# lease and recovery times, about 2 min 30 s).
+# they time. On a 2-core machine (clean clone, 2026-11-29): 2 min 14 s for the venvs, lint, mypy, checkov's venv,
+# `sam validate --lint` (three renderings), `sam build` and the HTTP fuzz beside them; 14 min 40 s for the 2,879
+# in-process tests; 12 min 59 s for the e2e and browser suites two files at a time, the quick soak the longest
+# (benchmarks/soak.py: production lease and recovery times, about 2 min 40 s).
 # checkov's scan of the template and its renderings runs once, as a test (tests/template/test_checkov.py: the same
 # files as `make security`, and a control that must fail), not before the tests too: about 35 s of a 2-core machine.
 # On an xdist worker, schemathesis runs a parametrized test as one item whose subtests answered one operation's
