@@ -60,8 +60,7 @@ class RunSearches:
             ended_from=filters.since if by_end else None,
             ended_to=filters.until if by_end else None,
         )
-        page = self.index.search(tenant, search, limit=limit, cursor=cursor)
-        return Page(page.items, page.next_cursor)
+        return self.index.search(tenant, search, limit=limit, cursor=cursor)
 
     def _job_ids(self, tenant: str, filters: RunSearchFilters) -> tuple[str, ...] | None:
         """The jobs (or the workflow) whose runs the search reads: None for all; () for none. A step's run carries

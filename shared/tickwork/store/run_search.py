@@ -31,6 +31,7 @@ from tickwork.model.states import RunStatus, RunTrigger
 from tickwork.store.codec import RUN_SEARCH_SHARDS, deserialize, expression_values, run_from_attrs, shard_of
 from tickwork.store.conditional import Table
 from tickwork.store.cursors import Cursors
+from tickwork.store.listings import Page
 
 RUNS_INDEX = "runs-index"
 # What a search filters on, besides the keys: template.yaml must list the same.
@@ -139,13 +140,6 @@ class _Shard:
     done: bool = False
 
 
-@dataclass(frozen=True)
-class SearchPage:
-    items: list[Run]
-    next_cursor: str | None
-    index_queries: int
-
-
 class RunSearchIndex:
     """Reads the runs-index for a tenant's searches; shares the store's `Table` and takes its cursors."""
 
@@ -153,11 +147,11 @@ class RunSearchIndex:
         self._table = table
         self.cursors = cursors
 
-    def search(self, tenant: str, search: RunSearch, *, limit: int, cursor: str | None = None) -> SearchPage:
+    def search(self, tenant: str, search: RunSearch, *, limit: int, cursor: str | None = None) -> Page[Run]:
         below = self.cursors.decode(tenant, "run-search", cursor) if cursor else None
         low, high = search.sort_range(below)
         if low > high:
-            return SearchPage([], None, 0)
+            return Page([], None)
         conditions, names, values = search.filter()
         base: dict[str, Any] = {
             "TableName": self._table.name,
@@ -196,14 +190,12 @@ class RunSearchIndex:
             )
             if len(ready) > limit:
                 page = ready[:limit]
-                return SearchPage(
-                    self._runs(page), self.cursors.encode(tenant, "run-search", page[-1]["runs_sort"]), queries
-                )
+                return Page(self._runs(page), self.cursors.encode(tenant, "run-search", page[-1]["runs_sort"]))
             if frontier is None:
-                return SearchPage(self._runs(ready), None, queries)
+                return Page(self._runs(ready), None)
             if queries >= MAX_SEARCH_QUERIES:
                 # The budget is spent: what is sure now, and a cursor past everything every shard has read.
-                return SearchPage(self._runs(ready), self.cursors.encode(tenant, "run-search", frontier), queries)
+                return Page(self._runs(ready), self.cursors.encode(tenant, "run-search", frontier))
             read(next(s for s in shards if not s.done and _sort(s.resume) == frontier))
             queries += 1
 
