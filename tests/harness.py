@@ -28,11 +28,11 @@ from tickwork.model.run import Run
 from tickwork.services import Services
 from tickwork.settings import Settings
 from tickwork_local.lambda_runtime import LocalLambdaContext, failed_message_ids, sqs_event
-from tickwork_local.provision import ProvisionedResources, provision
-from tickwork_local.template import load_template
+from tickwork_local.provision import ProvisionedResources
 
 from tests.conftest import load_event
 from tests.faults.crashes import CrashPlan
+from tests.moto_snapshots import provisioned_stack
 
 START = datetime(2026, 11, 21, 12, 0, 0, tzinfo=UTC)
 TENANT = "default"
@@ -88,8 +88,7 @@ class Pipeline:
         for hook in session_hooks:
             hook(session)
         clients = AwsClients(session)
-        resources = provision(
-            load_template(),
+        resources = provisioned_stack(
             dynamodb=clients.client("dynamodb"),
             sqs=clients.client("sqs"),
             s3=clients.client("s3"),
