@@ -1,8 +1,8 @@
-"""README's "Where things live", module by module, generated from the modules' own docstrings so it cannot drift:
+"""docs/house.md's "Where things live", module by module, generated from the modules' own docstrings so it cannot drift:
 every folder and module of shared/tickwork, functions/ and infrastructure/tickwork_local, each with the first
 sentence of its docstring. And every `tickwork.<module>` the README and docs/ name must exist.
 
-    python -m tickwork_local.house_map           # rewrite the generated section in README.md
+    python -m tickwork_local.house_map           # rewrite the generated section in docs/house.md
     python -m tickwork_local.house_map --check   # exit 1 if it differs or names a missing module (a test runs this)
 
 The section stands between `<!-- generated: house-map ... -->` and `<!-- end generated: house-map -->`.
@@ -19,6 +19,7 @@ from tickwork_local.template import REPO_ROOT
 
 README = REPO_ROOT / "README.md"
 DOCS = REPO_ROOT / "docs"
+HOUSE = DOCS / "house.md"
 ROOTS = ("shared/tickwork", "functions", "infrastructure/tickwork_local")
 SHARED = REPO_ROOT / "shared"
 MAX_SUMMARY = 170  # a table cell stays one readable line
@@ -61,7 +62,7 @@ def section() -> str:
 
 def render(document: str) -> str:
     if not _SECTION.search(document):
-        raise ValueError("README.md has no generated house-map section")
+        raise ValueError("docs/house.md has no generated house-map section")
     return _SECTION.sub(lambda m: f"{m.group('begin')}{section()}\n{m.group('end')}", document, count=1)
 
 
@@ -98,8 +99,8 @@ def missing_modules(text: str) -> list[str]:
 
 def problems() -> list[str]:
     found: list[str] = []
-    if render(README.read_text(encoding="utf-8")) != README.read_text(encoding="utf-8"):
-        found.append("README.md: its house map differs from the modules; run python -m tickwork_local.house_map")
+    if render(HOUSE.read_text(encoding="utf-8")) != HOUSE.read_text(encoding="utf-8"):
+        found.append("docs/house.md: its house map differs from the modules; run python -m tickwork_local.house_map")
     for doc in (README, *sorted(DOCS.glob("*.md"))):
         found += [f"{doc.name}: names {name}, which does not exist" for name in missing_modules(doc.read_text("utf-8"))]
     return found
@@ -112,11 +113,11 @@ def main(argv: list[str] | None = None) -> int:
         if found:
             print("\n".join(found))
         return 1 if found else 0
-    current = README.read_text(encoding="utf-8")
+    current = HOUSE.read_text(encoding="utf-8")
     wanted = render(current)
     if wanted != current:
-        README.write_text(wanted, encoding="utf-8")
-        print(f"rewrote the house map in {README}")
+        HOUSE.write_text(wanted, encoding="utf-8")
+        print(f"rewrote the house map in {HOUSE}")
     return 0
 
 

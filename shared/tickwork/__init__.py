@@ -1,1 +1,1 @@
-"""Tickwork, the domain: a serverless job scheduler in rooms by stage (README, "Where things live")."""
+"""Tickwork, the domain: a serverless job scheduler in rooms by stage (docs/house.md)."""

@@ -1,4 +1,4 @@
-"""README's "Where things live" cannot drift: it is generated from the modules' docstrings (tickwork_local.house_map),
+"""docs/house.md cannot drift: it is generated from the modules' docstrings (tickwork_local.house_map),
 and every `tickwork.<module>` the README and docs/ name exists."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ def test_the_house_map_lists_every_module_and_the_docs_name_only_real_ones() -> 
 
 
 def test_a_module_missing_from_the_map_is_caught() -> None:
-    readme = house_map.README.read_text(encoding="utf-8")
-    stale = readme.replace("| `shared/tickwork/tick/fanout.py` |", "| `shared/tickwork/tick/fan_out.py` |")
-    assert stale != readme
-    assert house_map.render(stale) == readme
+    house = house_map.HOUSE.read_text(encoding="utf-8")
+    stale = house.replace("| `shared/tickwork/tick/fanout.py` |", "| `shared/tickwork/tick/fan_out.py` |")
+    assert stale != house
+    assert house_map.render(stale) == house
 
 
 def test_a_named_module_or_name_that_does_not_exist_is_caught() -> None:

@@ -1,4 +1,4 @@
-"""The floor plan's import rules: which of shared/tickwork's rooms may import which (README, "Where things live"),
+"""The floor plan's import rules: which of shared/tickwork's rooms may import which (docs/house.md),
 and no cycle between its files.
 
 Each room is a package of shared/tickwork, or one of its top-level modules. A room imports only the rooms its row
