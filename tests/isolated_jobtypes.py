@@ -4,6 +4,7 @@ runs there (fails in a given way, or lets a test act in the middle of its segmen
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -18,11 +19,14 @@ from tickwork.jobtypes import (
     registry,
 )
 from tickwork.model.policies import NotCoerced
+from tickwork.model.secret_references import SecretOrStr, revealed
 
 from tests.durable_jobtypes import LongExport, long_export
 
 # Per run: what each segment saw when it started (its attempt, its checkpoint), in order.
 SEEN: dict[str, list[dict[str, Any]]] = {}
+# Per run: the sha256 of the token its handler was given (a secret's value, when the payload names one).
+TOKENS_SEEN: dict[str, str] = {}
 # A test's own step in the middle of a segment, by run id: called with the segment's ctx.
 DURING: dict[str, Callable[[RunContext], None]] = {}
 
@@ -33,7 +37,7 @@ if "isolated-long-export" not in registry:
 class Asked(BaseModel):
     fail: str = ""  # "", "plain", "permanent", "retry-not-before", "effect-may-continue", "timeout"
     fail_attempts: Annotated[int, NotCoerced] = 0  # the first this many attempts fail as `fail` says
-    token: str = ""  # logged, checkpointed, reported and returned (a secret's value, when it is a reference)
+    token: SecretOrStr = ""  # logged, checkpointed, reported and returned (a secret's value, when it is a reference)
 
 
 class AskedFailure(RuntimeError):
@@ -54,11 +58,18 @@ if "isolated-asked" not in registry:
     def asked(payload: Asked, ctx: RunContext) -> dict[str, Any]:
         """Checkpoints, reports and logs, lets a test act (DURING), then fails or returns as asked."""
         SEEN.setdefault(ctx.run_id, []).append({"attempt": ctx.attempt, "checkpoint": ctx.last_checkpoint()})
-        ctx.log("segment started", attempt=ctx.attempt, token=payload.token)
-        ctx.checkpoint({"attempt": ctx.attempt, "token": payload.token})
-        ctx.progress(0.5, f"half way, token {payload.token}")
+        token = revealed(payload.token)
+        TOKENS_SEEN[ctx.run_id] = hashlib.sha256(token.encode()).hexdigest()
+        ctx.log("segment started", attempt=ctx.attempt, token=token)
+        ctx.checkpoint({"attempt": ctx.attempt, "token": token})
+        ctx.progress(0.5, f"half way, token {token}")
         if ctx.run_id in DURING:
             DURING[ctx.run_id](ctx)
         if payload.fail and ctx.attempt <= payload.fail_attempts:
-            raise _FAILURES[payload.fail](f"attempt {ctx.attempt} fails as asked ({payload.fail}) {payload.token}")
-        return {"attempt": ctx.attempt, "token": payload.token}
+            raise _FAILURES[payload.fail](f"attempt {ctx.attempt} fails as asked ({payload.fail}) {token}")
+        return {"attempt": ctx.attempt, "token": token}
+
+
+if "inline-asked" not in registry:
+    # The same handler, run in the executor: what isolation costs is the difference.
+    job_type("inline-asked", Asked)(asked)

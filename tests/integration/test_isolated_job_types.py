@@ -5,9 +5,11 @@ executor keeps the lease and applies what the handler's ctx did."""
 
 from __future__ import annotations
 
+import hashlib
 from datetime import timedelta
 from typing import Any
 
+import boto3
 from tickwork.jobtypes import RunContext
 from tickwork.jobtypes.sandbox import JobSandbox
 from tickwork.model.job import Job
@@ -17,7 +19,7 @@ from tickwork.store import LeaseOutcome
 
 from tests.durable_jobtypes import STEP_CALLS
 from tests.harness import TENANT, Pipeline
-from tests.isolated_jobtypes import DURING, SEEN
+from tests.isolated_jobtypes import DURING, SEEN, TOKENS_SEEN
 
 FAR = timedelta(seconds=300)
 SANDBOX = "tickwork-JobSandboxFunction"
@@ -162,3 +164,41 @@ def test_without_a_sandbox_function_an_isolated_run_fails_for_good_naming_it(moc
     assert run.error is not None
     assert run.error.type == "NoSandbox"
     assert "JOB_SANDBOX_FUNCTION" in run.error.message
+
+
+def test_an_isolated_runs_secret_is_resolved_by_the_executor_given_to_the_handler_and_stored_nowhere(pipeline):
+    value = "tok-isolated-5b7e0c2d"
+    boto3.client("secretsmanager", region_name="us-east-1").create_secret(
+        Name="tickwork/default/iso-token", SecretString=value
+    )
+    job = _due(pipeline, type="isolated-asked", payload={"token": {"$secret": "tickwork/default/iso-token"}})
+    pipeline.drain()
+    (run,) = pipeline.runs_of(job.id)
+    assert run.status is RunStatus.SUCCEEDED
+    assert TOKENS_SEEN[run.id] == hashlib.sha256(value.encode()).hexdigest()  # the handler had the value
+    assert pipeline.services.results.read(run) == {"attempt": 1, "token": "***"}
+    assert run.progress is not None
+    assert run.progress.message == "half way, token ***"
+    (line,) = [line for document in pipeline.services.results.read_logs(run) for line in document["lines"]]
+    assert line["fields"]["token"] == "***"
+    # Nowhere in the table (the job keeps the reference; the run its checkpoint) or the bucket.
+    table = boto3.client("dynamodb", region_name="us-east-1").scan(TableName=pipeline.resources.table_name)
+    assert value not in str(table["Items"])
+    assert "iso-token" in str(table["Items"])
+    s3 = pipeline.s3
+    for key in pipeline.result_objects():
+        body = s3.get_object(Bucket=pipeline.resources.results_bucket, Key=key)["Body"].read().decode()
+        assert value not in body, key
+
+
+def test_an_isolated_run_costs_one_invoke_more_than_the_same_handler_inline_and_no_other_request(pipeline):
+    """The price of isolation, in requests (docs/security.md, "What isolation costs"): the executor's own requests
+    are the same; the sandbox adds one Invoke per segment."""
+    made = {}
+    for kind in ("inline-asked", "isolated-asked"):
+        _due(pipeline, type=kind, payload={"token": "t"})
+        pipeline.calls.clear()
+        pipeline.drain()
+        made[kind] = pipeline.calls.by_operation()
+    assert made["isolated-asked"] - made["inline-asked"] == {"Invoke": 1}
+    assert made["inline-asked"] - made["isolated-asked"] == {}
