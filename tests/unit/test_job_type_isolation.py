@@ -52,3 +52,20 @@ def test_the_decorator_refuses_a_bad_isolation_when_the_module_is_imported_and_r
     assert fresh.names() == []
     job_type("boxed", _Empty, isolation="function")(_handler)
     assert fresh.get("boxed").isolation is Isolation.FUNCTION
+
+
+def test_tickwork_dev_lists_each_type_with_where_it_runs_when_not_inline(capsys):
+    from types import SimpleNamespace
+
+    from tickwork_local.cli import _print_banner
+
+    import tests.isolated_jobtypes  # noqa: F401  # registers isolated-asked (function) and inline-asked
+
+    node = SimpleNamespace(
+        api_url="http://127.0.0.1:3000", concurrency={"high": 6}, parameters=lambda: {"JobTypeModules": "x"}
+    )
+    _print_banner(node, "http://127.0.0.1:5000", False, 60, 10)  # type: ignore[arg-type]
+    (types,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  types")]
+    assert "isolated-asked (isolation function), " in types
+    assert "inline-asked, " in types
+    assert "echo, " in types
