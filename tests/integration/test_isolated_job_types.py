@@ -202,3 +202,38 @@ def test_an_isolated_run_costs_one_invoke_more_than_the_same_handler_inline_and_
         made[kind] = pipeline.calls.by_operation()
     assert made["isolated-asked"] - made["inline-asked"] == {"Invoke": 1}
     assert made["inline-asked"] - made["isolated-asked"] == {}
+
+
+def test_a_finished_isolated_run_delivered_again_never_runs_again(pipeline):
+    job = _due(pipeline, type="isolated-asked", payload={"token": "once"})
+    messages = pipeline.receive(Band.NORMAL)
+    pipeline.deliver(Band.NORMAL, messages)
+    (run,) = pipeline.runs_of(job.id)
+    assert run.status is RunStatus.SUCCEEDED
+    pipeline.sqs.send_message(QueueUrl=pipeline.resources.queue_urls["normal"], MessageBody=messages[0]["Body"])
+    pipeline.drain()
+    assert _sandbox_invokes(pipeline) == 1
+    assert len(SEEN[run.id]) == 1
+    assert pipeline.run(run.id).status is RunStatus.SUCCEEDED
+
+
+def test_an_isolated_run_over_its_timeout_stops_at_its_deadline_and_retries_from_its_checkpoint_as_inline(pipeline):
+    ended = {}
+    for kind in ("long-export", "isolated-long-export"):
+        job = _due(
+            pipeline,
+            type=kind,
+            payload={"pages": 3, "page_seconds": 10},
+            timeout_seconds=15,
+            retry={"max_attempts": 2},
+        )
+        pipeline.drain()
+        (run,) = pipeline.runs_of(job.id)
+        pages = sorted(page for (run_id, page), count in STEP_CALLS.items() if run_id == run.id for _ in range(count))
+        ended[kind] = (run.status, run.attempts, run.error.type if run.error else None, pages)
+    assert ended["isolated-long-export"] == ended["long-export"] == (
+        RunStatus.FAILED,
+        2,
+        "RunTimeout",
+        ["page-0", "page-1"],  # each attempt fetched one page before its deadline; the second went on from the first
+    )
