@@ -231,9 +231,16 @@ def test_an_isolated_run_over_its_timeout_stops_at_its_deadline_and_retries_from
         (run,) = pipeline.runs_of(job.id)
         pages = sorted(page for (run_id, page), count in STEP_CALLS.items() if run_id == run.id for _ in range(count))
         ended[kind] = (run.status, run.attempts, run.error.type if run.error else None, pages)
-    assert ended["isolated-long-export"] == ended["long-export"] == (
-        RunStatus.FAILED,
-        2,
-        "RunTimeout",
-        ["page-0", "page-1"],  # each attempt fetched one page before its deadline; the second went on from the first
+    assert (
+        ended["isolated-long-export"]
+        == ended["long-export"]
+        == (
+            RunStatus.FAILED,
+            2,
+            "RunTimeout",
+            [
+                "page-0",
+                "page-1",
+            ],  # each attempt fetched one page before its deadline; the second went on from the first
+        )
     )
