@@ -159,6 +159,13 @@ def test_the_sandbox_refuses_an_inline_type_and_a_result_json_cannot_hold_for_go
     assert (unserializable.error.kind, unserializable.error.type) == ("permanent", "UnserializableResult")
 
 
+def test_a_type_the_sandbox_does_not_know_fails_the_run_for_good():
+    answer = SandboxAnswer.model_validate(_sandbox(FakeClock(START)).run(_request(type="elsewhere")))
+    assert answer.error is not None
+    assert (answer.error.kind, answer.error.type) == ("permanent", "UnknownJobType")
+    assert "unknown job type 'elsewhere'" in answer.error.message
+
+
 def test_past_its_deadline_a_handler_that_checks_stops_with_a_timeout():
     clock = FakeClock(START)
     answer = SandboxAnswer.model_validate(_sandbox(clock).run(_request(payload={"do": "check"}, seconds=0)))

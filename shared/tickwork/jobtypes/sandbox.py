@@ -38,6 +38,7 @@ from tickwork.jobtypes.registry import (
     RetryNotBefore,
     RunContext,
     RunTimeout,
+    UnknownJobType,
 )
 from tickwork.jobtypes.run_log import LEVELS, LIMIT_LINES
 from tickwork.model.clock import Clock
@@ -92,7 +93,7 @@ class SandboxError(BaseModel):
     def of(cls, exc: BaseException) -> SandboxError:
         kind: ErrorKind = "failure"
         wait = 0.0
-        if isinstance(exc, PermanentJobError | ValidationError):
+        if isinstance(exc, PermanentJobError | ValidationError | UnknownJobType):  # no retry can change these
             kind = "permanent"
         elif isinstance(exc, RetryNotBefore):
             kind, wait = "retry_not_before", exc.wait_seconds
