@@ -244,3 +244,22 @@ def test_an_isolated_run_over_its_timeout_stops_at_its_deadline_and_retries_from
             ],  # each attempt fetched one page before its deadline; the second went on from the first
         )
     )
+
+
+def test_a_workflow_step_of_an_isolated_type_runs_in_the_sandbox_and_feeds_the_next_step(pipeline):
+    from tickwork.control.api_bodies import WorkflowSpec
+    from tickwork.model.ids import step_run_id_for
+
+    steps = [
+        {"id": "a", "type": "isolated-asked", "payload": {"token": "from-a"}},
+        {"id": "b", "type": "echo", "depends_on": ["a"], "payload": {"got": {"$from": "steps.a.result.token"}}},
+    ]
+    spec = {"name": "wf", "schedule": {"at": pipeline.clock.now() + FAR}, "steps": steps}
+    workflows = pipeline.services.workflows
+    workflow = workflows.create(TENANT, WorkflowSpec.model_validate(spec))
+    triggered = workflows.trigger(TENANT, workflow.id)
+    pipeline.drain()
+    assert workflows.get_run(TENANT, triggered.id).status.value == "SUCCEEDED"
+    assert _sandbox_invokes(pipeline) == 1
+    downstream = pipeline.run(step_run_id_for(triggered.id, "b"))
+    assert pipeline.services.results.read(downstream) == {"got": "from-a"}
