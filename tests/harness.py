@@ -27,8 +27,17 @@ from tickwork.model.policies import Band
 from tickwork.model.run import Run
 from tickwork.services import Services
 from tickwork.settings import Settings
-from tickwork_local.lambda_runtime import LocalLambdaContext, failed_message_ids, sqs_event
+from tickwork_local.function_invokes import LocalInvokes
+from tickwork_local.lambda_runtime import (
+    FunctionRuntime,
+    LocalLambdaContext,
+    failed_message_ids,
+    function_config,
+    sqs_event,
+)
 from tickwork_local.provision import ProvisionedResources
+from tickwork_local.runtime import SANDBOX_FUNCTION
+from tickwork_local.template import load_template
 
 from tests.conftest import load_event
 from tests.faults.crashes import CrashPlan
@@ -85,6 +94,8 @@ class Pipeline:
         session = boto3.session.Session()
         calls = CallLog()
         calls.attach_session(session)
+        invokes = LocalInvokes()  # the executor's Invoke of the job sandbox, played as tickwork dev plays it
+        invokes.register(session.events)
         for hook in session_hooks:
             hook(session)
         clients = AwsClients(session)
@@ -99,6 +110,12 @@ class Pipeline:
         clock = FakeClock(START)
         crashes = CrashPlan()
         services = Services(settings=settings, clients=clients, clock=clock, faults=crashes)
+        if settings.job_sandbox_function:
+            sandbox = function_config(load_template(), SANDBOX_FUNCTION)
+            invokes.serve(
+                settings.job_sandbox_function,
+                FunctionRuntime(sandbox, prepare=lambda module: module.use_services(services), max_environments=10),
+            )
         calls.clear()  # provisioning's calls are not the pipeline's
         tick_app.use_services(services)
         executor_app.use_services(services)
@@ -258,6 +275,17 @@ class Pipeline:
             if not progressed:
                 return delivered
         raise AssertionError("queues did not drain")
+
+    def drain_one_by_one(self, lambda_seconds: float, band: Band = Band.NORMAL) -> int:
+        """Deliver until the band's queue is empty, each message alone to an executor Lambda of `lambda_seconds`
+        (a yielding run's segments); how many invocations."""
+        invocations = 0
+        while messages := self.receive(band):
+            for message in messages:
+                self.deliver(band, [message], timeout_seconds=lambda_seconds)
+                invocations += 1
+            assert invocations < 50, "never finished"
+        return invocations
 
     def queued_messages(self, band: Band) -> int:
         attrs = self.sqs.get_queue_attributes(

@@ -204,9 +204,14 @@ def _print_banner(node: LocalNode, endpoint: str, attached: bool, tick_seconds: 
     _say(f"  tick     every {tick_seconds} s; executors: {bands} (--workers {workers})")
     modules = node.parameters().get("JobTypeModules")
     if modules:
-        from tickwork.jobtypes import registry  # noqa: PLC0415 - the runtime has imported it by now
+        from tickwork.jobtypes import Isolation, registry  # noqa: PLC0415 - the runtime has imported it by now
 
-        _say(f"  types    {', '.join(registry.names())} (JobTypeModules={modules})")
+        # Each with where its handler runs, when not in the executor (docs/security.md, "Isolation of job code").
+        types = [
+            name if registry.get(name).isolation is Isolation.INLINE else f"{name} (isolation function)"
+            for name in registry.names()
+        ]
+        _say(f"  types    {', '.join(types)} (JobTypeModules={modules})")
     _say(
         f"  Try      {_this_command()} jobs create --api-url {api} --name hello --type echo --at +10s "
         '--payload \'{"hello": "world"}\''

@@ -41,6 +41,7 @@ from tickwork_local.aws_faults import AwsErrorInjector
 from tickwork_local.build import BuiltStack, load_built
 from tickwork_local.emf_forwarding import CloudWatchPlay, play_cloudwatch
 from tickwork_local.event_log import EVENTS_PATH, LocalEventLog
+from tickwork_local.function_invokes import LocalInvokes
 from tickwork_local.lambda_runtime import (
     REGION,
     FunctionConfig,
@@ -61,7 +62,8 @@ API_FUNCTION = "ApiFunction"
 TICK_FUNCTION = "TickFunction"
 EXECUTOR_FUNCTION = "ExecutorFunction"
 DISPATCH_FUNCTION = "DispatchFunction"  # the fan-out's worker; idle unless DispatchWorkers > 1
-FUNCTIONS = (API_FUNCTION, TICK_FUNCTION, EXECUTOR_FUNCTION, DISPATCH_FUNCTION)
+SANDBOX_FUNCTION = "JobSandboxFunction"  # function-isolated job types' handlers; the executor invokes it
+FUNCTIONS = (API_FUNCTION, TICK_FUNCTION, EXECUTOR_FUNCTION, DISPATCH_FUNCTION, SANDBOX_FUNCTION)
 
 DISPATCH_ENVIRONMENTS = 4  # dispatch workers at once on one node (each claims with its own threads)
 
@@ -170,6 +172,7 @@ class LocalNode:
         self.aws_errors: AwsErrorInjector | None = None  # with NodeOptions.aws_error_rate
         self.cloudwatch: CloudWatchPlay | None = None  # EMF and AWS's own metrics into the local CloudWatch
         self.event_log: LocalEventLog | None = None  # the run events published, for GET /_tickwork/events
+        self.invokes = LocalInvokes()  # the functions' Invoke of the job sandbox, played by this node
         self._loader: Any = None
         self.built: BuiltStack | None = None
         if options.built:
@@ -235,10 +238,12 @@ class LocalNode:
             if folder not in sys.path:
                 sys.path.insert(0, folder)
 
-        def clients(*, faulty: bool = True) -> AwsClients:
+        def clients(*, faulty: bool = True, invokes: LocalInvokes | None = None) -> AwsClients:
             session = self._session()
             if faulty and self.aws_errors is not None:
                 self.aws_errors.register(session.events)
+            if invokes is not None:
+                invokes.register(session.events)
             return AwsClients(session=session, endpoint_url=opts.endpoint_url)
 
         if opts.aws_error_rate:
@@ -276,8 +281,15 @@ class LocalNode:
                 built.results = ObservedResults(built.results, self.runlog)  # type: ignore[assignment,misc]
             return built
 
-        api_clients, executor_clients, poller_clients = clients(), clients(), clients()
-        self.clients = {"api": api_clients, "executor": executor_clients, "poller": poller_clients}
+        api_clients, poller_clients = clients(), clients()
+        executor_clients = clients(invokes=self.invokes)  # its Invoke of the job sandbox is played here
+        sandbox_clients = clients()  # the sandbox's own, as it has a role of its own
+        self.clients = {
+            "api": api_clients,
+            "executor": executor_clients,
+            "poller": poller_clients,
+            "sandbox": sandbox_clients,
+        }
         for factory, names in (
             (api_clients, ("dynamodb", "sqs", "s3")),
             (executor_clients, ("dynamodb", "sqs", "s3")),
@@ -299,6 +311,7 @@ class LocalNode:
             TICK_FUNCTION: 1,
             DISPATCH_FUNCTION: DISPATCH_ENVIRONMENTS,
             EXECUTOR_FUNCTION: max(1, sum(self.concurrency.values())),
+            SANDBOX_FUNCTION: max(1, sum(self.concurrency.values())),  # a segment at a time per executor's run
         }
         if self.built is not None:
             self.functions = {
@@ -309,9 +322,11 @@ class LocalNode:
                 API_FUNCTION: services(API_FUNCTION, api_clients),
                 TICK_FUNCTION: services(TICK_FUNCTION, api_clients),
                 DISPATCH_FUNCTION: services(DISPATCH_FUNCTION, api_clients),
+                SANDBOX_FUNCTION: services(SANDBOX_FUNCTION, sandbox_clients),
                 EXECUTOR_FUNCTION: services(EXECUTOR_FUNCTION, executor_clients, observed=True),
             }
             self.functions = {fid: self._runtime(configs[fid], wiring[fid], environments[fid]) for fid in FUNCTIONS}
+        self.invokes.serve(f"{opts.prefix}-{SANDBOX_FUNCTION}", self.functions[SANDBOX_FUNCTION])
         # Cold-start the API and the executor before serving, so the first requests are not slow.
         for fid in (API_FUNCTION, EXECUTOR_FUNCTION):
             self.functions[fid].warm()

@@ -36,12 +36,14 @@ from tickwork.control.tenants import ActiveJobsQuota, TenantService
 from tickwork.control.workflow_factory import WorkflowFactory
 from tickwork.control.workflow_service import WorkflowService
 from tickwork.executor.freeze_gate import FreezeGate
+from tickwork.executor.isolation import JobSandboxCalls
 from tickwork.executor.limits import RunLimits
 from tickwork.executor.run_executor import Handlers, RunExecutor
 from tickwork.executor.secrets import SecretCache
 from tickwork.executor.yields import LambdaMargins
 from tickwork.faults import NO_FAULTS, FaultPlan
 from tickwork.jobtypes import import_job_type_modules, registry
+from tickwork.jobtypes.sandbox import JobSandbox
 from tickwork.model.clock import Clock, SystemClock
 from tickwork.model.policies import Band
 from tickwork.model.tenant_settings import TenantDirectory
@@ -170,7 +172,17 @@ class Services:
             self.store,
             self.results,
             self.queues,
-            Handlers(registry, targets=self.settings.targets, clients=self.clients, secrets=self.secret_cache),
+            Handlers(
+                registry,
+                targets=self.settings.targets,
+                clients=self.clients,
+                secrets=self.secret_cache,
+                sandbox=JobSandboxCalls(
+                    self.clients,
+                    self.settings.job_sandbox_function,
+                    busy_seconds=self.settings.executor_timeout_seconds,
+                ),
+            ),
             self.clock,
             lease_for=timedelta(seconds=self.settings.lease_seconds),
             retry_safety_net=self.retry_safety_net,
@@ -181,6 +193,12 @@ class Services:
             freezes=FreezeGate(self.freeze_records, self.executor_freezes, self.store.jobs),
             margins=LambdaMargins.for_timeout(self.settings.executor_timeout_seconds),
         )
+
+    @cached_property
+    def job_sandbox(self) -> JobSandbox:
+        """The job sandbox function's side: function-isolated handlers' segments (builds nothing of the table's,
+        the queues' or the bucket's, which its role may not reach)."""
+        return JobSandbox(registry, self.settings.targets, self.clients, self.clock)
 
     @cached_property
     def secret_cache(self) -> SecretCache:

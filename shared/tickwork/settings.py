@@ -114,6 +114,9 @@ class Settings(FromEnvironment):
     executor_timeout_seconds: int = Field(default=900, alias="EXECUTOR_TIMEOUT_SECONDS", ge=10, le=900)
     # How long a secret's value is kept after its read (template parameter SecretCacheSeconds): a rotation's reach.
     secret_cache_seconds: int = Field(default=300, alias="SECRET_CACHE_SECONDS", ge=0, le=3600)
+    # The job sandbox function (the executor's own setting; template resource JobSandboxFunction), where handlers of
+    # function-isolated job types run (tickwork.executor.isolation). Unset: their runs fail, naming it.
+    job_sandbox_function: str | None = Field(default=None, alias="JOB_SANDBOX_FUNCTION", max_length=170)
 
     @field_validator("http_allowlist", "invokable_functions", "job_type_modules", mode="before")
     @classmethod
@@ -128,9 +131,9 @@ class Settings(FromEnvironment):
                 raise ValueError(f"JOB_TYPE_MODULES names Python modules (acme_jobs, acme.jobs), not {name!r}")
         return value
 
-    @field_validator("dispatch_queue_url", mode="before")
+    @field_validator("dispatch_queue_url", "job_sandbox_function", mode="before")
     @classmethod
-    def _queue_unset_when_empty(cls, value: object) -> object:
+    def _unset_when_blank(cls, value: object) -> object:
         return value or None
 
     @model_validator(mode="after")

@@ -8,7 +8,6 @@ from typing import Any
 
 from tickwork.control.api_bodies import WorkflowSpec
 from tickwork.model.job import Job
-from tickwork.model.policies import Band
 from tickwork.model.run import Run
 from tickwork.model.states import AttemptOutcome, RunStatus
 
@@ -26,20 +25,9 @@ def _due(pipeline: Pipeline, **spec: Any) -> Job:
     return job
 
 
-def _drain(pipeline: Pipeline, lambda_seconds: float) -> int:
-    """Deliver until the queue is empty, each invocation a Lambda of `lambda_seconds`; how many invocations."""
-    invocations = 0
-    while messages := pipeline.receive(Band.NORMAL):
-        for message in messages:
-            pipeline.deliver(Band.NORMAL, [message], timeout_seconds=lambda_seconds)
-            invocations += 1
-        assert invocations < 50, "never finished"
-    return invocations
-
-
 def _straight(pipeline: Pipeline) -> Any:
     job = _due(pipeline)
-    assert _drain(pipeline, 900) == 1
+    assert pipeline.drain_one_by_one(900) == 1
     (run,) = pipeline.runs_of(job.id)
     assert (run.status, run.segments) == (RunStatus.SUCCEEDED, 0)
     return pipeline.services.results.read(run)
@@ -52,7 +40,7 @@ def _steps_of(run: Run) -> list[int]:
 def test_a_run_four_times_longer_than_its_lambda_yields_continues_and_finishes(pipeline):
     expected = _straight(pipeline)
     job = _due(pipeline)  # 12 pages of 10 s: 120 s of work, for 45 s of handler time an invocation
-    invocations = _drain(pipeline, LAMBDA_SECONDS)
+    invocations = pipeline.drain_one_by_one(LAMBDA_SECONDS)
     (run,) = pipeline.runs_of(job.id)
     assert (run.status, run.attempts, run.error) == (RunStatus.SUCCEEDED, 1, None)
     assert run.segments == invocations - 1 == 5  # two pages a segment: should_yield() is true after 15 s
@@ -69,7 +57,7 @@ def test_a_run_four_times_longer_than_its_lambda_yields_continues_and_finishes(p
 def test_a_handler_that_ignores_should_yield_but_checkpoints_is_yielded_by_the_executor(pipeline):
     expected = _straight(pipeline)
     job = _due(pipeline, payload={"cooperative": False})
-    _drain(pipeline, LAMBDA_SECONDS)
+    pipeline.drain_one_by_one(LAMBDA_SECONDS)
     (run,) = pipeline.runs_of(job.id)
     assert (run.status, run.attempts) == (RunStatus.SUCCEEDED, 1)
     assert run.segments >= 2
@@ -79,7 +67,7 @@ def test_a_handler_that_ignores_should_yield_but_checkpoints_is_yielded_by_the_e
 
 def test_a_run_past_its_max_run_seconds_fails_without_retries(pipeline):
     job = _due(pipeline, max_run_seconds=50, retry={"max_attempts": 3})
-    _drain(pipeline, LAMBDA_SECONDS)
+    pipeline.drain_one_by_one(LAMBDA_SECONDS)
     (run,) = pipeline.runs_of(job.id)
     assert (run.status, run.attempts) == (RunStatus.FAILED, 1)
     assert run.error is not None
@@ -99,7 +87,7 @@ def test_a_workflow_step_yields_continues_and_its_workflow_run_goes_on(pipeline)
     workflows = pipeline.services.workflows
     workflow = workflows.create(TENANT, WorkflowSpec.model_validate(body))
     triggered = workflows.trigger(TENANT, workflow.id)
-    _drain(pipeline, LAMBDA_SECONDS)
+    pipeline.drain_one_by_one(LAMBDA_SECONDS)
     workflow_run = workflows.get_run(TENANT, triggered.id)
     assert workflow_run.status == "SUCCEEDED"
     export = workflow_run.steps["export"]
@@ -120,7 +108,7 @@ def test_a_short_lambdas_margins_come_from_its_timeout_setting(mocked_aws):
     two."""
     with Pipeline.create(EXECUTOR_TIMEOUT_SECONDS=str(LAMBDA_SECONDS)) as short:
         job = _due(short)
-        invocations = _drain(short, LAMBDA_SECONDS)
+        invocations = short.drain_one_by_one(LAMBDA_SECONDS)
         (run,) = short.runs_of(job.id)
         assert (run.status, run.attempts, run.segments, invocations) == (RunStatus.SUCCEEDED, 1, 2, 3)
         assert run.yielded_ms == 2 * 50_000

@@ -85,6 +85,11 @@ def _needed(service: str, operation: str, params: dict[str, Any], resources) -> 
         assert params["Bucket"] == resources.results_bucket
         target = ("ResultsBucket", f"/{params['Key']}") if "Key" in params else ("ResultsBucket", "")
         return [(_ACTION_OF.get((service, operation), f"s3:{operation}"), target)]
+    if service == "lambda":
+        # The stack's own functions, by the names the local runtime gives them (<prefix>-<logical id>).
+        prefix = resources.table_name.rsplit("-", 1)[0]
+        assert params["FunctionName"].startswith(f"{prefix}-"), params["FunctionName"]
+        return [("lambda:InvokeFunction", (params["FunctionName"].removeprefix(f"{prefix}-"), ""))]
     if service == "events":
         # Run events go to the bus the EventBusName parameter names (its default, `default`, in the pipeline).
         assert all(entry["EventBusName"] == "default" for entry in params["Entries"])
@@ -355,3 +360,41 @@ def test_a_runs_secret_reads_are_allowed_by_the_executor_role_and_only_under_the
         s for r, s in iam_statements(template) if r == "ExecutorRole" and "kms:Decrypt" in as_list(s["Action"])
     ]
     assert set(decrypt["Condition"]["StringEquals"]) == {"kms:ViaService"}  # a key only through the two services
+
+
+def test_every_call_of_a_function_isolated_run_is_allowed_and_the_sandbox_makes_none(pipeline, template, monkeypatch):
+    """A function-isolated job type (docs/security.md, "Isolation of job code"): the executor invokes the job sandbox
+    (ExecutorRole's InvokeJobSandbox) and writes what its ctx did (checkpoint, progress, logs, result); the sandbox
+    itself calls nothing (JobSandboxRole grants nothing to call: tests/template/test_job_sandbox_role.py)."""
+    from tickwork.jobtypes.sandbox import JobSandbox
+
+    import tests.isolated_jobtypes  # noqa: F401  # registers isolated-asked
+
+    recorded, acting_as = _recorder(pipeline)
+    real = JobSandbox.run
+
+    def as_the_sandbox(self: JobSandbox, event: Any) -> dict[str, Any]:
+        before = len(pipeline.calls.calls)
+        try:
+            return real(self, event)
+        finally:
+            made = pipeline.calls.calls[before:]
+            del pipeline.calls.calls[before:]
+            recorded["JobSandboxRole"].extend(made)
+
+    monkeypatch.setattr(JobSandbox, "run", as_the_sandbox)
+    with acting_as("ApiRole"):
+        job = pipeline.create_job(
+            type="isolated-asked", payload={"fail": "plain", "fail_attempts": 1}, schedule={"at": START + FAR}
+        )
+    pipeline.clock.advance(FAR.total_seconds())
+    with acting_as("TickRole"):
+        pipeline.tick()
+    with acting_as("ExecutorRole"):
+        pipeline.drain()
+    (run,) = pipeline.runs_of(job.id)
+    assert (run.status, run.attempts) == (RunStatus.SUCCEEDED, 2), run.error
+    operations = {(role, op) for role, calls in recorded.items() for _, op, _ in calls}
+    assert {("ExecutorRole", "Invoke"), ("ExecutorRole", "PutObject"), ("ExecutorRole", "UpdateItem")} <= operations
+    assert recorded["JobSandboxRole"] == []
+    assert _missing(recorded, template, pipeline.resources) == []

@@ -62,29 +62,35 @@ def test_without_the_vpc_parameters_nothing_is_in_a_vpc_and_nothing_is_added(tem
 
 
 def _handlers_running_job_code() -> set[str]:
-    """The functions whose code reaches the executor (Services.executor: the one place job handlers run), read
-    from their folders' source."""
+    """The functions whose code reaches the executor or the job sandbox (Services.executor and Services.job_sandbox:
+    the two places job handlers run), read from their folders' source."""
     found = set()
     for folder in sorted((REPO_ROOT / "functions").iterdir()):
         for source in folder.rglob("*.py"):
             tree = ast.parse(source.read_text(encoding="utf-8"))
-            if any(isinstance(node, ast.Attribute) and node.attr == "executor" for node in ast.walk(tree)):
+            if any(
+                isinstance(node, ast.Attribute) and node.attr in ("executor", "job_sandbox") for node in ast.walk(tree)
+            ):
                 found.add(folder.name)
     return found
 
 
-def test_with_them_the_function_that_runs_job_code_runs_in_the_subnets(template):
+def test_with_them_the_functions_that_run_job_code_run_in_the_subnets(template):
     resources = resources_on(template, VPC_PARAMETERS)
     in_vpc = {k: r["Properties"]["VpcConfig"] for k, r in resources.items() if "VpcConfig" in r.get("Properties", {})}
-    assert in_vpc == {"ExecutorFunction": {"SubnetIds": SUBNETS, "SecurityGroupIds": GROUPS}}
+    assert in_vpc == {
+        "ExecutorFunction": {"SubnetIds": SUBNETS, "SecurityGroupIds": GROUPS},
+        "JobSandboxFunction": {"SubnetIds": SUBNETS, "SecurityGroupIds": GROUPS},
+    }
     # The folders are named after the functions: functions/executor is ExecutorFunction's CodeUri.
     folders = {template["Resources"][k]["Properties"]["CodeUri"].strip("/").split("/")[-1] for k in in_vpc}
-    assert folders == _handlers_running_job_code() == {"executor"}
+    assert folders == _handlers_running_job_code() == {"executor", "sandbox"}
 
 
 def test_in_a_vpc_the_executors_role_may_manage_its_network_interfaces(template):
     resources = resources_on(template, VPC_PARAMETERS)
     assert resources["ExecutorRole"]["Properties"]["ManagedPolicyArns"] == [{"Ref": "ExecutorVpcAccessPolicy"}]
+    assert resources["JobSandboxRole"]["Properties"]["ManagedPolicyArns"] == [{"Ref": "ExecutorVpcAccessPolicy"}]
     for other in ("TickRole", "DispatchRole", "ApiRole"):
         assert "ManagedPolicyArns" not in resources[other]["Properties"]
     statements = resources["ExecutorVpcAccessPolicy"]["Properties"]["PolicyDocument"]["Statement"]

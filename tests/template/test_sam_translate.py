@@ -8,7 +8,7 @@ import pytest
 from samtranslator.model.exceptions import InvalidDocumentException
 from template_support import evaluate, translate
 
-FUNCTIONS = ("TickFunction", "ExecutorFunction", "ApiFunction", "DispatchFunction")
+FUNCTIONS = ("TickFunction", "ExecutorFunction", "ApiFunction", "DispatchFunction", "JobSandboxFunction")
 
 
 def _of_type(translated, type_):
@@ -39,6 +39,7 @@ def test_functions_use_our_roles_and_the_layer(translated):
         "ExecutorFunction": "ExecutorRole",
         "ApiFunction": "ApiRole",
         "DispatchFunction": "DispatchRole",
+        "JobSandboxFunction": "JobSandboxRole",
     }
     for name in FUNCTIONS:
         props = translated["Resources"][name]["Properties"]
@@ -79,7 +80,7 @@ def test_sam_generates_no_function_roles_and_no_managed_policies(template, trans
     """SAM's generated roles would carry AWS-managed policies with Resource "*"; we have none."""
     roles = _of_type(translated, "AWS::IAM::Role")
     # Ours, plus nothing: the rule invokes through a Lambda permission, not a role.
-    assert set(roles) == {"TickRole", "ExecutorRole", "ApiRole", "DispatchRole"}
+    assert set(roles) == {"TickRole", "ExecutorRole", "ApiRole", "DispatchRole", "JobSandboxRole"}
     for logical_id, role in roles.items():
         # The template's own, as it wrote them (the executor's VPC access, only in a VPC): SAM added none.
         written = template["Resources"][logical_id]["Properties"].get("ManagedPolicyArns")

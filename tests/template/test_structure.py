@@ -71,7 +71,12 @@ def test_globals_runtime_architecture_tracing(template):
 def test_globals_environment_covers_every_setting(template):
     env = template["Globals"]["Function"]["Environment"]["Variables"]
     aliases = {field.alias for field in Settings.model_fields.values()}
-    assert aliases <= env.keys(), aliases - env.keys()
+    # The executor's own: the job sandbox is a function of the stack, so Globals cannot name it (a cycle).
+    executor_only = {"JOB_SANDBOX_FUNCTION"}
+    assert aliases - executor_only <= env.keys(), aliases - executor_only - env.keys()
+    assert _props(template, "ExecutorFunction")["Environment"]["Variables"] == {
+        "JOB_SANDBOX_FUNCTION": {"Ref": "JobSandboxFunction"}
+    }
     assert env["TABLE_NAME"] == {"Ref": "JobsTable"}
     assert env["RESULTS_BUCKET"] == {"Ref": "ResultsBucket"}
     for band in BANDS:
@@ -345,11 +350,12 @@ def test_no_role_can_scan_the_table(translated):
 
 
 def test_no_aws_managed_policies_on_any_role(translated):
-    """A role's managed policies are the stack's own (the executor's VPC access, only in a VPC), never AWS's."""
+    """A role's managed policies are the stack's own (the executor's and the job sandbox's VPC access, only in a
+    VPC), never AWS's."""
     own = {k for k, r in translated["Resources"].items() if r["Type"] == "AWS::IAM::ManagedPolicy"}
     for logical_id, resource in translated["Resources"].items():
         if resource["Type"] == "AWS::IAM::Role" and "ManagedPolicyArns" in resource["Properties"]:
-            assert logical_id == "ExecutorRole"
+            assert logical_id in ("ExecutorRole", "JobSandboxRole")
             arns = resource["Properties"]["ManagedPolicyArns"]
             assert arns == {"Fn::If": ["InVpc", [{"Ref": "ExecutorVpcAccessPolicy"}], {"Ref": "AWS::NoValue"}]}
             assert "ExecutorVpcAccessPolicy" in own
@@ -498,11 +504,13 @@ def test_table_access_is_what_the_store_does(template):
 
 
 def test_executor_may_invoke_only_the_configured_functions(template):
-    (statement,) = [
+    statement, sandbox = [
         s
         for r, s in iam_statements(template)
         if r == "ExecutorRole" and "lambda:InvokeFunction" in as_list(s["Action"])
     ]
+    # ... and the job sandbox, for function-isolated job types (docs/security.md, "Isolation of job code").
+    assert (sandbox["Sid"], sandbox["Resource"]) == ("InvokeJobSandbox", {"Fn::GetAtt": ["JobSandboxFunction", "Arn"]})
     assert statement["Resource"] == {
         "Fn::If": [
             "HasInvokableFunctionArns",

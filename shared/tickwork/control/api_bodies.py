@@ -85,16 +85,18 @@ class ScheduleSpec(Schedule):
 
 def _payload_branches() -> tuple[list[str], list[dict[str, Any]]]:
     """The job types registered (by the time the document is built), and for each, what its payload must be
-    (its own model's schema), as the server checks them."""
+    (its own model's schema), as the server checks them, and where its handler runs (`x-tickwork-isolation`:
+    inline or function; docs/security.md, "Isolation of job code")."""
     names = registry.names()
     branches = []
     for name in names:
-        model = registry.get(name).payload_model
-        payload = model.model_json_schema()
+        job_type = registry.get(name)
+        payload = job_type.payload_model.model_json_schema()
         if "$defs" in payload:  # nested models would need their own components: say only "an object"
             payload = {"type": "object"}
         payload.pop("title", None)
-        branch: dict[str, Any] = {"properties": {"type": {"const": name}, "payload": payload}}
+        kind = {"const": name, "x-tickwork-isolation": job_type.isolation.value}
+        branch: dict[str, Any] = {"properties": {"type": kind, "payload": payload}}
         if payload.get("required"):
             branch["required"] = ["payload"]
         branches.append(branch)

@@ -71,6 +71,7 @@ from tickwork.executor.checkpoints import LeasedCheckpoints
 from tickwork.executor.deadline_gate import DeadlineGate, stopped_by_deadline
 from tickwork.executor.delivery import Delivery, Outcome, visibility_for
 from tickwork.executor.heartbeat import HandlerStillRunning, Heartbeat, call_under_lease
+from tickwork.executor.isolation import NO_SANDBOX, JobSandboxCalls
 from tickwork.executor.limits import RunLimits
 from tickwork.executor.live_logs import LiveLog
 from tickwork.executor.ordering import OrderingGate
@@ -80,7 +81,15 @@ from tickwork.executor.progress_reports import ProgressReports
 from tickwork.executor.secrets import RunSecrets, SecretCache
 from tickwork.executor.yields import THE_900_SECOND_LAMBDAS, LambdaMargins, RunYields, kept_until, segment_budget
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
-from tickwork.jobtypes import EffectMayContinue, PermanentJobError, RetryNotBefore, RunContext, UnknownJobType
+from tickwork.jobtypes import (
+    EffectMayContinue,
+    Isolation,
+    JobType,
+    PermanentJobError,
+    RetryNotBefore,
+    RunContext,
+    UnknownJobType,
+)
 from tickwork.jobtypes.durable import RunCheckpoints, Yielded
 from tickwork.jobtypes.registry import JobTypeRegistry
 from tickwork.model.backoff import Random, wait_within_cap
@@ -115,12 +124,14 @@ class WorkflowSteps(StepSettlement, Protocol):
 @dataclass(frozen=True)
 class Handlers:
     """The job types' handlers and what each is given to reach out with (where it may reach, its AWS clients, the
-    secrets its payload names: none wired, a reference fails its run)."""
+    secrets its payload names: none wired, a reference fails its run), and where a function-isolated one runs (the
+    job sandbox: none wired, its runs fail)."""
 
     job_types: JobTypeRegistry
     targets: TargetRules = DEFAULT_TARGETS
     clients: Any = None
     secrets: SecretCache | None = None
+    sandbox: JobSandboxCalls = NO_SANDBOX
 
 
 @dataclass(frozen=True)
@@ -448,11 +459,13 @@ class RunExecutor:
             )
         )
         logger.info("run started", extra={"attempt": run.attempts, "lateness_ms": run.lateness_ms, "type": target.type})
-        handler = (
-            (lambda: job_type.handler(secrets.payload(job_type, target.payload, context), ctx))
-            if RunSecrets.needed(target.payload)
-            else (lambda: job_type.handler(payload, ctx))
-        )
+        handler: Callable[[], Any]
+        if job_type.isolation is Isolation.FUNCTION:
+            handler = lambda: self._sandboxed(job_type, target, context, secrets, ctx)  # noqa: E731
+        elif RunSecrets.needed(target.payload):
+            handler = lambda: job_type.handler(secrets.payload(job_type, target.payload, context), ctx)  # noqa: E731
+        else:
+            handler = lambda: job_type.handler(payload, ctx)  # noqa: E731
         try:
             attempt = self._call(handler, target, ctx, heartbeat, budget, remaining_ms)
         except HandlerStillRunning:
@@ -481,6 +494,14 @@ class RunExecutor:
         return self._record(
             run, target, owner, delivery, attempt, heartbeat, held, duration_ms=duration_ms, leased_at=leased_at
         )
+
+    def _sandboxed(
+        self, job_type: JobType, target: RunTarget, context: dict[str, Any], secrets: RunSecrets, ctx: RunContext
+    ) -> Any:
+        """A function-isolated handler's segment, run in the job sandbox (tickwork.executor.isolation), its payload's
+        secrets resolved here, in the handler's thread, as for an inline one."""
+        payload = secrets.resolved(job_type, target.payload, context)
+        return self.handlers.sandbox.call(job_type, payload, secrets.hidden(), ctx)
 
     def _context(self, run: Run, target: RunTarget, started: datetime, budget: float) -> RunContext:
         """What the handler is given besides its payload: its run, its deadline (`budget` seconds from `started`)."""

@@ -84,7 +84,22 @@ class RunSecrets:
 
     def payload(self, job_type: JobType, stored: dict[str, Any], context: dict[str, Any]) -> BaseModel:
         """The handler's payload: the stored one with its references' values, as the type's model reads it."""
-        resolved = with_values(stored, self._value)
+        return self._parsed(job_type, with_values(stored, self._value), context)
+
+    def resolved(self, job_type: JobType, stored: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
+        """The stored payload with its references' values, as JSON (for a handler that runs in the job sandbox,
+        which parses it again), checked by the type's model as `payload` checks it."""
+        values = with_values(stored, self._value)
+        self._parsed(job_type, values, context)
+        return values
+
+    def hidden(self) -> list[str]:
+        """The values this run fetched so far (and hides)."""
+        with self._lock:
+            return list(self._values)
+
+    @staticmethod
+    def _parsed(job_type: JobType, resolved: dict[str, Any], context: dict[str, Any]) -> BaseModel:
         try:
             return job_type.parse(resolved, context=context)
         except ValidationError as exc:

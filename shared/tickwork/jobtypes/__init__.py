@@ -20,6 +20,7 @@ from tickwork.jobtypes import echo, http, lambda_invoke  # noqa: F401
 from tickwork.jobtypes.durable import CheckpointNotJSON, CheckpointTooLarge
 from tickwork.jobtypes.registry import (
     EffectMayContinue,
+    Isolation,
     JobType,
     JobTypeModuleError,
     LeaseLost,
@@ -37,6 +38,7 @@ __all__ = [
     "CheckpointNotJSON",
     "CheckpointTooLarge",
     "EffectMayContinue",
+    "Isolation",
     "JobType",
     "JobTypeModuleError",
     "LeaseLost",

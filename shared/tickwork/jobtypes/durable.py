@@ -107,6 +107,21 @@ class RunCheckpoints:
         with self._lock:
             self._write({"state": state, "steps": self._current().get("steps", {})})
 
+    def document(self) -> dict[str, Any] | None:
+        """The whole document (state and steps) as last saved, None if none was (a sandboxed handler starts from
+        it: tickwork.jobtypes.sandbox)."""
+        with self._lock:
+            return self._current() or None
+
+    def replace(self, document: dict[str, Any]) -> None:
+        """Save a whole document made elsewhere (a sandboxed segment's last), as `save` saves: its state and its
+        steps, checked against the same limits."""
+        steps = document.get("steps") or {}
+        if not isinstance(steps, dict):
+            raise CheckpointNotJSON("a checkpoint's steps must be an object of named results")
+        with self._lock:
+            self._write({"state": document.get("state"), "steps": steps})
+
     def step(self, name: str, fn: Callable[[], T]) -> T:
         """`fn`'s result: remembered from an earlier call under `name` (this attempt's or an earlier one's), or
         `fn()` called now and its result saved under `name` before it is returned."""

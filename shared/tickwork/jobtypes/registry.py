@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -162,12 +163,34 @@ class RunContext:
 Handler = Callable[[Any, RunContext], Any]
 
 
+class Isolation(StrEnum):
+    """Where a job type's handler runs (docs/security.md, "Isolation of job code"): `inline`, in the executor, with
+    its role (the built-in types); `function`, in the job sandbox function, whose role reaches none of Tickwork's
+    table, queues or bucket, while the executor keeps the run's lease, retries and outcome
+    (tickwork.executor.isolation)."""
+
+    INLINE = "inline"
+    FUNCTION = "function"
+
+    @classmethod
+    def of(cls, value: object) -> Isolation:
+        """The one check of a job type's isolation: ValueError naming the choices."""
+        if isinstance(value, str) and value in cls._value2member_map_:
+            return cls(value)
+        choices = ", ".join(repr(member.value) for member in cls)
+        raise ValueError(f"a job type's isolation is one of {choices}, not {value!r}")
+
+
 @dataclass(frozen=True)
 class JobType:
     name: str
     payload_model: type[BaseModel]
     handler: Handler
     description: str = ""
+    isolation: Isolation = Isolation.INLINE
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "isolation", Isolation.of(self.isolation))
 
     def parse(self, payload: dict[str, Any], *, context: dict[str, Any] | None = None) -> BaseModel:
         """The payload as its model reads it, in `context` (TargetRules.context: where it may reach, whose it is).
@@ -217,11 +240,16 @@ class JobTypeRegistry:
 registry = JobTypeRegistry()
 
 
-def job_type(name: str, payload_model: type[BaseModel], *, description: str = "") -> Callable[[Handler], Handler]:
-    """Register a handler for a job type. The payload is validated with `payload_model` at create time."""
+def job_type(
+    name: str, payload_model: type[BaseModel], *, description: str = "", isolation: str = Isolation.INLINE
+) -> Callable[[Handler], Handler]:
+    """Register a handler for a job type. The payload is validated with `payload_model` at create time. `isolation`
+    says where the handler runs: "inline" (in the executor) or "function" (in the job sandbox function: see
+    Isolation); anything else raises ValueError here, when the module is imported."""
+    checked = Isolation.of(isolation)
 
     def decorate(fn: Handler) -> Handler:
-        registry.register(JobType(name, payload_model, fn, description or (fn.__doc__ or "").strip()))
+        registry.register(JobType(name, payload_model, fn, description or (fn.__doc__ or "").strip(), checked))
         return fn
 
     return decorate

@@ -67,7 +67,26 @@ class RunLog:
         text = secret_mask.text(str(message))  # a run's secrets are never kept
         plain = secret_mask.value(json.loads(_compact(fields)))  # what the stored line will hold, whatever was passed
         _LOG_METHODS[name](text, extra={"run_id": self.run_id, "attempt": self.attempt, "fields": plain})
-        line = {"at": iso(self.clock.now()), "level": name, "message": text, "fields": plain}
+        self._collect({"at": iso(self.clock.now()), "level": name, "message": text, "fields": plain})
+
+    def extend(self, lines: list[dict[str, Any]], dropped: int = 0) -> None:
+        """Lines logged elsewhere for this attempt (a sandboxed handler's, already in its function's log: see
+        tickwork.jobtypes.sandbox), collected under this log's caps and masked as this log masks; `dropped` lines
+        left out there are counted as left out here."""
+        for line in lines:
+            self._collect(
+                {**line, "message": secret_mask.text(line["message"]), "fields": secret_mask.value(line["fields"])}
+            )
+        if dropped:
+            with self._lock:
+                self._dropped += dropped
+
+    def collected(self) -> tuple[list[dict[str, Any]], int]:
+        """The lines collected so far, and how many were left out past the caps."""
+        with self._lock:
+            return list(self._lines), self._dropped
+
+    def _collect(self, line: dict[str, Any]) -> None:
         size = len(_compact(line).encode())
         with self._lock:
             if self._dropped or len(self._lines) >= self.limit_lines or self._bytes + size > self.limit_bytes:
