@@ -25,6 +25,7 @@ from tickwork.model.clock import Clock, optional_instant, to_ms
 from tickwork.model.errors import Conflict, Forbidden, NotFound
 from tickwork.model.freezes import EVERY_TENANT, Freeze, FreezeSpec, subject_to_freezes
 from tickwork.model.ids import ItemKind, is_job_id, new_job_id
+from tickwork.model.job import Job
 from tickwork.model.policies import CatchupPolicy
 from tickwork.model.run import Run
 from tickwork.model.run_event_kinds import RunEventKind
@@ -85,6 +86,11 @@ class FreezeService:
         """The caller's freezes and those over every tenant (an admin: all), newest first."""
         found = [f for f in self.records.all() if caller.admin or f.tenant in (caller.tenant, EVERY_TENANT)]
         return sorted(found, key=lambda f: f.created_at, reverse=True)
+
+    def over_job(self, job: Job) -> list[Freeze]:
+        """The freezes over `job` (its tenant's, and those over every tenant, that select it), as its claim reads
+        them: what its preview marks beside its calendars."""
+        return [f for f in self.records.all() if f.applies_to(job.tenant, job.id, job.tags)]
 
     def get(self, caller: Caller, freeze_id: str) -> Freeze:
         return self._stored(caller, freeze_id).freeze
