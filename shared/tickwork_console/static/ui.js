@@ -130,7 +130,7 @@ export function when(value, { ms = false } = {}) {
 // ---- the time zone times are shown in: UTC (the API's and the logs'), the browser's, or the job's (its schedule's
 // zone, on a job's page; UTC where no one job is shown). The choice is remembered in localStorage.
 
-const ZONE_KEY = "tickwork.timeZone";
+const ZONE_KEY = "tickwork-time-zone";
 const ZONE_CHOICES = [
   ["utc", "UTC"],
   ["browser", "this browser's"],
