@@ -372,6 +372,7 @@ class Services:
             forget_read=self.dispatcher.freezes.forget,
             events=FreezeEvents(self.freeze_records, self.run_events, self.faults),
             dispatch_due=self.dispatcher.dispatch_due,
+            send_runs=self.dispatcher.send_runs,
             audit=self.audit,
         )
 
