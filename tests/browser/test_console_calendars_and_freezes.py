@@ -80,6 +80,40 @@ def test_create_and_lift_a_freeze_from_the_console_holds_a_run_then_it_runs(page
     assert finished_run(dev, run["id"])["status"] == "SUCCEEDED"
 
 
+def test_a_run_claimed_before_a_freeze_is_held_past_its_time_and_released_by_the_lift(page, dev: LocalApi):
+    """docs/operations.md: a run claimed before a DEFER freeze waits, its executor holding it, and runs at the lift."""
+    from playwright.sync_api import expect
+
+    team = "freeze-claimed"
+    job = create_job(dev, name="console-claimed-frozen", tags={"team": team}, schedule={"at": at(25)})
+    run_id = wait_for(
+        lambda: next(iter(dev.call("GET", f"/v1/jobs/{job['id']}/runs")["items"]), None), 10, 0.3, "the run's claim"
+    )["id"]
+    open_console(page, dev, "/freezes")
+    page.locator("summary", has_text="New freeze").click()
+    form = page.get_by_role("form", name="New freeze")
+    form.get_by_label("Tags (key=value, every one)").fill(f"team={team}")
+    form.get_by_label("Reason").fill("deploy 43")
+    form.get_by_label("Occurrences it blocks").select_option("DEFER")
+    form.get_by_role("button", name="Freeze").click()
+    row = page.locator("main table tbody tr", has_text="deploy 43")
+    expect(row).to_contain_text("active")
+    (freeze,) = [f for f in dev.call("GET", "/v1/freezes")["items"] if f["reason"] == "deploy 43"]
+
+    # Past its time it is held, marked with the freeze (real time: the node's clock is the machine's).
+    due = datetime.fromisoformat(job["schedule"]["at"].replace("Z", "+00:00")).timestamp()
+    time.sleep(max(0.0, due + 6 - time.time()))
+    held = dev.call("GET", f"/v1/runs/{run_id}")
+    assert (held["status"], held["blocked_by"]) == ("QUEUED", freeze["id"]), held
+
+    row.get_by_role("button", name=re.compile("Lift")).click()
+    page.get_by_role("dialog", name="Lift this freeze?").get_by_role("button", name="Lift").click()
+    expect(page.get_by_text("Lifted: deploy 43.")).to_be_visible()
+    lifted_at = time.time()
+    assert finished_run(dev, run_id, timeout=30)["status"] == "SUCCEEDED"
+    assert time.time() - lifted_at < 30  # at the lift, not at the end of its 15-minute deferral
+
+
 def test_a_job_s_blocked_instants_in_its_own_zone_across_a_dst_change_and_its_calendars_listed(page, dev: LocalApi):
     from playwright.sync_api import expect
 
