@@ -18,6 +18,7 @@ from tickwork.aws.role_tags import READ_TIMEOUT_SECONDS, RoleTenantTags
 from tickwork.aws.secrets import SecretStores
 from tickwork.control.audit import AuditTrail
 from tickwork.control.bulk_jobs import BulkJobs
+from tickwork.control.bulk_runs import BulkRuns
 from tickwork.control.calendars import CalendarService
 from tickwork.control.dead_letters import DeadLetterAdmin
 from tickwork.control.debounce import DebouncedTriggers
@@ -389,6 +390,7 @@ class Services:
             forget_read=self.dispatcher.freezes.forget,
             events=FreezeEvents(self.freeze_records, self.run_events, self.faults),
             dispatch_due=self.dispatcher.dispatch_due,
+            send_runs=self.dispatcher.send_runs,
             audit=self.audit,
         )
 
@@ -400,6 +402,10 @@ class Services:
     @cached_property
     def bulk_jobs(self) -> BulkJobs:
         return BulkJobs(self.jobs, self.queries, self.listings)
+
+    @cached_property
+    def bulk_runs(self) -> BulkRuns:
+        return BulkRuns(self.redrive, self.run_searches)
 
     @cached_property
     def redrive(self) -> RunRedrive:

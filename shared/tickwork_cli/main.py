@@ -113,7 +113,7 @@ else:
 
 EXIT_SMOKE_FAILED = 1
 EXIT_NOT_REDRIVEN = 1  # `dlq redrive` left a run it was asked to re-queue
-EXIT_BULK_INCOMPLETE = 1  # `jobs pause|resume|cancel --tag` found a job it could not change
+EXIT_BULK_INCOMPLETE = 1  # a bulk action (`jobs pause --tag`, `runs retry --job`) found one it could not change
 TERMINAL = {"SUCCEEDED", "FAILED", "SKIPPED"}
 WORKFLOW_RUN_TERMINAL = TERMINAL | {"CANCELLED", "COMPENSATED", "COMPENSATION_FAILED"}
 # Tests replace these to wait without sleeping, and to share the API's (fake) clock.
@@ -335,16 +335,24 @@ def _job_state_command(action: str, doc: str, method: str, path: str) -> None:
             session.show_one(session.client.request(method, path.format(job_id=quote(job_id, safe=""))))
             return
         request: dict[str, Any] = {"action": action, "selector": selectors, **given(cursor=cursor)}
-        items: list[dict[str, Any]] = []
-        while True:
-            answer = session.client.post("/v1/bulk/jobs", request)
-            items += answer["items"]
-            if not answer["next_cursor"]:
-                break
-            request["cursor"] = answer["next_cursor"]
-        session.show_page({"action": action, "items": items, "next_cursor": None}, render.BULK_JOB_COLUMNS)
-        if any(item["outcome"] in ("not_found", "refused") for item in items):
-            raise typer.Exit(EXIT_BULK_INCOMPLETE)
+        _bulk(session, "/v1/bulk/jobs", request, render.BULK_JOB_COLUMNS)
+
+
+def _bulk(
+    session: Session, path: str, request: dict[str, Any], columns: list[tuple[str, Callable[[dict[str, Any]], Any]]]
+) -> None:
+    """A bulk action, page after page (each answer's next_cursor sent back as cursor): a line per item, and exit
+    status 1 if one was not found or refused."""
+    items: list[dict[str, Any]] = []
+    while True:
+        answer = session.client.post(path, request)
+        items += answer["items"]
+        if not answer["next_cursor"]:
+            break
+        request = {**request, "cursor": answer["next_cursor"]}
+    session.show_page({"action": request["action"], "items": items, "next_cursor": None}, columns)
+    if any(item["outcome"] in ("not_found", "refused") for item in items):
+        raise typer.Exit(EXIT_BULK_INCOMPLETE)
 
 
 _job_state_command(
@@ -446,22 +454,63 @@ def runs_list(
     _watch(session, f"/v1/jobs/{job_id}/runs", status, listing, render.RUN_COLUMNS, TERMINAL)
 
 
+# A runs search's filters (GET /v1/runs): `runs search` lists what they find, `runs retry` re-queues it.
+StatusFilter = Annotated[str | None, typer.Option("--status", help="Only runs with this status.")]
+JobFilter = Annotated[str | None, typer.Option("--job", help="Only this job's runs.")]
+WorkflowFilter = Annotated[str | None, typer.Option("--workflow", help="Only this workflow's steps' runs.")]
+TypeFilter = Annotated[str | None, typer.Option("--type", help="Only runs of jobs of this type.")]
+TagFilter = Annotated[str | None, typer.Option("--tag", help="Only runs of jobs tagged so: key=value.")]
+TriggerFilter = Annotated[str | None, typer.Option("--trigger", help="schedule, manual or backfill.")]
+ErrorTypeFilter = Annotated[str | None, typer.Option("--error-type", help="Only runs whose error is of this type.")]
+FromFilter = Annotated[str | None, typer.Option("--from", help="From this instant (ISO-8601, now, -1h).")]
+ToFilter = Annotated[str | None, typer.Option("--to", help="Up to this instant (ISO-8601, now, -10m).")]
+EndedFilter = Annotated[bool, typer.Option("--ended", help="--from/--to bound when runs ended, not their time.")]
+
+
+def run_filters(
+    *,
+    status: str | None,
+    job_id: str | None,
+    workflow_id: str | None,
+    job_type: str | None,
+    tag: str | None,
+    trigger: str | None,
+    error_type: str | None,
+    since: str | None,
+    until: str | None,
+    ended: bool,
+) -> dict[str, Any]:
+    """The filters given, as GET /v1/runs (and POST /v1/bulk/runs) name them."""
+    return given(
+        status=status,
+        job_id=job_id,
+        workflow_id=workflow_id,
+        type=job_type,
+        tag=tag,
+        trigger=trigger,
+        error_type=error_type,
+        **{
+            "from": parse_at(since, option="--from") if since is not None else None,
+            "to": parse_at(until, option="--to") if until is not None else None,
+        },
+        on="ended_at" if ended else None,
+    )
+
+
 @runs_app.command("search")
 @api_command
 def runs_search(
     session: Session,
-    status: Annotated[str | None, typer.Option("--status", help="Only runs with this status.")] = None,
-    job_id: Annotated[str | None, typer.Option("--job", help="Only this job's runs.")] = None,
-    workflow_id: Annotated[str | None, typer.Option("--workflow", help="Only this workflow's steps' runs.")] = None,
-    job_type: Annotated[str | None, typer.Option("--type", help="Only runs of jobs of this type.")] = None,
-    tag: Annotated[str | None, typer.Option("--tag", help="Only runs of jobs tagged so: key=value.")] = None,
-    trigger: Annotated[str | None, typer.Option("--trigger", help="schedule, manual or backfill.")] = None,
-    error_type: Annotated[
-        str | None, typer.Option("--error-type", help="Only runs whose error is of this type.")
-    ] = None,
-    since: Annotated[str | None, typer.Option("--from", help="From this instant (ISO-8601, now, -1h).")] = None,
-    until: Annotated[str | None, typer.Option("--to", help="Up to this instant (ISO-8601, now, -10m).")] = None,
-    ended: Annotated[bool, typer.Option("--ended", help="--from/--to bound when runs ended, not their time.")] = False,
+    status: StatusFilter = None,
+    job_id: JobFilter = None,
+    workflow_id: WorkflowFilter = None,
+    job_type: TypeFilter = None,
+    tag: TagFilter = None,
+    trigger: TriggerFilter = None,
+    error_type: ErrorTypeFilter = None,
+    since: FromFilter = None,
+    until: ToFilter = None,
+    ended: EndedFilter = False,
     tenant: TenantOpt = None,
     limit: Limit = None,
     cursor: CursorOpt = None,
@@ -469,21 +518,19 @@ def runs_search(
 ) -> None:
     """Your runs across every job and workflow, newest first: what failed in the last hour is
     `runs search --status FAILED --from -1h --ended`."""
-    query = {
-        "tenant": tenant,
-        "status": status,
-        "job_id": job_id,
-        "workflow_id": workflow_id,
-        "type": job_type,
-        "tag": tag,
-        "trigger": trigger,
-        "error_type": error_type,
-        "from": parse_at(since, option="--from") if since is not None else None,
-        "to": parse_at(until, option="--to") if until is not None else None,
-        "on": "ended_at" if ended else None,
-        "limit": limit,
-        "cursor": cursor,
-    }
+    filters = run_filters(
+        status=status,
+        job_id=job_id,
+        workflow_id=workflow_id,
+        job_type=job_type,
+        tag=tag,
+        trigger=trigger,
+        error_type=error_type,
+        since=since,
+        until=until,
+        ended=ended,
+    )
+    query = {"tenant": tenant, **filters, "limit": limit, "cursor": cursor}
     session.show_page(_listing(session.client, "/v1/runs", all_pages, **query), render.RUN_COLUMNS)
 
 
@@ -556,7 +603,10 @@ def runs_logs(run_id: RunIdArg, session: Session) -> None:
 @runs_app.command("retry")
 @api_command
 def runs_retry(
-    run_id: RunIdArg,
+    run_id: Annotated[
+        str | None, typer.Argument(help="The run id (or a runs search's filters).", show_default=False)
+    ] = None,
+    *,
     session: Session,
     start_over: Annotated[
         bool, typer.Option("--start-over", help="Remove the run's checkpoint and steps: it starts from the beginning.")
@@ -567,11 +617,53 @@ def runs_retry(
     payload_file: Annotated[
         Path | None, typer.Option("--payload-file", help="Read that payload from a file, or - for stdin.")
     ] = None,
+    runs: Annotated[
+        list[str] | None, typer.Option("--run", help="This run; repeatable (up to 100).", show_default=False)
+    ] = None,
+    status: Annotated[str | None, typer.Option("--status", help="FAILED, the only status retried.")] = None,
+    job_id: JobFilter = None,
+    workflow_id: WorkflowFilter = None,
+    job_type: TypeFilter = None,
+    tag: TagFilter = None,
+    trigger: TriggerFilter = None,
+    error_type: ErrorTypeFilter = None,
+    since: FromFilter = None,
+    until: ToFilter = None,
+    ended: EndedFilter = False,
+    cursor: Annotated[
+        str | None, typer.Option("--cursor", help="Go on from an earlier answer's next_cursor.", show_default=False)
+    ] = None,
 ) -> None:
     """Re-queue a FAILED run; its attempts start again, from its last checkpoint (docs/durable-runs.md). With
-    --payload, it runs with that payload, checked by its job type; the run and the audit trail say it was edited."""
-    body = given(payload=payload_given(payload, payload_file), from_checkpoint=False if start_over else None)
-    session.show_one(session.client.post(f"/v1/runs/{run_id}/retry", body or None))
+    --payload, it runs with that payload, checked by its job type; the run and the audit trail say it was edited.
+    With --run, or a runs search's filters instead of an id (`runs retry --status FAILED --job ID --from -1h`),
+    every FAILED run they name or find, through POST /v1/bulk/runs, page after page: a line per run, and exit
+    status 1 if one was not found or refused."""
+    filters = run_filters(
+        status=status,
+        job_id=job_id,
+        workflow_id=workflow_id,
+        job_type=job_type,
+        tag=tag,
+        trigger=trigger,
+        error_type=error_type,
+        since=since,
+        until=until,
+        ended=ended,
+    )
+    if run_id is not None:
+        if filters or runs or cursor:
+            raise typer.BadParameter("give a run id, or --run, or a search's filters", param_hint="'--run'")
+        body = given(payload=payload_given(payload, payload_file), from_checkpoint=False if start_over else None)
+        session.show_one(session.client.post(f"/v1/runs/{run_id}/retry", body or None))
+        return
+    if (not filters) == (not runs) or payload is not None or payload_file is not None or start_over:
+        raise typer.BadParameter(
+            "give a run id, or one of --run and a search's filters (--payload and --start-over take a run id)",
+            param_hint="'--run'",
+        )
+    selected = {"run_ids": runs} if runs else {"filters": filters}
+    _bulk(session, "/v1/bulk/runs", {"action": "retry", **selected, **given(cursor=cursor)}, render.BULK_RUN_COLUMNS)
 
 
 _call_by_id(

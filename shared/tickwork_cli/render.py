@@ -118,6 +118,13 @@ BULK_JOB_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
     ("REASON", lambda r: r.get("reason")),
 ]
 
+BULK_RUN_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
+    ("RUN", lambda r: r["run_id"]),
+    ("OUTCOME", lambda r: r["outcome"]),
+    ("STATUS", lambda r: r.get("status")),
+    ("REASON", lambda r: r.get("message")),
+]
+
 
 def stuck_rows(page: dict[str, Any]) -> list[dict[str, Any]]:
     """`GET /v1/runs/stuck`'s runs, each with how long it has been past its time (or lease), by the API's clock."""

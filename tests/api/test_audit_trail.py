@@ -145,6 +145,9 @@ MUTATIONS: dict[tuple[str, str], Callable[[ApiClient, Any], Call]] = {
         "job.pause",
         {"action": "pause", "selector": {"job_ids": [created(api, "/v1/jobs", JOB)["id"]]}},
     ),
+    ("post", "/v1/bulk/runs"): lambda api, p: Call(
+        "POST", "/v1/bulk/runs", "run.retry", {"action": "retry", "run_ids": [failed_run(api, p)["id"]]}
+    ),
     ("post", "/v1/dlq/{run_id}/dismiss"): lambda api, p: Call(
         "POST", f"/v1/dlq/{failed_run(api, p)['id']}/dismiss", "run.dismiss"
     ),

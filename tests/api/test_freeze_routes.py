@@ -82,3 +82,26 @@ def test_a_run_claimed_before_the_freeze_is_marked_for_its_executor(api, pipelin
     runs = {r.job_id: r for r in (pipeline.runs_of(job["id"]) + pipeline.runs_of(other["id"]))}
     assert (runs[job["id"]].status, runs[job["id"]].blocked_by) == (RunStatus.QUEUED, freeze["id"])
     assert runs[other["id"]].blocked_by is None
+
+
+def test_a_job_s_preview_marks_the_occurrences_a_freeze_over_it_blocks_with_the_freeze_s_own_policy(api, pipeline):
+    """The defect: the preview read the job's calendars only, so the job's page showed an occurrence a freeze
+    holds (or skips) unmarked."""
+    job = api.create(schedule={"rate": "10 minutes"}, tags={"team": "payments"})
+    other = api.create(schedule={"rate": "10 minutes"}, tags={"team": "data"})
+    held = _freeze(api, {**DEPLOY, "on_blocked": "DEFER"})  # the freeze's own, whatever the job's (SKIP)
+    items = api.get(f"/v1/jobs/{job['id']}/preview", query={"count": 6}).json["items"]
+    blocked = [item for item in items if item.get("blocked")]
+    assert blocked, items
+    assert {item["blocked"]["reason"] for item in blocked} == {"freeze"}
+    assert {item["blocked"]["by"] for item in blocked} == {held["id"]}
+    assert all(item["at"] < held["until"] for item in blocked)
+    assert blocked[-1]["blocked"]["then"] == "defer"  # the latest kept (catch-up LATEST), run at the freeze's end
+    assert blocked[-1]["blocked"]["runs_at"] == held["until"]
+    assert not any(item.get("blocked") for item in items if item["at"] >= held["until"])
+    unfrozen = api.get(f"/v1/jobs/{other['id']}/preview", query={"count": 6}).json["items"]
+    assert not any(item.get("blocked") for item in unfrozen)
+
+    api.delete(f"/v1/freezes/{held['id']}")
+    lifted = api.get(f"/v1/jobs/{job['id']}/preview", query={"count": 6}).json["items"]
+    assert not any(item.get("blocked") for item in lifted)

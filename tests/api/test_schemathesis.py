@@ -118,6 +118,7 @@ _BEYOND_THE_SCHEMA = (
     (r"to", "must be at most"),
     (r"cursor", "not a cursor from this listing"),
     (r"cursor", "job_ids are answered whole"),  # POST /v1/bulk/jobs: a cursor pages a tags or all selection only
+    (r"cursor", "run_ids are answered whole"),  # POST /v1/bulk/runs: a cursor pages a search by filters only
     (r"start", "must be before end"),  # GET /v1/metrics: start < end (end defaults to the clock's now)
     (r"start", "at most 24 hours"),
     (rf"{_STEP}\.id", "duplicate step id"),

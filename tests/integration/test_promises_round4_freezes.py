@@ -257,3 +257,32 @@ def test_a_freeze_lifted_early_lets_the_next_occurrences_start_on_time(timed_pip
     after = _after(pipeline, job.id, START + timedelta(minutes=2, seconds=45))
     assert len(after) == 6  # 12:02:50 to 12:03:40
     assert _late_seconds(after) == [0.0] * 6
+
+
+def _every_second_no_backoff_waited_out(pipeline: Pipeline, seconds: int) -> None:
+    """As _every_second_with_a_tick_a_minute, a deferred message left invisible for its whole deferral."""
+    for _ in range(seconds):
+        pipeline.clock.advance(1)
+        if pipeline.clock.now().second == 30:
+            pipeline.tick()
+        pipeline.drain(wait_out_backoff=False)
+
+
+def test_a_run_a_defer_freeze_holds_runs_at_its_lift_not_at_its_next_look(timed_pipeline):
+    """The defect: a run claimed before a DEFER freeze, held by its executor (deferred up to 15 minutes at a time,
+    to the freeze's end), waited out that deferral after the freeze was lifted: lifted 50 s after the run's time,
+    it started up to 15 minutes late rather than at the lift."""
+    pipeline = timed_pipeline
+    job = pipeline.create_job(schedule={"at": (START + timedelta(seconds=60)).isoformat()}, tags=PAYMENTS)
+    pipeline.clock.advance(10)
+    freeze = _freeze(pipeline, on_blocked="DEFER")  # 12:00:10 to 13:00:10; the run (12:01:00) is claimed already
+    _every_second_no_backoff_waited_out(pipeline, 100)  # to 12:01:50: its executor holds it
+    (run,) = pipeline.runs_of(job.id)
+    assert (run.status, run.blocked_by, run.deferred) == (RunStatus.QUEUED, freeze.id, 1)
+    pipeline.services.freezes.lift(Caller(TENANT), freeze.id)
+    lifted_at = pipeline.clock.now()
+    _every_second_no_backoff_waited_out(pipeline, 5)
+    run = pipeline.run(run.id)
+    assert run.status is RunStatus.SUCCEEDED, run
+    assert run.started_at is not None
+    assert run.started_at - lifted_at <= timedelta(seconds=2)

@@ -8,6 +8,7 @@ from urllib.parse import unquote
 from aws_lambda_powertools.event_handler.openapi.params import Path as PathParam
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from pydantic import BeforeValidator, StringConstraints
+from tickwork.control.run_searches import TAG_FILTER_MAX_LENGTH, TAG_FILTER_PATTERN
 from tickwork.store import MAX_LIMIT, TENANT
 
 # Path ids arrive as sent, percent-encoded (API Gateway's rawPath); they are decoded before their length is
@@ -55,13 +56,11 @@ ReadTenant = Annotated[
         description="An admin's: read this tenant's, as it sees them (a tenant may name only its own: 403 otherwise).",
     ),
 ]
-# A tag filter: a key of 1 to 128 characters without `=`, then `=`, then the value (maybe empty), as Tags allows.
-MAX_TAG_KEY, MAX_TAG_VALUE = 128, 256
 TagFilter = Annotated[
     str | None,
     Query(
-        pattern=rf"^[^=]{{1,{MAX_TAG_KEY}}}=[\s\S]{{0,{MAX_TAG_VALUE}}}$",
-        max_length=MAX_TAG_KEY + 1 + MAX_TAG_VALUE,
+        pattern=TAG_FILTER_PATTERN,
+        max_length=TAG_FILTER_MAX_LENGTH,
         description="`key=value`: only jobs whose tag `key` is `value` (the first `=` ends the key).",
     ),
 ]

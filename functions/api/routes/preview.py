@@ -44,7 +44,7 @@ def preview_job_route(
     ),
 ):
     job = built.queries.get_job(tenant, job_id)
-    blockers = built.calendars.of_job(tenant, job.calendars)
+    blockers = (*built.calendars.of_job(tenant, job.calendars), *built.freezes.over_job(job))
     return json_response(200, _answer(preview_job(job, after=built.clock.now(), count=count, blockers=blockers)))
 
 

@@ -9,7 +9,8 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import Acting, CallerJobs, Tenant, Who, Wired, WiringSlot, wiring
 from tickwork.control.api_bodies import RetryRequest, RunList, RunLogs
-from tickwork.control.api_examples import RETRY, openapi_examples
+from tickwork.control.api_examples import BULK_RUNS, RETRY, openapi_examples
+from tickwork.control.bulk_runs import MAX_BULK_RUNS, BulkRunsRequest, BulkRunsResult
 from tickwork.control.run_log_reader import InsightsLink, RunLogQueries, insights_link_of
 from tickwork.control.run_searches import RunSearchFilters
 from tickwork.control.stuck_runs import StuckRunList
@@ -99,6 +100,29 @@ def list_stuck_runs(built: Wired, who: Who, limit: Limit = 50, tenant: ReadTenan
 
 
 add_routes(router, "runs")  # one run, its result: see routes/by_id.py
+
+
+@router.post(
+    "/v1/bulk/runs",
+    summary=f"Retry or redrive many FAILED runs: by ids or a runs search's filters; answered per run, at most "
+    f"{MAX_BULK_RUNS} a request (then next_cursor)",
+    responses={200: ok(BulkRunsResult, "What became of each run selected"), **problems(400, 415, 422)},
+    tags=["runs"],
+)
+def bulk_runs(
+    built: Wired,
+    tenant: Tenant,
+    by: Acting,
+    request: Annotated[
+        BulkRunsRequest,
+        Body(
+            description='`{"action": "retry", "filters": {"job_id": "j...", "from": "..."}}` or `{"action": '
+            '"redrive", "run_ids": [...]}`; a run re-queued is not FAILED any more, so a repeat re-queues it not again.',
+            openapi_examples=openapi_examples(BULK_RUNS),
+        ),
+    ],
+):
+    return json_response(200, built.bulk_runs.apply(tenant, request, by=by))
 
 
 RESUME = RetryRequest()  # a bodiless retry's: from the checkpoint

@@ -517,7 +517,9 @@ class PreviewItem(BaseModel):
         "gap's end). fold: the wall time is one the zone shows twice (it runs at the first). null otherwise."
     )
     blocked: PreviewBlock | None = Field(
-        default=None, exclude_if=lambda v: v is None, description="Present when a calendar of the job blocks it."
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="Present when a calendar of the job, or a freeze over it, blocks it.",
     )
 
 

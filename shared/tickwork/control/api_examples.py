@@ -122,6 +122,21 @@ BULK_JOBS = {
     ),
 }
 
+BULK_RUNS = {
+    "retry-failed-of-a-job": (
+        "Retry a job's FAILED runs of the last day",
+        {
+            "action": "retry",
+            "filters": {"job_id": "j01jd2k3m4n5p6q7r8s9t0v1w2", "from": "2030-01-01T00:00:00Z", "on": "ended_at"},
+        },
+    ),
+    "redrive-by-tag": ("Redrive a team's dead-lettered runs", {"action": "redrive", "filters": {"tag": "team=data"}}),
+    "retry-named": (
+        "Retry the runs named",
+        {"action": "retry", "run_ids": ["j01jd2k3m4n5p6q7r8s9t0v1w2.1893456000000"]},
+    ),
+}
+
 WORKFLOW_RUN_CANCEL = {
     "compensate": ("Cancel it, and undo the steps that succeeded (their compensations)", {"compensate": True}),
 }

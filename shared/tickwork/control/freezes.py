@@ -18,6 +18,7 @@ from typing import Any
 
 from tickwork.control.audit import AuditTrail
 from tickwork.control.callers import Caller
+from tickwork.executor.outcomes import MAX_MESSAGE_BACKOFF_SECONDS
 from tickwork.model.audit import Attribution, AuditResource
 from tickwork.model.blocking import OnBlocked
 from tickwork.model.claim_plan import CATCHUP_KEEP
@@ -25,10 +26,11 @@ from tickwork.model.clock import Clock, optional_instant, to_ms
 from tickwork.model.errors import Conflict, Forbidden, NotFound
 from tickwork.model.freezes import EVERY_TENANT, Freeze, FreezeSpec, subject_to_freezes
 from tickwork.model.ids import ItemKind, is_job_id, new_job_id
+from tickwork.model.job import Job
 from tickwork.model.policies import CatchupPolicy
 from tickwork.model.run import Run
 from tickwork.model.run_event_kinds import RunEventKind
-from tickwork.model.states import RunStatus
+from tickwork.model.states import DeferReason, RunStatus
 from tickwork.observability import logger
 from tickwork.progress.freeze_events import FreezeEvents
 from tickwork.progress.run_events import OUTBOX_GRACE
@@ -48,6 +50,8 @@ class FreezeService:
     events: FreezeEvents | None = None  # publishes `Freeze Started` and `Freeze Ended`
     # Claims and sends now, as a create does, the due jobs a picker selects (tickwork.tick.dispatch.Dispatcher).
     dispatch_due: Callable[[Callable[[DueItem], bool]], int] | None = None
+    # Sends runs to start now (tickwork.tick.dispatch.Dispatcher.send_runs): the runs a lift lets go.
+    send_runs: Callable[[list[Run]], object] | None = None
     audit: AuditTrail | None = None  # each change's record, in the change's own write
 
     def create(self, caller: Caller, spec: FreezeSpec, *, by: Attribution | None = None) -> Freeze:
@@ -86,6 +90,11 @@ class FreezeService:
         found = [f for f in self.records.all() if caller.admin or f.tenant in (caller.tenant, EVERY_TENANT)]
         return sorted(found, key=lambda f: f.created_at, reverse=True)
 
+    def over_job(self, job: Job) -> list[Freeze]:
+        """The freezes over `job` (its tenant's, and those over every tenant, that select it), as its claim reads
+        them: what its preview marks beside its calendars."""
+        return [f for f in self.records.all() if f.applies_to(job.tenant, job.id, job.tags)]
+
     def get(self, caller: Caller, freeze_id: str) -> Freeze:
         return self._stored(caller, freeze_id).freeze
 
@@ -115,6 +124,7 @@ class FreezeService:
         self.forget_read()
         logger.info("freeze lifted", extra={"freeze_id": freeze_id, "lifted_by": caller.tenant})
         self._dispatch_held(lifted)
+        self._release_held(freeze, now)
         if self.events is not None and publish_by is not None:
             self.events.recorded(lifted, RunEventKind.FREEZE_ENDED, publish_by)
         return lifted
@@ -162,6 +172,46 @@ class FreezeService:
         marked one by one. A run started between the read and its marking is marked for nothing: its executor
         lets it run on."""
         reach = to_ms(min(freeze.ends_at, now + self.horizon) + self.redispatch_after)
+        jobs, selected = self._claimed_inside(freeze, reach)
+        if not selected:
+            return 0
+        stored = self.store.runs.get_runs([run_id for runs in selected.values() for _, run_id in runs])
+        held = 0
+        for job_id, runs in selected.items():
+            blocked = sorted((at, run_id) for at, run_id in runs if run_id in stored and _held_back(stored[run_id]))
+            kept = set(self._kept(freeze, jobs[job_id], blocked))
+            for _, run_id in blocked:
+                held += self.records.mark_claimed(run_id, freeze, keep=run_id in kept)
+        return held
+
+    def _release_held(self, freeze: Freeze, now: datetime) -> int:
+        """With DEFER, the runs the freeze (as it was before its lift) holds for its end whose time has come: each
+        let start now and sent, rather than left to its deferral (to the freeze's end, 15 minutes at most). Found
+        as the creation found the runs it marked: in the due index, where a deferred run waits at most
+        MAX_MESSAGE_BACKOFF_SECONDS past now (and its safety net); a send that fails leaves them to the tick."""
+        if freeze.on_blocked is not OnBlocked.DEFER or self.send_runs is None:
+            return 0
+        deferred_to = min(freeze.until, now + timedelta(seconds=MAX_MESSAGE_BACKOFF_SECONDS))
+        _, selected = self._claimed_inside(freeze, to_ms(deferred_to + self.horizon + self.redispatch_after))
+        due = [run_id for runs in selected.values() for at, run_id in runs if at <= now]
+        stored = self.store.runs.get_runs(due)
+        held = [r for r in stored.values() if r.blocked_by == freeze.id and r.deferred_reason is DeferReason.FREEZE]
+        released = [run for run in held if self.records.release_held(run.id, freeze, now)]
+        if released:
+            try:
+                self.send_runs(released)
+            except Exception:
+                logger.exception(
+                    "sending the runs a lift let go failed; the tick sends them", extra={"freeze_id": freeze.id}
+                )
+            logger.info("held runs let go by a lift", extra={"freeze_id": freeze.id, "runs": len(released)})
+        return len(released)
+
+    def _claimed_inside(
+        self, freeze: Freeze, reach: int
+    ) -> tuple[dict[str, dict[str, Any]], dict[str, list[tuple[datetime, str]]]]:
+        """The QUEUED runs in the due index up to `reach` (ms) whose occurrence the freeze blocks, of the jobs it
+        selects: those jobs (as the index's BatchGetItem read them), and each one's (occurrence, run id)."""
         claimed: dict[str, list[tuple[datetime, str]]] = defaultdict(list)
         for shard in range(self.store.shards):
             for item in self.store.due.query_due(str(shard), reach):
@@ -177,7 +227,7 @@ class FreezeService:
                     continue
                 claimed[str(a["job_id"])].append((at, str(a["run_id"])))
         if not claimed:
-            return 0
+            return {}, {}
         jobs = {
             str(j["job_id"]): j
             for j in self.store.shared_table.batch_get(
@@ -190,14 +240,7 @@ class FreezeService:
             if (job := jobs.get(job_id)) is not None
             and freeze.applies_to(str(job["tenant"]), job_id, job.get("tags") or {})
         }
-        stored = self.store.runs.get_runs([run_id for runs in selected.values() for _, run_id in runs])
-        held = 0
-        for job_id, runs in selected.items():
-            blocked = sorted((at, run_id) for at, run_id in runs if run_id in stored and _held_back(stored[run_id]))
-            kept = set(self._kept(freeze, jobs[job_id], blocked))
-            for _, run_id in blocked:
-                held += self.records.mark_claimed(run_id, freeze, keep=run_id in kept)
-        return held
+        return jobs, selected
 
     @staticmethod
     def _kept(freeze: Freeze, job: dict[str, Any], runs: list[tuple[datetime, str]]) -> list[str]:

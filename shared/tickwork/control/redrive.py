@@ -115,8 +115,6 @@ class RunRedrive:
         run's re-queue is its own write, with its own audit record (`run.redrive`): a crash half-way leaves the
         records of exactly the runs it re-queued."""
         now = self.clock.now()
-        queued: list[Run] = []
-        not_retried: list[NotRetried] = []
         more = False
         if run_ids is None:
             candidates: list[tuple[str, Run | None]] = [
@@ -125,20 +123,40 @@ class RunRedrive:
             more = len(candidates) > MAX_REDRIVE
             candidates = candidates[:MAX_REDRIVE]
         else:
-            candidates = [(run_id, self._named(tenant, run_id)) for run_id in dict.fromkeys(run_ids)]
-        verdicts = self.verdicts([run for _, run in candidates if run is not None])
-        for run_id, run in candidates:
-            verdict = verdicts[run_id] if run is not None else not_found(run_id)
-            if run is not None and verdict.retryable:
-                requeued = self._requeue(run, now, by=by, verb="redrive")
-                if requeued is not None:
-                    queued.append(requeued)
-                    continue
-                verdict = refused(NotRetryableReason.NOT_FAILED, "it changed meanwhile: it is not FAILED any more")
-            not_retried.append(NotRetried.of(run_id, verdict))
-        self._send(queued)
+            candidates = [(run_id, self.named(tenant, run_id)) for run_id in dict.fromkeys(run_ids)]
+        outcomes = self.requeue_each(candidates, now=now, verb="redrive", by=by)
+        queued = [run for run in outcomes.values() if isinstance(run, Run)]
+        not_retried = [verdict for verdict in outcomes.values() if isinstance(verdict, NotRetried)]
         logger.info("dlq redriven", extra={"tenant": tenant, "redriven": len(queued), "more": more})
         return RedriveReport(len(queued), [r.id for r in queued], [r.run_id for r in not_retried], more, not_retried)
+
+    def requeue_each(
+        self,
+        candidates: list[tuple[str, Run | None]],
+        *,
+        now: datetime,
+        verb: str,
+        by: Attribution | None,
+        refuse_dismissed: bool = False,
+    ) -> dict[str, Run | NotRetried]:
+        """Re-queue each candidate its own retry would (None: not found), each in its own write with its own
+        audit record (`run.<verb>`), and send them: what became of each, by run id, in the candidates' order (the
+        run re-queued, or why not). `refuse_dismissed`: a dismissed run, out of the DLQ, is left (a redrive's)."""
+        verdicts = self.verdicts([run for _, run in candidates if run is not None])
+        outcomes: dict[str, Run | NotRetried] = {}
+        for run_id, run in candidates:
+            verdict = verdicts[run_id] if run is not None else not_found(run_id)
+            if run is not None and verdict.retryable and refuse_dismissed and run.dismissed_at is not None:
+                verdict = refused(NotRetryableReason.DISMISSED, "it was dismissed from the DLQ: retry it instead")
+            if run is not None and verdict.retryable:
+                requeued = self._requeue(run, now, by=by, verb=verb)
+                if requeued is not None:
+                    outcomes[run_id] = requeued
+                    continue
+                verdict = refused(NotRetryableReason.NOT_FAILED, "it changed meanwhile: it is not FAILED any more")
+            outcomes[run_id] = NotRetried.of(run_id, verdict)
+        self._send([run for run in outcomes.values() if isinstance(run, Run)])
+        return outcomes
 
     def dismiss(self, tenant: str, run_id: str, *, by: Attribution | None = None) -> Run:
         """Take a FAILED run out of the DLQ without a retry, keeping its record (and its retry: a dismissed run
@@ -159,7 +177,7 @@ class RunRedrive:
             raise Conflict(f"only a FAILED run is in the DLQ; this one is {run.status.value}")
         return run
 
-    def _named(self, tenant: str, run_id: str) -> Run | None:
+    def named(self, tenant: str, run_id: str) -> Run | None:
         """The caller's run of that id; None for an unknown id, or another tenant's."""
         try:
             return self.queries.get_run(tenant, run_id)

@@ -18,6 +18,10 @@ from tickwork.store.listings import MAX_LIMIT, Listings, Page
 from tickwork.store.run_search import MAX_SEARCH_JOBS, RunSearch, RunSearchIndex
 
 MAX_JOB_PAGES = 5
+# A tag filter: a key of 1 to 128 characters without `=`, then `=`, then the value (maybe empty), as Tags allows.
+MAX_TAG_KEY, MAX_TAG_VALUE = 128, 256
+TAG_FILTER_PATTERN = rf"^[^=]{{1,{MAX_TAG_KEY}}}=[\s\S]{{0,{MAX_TAG_VALUE}}}$"
+TAG_FILTER_MAX_LENGTH = MAX_TAG_KEY + 1 + MAX_TAG_VALUE
 
 
 @dataclass(frozen=True)

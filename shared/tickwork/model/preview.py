@@ -89,7 +89,7 @@ def mark_blocked(
             marked.append(occurrence)
             continue
         later_same = sum(1 for b in blocks[index + 1 :] if b is not None and b.until == block.until)
-        defer = on_blocked is OnBlocked.DEFER and block.until is not None and later_same < keep
+        defer = block.deferred(on_blocked) and later_same < keep  # a freeze's own policy, else the job's
         then: Literal["skip", "defer"] = "defer" if defer else "skip"
         blocked = BlockedOccurrence(block.reason, block.by, then, block.until if defer else None)
         marked.append(replace(occurrence, blocked=blocked))

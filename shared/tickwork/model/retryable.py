@@ -26,6 +26,7 @@ class NotRetryableReason(StrEnum):
     WORKFLOW_STEP = "workflow_step"  # a step's run of a FAILED workflow run: retry the workflow run
     WORKFLOW_RUN_NOT_FAILED = "workflow_run_not_failed"  # a step's run whose workflow run is not FAILED
     PAYLOAD_NOT_MADE = "payload_not_made"  # a step whose payload could not be made: its workflow's retry leaves it
+    DISMISSED = "dismissed"  # a redrive's: a run dismissed from the DLQ is retried, not redriven
 
 
 class RetryVerdict(BaseModel):

@@ -193,6 +193,25 @@ class FreezeRecords:
             run_key(run_id), sets, condition, {"#status": "status"}, expression_values(**values)
         )
 
+    def release_held(self, run_id: str, freeze: Freeze, now: datetime) -> bool:
+        """A run `freeze` holds for its end (marked by it, kept for it, still QUEUED), let start now that it is
+        lifted: its lease refuses no message from now on (a deferral's `not_before` would, to the freeze's end or
+        15 minutes), and its due entry is now (the tick re-sends it, were the lift's message lost)."""
+        values = expression_values(
+            at=iso(now),
+            ms=to_ms(now),
+            status=RunStatus.QUEUED.value,
+            by=freeze.id,
+            why=DeferReason.FREEZE.value,
+        )
+        return self._table.update_if(
+            run_key(run_id),
+            "SET not_before = :at, not_before_ms = :ms, due_at = :ms",
+            "#status = :status AND blocked_by = :by AND deferred_reason = :why",
+            {"#status": "status"},
+            values,
+        )
+
 
 class FreezeReads:
     """One execution environment's read of the freezes: fresh (a tick), or as read within RECENT_READ_FOR (a

@@ -53,3 +53,16 @@ export const post = (path, body) => api("POST", path, { body });
 export const patch = (path, body) => api("PATCH", path, { body });
 export const del = (path) => api("DELETE", path);
 export const enc = encodeURIComponent;
+
+// A bulk action's every page: `body` POSTed again with each answer's next_cursor as `cursor`, until there is none;
+// the answers' items, in order.
+export async function postEveryPage(path, body) {
+  const items = [];
+  let cursor;
+  do {
+    const answer = await post(path, cursor ? { ...body, cursor } : body);
+    items.push(...answer.items);
+    cursor = answer.next_cursor;
+  } while (cursor);
+  return items;
+}

@@ -1,12 +1,15 @@
 // The console's shell: hash routes, the navigation, and focus moved to each page's heading.
 import { html, render, useEffect, useRef, useState } from "./vendor/htm-preact-standalone.module.js";
 import { AuditPage, useIsAdmin } from "./audit.js";
+import { CalendarPage, CalendarsPage, NewCalendarPage } from "./calendars.js";
+import { FreezesPage } from "./freezes.js";
 import { NewJobPage } from "./job_form.js";
 import { JobPage, JobsPage, RunPage } from "./jobs.js";
 import { MetricsPage } from "./metrics.js";
 import { DlqPage } from "./ops.js";
 import { RunsPage } from "./runs.js";
 import { NewWorkflowPage } from "./workflow_form.js";
+import { TimeZoneSwitch } from "./ui.js";
 import { WorkflowPage, WorkflowRunPage, WorkflowsPage } from "./workflows.js";
 
 const ROUTES = [
@@ -20,6 +23,10 @@ const ROUTES = [
   [/^\/workflows\/new$/, () => html`<${NewWorkflowPage} />`, "workflows"],
   [/^\/workflows\/([^/]+)$/, (m, query) => html`<${WorkflowPage} id=${decodeURIComponent(m[1])} query=${query} />`, "workflows"],
   [/^\/workflow-runs\/([^/]+)$/, (m) => html`<${WorkflowRunPage} id=${decodeURIComponent(m[1])} />`, "workflows"],
+  [/^\/calendars$/, () => html`<${CalendarsPage} />`, "calendars"],
+  [/^\/calendars\/new$/, () => html`<${NewCalendarPage} />`, "calendars"],
+  [/^\/calendars\/([^/]+)$/, (m) => html`<${CalendarPage} id=${decodeURIComponent(m[1])} />`, "calendars"],
+  [/^\/freezes$/, () => html`<${FreezesPage} />`, "freezes"],
   [/^\/metrics$/, () => html`<${MetricsPage} />`, "metrics"],
   [/^\/audit$/, (m, query) => html`<${AuditPage} query=${query} />`, "audit"],
 ];
@@ -29,6 +36,8 @@ const NAV = [
   ["runs", "#/runs", "Runs"],
   ["dlq", "#/dlq", "DLQ"],
   ["workflows", "#/workflows", "Workflows"],
+  ["calendars", "#/calendars", "Calendars"],
+  ["freezes", "#/freezes", "Freezes"],
   ["metrics", "#/metrics", "Metrics"],
 ];
 // An admin's: every tenant's audit records. A tenant's own are at #/audit too, unlisted (each job's and workflow's
@@ -89,7 +98,7 @@ function App() {
           ${[...NAV, ...(admin ? ADMIN_NAV : [])].map(([name, href, label]) => html`<li><a href=${href} aria-current=${section === name ? "page" : undefined}>${label}</a></li>`)}
         </ul>
       </nav>
-      <span class="muted utc">Times in UTC</span>
+      <${TimeZoneSwitch} />
     </header>
     <main id="main" tabindex="-1">
       ${page || html`<section><h1 tabindex="-1">Not found</h1><p>No page at <code>${where.path}</code>. <a href="#/jobs">Go to Jobs</a>.</p></section>`}

@@ -2,7 +2,7 @@
 // Audit page (a tenant's own records; an admin's, every tenant's or one's).
 import { html, useEffect, useState } from "./vendor/htm-preact-standalone.module.js";
 import { enc, get } from "./api.js";
-import { Cell, ErrorBox, Loading, Pager, Time, instant, navigate, urlFilters, useLoad, usePager } from "./ui.js";
+import { Cell, ErrorBox, Loading, Pager, Time, ZoneLabel, instant, navigate, urlFilters, useLoad, usePager } from "./ui.js";
 
 // Whether the caller is an admin, asked once per page load: only an admin may read every tenant's records
 // (`tenant=*`); a tenant is refused (403). Anything else (the API unreachable) is taken as not an admin.
@@ -64,7 +64,7 @@ function AuditTable({ records, wide, tenants }) {
     <caption class="visually-hidden">Audit records, newest first</caption>
     <thead>
       <tr>
-        <th>When (UTC)</th><th>Who</th><th>Action</th>${wide ? html`<th>Resource</th>` : null}${tenants ? html`<th>Tenant</th>` : null}
+        <th>When <${ZoneLabel} /></th><th>Who</th><th>Action</th>${wide ? html`<th>Resource</th>` : null}${tenants ? html`<th>Tenant</th>` : null}
         <th>Outcome</th><th>Changes</th>
       </tr>
     </thead>

@@ -1,6 +1,6 @@
 // Jobs, one job, and one run.
 import { html, useState } from "./vendor/htm-preact-standalone.module.js";
-import { del, enc, get, post } from "./api.js";
+import { del, enc, get, post, postEveryPage } from "./api.js";
 import { Attribution, ResourceAudit, TabPanel, Tabs } from "./audit.js";
 import { tagsText } from "./forms.js";
 import { HEALTH, JobState, LastRun, healthOf, useLastRuns } from "./health.js";
@@ -16,7 +16,9 @@ import {
   Pager,
   Progress,
   Status,
+  JobZone,
   Time,
+  ZoneLabel,
   band,
   duration,
   navigate,
@@ -30,6 +32,10 @@ import {
 
 const JOB_STATES = ["", "ACTIVE", "PAUSED", "SUSPENDED", "COMPLETED", "CANCELLED"];
 const TERMINAL_RUN = new Set(["SUCCEEDED", "FAILED", "SKIPPED", "CANCELLED"]);
+// The blocked instants a job's page shows: the first few among its next BLOCKED_LOOKAHEAD occurrences (one bounded
+// preview: the API takes at most 1000).
+const BLOCKED_LOOKAHEAD = 200;
+const BLOCKED_SHOWN = 5;
 const JOB_TABS = [
   ["runs", "Runs"],
   ["audit", "Audit"],
@@ -59,7 +65,7 @@ export function JobsPage({ query }) {
   const pager = usePager(key);
   // Suspended is a state the API filters on; failing and stuck are judged here, over a larger page.
   const asked = health === "suspended" ? { ...filters, state: "SUSPENDED" } : filters;
-  const { data, error, loading } = useLoad(
+  const { data, error, loading, reload } = useLoad(
     () => get("/v1/jobs", { ...asked, limit: health || search ? 100 : 25, cursor: pager.cursor }),
     [key, pager.cursor],
     10000,
@@ -79,6 +85,7 @@ export function JobsPage({ query }) {
     <h1 tabindex="-1">Jobs</h1>
     <div class="toolbar"><a class="button primary" href="#/jobs/new">New job</a></div>
     <${StuckRunsStrip} />
+    ${filters.tag && !filters.tenant ? html`<${BulkJobActions} tag=${filters.tag} onDone=${reload} />` : null}
     <form class="filters" key=${key} onSubmit=${apply} aria-label="Filter jobs">
       <label>Search <input name="q" type="search" defaultValue=${query.get("q") || ""} placeholder="name or tag" size="14" /></label>
       <label>State
@@ -103,7 +110,7 @@ export function JobsPage({ query }) {
     ${data
       ? html`<table class="list">
             <caption class="visually-hidden">Jobs, newest first</caption>
-            <thead><tr><th>Name</th><th>Type</th><th>State</th><th>Last run (UTC)</th><th>Schedule</th><th>Next run (UTC)</th><th>Priority</th><th>Tags</th></tr></thead>
+            <thead><tr><th>Name</th><th>Type</th><th>State</th><th>Last run <${ZoneLabel} /></th><th>Schedule</th><th>Next run <${ZoneLabel} /></th><th>Priority</th><th>Tags</th></tr></thead>
             <tbody>
               ${shown.length === 0
                 ? html`<tr><td colspan="8" class="muted">No jobs match.</td></tr>`
@@ -126,12 +133,53 @@ export function JobsPage({ query }) {
   </section>`;
 }
 
+// Every job with the tag filtered on paused, resumed or cancelled in one action (POST /v1/bulk/jobs, following its
+// cursor): each job is answered on its own, and the notice counts them.
+const BULK_ACTIONS = [
+  ["pause", "Pause", "Paused"],
+  ["resume", "Resume", "Resumed"],
+  ["cancel", "Cancel", "Cancelled"],
+];
+
+function counted(items, done) {
+  const count = (outcome) => items.filter((item) => item.outcome === outcome).length;
+  const refused = items.filter((item) => item.outcome === "refused" || item.outcome === "not_found");
+  return html`${done} ${count("ok")} job${count("ok") === 1 ? "" : "s"}${count("already") ? `; ${count("already")} already so` : ""}${refused.length
+    ? html`; ${refused.length} refused: ${refused.map((item) => html`<span class="mono">${item.job_id}</span> (${item.reason || item.outcome}) `)}`
+    : ""}.`;
+}
+
+function BulkJobActions({ tag, onDone }) {
+  const [key, ...rest] = tag.split("=");
+  const selector = { tags: { [key]: rest.join("=") } };
+  const [asked, setAsked] = useState(null);
+  const [notice, setNotice] = useState(null);
+  const chosen = BULK_ACTIONS.find(([action]) => action === asked);
+  return html`<div>
+    <div class="toolbar bulk-jobs" role="group" aria-label="Every job tagged so">
+      <span class="muted">Every job tagged <span class="mono">${tag}</span>:</span>
+      ${BULK_ACTIONS.map(([action, label]) => html`<button type="button" class=${action === "cancel" ? "danger" : ""} onClick=${() => setAsked(action)}>${label} all…</button>`)}
+    </div>
+    <div aria-live="polite">${notice ? html`<p class="notice">${notice}</p>` : null}</div>
+    <${ConfirmDialog}
+      open=${chosen !== undefined}
+      title=${chosen ? `${chosen[1]} every job tagged ${tag}?` : ""}
+      confirmLabel=${chosen ? `${chosen[1]} all` : ""}
+      danger=${asked === "cancel"}
+      onConfirm=${async () => { const items = await postEveryPage("/v1/bulk/jobs", { action: asked, selector }); setNotice(counted(items, chosen[2])); onDone(); }}
+      onClose=${() => setAsked(null)}
+    >
+      <p>Every job of yours tagged <span class="mono">${tag}</span>, on every page, not only those shown.</p>
+    <//>
+  </div>`;
+}
+
 // ------------------------------------------------------------------ one job
 
 function RunsTable({ runs }) {
   return html`<table class="list">
     <caption class="visually-hidden">Runs, newest first</caption>
-    <thead><tr><th>Run</th><th>Status</th><th>Scheduled (UTC)</th><th>Started</th><th>Late</th><th>Attempts</th><th>Took</th></tr></thead>
+    <thead><tr><th>Run</th><th>Status</th><th>Scheduled <${ZoneLabel} /></th><th>Started</th><th>Late</th><th>Attempts</th><th>Took</th></tr></thead>
     <tbody>
       ${runs.length === 0
         ? html`<tr><td colspan="7" class="muted">No runs yet.</td></tr>`
@@ -150,7 +198,8 @@ function RunsTable({ runs }) {
   </table>`;
 }
 
-function NextInstants({ preview }) {
+function NextInstants({ preview, blocked }) {
+  const blockedItems = blocked.data ? blocked.data.items.filter((item) => item.blocked).slice(0, BLOCKED_SHOWN) : [];
   return html`<div>
     <h2>Next 5 instants</h2>
     <${ErrorBox} error=${preview.error} />
@@ -159,12 +208,30 @@ function NextInstants({ preview }) {
         ? html`<${Instants} items=${preview.data.items} label="Next 5 instants" />`
         : html`<p class="muted">No more occurrences.</p>`
       : null}
+    <h2>Next blocked instants</h2>
+    <${ErrorBox} error=${blocked.error} />
+    ${blocked.data
+      ? blockedItems.length
+        ? html`<${Instants} items=${blockedItems} label="Next blocked instants" />`
+        : html`<p class="muted">None blocked among the next ${BLOCKED_LOOKAHEAD} instants.</p>`
+      : null}
   </div>`;
+}
+
+// A job's calendars, by name, each a link to its page.
+function CalendarLinks({ ids }) {
+  const calendars = useLoad(() => (ids.length ? get("/v1/calendars") : Promise.resolve({ items: [] })), [ids.join(",")]);
+  if (!ids.length) return html`<span class="muted">none</span>`;
+  const names = Object.fromEntries(((calendars.data && calendars.data.items) || []).map((c) => [c.id, c.name]));
+  return html`<ul class="plain" aria-label="Calendars">
+    ${ids.map((id) => html`<li><a href=${`#/calendars/${enc(id)}`} title=${id}>${names[id] || id}</a></li>`)}
+  </ul>`;
 }
 
 export function JobPage({ id, query }) {
   const job = useLoad(() => get(`/v1/jobs/${enc(id)}`), [id], 10000);
   const preview = useLoad(() => get(`/v1/jobs/${enc(id)}/preview`, { count: 5 }), [id, job.data && job.data.version]);
+  const blocked = useLoad(() => get(`/v1/jobs/${enc(id)}/preview`, { count: BLOCKED_LOOKAHEAD }), [id, job.data && job.data.version]);
   const pager = usePager(id);
   const runs = useLoad(() => get(`/v1/jobs/${enc(id)}/runs`, { limit: 20, cursor: pager.cursor }), [id, pager.cursor], 3000);
   const [dialog, setDialog] = useState(null);
@@ -189,7 +256,7 @@ export function JobPage({ id, query }) {
   const live = j.state === "ACTIVE" || j.state === "SUSPENDED";
   // A COMPLETED or CANCELLED job takes no change, trigger or edit (the API answers 409), and has no next instants.
   const ended = j.state === "COMPLETED" || j.state === "CANCELLED";
-  return html`<section>
+  return html`<${JobZone.Provider} value=${(j.schedule && j.schedule.timezone) || "UTC"}><section>
     <p class="crumbs"><a href="#/jobs">Jobs</a> /</p>
     <h1 tabindex="-1">${j.name} <${JobState} job=${j} lastRun=${runs.data && pager.page === 1 ? runs.data.items[0] : undefined} /></h1>
     <div class="toolbar" role="group" aria-label="Job actions">
@@ -216,11 +283,12 @@ export function JobPage({ id, query }) {
         <dt>Timeout</dt><dd>${j.timeout_seconds} s</dd>
         <dt>Policies</dt><dd>overlap ${j.overlap}, catch-up ${j.catchup}${j.jitter_seconds ? `, jitter ${j.jitter_seconds} s` : ""}${j.circuit_breaker ? `, breaker after ${j.circuit_breaker.failure_threshold} failures` : ""}</dd>
         <dt>Tags</dt><dd class="mono">${tagsText(j.tags) || "—"}</dd>
+        <dt>Calendars</dt><dd><${CalendarLinks} ids=${j.calendars || []} />${(j.calendars || []).length ? html` <span class="muted">blocked: ${j.on_blocked === "DEFER" ? "runs when allowed" : "skipped"}</span>` : null}</dd>
         <${Attribution} item=${j} />
         ${j.suspended_reason ? html`<dt>Suspended</dt><dd>${j.suspended_reason}</dd>` : null}
         <dt>Payload</dt><dd><pre class="preview">${JSON.stringify(j.payload, null, 2)}</pre></dd>
       </dl>
-      ${ended ? null : html`<${NextInstants} preview=${preview} />`}
+      ${ended ? null : html`<${NextInstants} preview=${preview} blocked=${blocked} />`}
     </div>
     <${Tabs} tabs=${JOB_TABS} current=${tab} base=${`#/jobs/${enc(id)}`} label="Job sections" />
     ${tab === "audit"
@@ -245,7 +313,7 @@ export function JobPage({ id, query }) {
     >
       <p>${j.name} will not run again. Runs already queued are recorded SKIPPED.</p>
     <//>
-  </section>`;
+  </section><//>`;
 }
 
 // ------------------------------------------------------------------ one run
@@ -311,7 +379,7 @@ function RunLogs({ id, finished }) {
             ? html`<p class="muted">No log lines yet.</p>`
             : html`<table class="list logs">
                 <caption class="visually-hidden">Log lines</caption>
-                <thead><tr><th>At (UTC)</th><th>Attempt</th><th>Level</th><th>Message</th></tr></thead>
+                <thead><tr><th>At <${ZoneLabel} /></th><th>Attempt</th><th>Level</th><th>Message</th></tr></thead>
                 <tbody>
                   ${logs.data.lines.map(
                     (line) => html`<tr class=${`level-${String(line.level).toLowerCase()}`}>

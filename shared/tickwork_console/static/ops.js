@@ -2,7 +2,7 @@
 import { html, useState } from "./vendor/htm-preact-standalone.module.js";
 import { enc, get, post } from "./api.js";
 import { JobLink } from "./names.js";
-import { Cell, ConfirmDialog, ErrorBox, Loading, Pager, Status, Time, useLoad, usePager } from "./ui.js";
+import { Cell, ConfirmDialog, ErrorBox, Loading, Pager, Status, Time, ZoneLabel, useLoad, usePager } from "./ui.js";
 
 // ------------------------------------------------------------------ DLQ
 
@@ -57,7 +57,7 @@ export function DlqPage() {
     ${dlq.data
       ? html`<table class="list">
             <caption class="visually-hidden">FAILED runs, newest first</caption>
-            <thead><tr><th>Run</th><th>Job</th><th>Failed (UTC)</th><th>Attempts</th><th>Error</th><th><span class="visually-hidden">Actions</span></th></tr></thead>
+            <thead><tr><th>Run</th><th>Job</th><th>Failed <${ZoneLabel} /></th><th>Attempts</th><th>Error</th><th><span class="visually-hidden">Actions</span></th></tr></thead>
             <tbody>
               ${items.length === 0
                 ? html`<tr><td colspan="6" class="muted">The DLQ is empty.</td></tr>`

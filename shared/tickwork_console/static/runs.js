@@ -1,9 +1,9 @@
 // The Runs page (GET /v1/runs): a tenant's runs across every job and workflow, newest first, found by filters kept
 // in the page's URL (#/runs?status=FAILED&on=ended_at&from=...), so a search can be bookmarked and shared.
-import { html } from "./vendor/htm-preact-standalone.module.js";
-import { enc, get } from "./api.js";
+import { html, useState } from "./vendor/htm-preact-standalone.module.js";
+import { enc, get, postEveryPage } from "./api.js";
 import { JobLink } from "./names.js";
-import { Cell, ErrorBox, Loading, Pager, Status, Time, instant, urlFilters, useLoad, usePager } from "./ui.js";
+import { Cell, ConfirmDialog, ErrorBox, Loading, Pager, Status, Time, ZoneLabel, instant, urlFilters, useLoad, usePager } from "./ui.js";
 
 const FILTERS = ["status", "job_id", "workflow_id", "type", "tag", "trigger", "error_type", "from", "to", "on"];
 const STATUSES = ["QUEUED", "RUNNING", "RETRYING", "SUCCEEDED", "FAILED", "SKIPPED", "CANCELLED"];
@@ -18,6 +18,21 @@ function Choice({ name, label, value, options, none }) {
   </label>`;
 }
 
+function retried(items) {
+  const ok = items.filter((item) => item.outcome === "ok").length;
+  const left = items.filter((item) => item.outcome !== "ok");
+  return html`Re-queued ${ok} run${ok === 1 ? "" : "s"}${left.length
+    ? html`; ${left.length} not: ${left.map((item) => html`<span class="mono">${item.run_id}</span> (${item.message || item.outcome}) `)}`
+    : ""}.`;
+}
+
+// A search's filters as POST /v1/bulk/runs takes them: FAILED runs only, with the page's instants.
+function bulkFilters(filters) {
+  const chosen = Object.fromEntries(Object.entries(filters).filter(([name, value]) => value && name !== "status"));
+  for (const name of ["from", "to"]) if (chosen[name]) chosen[name] = instant(chosen[name]);
+  return chosen;
+}
+
 export function RunsPage({ query }) {
   const { filters, key, apply } = urlFilters(FILTERS, query, "#/runs");
   const pager = usePager(key);
@@ -27,6 +42,24 @@ export function RunsPage({ query }) {
     15000,
   );
   const items = runs.data ? runs.data.items : [];
+  const [selected, setSelected] = useState(() => new Set());
+  const [asked, setAsked] = useState(null); // "selected" | "all"
+  const [notice, setNotice] = useState(null);
+  const failed = items.filter((run) => run.status === "FAILED");
+  const chosen = failed.filter((run) => selected.has(run.id));
+  const toggle = (id) => setSelected((s) => {
+    const next = new Set(s);
+    if (next.has(id)) next.delete(id);
+    else next.add(id);
+    return next;
+  });
+  const retry = async () => {
+    const selection = asked === "selected" ? { run_ids: chosen.map((run) => run.id) } : { filters: bulkFilters(filters) };
+    // POST /v1/bulk/runs: the runs named, or every FAILED run the filters find; each answered on its own.
+    setNotice(retried(await postEveryPage("/v1/bulk/runs", { action: "retry", ...selection })));
+    setSelected(new Set());
+    runs.reload();
+  };
   return html`<section>
     <h1 tabindex="-1">Runs</h1>
     <p class="muted">Every job's and workflow's runs, newest first. Type and tag find the jobs that have them.</p>
@@ -49,16 +82,24 @@ export function RunsPage({ query }) {
       <button type="submit" class="primary">Search</button>
       <a href="#/runs" class="button">Clear</a>
     </form>
+    <div class="toolbar bulk-runs" role="group" aria-label="Retry FAILED runs">
+      <button type="button" onClick=${() => setAsked("selected")} disabled=${chosen.length === 0}>Retry selected (${chosen.length})</button>
+      <button type="button" onClick=${() => setAsked("all")} disabled=${filters.status !== "FAILED"} title=${filters.status === "FAILED" ? "" : "Search for FAILED runs first"}>Retry all matching…</button>
+    </div>
+    <div aria-live="polite">${notice ? html`<p class="notice">${notice}</p>` : null}</div>
     <${ErrorBox} error=${runs.error} />
     ${runs.data
       ? html`<table class="list">
             <caption class="visually-hidden">Runs, newest first</caption>
-            <thead><tr><th>Run</th><th>Status</th><th>Job</th><th>Scheduled (UTC)</th><th>Ended (UTC)</th><th>Trigger</th><th>Error</th></tr></thead>
+            <thead><tr><th><span class="visually-hidden">Select</span></th><th>Run</th><th>Status</th><th>Job</th><th>Scheduled <${ZoneLabel} /></th><th>Ended <${ZoneLabel} /></th><th>Trigger</th><th>Error</th></tr></thead>
             <tbody>
               ${items.length === 0
-                ? html`<tr><td colspan="7" class="muted">No runs match${runs.data.next_cursor ? " on this page; there are more to look through" : ""}.</td></tr>`
+                ? html`<tr><td colspan="8" class="muted">No runs match${runs.data.next_cursor ? " on this page; there are more to look through" : ""}.</td></tr>`
                 : items.map(
                     (run) => html`<tr>
+                      <${Cell} label="Select">${run.status === "FAILED"
+                        ? html`<input type="checkbox" checked=${selected.has(run.id)} onChange=${() => toggle(run.id)} aria-label=${`Select ${run.id}`} />`
+                        : null}<//>
                       <${Cell} label="Run" className="mono"><a href=${`#/runs/${enc(run.id)}`}>${run.id}</a><//>
                       <${Cell} label="Status"><${Status} value=${run.status} /><//>
                       <${Cell} label="Job"><${JobLink} id=${run.job_id} /><//>
@@ -74,5 +115,14 @@ export function RunsPage({ query }) {
       : runs.error
         ? null
         : html`<${Loading} what="runs" />`}
+    <${ConfirmDialog}
+      open=${asked !== null}
+      title=${asked === "selected" ? `Retry ${chosen.length} selected run${chosen.length === 1 ? "" : "s"}?` : "Retry every FAILED run matching?"}
+      confirmLabel="Retry"
+      onConfirm=${retry}
+      onClose=${() => setAsked(null)}
+    >
+      <p>${asked === "selected" ? "The runs selected are" : "Every FAILED run these filters find, on every page, is"} queued again; their attempts start from 1. A run that cannot be retried says why.</p>
+    <//>
   </section>`;
 }

@@ -3,7 +3,7 @@
 import { html, useEffect, useRef, useState } from "./vendor/htm-preact-standalone.module.js";
 import { post } from "./api.js";
 import { FieldError, errorsFor } from "./forms.js";
-import { Time } from "./ui.js";
+import { Time, useTimeZone } from "./ui.js";
 
 const RATE_UNITS = ["seconds", "minutes", "hours", "days"];
 const ZONES = ["UTC", ...(Intl.supportedValuesOf ? Intl.supportedValuesOf("timeZone").filter((z) => z !== "UTC") : [])];
@@ -126,13 +126,20 @@ export function SchedulePreview({ schedule, count = 5, onErrors }) {
   </div>`;
 }
 
-// Instants with their wall time in the schedule's zone and their DST flag.
+// Instants (in the zone the console shows) with their wall time in the schedule's zone, their DST flag, and what
+// becomes of one a calendar or freeze blocks.
 export function Instants({ items, label }) {
+  const { zone } = useTimeZone();
   return html`<ol class="instants" aria-label=${label}>
     ${items.map(
-      (item) => html`<li><${Time} value=${item.at} /> UTC <span class="muted">· ${item.local}</span>${item.dst ? html` <span class="tag dst">DST ${item.dst}</span>` : null}</li>`,
+      (item) => html`<li><${Time} value=${item.at} />${zone === "UTC" ? " UTC" : ""} <span class="muted">· ${item.local}</span>${item.dst ? html` <span class="tag dst">DST ${item.dst}</span>` : null}${item.blocked ? html` <${Blocked} block=${item.blocked} />` : null}</li>`,
     )}
   </ol>`;
+}
+
+function Blocked({ block }) {
+  const then = block.then === "defer" ? html`runs at <${Time} value=${block.runs_at} />` : "skipped";
+  return html`<span class="tag blocked" title=${`blocked by ${block.reason} ${block.by}`}>blocked by ${block.reason}: ${then}</span>`;
 }
 
 // The schedule builder beside its preview; the preview's 422 shows on the builder's fields.

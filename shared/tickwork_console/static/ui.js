@@ -1,5 +1,5 @@
 // Pieces every page uses: loading data, showing an API error as its text, a confirmation dialog, formatting.
-import { html, useCallback, useEffect, useRef, useState } from "./vendor/htm-preact-standalone.module.js";
+import { createContext, html, useCallback, useContext, useEffect, useRef, useState } from "./vendor/htm-preact-standalone.module.js";
 
 // Loads `load()` now, again when `deps` change, and every `refreshMs` if given. Keeps the last data while a
 // refresh is in flight, so a page does not flicker.
@@ -127,8 +127,99 @@ export function when(value, { ms = false } = {}) {
   return `${day} ${time}${ms ? `.${pad(d.getUTCMilliseconds(), 3)}` : ""}`;
 }
 
+// ---- the time zone times are shown in: UTC (the API's and the logs'), the browser's, or the job's (its schedule's
+// zone, on a job's page; UTC where no one job is shown). The choice is remembered in localStorage.
+
+const ZONE_KEY = "tickwork-time-zone";
+const ZONE_CHOICES = [
+  ["utc", "UTC"],
+  ["browser", "this browser's"],
+  ["job", "the job's"],
+];
+const zoneListeners = new Set();
+
+function storedZoneChoice() {
+  try {
+    const stored = window.localStorage.getItem(ZONE_KEY);
+    return ZONE_CHOICES.some(([choice]) => choice === stored) ? stored : "utc";
+  } catch {
+    return "utc"; // storage refused (a private window's policy): UTC, as before
+  }
+}
+
+function chooseZone(choice) {
+  try {
+    window.localStorage.setItem(ZONE_KEY, choice);
+  } catch {
+    // not remembered; still switched for this page
+  }
+  zoneListeners.forEach((listener) => listener(choice));
+}
+
+export const browserZone = () => Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+
+// A job's page provides its schedule's zone: what "the job's" means there.
+export const JobZone = createContext(null);
+
+// The zone chosen, as an IANA name, and the choice itself; re-rendered when it is switched.
+export function useTimeZone() {
+  const [choice, setChoice] = useState(storedZoneChoice);
+  const jobZone = useContext(JobZone);
+  useEffect(() => {
+    zoneListeners.add(setChoice);
+    return () => zoneListeners.delete(setChoice);
+  }, []);
+  const zone = choice === "browser" ? browserZone() : choice === "job" ? jobZone || "UTC" : "UTC";
+  return { choice, zone };
+}
+
+// `value` as a wall time in `zone`, YYYY-MM-DD HH:MM:SS, with its offset (GMT+2) unless the zone is UTC.
+export function whenIn(value, zone, { ms = false } = {}) {
+  if (zone === "UTC" || !value) return when(value, { ms });
+  const d = new Date(value);
+  if (Number.isNaN(d.getTime())) return String(value);
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat("en-GB", {
+      timeZone: zone,
+      hourCycle: "h23",
+      year: "numeric",
+      month: "2-digit",
+      day: "2-digit",
+      hour: "2-digit",
+      minute: "2-digit",
+      second: "2-digit",
+      timeZoneName: "shortOffset",
+    })
+      .formatToParts(d)
+      .map((part) => [part.type, part.value]),
+  );
+  const time = `${parts.hour}:${parts.minute}:${parts.second}${ms ? `.${pad(d.getUTCMilliseconds(), 3)}` : ""}`;
+  return `${parts.year}-${parts.month}-${parts.day} ${time} ${parts.timeZoneName}`;
+}
+
+// What a heading says times are in: (UTC), or the zone's name.
+export function ZoneLabel() {
+  const { zone } = useTimeZone();
+  return html`<span class="zone-label">(${zone})</span>`;
+}
+
+// The switch in the console's header.
+export function TimeZoneSwitch() {
+  const { choice, zone } = useTimeZone();
+  return html`<label class="muted zone-switch">Times in
+    <select aria-label="Time zone" value=${choice} onChange=${(e) => chooseZone(e.currentTarget.value)}>
+      ${ZONE_CHOICES.map(([value, label]) => html`<option value=${value}>${value === "browser" ? `${label} (${browserZone()})` : label}</option>`)}
+    </select>
+    ${choice === "job" ? html`<span class="visually-hidden"> (${zone})</span>` : null}
+  </label>`;
+}
+
+// An instant, in the zone chosen; its UTC time in the title.
 export function Time({ value, ms }) {
-  return value ? html`<time datetime=${value}>${when(value, { ms })}</time>` : html`<span class="muted">—</span>`;
+  const { zone } = useTimeZone();
+  return value
+    ? html`<time datetime=${value} title=${zone === "UTC" ? undefined : `${when(value, { ms })} UTC`}>${whenIn(value, zone, { ms })}</time>`
+    : html`<span class="muted">—</span>`;
 }
 
 export function duration(msValue) {

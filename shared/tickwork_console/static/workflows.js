@@ -5,7 +5,7 @@ import { del, enc, get, post } from "./api.js";
 import { Attribution, ResourceAudit, TabPanel, Tabs } from "./audit.js";
 import { Dag } from "./dag.js";
 import { EditWorkflowDialog } from "./workflow_form.js";
-import { Cell, ConfirmDialog, ErrorBox, Loading, Pager, Status, Time, scheduleText, useLoad, useLoadWhile, usePager } from "./ui.js";
+import { Cell, ConfirmDialog, ErrorBox, Loading, Pager, Status, Time, ZoneLabel, scheduleText, useLoad, useLoadWhile, usePager } from "./ui.js";
 
 // ------------------------------------------------------------------ workflows
 
@@ -19,7 +19,7 @@ export function WorkflowsPage() {
     ${list.data
       ? html`<table class="list">
             <caption class="visually-hidden">Workflows, newest first</caption>
-            <thead><tr><th>Name</th><th>State</th><th>Schedule</th><th>Steps</th><th>Next run (UTC)</th></tr></thead>
+            <thead><tr><th>Name</th><th>State</th><th>Schedule</th><th>Steps</th><th>Next run <${ZoneLabel} /></th></tr></thead>
             <tbody>
               ${list.data.items.length === 0
                 ? html`<tr><td colspan="5" class="muted">No workflows.</td></tr>`
@@ -94,7 +94,7 @@ export function WorkflowPage({ id, query }) {
     ${runs.data
       ? html`<table class="list">
             <caption class="visually-hidden">Workflow runs, newest first</caption>
-            <thead><tr><th>Run</th><th>Status</th><th>Scheduled (UTC)</th><th>Finished</th><th><span class="visually-hidden">Actions</span></th></tr></thead>
+            <thead><tr><th>Run</th><th>Status</th><th>Scheduled <${ZoneLabel} /></th><th>Finished</th><th><span class="visually-hidden">Actions</span></th></tr></thead>
             <tbody>
               ${runs.data.items.length === 0
                 ? html`<tr><td colspan="5" class="muted">No runs yet.</td></tr>`
