@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: dev test test-prerequisites in-process-tests real-time-tests http-fuzz generated browser-deps console-vendor lint security vpc-rendering jwt-rendering soak unit integration e2e typecheck build sam lock bench bench-quick clean simulate
+.PHONY: dev test test-prerequisites http-fuzz generated browser-deps console-vendor lint security vpc-rendering jwt-rendering soak unit integration e2e typecheck build sam lock bench bench-quick clean simulate
 
 # The venv installs the lock files, hashes checked: requirements-dev.txt (every tool and test dependency) and, within
 # it, the same versions as shared/requirements.txt, the layer's lock. So the tests import what is deployed.
@@ -71,35 +71,25 @@ jwt-rendering: $(STAMP)
 security: $(CHECKOV_STAMP) vpc-rendering jwt-rendering
 	$(CHECKOV_VENV)/bin/checkov -f template.yaml $(VPC_RENDERING) $(JWT_RENDERING) --framework cloudformation --compact --quiet --skip-download
 
-# Two kinds of tests, run side by side. The in-process suites (moto in the test process, a fake clock: CPU-bound,
-# insensitive to time) are spread over the cores by pytest-xdist. The real-time suites (e2e, browser: `tickwork dev`
-# processes waited on in real time, some timed) run two files at a time (--dist loadfile: a file's tests share their
-# runtime); they keep the cores busy about half the time. So the in-process suites run at the lowest CPU priority
-# (nice 19) beside them: they take only the cycles the runtimes leave idle, and the runtimes they time are not slowed
-# (a nice-0 process that wakes preempts them). Their output is printed when they end; the real-time suites' as it comes.
-# On a 2-core machine (clean clone, 2026-11-29): about 2 min for the venvs, lint, mypy, checkov's venv,
-# `sam validate --lint` (three renderings), `sam build` and the HTTP fuzz beside them; then about 13 min for the e2e
-# and browser suites, the quick soak the longest (benchmarks/soak.py: production lease and recovery times, about
-# 2 min 40 s), with the 2,879 in-process tests beside them, ending a few minutes after.
+# The in-process suites (moto in the test process: CPU-bound) are spread over the cores by pytest-xdist; the
+# suites that start `tickwork dev` processes and wait in real time (e2e, browser) run after them, two files at a
+# time (--dist loadfile: a file's tests share their runtime), so that no CPU-bound suite competes with the runtimes
+# they time. Running the in-process suites beside them at the lowest CPU priority (nice 19) was tried, on a machine
+# other work shared (so roughly): the e2e and browser suites keep the cores busy most of their 13 minutes (the in-process suites did a fifth of their work
+# meanwhile), two timed e2e tests failed, and the in-process suites' own real-time waits (a thread's answer within
+# 10 to 30 s) are not made for being starved. On a 2-core machine (clean clone, 2026-11-29): 2 min 14 s for the
+# venvs, lint, mypy, checkov's venv, `sam validate --lint` (three renderings), `sam build` and the HTTP fuzz beside
+# them; about 13 min for the 2,900 in-process tests; 12 min 59 s for the e2e and browser suites two files at a time,
+# the quick soak the longest (benchmarks/soak.py: production lease and recovery times, about 2 min 40 s).
 # checkov's scan of the template and its renderings runs once, as a test (tests/template/test_checkov.py: the same
 # files as `make security`, and a control that must fail), not before the tests too: about 35 s of a 2-core machine.
 # On an xdist worker, schemathesis runs a parametrized test as one item whose subtests answered one operation's
 # examples, not every operation's (the HTTP fuzz's last test counts them): that file runs on its own, about 1 min,
 # beside what the tests need first (it needs only the venv): three at a time (mypy, cfn-lint and the fuzz are CPU,
 # the tools' installs mostly network).
-IN_PROCESS_LOG := .build/in-process-tests.log
 test:
 	$(MAKE) --no-print-directory -j3 --output-sync=target test-prerequisites http-fuzz
-	$(MAKE) --no-print-directory -j2 in-process-tests real-time-tests
-
-in-process-tests: $(STAMP)
-	@mkdir -p .build
-	@echo "in-process tests: running at nice 19 beside the real-time tests; their output follows when they end"
-	@TICKWORK_SAM_BUILT=1 nice -n 19 $(BIN)/python -m pytest -q -n auto --dist worksteal --durations=15 \
-		--ignore=tests/e2e --ignore=tests/browser $(PYTEST_ARGS) > $(IN_PROCESS_LOG) 2>&1; \
-		status=$$?; cat $(IN_PROCESS_LOG); exit $$status
-
-real-time-tests: $(STAMP)
+	TICKWORK_SAM_BUILT=1 $(BIN)/python -m pytest -q -n auto --dist worksteal --durations=15 --ignore=tests/e2e --ignore=tests/browser $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=10 tests/e2e tests/browser \
 		--ignore=tests/e2e/test_schemathesis_http.py $(PYTEST_ARGS)
 
