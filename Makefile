@@ -48,6 +48,7 @@ generated: $(STAMP)
 	$(BIN)/python -m tickwork_local.deploy_doc
 	$(BIN)/python -m tickwork_local.house_map
 	$(BIN)/python -m tickwork_local.openapi_file
+	$(BIN)/python -m tickwork_local.options_doc
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -290,7 +290,8 @@ LogLevel = Annotated[
     typer.Option(
         "--log-level",
         metavar="LEVEL",
-        help="Level of the functions' JSON logs, on stderr (default WARNING, INFO with --verbose); the run lines "
+        help="Level of the functions' JSON logs on stderr, DEBUG, INFO, WARNING or ERROR (default WARNING, INFO "
+        "with --verbose); the run lines "
         "are on stdout, so `2>functions.log` keeps the JSON in a file.",
     ),
 ]
@@ -306,7 +307,8 @@ ApiKeys = Annotated[
     typer.Option(
         "--api-keys",
         metavar="FILE",
-        help="API keys file mapping keys to tenants (default: open, tenant 'default').",
+        help='API keys file: a JSON object mapping each key to a tenant ({"key": "tenant"}, or {"key": {"tenant": '
+        '"ops", "admin": true}} for an admin). Without it the API is open, as the tenant default.',
     ),
 ]
 NodeName = Annotated[str, typer.Option("--node-name", help="Shown on every line (several nodes).")]
