@@ -37,6 +37,7 @@ COMMANDS: dict[tuple[str, str], list[str]] = {
     ("PUT", "/v1/calendars/{calendar_id}"): ["calendars", "update", CALENDAR_ID],
     ("POST", "/v1/freezes"): ["freezes", "create"],
     ("POST", "/v1/bulk/jobs"): ["jobs", "pause"],
+    ("POST", "/v1/bulk/runs"): ["runs", "retry"],
 }
 
 # What a command needs besides the field under test (the body may still be refused: only what is sent counts).
@@ -107,7 +108,24 @@ FLAGS: dict[str, dict[str, list[str]]] = {
     "schedules preview": {**SCHEDULE_FLAGS, "count": ["--count", "3"], "from": ["--from", "now"]},
     "dlq redrive": {"run_ids": ["r1"], "all": ["--all"]},
     "dead-letters redrive": {"bands": ["--band", "low"]},
-    "runs retry": {"from_checkpoint": ["--start-over"], "payload": ["--payload", "{}"]},
+    "runs retry": {
+        "from_checkpoint": ["--start-over"],
+        "payload": ["--payload", "{}"],
+        # POST /v1/bulk/runs: `runs retry` without a run id, by --run or a runs search's filters
+        "action": ["--status", "FAILED"],
+        "run_ids": ["--run", "r1"],
+        "filters.status": ["--status", "FAILED"],
+        "filters.job_id": ["--job", "j1"],
+        "filters.workflow_id": ["--workflow", "w1"],
+        "filters.type": ["--type", "echo"],
+        "filters.tag": ["--tag", "team=payments"],
+        "filters.trigger": ["--trigger", "manual"],
+        "filters.error_type": ["--error-type", "Timeout"],
+        "filters.from": ["--from", "-1h"],
+        "filters.to": ["--to", "now"],
+        "filters.on": ["--from", "-1h", "--ended"],
+        "cursor": ["--status", "FAILED", "--cursor", "c"],
+    },
     "workflows create": {**SCHEDULE_FLAGS, **POLICY_FLAGS},
     "workflows update": {**SCHEDULE_FLAGS, **POLICY_FLAGS},
     "workflow-runs cancel": {"compensate": ["--compensate"]},
