@@ -36,7 +36,7 @@ from tickwork.model.clock import Clock, stored_instant
 from tickwork.model.errors import InvalidInput, QuotaExceeded
 from tickwork.model.tenant_settings import TenantDirectory, TenantSettings
 from tickwork.observability import logger, metrics
-from tickwork.store import TENANT, TenantRecords
+from tickwork.store import TENANT, KnownTenants, TenantRecords
 from tickwork.store.tenants import ACTIVE_JOBS
 
 MAX_ACTIVE_JOBS = "max_active_jobs"
@@ -64,10 +64,12 @@ class ActiveJobsQuota:
 
     records: TenantRecords
     directory: TenantDirectory
+    known: KnownTenants  # every create passes here: its tenant is known before its item is written
     clock: Clock
 
     @contextmanager
     def admitted(self, tenant: str, written: Callable[[], bool]) -> Iterator[bool]:
+        self.known.know(tenant)
         counted = self.reserve(tenant)
         try:
             yield counted
