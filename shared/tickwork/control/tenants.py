@@ -69,9 +69,9 @@ class ActiveJobsQuota:
 
     @contextmanager
     def admitted(self, tenant: str, written: Callable[[], bool]) -> Iterator[bool]:
-        self.known.know(tenant)
         counted = self.reserve(tenant)
         try:
+            self.known.know(tenant)  # after the quota's refusal, which writes nothing
             yield counted
         except BaseException:
             if counted:
