@@ -280,3 +280,16 @@ def test_a_read_by_id_with_tenant_finds_only_that_tenants_item(api, pipeline):
         refused = api.get(path, identity=GLOBEX, query={"tenant": "acme"})
         assert refused.status == 403, path
         assert "`tenant`" in refused.json["detail"]
+
+
+def test_me_says_the_callers_tenant_and_whether_it_is_an_admin(api):
+    assert api.get("/v1/me", identity=ACME).json == {"tenant": "acme", "admin": False}
+    assert api.get("/v1/me", identity=ADMIN).json == {"tenant": "123456789012:role/tickwork-admin", "admin": True}
+
+
+def test_every_tenants_metrics_are_an_admins_totals_and_a_tenants_star_is_refused(api):
+    query = {"names": "retries", **EVERY}
+    assert api.get("/v1/metrics", identity=ADMIN, query=query).status == 200
+    refused = api.get("/v1/metrics", identity=ACME, query=query)
+    assert refused.status == 403
+    assert "`tenant`" in refused.json["detail"]
