@@ -1,6 +1,6 @@
 // Jobs, one job, and one run.
 import { html, useState } from "./vendor/htm-preact-standalone.module.js";
-import { del, enc, get, post } from "./api.js";
+import { del, enc, get, post, tenantScope } from "./api.js";
 import { Attribution, ResourceAudit, TabPanel, Tabs } from "./audit.js";
 import { tagsText } from "./forms.js";
 import { HEALTH, JobState, LastRun, healthOf, useLastRuns } from "./health.js";
@@ -50,9 +50,9 @@ export function JobsPage({ query }) {
     type: query.get("type") || "",
     tag: query.get("tag") || "",
     name_prefix: query.get("name") || "",
-    // An admin's tenant switcher: another tenant's jobs (the API refuses a tenant that names another with a 403).
-    tenant: query.get("tenant") || "",
   };
+  // An admin's view of another tenant's, or every tenant's (the header's switcher): each job says whose it is.
+  const whose = Boolean(tenantScope());
   const health = query.get("health") || "";
   const search = (query.get("q") || "").trim().toLowerCase();
   const key = JSON.stringify([filters, health, search]);
@@ -89,7 +89,6 @@ export function JobsPage({ query }) {
       <label>Type <input name="type" defaultValue=${filters.type} placeholder="echo" size="10" /></label>
       <label>Tag <input name="tag" defaultValue=${filters.tag} placeholder="team=billing" size="14" /></label>
       <label>Name starts with <input name="name" defaultValue=${filters.name_prefix} size="14" /></label>
-      <label>Tenant <input name="tenant" defaultValue=${filters.tenant} placeholder="yours" size="12" /></label>
       <label>Health
         <select name="health">
           ${HEALTH.map(([value, label]) => html`<option value=${value} selected=${value === health}>${label}</option>`)}
@@ -103,12 +102,13 @@ export function JobsPage({ query }) {
     ${data
       ? html`<table class="list">
             <caption class="visually-hidden">Jobs, newest first</caption>
-            <thead><tr><th>Name</th><th>Type</th><th>State</th><th>Last run (UTC)</th><th>Schedule</th><th>Next run (UTC)</th><th>Priority</th><th>Tags</th></tr></thead>
+            <thead><tr>${whose ? html`<th>Tenant</th>` : null}<th>Name</th><th>Type</th><th>State</th><th>Last run (UTC)</th><th>Schedule</th><th>Next run (UTC)</th><th>Priority</th><th>Tags</th></tr></thead>
             <tbody>
               ${shown.length === 0
-                ? html`<tr><td colspan="8" class="muted">No jobs match.</td></tr>`
+                ? html`<tr><td colspan=${whose ? 9 : 8} class="muted">No jobs match.</td></tr>`
                 : shown.map(
                     (job) => html`<tr>
+                      ${whose ? html`<${Cell} label="Tenant" className="mono">${job.tenant}<//>` : null}
                       <${Cell} label="Name"><a href=${`#/jobs/${enc(job.id)}`}>${job.name}</a><//>
                       <${Cell} label="Type">${job.type}<//>
                       <${Cell} label="State"><${JobState} job=${job} lastRun=${lastRuns[job.id]} /><//>
