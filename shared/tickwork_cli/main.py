@@ -542,9 +542,9 @@ def runs_watch(
 
 @runs_app.command("result")
 @api_command
-def runs_result(run_id: RunIdArg, session: Session) -> None:
+def runs_result(run_id: RunIdArg, session: Session, tenant: TenantOpt = None) -> None:
     """The run's result document (JSON), as stored; JSON whatever --output says."""
-    typer.echo(render.as_json(session.client.get(f"/v1/runs/{run_id}/result")))
+    typer.echo(render.as_json(session.client.get(f"/v1/runs/{run_id}/result", **given(tenant=tenant))))
 
 
 @runs_app.command("logs")

@@ -38,7 +38,14 @@ def test_an_admin_lists_and_reads_a_named_tenants_items(cli, tmp_path):
     assert cli("calendars", "get", calendar["id"], "--tenant", "acme").exit_code == 1  # not acme's: 404
 
 
-GETS = [("jobs", "get"), ("runs", "get"), ("workflows", "get"), ("workflow-runs", "get"), ("freezes", "get")]
+GETS = [
+    ("jobs", "get"),
+    ("runs", "get"),
+    ("runs", "result"),
+    ("workflows", "get"),
+    ("workflow-runs", "get"),
+    ("freezes", "get"),
+]
 
 
 @pytest.mark.parametrize("command", LISTS)
