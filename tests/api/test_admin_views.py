@@ -293,3 +293,17 @@ def test_every_tenants_metrics_are_an_admins_totals_and_a_tenants_star_is_refuse
     refused = api.get("/v1/metrics", identity=ACME, query=query)
     assert refused.status == 403
     assert "`tenant`" in refused.json["detail"]
+
+
+def test_every_tenants_run_search_filters_by_type_and_job_across_tenants(api, pipeline):
+    acme, globex = _acme_estate(api, pipeline), _globex_estate(api, pipeline)
+    by_type = api.get("/v1/runs", identity=ADMIN, query={**EVERY, "type": "echo"}).json["items"]
+    assert {acme["run"]["id"], globex["run"]["id"]} <= {r["id"] for r in by_type}
+    by_job = api.get("/v1/runs", identity=ADMIN, query={**EVERY, "job_id": globex["job"]["id"]}).json["items"]
+    assert [r["id"] for r in by_job] == [globex["run"]["id"]]
+    failed = api.get("/v1/runs", identity=ADMIN, query={**EVERY, "status": "FAILED", "limit": 1})
+    first = failed.json["items"]
+    second = api.get(
+        "/v1/runs", identity=ADMIN, query={**EVERY, "status": "FAILED", "cursor": failed.json["next_cursor"]}
+    )
+    assert {r["id"] for r in first + second.json["items"]} == {acme["run"]["id"], globex["run"]["id"]}
