@@ -77,6 +77,10 @@ def test_an_admin_switches_every_page_to_another_tenant_and_to_every_tenant(brow
             page.get_by_role("link", name=name).wait_for()
         tenants = set(page.locator("td[data-label='Tenant']").all_inner_texts())
         assert {"ops", "acme", "globex"} <= tenants
+        for route, heading in (("/runs", "Runs"), ("/dlq", "Dead letters"), ("/workflows", "Workflows")):
+            open_console(page, dev, route)
+            page.get_by_role("heading", name=heading).first.wait_for()
+            page.get_by_role("columnheader", name="Tenant").wait_for()
 
         switch_to(page, "")
         page.get_by_role("link", name="switcher-acme-job").wait_for(state="detached")

@@ -1,6 +1,6 @@
 // Jobs, one job, and one run.
 import { html, useState } from "./vendor/htm-preact-standalone.module.js";
-import { del, enc, get, post, tenantScope } from "./api.js";
+import { del, enc, get, post } from "./api.js";
 import { Attribution, ResourceAudit, TabPanel, Tabs } from "./audit.js";
 import { tagsText } from "./forms.js";
 import { HEALTH, JobState, LastRun, healthOf, useLastRuns } from "./health.js";
@@ -8,6 +8,7 @@ import { EditJobDialog } from "./job_form.js";
 import { JobLink } from "./names.js";
 import { Instants } from "./schedule.js";
 import { StuckRunsStrip } from "./stuck.js";
+import { TenantCell, TenantHead, columnsWithTenant } from "./tenancy.js";
 import {
   Cell,
   ConfirmDialog,
@@ -51,8 +52,6 @@ export function JobsPage({ query }) {
     tag: query.get("tag") || "",
     name_prefix: query.get("name") || "",
   };
-  // An admin's view of another tenant's, or every tenant's (the header's switcher): each job says whose it is.
-  const whose = Boolean(tenantScope());
   const health = query.get("health") || "";
   const search = (query.get("q") || "").trim().toLowerCase();
   const key = JSON.stringify([filters, health, search]);
@@ -102,13 +101,13 @@ export function JobsPage({ query }) {
     ${data
       ? html`<table class="list">
             <caption class="visually-hidden">Jobs, newest first</caption>
-            <thead><tr>${whose ? html`<th>Tenant</th>` : null}<th>Name</th><th>Type</th><th>State</th><th>Last run (UTC)</th><th>Schedule</th><th>Next run (UTC)</th><th>Priority</th><th>Tags</th></tr></thead>
+            <thead><tr><${TenantHead} /><th>Name</th><th>Type</th><th>State</th><th>Last run (UTC)</th><th>Schedule</th><th>Next run (UTC)</th><th>Priority</th><th>Tags</th></tr></thead>
             <tbody>
               ${shown.length === 0
-                ? html`<tr><td colspan=${whose ? 9 : 8} class="muted">No jobs match.</td></tr>`
+                ? html`<tr><td colspan=${columnsWithTenant(8)} class="muted">No jobs match.</td></tr>`
                 : shown.map(
                     (job) => html`<tr>
-                      ${whose ? html`<${Cell} label="Tenant" className="mono">${job.tenant}<//>` : null}
+                      <${TenantCell} item=${job} />
                       <${Cell} label="Name"><a href=${`#/jobs/${enc(job.id)}`}>${job.name}</a><//>
                       <${Cell} label="Type">${job.type}<//>
                       <${Cell} label="State"><${JobState} job=${job} lastRun=${lastRuns[job.id]} /><//>

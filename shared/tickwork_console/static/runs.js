@@ -3,6 +3,7 @@
 import { html } from "./vendor/htm-preact-standalone.module.js";
 import { enc, get } from "./api.js";
 import { JobLink } from "./names.js";
+import { TenantCell, TenantHead, columnsWithTenant } from "./tenancy.js";
 import { Cell, ErrorBox, Loading, Pager, Status, Time, instant, urlFilters, useLoad, usePager } from "./ui.js";
 
 const FILTERS = ["status", "job_id", "workflow_id", "type", "tag", "trigger", "error_type", "from", "to", "on"];
@@ -53,12 +54,13 @@ export function RunsPage({ query }) {
     ${runs.data
       ? html`<table class="list">
             <caption class="visually-hidden">Runs, newest first</caption>
-            <thead><tr><th>Run</th><th>Status</th><th>Job</th><th>Scheduled (UTC)</th><th>Ended (UTC)</th><th>Trigger</th><th>Error</th></tr></thead>
+            <thead><tr><${TenantHead} /><th>Run</th><th>Status</th><th>Job</th><th>Scheduled (UTC)</th><th>Ended (UTC)</th><th>Trigger</th><th>Error</th></tr></thead>
             <tbody>
               ${items.length === 0
-                ? html`<tr><td colspan="7" class="muted">No runs match${runs.data.next_cursor ? " on this page; there are more to look through" : ""}.</td></tr>`
+                ? html`<tr><td colspan=${columnsWithTenant(7)} class="muted">No runs match${runs.data.next_cursor ? " on this page; there are more to look through" : ""}.</td></tr>`
                 : items.map(
                     (run) => html`<tr>
+                      <${TenantCell} item=${run} />
                       <${Cell} label="Run" className="mono"><a href=${`#/runs/${enc(run.id)}`}>${run.id}</a><//>
                       <${Cell} label="Status"><${Status} value=${run.status} /><//>
                       <${Cell} label="Job"><${JobLink} id=${run.job_id} /><//>

@@ -3,6 +3,7 @@
 // switcher (the API refuses a tenant that names another, 403). A change is still the caller's own tenant's.
 import { html, useEffect, useState } from "./vendor/htm-preact-standalone.module.js";
 import { get, setTenantScope, tenantScope } from "./api.js";
+import { Cell } from "./ui.js";
 
 export const EVERY_TENANT = "*";
 
@@ -55,3 +56,10 @@ export function TenantSwitcher({ onSwitch }) {
     <button type="submit">Switch</button>
   </form>`;
 }
+
+// A list's Tenant column, shown while the switcher names a tenant or every tenant: each item says whose it is.
+export const tenantShown = () => Boolean(tenantScope());
+export const TenantHead = () => (tenantShown() ? html`<th>Tenant</th>` : null);
+export const TenantCell = ({ item }) => (tenantShown() ? html`<${Cell} label="Tenant" className="mono">${item.tenant}<//>` : null);
+// A list's column count, with the Tenant column when it is shown.
+export const columnsWithTenant = (count) => count + (tenantShown() ? 1 : 0);
