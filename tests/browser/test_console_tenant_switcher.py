@@ -82,6 +82,7 @@ def test_an_admin_switches_every_page_to_another_tenant_and_to_every_tenant(brow
             page.get_by_role("heading", name=heading).first.wait_for()
             page.get_by_role("columnheader", name="Tenant").wait_for()
 
+        open_console(page, dev, "/jobs")
         switch_to(page, "")
         page.get_by_role("link", name="switcher-acme-job").wait_for(state="detached")
         page.get_by_role("link", name=own["name"]).wait_for()
