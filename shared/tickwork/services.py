@@ -57,6 +57,7 @@ from tickwork.store import (
     EventOutbox,
     IdempotencyRecords,
     JobStore,
+    KnownTenants,
     LimitRecords,
     Listings,
     TenantRecords,
@@ -277,6 +278,11 @@ class Services:
         return TenantRecords(self.store.shared_table)
 
     @cached_property
+    def known_tenants(self) -> KnownTenants:
+        """The tenants the stack knows (an admin's `tenant=*` reads theirs), remembered per execution environment."""
+        return KnownTenants(self.store.shared_table)
+
+    @cached_property
     def tenant_rates(self) -> TenantRates:
         """Tenants' per-minute dispatch counters (max_runs_per_minute), over the store's table (and client)."""
         return TenantRates(self.store.shared_table)
@@ -294,7 +300,7 @@ class Services:
     @cached_property
     def active_jobs_quota(self) -> ActiveJobsQuota:
         """The max_active_jobs check of every create (jobs and workflows)."""
-        return ActiveJobsQuota(self.tenant_records, self.tenant_directory, self.clock)
+        return ActiveJobsQuota(self.tenant_records, self.tenant_directory, self.known_tenants, self.clock)
 
     @cached_property
     def metrics_context(self) -> MetricsContext:
@@ -318,12 +324,14 @@ class Services:
     def listings(self) -> Listings:
         """A tenant's jobs, runs and DLQ, page by page, over the store's table (and client)."""
         s = self.settings
-        return Listings(self.store.shared_table, Cursors(cursor_key(s.table_name, s.cursor_secret)))
+        cursors = Cursors(cursor_key(s.table_name, s.cursor_secret))
+        return Listings(self.store.shared_table, cursors, self.known_tenants)
 
     @cached_property
     def run_searches(self) -> RunSearches:
         """A tenant's runs across its jobs and workflows, filtered (GET /v1/runs)."""
-        return RunSearches(self.listings, RunSearchIndex(self.store.shared_table, self.listings.cursors))
+        index = RunSearchIndex(self.store.shared_table, self.listings.cursors, self.known_tenants)
+        return RunSearches(self.listings, index)
 
     @cached_property
     def idempotency(self) -> IdempotencyRecords:
@@ -397,7 +405,7 @@ class Services:
     @cached_property
     def calendars(self) -> CalendarService:
         """What the API calls for a tenant's calendars."""
-        return CalendarService(self.calendar_records, self.clock, self.audit)
+        return CalendarService(self.calendar_records, self.clock, self.audit, self.known_tenants)
 
     @cached_property
     def bulk_jobs(self) -> BulkJobs:

@@ -52,6 +52,7 @@ from tickwork_cli.operations import register as register_operations
 from tickwork_cli.options import (
     DEBOUNCE_COLLECT_OPTION,
     DEBOUNCE_OPTION,
+    EVERY_TENANT,
     EXIT_STATUS_HELP,
     EXIT_TIMEOUT,
     AllPages,
@@ -138,15 +139,18 @@ def _call_by_id(
     `path` as `{job_id}` (or `{run_id}`, ...), which names the command's argument too (its metavar in --help)."""
     id_name = path[path.index("{") + 1 : path.index("}")]
 
-    def command(session: Session, **ids: str) -> None:
-        session.show_one(session.client.request(method, path.format(**ids)))
+    def command(session: Session, tenant: str | None = None, **ids: str) -> None:
+        session.show_one(session.client.request(method, path.format(**ids), query=given(tenant=tenant)))
 
-    command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [
-            inspect.Parameter(id_name, inspect.Parameter.KEYWORD_ONLY, annotation=id_arg),
-            inspect.Parameter("session", inspect.Parameter.KEYWORD_ONLY, annotation=Session),
-        ]
-    )
+    parameters = [
+        inspect.Parameter(id_name, inspect.Parameter.KEYWORD_ONLY, annotation=id_arg),
+        inspect.Parameter("session", inspect.Parameter.KEYWORD_ONLY, annotation=Session),
+    ]
+    if method == "GET":  # a read: an admin's, of a named tenant's (the item must be its), or any tenant's
+        parameters.append(
+            inspect.Parameter("tenant", inspect.Parameter.KEYWORD_ONLY, annotation=TenantOpt, default=None)
+        )
+    command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
     command.__doc__ = doc
     group.command(name, hidden=hidden)(api_command(command))
 
@@ -271,7 +275,7 @@ def jobs_list(
         "limit": limit,
         "cursor": cursor,
     }
-    session.show_page(_listing(session.client, "/v1/jobs", all_pages, **query), render.JOB_COLUMNS)
+    session.show_page(_listing(session.client, "/v1/jobs", all_pages, **query), render.JOB_COLUMNS, tenant=tenant)
 
 
 _call_by_id(jobs_app, "get", "One job.", "GET", "/v1/jobs/{job_id}", JobIdArg)
@@ -531,7 +535,7 @@ def runs_search(
         ended=ended,
     )
     query = {"tenant": tenant, **filters, "limit": limit, "cursor": cursor}
-    session.show_page(_listing(session.client, "/v1/runs", all_pages, **query), render.RUN_COLUMNS)
+    session.show_page(_listing(session.client, "/v1/runs", all_pages, **query), render.RUN_COLUMNS, tenant=tenant)
 
 
 @runs_app.command("stuck")
@@ -543,7 +547,12 @@ def runs_stuck(session: Session, tenant: TenantOpt = None, limit: Limit = None) 
     if session.as_json:
         typer.echo(render.as_json(page))
         return
-    typer.echo(render.items_table(render.stuck_rows(page), render.STUCK_RUN_COLUMNS))
+    columns = render.STUCK_RUN_COLUMNS
+    typer.echo(
+        render.items_table(
+            render.stuck_rows(page), [render.TENANT_COLUMN, *columns] if tenant == EVERY_TENANT else columns
+        )
+    )
     if page["more"]:
         typer.echo("more are stuck than listed (the oldest are)", err=True)
 
@@ -580,9 +589,9 @@ def runs_watch(
 
 @runs_app.command("result")
 @api_command
-def runs_result(run_id: RunIdArg, session: Session) -> None:
+def runs_result(run_id: RunIdArg, session: Session, tenant: TenantOpt = None) -> None:
     """The run's result document (JSON), as stored; JSON whatever --output says."""
-    typer.echo(render.as_json(session.client.get(f"/v1/runs/{run_id}/result")))
+    typer.echo(render.as_json(session.client.get(f"/v1/runs/{run_id}/result", **given(tenant=tenant))))
 
 
 @runs_app.command("logs")
@@ -704,7 +713,7 @@ def dlq_list(
     """Your FAILED runs (an admin: a tenant's, with --tenant), newest first; RETRY says whether a retry re-queues
     each, or why not."""
     page = _listing(session.client, "/v1/dlq", all_pages, tenant=tenant, limit=limit, cursor=cursor)
-    session.show_page(page, render.DLQ_COLUMNS)
+    session.show_page(page, render.DLQ_COLUMNS, tenant=tenant)
 
 
 @dlq_app.command("redrive")
@@ -866,7 +875,8 @@ def workflows_list(
 ) -> None:
     """Your workflows (an admin: a tenant's, with --tenant), newest first."""
     query = {"tenant": tenant, "state": state, "name_prefix": name_prefix, "limit": limit, "cursor": cursor}
-    session.show_page(_listing(session.client, "/v1/workflows", all_pages, **query), render.WORKFLOW_COLUMNS)
+    workflows = _listing(session.client, "/v1/workflows", all_pages, **query)
+    session.show_page(workflows, render.WORKFLOW_COLUMNS, tenant=tenant)
 
 
 _call_by_id(workflows_app, "get", "One workflow.", "GET", "/v1/workflows/{workflow_id}", WorkflowIdArg)

@@ -77,7 +77,7 @@ def calendars_create(
 @api_command
 def calendars_list(session: Session, tenant: TenantOpt = None) -> None:
     """Your calendars (an admin: a tenant's, with --tenant)."""
-    session.show_page(session.client.get("/v1/calendars", **given(tenant=tenant)), CALENDAR_COLUMNS)
+    session.show_page(session.client.get("/v1/calendars", **given(tenant=tenant)), CALENDAR_COLUMNS, tenant=tenant)
 
 
 @calendars_app.command("get")
@@ -200,14 +200,14 @@ def freezes_list(session: Session, tenant: TenantOpt = None) -> None:
     """Your freezes and those over every tenant, newest first: active, upcoming, and those ended within a day
     (an admin: a tenant's, with --tenant)."""
     page = session.client.get("/v1/freezes", **given(tenant=tenant))
-    session.show_page({**page, "next_cursor": None}, FREEZE_COLUMNS)
+    session.show_page({**page, "next_cursor": None}, FREEZE_COLUMNS, tenant=tenant)
 
 
 @freezes_app.command("get")
 @api_command
-def freezes_get(freeze_id: FreezeIdArg, session: Session) -> None:
-    """One freeze."""
-    session.show_one(session.client.get(f"/v1/freezes/{freeze_id}"))
+def freezes_get(freeze_id: FreezeIdArg, session: Session, tenant: TenantOpt = None) -> None:
+    """One freeze (an admin: a tenant's, with --tenant)."""
+    session.show_one(session.client.get(f"/v1/freezes/{freeze_id}", **given(tenant=tenant)))
 
 
 freezes_app.command("create")(api_command(freeze))

@@ -78,8 +78,17 @@ class Output(StrEnum):
 Limit = Annotated[int | None, typer.Option("--limit", min=1, max=100, help="Page size (1-100).")]
 CursorOpt = Annotated[str | None, typer.Option("--cursor", help="Continue from a previous page's next_cursor.")]
 AllPages = Annotated[bool, typer.Option("--all", help="Follow next_cursor to the end.")]
-# An admin's view of one tenant's (the API's `tenant` query parameter); a tenant may name only its own.
-TenantOpt = Annotated[str | None, typer.Option("--tenant", help="An admin's: this tenant's, as it sees them.")]
+# An admin's view of one tenant's, or every tenant's (the API's `tenant` query parameter); a tenant may name only
+# its own.
+EVERY_TENANT = "*"
+TenantOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--tenant",
+        metavar="NAME|*",
+        help="An admin's: this tenant's, as it sees them, or `*` for every tenant's (a TENANT column says whose).",
+    ),
+]
 JobIdArg = Annotated[str, typer.Argument(help="The job id.")]
 RunIdArg = Annotated[str, typer.Argument(help="The run id.")]
 WorkflowIdArg = Annotated[str, typer.Argument(help="The workflow id.")]
@@ -129,10 +138,13 @@ class Session:
     def show_one(self, item: Any) -> None:
         typer.echo(render.as_json(item) if self.as_json or not isinstance(item, dict) else render.record(item))
 
-    def show_page(self, page: dict[str, Any], columns: Any) -> None:
+    def show_page(self, page: dict[str, Any], columns: Any, *, tenant: str | None = None) -> None:
+        """A page as JSON or a table; every tenant's (`tenant` `*`) with a TENANT column first."""
         if self.as_json:
             typer.echo(render.as_json(page))
             return
+        if tenant == EVERY_TENANT:
+            columns = [render.TENANT_COLUMN, *columns]
         typer.echo(render.items_table(page["items"], columns))
         if page.get("next_cursor"):
             typer.echo(f"more: --cursor {page['next_cursor']}", err=True)

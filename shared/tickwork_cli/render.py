@@ -42,6 +42,7 @@ def schedule_text(schedule: dict[str, Any]) -> str:
     return text
 
 
+TENANT_COLUMN: tuple[str, Callable[[dict[str, Any]], Any]] = ("TENANT", lambda item: item["tenant"])
 JOB_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
     ("ID", lambda j: j["id"]),
     ("NAME", lambda j: j["name"]),

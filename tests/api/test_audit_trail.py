@@ -205,6 +205,28 @@ MUTATIONS: dict[tuple[str, str], Callable[[ApiClient, Any], Call]] = {
 }
 READS_BY_POST = {("post", "/v1/schedules/preview")}  # a computation on its body: it changes nothing
 
+# Operations sent another way than MUTATIONS sends them (another body): each writes its one record too.
+VARIANTS: dict[tuple[str, ...], Callable[[ApiClient, Any], Call]] = {
+    ("post", "/v1/runs/{run_id}/retry", "with a payload"): lambda api, p: Call(
+        "POST", f"/v1/runs/{failed_run(api, p)['id']}/retry", "run.retry", {"payload": {"fail_attempts": 0}}
+    ),
+    ("post", "/v1/dlq/redrive", "every FAILED run"): lambda api, p: (
+        failed_run(api, p),
+        Call("POST", "/v1/dlq/redrive", "run.redrive", {"all": True}),
+    )[1],
+    ("post", "/v1/bulk/jobs", "resume"): lambda api, p: Call(
+        "POST",
+        "/v1/bulk/jobs",
+        "job.resume",
+        {"action": "resume", "selector": {"job_ids": [paused(api, "jobs")["id"]]}},
+    ),
+}
+CALLS: dict[tuple[str, ...], Callable[[ApiClient, Any], Call]] = {**MUTATIONS, **VARIANTS}
+
+
+def case_id(operation: tuple[str, ...]) -> str:
+    return " ".join([operation[0].upper(), *operation[1:]])
+
 
 def operations(api: ApiClient) -> set[tuple[str, str]]:
     paths = json.loads(api.get("/v1/openapi.json").text)["paths"]
@@ -216,9 +238,9 @@ def test_every_mutating_operation_of_the_document_is_walked(api: ApiClient) -> N
     assert mutating == set(MUTATIONS)
 
 
-@pytest.mark.parametrize("operation", sorted(MUTATIONS), ids=lambda op: f"{op[0].upper()} {op[1]}")
+@pytest.mark.parametrize("operation", sorted(CALLS), ids=case_id)
 def test_each_change_writes_exactly_one_record_naming_its_actor(api: ApiClient, pipeline: Any, operation) -> None:
-    call = MUTATIONS[operation](api, pipeline)
+    call = CALLS[operation](api, pipeline)
     before = {r["id"] for r in audit_items(pipeline)}
     reply = call.send(api)
     assert reply.status < 300, reply.text
@@ -363,12 +385,12 @@ def changed_key(transaction: list[dict[str, Any]]) -> tuple[str, str]:
 
 # Writes nothing to the table (SQS's message move task): its record is written after it (docs/security.md).
 RECORDED_AFTER = {("post", "/v1/dead-letters/redrive")}
-IN_A_TRANSACTION = sorted(set(MUTATIONS) - RECORDED_AFTER)
+IN_A_TRANSACTION = sorted(set(CALLS) - RECORDED_AFTER)
 
 
-@pytest.mark.parametrize("operation", IN_A_TRANSACTION, ids=lambda op: f"{op[0].upper()} {op[1]}")
+@pytest.mark.parametrize("operation", IN_A_TRANSACTION, ids=case_id)
 def test_a_change_whose_transaction_fails_writes_neither_it_nor_its_record(api, pipeline, operation) -> None:
-    call = MUTATIONS[operation](api, pipeline)
+    call = CALLS[operation](api, pipeline)
     before = table_items(pipeline)
     with transactions_failing(pipeline, dies_after=False) as failing:
         reply = call.send(api)
@@ -381,11 +403,11 @@ def test_a_change_whose_transaction_fails_writes_neither_it_nor_its_record(api, 
         assert after.get(key) == before.get(key), f"{key} changed without its record"
 
 
-@pytest.mark.parametrize("operation", IN_A_TRANSACTION, ids=lambda op: f"{op[0].upper()} {op[1]}")
+@pytest.mark.parametrize("operation", IN_A_TRANSACTION, ids=case_id)
 def test_a_process_that_dies_after_the_transaction_leaves_both_the_change_and_its_record(
     api, pipeline, operation
 ) -> None:
-    call = MUTATIONS[operation](api, pipeline)
+    call = CALLS[operation](api, pipeline)
     before = table_items(pipeline)
     with transactions_failing(pipeline, dies_after=True) as dying, pytest.raises(ProcessKilled):
         call.send(api)

@@ -52,6 +52,7 @@ ROUTES = {
     ("post", "/v1/workflow-runs/{workflow_run_id}/cancel"),
     ("post", "/v1/workflow-runs/{workflow_run_id}/retry"),
     ("get", "/v1/tenants/me"),
+    ("get", "/v1/me"),
     ("get", "/v1/tenants/{tenant}"),
     ("put", "/v1/tenants/{tenant}"),
     ("get", "/v1/metrics"),

@@ -48,6 +48,7 @@ def test_a_run_queued_past_the_threshold_and_a_run_past_its_lease_are_listed(api
             {
                 "run_id": queued["id"],
                 "job_id": queued["job_id"],
+                "tenant": "acme",
                 "status": "QUEUED",
                 "scheduled_for": "2026-11-21T12:00:00.000Z",
                 "since": "2026-11-21T12:00:00.000Z",
@@ -56,6 +57,7 @@ def test_a_run_queued_past_the_threshold_and_a_run_past_its_lease_are_listed(api
             {
                 "run_id": lapsed["id"],
                 "job_id": lapsed["job_id"],
+                "tenant": "acme",
                 "status": "RUNNING",
                 "scheduled_for": "2026-11-21T12:00:00.000Z",
                 "since": "2026-11-21T12:01:00.000Z",

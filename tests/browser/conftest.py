@@ -53,10 +53,16 @@ class LocalApi(Api):
 
 
 @pytest.fixture(scope="module")
-def dev(request: pytest.FixtureRequest) -> Iterator[LocalApi]:
-    """One local runtime for the module, with the module's DEV_OPTIONS if it has any (job types of its own)."""
-    command = [str(BIN / "tickwork"), "dev", "--port", "0", "--moto-port", "0"]
-    command += getattr(request.module, "DEV_OPTIONS", [])
+def dev_options(request: pytest.FixtureRequest) -> list[str]:
+    """`tickwork dev`'s options of the module: its DEV_OPTIONS if it has any (job types of its own); a module that
+    must make a file for them (an API keys file) overrides this fixture."""
+    return list(getattr(request.module, "DEV_OPTIONS", []))
+
+
+@pytest.fixture(scope="module")
+def dev(dev_options: list[str]) -> Iterator[LocalApi]:
+    """One local runtime for the module, with the module's `dev_options`."""
+    command = [str(BIN / "tickwork"), "dev", "--port", "0", "--moto-port", "0", *dev_options]
     # As a user runs it: with metrics (tests/conftest.py turns Powertools' off for the in-process tests, and a
     # subprocess would inherit that), so the Metrics page has figures to chart.
     with pytest.MonkeyPatch.context() as env:
@@ -89,9 +95,10 @@ def browser() -> Iterator[Any]:
 
 
 @contextmanager
-def checked_page(browser: Any, width: int = 1280) -> Iterator[Any]:
-    """A fresh page `width` pixels wide (800 high) that fails the test on any uncaught script error."""
-    context = browser.new_context(viewport={"width": width, "height": 800})
+def checked_page(browser: Any, width: int = 1280, headers: dict[str, str] | None = None) -> Iterator[Any]:
+    """A fresh page `width` pixels wide (800 high) that fails the test on any uncaught script error; `headers` go
+    with each of its requests (an API key)."""
+    context = browser.new_context(viewport={"width": width, "height": 800}, extra_http_headers=headers)
     opened = context.new_page()
     opened.set_default_timeout(15_000)
     errors: list[str] = []

@@ -19,6 +19,7 @@ def _run(run_id: str, status: str, *, scheduled_ago: float, lease_ago: float | N
     attrs = {
         "run_id": run_id,
         "job_id": "j",
+        "tenant": "acme",
         "status": status,
         "scheduled_for": iso(NOW - timedelta(seconds=scheduled_ago)),
     }

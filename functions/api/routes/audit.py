@@ -12,9 +12,8 @@ from dependencies import Wired, caller
 from tickwork.control.api_bodies import AuditList
 from tickwork.control.callers import Caller
 from tickwork.model.schedule import CallerInstant
-from tickwork.store import TENANT
 
-from routes.parameters import Cursor, Limit
+from routes.parameters import Cursor, Limit, ReadTenant
 from routes.responses import json_response, ok, problems
 
 router = APIGatewayHttpRouter()
@@ -49,10 +48,7 @@ def list_audit(
     until: Annotated[
         CallerInstant | None, Query(alias="to", description="An instant with its offset; default now.")
     ] = None,
-    tenant: Annotated[
-        str | None,
-        Query(pattern=rf"(?:{TENANT.pattern})|^\*$", description="An admin's: one tenant's records, or `*`."),
-    ] = None,
+    tenant: ReadTenant = None,
 ):
     page = built.audit.records(
         who.tenant,

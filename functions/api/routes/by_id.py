@@ -1,7 +1,8 @@
 """Routes that name one job, run, workflow or workflow run by id, call one domain service method with the caller,
 that id and the request's attribution (for a change's audit record), and answer what it returns: declared as data,
 since they differ only in that data. A read passes the caller's admin flag (an admin reads any tenant's item: ids
-are unique across tenants); a change is the caller's own tenant's."""
+are unique across tenants), and takes `tenant` as the listings do (an admin naming one reads only that tenant's); a
+change is the caller's own tenant's."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from tickwork.model.run import Run
 from tickwork.model.workflow.definition import Workflow
 from tickwork.services import Services
 
-from routes.parameters import JobId, RunId, WorkflowId, WorkflowRunId
+from routes.parameters import JobId, ReadTenant, RunId, WorkflowId, WorkflowRunId
 from routes.responses import WORKFLOW_RUN_OPERATIONS, json_response, linked, ok, problems
 
 
@@ -46,12 +47,23 @@ class ByIdRoute:
         Powertools reads the signature (and, for dependencies, the annotations), so both are set here."""
         id_name = self.rule[self.rule.index("<") + 1 : self.rule.index(">")]
 
-        def by_id(built: Services, who: Caller, by: Attribution, **ids: str):  # no return type: it would show
-            return json_response(self.status, self.call(built, who, ids[id_name], by))
+        # No return type: it would show.
+        def by_id(built: Services, who: Caller, by: Attribution, tenant: str | None = None, **ids: str):
+            return json_response(self.status, self.call(built, who.reader_for(tenant), ids[id_name], by))
 
         annotations = {id_name: ID_PARAMETERS[id_name], "built": Wired, "who": Who, "by": Acting}
+        if self.method == "GET":
+            annotations["tenant"] = ReadTenant
         by_id.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-            [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=a) for name, a in annotations.items()]
+            [
+                inspect.Parameter(
+                    name,
+                    inspect.Parameter.KEYWORD_ONLY,
+                    annotation=a,
+                    default=None if name == "tenant" else inspect.Parameter.empty,
+                )
+                for name, a in annotations.items()
+            ]
         )
         by_id.__annotations__ = annotations
         return by_id

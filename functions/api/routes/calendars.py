@@ -49,7 +49,7 @@ def create_calendar(spec: CalendarBody, built: Wired, tenant: Tenant, by: Acting
 
 @router.get(
     "/v1/calendars",
-    summary="List your calendars (an admin: a tenant's)",
+    summary="List your calendars (an admin: a tenant's, or every tenant's)",
     responses={200: ok(CalendarList, "Every calendar of yours"), **problems(403)},
     tags=["calendars"],
 )
@@ -59,7 +59,7 @@ def list_calendars(built: Wired, who: Who, tenant: ReadTenant = None):
 
 @router.get(
     "/v1/calendars/<calendar_id>",
-    summary="Read a calendar (an admin: a tenant's, named by `tenant`)",
+    summary="Read a calendar (an admin: a tenant's, named by `tenant`, or any tenant's with `*`)",
     responses={200: ok(Calendar, "The calendar"), **problems(403, 404)},
     tags=["calendars"],
 )

@@ -23,7 +23,7 @@ REDRIVEN = {202: ok(RedriveResult, "Re-queued"), **problems(400, 415, 422)}
 
 @router.get(
     "/v1/dlq",
-    summary="Your FAILED runs (an admin: a tenant's), newest first",
+    summary="Your FAILED runs (an admin: a tenant's, or every tenant's), newest first",
     responses={**PAGE_OF_RUNS, **problems(403)},
     tags=["dlq"],
 )

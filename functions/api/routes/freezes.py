@@ -11,7 +11,6 @@ from dependencies import Acting, Who, Wired
 from pydantic import StringConstraints
 from tickwork.control.api_bodies import FreezeList
 from tickwork.control.api_examples import FREEZE, openapi_examples
-from tickwork.control.callers import Caller
 from tickwork.model.freezes import Freeze, FreezeSpec
 
 from routes.parameters import ReadTenant
@@ -55,8 +54,7 @@ def create_freeze(
     tags=["freezes"],
 )
 def list_freezes(built: Wired, who: Who, tenant: ReadTenant = None):
-    seen_by = who if tenant is None else Caller(who.tenant_to_read(tenant))
-    return json_response(200, FreezeList(items=built.freezes.visible_to(seen_by)))
+    return json_response(200, FreezeList(items=built.freezes.visible_to(who.reader_for(tenant))))
 
 
 @router.get(
@@ -65,8 +63,8 @@ def list_freezes(built: Wired, who: Who, tenant: ReadTenant = None):
     responses={200: ok(Freeze, "The freeze"), **problems(404)},
     tags=["freezes"],
 )
-def get_freeze(freeze_id: FreezeId, built: Wired, who: Who):
-    return json_response(200, built.freezes.get(who, freeze_id))
+def get_freeze(freeze_id: FreezeId, built: Wired, who: Who, tenant: ReadTenant = None):
+    return json_response(200, built.freezes.get(who.reader_for(tenant), freeze_id))
 
 
 @router.delete(

@@ -55,7 +55,7 @@ def create_job(
 
 @router.get(
     "/v1/jobs",
-    summary="List your jobs (an admin: a tenant's), newest first",
+    summary="List your jobs (an admin: a tenant's, or every tenant's), newest first",
     responses={200: ok(JobList, "One page"), **problems(403, 422)},
     tags=["jobs"],
 )

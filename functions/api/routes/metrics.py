@@ -23,10 +23,11 @@ from tickwork.control.metrics_catalogue import (
     metrics_request,
     plan,
 )
+from tickwork.model.freezes import EVERY_TENANT
 from tickwork.model.policies import Band
 from tickwork.model.schedule import CallerInstant
-from tickwork.store import TENANT
 
+from routes.parameters import ReadTenant
 from routes.responses import json_response, ok, problems
 
 router = APIGatewayHttpRouter()
@@ -71,11 +72,11 @@ def get_metrics(
         CallerInstant | None, Query(description="An instant with its offset; default now. At most 24 h after start.")
     ] = None,
     band: Annotated[Band | None, Query(description="Only this band's series, for figures by band.")] = None,
-    tenant: Annotated[
-        str | None,
-        Query(pattern=TENANT.pattern, description="Only this tenant's series (a tenant: its own only)."),
-    ] = None,
+    tenant: ReadTenant = None,
 ):
+    if tenant == EVERY_TENANT:
+        who.tenant_to_read(tenant)  # a tenant's `*` is refused, as on every read
+        tenant = None  # every tenant's: the figures' totals, as with none named
     request = metrics_request(
         names=names, period=period, start=start, end=end, now=built.clock.now(), band=band, tenant=tenant
     )

@@ -48,12 +48,14 @@ TenantName = Annotated[
     BeforeValidator(unquote),
     PathParam(description="A tenant name, percent-encoded (`123456789012:role%2Fops`); `me` is the caller's own."),
 ]
-# A read's tenant (Caller.tenant_to_read): an admin's view of one tenant's items; a tenant may name only its own.
+# A read's tenant (Caller.tenant_to_read), on every route that takes one: a tenant name, as a tenant's anywhere, or
+# `*` (EVERY_TENANT, which no name can be); anything else is a 422 naming `tenant`.
 ReadTenant = Annotated[
     str | None,
     Query(
-        pattern=TENANT.pattern,
-        description="An admin's: read this tenant's, as it sees them (a tenant may name only its own: 403 otherwise).",
+        pattern=rf"(?:{TENANT.pattern})|^\*$",
+        description="An admin's: this tenant's, as it sees them, or `*`, every tenant's, each item naming its "
+        "tenant. A tenant may name only its own (403 otherwise, as for `*`).",
     ),
 ]
 TagFilter = Annotated[

@@ -1,5 +1,5 @@
 """/v1/tenants: a tenant's settings (weight and quotas) and usage. An admin sets and reads any tenant's; any
-caller reads its own (`/v1/tenants/me`)."""
+caller reads its own (`/v1/tenants/me`). /v1/me: who the caller is, its tenant and whether it is an admin."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-from dependencies import Acting, Admin, Tenant, Wired
-from tickwork.control.api_bodies import TenantView
+from dependencies import Acting, Admin, Tenant, Who, Wired
+from tickwork.control.api_bodies import CallerView, TenantView
 from tickwork.control.api_examples import TENANT_SETTINGS, openapi_examples
 from tickwork.model.tenant_settings import TenantSettings
 
@@ -20,6 +20,16 @@ WholeSettings = Annotated[
     TenantSettings,
     Body(description="The tenant's settings, whole.", openapi_examples=openapi_examples(TENANT_SETTINGS)),
 ]
+
+
+@router.get(
+    "/v1/me",
+    summary="Who you are: your tenant, and whether you are an admin",
+    responses={200: ok(CallerView, "Your tenant and admin flag"), **problems()},
+    tags=["tenants"],
+)
+def get_me(who: Who):
+    return json_response(200, CallerView(tenant=who.tenant, admin=who.admin))
 
 
 # Declared before /v1/tenants/<tenant>, which would otherwise take `me` for a tenant's name.

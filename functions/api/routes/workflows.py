@@ -49,7 +49,7 @@ def create_workflow(
 
 @router.get(
     "/v1/workflows",
-    summary="List your workflows (an admin: a tenant's), newest first",
+    summary="List your workflows (an admin: a tenant's, or every tenant's), newest first",
     responses={200: ok(WorkflowList, "One page"), **problems(403, 422)},
     tags=["workflows"],
 )

@@ -476,6 +476,14 @@ class TenantUsage(BaseModel):
     )
 
 
+class CallerView(BaseModel):
+    """Who the caller is (GET /v1/me): its tenant, and whether it is an admin (who may read any tenant's, `tenant`
+    naming one or `*` every tenant's; the console shows an admin its tenant switcher)."""
+
+    tenant: str
+    admin: bool
+
+
 class TenantView(BaseModel):
     """A tenant's settings (the defaults where none are stored) and usage (GET /v1/tenants/{tenant}, /me)."""
 

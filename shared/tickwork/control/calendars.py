@@ -18,8 +18,10 @@ from tickwork.model.blocking import check_crossable
 from tickwork.model.calendars import Calendar, CalendarDefinition
 from tickwork.model.clock import Clock, to_ms
 from tickwork.model.errors import Conflict, InvalidInput, NotFound
+from tickwork.model.freezes import EVERY_TENANT
 from tickwork.model.ids import new_job_id
 from tickwork.observability import logger
+from tickwork.store import KnownTenants
 from tickwork.store.calendars import CalendarRecords
 
 
@@ -44,6 +46,7 @@ class CalendarService:
     records: CalendarRecords
     clock: Clock
     audit: AuditTrail  # each change's record, in the change's own write
+    known: KnownTenants  # a tenant is known before its first calendar is written (an admin's `tenant=*` reads it)
 
     def create(self, tenant: str, spec: CalendarDefinition, *, by: Attribution | None = None) -> Calendar:
         now = self.clock.now()
@@ -51,13 +54,19 @@ class CalendarService:
         calendar = Calendar(
             id=new_job_id(to_ms(now), prefix="c"), tenant=tenant, created_at=now, updated_at=now, **_fields(spec)
         )
+        self.known.know(tenant)
         if not self.records.put_new(calendar, audit=self._audit(by, "create", after=calendar)):
             raise Conflict(f"calendar {calendar.id} exists already")  # pragma: no cover - 75 random bits
         logger.info("calendar created", extra={"calendar_id": calendar.id, "tenant": tenant})
         return calendar
 
     def get(self, tenant: str, calendar_id: str) -> Calendar:
-        calendar = self.records.get(tenant, calendar_id)
+        """The tenant's calendar; EVERY_TENANT: whichever known tenant's it is (one BatchGetItem)."""
+        if tenant == EVERY_TENANT:
+            found = self.records.get_many((known, calendar_id) for known in self.known.every())
+            calendar = next(iter(found.values()), None)
+        else:
+            calendar = self.records.get(tenant, calendar_id)
         if calendar is None:
             raise NotFound(f"calendar {calendar_id} not found")
         return calendar
@@ -68,6 +77,9 @@ class CalendarService:
         return tuple(found[(tenant, c)] for c in calendar_ids if (tenant, c) in found)
 
     def list(self, tenant: str) -> list[Calendar]:
+        """The tenant's calendars; EVERY_TENANT: every known tenant's, tenant by tenant (a Query each)."""
+        if tenant == EVERY_TENANT:
+            return [calendar for known in self.known.every() for calendar in self.records.list(known)]
         return self.records.list(tenant)
 
     def replace(

@@ -46,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 from tickwork.aws.role_tags import TENANT_TAG
 from tickwork.model.audit import Actor, ActorKind, Attribution
 from tickwork.model.errors import Forbidden, Unauthenticated
+from tickwork.model.freezes import EVERY_TENANT
 from tickwork.settings import ROLE_NAME_PART, ApiSettings
 from tickwork.store import TENANT
 
@@ -63,12 +64,22 @@ class Caller:
 
     def tenant_to_read(self, asked: str | None) -> str:
         """Whose items a read shows, for its `tenant` query parameter: the caller's own tenant (none named, or its
-        own); an admin's, the tenant named. A tenant that names another is Forbidden, naming the parameter."""
+        own); an admin's, the tenant named, or `*` (EVERY_TENANT) for every tenant's. A tenant that names another,
+        or `*`, is Forbidden, naming the parameter."""
         if asked is None or asked == self.tenant:
             return self.tenant
         if not self.admin:
-            raise Forbidden("`tenant`: only an admin may read another tenant's; leave it out, or name your own")
+            raise Forbidden(
+                "`tenant`: only an admin may read another tenant's, or every tenant's (`*`); leave it out, or name "
+                "your own"
+            )
         return asked
+
+    def reader_for(self, asked: str | None) -> Caller:
+        """Who a read reads as, for its `tenant` (tenant_to_read): the caller (none named, its own, or an admin's
+        `*`: any tenant's); an admin naming a tenant reads as that tenant, so that tenant's items alone are found."""
+        scope = self.tenant_to_read(asked)
+        return self if scope in (self.tenant, EVERY_TENANT) else Caller(scope)
 
 
 _ARN = re.compile(r"^arn:aws[a-zA-Z-]*:(?:sts|iam)::(\d{12}):(.+)$")

@@ -36,7 +36,7 @@ from tickwork.model.clock import Clock, stored_instant
 from tickwork.model.errors import InvalidInput, QuotaExceeded
 from tickwork.model.tenant_settings import TenantDirectory, TenantSettings
 from tickwork.observability import logger, metrics
-from tickwork.store import TENANT, TenantRecords
+from tickwork.store import TENANT, KnownTenants, TenantRecords
 from tickwork.store.tenants import ACTIVE_JOBS
 
 MAX_ACTIVE_JOBS = "max_active_jobs"
@@ -64,12 +64,14 @@ class ActiveJobsQuota:
 
     records: TenantRecords
     directory: TenantDirectory
+    known: KnownTenants  # every create passes here: its tenant is known before its item is written
     clock: Clock
 
     @contextmanager
     def admitted(self, tenant: str, written: Callable[[], bool]) -> Iterator[bool]:
         counted = self.reserve(tenant)
         try:
+            self.known.know(tenant)  # after the quota's refusal, which writes nothing
             yield counted
         except BaseException:
             if counted:

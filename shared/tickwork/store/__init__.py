@@ -32,7 +32,8 @@ The package, one module a concern:
 - `event_outbox`: `EventOutbox`, run events not yet known to be published (tickwork.model.run_events);
 - `idempotency`: `IdempotencyRecords`, the records behind create's Idempotency-Key;
 - `workflows`: `WorkflowRecords`, the workflow and workflow run items (built over the same `Table`);
-- `tenants`: `TenantRecords`, a tenant's settings and usage (pk=TENANT#<tenant>; built over the same `Table`);
+- `tenants`: `TenantRecords`, a tenant's settings and usage (pk=TENANT#<tenant>; built over the same `Table`), and
+  `KnownTenants`, the tenants the stack knows (pk=TENANTS, sk=<tenant>), whose partitions an admin's `*` reads;
 - `limits`: `LimitRecords`, concurrency semaphores and rate limits (pk=TENANT#<tenant>, sk=LIMIT#...);
 - `ordering`: `OrderingRecords`, ordering keys' queues and heads (pk=TENANT#<tenant>, sk=ORDER#...), which
   `RunRecords` writes a new run's queue entry through;
@@ -95,7 +96,7 @@ from tickwork.store.reading import (
 )
 from tickwork.store.running_slots import RunningSlots, SlotClaim
 from tickwork.store.runs import ClaimedRuns, RunRecords
-from tickwork.store.tenants import TenantRecords
+from tickwork.store.tenants import KnownTenants, TenantRecords
 from tickwork.store.workflows import WorkflowRecords
 
 __all__ = [
@@ -123,6 +124,7 @@ __all__ = [
     "ItemKind",
     "JobRecords",
     "JobStore",
+    "KnownTenants",
     "Lease",
     "LeaseExtension",
     "LeaseOutcome",

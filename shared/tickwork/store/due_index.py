@@ -17,6 +17,7 @@ from typing import Any
 from tickwork.model.blocking import OnBlocked
 from tickwork.model.claim_plan import ClaimableJob
 from tickwork.model.clock import from_ms, optional_instant, stored_instant, to_ms
+from tickwork.model.freezes import EVERY_TENANT
 from tickwork.model.ids import ItemKind
 from tickwork.model.policies import (
     DEFAULT_MISFIRE_GRACE_SECONDS,
@@ -181,16 +182,19 @@ class DueIndex:
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def tenant_runs_due(self, tenant: str, shard: str, until_ms: int, *, max_read: int) -> tuple[list[DueItem], bool]:
-        """A tenant's runs among one shard's entries due by `until_ms`, oldest first, and whether every entry
-        was read: the query reads (and pays for) the other tenants' entries and the jobs' too, at most
-        `max_read` of them, and returns only the tenant's runs."""
+        """A tenant's runs (EVERY_TENANT: every tenant's) among one shard's entries due by `until_ms`, oldest
+        first, and whether every entry was read: the query reads (and pays for) the other tenants' entries and the
+        jobs' too, at most `max_read` of them, and returns only the tenant's runs."""
+        every = tenant == EVERY_TENANT
         kwargs: dict[str, Any] = {
             "TableName": self._table.name,
             "IndexName": DUE_INDEX,
             "KeyConditionExpression": "due_shard = :s AND due_at <= :u",
-            "FilterExpression": "#kind = :run AND tenant = :t",
+            "FilterExpression": "#kind = :run" if every else "#kind = :run AND tenant = :t",
             "ExpressionAttributeNames": {"#kind": "kind"},
-            "ExpressionAttributeValues": expression_values(s=shard, u=until_ms, run=ItemKind.RUN.value, t=tenant),
+            "ExpressionAttributeValues": expression_values(
+                s=shard, u=until_ms, run=ItemKind.RUN.value, **({} if every else {"t": tenant})
+            ),
         }
         found: list[DueItem] = []
         read = 0

@@ -10,6 +10,9 @@ Listings are paginated Queries, never a Scan:
 - a tenant's audit records, newest first: partition `AUDIT#<tenant>`; every tenant's (an admin's view):
   `tenant-index`, partition `AUDIT#*` (tickwork.store.audit).
 
+Every tenant's jobs, workflows or FAILED runs (an admin's `tenant=*`, EVERY_TENANT): each known tenant's partition
+(KnownTenants), read at once and merged newest first (tickwork.store.merged_query), its cursor one position.
+
 The partition a page reads always comes from the caller's tenant (and a job it owns), never from the cursor.
 """
 
@@ -22,6 +25,7 @@ from typing import Any, Generic, TypeVar
 
 from tickwork.model.audit import AuditRecord
 from tickwork.model.errors import InvalidInput
+from tickwork.model.freezes import EVERY_TENANT
 from tickwork.model.ids import parse_run_id
 from tickwork.model.job import Job
 from tickwork.model.run import Run
@@ -42,7 +46,9 @@ from tickwork.store.codec import (
 from tickwork.store.conditional import Table
 from tickwork.store.cursors import Cursors
 from tickwork.store.due_index import TENANT_INDEX
+from tickwork.store.merged_query import merged_page
 from tickwork.store.reading import UNREADABLE, note_unreadable
+from tickwork.store.tenants import KnownTenants
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 100
@@ -84,11 +90,13 @@ class _Filter:
 
 
 class Listings:
-    """Reads a tenant's jobs, runs and DLQ page by page. Shares the store's `Table`; takes its cursors."""
+    """Reads a tenant's jobs, runs and DLQ page by page (EVERY_TENANT: every known tenant's). Shares the store's
+    `Table`; takes its cursors."""
 
-    def __init__(self, table: Table, cursors: Cursors) -> None:
+    def __init__(self, table: Table, cursors: Cursors, known: KnownTenants) -> None:
         self._table = table
         self.cursors = cursors
+        self.known = known
 
     def list_jobs(
         self,
@@ -145,6 +153,16 @@ class Listings:
         **equal: Any,
     ) -> Page[T]:
         """Jobs or workflows of the tenant, newest first, filtered by state, name prefix and `equal`."""
+        where = _Filter.of(state=state.value if state is not None else None, **equal)
+        if name_prefix:
+            where.add("begins_with(#name, :prefix)", "name", name_prefix, placeholder="prefix")
+        if tag is not None:
+            # The key goes in as an attribute name placeholder: a tag key may hold any character, dots included.
+            key, value = tag
+            where.add("#tags.#tag_key = :tag_value", "tags", value, placeholder="tag_value")
+            where.names["#tag_key"] = key
+        if tenant == EVERY_TENANT:
+            return self._every_tenant(kind, scope, where, limit, cursor, convert)
         partition = f"T#{tenant}#{kind}"
         start = None
         if cursor:
@@ -155,19 +173,13 @@ class Listings:
                 "pk": {"S": f"JOB#{sort.split('#', 1)[-1]}"},
                 "sk": {"S": "JOB"},
             }
-        where = _Filter.of(state=state.value if state is not None else None, **equal)
-        if name_prefix:
-            where.add("begins_with(#name, :prefix)", "name", name_prefix, placeholder="prefix")
-        if tag is not None:
-            # The key goes in as an attribute name placeholder: a tag key may hold any character, dots included.
-            key, value = tag
-            where.add("#tags.#tag_key = :tag_value", "tags", value, placeholder="tag_value")
-            where.names["#tag_key"] = key
         return self._page(tenant, scope, self._tenant_index(partition, where), where, limit, start, convert)
 
     def list_failed_runs(self, tenant: str, *, limit: int = DEFAULT_LIMIT, cursor: str | None = None) -> Page[Run]:
         """The tenant's FAILED runs, newest failure first (tenant-index, T#<tenant>#FAILED)."""
         scope = "dlq"
+        if tenant == EVERY_TENANT:
+            return self._every_tenant("FAILED", scope, _Filter.of(), limit, cursor, run_from_attrs)
         partition = f"T#{tenant}#FAILED"
         start = None
         if cursor:
@@ -254,6 +266,39 @@ class Listings:
         query = AuditQuery(self._table.name, tenant, older_than=older_than, **filters)
         where = _Filter(query.conditions, query.names, {})
         return self._page(owner, "audit", query.params, where, limit, None, record_of, query.keep)
+
+    def _every_tenant(
+        self,
+        kind: str,
+        scope: str,
+        where: _Filter,
+        limit: int,
+        cursor: str | None,
+        convert: Callable[[dict[str, Any]], T],
+    ) -> Page[T]:
+        """Every known tenant's partition T#<tenant>#<kind> of tenant-index, merged newest first: a Query of each
+        (in parallel), then more of the one read least far while the page is not sure, within the same budget of
+        pages a tenant's filtered listing has past those."""
+        if not 1 <= limit <= MAX_LIMIT:
+            raise InvalidInput.one("limit", f"must be between 1 and {MAX_LIMIT}")
+        below = self.cursors.decode(EVERY_TENANT, scope, cursor) if cursor else None
+        requests = []
+        for tenant in self.known.every():
+            query = self._tenant_index(f"T#{tenant}#{kind}", where)
+            if below is not None:
+                query["KeyConditionExpression"] += " AND tenant_sort < :below"
+                query["ExpressionAttributeValues"] |= expression_values(below=below)
+            if where.conditions:
+                query["FilterExpression"] = " AND ".join(where.conditions)
+                query["ExpressionAttributeNames"] = where.names
+            query["Limit"] = max(_FILTERED_PAGE, limit + 1) if where.conditions else limit + 1
+            requests.append(query)
+        budget = len(requests) + MAX_QUERY_PAGES
+        page = merged_page(
+            self._table.client.query, requests, sort_attr="tenant_sort", limit=limit, budget=budget, below=below
+        )
+        next_cursor = self.cursors.encode(EVERY_TENANT, scope, page.below) if page.below is not None else None
+        return Page(_readable(convert, self._full_items(page.entries)), next_cursor)
 
     def _tenant_index(self, partition: str, where: _Filter) -> dict[str, Any]:
         """The Query of one tenant-index partition, newest first."""

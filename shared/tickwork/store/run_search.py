@@ -11,7 +11,8 @@ The partition is sharded so that a tenant's burst of runs is spread over RUN_SEA
 takes about 1,000 writes a second) rather than throttling one. A search reads every shard it can match (one, with
 `job_ids` of one job), merges them newest first, and returns only runs newer than every unread part of every shard:
 so pages are in order and none is skipped, though one may be short when a selective filter spends the request's
-budget (then its cursor resumes where the reads stopped).
+budget (then its cursor resumes where the reads stopped): tickwork.store.merged_query. An admin's search of every
+tenant's runs (`tenant=*`) reads every shard of every known tenant (tickwork.store.tenants.KnownTenants) so.
 
 The partition comes from the caller's tenant, never from the cursor, which carries only a position (`runs_sort`).
 """
@@ -19,19 +20,21 @@ The partition comes from the caller's tenant, never from the cursor, which carri
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from tickwork.model.clock import iso, to_ms
 from tickwork.model.errors import InvalidInput
+from tickwork.model.freezes import EVERY_TENANT
 from tickwork.model.run import Run
 from tickwork.model.states import RunStatus, RunTrigger
-from tickwork.store.codec import RUN_SEARCH_SHARDS, deserialize, expression_values, run_from_attrs, shard_of
+from tickwork.store.codec import RUN_SEARCH_SHARDS, expression_values, run_from_attrs, shard_of
 from tickwork.store.conditional import Table
 from tickwork.store.cursors import Cursors
 from tickwork.store.listings import Page
+from tickwork.store.merged_query import merged_page
+from tickwork.store.tenants import KnownTenants
 
 RUNS_INDEX = "runs-index"
 # What a search filters on, besides the keys: template.yaml must list the same.
@@ -129,25 +132,16 @@ class RunSearch:
         return conditions, names, values
 
 
-@dataclass
-class _Shard:
-    """One shard's reads so far: its matches not yet returned, and where its reads stopped (None: read to its
-    end)."""
-
-    key: str
-    matches: list[dict[str, Any]] = field(default_factory=list)
-    resume: dict[str, Any] | None = None
-    done: bool = False
-
-
 class RunSearchIndex:
     """Reads the runs-index for a tenant's searches; shares the store's `Table` and takes its cursors."""
 
-    def __init__(self, table: Table, cursors: Cursors) -> None:
+    def __init__(self, table: Table, cursors: Cursors, known: KnownTenants) -> None:
         self._table = table
         self.cursors = cursors
+        self.known = known
 
     def search(self, tenant: str, search: RunSearch, *, limit: int, cursor: str | None = None) -> Page[Run]:
+        """The tenant's runs (EVERY_TENANT: every known tenant's, merged) that `search` matches, newest first."""
         below = self.cursors.decode(tenant, "run-search", cursor) if cursor else None
         low, high = search.sort_range(below)
         if low > high:
@@ -164,40 +158,21 @@ class RunSearchIndex:
             base["FilterExpression"] = " AND ".join(conditions)
         if names:
             base["ExpressionAttributeNames"] = names
-        shards = [_Shard(f"{tenant}#{shard}") for shard in search.shards()]
-        queries = 0
-
-        def read(shard: _Shard) -> None:
-            request = dict(base)
-            request["ExpressionAttributeValues"] = expression_values(rk=shard.key, low=low, high=high, **values)
-            if shard.resume is not None:
-                request["ExclusiveStartKey"] = shard.resume
-            answer = self._table.client.query(**request)
-            shard.matches += [deserialize(item) for item in answer.get("Items", []) if _sort(item) != below]
-            shard.resume = answer.get("LastEvaluatedKey")
-            shard.done = shard.resume is None
-
-        # Every shard once, at the same time; then the one whose reads stopped highest, until a page is sure.
-        with ThreadPoolExecutor(max_workers=len(shards)) as pool:
-            list(pool.map(read, shards))
-        queries += len(shards)
-        while True:
-            frontier = _frontier(shards)
-            ready = sorted(
-                (m for s in shards for m in s.matches if frontier is None or m["runs_sort"] >= frontier),
-                key=lambda m: m["runs_sort"],
-                reverse=True,
-            )
-            if len(ready) > limit:
-                page = ready[:limit]
-                return Page(self._runs(page), self.cursors.encode(tenant, "run-search", page[-1]["runs_sort"]))
-            if frontier is None:
-                return Page(self._runs(ready), None)
-            if queries >= MAX_SEARCH_QUERIES:
-                # The budget is spent: what is sure now, and a cursor past everything every shard has read.
-                return Page(self._runs(ready), self.cursors.encode(tenant, "run-search", frontier))
-            read(next(s for s in shards if not s.done and _sort(s.resume) == frontier))
-            queries += 1
+        tenants = self.known.every() if tenant == EVERY_TENANT else [tenant]
+        requests = [
+            {
+                **base,
+                "ExpressionAttributeValues": expression_values(rk=f"{owner}#{shard}", low=low, high=high, **values),
+            }
+            for owner in tenants
+            for shard in search.shards()
+        ]
+        budget = max(MAX_SEARCH_QUERIES, len(requests))
+        page = merged_page(
+            self._table.client.query, requests, sort_attr="runs_sort", limit=limit, budget=budget, below=below
+        )
+        next_cursor = self.cursors.encode(tenant, "run-search", page.below) if page.below is not None else None
+        return Page(self._runs(page.entries), next_cursor)
 
     def _runs(self, entries: Sequence[dict[str, Any]]) -> list[Run]:
         """The page's runs from the table, in the page's order; one deleted since (TTL) is left out."""
@@ -206,15 +181,3 @@ class RunSearchIndex:
         keys = [{"pk": {"S": e["pk"]}, "sk": {"S": e["sk"]}} for e in entries]
         by_key = {(i["pk"], i["sk"]): i for i in self._table.batch_get(keys)}
         return [run_from_attrs(by_key[(e["pk"], e["sk"])]) for e in entries if (e["pk"], e["sk"]) in by_key]
-
-
-def _sort(key: dict[str, Any] | None) -> str | None:
-    """The `runs_sort` of a raw item or key."""
-    return None if key is None else str(key["runs_sort"]["S"])
-
-
-def _frontier(shards: Sequence[_Shard]) -> str | None:
-    """The highest position any shard has not read past: every run above it has been read in every shard (None:
-    every shard read to its end)."""
-    stops = [_sort(s.resume) for s in shards if not s.done]
-    return max((stop for stop in stops if stop is not None), default=None)

@@ -1,4 +1,5 @@
-"""Tenant items (pk=TENANT#<tenant>): the settings an admin sets (sk=SETTINGS) and the tenant's usage (sk=USAGE).
+"""Tenant items (pk=TENANT#<tenant>): the settings an admin sets (sk=SETTINGS) and the tenant's usage (sk=USAGE);
+and the tenants the stack knows (pk=TENANTS, sk=<tenant>: `KnownTenants`).
 
 Other tenant items sit in the same partition (usage counters, limits); each has its own sort key.
 
@@ -11,6 +12,7 @@ only when that write won (see tickwork.store.jobs).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import Any
@@ -18,7 +20,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from tickwork.model.clock import iso
-from tickwork.model.errors import Conflict
+from tickwork.model.errors import Conflict, InvalidInput
 from tickwork.model.states import JobState
 from tickwork.model.tenant_settings import TenantSettings
 from tickwork.observability import logger
@@ -37,8 +39,56 @@ ACTIVE_STATES = (JobState.ACTIVE.value, JobState.PAUSED.value, JobState.SUSPENDE
 _SETTINGS_FIELDS = set(TenantSettings.model_fields)
 
 
+KNOWN_TENANTS = "TENANTS"  # the partition of the tenants the stack knows
+# How many tenants an admin's `tenant=*` read reads at once (a Query of each one's partition a page, in parallel).
+MAX_EVERY_TENANT = 50
+
+
 def tenant_key(tenant: str, sort: str) -> dict[str, Any]:
     return {"pk": {"S": f"TENANT#{tenant}"}, "sk": {"S": sort}}
+
+
+class KnownTenants:
+    """The tenants the stack knows, one item each (pk=TENANTS, sk=<tenant>), for an admin's read of every tenant's
+    (`tenant=*`: each known tenant's partition, read at once and merged; tickwork.store.merged_query). Every create
+    of a job, workflow or calendar passes `know` before its item is written, so a tenant that owns one is known
+    (a crash between the two leaves a known tenant with nothing, which a read shows as nothing). Cost: one PutItem
+    (1 WRU) per tenant per execution environment, which remembers the tenants it has put; one Query a `*` read."""
+
+    def __init__(self, table: Table) -> None:
+        self._table = table
+        self._put: set[str] = set()
+        self._lock = threading.Lock()
+
+    def know(self, tenant: str) -> None:
+        """Make the tenant known (idempotent: the same item again)."""
+        with self._lock:
+            if tenant in self._put:
+                return
+        self._table.client.put_item(
+            TableName=self._table.name, Item=serialize({"pk": KNOWN_TENANTS, "sk": tenant, "tenant": tenant})
+        )
+        with self._lock:
+            self._put.add(tenant)
+
+    def every(self) -> list[str]:
+        """Every known tenant, by name; InvalidInput naming `tenant` when there are more than MAX_EVERY_TENANT (a
+        read of every tenant's then names one)."""
+        at_most = MAX_EVERY_TENANT
+        answer = self._table.client.query(
+            TableName=self._table.name,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues=expression_values(pk=KNOWN_TENANTS),
+            ProjectionExpression="sk",
+            Limit=at_most + 1,
+        )
+        tenants = [str(deserialize(item)["sk"]) for item in answer.get("Items", [])]
+        if len(tenants) > at_most:
+            raise InvalidInput.one(
+                "tenant",
+                f"`*` reads every tenant's at once, at most {at_most} tenants, and this stack knows more: name one",
+            )
+        return tenants
 
 
 class TenantRecords:

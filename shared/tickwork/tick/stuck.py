@@ -38,6 +38,7 @@ class StuckRun(BaseModel):
 
     run_id: str
     job_id: str = Field(description="Its job's id (a workflow step's run: its workflow's).")
+    tenant: str
     status: RunStatus = Field(description="QUEUED or RUNNING.")
     scheduled_for: UtcDatetime
     since: UtcDatetime = Field(
@@ -67,6 +68,7 @@ def stuck_run_of(item: DueItem, now: datetime, *, queued_after: timedelta = STUC
     return StuckRun(
         run_id=str(a["run_id"]),
         job_id=str(a["job_id"]),
+        tenant=str(a["tenant"]),
         status=RunStatus(status),
         scheduled_for=stored_instant(a["scheduled_for"]),
         since=since,

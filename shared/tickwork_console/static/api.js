@@ -48,7 +48,30 @@ export async function api(method, path, { query, body } = {}) {
   return parsed;
 }
 
-export const get = (path, query) => api("GET", path, { query });
+// An admin's tenant switcher's choice (tenancy.js): whose items every read shows, sent as `tenant` on each GET that
+// names none of its own. "" (the caller's own), a tenant's name, or "*" (every tenant's). Kept for the tab's session.
+const SCOPE_KEY = "tickwork.tenant";
+let readScope = "";
+try {
+  readScope = window.sessionStorage.getItem(SCOPE_KEY) || "";
+} catch {
+  readScope = "";
+}
+
+export const tenantScope = () => readScope;
+
+export function setTenantScope(tenant) {
+  readScope = tenant || "";
+  try {
+    if (readScope) window.sessionStorage.setItem(SCOPE_KEY, readScope);
+    else window.sessionStorage.removeItem(SCOPE_KEY);
+  } catch {
+    // No session storage (a private window's policy): the choice lasts until the page is reloaded.
+  }
+}
+
+export const get = (path, query) =>
+  api("GET", path, { query: readScope && !(query && query.tenant) ? { tenant: readScope, ...query } : query });
 export const post = (path, body) => api("POST", path, { body });
 export const patch = (path, body) => api("PATCH", path, { body });
 export const del = (path) => api("DELETE", path);

@@ -1,6 +1,7 @@
 // The console's shell: hash routes, the navigation, and focus moved to each page's heading.
 import { html, render, useEffect, useRef, useState } from "./vendor/htm-preact-standalone.module.js";
-import { AuditPage, useIsAdmin } from "./audit.js";
+import { tenantScope } from "./api.js";
+import { AuditPage } from "./audit.js";
 import { CalendarPage, CalendarsPage, NewCalendarPage } from "./calendars.js";
 import { FreezesPage } from "./freezes.js";
 import { NewJobPage } from "./job_form.js";
@@ -8,6 +9,7 @@ import { JobPage, JobsPage, RunPage } from "./jobs.js";
 import { MetricsPage } from "./metrics.js";
 import { DlqPage } from "./ops.js";
 import { RunsPage } from "./runs.js";
+import { TenantSwitcher, useIsAdmin } from "./tenancy.js";
 import { NewWorkflowPage } from "./workflow_form.js";
 import { TimeZoneSwitch } from "./ui.js";
 import { WorkflowPage, WorkflowRunPage, WorkflowsPage } from "./workflows.js";
@@ -55,6 +57,8 @@ function parseHash() {
 function App() {
   const [where, setWhere] = useState(parseHash());
   const admin = useIsAdmin();
+  // Whose items the pages show (an admin's switcher): a switch loads the page again, for that tenant.
+  const [scope, setScope] = useState(tenantScope());
   useEffect(() => {
     const onChange = () => setWhere(parseHash());
     window.addEventListener("hashchange", onChange);
@@ -65,8 +69,8 @@ function App() {
   for (const [pattern, view, name] of ROUTES) {
     const match = where.path.match(pattern);
     if (match) {
-      // Keyed by the path: another page (another job's) starts afresh, its dialogs closed.
-      page = html`<${Keyed} key=${where.path}>${view(match, where.query)}<//>`;
+      // Keyed by the path and the tenant: another page (another job's, another tenant's) starts afresh.
+      page = html`<${Keyed} key=${`${scope}|${where.path}`}>${view(match, where.query)}<//>`;
       section = name;
       break;
     }
@@ -98,6 +102,7 @@ function App() {
           ${[...NAV, ...(admin ? ADMIN_NAV : [])].map(([name, href, label]) => html`<li><a href=${href} aria-current=${section === name ? "page" : undefined}>${label}</a></li>`)}
         </ul>
       </nav>
+      <${TenantSwitcher} onSwitch=${setScope} />
       <${TimeZoneSwitch} />
     </header>
     <main id="main" tabindex="-1">

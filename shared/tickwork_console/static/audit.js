@@ -2,28 +2,8 @@
 // Audit page (a tenant's own records; an admin's, every tenant's or one's).
 import { html, useEffect, useState } from "./vendor/htm-preact-standalone.module.js";
 import { enc, get } from "./api.js";
+import { useIsAdmin } from "./tenancy.js";
 import { Cell, ErrorBox, Loading, Pager, Time, ZoneLabel, instant, navigate, urlFilters, useLoad, usePager } from "./ui.js";
-
-// Whether the caller is an admin, asked once per page load: only an admin may read every tenant's records
-// (`tenant=*`); a tenant is refused (403). Anything else (the API unreachable) is taken as not an admin.
-let adminAnswer = null;
-function askAdmin() {
-  if (!adminAnswer) adminAnswer = get("/v1/audit", { tenant: "*", limit: 1 }).then(() => true, () => false);
-  return adminAnswer;
-}
-
-// null until known, then true or false.
-export function useIsAdmin() {
-  const [admin, setAdmin] = useState(null);
-  useEffect(() => {
-    let stale = false;
-    askAdmin().then((answer) => !stale && setAdmin(answer));
-    return () => {
-      stale = true;
-    };
-  }, []);
-  return admin;
-}
 
 const LONGEST = 1000;
 

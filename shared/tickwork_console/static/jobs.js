@@ -8,6 +8,7 @@ import { EditJobDialog } from "./job_form.js";
 import { JobLink } from "./names.js";
 import { Instants } from "./schedule.js";
 import { StuckRunsStrip } from "./stuck.js";
+import { TenantCell, TenantHead, columnsWithTenant } from "./tenancy.js";
 import {
   Cell,
   ConfirmDialog,
@@ -56,8 +57,6 @@ export function JobsPage({ query }) {
     type: query.get("type") || "",
     tag: query.get("tag") || "",
     name_prefix: query.get("name") || "",
-    // An admin's tenant switcher: another tenant's jobs (the API refuses a tenant that names another with a 403).
-    tenant: query.get("tenant") || "",
   };
   const health = query.get("health") || "";
   const search = (query.get("q") || "").trim().toLowerCase();
@@ -96,7 +95,6 @@ export function JobsPage({ query }) {
       <label>Type <input name="type" defaultValue=${filters.type} placeholder="echo" size="10" /></label>
       <label>Tag <input name="tag" defaultValue=${filters.tag} placeholder="team=billing" size="14" /></label>
       <label>Name starts with <input name="name" defaultValue=${filters.name_prefix} size="14" /></label>
-      <label>Tenant <input name="tenant" defaultValue=${filters.tenant} placeholder="yours" size="12" /></label>
       <label>Health
         <select name="health">
           ${HEALTH.map(([value, label]) => html`<option value=${value} selected=${value === health}>${label}</option>`)}
@@ -110,12 +108,13 @@ export function JobsPage({ query }) {
     ${data
       ? html`<table class="list">
             <caption class="visually-hidden">Jobs, newest first</caption>
-            <thead><tr><th>Name</th><th>Type</th><th>State</th><th>Last run <${ZoneLabel} /></th><th>Schedule</th><th>Next run <${ZoneLabel} /></th><th>Priority</th><th>Tags</th></tr></thead>
+            <thead><tr><${TenantHead} /><th>Name</th><th>Type</th><th>State</th><th>Last run <${ZoneLabel} /></th><th>Schedule</th><th>Next run <${ZoneLabel} /></th><th>Priority</th><th>Tags</th></tr></thead>
             <tbody>
               ${shown.length === 0
-                ? html`<tr><td colspan="8" class="muted">No jobs match.</td></tr>`
+                ? html`<tr><td colspan=${columnsWithTenant(8)} class="muted">No jobs match.</td></tr>`
                 : shown.map(
                     (job) => html`<tr>
+                      <${TenantCell} item=${job} />
                       <${Cell} label="Name"><a href=${`#/jobs/${enc(job.id)}`}>${job.name}</a><//>
                       <${Cell} label="Type">${job.type}<//>
                       <${Cell} label="State"><${JobState} job=${job} lastRun=${lastRuns[job.id]} /><//>

@@ -2,6 +2,7 @@
 import { html, useState } from "./vendor/htm-preact-standalone.module.js";
 import { enc, get, post } from "./api.js";
 import { JobLink } from "./names.js";
+import { TenantCell, TenantHead, columnsWithTenant } from "./tenancy.js";
 import { Cell, ConfirmDialog, ErrorBox, Loading, Pager, Status, Time, ZoneLabel, useLoad, usePager } from "./ui.js";
 
 // ------------------------------------------------------------------ DLQ
@@ -57,12 +58,13 @@ export function DlqPage() {
     ${dlq.data
       ? html`<table class="list">
             <caption class="visually-hidden">FAILED runs, newest first</caption>
-            <thead><tr><th>Run</th><th>Job</th><th>Failed <${ZoneLabel} /></th><th>Attempts</th><th>Error</th><th><span class="visually-hidden">Actions</span></th></tr></thead>
+            <thead><tr><${TenantHead} /><th>Run</th><th>Job</th><th>Failed <${ZoneLabel} /></th><th>Attempts</th><th>Error</th><th><span class="visually-hidden">Actions</span></th></tr></thead>
             <tbody>
               ${items.length === 0
-                ? html`<tr><td colspan="6" class="muted">The DLQ is empty.</td></tr>`
+                ? html`<tr><td colspan=${columnsWithTenant(6)} class="muted">The DLQ is empty.</td></tr>`
                 : items.map(
                     (run) => html`<tr>
+                      <${TenantCell} item=${run} />
                       <${Cell} label="Run" className="mono"><a href=${`#/runs/${enc(run.id)}`}>${run.id}</a><//>
                       <${Cell} label="Job"><${JobLink} id=${run.job_id} /><//>
                       <${Cell} label="Failed"><${Time} value=${run.finished_at} /><//>

@@ -3,6 +3,7 @@
 import { html, useState } from "./vendor/htm-preact-standalone.module.js";
 import { enc, get, postEveryPage } from "./api.js";
 import { JobLink } from "./names.js";
+import { TenantCell, TenantHead, columnsWithTenant } from "./tenancy.js";
 import { Cell, ConfirmDialog, ErrorBox, Loading, Pager, Status, Time, ZoneLabel, instant, urlFilters, useLoad, usePager } from "./ui.js";
 
 const FILTERS = ["status", "job_id", "workflow_id", "type", "tag", "trigger", "error_type", "from", "to", "on"];
@@ -91,12 +92,13 @@ export function RunsPage({ query }) {
     ${runs.data
       ? html`<table class="list">
             <caption class="visually-hidden">Runs, newest first</caption>
-            <thead><tr><th><span class="visually-hidden">Select</span></th><th>Run</th><th>Status</th><th>Job</th><th>Scheduled <${ZoneLabel} /></th><th>Ended <${ZoneLabel} /></th><th>Trigger</th><th>Error</th></tr></thead>
+            <thead><tr><${TenantHead} /><th><span class="visually-hidden">Select</span></th><th>Run</th><th>Status</th><th>Job</th><th>Scheduled <${ZoneLabel} /></th><th>Ended <${ZoneLabel} /></th><th>Trigger</th><th>Error</th></tr></thead>
             <tbody>
               ${items.length === 0
-                ? html`<tr><td colspan="8" class="muted">No runs match${runs.data.next_cursor ? " on this page; there are more to look through" : ""}.</td></tr>`
+                ? html`<tr><td colspan=${columnsWithTenant(8)} class="muted">No runs match${runs.data.next_cursor ? " on this page; there are more to look through" : ""}.</td></tr>`
                 : items.map(
                     (run) => html`<tr>
+                      <${TenantCell} item=${run} />
                       <${Cell} label="Select">${run.status === "FAILED"
                         ? html`<input type="checkbox" checked=${selected.has(run.id)} onChange=${() => toggle(run.id)} aria-label=${`Select ${run.id}`} />`
                         : null}<//>

@@ -4,6 +4,7 @@ import { html, useState } from "./vendor/htm-preact-standalone.module.js";
 import { del, enc, get, post } from "./api.js";
 import { Attribution, ResourceAudit, TabPanel, Tabs } from "./audit.js";
 import { Dag } from "./dag.js";
+import { TenantCell, TenantHead, columnsWithTenant } from "./tenancy.js";
 import { EditWorkflowDialog } from "./workflow_form.js";
 import { Cell, ConfirmDialog, ErrorBox, Loading, Pager, Status, Time, ZoneLabel, scheduleText, useLoad, useLoadWhile, usePager } from "./ui.js";
 
@@ -19,12 +20,13 @@ export function WorkflowsPage() {
     ${list.data
       ? html`<table class="list">
             <caption class="visually-hidden">Workflows, newest first</caption>
-            <thead><tr><th>Name</th><th>State</th><th>Schedule</th><th>Steps</th><th>Next run <${ZoneLabel} /></th></tr></thead>
+            <thead><tr><${TenantHead} /><th>Name</th><th>State</th><th>Schedule</th><th>Steps</th><th>Next run <${ZoneLabel} /></th></tr></thead>
             <tbody>
               ${list.data.items.length === 0
-                ? html`<tr><td colspan="5" class="muted">No workflows.</td></tr>`
+                ? html`<tr><td colspan=${columnsWithTenant(5)} class="muted">No workflows.</td></tr>`
                 : list.data.items.map(
                     (w) => html`<tr>
+                      <${TenantCell} item=${w} />
                       <${Cell} label="Name"><a href=${`#/workflows/${enc(w.id)}`}>${w.name}</a><//>
                       <${Cell} label="State"><${Status} value=${w.state} /><//>
                       <${Cell} label="Schedule" className="mono">${scheduleText(w.schedule)}<//>
