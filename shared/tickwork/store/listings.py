@@ -97,6 +97,7 @@ class Listings:
         self._table = table
         self.cursors = cursors
         self.known = known
+        self._pages = TenantIndexPages(table, cursors, known)
 
     def list_jobs(
         self,
@@ -162,7 +163,7 @@ class Listings:
             where.add("#tags.#tag_key = :tag_value", "tags", value, placeholder="tag_value")
             where.names["#tag_key"] = key
         if tenant == EVERY_TENANT:
-            return self._every_tenant(kind, scope, where, limit, cursor, convert)
+            return self._pages.every_tenant(kind, scope, where, limit, cursor, convert)
         partition = f"T#{tenant}#{kind}"
         start = None
         if cursor:
@@ -173,13 +174,13 @@ class Listings:
                 "pk": {"S": f"JOB#{sort.split('#', 1)[-1]}"},
                 "sk": {"S": "JOB"},
             }
-        return self._page(tenant, scope, self._tenant_index(partition, where), where, limit, start, convert)
+        return self._pages.page(tenant, scope, self._pages.tenant_index(partition, where), where, limit, start, convert)
 
     def list_failed_runs(self, tenant: str, *, limit: int = DEFAULT_LIMIT, cursor: str | None = None) -> Page[Run]:
         """The tenant's FAILED runs, newest failure first (tenant-index, T#<tenant>#FAILED)."""
         scope = "dlq"
         if tenant == EVERY_TENANT:
-            return self._every_tenant("FAILED", scope, _Filter.of(), limit, cursor, run_from_attrs)
+            return self._pages.every_tenant("FAILED", scope, _Filter.of(), limit, cursor, run_from_attrs)
         partition = f"T#{tenant}#FAILED"
         start = None
         if cursor:
@@ -189,7 +190,9 @@ class Listings:
                 raise InvalidInput.one("cursor", "not a cursor from this listing")
             start = {"tenant_key": {"S": partition}, "tenant_sort": {"S": sort}, **run_key(run_id)}
         where = _Filter.of()
-        return self._page(tenant, scope, self._tenant_index(partition, where), where, limit, start, run_from_attrs)
+        return self._pages.page(
+            tenant, scope, self._pages.tenant_index(partition, where), where, limit, start, run_from_attrs
+        )
 
     def iter_failed_runs(self, tenant: str, *, max_items: int) -> Iterator[Run]:
         """Every FAILED run of the tenant, newest first, up to max_items (for redrive)."""
@@ -255,7 +258,7 @@ class Listings:
             "ExpressionAttributeValues": expression_values(pk=pk, run="RUN#", **where.values),
             "ScanIndexForward": False,
         }
-        return self._page(tenant, scope, query, where, limit, start, convert)
+        return self._pages.page(tenant, scope, query, where, limit, start, convert)
 
     def list_audit(
         self, tenant: str | None, *, limit: int = DEFAULT_LIMIT, cursor: str | None = None, **filters: Any
@@ -265,9 +268,20 @@ class Listings:
         older_than = self.cursors.decode(owner, "audit", cursor) if cursor else None
         query = AuditQuery(self._table.name, tenant, older_than=older_than, **filters)
         where = _Filter(query.conditions, query.names, {})
-        return self._page(owner, "audit", query.params, where, limit, None, record_of, query.keep)
+        return self._pages.page(owner, "audit", query.params, where, limit, None, record_of, query.keep)
 
-    def _every_tenant(
+
+class TenantIndexPages:
+    """How a listing reads its pages: one partition's Query, page by page with a cursor naming the last item
+    returned, or every known tenant's partitions merged newest first; the index entries' full items from the
+    table."""
+
+    def __init__(self, table: Table, cursors: Cursors, known: KnownTenants) -> None:
+        self._table = table
+        self.cursors = cursors
+        self.known = known
+
+    def every_tenant(
         self,
         kind: str,
         scope: str,
@@ -284,7 +298,7 @@ class Listings:
         below = self.cursors.decode(EVERY_TENANT, scope, cursor) if cursor else None
         requests = []
         for tenant in self.known.every():
-            query = self._tenant_index(f"T#{tenant}#{kind}", where)
+            query = self.tenant_index(f"T#{tenant}#{kind}", where)
             if below is not None:
                 query["KeyConditionExpression"] += " AND tenant_sort < :below"
                 query["ExpressionAttributeValues"] |= expression_values(below=below)
@@ -298,9 +312,9 @@ class Listings:
             self._table.client.query, requests, sort_attr="tenant_sort", limit=limit, budget=budget, below=below
         )
         next_cursor = self.cursors.encode(EVERY_TENANT, scope, page.below) if page.below is not None else None
-        return Page(_readable(convert, self._full_items(page.entries)), next_cursor)
+        return Page(_readable(convert, self.full_items(page.entries)), next_cursor)
 
-    def _tenant_index(self, partition: str, where: _Filter) -> dict[str, Any]:
+    def tenant_index(self, partition: str, where: _Filter) -> dict[str, Any]:
         """The Query of one tenant-index partition, newest first."""
         return {
             "TableName": self._table.name,
@@ -310,7 +324,7 @@ class Listings:
             "ScanIndexForward": False,
         }
 
-    def _page(
+    def page(
         self,
         tenant: str,
         scope: str,
@@ -343,7 +357,7 @@ class Listings:
             kwargs["ExclusiveStartKey"] = start
         found: list[dict[str, Any]] = []
         # tenant-index projects only what its filters read: the page's full items come from the table.
-        full = self._full_items if "IndexName" in query else (lambda items: items)
+        full = self.full_items if "IndexName" in query else (lambda items: items)
         for _ in range(MAX_QUERY_PAGES):
             kwargs["Limit"] = max(_FILTERED_PAGE, limit + 1) if where.conditions else limit + 1 - len(found)
             page = self._table.client.query(**kwargs)
@@ -362,7 +376,7 @@ class Listings:
         resume = deserialize(kwargs["ExclusiveStartKey"])
         return Page(readable(full(found)), self.cursors.encode(tenant, scope, str(resume[sort_attr])))
 
-    def _full_items(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def full_items(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The table's items of these index entries, in their order (one BatchGetItem: a page is at most 100).
         One deleted since the query is left out."""
         if not entries:
