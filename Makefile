@@ -80,8 +80,8 @@ security: $(CHECKOV_STAMP) vpc-rendering jwt-rendering
 # meanwhile), two timed e2e tests failed, and the in-process suites' own real-time waits (a thread's answer within
 # 10 to 30 s) are not made for being starved. On a 2-core machine (clean clone, 2026-11-29): 2 min 14 s for the
 # venvs, lint, mypy, checkov's venv, `sam validate --lint` (three renderings), `sam build` and the HTTP fuzz beside
-# them; about 13 min for the 2,900 in-process tests; 12 min 59 s for the e2e and browser suites two files at a time,
-# the quick soak the longest (benchmarks/soak.py: production lease and recovery times, about 2 min 40 s).
+# them; 13 min 53 s for the 3,096 in-process tests; 14 min 37 s for the 126 e2e and browser tests two files at a
+# time, the quick soak the longest (benchmarks/soak.py: production lease and recovery times, about 2 min 40 s).
 # checkov's scan of the template and its renderings runs once, as a test (tests/template/test_checkov.py: the same
 # files as `make security`, and a control that must fail), not before the tests too: about 35 s of a 2-core machine.
 # On an xdist worker, schemathesis runs a parametrized test as one item whose subtests answered one operation's
