@@ -76,9 +76,9 @@ security: $(CHECKOV_STAMP) vpc-rendering jwt-rendering
 # suites that start `tickwork dev` processes and wait in real time (e2e, browser) run after them, two files at a
 # time (--dist loadfile: a file's tests share their runtime), so that no CPU-bound suite competes with the runtimes
 # they time. Running the in-process suites beside them at the lowest CPU priority (nice 19) was tried, on a machine
-# other work shared (so roughly): the e2e and browser suites keep the cores busy most of their 13 minutes (the in-process suites did a fifth of their work
-# meanwhile), two timed e2e tests failed, and the in-process suites' own real-time waits (a thread's answer within
-# 10 to 30 s) are not made for being starved. On a 2-core machine (clean clone, 2026-11-29): 2 min 14 s for the
+# other work shared (so roughly): the e2e and browser suites keep the cores busy most of their minutes (the
+# in-process suites did a fifth of their work meanwhile), two timed e2e tests failed, and the in-process suites' own
+# real-time waits (a thread's answer within 10 to 30 s) are not made for being starved. On a 2-core machine (clean clone, 2026-11-29): 2 min 14 s for the
 # venvs, lint, mypy, checkov's venv, `sam validate --lint` (three renderings), `sam build` and the HTTP fuzz beside
 # them; 13 min 53 s for the 3,096 in-process tests; 14 min 37 s for the 126 e2e and browser tests two files at a
 # time, the quick soak the longest (benchmarks/soak.py: production lease and recovery times, about 2 min 40 s).
