@@ -177,19 +177,24 @@ def render(document: str, template: Mapping[str, Any]) -> str:
     return rendered
 
 
-def main(argv: list[str] | None = None, path: Path = DEPLOY_DOC) -> int:
-    args = sys.argv[1:] if argv is None else argv
+def write_or_check(path: Path, render_page: Callable[[str], str], args: list[str], generator: str) -> int:
+    """A generator's command line: rewrite the page's generated sections, or (`--check`) exit 1 when they differ."""
     current = path.read_text(encoding="utf-8")
-    wanted = render(current, load_template())
+    wanted = render_page(current)
     if "--check" in args:
         if wanted != current:
-            print(f"{path}: its generated sections differ from template.yaml; run python -m tickwork_local.deploy_doc")
+            print(f"{path}: its generated sections differ from what they say; run python -m {generator}")
             return 1
         return 0
     if wanted != current:
         path.write_text(wanted, encoding="utf-8")
         print(f"rewrote the generated sections of {path}")
     return 0
+
+
+def main(argv: list[str] | None = None, path: Path = DEPLOY_DOC) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    return write_or_check(path, lambda page: render(page, load_template()), args, "tickwork_local.deploy_doc")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from typing import Any
 import typer
 
 from tickwork_local.cli import register
+from tickwork_local.deploy_doc import write_or_check
 from tickwork_local.template import REPO_ROOT
 
 LOCAL_DOC = REPO_ROOT / "docs" / "local.md"
@@ -68,17 +69,7 @@ def render(document: str, command: Any = None) -> str:
 
 def main(argv: list[str] | None = None, path: Path = LOCAL_DOC) -> int:
     args = sys.argv[1:] if argv is None else argv
-    current = path.read_text(encoding="utf-8")
-    wanted = render(current)
-    if "--check" in args:
-        if wanted != current:
-            print(f"{path}: its options table differs from tickwork dev's; run python -m tickwork_local.options_doc")
-            return 1
-        return 0
-    if wanted != current:
-        path.write_text(wanted, encoding="utf-8")
-        print(f"rewrote the options table of {path}")
-    return 0
+    return write_or_check(path, render, args, "tickwork_local.options_doc")
 
 
 if __name__ == "__main__":
