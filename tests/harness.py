@@ -7,6 +7,7 @@ the same handler code that runs in Lambda.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -29,6 +30,7 @@ from tickwork.services import Services
 from tickwork.settings import Settings
 from tickwork_local.function_invokes import LocalInvokes
 from tickwork_local.lambda_runtime import (
+    FunctionConfig,
     FunctionRuntime,
     LocalLambdaContext,
     failed_message_ids,
@@ -80,6 +82,72 @@ class CallLog:
 
 
 @dataclass
+class _ReusedAws:
+    """A boto3 session, its clients and the hooks the harness puts on them, reused by a test process's pipelines.
+
+    Building them is most of what a pipeline costs beyond moto: a session registers botocore's 1,300 built-in
+    handlers (about 30 ms), and each client copies them and builds its endpoint and methods (about 27 ms, four or
+    five clients a test). moto serves whichever mock is active, so the clients of an earlier test serve the next
+    one's backends as their own. Each test still starts with an empty call log and no played functions; a client on
+    which a test registered a handler of its own is dropped when the test ends (a registration replaces the event
+    system's lookup cache, which is how it is seen), so the next test gets a fresh one."""
+
+    session: Any
+    calls: CallLog
+    invokes: LocalInvokes
+    clients: _WatchedClients
+
+    @classmethod
+    def new(cls) -> _ReusedAws:
+        session = boto3.session.Session()
+        calls = CallLog()
+        calls.attach_session(session)
+        invokes = LocalInvokes()  # the executor's Invoke of the job sandbox, played as tickwork dev plays it
+        invokes.register(session.events)
+        return cls(session, calls, invokes, _WatchedClients(session))
+
+    @classmethod
+    def for_this_process(cls) -> _ReusedAws:
+        reused = _process_aws()
+        reused.calls.clear()
+        reused.invokes.withdraw_all()
+        return reused
+
+    def forget_changed_clients(self) -> None:
+        self.clients.forget_changed()
+
+
+class _WatchedClients(AwsClients):
+    """`AwsClients` that know which of their clients a test changed: each client's event lookup cache as built."""
+
+    def __init__(self, session: Any) -> None:
+        super().__init__(session)
+        self._as_built: dict[str, int] = {}
+
+    def _cached(self, key: str, config: Any, *, service: str | None = None) -> Any:
+        client = super()._cached(key, config, service=service)
+        self._as_built.setdefault(key, id(client.meta.events._emitter._lookup_cache))
+        return client
+
+    def forget_changed(self) -> None:
+        with self._lock:
+            for key, client in list(self._clients.items()):
+                if id(client.meta.events._emitter._lookup_cache) != self._as_built.get(key):
+                    del self._clients[key]
+                    self._as_built.pop(key, None)
+
+
+@functools.cache
+def _process_aws() -> _ReusedAws:
+    return _ReusedAws.new()
+
+
+@functools.cache
+def _sandbox_config() -> FunctionConfig:
+    return function_config(load_template(), SANDBOX_FUNCTION)
+
+
+@dataclass
 class Pipeline:
     services: Services
     resources: ProvisionedResources
@@ -90,15 +158,15 @@ class Pipeline:
     @classmethod
     @contextmanager
     def create(cls, *, session_hooks: Sequence[Callable[[Any], None]] = (), **env: str) -> Iterator[Pipeline]:
-        """`session_hooks` see the boto3 session before any client is built (the fault suite's error injector)."""
-        session = boto3.session.Session()
-        calls = CallLog()
-        calls.attach_session(session)
-        invokes = LocalInvokes()  # the executor's Invoke of the job sandbox, played as tickwork dev plays it
-        invokes.register(session.events)
-        for hook in session_hooks:
-            hook(session)
-        clients = AwsClients(session)
+        """`session_hooks` see a boto3 session of the test's own before any client is built (the fault suite's error
+        injector); without them, the test process's reused session and clients serve (`_ReusedAws`)."""
+        if session_hooks:
+            aws = _ReusedAws.new()
+            for hook in session_hooks:
+                hook(aws.session)
+        else:
+            aws = _ReusedAws.for_this_process()
+        calls, invokes, clients = aws.calls, aws.invokes, aws.clients
         resources = provisioned_stack(
             dynamodb=clients.client("dynamodb"),
             sqs=clients.client("sqs"),
@@ -111,10 +179,11 @@ class Pipeline:
         crashes = CrashPlan()
         services = Services(settings=settings, clients=clients, clock=clock, faults=crashes)
         if settings.job_sandbox_function:
-            sandbox = function_config(load_template(), SANDBOX_FUNCTION)
             invokes.serve(
                 settings.job_sandbox_function,
-                FunctionRuntime(sandbox, prepare=lambda module: module.use_services(services), max_environments=10),
+                FunctionRuntime(
+                    _sandbox_config(), prepare=lambda module: module.use_services(services), max_environments=10
+                ),
             )
         calls.clear()  # provisioning's calls are not the pipeline's
         tick_app.use_services(services)
@@ -126,6 +195,7 @@ class Pipeline:
             tick_app.use_services(None)
             executor_app.use_services(None)
             dispatch_app.use_services(None)
+            aws.forget_changed_clients()
 
     # ------------------------------------------------------------ shortcuts
 

@@ -47,6 +47,11 @@ class LocalInvokes:
         with self._lock:
             self._functions[function_name] = function
 
+    def withdraw_all(self) -> None:
+        """Play no function any more (an Invoke then goes on to the endpoint, as for a function not served)."""
+        with self._lock:
+            self._functions.clear()
+
     def register(self, events: Any) -> None:
         """Hook into a botocore session's (or client's) event system: its clients built from now on."""
         events.register("before-call.lambda.Invoke", self._before_call)
