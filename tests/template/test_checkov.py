@@ -7,6 +7,7 @@ broken template as a control, so the scan cannot pass by not scanning.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -42,27 +43,38 @@ def test_skips_are_per_resource_never_global():
     assert not config.exists() or "skip-check" not in config.read_text()
 
 
-def _scan(*paths: Path) -> subprocess.CompletedProcess[str]:
+def _scan(*paths: Path) -> tuple[int, dict[str, Any]]:
+    """checkov's exit code and its JSON report of these files (one report: they are all CloudFormation)."""
     files = [str(path) for path in paths]
-    command = [CHECKOV, "-f", *files, "--framework", "cloudformation", "--compact", "--quiet", "--skip-download"]
-    return subprocess.run(command, capture_output=True, text=True, timeout=300, check=False, cwd=REPO_ROOT)
+    command = [CHECKOV, "-f", *files, "--framework", "cloudformation", "--output", "json", "--skip-download"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False, cwd=REPO_ROOT)
+    try:
+        report = json.loads(result.stdout)
+    except json.JSONDecodeError:
+        raise AssertionError(result.stdout + result.stderr) from None
+    return result.returncode, report
 
 
 @pytest.mark.skipif(not shutil.which(CHECKOV), reason="checkov not installed here; `make test` installs and runs it")
 def test_checkov_passes_on_the_template_and_its_renderings_and_fails_on_an_open_bucket(tmp_path):
     # One run scans them all (each run spends about 20 s of CPU, most of it starting): the template as it is, with
     # the private network's parameters set, whose resources and VpcConfig the defaults leave off, and with the token
-    # API and its user pool (CreateUserPool).
+    # API and its user pool (CreateUserPool); and a control, an open bucket, that must fail.
     renderings = [tmp_path / f"{name}.json" for name in ("vpc", "jwt")]
     for rendering in renderings:
         assert template_renderings.main([rendering.stem, str(rendering)]) == 0
-    result = _scan(REPO_ROOT / "template.yaml", *renderings)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "FAILED" not in result.stdout
-    assert "Parsing errors" not in result.stdout  # a file checkov cannot read passes, silently
-
     control = tmp_path / "open.yaml"
     control.write_text("Resources:\n  Open:\n    Type: AWS::S3::Bucket\n    Properties: {}\n")
-    failed = _scan(control)
-    assert failed.returncode != 0
-    assert "CKV_AWS_53" in failed.stdout  # public ACLs not blocked
+    returncode, report = _scan(REPO_ROOT / "template.yaml", *renderings, control)
+
+    assert returncode != 0  # the control's failures
+    failed = report["results"]["failed_checks"]
+    assert {Path(check["file_path"]).name for check in failed} == {control.name}, [
+        (check["file_path"], check["check_id"], check["resource"])
+        for check in failed
+        if control.name not in check["file_path"]
+    ]
+    assert "CKV_AWS_53" in {check["check_id"] for check in failed}  # public ACLs not blocked
+    assert report["summary"]["parsing_errors"] == 0  # a file checkov cannot read passes, silently
+    scanned = {Path(check["file_path"]).name for check in report["results"]["passed_checks"]}
+    assert scanned == {"template.yaml", "vpc.json", "jwt.json", control.name}  # every file was scanned
