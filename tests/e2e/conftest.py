@@ -139,9 +139,27 @@ def node() -> Iterator[Node]:
 
 # ---------------------------------------------------------------------------- order
 
-# The longest files start first, so that in `make test`'s e2e phase (two files at a time, --dist loadfile hands
-# out files in collection order) none of them runs alone at the end while the other worker idles.
-LONGEST_FIRST = ("test_soak.py", "test_speed_burst.py", "test_durable_runs_e2e.py", "test_fair_share_e2e.py")
+# The longest files start first, so that in `make test`'s e2e phase (three files at a time: they mostly wait in real
+# time) none of them starts late and runs alone at the end while the other workers idle. --dist loadfile hands out
+# files in collection order only with --no-loadscope-reorder: by default xdist sorts them by their number of tests,
+# which put the one-test soak last. The order is each file's wall time in that phase (--durations=0, 2026-11-29),
+# longest first, but for the first three, which start together: the soak and the bursts create hundreds of jobs at
+# once, so the durable run, which mostly waits, starts beside them rather than the fair share's flood of creates. A
+# file not named here takes under 20 s.
+LONGEST_FIRST = (
+    "test_soak.py",
+    "test_durable_runs_e2e.py",
+    "test_speed_burst.py",
+    "test_fair_share_e2e.py",
+    "test_docs_examples.py",
+    "test_console_workflow_actions.py",
+    "test_dev_output_e2e.py",
+    "test_console_calendars_and_freezes.py",
+    "test_local_runtime.py",
+    "test_built_stack.py",
+    "test_console_audit.py",
+    "test_freeze_e2e.py",
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
