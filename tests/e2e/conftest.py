@@ -139,13 +139,13 @@ def node() -> Iterator[Node]:
 
 # ---------------------------------------------------------------------------- order
 
-# The longest files start first, so that in `make test`'s e2e phase (three files at a time: they mostly wait in real
-# time) none of them starts late and runs alone at the end while the other workers idle. --dist loadfile hands out
-# files in collection order only with --no-loadscope-reorder: by default xdist sorts them by their number of tests,
-# which put the one-test soak last. The order is each file's wall time in that phase (--durations=0, 2026-11-29),
-# longest first, but for the first three, which start together: the soak and the bursts create hundreds of jobs at
-# once, so the durable run, which mostly waits, starts beside them rather than the fair share's flood of creates. A
-# file not named here takes under 20 s.
+# The longest files start first, so that in `make test`'s e2e phase (two files at a time) none of them starts late and
+# runs alone at the end while the other worker idles. --dist loadfile hands out files in collection order only with
+# --no-loadscope-reorder: by default xdist sorts them by their number of tests, which put the one-test soak last. The
+# order is each file's wall time in that phase (--durations=0, 2026-11-29), longest first, but for the second: the soak
+# creates hundreds of jobs at once, so the durable run, which mostly waits, starts beside it rather than the fair
+# share's flood of creates. (Three or four files at a time were tried: on two cores the runtimes' creates and starts
+# then fell seconds behind the times the tests hold them to.) A file not named here takes under 20 s.
 LONGEST_FIRST = (
     "test_soak.py",
     "test_durable_runs_e2e.py",
