@@ -4,10 +4,14 @@
 from __future__ import annotations
 
 import json
+import urllib.error
+import urllib.request
 
 import pytest
+from tickwork_local.apigateway import ApiGatewayServer
 from tickwork_local.idp import (
     AuthorizationError,
+    LocalIdp,
     LocalIssuer,
     default_users,
     parse_user,
@@ -190,3 +194,35 @@ def test_idp_users_are_given_as_name_and_groups():
     assert parse_user("carol=tickwork-tenant-acme, tickwork-admin").groups == ("tickwork-tenant-acme", "tickwork-admin")
     with pytest.raises(ValueError, match="NAME=GROUP"):
         parse_user("no groups here")
+
+
+def test_the_local_gateway_with_the_idp_is_the_token_api_and_leaves_the_console_open():
+    """`tickwork dev --idp`'s API: a request without a token is API Gateway's 401, never the function's; one with the
+    IdP's token reaches it with the claims; a GET of the console's reaches it with none (the open routes)."""
+    seen: list[dict] = []
+
+    def invoke(event: dict) -> dict:
+        seen.append(event)
+        return {"statusCode": 200, "body": "{}"}
+
+    idp = LocalIdp(default_users())
+    idp.start()
+    server = ApiGatewayServer(("127.0.0.1", 0), invoke, authorizer=JwtAuthorizer(idp.url, (idp.issuer.client_id,)))
+    server.start()
+    base = f"http://127.0.0.1:{server.port}"
+    try:
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"{base}/v1/jobs", timeout=5)
+        assert refused.value.code == 401
+        assert not seen
+        token = idp.issuer.tokens_for(idp.issuer.user("bob"))["access_token"]
+        request = urllib.request.Request(f"{base}/v1/jobs", headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(request, timeout=5) as response:
+            assert response.status == 200
+        assert seen[-1]["requestContext"]["authorizer"]["jwt"]["claims"]["groups"] == "[tickwork-tenant-globex]"
+        with urllib.request.urlopen(f"{base}/console/config.json", timeout=5) as response:
+            assert response.status == 200
+        assert "authorizer" not in seen[-1]["requestContext"]
+    finally:
+        server.stop()
+        idp.stop()
