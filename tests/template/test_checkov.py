@@ -52,8 +52,8 @@ def _scan(*paths: Path) -> subprocess.CompletedProcess[str]:
 def test_checkov_passes_on_the_template_and_its_renderings_and_fails_on_an_open_bucket(tmp_path):
     # One run scans them all (each run spends about 20 s of CPU, most of it starting): the template as it is, with
     # the private network's parameters set, whose resources and VpcConfig the defaults leave off, and with the token
-    # API and its user pool (CreateUserPool).
-    renderings = [tmp_path / f"{name}.json" for name in ("vpc", "jwt")]
+    # API and the hosted console, with its user pool (CreateUserPool) and with an issuer of your own.
+    renderings = [tmp_path / f"{name}.json" for name in template_renderings.RENDERINGS]
     for rendering in renderings:
         assert template_renderings.main([rendering.stem, str(rendering)]) == 0
     result = _scan(REPO_ROOT / "template.yaml", *renderings)
