@@ -488,6 +488,7 @@ def dev(
             aws_error_seed=fault_seed,
             built=built,
             job_type_paths=module_paths,
+            token_api=local_idp is not None,
         )
     )
     stop = _StopRequest()

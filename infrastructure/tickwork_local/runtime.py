@@ -1,9 +1,9 @@
 """One local Tickwork node: the functions of template.yaml, run in-process as Lambda would run them,
 with what AWS does around them played locally:
 
-- API Gateway (HTTP API, `$default` route, payload 2.0) in front of ApiFunction; with the parameter JwtIssuer
-  (`tickwork dev --idp` sets it to its local issuer), the stack's TokenApi instead: its JWT authorizer, and the
-  hosted console's open routes (tickwork_local.jwt_authorizer);
+- API Gateway (HTTP API, `$default` route, payload 2.0) in front of ApiFunction; with `token_api` (`tickwork dev
+  --idp`, which sets the parameter JwtIssuer to its local issuer), the stack's TokenApi instead: its JWT authorizer,
+  and the hosted console's open routes (tickwork_local.jwt_authorizer);
 - an EventBridge schedule invoking TickFunction every period, aligned to the wall clock;
 - one SQS event source mapping per `Type: SQS` event of ExecutorFunction (batch size, batching window,
   ReportBatchItemFailures and MaximumConcurrency from the template; concurrency scaled to `workers`);
@@ -104,6 +104,8 @@ class NodeOptions:
     built: str | None = None
     # Folders the JobTypeModules are imported from, as from a layer's python/ (tickwork dev --job-types-path).
     job_type_paths: list[str] = field(default_factory=list)
+    # Be the stack's TokenApi (tickwork dev --idp): the parameters JwtIssuer and JwtAudience's JWT authorizer.
+    token_api: bool = False
 
 
 def prepare_process(endpoint_url: str, log_level: str = "WARNING") -> None:
@@ -196,8 +198,9 @@ class LocalNode:
 
     @property
     def jwt_issuer(self) -> str:
-        """The template's JwtIssuer here: set, the API is TokenApi (bearer tokens of that issuer), as deployed."""
-        return self.parameters().get("JwtIssuer", "")
+        """The issuer whose bearer tokens the API takes, as TokenApi deployed (the parameter JwtIssuer), with
+        `token_api`; empty otherwise (the API is local: open, or keyed)."""
+        return self.parameters().get("JwtIssuer", "") if self.options.token_api else ""
 
     def jwt_authorizer(self) -> JwtAuthorizer | None:
         """TokenApi's JWT authorizer, with the issuer and audiences the template gives it; None without JwtIssuer."""

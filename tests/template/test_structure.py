@@ -126,6 +126,7 @@ def test_globals_environment_covers_every_setting(template):
                 "",
             ]
         },
+        "CONSOLE_SCOPES": {"Fn::If": ["CreatesUserPool", "openid profile email", {"Ref": "ConsoleScopes"}]},
         "EXECUTOR_LOG_GROUPS": log_group,
         "EXECUTOR_FUNCTION_NAME": {"Ref": "ExecutorFunction"},
         "EXECUTOR_CONCURRENCY": {
