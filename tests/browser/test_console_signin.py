@@ -90,7 +90,10 @@ def test_a_tenant_signs_in_sees_its_own_pauses_one_is_in_its_audit_and_signs_out
 ):
     acme = create_job(dev, "alice", "signin-acme-job")
     create_job(dev, "bob", "signin-globex-job")
-    page.goto(f"{dev.url}/console/#/jobs")
+    # An answer that is not for a sign-in started in this tab (its state) is refused, saying so.
+    page.goto(f"{dev.url}/console/?code=forged&state=forged#/jobs")
+    page.get_by_role("alert").filter(has_text="state does not match").wait_for()
+    assert "code=" not in page.url
     sign_in(page, "alice")
     page.get_by_role("link", name="signin-acme-job").wait_for()
     assert page.get_by_role("link", name="signin-globex-job").count() == 0
