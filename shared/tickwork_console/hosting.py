@@ -22,14 +22,12 @@ CONFIG_PATH = f"{tickwork_console.PREFIX}/config.json"
 
 
 def config_of(settings: ApiSettings) -> dict[str, Any]:
-    """What config.json says: how the page signs in (the API is the page's own origin)."""
-    return {
-        "signin": {
-            "issuer": settings.jwt_issuer,
-            "client_id": settings.console_client_id,
-            "scopes": settings.console_scopes,
-        }
-    }
+    """What config.json says: how the page signs in (the API is the page's own origin), and where it signs out when
+    the issuer's discovery names no end_session_endpoint (Cognito's)."""
+    signin = {"issuer": settings.jwt_issuer, "client_id": settings.console_client_id, "scopes": settings.console_scopes}
+    if settings.console_logout_url:
+        signin["logout_endpoint"] = settings.console_logout_url
+    return {"signin": signin}
 
 
 def security_headers(issuer: str) -> dict[str, str]:

@@ -41,6 +41,14 @@ def test_the_hosted_console_serves_its_settings_and_files_to_a_caller_not_signed
     assert hosted.get("/console/", identity=None).headers["content-type"].startswith("text/html")
 
 
+def test_the_hosted_console_names_cognitos_sign_out_where_the_stack_gives_it(
+    hosted: ApiClient, monkeypatch: pytest.MonkeyPatch
+):
+    logout = "https://tickwork-1.auth.us-east-1.amazoncognito.com/logout"
+    monkeypatch.setenv("CONSOLE_LOGOUT_URL", logout)
+    assert json.loads(hosted.get("/console/config.json", identity=None).text)["signin"]["logout_endpoint"] == logout
+
+
 @pytest.mark.parametrize("path", ["/console/nothing.js", "/console/../functions/api/app.py", "/console/%2e%2e/x.js"])
 def test_the_hosted_console_has_no_file_outside_its_own(hosted: ApiClient, path: str):
     assert hosted.get(path, identity=None).status == 404

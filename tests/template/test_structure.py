@@ -127,6 +127,13 @@ def test_globals_environment_covers_every_setting(template):
             ]
         },
         "CONSOLE_SCOPES": {"Fn::If": ["CreatesUserPool", "openid profile email", {"Ref": "ConsoleScopes"}]},
+        "CONSOLE_LOGOUT_URL": {
+            "Fn::If": [
+                "UserPoolHostsConsole",
+                {"Fn::Sub": "https://${UserPoolDomain}.auth.${AWS::Region}.amazoncognito.com/logout"},
+                "",
+            ]
+        },
         "EXECUTOR_LOG_GROUPS": log_group,
         "EXECUTOR_FUNCTION_NAME": {"Ref": "ExecutorFunction"},
         "EXECUTOR_CONCURRENCY": {

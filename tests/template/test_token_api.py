@@ -121,6 +121,8 @@ def test_create_user_pool_makes_the_pool_its_public_client_and_admin_group_and_t
     # The hosted console signs in with the pool's client, on the pool's domain, and is one of its callbacks.
     assert environment["CONSOLE_CLIENT_ID"] == {"Ref": "UserPoolClient"}
     assert "UserPoolDomain" in resources
+    # Its sign-out, which Cognito's discovery does not name.
+    assert environment["CONSOLE_LOGOUT_URL"] == "https://${UserPoolDomain}.auth.${AWS::Region}.amazoncognito.com/logout"
     console_url = "https://${TokenApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/console/"
     assert console_url in client["CallbackURLs"]
     assert "ConsoleUrl" in _outputs_on(template, JWT_PARAMETERS)
@@ -133,6 +135,7 @@ def test_hosted_console_false_leaves_a_token_api_with_no_console(template):
         resources = resources_on(template, parameters)
         assert not (HOSTED_CONSOLE | {"UserPoolDomain"}) & set(resources)
         assert _api_environment(resources)["CONSOLE_CLIENT_ID"] == ""
+        assert _api_environment(resources)["CONSOLE_LOGOUT_URL"] == ""
         assert "ConsoleUrl" not in _outputs_on(template, parameters)
 
 

@@ -40,7 +40,8 @@ export const bearerToken = () => (session.mode === "signed-in" ? session.token :
 const base64url = (bytes) => btoa(String.fromCharCode(...new Uint8Array(bytes))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 const randomText = (size) => base64url(crypto.getRandomValues(new Uint8Array(size)));
 const s256 = async (verifier) => base64url(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier)));
-const redirectUri = () => `${window.location.origin}${window.location.pathname}`;
+// The console's own URL, as registered with the issuer (…/console/, never …/console/index.html).
+const redirectUri = () => `${window.location.origin}${window.location.pathname.replace(/index\.html$/, "")}`;
 
 function claimsOf(token) {
   try {
@@ -168,6 +169,12 @@ export function signOut() {
     url.searchParams.set("client_id", config.client_id);
     url.searchParams.set("post_logout_redirect_uri", redirectUri());
     if (idToken) url.searchParams.set("id_token_hint", idToken);
+    window.location.assign(url.toString());
+  } else if (config && config.logout_endpoint) {
+    // Cognito's sign-out, which its discovery does not name: its own parameters.
+    const url = new URL(config.logout_endpoint);
+    url.searchParams.set("client_id", config.client_id);
+    url.searchParams.set("logout_uri", redirectUri());
     window.location.assign(url.toString());
   }
 }
