@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: dev test test-prerequisites http-fuzz generated browser-deps console-vendor lint security vpc-rendering jwt-rendering soak unit integration e2e typecheck build sam lock bench bench-quick clean simulate
+.PHONY: dev test test-prerequisites http-fuzz generated browser-deps console-vendor lint security vpc-rendering jwt-rendering issuer-rendering soak unit integration e2e typecheck build sam lock bench bench-quick clean simulate
 
 # The venv installs the lock files, hashes checked: requirements-dev.txt (every tool and test dependency) and, within
 # it, the same versions as shared/requirements.txt, the layer's lock. So the tests import what is deployed.
@@ -66,11 +66,15 @@ vpc-rendering: $(STAMP)
 JWT_RENDERING := .build/template-jwt.json
 jwt-rendering: $(STAMP)
 	$(BIN)/python -m tickwork_local.template_renderings jwt $(JWT_RENDERING)
+# And with an IdP of your own (JwtIssuer) and the hosted console (docs/security.md, "The hosted console").
+ISSUER_RENDERING := .build/template-issuer.json
+issuer-rendering: $(STAMP)
+	$(BIN)/python -m tickwork_local.template_renderings issuer $(ISSUER_RENDERING)
 
 # The template's security scan: every failed check is fixed, or skipped in the template with its reason. One run
-# scans the template and its VPC and JWT renderings.
-security: $(CHECKOV_STAMP) vpc-rendering jwt-rendering
-	$(CHECKOV_VENV)/bin/checkov -f template.yaml $(VPC_RENDERING) $(JWT_RENDERING) --framework cloudformation --compact --quiet --skip-download
+# scans the template and its VPC, JWT and issuer renderings.
+security: $(CHECKOV_STAMP) vpc-rendering jwt-rendering issuer-rendering
+	$(CHECKOV_VENV)/bin/checkov -f template.yaml $(VPC_RENDERING) $(JWT_RENDERING) $(ISSUER_RENDERING) --framework cloudformation --compact --quiet --skip-download
 
 # The in-process suites (moto in the test process: CPU-bound) are spread over the cores by pytest-xdist; the
 # suites that start `tickwork dev` processes and wait in real time (e2e, browser) run after them, two files at a
@@ -132,10 +136,11 @@ $(SAM_STAMP): $(STAMP)
 	touch $(SAM_STAMP)
 RUNTIME_PYTHON = $$($(BIN)/python -c 'from tickwork_local.build import find_runtime_python, runtime_version; from tickwork_local.template import load_template; print(find_runtime_python(runtime_version(load_template())))')
 
-sam: $(SAM_STAMP) vpc-rendering jwt-rendering
+sam: $(SAM_STAMP) vpc-rendering jwt-rendering issuer-rendering
 	$(SAM_VENV)/bin/sam validate --lint
 	$(SAM_VENV)/bin/sam validate --lint -t $(VPC_RENDERING)
 	$(SAM_VENV)/bin/sam validate --lint -t $(JWT_RENDERING)
+	$(SAM_VENV)/bin/sam validate --lint -t $(ISSUER_RENDERING)
 	PATH="$$(dirname $(RUNTIME_PYTHON)):$$PATH" $(SAM_VENV)/bin/sam build
 
 # The functions built for this machine (`tickwork dev --built .build/local` runs them as deployed).

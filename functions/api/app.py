@@ -50,6 +50,7 @@ from routes.meta import VERSION
 from tickwork.jobtypes import registry
 from tickwork.model.errors import TickworkError
 from tickwork.observability import observed
+from tickwork_console.hosting import hosted_console_response
 
 app = APIGatewayHttpResolver(enable_validation=True)
 
@@ -184,6 +185,10 @@ def _unexpected(exc: Exception) -> Response:
 
 @observed(correlation_id_path="requestContext.requestId")
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    # The hosted console's files, on TokenApi's open routes: before the caller is looked for (there is none yet).
+    console = hosted_console_response(event, _wiring.settings())
+    if console is not None:
+        return console
     refused = precheck(event, _wiring.settings(), _wiring.role_tags())
     if refused is not None:
         return refused

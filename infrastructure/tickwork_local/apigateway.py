@@ -10,6 +10,10 @@ UI's script and stylesheet come from the aws-lambda-powertools package (it ships
 
 In open mode every caller is the admin, so the server acts for any web page the user opens: it answers only
 for the hosts it listens on, and refuses a cross-site change (tickwork_console.request_guard), before any of it.
+
+With a JWT authorizer (`tickwork dev --idp`: tickwork_local.jwt_authorizer) the server is the stack's TokenApi
+instead: every request needs a bearer token of the issuer, but those of the routes the template leaves open
+(`GET /console`, `GET /console/{proxy+}`, the hosted console, which the function then serves as deployed).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import tickwork_console
 from aws_lambda_powertools.event_handler.openapi import swagger_ui
 from tickwork_console.request_guard import accepted_hosts, refusal_of
 
+from tickwork_local.jwt_authorizer import JwtAuthorizer, TokenRefused
 from tickwork_local.lambda_runtime import LOCAL_ACCOUNT_ID
 
 log = logging.getLogger("tickwork_local.apigateway")
@@ -247,6 +252,16 @@ class _Handler(BaseHTTPRequestHandler):
             source_ip=self.client_address[0],
             protocol=self.request_version,
         )
+        if self.server.authorizer is not None and not (
+            self.command == "GET" and tickwork_console.is_console_path(path)
+        ):
+            try:
+                event["requestContext"]["authorizer"] = self.server.authorizer.authorize(
+                    self.headers.get("Authorization")
+                )
+            except TokenRefused as exc:
+                self._send(*JwtAuthorizer.refusal(exc))
+                return
         request_id = event["requestContext"]["requestId"]
         try:
             result = self.server.invoke(event)
@@ -312,14 +327,17 @@ class ApiGatewayServer(ThreadingHTTPServer):
         console: bool = True,
         accept_hosts: tuple[str, ...] = (),
         local_routes: dict[str, Callable[[], list[Any]]] | None = None,
+        authorizer: JwtAuthorizer | None = None,
     ) -> None:
         super().__init__(address, _Handler)
+        # TokenApi's JWT authorizer, when set: the function serves the console, on the routes it leaves open.
+        self.authorizer = authorizer
         # The local runtime's own lists (`/_tickwork/...`), not the API's: answered here, never by the function.
         self.local_routes = local_routes or {}
         self.accepted_hosts = accepted_hosts(address[0], accept_hosts)
         self.invoke = invoke
         self.docs = docs
-        self.console = console
+        self.console = console and authorizer is None
         self.spec_url = spec_url
         self._thread: threading.Thread | None = None
 

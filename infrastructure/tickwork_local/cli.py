@@ -16,12 +16,13 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
 if TYPE_CHECKING:
     from tickwork_local.endpoint import MotoProcess
+    from tickwork_local.idp import LocalIdp
     from tickwork_local.runtime import LocalNode
 
 DEFAULT_PORT = 3000
@@ -64,11 +65,13 @@ def _this_command() -> str:
     return invoked if os.sep in invoked else "tickwork"
 
 
-def _wait_healthy(url: str, timeout: float) -> bool:
+def _wait_healthy(url: str, timeout: float, token: str | None = None) -> bool:
     deadline = time.monotonic() + timeout
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     while time.monotonic() < deadline:
         try:
-            with urllib.request.urlopen(f"{url}/v1/health", timeout=2) as response:  # noqa: S310 - our own URL
+            request = urllib.request.Request(f"{url}/v1/health", headers=headers)  # noqa: S310 - our own URL
+            with urllib.request.urlopen(request, timeout=2) as response:  # noqa: S310 - our own URL
                 if response.status == 200:
                     return True
         except (urllib.error.URLError, OSError):
@@ -136,6 +139,43 @@ def _job_types_paths(values: list[str] | None) -> list[str]:
     return paths
 
 
+def _idp_users(values: list[str] | None, overrides: dict[str, str]) -> list[Any]:
+    """The local IdP's test users: those of --idp-user, or alice (tenant acme), bob (globex) and ada (the admin, of
+    ops), their groups named as the template's JwtTenantPrefix and JwtAdminGroup say."""
+    from tickwork_local.idp import default_users, parse_user  # noqa: PLC0415
+    from tickwork_local.template import load_template  # noqa: PLC0415
+
+    if not values:
+        parameters = load_template()["Parameters"]
+
+        def value(name: str) -> str:
+            return overrides.get(name, str(parameters[name]["Default"]))
+
+        return default_users(value("JwtTenantPrefix"), value("JwtAdminGroup"))
+    try:
+        return [parse_user(item) for item in values]
+    except ValueError as exc:
+        _fail(str(exc))
+
+
+def _start_idp(host: str, port: int, users: list[Any], overrides: dict[str, str]) -> tuple[LocalIdp, dict[str, str]]:
+    """The local IdP, started; the template's JwtIssuer and JwtAudience point at it (the API is then TokenApi)."""
+    from tickwork_local.endpoint import PortInUse, check_port_free  # noqa: PLC0415
+    from tickwork_local.idp import CLIENT_ID, LocalIdp  # noqa: PLC0415
+
+    taken = {"JwtIssuer", "JwtAudience", "CreateUserPool"} & overrides.keys()
+    if taken:
+        _fail(f"--idp is the issuer: give no --parameter {', '.join(sorted(taken))}")
+    if port:
+        try:
+            check_port_free(host, port)
+        except PortInUse:
+            _fail(f"the IdP port {host}:{port} is taken; choose another with --idp-port")
+    idp = LocalIdp(users, host=host, port=port)
+    idp.start()
+    return idp, {**overrides, "JwtIssuer": idp.url, "JwtAudience": CLIENT_ID}
+
+
 # ---------------------------------------------------------------- the steps of `tickwork dev`
 
 
@@ -193,13 +233,18 @@ def _start_node(node: LocalNode, moto: MotoProcess | None) -> None:
         _leave(1, moto)
 
 
-def _print_banner(node: LocalNode, endpoint: str, attached: bool, tick_seconds: int, workers: int) -> None:
+def _print_banner(
+    node: LocalNode, endpoint: str, attached: bool, tick_seconds: int, workers: int, idp: LocalIdp | None
+) -> None:
     api = node.api_url
     bands = ", ".join(f"{band} {n}" for band, n in node.concurrency.items())
     _say("Tickwork local runtime: the template's functions on moto (no AWS account, no Docker)")
     _say(f"  API      {api}/v1")
     _say(f"  Docs     {api}/docs")
     _say(f"  Console  {api}/console/")
+    if idp is not None:
+        users = ", ".join(f"{u.name} ({' '.join(u.groups) or 'no groups'})" for u in idp.issuer.users)
+        _say(f"  IdP      {idp.url} (sign in as: {users}); the API takes its bearer tokens only")
     _say(f"  moto     {endpoint}{'' if attached else ' (started here; its state ends with this process)'}")
     _say(f"  tick     every {tick_seconds} s; executors: {bands} (--workers {workers})")
     modules = node.parameters().get("JobTypeModules")
@@ -218,10 +263,12 @@ def _print_banner(node: LocalNode, endpoint: str, attached: bool, tick_seconds: 
     )
 
 
-def _wait_ready(node: LocalNode, moto: MotoProcess | None, started: float) -> None:
+def _wait_ready(node: LocalNode, moto: MotoProcess | None, started: float, idp: LocalIdp | None) -> None:
     """Say `ready in N s` once the API answers its health check; stop everything and exit 1 if it never does."""
     api = node.api_url
-    if not _wait_healthy(api, READY_TIMEOUT_SECONDS):
+    # With the IdP, the API takes its tokens only (as TokenApi): the check signs in as its first user.
+    token = idp.issuer.tokens_for(idp.issuer.users[0])["access_token"] if idp and idp.issuer.users else None
+    if not _wait_healthy(api, READY_TIMEOUT_SECONDS, token):
         _say(f"tickwork dev: {api}/v1/health did not answer 200; stopping")
         node.shutdown(2.0)
         _leave(1, moto)
@@ -352,6 +399,24 @@ JobTypes = Annotated[
         "JobTypeModules does when deployed (docs/job-types.md).",
     ),
 ]
+Idp = Annotated[
+    bool,
+    typer.Option(
+        "--idp",
+        help="Play an OIDC issuer on --host with test users (tickwork_local.idp), and be the stack's token API: "
+        "the console signs in there (authorization code with PKCE), the API takes its bearer tokens only.",
+    ),
+]
+IdpPort = Annotated[int, typer.Option("--idp-port", help="The local IdP's port (0: any free port).", min=0, max=65535)]
+IdpUser = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--idp-user",
+        metavar="NAME=GROUP[,GROUP]",
+        help="A test user of the local IdP and its groups claim, e.g. carol=tickwork-tenant-acme; repeatable. "
+        "Without it: alice (tenant acme), bob (globex) and ada (the admin, of tenant ops).",
+    ),
+]
 JobTypesPath = Annotated[
     list[str] | None,
     typer.Option(
@@ -383,6 +448,9 @@ def dev(
     built: Built = None,
     job_types: JobTypes = None,
     job_types_path: JobTypesPath = None,
+    idp: Idp = False,
+    idp_port: IdpPort = 0,
+    idp_user: IdpUser = None,
 ) -> None:
     """Run the whole scheduler locally on moto: API, tick and executors, until Ctrl-C."""
     started = time.monotonic()
@@ -392,6 +460,11 @@ def dev(
     overrides, module_paths = _job_types(job_types, overrides), _job_types_paths(job_types_path)
     if not attach and importlib.util.find_spec("moto") is None:
         _fail("moto is not installed: `make dev` installs it, or pip install -e '.[dev]' (or use --attach URL)")
+    if idp and keys_file:
+        _fail("--idp and --api-keys exclude each other: with the IdP, callers are its tokens' users")
+    local_idp = None
+    if idp:
+        local_idp, overrides = _start_idp(host, idp_port, _idp_users(idp_user, overrides), overrides)
     moto, endpoint = _start_aws_stand_in(host, port, moto_port, attach)
 
     from tickwork_local.runtime import LocalNode, NodeOptions  # noqa: PLC0415 - boto3 loads only for `dev`
@@ -415,12 +488,20 @@ def dev(
             aws_error_seed=fault_seed,
             built=built,
             job_type_paths=module_paths,
+            token_api=local_idp is not None,
         )
     )
     stop = _StopRequest()
     _start_node(node, moto)
-    _print_banner(node, endpoint, bool(attach), tick_seconds, workers)
-    _wait_ready(node, moto, started)
+    if local_idp is not None:  # the console's redirect URIs, now that the API's port is known
+        port_part = node.api_url.rsplit(":", 1)[1]
+        local_idp.issuer.redirect_uris = {
+            f"{node.api_url}/console/",
+            f"http://localhost:{port_part}/console/",
+            f"http://127.0.0.1:{port_part}/console/",
+        }
+    _print_banner(node, endpoint, bool(attach), tick_seconds, workers, local_idp)
+    _wait_ready(node, moto, started, local_idp)
     _serve_until_stopped(stop, node, moto)
 
 

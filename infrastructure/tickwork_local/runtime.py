@@ -1,7 +1,9 @@
 """One local Tickwork node: the functions of template.yaml, run in-process as Lambda would run them,
 with what AWS does around them played locally:
 
-- API Gateway (HTTP API, `$default` route, payload 2.0) in front of ApiFunction;
+- API Gateway (HTTP API, `$default` route, payload 2.0) in front of ApiFunction; with `token_api` (`tickwork dev
+  --idp`, which sets the parameter JwtIssuer to its local issuer), the stack's TokenApi instead: its JWT authorizer,
+  and the hosted console's open routes (tickwork_local.jwt_authorizer);
 - an EventBridge schedule invoking TickFunction every period, aligned to the wall clock;
 - one SQS event source mapping per `Type: SQS` event of ExecutorFunction (batch size, batching window,
   ReportBatchItemFailures and MaximumConcurrency from the template; concurrency scaled to `workers`);
@@ -42,6 +44,7 @@ from tickwork_local.build import BuiltStack, load_built
 from tickwork_local.emf_forwarding import CloudWatchPlay, play_cloudwatch
 from tickwork_local.event_log import EVENTS_PATH, LocalEventLog
 from tickwork_local.function_invokes import LocalInvokes
+from tickwork_local.jwt_authorizer import JwtAuthorizer
 from tickwork_local.lambda_runtime import (
     REGION,
     FunctionConfig,
@@ -101,6 +104,8 @@ class NodeOptions:
     built: str | None = None
     # Folders the JobTypeModules are imported from, as from a layer's python/ (tickwork dev --job-types-path).
     job_type_paths: list[str] = field(default_factory=list)
+    # Be the stack's TokenApi (tickwork dev --idp): the parameters JwtIssuer and JwtAudience's JWT authorizer.
+    token_api: bool = False
 
 
 def prepare_process(endpoint_url: str, log_level: str = "WARNING") -> None:
@@ -191,6 +196,19 @@ class LocalNode:
     def parameters(self) -> dict[str, str]:
         return {"DueShards": str(self.options.due_shards), **self.options.parameters}
 
+    @property
+    def jwt_issuer(self) -> str:
+        """The issuer whose bearer tokens the API takes, as TokenApi deployed (the parameter JwtIssuer), with
+        `token_api`; empty otherwise (the API is local: open, or keyed)."""
+        return self.parameters().get("JwtIssuer", "") if self.options.token_api else ""
+
+    def jwt_authorizer(self) -> JwtAuthorizer | None:
+        """TokenApi's JWT authorizer, with the issuer and audiences the template gives it; None without JwtIssuer."""
+        if not self.jwt_issuer:
+            return None
+        audiences = self.parameters().get("JwtAudience", "")
+        return JwtAuthorizer(self.jwt_issuer, tuple(a.strip() for a in audiences.split(",") if a.strip()))
+
     def environment(self, logical_id: str) -> dict[str, str]:
         """The function's environment from the template, with the local runtime's few overrides."""
         assert self.resources is not None
@@ -202,7 +220,7 @@ class LocalNode:
         horizon = int(self.resources.environment(logical_id).get("HORIZON_SECONDS", "120"))
         if horizon <= tick:  # claims must look beyond the next tick
             overrides["HORIZON_SECONDS"] = str(min(900, tick + 60))
-        if logical_id == API_FUNCTION:
+        if logical_id == API_FUNCTION and not self.jwt_issuer:
             # The deployed API authenticates with IAM; locally it is open, for tenant `default`, or keyed.
             overrides["API_AUTH_MODE"] = "local"
             if self.options.api_keys_file:
@@ -398,6 +416,7 @@ class LocalNode:
             self.functions[API_FUNCTION].invoke,
             accept_hosts=self.options.accept_hosts,
             local_routes={EVENTS_PATH: self.event_log.listed} if self.event_log is not None else None,
+            authorizer=self.jwt_authorizer(),
         )
         self.api.start()
 

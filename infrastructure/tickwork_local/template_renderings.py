@@ -1,12 +1,13 @@
 """template.yaml as it deploys with other parameter values: a copy whose parameters' defaults are those values.
 
 cfn-lint, `sam validate --lint` and checkov read a template's conditions with its parameters' defaults, so the
-branches that a parameter turns on are checked only in such a copy. CI lints and scans three renderings: template.yaml
-itself (no VPC, no token API), `vpc` (the executor in a VPC, with its endpoints; docs/security.md, "Private
-networks") and `jwt` (the token API, with the stack's own Cognito user pool; docs/security.md, "Sign-in with
-tokens (JWT)").
+branches that a parameter turns on are checked only in such a copy. CI lints and scans four renderings: template.yaml
+itself (no VPC, no token API, no hosted console), `vpc` (the executor in a VPC, with its endpoints; docs/security.md,
+"Private networks"), `jwt` (the token API and the hosted console, with the stack's own Cognito user pool;
+docs/security.md, "Sign-in with tokens (JWT)", "The hosted console") and `issuer` (the same with an IdP of your own:
+the console's client is the first audience).
 
-    python -m tickwork_local.template_renderings vpc|jwt OUT.json   # write the rendering (JSON, a template all read)
+    python -m tickwork_local.template_renderings vpc|jwt|issuer OUT.json   # write the rendering (JSON)
 """
 
 from __future__ import annotations
@@ -31,8 +32,13 @@ VPC_PARAMETERS: dict[str, str] = {
 # The token API and the user pool it takes its tokens from: CreateUserPool's branch holds every resource JwtIssuer's
 # does, and the pool's besides.
 JWT_PARAMETERS: dict[str, str] = {"CreateUserPool": "true"}
+# The token API and the hosted console with an issuer of your own (an Okta authorization server's shape).
+ISSUER_PARAMETERS: dict[str, str] = {
+    "JwtIssuer": "https://example.okta.com/oauth2/default",
+    "JwtAudience": "0oa1tickworkconsole,api://tickwork",
+}
 
-RENDERINGS: dict[str, dict[str, str]] = {"vpc": VPC_PARAMETERS, "jwt": JWT_PARAMETERS}
+RENDERINGS: dict[str, dict[str, str]] = {"vpc": VPC_PARAMETERS, "jwt": JWT_PARAMETERS, "issuer": ISSUER_PARAMETERS}
 
 
 def with_defaults(template: Mapping[str, Any], values: Mapping[str, str]) -> dict[str, Any]:

@@ -204,6 +204,14 @@ class ApiSettings(FromEnvironment):
     jwt_tenant_claim: str = Field(default="groups", alias="JWT_TENANT_CLAIM", pattern=JWT_CLAIM_NAME)
     jwt_tenant_prefix: str = Field(default="tickwork-tenant-", alias="JWT_TENANT_PREFIX", pattern=JWT_CLAIM_VALUE_PART)
     jwt_admin_group: str = Field(default="tickwork-admin", alias="JWT_ADMIN_GROUP", pattern=JWT_CLAIM_VALUE_PART)
+    # The hosted console (template condition HostsConsole; tickwork_console.hosting): the public OIDC client it
+    # signs in with at jwt_issuer, and the scopes it asks for. Unset: the function serves no console.
+    console_client_id: str | None = Field(default=None, alias="CONSOLE_CLIENT_ID", max_length=256)
+    # The issuer's sign-out endpoint where its discovery names none (Cognito's /logout); unset: the discovery's own.
+    console_logout_url: str | None = Field(default=None, alias="CONSOLE_LOGOUT_URL", max_length=2048)
+    console_scopes: str = Field(
+        default="openid profile email", alias="CONSOLE_SCOPES", pattern=r"^[\x21-\x7e ]{1,512}$"
+    )
     # Local mode only: a JSON object mapping API keys to tenants; unset, every caller is tenant `default`.
     api_keys_file: str | None = Field(default=None, alias="API_KEYS_FILE")
     # Where a run's lines are in CloudWatch Logs, for the Logs Insights link of GET /v1/runs/{id}/logs: the
@@ -212,7 +220,7 @@ class ApiSettings(FromEnvironment):
     region: str | None = Field(default=None, alias="AWS_REGION")
     lambda_function_name: str | None = Field(default=None, alias="AWS_LAMBDA_FUNCTION_NAME")
 
-    @field_validator("api_keys_file", "jwt_issuer")
+    @field_validator("api_keys_file", "jwt_issuer", "console_client_id", "console_logout_url")
     @classmethod
     def _unset_when_empty(cls, value: str | None) -> str | None:
         return value or None

@@ -195,12 +195,11 @@ def evaluate(template: dict[str, Any], value: Any, parameters: dict[str, str] | 
                 return all(walk(arg))
             if key == "Fn::Or":
                 return any(walk(arg))
-            if key == "Fn::Select":
-                index, items = walk(arg)
-                return items[int(index)]
-            if key == "Fn::Split":
-                separator, text = walk(arg)
-                return text.split(separator)
+            # Select and Split of what is known when deployed (a pseudo parameter: AWS::StackId) are left as they are.
+            if key == "Fn::Select" and isinstance(items := walk(arg)[1], list):
+                return items[int(walk(arg)[0])]
+            if key == "Fn::Split" and isinstance(text := walk(arg)[1], str):
+                return text.split(walk(arg)[0])
             if key == "Fn::Sub" and isinstance(arg, str):
                 return re.sub(r"\$\{([^!}.]+)\}", lambda m: given.get(m.group(1), m.group(0)), arg)
             if key == "Fn::Join":

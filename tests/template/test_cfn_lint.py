@@ -35,7 +35,7 @@ def lint_runs(tmp_path_factory) -> dict[str, tuple[int, str]]:
     return {name: (processes[name].returncode, output) for name, output in outputs.items()}
 
 
-@pytest.mark.parametrize("rendering", ["repo", "vpc", "jwt"])
+@pytest.mark.parametrize("rendering", ["repo", *template_renderings.RENDERINGS])
 def test_cfn_lint_reports_nothing(lint_runs, rendering):
     returncode, output = lint_runs[rendering]
     assert output == ""

@@ -59,8 +59,9 @@ def _scan(*paths: Path) -> tuple[int, dict[str, Any]]:
 def test_checkov_passes_on_the_template_and_its_renderings_and_fails_on_an_open_bucket(tmp_path):
     # One run scans them all (each run spends about 20 s of CPU, most of it starting): the template as it is, with
     # the private network's parameters set, whose resources and VpcConfig the defaults leave off, and with the token
-    # API and its user pool (CreateUserPool); and a control, an open bucket, that must fail.
-    renderings = [tmp_path / f"{name}.json" for name in ("vpc", "jwt")]
+    # API and the hosted console, with its user pool (CreateUserPool) and with an issuer of your own; and a control,
+    # an open bucket, that must fail.
+    renderings = [tmp_path / f"{name}.json" for name in template_renderings.RENDERINGS]
     for rendering in renderings:
         assert template_renderings.main([rendering.stem, str(rendering)]) == 0
     control = tmp_path / "open.yaml"
@@ -77,4 +78,4 @@ def test_checkov_passes_on_the_template_and_its_renderings_and_fails_on_an_open_
     assert "CKV_AWS_53" in {check["check_id"] for check in failed}  # public ACLs not blocked
     assert report["summary"]["parsing_errors"] == 0  # a file checkov cannot read passes, silently
     scanned = {Path(check["file_path"]).name for check in report["results"]["passed_checks"]}
-    assert scanned == {"template.yaml", "vpc.json", "jwt.json", control.name}  # every file was scanned
+    assert scanned == {"template.yaml", control.name} | {r.name for r in renderings}  # every file was scanned

@@ -106,6 +106,34 @@ def test_globals_environment_covers_every_setting(template):
         "JWT_TENANT_CLAIM": {"Fn::If": ["CreatesUserPool", "cognito:groups", {"Ref": "JwtTenantClaim"}]},
         "JWT_TENANT_PREFIX": {"Ref": "JwtTenantPrefix"},
         "JWT_ADMIN_GROUP": {"Ref": "JwtAdminGroup"},
+        # The hosted console's client (tests/template/test_token_api.py): none without it.
+        "CONSOLE_CLIENT_ID": {
+            "Fn::If": [
+                "HostsConsole",
+                {
+                    "Fn::If": [
+                        "CreatesUserPool",
+                        {"Ref": "UserPoolClient"},
+                        {
+                            "Fn::If": [
+                                "ConsoleClientIdGiven",
+                                {"Ref": "ConsoleClientId"},
+                                {"Fn::Select": [0, {"Ref": "JwtAudience"}]},
+                            ]
+                        },
+                    ]
+                },
+                "",
+            ]
+        },
+        "CONSOLE_SCOPES": {"Fn::If": ["CreatesUserPool", "openid profile email", {"Ref": "ConsoleScopes"}]},
+        "CONSOLE_LOGOUT_URL": {
+            "Fn::If": [
+                "UserPoolHostsConsole",
+                {"Fn::Sub": "https://${UserPoolDomain}.auth.${AWS::Region}.amazoncognito.com/logout"},
+                "",
+            ]
+        },
         "EXECUTOR_LOG_GROUPS": log_group,
         "EXECUTOR_FUNCTION_NAME": {"Ref": "ExecutorFunction"},
         "EXECUTOR_CONCURRENCY": {

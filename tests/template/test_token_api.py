@@ -27,6 +27,7 @@ TOKEN_API = {
     "TokenApiServerErrorsAlarm",
 }
 USER_POOL = {"UserPool", "UserPoolClient", "UserPoolAdminGroup"}
+HOSTED_CONSOLE = {"TokenApiConsoleRoute", "TokenApiConsoleFilesRoute"}
 
 
 def _outputs_on(template: dict[str, Any], parameters: dict[str, str]) -> set[str]:
@@ -62,8 +63,14 @@ def test_an_issuer_adds_the_token_api_whose_one_route_a_jwt_authorizer_guards(te
     route = resources["TokenApiRoute"]["Properties"]
     assert (route["RouteKey"], route["AuthorizationType"]) == ("$default", "JWT")
     assert route["AuthorizerId"] == {"Ref": "TokenApiAuthorizer"}
-    routes = [r for r in resources.values() if r["Type"] == "AWS::ApiGatewayV2::Route"]
-    assert len(routes) == 1  # no route of the token API goes without the authorizer
+    # No route of the token API goes without the authorizer but the hosted console's, GETs of its files.
+    routes = {
+        r["Properties"]["RouteKey"]: r["Properties"]
+        for r in resources.values()
+        if r["Type"] == "AWS::ApiGatewayV2::Route"
+    }
+    assert set(routes) == {"$default", "GET /console", "GET /console/{proxy+}"}
+    assert {routes[key]["AuthorizationType"] for key in ("GET /console", "GET /console/{proxy+}")} == {"NONE"}
     integration = resources["TokenApiIntegration"]["Properties"]
     assert integration["IntegrationUri"] == {"Fn::GetAtt": ["ApiFunction", "Arn"]}
     assert (integration["IntegrationType"], integration["PayloadFormatVersion"]) == ("AWS_PROXY", "2.0")
@@ -81,8 +88,14 @@ def test_an_issuer_adds_the_token_api_whose_one_route_a_jwt_authorizer_guards(te
     assert {k: v for k, v in alarm.items() if k not in ("Dimensions", "AlarmDescription")} == {
         k: v for k, v in iam_alarm.items() if k not in ("Dimensions", "AlarmDescription")
     }
-    assert "TokenApiUrl" in _outputs_on(template, OKTA)
+    assert {"TokenApiUrl", "ConsoleUrl"} <= _outputs_on(template, OKTA)
     environment = _api_environment(resources)
+    # The hosted console signs in with the first audience, unless ConsoleClientId names the client.
+    assert environment["CONSOLE_CLIENT_ID"] == "api://tickwork"
+    assert (
+        _api_environment(resources_on(template, {**OKTA, "ConsoleClientId": "0oa1console"}))["CONSOLE_CLIENT_ID"]
+        == "0oa1console"
+    )
     assert (environment["JWT_ISSUER"], environment["JWT_TENANT_CLAIM"]) == (ISSUER, "groups")
     assert (environment["JWT_TENANT_PREFIX"], environment["JWT_ADMIN_GROUP"]) == ("tickwork-tenant-", "tickwork-admin")
     # The IAM API is as it was.
@@ -105,8 +118,31 @@ def test_create_user_pool_makes_the_pool_its_public_client_and_admin_group_and_t
     environment = _api_environment(resources)
     assert (environment["JWT_ISSUER"], environment["JWT_TENANT_CLAIM"]) == (issuer, "cognito:groups")
     assert {"TokenApiUrl", "UserPoolId", "UserPoolClientId"} <= _outputs_on(template, JWT_PARAMETERS)
+    # The hosted console signs in with the pool's client, on the pool's domain, and is one of its callbacks.
+    assert environment["CONSOLE_CLIENT_ID"] == {"Ref": "UserPoolClient"}
+    assert "UserPoolDomain" in resources
+    # Its sign-out, which Cognito's discovery does not name.
+    assert environment["CONSOLE_LOGOUT_URL"] == "https://${UserPoolDomain}.auth.${AWS::Region}.amazoncognito.com/logout"
+    console_url = "https://${TokenApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/console/"
+    assert console_url in client["CallbackURLs"]
+    assert "ConsoleUrl" in _outputs_on(template, JWT_PARAMETERS)
     # No admin group named: no group made.
     assert "UserPoolAdminGroup" not in resources_on(template, {**JWT_PARAMETERS, "JwtAdminGroup": ""})
+
+
+def test_hosted_console_false_leaves_a_token_api_with_no_console(template):
+    for parameters in ({**OKTA, "HostedConsole": "false"}, {**JWT_PARAMETERS, "HostedConsole": "false"}):
+        resources = resources_on(template, parameters)
+        assert not (HOSTED_CONSOLE | {"UserPoolDomain"}) & set(resources)
+        assert _api_environment(resources)["CONSOLE_CLIENT_ID"] == ""
+        assert _api_environment(resources)["CONSOLE_LOGOUT_URL"] == ""
+        assert "ConsoleUrl" not in _outputs_on(template, parameters)
+
+
+def test_an_iam_only_stack_has_no_hosted_console(template):
+    resources = resources_on(template, {})
+    assert not (HOSTED_CONSOLE | {"UserPoolDomain"}) & set(resources)
+    assert _api_environment(resources)["CONSOLE_CLIENT_ID"] == ""
 
 
 def test_an_issuer_needs_an_audience_and_excludes_a_user_pool(template):

@@ -1,5 +1,7 @@
 // The API, called on this page's own origin: `tickwork dev` serves /v1 beside /console, and `tickwork console`
-// forwards /v1 to the deployed API, signing each call there (the browser never holds credentials).
+// forwards /v1 to the deployed API, signing each call there (the browser never holds credentials). The hosted
+// console (and `tickwork dev --idp`) sends the signed-in user's token instead (signin.js).
+import { bearerToken, expire } from "./signin.js";
 
 export class ApiError extends Error {
   // A non-2xx answer. `problem` is the RFC 9457 body (title, detail, errors[]) when the API sent one.
@@ -21,6 +23,8 @@ function queryString(query) {
 
 export async function api(method, path, { query, body } = {}) {
   const init = { method, headers: { Accept: "application/json" } };
+  const token = bearerToken();
+  if (token) init.headers.Authorization = `Bearer ${token}`;
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
@@ -37,6 +41,10 @@ export async function api(method, path, { query, body } = {}) {
     parsed = text ? JSON.parse(text) : null;
   } catch {
     parsed = null;
+  }
+  if (response.status === 401 && token) {
+    // The token API's authorizer refused the token (expired, or revoked): back to the sign-in page, saying so.
+    expire("Your sign-in has expired or was refused by the API: sign in again.");
   }
   if (!response.ok) {
     let problem = parsed && typeof parsed === "object" ? parsed : {};

@@ -9,6 +9,7 @@ import { JobPage, JobsPage, RunPage } from "./jobs.js";
 import { MetricsPage } from "./metrics.js";
 import { DlqPage } from "./ops.js";
 import { RunsPage } from "./runs.js";
+import { SessionStatus, SignInPage, startSession, useSession } from "./signin.js";
 import { TenantSwitcher, useIsAdmin } from "./tenancy.js";
 import { NewWorkflowPage } from "./workflow_form.js";
 import { TimeZoneSwitch } from "./ui.js";
@@ -104,12 +105,25 @@ function App() {
       </nav>
       <${TenantSwitcher} onSwitch=${setScope} />
       <${TimeZoneSwitch} />
+      <${SessionStatus} />
     </header>
     <main id="main" tabindex="-1">
       ${page || html`<section><h1 tabindex="-1">Not found</h1><p>No page at <code>${where.path}</code>. <a href="#/jobs">Go to Jobs</a>.</p></section>`}
     </main>`;
 }
 
+// Signed in, or no sign-in to do (signin.js): the console; else the sign-in page, with why if it failed or expired.
+function Root() {
+  const session = useSession();
+  if (session.mode === "loading") return html`<p class="muted">Loading the console…</p>`;
+  if (session.mode === "signed-out") {
+    return html`<header class="top"><span class="brand">Tickwork</span></header>
+      <${SignInPage} message=${session.message} signedOut=${session.signedOut} />`;
+  }
+  return html`<${App} />`;
+}
+
 const root = document.getElementById("app");
 root.textContent = ""; // the no-JavaScript note
-render(html`<${App} />`, root);
+render(html`<${Root} />`, root);
+startSession();
