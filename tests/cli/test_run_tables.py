@@ -69,3 +69,14 @@ def test_runs_list_shows_a_rate_limited_runs_deferral(cli):
     table = cli("runs", "list", job["id"], output="table")
     line = next(line for line in table.stdout.splitlines() if line.startswith(deferred["id"]))
     assert f"{deferred['deferred']} (rate_limit)" in line
+
+
+def test_runs_list_started_leaves_out_the_runs_claimed_ahead(cli):
+    job = cli.json("jobs", "create", "--name", "n", "--type", "echo", "--cron", "* * * * *")
+    cli.pipeline.tick()  # its next two occurrences claimed: QUEUED, to come
+    assert {r["status"] for r in cli.json("runs", "list", job["id"])["items"]} == {"QUEUED"}
+    assert cli.json("runs", "list", job["id"], "--started")["items"] == []
+    cli.json("jobs", "trigger", job["id"])
+    cli.pipeline.drain()
+    (last,) = cli.json("runs", "list", job["id"], "--started", "--limit", "1")["items"]
+    assert (last["trigger"], last["status"]) == ("manual", "SUCCEEDED")

@@ -233,6 +233,7 @@ export function JobPage({ id, query }) {
   const blocked = useLoad(() => get(`/v1/jobs/${enc(id)}/preview`, { count: BLOCKED_LOOKAHEAD }), [id, job.data && job.data.version]);
   const pager = usePager(id);
   const runs = useLoad(() => get(`/v1/jobs/${enc(id)}/runs`, { limit: 20, cursor: pager.cursor }), [id, pager.cursor], 3000);
+  const lastRun = useLastRuns(job.data ? [job.data] : [], runs.data)[id];
   const [dialog, setDialog] = useState(null);
   const [actionError, setActionError] = useState(null);
   const [notice, setNotice] = useState(null);
@@ -257,7 +258,7 @@ export function JobPage({ id, query }) {
   const ended = j.state === "COMPLETED" || j.state === "CANCELLED";
   return html`<${JobZone.Provider} value=${(j.schedule && j.schedule.timezone) || "UTC"}><section>
     <p class="crumbs"><a href="#/jobs">Jobs</a> /</p>
-    <h1 tabindex="-1">${j.name} <${JobState} job=${j} lastRun=${runs.data && pager.page === 1 ? runs.data.items[0] : undefined} /></h1>
+    <h1 tabindex="-1">${j.name} <${JobState} job=${j} lastRun=${lastRun} /></h1>
     <div class="toolbar" role="group" aria-label="Job actions">
       ${live ? html`<button type="button" onClick=${() => act(() => "Paused.", () => post(`/v1/jobs/${enc(id)}/pause`))}>Pause</button>` : null}
       ${j.state === "PAUSED" || j.state === "SUSPENDED"
@@ -277,6 +278,7 @@ export function JobPage({ id, query }) {
         <dt>Type</dt><dd>${j.type}</dd>
         <dt>Schedule</dt><dd class="mono">${scheduleText(j.schedule)}</dd>
         <dt>Next run</dt><dd><${Time} value=${j.next_run_at} /></dd>
+        <dt>Last run</dt><dd><${LastRun} run=${lastRun} /></dd>
         <dt>Priority</dt><dd>${j.priority} (${band(j.priority)} band)</dd>
         <dt>Retries</dt><dd>${j.retry.max_attempts} attempts, backoff ${j.retry.backoff_seconds} s (max ${j.retry.max_backoff_seconds} s)</dd>
         <dt>Timeout</dt><dd>${j.timeout_seconds} s</dd>
