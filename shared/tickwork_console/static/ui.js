@@ -197,6 +197,39 @@ export function whenIn(value, zone, { ms = false } = {}) {
   return `${parts.year}-${parts.month}-${parts.day} ${time} ${parts.timeZoneName}`;
 }
 
+// The wall clock's fields an instant (ms) shows in `zone`, as numbers: {year, month, day, hour, minute, second}.
+export function wallParts(ms, zone) {
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat("en-GB", {
+      timeZone: zone,
+      hourCycle: "h23",
+      year: "numeric",
+      month: "2-digit",
+      day: "2-digit",
+      hour: "2-digit",
+      minute: "2-digit",
+      second: "2-digit",
+    })
+      .formatToParts(new Date(ms))
+      .map((part) => [part.type, Number(part.value)]),
+  );
+  return { year: parts.year, month: parts.month, day: parts.day, hour: parts.hour, minute: parts.minute, second: parts.second };
+}
+
+// How far `zone`'s wall clock is ahead of UTC at the instant `ms`, in ms.
+function offsetAt(ms, zone) {
+  const w = wallParts(ms, zone);
+  return Date.UTC(w.year, w.month - 1, w.day, w.hour, w.minute, w.second) - Math.floor(ms / 1000) * 1000;
+}
+
+// The instant (ms) a wall time names in `zone`: its fields as if UTC, less the zone's offset there (found twice,
+// as the offset at the guess may differ across a DST change). A wall time in a spring-forward gap lands past it.
+export function instantOfWall(year, month, day, hour = 0, minute = 0, second = 0, zone = "UTC") {
+  const asUtc = Date.UTC(year, month - 1, day, hour, minute, second);
+  const guess = asUtc - offsetAt(asUtc, zone);
+  return asUtc - offsetAt(guess, zone);
+}
+
 // What a heading says times are in: (UTC), or the zone's name.
 export function ZoneLabel() {
   const { zone } = useTimeZone();
