@@ -1,8 +1,8 @@
 """The console's calendars and freezes, its time-zone switch, and its bulk actions, in Chromium against
 `tickwork dev`: a freeze created and lifted from the console holds a run then lets it go; a job's blocked instants
 shown in its own zone across a DST change, its calendar edited and what it blocks this week drawn; the same
-instant re-rendered in each zone, the choice remembered; three jobs paused by tag in one action; FAILED runs
-retried from the Runs page."""
+instant re-rendered in each zone, the choice remembered, a form's date-time input read in it; three jobs paused
+by tag in one action; FAILED runs retried from the Runs page."""
 
 from __future__ import annotations
 
@@ -214,7 +214,19 @@ def test_switch_time_zones_and_see_the_same_instant_re_rendered_the_choice_remem
         expect(page.locator("dl.facts time").first).to_have_text(wall(next_run, ZoneInfo("America/New_York")))
         open_console(page, dev, "/jobs")
         expect(page.locator("main thead")).to_contain_text("(America/New_York)")
+
+        # A form's date-time inputs are in the zone shown too, and say so: the Runs page's From, typed as New
+        # York's wall time, is searched (and kept in the URL) as its UTC instant, and shown again in each zone.
+        open_console(page, dev, "/runs")
+        search = page.get_by_role("form", name="Filter runs")
+        start = search.get_by_label("From (America/New_York)")
+        start.fill("2026-07-01T08:00")
+        search.get_by_role("button", name="Search").click()
+        expect(page).to_have_url(re.compile(r"from=2026-07-01T12%3A00%3A00\.000Z"))
+        expect(start).to_have_value(re.compile(r"^2026-07-01T08:00(:00)?$"))
         page.get_by_label("Time zone").select_option("utc")
+        expect(search.get_by_label("From (UTC)")).to_have_value(re.compile(r"^2026-07-01T12:00(:00)?$"))
+        open_console(page, dev, "/jobs")
         expect(page.locator("main thead")).to_contain_text("(UTC)")
     finally:
         context.close()
