@@ -179,7 +179,7 @@ class TenantWorkflows:
 
     def workflows_page(self, **filters: Any) -> WorkflowList:
         page = workflows_of(self.services).list(self.tenant, **filters)
-        return WorkflowList(items=page.items, next_cursor=page.next_cursor)
+        return WorkflowList(items=[self.services.queries.shown(w) for w in page.items], next_cursor=page.next_cursor)
 
     def runs_page(self, workflow_id: str, **filters: Any) -> WorkflowRunList:
         page = workflows_of(self.services).runs(self.caller.tenant, workflow_id, admin=self.caller.admin, **filters)

@@ -343,7 +343,7 @@ class Services:
 
     @cached_property
     def queries(self) -> JobQueries:
-        return JobQueries(self.store.jobs, self.store.runs, self.listings, self.results)
+        return JobQueries(self.store.jobs, self.store.runs, self.listings, self.results, self.clock)
 
     @cached_property
     def jobs(self) -> JobLifecycle:

@@ -156,13 +156,25 @@ def _call_by_id(
 
 
 def _watch(
-    session: Session, path: str, status: str | None, listing: RunsListing, columns: Any, terminal: set[str]
+    session: Session,
+    path: str,
+    status: str | None,
+    listing: RunsListing,
+    columns: Any,
+    terminal: set[str],
+    *,
+    started: bool = False,
 ) -> None:
-    """Show a page of runs; with --wait, first poll until it lists runs and all of them are terminal, and exit
-    with how they ended (options.EXIT_BY_ENDING)."""
+    """Show a page of runs (`started`: only those that started); with --wait, first poll until it lists runs and
+    all of them are terminal, and exit with how they ended (options.EXIT_BY_ENDING)."""
 
     def fetch() -> dict[str, Any]:
-        query = {"status": status, "limit": listing.limit, "cursor": listing.cursor}
+        query = {
+            "status": status,
+            "limit": listing.limit,
+            "cursor": listing.cursor,
+            "started": "true" if started else None,
+        }
         return _listing(session.client, path, listing.all_pages, **query)
 
     page = fetch()
@@ -451,11 +463,15 @@ def runs_list(
     job_id: JobIdArg,
     session: Session,
     status: Annotated[str | None, typer.Option("--status", help="Only runs with this status.")] = None,
+    started: Annotated[
+        bool,
+        typer.Option("--started", help="Only runs that started, not QUEUED ones to come (--limit 1: the last run)."),
+    ] = False,
     *,
     listing: RunsListing,
 ) -> None:
     """Runs of a job, newest first."""
-    _watch(session, f"/v1/jobs/{job_id}/runs", status, listing, render.RUN_COLUMNS, TERMINAL)
+    _watch(session, f"/v1/jobs/{job_id}/runs", status, listing, render.RUN_COLUMNS, TERMINAL, started=started)
 
 
 # A runs search's filters (GET /v1/runs): `runs search` lists what they find, `runs retry` re-queues it.

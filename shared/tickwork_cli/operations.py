@@ -87,6 +87,32 @@ def calendars_get(calendar_id: CalendarIdArg, session: Session, tenant: TenantOp
     session.show_one(session.client.get(_path(calendar_id), **given(tenant=tenant)))
 
 
+BLOCKED_COLUMNS = [("FROM", lambda span: span["from"]), ("UNTIL", lambda span: span["until"])]
+
+
+@calendars_app.command("blocked")
+@api_command
+def calendars_blocked(
+    calendar_id: CalendarIdArg,
+    session: Session,
+    since: Annotated[
+        str | None, typer.Option("--from", help="From this instant: ISO-8601, now, or +1d (default now).")
+    ] = None,
+    days: Annotated[int | None, typer.Option("--days", help="How many days ahead (1 to 14; default 7).")] = None,
+    tenant: TenantOpt = None,
+) -> None:
+    """What a calendar blocks over the next days: a span a line (its whole answer with --output json)."""
+    start = parse_instant(since, "--from", _clock[0]()) if since is not None else None
+    query = given(tenant=tenant, days=days, **{"from": start})
+    found = session.client.get(f"{_path(calendar_id)}/blocked", **query)
+    if session.as_json:
+        session.show_one(found)
+        return
+    session.show_page({"items": found["spans"], "next_cursor": None}, BLOCKED_COLUMNS)
+    if not found["complete"]:
+        typer.echo("more: the preview stopped at its bound; ask from the last span on (--from)", err=True)
+
+
 @calendars_app.command("update")
 @api_command
 def calendars_update(

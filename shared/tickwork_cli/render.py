@@ -223,8 +223,34 @@ def items_table(items: Sequence[dict[str, Any]], columns: list[tuple[str, Callab
     return table([[get(item) for _, get in columns] for item in items], [name for name, _ in columns])
 
 
+def outcomes_text(outcomes: dict[str, int]) -> str:
+    """Attempt records by outcome, the most first: `28 yielded, 1 succeeded`."""
+    return ", ".join(f"{n} {outcome}" for outcome, n in sorted(outcomes.items(), key=lambda pair: -pair[1]))
+
+
+def attempts_text(history: list[dict[str, Any]]) -> str:
+    """A run's kept attempt records, collapsed to one line: `20 kept: 19 yielded, 1 succeeded`."""
+    outcomes: dict[str, int] = {}
+    for attempt in history:
+        outcome = str(attempt.get("outcome") or "running or lost")
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    return f"{len(history)} kept: {outcomes_text(outcomes)}" if history else "none"
+
+
+def earlier_attempts_text(earlier: dict[str, Any]) -> str:
+    """The summary of the records folded out of a run's history: `10 earlier (attempts 1-1): 10 yielded, 3m 20s
+    handler time, from <first start>`."""
+    attempts = f"attempts {earlier['first_attempt']}-{earlier['last_attempt']}"
+    handler = duration_text(earlier["handler_ms"])
+    return (
+        f"{earlier['records']} earlier ({attempts}): {outcomes_text(earlier['outcomes'])}, {handler} handler time, "
+        f"from {earlier['first_started_at']}"
+    )
+
+
 def record(item: dict[str, Any]) -> str:
-    """One job, run, workflow or workflow run, a field per line."""
+    """One job, run, workflow or workflow run, a field per line; a run's attempt history collapsed (`--output
+    json` has every record)."""
     rows = []
     for key, value in item.items():
         shown = value
@@ -232,5 +258,11 @@ def record(item: dict[str, Any]) -> str:
             shown = schedule_text(value)
         elif key in ("steps", "compensations"):
             shown = steps_text(value)
+        elif key in ("handler_ms", "wall_ms") and value is not None:
+            shown = f"{duration_text(value)} ({value})"
+        elif key == "attempt_history" and isinstance(value, list):
+            shown = attempts_text(value)
+        elif key == "earlier_attempts" and isinstance(value, dict):
+            shown = earlier_attempts_text(value)
         rows.append([key, shown])
     return table(rows, ["FIELD", "VALUE"])

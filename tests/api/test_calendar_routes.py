@@ -147,3 +147,17 @@ def test_preview_marks_each_blocked_occurrence_and_what_happens_to_it(api):
         ("2026-11-28T14:00:00.000Z", "skip", None),
         ("2026-11-29T14:00:00.000Z", "defer", "2026-11-30T05:00:00.000Z"),
     ]
+
+
+def test_a_calendars_blocked_spans_over_the_next_days_are_one_read_and_refused_past_their_bound(api, pipeline):
+    created = _create(api)
+    path = f"/v1/calendars/{created['id']}/blocked"
+    pipeline.calls.clear()
+    week = api.get(path, query={"from": "2026-11-26T00:00:00Z"})
+    assert week.status == 200, week.text
+    assert week.json["spans"] == [{"from": "2026-11-27T05:00:00.000Z", "until": "2026-11-30T05:00:00.000Z"}]
+    assert (week.json["until"], week.json["complete"]) == ("2026-12-03T00:00:00.000Z", True)
+    assert pipeline.calls.count() == 1  # the calendar, read once
+    assert _nothing_written(pipeline)
+    assert api.get(path, query={"days": 15}).fields == ["days"]
+    assert api.get(path, identity=GLOBEX).status == 404

@@ -62,6 +62,7 @@ ROUTES = {
     ("post", "/v1/calendars"),
     ("get", "/v1/calendars"),
     ("get", "/v1/calendars/{calendar_id}"),
+    ("get", "/v1/calendars/{calendar_id}/blocked"),
     ("put", "/v1/calendars/{calendar_id}"),
     ("delete", "/v1/calendars/{calendar_id}"),
     ("post", "/v1/freezes"),

@@ -1,13 +1,14 @@
 """The console's calendars and freezes, its time-zone switch, and its bulk actions, in Chromium against
 `tickwork dev`: a freeze created and lifted from the console holds a run then lets it go; a job's blocked instants
-shown in its own zone across a DST change; the same instant re-rendered in each zone, the choice remembered; three
-jobs paused by tag in one action; FAILED runs retried from the Runs page."""
+shown in its own zone across a DST change, its calendar edited and what it blocks this week drawn; the same
+instant re-rendered in each zone, the choice remembered, a form's date-time input read in it; three jobs paused
+by tag in one action; FAILED runs retried from the Runs page."""
 
 from __future__ import annotations
 
 import re
 import time
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -153,8 +154,30 @@ def test_a_job_s_blocked_instants_in_its_own_zone_across_a_dst_change_and_its_ca
         expect(item).to_contain_text(text)
     screenshot(page, "job-blocked-instants")
 
-    # The calendar's own page, and its deletion from the console.
+    # The calendar's own page: edited (replaced whole) to black out tomorrow in Paris, which its week strip draws
+    # in the zone chosen (UTC here, no job's zone on this page): 23:00 today to 23:00 tomorrow, Paris in winter.
     facts.get_by_role("link", name="console spring forward").click()
+    page.get_by_role("link", name="Edit").click()
+    form = page.get_by_role("form", name="Edit calendar")
+    expect(form.get_by_label("Name")).to_have_value("console spring forward")
+    tomorrow = (datetime.now(PARIS) + timedelta(days=1)).date().isoformat()
+    form.get_by_label("Windows (JSON)").fill(f'[{{"dates": ["{tomorrow}"]}}]')
+    form.get_by_role("button", name="Save calendar").click()
+    expect(page.get_by_role("list", name="Windows")).to_contain_text(f"dates {tomorrow}")
+    assert dev.call("GET", f"/v1/calendars/{calendar_id}")["version"] == 2
+    page.get_by_label("Time zone").select_option("utc")
+    days = page.get_by_role("list", name="Blocked this week").locator("li")
+    expect(days).to_have_count(7)
+    offset = datetime.fromisoformat(f"{tomorrow}T00:00").replace(tzinfo=PARIS).utcoffset()
+    assert offset is not None
+    starts = f"{24 - int(offset.total_seconds()) // 3600:02d}:00"
+    expect(days.nth(0)).to_have_attribute("aria-label", re.compile(f"blocked {starts}\N{EN DASH}24:00$"))
+    expect(days.nth(1)).to_have_attribute("aria-label", re.compile(f"blocked 00:00\N{EN DASH}{starts}$"))
+    expect(days.nth(2)).to_have_attribute("aria-label", re.compile("nothing blocked$"))
+    expect(page.locator(".week-blocked")).to_have_count(2)
+    screenshot(page, "calendar-week-strip")
+
+    # And its deletion from the console.
     page.get_by_role("button", name="Delete").click()
     page.get_by_role("dialog", name="Delete this calendar?").get_by_role("button", name="Delete").click()
     expect(page.get_by_role("heading", name="Calendars")).to_be_visible()
@@ -191,7 +214,19 @@ def test_switch_time_zones_and_see_the_same_instant_re_rendered_the_choice_remem
         expect(page.locator("dl.facts time").first).to_have_text(wall(next_run, ZoneInfo("America/New_York")))
         open_console(page, dev, "/jobs")
         expect(page.locator("main thead")).to_contain_text("(America/New_York)")
+
+        # A form's date-time inputs are in the zone shown too, and say so: the Runs page's From, typed as New
+        # York's wall time, is searched (and kept in the URL) as its UTC instant, and shown again in each zone.
+        open_console(page, dev, "/runs")
+        search = page.get_by_role("form", name="Filter runs")
+        start = search.get_by_label("From (America/New_York)")
+        start.fill("2026-07-01T08:00")
+        search.get_by_role("button", name="Search").click()
+        expect(page).to_have_url(re.compile(r"from=2026-07-01T12%3A00%3A00\.000Z"))
+        expect(start).to_have_value(re.compile(r"^2026-07-01T08:00(:00)?$"))
         page.get_by_label("Time zone").select_option("utc")
+        expect(search.get_by_label("From (UTC)")).to_have_value(re.compile(r"^2026-07-01T12:00(:00)?$"))
+        open_console(page, dev, "/jobs")
         expect(page.locator("main thead")).to_contain_text("(UTC)")
     finally:
         context.close()

@@ -1,4 +1,4 @@
-"""`tickwork calendars list|get|create|update|delete` and `tickwork freezes list|get|create|lift`: noun groups with
+"""`tickwork calendars list|get|create|update|delete|blocked` and `tickwork freezes list|get|create|lift`: noun groups with
 the verbs jobs have, the old verbs (`freeze`, `unfreeze`, `calendars replace`) hidden aliases that still work;
 `jobs preview`'s table shows what blocks an occurrence."""
 
@@ -121,7 +121,7 @@ def test_the_noun_groups_have_the_verbs_jobs_have(cli):
         for noun in ("calendars", "freezes")
     }
     assert listed == {
-        "calendars": {"list", "get", "create", "update", "delete"},
+        "calendars": {"list", "get", "create", "update", "delete", "blocked"},
         "freezes": {"list", "get", "create", "lift"},
     }
 
@@ -142,3 +142,18 @@ def test_jobs_preview_table_shows_what_blocks_an_occurrence(cli, tmp_path):
     deferred = cli.json("jobs", "update", job["id"], "--on-blocked", "DEFER")
     shown = cli("jobs", "preview", deferred["id"], "--count", "1", output="table")
     assert shown.stdout.splitlines()[1].endswith(f"calendar {calendar['id']} (runs at 2026-11-23T00:00:00.000Z)")
+
+
+def test_calendars_blocked_lists_the_spans_it_blocks_from_now(cli, tmp_path):
+    calendar = cli.json("calendars", "create", "--file", _file(tmp_path, WEEKEND))
+    found = cli.json("calendars", "blocked", calendar["id"], "--days", "3")
+    assert found["complete"]
+    assert [span["until"] for span in found["spans"]] == ["2026-11-23T00:00:00.000Z"]
+    assert found["spans"][0]["from"] == found["from"]  # blocked now: from now
+    table = cli("calendars", "blocked", calendar["id"], output="table")
+    assert table.exit_code == 0, table.output
+    assert [line.split() for line in table.stdout.splitlines()] == [
+        ["FROM", "UNTIL"],
+        [found["from"], found["spans"][0]["until"]],
+    ]
+    assert cli.json("calendars", "blocked", calendar["id"], "--from", "+2d")["spans"] == []  # from the 23rd on

@@ -69,3 +69,38 @@ def test_runs_list_shows_a_rate_limited_runs_deferral(cli):
     table = cli("runs", "list", job["id"], output="table")
     line = next(line for line in table.stdout.splitlines() if line.startswith(deferred["id"]))
     assert f"{deferred['deferred']} (rate_limit)" in line
+
+
+def test_runs_list_started_leaves_out_the_runs_claimed_ahead(cli):
+    job = cli.json("jobs", "create", "--name", "n", "--type", "echo", "--cron", "* * * * *")
+    cli.pipeline.tick()  # its next two occurrences claimed: QUEUED, to come
+    assert {r["status"] for r in cli.json("runs", "list", job["id"])["items"]} == {"QUEUED"}
+    assert cli.json("runs", "list", job["id"], "--started")["items"] == []
+    cli.json("jobs", "trigger", job["id"])
+    cli.pipeline.drain()
+    (last,) = cli.json("runs", "list", job["id"], "--started", "--limit", "1")["items"]
+    assert (last["trigger"], last["status"]) == ("manual", "SUCCEEDED")
+
+
+def test_runs_get_collapses_the_attempt_history_and_reads_the_handler_and_wall_times():
+    run = _run(
+        handler_ms=240_000,
+        wall_ms=250_500,
+        duration_ms=8_210,
+        attempt_history=[{"attempt": 1, "outcome": "yielded"}] * 19 + [{"attempt": 1, "outcome": "succeeded"}],
+        earlier_attempts={
+            "records": 10,
+            "first_attempt": 1,
+            "last_attempt": 1,
+            "first_started_at": "2026-11-21T12:00:00.000Z",
+            "handler_ms": 80_000,
+            "outcomes": {"yielded": 10},
+        },
+    )
+    rows = dict(line.split(None, 1) for line in render.record(run).splitlines()[1:])
+    assert rows["handler_ms"].strip() == "4m 0s (240000)"
+    assert rows["wall_ms"].strip() == "4m 10s (250500)"
+    assert rows["attempt_history"].strip() == "20 kept: 19 yielded, 1 succeeded"
+    assert rows["earlier_attempts"].strip() == (
+        "10 earlier (attempts 1-1): 10 yielded, 1m 20s handler time, from 2026-11-21T12:00:00.000Z"
+    )

@@ -270,7 +270,7 @@ def test_a_run_skipped_before_its_handler_has_no_attempt_record(pipeline):
     assert _log_objects(pipeline) == []
 
 
-def test_the_history_keeps_the_last_attempts_only(pipeline):
+def test_the_history_keeps_the_last_attempts_and_counts_the_earlier_ones(pipeline):
     attempts = MAX_ATTEMPT_HISTORY + 3
     job = _due(
         pipeline,
@@ -282,6 +282,10 @@ def test_the_history_keeps_the_last_attempts_only(pipeline):
     assert (run.status, run.attempts) == (RunStatus.FAILED, attempts)
     assert [a.attempt for a in run.attempt_history] == list(range(4, attempts + 1))
     assert run.attempt_history[-1].outcome is AttemptOutcome.FAILED
+    earlier = run.earlier_attempts
+    assert earlier is not None
+    assert (earlier.records, earlier.first_attempt, earlier.last_attempt) == (3, 1, 3)
+    assert earlier.outcomes == {"retrying": 3}
 
 
 @pytest.mark.parametrize("payload", [{"log": "one line"}, {"log": [1, 2]}, {"log": ["x" * 5000]}])

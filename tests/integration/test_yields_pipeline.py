@@ -8,7 +8,7 @@ from typing import Any
 
 from tickwork.control.api_bodies import WorkflowSpec
 from tickwork.model.job import Job
-from tickwork.model.run import Run
+from tickwork.model.run import MAX_ATTEMPT_HISTORY, Run
 from tickwork.model.states import AttemptOutcome, RunStatus
 
 from tests.durable_jobtypes import STEP_CALLS
@@ -113,3 +113,24 @@ def test_a_short_lambdas_margins_come_from_its_timeout_setting(mocked_aws):
         assert (run.status, run.attempts, run.segments, invocations) == (RunStatus.SUCCEEDED, 1, 2, 3)
         assert run.yielded_ms == 2 * 50_000
         assert _steps_of(run) == [1] * 12
+
+
+def test_a_run_of_many_segments_keeps_every_segment_in_its_history_and_its_whole_handler_time(pipeline):
+    """22 segments: the last MAX_ATTEMPT_HISTORY records one by one, every earlier one counted in their summary
+    (none dropped); its handler time is every segment's, its wall time from the first start to its end
+    (tests/unit/test_runlogs_collector.py folds 500, within the history's stated size)."""
+    job = _due(pipeline, payload={"pages": 44})  # two pages of 10 s a segment
+    invocations = pipeline.drain_one_by_one(LAMBDA_SECONDS)
+    (run,) = pipeline.runs_of(job.id)
+    assert (run.status, run.segments, invocations) == (RunStatus.SUCCEEDED, 21, 22)
+    assert len(run.attempt_history) == MAX_ATTEMPT_HISTORY
+    earlier = run.earlier_attempts
+    assert earlier is not None
+    assert (earlier.records, earlier.outcomes) == (2, {"yielded": 2})
+    assert earlier.records + len(run.attempt_history) == invocations
+    assert run.handler_ms == 44 * 10_000  # every page's time, not the last segment's (duration_ms)
+    assert (run.duration_ms or 0) < 60_000
+    assert run.finished_at is not None
+    assert run.started_at is not None
+    assert run.wall_ms == int((run.finished_at - run.started_at).total_seconds() * 1000)
+    assert run.wall_ms >= run.handler_ms

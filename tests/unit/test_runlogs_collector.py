@@ -16,9 +16,10 @@ from tickwork.executor.outcomes import LOST_ATTEMPT, attempt_record, history_aft
 from tickwork.jobtypes import RunContext
 from tickwork.jobtypes.run_log import LIMIT_BYTES, LIMIT_LINES, RunLog
 from tickwork.model.clock import FakeClock
-from tickwork.model.run import MAX_ATTEMPT_HISTORY, AttemptRecord, Run, RunError
+from tickwork.model.run import MAX_ATTEMPT_HISTORY, RUN_HISTORY_MAX_BYTES, AttemptRecord, Run, RunError
 from tickwork.model.states import AttemptOutcome, RunStatus
 from tickwork.settings import ApiSettings
+from tickwork.store.codec import run_to_attrs
 
 T0 = datetime(2026, 11, 23, 8, 0, 0, tzinfo=UTC)
 RUN_ID = "j" + "0" * 25 + ".1795420800000"
@@ -199,21 +200,50 @@ def test_the_history_after_an_outcome_marks_lost_attempts_merges_deferrals_and_k
     lost = _record(1, None, 0, ended=False)
     run = _run(attempts=2, attempt_history=[lost])
     done = _record(2, AttemptOutcome.SUCCEEDED, 5)
-    assert history_after(run, done) == [lost.model_copy(update={"error": LOST_ATTEMPT}), done]
-    assert history_after(run, None) == [lost.model_copy(update={"error": LOST_ATTEMPT})]  # skipped: no record
+    assert history_after(run, done).records == [lost.model_copy(update={"error": LOST_ATTEMPT}), done]
+    assert history_after(run, None).records == [lost.model_copy(update={"error": LOST_ATTEMPT})]  # skipped
 
     deferred = _record(1, AttemptOutcome.DEFERRED, 0)
     again = _record(1, AttemptOutcome.DEFERRED, 7)
     merged = history_after(_run(attempts=1, attempt_history=[deferred]), again)
-    assert merged == [deferred.model_copy(update={"ended_at": again.ended_at})]
+    assert merged.records == [deferred.model_copy(update={"ended_at": again.ended_at})]
     other = _record(2, AttemptOutcome.DEFERRED, 9)  # another attempt's deferral: a record of its own
-    assert len(history_after(_run(attempts=2, attempt_history=[deferred]), other)) == 2
+    assert len(history_after(_run(attempts=2, attempt_history=[deferred]), other).records) == 2
 
     many = [_record(n, AttemptOutcome.RETRYING, n) for n in range(1, MAX_ATTEMPT_HISTORY + 1)]
     last = _record(MAX_ATTEMPT_HISTORY + 1, AttemptOutcome.FAILED, 99)
     kept = history_after(_run(attempts=len(many) + 1, attempt_history=many), last)
-    assert len(kept) == MAX_ATTEMPT_HISTORY == 20
-    assert [a.attempt for a in kept] == list(range(2, MAX_ATTEMPT_HISTORY + 2))
+    assert len(kept.records) == MAX_ATTEMPT_HISTORY == 20
+    assert [a.attempt for a in kept.records] == list(range(2, MAX_ATTEMPT_HISTORY + 2))
+    assert kept.earlier is not None
+    assert (kept.earlier.records, kept.earlier.first_attempt, kept.earlier.outcomes) == (1, 1, {"retrying": 1})
+
+
+def test_a_run_of_500_segments_keeps_each_in_its_history_within_its_stated_bound():
+    """Every record folded past the last 20 still counts (records, outcomes, handler time), and the history's
+    share of the run item stays under RUN_HISTORY_MAX_BYTES, each record with an error of the longest kept."""
+    run = _run(status=RunStatus.RUNNING, attempts=1)
+    error = RunError(type="Boom", message="x" * 2000)
+    for minute in range(500):
+        record = attempt_record(
+            run,
+            T0 + timedelta(minutes=minute),
+            T0 + timedelta(minutes=minute, seconds=40),
+            AttemptOutcome.YIELDED,
+            error,
+        )
+        history = history_after(run, record)
+        run = run.model_copy(update={"attempt_history": history.records, "earlier_attempts": history.earlier})
+    assert len(history.records) == MAX_ATTEMPT_HISTORY
+    assert history.earlier is not None
+    assert history.earlier.records + len(history.records) == 500
+    assert history.earlier.outcomes == {"yielded": 480}
+    assert history.handler_ms == 500 * 40_000
+    assert history.wall_ms(T0 + timedelta(minutes=500)) == 500 * 60_000
+    attrs = run_to_attrs(run)
+    kept = json.dumps({k: attrs[k] for k in ("attempt_history", "earlier_attempts")})
+    assert len(kept.encode()) < RUN_HISTORY_MAX_BYTES
+    assert len(json.dumps(attrs, default=str).encode()) < 400_000
 
 
 def test_an_attempt_that_timed_out_is_recorded_timed_out():

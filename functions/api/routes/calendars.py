@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Annotated
 
-from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.openapi.params import Path as PathParam
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import Acting, Tenant, Who, Wired
 from pydantic import StringConstraints
-from tickwork.control.api_bodies import CalendarList
+from tickwork.control.api_bodies import BlockedSpan, CalendarBlocked, CalendarList
 from tickwork.control.api_examples import CALENDAR, openapi_examples
 from tickwork.model.blocking import CALENDAR_ID_PATTERN
-from tickwork.model.calendars import Calendar, CalendarDefinition
+from tickwork.model.calendars import BLOCKED_PREVIEW_MAX_DAYS, MAX_BLOCKED_SPANS, Calendar, CalendarDefinition
+from tickwork.model.schedule import CallerInstant
 
 from routes.parameters import ReadTenant
 from routes.responses import json_response, linked, ok, problems
@@ -65,6 +67,31 @@ def list_calendars(built: Wired, who: Who, tenant: ReadTenant = None):
 )
 def get_calendar(calendar_id: CalendarId, built: Wired, who: Who, tenant: ReadTenant = None):
     return json_response(200, built.calendars.get(who.tenant_to_read(tenant), calendar_id))
+
+
+@router.get(
+    "/v1/calendars/<calendar_id>/blocked",
+    summary="What a calendar blocks over the next days (a preview: nothing is written)",
+    description=f"The spans it blocks from `from` (default now) for `days`, in order, each clipped to the range: "
+    f"at most {MAX_BLOCKED_SPANS} spans, within a bounded evaluation (`complete` false past either).",
+    responses={200: ok(CalendarBlocked, "The spans"), **problems(403, 404, 422)},
+    tags=["calendars"],
+)
+def calendar_blocked(
+    calendar_id: CalendarId,
+    built: Wired,
+    who: Who,
+    tenant: ReadTenant = None,
+    since: Annotated[CallerInstant | None, Query(alias="from", description="An instant with its offset.")] = None,
+    days: Annotated[int, Query(ge=1, le=BLOCKED_PREVIEW_MAX_DAYS, description="How many days ahead.")] = 7,
+):
+    start = since or built.clock.now()
+    found = built.calendars.blocked(who.tenant_to_read(tenant), calendar_id, start, days)
+    spans = [BlockedSpan(from_=a, until=b) for a, b in found.spans]
+    answer = CalendarBlocked(
+        calendar_id=calendar_id, from_=start, until=start + timedelta(days=days), spans=spans, complete=found.complete
+    )
+    return json_response(200, answer)
 
 
 @router.put(

@@ -87,10 +87,11 @@ def update_job(
         JobUpdate, Body(description="The fields to change.", openapi_examples=openapi_examples(JOB_UPDATE))
     ],
     jobs: Jobs,
+    built: Wired,
     tenant: Tenant,
     by: Acting,
 ):
-    return json_response(200, jobs.update(tenant, job_id, patch, by=by))
+    return json_response(200, built.queries.shown(jobs.update(tenant, job_id, patch, by=by)))
 
 
 NO_TRIGGER_REQUEST = TriggerRequest()

@@ -37,8 +37,13 @@ def list_runs(
     limit: Limit = 50,
     cursor: Cursor = None,
     status: Annotated[RunStatus | None, Query()] = None,
+    started: Annotated[
+        bool,
+        Query(description="Only runs that started (not QUEUED ones to come): `limit=1` is the job's last run."),
+    ] = False,
 ):
-    return json_response(200, mine.runs_page(job_id, limit=limit, cursor=cursor, status=status))
+    page = mine.runs_page(job_id, limit=limit, cursor=cursor, status=status, started=started)
+    return json_response(200, page)
 
 
 @router.get(

@@ -80,7 +80,7 @@ def update_workflow(
     tenant: Tenant,
     by: Acting,
 ):
-    return json_response(200, workflows_of(built).update(tenant, workflow_id, patch, by=by))
+    return json_response(200, built.queries.shown(workflows_of(built).update(tenant, workflow_id, patch, by=by)))
 
 
 @router.get(

@@ -539,6 +539,28 @@ class CalendarList(BaseModel):
     items: list[Calendar]
 
 
+class BlockedSpan(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
+
+    from_: UtcDatetime = Field(alias="from")
+    until: UtcDatetime
+
+
+class CalendarBlocked(BaseModel):
+    """What a calendar blocks over a range (tickwork.model.calendars.blocked_spans)."""
+
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
+
+    calendar_id: str
+    from_: UtcDatetime = Field(alias="from")
+    until: UtcDatetime
+    spans: list[BlockedSpan] = Field(description="In order, each clipped to the range.")
+    complete: bool = Field(
+        description="Every span of the range; false: the answer stopped at its bound (the spans or the steps "
+        "it may take), and the last span may go on."
+    )
+
+
 class FreezeList(BaseModel):
     items: list[Freeze]
 

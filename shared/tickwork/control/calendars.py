@@ -9,13 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from tickwork.control.audit import AuditTrail
 from tickwork.model.audit import Attribution, AuditResource
 from tickwork.model.blocking import check_crossable
-from tickwork.model.calendars import Calendar, CalendarDefinition
+from tickwork.model.calendars import (
+    BLOCKED_PREVIEW_MAX_DAYS,
+    BlockedSpans,
+    Calendar,
+    CalendarDefinition,
+    blocked_spans,
+)
 from tickwork.model.clock import Clock, to_ms
 from tickwork.model.errors import Conflict, InvalidInput, NotFound
 from tickwork.model.freezes import EVERY_TENANT
@@ -47,6 +53,15 @@ class CalendarService:
     clock: Clock
     audit: AuditTrail  # each change's record, in the change's own write
     known: KnownTenants  # a tenant is known before its first calendar is written (an admin's `tenant=*` reads it)
+
+    def blocked(self, tenant: str, calendar_id: str, start: datetime | None, days: int) -> BlockedSpans:
+        """What the tenant's calendar blocks from `start` (None: now) for `days` (at most
+        BLOCKED_PREVIEW_MAX_DAYS): one read, one bounded evaluation."""
+        if not 1 <= days <= BLOCKED_PREVIEW_MAX_DAYS:
+            raise InvalidInput.one("days", f"must be between 1 and {BLOCKED_PREVIEW_MAX_DAYS}")
+        calendar = self.get(tenant, calendar_id)
+        start = start or self.clock.now()
+        return blocked_spans(calendar, start, start + timedelta(days=days))
 
     def create(self, tenant: str, spec: CalendarDefinition, *, by: Attribution | None = None) -> Calendar:
         now = self.clock.now()

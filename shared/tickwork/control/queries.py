@@ -10,10 +10,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from tickwork.aws.results import ResultStore
+from tickwork.model.clock import Clock
 from tickwork.model.errors import NotFound
 from tickwork.model.ids import is_job_id, parse_run_id
 from tickwork.model.job import Job
 from tickwork.model.run import Run
+from tickwork.model.upcoming import Scheduled, as_shown
 from tickwork.store import JobRecords, RunRecords
 from tickwork.store.listings import DEFAULT_LIMIT, Listings, Page
 
@@ -24,6 +26,15 @@ class JobQueries:
     runs: RunRecords
     listings: Listings
     results: ResultStore
+    clock: Clock
+
+    def shown(self, item: Scheduled) -> Scheduled:
+        """A job or workflow as an answer shows it (tickwork.model.upcoming): its next occurrence, claimed or not.
+        Only for answers: what is read to be changed and written back keeps the tick's cursor."""
+        return as_shown(item, self.clock.now())
+
+    def show_job(self, tenant: str, job_id: str, *, admin: bool = False) -> Job:
+        return self.shown(self.get_job(tenant, job_id, admin=admin))
 
     def get_job(self, tenant: str, job_id: str, *, admin: bool = False) -> Job:
         job = self.jobs.get_job(job_id) if is_job_id(job_id) else None
@@ -46,8 +57,9 @@ class JobQueries:
         return document
 
     def list_jobs(self, tenant: str, **filters: Any) -> Page[Job]:
-        """The tenant's jobs, newest first; `filters` are Listings.list_jobs's (limit, cursor, state, ...)."""
-        return self.listings.list_jobs(tenant, **filters)
+        """The tenant's jobs, newest first, as shown; `filters` are Listings.list_jobs's (limit, cursor, state, ...)."""
+        page = self.listings.list_jobs(tenant, **filters)
+        return Page([self.shown(job) for job in page.items], page.next_cursor)
 
     def list_runs(self, tenant: str, job_id: str, *, admin: bool = False, **filters: Any) -> Page[Run]:
         """A job's runs, newest first; `filters` are Listings.list_runs's (limit, cursor, status)."""

@@ -26,7 +26,7 @@ from tickwork.faults import CrashPoint, FaultPlan
 from tickwork.model.backoff import Random, backoff_seconds
 from tickwork.model.clock import Clock
 from tickwork.model.deadlines import slack_seconds
-from tickwork.model.run import MAX_ATTEMPT_HISTORY, AttemptRecord, Run, RunError, RunResult
+from tickwork.model.run import MAX_ATTEMPT_ERROR_CHARS, AttemptHistory, AttemptRecord, Run, RunError, RunResult
 from tickwork.model.run_event_kinds import FAILURE_KINDS, RunEventKind, emitted
 from tickwork.model.run_target import RunTarget
 from tickwork.model.states import AttemptOutcome, DeferReason, RunStatus, RunTrigger, SkipReason
@@ -351,9 +351,6 @@ def _count(name: str, tenant: str) -> None:
     run_metrics.count_for_tenant(name, tenant)
 
 
-MAX_ATTEMPT_ERROR_CHARS = 500  # an attempt record's error: enough to read, small enough for 20 in the run's item
-
-
 def attempt_record(
     run: Run, started: datetime | None, now: datetime, outcome: AttemptOutcome, error: RunError | None = None
 ) -> AttemptRecord | None:
@@ -375,13 +372,14 @@ def attempt_record(
 LOST_ATTEMPT = "its executor stopped before recording an outcome (it crashed or ran out of time); the next took over"
 
 
-def history_after(run: Run, record: AttemptRecord | None) -> list[AttemptRecord]:
+def history_after(run: Run, record: AttemptRecord | None) -> AttemptHistory:
     """The run's attempt history as this attempt's outcome leaves it, written whole by that outcome's update (the
     lease holder is the history's only writer, and `run` holds it as the lease read it, without the record the
     lease opened for this attempt): earlier records still open are attempts whose executor died, marked so;
     then this attempt's `record` (None: none, as for a run skipped before its handler started); a deferral that
     follows a deferral of the same attempt extends that record rather than adding one (a run deferred many times
-    would push its real attempts out); and the last MAX_ATTEMPT_HISTORY records only."""
+    would push its real attempts out); and the last MAX_ATTEMPT_HISTORY records one by one, the earlier ones
+    folded into the run's summary of them (AttemptHistory.bounded)."""
     history = [
         old if old.outcome is not None or old.ended_at is not None else old.model_copy(update={"error": LOST_ATTEMPT})
         for old in run.attempt_history
@@ -398,7 +396,7 @@ def history_after(run: Run, record: AttemptRecord | None) -> list[AttemptRecord]
         history[-1] = last.model_copy(update={"ended_at": record.ended_at})
     elif record is not None:
         history.append(record)
-    return history[-MAX_ATTEMPT_HISTORY:]
+    return AttemptHistory(history, run.earlier_attempts).bounded()
 
 
 def _count_deferral(reason: DeferReason) -> None:

@@ -6,6 +6,7 @@ decision a claim makes of them is tickwork.model.blocking.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from enum import StrEnum
 from functools import lru_cache
@@ -25,7 +26,7 @@ from pydantic import (
     model_validator,
 )
 
-from tickwork.model.budget import StepBudget
+from tickwork.model.budget import OCCURRENCES_STEP_BUDGET, OverBudget, StepBudget
 from tickwork.model.schedule import CallerInstant, Schedule, UtcDatetime, firing_cron, resolve_wall_time, validate_cron
 from tickwork.model.states import SkipReason
 
@@ -38,6 +39,10 @@ MAX_CALENDARS_PER_JOB = 10
 STORED = "stored"
 # How far ahead an `include` calendar's next window is looked for; none by then: the occurrence never runs.
 LOOK_AHEAD = timedelta(days=400)
+# A calendar's preview of what it blocks (GET /v1/calendars/{id}/blocked): at most this far ahead and this many
+# spans, within OCCURRENCES_STEP_BUDGET cron steps; past any of them the answer stops there, and says so.
+BLOCKED_PREVIEW_MAX_DAYS = 14
+MAX_BLOCKED_SPANS = 200
 
 
 class CalendarMode(StrEnum):
@@ -219,6 +224,50 @@ class CalendarDefinition(BaseModel):
             return at
         start = self.next_window_start(at, budget)
         return start if start is not None and start - at <= LOOK_AHEAD else None
+
+
+@dataclass(frozen=True)
+class BlockedSpans:
+    """The spans a calendar blocks within a range, in order, clipped to it; `complete`: every one of them (else
+    the answer stopped at MAX_BLOCKED_SPANS or at its step budget, and the last span may go on)."""
+
+    spans: list[Span]
+    complete: bool
+
+
+def blocked_spans(calendar: CalendarDefinition, start: datetime, end: datetime) -> BlockedSpans:
+    """What `calendar` blocks in [start, end): from each blocked instant to where it allows again, then on to
+    where it blocks next (an exclude calendar's next window; an include calendar's window's end). Bounded: at
+    most MAX_BLOCKED_SPANS spans, within OCCURRENCES_STEP_BUDGET steps."""
+    budget = StepBudget(steps=OCCURRENCES_STEP_BUDGET)
+    spans: list[Span] = []
+    at = start
+    try:
+        while at < end:
+            if calendar.blocks(at, budget):
+                allowed = calendar.allowed_from(at, budget)
+                stop = end if allowed is None else min(allowed, end)
+                spans.append((at, stop))
+                if len(spans) >= MAX_BLOCKED_SPANS:
+                    return BlockedSpans(spans, complete=stop >= end)
+                at = stop
+                continue
+            following = _next_blocked(calendar, at, budget)
+            if following is None or following <= at:
+                break
+            at = following
+    except OverBudget:
+        return BlockedSpans(spans, complete=False)
+    return BlockedSpans(spans, complete=True)
+
+
+def _next_blocked(calendar: CalendarDefinition, at: datetime, budget: StepBudget) -> datetime | None:
+    """Where a calendar that allows `at` blocks next: an exclude calendar's next window, an include calendar's
+    window's end (the widest window holding `at`)."""
+    if calendar.mode is CalendarMode.EXCLUDE:
+        return calendar.next_window_start(at, budget)
+    span = calendar.span_holding(at, budget)
+    return None if span is None else span[1]
 
 
 class Calendar(CalendarDefinition):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -50,7 +52,15 @@ class RunProgress(BaseModel):
     updated_at: UtcDatetime
 
 
-MAX_ATTEMPT_HISTORY = 20  # a run keeps its last 20 attempts' records: its item stays small whatever its retries
+# A run keeps its last 20 attempts' records one by one, and folds every earlier one into one EarlierAttempts:
+# its item stays small (under RUN_HISTORY_MAX_BYTES) whatever its retries, deferrals and yields, and still
+# accounts for each of them.
+MAX_ATTEMPT_HISTORY = 20
+MAX_ATTEMPT_ERROR_CHARS = 500  # an attempt record's error: enough to read, small enough for 20 in the run's item
+# What a run's attempt history (its records and their summary) takes of its item at most, as JSON: 20 records of
+# up to about 650 bytes (a 500-character error, times, outcome) and a summary of a few hundred. DynamoDB's item
+# limit is 400 KB.
+RUN_HISTORY_MAX_BYTES = 16_000
 
 
 # An attempt that ended so ran its handler; a deferred one did not, and one whose executor died has no outcome.
@@ -79,6 +89,93 @@ class AttemptRecord(BaseModel):
     ended_at: UtcDatetime | None = None
     outcome: AttemptOutcome | None = None
     error: str | None = None
+
+
+def handler_ms_of(record: AttemptRecord) -> int:
+    """The time its handler ran in this attempt: from the lease's start to the outcome, for an attempt that ran it
+    (not a deferral; an attempt whose executor died has no end, so no time known)."""
+    if record.outcome not in HANDLER_RAN or record.ended_at is None:
+        return 0
+    return max(0, int((record.ended_at - record.started_at).total_seconds() * 1000))
+
+
+class EarlierAttempts(BaseModel):
+    """The attempt records a run no longer keeps one by one (all but its last MAX_ATTEMPT_HISTORY), folded into
+    counts and totals: a durable run's hundreds of segments each count here, in a summary of bounded size."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    records: int = Field(description="How many attempt records were folded here (each segment has its own).")
+    first_attempt: int
+    last_attempt: int
+    first_started_at: UtcDatetime
+    last_ended_at: UtcDatetime | None = None
+    handler_ms: int = Field(description="Their handlers' time together.")
+    outcomes: dict[str, int] = Field(
+        description="Records by outcome (`lost`: its executor stopped before recording one)."
+    )
+
+    def folding(self, records: Sequence[AttemptRecord]) -> EarlierAttempts:
+        return _fold(self, records)
+
+    @classmethod
+    def of(cls, records: Sequence[AttemptRecord]) -> EarlierAttempts | None:
+        return _fold(None, records) if records else None
+
+
+def _fold(summary: EarlierAttempts | None, records: Sequence[AttemptRecord]) -> EarlierAttempts:
+    outcomes = dict(summary.outcomes) if summary is not None else {}
+    for record in records:
+        key = record.outcome.value if record.outcome is not None else "lost"
+        outcomes[key] = outcomes.get(key, 0) + 1
+    ends = [r.ended_at for r in records if r.ended_at is not None]
+    return EarlierAttempts(
+        records=(summary.records if summary else 0) + len(records),
+        first_attempt=summary.first_attempt if summary else records[0].attempt,
+        last_attempt=records[-1].attempt if records else summary.last_attempt if summary else 0,
+        first_started_at=summary.first_started_at if summary else records[0].started_at,
+        last_ended_at=ends[-1] if ends else (summary.last_ended_at if summary else None),
+        handler_ms=(summary.handler_ms if summary else 0) + sum(handler_ms_of(r) for r in records),
+        outcomes=outcomes,
+    )
+
+
+@dataclass(frozen=True)
+class AttemptHistory:
+    """A run's whole attempt history: the records it keeps (its last MAX_ATTEMPT_HISTORY) and the earlier ones'
+    summary; the run's handler time and its start come from both."""
+
+    records: list[AttemptRecord]
+    earlier: EarlierAttempts | None = None
+
+    @classmethod
+    def of_run(cls, run: Run) -> AttemptHistory:
+        return cls(list(run.attempt_history), run.earlier_attempts)
+
+    def bounded(self) -> AttemptHistory:
+        """The records past MAX_ATTEMPT_HISTORY folded into the summary, the oldest first."""
+        excess = len(self.records) - MAX_ATTEMPT_HISTORY
+        if excess <= 0:
+            return self
+        old, kept = self.records[:excess], self.records[excess:]
+        earlier = self.earlier.folding(old) if self.earlier is not None else EarlierAttempts.of(old)
+        return AttemptHistory(kept, earlier)
+
+    @property
+    def handler_ms(self) -> int:
+        """Every attempt's and segment's handler time together, the folded ones' too."""
+        return (self.earlier.handler_ms if self.earlier else 0) + sum(handler_ms_of(r) for r in self.records)
+
+    @property
+    def first_started_at(self) -> datetime | None:
+        if self.earlier is not None:
+            return self.earlier.first_started_at
+        return self.records[0].started_at if self.records else None
+
+    def wall_ms(self, ended_at: datetime) -> int | None:
+        """From its first attempt's start to `ended_at` (its end)."""
+        first = self.first_started_at
+        return None if first is None else max(0, int((ended_at - first).total_seconds() * 1000))
 
 
 def _number_open_attempts(data: Any) -> Any:
@@ -150,8 +247,14 @@ class Run(BaseModel, _InBand):
     workflow_run_id: str | None = None
     step_id: str | None = None
     payload: dict[str, Any] | None = None
-    # Its attempts in order, the last MAX_ATTEMPT_HISTORY of them (empty on runs recorded before it existed).
+    # Its attempts in order, the last MAX_ATTEMPT_HISTORY of them (empty on runs recorded before it existed), and
+    # the earlier ones folded into a summary (absent while there are none).
     attempt_history: list[AttemptRecord] = Field(default_factory=list)
+    earlier_attempts: EarlierAttempts | None = None
+    # Its handlers' time over every attempt and segment (duration_ms is the last one's), and from its first
+    # attempt's start to its end (once it ended): both written with each outcome.
+    handler_ms: int | None = None
+    wall_ms: int | None = None
     # When its job was paused, cancelled or edited after the run was claimed: its message's copy of the job
     # (RunMessage.job) is then out of date, and its executor reads the job instead. Absent otherwise.
     job_changed_at: UtcDatetime | None = None

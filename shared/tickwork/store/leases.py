@@ -14,7 +14,7 @@ from typing import Any
 
 from tickwork.model.clock import iso, to_ms
 from tickwork.model.ids import parse_run_id
-from tickwork.model.run import AttemptRecord, Run, RunError, RunResult
+from tickwork.model.run import AttemptHistory, Run, RunError, RunResult
 from tickwork.model.states import DeferReason, RunStatus, SkipReason
 from tickwork.store.checkpoints import StoredCheckpoint, stored_checkpoint
 from tickwork.store.codec import deserialize, expression_values, run_from_attrs, run_key, shard_of
@@ -179,7 +179,7 @@ class RunLeases:
         duration_ms: int | None = None,
         not_before: datetime | None = None,
         resend_at: datetime | None = None,
-        history: Sequence[AttemptRecord] | None = None,
+        history: AttemptHistory | None = None,
         never_started: bool = False,
         events_pending: Sequence[str] = (),
         outbox_at: datetime | None = None,
@@ -202,7 +202,9 @@ class RunLeases:
         update = _held_by(owner)
         update.set("#status", status.value)
         if history is not None:
-            update.set("attempt_history", _history_attr(history))
+            _set_history(update, history)
+            if status.terminal:
+                update.set("wall_ms", history.wall_ms(now))
         update.removes += ["lease_owner", "lease_until", "lease_until_ms"]
         if never_started:
             update.removes += ["started_at", "lateness_ms"]
@@ -249,7 +251,7 @@ class RunLeases:
         reason: DeferReason,
         not_before: datetime,
         resend_at: datetime,
-        history: Sequence[AttemptRecord] | None = None,
+        history: AttemptHistory | None = None,
     ) -> bool:
         """Give the lease back without running: a limit held the run back. One write, only while holding the
         lease: back to `status` (QUEUED or RETRYING) with the attempt not consumed, `deferred` + 1 and its
@@ -266,7 +268,7 @@ class RunLeases:
         update.set("due_shard", shard_of(run.job_id, self.shards))
         update.set("due_at", to_ms(resend_at))
         if history is not None:
-            update.set("attempt_history", _history_attr(history))
+            _set_history(update, history)
         update.removes += ["lease_owner", "lease_until", "lease_until_ms"]
         if run.attempts <= 1:
             update.removes += ["started_at", "lateness_ms"]
@@ -274,9 +276,7 @@ class RunLeases:
             run_key(run.id), update.expression(), update.condition(), update.names, update.attribute_values()
         )
 
-    def yield_run(
-        self, run: Run, *, owner: str, segment_ms: int, resend_at: datetime, history: Sequence[AttemptRecord]
-    ) -> bool:
+    def yield_run(self, run: Run, *, owner: str, segment_ms: int, resend_at: datetime, history: AttemptHistory) -> bool:
         """A segment ended in a graceful yield (tickwork.executor.yields): back to QUEUED (RETRYING after a failed
         attempt) with the attempt not consumed, `segments` + 1 and its handler time added to `yielded_ms`, in the
         due index at `resend_at` (the tick re-sends it then, were its fresh message lost). Only while holding the
@@ -286,7 +286,7 @@ class RunLeases:
         update.set("#status", (RunStatus.QUEUED if run.attempts <= 1 else RunStatus.RETRYING).value)
         update.sets += ["attempts = attempts - :one", "#segments = if_not_exists(#segments, :zero) + :one"]
         update.sets.append("yielded_ms = if_not_exists(yielded_ms, :zero) + :ms")
-        update.set("attempt_history", _history_attr(history))
+        _set_history(update, history)
         update.set("due_shard", shard_of(run.job_id, self.shards))
         update.set("due_at", to_ms(resend_at))
         update.removes += ["lease_owner", "lease_until", "lease_until_ms"]
@@ -344,5 +344,10 @@ def _held_by(owner: str, **values: Any) -> Update:
     return update
 
 
-def _history_attr(history: Sequence[AttemptRecord]) -> list[dict[str, Any]]:
-    return [record.model_dump(mode="json") for record in history]
+def _set_history(update: Update, history: AttemptHistory) -> None:
+    """The whole attempt history, replaced (its records, their earlier ones' summary) and the handler time it
+    adds up to."""
+    update.set("attempt_history", [record.model_dump(mode="json") for record in history.records])
+    if history.earlier is not None:
+        update.set("earlier_attempts", history.earlier.model_dump(mode="json"))
+    update.set("handler_ms", history.handler_ms)

@@ -217,9 +217,11 @@ class Listings:
         limit: int = DEFAULT_LIMIT,
         cursor: str | None = None,
         status: RunStatus | None = None,
+        started: bool = False,
     ) -> Page[Run]:
-        """Runs of one job (which the caller must already have checked is the tenant's), newest first."""
-        return self._runs_of(tenant, job_id, "runs", run_from_attrs, limit, cursor, status)
+        """Runs of one job (which the caller must already have checked is the tenant's), newest first; `started`:
+        only those that started (an attempt opened: `started_at`), so the first is the job's last run."""
+        return self._runs_of(tenant, job_id, "runs", run_from_attrs, limit, cursor, status, started=started)
 
     def list_workflow_runs(
         self,
@@ -243,6 +245,8 @@ class Listings:
         limit: int,
         cursor: str | None,
         status: StrEnum | None,
+        *,
+        started: bool = False,
     ) -> Page[T]:
         """The RUN# items of one job's or workflow's partition, newest first."""
         scope = f"{scope_name}:{owner_id}"
@@ -252,6 +256,9 @@ class Listings:
             sort = self.cursors.decode(tenant, scope, cursor)
             start = {"pk": {"S": pk}, "sk": {"S": sort}}
         where = _Filter.of(status=status.value if status is not None else None)
+        if started:
+            where.conditions.append("attribute_exists(#started_at)")
+            where.names["#started_at"] = "started_at"
         query = {
             "TableName": self._table.name,
             "KeyConditionExpression": "pk = :pk AND begins_with(sk, :run)",

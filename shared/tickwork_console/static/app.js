@@ -2,7 +2,7 @@
 import { html, render, useEffect, useRef, useState } from "./vendor/htm-preact-standalone.module.js";
 import { tenantScope } from "./api.js";
 import { AuditPage } from "./audit.js";
-import { CalendarPage, CalendarsPage, NewCalendarPage } from "./calendars.js";
+import { CalendarPage, CalendarsPage, EditCalendarPage, NewCalendarPage } from "./calendars.js";
 import { FreezesPage } from "./freezes.js";
 import { NewJobPage } from "./job_form.js";
 import { JobPage, JobsPage, RunPage } from "./jobs.js";
@@ -28,6 +28,7 @@ const ROUTES = [
   [/^\/workflow-runs\/([^/]+)$/, (m) => html`<${WorkflowRunPage} id=${decodeURIComponent(m[1])} />`, "workflows"],
   [/^\/calendars$/, () => html`<${CalendarsPage} />`, "calendars"],
   [/^\/calendars\/new$/, () => html`<${NewCalendarPage} />`, "calendars"],
+  [/^\/calendars\/([^/]+)\/edit$/, (m) => html`<${EditCalendarPage} id=${decodeURIComponent(m[1])} />`, "calendars"],
   [/^\/calendars\/([^/]+)$/, (m) => html`<${CalendarPage} id=${decodeURIComponent(m[1])} />`, "calendars"],
   [/^\/freezes$/, () => html`<${FreezesPage} />`, "freezes"],
   [/^\/metrics$/, () => html`<${MetricsPage} />`, "metrics"],

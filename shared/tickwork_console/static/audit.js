@@ -3,7 +3,7 @@
 import { html, useEffect, useState } from "./vendor/htm-preact-standalone.module.js";
 import { enc, get } from "./api.js";
 import { useIsAdmin } from "./tenancy.js";
-import { Cell, ErrorBox, Loading, Pager, Time, ZoneLabel, instant, navigate, urlFilters, useLoad, usePager } from "./ui.js";
+import { Cell, ErrorBox, Loading, Pager, Time, ZoneLabel, instant, navigate, urlFilters, useLoad, usePager, useTimeZone, wallValue } from "./ui.js";
 
 const LONGEST = 1000;
 
@@ -136,10 +136,11 @@ const FILTERS = ["resource", "actor", "action", "from", "to", "tenant"];
 
 export function AuditPage({ query }) {
   const admin = useIsAdmin();
-  const { filters, key, apply } = urlFilters(FILTERS, query, "#/audit");
+  const { zone } = useTimeZone();
+  const { filters, key, apply } = urlFilters(FILTERS, query, "#/audit", { instants: ["from", "to"], zone });
   const pager = usePager(key);
   const audit = useLoad(
-    () => get("/v1/audit", { ...filters, from: instant(filters.from), to: instant(filters.to), limit: 50, cursor: pager.cursor }),
+    () => get("/v1/audit", { ...filters, from: instant(filters.from, zone), to: instant(filters.to, zone), limit: 50, cursor: pager.cursor }),
     [key, pager.cursor],
     15000,
   );
@@ -155,8 +156,8 @@ export function AuditPage({ query }) {
       <label>Resource <input name="resource" defaultValue=${filters.resource} placeholder="job or workflow id" size="16" /></label>
       <label>Actor <input name="actor" defaultValue=${filters.actor} placeholder="id or name" size="14" /></label>
       <label>Action <input name="action" defaultValue=${filters.action} placeholder="job.pause" size="12" /></label>
-      <label>From (UTC) <input name="from" type="datetime-local" defaultValue=${filters.from} /></label>
-      <label>To (UTC) <input name="to" type="datetime-local" defaultValue=${filters.to} /></label>
+      <label>From <${ZoneLabel} /> <input name="from" type="datetime-local" step="1" defaultValue=${wallValue(filters.from, zone)} /></label>
+      <label>To <${ZoneLabel} /> <input name="to" type="datetime-local" step="1" defaultValue=${wallValue(filters.to, zone)} /></label>
       ${admin ? html`<label>Tenant <input name="tenant" defaultValue=${filters.tenant} placeholder="every tenant" size="12" /></label>` : null}
       <button type="submit" class="primary">Filter</button>
       <a href="#/audit" class="button">Clear</a>

@@ -1,7 +1,7 @@
 // Pieces the create and edit forms share: field errors (the API's 422 `errors[]`, or the form's own checks) shown
 // under the field they name, and JSON text fields.
 import { html } from "./vendor/htm-preact-standalone.module.js";
-import { patch, post } from "./api.js";
+import { api, patch } from "./api.js";
 import { navigate } from "./ui.js";
 
 // The field errors of an API error (a 422's errors[]), or none.
@@ -89,9 +89,10 @@ export async function patchChanges(path, original, edited, setErrors) {
   }
 }
 
-// Sends a New form: with errors of its own (`local`) it shows them and sends nothing; otherwise it POSTs `body` to
-// `path` and opens the page `pageOf(created)`, or shows the API's errors on the fields they name.
-export async function createFrom({ path, body, local, pageOf, setErrors, setError, setBusy }) {
+// Sends a New form (or, `method` PUT, an Edit form that replaces its item whole): with errors of its own (`local`)
+// it shows them and sends nothing; otherwise it sends `body` to `path` and opens the page `pageOf(answer)`, or shows
+// the API's errors on the fields they name.
+export async function createFrom({ method = "POST", path, body, local, pageOf, setErrors, setError, setBusy }) {
   setError(null);
   setErrors(local);
   if (local.length) {
@@ -100,7 +101,7 @@ export async function createFrom({ path, body, local, pageOf, setErrors, setErro
   }
   setBusy(true);
   try {
-    navigate(pageOf(await post(path, body)));
+    navigate(pageOf(await api(method, path, { body })));
   } catch (err) {
     setErrors(fieldErrorsOf(err));
     setError(err);

@@ -4,7 +4,7 @@ import { html, useState } from "./vendor/htm-preact-standalone.module.js";
 import { del, enc, get, post } from "./api.js";
 import { Field, FieldError, errorsFor, fieldErrorsOf, formError, parseTags, tagsText } from "./forms.js";
 import { JobLink } from "./names.js";
-import { Cell, ConfirmDialog, ErrorBox, Loading, Time, ZoneLabel, instant, useLoad } from "./ui.js";
+import { Cell, ConfirmDialog, ErrorBox, Loading, Time, ZoneLabel, instant, useLoad, useTimeZone } from "./ui.js";
 
 const SELECTORS = [
   ["tags", "Jobs with tags"],
@@ -75,6 +75,7 @@ export function FreezesPage() {
 }
 
 function NewFreeze({ onCreated }) {
+  const { zone } = useTimeZone();
   const [kind, setKind] = useState("tags");
   const [selected, setSelected] = useState("");
   const [minutes, setMinutes] = useState("60");
@@ -105,7 +106,7 @@ function NewFreeze({ onCreated }) {
       return;
     }
     const body = { selector, for_seconds: Math.round(Number(minutes) * 60), reason: reason.trim(), on_blocked: onBlocked };
-    if (from.trim()) body.from = instant(from.trim());
+    if (from.trim()) body.from = instant(from.trim(), zone);
     setBusy(true);
     try {
       const freeze = await post("/v1/freezes", body);
@@ -138,7 +139,7 @@ function NewFreeze({ onCreated }) {
             placeholder=${kind === "tags" ? "team=payments" : "j01..."}
           />`}
       <${Field} label="For (minutes)" field="for_seconds" errors=${errors} value=${minutes} onInput=${setMinutes} type="number" min="1" />
-      <${Field} label="From (UTC, default now)" field="from" errors=${errors} value=${from} onInput=${setFrom} type="datetime-local" />
+      <${Field} label=${`From (${zone}, default now)`} field="from" errors=${errors} value=${from} onInput=${setFrom} type="datetime-local" step="1" />
       <${Field} label="Reason" field="reason" errors=${errors} value=${reason} onInput=${setReason} />
       <div class="field">
         <label for="freeze-on-blocked">Occurrences it blocks</label>

@@ -1,5 +1,5 @@
-// A job's health at a glance: its last run (the newest of GET /v1/jobs/{id}/runs, one per job shown: the job
-// record does not carry it), its state shown with that run's outcome, and the health filter's classes.
+// A job's health at a glance: its last run (the newest that started, GET /v1/jobs/{id}/runs?started=true, one
+// per job shown: the job record does not carry it; a QUEUED run claimed ahead of its time is not its last), its state shown with that run's outcome, and the health filter's classes.
 import { html, useEffect, useState } from "./vendor/htm-preact-standalone.module.js";
 import { enc, get } from "./api.js";
 import { Status, Time } from "./ui.js";
@@ -15,7 +15,7 @@ const UNSETTLED = new Set(["QUEUED", "RUNNING", "RETRYING"]);
 // Beyond its timeout, a run still unsettled this long, or a due time passed this long ago with no run, is stuck.
 const STUCK_GRACE_MS = 5 * 60 * 1000;
 
-// {job id: its newest run, or null}, for the jobs shown, asked again whenever `refreshKey` changes.
+// {job id: its newest run that started, or null}, for the jobs shown, asked again whenever `refreshKey` changes.
 export function useLastRuns(jobs, refreshKey) {
   const [runs, setRuns] = useState({});
   const ids = (jobs || []).map((j) => j.id).join(",");
@@ -23,7 +23,7 @@ export function useLastRuns(jobs, refreshKey) {
     let stale = false;
     Promise.all(
       (jobs || []).map((job) =>
-        get(`/v1/jobs/${enc(job.id)}/runs`, { limit: 1 }).then(
+        get(`/v1/jobs/${enc(job.id)}/runs`, { limit: 1, started: true }).then(
           (page) => [job.id, page.items[0] || null],
           () => [job.id, undefined],
         ),

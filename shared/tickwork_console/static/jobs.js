@@ -233,6 +233,7 @@ export function JobPage({ id, query }) {
   const blocked = useLoad(() => get(`/v1/jobs/${enc(id)}/preview`, { count: BLOCKED_LOOKAHEAD }), [id, job.data && job.data.version]);
   const pager = usePager(id);
   const runs = useLoad(() => get(`/v1/jobs/${enc(id)}/runs`, { limit: 20, cursor: pager.cursor }), [id, pager.cursor], 3000);
+  const lastRun = useLastRuns(job.data ? [job.data] : [], runs.data)[id];
   const [dialog, setDialog] = useState(null);
   const [actionError, setActionError] = useState(null);
   const [notice, setNotice] = useState(null);
@@ -257,7 +258,7 @@ export function JobPage({ id, query }) {
   const ended = j.state === "COMPLETED" || j.state === "CANCELLED";
   return html`<${JobZone.Provider} value=${(j.schedule && j.schedule.timezone) || "UTC"}><section>
     <p class="crumbs"><a href="#/jobs">Jobs</a> /</p>
-    <h1 tabindex="-1">${j.name} <${JobState} job=${j} lastRun=${runs.data && pager.page === 1 ? runs.data.items[0] : undefined} /></h1>
+    <h1 tabindex="-1">${j.name} <${JobState} job=${j} lastRun=${lastRun} /></h1>
     <div class="toolbar" role="group" aria-label="Job actions">
       ${live ? html`<button type="button" onClick=${() => act(() => "Paused.", () => post(`/v1/jobs/${enc(id)}/pause`))}>Pause</button>` : null}
       ${j.state === "PAUSED" || j.state === "SUSPENDED"
@@ -277,6 +278,7 @@ export function JobPage({ id, query }) {
         <dt>Type</dt><dd>${j.type}</dd>
         <dt>Schedule</dt><dd class="mono">${scheduleText(j.schedule)}</dd>
         <dt>Next run</dt><dd><${Time} value=${j.next_run_at} /></dd>
+        <dt>Last run</dt><dd><${LastRun} run=${lastRun} /></dd>
         <dt>Priority</dt><dd>${j.priority} (${band(j.priority)} band)</dd>
         <dt>Retries</dt><dd>${j.retry.max_attempts} attempts, backoff ${j.retry.backoff_seconds} s (max ${j.retry.max_backoff_seconds} s)</dd>
         <dt>Timeout</dt><dd>${j.timeout_seconds} s</dd>
@@ -331,14 +333,26 @@ function timeline(run) {
     );
   if (run.started_at)
     steps.push({ label: "Started", at: run.started_at, note: run.lateness_ms !== null && run.lateness_ms !== undefined ? `${duration(run.lateness_ms)} late` : "" });
-  for (const attempt of run.attempt_history || []) {
-    const took = attempt.ended_at ? duration(new Date(attempt.ended_at) - new Date(attempt.started_at)) : "running";
+  const earlier = run.earlier_attempts;
+  if (earlier) {
+    const counts = Object.entries(earlier.outcomes).map(([outcome, n]) => `${n} ${outcome}`).join(", ");
+    const attempts = earlier.first_attempt === earlier.last_attempt ? `attempt ${earlier.first_attempt}` : `attempts ${earlier.first_attempt}–${earlier.last_attempt}`;
+    steps.push({ label: `${earlier.records} earlier records`, at: earlier.first_started_at, note: `${attempts}: ${counts} · ${duration(earlier.handler_ms)} handler time`, outcome: "collapsed" });
+  }
+  for (const group of collapsedSegments(run.attempt_history || [])) {
+    const last = group[group.length - 1];
+    if (group.length > 1) {
+      const took = group.reduce((ms, a) => ms + (new Date(a.ended_at) - new Date(a.started_at)), 0);
+      steps.push({ label: `Attempt ${last.attempt}`, at: group[0].started_at, note: `${group.length} segments yielded · ${duration(took)}`, outcome: "yielded" });
+      continue;
+    }
+    const took = last.ended_at ? duration(new Date(last.ended_at) - new Date(last.started_at)) : "running";
     steps.push({
-      label: `Attempt ${attempt.attempt}`,
-      at: attempt.started_at,
-      note: `${attempt.outcome || "in progress"} · ${took}`,
-      error: attempt.error,
-      outcome: attempt.outcome,
+      label: `Attempt ${last.attempt}`,
+      at: last.started_at,
+      note: `${last.outcome || "in progress"} · ${took}`,
+      error: last.error,
+      outcome: last.outcome,
     });
   }
   if (run.finished_at)
@@ -347,6 +361,19 @@ function timeline(run) {
   // come before its re-queue.
   const time = (step) => new Date(step.at).getTime();
   return steps.sort((a, b) => time(a) - time(b));
+}
+
+// A durable run's attempt records, each run of yielded segments of one attempt as one group (the timeline shows
+// it as one line with its count and time); every other record alone.
+function collapsedSegments(history) {
+  const groups = [];
+  for (const attempt of history) {
+    const group = groups[groups.length - 1];
+    const yielded = attempt.outcome === "yielded";
+    if (yielded && group && group[0].outcome === "yielded" && group[0].attempt === attempt.attempt) group.push(attempt);
+    else groups.push([attempt]);
+  }
+  return groups;
 }
 
 function Timeline({ run }) {
@@ -432,7 +459,11 @@ export function RunPage({ id }) {
         ${r.progress ? html`<dt>Progress</dt><dd><${Progress} progress=${r.progress} /> <span class="muted">at <${Time} value=${r.progress.updated_at} /></span></dd>` : null}
         <dt>Attempts</dt><dd>${r.attempts}${r.max_attempts ? ` of ${r.max_attempts}` : ""}${r.segments ? ` (${r.segments + 1} segments)` : ""}</dd>
         <dt>Late</dt><dd>${duration(r.lateness_ms)}</dd>
-        <dt>Took</dt><dd>${duration(r.duration_ms)}</dd>
+        ${r.segments
+          ? html`<dt>Handler time</dt><dd>${duration(r.handler_ms)} <span class="muted">every segment and attempt</span></dd>
+              <dt>Last segment</dt><dd>${duration(r.duration_ms)}</dd>`
+          : html`<dt>Took</dt><dd>${duration(r.duration_ms)}${r.handler_ms !== null && r.handler_ms !== undefined && r.attempts > 1 ? html` <span class="muted">(${duration(r.handler_ms)} over every attempt)</span>` : null}</dd>`}
+        ${r.wall_ms !== null && r.wall_ms !== undefined ? html`<dt>Wall time</dt><dd>${duration(r.wall_ms)} <span class="muted">first start to end</span></dd>` : null}
         <dt>Band</dt><dd>${band(r.priority)} (priority ${r.priority})</dd>
         ${r.skip_reason ? html`<dt>Skipped</dt><dd>${r.skip_reason}${r.skipped_count ? ` (${r.skipped_count} occurrences)` : ""}</dd>` : null}
         ${r.blocked_by ? html`<dt>Blocked by</dt><dd class="mono">${r.blocked_by}</dd>` : null}

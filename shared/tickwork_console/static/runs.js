@@ -4,7 +4,7 @@ import { html, useState } from "./vendor/htm-preact-standalone.module.js";
 import { enc, get, postEveryPage } from "./api.js";
 import { JobLink } from "./names.js";
 import { TenantCell, TenantHead, columnsWithTenant } from "./tenancy.js";
-import { Cell, ConfirmDialog, ErrorBox, Loading, Pager, Status, Time, ZoneLabel, instant, urlFilters, useLoad, usePager } from "./ui.js";
+import { Cell, ConfirmDialog, ErrorBox, Loading, Pager, Status, Time, ZoneLabel, instant, urlFilters, useLoad, usePager, useTimeZone, wallValue } from "./ui.js";
 
 const FILTERS = ["status", "job_id", "workflow_id", "type", "tag", "trigger", "error_type", "from", "to", "on"];
 const STATUSES = ["QUEUED", "RUNNING", "RETRYING", "SUCCEEDED", "FAILED", "SKIPPED", "CANCELLED"];
@@ -28,17 +28,18 @@ function retried(items) {
 }
 
 // A search's filters as POST /v1/bulk/runs takes them: FAILED runs only, with the page's instants.
-function bulkFilters(filters) {
+function bulkFilters(filters, zone) {
   const chosen = Object.fromEntries(Object.entries(filters).filter(([name, value]) => value && name !== "status"));
-  for (const name of ["from", "to"]) if (chosen[name]) chosen[name] = instant(chosen[name]);
+  for (const name of ["from", "to"]) if (chosen[name]) chosen[name] = instant(chosen[name], zone);
   return chosen;
 }
 
 export function RunsPage({ query }) {
-  const { filters, key, apply } = urlFilters(FILTERS, query, "#/runs");
+  const { zone } = useTimeZone();
+  const { filters, key, apply } = urlFilters(FILTERS, query, "#/runs", { instants: ["from", "to"], zone });
   const pager = usePager(key);
   const runs = useLoad(
-    () => get("/v1/runs", { ...filters, from: instant(filters.from), to: instant(filters.to), limit: 50, cursor: pager.cursor }),
+    () => get("/v1/runs", { ...filters, from: instant(filters.from, zone), to: instant(filters.to, zone), limit: 50, cursor: pager.cursor }),
     [key, pager.cursor],
     15000,
   );
@@ -55,7 +56,7 @@ export function RunsPage({ query }) {
     return next;
   });
   const retry = async () => {
-    const selection = asked === "selected" ? { run_ids: chosen.map((run) => run.id) } : { filters: bulkFilters(filters) };
+    const selection = asked === "selected" ? { run_ids: chosen.map((run) => run.id) } : { filters: bulkFilters(filters, zone) };
     // POST /v1/bulk/runs: the runs named, or every FAILED run the filters find; each answered on its own.
     setNotice(retried(await postEveryPage("/v1/bulk/runs", { action: "retry", ...selection })));
     setSelected(new Set());
@@ -72,8 +73,8 @@ export function RunsPage({ query }) {
       <label>Tag <input name="tag" defaultValue=${filters.tag} placeholder="team=pay" size="12" /></label>
       <${Choice} name="trigger" label="Trigger" value=${filters.trigger} options=${TRIGGERS} none="any" />
       <label>Error type <input name="error_type" defaultValue=${filters.error_type} placeholder="TimeoutError" size="12" /></label>
-      <label>From (UTC) <input name="from" type="datetime-local" defaultValue=${filters.from} /></label>
-      <label>To (UTC) <input name="to" type="datetime-local" defaultValue=${filters.to} /></label>
+      <label>From <${ZoneLabel} /> <input name="from" type="datetime-local" step="1" defaultValue=${wallValue(filters.from, zone)} /></label>
+      <label>To <${ZoneLabel} /> <input name="to" type="datetime-local" step="1" defaultValue=${wallValue(filters.to, zone)} /></label>
       <label>Times bound
         <select name="on" defaultValue=${filters.on}>
           <option value="">when scheduled</option>

@@ -3,19 +3,19 @@
 import { html, useEffect, useRef, useState } from "./vendor/htm-preact-standalone.module.js";
 import { post } from "./api.js";
 import { FieldError, errorsFor } from "./forms.js";
-import { Time, useTimeZone } from "./ui.js";
+import { Time, ZoneLabel, instant, useTimeZone, wallValue } from "./ui.js";
 
 const RATE_UNITS = ["seconds", "minutes", "hours", "days"];
 const ZONES = ["UTC", ...(Intl.supportedValuesOf ? Intl.supportedValuesOf("timeZone").filter((z) => z !== "UTC") : [])];
 let builders = 0;
 
-// A stored or submitted schedule as the builder's fields.
-function draftOf(schedule) {
+// A stored or submitted schedule as the builder's fields: a one-shot's instant as a wall time in `zone`.
+function draftOf(schedule, zone = "UTC") {
   const s = schedule || {};
   const rate = /^\s*(\d+)\s+(second|minute|hour|day)s?\s*$/i.exec(s.rate || "");
   return {
     kind: s.at ? "at" : s.rate ? "rate" : "cron",
-    at: s.at ? String(s.at).replace(/(:\d\d)(\.\d+)?(Z|[+-]00:00)$/, "$1").slice(0, 19) : "",
+    at: s.at ? wallValue(String(s.at), zone) : "",
     cron: s.cron || "",
     rateCount: rate ? rate[1] : "5",
     rateUnit: rate ? `${rate[2].toLowerCase()}s` : "minutes",
@@ -26,11 +26,11 @@ function draftOf(schedule) {
 }
 
 // The builder's fields as the schedule the API takes: only the fields the kind uses, no nulls.
-export function scheduleOf(draft) {
+export function scheduleOf(draft, zone = "UTC") {
   const schedule = {};
   if (draft.kind === "at") {
-    // A datetime-local value is a wall time without a zone: the console's times are UTC, so it is taken as UTC.
-    schedule.at = draft.at ? `${draft.at.length === 16 ? `${draft.at}:00` : draft.at}Z` : "";
+    // A datetime-local value is a wall time without a zone: the one times are shown in (the switch's), sent as UTC.
+    schedule.at = draft.at ? instant(draft.at, zone) : "";
   } else if (draft.kind === "cron") {
     schedule.cron = draft.cron.trim();
     schedule.timezone = draft.timezone.trim() || "UTC";
@@ -48,14 +48,15 @@ export function sameSchedule(a, b) {
 }
 
 export function ScheduleBuilder({ initial, onChange, errors }) {
-  const [draft, setDraft] = useState(() => draftOf(initial));
+  const { zone } = useTimeZone();
+  const [draft, setDraft] = useState(() => draftOf(initial, zone));
   const id = useRef(`schedule-${++builders}`).current;
   const set = (changes) => {
     const next = { ...draft, ...changes };
     setDraft(next);
-    onChange(scheduleOf(next));
+    onChange(scheduleOf(next, zone));
   };
-  useEffect(() => onChange(scheduleOf(draft)), []);
+  useEffect(() => onChange(scheduleOf(draft, zone)), [zone]);
   const mine = errorsFor(errors || [], "schedule");
   const described = mine.length ? `${id}-errors` : undefined;
   const kinds = [
@@ -71,7 +72,7 @@ export function ScheduleBuilder({ initial, onChange, errors }) {
       )}
     </div>
     ${draft.kind === "at"
-      ? html`<label>At (UTC) <input type="datetime-local" step="1" value=${draft.at} aria-invalid=${errorsFor(mine, "schedule.at").length > 0} onInput=${(e) => set({ at: e.currentTarget.value })} /></label>`
+      ? html`<label>At <${ZoneLabel} /> <input type="datetime-local" step="1" value=${draft.at} aria-invalid=${errorsFor(mine, "schedule.at").length > 0} onInput=${(e) => set({ at: e.currentTarget.value })} /></label>`
       : null}
     ${draft.kind === "cron"
       ? html`<label>Cron expression <input class="mono" value=${draft.cron} placeholder="0 9 * * MON-FRI" aria-invalid=${errorsFor(mine, "schedule.cron").length > 0} onInput=${(e) => set({ cron: e.currentTarget.value })} /></label>

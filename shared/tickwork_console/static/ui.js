@@ -197,6 +197,39 @@ export function whenIn(value, zone, { ms = false } = {}) {
   return `${parts.year}-${parts.month}-${parts.day} ${time} ${parts.timeZoneName}`;
 }
 
+// The wall clock's fields an instant (ms) shows in `zone`, as numbers: {year, month, day, hour, minute, second}.
+export function wallParts(ms, zone) {
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat("en-GB", {
+      timeZone: zone,
+      hourCycle: "h23",
+      year: "numeric",
+      month: "2-digit",
+      day: "2-digit",
+      hour: "2-digit",
+      minute: "2-digit",
+      second: "2-digit",
+    })
+      .formatToParts(new Date(ms))
+      .map((part) => [part.type, Number(part.value)]),
+  );
+  return { year: parts.year, month: parts.month, day: parts.day, hour: parts.hour, minute: parts.minute, second: parts.second };
+}
+
+// How far `zone`'s wall clock is ahead of UTC at the instant `ms`, in ms.
+function offsetAt(ms, zone) {
+  const w = wallParts(ms, zone);
+  return Date.UTC(w.year, w.month - 1, w.day, w.hour, w.minute, w.second) - Math.floor(ms / 1000) * 1000;
+}
+
+// The instant (ms) a wall time names in `zone`: its fields as if UTC, less the zone's offset there (found twice,
+// as the offset at the guess may differ across a DST change). A wall time in a spring-forward gap lands past it.
+export function instantOfWall(year, month, day, hour = 0, minute = 0, second = 0, zone = "UTC") {
+  const asUtc = Date.UTC(year, month - 1, day, hour, minute, second);
+  const guess = asUtc - offsetAt(asUtc, zone);
+  return asUtc - offsetAt(guess, zone);
+}
+
 // What a heading says times are in: (UTC), or the zone's name.
 export function ZoneLabel() {
   const { zone } = useTimeZone();
@@ -296,21 +329,39 @@ export function navigate(hash) {
 // A page's filters, kept in its URL (`<base>?name=value...`), so a filtered view can be bookmarked and shared: the
 // filters the URL holds (each "" when absent), a key that changes with them, and the form's submit, which puts the
 // form's non-empty fields in the URL.
-export function urlFilters(names, query, base) {
+// `instants`: the filters that are datetime-local inputs, whose wall times in `zone` the URL keeps as UTC instants
+// (so a link means the same instant in every zone; the inputs show them in the zone chosen).
+export function urlFilters(names, query, base, { instants = [], zone = "UTC" } = {}) {
   const filters = Object.fromEntries(names.map((name) => [name, query.get(name) || ""]));
   const apply = (event) => {
     event.preventDefault();
     const params = new URLSearchParams();
-    for (const [name, value] of new FormData(event.currentTarget).entries()) if (String(value).trim()) params.set(name, String(value).trim());
+    for (const [name, value] of new FormData(event.currentTarget).entries()) {
+      const text = String(value).trim();
+      if (text) params.set(name, instants.includes(name) ? instant(text, zone) : text);
+    }
     navigate(`${base}${params.toString() ? `?${params}` : ""}`);
   };
-  return { filters, key: JSON.stringify(filters), apply };
+  return { filters, key: `${JSON.stringify(filters)} ${zone}`, apply };
 }
 
-// A <input type="datetime-local"> value is in UTC here (all the console's times are): the API's instant needs its
-// offset. Anything else is sent as typed, for the API to accept or to name in its 422.
-export function instant(value) {
-  if (/^\d{4}-\d\d-\d\dT\d\d:\d\d$/.test(value)) return `${value}:00Z`;
-  if (/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?$/.test(value)) return `${value}Z`;
-  return value;
+// A <input type="datetime-local"> value is a wall time in the zone times are shown in (`zone`): the API's instant
+// is its UTC ISO form. Anything else (an instant already, or a typo) is sent as it is, for the API to accept or to
+// name in its 422.
+export function instant(value, zone = "UTC") {
+  const m = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d)(?::(\d\d)(\.\d+)?)?$/.exec(value || "");
+  if (!m) return value;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map((part) => Number(part || 0));
+  const fraction = m[7] ? Math.round(Number(m[7]) * 1000) : 0;
+  return new Date(instantOfWall(year, month, day, hour, minute, second, zone) + fraction).toISOString();
+}
+
+// An instant (ISO, with its offset) as a datetime-local input shows it: its wall time in `zone`, to the second. ""
+// for none; a value that is a wall time already (typed, or an old link's) as it is.
+export function wallValue(value, zone = "UTC") {
+  if (!value) return "";
+  const ms = Date.parse(value);
+  if (Number.isNaN(ms) || !/(Z|[+-]\d\d:?\d\d)$/i.test(value)) return value;
+  const w = wallParts(ms, zone);
+  return `${w.year}-${pad(w.month)}-${pad(w.day)}T${pad(w.hour)}:${pad(w.minute)}:${pad(w.second)}`;
 }

@@ -1,0 +1,52 @@
+"""A job's times as an operator reads them: `next_run_at` is its next occurrence whether the tick has claimed it
+(QUEUED ahead of its time) or not, and its last run is the last one that started, never a QUEUED one to come."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from tickwork.model.clock import iso
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
+
+
+@pytest.fixture
+def pipeline(timed_pipeline):
+    """The API's pipeline with SQS on the fake clock: a run claimed ahead is delivered once its time comes."""
+    return timed_pipeline
+
+
+def _claimed_ahead(api, pipeline):
+    """A job every minute, at 30 s past a minute: the tick claims its next two occurrences (its horizon is 2 min)."""
+    pipeline.clock.advance(30)
+    job = api.create(schedule={"cron": "* * * * *"})
+    first = job["next_run_at"]
+    pipeline.tick()
+    queued = [r for r in pipeline.runs_of(job["id"]) if r.status.value == "QUEUED"]
+    assert len(queued) >= 2  # both claimed, neither run yet
+    return job, first, sorted(r.scheduled_for for r in queued)
+
+
+def test_a_job_whose_next_two_occurrences_are_claimed_answers_the_first_as_next_run_at(api, pipeline):
+    job, first, queued = _claimed_ahead(api, pipeline)
+    assert iso(queued[0]) == first
+    assert api.get(f"/v1/jobs/{job['id']}").json["next_run_at"] == first
+    (listed,) = [j for j in api.get("/v1/jobs").json["items"] if j["id"] == job["id"]]
+    assert listed["next_run_at"] == first
+
+    pipeline.clock.set(queued[0] + timedelta(seconds=1))  # the first has passed: the second, still claimed, is next
+    assert api.get(f"/v1/jobs/{job['id']}").json["next_run_at"] == iso(queued[1])
+
+
+def test_last_run_ignores_a_queued_future_run(api, pipeline):
+    job, _first, queued = _claimed_ahead(api, pipeline)
+    assert api.get(f"/v1/jobs/{job['id']}/runs", query={"limit": 1, "started": "true"}).json["items"] == []
+
+    pipeline.clock.set(queued[0] + timedelta(seconds=1))
+    pipeline.drain(wait_out_backoff=False)
+    pipeline.tick()  # claims further ahead: the newest runs are QUEUED, in the future
+    newest = api.get(f"/v1/jobs/{job['id']}/runs", query={"limit": 1}).json["items"][0]
+    assert newest["status"] == "QUEUED"
+    (last,) = api.get(f"/v1/jobs/{job['id']}/runs", query={"limit": 1, "started": "true"}).json["items"]
+    assert (last["scheduled_for"], last["status"]) == (iso(queued[0]), "SUCCEEDED")
