@@ -25,7 +25,7 @@ from tickwork.model.clock import FakeClock
 from tickwork.model.job import Job
 from tickwork.model.policies import Band
 from tickwork.model.run import Run
-from tickwork.services import Services
+from tickwork.services import SandboxServices, Services
 from tickwork.settings import Settings
 from tickwork_local.function_invokes import LocalInvokes
 from tickwork_local.lambda_runtime import (
@@ -114,7 +114,11 @@ class Pipeline:
             sandbox = function_config(load_template(), SANDBOX_FUNCTION)
             invokes.serve(
                 settings.job_sandbox_function,
-                FunctionRuntime(sandbox, prepare=lambda module: module.use_services(services), max_environments=10),
+                FunctionRuntime(
+                    sandbox,
+                    prepare=lambda module: module.use_services(SandboxServices(settings, clients, clock)),
+                    max_environments=10,
+                ),
             )
         calls.clear()  # provisioning's calls are not the pipeline's
         tick_app.use_services(services)

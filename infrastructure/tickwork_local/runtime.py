@@ -34,7 +34,7 @@ import botocore.loaders
 import botocore.session
 from botocore.exceptions import ClientError
 from tickwork.aws.clients import AwsClients
-from tickwork.settings import Settings
+from tickwork.settings import JobCodeSettings, Settings
 
 from tickwork_local.apigateway import ApiGatewayServer
 from tickwork_local.aws_faults import AwsErrorInjector
@@ -264,7 +264,7 @@ class LocalNode:
         # may have done before prepare_process (the service and namespace are the template's either way): the log
         # level is set here.
         from tickwork.observability import logger as powertools_logger  # noqa: PLC0415
-        from tickwork.services import Services  # noqa: PLC0415
+        from tickwork.services import SandboxServices, Services  # noqa: PLC0415
 
         powertools_logger.setLevel(opts.log_level)
         handler = getattr(powertools_logger, "logger_handler", None)
@@ -322,7 +322,7 @@ class LocalNode:
                 API_FUNCTION: services(API_FUNCTION, api_clients),
                 TICK_FUNCTION: services(TICK_FUNCTION, api_clients),
                 DISPATCH_FUNCTION: services(DISPATCH_FUNCTION, api_clients),
-                SANDBOX_FUNCTION: services(SANDBOX_FUNCTION, sandbox_clients),
+                SANDBOX_FUNCTION: SandboxServices(JobCodeSettings.from_env(envs[SANDBOX_FUNCTION]), sandbox_clients),
                 EXECUTOR_FUNCTION: services(EXECUTOR_FUNCTION, executor_clients, observed=True),
             }
             self.functions = {fid: self._runtime(configs[fid], wiring[fid], environments[fid]) for fid in FUNCTIONS}
