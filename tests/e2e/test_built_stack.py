@@ -27,7 +27,7 @@ pytestmark = pytest.mark.e2e
 
 EXAMPLE_LAYER = ROOT / "examples" / "job-types" / "layer"
 INVOICE = json.loads((ROOT / "examples" / "job-types" / "invoice.json").read_text())
-FUNCTIONS = ("ApiFunction", "TickFunction", "ExecutorFunction", "DispatchFunction")
+FUNCTIONS = ("ApiFunction", "TickFunction", "ExecutorFunction", "DispatchFunction", "JobSandboxFunction")
 BUILT_READY_SECONDS = 120  # every function's first process imports the whole layer; a loaded CI machine is slow
 
 
