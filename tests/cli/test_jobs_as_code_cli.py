@@ -4,6 +4,7 @@ cancels only its own source's; a bad file named with its file and line."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from pathlib import Path
@@ -184,3 +185,20 @@ def test_the_pages_example_runs_as_written(cli, tmp_path, monkeypatch):
         assert argv[0] == "tickwork"
         result = cli(*argv[1:], output=None)
         assert result.stdout.splitlines() == shown, command
+
+
+def test_a_workflow_from_its_own_json_file_is_created_then_left_alone_and_a_step_change_is_a_diff(cli, tmp_path):
+    trip = json.loads((Path(__file__).resolve().parents[2] / "examples" / "workflows" / "book-trip.json").read_text())
+    (tmp_path / "trip.json").write_text(json.dumps({"kind": "workflow", **trip}))
+    assert cli("apply", "-f", str(tmp_path), "--source", "travel", output=None).exit_code == 0
+    (workflow,) = cli.json("workflows", "list")["items"]
+    assert workflow["tags"] == {"managed_by": "travel"}
+    assert cli("plan", "-f", str(tmp_path), "--source", "travel", output=None).exit_code == 0
+
+    trip["steps"][2]["payload"]["amount"] = 500
+    (tmp_path / "trip.json").write_text(json.dumps({"kind": "workflow", **trip}))
+    planned = cli("plan", "-f", str(tmp_path), "--source", "travel", output=None)
+    assert (planned.exit_code, planned.stdout.splitlines()[1].split(":")[0]) == (2, "    steps")
+    assert cli("apply", "-f", str(tmp_path), "--source", "travel", output=None).exit_code == 0
+    changed = cli.json("workflows", "get", workflow["id"])
+    assert (changed["steps"][2]["payload"]["amount"], changed["version"]) == (500, workflow["version"] + 1)
