@@ -41,7 +41,7 @@ from tickwork_local.aws_faults import AwsErrorInjector
 from tickwork_local.build import BuiltStack, load_built
 from tickwork_local.emf_forwarding import CloudWatchPlay, play_cloudwatch
 from tickwork_local.event_log import EVENTS_PATH, LocalEventLog
-from tickwork_local.function_invokes import LocalInvokes
+from tickwork_local.function_invokes import InvokeEndpoint, LocalInvokes
 from tickwork_local.lambda_runtime import (
     REGION,
     FunctionConfig,
@@ -173,6 +173,8 @@ class LocalNode:
         self.cloudwatch: CloudWatchPlay | None = None  # EMF and AWS's own metrics into the local CloudWatch
         self.event_log: LocalEventLog | None = None  # the run events published, for GET /_tickwork/events
         self.invokes = LocalInvokes()  # the functions' Invoke of the job sandbox, played by this node
+        # --built: the same, over HTTP, for the functions' processes (their SDK calls go over the network)
+        self.invoke_endpoint: InvokeEndpoint | None = None
         self._loader: Any = None
         self.built: BuiltStack | None = None
         if options.built:
@@ -314,6 +316,8 @@ class LocalNode:
             SANDBOX_FUNCTION: max(1, sum(self.concurrency.values())),  # a segment at a time per executor's run
         }
         if self.built is not None:
+            self.invoke_endpoint = InvokeEndpoint(self.invokes, opts.endpoint_url)
+            self.invoke_endpoint.start()
             self.functions = {
                 fid: self._process_runtime(configs[fid], envs[fid], environments[fid]) for fid in FUNCTIONS
             }
@@ -374,6 +378,8 @@ class LocalNode:
         process_env |= env
         process_env["EXECUTOR_FUNCTION_NAME"] = f"{self.options.prefix}-{EXECUTOR_FUNCTION}"
         process_env["EXECUTOR_CONCURRENCY"] = str(max(1, sum(self.concurrency.values())))
+        if self.invoke_endpoint is not None:  # the job sandbox's Invoke, played by this node; any other to moto
+            process_env["AWS_ENDPOINT_URL_LAMBDA"] = self.invoke_endpoint.url
         return ProcessFunctionRuntime(
             config,
             # --job-types-path folders are the contents of a user layer's python/: they come after the built layers.
@@ -494,4 +500,6 @@ class LocalNode:
         for function in self.functions.values():
             if isinstance(function, ProcessFunctionRuntime):
                 function.stop()
+        if self.invoke_endpoint is not None:
+            self.invoke_endpoint.stop()
         return {"released": released, "finished": int(finished)}
