@@ -26,7 +26,7 @@ from tickwork.model.clock import FakeClock
 from tickwork.model.job import Job
 from tickwork.model.policies import Band
 from tickwork.model.run import Run
-from tickwork.services import Services
+from tickwork.services import SandboxServices, Services
 from tickwork.settings import Settings
 from tickwork_local.function_invokes import LocalInvokes
 from tickwork_local.lambda_runtime import (
@@ -182,7 +182,9 @@ class Pipeline:
             invokes.serve(
                 settings.job_sandbox_function,
                 FunctionRuntime(
-                    _sandbox_config(), prepare=lambda module: module.use_services(services), max_environments=10
+                    _sandbox_config(),
+                    prepare=lambda module: module.use_services(SandboxServices(settings, clients, clock)),
+                    max_environments=10,
                 ),
             )
         calls.clear()  # provisioning's calls are not the pipeline's

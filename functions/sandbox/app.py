@@ -8,10 +8,10 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from tickwork.observability import observed
-from tickwork.services import ServicesSlot
+from tickwork.services import SandboxServices, WiringSlot
 
-_slot = ServicesSlot()
-services = _slot.get  # the wiring, built on first use (only its job sandbox part is used here)
+_slot = WiringSlot(SandboxServices.from_env)
+services = _slot.get  # the wiring, built on first use: of the job code's settings only (its environment's)
 use_services = _slot.set  # tests and the local runtime inject theirs
 
 

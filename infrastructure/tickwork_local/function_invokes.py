@@ -14,8 +14,11 @@ from __future__ import annotations
 import io
 import json
 import threading
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 from botocore.awsrequest import AWSResponse, HTTPHeaders
 from botocore.response import StreamingBody
@@ -56,23 +59,31 @@ class LocalInvokes:
         """Hook into a botocore session's (or client's) event system: its clients built from now on."""
         events.register("before-call.lambda.Invoke", self._before_call)
 
-    def _before_call(self, params: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
-        name = _function_name(str(params.get("url_path", "")))
+    def answer(self, url_path: str, body: bytes | None) -> tuple[bytes, str | None] | None:
+        """Invoke's answer for a function this node plays (None for any other): the handler's JSON, or Lambda's
+        error body with the function error "Unhandled" when the handler raised."""
+        name = _function_name(url_path)
         with self._lock:
             function = self._functions.get(name)
         if function is None:
             return None
-        event = json.loads(params.get("body") or b"null")
+        event = json.loads(body or b"null")
         try:
-            answer = function.invoke(event)
-            body, error = json.dumps(answer).encode(), None
+            answer, error = json.dumps(function.invoke(event)).encode(), None
         except Exception as exc:  # the handler's error: Lambda's function error, with its body
             payload = getattr(exc, "payload", None)  # ProcessFunctionRuntime's FunctionError carries Lambda's own
             if not isinstance(payload, dict):
                 payload = {"errorType": type(exc).__name__, "errorMessage": str(exc)}
-            body, error = json.dumps(payload).encode(), "Unhandled"
+            answer, error = json.dumps(payload).encode(), "Unhandled"
         with self._lock:
             self.invocations += 1
+        return answer, error
+
+    def _before_call(self, params: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
+        answered = self.answer(str(params.get("url_path", "")), params.get("body"))
+        if answered is None:
+            return None
+        body, error = answered
         parsed: dict[str, Any] = {
             "StatusCode": 200,
             "ExecutedVersion": "$LATEST",
@@ -82,6 +93,78 @@ class LocalInvokes:
         if error is not None:
             parsed["FunctionError"] = error
         return AWSResponse(str(params.get("url", "")), 200, HTTPHeaders(), _Body(b"")), parsed
+
+
+class InvokeEndpoint:
+    """Lambda's Invoke over HTTP on loopback, for the functions that run in processes of their own (`--built`),
+    whose SDK calls no hook of this process sees: their Lambda client is pointed here (AWS_ENDPOINT_URL_LAMBDA).
+    A function `invokes` plays is answered as Lambda answers (200, the payload, `X-Amz-Function-Error` when the
+    handler raised); any other request goes on to `upstream` (moto) as it came."""
+
+    def __init__(self, invokes: LocalInvokes, upstream: str, host: str = "127.0.0.1") -> None:
+        endpoint = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                answered = invokes.answer(urlsplit(self.path).path, body) if "/functions/" in self.path else None
+                if answered is None:
+                    endpoint.forward(self, body)
+                    return
+                payload, error = answered
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("X-Amz-Executed-Version", "$LATEST")
+                if error is not None:
+                    self.send_header("X-Amz-Function-Error", error)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def do_GET(self) -> None:
+                endpoint.forward(self, None)
+
+            def do_DELETE(self) -> None:
+                endpoint.forward(self, None)
+
+            def do_PUT(self) -> None:
+                endpoint.forward(self, self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.upstream = upstream.rstrip("/")
+        self.server = ThreadingHTTPServer((host, 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://{host}:{self.server.server_address[1]}"
+        self._thread = threading.Thread(target=self.server.serve_forever, name="invoke-endpoint", daemon=True)
+
+    def start(self) -> str:
+        self._thread.start()
+        return self.url
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def forward(self, request: BaseHTTPRequestHandler, body: bytes | None) -> None:
+        """The request as it came, to the upstream endpoint, and its answer back."""
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in ("host", "content-length")}
+        sent = urllib.request.Request(  # noqa: S310 - the local endpoint's http URL
+            self.upstream + request.path, data=body, method=request.command, headers=headers
+        )
+        try:
+            with urllib.request.urlopen(sent, timeout=60) as answer:  # noqa: S310
+                status, answer_headers, data = answer.status, answer.headers, answer.read()
+        except urllib.error.HTTPError as exc:
+            status, answer_headers, data = exc.code, exc.headers, exc.read()
+        request.send_response(status)
+        for name, value in answer_headers.items():
+            if name.lower() not in ("content-length", "transfer-encoding", "connection", "server", "date"):
+                request.send_header(name, value)
+        request.send_header("Content-Length", str(len(data)))
+        request.end_headers()
+        request.wfile.write(data)
 
 
 def _function_name(url_path: str) -> str:

@@ -36,14 +36,14 @@ import botocore.loaders
 import botocore.session
 from botocore.exceptions import ClientError
 from tickwork.aws.clients import AwsClients
-from tickwork.settings import Settings
+from tickwork.settings import JobCodeSettings, Settings
 
 from tickwork_local.apigateway import ApiGatewayServer
 from tickwork_local.aws_faults import AwsErrorInjector
 from tickwork_local.build import BuiltStack, load_built
 from tickwork_local.emf_forwarding import CloudWatchPlay, play_cloudwatch
 from tickwork_local.event_log import EVENTS_PATH, LocalEventLog
-from tickwork_local.function_invokes import LocalInvokes
+from tickwork_local.function_invokes import InvokeEndpoint, LocalInvokes
 from tickwork_local.jwt_authorizer import JwtAuthorizer
 from tickwork_local.lambda_runtime import (
     REGION,
@@ -178,6 +178,8 @@ class LocalNode:
         self.cloudwatch: CloudWatchPlay | None = None  # EMF and AWS's own metrics into the local CloudWatch
         self.event_log: LocalEventLog | None = None  # the run events published, for GET /_tickwork/events
         self.invokes = LocalInvokes()  # the functions' Invoke of the job sandbox, played by this node
+        # --built: the same, over HTTP, for the functions' processes (their SDK calls go over the network)
+        self.invoke_endpoint: InvokeEndpoint | None = None
         self._loader: Any = None
         self.built: BuiltStack | None = None
         if options.built:
@@ -282,7 +284,7 @@ class LocalNode:
         # may have done before prepare_process (the service and namespace are the template's either way): the log
         # level is set here.
         from tickwork.observability import logger as powertools_logger  # noqa: PLC0415
-        from tickwork.services import Services  # noqa: PLC0415
+        from tickwork.services import SandboxServices, Services  # noqa: PLC0415
 
         powertools_logger.setLevel(opts.log_level)
         handler = getattr(powertools_logger, "logger_handler", None)
@@ -332,6 +334,8 @@ class LocalNode:
             SANDBOX_FUNCTION: max(1, sum(self.concurrency.values())),  # a segment at a time per executor's run
         }
         if self.built is not None:
+            self.invoke_endpoint = InvokeEndpoint(self.invokes, opts.endpoint_url)
+            self.invoke_endpoint.start()
             self.functions = {
                 fid: self._process_runtime(configs[fid], envs[fid], environments[fid]) for fid in FUNCTIONS
             }
@@ -340,7 +344,7 @@ class LocalNode:
                 API_FUNCTION: services(API_FUNCTION, api_clients),
                 TICK_FUNCTION: services(TICK_FUNCTION, api_clients),
                 DISPATCH_FUNCTION: services(DISPATCH_FUNCTION, api_clients),
-                SANDBOX_FUNCTION: services(SANDBOX_FUNCTION, sandbox_clients),
+                SANDBOX_FUNCTION: SandboxServices(JobCodeSettings.from_env(envs[SANDBOX_FUNCTION]), sandbox_clients),
                 EXECUTOR_FUNCTION: services(EXECUTOR_FUNCTION, executor_clients, observed=True),
             }
             self.functions = {fid: self._runtime(configs[fid], wiring[fid], environments[fid]) for fid in FUNCTIONS}
@@ -392,6 +396,8 @@ class LocalNode:
         process_env |= env
         process_env["EXECUTOR_FUNCTION_NAME"] = f"{self.options.prefix}-{EXECUTOR_FUNCTION}"
         process_env["EXECUTOR_CONCURRENCY"] = str(max(1, sum(self.concurrency.values())))
+        if self.invoke_endpoint is not None:  # the job sandbox's Invoke, played by this node; any other to moto
+            process_env["AWS_ENDPOINT_URL_LAMBDA"] = self.invoke_endpoint.url
         return ProcessFunctionRuntime(
             config,
             # --job-types-path folders are the contents of a user layer's python/: they come after the built layers.
@@ -513,4 +519,6 @@ class LocalNode:
         for function in self.functions.values():
             if isinstance(function, ProcessFunctionRuntime):
                 function.stop()
+        if self.invoke_endpoint is not None:
+            self.invoke_endpoint.stop()
         return {"released": released, "finished": int(finished)}

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import cached_property
+from typing import Generic, TypeVar
 
 from tickwork.aws.audit_archive import AuditArchive
 from tickwork.aws.clients import AwsClients
@@ -51,7 +53,7 @@ from tickwork.model.tenant_settings import TenantDirectory
 from tickwork.progress.freeze_events import FreezeEvents
 from tickwork.progress.run_events import RunEvents
 from tickwork.progress.workflow_progress import ProgressSettings, WorkflowProgress
-from tickwork.settings import MetricsSettings, Settings, TelemetryNames, load_settings
+from tickwork.settings import JobCodeSettings, MetricsSettings, Settings, TelemetryNames, load_settings
 from tickwork.store import (
     Cursors,
     EventOutbox,
@@ -195,12 +197,6 @@ class Services:
             freezes=FreezeGate(self.freeze_records, self.executor_freezes, self.store.jobs),
             margins=LambdaMargins.for_timeout(self.settings.executor_timeout_seconds),
         )
-
-    @cached_property
-    def job_sandbox(self) -> JobSandbox:
-        """The job sandbox function's side: function-isolated handlers' segments (builds nothing of the table's,
-        the queues' or the bucket's, which its role may not reach)."""
-        return JobSandbox(registry, self.settings.targets, self.clients, self.clock)
 
     @cached_property
     def secret_cache(self) -> SecretCache:
@@ -462,20 +458,52 @@ class Services:
         )
 
 
-class ServicesSlot:
+W = TypeVar("W")
+
+
+@dataclass
+class SandboxServices:
+    """The job sandbox function's wiring: function-isolated handlers' segments. It reads only the job code's settings
+    and builds nothing of the table's, the queues' or the bucket's, which its role may not reach."""
+
+    settings: JobCodeSettings
+    clients: AwsClients = field(default_factory=AwsClients)
+    clock: Clock = field(default_factory=SystemClock)
+
+    def __post_init__(self) -> None:
+        import_job_type_modules(self.settings.job_type_modules)
+
+    @classmethod
+    def from_env(cls) -> SandboxServices:
+        return cls(settings=JobCodeSettings.from_env())
+
+    @cached_property
+    def job_sandbox(self) -> JobSandbox:
+        return JobSandbox(registry, self.settings.targets, self.clients, self.clock)
+
+
+class WiringSlot(Generic[W]):
     """A handler module's wiring: built on first use (never at import, so moto can patch first) and kept for the
     life of the execution environment; tests and the local runtime inject their own."""
 
-    def __init__(self) -> None:
-        self._value: Services | None = None
+    def __init__(self, build: Callable[[], W]) -> None:
+        self._build = build
+        self._value: W | None = None
         self._lock = threading.Lock()
 
-    def get(self) -> Services:
+    def get(self) -> W:
         with self._lock:
             if self._value is None:
-                self._value = Services.from_env()
+                self._value = self._build()
             return self._value
 
-    def set(self, value: Services | None) -> None:
+    def set(self, value: W | None) -> None:
         with self._lock:
             self._value = value
+
+
+class ServicesSlot(WiringSlot[Services]):
+    """The wiring of a function that reads the stack's settings (all but the job sandbox)."""
+
+    def __init__(self) -> None:
+        super().__init__(Services.from_env)

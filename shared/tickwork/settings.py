@@ -3,7 +3,8 @@ os.environ.
 
 Every Lambda and the local runtime configure Tickwork through these variables; the
 template sets them from its resources, so names here are the contract with template.yaml.
-- Settings: what every function reads (the template's Globals).
+- JobCodeSettings: what every function reads (the template's Globals), the job sandbox's whole environment.
+- Settings: what every function but the job sandbox reads (each function's own environment in the template).
 - ApiSettings: the API function's own (API_AUTH_MODE is set on ApiFunction only; the local runtime sets it
   to local, with API_KEYS_FILE).
 - TelemetryNames: the names Powertools' logger, tracer and metrics are built with.
@@ -45,7 +46,60 @@ class FromEnvironment(BaseModel):
         return cls.model_validate(dict(os.environ if env is None else env))
 
 
-class Settings(FromEnvironment):
+class JobCodeSettings(FromEnvironment):
+    """What a function that runs job code reads: the modules that register job types, and where those may reach.
+    The whole of the job sandbox's settings (the template's Globals; the sandbox's role reaches nothing of the
+    stack's, so it is told none of its resources)."""
+
+    # CIDRs the http job type may reach even though they are private or loopback.
+    http_allowlist: tuple[str, ...] = Field(default=(), alias="HTTP_ALLOWLIST")
+    # The functions the lambda job type may invoke (template parameter InvokableFunctionArns, or its default), as
+    # IAM patterns; and what makes a bare function name this account and region's ARN. Empty: not checked.
+    invokable_functions: tuple[str, ...] = Field(default=(), alias="INVOKABLE_FUNCTIONS")
+    function_arn_prefix: str = Field(default="", alias="FUNCTION_ARN_PREFIX")
+    # Where the secrets a payload names by reference must be (template parameter SecretNamePrefix): each tenant's
+    # under <prefix><tenant>/ (tickwork.model.secret_references), the names the executor's role may read.
+    secret_name_prefix: str = Field(
+        default=DEFAULT_SECRET_PREFIX,
+        alias="SECRET_NAME_PREFIX",
+        min_length=1,
+        max_length=256,
+        pattern=r"^[A-Za-z0-9/_+=.@-]+$",
+    )
+    # What makes a secret's ARN this account and region's: a reference to another's is refused at create.
+    secret_arn_prefix: str = Field(default="", alias="SECRET_ARN_PREFIX")
+    # Modules that register job types of their own (`@job_type`), imported when the wiring is built: the API
+    # validates payloads with their models and the executor runs them (template parameter JobTypeModules).
+    job_type_modules: tuple[str, ...] = Field(default=(), alias="JOB_TYPE_MODULES")
+
+    @field_validator("http_allowlist", "invokable_functions", "job_type_modules", mode="before")
+    @classmethod
+    def _split_csv(cls, value: object) -> object:
+        return comma_separated(value)
+
+    @field_validator("job_type_modules")
+    @classmethod
+    def _module_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if not MODULE_NAME.fullmatch(name):
+                raise ValueError(f"JOB_TYPE_MODULES names Python modules (acme_jobs, acme.jobs), not {name!r}")
+        return value
+
+    @property
+    def targets(self) -> TargetRules:
+        """Where job types may reach, and the secrets they may read (checked at create, update and run)."""
+        return TargetRules(
+            self.http_allowlist,
+            self.invokable_functions,
+            self.function_arn_prefix,
+            self.secret_name_prefix,
+            self.secret_arn_prefix,
+        )
+
+
+class Settings(JobCodeSettings):
+    """What every function but the job sandbox reads: the stack's resources and tuning, besides the job code's."""
+
     table_name: str = Field(alias="TABLE_NAME", min_length=3)
     results_bucket: str = Field(alias="RESULTS_BUCKET", min_length=3)
     queue_url_high: str = Field(alias="QUEUE_URL_HIGH")
@@ -87,26 +141,6 @@ class Settings(FromEnvironment):
     # Keys the HMAC of the API's page cursors; unset (or empty), a key derived from the table name is used.
     # Isolation does not depend on it (see tickwork.store.cursors).
     cursor_secret: str | None = Field(default=None, alias="CURSOR_SECRET")
-    # CIDRs the http job type may reach even though they are private or loopback.
-    http_allowlist: tuple[str, ...] = Field(default=(), alias="HTTP_ALLOWLIST")
-    # The functions the lambda job type may invoke (template parameter InvokableFunctionArns, or its default), as
-    # IAM patterns; and what makes a bare function name this account and region's ARN. Empty: not checked.
-    invokable_functions: tuple[str, ...] = Field(default=(), alias="INVOKABLE_FUNCTIONS")
-    function_arn_prefix: str = Field(default="", alias="FUNCTION_ARN_PREFIX")
-    # Where the secrets a payload names by reference must be (template parameter SecretNamePrefix): each tenant's
-    # under <prefix><tenant>/ (tickwork.model.secret_references), the names the executor's role may read.
-    secret_name_prefix: str = Field(
-        default=DEFAULT_SECRET_PREFIX,
-        alias="SECRET_NAME_PREFIX",
-        min_length=1,
-        max_length=256,
-        pattern=r"^[A-Za-z0-9/_+=.@-]+$",
-    )
-    # What makes a secret's ARN this account and region's: a reference to another's is refused at create.
-    secret_arn_prefix: str = Field(default="", alias="SECRET_ARN_PREFIX")
-    # Modules that register job types of their own (`@job_type`), imported when the wiring is built: the API
-    # validates payloads with their models and the executor runs them (template parameter JobTypeModules).
-    job_type_modules: tuple[str, ...] = Field(default=(), alias="JOB_TYPE_MODULES")
     # The EventBridge bus run events go to (tickwork.model.run_events; template parameter EventBusName).
     event_bus_name: str = Field(default="default", alias="EVENT_BUS_NAME", min_length=1, max_length=256)
     # The executor Lambda's timeout (template parameter ExecutorTimeoutSeconds): the margins a run's segment leaves of
@@ -117,19 +151,6 @@ class Settings(FromEnvironment):
     # The job sandbox function (the executor's own setting; template resource JobSandboxFunction), where handlers of
     # function-isolated job types run (tickwork.executor.isolation). Unset: their runs fail, naming it.
     job_sandbox_function: str | None = Field(default=None, alias="JOB_SANDBOX_FUNCTION", max_length=170)
-
-    @field_validator("http_allowlist", "invokable_functions", "job_type_modules", mode="before")
-    @classmethod
-    def _split_csv(cls, value: object) -> object:
-        return comma_separated(value)
-
-    @field_validator("job_type_modules")
-    @classmethod
-    def _module_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for name in value:
-            if not MODULE_NAME.fullmatch(name):
-                raise ValueError(f"JOB_TYPE_MODULES names Python modules (acme_jobs, acme.jobs), not {name!r}")
-        return value
 
     @field_validator("dispatch_queue_url", "job_sandbox_function", mode="before")
     @classmethod
@@ -149,17 +170,6 @@ class Settings(FromEnvironment):
         if value <= tick:
             raise ValueError(f"HORIZON_SECONDS ({value}) must exceed TICK_PERIOD_SECONDS ({tick})")
         return value
-
-    @property
-    def targets(self) -> TargetRules:
-        """Where job types may reach, and the secrets they may read (checked at create, update and run)."""
-        return TargetRules(
-            self.http_allowlist,
-            self.invokable_functions,
-            self.function_arn_prefix,
-            self.secret_name_prefix,
-            self.secret_arn_prefix,
-        )
 
     def queue_url(self, band: Band) -> str:
         return {

@@ -48,6 +48,7 @@ from tickwork_cli.bodies import (
     tags_of,
 )
 from tickwork_cli.client import ApiError, Client, ConfigError
+from tickwork_cli.jobs_as_code import register as register_jobs_as_code
 from tickwork_cli.operations import register as register_operations
 from tickwork_cli.options import (
     DEBOUNCE_COLLECT_OPTION,
@@ -103,6 +104,7 @@ tenants_app = typer.Typer(
 app.add_typer(tenants_app, name="tenants")
 # calendars, freeze, unfreeze; `now` read when called, as tests replace it (and it is defined below)
 register_operations(app, lambda: now())  # noqa: PLW0108
+register_jobs_as_code(app)  # plan, apply
 
 # `tickwork dev` lives with the local runtime (tickwork_local.cli), which registers itself here.
 try:

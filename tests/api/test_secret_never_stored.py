@@ -2,7 +2,8 @@
 retry, yield and are redriven from the DLQ, and by handlers that log it, report it as progress, checkpoint it, save
 it as a step, return it and put it in their errors, is found nowhere afterwards: not in any item of the table, any
 object of the results bucket, any run event, any log line the functions wrote (as Powertools wrote them, and as
-any other handler of the records would), nor any API answer about those jobs and runs."""
+any other handler of the records would), nor any API answer about those jobs and runs. The console's pages about such runs, as Chromium renders them:
+tests/browser/test_console_progress.py."""
 
 from __future__ import annotations
 
@@ -10,46 +11,16 @@ import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal
+from typing import Any
 
 import boto3
 import pytest
-from pydantic import BaseModel, ConfigDict
-from tickwork.jobtypes import RunContext, job_type, registry
-from tickwork.model.secret_references import SecretOrStr, revealed
-from tickwork.observability import logger
 
+import tests.secret_leaker  # noqa: F401 - registers the secret-leaker type
 from tests.harness import Pipeline
 
 PLANTED = "planted-0b5e2c9d-4f6a-8e1b-secret"
 REFERENCE = {"$secret": "tickwork/acme/planted"}
-
-
-class Leaky(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    token: SecretOrStr
-    mode: Literal["succeed", "fail", "yield"]
-
-
-if "secret-leaker" not in registry:
-
-    @job_type("secret-leaker", Leaky)
-    def leak(payload: Leaky, ctx: RunContext) -> Any:
-        """Puts its token everywhere a handler can: its log, the function's log, progress, a step, a checkpoint,
-        its error, its result."""
-        token = revealed(payload.token)
-        ctx.log(f"using {token}", token=token)
-        logger.info(f"handler sees {token}", extra={"token": token, "nested": {"list": [token]}})
-        ctx.progress(0.5, f"half way with {token}", {"token": token})
-        ctx.step("fetch", lambda: {"token": token})
-        first_segment = ctx.last_checkpoint() is None
-        ctx.checkpoint({"token": token})
-        if payload.mode == "fail":
-            raise RuntimeError(f"the server refused {token}")
-        if payload.mode == "yield" and first_segment:
-            return ctx.yield_run()
-        return {"token": token, "also": [f"Bearer {token}"]}
 
 
 class Echo(BaseHTTPRequestHandler):

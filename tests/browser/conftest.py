@@ -44,9 +44,10 @@ pytestmark = pytest.mark.browser
 
 @dataclass
 class LocalApi(Api):
-    """The e2e tests' HTTP client for the node, with the node's process (its output) beside it."""
+    """The e2e tests' HTTP client for the node, with the node's process (its output) and its moto endpoint beside it."""
 
     proc: Proc | None = None
+    moto_url: str = ""
 
     def call(self, method: str, path: str, body: Any = None, expect: int | tuple[int, ...] = (200, 201, 202)) -> Any:
         return super().call(method, path, body, expect=expect)
@@ -69,7 +70,8 @@ def dev(dev_options: list[str]) -> Iterator[LocalApi]:
         env.setenv("POWERTOOLS_METRICS_DISABLED", "false")
         proc = Proc.start("browser-dev", [*command, "--tick-seconds", "2", "--workers", "12", "--node-name", "browser"])
     try:
-        yield LocalApi(proc.wait_ready(READY_SECONDS).api_url, proc)
+        ready = proc.wait_ready(READY_SECONDS)
+        yield LocalApi(ready.api_url, proc, ready.moto_url)
     finally:
         code = proc.terminate()
         assert code == 0, proc.output()

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.e2e
 
 EXAMPLE_LAYER = ROOT / "examples" / "job-types" / "layer"
 INVOICE = json.loads((ROOT / "examples" / "job-types" / "invoice.json").read_text())
-FUNCTIONS = ("ApiFunction", "TickFunction", "ExecutorFunction", "DispatchFunction")
+FUNCTIONS = ("ApiFunction", "TickFunction", "ExecutorFunction", "DispatchFunction", "JobSandboxFunction")
 BUILT_READY_SECONDS = 120  # every function's first process imports the whole layer; a loaded CI machine is slow
 
 
@@ -74,12 +74,34 @@ def test_a_function_that_cannot_import_reports_its_init_error(stack: BuiltStack,
     assert runtime.environments == 0
 
 
+# A function-isolated type (docs/security.md, "Isolation of job code"): it says which function it ran in.
+SANDBOXED = """
+import os
+
+from pydantic import BaseModel
+from tickwork.jobtypes import RunContext, job_type
+
+
+class Numbers(BaseModel):
+    values: list[int]
+
+
+@job_type("sandboxed_sum", Numbers, isolation="function")
+def sandboxed_sum(payload: Numbers, ctx: RunContext) -> dict:
+    ctx.checkpoint({"seen": len(payload.values)})
+    return {"sum": sum(payload.values), "ran_in": os.environ.get("AWS_LAMBDA_FUNCTION_NAME")}
+"""
+
+
 @pytest.fixture(scope="module")
-def built_node(stack: BuiltStack) -> Iterator[tuple[Node, str]]:
+def built_node(stack: BuiltStack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Node, str]]:
+    sandboxed = tmp_path_factory.mktemp("sandboxed-layer")
+    (sandboxed / "sandboxed_jobs.py").write_text(SANDBOXED)
     node = start_node(
         "built",
         *("--built", str(stack.root), "--tick-seconds", "2"),
-        *("--job-types", "acme_jobs", "--job-types-path", str(EXAMPLE_LAYER)),  # a user's layer (docs/job-types.md)
+        *("--job-types", "acme_jobs,sandboxed_jobs", "--job-types-path", str(EXAMPLE_LAYER)),  # docs/job-types.md
+        *("--job-types-path", str(sandboxed)),
         ready_seconds=BUILT_READY_SECONDS,
     )
     try:
@@ -104,6 +126,16 @@ def test_a_job_of_a_users_own_type_runs_in_the_built_functions_from_its_layer(bu
     run = wait_for(lambda: _finished(node.api, job["id"]), 90, 0.5, f"the invoice's run\n{node.proc.output()}")
     assert run["status"] == "SUCCEEDED", run
     assert node.api.get(f"/v1/runs/{run['id']}/result")["total"] == "62.40"
+
+
+def test_a_function_isolated_job_runs_in_the_built_job_sandbox(built_node: tuple[Node, str]) -> None:
+    node, _ = built_node
+    job = node.api.create_job(
+        name="sandboxed", type="sandboxed_sum", payload={"values": [1, 2, 39]}, schedule={"at": _in(3)}
+    )
+    run = wait_for(lambda: _finished(node.api, job["id"]), 90, 0.5, f"the sandboxed run\n{node.proc.output()}")
+    assert run["status"] == "SUCCEEDED", run.get("error")
+    assert node.api.get(f"/v1/runs/{run['id']}/result") == {"sum": 42, "ran_in": "tickwork-JobSandboxFunction"}
 
 
 def test_a_job_runs_end_to_end_through_the_built_functions(built_node: tuple[Node, str]) -> None:

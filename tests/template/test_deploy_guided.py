@@ -32,7 +32,7 @@ def test_the_cursor_key_is_a_secret_the_stack_generates_and_resolves_at_deploy(t
     assert generated["ExcludePunctuation"] is True
     # Resolved by CloudFormation into the environment when the functions are deployed: no Secrets Manager call
     # per request, and no secret in the stack's parameters.
-    env = template["Globals"]["Function"]["Environment"]["Variables"]
+    env = template["Resources"]["ApiFunction"]["Properties"]["Environment"]["Variables"]
     assert env["CURSOR_SECRET"] == {"Fn::Sub": "{{resolve:secretsmanager:${CursorSecret}:SecretString}}"}
 
 

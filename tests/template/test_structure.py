@@ -7,8 +7,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from template_support import as_list, dashboard_json, iam_statements
-from tickwork.settings import Settings
+from template_support import _references, as_list, dashboard_json, iam_statements
+from tickwork.settings import JobCodeSettings, Settings
 from tickwork.store import DUE_INDEX, DUE_INDEX_PROJECTION, TENANT_INDEX, TENANT_INDEX_PROJECTION
 from tickwork.store.run_search import RUNS_INDEX, RUNS_INDEX_PROJECTION
 from tickwork_local.template import REPO_ROOT
@@ -68,26 +68,53 @@ def test_globals_runtime_architecture_tracing(template):
     assert function["Timeout"] <= 60
 
 
-def test_globals_environment_covers_every_setting(template):
+def _environment(template, logical_id):
+    """A function's environment as SAM deploys it: Globals' variables merged with its own."""
+    own = _props(template, logical_id).get("Environment", {}).get("Variables", {})
+    return {**template["Globals"]["Function"]["Environment"]["Variables"], **own}
+
+
+POWERTOOLS = {"POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_LOG_LEVEL"}
+
+
+def test_globals_environment_is_the_job_codes_settings_and_each_function_has_the_stacks(template):
     env = template["Globals"]["Function"]["Environment"]["Variables"]
+    assert env.keys() == {field.alias for field in JobCodeSettings.model_fields.values()} | POWERTOOLS
+    assert env["POWERTOOLS_SERVICE_NAME"] == "tickwork"
+    assert env["POWERTOOLS_METRICS_NAMESPACE"] == "Tickwork"
+    assert env["POWERTOOLS_LOG_LEVEL"] == {"Ref": "LogLevel"}
     aliases = {field.alias for field in Settings.model_fields.values()}
-    # The executor's own: the job sandbox is a function of the stack, so Globals cannot name it (a cycle).
+    # The executor's own: the job sandbox is a function of the stack, so the others cannot name it (a cycle).
     executor_only = {"JOB_SANDBOX_FUNCTION"}
-    assert aliases - executor_only <= env.keys(), aliases - executor_only - env.keys()
-    assert _props(template, "ExecutorFunction")["Environment"]["Variables"] == {
-        "JOB_SANDBOX_FUNCTION": {"Ref": "JobSandboxFunction"}
-    }
+    stacks = {fid: _environment(template, fid) for fid in FUNCTIONS}
+    for fid, env in stacks.items():
+        assert aliases - executor_only <= env.keys(), (fid, aliases - executor_only - env.keys())
+    # The four agree on every setting (the local runtime, which hosts them in one process, insists on it too).
+    for name in aliases - executor_only:
+        assert len({repr(env[name]) for env in stacks.values()}) == 1, name
+    env = stacks["ExecutorFunction"]
+    assert env["JOB_SANDBOX_FUNCTION"] == {"Ref": "JobSandboxFunction"}
     assert env["TABLE_NAME"] == {"Ref": "JobsTable"}
     assert env["RESULTS_BUCKET"] == {"Ref": "ResultsBucket"}
     for band in BANDS:
         assert env[f"QUEUE_URL_{band.upper()}"] == {"Ref": f"{band}Queue"}
         assert env[f"DLQ_URL_{band.upper()}"] == {"Ref": f"{band}DeadLetterQueue"}
-    assert env["POWERTOOLS_SERVICE_NAME"] == "tickwork"
-    assert env["POWERTOOLS_METRICS_NAMESPACE"] == "Tickwork"
-    assert env["POWERTOOLS_LOG_LEVEL"] == {"Ref": "LogLevel"}
     assert env["RUN_RETENTION_DAYS"] == {"Ref": "RunRetentionDays"}
     assert env["AUDIT_RETENTION_DAYS"] == {"Ref": "AuditRetentionDays"}
-    api_env = _props(template, "ApiFunction")["Environment"]["Variables"]
+
+
+def test_the_job_sandbox_is_told_nothing_of_the_stacks_resources(template):
+    """Its role reaches none of the table, queues, buckets or the cursor key: its environment names none of them
+    either, only the job code's settings (its handler reads JobCodeSettings)."""
+    env = _environment(template, "JobSandboxFunction")
+    assert env.keys() == {field.alias for field in JobCodeSettings.model_fields.values()} | POWERTOOLS
+    named = {r for value in env.values() for r in _references(value) if not r.startswith("AWS::")}
+    assert named <= template["Parameters"].keys(), named - template["Parameters"].keys()
+
+
+def test_the_api_function_s_own_environment(template):
+    stacks = _props(template, "TickFunction")["Environment"]["Variables"]
+    api_env = {k: v for k, v in _props(template, "ApiFunction")["Environment"]["Variables"].items() if k not in stacks}
     # The run logs' Insights link names the executor's log group, spelled as the log group's own name.
     log_group = template["Resources"]["ExecutorLogGroup"]["Properties"]["LogGroupName"]
     assert api_env == {
@@ -145,7 +172,7 @@ def test_globals_environment_covers_every_setting(template):
 def test_environment_defaults_are_valid_settings(template):
     """The literal and default values the template sets pass the Settings validation."""
     env = {}
-    for name, value in template["Globals"]["Function"]["Environment"]["Variables"].items():
+    for name, value in _environment(template, "TickFunction").items():
         if isinstance(value, str):
             env[name] = value
         elif "Ref" in value and value["Ref"] in template["Parameters"]:
@@ -245,7 +272,7 @@ def test_band_visibility_is_at_least_six_executor_timeouts(template):
 
 def test_the_executor_is_told_its_own_timeout(template):
     """The margins of a run's segment follow the executor Lambda's timeout (tickwork.executor.yields)."""
-    env = template["Globals"]["Function"]["Environment"]["Variables"]
+    env = _environment(template, "ExecutorFunction")
     assert env["EXECUTOR_TIMEOUT_SECONDS"] == _props(template, "ExecutorFunction")["Timeout"]
 
 

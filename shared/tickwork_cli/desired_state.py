@@ -1,0 +1,197 @@
+"""Jobs as code, the pure part of `tickwork plan` and `tickwork apply` (docs/jobs-as-code.md): the definitions the
+files give, against what the API has, make a plan: what to create, what to change (a field diff), what to cancel,
+in the order to do it (calendars before the jobs and workflows that name them). No I/O: the files are read by
+tickwork_cli.definition_files, the API called by tickwork_cli.jobs_as_code.
+
+What a definition manages: the fields it gives, at every depth of an object (`schedule: {cron: ...}` manages the
+cron and leaves the time zone the API defaulted alone), lists whole, and `tags` whole (its own and
+`managed_by: <source>`, the label that marks a job or a workflow as this source's). A calendar has no tags: it is
+matched by its name, and never cancelled by a prune.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+KINDS = ("calendar", "job", "workflow")  # in the order they are applied: a calendar before what names it
+MANAGED_BY = "managed_by"
+ActionKind = Literal["create", "change", "cancel"]
+
+
+class DefinitionError(ValueError):
+    """A definition the plan cannot be made of; `where` names its file and line."""
+
+    def __init__(self, where: str, message: str) -> None:
+        self.where = where
+        super().__init__(f"{where}: {message}")
+
+
+@dataclass(frozen=True)
+class Definition:
+    """One object as a file defines it: its kind, its name (its key within the tenant, per kind), the API's
+    request body it stands for (with its name), and where it is (`file:line`, and each field path's line)."""
+
+    kind: str
+    name: str
+    body: dict[str, Any]
+    where: str
+    lines: Mapping[str, str] = field(default_factory=dict)  # a field path (`schedule.cron`) -> `file:line`
+
+    def where_is(self, path: str) -> str:
+        """The line of a field path the API named, or of its closest parent the file has."""
+        parts = path.split(".")
+        while parts:
+            found = self.lines.get(".".join(parts))
+            if found:
+                return found
+            parts.pop()
+        return self.where
+
+
+@dataclass(frozen=True)
+class Difference:
+    path: str
+    live: Any
+    desired: Any
+
+
+@dataclass(frozen=True)
+class Action:
+    kind: ActionKind
+    object_kind: str
+    name: str
+    definition: Definition | None = None  # none for a cancel
+    live_id: str | None = None  # none for a create
+    differences: tuple[Difference, ...] = ()
+    body: dict[str, Any] = field(default_factory=dict)  # what to send: the whole body, or a change's fields
+
+
+@dataclass(frozen=True)
+class Plan:
+    actions: tuple[Action, ...]
+
+    @property
+    def changes_anything(self) -> bool:
+        return bool(self.actions)
+
+    def count(self, kind: ActionKind) -> int:
+        return sum(1 for action in self.actions if action.kind == kind)
+
+
+def check_unique(definitions: Iterable[Definition]) -> list[Definition]:
+    """The definitions, each (kind, name) once: a name defined twice is an error naming both places."""
+    seen: dict[tuple[str, str], Definition] = {}
+    for definition in definitions:
+        key = (definition.kind, definition.name)
+        if key in seen:
+            raise DefinitionError(
+                definition.where, f"{definition.kind} {definition.name!r} is defined twice (also at {seen[key].where})"
+            )
+        seen[key] = definition
+    return list(seen.values())
+
+
+def managed_by(item: Mapping[str, Any], source: str) -> bool:
+    return (item.get("tags") or {}).get(MANAGED_BY) == source
+
+
+def plan(
+    definitions: Iterable[Definition],
+    live: Mapping[str, Iterable[Mapping[str, Any]]],
+    source: str,
+    *,
+    prune: bool = False,
+) -> Plan:
+    """The actions that make `live` (by kind: the API's calendars, and the jobs and workflows managed by `source`,
+    none CANCELLED) what the definitions say: calendars first, then jobs and workflows, then the cancels."""
+    wanted = check_unique(definitions)
+    calendars = {c["name"]: c for c in live.get("calendar", ())}
+    calendar_names = {c["id"]: c["name"] for c in calendars.values()}
+    defined_calendars = {d.name for d in wanted if d.kind == "calendar"}
+    actions: list[Action] = []
+    for kind in KINDS:
+        existing = {item["name"]: item for item in live.get(kind, ())}
+        for definition in (d for d in wanted if d.kind == kind):
+            desired = dict(definition.body)
+            if kind != "calendar":
+                desired["tags"] = {**(desired.get("tags") or {}), MANAGED_BY: source}
+                _check_calendar_names(definition, desired, calendars.keys() | defined_calendars)
+            current = existing.get(definition.name)
+            if current is None:
+                actions.append(Action("create", kind, definition.name, definition, body=desired))
+                continue
+            shown = dict(current)
+            if kind != "calendar":
+                shown["calendars"] = [calendar_names.get(i, i) for i in current.get("calendars") or []]
+            differences = tuple(differences_of(desired, shown))
+            if differences:
+                # A calendar is replaced whole (PUT); a job or a workflow takes the fields that differ (PATCH).
+                fields = {d.path.split(".")[0] for d in differences}
+                body = desired if kind == "calendar" else {name: desired[name] for name in sorted(fields)}
+                actions.append(Action("change", kind, definition.name, definition, current["id"], differences, body))
+        if prune and kind != "calendar":
+            defined = {d.name for d in wanted if d.kind == kind}
+            for name, item in sorted(existing.items()):
+                if name not in defined:
+                    actions.append(Action("cancel", kind, name, live_id=item["id"]))
+    cancels = [a for a in actions if a.kind == "cancel"]
+    return Plan(tuple([a for a in actions if a.kind != "cancel"] + cancels))
+
+
+def _check_calendar_names(definition: Definition, desired: Mapping[str, Any], known: Iterable[str]) -> None:
+    names = set(known)
+    for name in desired.get("calendars") or []:
+        if not isinstance(name, str) or name not in names:
+            raise DefinitionError(
+                definition.where_is("calendars"),
+                f"calendars: no calendar named {name!r}, in the files or the tenant's (a job names its calendars "
+                "by name)",
+            )
+
+
+def with_calendar_ids(body: Mapping[str, Any], ids: Mapping[str, str]) -> dict[str, Any]:
+    """The body as the API takes it: its calendars named by id (a name the files or the tenant give, resolved)."""
+    if not body.get("calendars"):
+        return dict(body)
+    return {**body, "calendars": [ids.get(name, name) for name in body["calendars"]]}
+
+
+def differences_of(desired: Any, live: Any, path: str = "") -> list[Difference]:
+    """Where `live` differs from what `desired` gives: objects by the keys desired gives (tags whole), lists and
+    values whole, instants as instants (the API writes them back in its own format)."""
+    if isinstance(desired, Mapping) and isinstance(live, Mapping):
+        found = []
+        for key, value in desired.items():
+            at = f"{path}.{key}" if path else key
+            if at == "tags":
+                if dict(value) != dict(live.get(key) or {}):
+                    found.append(Difference(at, live.get(key), value))
+                continue
+            found += differences_of(value, live.get(key), at)
+        return found
+    return [] if _same(desired, live) else [Difference(path, live, desired)]
+
+
+def _same(desired: Any, live: Any) -> bool:
+    if isinstance(desired, Mapping) and isinstance(live, Mapping):
+        return not differences_of(desired, live)
+    if isinstance(desired, list) and isinstance(live, list):
+        return len(desired) == len(live) and all(_same(d, v) for d, v in zip(desired, live, strict=True))
+    if isinstance(desired, str) and isinstance(live, str) and desired != live:
+        return _instant(desired) is not None and _instant(desired) == _instant(live)
+    if isinstance(desired, bool) or isinstance(live, bool):
+        return desired is live
+    return bool(desired == live)
+
+
+def _instant(text: str) -> datetime | None:
+    if not re.match(r"^\d{4}-\d{2}-\d{2}T", text):
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None

@@ -1,0 +1,204 @@
+"""`tickwork plan` and `tickwork apply` (docs/jobs-as-code.md), in process against the API handler: files of jobs,
+workflows and calendars made so, idempotently, in dependency order; a hand's change shown as drift; a prune that
+cancels only its own source's; a bad file named with its file and line."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+NIGHTLY = """
+kind: job
+name: nightly-export
+type: echo
+payload: {table: orders}
+schedule:
+  cron: "0 3 * * *"
+  timezone: Europe/Paris
+calendars: [company-holidays]
+tags: {team: data}
+---
+kind: calendar
+name: company-holidays
+mode: exclude
+windows:
+  - dates: ["2026-12-25", "2027-01-01"]
+"""
+
+HOURLY = """[
+  {"kind": "job", "name": "hourly-sync", "type": "echo", "schedule": {"rate": "1 hour"}, "retry": {"max_attempts": 5}}
+]
+"""
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    (tmp_path / "nightly.yaml").write_text(NIGHTLY)
+    (tmp_path / "hourly.json").write_text(HOURLY)
+    return tmp_path
+
+
+def _jobs(cli: Any) -> dict[str, dict[str, Any]]:
+    return {j["name"]: j for j in cli.json("jobs", "list", "--all")["items"] if j["state"] != "CANCELLED"}
+
+
+def test_plan_then_apply_creates_calendars_before_the_jobs_that_name_them_and_again_changes_nothing(cli, folder):
+    planned = cli("plan", "-f", str(folder), "--source", "data", output=None)
+    assert planned.exit_code == 2, planned.output
+    assert planned.stdout.splitlines() == [
+        "+ calendar company-holidays",
+        "+ job hourly-sync",
+        "+ job nightly-export",
+        "Plan: 3 to create, 0 to change, 0 to cancel.",
+    ]
+    assert _jobs(cli) == {}  # a plan changes nothing
+
+    applied = cli("apply", "-f", str(folder), "--source", "data", output=None)
+    assert applied.exit_code == 0, applied.output
+    assert applied.stdout.splitlines()[-3:] == [
+        "created calendar company-holidays",
+        "created job hourly-sync",
+        "created job nightly-export",
+    ]
+    (calendar,) = cli.json("calendars", "list")["items"]
+    jobs = _jobs(cli)
+    assert jobs["nightly-export"]["calendars"] == [calendar["id"]]
+    assert jobs["nightly-export"]["tags"] == {"team": "data", "managed_by": "data"}
+    assert jobs["hourly-sync"]["retry"]["max_attempts"] == 5
+
+    again = cli("apply", "-f", str(folder), "--source", "data", output=None)
+    assert again.exit_code == 0, again.output
+    assert again.stdout.splitlines() == ["No changes: the API matches the files."]
+    assert {n: j["version"] for n, j in _jobs(cli).items()} == {n: j["version"] for n, j in jobs.items()}
+    assert cli("plan", "-f", str(folder), "--source", "data", output=None).exit_code == 0
+
+
+def test_a_changed_file_is_a_field_diff_and_apply_changes_only_that(cli, folder):
+    assert cli("apply", "-f", str(folder), "--source", "data", output=None).exit_code == 0
+    before = _jobs(cli)["nightly-export"]
+    (folder / "nightly.yaml").write_text(NIGHTLY.replace('cron: "0 3 * * *"', 'cron: "30 4 * * *"'))
+
+    planned = cli("plan", "-f", str(folder), "--source", "data", output=None)
+    assert planned.exit_code == 2
+    assert planned.stdout.splitlines() == [
+        f"~ job nightly-export ({before['id']})",
+        '    schedule.cron: "0 3 * * *" -> "30 4 * * *"',
+        "Plan: 0 to create, 1 to change, 0 to cancel.",
+    ]
+    assert cli("apply", "-f", str(folder), "--source", "data", output=None).exit_code == 0
+    after = _jobs(cli)["nightly-export"]
+    assert (after["id"], after["schedule"]["cron"], after["schedule"]["timezone"]) == (
+        before["id"],
+        "30 4 * * *",
+        "Europe/Paris",
+    )
+    assert after["version"] == before["version"] + 1
+
+
+def test_a_field_changed_by_hand_shows_as_drift_and_apply_puts_it_back(cli, folder):
+    assert cli("apply", "-f", str(folder), "--source", "data", output=None).exit_code == 0
+    job = _jobs(cli)["hourly-sync"]
+    cli.json("jobs", "update", job["id"], "--priority", "9", "--max-attempts", "2")
+
+    planned = cli("plan", "-f", str(folder), "--source", "data", output=None)
+    assert planned.exit_code == 2
+    assert "    retry.max_attempts: 2 -> 5" in planned.stdout.splitlines()
+    assert "priority" not in planned.stdout  # the file does not manage it
+    assert cli("apply", "-f", str(folder), "--source", "data", output=None).exit_code == 0
+    assert _jobs(cli)["hourly-sync"]["retry"]["max_attempts"] == 5
+
+
+def test_prune_cancels_only_this_sources_jobs_that_the_files_no_longer_define_and_two_sources_live_side_by_side(
+    cli, folder, tmp_path_factory
+):
+    other = tmp_path_factory.mktemp("ops")
+    (other / "ops.yaml").write_text("kind: job\nname: disk-report\ntype: echo\nschedule: {rate: 1 day}\n")
+    assert cli("apply", "-f", str(folder), "--source", "data", output=None).exit_code == 0
+    assert cli("apply", "-f", str(other), "--source", "ops", "--prune", output=None).exit_code == 0
+    hand_made = cli.json("jobs", "create", "--name", "by-hand", "--type", "echo", "--rate", "1 hour")
+    assert set(_jobs(cli)) == {"nightly-export", "hourly-sync", "disk-report", "by-hand"}
+
+    (folder / "hourly.json").unlink()
+    planned = cli("plan", "-f", str(folder), "--source", "data", output=None)
+    assert planned.stdout.splitlines() == ["No changes: the API matches the files."]  # without --prune
+    pruned = cli("plan", "-f", str(folder), "--source", "data", "--prune", output=None)
+    hourly = _jobs(cli)["hourly-sync"]
+    assert pruned.stdout.splitlines() == [
+        f"- job hourly-sync ({hourly['id']}): cancel",
+        "Plan: 0 to create, 0 to change, 1 to cancel.",
+    ]
+    assert cli("apply", "-f", str(folder), "--source", "data", "--prune", output=None).exit_code == 0
+    assert set(_jobs(cli)) == {"nightly-export", "disk-report", "by-hand"}
+    assert cli.json("jobs", "get", hand_made["id"])["state"] == "ACTIVE"
+    # The other source's files still match: applying data's touched none of ops'.
+    assert cli("plan", "-f", str(other), "--source", "ops", "--prune", output=None).exit_code == 0
+
+
+def test_a_field_the_api_refuses_is_named_with_its_file_and_line(cli, tmp_path):
+    (tmp_path / "bad.yaml").write_text('kind: job\nname: broken\ntype: echo\nschedule:\n  cron: "99 * * * *"\n')
+    result = cli("apply", "-f", str(tmp_path), "--source", "data", output=None)
+    assert result.exit_code == 1
+    assert f"{tmp_path / 'bad.yaml'}:5: schedule.cron:" in result.stderr
+    assert _jobs(cli) == {}
+
+
+def test_a_file_that_is_not_yaml_or_names_no_kind_is_refused_with_its_line_and_nothing_is_done(cli, tmp_path):
+    (tmp_path / "a.yaml").write_text("kind: job\nname: fine\ntype: echo\nschedule: {rate: 1 hour}\n")
+    (tmp_path / "b.yaml").write_text("kind: job\nname: [unclosed\n")
+    result = cli("plan", "-f", str(tmp_path), output=None)
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert f"{tmp_path / 'b.yaml'}:" in result.stderr
+    assert "not valid YAML or JSON" in result.stderr
+
+    (tmp_path / "b.yaml").write_text("name: fine-too\n---\nkind: cronjob\nname: x\n")
+    result = cli("apply", "-f", str(tmp_path), output=None)
+    assert result.exit_code == 1
+    assert f"{tmp_path / 'b.yaml'}:1: kind must be one of calendar, job, workflow, not None" in result.stderr
+    assert _jobs(cli) == {}
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "jobs-as-code.md"
+DOCS_MARKER = "<!-- jobs-as-code example: run in process by tests/cli/test_jobs_as_code_cli.py -->"
+
+
+def test_the_pages_example_runs_as_written(cli, tmp_path, monkeypatch):
+    """docs/jobs-as-code.md's marked blocks: its files (each named by its first line's comment), then its commands,
+    each printing what the page shows."""
+    blocks = re.findall(re.escape(DOCS_MARKER) + r"\n```(\w+)\n(.*?)\n```", DOCS.read_text(encoding="utf-8"), re.S)
+    assert [language for language, _ in blocks] == ["yaml", "console"]
+    for language, body in blocks:
+        if language == "yaml":
+            name, _, text = body.partition("\n")
+            (tmp_path / name.removeprefix("# ")).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / name.removeprefix("# ")).write_text(text + "\n")
+    monkeypatch.chdir(tmp_path)
+    steps = re.split(r"^\$ ", blocks[1][1], flags=re.M)[1:]
+    assert len(steps) == 3
+    for step in steps:
+        command, *shown = step.strip("\n").split("\n")
+        argv = shlex.split(command)
+        assert argv[0] == "tickwork"
+        result = cli(*argv[1:], output=None)
+        assert result.stdout.splitlines() == shown, command
+
+
+def test_a_workflow_from_its_own_json_file_is_created_then_left_alone_and_a_step_change_is_a_diff(cli, tmp_path):
+    trip = json.loads((Path(__file__).resolve().parents[2] / "examples" / "workflows" / "book-trip.json").read_text())
+    (tmp_path / "trip.json").write_text(json.dumps({"kind": "workflow", **trip}))
+    assert cli("apply", "-f", str(tmp_path), "--source", "travel", output=None).exit_code == 0
+    (workflow,) = cli.json("workflows", "list")["items"]
+    assert workflow["tags"] == {"managed_by": "travel"}
+    assert cli("plan", "-f", str(tmp_path), "--source", "travel", output=None).exit_code == 0
+
+    trip["steps"][2]["payload"]["amount"] = 500
+    (tmp_path / "trip.json").write_text(json.dumps({"kind": "workflow", **trip}))
+    planned = cli("plan", "-f", str(tmp_path), "--source", "travel", output=None)
+    assert (planned.exit_code, planned.stdout.splitlines()[1].split(":")[0]) == (2, "    steps")
+    assert cli("apply", "-f", str(tmp_path), "--source", "travel", output=None).exit_code == 0
+    changed = cli.json("workflows", "get", workflow["id"])
+    assert (changed["steps"][2]["payload"]["amount"], changed["version"]) == (500, workflow["version"] + 1)
