@@ -64,7 +64,7 @@ def test_tickwork_dev_lists_each_type_with_where_it_runs_when_not_inline(capsys)
     node = SimpleNamespace(
         api_url="http://127.0.0.1:3000", concurrency={"high": 6}, parameters=lambda: {"JobTypeModules": "x"}
     )
-    _print_banner(node, "http://127.0.0.1:5000", False, 60, 10)  # type: ignore[arg-type]
+    _print_banner(node, "http://127.0.0.1:5000", False, 60, 10, None)  # type: ignore[arg-type]
     (types,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  types")]
     assert "isolated-asked (isolation function), " in types
     assert "inline-asked, " in types
