@@ -100,6 +100,8 @@ def test_only_api_gateway_and_alarms_are_stripped(stack):
         "ApiFunctionProxyPermission",  # lets API Gateway invoke ApiFunction; meaningless without the API
         # The token API (off with the defaults this stack is made with), and its permission to invoke ApiFunction.
         *(f"TokenApi{part}" for part in ("", "Authorizer", "Integration", "Route", "Stage", "InvokePermission")),
+        "TokenApiConsoleRoute",  # the hosted console's open routes (HostedConsole, on with the token API)
+        "TokenApiConsoleFilesRoute",
         "TokenApiServerErrorsAlarm",
         *ALARMS,
     }
@@ -110,6 +112,8 @@ def test_only_api_gateway_and_alarms_are_stripped(stack):
         "ApiCallerPolicy": ["HttpApi"],
         "ApiAdminPolicy": ["HttpApi"],
         "Outputs.TokenApiUrl": ["TokenApi"],  # under its condition, off here
+        "Outputs.ConsoleUrl": ["TokenApi"],  # the hosted console's, likewise
+        "UserPoolClient": ["TokenApi"],  # its callback, the hosted console (CreateUserPool, off here)
     }
 
 
