@@ -50,3 +50,15 @@ def test_last_run_ignores_a_queued_future_run(api, pipeline):
     assert newest["status"] == "QUEUED"
     (last,) = api.get(f"/v1/jobs/{job['id']}/runs", query={"limit": 1, "started": "true"}).json["items"]
     assert (last["scheduled_for"], last["status"]) == (iso(queued[0]), "SUCCEEDED")
+
+
+def test_a_job_created_on_an_occurrences_instant_is_not_shown_that_occurrence_which_will_not_run(api, pipeline):
+    """Created at 12:00:00.000 exactly, an hourly job's first occurrence is 13:00 (a create schedules what comes
+    after it): no read may show the 12:00 its cursor never had, as if claimed and still to come."""
+    job = api.create(schedule={"cron": "0 * * * *"})  # the fake clock stands on 12:00:00 exactly
+    assert job["next_run_at"].startswith("2026-11-21T13:00:00")
+    assert api.get(f"/v1/jobs/{job['id']}").json["next_run_at"] == job["next_run_at"]
+    (listed,) = [j for j in api.get("/v1/jobs").json["items"] if j["id"] == job["id"]]
+    assert listed["next_run_at"] == job["next_run_at"]
+    pipeline.tick()
+    assert [r.scheduled_for.hour for r in pipeline.runs_of(job["id"])] in ([], [13])  # 12:00 never runs

@@ -21,12 +21,14 @@ Scheduled = TypeVar("Scheduled", Job, Workflow)
 def next_occurrence(item: Job | Workflow, now: datetime) -> datetime | None:
     """The next occurrence at or after `now`, claimed or not. Only an ACTIVE item's claims run ahead of its cursor;
     any other's cursor is what it is (a paused one's, for one, is where its claims resume). A cursor already past
-    is an occurrence not yet claimed, overdue: it comes first. One schedule step from `now`: bounded as the
-    schedule is."""
+    is an occurrence not yet claimed, overdue: it comes first. The claims ahead began where the cursor was last set
+    from the clock (a create, an update, a resume schedules what comes after its instant), so an occurrence at that
+    very instant was never claimed. One schedule step from `now`: bounded as the schedule is."""
     cursor = item.next_run_at
     if item.state is not JobState.ACTIVE or (cursor is not None and cursor <= now):
         return cursor
-    claimed_next = item.next_occurrence_after(now - timedelta(milliseconds=1))
+    set_at = max(t for t in (item.created_at, item.updated_at, item.resumed_at) if t is not None)
+    claimed_next = item.next_occurrence_after(max(now - timedelta(milliseconds=1), set_at))
     if cursor is None or claimed_next is None:  # no cursor: the schedule's last occurrences are claimed
         return claimed_next
     return min(cursor, claimed_next)
