@@ -147,3 +147,120 @@ def test_every_job_create_sends_an_idempotency_key_and_a_repeat_with_it_answers_
     again = tickwork.create_job(HOURLY, idempotency_key="reminder-42")
     assert again == once
     assert len(list(tickwork.list_jobs())) == 3
+
+
+def test_workflows_calendars_freezes_previews_and_a_runs_cancel_and_retry_answer_in_their_models(cli, tickwork):
+    from tickwork.control.api_bodies import Preview, WorkflowRun
+    from tickwork.model.calendars import Calendar
+    from tickwork.model.freezes import Freeze
+    from tickwork.model.workflow.definition import Workflow
+    from tickwork_cli.api_client import ApiError
+
+    from tests.api.test_workflow_routes import DIAMOND
+
+    workflow = tickwork.create_workflow(DIAMOND)
+    assert isinstance(workflow, Workflow)
+    assert tickwork.get_workflow(workflow.id).name == "diamond"
+    assert [w.id for w in tickwork.list_workflows()] == [workflow.id]
+    started = tickwork.trigger_workflow(workflow.id)
+    assert isinstance(started, WorkflowRun)
+    assert started.workflow_id == workflow.id
+
+    calendar = tickwork.create_calendar({"name": "holidays", "windows": [{"dates": ["2026-12-25"]}]})
+    assert isinstance(calendar, Calendar)
+    assert tickwork.list_calendars() == [calendar]
+    freeze = tickwork.create_freeze({"selector": {"tags": {"team": "payments"}}, "for_seconds": 1800, "reason": "r"})
+    assert isinstance(freeze, Freeze)
+    assert [f.id for f in tickwork.list_freezes()] == [freeze.id]
+
+    job = tickwork.create_job(HOURLY)
+    preview = tickwork.preview_job(job.id, count=3)
+    assert isinstance(preview, Preview)
+    assert len(preview.items) == 3
+    assert len(tickwork.preview_schedule({"schedule": {"cron": "0 * * * *"}, "count": 2}).items) == 2
+
+    queued = tickwork.trigger_job(job.id, {"payload": {"n": 9}})
+    with pytest.raises(ApiError) as refused:
+        tickwork.retry_run(queued.id)  # only a FAILED run is retried
+    assert refused.value.status == 409
+    with pytest.raises(ApiError) as refused:
+        tickwork.cancel_run(queued.id)  # only a RUNNING run is cancelled
+    assert refused.value.status == 409
+    assert "QUEUED" in refused.value.detail
+
+
+@dataclass
+class Recording:
+    """Answers every request with `status` (and a job-shaped nothing), keeping what was sent."""
+
+    status: int = 200
+    sent: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
+
+    def __call__(
+        self, method: str, url: str, headers: dict[str, str], body: bytes | None, timeout: float = 30.0
+    ) -> Any:
+        from tickwork_cli.client import HttpResponse
+
+        self.sent.append((method, url, dict(headers)))
+        answer = {"items": [], "next_cursor": None} if self.status < 300 else {"status": self.status, "title": "t"}
+        return HttpResponse(self.status, {}, json.dumps(answer).encode())
+
+
+@pytest.fixture
+def recording(monkeypatch: pytest.MonkeyPatch, waits_alone: list[float]) -> Recording:
+    from tickwork_cli import client
+
+    recorded = Recording()
+    monkeypatch.setattr(client, "transport", recorded)
+    return recorded
+
+
+@pytest.fixture
+def waits_alone(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    from tickwork_cli import api_client
+
+    waited: list[float] = []
+    monkeypatch.setattr(api_client, "sleep", waited.append)
+    return waited
+
+
+DEPLOYED = "https://abc123.execute-api.eu-west-1.amazonaws.com"
+
+
+def test_given_credentials_sign_with_sigv4_in_the_urls_region(recording):
+    from botocore.credentials import Credentials
+    from tickwork_cli.api_client import Client
+
+    list(Client(DEPLOYED, credentials=Credentials("AKIDCLIENTTEST000001", "s3cret")).list_jobs())
+    (_, url, headers) = recording.sent[0]
+    assert url.startswith(DEPLOYED + "/v1/jobs")
+    assert headers["Authorization"].startswith("AWS4-HMAC-SHA256 Credential=AKIDCLIENTTEST000001/")
+    assert "/eu-west-1/execute-api/aws4_request" in headers["Authorization"]
+
+
+def test_a_token_is_sent_as_a_bearer_and_an_api_key_as_x_api_key_unsigned(recording):
+    from tickwork_cli.api_client import Client, ConfigError
+
+    list(Client(DEPLOYED, token="eyJ.token.sig").list_jobs())
+    list(Client("http://127.0.0.1:3000", api_key="local-key").list_jobs())
+    bearer, keyed = (headers for _, _, headers in recording.sent)
+    assert bearer["Authorization"] == "Bearer eyJ.token.sig"
+    assert keyed["X-Api-Key"] == "local-key"
+    assert "Authorization" not in keyed
+    with pytest.raises(ConfigError):
+        Client(DEPLOYED, token="t", api_key="k")
+
+
+def test_a_5xx_is_retried_where_a_repeat_is_safe_and_not_on_a_trigger(recording, waits_alone):
+    from tickwork_cli.api_client import ApiError, Client
+
+    recording.status = 503
+    tickwork = Client("http://127.0.0.1:3000")
+    with pytest.raises(ApiError):
+        tickwork.get_job("j" + "0" * 25)
+    assert len(recording.sent) == 4
+    with pytest.raises(ApiError):
+        tickwork.trigger_job("j" + "0" * 25)
+    assert len(recording.sent) == 5  # a trigger sent again could run twice
+    assert len(waits_alone) == 3
+    assert all(0 <= wait <= 20 for wait in waits_alone)
