@@ -50,7 +50,8 @@ def test_a_job_round_trip_in_the_apis_own_models(cli, tickwork):
     created = tickwork.create_job(JobSpec.model_validate(HOURLY))
     assert isinstance(created, Job)
     assert (created.name, created.schedule.cron, created.version) == ("hourly", "0 * * * *", 1)
-    # (next_run_at aside: a create's answer has the occurrence after now, a read's the next one claimed or not)
+    # next_run_at aside: created on an occurrence's instant (the fake clock's), the create's answer has the one
+    # after it, a read's that instant (tickwork.model.upcoming.next_occurrence: at or after now)
     assert tickwork.get_job(created.id).model_copy(update={"next_run_at": created.next_run_at}) == created
 
     others = [tickwork.create_job({**HOURLY, "name": f"other-{n}"}) for n in range(2)]
