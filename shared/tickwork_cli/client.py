@@ -13,9 +13,9 @@ import json
 import re
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlencode, urlsplit
 
 from botocore.auth import SigV4Auth
@@ -34,14 +34,23 @@ class HttpResponse:
     body: bytes
 
 
-# (method, url, headers, body) -> response. Tests swap in one that calls the handler directly.
-Transport = Callable[[str, str, dict[str, str], bytes | None], HttpResponse]
+DEFAULT_TIMEOUT_SECONDS = 30.0
 
 
-def urllib_transport(method: str, url: str, headers: dict[str, str], body: bytes | None) -> HttpResponse:
+class Transport(Protocol):
+    """(method, url, headers, body) -> response. Tests swap in one that calls the handler directly."""
+
+    def __call__(
+        self, method: str, url: str, headers: dict[str, str], body: bytes | None, timeout: float = ...
+    ) -> HttpResponse: ...
+
+
+def urllib_transport(
+    method: str, url: str, headers: dict[str, str], body: bytes | None, timeout: float = DEFAULT_TIMEOUT_SECONDS
+) -> HttpResponse:
     request = urllib.request.Request(url, data=body, method=method, headers=headers)  # noqa: S310 - http(s) only
     try:
-        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
             return HttpResponse(response.status, dict(response.headers.items()), response.read())
     except urllib.error.HTTPError as exc:
         return HttpResponse(exc.code, dict(exc.headers.items()), exc.read())
@@ -59,6 +68,23 @@ class ApiError(Exception):
         self.raw = raw
         super().__init__(self.describe())
 
+    @property
+    def title(self) -> str:
+        return str(self.problem.get("title", ""))
+
+    @property
+    def detail(self) -> str:
+        return str(self.problem.get("detail", ""))
+
+    @property
+    def errors(self) -> list[dict[str, str]]:
+        """Each refused field: {"field": "schedule.cron", "message": ...}."""
+        return list(self.problem.get("errors") or [])
+
+    @property
+    def fields(self) -> list[str]:
+        return [str(error.get("field", "")) for error in self.errors]
+
     def describe(self) -> str:
         p = self.problem
         if not p:
@@ -73,6 +99,20 @@ class ApiError(Exception):
         if p.get("reason"):  # a refused retry's code (tickwork.model.retryable)
             lines.append(f"  reason: {p['reason']}")
         return "\n".join(lines)
+
+
+def problem_error(response: HttpResponse) -> ApiError:
+    """A non-2xx answer as the error to raise: its problem body when it has one."""
+    text = response.body.decode("utf-8", errors="replace")
+    problem = None
+    try:
+        parsed = json.loads(text)
+        problem = parsed if isinstance(parsed, dict) else None
+    except ValueError:
+        pass
+    if problem is not None and "status" not in problem and "message" in problem:
+        problem = {"status": response.status, "title": str(problem["message"])}  # API Gateway's own errors
+    return ApiError(response.status, problem, text)
 
 
 class ConfigError(Exception):
@@ -99,6 +139,9 @@ class Client:
     # Sign every request, a loopback API's too: the console's proxy signs whatever it forwards (its tests
     # stand a local server in for API Gateway).
     always_sign: bool = False
+    # Signing keys of the caller's choosing (botocore Credentials); None: the default chain (of `profile`).
+    credentials: Any = field(default=None, repr=False)
+    timeout: float = DEFAULT_TIMEOUT_SECONDS
     _signer: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -117,7 +160,7 @@ class Client:
     def _sign(self, method: str, url: str, headers: dict[str, str], body: bytes | None) -> dict[str, str]:
         if self._signer is None:
             session = Session(profile=self.profile)
-            credentials = session.get_credentials()
+            credentials = self.credentials or session.get_credentials()
             if credentials is None:
                 raise ConfigError(
                     "no AWS credentials found to sign the request (SigV4): configure them (aws configure, "
@@ -149,17 +192,9 @@ class Client:
         if data is not None:
             sent["Content-Type"] = "application/json"
         response = self.send(method, url[len(self.base_url) :], sent, data)
-        text = response.body.decode("utf-8", errors="replace")
         if not 200 <= response.status < 300:
-            problem = None
-            try:
-                parsed = json.loads(text)
-                problem = parsed if isinstance(parsed, dict) else None
-            except ValueError:
-                pass
-            if problem is not None and "status" not in problem and "message" in problem:
-                problem = {"status": response.status, "title": str(problem["message"])}  # API Gateway's own errors
-            raise ApiError(response.status, problem, text)
+            raise problem_error(response)
+        text = response.body.decode("utf-8", errors="replace")
         return json.loads(text) if text else None
 
     def send(self, method: str, target: str, headers: Mapping[str, str], body: bytes | None) -> HttpResponse:
@@ -174,7 +209,7 @@ class Client:
         elif self.always_sign or not is_local(url):
             sent = self._sign(method, url, sent, body)
         try:
-            return transport(method, url, sent, body)
+            return transport(method, url, sent, body, timeout=self.timeout)
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise ConfigError(f"cannot reach {self.base_url}: {reason}") from None

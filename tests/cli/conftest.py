@@ -25,7 +25,9 @@ class HandlerTransport:
     # The functions' own output (their EMF lines), which is not the CLI's: the test's, as when it was made.
     function_stdout: TextIO = field(default_factory=lambda: sys.stdout)
 
-    def __call__(self, method: str, url: str, headers: dict[str, str], body: bytes | None) -> Any:
+    def __call__(
+        self, method: str, url: str, headers: dict[str, str], body: bytes | None, timeout: float = 30.0
+    ) -> Any:
         from api import app as api_app
         from tickwork_cli.client import HttpResponse
         from tickwork_local.lambda_runtime import LocalLambdaContext

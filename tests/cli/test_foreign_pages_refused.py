@@ -47,7 +47,9 @@ def forwarded(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDREQUESTGUARD0001")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "request-guard-secret")
 
-    def transport(method: str, url: str, headers: dict[str, str], body: bytes | None) -> HttpResponse:
+    def transport(
+        method: str, url: str, headers: dict[str, str], body: bytes | None, timeout: float = 30.0
+    ) -> HttpResponse:
         assert headers["Authorization"].startswith("AWS4-HMAC-SHA256 Credential=AKIDREQUESTGUARD0001/")
         sent.append((method, url))
         return HttpResponse(202, {"Content-Type": "application/json"}, b"{}")

@@ -4,9 +4,11 @@ cancels only its own source's; a bad file named with its file and line."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import shlex
+from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -202,3 +204,16 @@ def test_a_workflow_from_its_own_json_file_is_created_then_left_alone_and_a_step
     assert cli("apply", "-f", str(tmp_path), "--source", "travel", output=None).exit_code == 0
     changed = cli.json("workflows", "get", workflow["id"])
     assert (changed["steps"][2]["payload"]["amount"], changed["version"]) == (500, workflow["version"] + 1)
+
+
+CLIENT_MARKER = "<!-- python client example: run in process by tests/cli/test_jobs_as_code_cli.py -->"
+
+
+def test_the_pages_python_client_example_prints_what_the_page_shows(cli):
+    """docs/jobs-as-code.md's Python client example, run against the API handler: it prints what the page says."""
+    blocks = re.findall(re.escape(CLIENT_MARKER) + r"\n```(\w+)\n(.*?)\n```", DOCS.read_text(encoding="utf-8"), re.S)
+    assert [language for language, _ in blocks] == ["python", "text"]
+    printed = io.StringIO()
+    with redirect_stdout(printed):
+        exec(compile(blocks[0][1], str(DOCS), "exec"), {"__name__": "docs_example"})
+    assert printed.getvalue().splitlines() == blocks[1][1].splitlines()

@@ -29,7 +29,9 @@ class Answering:
     cli: Any
     answers: list[tuple[str, str, int, Any]] = field(default_factory=list)
 
-    def __call__(self, method: str, url: str, headers: dict[str, str], body: bytes | None) -> Any:
+    def __call__(
+        self, method: str, url: str, headers: dict[str, str], body: bytes | None, timeout: float = 30.0
+    ) -> Any:
         from tickwork_cli.client import HttpResponse
 
         for answered, pattern, status, answer in self.answers:
