@@ -31,6 +31,7 @@ from benchmarks import (  # noqa: E402
     calls_per_run,
     calls_per_step,
     capacity,
+    cold_start,
     cost,
     dispatch_rate,
     fairness,
@@ -55,6 +56,7 @@ SECTIONS = (
     "burst",
     "fanout",
     "precise",
+    "cold",
 )
 RESULTS = ROOT / "benchmarks" / "results.json"
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -127,6 +129,7 @@ MODULES: dict[str, Any] = {
     "burst": burst,
     "fanout": fanout,
     "precise": precise,
+    "cold": cold_start,
 }
 CONSOLE: dict[str, Any] = {
     "requests": calls_per_run.console,
@@ -141,6 +144,7 @@ CONSOLE: dict[str, Any] = {
     "burst": burst.console,
     "fanout": fanout.console,
     "precise": precise.console,
+    "cold": cold_start.console,
 }
 
 
@@ -175,6 +179,7 @@ def render_doc(results: dict[str, Any], command: str) -> str:
         ("burst", burst.render),
         ("fanout", fanout.render),
         ("precise", precise.render),
+        ("cold", cold_start.render),
     ]
     for name, render in renderers:
         if name in results:

@@ -10,6 +10,7 @@ progress (tickwork.executor.secrets) are replaced by *** wherever they are in it
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
@@ -120,10 +121,30 @@ _names = TelemetryNames.from_env()
 
 logger = Logger(service=_names.service, logger_formatter=_MaskingFormatter())
 logger.addFilter(_MaskingFilter())
-tracer = Tracer(service=_names.service)
 metrics = Metrics(namespace=_names.namespace, service=_names.service)
 
 Handler = TypeVar("Handler", bound=Callable[..., Any])
+
+
+@functools.cache
+def _tracer() -> Tracer:
+    return Tracer(service=_names.service)
+
+
+def __getattr__(name: str) -> Any:
+    """`tracer`, built when first asked for: building one, even disabled, imports the X-Ray SDK, a fifth of an
+    executor's cold start, which tracing off need not pay."""
+    if name == "tracer":
+        return _tracer()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _traced(handler: Handler) -> Handler:
+    """The handler in an X-Ray segment when tracing is on; itself when off (POWERTOOLS_TRACE_DISABLED, or outside
+    Lambda), where the Tracer would call it through anyway."""
+    if Tracer._is_tracer_disabled():  # Powertools' own reading of its switch and of Lambda's markers
+        return handler
+    return cast(Handler, _tracer().capture_lambda_handler(handler))
 
 
 def observed(*, correlation_id_path: str | None = None) -> Callable[[Handler], Handler]:
@@ -131,7 +152,7 @@ def observed(*, correlation_id_path: str | None = None) -> Callable[[Handler], H
     invocations, with the correlation id found at `correlation_id_path`), a trace, and its metrics flushed."""
 
     def wrap(handler: Handler) -> Handler:
-        traced = tracer.capture_lambda_handler(metrics.log_metrics(handler))
+        traced = _traced(metrics.log_metrics(handler))
         wrapped = logger.inject_lambda_context(traced, clear_state=True, correlation_id_path=correlation_id_path)
         return cast(Handler, wrapped)
 

@@ -1,0 +1,51 @@
+"""What an executor's cold start does not pay for, counted rather than timed (benchmarks/cold_start.py times it):
+importing its handler, in a new process as in a new execution environment, builds no AWS client (they are built on
+the first event, after moto patches in tests) and, with tracing off, does not import the X-Ray SDK."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+_PROBE = """
+import json, sys
+import boto3.session
+built = []
+client = boto3.session.Session.client
+def counted(self, *args, **kwargs):
+    built.append(args[0] if args else kwargs.get("service_name"))
+    return client(self, *args, **kwargs)
+boto3.session.Session.client = counted
+import executor.app
+print(json.dumps({"clients": built, "xray": sorted(m for m in sys.modules if m.startswith("aws_xray_sdk"))[:3]}))
+"""
+
+
+def _import_the_executor(*, tracing: bool) -> dict[str, list[str]]:
+    env = {name: value for name, value in os.environ.items() if name not in ("LAMBDA_TASK_ROOT", "_X_AMZN_TRACE_ID")}
+    env["PYTHONPATH"] = os.pathsep.join(str(ROOT / folder) for folder in ("shared", "functions"))
+    env["POWERTOOLS_TRACE_DISABLED"] = "false" if tracing else "true"
+    if tracing:
+        env["LAMBDA_TASK_ROOT"] = str(ROOT / "functions" / "executor")
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE], capture_output=True, text=True, check=True, cwd=ROOT, env=env, timeout=120
+    )
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def test_importing_the_executor_with_tracing_off_imports_no_xray_sdk_and_builds_no_client() -> None:
+    imported = _import_the_executor(tracing=False)
+
+    assert imported == {"clients": [], "xray": []}
+
+
+def test_importing_the_executor_with_tracing_on_builds_no_client_and_traces_with_xray() -> None:
+    imported = _import_the_executor(tracing=True)
+
+    assert imported["clients"] == []
+    assert imported["xray"]  # the Tracer is on: it patched the SDK with X-Ray's recorder
