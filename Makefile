@@ -76,22 +76,24 @@ issuer-rendering: $(STAMP)
 security: $(CHECKOV_STAMP) vpc-rendering jwt-rendering issuer-rendering
 	$(CHECKOV_VENV)/bin/checkov -f template.yaml $(VPC_RENDERING) $(JWT_RENDERING) $(ISSUER_RENDERING) --framework cloudformation --compact --quiet --skip-download
 
-# The in-process suites (moto in the test process: CPU-bound) are spread over the cores by pytest-xdist; the
-# suites that start `tickwork dev` processes and wait in real time (e2e, browser) run after them, two files at a
-# time (--dist loadfile: a file's tests share their runtime), so that no CPU-bound suite competes with the runtimes
-# they time. Running the in-process suites beside them at the lowest CPU priority (nice 19) was tried, on a machine
-# other work shared (so roughly): the e2e and browser suites keep the cores busy most of their minutes (the
-# in-process suites did a fifth of their work meanwhile), two timed e2e tests failed, and the in-process suites' own
-# real-time waits (a thread's answer within 10 to 30 s) are not made for being starved. On a 2-core machine (clean clone, 2026-11-29): 2 min 14 s for the
-# venvs, lint, mypy, checkov's venv, `sam validate --lint` (three renderings), `sam build` and the HTTP fuzz beside
-# them; 13 min 53 s for the 3,096 in-process tests; 14 min 37 s for the 126 e2e and browser tests two files at a
-# time, the quick soak the longest (benchmarks/soak.py: production lease and recovery times, about 2 min 40 s).
-# checkov's scan of the template and its renderings runs once, as a test (tests/template/test_checkov.py: the same
-# files as `make security`, and a control that must fail), not before the tests too: about 35 s of a 2-core machine.
-# On an xdist worker, schemathesis runs a parametrized test as one item whose subtests answered one operation's
-# examples, not every operation's (the HTTP fuzz's last test counts them): that file runs on its own, about 1 min,
-# beside what the tests need first (it needs only the venv): three at a time (mypy, cfn-lint and the fuzz are CPU,
-# the tools' installs mostly network).
+# The in-process suites (moto in the test process: CPU-bound) are spread over the cores by pytest-xdist; the suites
+# that start `tickwork dev` processes and wait in real time (e2e, browser) run after them, two files at a time (--dist
+# loadfile: a file's tests share their runtime; longest first, tests/e2e/conftest.py), so that no CPU-bound suite
+# competes with the runtimes they time. Running the in-process suites beside them at the lowest CPU priority (nice 19)
+# was tried, on a machine other work shared (so roughly): the e2e and browser suites keep the cores busy most of their
+# minutes (the in-process suites did a fifth of their work meanwhile), two timed e2e tests failed, and the in-process
+# suites' own real-time waits (a thread's answer within 10 to 30 s) are not made for being starved. Three and four e2e
+# files at a time were tried too: the runtimes' creates and starts fell seconds behind the times the tests hold them
+# to. On a 2-core machine (clean clone of 1807608, 2026-11-29), 29 min 24 s: 2 min 19 s for the venvs, lint, mypy,
+# checkov's venv, `sam validate --lint` (four renderings), `sam build` and the HTTP fuzz beside them; 11 min 53 s for
+# the 3,155 in-process tests (each test process reuses one boto3 session and its clients: tests/harness.py); 15 min 12
+# s for the 130 e2e and browser tests, the quick soak the longest (benchmarks/soak.py: production lease and recovery
+# times, about 2 min 50 s), then the fair share's flood and the bursts. checkov's scan of the template and its
+# renderings runs once, as a test (tests/template/test_checkov.py: the same files as `make security`, and a control
+# that must fail, in one run), not before the tests too. On an xdist worker, schemathesis runs a parametrized test as
+# one item whose subtests answered one operation's examples, not every operation's (the HTTP fuzz's last test counts
+# them): that file runs on its own, about 1 min, beside what the tests need first (it needs only the venv): three at a
+# time (mypy, cfn-lint and the fuzz are CPU, the tools' installs mostly network).
 test:
 	$(MAKE) --no-print-directory -j3 --output-sync=target test-prerequisites http-fuzz
 	TICKWORK_SAM_BUILT=1 $(BIN)/python -m pytest -q -n auto --dist worksteal --durations=15 --ignore=tests/e2e --ignore=tests/browser $(PYTEST_ARGS)
