@@ -29,6 +29,12 @@ from typing import Any
 from moto.core.botocore_stubber import BotocoreStubber
 from moto.sqs.models import Queue, SQSBackend
 
+from tickwork_local.moto_transactions import (
+    moto_transaction_backups,
+    roll_back_transactions_by_item,
+    transactions_roll_back_by_item,
+)
+
 _LOCK = threading.RLock()
 _MOTO_VISIBLE_MESSAGES = Queue.messages  # moto's own property: the visible messages, oldest first
 _MOTO_RECEIVE = SQSBackend.receive_message
@@ -86,8 +92,8 @@ def moto_queue_order() -> None:
 
 @contextmanager
 def atomic_requests_in_process() -> Iterator[None]:
-    """For `mock_aws` (in-process): each intercepted request is handled under one lock, and standard queues
-    are served as fair queues."""
+    """For `mock_aws` (in-process): each intercepted request is handled under one lock, standard queues are
+    served as fair queues, and a cancelled transaction is undone by its items."""
     original = BotocoreStubber.process_request
 
     def process_request(self: BotocoreStubber, request: Any) -> Any:
@@ -96,10 +102,14 @@ def atomic_requests_in_process() -> Iterator[None]:
 
     BotocoreStubber.process_request = process_request  # type: ignore[method-assign]
     already_fair = SQSBackend.receive_message is _fair_receive  # a local moto server in this process plays it
+    already_by_item = transactions_roll_back_by_item()
     play_fair_queues()
+    roll_back_transactions_by_item()  # tickwork_local.moto_transactions: no table copied per transaction
     try:
         yield
     finally:
         if not already_fair:
             moto_queue_order()
+        if not already_by_item:
+            moto_transaction_backups()
         BotocoreStubber.process_request = original  # type: ignore[method-assign]

@@ -43,6 +43,7 @@ from tickwork_local.endpoint import READY_PREFIX, PortInUse, check_port_free
 from tickwork_local.moto_atomic import play_fair_queues
 from tickwork_local.moto_cloudwatch import play_cloudwatch_statistics
 from tickwork_local.moto_message_moves import play_message_move_tasks
+from tickwork_local.moto_transactions import roll_back_transactions_by_item
 
 # Set to `arrival` to serve standard queues in moto's own order (oldest first) instead of as SQS fair queues: only
 # for measuring what fair queues change (benchmarks.fairness's control phase), never for use.
@@ -61,6 +62,7 @@ def _prepare_moto() -> None:
         play_fair_queues()  # under serialize_requests' lock, like every other request's work
     play_cloudwatch_statistics()  # percentiles and metric math in GetMetricData, as CloudWatch answers
     play_message_move_tasks()  # a dead-letter queue's redrive (StartMessageMoveTask), as SQS documents it
+    roll_back_transactions_by_item()  # a transaction's backup: its items, not copies of whole tables
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     # werkzeug formats a log line per request before it looks at the level: skip it.
     MotoRequestHandler.log_request = lambda self, code="-", size="-": None  # type: ignore[method-assign]
