@@ -270,7 +270,7 @@ def _wait_ready(node: LocalNode, moto: MotoProcess | None, started: float, idp: 
     token = idp.issuer.tokens_for(idp.issuer.users[0])["access_token"] if idp and idp.issuer.users else None
     if not _wait_healthy(api, READY_TIMEOUT_SECONDS, token):
         _say(f"tickwork dev: {api}/v1/health did not answer 200; stopping")
-        node.shutdown(2.0)
+        node.shutdown(2.0, endpoint_stops_too=moto is not None)
         _leave(1, moto)
     _say(f"ready in {time.monotonic() - started:.1f} s: {api} (Ctrl-C to stop)")
 
@@ -279,7 +279,7 @@ def _serve_until_stopped(stop: _StopRequest, node: LocalNode, moto: MotoProcess 
     """Run until a signal; give runs in progress the grace period, release the rest, and exit 0."""
     name = stop.wait()
     _say(f"{name}: stopping; runs in progress get {SHUTDOWN_GRACE_SECONDS:.0f} s to finish")
-    report = node.shutdown(SHUTDOWN_GRACE_SECONDS)
+    report = node.shutdown(SHUTDOWN_GRACE_SECONDS, endpoint_stops_too=moto is not None)
     if report["released"]:
         _say(f"released {report['released']} unfinished messages back to their queues")
     _leave(0, moto, "stopped")

@@ -33,6 +33,7 @@ log = logging.getLogger("tickwork_local.poller")
 SQS_BATCH = 10  # DeleteMessageBatch / ChangeMessageVisibilityBatch limit
 PHASE_TOLERANCE = 0.1  # a lane this late for its phase polls at once rather than waiting a second
 POLL_LANES = 5  # long polls per queue, at least
+JOIN_POLL_SECONDS = 0.05  # how often a join looks again whether the lanes left are only waiting in a poll
 
 
 @dataclass
@@ -119,6 +120,7 @@ class QueuePoller:
         self._threads: list[threading.Thread] = []
         self._held: dict[int, list[dict[str, Any]]] = {}  # lane -> messages received and not yet settled
         self._held_lock = threading.Lock()
+        self._polling: set[int] = set()  # lanes waiting in a receive, holding no message
 
     # ------------------------------------------------------------ lifecycle
 
@@ -133,12 +135,22 @@ class QueuePoller:
         """Stop polling. Lanes finish their current long poll (at most `wait_seconds`) and invocation."""
         self._stop.set()
 
-    def join(self, timeout: float) -> bool:
-        """Wait until every lane has stopped; False if some are still busy at the deadline."""
+    def join(self, timeout: float, *, polls_too: bool = True) -> bool:
+        """Wait until every lane has stopped; False if some are still busy at the deadline. Without `polls_too`, a
+        lane still waiting in its long poll counts as stopped: it holds no message (for an endpoint that stops
+        with this node, so that nothing it could still receive outlives it)."""
         deadline = time.monotonic() + timeout
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-        return not any(t.is_alive() for t in self._threads)
+
+        def busy(lane: int) -> bool:
+            return self._threads[lane].is_alive() and (polls_too or lane not in self._polling)
+
+        while any(busy(lane) for lane in range(len(self._threads))):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            lane = next(lane for lane in range(len(self._threads)) if busy(lane))
+            self._threads[lane].join(min(left, JOIN_POLL_SECONDS))
+        return True
 
     @property
     def in_flight(self) -> int:
@@ -177,6 +189,7 @@ class QueuePoller:
 
     def _poll_and_deliver(self, lane: int) -> bool:
         """One receive and, if it brought messages, one invocation; whether the batch came back full."""
+        self._polling.add(lane)
         try:
             messages = self._receive()
         except Exception as exc:
@@ -184,6 +197,8 @@ class QueuePoller:
                 log.warning("ReceiveMessage on %s failed: %s", self.queue_url, exc)
                 self._stop.wait(1.0)
             return False
+        finally:
+            self._polling.discard(lane)
         if not messages:
             return False
         with self._held_lock:

@@ -496,9 +496,11 @@ class LocalNode:
 
     # ------------------------------------------------------------ shutdown
 
-    def shutdown(self, grace_seconds: float = 7.0) -> dict[str, int]:
+    def shutdown(self, grace_seconds: float = 7.0, *, endpoint_stops_too: bool = False) -> dict[str, int]:
         """Stop taking work, let what runs finish within `grace_seconds`, and release what did not: the
-        messages go back to their queue at once (visibility 0), for this node's next start or another node."""
+        messages go back to their queue at once (visibility 0), for this node's next start or another node.
+        `endpoint_stops_too`: the AWS endpoint is this node's own and stops with it, so a long poll still waiting
+        is not waited for (up to its WaitTimeSeconds): what it could receive ends with the endpoint."""
         deadline = time.monotonic() + grace_seconds
         if self.api is not None:
             threading.Thread(target=self.api.stop, daemon=True).start()
@@ -506,7 +508,8 @@ class LocalNode:
             self.ticker.stop()
         for poller in self.pollers:
             poller.stop()
-        finished = all(p.join(max(0.0, deadline - time.monotonic())) for p in self.pollers)
+        polls_too = not endpoint_stops_too
+        finished = all(p.join(max(0.0, deadline - time.monotonic()), polls_too=polls_too) for p in self.pollers)
         released = 0
         if not finished:
             released = sum(p.release_unfinished() for p in self.pollers)

@@ -132,6 +132,24 @@ def stop(p: QueuePoller) -> None:
 # ---------------------------------------------------------------- the SQS event source mapping
 
 
+def test_a_join_for_an_endpoint_stopping_too_leaves_lanes_waiting_in_a_poll_but_not_a_lane_invoking(sqs, queue):
+    entered, gate = threading.Event(), threading.Event()
+
+    def respond(event: dict[str, Any]) -> None:
+        entered.set()
+        gate.wait(10)
+
+    p = poller(sqs, queue, Recorder(respond, expect=1), wait_seconds=20)
+    send(sqs, queue, ["held"])
+    assert entered.wait(10)  # one lane is in its invocation, held at the gate; the others wait in 20 s polls
+    p.stop()
+    assert not p.join(0.5)  # the lanes in their long polls are waited for, up to their WaitTimeSeconds
+    assert not p.join(0.5, polls_too=False)  # the lane invoking is waited for still
+    gate.set()
+    assert p.join(5, polls_too=False)  # and only it: the polls, which hold nothing, are left
+    assert p.stats.deleted == 1
+
+
 def test_successes_are_deleted_and_reported_failures_left_to_their_visibility_timeout(sqs, queue):
     send(sqs, queue, [f"m{i}" for i in range(6)])
 
