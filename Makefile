@@ -2,6 +2,9 @@
 #   make dev    runs the whole scheduler locally (moto + API + tick + executors)
 #   make test   lint, types and every test (what .ci/run calls)
 PYTHON ?= python3
+# Every `tickwork dev`, function process and CLI call the tests start compiles what it imports unless the bytecode
+# is cached: about 1.5 s of CPU a process where PYTHONDONTWRITEBYTECODE is set (py-spy of a node's start).
+unexport PYTHONDONTWRITEBYTECODE
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
