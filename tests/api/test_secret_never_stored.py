@@ -8,9 +8,7 @@ tests/browser/test_console_progress.py."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import boto3
@@ -18,39 +16,29 @@ import pytest
 
 import tests.secret_leaker  # noqa: F401 - registers the secret-leaker type
 from tests.harness import Pipeline
+from tests.http_upstream import JsonUpstream, serving
 
 PLANTED = "planted-0b5e2c9d-4f6a-8e1b-secret"
 REFERENCE = {"$secret": "tickwork/acme/planted"}
 
 
-class Echo(BaseHTTPRequestHandler):
+class Echo(JsonUpstream):
     """Answers with the Authorization header it was sent, in its body and in a header."""
 
     seen: list[str] = []
 
     def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.read_body()
         given = self.headers.get("Authorization", "")
         Echo.seen.append(given)
-        body = json.dumps({"you_sent": given}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("X-Echo", given)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+        self.answer({"you_sent": given}, {"X-Echo": given})
 
 
 @pytest.fixture
 def echo_server() -> Iterator[str]:
     Echo.seen = []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    with serving(Echo) as url:
+        yield url
 
 
 @pytest.fixture

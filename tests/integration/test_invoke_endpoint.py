@@ -5,14 +5,14 @@ synchronous Invoke through boto3; any other request goes on to the local endpoin
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import boto3
 import pytest
 from tickwork_local.function_invokes import InvokeEndpoint, LocalInvokes
+
+from tests.http_upstream import JsonUpstream, serving
 
 
 class Sandbox:
@@ -22,41 +22,32 @@ class Sandbox:
         return {"echo": event}
 
 
-class Upstream(BaseHTTPRequestHandler):
+class Upstream(JsonUpstream):
     paths: list[str] = []
 
     def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.read_body()
         Upstream.paths.append(self.path)
-        body = json.dumps({"from": "upstream"}).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+        self.answer({"from": "upstream"})
 
 
 @pytest.fixture
 def lambda_client() -> Iterator[Any]:
-    upstream = ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
-    threading.Thread(target=upstream.serve_forever, daemon=True).start()
-    invokes = LocalInvokes()
-    invokes.serve("stack-JobSandboxFunction", Sandbox())
-    endpoint = InvokeEndpoint(invokes, f"http://127.0.0.1:{upstream.server_address[1]}")
-    endpoint.start()
-    try:
-        yield boto3.client(
-            "lambda",
-            endpoint_url=endpoint.url,
-            region_name="us-east-1",
-            aws_access_key_id="local",
-            aws_secret_access_key="local",
-        )
-    finally:
-        endpoint.stop()
-        upstream.shutdown()
+    with serving(Upstream) as upstream:
+        invokes = LocalInvokes()
+        invokes.serve("stack-JobSandboxFunction", Sandbox())
+        endpoint = InvokeEndpoint(invokes, upstream)
+        endpoint.start()
+        try:
+            yield boto3.client(
+                "lambda",
+                endpoint_url=endpoint.url,
+                region_name="us-east-1",
+                aws_access_key_id="local",
+                aws_secret_access_key="local",
+            )
+        finally:
+            endpoint.stop()
 
 
 def test_the_played_function_answers_as_lambda_and_any_other_goes_to_the_local_endpoint(lambda_client):

@@ -3,12 +3,9 @@ longest backoff); any other 4xx is not retried."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 from email.utils import format_datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -16,11 +13,12 @@ from tickwork.model.policies import Band
 from tickwork.model.states import RunStatus
 
 from tests.harness import START, Pipeline
+from tests.http_upstream import JsonUpstream, serving
 
 FAR = timedelta(seconds=300)
 
 
-class Answering(BaseHTTPRequestHandler):
+class Answering(JsonUpstream):
     """Answers every request with `status` and `headers`, and counts them."""
 
     status = 200
@@ -28,7 +26,7 @@ class Answering(BaseHTTPRequestHandler):
     requests = 0
 
     def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.read_body()
         Answering.requests += 1
         self.send_response(Answering.status)
         for name, value in Answering.headers.items():
@@ -36,24 +34,11 @@ class Answering(BaseHTTPRequestHandler):
         self.send_header("Content-Length", "0")
         self.end_headers()
 
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-@contextmanager
-def _serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-
 
 @pytest.fixture
 def server() -> Iterator[str]:
     Answering.status, Answering.headers, Answering.requests = 200, {}, 0
-    with _serving(Answering) as url:
+    with serving(Answering) as url:
         yield url
 
 
