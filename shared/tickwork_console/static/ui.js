@@ -178,42 +178,31 @@ export function whenIn(value, zone, { ms = false } = {}) {
   if (zone === "UTC" || !value) return when(value, { ms });
   const d = new Date(value);
   if (Number.isNaN(d.getTime())) return String(value);
-  const parts = Object.fromEntries(
-    new Intl.DateTimeFormat("en-GB", {
-      timeZone: zone,
-      hourCycle: "h23",
-      year: "numeric",
-      month: "2-digit",
-      day: "2-digit",
-      hour: "2-digit",
-      minute: "2-digit",
-      second: "2-digit",
-      timeZoneName: "shortOffset",
-    })
-      .formatToParts(d)
-      .map((part) => [part.type, part.value]),
-  );
+  const parts = zoneParts(d.getTime(), zone, { timeZoneName: "shortOffset" });
   const time = `${parts.hour}:${parts.minute}:${parts.second}${ms ? `.${pad(d.getUTCMilliseconds(), 3)}` : ""}`;
   return `${parts.year}-${parts.month}-${parts.day} ${time} ${parts.timeZoneName}`;
 }
 
 // The wall clock's fields an instant (ms) shows in `zone`, as numbers: {year, month, day, hour, minute, second}.
 export function wallParts(ms, zone) {
-  const parts = Object.fromEntries(
-    new Intl.DateTimeFormat("en-GB", {
-      timeZone: zone,
-      hourCycle: "h23",
-      year: "numeric",
-      month: "2-digit",
-      day: "2-digit",
-      hour: "2-digit",
-      minute: "2-digit",
-      second: "2-digit",
-    })
-      .formatToParts(new Date(ms))
-      .map((part) => [part.type, Number(part.value)]),
-  );
-  return { year: parts.year, month: parts.month, day: parts.day, hour: parts.hour, minute: parts.minute, second: parts.second };
+  const p = zoneParts(ms, zone);
+  return { year: Number(p.year), month: Number(p.month), day: Number(p.day), hour: Number(p.hour), minute: Number(p.minute), second: Number(p.second) };
+}
+
+// The parts of `zone`'s wall clock at the instant `ms` as Intl writes them ("07"), with any `extra` fields asked.
+function zoneParts(ms, zone, extra = {}) {
+  const format = new Intl.DateTimeFormat("en-GB", {
+    timeZone: zone,
+    hourCycle: "h23",
+    year: "numeric",
+    month: "2-digit",
+    day: "2-digit",
+    hour: "2-digit",
+    minute: "2-digit",
+    second: "2-digit",
+    ...extra,
+  });
+  return Object.fromEntries(format.formatToParts(new Date(ms)).map((part) => [part.type, part.value]));
 }
 
 // How far `zone`'s wall clock is ahead of UTC at the instant `ms`, in ms.
