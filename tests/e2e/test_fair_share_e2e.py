@@ -86,9 +86,10 @@ def test_tenant_settings_are_for_admins_and_a_tenant_sees_its_own(keyed_node: No
 
 def test_a_light_tenant_is_served_ahead_of_a_flood_created_before_it(keyed_node: Node) -> None:
     a, b = TenantApi(keyed_node.api.url, "key-a"), TenantApi(keyed_node.api.url, "key-b")
-    flood, light = 200, 5
-    # The lead covers the creates on a loaded 2-core machine: 200 took over 28 s on CI beside one other e2e file,
-    # and 90 s beside three others and more load.
+    # A flood of 100 keeps the normal band's two slots busy for 25 s, ten times the light tenant's five runs: in
+    # arrival order those would start last of all. The lead covers the creates on a loaded 2-core machine: 200 took
+    # over 28 s on CI beside one other e2e file, and 90 s beside three others and more load.
+    flood, light = 100, 5
     due = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=10 + 0.4 * (flood + light))
     spec = {"type": "echo", "payload": {"sleep_seconds": 0.5}, "schedule": {"at": _iso(due)}}
 
