@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import cached_property
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from tickwork.aws.audit_archive import AuditArchive
 from tickwork.aws.clients import AwsClients
@@ -18,26 +18,6 @@ from tickwork.aws.queues import DispatchQueue, RunQueues
 from tickwork.aws.results import ResultStore
 from tickwork.aws.role_tags import READ_TIMEOUT_SECONDS, RoleTenantTags
 from tickwork.aws.secrets import SecretStores
-from tickwork.control.audit import AuditTrail
-from tickwork.control.bulk_jobs import BulkJobs
-from tickwork.control.bulk_runs import BulkRuns
-from tickwork.control.calendars import CalendarService
-from tickwork.control.dead_letters import DeadLetterAdmin
-from tickwork.control.debounce import DebouncedTriggers
-from tickwork.control.freezes import FreezeService
-from tickwork.control.idempotent_create import IdempotentCreate
-from tickwork.control.job_factory import MAX_PAYLOAD_BYTES, JobFactory
-from tickwork.control.job_lifecycle import JobLifecycle
-from tickwork.control.metrics_catalogue import MetricsContext
-from tickwork.control.ordering_keys import OrderingKeys
-from tickwork.control.queries import JobQueries
-from tickwork.control.redrive import RunRedrive
-from tickwork.control.run_cancel import RunCancel
-from tickwork.control.run_searches import RunSearches
-from tickwork.control.stuck_runs import StuckRuns
-from tickwork.control.tenants import ActiveJobsQuota, TenantService
-from tickwork.control.workflow_factory import WorkflowFactory
-from tickwork.control.workflow_service import WorkflowService
 from tickwork.executor.freeze_gate import FreezeGate
 from tickwork.executor.isolation import JobSandboxCalls
 from tickwork.executor.limits import RunLimits
@@ -48,7 +28,7 @@ from tickwork.faults import NO_FAULTS, FaultPlan
 from tickwork.jobtypes import import_job_type_modules, registry
 from tickwork.jobtypes.sandbox import JobSandbox
 from tickwork.model.clock import Clock, SystemClock
-from tickwork.model.policies import Band
+from tickwork.model.policies import MAX_PAYLOAD_BYTES, Band
 from tickwork.model.tenant_settings import TenantDirectory
 from tickwork.progress.freeze_events import FreezeEvents
 from tickwork.progress.run_events import RunEvents
@@ -73,10 +53,28 @@ from tickwork.store.debounce import DebounceWindows
 from tickwork.store.freezes import FreezeReads, FreezeRecords
 from tickwork.store.run_search import RunSearchIndex
 from tickwork.store.tenant_rates import TenantRates
-from tickwork.tick.audit_archive import AuditArchiver
-from tickwork.tick.dispatch import Dispatcher, MinuteTick
-from tickwork.tick.fanout import DispatchCoordinator
-from tickwork.tick.workflow_occurrences import WorkflowOccurrences
+
+if TYPE_CHECKING:  # the API's and the tick's rooms, imported where they are built: an executor never loads them
+    from tickwork.control.audit import AuditTrail
+    from tickwork.control.bulk_jobs import BulkJobs
+    from tickwork.control.bulk_runs import BulkRuns
+    from tickwork.control.calendars import CalendarService
+    from tickwork.control.dead_letters import DeadLetterAdmin
+    from tickwork.control.freezes import FreezeService
+    from tickwork.control.idempotent_create import IdempotentCreate
+    from tickwork.control.job_factory import JobFactory
+    from tickwork.control.job_lifecycle import JobLifecycle
+    from tickwork.control.metrics_catalogue import MetricsContext
+    from tickwork.control.ordering_keys import OrderingKeys
+    from tickwork.control.queries import JobQueries
+    from tickwork.control.redrive import RunRedrive
+    from tickwork.control.run_cancel import RunCancel
+    from tickwork.control.run_searches import RunSearches
+    from tickwork.control.stuck_runs import StuckRuns
+    from tickwork.control.tenants import ActiveJobsQuota, TenantService
+    from tickwork.control.workflow_service import WorkflowService
+    from tickwork.tick.audit_archive import AuditArchiver
+    from tickwork.tick.dispatch import Dispatcher, MinuteTick
 
 
 # One piece: the composition root (every wire in one place, so each collaborator is found where it is made).
@@ -125,6 +123,9 @@ class Services:
 
     @cached_property
     def dispatcher(self) -> Dispatcher:
+        from tickwork.tick.dispatch import Dispatcher
+        from tickwork.tick.workflow_occurrences import WorkflowOccurrences
+
         s = self.settings
         return Dispatcher(
             self.store,
@@ -149,6 +150,8 @@ class Services:
     @cached_property
     def audit_archiver(self) -> AuditArchiver | None:
         """The tick's archive of the audit records to S3, then their release to TTL; none without AUDIT_BUCKET."""
+        from tickwork.tick.audit_archive import AuditArchiver
+
         s = self.settings
         if not s.audit_bucket:
             return None
@@ -158,6 +161,9 @@ class Services:
     @cached_property
     def minute_tick(self) -> MinuteTick:
         """The tick: the dispatcher itself, or with DISPATCH_WORKERS > 1 the fan-out's coordinator."""
+        from tickwork.tick.dispatch import MinuteTick
+        from tickwork.tick.fanout import DispatchCoordinator
+
         s = self.settings
         coordinator = None
         if s.dispatch_workers > 1 and s.dispatch_queue_url is not None:
@@ -255,6 +261,9 @@ class Services:
     @cached_property
     def workflows(self) -> WorkflowService:
         """What the API calls for workflows and their runs."""
+        from tickwork.control.workflow_factory import WorkflowFactory
+        from tickwork.control.workflow_service import WorkflowService
+
         return WorkflowService(
             self.workflow_records,
             self.store.runs,
@@ -291,16 +300,22 @@ class Services:
     @cached_property
     def tenants(self) -> TenantService:
         """What the API calls for tenants' settings and usage."""
+        from tickwork.control.tenants import TenantService
+
         return TenantService(self.tenant_records, self.tenant_directory, self.clock, self.audit)
 
     @cached_property
     def active_jobs_quota(self) -> ActiveJobsQuota:
         """The max_active_jobs check of every create (jobs and workflows)."""
+        from tickwork.control.tenants import ActiveJobsQuota
+
         return ActiveJobsQuota(self.tenant_records, self.tenant_directory, self.known_tenants, self.clock)
 
     @cached_property
     def metrics_context(self) -> MetricsContext:
         """Where GET /v1/metrics finds this deployment's figures: the environment, read once, and the queues."""
+        from tickwork.control.metrics_catalogue import MetricsContext
+
         names = TelemetryNames.from_env()
         deployed = MetricsSettings.from_env()
         return MetricsContext(
@@ -326,6 +341,8 @@ class Services:
     @cached_property
     def run_searches(self) -> RunSearches:
         """A tenant's runs across its jobs and workflows, filtered (GET /v1/runs)."""
+        from tickwork.control.run_searches import RunSearches
+
         index = RunSearchIndex(self.store.shared_table, self.listings.cursors, self.known_tenants)
         return RunSearches(self.listings, index)
 
@@ -335,14 +352,21 @@ class Services:
 
     @cached_property
     def job_factory(self) -> JobFactory:
+        from tickwork.control.job_factory import JobFactory
+
         return JobFactory(self.store.shards, targets=self.settings.targets, calendars=self.calendar_records)
 
     @cached_property
     def queries(self) -> JobQueries:
+        from tickwork.control.queries import JobQueries
+
         return JobQueries(self.store.jobs, self.store.runs, self.listings, self.results, self.clock)
 
     @cached_property
     def jobs(self) -> JobLifecycle:
+        from tickwork.control.debounce import DebouncedTriggers
+        from tickwork.control.job_lifecycle import JobLifecycle
+
         return JobLifecycle(
             self.store.jobs,
             self.store.runs,
@@ -358,10 +382,14 @@ class Services:
     @cached_property
     def audit(self) -> AuditTrail:
         """Each API change's audit record (written in the change's own transaction), and the records' listing."""
+        from tickwork.control.audit import AuditTrail
+
         return AuditTrail(AuditItems(), self.listings, self.clock, self.store.shared_table)
 
     @cached_property
     def idempotent_create(self) -> IdempotentCreate:
+        from tickwork.control.idempotent_create import IdempotentCreate
+
         return IdempotentCreate(
             self.store.jobs, self.job_factory, self.jobs, self.idempotency, self.clock, self.active_jobs_quota
         )
@@ -384,6 +412,8 @@ class Services:
     @cached_property
     def freezes(self) -> FreezeService:
         """What the API calls for freezes."""
+        from tickwork.control.freezes import FreezeService
+
         s = self.settings
         return FreezeService(
             self.freeze_records,
@@ -401,18 +431,26 @@ class Services:
     @cached_property
     def calendars(self) -> CalendarService:
         """What the API calls for a tenant's calendars."""
+        from tickwork.control.calendars import CalendarService
+
         return CalendarService(self.calendar_records, self.clock, self.audit, self.known_tenants)
 
     @cached_property
     def bulk_jobs(self) -> BulkJobs:
+        from tickwork.control.bulk_jobs import BulkJobs
+
         return BulkJobs(self.jobs, self.queries, self.listings)
 
     @cached_property
     def bulk_runs(self) -> BulkRuns:
+        from tickwork.control.bulk_runs import BulkRuns
+
         return BulkRuns(self.redrive, self.run_searches)
 
     @cached_property
     def redrive(self) -> RunRedrive:
+        from tickwork.control.redrive import RunRedrive
+
         return RunRedrive(
             self.store.runs,
             self.dispatcher,
@@ -427,6 +465,8 @@ class Services:
     @cached_property
     def dead_letters(self) -> DeadLetterAdmin:
         """The band queues' SQS dead-letter queues, for an admin: what they hold, and their redrive."""
+        from tickwork.control.dead_letters import DeadLetterAdmin
+
         s = self.settings
         return DeadLetterAdmin(
             DeadLetterQueues(
@@ -439,15 +479,21 @@ class Services:
 
     @cached_property
     def run_cancel(self) -> RunCancel:
+        from tickwork.control.run_cancel import RunCancel
+
         return RunCancel(self.store.leases, self.queries, self.audit)
 
     @cached_property
     def ordering_keys(self) -> OrderingKeys:
+        from tickwork.control.ordering_keys import OrderingKeys
+
         return OrderingKeys(self.store.runs.ordering, self.queries, self.audit)
 
     @cached_property
     def stuck_runs(self) -> StuckRuns:
         """A tenant's stuck runs, as the tick counts them (GET /v1/runs/stuck)."""
+        from tickwork.control.stuck_runs import StuckRuns
+
         s = self.settings
         return StuckRuns(
             self.store.due,

@@ -22,12 +22,32 @@ def counted(self, *args, **kwargs):
     return client(self, *args, **kwargs)
 boto3.session.Session.client = counted
 import executor.app
-print(json.dumps({"clients": built, "xray": sorted(m for m in sys.modules if m.startswith("aws_xray_sdk"))[:3]}))
+imported = {"clients": list(built), "xray": sorted(m for m in sys.modules if m.startswith("aws_xray_sdk"))[:3]}
+rooms = ("tickwork.control", "tickwork.tick")  # the API's and the tick's: an executor uses neither
+imported["rooms"] = sorted(m for m in sys.modules if m.startswith(rooms))
+executor.app.services().executor  # what the first event builds: the wiring and its clients
+imported["rooms_after_wiring"] = sorted(m for m in sys.modules if m.startswith(rooms))
+print(json.dumps(imported))
 """
+
+# The settings an executor reads (the values are never used: nothing is called).
+_QUEUE = "https://sqs.us-east-1.amazonaws.com/123456789012/tickwork-"
+_SETTINGS = {
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "TABLE_NAME": "tickwork-jobs",
+    "RESULTS_BUCKET": "tickwork-results",
+    **{f"QUEUE_URL_{band}": f"{_QUEUE}{band.lower()}" for band in ("HIGH", "NORMAL", "LOW")},
+    **{f"DLQ_URL_{band}": f"{_QUEUE}{band.lower()}-dlq" for band in ("HIGH", "NORMAL", "LOW")},
+    "CURSOR_SECRET": "x" * 40,
+    "JOB_TYPE_MODULES": "",
+}
 
 
 def _import_the_executor(*, tracing: bool) -> dict[str, list[str]]:
+    """Import the executor's handler in a new process, count the clients built, then build its first event's
+    wiring."""
     env = {name: value for name, value in os.environ.items() if name not in ("LAMBDA_TASK_ROOT", "_X_AMZN_TRACE_ID")}
+    env.update(_SETTINGS)
     env["PYTHONPATH"] = os.pathsep.join(str(ROOT / folder) for folder in ("shared", "functions"))
     env["POWERTOOLS_TRACE_DISABLED"] = "false" if tracing else "true"
     if tracing:
@@ -41,7 +61,14 @@ def _import_the_executor(*, tracing: bool) -> dict[str, list[str]]:
 def test_importing_the_executor_with_tracing_off_imports_no_xray_sdk_and_builds_no_client() -> None:
     imported = _import_the_executor(tracing=False)
 
-    assert imported == {"clients": [], "xray": []}
+    assert (imported["clients"], imported["xray"]) == ([], [])
+
+
+def test_an_executors_import_and_first_wiring_load_none_of_the_apis_or_the_ticks_modules() -> None:
+    imported = _import_the_executor(tracing=False)
+
+    assert imported["rooms"] == []
+    assert imported["rooms_after_wiring"] == []
 
 
 def test_importing_the_executor_with_tracing_on_builds_no_client_and_traces_with_xray() -> None:

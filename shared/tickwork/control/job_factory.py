@@ -21,13 +21,12 @@ from tickwork.model.clock import to_ms
 from tickwork.model.errors import InvalidInput, ItemTooLarge, PayloadTooLarge
 from tickwork.model.ids import new_job_id
 from tickwork.model.job import Job
+from tickwork.model.policies import MAX_PAYLOAD_BYTES
 from tickwork.model.targets import DEFAULT_TARGETS, TargetRules
 from tickwork.model.workflow.definition import Workflow
 from tickwork.store import item_bytes, job_to_item
 from tickwork.store.calendars import CalendarRecords
 
-# The job item (<= 400 KB in DynamoDB) carries the payload; SQS messages never do. 256 KiB leaves room.
-MAX_PAYLOAD_BYTES = 256 * 1024
 # The whole job item as stored (payload, tags, schedule, keys, index attributes) is checked against this
 # before anything is written: DynamoDB's 400 KB item limit less room for what the tick adds to the item.
 MAX_JOB_ITEM_BYTES = 350 * 1024

@@ -17,11 +17,12 @@ from pydantic import ValidationError
 
 from tickwork.control.api_bodies import WorkflowSpec
 from tickwork.control.calendars import check_calendars_visible
-from tickwork.control.job_factory import MAX_PAYLOAD_BYTES, JobFactory
+from tickwork.control.job_factory import JobFactory
 from tickwork.jobtypes import UnknownJobType, registry
 from tickwork.model.clock import to_ms
 from tickwork.model.errors import FieldError, InvalidInput, ItemTooLarge, TooLarge, field_path
 from tickwork.model.ids import new_workflow_id
+from tickwork.model.policies import MAX_PAYLOAD_BYTES
 from tickwork.model.targets import DEFAULT_TARGETS, TargetRules
 from tickwork.model.workflow.definition import Workflow, WorkflowStep, check_steps
 from tickwork.model.workflow.expressions import from_references

@@ -251,11 +251,14 @@ def run_ordering(ordering: OrderingKey | None, overlap: OverlapPolicy, owner_id:
     return None
 
 
+# The job item (<= 400 KB in DynamoDB) carries the payload; SQS messages never do. 256 KiB leaves room.
+MAX_PAYLOAD_BYTES = 256 * 1024
+
 MAX_DEBOUNCE_SECONDS = 86400
 # A collecting window's run carries at most this many payloads, of this size together (a job's payload bound); a
 # trigger that would not fit opens the next window.
 MAX_COLLECTED_PAYLOADS = 100
-MAX_COLLECTED_BYTES = 256 * 1024
+MAX_COLLECTED_BYTES = MAX_PAYLOAD_BYTES
 
 
 class Debounce(BaseModel):
