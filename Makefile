@@ -82,21 +82,19 @@ security: $(CHECKOV_STAMP) vpc-rendering jwt-rendering issuer-rendering
 # The in-process suites (moto in the test process: CPU-bound) are spread over the cores by pytest-xdist; the suites
 # that start `tickwork dev` processes and wait in real time (e2e, browser) run after them, two files at a time (--dist
 # loadfile: a file's tests share their runtime; longest first, tests/e2e/conftest.py), so that no CPU-bound suite
-# competes with the runtimes they time. Running the in-process suites beside them at the lowest CPU priority (nice 19)
-# was tried, on a machine other work shared (so roughly): the e2e and browser suites keep the cores busy most of their
-# minutes (the in-process suites did a fifth of their work meanwhile), two timed e2e tests failed, and the in-process
-# suites' own real-time waits (a thread's answer within 10 to 30 s) are not made for being starved. Three and four e2e
-# files at a time were tried too: the runtimes' creates and starts fell seconds behind the times the tests hold them
-# to. On a 2-core machine (clean clone of 1807608, 2026-11-29), 29 min 24 s: 2 min 19 s for the venvs, lint, mypy,
-# checkov's venv, `sam validate --lint` (four renderings), `sam build` and the HTTP fuzz beside them; 11 min 53 s for
-# the 3,155 in-process tests (each test process reuses one boto3 session and its clients: tests/harness.py); 15 min 12
-# s for the 130 e2e and browser tests, the quick soak the longest (benchmarks/soak.py: production lease and recovery
-# times, about 2 min 50 s), then the fair share's flood and the bursts. checkov's scan of the template and its
-# renderings runs once, as a test (tests/template/test_checkov.py: the same files as `make security`, and a control
-# that must fail, in one run), not before the tests too. On an xdist worker, schemathesis runs a parametrized test as
-# one item whose subtests answered one operation's examples, not every operation's (the HTTP fuzz's last test counts
-# them): that file runs on its own, about 1 min, beside what the tests need first (it needs only the venv): three at a
-# time (mypy, cfn-lint and the fuzz are CPU, the tools' installs mostly network).
+# competes with the runtimes they time. Tried and left: the in-process suites beside them at nice 19 (a clean run
+# took 20 min 10 s for both, where one after the other took 20 min 35 s, and a timed e2e test failed); three e2e
+# files at a time (9 min 24 s where two took 10 min 39 s, and a timed browser test failed). Where the time goes (a
+# 2-core machine, 2026-11-29): about 2 min for the venvs, lint, mypy, checkov's venv, `sam validate --lint` (four
+# renderings), `sam build` and the HTTP fuzz beside them; about 8 min for the 3,176 in-process tests (one boto3
+# session per test process, tests/harness.py; moto's transactions undone by item, tickwork_local.moto_transactions);
+# about 11 min for the 130 e2e and browser tests, the quick soak the longest (benchmarks/soak.py: production lease
+# and recovery times, about 2 min 40 s), then the bursts and the fair share's flood. checkov's scan of the template
+# and its renderings runs once, as a test (tests/template/test_checkov.py: the same files as `make security`, and a
+# control that must fail, in one run), not before the tests too. On an xdist worker, schemathesis runs a
+# parametrized test as one item whose subtests answered one operation's examples, not every operation's (the HTTP
+# fuzz's last test counts them): that file runs on its own, about 1 min, beside what the tests need first (it needs
+# only the venv): three at a time (mypy, cfn-lint and the fuzz are CPU, the tools' installs mostly network).
 test:
 	$(MAKE) --no-print-directory -j3 --output-sync=target test-prerequisites http-fuzz
 	TICKWORK_SAM_BUILT=1 $(BIN)/python -m pytest -q -n auto --dist worksteal --durations=15 --ignore=tests/e2e --ignore=tests/browser $(PYTEST_ARGS)
