@@ -78,9 +78,11 @@ def test_fifty_one_shot_echo_jobs_each_run_once_on_time_with_their_payload_as_re
     )
     print(report)
     assert min(lateness) >= 0, report  # never early
-    # On time, not at the next tick (60 s): a sanity bound, not a performance goal. How late runs start on this
-    # machine is measured and printed by `make bench` (docs/benchmarks.md), never asserted by a timed test.
-    assert max(lateness) <= 5000, report
+    # On time, not at the next tick (60 s deployed): a sanity bound, not a performance goal. Beside another e2e file
+    # on a 2-core CI machine, the last of the 50 started 5.0 and 6.2 s late (two clean clones); 10 s leaves room for
+    # that load and still tells a run sent with its delay from one left for a later minute. How late runs start on
+    # this machine is measured and printed by `make bench` (docs/benchmarks.md), never asserted by a timed test.
+    assert max(lateness) <= 10_000, report
 
 
 def test_a_rate_job_yields_consecutive_runs(node: Node) -> None:
