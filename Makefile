@@ -86,9 +86,9 @@ security: $(CHECKOV_STAMP) vpc-rendering jwt-rendering issuer-rendering
 # took 20 min 10 s for both, where one after the other took 20 min 35 s, and a timed e2e test failed); three e2e
 # files at a time (9 min 24 s where two took 10 min 39 s, and a timed browser test failed). Where the time goes (a
 # 2-core machine, 2026-11-29): about 2 min for the venvs, lint, mypy, checkov's venv, `sam validate --lint` (four
-# renderings), `sam build` and the HTTP fuzz beside them; about 8 min for the 3,176 in-process tests (one boto3
+# renderings), `sam build` and the HTTP fuzz beside them; 10 to 12 min for the 3,176 in-process tests (one boto3
 # session per test process, tests/harness.py; moto's transactions undone by item, tickwork_local.moto_transactions);
-# about 11 min for the 130 e2e and browser tests, the quick soak the longest (benchmarks/soak.py: production lease
+# 10 to 11 min for the 130 e2e and browser tests, the quick soak the longest (benchmarks/soak.py: production lease
 # and recovery times, about 2 min 40 s), then the bursts and the fair share's flood. checkov's scan of the template
 # and its renderings runs once, as a test (tests/template/test_checkov.py: the same files as `make security`, and a
 # control that must fail, in one run), not before the tests too. On an xdist worker, schemathesis runs a
