@@ -189,16 +189,13 @@ class QueuePoller:
 
     def _poll_and_deliver(self, lane: int) -> bool:
         """One receive and, if it brought messages, one invocation; whether the batch came back full."""
-        self._polling.add(lane)
         try:
-            messages = self._receive()
+            messages = self._receive(lane)
         except Exception as exc:
             if not self._stop.is_set():
                 log.warning("ReceiveMessage on %s failed: %s", self.queue_url, exc)
                 self._stop.wait(1.0)
             return False
-        finally:
-            self._polling.discard(lane)
         if not messages:
             return False
         with self._held_lock:
@@ -222,7 +219,7 @@ class QueuePoller:
             return  # just past this lane's phase: poll now
         self._stop.wait(wait)
 
-    def _receive(self) -> list[dict[str, Any]]:
+    def _receive(self, lane: int) -> list[dict[str, Any]]:
         kwargs: dict[str, Any] = {
             "QueueUrl": self.queue_url,
             "MaxNumberOfMessages": min(SQS_BATCH, self.source.batch_size),
@@ -230,7 +227,11 @@ class QueuePoller:
             "AttributeNames": ["All"],
             "MessageAttributeNames": ["All"],
         }
-        messages: list[dict[str, Any]] = self.sqs.receive_message(**kwargs).get("Messages", [])
+        self._polling.add(lane)  # only while the first receive waits: once it brings messages, the lane holds them
+        try:
+            messages: list[dict[str, Any]] = self.sqs.receive_message(**kwargs).get("Messages", [])
+        finally:
+            self._polling.discard(lane)
         self.stats.add(receives=1, messages=len(messages))
         window = self.source.batching_window_seconds
         if messages and window > 0:
