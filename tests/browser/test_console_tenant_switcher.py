@@ -5,6 +5,7 @@ no switcher. `tickwork dev` with an API keys file: each browser context sends on
 from __future__ import annotations
 
 import json
+import re
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -91,6 +92,33 @@ def test_an_admin_switches_every_page_to_another_tenant_and_to_every_tenant(brow
         expect(page.get_by_role("link", name="switcher-acme-job")).to_have_count(0)
         expect(page.get_by_role("link", name=own["name"])).to_have_count(1)
         expect(page.locator("td[data-label='Tenant']")).to_have_count(0)
+
+
+def test_a_page_drawn_after_the_admin_moved_to_the_switcher_leaves_the_focus_and_the_typing_there(browser, dev):
+    """Navigating moves the focus to the new page's heading once its data is drawn: not if the user has moved the
+    focus since (here, into the switcher while the job's page was still loading), which would send their typing
+    and their Enter to the heading instead of the switcher."""
+    own = create_job(dev, "admin-key", "switcher-ops-slow")
+    create_job(dev, "acme-key", "switcher-acme-slow")
+    held: list[Any] = []
+    the_job = f"/v1/jobs/{own['id']}"
+    with page_of(browser, "admin-key") as page:
+        open_console(page, dev, "/jobs")
+        page.route(lambda url: url.split("?")[0].endswith(the_job), lambda route: held.append(route))  # noqa: PLW0108 (Playwright tags a handler it is given: a bound builtin takes no attribute)
+        with page.expect_request(lambda request: request.url.split("?")[0].endswith(the_job)):
+            page.get_by_role("link", name="switcher-ops-slow").click()
+        tenant = page.get_by_role("form", name="Tenant switcher").get_by_label("Tenant")
+        tenant.focus()
+        page.keyboard.type("acme")
+        assert held, "the job page's read was not held: the test would prove nothing"
+        for route in held:
+            route.continue_()
+        page.get_by_role("heading", name=re.compile("switcher-ops-slow")).wait_for()
+        page.wait_for_timeout(300)  # the page's heading-focus poll runs every 20 ms: time for it to act wrongly
+        assert page.evaluate("[document.activeElement.name, document.activeElement.value]") == ["tenant", "acme"]
+        page.keyboard.press("Enter")
+        open_console(page, dev, "/jobs")
+        page.get_by_role("link", name="switcher-acme-slow").wait_for()
 
 
 def test_a_tenant_sees_no_switcher_and_only_its_own_jobs(browser, dev: LocalApi):

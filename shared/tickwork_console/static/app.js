@@ -79,18 +79,21 @@ function App() {
   }
   // Navigating to a new page moves the focus to its heading (once the page has loaded its data and drawn it), so a
   // keyboard or screen reader user starts there rather than on the link they left. The first page of a visit keeps
-  // the browser's own start, where the first Tab stop is the skip link.
+  // the browser's own start, where the first Tab stop is the skip link. A user who has moved the focus while the
+  // page loaded (into the tenant switcher, say) keeps it: their typing and Enter go where they put them.
   const firstPath = useRef(where.path);
   useEffect(() => {
     if (where.path === firstPath.current) return undefined;
     firstPath.current = null;
+    const leftOn = document.activeElement;
     let tries = 0;
     const timer = setInterval(() => {
       const heading = document.querySelector("main h1");
       tries += 1;
       if (heading || tries > 100) {
         clearInterval(timer);
-        if (heading) heading.focus({ preventScroll: true });
+        const moved = document.activeElement !== leftOn && document.activeElement !== document.body;
+        if (heading && !moved) heading.focus({ preventScroll: true });
       }
     }, 20);
     return () => clearInterval(timer);
