@@ -48,10 +48,10 @@ dev: $(STAMP)
 # The files generated from the code, committed, that a test compares with what the code makes now: after a change
 # to template.yaml, a route, a model or a module's docstring, this writes them anew.
 generated: $(STAMP)
-	$(BIN)/python -m tickwork_local.deploy_doc
-	$(BIN)/python -m tickwork_local.house_map
-	$(BIN)/python -m tickwork_local.openapi_file
-	$(BIN)/python -m tickwork_local.options_doc
+	$(BIN)/python -m tickwork_local.generate.deploy_doc
+	$(BIN)/python -m tickwork_local.generate.house_map
+	$(BIN)/python -m tickwork_local.generate.openapi_file
+	$(BIN)/python -m tickwork_local.generate.options_doc
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -61,18 +61,18 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # The template as it deploys with the private network's parameters set (docs/security.md): the branches the defaults
-# leave off, which the scan and the lint check in this copy (tickwork_local.template_renderings).
+# leave off, which the scan and the lint check in this copy (tickwork_local.stack.template_renderings).
 VPC_RENDERING := .build/template-vpc.json
 vpc-rendering: $(STAMP)
-	$(BIN)/python -m tickwork_local.template_renderings vpc $(VPC_RENDERING)
+	$(BIN)/python -m tickwork_local.stack.template_renderings vpc $(VPC_RENDERING)
 # And with the token API and the stack's own Cognito user pool (docs/security.md, "Sign-in with tokens (JWT)").
 JWT_RENDERING := .build/template-jwt.json
 jwt-rendering: $(STAMP)
-	$(BIN)/python -m tickwork_local.template_renderings jwt $(JWT_RENDERING)
+	$(BIN)/python -m tickwork_local.stack.template_renderings jwt $(JWT_RENDERING)
 # And with an IdP of your own (JwtIssuer) and the hosted console (docs/security.md, "The hosted console").
 ISSUER_RENDERING := .build/template-issuer.json
 issuer-rendering: $(STAMP)
-	$(BIN)/python -m tickwork_local.template_renderings issuer $(ISSUER_RENDERING)
+	$(BIN)/python -m tickwork_local.stack.template_renderings issuer $(ISSUER_RENDERING)
 
 # The template's security scan: every failed check is fixed, or skipped in the template with its reason. One run
 # scans the template and its VPC, JWT and issuer renderings.
@@ -87,7 +87,7 @@ security: $(CHECKOV_STAMP) vpc-rendering jwt-rendering issuer-rendering
 # files at a time (9 min 24 s where two took 10 min 39 s, and a timed browser test failed). Where the time goes (a
 # 2-core machine, 2026-11-29): about 2 min for the venvs, lint, mypy, checkov's venv, `sam validate --lint` (four
 # renderings), `sam build` and the HTTP fuzz beside them; 10 to 12 min for the 3,176 in-process tests (one boto3
-# session per test process, tests/harness.py; moto's transactions undone by item, tickwork_local.moto_transactions);
+# session per test process, tests/harness.py; moto's transactions undone by item, tickwork_local.aws.moto_transactions);
 # 10 to 11 min for the 130 e2e and browser tests, the quick soak the longest (benchmarks/soak.py: production lease
 # and recovery times, about 2 min 40 s), then the bursts and the fair share's flood. checkov's scan of the template
 # and its renderings runs once, as a test (tests/template/test_checkov.py: the same files as `make security`, and a
@@ -130,14 +130,14 @@ simulate: $(STAMP)
 
 # The SAM CLI in a venv of its own (as checkov's): `sam validate --lint`, then `sam build` as a user runs it before
 # `sam deploy` (for arm64: the layer's wheels are fetched for aarch64). sam build needs the functions' Python
-# (python3.13) first on PATH: tickwork_local.build finds it (PATH, pyenv, or TICKWORK_RUNTIME_PYTHON).
+# (python3.13) first on PATH: tickwork_local.stack.build finds it (PATH, pyenv, or TICKWORK_RUNTIME_PYTHON).
 SAM_VENV  := .venv-sam
 SAM_STAMP := $(SAM_VENV)/.installed
 $(SAM_STAMP): $(STAMP)
 	test -x $(SAM_VENV)/bin/python || $(BIN)/uv venv --quiet --python $(PYTHON) $(SAM_VENV)
 	$(BIN)/uv pip install --quiet --python $(SAM_VENV)/bin/python 'aws-sam-cli==1.170.0'
 	touch $(SAM_STAMP)
-RUNTIME_PYTHON = $$($(BIN)/python -c 'from tickwork_local.build import find_runtime_python, runtime_version; from tickwork_local.template import load_template; print(find_runtime_python(runtime_version(load_template())))')
+RUNTIME_PYTHON = $$($(BIN)/python -c 'from tickwork_local.stack.build import find_runtime_python, runtime_version; from tickwork_local.stack.template import load_template; print(find_runtime_python(runtime_version(load_template())))')
 
 sam: $(SAM_STAMP) vpc-rendering jwt-rendering issuer-rendering
 	$(SAM_VENV)/bin/sam validate --lint

@@ -41,7 +41,7 @@ MIN_AHEAD_S = 3.0  # a create slower than this (a very busy machine) would find 
 SETTLE_S = 30.0
 MOTO_LINE = re.compile(r"^\s+moto\s+(?P<urls>.+)$")
 URL = re.compile(r"http://[^\s,;()]+")
-REQUEST_COUNTS_PATH = "/_tickwork/requests"  # tickwork_local.motoserver.REQUEST_COUNTS_PATH (no moto import here)
+REQUEST_COUNTS_PATH = "/_tickwork/requests"  # tickwork_local.aws.motoserver.REQUEST_COUNTS_PATH (no moto import here)
 
 
 def endpoints_of(runtime: Runtime) -> list[str]:

@@ -20,7 +20,7 @@ from datetime import timedelta
 from typing import Any
 
 from tickwork.model.clock import iso
-from tickwork_local.template import load_template
+from tickwork_local.stack.template import load_template
 
 from benchmarks.common import Call, PhaseMeter, Stamp, moto_session, stopwatch
 from tests.harness import START, Pipeline

@@ -23,8 +23,8 @@ import tempfile
 from statistics import median
 from typing import Any
 
-from tickwork_local.provision import telemetry_environment
-from tickwork_local.template import load_template
+from tickwork_local.aws.provision import telemetry_environment
+from tickwork_local.stack.template import load_template
 
 from benchmarks import ROOT, prepare_environment
 from benchmarks.common import Stamp

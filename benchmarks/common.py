@@ -39,14 +39,14 @@ from moto.dynamodb.models.dynamo_type import DynamoType
 from tickwork.control.api_bodies import JobSpec
 from tickwork.model.clock import iso
 from tickwork.store import job_to_item
-from tickwork_local.moto_atomic import atomic_requests_in_process
-from tickwork_local.motoserver import serialize_item_responses_directly
-from tickwork_local.template import load_template
+from tickwork_local.aws.moto_atomic import atomic_requests_in_process
+from tickwork_local.aws.motoserver import serialize_item_responses_directly
+from tickwork_local.stack.template import load_template
 
 from benchmarks import ROOT
 
 KB = 1024
-ACCOUNT_ID = "123456789012"  # moto's default account (tickwork_local.provision.LOCAL_ACCOUNT_ID)
+ACCOUNT_ID = "123456789012"  # moto's default account (tickwork_local.aws.provision.LOCAL_ACCOUNT_ID)
 REGION = "us-east-1"
 
 

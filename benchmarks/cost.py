@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tickwork_local.template import load_template
+from tickwork_local.stack.template import load_template
 
 from benchmarks.common import Stamp, moto_session
 from benchmarks.prices import ASSUMPTIONS, PRICES, REGION, assumption, price

@@ -35,7 +35,7 @@ from typing import Any
 from tickwork.control.api_bodies import JobSpec
 from tickwork.model.clock import iso
 from tickwork.model.tenant_settings import TenantSettings
-from tickwork_local.motoserver import QUEUE_ORDER_VARIABLE
+from tickwork_local.aws.motoserver import QUEUE_ORDER_VARIABLE
 
 from benchmarks.common import Stamp, moto_session, percentile
 from benchmarks.lateness import Runtime

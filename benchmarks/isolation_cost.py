@@ -1,6 +1,6 @@
 """What a function-isolated job type costs per run (docs/security.md, "What isolation costs"): the same handler run
 inline (in the executor) and in the job sandbox, through the real pipeline on moto (tests/harness.Pipeline, the
-sandbox played as tickwork dev plays it: tickwork_local.function_invokes).
+sandbox played as tickwork dev plays it: tickwork_local.runtime.function_invokes).
 
     python -m benchmarks.isolation_cost [RUNS]
 

@@ -7,7 +7,7 @@ Three `tickwork dev --attach` nodes share one moto server, as three Lambda deplo
 their HTTP APIs the soak creates one-shot, cron (every 10 s), rate (every 15 s), retrying and failing `echo`
 jobs whose occurrences fall in one window. While they run, a node is killed with SIGKILL (no clean-up) and
 started again every 20 s, in turn, and every node fails 2% of its AWS requests (throttles, 5xx, connection
-timeouts; tickwork_local.aws_faults). Production settings throughout: the template's defaults, a 60 s tick.
+timeouts; tickwork_local.aws.faults). Production settings throughout: the template's defaults, a 60 s tick.
 
 Afterwards it reads every job's runs and reports:
 - lost: an occurrence with no run record; duplicated: an occurrence with two, or a run whose handler
@@ -61,9 +61,9 @@ DOC = ROOT / "docs" / "reliability.md"
 # What a node's functions log for a run (Powertools JSON on stderr, WARNING and up): a re-send, an error.
 RESEND_MESSAGE = "re-sending"
 OWN_FAILURE = "run failed"  # the handler's own failure (retrying, or no attempts left): not an error the run met
-# An error the node injected (tickwork_local.aws_faults) that outlasted the SDK's retries: the answers carry this
+# An error the node injected (tickwork_local.aws.faults) that outlasted the SDK's retries: the answers carry this
 # text; the connection errors are botocore's own.
-INJECTED_TEXT = re.compile(r"injected by tickwork_local\.aws_faults|ConnectTimeoutError|EndpointConnectionError")
+INJECTED_TEXT = re.compile(r"injected by tickwork_local\.aws\.faults|ConnectTimeoutError|EndpointConnectionError")
 SLOWEST = 10  # the runs the report lists with their history
 
 # The bound each run is held to, from its own occurrence: the kills go on until the window's end, so a run may meet
@@ -161,7 +161,7 @@ class Cluster:
         self._starts = itertools.count()
 
     def start(self) -> None:
-        self.moto = Proc.start("moto", [sys.executable, "-m", "tickwork_local.motoserver", "--port", "0"])
+        self.moto = Proc.start("moto", [sys.executable, "-m", "tickwork_local.aws.motoserver", "--port", "0"])
         port = self.moto.wait_match(MOTO_LISTENING, 30)["port"]
         self.endpoint = f"http://127.0.0.1:{port}"
         self._start_node("n0")  # creates the resources; the others attach to them
@@ -541,7 +541,7 @@ class RunEvent:
     at: datetime
     node: str
     what: str  # "re-sent", or the error's message
-    injected: bool = False  # an error the node injected (tickwork_local.aws_faults) that outlasted the SDK's retries
+    injected: bool = False  # an error the node injected (tickwork_local.aws.faults) that outlasted the SDK's retries
 
 
 def run_events(lines: Iterable[tuple[str, str]]) -> dict[str, list[RunEvent]]:

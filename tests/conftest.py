@@ -1,4 +1,4 @@
-"""Shared fixtures. AWS is moto, in-process; resources come from template.yaml via tickwork_local.provision."""
+"""Shared fixtures. AWS is moto, in-process; resources come from template.yaml via tickwork_local.aws.provision."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tickwork_local.provision import telemetry_environment
-from tickwork_local.template import load_template
+from tickwork_local.aws.provision import telemetry_environment
+from tickwork_local.stack.template import load_template
 
 ROOT = Path(__file__).resolve().parents[1]
 EVENTS = ROOT / "events"
@@ -157,10 +157,10 @@ def aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def mocked_aws(aws_credentials: None) -> Iterator[None]:
     from moto import mock_aws
-    from tickwork_local.moto_atomic import atomic_requests_in_process
-    from tickwork_local.moto_cloudwatch import cloudwatch_in_process
-    from tickwork_local.moto_message_moves import message_moves_in_process
-    from tickwork_local.motoserver import serialize_item_responses_directly
+    from tickwork_local.aws.moto_atomic import atomic_requests_in_process
+    from tickwork_local.aws.moto_cloudwatch import cloudwatch_in_process
+    from tickwork_local.aws.moto_message_moves import message_moves_in_process
+    from tickwork_local.aws.motoserver import serialize_item_responses_directly
 
     # DynamoDB's conditional writes are atomic; moto's are not unless it serves one request at a time.
     # CloudWatch's GetMetricData computes percentiles and metric math; moto's does not unless taught.

@@ -28,8 +28,9 @@ from tickwork.model.policies import Band
 from tickwork.model.run import Run
 from tickwork.services import SandboxServices, Services
 from tickwork.settings import Settings
-from tickwork_local.function_invokes import LocalInvokes
-from tickwork_local.lambda_runtime import (
+from tickwork_local.aws.provision import ProvisionedResources
+from tickwork_local.runtime.function_invokes import LocalInvokes
+from tickwork_local.runtime.lambda_runtime import (
     FunctionConfig,
     FunctionRuntime,
     LocalLambdaContext,
@@ -37,9 +38,8 @@ from tickwork_local.lambda_runtime import (
     function_config,
     sqs_event,
 )
-from tickwork_local.provision import ProvisionedResources
-from tickwork_local.runtime import SANDBOX_FUNCTION
-from tickwork_local.template import load_template
+from tickwork_local.runtime.node import SANDBOX_FUNCTION
+from tickwork_local.stack.template import load_template
 
 from tests.conftest import load_event
 from tests.faults.crashes import CrashPlan

@@ -2,7 +2,7 @@
 
 Provisioning template.yaml (a table, eight queues, two buckets: about 30 requests through boto3 into moto) takes 0.2
 to 0.4 s and ends in the same moto state every time; a deep copy of that state takes about 10 ms. So the first test
-of a process provisions for real, through `tickwork_local.provision` as `tickwork dev` does, and moto's backends are
+of a process provisions for real, through `tickwork_local.aws.provision` as `tickwork dev` does, and moto's backends are
 copied right after; each later test starts from a fresh copy of them, put into its own fresh mock. A test sees the
 same resources, as moto made them, without their requests.
 
@@ -23,8 +23,8 @@ from typing import Any
 
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.core.base_backend import BackendDict
-from tickwork_local.provision import ProvisionedResources, provision
-from tickwork_local.template import load_template
+from tickwork_local.aws.provision import ProvisionedResources, provision
+from tickwork_local.stack.template import load_template
 
 # A backend holds locks and conditions (an SQS queue's message lock), which copy.deepcopy refuses: a copy gets new
 # ones, unheld (nothing holds one between two requests).

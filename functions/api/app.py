@@ -72,7 +72,7 @@ def openapi():
 
 # The document as committed beside this module: building it takes about a second of CPU, which an execution
 # environment's first request for it (or for a method a path does not take) would otherwise wait for. A test fails
-# when it differs from what the routes build (python -m tickwork_local.openapi_file rewrites it).
+# when it differs from what the routes build (python -m tickwork_local.generate.openapi_file rewrites it).
 OPENAPI_FILE = Path(__file__).with_name("openapi.json")
 
 
@@ -91,7 +91,7 @@ def _openapi_document_for(job_types: tuple[str, ...]) -> str:
 
 
 def build_openapi_document() -> str:
-    """The document the routes build (tickwork_local.openapi_file writes it to OPENAPI_FILE)."""
+    """The document the routes build (tickwork_local.generate.openapi_file writes it to OPENAPI_FILE)."""
     return app.get_openapi_json_schema(
         title="Tickwork API",
         version=VERSION,

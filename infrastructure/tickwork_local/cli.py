@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 
 if TYPE_CHECKING:
-    from tickwork_local.endpoint import MotoProcess
-    from tickwork_local.idp import LocalIdp
-    from tickwork_local.runtime import LocalNode
+    from tickwork_local.aws.endpoint import MotoProcess
+    from tickwork_local.identity.idp import LocalIdp
+    from tickwork_local.runtime.node import LocalNode
 
 DEFAULT_PORT = 3000
 DEFAULT_MOTO_PORT = 5000
@@ -107,7 +107,7 @@ def _parameter_overrides(items: list[str] | None) -> dict[str, str]:
     """`--parameter NAME=VALUE` pairs, each naming a parameter of template.yaml."""
     if not items:
         return {}
-    from tickwork_local.template import load_template  # noqa: PLC0415 - only when overriding
+    from tickwork_local.stack.template import load_template  # noqa: PLC0415 - only when overriding
 
     known = load_template().get("Parameters", {})
     overrides: dict[str, str] = {}
@@ -142,8 +142,8 @@ def _job_types_paths(values: list[str] | None) -> list[str]:
 def _idp_users(values: list[str] | None, overrides: dict[str, str]) -> list[Any]:
     """The local IdP's test users: those of --idp-user, or alice (tenant acme), bob (globex) and ada (the admin, of
     ops), their groups named as the template's JwtTenantPrefix and JwtAdminGroup say."""
-    from tickwork_local.idp import default_users, parse_user  # noqa: PLC0415
-    from tickwork_local.template import load_template  # noqa: PLC0415
+    from tickwork_local.identity.idp import default_users, parse_user  # noqa: PLC0415
+    from tickwork_local.stack.template import load_template  # noqa: PLC0415
 
     if not values:
         parameters = load_template()["Parameters"]
@@ -160,8 +160,8 @@ def _idp_users(values: list[str] | None, overrides: dict[str, str]) -> list[Any]
 
 def _start_idp(host: str, port: int, users: list[Any], overrides: dict[str, str]) -> tuple[LocalIdp, dict[str, str]]:
     """The local IdP, started; the template's JwtIssuer and JwtAudience point at it (the API is then TokenApi)."""
-    from tickwork_local.endpoint import PortInUse, check_port_free  # noqa: PLC0415
-    from tickwork_local.idp import CLIENT_ID, LocalIdp  # noqa: PLC0415
+    from tickwork_local.aws.endpoint import PortInUse, check_port_free  # noqa: PLC0415
+    from tickwork_local.identity.idp import CLIENT_ID, LocalIdp  # noqa: PLC0415
 
     taken = {"JwtIssuer", "JwtAudience", "CreateUserPool"} & overrides.keys()
     if taken:
@@ -182,7 +182,7 @@ def _start_idp(host: str, port: int, users: list[Any], overrides: dict[str, str]
 def _start_aws_stand_in(host: str, port: int, moto_port: int, attach: str | None) -> tuple[MotoProcess | None, str]:
     """The AWS endpoint to use: the one given with --attach, or a moto server started here (returned, to
     stop at the end). The API's port is checked first, so a taken port fails before anything starts."""
-    from tickwork_local.endpoint import MotoFailed, MotoProcess, PortInUse, check_port_free, endpoint_reachable  # noqa: PLC0415
+    from tickwork_local.aws.endpoint import MotoFailed, MotoProcess, PortInUse, check_port_free, endpoint_reachable  # noqa: PLC0415
 
     try:
         check_port_free(host, port)
@@ -403,7 +403,7 @@ Idp = Annotated[
     bool,
     typer.Option(
         "--idp",
-        help="Play an OIDC issuer on --host with test users (tickwork_local.idp), and be the stack's token API: "
+        help="Play an OIDC issuer on --host with test users (tickwork_local.identity.idp), and be the stack's token API: "
         "the console signs in there (authorization code with PKCE), the API takes its bearer tokens only.",
     ),
 ]
@@ -467,7 +467,7 @@ def dev(
         local_idp, overrides = _start_idp(host, idp_port, _idp_users(idp_user, overrides), overrides)
     moto, endpoint = _start_aws_stand_in(host, port, moto_port, attach)
 
-    from tickwork_local.runtime import LocalNode, NodeOptions  # noqa: PLC0415 - boto3 loads only for `dev`
+    from tickwork_local.runtime.node import LocalNode, NodeOptions  # noqa: PLC0415 - boto3 loads only for `dev`
 
     node = LocalNode(
         NodeOptions(
@@ -507,8 +507,8 @@ def dev(
 
 def build(out: BuildOut = ".build/local") -> None:
     """Build the template's functions and layer as `sam build` does, for this machine (for `dev --built`)."""
-    from tickwork_local.build import BuildError  # noqa: PLC0415
-    from tickwork_local.build import build as build_stack  # noqa: PLC0415
+    from tickwork_local.stack.build import BuildError  # noqa: PLC0415
+    from tickwork_local.stack.build import build as build_stack  # noqa: PLC0415
 
     try:
         stack = build_stack(out=Path(out))
@@ -518,7 +518,7 @@ def build(out: BuildOut = ".build/local") -> None:
 
 
 def register(app: typer.Typer) -> None:
-    from tickwork_local.local_secrets import secrets_app  # noqa: PLC0415 - typer only; boto3 when it runs
+    from tickwork_local.aws.local_secrets import secrets_app  # noqa: PLC0415 - typer only; boto3 when it runs
 
     app.command("dev")(dev)
     app.command("build")(build)

@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
-from tickwork_local.lambda_runtime import LocalLambdaContext
+from tickwork_local.runtime.lambda_runtime import LocalLambdaContext
 
 from tests.conftest import load_event
 

@@ -1,5 +1,5 @@
 """/v1/dead-letters: an admin reads the band queues' SQS dead-letter queues and redrives them (SQS's message move
-task, played by moto through tickwork_local.moto_message_moves); a tenant is refused before anything is read."""
+task, played by moto through tickwork_local.aws.moto_message_moves); a tenant is refused before anything is read."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 import pytest
-from tickwork_local.template import load_template
+from tickwork_local.stack.template import load_template
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 

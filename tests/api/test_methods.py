@@ -7,8 +7,8 @@ import json
 from typing import Any
 
 import pytest
-from tickwork_local.apigateway import ApiGatewayServer
-from tickwork_local.lambda_runtime import LocalLambdaContext
+from tickwork_local.runtime.apigateway import ApiGatewayServer
+from tickwork_local.runtime.lambda_runtime import LocalLambdaContext
 
 from tests.api.conftest import ACME
 from tests.api.test_bad_input import WRITES

@@ -1,5 +1,5 @@
 """GET /v1/metrics and /v1/metrics/catalogue against moto's CloudWatch (percentiles and metric math played by
-tickwork_local.moto_cloudwatch), with data put as the EMF metrics would be: series values, the grid, tenancy
+tickwork_local.aws.moto_cloudwatch), with data put as the EMF metrics would be: series values, the grid, tenancy
 and every bad input."""
 
 from __future__ import annotations
@@ -276,7 +276,7 @@ def test_a_runs_emf_output_forwarded_is_what_the_route_serves_and_costs_no_aws_r
     """End to end: a job of tenant acme runs (one retry) with metrics on; what the functions print goes through the
     local forwarder into moto; the route serves it back, by band and to the tenant."""
     from tickwork.observability import metrics
-    from tickwork_local.emf_forwarding import EmfForwarder
+    from tickwork_local.aws.emf_forwarding import EmfForwarder
 
     pipeline = metrics_api.pipeline
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")

@@ -231,7 +231,10 @@ def test_the_committed_document_is_what_the_routes_build():
     import sys
 
     done = subprocess.run(
-        [sys.executable, "-m", "tickwork_local.openapi_file", "--check"], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "tickwork_local.generate.openapi_file", "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
 

@@ -1,7 +1,7 @@
 """The API against its own OpenAPI document, fuzzed by schemathesis: the schema says what the server accepts.
 
 The handler is neither ASGI nor WSGI: `wsgi` below makes it a WSGI app that calls it the way API Gateway does
-(with the local runtime's own event builder, tickwork_local.apigateway), so schemathesis drives the real handler
+(with the local runtime's own event builder, tickwork_local.runtime.apigateway), so schemathesis drives the real handler
 on moto, in-process. Checks: no 5xx; every response as documented (status, content type, body schema);
 schema-valid requests accepted (positive_data_acceptance); schema-invalid ones refused (negative_data_rejection).
 
@@ -64,8 +64,8 @@ _calling = {"identity": ACME}  # whom the requests below come from: set by the `
 def wsgi(environ: dict[str, Any], start_response: Any) -> list[bytes]:
     """The API handler as API Gateway (HTTP API, IAM auth) would call it for this HTTP request."""
     from api import app as api_app
-    from tickwork_local.apigateway import http_api_event, http_api_response
-    from tickwork_local.lambda_runtime import LocalLambdaContext
+    from tickwork_local.runtime.apigateway import http_api_event, http_api_response
+    from tickwork_local.runtime.lambda_runtime import LocalLambdaContext
 
     length = int(environ.get("CONTENT_LENGTH") or 0)
     body = environ["wsgi.input"].read(length) if length else b""

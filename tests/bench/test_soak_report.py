@@ -90,7 +90,7 @@ def test_the_slowest_runs_are_listed_first_with_their_attempts_re_sends_kills_an
                 slow_id,
                 level="ERROR",
                 exception_name="ClientError",
-                exception="An error occurred (InternalError): injected by tickwork_local.aws_faults (InternalError)",
+                exception="An error occurred (InternalError): injected by tickwork_local.aws.faults (InternalError)",
             ),
         ),
         (

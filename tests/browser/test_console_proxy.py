@@ -23,7 +23,7 @@ import pytest
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
-from tickwork_local.apigateway import ApiGatewayServer
+from tickwork_local.runtime.apigateway import ApiGatewayServer
 
 from tests.processes import CONSOLE_LINE, Proc, free_port
 

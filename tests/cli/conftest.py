@@ -30,7 +30,7 @@ class HandlerTransport:
     ) -> Any:
         from api import app as api_app
         from tickwork_cli.client import HttpResponse
-        from tickwork_local.lambda_runtime import LocalLambdaContext
+        from tickwork_local.runtime.lambda_runtime import LocalLambdaContext
 
         self.sent.append((method, url, dict(headers), body))
         parts = urlsplit(url)

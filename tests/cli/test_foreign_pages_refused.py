@@ -14,7 +14,7 @@ import pytest
 from tickwork_cli import client as cli_client
 from tickwork_cli.client import Client, HttpResponse
 from tickwork_console.proxy import ConsoleServer
-from tickwork_local.apigateway import ApiGatewayServer
+from tickwork_local.runtime.apigateway import ApiGatewayServer
 
 REBOUND = "rebind.attacker.example"
 

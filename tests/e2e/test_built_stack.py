@@ -1,4 +1,4 @@
-"""The stack as deployed: the functions built as `sam build` lays them out (tickwork_local.build), for this
+"""The stack as deployed: the functions built as `sam build` lays them out (tickwork_local.stack.build), for this
 machine, from the layer's lock file, each run in processes of the template's Python whose sys.path holds only
 the function's code and the layer (no development venv), fed through the Lambda Runtime API.
 
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import boto3
 import pytest
-from tickwork_local.build import BuiltStack, build
-from tickwork_local.lambda_runtime import function_config
-from tickwork_local.process_runtime import InitError, ProcessFunctionRuntime
+from tickwork_local.runtime.lambda_runtime import function_config
+from tickwork_local.runtime.process_runtime import InitError, ProcessFunctionRuntime
+from tickwork_local.stack.build import BuiltStack, build
 
 from tests.e2e.conftest import ROOT, Api, Node, start_node, wait_for
 from tests.locks import LAYER_LOCK, installed_in, pins

@@ -1,5 +1,5 @@
 """The fault suite's AWS error scenarios: one kind of error each, injected by the local runtime's injector
-(tickwork_local.aws_faults) at a seeded rate into every client a session builds.
+(tickwork_local.aws.faults) at a seeded rate into every client a session builds.
 
 What runs first: moto (`mock_aws`, in-process) answers requests from a `before-send` handler too, one of
 botocore's built-in handlers. The injector is registered on the session with `register_first`, so it runs
@@ -17,7 +17,7 @@ from enum import StrEnum
 from typing import Any
 
 from moto.core.botocore_stubber import BotocoreStubber
-from tickwork_local.aws_faults import CONNECT_TIMEOUT, ENDPOINT_UNREACHABLE, REFUSED, AwsErrorInjector, ErrorKind
+from tickwork_local.aws.faults import CONNECT_TIMEOUT, ENDPOINT_UNREACHABLE, REFUSED, AwsErrorInjector, ErrorKind
 
 _SERVICES = ("dynamodb", "sqs", "s3")
 

@@ -10,7 +10,7 @@ import botocore.endpoint
 import moto.sqs.models
 import pytest
 from moto.core.botocore_stubber import BotocoreStubber
-from tickwork_local.aws_faults import AwsErrorInjector
+from tickwork_local.aws.faults import AwsErrorInjector
 
 from tests.faults import jobtypes
 from tests.faults.aws_errors import AwsErrorKind, injector_for, skipping_refused

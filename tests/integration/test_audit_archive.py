@@ -16,8 +16,8 @@ from tickwork.faults import CrashPoint
 from tickwork.model.audit import Actor, ActorKind, Attribution, AuditRecord, AuditResource, audit_record
 from tickwork.model.clock import to_ms
 from tickwork.tick.audit_archive import ARCHIVE_THREADS
-from tickwork_local.provision import provision
-from tickwork_local.template import REPO_ROOT, load_template
+from tickwork_local.aws.provision import provision
+from tickwork_local.stack.template import REPO_ROOT, load_template
 
 from tests.faults.crashes import ProcessKilled
 from tests.harness import START, TENANT, Pipeline

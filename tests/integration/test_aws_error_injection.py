@@ -11,7 +11,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 from moto import mock_aws
-from tickwork_local.aws_faults import KINDS, NO_ANSWER, AwsErrorInjector, ErrorKind
+from tickwork_local.aws.faults import KINDS, NO_ANSWER, AwsErrorInjector, ErrorKind
 
 ONE_ATTEMPT = Config(retries={"total_max_attempts": 1, "mode": "standard"})
 

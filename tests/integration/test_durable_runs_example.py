@@ -13,7 +13,7 @@ import pytest
 from tickwork.model.policies import Band
 from tickwork.model.states import RunStatus
 from tickwork.store import item_bytes, run_key
-from tickwork_local.template import REPO_ROOT
+from tickwork_local.stack.template import REPO_ROOT
 
 from tests.harness import Pipeline
 

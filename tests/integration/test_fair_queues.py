@@ -1,4 +1,4 @@
-"""The local runtime plays SQS fair queues (tickwork_local.moto_atomic.play_fair_queues): on a standard queue,
+"""The local runtime plays SQS fair queues (tickwork_local.aws.moto_atomic.play_fair_queues): on a standard queue,
 a group with fewer messages in flight is served first; FIFO queues keep their own rules."""
 
 from __future__ import annotations

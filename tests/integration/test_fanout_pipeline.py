@@ -17,7 +17,7 @@ from tickwork.model.ids import run_id_for
 from tickwork.model.policies import Band
 from tickwork.model.states import RunStatus
 from tickwork.store.codec import shard_of
-from tickwork_local.lambda_runtime import failed_message_ids
+from tickwork_local.runtime.lambda_runtime import failed_message_ids
 
 from tests.faults.crashes import ProcessKilled
 from tests.harness import START, Pipeline

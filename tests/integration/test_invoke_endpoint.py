@@ -1,4 +1,4 @@
-"""The Invoke endpoint of `tickwork dev --built` (tickwork_local.function_invokes.InvokeEndpoint): the functions'
+"""The Invoke endpoint of `tickwork dev --built` (tickwork_local.runtime.function_invokes.InvokeEndpoint): the functions'
 processes call Lambda over HTTP, so the job sandbox this node plays is answered there, as Lambda answers a
 synchronous Invoke through boto3; any other request goes on to the local endpoint as it came."""
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import boto3
 import pytest
-from tickwork_local.function_invokes import InvokeEndpoint, LocalInvokes
+from tickwork_local.runtime.function_invokes import InvokeEndpoint, LocalInvokes
 
 from tests.http_upstream import JsonUpstream, serving
 

@@ -1,5 +1,5 @@
 """Function-isolated job types through the real pipeline (moto; the job sandbox played as tickwork dev plays it,
-tickwork_local.function_invokes): a run behaves as an inline one (checkpoint, progress, logs, steps, yields, cancel,
+tickwork_local.runtime.function_invokes): a run behaves as an inline one (checkpoint, progress, logs, steps, yields, cancel,
 retries, one result), while its handler runs in JobSandboxFunction, one synchronous Invoke per segment, and the
 executor keeps the lease and applies what the handler's ctx did."""
 

@@ -18,11 +18,11 @@ from typing import Any
 
 import boto3
 import pytest
-from tickwork_local.apigateway import ApiGatewayServer
-from tickwork_local.lambda_runtime import FunctionConfig, FunctionRuntime, SqsEventSource
-from tickwork_local.motoserver import InProcessMoto
-from tickwork_local.poller import QueuePoller
-from tickwork_local.ticker import Ticker
+from tickwork_local.aws.motoserver import InProcessMoto
+from tickwork_local.runtime.apigateway import ApiGatewayServer
+from tickwork_local.runtime.lambda_runtime import FunctionConfig, FunctionRuntime, SqsEventSource
+from tickwork_local.runtime.poller import QueuePoller
+from tickwork_local.runtime.ticker import Ticker
 
 SOURCE = SqsEventSource(
     name="HighBand",

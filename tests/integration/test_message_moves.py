@@ -1,5 +1,5 @@
 """The message move tasks the local endpoint and the in-process fixture play in moto
-(tickwork_local.moto_message_moves), against what the SQS API Reference says of them."""
+(tickwork_local.aws.moto_message_moves), against what the SQS API Reference says of them."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import boto3
 import pytest
-from tickwork_local.emf_forwarding import (
+from tickwork_local.aws.emf_forwarding import (
     MAX_VALUES_PER_CALL,
     AwsMetricsPlayer,
     EmfForwarder,

@@ -1,4 +1,4 @@
-"""moto undoes a cancelled TransactWriteItems by the items it names (tickwork_local.moto_transactions), not by
+"""moto undoes a cancelled TransactWriteItems by the items it names (tickwork_local.aws.moto_transactions), not by
 copying whole tables: all of a transaction's writes or none, as DynamoDB answers, at a cost that does not grow
 with the table."""
 

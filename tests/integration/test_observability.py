@@ -10,7 +10,7 @@ from typing import Any
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 from tickwork.observability import logger, metrics, tracer
 from tickwork.settings import Settings
-from tickwork_local.template import load_template
+from tickwork_local.stack.template import load_template
 
 from tests.conftest import json_lines
 from tests.harness import START

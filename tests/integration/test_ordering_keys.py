@@ -22,7 +22,7 @@ from tickwork.model.run import Run
 from tickwork.model.states import DeferReason, RunStatus
 from tickwork.observability import metrics
 from tickwork.store.ordering import entry_sort
-from tickwork_local.lambda_runtime import LocalLambdaContext, failed_message_ids, sqs_event
+from tickwork_local.runtime.lambda_runtime import LocalLambdaContext, failed_message_ids, sqs_event
 
 from tests.conftest import json_lines
 from tests.harness import Pipeline

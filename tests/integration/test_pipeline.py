@@ -15,7 +15,7 @@ from tickwork.model.errors import Conflict, InvalidInput
 from tickwork.model.ids import run_id_for
 from tickwork.model.policies import Band
 from tickwork.model.states import JobState, RunStatus, SkipReason
-from tickwork_local.lambda_runtime import sqs_event
+from tickwork_local.runtime.lambda_runtime import sqs_event
 
 from tests.faults.crashes import ProcessKilled
 from tests.harness import START, TENANT
@@ -379,7 +379,7 @@ def test_malformed_message_goes_to_the_dlq_with_the_reason(pipeline):
 
 def test_sample_sqs_event_for_an_unknown_run_is_parked_not_run(pipeline):
     from executor import app as executor_app
-    from tickwork_local.lambda_runtime import LocalLambdaContext
+    from tickwork_local.runtime.lambda_runtime import LocalLambdaContext
 
     from tests.conftest import load_event
 

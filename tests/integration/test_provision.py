@@ -10,8 +10,8 @@ from moto import mock_aws
 from moto.server import ThreadedMotoServer
 from tickwork.settings import ApiSettings, Settings
 from tickwork.store.cursors import cursor_key
-from tickwork_local.provision import ProvisionedResources, provision
-from tickwork_local.template import load_template
+from tickwork_local.aws.provision import ProvisionedResources, provision
+from tickwork_local.stack.template import load_template
 
 TEMPLATE = load_template()
 RESOURCES = TEMPLATE["Resources"]

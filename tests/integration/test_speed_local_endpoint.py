@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 
 import boto3
 import pytest
-from tickwork_local.motoserver import REQUEST_COUNTS_PATH, InProcessMoto, request_kind
+from tickwork_local.aws.motoserver import REQUEST_COUNTS_PATH, InProcessMoto, request_kind
 
 TABLE = "speed"
 

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 from template_support import translate
-from tickwork_local.template import load_template
+from tickwork_local.stack.template import load_template
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """cfn-lint passes on template.yaml with no errors, warnings or informational findings, and on its rendering with
 the private network's parameters set and on its rendering with the token API and its user pool
-(tickwork_local.template_renderings), whose branches the defaults leave off."""
+(tickwork_local.stack.template_renderings), whose branches the defaults leave off."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from tickwork_local import template_renderings
-from tickwork_local.template import REPO_ROOT
+from tickwork_local.stack import template_renderings
+from tickwork_local.stack.template import REPO_ROOT
 
 # Exactly the `cfn-lint` console script, run from the repo root so .cfnlintrc.yaml applies.
 CFN_LINT = "import sys; from cfnlint.runner import main; sys.argv[0] = 'cfn-lint'; sys.exit(main())"

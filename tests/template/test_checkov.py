@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tickwork_local import template_renderings
-from tickwork_local.template import REPO_ROOT
+from tickwork_local.stack import template_renderings
+from tickwork_local.stack.template import REPO_ROOT
 
 CHECKOV = os.environ.get("CHECKOV") or str(REPO_ROOT / ".venv-checkov" / "bin" / "checkov")
 

@@ -7,15 +7,15 @@ import copy
 import re
 
 import pytest
-from tickwork_local import deploy_doc
-from tickwork_local.template import REPO_ROOT
+from tickwork_local.generate import deploy_doc
+from tickwork_local.stack.template import REPO_ROOT
 
 README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
 GUIDE = deploy_doc.DEPLOY_DOC.read_text(encoding="utf-8")
 
 
 def test_the_committed_guide_is_what_the_generator_writes_from_the_template(template):
-    assert deploy_doc.render(GUIDE, template) == GUIDE, "run: .venv/bin/python -m tickwork_local.deploy_doc"
+    assert deploy_doc.render(GUIDE, template) == GUIDE, "run: .venv/bin/python -m tickwork_local.generate.deploy_doc"
     assert deploy_doc.main(["--check"]) == 0
 
 

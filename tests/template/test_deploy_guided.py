@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tickwork_local.template import REPO_ROOT
+from tickwork_local.stack.template import REPO_ROOT
 
 
 def _resources_of_type(template, type_):

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from template_support import _references, as_list, iam_statements, resources_on
-from tickwork_local.template_renderings import RENDERINGS
+from tickwork_local.stack.template_renderings import RENDERINGS
 
 # What the sandbox must not do to Tickwork's data, whatever the resource (so whichever tenant's it is).
 FORBIDDEN = [

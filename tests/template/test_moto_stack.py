@@ -15,7 +15,7 @@ import pytest
 from moto import mock_aws
 from template_support import evaluate, strip_for_moto, upload_placeholder_code
 from tickwork.settings import Settings
-from tickwork_local.provision import provision
+from tickwork_local.aws.provision import provision
 
 # moto warns about each resource type it has no CloudFormation model for (listed in a test below).
 pytestmark = pytest.mark.filterwarnings("ignore:Tried to parse AWS:UserWarning")

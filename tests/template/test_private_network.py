@@ -2,7 +2,7 @@
 endpoints of every AWS service it calls; without, the stack is as it always was.
 
 The template is read as CloudFormation deploys it with the parameters given (template_support.evaluate); cfn-lint
-and checkov check the same rendering (test_cfn_lint.py, test_checkov.py; tickwork_local.template_renderings).
+and checkov check the same rendering (test_cfn_lint.py, test_checkov.py; tickwork_local.stack.template_renderings).
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from template_support import (
     translate,
     upload_placeholder_code,
 )
-from tickwork_local import template_renderings
-from tickwork_local.template import REPO_ROOT
-from tickwork_local.template_renderings import VPC_PARAMETERS
+from tickwork_local.stack import template_renderings
+from tickwork_local.stack.template import REPO_ROOT
+from tickwork_local.stack.template_renderings import VPC_PARAMETERS
 
 SECURITY_DOC = REPO_ROOT / "docs" / "security.md"
 CLIENT_FACTORY = REPO_ROOT / "shared" / "tickwork" / "aws" / "clients.py"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from tickwork_local.template import load_template
+from tickwork_local.stack.template import load_template
 
 from tests.locks import LAYER_LOCK, ROOT, installed_in, pins
 

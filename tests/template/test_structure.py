@@ -11,7 +11,7 @@ from template_support import _references, as_list, dashboard_json, iam_statement
 from tickwork.settings import JobCodeSettings, Settings
 from tickwork.store import DUE_INDEX, DUE_INDEX_PROJECTION, TENANT_INDEX, TENANT_INDEX_PROJECTION
 from tickwork.store.run_search import RUNS_INDEX, RUNS_INDEX_PROJECTION
-from tickwork_local.template import REPO_ROOT
+from tickwork_local.stack.template import REPO_ROOT
 
 BANDS = ("High", "Normal", "Low")
 QUEUES = (

@@ -11,8 +11,8 @@ import json
 from typing import Any
 
 from template_support import evaluate, resources_on, translate
-from tickwork_local import template_renderings
-from tickwork_local.template_renderings import JWT_PARAMETERS
+from tickwork_local.stack import template_renderings
+from tickwork_local.stack.template_renderings import JWT_PARAMETERS
 
 ISSUER = "https://example.okta.com/oauth2/default"
 OKTA = {"JwtIssuer": ISSUER, "JwtAudience": "api://tickwork,tickwork-cli"}

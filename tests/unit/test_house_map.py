@@ -1,13 +1,13 @@
-"""docs/house.md cannot drift: it is generated from the modules' docstrings (tickwork_local.house_map),
+"""docs/house.md cannot drift: it is generated from the modules' docstrings (tickwork_local.generate.house_map),
 and every `tickwork.<module>` the README and docs/ name exists."""
 
 from __future__ import annotations
 
-from tickwork_local import house_map
+from tickwork_local.generate import house_map
 
 
 def test_the_house_map_lists_every_module_and_the_docs_name_only_real_ones() -> None:
-    assert house_map.problems() == [], "run: .venv/bin/python -m tickwork_local.house_map"
+    assert house_map.problems() == [], "run: .venv/bin/python -m tickwork_local.generate.house_map"
 
 
 def test_a_module_missing_from_the_map_is_caught() -> None:

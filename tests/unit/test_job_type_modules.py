@@ -19,16 +19,16 @@ from tickwork.model.clock import FakeClock
 from tickwork.model.errors import InvalidInput
 from tickwork.services import Services
 from tickwork.settings import Settings, load_settings
-from tickwork_local.apigateway import http_api_event
 from tickwork_local.cli import _job_types, _job_types_paths
-from tickwork_local.lambda_runtime import (
+from tickwork_local.runtime.apigateway import http_api_event
+from tickwork_local.runtime.lambda_runtime import (
     LocalLambdaContext,
     function_config,
     load_handler_module,
     scheduled_event,
     sqs_event,
 )
-from tickwork_local.template import REPO_ROOT, load_template
+from tickwork_local.stack.template import REPO_ROOT, load_template
 
 EXAMPLE_LAYER = REPO_ROOT / "examples" / "job-types" / "layer"  # the layer's contents: acme_jobs/
 INVOICE = json.loads((REPO_ROOT / "examples" / "job-types" / "invoice.json").read_text())  # its sample payload

@@ -1,5 +1,5 @@
-"""tickwork dev's local IdP (tickwork_local.idp) and the JWT authorizer the local API plays
-(tickwork_local.jwt_authorizer): the code flow's PKCE check, and tokens that verify against the issuer's JWKS."""
+"""tickwork dev's local IdP (tickwork_local.identity.idp) and the JWT authorizer the local API plays
+(tickwork_local.identity.jwt_authorizer): the code flow's PKCE check, and tokens that verify against the issuer's JWKS."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import urllib.error
 import urllib.request
 
 import pytest
-from tickwork_local.apigateway import ApiGatewayServer
-from tickwork_local.idp import (
+from tickwork_local.identity.idp import (
     AuthorizationError,
     LocalIdp,
     LocalIssuer,
@@ -17,7 +16,7 @@ from tickwork_local.idp import (
     parse_user,
     s256,
 )
-from tickwork_local.jwt_authorizer import (
+from tickwork_local.identity.jwt_authorizer import (
     JwtAuthorizer,
     TokenRefused,
     b64url,
@@ -25,6 +24,7 @@ from tickwork_local.jwt_authorizer import (
     public_key_of,
     verified_claims,
 )
+from tickwork_local.runtime.apigateway import ApiGatewayServer
 
 ISSUER = "http://127.0.0.1:9999"
 CONSOLE = "http://127.0.0.1:3000/console/"

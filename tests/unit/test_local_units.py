@@ -15,14 +15,14 @@ import pytest
 from tickwork.model.run import Run, RunError, RunResult
 from tickwork.model.states import RunStatus, SkipReason
 from tickwork.store import Finished
-from tickwork_local.apigateway import docs_page, http_api_event, http_api_response
-from tickwork_local.endpoint import PortInUse, check_port_free
-from tickwork_local.lambda_runtime import LocalLambdaContext, function_config, scheduled_event, sqs_event
-from tickwork_local.observe import ObservedResults, ObservedStore, RunLog, format_run_line, format_tick_line
-from tickwork_local.poller import failed_ids_from
-from tickwork_local.runtime import apportion
-from tickwork_local.template import load_template
-from tickwork_local.ticker import next_slot
+from tickwork_local.aws.endpoint import PortInUse, check_port_free
+from tickwork_local.runtime.apigateway import docs_page, http_api_event, http_api_response
+from tickwork_local.runtime.lambda_runtime import LocalLambdaContext, function_config, scheduled_event, sqs_event
+from tickwork_local.runtime.node import apportion
+from tickwork_local.runtime.observe import ObservedResults, ObservedStore, RunLog, format_run_line, format_tick_line
+from tickwork_local.runtime.poller import failed_ids_from
+from tickwork_local.runtime.ticker import next_slot
+from tickwork_local.stack.template import load_template
 
 TEMPLATE = load_template()
 PARAMETERS = {"HighConcurrency": "50", "NormalConcurrency": "20", "LowConcurrency": "5"}
@@ -144,8 +144,8 @@ class _BatchSqs:
 
 
 def test_batch_actions_go_ten_at_a_time_and_a_failed_call_or_entry_is_logged_and_skipped(caplog):
-    from tickwork_local.lambda_runtime import SqsEventSource
-    from tickwork_local.poller import QueuePoller
+    from tickwork_local.runtime.lambda_runtime import SqsEventSource
+    from tickwork_local.runtime.poller import QueuePoller
 
     source = SqsEventSource("HighBand", "HighQueue", "high", 10, 0, 2, True, True)
     sqs = _BatchSqs()
@@ -425,7 +425,7 @@ def test_a_taken_port_is_reported():
 def test_a_template_read_is_the_callers_own_copy_with_long_form_tags_and_dates_kept_as_strings():
     """The parse is kept (the suites read template.yaml thousands of times), so what a caller changes must not reach
     the next reader."""
-    from tickwork_local.template import loads_template
+    from tickwork_local.stack.template import loads_template
 
     text = (
         "AWSTemplateFormatVersion: 2010-09-09\nResources:\n  A:\n    Properties: {Name: !Ref B, Arn: !GetAtt C.D.E}\n"
@@ -439,7 +439,7 @@ def test_a_template_read_is_the_callers_own_copy_with_long_form_tags_and_dates_k
 
 
 def test_a_template_that_is_not_a_mapping_is_refused():
-    from tickwork_local.template import loads_template
+    from tickwork_local.stack.template import loads_template
 
     with pytest.raises(ValueError, match="must be a mapping"):
         loads_template("- a list\n")

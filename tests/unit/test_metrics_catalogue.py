@@ -1,5 +1,5 @@
 """The metrics catalogue (pure): the queries each name needs, the grid, the caller's view and bad input; and the
-local emulator's percentile and metric math (tickwork_local.moto_cloudwatch)."""
+local emulator's percentile and metric math (tickwork_local.aws.moto_cloudwatch)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from tickwork.control.metrics_catalogue import (
 from tickwork.model.errors import Forbidden, InvalidInput
 from tickwork.model.policies import Band
 from tickwork.settings import MetricsSettings
-from tickwork_local.moto_cloudwatch import ExpressionError, evaluate_expression, percentile
+from tickwork_local.aws.moto_cloudwatch import ExpressionError, evaluate_expression, percentile
 
 NOW = datetime(2026, 11, 23, 9, 0, 30, tzinfo=UTC)
 CONTEXT = MetricsContext(

@@ -1,7 +1,7 @@
 """Metrics: time series of the scheduler's figures (CloudWatch GetMetricData), and their catalogue.
 
 Deployed, the figures are the functions' EMF metrics and AWS's own (SQS, Lambda); locally, the same metrics
-forwarded into the local endpoint's CloudWatch (tickwork_local.emf_forwarding): one code path for both.
+forwarded into the local endpoint's CloudWatch (tickwork_local.aws.emf_forwarding): one code path for both.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The queries come from tickwork.control.metrics_catalogue (at most 500, GetMetricData's limit per call); the answer is
 each returned query's values by the epoch second its period starts at. Deployed, the client is CloudWatch's;
-locally, moto's, fed by the local runtime's EMF forwarding (tickwork_local.emf_forwarding).
+locally, moto's, fed by the local runtime's EMF forwarding (tickwork_local.aws.emf_forwarding).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """docs/local.md's table of `tickwork dev`'s options, generated from the command's own options (their names,
 values, defaults and help), so that the page cannot drift from `tickwork dev --help`.
 
-    python -m tickwork_local.options_doc           # rewrite the table in docs/local.md
-    python -m tickwork_local.options_doc --check   # exit 1 when the committed table differs (a test runs this)
+    python -m tickwork_local.generate.options_doc           # rewrite the table in docs/local.md
+    python -m tickwork_local.generate.options_doc --check   # exit 1 when the committed table differs (a test runs this)
 
 The table stands between `<!-- generated: dev-options ... -->` and `<!-- end generated: dev-options -->`.
 """
@@ -17,8 +17,8 @@ from typing import Any
 import typer
 
 from tickwork_local.cli import register
-from tickwork_local.deploy_doc import write_or_check
-from tickwork_local.template import REPO_ROOT
+from tickwork_local.generate.deploy_doc import write_or_check
+from tickwork_local.stack.template import REPO_ROOT
 
 LOCAL_DOC = REPO_ROOT / "docs" / "local.md"
 _SECTION = re.compile(
@@ -69,7 +69,7 @@ def render(document: str, command: Any = None) -> str:
 
 def main(argv: list[str] | None = None, path: Path = LOCAL_DOC) -> int:
     args = sys.argv[1:] if argv is None else argv
-    return write_or_check(path, render, args, "tickwork_local.options_doc")
+    return write_or_check(path, render, args, "tickwork_local.generate.options_doc")
 
 
 if __name__ == "__main__":

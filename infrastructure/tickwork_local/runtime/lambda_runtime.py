@@ -21,8 +21,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, ClassVar, Generic, TypeVar
 
-from tickwork_local.provision import BAND_QUEUES, LOCAL_ACCOUNT_ID
-from tickwork_local.template import DEFAULT_TEMPLATE
+from tickwork_local.aws.provision import BAND_QUEUES, LOCAL_ACCOUNT_ID
+from tickwork_local.stack.template import DEFAULT_TEMPLATE
 
 REGION = "us-east-1"
 

@@ -3,12 +3,12 @@ with what AWS does around them played locally:
 
 - API Gateway (HTTP API, `$default` route, payload 2.0) in front of ApiFunction; with `token_api` (`tickwork dev
   --idp`, which sets the parameter JwtIssuer to its local issuer), the stack's TokenApi instead: its JWT authorizer,
-  and the hosted console's open routes (tickwork_local.jwt_authorizer);
+  and the hosted console's open routes (tickwork_local.identity.jwt_authorizer);
 - an EventBridge schedule invoking TickFunction every period, aligned to the wall clock;
 - one SQS event source mapping per `Type: SQS` event of ExecutorFunction (batch size, batching window,
   ReportBatchItemFailures and MaximumConcurrency from the template; concurrency scaled to `workers`);
 - EventBridge delivering the run events the functions publish to a queue this node drains: each is printed
-  and kept for `GET /_tickwork/events` (tickwork_local.event_log);
+  and kept for `GET /_tickwork/events` (tickwork_local.runtime.event_log);
 - with DispatchWorkers > 1 (`--parameter DispatchWorkers=N`), the dispatch queue's event source feeding
   DispatchFunction, the fan-out's workers (tickwork.tick.fanout).
 
@@ -38,26 +38,26 @@ from botocore.exceptions import ClientError
 from tickwork.aws.clients import AwsClients
 from tickwork.settings import JobCodeSettings, Settings
 
-from tickwork_local.apigateway import ApiGatewayServer
-from tickwork_local.aws_faults import AwsErrorInjector
-from tickwork_local.build import BuiltStack, load_built
-from tickwork_local.emf_forwarding import CloudWatchPlay, play_cloudwatch
-from tickwork_local.event_log import EVENTS_PATH, LocalEventLog
-from tickwork_local.function_invokes import InvokeEndpoint, LocalInvokes
-from tickwork_local.jwt_authorizer import JwtAuthorizer
-from tickwork_local.lambda_runtime import (
+from tickwork_local.aws.emf_forwarding import CloudWatchPlay, play_cloudwatch
+from tickwork_local.aws.faults import AwsErrorInjector
+from tickwork_local.aws.provision import ProvisionedResources, provision
+from tickwork_local.identity.jwt_authorizer import JwtAuthorizer
+from tickwork_local.runtime.apigateway import ApiGatewayServer
+from tickwork_local.runtime.event_log import EVENTS_PATH, LocalEventLog
+from tickwork_local.runtime.function_invokes import InvokeEndpoint, LocalInvokes
+from tickwork_local.runtime.lambda_runtime import (
     REGION,
     FunctionConfig,
     FunctionRuntime,
     function_config,
     scheduled_event,
 )
-from tickwork_local.observe import ObservedResults, ObservedStore, RunLog, format_tick_line
-from tickwork_local.poller import POLL_LANES, BatchOutcome, QueuePoller
-from tickwork_local.process_runtime import ProcessFunctionRuntime
-from tickwork_local.provision import ProvisionedResources, provision
-from tickwork_local.template import load_template
-from tickwork_local.ticker import Ticker
+from tickwork_local.runtime.observe import ObservedResults, ObservedStore, RunLog, format_tick_line
+from tickwork_local.runtime.poller import POLL_LANES, BatchOutcome, QueuePoller
+from tickwork_local.runtime.process_runtime import ProcessFunctionRuntime
+from tickwork_local.runtime.ticker import Ticker
+from tickwork_local.stack.build import BuiltStack, load_built
+from tickwork_local.stack.template import load_template
 
 log = logging.getLogger("tickwork_local")
 
@@ -96,10 +96,10 @@ class NodeOptions:
     accept_hosts: tuple[str, ...] = ()  # host names the API answers for besides the loopback ones and `host`
     parameters: dict[str, str] = field(default_factory=dict)  # more template parameter overrides
     node_name: str = ""
-    # Fail this share of the functions' AWS requests (throttles, 5xx, connect timeouts; see aws_faults).
+    # Fail this share of the functions' AWS requests (throttles, 5xx, connect timeouts; see tickwork_local.aws.faults).
     aws_error_rate: float = 0.0
     aws_error_seed: int = 0
-    # Run the functions from a build (tickwork_local.build) in processes of their own Python, as deployed,
+    # Run the functions from a build (tickwork_local.stack.build) in processes of their own Python, as deployed,
     # instead of importing them into this process.
     built: str | None = None
     # Folders the JobTypeModules are imported from, as from a layer's python/ (tickwork dev --job-types-path).

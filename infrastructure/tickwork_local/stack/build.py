@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tickwork_local.template import DEFAULT_TEMPLATE, load_template
+from tickwork_local.stack.template import DEFAULT_TEMPLATE, load_template
 
 BUILD_DIR = DEFAULT_TEMPLATE.parent / ".build" / "local"
 _IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".mypy_cache", ".pytest_cache")

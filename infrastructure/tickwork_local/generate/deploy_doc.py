@@ -1,8 +1,8 @@
 """docs/deploy.md's generated sections, read from template.yaml so that they cannot drift from it: what the stack
 holds, the Lambda concurrency its event sources may take, every parameter, the alarms, and what a teardown keeps.
 
-    python -m tickwork_local.deploy_doc           # rewrite the sections in docs/deploy.md
-    python -m tickwork_local.deploy_doc --check   # exit 1 when the committed sections differ (a test runs this)
+    python -m tickwork_local.generate.deploy_doc           # rewrite the sections in docs/deploy.md
+    python -m tickwork_local.generate.deploy_doc --check   # exit 1 when the committed sections differ (a test runs this)
 
 Each section stands between `<!-- generated: NAME ... -->` and `<!-- end generated: NAME -->`; the rest of the
 file is written by hand and left as it is.
@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from tickwork_local.template import REPO_ROOT, load_template
+from tickwork_local.stack.template import REPO_ROOT, load_template
 
 DEPLOY_DOC = REPO_ROOT / "docs" / "deploy.md"
 _SECTION = re.compile(
@@ -194,7 +194,7 @@ def write_or_check(path: Path, render_page: Callable[[str], str], args: list[str
 
 def main(argv: list[str] | None = None, path: Path = DEPLOY_DOC) -> int:
     args = sys.argv[1:] if argv is None else argv
-    return write_or_check(path, lambda page: render(page, load_template()), args, "tickwork_local.deploy_doc")
+    return write_or_check(path, lambda page: render(page, load_template()), args, "tickwork_local.generate.deploy_doc")
 
 
 if __name__ == "__main__":

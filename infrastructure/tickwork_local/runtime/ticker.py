@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-log = logging.getLogger("tickwork_local.ticker")
+log = logging.getLogger("tickwork_local.runtime.ticker")
 
 
 def next_slot(now: float, period: float) -> float:

@@ -2,15 +2,15 @@
 from the routes, committed, and served as it is, so that no execution environment spends a second of CPU building
 it on its first request for the document or for a method a path does not take.
 
-    python -m tickwork_local.openapi_file           # rewrite functions/api/openapi.json from the routes
-    python -m tickwork_local.openapi_file --check   # exit 1 if the file differs from what the routes build (a test)
+    python -m tickwork_local.generate.openapi_file           # rewrite functions/api/openapi.json from the routes
+    python -m tickwork_local.generate.openapi_file --check   # exit 1 if the file differs from what the routes build (a test)
 """
 
 from __future__ import annotations
 
 import sys
 
-from tickwork_local.template import REPO_ROOT
+from tickwork_local.stack.template import REPO_ROOT
 
 FUNCTIONS = REPO_ROOT / "functions"
 
@@ -27,7 +27,10 @@ def main(argv: list[str] | None = None) -> int:
     document = build_openapi_document()
     if "--check" in args:
         if OPENAPI_FILE.read_text(encoding="utf-8") != document:
-            print(f"{OPENAPI_FILE} differs from the routes: run python -m tickwork_local.openapi_file", file=sys.stderr)
+            print(
+                f"{OPENAPI_FILE} differs from the routes: run python -m tickwork_local.generate.openapi_file",
+                file=sys.stderr,
+            )
             return 1
         return 0
     OPENAPI_FILE.write_text(document, encoding="utf-8")

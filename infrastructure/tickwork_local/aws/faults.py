@@ -77,7 +77,7 @@ class _Body:
 
 
 def _answer(kind: ErrorKind, url: str) -> AWSResponse:
-    message = f"injected by tickwork_local.aws_faults ({kind.code})"
+    message = f"injected by tickwork_local.aws.faults ({kind.code})"
     if kind.service == "s3":
         body = f"<Error><Code>{kind.code}</Code><Message>{message}</Message></Error>".encode()
         headers = {"Content-Type": "application/xml"}

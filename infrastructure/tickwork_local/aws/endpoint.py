@@ -66,7 +66,7 @@ class MotoProcess:
         command = [
             sys.executable,
             "-m",
-            "tickwork_local.motoserver",
+            "tickwork_local.aws.motoserver",
             "--host",
             self.host,
             "--port",

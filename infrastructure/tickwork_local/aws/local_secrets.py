@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import typer
 
-from tickwork_local.lambda_runtime import REGION
+from tickwork_local.runtime.lambda_runtime import REGION
 
 DEFAULT_ENDPOINT = "http://127.0.0.1:5000"  # tickwork dev's moto (DEFAULT_MOTO_PORT)
 

@@ -7,7 +7,7 @@ claims and leases are built on that atomicity, so the local emulator is made to 
 one request at a time. It holds the GIL throughout a request anyway, so little throughput is lost.
 
 This changes no behaviour of any AWS API; it removes a race that exists only in the emulator. The moto
-server of the local runtime gets the same treatment in `tickwork_local.motoserver`.
+server of the local runtime gets the same treatment in `tickwork_local.aws.motoserver`.
 
 SQS fair queues: on a standard queue whose messages carry a MessageGroupId (Tickwork's run messages name their
 tenant), SQS returns the messages of other groups first while one group holds a disproportionate share of the
@@ -29,7 +29,7 @@ from typing import Any
 from moto.core.botocore_stubber import BotocoreStubber
 from moto.sqs.models import Queue, SQSBackend
 
-from tickwork_local.moto_transactions import (
+from tickwork_local.aws.moto_transactions import (
     moto_transaction_backups,
     roll_back_transactions_by_item,
     transactions_roll_back_by_item,
@@ -104,7 +104,7 @@ def atomic_requests_in_process() -> Iterator[None]:
     already_fair = SQSBackend.receive_message is _fair_receive  # a local moto server in this process plays it
     already_by_item = transactions_roll_back_by_item()
     play_fair_queues()
-    roll_back_transactions_by_item()  # tickwork_local.moto_transactions: no table copied per transaction
+    roll_back_transactions_by_item()  # tickwork_local.aws.moto_transactions: no table copied per transaction
     try:
         yield
     finally:

@@ -2,8 +2,8 @@
 every folder and module of shared/tickwork, functions/ and infrastructure/tickwork_local, each with the first
 sentence of its docstring. And every `tickwork.<module>` the README and docs/ name must exist.
 
-    python -m tickwork_local.house_map           # rewrite the generated section in docs/house.md
-    python -m tickwork_local.house_map --check   # exit 1 if it differs or names a missing module (a test runs this)
+    python -m tickwork_local.generate.house_map           # rewrite the generated section in docs/house.md
+    python -m tickwork_local.generate.house_map --check   # exit 1 if it differs or names a missing module (a test runs this)
 
 The section stands between `<!-- generated: house-map ... -->` and `<!-- end generated: house-map -->`.
 """
@@ -15,7 +15,7 @@ import re
 import sys
 from pathlib import Path
 
-from tickwork_local.template import REPO_ROOT
+from tickwork_local.stack.template import REPO_ROOT
 
 README = REPO_ROOT / "README.md"
 DOCS = REPO_ROOT / "docs"
@@ -100,7 +100,9 @@ def missing_modules(text: str) -> list[str]:
 def problems() -> list[str]:
     found: list[str] = []
     if render(HOUSE.read_text(encoding="utf-8")) != HOUSE.read_text(encoding="utf-8"):
-        found.append("docs/house.md: its house map differs from the modules; run python -m tickwork_local.house_map")
+        found.append(
+            "docs/house.md: its house map differs from the modules; run python -m tickwork_local.generate.house_map"
+        )
     for doc in (README, *sorted(DOCS.glob("*.md"))):
         found += [f"{doc.name}: names {name}, which does not exist" for name in missing_modules(doc.read_text("utf-8"))]
     return found

@@ -1,6 +1,6 @@
 """Lambda's synchronous Invoke of the stack's own functions, played locally: moto's Lambda runs function code only
 in Docker, so an Invoke of a function this node runs (the job sandbox, JobSandboxFunction) is answered by running
-it in its local execution environments (tickwork_local.lambda_runtime), as Lambda would run it.
+it in its local execution environments (tickwork_local.runtime.lambda_runtime), as Lambda would run it.
 
 It hooks botocore's `before-call.lambda.Invoke` on the sessions of the functions that invoke (the executor's): the
 call goes through the client as against AWS (its parameters built, its events emitted, counted by whoever counts

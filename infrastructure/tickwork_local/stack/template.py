@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
-# The repository root: infrastructure/tickwork_local/template.py -> ../../
-REPO_ROOT = Path(__file__).resolve().parents[2]
+# The repository root: infrastructure/tickwork_local/stack/template.py -> ../../../
+REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_TEMPLATE = REPO_ROOT / "template.yaml"
 
 # Short tags that map to "Fn::<Name>"; !Ref and !Condition are the two without the prefix.

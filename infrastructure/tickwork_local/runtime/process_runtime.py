@@ -1,5 +1,5 @@
 """A built function run as Lambda runs it: each execution environment is a process of the functions' own Python,
-holding only the function's built code and its built layers (tickwork_local.build), and fed through the
+holding only the function's built code and its built layers (tickwork_local.stack.build), and fed through the
 Lambda Runtime API, which this module serves on loopback (one endpoint per environment, as in Lambda).
 
 `ProcessFunctionRuntime` answers as `lambda_runtime.FunctionRuntime` does (`warm`, `invoke`), so the local
@@ -23,8 +23,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TextIO
 
-from tickwork_local.lambda_runtime import REGION, EnvironmentPool, FunctionConfig
-from tickwork_local.provision import LOCAL_ACCOUNT_ID
+from tickwork_local.aws.provision import LOCAL_ACCOUNT_ID
+from tickwork_local.runtime.lambda_runtime import REGION, EnvironmentPool, FunctionConfig
 
 BOOTSTRAP = Path(__file__).with_name("lambda_bootstrap.py")
 API_PREFIX = "/2018-06-01/runtime"

@@ -1,6 +1,6 @@
 """A small OIDC issuer on 127.0.0.1 for `tickwork dev --idp`: the console signs in to it as it signs in to the
 stack's issuer deployed (Cognito, Okta, Entra ID), and the local API takes its tokens as TokenApi's JWT authorizer
-takes theirs (tickwork_local.jwt_authorizer). docs/local.md, "Sign-in with the local IdP".
+takes theirs (tickwork_local.identity.jwt_authorizer). docs/local.md, "Sign-in with the local IdP".
 
 What it plays: discovery (/.well-known/openid-configuration), its JWKS (/jwks: one RSA key, made at start), the
 authorization endpoint (/authorize: the authorization-code flow with PKCE, S256 only, for its one public client and
@@ -29,9 +29,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from tickwork_local.jwt_authorizer import DISCOVERY_PATH, b64url, jwk_of, sign_rs256
+from tickwork_local.identity.jwt_authorizer import DISCOVERY_PATH, b64url, jwk_of, sign_rs256
 
-log = logging.getLogger("tickwork_local.idp")
+log = logging.getLogger("tickwork_local.identity.idp")
 
 CLIENT_ID = "tickwork-console"
 CODE_SECONDS = 60

@@ -7,7 +7,7 @@ itself (no VPC, no token API, no hosted console), `vpc` (the executor in a VPC, 
 docs/security.md, "Sign-in with tokens (JWT)", "The hosted console") and `issuer` (the same with an IdP of your own:
 the console's client is the first audience).
 
-    python -m tickwork_local.template_renderings vpc|jwt|issuer OUT.json   # write the rendering (JSON)
+    python -m tickwork_local.stack.template_renderings vpc|jwt|issuer OUT.json   # write the rendering (JSON)
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tickwork_local.template import load_template
+from tickwork_local.stack.template import load_template
 
 # Ids of the right shape for a VPC of two Availability Zones: nothing is looked up, the tools check shapes only.
 VPC_PARAMETERS: dict[str, str] = {
@@ -52,7 +52,7 @@ def with_defaults(template: Mapping[str, Any], values: Mapping[str, str]) -> dic
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2 or args[0] not in RENDERINGS:
-        print(f"usage: python -m tickwork_local.template_renderings {{{','.join(RENDERINGS)}}} OUT.json")
+        print(f"usage: python -m tickwork_local.stack.template_renderings {{{','.join(RENDERINGS)}}} OUT.json")
         return 2
     out = Path(args[1])
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -6,12 +6,12 @@ Besides the API, the local server answers `/docs` with Swagger UI for the API's 
 UI's script and stylesheet come from the aws-lambda-powertools package (it ships them for its own
 `enable_swagger`), so the page works offline. It also answers `/console` with the web console's static files
 (tickwork_console), which call the API on this same origin, and the local runtime's own lists
-(`GET /_tickwork/events`: tickwork_local.event_log).
+(`GET /_tickwork/events`: tickwork_local.runtime.event_log).
 
 In open mode every caller is the admin, so the server acts for any web page the user opens: it answers only
 for the hosts it listens on, and refuses a cross-site change (tickwork_console.request_guard), before any of it.
 
-With a JWT authorizer (`tickwork dev --idp`: tickwork_local.jwt_authorizer) the server is the stack's TokenApi
+With a JWT authorizer (`tickwork dev --idp`: tickwork_local.identity.jwt_authorizer) the server is the stack's TokenApi
 instead: every request needs a bearer token of the issuer, but those of the routes the template leaves open
 (`GET /console`, `GET /console/{proxy+}`, the hosted console, which the function then serves as deployed).
 """
@@ -35,10 +35,10 @@ import tickwork_console
 from aws_lambda_powertools.event_handler.openapi import swagger_ui
 from tickwork_console.request_guard import accepted_hosts, refusal_of
 
-from tickwork_local.jwt_authorizer import JwtAuthorizer, TokenRefused
-from tickwork_local.lambda_runtime import LOCAL_ACCOUNT_ID
+from tickwork_local.identity.jwt_authorizer import JwtAuthorizer, TokenRefused
+from tickwork_local.runtime.lambda_runtime import LOCAL_ACCOUNT_ID
 
-log = logging.getLogger("tickwork_local.apigateway")
+log = logging.getLogger("tickwork_local.runtime.apigateway")
 
 API_ID = "local"
 STAGE = "$default"

@@ -1,7 +1,7 @@
 """The local AWS endpoint: moto's ThreadedMotoServer, so boto3 talks real HTTP to it, with the two things
 real AWS does that moto's server does not: each call is atomic, a long poll returns as soon as a
 message becomes visible, and a standard queue whose messages carry a group serves them as an SQS fair queue
-(tickwork_local.moto_atomic.play_fair_queues).
+(tickwork_local.aws.moto_atomic.play_fair_queues).
 
 And what keeps it quick (issue 16; docs/benchmarks.md, "Burst"): connections stay open between requests
 (`keep_connections_alive`), and moto's routing and SQS clock skip work they repeated on every request
@@ -9,8 +9,8 @@ And what keeps it quick (issue 16; docs/benchmarks.md, "Burst"): connections sta
 (`serialize_item_responses_directly`), all with the same answers. `GET /_tickwork/requests` gives the requests served so far by
 `service:Operation`, so a benchmark can count AWS requests per run of a node it drives from outside.
 
-`tickwork dev` runs it in a child process (`python -m tickwork_local.motoserver`, started by
-`tickwork_local.endpoint.MotoProcess`): moto holds the GIL while it serves a request, and in a process of
+`tickwork dev` runs it in a child process (`python -m tickwork_local.aws.motoserver`, started by
+`tickwork_local.aws.endpoint.MotoProcess`): moto holds the GIL while it serves a request, and in a process of
 its own it does not compete with the handlers for it. The child ignores Ctrl-C (its parent drains first,
 then stops it) and exits on its own when its parent dies, even by SIGKILL.
 """
@@ -39,11 +39,11 @@ from moto.server import ThreadedMotoServer
 from moto.sqs import models as sqs_models
 from moto.sqs.models import Message, Queue, sqs_backends
 
-from tickwork_local.endpoint import READY_PREFIX, PortInUse, check_port_free
-from tickwork_local.moto_atomic import play_fair_queues
-from tickwork_local.moto_cloudwatch import play_cloudwatch_statistics
-from tickwork_local.moto_message_moves import play_message_move_tasks
-from tickwork_local.moto_transactions import roll_back_transactions_by_item
+from tickwork_local.aws.endpoint import READY_PREFIX, PortInUse, check_port_free
+from tickwork_local.aws.moto_atomic import play_fair_queues
+from tickwork_local.aws.moto_cloudwatch import play_cloudwatch_statistics
+from tickwork_local.aws.moto_message_moves import play_message_move_tasks
+from tickwork_local.aws.moto_transactions import roll_back_transactions_by_item
 
 # Set to `arrival` to serve standard queues in moto's own order (oldest first) instead of as SQS fair queues: only
 # for measuring what fair queues change (benchmarks.fairness's control phase), never for use.

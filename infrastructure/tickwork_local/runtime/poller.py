@@ -12,7 +12,7 @@ What the event source mapping does, and so what this does:
 
 Local detail, not AWS behaviour: plain moto re-checks a waiting long poll for messages whose delay or
 visibility timeout has just ended only once a second (a send wakes it at once). The endpoint `tickwork dev`
-starts wakes its long polls itself (tickwork_local.motoserver); for any other endpoint (--attach), each queue
+starts wakes its long polls itself (tickwork_local.aws.motoserver); for any other endpoint (--attach), each queue
 is polled by several lanes whose long polls are spread over the second (lane i re-checks at phase i/lanes),
 so a delayed message is received within about 1/lanes of a second of becoming visible either way.
 """
@@ -26,9 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tickwork_local.lambda_runtime import REGION, SqsEventSource, sqs_event
+from tickwork_local.runtime.lambda_runtime import REGION, SqsEventSource, sqs_event
 
-log = logging.getLogger("tickwork_local.poller")
+log = logging.getLogger("tickwork_local.runtime.poller")
 
 SQS_BATCH = 10  # DeleteMessageBatch / ChangeMessageVisibilityBatch limit
 PHASE_TOLERANCE = 0.1  # a lane this late for its phase polls at once rather than waiting a second
