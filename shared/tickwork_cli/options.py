@@ -93,6 +93,11 @@ JobIdArg = Annotated[str, typer.Argument(help="The job id.")]
 RunIdArg = Annotated[str, typer.Argument(help="The run id.")]
 WorkflowIdArg = Annotated[str, typer.Argument(help="The workflow id.")]
 WorkflowRunIdArg = Annotated[str, typer.Argument(help="The workflow run id.")]
+BodyFile = Annotated[
+    Path | None,
+    typer.Option("--file", "-f", help="The request body as JSON, or - for stdin; the flags given override its fields."),
+]
+PreviewCount = Annotated[int | None, typer.Option("--count", help="How many occurrences (1-1000; default 5).")]
 
 
 @dataclasses.dataclass
@@ -314,7 +319,25 @@ class RunsListing:
     interval: Annotated[float, typer.Option("--interval", help="Seconds between polls when waiting.")] = 1
 
 
-GROUPS = (Session, ScheduleFields, PolicyFields, JobFields, RunsListing)
+@dataclasses.dataclass
+class RunFilters:
+    """A runs search's filters (GET /v1/runs) besides the status: `runs search` lists what they find, `runs retry`
+    re-queues it."""
+
+    job_id: Annotated[str | None, typer.Option("--job", help="Only this job's runs.")] = None
+    workflow_id: Annotated[str | None, typer.Option("--workflow", help="Only this workflow's steps' runs.")] = None
+    job_type: Annotated[str | None, typer.Option("--type", help="Only runs of jobs of this type.")] = None
+    tag: Annotated[str | None, typer.Option("--tag", help="Only runs of jobs tagged so: key=value.")] = None
+    trigger: Annotated[str | None, typer.Option("--trigger", help="schedule, manual or backfill.")] = None
+    error_type: Annotated[str | None, typer.Option("--error-type", help="Only runs whose error is of this type.")] = (
+        None
+    )
+    since: Annotated[str | None, typer.Option("--from", help="From this instant (ISO-8601, now, -1h).")] = None
+    until: Annotated[str | None, typer.Option("--to", help="Up to this instant (ISO-8601, now, -10m).")] = None
+    ended: Annotated[bool, typer.Option("--ended", help="--from/--to bound when runs ended, not their time.")] = False
+
+
+GROUPS = (Session, ScheduleFields, PolicyFields, JobFields, RunsListing, RunFilters)
 _SESSION_HEAD = "api_url"  # the one Session option that stands where the command declares its session
 
 

@@ -75,14 +75,14 @@ class Cli:
 @pytest.fixture
 def cli(pipeline: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cli]:
     from api import app as api_app
-    from tickwork_cli import client, main
+    from tickwork_cli import client, clock
 
     monkeypatch.setenv("API_AUTH_MODE", "local")
     monkeypatch.delenv("API_KEYS_FILE", raising=False)
     monkeypatch.delenv("TICKWORK_API_URL", raising=False)
     transport = HandlerTransport(identity=None)
     monkeypatch.setattr(client, "transport", transport)
-    monkeypatch.setattr(main, "now", pipeline.clock.now)
+    monkeypatch.setattr(clock, "now", pipeline.clock.now)
 
     def sleep(seconds: float) -> None:
         """While the CLI waits, the scheduler works: time passes, the tick claims, executors run."""
@@ -91,7 +91,7 @@ def cli(pipeline: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cli]:
             pipeline.tick()
             pipeline.drain()
 
-    monkeypatch.setattr(main, "sleep", sleep)
+    monkeypatch.setattr(clock, "sleep", sleep)
     api_app.use_services(pipeline.services)
     try:
         yield Cli(CliRunner(), transport, pipeline)

@@ -23,10 +23,10 @@ def _delays(pipeline) -> list[int]:
 
 
 def test_jobs_create_at_now_sends_the_current_instant_and_its_run_goes_at_once(cli, pipeline, monkeypatch):
-    from tickwork_cli import main
+    from tickwork_cli import clock
 
     # The CLI read its clock 5 s before the API read its own (a slow request): `now` has passed on arrival.
-    monkeypatch.setattr(main, "now", lambda: pipeline.clock.now() - timedelta(seconds=5))
+    monkeypatch.setattr(clock, "now", lambda: pipeline.clock.now() - timedelta(seconds=5))
     created = cli("jobs", "create", "--name", "now", "--type", "echo", "--at", "now", "--payload", '{"k": 1}')
     assert created.exit_code == 0, created.output
     assert _sent_schedule(cli, "POST") == {"at": "2026-11-21T11:59:55.000Z"}

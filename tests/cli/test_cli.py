@@ -173,9 +173,9 @@ def test_dlq_redrive_without_ids_off_a_terminal_requires_all(cli):
 
 
 def test_dlq_redrive_without_ids_on_a_terminal_asks_first(cli, monkeypatch):
-    from tickwork_cli import main
+    from tickwork_cli.commands import dlq
 
-    monkeypatch.setattr(main, "on_a_terminal", lambda: True)
+    monkeypatch.setattr(dlq, "on_a_terminal", lambda: True)
     run = _failed(cli)
     declined = cli("dlq", "redrive", input="n\n")
     assert declined.exit_code == 1
@@ -305,7 +305,7 @@ def test_signing_needs_credentials(cli, monkeypatch, tmp_path):
 def test_parse_at_relative_and_absolute():
     from datetime import UTC, datetime
 
-    from tickwork_cli.main import parse_at
+    from tickwork_cli.clock import parse_at
 
     now = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
     assert parse_at("+10s", now) == "2026-11-21T12:00:10.000Z"

@@ -242,7 +242,7 @@ def test_now_and_relative_times_are_taken_wherever_an_instant_is(cli):
 def test_parse_instant_now_relative_compound_and_absolute():
     from datetime import UTC, datetime
 
-    from tickwork_cli.main import parse_at
+    from tickwork_cli.clock import parse_at
 
     now = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
     assert parse_at("now", current=now) == "2026-11-21T12:00:00.000Z"

@@ -189,7 +189,8 @@ def test_the_dev_api_server_answers_for_a_host_added_with_accept_host():
 
 
 def test_tickwork_console_gives_its_server_the_names_of_accept_host(monkeypatch):
-    from tickwork_cli import main
+    from tickwork_cli.commands import console
+    from tickwork_cli.main import app
     from typer.testing import CliRunner
 
     made: dict[str, Any] = {}
@@ -206,9 +207,9 @@ def test_tickwork_console_gives_its_server_the_names_of_accept_host(monkeypatch)
         def server_close(self) -> None:
             pass
 
-    monkeypatch.setattr(main, "ConsoleServer", Server)
+    monkeypatch.setattr(console, "ConsoleServer", Server)
     api_url = "https://abc123.execute-api.eu-west-1.amazonaws.com"
     argv = ["console", "--api-url", api_url, "--accept-host", "a.internal", "--accept-host", "b.internal"]
-    result = CliRunner().invoke(main.app, argv)
+    result = CliRunner().invoke(app, argv)
     assert result.exit_code == 0, result.output
     assert made == {"port": 8790, "accept_hosts": ("a.internal", "b.internal")}

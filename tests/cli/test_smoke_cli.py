@@ -88,10 +88,10 @@ def test_smoke_fails_when_the_result_is_not_the_payload(cli, answering):
 
 
 def test_smoke_times_out_with_the_last_status_and_cancels_the_job(cli, monkeypatch):
-    from tickwork_cli import main
+    from tickwork_cli import clock
 
     # Waiting while nothing happens: no time passes for the scheduler, so the run stays QUEUED.
-    monkeypatch.setattr(main, "sleep", lambda seconds: None)
+    monkeypatch.setattr(clock, "sleep", lambda seconds: None)
     result = cli("smoke", "--interval", "1", "--timeout", "5", output=None)
     assert result.exit_code == 3, result.output + result.stderr
     assert "FAIL: the run had not finished after 5 s (last seen: QUEUED)" in result.stderr
@@ -110,9 +110,9 @@ def test_smoke_reports_a_refused_create_and_sends_nothing_else(cli, answering):
 
 
 def test_smoke_fails_when_the_job_cannot_be_cancelled(cli, answering, monkeypatch):
-    from tickwork_cli import main
+    from tickwork_cli import clock
 
-    monkeypatch.setattr(main, "sleep", lambda seconds: None)
+    monkeypatch.setattr(clock, "sleep", lambda seconds: None)
     answering.answer("DELETE", r"/v1/jobs/[^/]+$", 500, {"status": 500, "title": "Internal error"})
     result = cli("smoke", "--interval", "1", "--timeout", "2", output=None)
     # The first failure stays the reason; the failed cleanup is said too.

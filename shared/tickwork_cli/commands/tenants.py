@@ -1,0 +1,90 @@
+"""`tickwork tenants ...`: tenants' settings (fair-share weight and quotas, docs/fairness.md) and usage; setting
+them is an admin's.
+
+    tickwork tenants get me
+    tickwork tenants set acme --weight 3 --max-active-jobs 100
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+from urllib.parse import quote
+
+import typer
+
+from tickwork_cli.options import Session, api_command
+
+tenants_app = typer.Typer(
+    help="Tenants' settings (fair-share weight and quotas) and usage; setting them is an admin's.", no_args_is_help=True
+)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(tenants_app, name="tenants")
+
+
+def _quota_option(flag: str, what: str) -> Any:
+    return typer.Option(flag, min=1, max=1_000_000, show_default=False, help=f"{what} at most (1-1000000).")
+
+
+def _tenant_path(tenant: str) -> str:
+    """A tenant's path; a name from an IAM identity holds `/` and `:`, sent percent-encoded."""
+    return f"/v1/tenants/{quote(tenant, safe='')}"
+
+
+def _show_tenant(session: Session, view: dict[str, Any]) -> None:
+    """The API's answer as JSON; as a table, one row per setting and usage figure."""
+    if session.as_json:
+        session.show_one(view)
+        return
+    usage = {f"usage.{name}": value for name, value in view["usage"].items()}
+    session.show_one({"tenant": view["tenant"], **view["settings"], **usage})
+
+
+@tenants_app.command("get")
+@api_command
+def tenants_get(
+    session: Session,
+    tenant: Annotated[
+        str, typer.Argument(help="A tenant's name (an admin may read any), or `me` for your own.", show_default=True)
+    ] = "me",
+) -> None:
+    """A tenant's settings (the defaults where none are set) and current usage."""
+    _show_tenant(session, session.client.get(_tenant_path(tenant)))
+
+
+@tenants_app.command("set")
+@api_command
+def tenants_set(
+    tenant: Annotated[str, typer.Argument(help="The tenant's name (`me` is not one: name the tenant).")],
+    session: Session,
+    weight: Annotated[
+        int | None, typer.Option("--weight", min=1, max=100, show_default=False, help="Fair-share weight, 1-100.")
+    ] = None,
+    max_active_jobs: Annotated[
+        int | None, _quota_option("--max-active-jobs", "ACTIVE and PAUSED jobs and workflows")
+    ] = None,
+    max_runs_per_minute: Annotated[
+        int | None, _quota_option("--max-runs-per-minute", "Runs dispatched a minute")
+    ] = None,
+    max_concurrent_runs: Annotated[int | None, _quota_option("--max-concurrent-runs", "Runs executing at once")] = None,
+) -> None:
+    """Set a tenant's weight and quotas (an admin's command).
+
+    This replaces the tenant's whole settings: an option you leave out is not kept, it is unset.
+
+    An unset weight is 1; an unset quota is no limit. So `--weight 2` alone also clears the quotas.
+
+    Give every setting you want to keep. Functions see the change within 30 s.
+    """
+    chosen = {
+        "weight": weight,
+        "max_active_jobs": max_active_jobs,
+        "max_runs_per_minute": max_runs_per_minute,
+        "max_concurrent_runs": max_concurrent_runs,
+    }
+    stored = session.client.put(_tenant_path(tenant), {k: v for k, v in chosen.items() if v is not None})
+    if session.as_json:
+        session.show_one(stored)
+    else:
+        session.show_one({"tenant": tenant, **stored})
