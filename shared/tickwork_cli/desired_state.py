@@ -7,6 +7,10 @@ What a definition manages: the fields it gives, at every depth of an object (`sc
 cron and leaves the time zone the API defaulted alone), lists whole, and `tags` whole (its own and
 `managed_by: <source>`, the label that marks a job or a workflow as this source's). A calendar has no tags: it is
 matched by its name, and never cancelled by a prune.
+
+A name already used by a job or a workflow this source does not manage is a conflict, never a second object of the
+name beside it: one made by hand is taken over (adopted: tagged this source's, its fields made the file's) only when
+asked; another source's is never taken.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Any, Literal
 
 KINDS = ("calendar", "job", "workflow")  # in the order they are applied: a calendar before what names it
 MANAGED_BY = "managed_by"
-ActionKind = Literal["create", "change", "cancel"]
+ActionKind = Literal["create", "adopt", "change", "cancel"]
 
 
 class DefinitionError(ValueError):
@@ -71,8 +75,30 @@ class Action:
 
 
 @dataclass(frozen=True)
+class Conflict:
+    """A definition whose name a live object this source does not manage already has: `owner` its source (None: made
+    by hand), `ids` every such object's (more than one hand-made: none can be adopted)."""
+
+    object_kind: str
+    name: str
+    definition: Definition
+    ids: tuple[str, ...]
+    owner: str | None
+
+    @property
+    def reason(self) -> str:
+        held = f"{self.object_kind} {', '.join(self.ids)}"
+        if self.owner is not None:
+            return f"the name is {held}'s, managed by source {self.owner!r}: rename one"
+        if len(self.ids) > 1:
+            return f"the name is {len(self.ids)} hand-made {self.object_kind}s': {', '.join(self.ids)}; rename or cancel all but one"
+        return f"the name is {held}'s, made by hand: --adopt makes it this source's, or rename one"
+
+
+@dataclass(frozen=True)
 class Plan:
     actions: tuple[Action, ...]
+    conflicts: tuple[Conflict, ...] = ()
 
     @property
     def changes_anything(self) -> bool:
@@ -105,25 +131,41 @@ def plan(
     source: str,
     *,
     prune: bool = False,
+    adopt: bool = False,
 ) -> Plan:
-    """The actions that make `live` (by kind: the API's calendars, and the jobs and workflows managed by `source`,
-    none CANCELLED) what the definitions say: calendars first, then jobs and workflows, then the cancels."""
+    """The actions that make `live` (by kind: the API's calendars, jobs and workflows, none CANCELLED; of the jobs
+    and workflows, at least those managed by `source` and those of a name a definition gives) what the definitions
+    say: calendars first, then jobs and workflows, then the cancels. A definition whose name only another's object
+    has is a conflict, or with `adopt` and one hand-made object of the name, an adoption of it."""
     wanted = check_unique(definitions)
     calendars = {c["name"]: c for c in live.get("calendar", ())}
     calendar_names = {c["id"]: c["name"] for c in calendars.values()}
     defined_calendars = {d.name for d in wanted if d.kind == "calendar"}
     actions: list[Action] = []
+    conflicts: list[Conflict] = []
     for kind in KINDS:
-        existing = {item["name"]: item for item in live.get(kind, ())}
+        items = list(live.get(kind, ()))
+        existing = {i["name"]: i for i in items if kind == "calendar" or managed_by(i, source)}
+        others: dict[str, list[Mapping[str, Any]]] = {}
+        for item in items:
+            if item["name"] not in existing:
+                others.setdefault(item["name"], []).append(item)
         for definition in (d for d in wanted if d.kind == kind):
             desired = dict(definition.body)
             if kind != "calendar":
                 desired["tags"] = {**(desired.get("tags") or {}), MANAGED_BY: source}
                 _check_calendar_names(definition, desired, calendars.keys() | defined_calendars)
             current = existing.get(definition.name)
-            if current is None:
+            taken = others.get(definition.name, [])
+            if current is None and not taken:
                 actions.append(Action("create", kind, definition.name, definition, body=desired))
                 continue
+            if current is None:
+                conflict = _conflict(definition, taken)
+                if not adopt or conflict.owner is not None or len(conflict.ids) > 1:
+                    conflicts.append(conflict)
+                    continue
+                current = taken[0]
             shown = dict(current)
             if kind != "calendar":
                 shown["calendars"] = [calendar_names.get(i, i) for i in current.get("calendars") or []]
@@ -132,14 +174,23 @@ def plan(
                 # A calendar is replaced whole (PUT); a job or a workflow takes the fields that differ (PATCH).
                 fields = {d.path.split(".")[0] for d in differences}
                 body = desired if kind == "calendar" else {name: desired[name] for name in sorted(fields)}
-                actions.append(Action("change", kind, definition.name, definition, current["id"], differences, body))
+                how: ActionKind = "change" if managed_by(current, source) or kind == "calendar" else "adopt"
+                actions.append(Action(how, kind, definition.name, definition, current["id"], differences, body))
         if prune and kind != "calendar":
             defined = {d.name for d in wanted if d.kind == kind}
             for name, item in sorted(existing.items()):
                 if name not in defined:
                     actions.append(Action("cancel", kind, name, live_id=item["id"]))
     cancels = [a for a in actions if a.kind == "cancel"]
-    return Plan(tuple([a for a in actions if a.kind != "cancel"] + cancels))
+    return Plan(tuple([a for a in actions if a.kind != "cancel"] + cancels), tuple(conflicts))
+
+
+def _conflict(definition: Definition, taken: Iterable[Mapping[str, Any]]) -> Conflict:
+    """Another source's object of the name wins the telling over hand-made ones: it can never be adopted."""
+    owners = {(i.get("tags") or {}).get(MANAGED_BY) for i in taken}
+    owner = next((o for o in sorted(owners, key=str) if o is not None), None)
+    held = [i for i in taken if (i.get("tags") or {}).get(MANAGED_BY) == owner]
+    return Conflict(definition.kind, definition.name, definition, tuple(sorted(i["id"] for i in held)), owner)
 
 
 def _check_calendar_names(definition: Definition, desired: Mapping[str, Any], known: Iterable[str]) -> None:

@@ -164,6 +164,64 @@ def test_a_file_that_is_not_yaml_or_names_no_kind_is_refused_with_its_line_and_n
     assert _jobs(cli) == {}
 
 
+def test_a_name_a_hand_made_job_has_stops_plan_and_apply_and_adopt_takes_it_over(cli, folder):
+    hand_made = cli.json("jobs", "create", "--name", "hourly-sync", "--type", "echo", "--rate", "2 hours")
+
+    planned = cli("plan", "-f", str(folder), "--source", "data", output=None)
+    assert planned.exit_code == 1
+    assert planned.stdout.splitlines() == [
+        "+ calendar company-holidays",
+        "+ job nightly-export",
+        f"! job hourly-sync: the name is job {hand_made['id']}'s, made by hand: --adopt makes it this source's, "
+        "or rename one",
+        "Plan: 2 to create, 0 to change, 0 to cancel. 1 in conflict.",
+    ]
+    assert f"{folder / 'hourly.json'}:2: 1 name(s) already used by a job or workflow" in planned.stderr
+    refused = cli("apply", "-f", str(folder), "--source", "data", output=None)
+    assert refused.exit_code == 1
+    assert set(_jobs(cli)) == {"hourly-sync"}  # nothing done, no second hourly-sync
+    assert cli.json("calendars", "list")["items"] == []
+
+    adopting = cli("plan", "-f", str(folder), "--source", "data", "--adopt", output=None)
+    assert adopting.exit_code == 2, adopting.output
+    assert adopting.stdout.splitlines() == [
+        "+ calendar company-holidays",
+        f"~ job hourly-sync ({hand_made['id']}): adopt (made by hand)",
+        '    schedule.rate: "2 hours" -> "1 hour"',
+        "    retry.max_attempts: 3 -> 5",
+        '    tags: {} -> {"managed_by": "data"}',
+        "+ job nightly-export",
+        "Plan: 2 to create, 1 to adopt, 0 to change, 0 to cancel.",
+    ]
+    adopted = cli("apply", "-f", str(folder), "--source", "data", "--adopt", output=None)
+    assert adopted.exit_code == 0, adopted.output
+    assert "adopted job hourly-sync" in adopted.stdout.splitlines()
+    jobs = _jobs(cli)
+    assert set(jobs) == {"hourly-sync", "nightly-export"}
+    assert (jobs["hourly-sync"]["id"], jobs["hourly-sync"]["tags"]) == (hand_made["id"], {"managed_by": "data"})
+    assert jobs["hourly-sync"]["schedule"]["rate"] == "1 hour"
+    # Now this source's: the plain plan matches, and a prune may cancel it.
+    assert cli("plan", "-f", str(folder), "--source", "data", output=None).exit_code == 0
+    (folder / "hourly.json").unlink()
+    assert cli("apply", "-f", str(folder), "--source", "data", "--prune", output=None).exit_code == 0
+    assert cli.json("jobs", "get", hand_made["id"])["state"] == "CANCELLED"
+
+
+def test_a_name_another_source_manages_is_refused_even_with_adopt(cli, folder, tmp_path_factory):
+    other = tmp_path_factory.mktemp("ops")
+    (other / "ops.json").write_text(HOURLY)
+    assert cli("apply", "-f", str(other), "--source", "ops", output=None).exit_code == 0
+    theirs = _jobs(cli)["hourly-sync"]
+
+    refused = cli("apply", "-f", str(folder), "--source", "data", "--adopt", output=None)
+    assert refused.exit_code == 1
+    assert f"! job hourly-sync: the name is job {theirs['id']}'s, managed by source 'ops': rename one" in (
+        refused.stdout.splitlines()
+    )
+    assert list(_jobs(cli)) == ["hourly-sync"]
+    assert _jobs(cli)["hourly-sync"]["version"] == theirs["version"]
+
+
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "jobs-as-code.md"
 DOCS_MARKER = "<!-- jobs-as-code example: run in process by tests/cli/test_jobs_as_code_cli.py -->"
 

@@ -94,3 +94,53 @@ def test_an_api_field_path_is_found_at_its_line_or_its_closest_parents():
     assert definition.where_is("schedule.cron") == "f.yaml:5"
     assert definition.where_is("schedule.timezone") == "f.yaml:4"
     assert definition.where_is("payload.x") == "f.yaml:1"
+
+
+def _hand_made(name: str, id_: str, **fields: Any) -> dict[str, Any]:
+    return {**_live_job(name, id_, **fields), "tags": fields.get("tags", {"team": "data"})}
+
+
+def test_a_name_a_hand_made_job_has_is_a_conflict_and_never_a_second_job():
+    live = {"job": [_hand_made("nightly", "j9")], "calendar": [], "workflow": []}
+    made = plan([_job("nightly", schedule={"rate": "1 hour"})], live, "data")
+    assert made.actions == ()
+    (conflict,) = made.conflicts
+    assert (conflict.object_kind, conflict.name, conflict.ids, conflict.owner) == ("job", "nightly", ("j9",), None)
+    assert "made by hand: --adopt makes it this source's" in conflict.reason
+
+
+def test_adopt_takes_over_the_one_hand_made_job_of_the_name_tagging_it_and_sending_the_fields_that_differ():
+    live = {"job": [_hand_made("nightly", "j9", priority=2)], "calendar": [], "workflow": []}
+    made = plan([_job("nightly", schedule={"rate": "1 hour"}, priority=7)], live, "data", adopt=True)
+    assert made.conflicts == ()
+    (adoption,) = made.actions
+    assert (adoption.kind, adoption.live_id) == ("adopt", "j9")
+    assert adoption.body == {"priority": 7, "tags": {"managed_by": "data"}}
+    assert [d.path for d in adoption.differences] == ["priority", "tags"]
+
+
+def test_another_sources_object_or_several_hand_made_ones_of_the_name_are_conflicts_even_with_adopt():
+    live = {
+        "job": [_live_job("report", "j1", source="ops"), _hand_made("report", "j2"), _hand_made("sync", "j3")],
+        "workflow": [_hand_made("sync", "w1"), _hand_made("sync", "w2")],
+        "calendar": [],
+    }
+    definitions = [_job("report"), _job("sync"), Definition("workflow", "sync", {"name": "sync"}, "w.yaml:1")]
+    made = plan(definitions, live, "data", adopt=True)
+    assert [(c.object_kind, c.name, c.ids, c.owner) for c in made.conflicts] == [
+        ("job", "report", ("j1",), "ops"),
+        ("workflow", "sync", ("w1", "w2"), None),
+    ]
+    assert [(a.kind, a.name, a.live_id) for a in made.actions] == [("adopt", "sync", "j3")]
+    assert "managed by source 'ops': rename one" in made.conflicts[0].reason
+    assert "2 hand-made workflows'" in made.conflicts[1].reason
+
+
+def test_a_name_this_source_manages_is_its_own_beside_a_hand_made_one_and_a_prune_leaves_others_alone():
+    live = {
+        "job": [_live_job("nightly", "j1"), _hand_made("nightly", "j2"), _hand_made("other", "j3")],
+        "calendar": [],
+        "workflow": [],
+    }
+    made = plan([_job("nightly", schedule={"rate": "1 hour"})], live, "data", prune=True)
+    assert (made.actions, made.conflicts) == ((), ())
