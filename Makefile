@@ -52,6 +52,7 @@ generated: $(STAMP)
 	$(BIN)/python -m tickwork_local.house_map
 	$(BIN)/python -m tickwork_local.openapi_file
 	$(BIN)/python -m tickwork_local.options_doc
+	$(BIN)/python -m tickwork_cli.definition_schema
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

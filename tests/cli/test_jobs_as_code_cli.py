@@ -264,6 +264,17 @@ def test_a_workflow_from_its_own_json_file_is_created_then_left_alone_and_a_step
     assert (changed["steps"][2]["payload"]["amount"], changed["version"]) == (500, workflow["version"] + 1)
 
 
+def test_the_example_definition_files_in_docs_apply_as_they_are_and_again_change_nothing(cli):
+    """docs/examples/jobs-as-code: the files the schema test checks against the JSON Schema, accepted by the API."""
+    examples = Path(__file__).resolve().parents[2] / "docs" / "examples" / "jobs-as-code"
+    applied = cli("apply", "-f", str(examples), "--source", "examples", output=None)
+    assert applied.exit_code == 0, applied.output
+    assert {c["name"] for c in cli.json("calendars", "list")["items"]} == {"company-holidays", "business-hours"}
+    assert set(_jobs(cli)) == {"nightly-export", "partner-health"}
+    assert [w["name"] for w in cli.json("workflows", "list")["items"]] == ["book-trip"]
+    assert cli("plan", "-f", str(examples), "--source", "examples", output=None).exit_code == 0
+
+
 CLIENT_MARKER = "<!-- python client example: run in process by tests/cli/test_jobs_as_code_cli.py -->"
 
 
