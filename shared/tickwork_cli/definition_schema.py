@@ -1,7 +1,8 @@
 """The JSON Schema of the definition files of `tickwork plan` and `tickwork apply` (docs/jobs-as-code.md), for
 editors: a definition is the API's own request body, made from the models the API validates it with (JobSpec,
-WorkflowSpec, CalendarDefinition), with its `kind` beside it and a job's or workflow's calendars named by name; a
-document is one definition or a list of them. Generated and committed (docs/schema/), as the OpenAPI document is.
+WorkflowSpec, CalendarDefinition, FreezeSpec), with its `kind` beside it, a job's or workflow's calendars named by
+name, and a freeze's `name` (its key) and window as instants (`until`, not `for_seconds`); a document is one
+definition or a list of them. Generated and committed (docs/schema/), as the OpenAPI document is.
 
     python -m tickwork_cli.definition_schema           # rewrite docs/schema/tickwork-definitions.schema.json
     python -m tickwork_cli.definition_schema --check   # exit 1 if the file differs from what the models make (a test)
@@ -24,13 +25,20 @@ from pydantic.json_schema import models_json_schema
 from tickwork.control.api_bodies import JobSpec, WorkflowSpec
 from tickwork.jobtypes import import_job_type_modules
 from tickwork.model.calendars import CalendarDefinition
+from tickwork.model.freezes import FreezeSpec
 
 from tickwork_cli.desired_state import KINDS
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "schema" / "tickwork-definitions.schema.json"
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
-KIND_MODELS: dict[str, type[BaseModel]] = {"calendar": CalendarDefinition, "job": JobSpec, "workflow": WorkflowSpec}
+KIND_MODELS: dict[str, type[BaseModel]] = {
+    "calendar": CalendarDefinition,
+    "job": JobSpec,
+    "workflow": WorkflowSpec,
+    "freeze": FreezeSpec,
+}
 CALENDAR_NAMES = "Names of calendars the files define or the tenant has, each once (apply puts in their ids)."
+FREEZE_NAME = "Its key among the source's freezes (apply keeps it at the end of the freeze's reason)."
 
 
 def definitions_schema() -> dict[str, Any]:
@@ -50,6 +58,7 @@ def definitions_schema() -> dict[str, Any]:
             calendars["items"] = {k: v for k, v in calendar_name.items() if k != "title"}
             calendars["description"] = CALENDAR_NAMES
         defs[kind] = body
+    _as_a_file_gives_it(defs["freeze"], {**calendar_name, "title": "Name", "description": FREEZE_NAME})
     defs["definition"] = {
         "type": "object",
         "required": ["kind", "name"],
@@ -69,6 +78,16 @@ def definitions_schema() -> dict[str, Any]:
         "else": {"$ref": "#/$defs/definition"},
         "$defs": dict(sorted(defs.items())),
     }
+
+
+def _as_a_file_gives_it(freeze: dict[str, Any], name: dict[str, Any]) -> None:
+    """A freeze as a file defines it (tickwork_cli.desired_state): named, and ending at an instant, `until`, since
+    `for_seconds` would count from each apply."""
+    properties = freeze["properties"]
+    properties.pop("for_seconds")
+    freeze["properties"] = {"kind": properties.pop("kind"), "name": name, **properties}
+    freeze.pop("oneOf")  # until or for_seconds: until it is
+    freeze["required"] = ["kind", "name", *(r for r in freeze["required"] if r != "kind"), "until"]
 
 
 def schema_text() -> str:

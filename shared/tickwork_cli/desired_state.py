@@ -11,6 +11,10 @@ matched by its name, and never cancelled by a prune.
 A name already used by a job or a workflow this source does not manage is a conflict, never a second object of the
 name beside it: one made by hand is taken over (adopted: tagged this source's, its fields made the file's) only when
 asked; another source's is never taken.
+
+A freeze has neither a name nor tags, and is lifted, never changed: its source and name ride at the end of its
+reason (`... [managed_by: <source>, name: <name>]`); a changed one is replaced (a new one made, then the old one
+lifted), a pruned one lifted, and one whose window has ended is left alone.
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-KINDS = ("calendar", "job", "workflow")  # in the order they are applied: a calendar before what names it
+KINDS = ("calendar", "job", "workflow", "freeze")  # in the order they are applied: a calendar before what names it
 MANAGED_BY = "managed_by"
-ActionKind = Literal["create", "adopt", "change", "cancel"]
+ActionKind = Literal["create", "adopt", "change", "replace", "cancel"]
+FREEZE_MARK = re.compile(rf" \[{MANAGED_BY}: (?P<source>.+?), name: (?P<name>.+)\]$")
 
 
 class DefinitionError(ValueError):
@@ -130,20 +135,22 @@ def plan(
     live: Mapping[str, Iterable[Mapping[str, Any]]],
     source: str,
     *,
+    now: datetime,
     prune: bool = False,
     adopt: bool = False,
 ) -> Plan:
-    """The actions that make `live` (by kind: the API's calendars, jobs and workflows, none CANCELLED; of the jobs
-    and workflows, at least those managed by `source` and those of a name a definition gives) what the definitions
-    say: calendars first, then jobs and workflows, then the cancels. A definition whose name only another's object
-    has is a conflict, or with `adopt` and one hand-made object of the name, an adoption of it."""
+    """The actions that make `live` (by kind: the API's calendars, jobs and workflows, none CANCELLED, of the jobs
+    and workflows at least those managed by `source` and those of a name a definition gives; and its freezes) what
+    the definitions say: calendars first, then jobs, workflows and freezes, then the cancels and lifts. A definition
+    whose name only another's object has is a conflict, or with `adopt` and one hand-made object of the name, an
+    adoption of it."""
     wanted = check_unique(definitions)
     calendars = {c["name"]: c for c in live.get("calendar", ())}
     calendar_names = {c["id"]: c["name"] for c in calendars.values()}
     defined_calendars = {d.name for d in wanted if d.kind == "calendar"}
     actions: list[Action] = []
     conflicts: list[Conflict] = []
-    for kind in KINDS:
+    for kind in ("calendar", "job", "workflow"):
         items = list(live.get(kind, ()))
         existing = {i["name"]: i for i in items if kind == "calendar" or managed_by(i, source)}
         others: dict[str, list[Mapping[str, Any]]] = {}
@@ -181,8 +188,73 @@ def plan(
             for name, item in sorted(existing.items()):
                 if name not in defined:
                     actions.append(Action("cancel", kind, name, live_id=item["id"]))
+    actions += _freeze_actions(wanted, live.get("freeze", ()), source, now, prune=prune)
     cancels = [a for a in actions if a.kind == "cancel"]
     return Plan(tuple([a for a in actions if a.kind != "cancel"] + cancels), tuple(conflicts))
+
+
+def freeze_reason(reason: str, source: str, name: str) -> str:
+    """A managed freeze's reason: the file's, and which source's and name's it is."""
+    return f"{reason} [{MANAGED_BY}: {source}, name: {name}]"
+
+
+def _freeze_actions(
+    wanted: Iterable[Definition], live: Iterable[Mapping[str, Any]], source: str, now: datetime, *, prune: bool
+) -> list[Action]:
+    """The freezes: each definition's made when none of its name stands (not lifted, not ended), replaced when one
+    differs; with `prune`, the source's standing ones the files no longer define lifted."""
+    standing: dict[str, Mapping[str, Any]] = {}
+    for item in sorted(live, key=lambda f: str(f.get("created_at"))):  # the newest of a name wins
+        mark = FREEZE_MARK.search(str(item.get("reason")))
+        if mark and mark["source"] == source and not item.get("lifted_at") and not _ended(item.get("until"), now):
+            standing[mark["name"]] = {
+                **item,
+                "reason": item["reason"][: mark.start()],
+                "every_tenant": item.get("tenant") == "*",
+            }
+    actions = []
+    defined = set()
+    for definition in (d for d in wanted if d.kind == "freeze"):
+        desired = _freeze_fields(definition)
+        current = standing.get(definition.name)
+        defined.add(definition.name)
+        if _ended(desired["until"], now):  # the API takes no freeze that has ended: one the file ends now is lifted
+            if current is not None:
+                actions.append(Action("cancel", "freeze", definition.name, definition, current["id"]))
+            continue
+        body = {**desired, "reason": freeze_reason(desired["reason"], source, definition.name)}
+        if current is None:
+            actions.append(Action("create", "freeze", definition.name, definition, body=body))
+            continue
+        differences = tuple(differences_of(desired, current, whole=("selector",)))
+        if differences:
+            actions.append(Action("replace", "freeze", definition.name, definition, current["id"], differences, body))
+    if prune:
+        actions += [
+            Action("cancel", "freeze", name, live_id=item["id"])
+            for name, item in sorted(standing.items())
+            if name not in defined
+        ]
+    return actions
+
+
+def _freeze_fields(definition: Definition) -> dict[str, Any]:
+    """A freeze definition's request body, without its name (the API's freeze has none); its window given as
+    instants, so that the same file means the same freeze at every apply."""
+    body = {k: v for k, v in definition.body.items() if k != "name"}
+    if "for_seconds" in body:
+        raise DefinitionError(
+            definition.where_is("for_seconds"),
+            "for_seconds: a freeze in a file ends at an instant (`until`): for_seconds would count from each apply",
+        )
+    if not isinstance(body.get("until"), str) or not isinstance(body.get("reason"), str):
+        raise DefinitionError(definition.where, "a freeze needs its `until` (an instant) and its `reason`")
+    return body
+
+
+def _ended(until: Any, now: datetime) -> bool:
+    end = _instant(until) if isinstance(until, str) else None
+    return end is not None and end.tzinfo is not None and end <= now
 
 
 def _conflict(definition: Definition, taken: Iterable[Mapping[str, Any]]) -> Conflict:
@@ -211,18 +283,21 @@ def with_calendar_ids(body: Mapping[str, Any], ids: Mapping[str, str]) -> dict[s
     return {**body, "calendars": [ids.get(name, name) for name in body["calendars"]]}
 
 
-def differences_of(desired: Any, live: Any, path: str = "") -> list[Difference]:
-    """Where `live` differs from what `desired` gives: objects by the keys desired gives (tags whole), lists and
-    values whole, instants as instants (the API writes them back in its own format)."""
+def differences_of(desired: Any, live: Any, path: str = "", *, whole: tuple[str, ...] = ("tags",)) -> list[Difference]:
+    """Where `live` differs from what `desired` gives: objects by the keys desired gives (those at a `whole` path,
+    the tags, whole, a null the same as absent), lists and values whole, instants as instants (the API writes them
+    back in its own format)."""
     if isinstance(desired, Mapping) and isinstance(live, Mapping):
         found = []
         for key, value in desired.items():
             at = f"{path}.{key}" if path else key
-            if at == "tags":
-                if dict(value) != dict(live.get(key) or {}):
-                    found.append(Difference(at, live.get(key), value))
+            if at in whole:
+                current = live.get(key)
+                shown = {k: v for k, v in current.items() if v is not None} if isinstance(current, Mapping) else {}
+                if not isinstance(value, Mapping) or dict(value) != shown:
+                    found.append(Difference(at, shown if isinstance(current, Mapping) else current, value))
                 continue
-            found += differences_of(value, live.get(key), at)
+            found += differences_of(value, live.get(key), at, whole=whole)
         return found
     return [] if _same(desired, live) else [Difference(path, live, desired)]
 

@@ -1,4 +1,4 @@
-"""`tickwork plan` and `tickwork apply`: jobs, workflows and calendars defined in files, made so over the HTTP API
+"""`tickwork plan` and `tickwork apply`: jobs, workflows, calendars and freezes defined in files, made so over the HTTP API
 (docs/jobs-as-code.md). The files are read by tickwork_cli.definition_files, the plan made by
 tickwork_cli.desired_state; here the API is read and, for `apply`, called.
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -34,8 +35,8 @@ from tickwork_cli.options import Session, api_command
 EXIT_NO_CHANGES = 0
 EXIT_ERROR = 1
 EXIT_CHANGES = 2  # as `terraform plan -detailed-exitcode`
-DONE = {"create": "created", "adopt": "adopted", "change": "changed", "cancel": "cancelled"}
-PATHS = {"calendar": "/v1/calendars", "job": "/v1/jobs", "workflow": "/v1/workflows"}
+DONE = {"create": "created", "adopt": "adopted", "change": "changed", "replace": "replaced", "cancel": "cancelled"}
+PATHS = {"calendar": "/v1/calendars", "job": "/v1/jobs", "workflow": "/v1/workflows", "freeze": "/v1/freezes"}
 
 DefinitionsPath = Annotated[
     Path,
@@ -52,7 +53,11 @@ SourceOpt = Annotated[
     ),
 ]
 PruneOpt = Annotated[
-    bool, typer.Option("--prune", help="Cancel the jobs and workflows of this source that the files no longer define.")
+    bool,
+    typer.Option(
+        "--prune",
+        help="Cancel the jobs and workflows, and lift the freezes, of this source that the files no longer define.",
+    ),
 ]
 AdoptOpt = Annotated[
     bool,
@@ -64,9 +69,14 @@ AdoptOpt = Annotated[
 ]
 
 
+def now() -> datetime:
+    """When a freeze's window has ended (a test's clock in its place)."""
+    return datetime.now(UTC)
+
+
 def live_state(client: Client, source: str, definitions: list[Definition]) -> dict[str, list[dict[str, Any]]]:
-    """The tenant's calendars and workflows, and its jobs managed by `source`, none CANCELLED; and when a job the
-    files define is not among those, every job of the tenant, to find one of its name another made."""
+    """The tenant's calendars, workflows and freezes, and its jobs managed by `source`, none CANCELLED; and when a
+    job the files define is not among those, every job of the tenant, to find one of its name another made."""
 
     def standing(items: Any) -> list[dict[str, Any]]:
         return [i for i in items if i.get("state") != "CANCELLED"]
@@ -78,12 +88,14 @@ def live_state(client: Client, source: str, definitions: list[Definition]) -> di
         "calendar": client.get(PATHS["calendar"])["items"],
         "job": jobs,
         "workflow": standing(client.pages(PATHS["workflow"])),
+        "freeze": client.get(PATHS["freeze"])["items"],
     }
 
 
 def describe(made: Plan) -> list[str]:
-    """The plan as a person reads it: `+` create, `~` change or adopt (each field: live -> file), `-` cancel, `!` a
-    conflict (a name another's object has). The adoptions are counted only when there are some."""
+    """The plan as a person reads it: `+` create, `~` change or adopt (each field: live -> file), `-/+` replace (a
+    freeze), `-` cancel (a freeze: lift), `!` a conflict (a name another's object has). Adoptions and replacements
+    are counted only when there are some."""
     lines = []
     for action in made.actions:
         if action.kind == "create":
@@ -92,17 +104,24 @@ def describe(made: Plan) -> list[str]:
             adopted = ": adopt (made by hand)" if action.kind == "adopt" else ""
             lines.append(f"~ {action.object_kind} {action.name} ({action.live_id}){adopted}")
             lines += [f"    {d.path}: {_shown(d.live)} -> {_shown(d.desired)}" for d in action.differences]
+        elif action.kind == "replace":
+            lines.append(f"-/+ {action.object_kind} {action.name} ({action.live_id}): replace (lifted, made anew)")
+            lines += [f"    {d.path}: {_shown(d.live)} -> {_shown(d.desired)}" for d in action.differences]
         else:
-            lines.append(f"- {action.object_kind} {action.name} ({action.live_id}): cancel")
+            lines.append(f"- {action.object_kind} {action.name} ({action.live_id}): {_cancel(action)}")
     lines += [f"! {c.object_kind} {c.name}: {c.reason}" for c in made.conflicts]
-    kinds: tuple[ActionKind, ...] = ("create", "adopt", "change", "cancel")
-    kinds = kinds if made.count("adopt") else tuple(k for k in kinds if k != "adopt")
+    kinds: tuple[ActionKind, ...] = ("create", "adopt", "change", "replace", "cancel")
+    kinds = tuple(k for k in kinds if made.count(k) or k not in ("adopt", "replace"))
     counts = ", ".join(f"{made.count(kind)} to {kind}" for kind in kinds)
     if made.changes_anything or made.conflicts:
         lines.append(f"Plan: {counts}." + (f" {len(made.conflicts)} in conflict." if made.conflicts else ""))
     else:
         lines.append("No changes: the API matches the files.")
     return lines
+
+
+def _cancel(action: Action) -> str:
+    return "lift" if action.object_kind == "freeze" else "cancel"
 
 
 def _shown(value: Any) -> str:
@@ -113,7 +132,7 @@ def _made(client: Client, path: Path, source: str, prune: bool, adopt: bool) -> 
     """The plan, printed; a conflict in it an error (nothing is done while one stands)."""
     definitions = read_definitions(path)
     live = live_state(client, source, definitions)
-    made = plan(definitions, live, source, prune=prune, adopt=adopt)
+    made = plan(definitions, live, source, now=now(), prune=prune, adopt=adopt)
     typer.echo("\n".join(describe(made)))
     if made.conflicts:
         first = made.conflicts[0]
@@ -132,7 +151,8 @@ def carry_out(client: Client, made: Plan, calendar_ids: dict[str, str], say: Cal
             _carry_out_one(client, action, calendar_ids)
         except ApiError as exc:
             raise _located(action, exc) from None
-        say(f"{DONE[action.kind]} {action.object_kind} {action.name}")
+        done = "lifted" if action.kind == "cancel" and _cancel(action) == "lift" else DONE[action.kind]
+        say(f"{done} {action.object_kind} {action.name}")
 
 
 def _carry_out_one(client: Client, action: Action, calendar_ids: dict[str, str]) -> None:
@@ -141,7 +161,10 @@ def _carry_out_one(client: Client, action: Action, calendar_ids: dict[str, str])
         client.delete(f"{base}/{action.live_id}")
         return
     body = with_calendar_ids(action.body, calendar_ids)
-    if action.kind == "create":
+    if action.kind == "replace":  # the new one first: no moment unfrozen between the two
+        client.post(base, body)
+        client.delete(f"{base}/{action.live_id}")
+    elif action.kind == "create":
         created = client.post(base, body)
         if action.object_kind == "calendar":
             calendar_ids[action.name] = created["id"]

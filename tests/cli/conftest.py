@@ -75,7 +75,7 @@ class Cli:
 @pytest.fixture
 def cli(pipeline: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cli]:
     from api import app as api_app
-    from tickwork_cli import client, main
+    from tickwork_cli import client, jobs_as_code, main
 
     monkeypatch.setenv("API_AUTH_MODE", "local")
     monkeypatch.delenv("API_KEYS_FILE", raising=False)
@@ -83,6 +83,7 @@ def cli(pipeline: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cli]:
     transport = HandlerTransport(identity=None)
     monkeypatch.setattr(client, "transport", transport)
     monkeypatch.setattr(main, "now", pipeline.clock.now)
+    monkeypatch.setattr(jobs_as_code, "now", pipeline.clock.now)
 
     def sleep(seconds: float) -> None:
         """While the CLI waits, the scheduler works: time passes, the tick claims, executors run."""

@@ -160,7 +160,7 @@ def test_a_file_that_is_not_yaml_or_names_no_kind_is_refused_with_its_line_and_n
     (tmp_path / "b.yaml").write_text("name: fine-too\n---\nkind: cronjob\nname: x\n")
     result = cli("apply", "-f", str(tmp_path), output=None)
     assert result.exit_code == 1
-    assert f"{tmp_path / 'b.yaml'}:1: kind must be one of calendar, job, workflow, not None" in result.stderr
+    assert f"{tmp_path / 'b.yaml'}:1: kind must be one of calendar, job, workflow, freeze, not None" in result.stderr
     assert _jobs(cli) == {}
 
 
@@ -222,6 +222,70 @@ def test_a_name_another_source_manages_is_refused_even_with_adopt(cli, folder, t
     assert _jobs(cli)["hourly-sync"]["version"] == theirs["version"]
 
 
+FREEZE = """
+kind: freeze
+name: release
+selector: {tags: {team: data}}
+from: "2026-12-01T00:00:00Z"
+until: "2026-12-24T00:00:00Z"
+reason: release 4.2
+"""
+
+
+def _freezes(cli: Any) -> dict[str, dict[str, Any]]:
+    return {f["id"]: f for f in cli.json("freezes", "list")["items"]}
+
+
+def test_a_freeze_is_made_once_replaced_when_its_file_changes_and_lifted_by_a_prune_leaving_a_hand_made_one(
+    cli, tmp_path
+):
+    hand_made = cli.json("freezes", "create", "--tag", "team=data", "--for", "1h", "--reason", "incident")
+    (tmp_path / "freeze.yaml").write_text(FREEZE)
+    planned = cli("plan", "-f", str(tmp_path), "--source", "data", output=None)
+    assert planned.stdout.splitlines() == ["+ freeze release", "Plan: 1 to create, 0 to change, 0 to cancel."]
+    applied = cli("apply", "-f", str(tmp_path), "--source", "data", output=None)
+    assert applied.exit_code == 0, applied.output
+    (made,) = [f for f in _freezes(cli).values() if f["id"] != hand_made["id"]]
+    assert (made["reason"], made["until"]) == (
+        "release 4.2 [managed_by: data, name: release]",
+        "2026-12-24T00:00:00.000Z",
+    )
+    assert cli("plan", "-f", str(tmp_path), "--source", "data", output=None).exit_code == 0
+
+    (tmp_path / "freeze.yaml").write_text(FREEZE.replace("2026-12-24", "2026-12-31"))
+    planned = cli("plan", "-f", str(tmp_path), "--source", "data", output=None)
+    assert planned.stdout.splitlines() == [
+        f"-/+ freeze release ({made['id']}): replace (lifted, made anew)",
+        '    until: "2026-12-24T00:00:00.000Z" -> "2026-12-31T00:00:00Z"',
+        "Plan: 0 to create, 0 to change, 1 to replace, 0 to cancel.",
+    ]
+    replaced = cli("apply", "-f", str(tmp_path), "--source", "data", output=None)
+    assert replaced.stdout.splitlines()[-1] == "replaced freeze release"
+    freezes = _freezes(cli)
+    assert freezes[made["id"]]["lifted_at"] is not None
+    (anew,) = [f for f in freezes.values() if f["id"] not in (made["id"], hand_made["id"])]
+    assert (anew["until"], anew["lifted_at"]) == ("2026-12-31T00:00:00.000Z", None)
+    assert cli("plan", "-f", str(tmp_path), "--source", "data", output=None).exit_code == 0
+
+    (tmp_path / "freeze.yaml").unlink()
+    (tmp_path / "other.yaml").write_text("kind: calendar\nname: none\nwindows: [{dates: [2026-12-25]}]\n")
+    pruned = cli("apply", "-f", str(tmp_path), "--source", "data", "--prune", output=None)
+    assert pruned.exit_code == 0, pruned.output
+    assert f"- freeze release ({anew['id']}): lift" in pruned.stdout.splitlines()
+    assert "lifted freeze release" in pruned.stdout.splitlines()
+    freezes = _freezes(cli)
+    assert freezes[anew["id"]]["lifted_at"] is not None
+    assert freezes[hand_made["id"]]["lifted_at"] is None
+
+
+def test_a_freeze_for_a_number_of_seconds_is_refused_with_its_line(cli, tmp_path):
+    (tmp_path / "freeze.yaml").write_text(FREEZE.replace('until: "2026-12-24T00:00:00Z"', "for_seconds: 3600"))
+    result = cli("apply", "-f", str(tmp_path), "--source", "data", output=None)
+    assert result.exit_code == 1
+    assert f"{tmp_path / 'freeze.yaml'}:6: for_seconds: a freeze in a file ends at an instant" in result.stderr
+    assert _freezes(cli) == {}
+
+
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "jobs-as-code.md"
 DOCS_MARKER = "<!-- jobs-as-code example: run in process by tests/cli/test_jobs_as_code_cli.py -->"
 
@@ -272,6 +336,8 @@ def test_the_example_definition_files_in_docs_apply_as_they_are_and_again_change
     assert {c["name"] for c in cli.json("calendars", "list")["items"]} == {"company-holidays", "business-hours"}
     assert set(_jobs(cli)) == {"nightly-export", "partner-health"}
     assert [w["name"] for w in cli.json("workflows", "list")["items"]] == ["book-trip"]
+    (freeze,) = cli.json("freezes", "list")["items"]
+    assert freeze["reason"].endswith(" [managed_by: examples, name: year-end]")
     assert cli("plan", "-f", str(examples), "--source", "examples", output=None).exit_code == 0
 
 

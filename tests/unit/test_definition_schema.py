@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -55,13 +56,15 @@ def test_the_schema_is_a_valid_json_schema_with_a_definition_of_each_kind():
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     for kind, model in KIND_MODELS.items():
         assert schema["$defs"][kind]["properties"]["kind"] == {"const": kind}
-        assert set(schema["$defs"][kind]["properties"]) - {"kind"} == {
-            f.alias or n for n, f in model.model_fields.items()
-        }
+        fields = {f.alias or n for n, f in model.model_fields.items()}
+        if kind == "freeze":  # named in a file, and ending at an instant
+            fields = fields - {"for_seconds"} | {"name"}
+        assert set(schema["$defs"][kind]["properties"]) - {"kind"} == fields
+        assert {"kind", "name"} <= set(schema["$defs"][kind]["required"])
 
 
 def test_there_are_example_definition_files_and_each_one_names_the_schema():
-    assert {p.name for p in EXAMPLES} >= {"calendars.yaml", "jobs.yaml", "workflows.json"}
+    assert {p.name for p in EXAMPLES} >= {"calendars.yaml", "jobs.yaml", "workflows.json", "freezes.yaml"}
     for example in EXAMPLES:
         if example.suffix != ".json":
             first = example.read_text(encoding="utf-8").splitlines()[0]
@@ -79,8 +82,8 @@ def test_every_example_definition_file_meets_the_schema(example, validator):
 
 def test_the_pages_yaml_examples_meet_the_schema(validator):
     page = (ROOT / "docs" / "jobs-as-code.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```yaml\n(.*?)\n```", page, re.S)
-    assert blocks
+    blocks = [textwrap.dedent(b) for _, b in re.findall(r"^( *)```yaml\n(.*?)\n\1```", page, re.S | re.M)]
+    assert len(blocks) >= 2
     for block in blocks:
         for document in yaml.safe_load_all(block):
             assert _errors(validator, as_data(document)) == []
@@ -97,18 +100,26 @@ def test_the_pages_yaml_examples_meet_the_schema(validator):
             {"kind": "job", "name": "a", "type": "echo", "schedule": {"rate": "1 hour"}, "colour": "red"},
             ("", "Additional properties are not allowed ('colour' was unexpected)"),
         ),
-        ({"kind": "cronjob", "name": "a"}, ("kind", "'cronjob' is not one of ['calendar', 'job', 'workflow']")),
+        (
+            {"kind": "cronjob", "name": "a"},
+            ("kind", "'cronjob' is not one of ['calendar', 'job', 'workflow', 'freeze']"),
+        ),
         ([{"kind": "calendar", "name": "h", "windows": []}], ("0.windows", "[] should be non-empty")),
         (
             {"kind": "workflow", "name": "w", "schedule": {"rate": "1 hour"}, "steps": [], "calendars": [""]},
             ("calendars.0", "'' should be non-empty"),
+        ),
+        (
+            {"kind": "freeze", "name": "r", "selector": {}, "reason": "x", "until": "2026-12-24T00:00:00Z"},
+            ("selector", "{} is not valid under any of the given schemas"),
         ),
     ],
 )
 def test_a_definition_the_api_refuses_is_refused_by_the_schema_naming_the_field(validator, document, expected):
     assert expected in _errors(validator, document)
     (definition,) = document if isinstance(document, list) else [document]
-    body = {k: v for k, v in definition.items() if k != "kind"}
+    named = definition["kind"] != "freeze"  # a freeze's name is the file's, not the API's
+    body = {k: v for k, v in definition.items() if k != "kind" and (named or k != "name")}
     if definition["kind"] in KIND_MODELS:  # the model the schema is made of refuses it too
         with pytest.raises(ValidationError):
             KIND_MODELS[definition["kind"]].model_validate(body)
@@ -120,3 +131,14 @@ def test_a_definition_names_its_calendars_by_name_not_by_id(validator):
     assert _errors(validator, {**job, "calendars": ["holidays", "holidays"]}) == [
         ("calendars", "['holidays', 'holidays'] has non-unique elements")
     ]
+
+
+def test_a_freeze_in_a_file_ends_at_until_not_for_seconds_as_plan_says(validator):
+    """The API takes for_seconds; a file does not (tickwork_cli.desired_state: it would count from each apply)."""
+    counted = {"kind": "freeze", "name": "r", "selector": {"all": True}, "reason": "x", "for_seconds": 60}
+    assert _errors(validator, counted) == [
+        ("", "'until' is a required property"),
+        ("", "Additional properties are not allowed ('for_seconds' was unexpected)"),
+    ]
+    del counted["for_seconds"]
+    assert _errors(validator, {**counted, "until": "2026-12-24T00:00:00Z"}) == []
