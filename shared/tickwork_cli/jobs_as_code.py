@@ -1,5 +1,5 @@
-"""`tickwork plan` and `tickwork apply`: jobs, workflows, calendars and freezes defined in files, made so over the HTTP API
-(docs/jobs-as-code.md). The files are read by tickwork_cli.definition_files, the plan made by
+"""`tickwork plan` and `tickwork apply`: jobs, workflows, calendars and freezes defined in files, made so over the
+HTTP API (docs/jobs-as-code.md). The files are read by tickwork_cli.definition_files, the plan made by
 tickwork_cli.desired_state; here the API is read and, for `apply`, called.
 
     tickwork plan -f jobs/ --source payments          # exit 0: nothing to do, 2: changes, 1: an error
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from tickwork.model.freezes import EVERY_TENANT
 
 from tickwork_cli.client import ApiError, Client, ConfigError
 from tickwork_cli.definition_files import read_definitions
@@ -74,9 +75,12 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
-def live_state(client: Client, source: str, definitions: list[Definition]) -> dict[str, list[dict[str, Any]]]:
-    """The tenant's calendars, workflows and freezes, and its jobs managed by `source`, none CANCELLED; and when a
-    job the files define is not among those, every job of the tenant, to find one of its name another made."""
+def live_state(
+    client: Client, source: str, definitions: list[Definition], *, prune: bool
+) -> dict[str, list[dict[str, Any]]]:
+    """The tenant's calendars and workflows, and its jobs managed by `source`, none CANCELLED; when a job the files
+    define is not among those, every job of the tenant, to find one of its name another made; and when the files
+    define freezes or prune, the caller's own freezes (an admin lists every tenant's: another's is never touched)."""
 
     def standing(items: Any) -> list[dict[str, Any]]:
         return [i for i in items if i.get("state") != "CANCELLED"]
@@ -88,8 +92,14 @@ def live_state(client: Client, source: str, definitions: list[Definition]) -> di
         "calendar": client.get(PATHS["calendar"])["items"],
         "job": jobs,
         "workflow": standing(client.pages(PATHS["workflow"])),
-        "freeze": client.get(PATHS["freeze"])["items"],
+        "freeze": _own_freezes(client) if prune or any(d.kind == "freeze" for d in definitions) else [],
     }
+
+
+def _own_freezes(client: Client) -> list[dict[str, Any]]:
+    me = client.get("/v1/me")
+    own = (me["tenant"], EVERY_TENANT) if me.get("admin") else (me["tenant"],)
+    return [f for f in client.get(PATHS["freeze"])["items"] if f.get("tenant") in own]
 
 
 def describe(made: Plan) -> list[str]:
@@ -131,7 +141,7 @@ def _shown(value: Any) -> str:
 def _made(client: Client, path: Path, source: str, prune: bool, adopt: bool) -> tuple[Plan, dict[str, str]]:
     """The plan, printed; a conflict in it an error (nothing is done while one stands)."""
     definitions = read_definitions(path)
-    live = live_state(client, source, definitions)
+    live = live_state(client, source, definitions, prune=prune)
     made = plan(definitions, live, source, now=now(), prune=prune, adopt=adopt)
     typer.echo("\n".join(describe(made)))
     if made.conflicts:

@@ -278,6 +278,24 @@ def test_a_freeze_is_made_once_replaced_when_its_file_changes_and_lifted_by_a_pr
     assert freezes[hand_made["id"]]["lifted_at"] is None
 
 
+def test_another_tenants_freeze_of_the_same_source_and_name_is_never_taken_for_this_tenants(cli, tmp_path):
+    """The local caller is an admin, whose listing holds every tenant's freezes: only its own are the files'."""
+    from tickwork.control.callers import Caller
+    from tickwork.model.freezes import FreezeSpec
+
+    spec = {"selector": {"all": True}, "until": "2026-12-20T00:00:00Z"}
+    theirs = cli.pipeline.services.freezes.create(
+        Caller("acme"), FreezeSpec.model_validate({**spec, "reason": "release 4.2 [managed_by: data, name: release]"})
+    )
+    (tmp_path / "freeze.yaml").write_text(FREEZE)
+    planned = cli("plan", "-f", str(tmp_path), "--source", "data", "--prune", output=None)
+    assert planned.stdout.splitlines() == ["+ freeze release", "Plan: 1 to create, 0 to change, 0 to cancel."]
+    (tmp_path / "freeze.yaml").unlink()
+    (tmp_path / "other.yaml").write_text("kind: calendar\nname: none\nwindows: [{dates: [2026-12-25]}]\n")
+    assert cli("apply", "-f", str(tmp_path), "--source", "data", "--prune", output=None).exit_code == 0
+    assert _freezes(cli)[theirs.id]["lifted_at"] is None
+
+
 def test_a_freeze_for_a_number_of_seconds_is_refused_with_its_line(cli, tmp_path):
     (tmp_path / "freeze.yaml").write_text(FREEZE.replace('until: "2026-12-24T00:00:00Z"', "for_seconds: 3600"))
     result = cli("apply", "-f", str(tmp_path), "--source", "data", output=None)
