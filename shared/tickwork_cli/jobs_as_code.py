@@ -148,8 +148,8 @@ def _made(client: Client, path: Path, source: str, prune: bool, adopt: bool) -> 
         first = made.conflicts[0]
         raise DefinitionError(
             first.definition.where,
-            f"{len(made.conflicts)} name(s) already used by a job or workflow this source does not manage (!): "
-            "apply makes no second one of a name",
+            f"{', '.join(repr(c.name) for c in made.conflicts)}: already the name of a job or workflow this source "
+            "does not manage (!); apply makes no second one of a name",
         )
     return made, {c["name"]: c["id"] for c in live["calendar"]}
 

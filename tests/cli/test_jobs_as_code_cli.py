@@ -176,7 +176,7 @@ def test_a_name_a_hand_made_job_has_stops_plan_and_apply_and_adopt_takes_it_over
         "or rename one",
         "Plan: 2 to create, 0 to change, 0 to cancel. 1 in conflict.",
     ]
-    assert f"{folder / 'hourly.json'}:2: 1 name(s) already used by a job or workflow" in planned.stderr
+    assert f"{folder / 'hourly.json'}:2: 'hourly-sync': already the name of a job or workflow" in planned.stderr
     refused = cli("apply", "-f", str(folder), "--source", "data", output=None)
     assert refused.exit_code == 1
     assert set(_jobs(cli)) == {"hourly-sync"}  # nothing done, no second hourly-sync
