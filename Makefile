@@ -52,6 +52,7 @@ generated: $(STAMP)
 	$(BIN)/python -m tickwork_local.generate.house_map
 	$(BIN)/python -m tickwork_local.generate.openapi_file
 	$(BIN)/python -m tickwork_local.generate.options_doc
+	$(BIN)/python -m tickwork_cli.definition_schema
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -1,9 +1,10 @@
-"""`tickwork plan` and `tickwork apply`: jobs, workflows and calendars defined in files, made so over the HTTP API
-(docs/jobs-as-code.md). The files are read by tickwork_cli.definition_files, the plan made by
+"""`tickwork plan` and `tickwork apply`: jobs, workflows, calendars and freezes defined in files, made so over the
+HTTP API (docs/jobs-as-code.md). The files are read by tickwork_cli.definition_files, the plan made by
 tickwork_cli.desired_state; here the API is read and, for `apply`, called.
 
     tickwork plan -f jobs/ --source payments          # exit 0: nothing to do, 2: changes, 1: an error
     tickwork apply -f jobs/ --source payments --prune
+    tickwork apply -f jobs/ --source payments --adopt  # take over the hand-made jobs of the files' names
 """
 
 from __future__ import annotations
@@ -14,12 +15,16 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from tickwork.model.freezes import EVERY_TENANT
 
+from tickwork_cli import clock
 from tickwork_cli.client import ApiError, Client, ConfigError
 from tickwork_cli.definition_files import read_definitions
 from tickwork_cli.desired_state import (
     MANAGED_BY,
     Action,
+    ActionKind,
+    Definition,
     DefinitionError,
     Plan,
     managed_by,
@@ -31,8 +36,8 @@ from tickwork_cli.options import Session, api_command
 EXIT_NO_CHANGES = 0
 EXIT_ERROR = 1
 EXIT_CHANGES = 2  # as `terraform plan -detailed-exitcode`
-DONE = {"create": "created", "change": "changed", "cancel": "cancelled"}
-PATHS = {"calendar": "/v1/calendars", "job": "/v1/jobs", "workflow": "/v1/workflows"}
+DONE = {"create": "created", "adopt": "adopted", "change": "changed", "replace": "replaced", "cancel": "cancelled"}
+PATHS = {"calendar": "/v1/calendars", "job": "/v1/jobs", "workflow": "/v1/workflows", "freeze": "/v1/freezes"}
 
 DefinitionsPath = Annotated[
     Path,
@@ -49,47 +54,99 @@ SourceOpt = Annotated[
     ),
 ]
 PruneOpt = Annotated[
-    bool, typer.Option("--prune", help="Cancel the jobs and workflows of this source that the files no longer define.")
+    bool,
+    typer.Option(
+        "--prune",
+        help="Cancel the jobs and workflows, and lift the freezes, of this source that the files no longer define.",
+    ),
+]
+AdoptOpt = Annotated[
+    bool,
+    typer.Option(
+        "--adopt",
+        help="A job or workflow made by hand whose name the files define becomes this source's (tagged, its fields "
+        "made the file's), instead of a conflict that stops apply.",
+    ),
 ]
 
 
-def live_state(client: Client, source: str) -> dict[str, list[dict[str, Any]]]:
-    """The tenant's calendars, and its jobs and workflows managed by `source`, none CANCELLED."""
+def live_state(
+    client: Client, source: str, definitions: list[Definition], *, prune: bool
+) -> dict[str, list[dict[str, Any]]]:
+    """The tenant's calendars and workflows, and its jobs managed by `source`, none CANCELLED; when a job the files
+    define is not among those, every job of the tenant, to find one of its name another made; and when the files
+    define freezes or prune, the caller's own freezes (an admin lists every tenant's: another's is never touched)."""
 
-    def managed(items: Any) -> list[dict[str, Any]]:
-        return [i for i in items if managed_by(i, source) and i.get("state") != "CANCELLED"]
+    def standing(items: Any) -> list[dict[str, Any]]:
+        return [i for i in items if i.get("state") != "CANCELLED"]
 
+    jobs = standing(j for j in client.pages(PATHS["job"], tag=f"{MANAGED_BY}={source}") if managed_by(j, source))
+    if {d.name for d in definitions if d.kind == "job"} - {j["name"] for j in jobs}:
+        jobs = standing(client.pages(PATHS["job"]))
     return {
         "calendar": client.get(PATHS["calendar"])["items"],
-        "job": managed(client.pages(PATHS["job"], tag=f"{MANAGED_BY}={source}")),
-        "workflow": managed(client.pages(PATHS["workflow"])),
+        "job": jobs,
+        "workflow": standing(client.pages(PATHS["workflow"])),
+        "freeze": _own_freezes(client) if prune or any(d.kind == "freeze" for d in definitions) else [],
     }
 
 
+def _own_freezes(client: Client) -> list[dict[str, Any]]:
+    me = client.get("/v1/me")
+    own = (me["tenant"], EVERY_TENANT) if me.get("admin") else (me["tenant"],)
+    return [f for f in client.get(PATHS["freeze"])["items"] if f.get("tenant") in own]
+
+
 def describe(made: Plan) -> list[str]:
-    """The plan as a person reads it: `+` create, `~` change (each field: live -> file), `-` cancel."""
+    """The plan as a person reads it: `+` create, `~` change or adopt (each field: live -> file), `-/+` replace (a
+    freeze), `-` cancel (a freeze: lift), `!` a conflict (a name another's object has). Adoptions and replacements
+    are counted only when there are some."""
     lines = []
     for action in made.actions:
         if action.kind == "create":
             lines.append(f"+ {action.object_kind} {action.name}")
-        elif action.kind == "change":
-            lines.append(f"~ {action.object_kind} {action.name} ({action.live_id})")
+        elif action.kind in ("change", "adopt"):
+            adopted = ": adopt (made by hand)" if action.kind == "adopt" else ""
+            lines.append(f"~ {action.object_kind} {action.name} ({action.live_id}){adopted}")
+            lines += [f"    {d.path}: {_shown(d.live)} -> {_shown(d.desired)}" for d in action.differences]
+        elif action.kind == "replace":
+            lines.append(f"-/+ {action.object_kind} {action.name} ({action.live_id}): replace (lifted, made anew)")
             lines += [f"    {d.path}: {_shown(d.live)} -> {_shown(d.desired)}" for d in action.differences]
         else:
-            lines.append(f"- {action.object_kind} {action.name} ({action.live_id}): cancel")
-    counts = ", ".join(f"{made.count(kind)} to {kind}" for kind in ("create", "change", "cancel"))
-    lines.append(f"Plan: {counts}." if made.changes_anything else "No changes: the API matches the files.")
+            lines.append(f"- {action.object_kind} {action.name} ({action.live_id}): {_cancel(action)}")
+    lines += [f"! {c.object_kind} {c.name}: {c.reason}" for c in made.conflicts]
+    kinds: tuple[ActionKind, ...] = ("create", "adopt", "change", "replace", "cancel")
+    kinds = tuple(k for k in kinds if made.count(k) or k not in ("adopt", "replace"))
+    counts = ", ".join(f"{made.count(kind)} to {kind}" for kind in kinds)
+    if made.changes_anything or made.conflicts:
+        lines.append(f"Plan: {counts}." + (f" {len(made.conflicts)} in conflict." if made.conflicts else ""))
+    else:
+        lines.append("No changes: the API matches the files.")
     return lines
+
+
+def _cancel(action: Action) -> str:
+    return "lift" if action.object_kind == "freeze" else "cancel"
 
 
 def _shown(value: Any) -> str:
     return "(absent)" if value is None else json.dumps(value, sort_keys=True)
 
 
-def _made(client: Client, path: Path, source: str, prune: bool) -> tuple[Plan, dict[str, str]]:
+def _made(client: Client, path: Path, source: str, prune: bool, adopt: bool) -> tuple[Plan, dict[str, str]]:
+    """The plan, printed; a conflict in it an error (nothing is done while one stands)."""
     definitions = read_definitions(path)
-    live = live_state(client, source)
-    return plan(definitions, live, source, prune=prune), {c["name"]: c["id"] for c in live["calendar"]}
+    live = live_state(client, source, definitions, prune=prune)
+    made = plan(definitions, live, source, now=clock.now(), prune=prune, adopt=adopt)
+    typer.echo("\n".join(describe(made)))
+    if made.conflicts:
+        first = made.conflicts[0]
+        raise DefinitionError(
+            first.definition.where,
+            f"{', '.join(repr(c.name) for c in made.conflicts)}: already the name of a job or workflow this source "
+            "does not manage (!); apply makes no second one of a name",
+        )
+    return made, {c["name"]: c["id"] for c in live["calendar"]}
 
 
 def carry_out(client: Client, made: Plan, calendar_ids: dict[str, str], say: Callable[[str], None]) -> None:
@@ -99,7 +156,8 @@ def carry_out(client: Client, made: Plan, calendar_ids: dict[str, str], say: Cal
             _carry_out_one(client, action, calendar_ids)
         except ApiError as exc:
             raise _located(action, exc) from None
-        say(f"{DONE[action.kind]} {action.object_kind} {action.name}")
+        done = "lifted" if action.kind == "cancel" and _cancel(action) == "lift" else DONE[action.kind]
+        say(f"{done} {action.object_kind} {action.name}")
 
 
 def _carry_out_one(client: Client, action: Action, calendar_ids: dict[str, str]) -> None:
@@ -108,7 +166,10 @@ def _carry_out_one(client: Client, action: Action, calendar_ids: dict[str, str])
         client.delete(f"{base}/{action.live_id}")
         return
     body = with_calendar_ids(action.body, calendar_ids)
-    if action.kind == "create":
+    if action.kind == "replace":  # the new one first: no moment unfrozen between the two
+        client.post(base, body)
+        client.delete(f"{base}/{action.live_id}")
+    elif action.kind == "create":
         created = client.post(base, body)
         if action.object_kind == "calendar":
             calendar_ids[action.name] = created["id"]
@@ -140,26 +201,34 @@ def _failed(message: str) -> typer.Exit:
 
 
 def plan_command(
-    file: DefinitionsPath, session: Session, source: SourceOpt = "default", prune: PruneOpt = False
+    file: DefinitionsPath,
+    session: Session,
+    source: SourceOpt = "default",
+    prune: PruneOpt = False,
+    adopt: AdoptOpt = False,
 ) -> None:
-    """What `apply` would do: create (+), change (~, each field live -> file) and, with --prune, cancel (-).
-    Exit status: 0 nothing to do, 2 changes, 1 an error."""
+    """What `apply` would do: create (+), change (~, each field live -> file), with --adopt take over (~ adopt) and,
+    with --prune, cancel (-); a name another's object has is a conflict (!). Exit status: 0 nothing to do, 2
+    changes, 1 an error or a conflict."""
     try:
-        made, _ = _made(session.client, file, source, prune)
+        made, _ = _made(session.client, file, source, prune, adopt)
     except (DefinitionError, ConfigError) as exc:
         raise _failed(str(exc)) from None
-    typer.echo("\n".join(describe(made)))
     raise typer.Exit(EXIT_CHANGES if made.changes_anything else EXIT_NO_CHANGES)
 
 
 def apply_command(
-    file: DefinitionsPath, session: Session, source: SourceOpt = "default", prune: PruneOpt = False
+    file: DefinitionsPath,
+    session: Session,
+    source: SourceOpt = "default",
+    prune: PruneOpt = False,
+    adopt: AdoptOpt = False,
 ) -> None:
     """Make the API what the files say, in order (calendars before the jobs and workflows that name them); the
-    same files again change nothing. Exit status: 0 done, 1 an error (what was done before it is said)."""
+    same files again change nothing; a conflict (a name another's object has) refuses it all. Exit status: 0 done,
+    1 an error (what was done before it is said)."""
     try:
-        made, calendar_ids = _made(session.client, file, source, prune)
-        typer.echo("\n".join(describe(made)))
+        made, calendar_ids = _made(session.client, file, source, prune, adopt)
         carry_out(session.client, made, calendar_ids, typer.echo)
     except (DefinitionError, ConfigError) as exc:
         raise _failed(str(exc)) from None
