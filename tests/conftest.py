@@ -184,12 +184,16 @@ def pipeline(mocked_aws: None) -> Iterator[Any]:
 @pytest.fixture
 def timed_pipeline(mocked_aws: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """`pipeline` whose SQS runs on the fake clock too: a message's delay ends when the fake clock says so (moto's
-    own are real seconds)."""
+    own are real seconds), and a message move task starts at the fake clock's time."""
     import moto.sqs.models
+    from moto.sqs.responses import SQSResponse
 
     from tests.harness import Pipeline
 
     with Pipeline.create() as p:
         monkeypatch.setattr(moto.sqs.models, "unix_time", lambda *_: p.clock.now().timestamp())
         monkeypatch.setattr(moto.sqs.models, "unix_time_millis", lambda *_: p.clock.now().timestamp() * 1000)
+        # The message move tasks' module (played in moto by mocked_aws), wherever the local runtime keeps it.
+        moves = SQSResponse.start_message_move_task.__globals__
+        monkeypatch.setitem(moves, "unix_time_millis", lambda *_: p.clock.now().timestamp() * 1000)
         yield p

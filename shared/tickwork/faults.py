@@ -1,6 +1,6 @@
 """Named crash points: the places where a tick or an executor dying hurts the most.
 
-The tick and the executor call `faults.reached(point)` at each of them. In production the plan is
+The tick, the executor and the dead letters' redrive call `faults.reached(point)` at each of them. In production the plan is
 `NO_FAULTS` and does nothing. The fault-injection suite (tests/faults) passes a plan that ends the
 process's work right there, to prove that whatever dies at any of these points, nothing is lost and
 nothing runs twice. The points are named here, in the domain, so that a reader sees where a process
@@ -43,6 +43,12 @@ class CrashPoint(StrEnum):
     EVENTS_BEFORE_PUBLISH = "events.before_publish"
     # The audit trail's archive (tickwork.tick.audit_archive): a record in S3, not yet released to TTL.
     AUDIT_AFTER_ARCHIVE = "audit.after_archive"
+    # The SQS dead letters' redrive (tickwork.control.dead_letters), whose record is an intent confirmed after the
+    # move tasks start (tickwork.model.redrive_intents).
+    REDRIVE_BEFORE_INTENT = "redrive.before_intent"  # the queues read, nothing written
+    REDRIVE_AFTER_INTENT = "redrive.after_intent"  # the intent written, no move started
+    REDRIVE_AFTER_MOVE = "redrive.after_move"  # a band's move started, the record not confirmed
+    REDRIVE_AFTER_CONFIRM = "redrive.after_confirm"  # the record confirmed, the answer not sent
 
 
 TICK_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("tick."))
@@ -51,6 +57,7 @@ WORKFLOW_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("workf
 FANOUT_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("fanout."))
 EVENT_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("events."))
 AUDIT_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("audit."))
+REDRIVE_CRASH_POINTS = tuple(p for p in CrashPoint if p.value.startswith("redrive."))
 
 
 class FaultPlan(Protocol):

@@ -46,7 +46,7 @@ from tickwork.store import (
     WorkflowRecords,
     cursor_key,
 )
-from tickwork.store.audit import AuditItems, AuditOutbox
+from tickwork.store.audit import AuditIntents, AuditItems, AuditOutbox
 from tickwork.store.calendars import CalendarRecords
 from tickwork.store.deadlines import DeadlineRecords
 from tickwork.store.debounce import DebounceWindows
@@ -75,6 +75,7 @@ if TYPE_CHECKING:  # the API's and the tick's rooms, imported where they are bui
     from tickwork.control.workflow_service import WorkflowService
     from tickwork.tick.audit_archive import AuditArchiver
     from tickwork.tick.dispatch import Dispatcher, MinuteTick
+    from tickwork.tick.redrive_intents import RedriveIntents
 
 
 # One piece: the composition root (every wire in one place, so each collaborator is found where it is made).
@@ -174,7 +175,27 @@ class Services:
                 shards=s.due_shards,
                 faults=self.faults,
             )
-        return MinuteTick(self.dispatcher, coordinator)
+        return MinuteTick(self.dispatcher, coordinator, self.redrive_intents)
+
+    @cached_property
+    def redrive_intents(self) -> RedriveIntents:
+        """The tick's settlement of the dead letters' redrives' audit records left pending."""
+        from tickwork.tick.redrive_intents import RedriveIntents
+
+        return RedriveIntents(self.audit_intents, self.dead_letter_queues, self.clock)
+
+    @cached_property
+    def audit_intents(self) -> AuditIntents:
+        return AuditIntents(self.store.shared_table, AuditItems())
+
+    @cached_property
+    def dead_letter_queues(self) -> DeadLetterQueues:
+        s = self.settings
+        return DeadLetterQueues(
+            self.clients.client("sqs"),
+            {band: s.queue_url(band) for band in Band},
+            {band: s.dlq_url(band) for band in Band},
+        )
 
     @cached_property
     def executor(self) -> RunExecutor:
@@ -384,7 +405,7 @@ class Services:
         """Each API change's audit record (written in the change's own transaction), and the records' listing."""
         from tickwork.control.audit import AuditTrail
 
-        return AuditTrail(AuditItems(), self.listings, self.clock, self.store.shared_table)
+        return AuditTrail(AuditItems(), self.listings, self.clock, self.audit_intents)
 
     @cached_property
     def idempotent_create(self) -> IdempotentCreate:
@@ -467,15 +488,7 @@ class Services:
         """The band queues' SQS dead-letter queues, for an admin: what they hold, and their redrive."""
         from tickwork.control.dead_letters import DeadLetterAdmin
 
-        s = self.settings
-        return DeadLetterAdmin(
-            DeadLetterQueues(
-                self.clients.client("sqs"),
-                {band: s.queue_url(band) for band in Band},
-                {band: s.dlq_url(band) for band in Band},
-            ),
-            self.audit,
-        )
+        return DeadLetterAdmin(self.dead_letter_queues, self.audit, self.faults)
 
     @cached_property
     def run_cancel(self) -> RunCancel:

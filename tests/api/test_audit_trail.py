@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
+from tickwork.faults import CrashPoint
 from tickwork.model.clock import iso
 
 from tests.api.conftest import ACME, GLOBEX, ApiClient, role_identity
@@ -54,11 +55,11 @@ class Call:
 
 
 def audit_items(pipeline: Any) -> list[dict[str, Any]]:
-    """Every audit record in the table (a test's scan)."""
+    """Every audit record in the table (a test's scan; not a redrive's intent, which is not a record)."""
     pages = pipeline.services.store.shared_table.client.get_paginator("scan").paginate(
         TableName=pipeline.resources.table_name,
-        FilterExpression="begins_with(pk, :audit)",
-        ExpressionAttributeValues={":audit": {"S": "AUDIT#"}},
+        FilterExpression="begins_with(pk, :audit) AND kind = :record",
+        ExpressionAttributeValues={":audit": {"S": "AUDIT#"}, ":record": {"S": "AUDIT"}},
     )
     return [json.loads(item["record"]["S"]) for page in pages for item in page["Items"]]
 
@@ -383,7 +384,8 @@ def changed_key(transaction: list[dict[str, Any]]) -> tuple[str, str]:
     return key["pk"]["S"], key["sk"]["S"]
 
 
-# Writes nothing to the table (SQS's message move task): its record is written after it (docs/security.md).
+# Writes nothing to the table (SQS's message move task): its record is an intent written before it and confirmed
+# after (docs/security.md), each crash point of which tests/integration/test_redrive_audit_outbox.py walks.
 RECORDED_AFTER = {("post", "/v1/dead-letters/redrive")}
 IN_A_TRANSACTION = sorted(set(CALLS) - RECORDED_AFTER)
 
@@ -439,3 +441,15 @@ def test_asking_again_what_was_asked_already_changes_nothing_and_records_nothing
     again = call.send(api)
     assert again.status < 300, again.text
     assert audit_items(pipeline) == before
+
+
+def test_a_redrive_whose_request_died_before_its_confirm_is_not_listed_while_pending(api, pipeline) -> None:
+    """Its record is an intent until confirmed (by the tick: tests/integration/test_redrive_audit_outbox.py): the
+    listing shows changes known to have happened, so neither a tenant's view nor an admin's shows it."""
+    pipeline.sqs.send_message(QueueUrl=pipeline.resources.dlq_urls["low"], MessageBody="poison")
+    pipeline.crashes.arm(CrashPoint.REDRIVE_AFTER_MOVE)
+    with pytest.raises(ProcessKilled):
+        api.post("/v1/dead-letters/redrive", {"bands": ["low"]}, identity=ADMIN)
+    for query in ({}, {"tenant": "*"}, {"tenant": ADMIN_TENANT}, {"action": "dead_letters.redrive"}):
+        reply = api.get("/v1/audit", query=query, identity=ADMIN)
+        assert (reply.status, reply.json["items"]) == (200, []), query

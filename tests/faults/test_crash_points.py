@@ -10,6 +10,7 @@ from tickwork.faults import (
     EVENT_CRASH_POINTS,
     EXECUTOR_CRASH_POINTS,
     FANOUT_CRASH_POINTS,
+    REDRIVE_CRASH_POINTS,
     TICK_CRASH_POINTS,
     WORKFLOW_CRASH_POINTS,
     CrashPoint,
@@ -31,6 +32,7 @@ def test_a_process_dying_at_a_crash_point_loses_nothing_and_runs_nothing_twice(f
 def test_every_crash_point_is_named_for_the_tick_the_executor_a_workflow_run_or_the_fan_out():
     named = set(TICK_CRASH_POINTS) | set(EXECUTOR_CRASH_POINTS) | set(WORKFLOW_CRASH_POINTS) | set(FANOUT_CRASH_POINTS)
     named |= set(EVENT_CRASH_POINTS) | set(AUDIT_CRASH_POINTS)  # tests/integration/test_audit_archive.py
+    named |= set(REDRIVE_CRASH_POINTS)  # tests/integration/test_redrive_audit_outbox.py
     assert named == set(CrashPoint)
     assert len(FANOUT_CRASH_POINTS) == 2  # tests/faults/test_fanout_crash.py
     assert len(TICK_CRASH_POINTS) == 4

@@ -455,9 +455,13 @@ def test_only_the_executor_consumes_the_band_queues(template):
         assert sorted(api[action], key=str) == sorted(expected, key=str), action
     assert sorted(api["sqs:StartMessageMoveTask"], key=str) == dlqs
     tick = _grants(template, "TickRole")
-    # The tick only reads a band's backlog (before re-sending a run nobody leased); it consumes nothing.
+    # The tick only reads a band's backlog (before re-sending a run nobody leased), and a dead-letter queue's move
+    # tasks (a redrive's audit record left pending: tickwork.tick.redrive_intents); it consumes nothing.
     assert not (consume - {"sqs:GetQueueAttributes"}) & tick.keys()
-    assert sorted(tick["sqs:GetQueueAttributes"], key=str) == sorted((_arn(f"{b}Queue") for b in BANDS), key=str)
+    assert sorted(tick["sqs:GetQueueAttributes"], key=str) == sorted(
+        [*(_arn(f"{b}Queue") for b in BANDS), *dlqs], key=str
+    )
+    assert sorted(tick["sqs:ListMessageMoveTasks"], key=str) == dlqs
     # A dispatch worker consumes only the dispatch queue (its event source), and reads the bands' backlogs.
     worker = _grants(template, "DispatchRole")
     for action in consume - {"sqs:GetQueueAttributes"}:

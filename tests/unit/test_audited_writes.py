@@ -72,6 +72,11 @@ def test_a_record_id_taken_already_is_an_error_not_a_lost_change() -> None:
         update(Client(cancelled("None", "ConditionalCheckFailed")))
 
 
+def test_a_change_lost_whose_record_is_there_already_is_a_false() -> None:
+    """The second confirm of an audit intent: the intent is gone and its record is there, written by the first."""
+    assert update(Client(cancelled("ConditionalCheckFailed", "ConditionalCheckFailed"))) == (False, {})
+
+
 def test_a_transaction_cannot_be_asked_for_the_written_item() -> None:
     with pytest.raises(ValueError, match="returns no attributes"):
         Table(Client(), "t")._attempt("Update", None, AUDIT, Key=KEY, ReturnValues="ALL_NEW")

@@ -40,7 +40,17 @@ class DeadLetterQueue:
 
 
 class RedriveRunning(Exception):
-    """A message move task of this queue is still moving its messages: SQS allows one at a time."""
+    """A message move task of this queue is still moving its messages: SQS allows one at a time. `maybe_ours`: SQS
+    said so to a retry of the start (the SDK's, after a timeout), whose first send may have started that task."""
+
+    def __init__(self, band: str, *, maybe_ours: bool = False) -> None:
+        super().__init__(band)
+        self.maybe_ours = maybe_ours
+
+
+class MoveRefused(Exception):
+    """SQS answered the start with an error (a denied grant, a missing queue, throttling past the retries): no task
+    was started by it."""
 
 
 class DeadLetterQueues:
@@ -55,31 +65,43 @@ class DeadLetterQueues:
         answer: dict[str, str] = self._sqs.get_queue_attributes(QueueUrl=url, AttributeNames=list(names))["Attributes"]
         return answer
 
+    def _tasks(self, source_arn: str, most: int) -> list[MoveTask]:
+        """The queue's latest message move tasks, newest first (ListMessageMoveTasks: at most 10, of 14 days)."""
+        listed = self._sqs.list_message_move_tasks(SourceArn=source_arn, MaxResults=most).get("Results", [])
+        return [_move_task(entry) for entry in listed]
+
     def read(self, band: Band) -> DeadLetterQueue:
         """What the band's dead-letter queue holds, and its latest redrive (None: never redriven, or not within
         the 14 days SQS lists a task for)."""
         attrs = self._attributes(
             self.dlq_urls[band], "QueueArn", "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"
         )
-        tasks = self._sqs.list_message_move_tasks(SourceArn=attrs["QueueArn"], MaxResults=1).get("Results", [])
+        tasks = self._tasks(attrs["QueueArn"], 1)
         return DeadLetterQueue(
             band=band,
             messages=int(attrs.get("ApproximateNumberOfMessages", 0)),
             in_flight=int(attrs.get("ApproximateNumberOfMessagesNotVisible", 0)),
-            last_redrive=_move_task(tasks[0]) if tasks else None,
+            last_redrive=tasks[0] if tasks else None,
         )
+
+    def moves_started(self, band: Band) -> list[datetime]:
+        """When the band's dead-letter queue's latest move tasks started (up to 10, newest first)."""
+        source = self._attributes(self.dlq_urls[band], "QueueArn")["QueueArn"]
+        return [task.started_at for task in self._tasks(source, 10)]
 
     def redrive(self, band: Band) -> None:
         """Start moving the band's dead-letter queue's messages back to the band's queue (SQS's message move task,
-        asynchronous). RedriveRunning if one is moving them still."""
+        asynchronous). RedriveRunning if one is moving them still; MoveRefused if SQS answered another error. Any
+        other exception (a timeout past the SDK's retries) leaves unknown whether the task started."""
         source = self._attributes(self.dlq_urls[band], "QueueArn")["QueueArn"]
         destination = self._attributes(self.queue_urls[band], "QueueArn")["QueueArn"]
         try:
             self._sqs.start_message_move_task(SourceArn=source, DestinationArn=destination)
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code", "") in _TASK_RUNNING:
-                raise RedriveRunning(band.value) from exc
-            raise
+                retried = exc.response.get("ResponseMetadata", {}).get("RetryAttempts", 0) > 0
+                raise RedriveRunning(band.value, maybe_ours=retried) from exc
+            raise MoveRefused(f"SQS refused to redrive {band.value}: {exc}") from exc
 
 
 def _move_task(entry: dict[str, Any]) -> MoveTask:

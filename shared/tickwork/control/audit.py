@@ -1,5 +1,6 @@
 """The audit trail (docs/security.md "Audit trail"): the record of an API action, built for the write that makes
-the change (which puts it in its own transaction), and the records a caller may read.
+the change (which puts it in its own transaction), or, for an action that writes nothing to the table, written as
+an intent before it (tickwork.model.redrive_intents); and the records a caller may read.
 
 An action given no attribution (None: not an API request's, such as a test's direct call) writes no record.
 """
@@ -17,8 +18,7 @@ from tickwork.model.clock import Clock, to_ms
 from tickwork.model.errors import Forbidden
 from tickwork.model.job import Job
 from tickwork.model.workflow.definition import Workflow
-from tickwork.store.audit import AuditItems
-from tickwork.store.conditional import Table
+from tickwork.store.audit import AuditIntents, AuditItems, PendingIntent
 from tickwork.store.listings import Listings, Page
 
 Scheduled = TypeVar("Scheduled", Job, Workflow)
@@ -39,7 +39,7 @@ class AuditTrail:
     items: AuditItems
     listings: Listings
     clock: Clock
-    table: Table  # for the one record written alone (record_alone)
+    intents: AuditIntents  # the records of actions outside the table, written before them
 
     def item(
         self,
@@ -75,14 +75,24 @@ class AuditTrail:
         resource = AuditResource(kind=kind, id=item.id)
         return self.item(by, tenant=item.tenant, action=f"{kind}.create", resource=resource, after=item)
 
-    def record_alone(
-        self, by: Attribution | None, *, tenant: str, action: str, resource: AuditResource, changes: dict[str, Change]
-    ) -> None:
-        """The record of an action that writes nothing to the table (an SQS message move task), written after it:
-        the one record a crash between the two can lose (docs/security.md "Audit trail")."""
-        item = self.item(by, tenant=tenant, action=action, resource=resource, changes=changes)
-        if item is not None:
-            self.table.put_if_absent(item, return_old=False)
+    def intend(
+        self,
+        by: Attribution | None,
+        *,
+        tenant: str,
+        action: str,
+        resource: AuditResource,
+        changes: dict[str, Change],
+        settles_after: timedelta,
+    ) -> PendingIntent | None:
+        """The record of an action that writes nothing to the table, written as pending before the action (None:
+        no record). The caller confirms it after, or marks it not happened; one its request left pending, the tick settles from
+        `settles_after` on."""
+        if by is None:
+            return None
+        at = self.clock.now()
+        record = audit_record(by, tenant=tenant, action=action, resource=resource, at=at, changes=changes)
+        return self.intents.write(record, settles_at=at + settles_after)
 
     def records(
         self,

@@ -10,6 +10,13 @@
   sets `expires_at` (DynamoDB TTL: `at` plus AuditRetentionDays) in one conditional write: a record is only ever
   removed once archived. Its own partition of the due index, which the claim's shard queries never read: a
   backlog of records (S3 unreachable for a day) never crowds out a job's claim.
+
+An action that writes nothing to the table (the dead letters' redrive, tickwork.model.redrive_intents) writes its
+record first as an intent (`AuditIntents`): the record's item, at sk=INTENT#<at ms>#<id> (outside the listing's
+range of sort keys) without the tenant-index keys (outside an admin's), in its own partition of the due index,
+due_shard=AUDIT_INTENT, due_at=<when the tick may settle it>. Settled, it leaves the due index, says how
+(`settled`: confirmed or not_happened) and is removed by TTL a day later (the roles delete no item); confirmed, in
+one transaction with the record's put, as any audited change.
 """
 
 from __future__ import annotations
@@ -28,6 +35,8 @@ from tickwork.store.due_index import DUE_INDEX, TENANT_INDEX
 AUDIT_PARTITION = "AUDIT#"
 ALL_TENANTS = "AUDIT#*"  # the tenant-index partition of every tenant's records
 ARCHIVE_SHARD = "AUDIT"  # the due-index partition of the records not yet archived
+INTENT_SHARD = "AUDIT_INTENT"  # the due-index partition of the intents not yet settled
+INTENT_SORT = "INTENT#"  # an intent's sort key's prefix: after every record's (digits) in the partition
 
 
 def audit_sort(at_ms: int, record_id: str = "") -> str:
@@ -58,6 +67,37 @@ class AuditItems:
             }
         )
 
+    def intent(self, record: AuditRecord, settles_at: datetime) -> dict[str, Any]:
+        """The item of a record still pending: its record's item, moved out of the listings and the archive."""
+        item = self.item(record)
+        del item["tenant_key"], item["tenant_sort"]
+        return item | serialize(
+            {
+                "sk": INTENT_SORT + item["sk"]["S"],
+                "kind": "AUDIT_INTENT",
+                "due_shard": INTENT_SHARD,
+                "due_at": to_ms(settles_at),
+            }
+        )
+
+
+def _due(table: Table, shard: str, now: datetime, limit: int) -> list[dict[str, Any]]:
+    """The items of a due-index partition due by `now`, up to `limit`, read from the table (the index does not
+    project them); one taken out of the index meanwhile is left out."""
+    page = table.client.query(
+        TableName=table.name,
+        IndexName=DUE_INDEX,
+        KeyConditionExpression="due_shard = :s AND due_at <= :now",
+        ExpressionAttributeValues=expression_values(s=shard, now=to_ms(now)),
+        Limit=limit,
+    )
+    keys = [{"pk": raw["pk"], "sk": raw["sk"]} for raw in page.get("Items", [])]
+    return [i for i in table.batch_get(keys) if i.get("due_shard") == shard]
+
+
+def _key(item: dict[str, Any]) -> dict[str, Any]:
+    return {"pk": {"S": item["pk"]}, "sk": {"S": item["sk"]}}
+
 
 @dataclass(frozen=True)
 class PendingRecord:
@@ -79,18 +119,8 @@ class AuditOutbox:
 
     def pending(self, now: datetime, *, limit: int) -> list[PendingRecord]:
         """Up to `limit` records due by `now`, oldest first."""
-        page = self._table.client.query(
-            TableName=self._table.name,
-            IndexName=DUE_INDEX,
-            KeyConditionExpression="due_shard = :s AND due_at <= :now",
-            ExpressionAttributeValues=expression_values(s=ARCHIVE_SHARD, now=to_ms(now)),
-            Limit=limit,
-        )
-        keys = [{"pk": raw["pk"], "sk": raw["sk"]} for raw in page.get("Items", [])]
-        items = [i for i in self._table.batch_get(keys) if "due_at" in i]  # one archived meanwhile is left out
-        pending = [
-            PendingRecord({"pk": {"S": i["pk"]}, "sk": {"S": i["sk"]}}, int(i["due_at"]), i["record"]) for i in items
-        ]
+        items = _due(self._table, ARCHIVE_SHARD, now, limit)
+        pending = [PendingRecord(_key(i), int(i["due_at"]), i["record"]) for i in items]
         return sorted(pending, key=lambda p: (p.due_at, p.key["sk"]["S"]))
 
     def archived(self, pending: PendingRecord) -> bool:
@@ -104,6 +134,64 @@ class AuditOutbox:
             None,
             expression_values(expires=expires_at, due=pending.due_at),
         )
+
+
+@dataclass(frozen=True)
+class PendingIntent:
+    """An intent written and not yet settled: its item's key, its due time (the settle's condition) and its
+    record."""
+
+    key: dict[str, Any]
+    due_at: int
+    record: AuditRecord
+
+
+class IntentIdTaken(Exception):
+    """An intent's put found an item at its key: its record's id (random) was taken."""
+
+
+# A settled intent stays this long (an operator may look at it in the table), then TTL removes it.
+SETTLED_INTENT_KEPT_SECONDS = 86_400
+
+
+class AuditIntents:
+    """The records of actions outside the table, pending until their action is known to have happened. Each
+    write is conditional: the intent's put on its key being new, its settle (confirm or not) on its being pending
+    still (its due time as written)."""
+
+    def __init__(self, table: Table, items: AuditItems) -> None:
+        self._table = table
+        self._items = items
+
+    def write(self, record: AuditRecord, *, settles_at: datetime) -> PendingIntent:
+        """The record, pending until confirmed or removed; the tick settles it from `settles_at` on."""
+        item = self._items.intent(record, settles_at)
+        won, _ = self._table.put_if_absent(item, return_old=False)
+        if not won:
+            raise IntentIdTaken(record.id)
+        return PendingIntent({"pk": item["pk"], "sk": item["sk"]}, to_ms(settles_at), record)
+
+    def confirm(self, intent: PendingIntent, record: AuditRecord) -> bool:
+        """Its action happened: the intent settled and `record` put, one transaction. False if it was settled
+        already."""
+        return self._settle(intent, "confirmed", audit=self._items.item(record))
+
+    def mark_not_happened(self, intent: PendingIntent) -> bool:
+        """Its action did not happen: the intent settled, no record. False if it was settled already."""
+        return self._settle(intent, "not_happened", audit=None)
+
+    def _settle(self, intent: PendingIntent, outcome: str, *, audit: dict[str, Any] | None) -> bool:
+        expires_at = intent.due_at // 1000 + SETTLED_INTENT_KEPT_SECONDS
+        values = expression_values(due=intent.due_at, outcome=outcome, expires=expires_at)
+        update = "REMOVE due_shard, due_at SET #settled = :outcome, expires_at = :expires"
+        names = {"#settled": "settled"}
+        return self._table.update_if(intent.key, update, "due_at = :due", names, values, audit=audit)
+
+    def due(self, now: datetime, *, limit: int) -> list[PendingIntent]:
+        """Up to `limit` intents the tick may settle by `now`, oldest first."""
+        items = _due(self._table, INTENT_SHARD, now, limit)
+        intents = [PendingIntent(_key(i), int(i["due_at"]), record_of(i)) for i in items]
+        return sorted(intents, key=lambda p: (p.due_at, p.key["sk"]["S"]))
 
 
 def record_of(attrs: dict[str, Any]) -> AuditRecord:

@@ -247,7 +247,9 @@ class Table:
         self, operation: str, audit: dict[str, Any], params: dict[str, Any]
     ) -> tuple[bool, dict[str, Any]]:
         """The write and its audit record in one TransactWriteItems. The record's key is new (its id is random), so
-        its own condition fails only if the id was taken: then the transaction is an error, not a lost write. A
+        its own condition fails only if the id was taken: then the transaction is an error, not a lost write; or if
+        the record is there already, written by the write that won before (an audit intent's confirm, the second
+        time): the write's condition fails too, and that is a lost write. A
         transaction cancelled by another in progress on the item (TransactionConflict, which the SDK does not
         retry) is sent again, up to TRANSACTION_CONFLICT_TRIES times."""
         if "ReturnValues" in params:
@@ -268,7 +270,7 @@ class Table:
                 change, put = (reason.get("Code") for reason in reasons)
                 if "TransactionConflict" in (change, put) and tries_left:
                     continue
-                if change != "ConditionalCheckFailed" or put not in (None, "None"):
+                if change != "ConditionalCheckFailed" or put not in (None, "None", "ConditionalCheckFailed"):
                     raise
                 return False, deserialize(reasons[0].get("Item") or {})
             return True, {}

@@ -10,7 +10,8 @@ re-sends what was claimed but never leased (tickwork.tick.resender), reconciles 
 (tickwork.tick.workflow_occurrences), and sends the claimed runs to their band queues in batches of 10 with
 DelaySeconds = ceil(due - now), so a run starts within about a second of its time and never before it
 (tickwork.tick.sender). `MinuteTick` is the minute rule's entry: the whole claim, or, fanned out, the
-coordinator's slices (tickwork.tick.fanout). Once per tick, the whole claim (or the slice with shard 0) also
+coordinator's slices (tickwork.tick.fanout), then the settlement of the dead letters' redrives' audit records left
+pending (tickwork.tick.redrive_intents). Once per tick, the whole claim (or the slice with shard 0) also
 records and publishes the freezes' starts and ends (tickwork.progress.freeze_events) and archives the audit
 records written since the last tick (tickwork.tick.audit_archive).
 """
@@ -50,6 +51,7 @@ from tickwork.tick.claimer import JobClaimer, JobRunWriter, OccurrenceWriter, Wo
 from tickwork.tick.deadlines import DeadlineCheck
 from tickwork.tick.fairness import HoldReason
 from tickwork.tick.fanout import DispatchCoordinator
+from tickwork.tick.redrive_intents import RedriveIntents
 from tickwork.tick.report import HELD_BACK_METRIC, TickReport
 from tickwork.tick.resender import Resender
 from tickwork.tick.sender import RunSender, outgoing_for
@@ -315,12 +317,24 @@ class Dispatcher:
 
 class MinuteTick:
     """What the minute rule starts: the claim itself, or, fanned out, the coordinator handing the shards to the
-    dispatch workers (tickwork.tick.fanout), each of which calls `Dispatcher.claim_slice`."""
+    dispatch workers (tickwork.tick.fanout), each of which calls `Dispatcher.claim_slice`; then, once a minute
+    either way, the settlement of the redrives' audit records left pending (tickwork.tick.redrive_intents)."""
 
-    def __init__(self, dispatcher: Dispatcher, coordinator: DispatchCoordinator | None) -> None:
-        self.dispatcher, self.coordinator = dispatcher, coordinator
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        coordinator: DispatchCoordinator | None,
+        redrive_intents: RedriveIntents | None = None,
+    ) -> None:
+        self.dispatcher, self.coordinator, self.redrive_intents = dispatcher, coordinator, redrive_intents
 
     def run(self) -> TickReport:
+        report = self._claim_or_hand_out()
+        if self.redrive_intents is not None:
+            report.redrive_intents_settled = self.redrive_intents.settle_due()
+        return report
+
+    def _claim_or_hand_out(self) -> TickReport:
         if self.coordinator is None:
             return self.dispatcher.claim_due_runs()
         started = time.monotonic()
