@@ -21,6 +21,7 @@ import pytest
 from template_support import as_list, iam_statements
 from tickwork.faults import CrashPoint
 from tickwork.model.audit import Actor, ActorKind, Attribution
+from tickwork.model.calendars import CalendarDefinition
 from tickwork.model.ids import run_id_for
 from tickwork.model.policies import Band
 from tickwork.model.states import RunStatus, RunTrigger
@@ -147,7 +148,24 @@ def _recorder(pipeline: Any) -> tuple[Recorded, Any]:
     return recorded, acting_as
 
 
-def test_every_call_the_code_makes_is_allowed_by_its_functions_role(pipeline, template):
+def _a_create_under_a_key_that_fails_after_taking_it(pipeline: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The job's write fails after its idempotency key was taken: the key is released (its record deleted), so the
+    corrected retry is not refused."""
+    from tickwork.control.idempotent_create import IdempotentCreate
+    from tickwork.control.api_bodies import JobSpec
+
+    def refused(*_: Any, **__: Any) -> Any:
+        raise RuntimeError("the job's write failed")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(IdempotentCreate, "_put_or_get", refused)
+        spec = JobSpec.model_validate({"name": "iam-keyed", "type": "echo", "schedule": {"at": START + FAR}})
+        with pytest.raises(RuntimeError):
+            pipeline.services.idempotent_create.create_job_once(TENANT, spec, key="iam-key", request_hash="h")
+    assert any(op == "DeleteItem" for _, op, _ in pipeline.calls.calls), "the key was not released"
+
+
+def test_every_call_the_code_makes_is_allowed_by_its_functions_role(pipeline, template, monkeypatch):
     recorded, acting_as = _recorder(pipeline)
 
     jobs, queries, redrive = pipeline.services.jobs, pipeline.services.queries, pipeline.services.redrive
@@ -160,6 +178,9 @@ def test_every_call_the_code_makes_is_allowed_by_its_functions_role(pipeline, te
         )
         pipeline.create_job(schedule={"at": START + timedelta(seconds=5)})  # claimed and sent at create
         queries.get_job(TENANT, ok.id)
+        calendar = pipeline.services.calendars.create(TENANT, CalendarDefinition.model_validate({"name": "iam-blackout", "windows": [{"from": START.isoformat(), "to": (START + FAR).isoformat()}]}))
+        pipeline.services.calendars.delete(TENANT, calendar.id)
+        _a_create_under_a_key_that_fails_after_taking_it(pipeline, monkeypatch)
 
     pipeline.clock.advance(FAR.total_seconds())
     with acting_as("TickRole"):
