@@ -151,8 +151,8 @@ def _recorder(pipeline: Any) -> tuple[Recorded, Any]:
 def _a_create_under_a_key_that_fails_after_taking_it(pipeline: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """The job's write fails after its idempotency key was taken: the key is released (its record deleted), so the
     corrected retry is not refused."""
-    from tickwork.control.idempotent_create import IdempotentCreate
     from tickwork.control.api_bodies import JobSpec
+    from tickwork.control.idempotent_create import IdempotentCreate
 
     def refused(*_: Any, **__: Any) -> Any:
         raise RuntimeError("the job's write failed")
@@ -178,7 +178,12 @@ def test_every_call_the_code_makes_is_allowed_by_its_functions_role(pipeline, te
         )
         pipeline.create_job(schedule={"at": START + timedelta(seconds=5)})  # claimed and sent at create
         queries.get_job(TENANT, ok.id)
-        calendar = pipeline.services.calendars.create(TENANT, CalendarDefinition.model_validate({"name": "iam-blackout", "windows": [{"from": START.isoformat(), "to": (START + FAR).isoformat()}]}))
+        calendar = pipeline.services.calendars.create(
+            TENANT,
+            CalendarDefinition.model_validate(
+                {"name": "iam-blackout", "windows": [{"from": START.isoformat(), "to": (START + FAR).isoformat()}]}
+            ),
+        )
         pipeline.services.calendars.delete(TENANT, calendar.id)
         _a_create_under_a_key_that_fails_after_taking_it(pipeline, monkeypatch)
 
