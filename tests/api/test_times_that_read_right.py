@@ -103,3 +103,22 @@ def test_a_failed_run_re_queued_stays_the_last_run_until_it_starts_again(api, pi
     last = _last_run(api, job)
     assert (last["id"], last["status"]) == (failed, "FAILED")
     assert last["started_at"] is not None
+
+
+def test_a_retried_run_s_handler_time_is_every_execution_s_and_its_wall_time_leaves_out_its_days_in_the_dlq(
+    api, pipeline
+):
+    """handler_ms is the handler time of every attempt the run has had, in each execution; wall_ms each
+    execution's first start to its end, added up: not the two days it sat FAILED before its retry."""
+    _job, _older, failed = _ran_then_failed(api, pipeline)
+    first = api.get(f"/v1/runs/{failed}").json
+    assert (first["handler_ms"], first["wall_ms"]) == (10_000, 10_000)
+
+    pipeline.clock.advance(2 * 24 * 3600)
+    retried = api.post(f"/v1/runs/{failed}/retry", {"payload": {"sleep_seconds": 3}})
+    assert (retried.json["handler_ms"], retried.json["wall_ms"]) == (10_000, 10_000)  # the first execution's, so far
+    pipeline.drain()
+    run = api.get(f"/v1/runs/{failed}").json
+    assert (run["status"], run["attempts"], run["requeues"]) == ("SUCCEEDED", 1, 1)
+    assert [a["outcome"] for a in run["attempt_history"]] == ["timed_out", "succeeded"]
+    assert (run["duration_ms"], run["handler_ms"], run["wall_ms"]) == (3_000, 13_000, 13_000)
