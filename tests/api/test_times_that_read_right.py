@@ -122,3 +122,18 @@ def test_a_retried_run_s_handler_time_is_every_execution_s_and_its_wall_time_lea
     assert (run["status"], run["attempts"], run["requeues"]) == ("SUCCEEDED", 1, 1)
     assert [a["outcome"] for a in run["attempt_history"]] == ["timed_out", "succeeded"]
     assert (run["duration_ms"], run["handler_ms"], run["wall_ms"]) == (3_000, 13_000, 13_000)
+
+
+def test_a_retried_run_of_a_job_cancelled_meanwhile_is_skipped_and_stays_the_last_run_with_its_first_times(
+    api, pipeline
+):
+    """Re-queued, then its job cancelled: it is recorded SKIPPED `cancelled` before it starts again, and is still
+    the job's last run (it ran), its handler and wall time the first execution's."""
+    job, _older, failed = _ran_then_failed(api, pipeline)
+    assert api.post(f"/v1/runs/{failed}/retry").status == 202
+    assert api.delete(f"/v1/jobs/{job['id']}").status == 200
+    pipeline.clock.advance(3600)
+    pipeline.drain()
+    last = _last_run(api, job)
+    assert (last["id"], last["status"], last["skip_reason"]) == (failed, "SKIPPED", "cancelled")
+    assert (last["started_at"], last["handler_ms"], last["wall_ms"]) == (None, 10_000, 10_000)
