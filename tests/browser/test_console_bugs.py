@@ -73,6 +73,8 @@ def test_a_redriven_runs_timeline_is_in_time_order_with_the_redrive_marked(page,
     assert len(requeued) == 1
     assert labels.index("Attempt 2") < requeued[0] < len(labels) - 1 - labels[::-1].index("Attempt 1")
     assert "+-" not in timeline.inner_text()
+    wall = page.locator("dl.facts dt", has_text="Wall time").locator("xpath=following-sibling::dd[1]")
+    assert "each execution's first start to its end" in wall.inner_text()  # not the time between them
 
 
 def test_a_negative_offset_is_written_with_a_minus_sign_not_plus_minus(page, dev: LocalApi):

@@ -89,3 +89,24 @@ def test_the_failing_filter_lists_only_the_jobs_whose_last_run_failed(sized, dev
     row_of(page, "console-health-fine").wait_for(state="detached")
     names = page.locator("main table tbody tr td[data-label=Name]").all_inner_texts()
     assert sorted(names) == ["console-health-failing", "console-health-once"]
+
+
+def test_a_run_re_queued_after_failing_days_ago_is_the_last_run_under_way_since_its_re_queue_not_stuck(
+    page, dev: LocalApi
+):
+    """A retry or redrive re-queues a FAILED run (its start measured afresh): until it starts again it is under way
+    since its re-queue, not since its occurrence days ago, so the job is not stuck; one started long ago is."""
+    open_console(page, dev, "/jobs")
+    page.get_by_role("heading", name="Jobs").wait_for()
+    shown = page.evaluate(
+        """async () => {
+          const { healthOf, underWaySince } = await import('./health.js');
+          const now = Date.parse('2026-11-23T12:00:00Z');
+          const job = { state: 'ACTIVE', timeout_seconds: 60, consecutive_failures: 0, next_run_at: null };
+          const requeued = { status: 'QUEUED', scheduled_for: '2026-11-21T12:00:00Z', started_at: null,
+                             requeues: 1, enqueued_at: '2026-11-23T11:59:50Z' };
+          const started = { ...requeued, status: 'RUNNING', started_at: '2026-11-23T11:00:00Z' };
+          return [underWaySince(requeued), healthOf(job, requeued, now), healthOf(job, started, now)];
+        }"""
+    )
+    assert shown == ["2026-11-23T11:59:50Z", None, "stuck"]

@@ -229,22 +229,29 @@ def test_yielded_run_gives_its_concurrency_slot_back_between_segments(pipeline):
     between = _trigger(pipeline, other)
     _deliver_run(pipeline, between)
     assert pipeline.run(between).status is RunStatus.SUCCEEDED  # the key was free between the segments
-    limits, now = LimitRecords(pipeline.services.store.shared_table), pipeline.clock.now()
-    elsewhere = {"holder": "another executor", "limit": 1, "until": now + FAR, "now": now}
-    assert limits.acquire(TENANT, semaphore_sort("exports"), **elsewhere)
-    _deliver_run(pipeline, first.id)
-    waiting = pipeline.run(first.id)
-    assert (waiting.status, waiting.deferred_reason, waiting.segments) == (
-        RunStatus.QUEUED,
-        DeferReason.CONCURRENCY_KEY,
-        1,
-    )
+    limits = deferred_on_a_full_key(pipeline, first)
     second = _trigger(pipeline, job)
     _deliver_run(pipeline, second)
     assert pipeline.run(second).skip_reason is SkipReason.OVERLAP  # the waiting segment kept the job's slot
     limits.release(TENANT, semaphore_sort("exports"), holder="another executor")
     _drain(pipeline)
     _succeeded_whole(pipeline, first)
+
+
+def deferred_on_a_full_key(pipeline: Pipeline, yielded: Run) -> LimitRecords:
+    """The concurrency key `exports` (limit 1) taken by another executor, and the yielded run's next segment
+    delivered: it waits, QUEUED and deferred, its attempt not consumed. The limits, to release the key with."""
+    limits, now = LimitRecords(pipeline.services.store.shared_table), pipeline.clock.now()
+    elsewhere = {"holder": "another executor", "limit": 1, "until": now + FAR, "now": now}
+    assert limits.acquire(TENANT, semaphore_sort("exports"), **elsewhere)
+    _deliver_run(pipeline, yielded.id)
+    waiting = pipeline.run(yielded.id)
+    assert (waiting.status, waiting.deferred_reason, waiting.segments) == (
+        RunStatus.QUEUED,
+        DeferReason.CONCURRENCY_KEY,
+        1,
+    )
+    return limits
 
 
 def test_yielded_run_that_retries_keeps_its_slot_through_its_backoff(pipeline):

@@ -39,7 +39,10 @@ def list_runs(
     status: Annotated[RunStatus | None, Query()] = None,
     started: Annotated[
         bool,
-        Query(description="Only runs that started (not QUEUED ones to come): `limit=1` is the job's last run."),
+        Query(
+            description="Only runs that have started at least once (not QUEUED ones to come; one re-queued by a "
+            "retry or redrive has): `limit=1` is the job's last run."
+        ),
     ] = False,
 ):
     page = mine.runs_page(job_id, limit=limit, cursor=cursor, status=status, started=started)

@@ -330,7 +330,8 @@ class RunOutcomes:
     ) -> Outcome:
         """Recorded SKIPPED. `started` only for a handler that ran and was cancelled: its attempt is in the
         history; a run skipped before its handler started has no attempt record (its skip_reason says why), and
-        one that never started before (its first attempt) no start either: only the skip's time."""
+        one whose execution never started before (its first attempt, no segment yielded) no start either: only the
+        skip's time."""
         self._end(
             run,
             target,
@@ -338,7 +339,7 @@ class RunOutcomes:
             RunStatus.SKIPPED,
             attempt=(started, AttemptOutcome.CANCELLED),
             skip_reason=reason,
-            never_started=started is None and run.attempts <= 1,
+            never_started=started is None and run.first_start_of_execution,
         )
         _count("RunsSkipped", run.tenant)
         logger.info("run skipped", extra={"skip_reason": reason.value})

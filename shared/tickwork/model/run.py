@@ -166,17 +166,6 @@ class AttemptHistory:
         """Every attempt's and segment's handler time together, the folded ones' too."""
         return (self.earlier.handler_ms if self.earlier else 0) + sum(handler_ms_of(r) for r in self.records)
 
-    @property
-    def first_started_at(self) -> datetime | None:
-        if self.earlier is not None:
-            return self.earlier.first_started_at
-        return self.records[0].started_at if self.records else None
-
-    def wall_ms(self, ended_at: datetime) -> int | None:
-        """From its first attempt's start to `ended_at` (its end)."""
-        first = self.first_started_at
-        return None if first is None else max(0, int((ended_at - first).total_seconds() * 1000))
-
 
 def _number_open_attempts(data: Any) -> Any:
     """The lease opens an attempt's record before it knows the attempt's number (its update counts it): the
@@ -251,8 +240,9 @@ class Run(BaseModel, _InBand):
     # the earlier ones folded into a summary (absent while there are none).
     attempt_history: list[AttemptRecord] = Field(default_factory=list)
     earlier_attempts: EarlierAttempts | None = None
-    # Its handlers' time over every attempt and segment (duration_ms is the last one's), and from its first
-    # attempt's start to its end (once it ended): both written with each outcome.
+    # Its handlers' time over every attempt and segment of every execution (duration_ms is the last one's), and
+    # each execution's first start to its end, added up (wall_ms_at): the first with each outcome, the second with
+    # each end, and both kept by a retry or redrive.
     handler_ms: int | None = None
     wall_ms: int | None = None
     # When its job was paused, cancelled or edited after the run was claimed: its message's copy of the job
@@ -294,6 +284,22 @@ class Run(BaseModel, _InBand):
         """Whether its handler has executed: a segment yielded, or an attempt ended after running (succeeded, failed,
         retrying, timed out, cancelled). Such a run runs on: its own overlap never skips it (it waits instead)."""
         return self.segments > 0 or any(a.outcome in HANDLER_RAN for a in self.attempt_history)
+
+    @property
+    def first_start_of_execution(self) -> bool:
+        """Whether the lease that read it so is its execution's first start: its first attempt, no segment yielded
+        before it. A deferral, or a skip before its handler, of that lease takes the start away (it never started);
+        of any later lease, the start stays."""
+        return self.attempts <= 1 and self.segments == 0
+
+    def wall_ms_at(self, ended_at: datetime, *, started: bool = True) -> int | None:
+        """Its wall time, ending at `ended_at`: from this execution's first start (`started_at`; False `started`:
+        this execution never started) to its end, plus the earlier executions' (the `wall_ms` a retry or redrive
+        keeps), so the time it sat FAILED before a retry or redrive is not in it. None: it never started."""
+        earlier = self.wall_ms if self.requeues else None
+        if not started or self.started_at is None:
+            return earlier
+        return (earlier or 0) + max(0, int((ended_at - self.started_at).total_seconds() * 1000))
 
     @property
     def occurrence_at(self) -> datetime:

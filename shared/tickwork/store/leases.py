@@ -203,8 +203,8 @@ class RunLeases:
         update.set("#status", status.value)
         if history is not None:
             _set_history(update, history)
-            if status.terminal:
-                update.set("wall_ms", history.wall_ms(now))
+        if status.terminal and (wall_ms := run.wall_ms_at(now, started=not never_started)) is not None:
+            update.set("wall_ms", wall_ms)
         update.removes += ["lease_owner", "lease_until", "lease_until_ms"]
         if never_started:
             update.removes += ["started_at", "lateness_ms"]
@@ -256,8 +256,9 @@ class RunLeases:
         """Give the lease back without running: a limit held the run back. One write, only while holding the
         lease: back to `status` (QUEUED or RETRYING) with the attempt not consumed, `deferred` + 1 and its
         reason, `not_before` (the lease refuses any message before then) and its due-index entry at
-        `resend_at` (the tick re-sends it then, were its message lost). A run that had never started before
-        this lease loses the start the lease gave it, so its start and lateness are those of its real start."""
+        `resend_at` (the tick re-sends it then, were its message lost). A run whose execution had never started
+        before this lease (Run.first_start_of_execution: not a yielded run's next segment, nor a later attempt)
+        loses the start the lease gave it, so its start and lateness are those of its real start."""
         update = _held_by(owner, one=1, zero=0)
         update.names["#deferred"] = "deferred"
         update.set("#status", status.value)
@@ -270,7 +271,7 @@ class RunLeases:
         if history is not None:
             _set_history(update, history)
         update.removes += ["lease_owner", "lease_until", "lease_until_ms"]
-        if run.attempts <= 1:
+        if run.first_start_of_execution:
             update.removes += ["started_at", "lateness_ms"]
         return self._table.update_if(
             run_key(run.id), update.expression(), update.condition(), update.names, update.attribute_values()

@@ -220,7 +220,9 @@ class Listings:
         started: bool = False,
     ) -> Page[Run]:
         """Runs of one job (which the caller must already have checked is the tenant's), newest first; `started`:
-        only those that started (an attempt opened: `started_at`), so the first is the job's last run."""
+        only those that have started at least once, so the first is the job's last run: an attempt opened in this
+        execution (`started_at`), or in an earlier one (`requeues`: a retry or redrive re-queues only a FAILED run,
+        which had started, and measures its start afresh)."""
         return self._runs_of(tenant, job_id, "runs", run_from_attrs, limit, cursor, status, started=started)
 
     def list_workflow_runs(
@@ -257,8 +259,9 @@ class Listings:
             start = {"pk": {"S": pk}, "sk": {"S": sort}}
         where = _Filter.of(status=status.value if status is not None else None)
         if started:
-            where.conditions.append("attribute_exists(#started_at)")
-            where.names["#started_at"] = "started_at"
+            where.conditions.append("(attribute_exists(#started_at) OR #requeues > :no_requeues)")
+            where.names.update({"#started_at": "started_at", "#requeues": "requeues"})
+            where.values["no_requeues"] = 0
         query = {
             "TableName": self._table.name,
             "KeyConditionExpression": "pk = :pk AND begins_with(sk, :run)",

@@ -48,7 +48,10 @@ def runs_list(
     status: Annotated[str | None, typer.Option("--status", help="Only runs with this status.")] = None,
     started: Annotated[
         bool,
-        typer.Option("--started", help="Only runs that started, not QUEUED ones to come (--limit 1: the last run)."),
+        typer.Option(
+            "--started",
+            help="Only runs that started at least once (a retried one too), not QUEUED ones to come (--limit 1: the last run).",
+        ),
     ] = False,
     *,
     listing: RunsListing,

@@ -1,5 +1,6 @@
 // A job's health at a glance: its last run (the newest that started, GET /v1/jobs/{id}/runs?started=true, one
-// per job shown: the job record does not carry it; a QUEUED run claimed ahead of its time is not its last), its state shown with that run's outcome, and the health filter's classes.
+// per job shown: the job record does not carry it; a QUEUED run claimed ahead of its time is not its last, a run
+// re-queued by a retry or redrive is: it ran), its state shown with that run's outcome, and the health filter's classes.
 import { html, useEffect, useState } from "./vendor/htm-preact-standalone.module.js";
 import { enc, get } from "./api.js";
 import { Status, Time } from "./ui.js";
@@ -44,7 +45,7 @@ export function healthOf(job, lastRun, now = Date.now()) {
   if (job.state === "SUSPENDED") return "suspended";
   if ((lastRun && lastRun.status === "FAILED") || job.consecutive_failures > 0) return "failing";
   if (lastRun && UNSETTLED.has(lastRun.status)) {
-    const since = new Date(lastRun.started_at || lastRun.scheduled_for).getTime();
+    const since = new Date(underWaySince(lastRun)).getTime();
     if (now - since > job.timeout_seconds * 1000 + STUCK_GRACE_MS) return "stuck";
   }
   if (job.state === "ACTIVE" && job.next_run_at && now - new Date(job.next_run_at).getTime() > STUCK_GRACE_MS) return "stuck";
@@ -59,8 +60,14 @@ export function JobState({ job, lastRun }) {
   return html`<${Status} value=${job.state} />`;
 }
 
+// Since when an unsettled run has been under way: its execution's start; one re-queued by a retry or redrive and
+// not started again, its re-queue (its occurrence may be days old); else its occurrence.
+export function underWaySince(run) {
+  return run.started_at || (run.requeues ? run.enqueued_at : null) || run.scheduled_for;
+}
+
 export function LastRun({ run }) {
   if (run === undefined) return html`<span class="muted">…</span>`;
   if (run === null) return html`<span class="muted">none yet</span>`;
-  return html`<a href=${`#/runs/${enc(run.id)}`}><${Status} value=${run.status} /></a> <${Time} value=${run.finished_at || run.started_at || run.scheduled_for} />`;
+  return html`<a href=${`#/runs/${enc(run.id)}`}><${Status} value=${run.status} /></a> <${Time} value=${run.finished_at || underWaySince(run)} />`;
 }

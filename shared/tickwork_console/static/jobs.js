@@ -460,10 +460,10 @@ export function RunPage({ id }) {
         <dt>Attempts</dt><dd>${r.attempts}${r.max_attempts ? ` of ${r.max_attempts}` : ""}${r.segments ? ` (${r.segments + 1} segments)` : ""}</dd>
         <dt>Late</dt><dd>${duration(r.lateness_ms)}</dd>
         ${r.segments
-          ? html`<dt>Handler time</dt><dd>${duration(r.handler_ms)} <span class="muted">every segment and attempt</span></dd>
+          ? html`<dt>Handler time</dt><dd>${duration(r.handler_ms)} <span class="muted">every segment and attempt${r.requeues ? ", of every execution" : ""}</span></dd>
               <dt>Last segment</dt><dd>${duration(r.duration_ms)}</dd>`
-          : html`<dt>Took</dt><dd>${duration(r.duration_ms)}${r.handler_ms !== null && r.handler_ms !== undefined && r.attempts > 1 ? html` <span class="muted">(${duration(r.handler_ms)} over every attempt)</span>` : null}</dd>`}
-        ${r.wall_ms !== null && r.wall_ms !== undefined ? html`<dt>Wall time</dt><dd>${duration(r.wall_ms)} <span class="muted">first start to end</span></dd>` : null}
+          : html`<dt>Took</dt><dd>${duration(r.duration_ms)}${r.handler_ms !== null && r.handler_ms !== undefined && r.handler_ms !== r.duration_ms ? html` <span class="muted">(${duration(r.handler_ms)} over every attempt${r.requeues ? " of every execution" : ""})</span>` : null}</dd>`}
+        ${r.wall_ms !== null && r.wall_ms !== undefined ? html`<dt>Wall time</dt><dd>${duration(r.wall_ms)} <span class="muted">${r.requeues ? "each execution's first start to its end, added" : "first start to end"}</span></dd>` : null}
         <dt>Band</dt><dd>${band(r.priority)} (priority ${r.priority})</dd>
         ${r.skip_reason ? html`<dt>Skipped</dt><dd>${r.skip_reason}${r.skipped_count ? ` (${r.skipped_count} occurrences)` : ""}</dd>` : null}
         ${r.blocked_by ? html`<dt>Blocked by</dt><dd class="mono">${r.blocked_by}</dd>` : null}
