@@ -150,7 +150,7 @@ class DeadLetterAdmin:
         if intent is None or self.audit is None:
             return
         record = settled(intent.record, started)
-        extra = {"record_id": intent.record.id, "started": [band.value for band in started]}
+        started_bands = [band.value for band in started]
         try:
             won = (
                 self.audit.intents.mark_not_happened(intent)
@@ -158,10 +158,16 @@ class DeadLetterAdmin:
                 else self.audit.intents.confirm(intent, record)
             )
         except Exception:
-            logger.exception("could not settle the redrive's audit record; the tick settles it", extra=extra)
+            logger.exception(
+                "could not settle the redrive's audit record; the tick settles it",
+                extra={"record_id": intent.record.id, "started": started_bands},
+            )
             return
         if not won:
-            logger.warning("the redrive's audit record was settled already, by the tick", extra=extra)
+            logger.warning(
+                "the redrive's audit record was settled already, by the tick",
+                extra={"record_id": intent.record.id, "started": started_bands},
+            )
 
 
 def _nothing_started(running: list[Band]) -> str:
