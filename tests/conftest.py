@@ -197,3 +197,29 @@ def timed_pipeline(mocked_aws: None, monkeypatch: pytest.MonkeyPatch) -> Iterato
         moves = SQSResponse.start_message_move_task.__globals__
         monkeypatch.setitem(moves, "unix_time_millis", lambda *_: p.clock.now().timestamp() * 1000)
         yield p
+
+
+# The in-process files that hold the suite's longest single tests (each 15 to 50 s on a 2-core machine), started
+# first: pytest-xdist's worksteal hands each worker a contiguous share and lets an idle worker take from another's
+# tail, so a long test left at the tail keeps one worker busy while the other has nothing left to take. A file
+# keeps its own order (its module fixtures stay shared). tests/e2e/conftest.py orders the e2e files likewise.
+IN_PROCESS_LONGEST_FIRST = (
+    "tests/integration/test_pipeline.py",
+    "tests/simulation/test_simulation.py",
+    "tests/api/test_schemathesis.py",
+    "tests/template/test_cfn_lint.py",
+    "tests/cli/test_every_api_field_from_the_cli.py",
+    "tests/integration/test_fanout_pipeline.py",
+    "tests/cli/test_every_help.py",
+    "tests/template/test_checkov.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        path = item.path.relative_to(ROOT).as_posix() if item.path.is_relative_to(ROOT) else ""
+        return (
+            IN_PROCESS_LONGEST_FIRST.index(path) if path in IN_PROCESS_LONGEST_FIRST else len(IN_PROCESS_LONGEST_FIRST)
+        )
+
+    items.sort(key=rank)  # stable: every other file keeps its place
