@@ -190,8 +190,10 @@ class Settings(JobCodeSettings):
         return None
 
 
-# What IAM allows in a role name (1 to 64 of these characters).
-ROLE_NAME_PART = r"^[\w+=,.@-]{1,64}$"
+# What IAM allows in a role name (1 to 64 of these characters), ASCII as in the template's AllowedPattern. Spelled
+# out, not `\w`: Unicode's `\w` repeated 64 times takes pydantic about 20 ms of CPU to compile, a field, at every
+# function's import (docs/benchmarks.md section 11).
+ROLE_NAME_PART = r"^[A-Za-z0-9_+=,.@-]{1,64}$"
 # A claim's name (`groups`, `cognito:groups`, a namespaced `https://example.com/groups`), and a value's part that
 # the token mode matches (the tenant prefix, the admin group): no space or comma, which separate a string claim's
 # values (template parameters JwtTenantClaim, JwtTenantPrefix, JwtAdminGroup; tickwork.control.callers).

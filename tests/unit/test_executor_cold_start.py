@@ -1,6 +1,7 @@
 """What an executor's cold start does not pay for, counted rather than timed (benchmarks/cold_start.py times it):
 importing its handler, in a new process as in a new execution environment, builds no AWS client (they are built on
-the first event, after moto patches in tests) and, with tracing off, does not import the X-Ray SDK."""
+the first event, after moto patches in tests), loads neither Powertools' batch utility nor its parser and, with
+tracing off, does not import the X-Ray SDK."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,9 +26,12 @@ def counted(self, *args, **kwargs):
 boto3.session.Session.client = counted
 import executor.app
 imported = {"clients": list(built), "xray": sorted(m for m in sys.modules if m.startswith("aws_xray_sdk"))[:3]}
+batch_utility = ("aws_lambda_powertools.utilities.parser", "aws_lambda_powertools.utilities.batch")
+imported["batch_utility"] = sorted(m for m in sys.modules if m.startswith(batch_utility))[:3]
 rooms = ("tickwork.control", "tickwork.tick")  # the API's and the tick's: an executor uses neither
 imported["rooms"] = sorted(m for m in sys.modules if m.startswith(rooms))
 executor.app.services().executor  # what the first event builds: the wiring and its clients
+imported["batch_utility_after_wiring"] = sorted(m for m in sys.modules if m.startswith(batch_utility))[:3]
 imported["rooms_after_wiring"] = sorted(m for m in sys.modules if m.startswith(rooms))
 print(json.dumps(imported))
 """
@@ -69,6 +75,16 @@ def test_an_executors_import_and_first_wiring_load_none_of_the_apis_or_the_ticks
 
     assert imported["rooms"] == []
     assert imported["rooms_after_wiring"] == []
+
+
+@pytest.mark.parametrize("tracing", [False, True])
+def test_an_executor_loads_neither_powertools_batch_utility_nor_its_parser(tracing: bool) -> None:
+    """Its SQS records are read by its own model (tickwork.model.sqs_records): the parser's models of every event
+    source, which Powertools' batch utility loads with it, were about a third of the import."""
+    imported = _import_the_executor(tracing=tracing)
+
+    assert imported["batch_utility"] == []
+    assert imported["batch_utility_after_wiring"] == []
 
 
 def test_importing_the_executor_with_tracing_on_builds_no_client_and_traces_with_xray() -> None:

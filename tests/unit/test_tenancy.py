@@ -138,7 +138,14 @@ def test_each_stack_names_its_own_tenant_roles_and_admin():
 
 
 @pytest.mark.parametrize(
-    "env", [{"TENANT_ROLE_PREFIX": ""}, {"ADMIN_ROLE_NAME": "has space"}, {"ADMIN_ROLE_NAME": "x" * 65}]
+    "env",
+    [
+        {"TENANT_ROLE_PREFIX": ""},
+        {"ADMIN_ROLE_NAME": "has space"},
+        {"ADMIN_ROLE_NAME": "x" * 65},
+        {"TENANT_ROLE_PREFIX": "équipe-"},  # a letter, but not ASCII: IAM refuses it in a role's name
+        {"ADMIN_ROLE_NAME": "admin٣"},  # a digit, but Arabic-Indic
+    ],
 )
 def test_role_names_iam_cannot_hold_are_refused_at_start(env):
     with pytest.raises(ValidationError):

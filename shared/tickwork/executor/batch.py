@@ -1,32 +1,39 @@
-"""SQS batch processing for the executor: Powertools' BatchProcessor, records run concurrently.
+"""SQS batch processing for the executor: a batch's records run concurrently, and each that is not done fails alone.
 
-A batch of 10 runs due at the same second must start together, not one after another, so each record
-gets its own thread (runs are I/O-bound: DynamoDB, S3, HTTP). Partial failures are reported per record.
+A batch of 10 runs due at the same second must start together, not one after another, so each record gets its own
+thread (runs are I/O-bound: DynamoDB, S3, HTTP). The loop is Tickwork's own rather than Powertools' BatchProcessor:
+importing Powertools' batch utility loads its parser's models of every event source (when pydantic is loaded, as
+it always is here) and the data classes of Kinesis, DynamoDB streams and Kafka, about a third of an executor's
+import (issue #39, docs/benchmarks.md section 11); and it has no threaded processor for a synchronous handler
+(powertools-lambda-python#2500). What it reports is the same: a record that does not validate, whose handler
+raises, or that is not done is a batch item failure (tickwork.model.sqs_records).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
-from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
+from tickwork.model.sqs_records import SqsRecord
+from tickwork.observability import logger
+
+RecordHandler = Callable[[SqsRecord], bool]  # whether the record is done (False: SQS delivers it again)
 
 
-class ConcurrentBatchProcessor(BatchProcessor):
-    def __init__(self, *, max_workers: int = 10) -> None:
-        # A batch whose every run is retrying is routine, not an invocation error: report the items,
-        # don't raise (raising would count as a function error and trip the executor alarm).
-        super().__init__(event_type=EventType.SQS, model=SqsRecordModel, raise_on_entire_batch_failure=False)
-        self.max_workers = max_workers
+def failed_records(records: Sequence[SqsRecord], handler: RecordHandler, *, max_workers: int = 10) -> list[str]:
+    """The ids of the records whose handler raised or said not done, in the records' order. One record runs
+    inline; more run on up to `max_workers` threads."""
 
-    def process(self) -> list[tuple]:
-        # Why an override: Powertools has no public API that runs a synchronous record handler on threads.
-        # Its only concurrent processor, AsyncBatchProcessor, wants an async handler (and runs its own event
-        # loop); the request for a threaded one (powertools-lambda-python#2500) was closed without it. So this
-        # keeps to the smallest change: the records of `process()` are mapped onto a pool instead of a loop,
-        # each through the same `_process_record` the base class calls, which does the per-record success
-        # and failure bookkeeping (thread-safe: it appends to lists). One record runs inline, as the base does.
-        if len(self.records) <= 1:
-            return super().process()
-        with ThreadPoolExecutor(max_workers=min(self.max_workers, len(self.records))) as pool:
-            return list(pool.map(self._process_record, self.records))
+    def failed(record: SqsRecord) -> bool:
+        try:
+            return not handler(record)
+        except Exception as error:  # one record's failure is its own: the batch's others are reported done
+            logger.warning("batch record failed", extra={"message_id": record.messageId, "error": repr(error)[:2000]})
+            return True
+
+    if len(records) <= 1:
+        outcomes = [failed(record) for record in records]
+    else:
+        with ThreadPoolExecutor(max_workers=min(max_workers, len(records))) as pool:
+            outcomes = list(pool.map(failed, records))
+    return [record.messageId for record, is_failed in zip(records, outcomes, strict=True) if is_failed]
