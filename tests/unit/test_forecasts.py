@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -174,3 +176,9 @@ def test_a_job_that_always_takes_the_same_time_forecasts_it_within_alpha(duratio
     assert forecast.durations is not None
     for q in (0.0, 0.5, 0.95, 0.99, 1.0):
         assert forecast.durations.quantile(q) == pytest.approx(duration, rel=WITHIN_ALPHA)
+
+
+def test_the_worked_example_in_docs_forecasts_runs() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "forecasts.md").read_text(encoding="utf-8")
+    (example,) = re.findall(r"```python\n(.*?)```", page, re.S)
+    exec(compile(example, "docs/forecasts.md", "exec"), {})
