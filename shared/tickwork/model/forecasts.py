@@ -31,6 +31,7 @@ read; `observe` returns the next one. No clock: the caller gives a run's duratio
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -72,7 +73,7 @@ class DurationSketch(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     offset: int
-    counts: tuple[float, ...] = Field(min_length=1, max_length=MAX_BUCKETS)
+    counts: tuple[Annotated[float, Field(ge=0)], ...] = Field(min_length=1, max_length=MAX_BUCKETS)
 
     @property
     def total(self) -> float:
