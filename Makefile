@@ -99,7 +99,7 @@ security: $(CHECKOV_STAMP) vpc-rendering jwt-rendering issuer-rendering
 test:
 	$(MAKE) --no-print-directory -j3 --output-sync=target test-prerequisites http-fuzz
 	TICKWORK_SAM_BUILT=1 $(BIN)/python -m pytest -q -n auto --dist worksteal --durations=15 --ignore=tests/e2e --ignore=tests/browser $(PYTEST_ARGS)
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=10 tests/e2e tests/browser \
+	$(BIN)/python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder --durations=10 tests/e2e tests/browser \
 		--ignore=tests/e2e/test_schemathesis_http.py $(PYTEST_ARGS)
 
 test-prerequisites: lint typecheck $(CHECKOV_STAMP) sam browser-deps
