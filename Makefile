@@ -80,18 +80,19 @@ issuer-rendering: $(STAMP)
 security: $(CHECKOV_STAMP) vpc-rendering jwt-rendering issuer-rendering
 	$(CHECKOV_VENV)/bin/checkov -f template.yaml $(VPC_RENDERING) $(JWT_RENDERING) $(ISSUER_RENDERING) --framework cloudformation --compact --quiet --skip-download
 
-# The in-process suites (moto in the test process: CPU-bound) are spread over the cores by pytest-xdist; the suites
-# that start `tickwork dev` processes and wait in real time (e2e, browser) run after them, two files at a time (--dist
-# loadfile: a file's tests share their runtime; longest first, tests/e2e/conftest.py), so that no CPU-bound suite
-# competes with the runtimes they time. Tried and left: the in-process suites beside them at nice 19 (a clean run
-# took 20 min 10 s for both, where one after the other took 20 min 35 s, and a timed e2e test failed); three e2e
-# files at a time (9 min 24 s where two took 10 min 39 s, and a timed browser test failed). Where the time goes (a
-# 2-core machine, 2026-11-29): about 2 min for the venvs, lint, mypy, checkov's venv, `sam validate --lint` (four
-# renderings), `sam build` and the HTTP fuzz beside them; 10 to 12 min for the 3,176 in-process tests (one boto3
-# session per test process, tests/harness.py; moto's transactions undone by item, tickwork_local.aws.moto_transactions);
-# 10 to 11 min for the 130 e2e and browser tests, the quick soak the longest (benchmarks/soak.py: production lease
-# and recovery times, about 2 min 40 s), then the bursts and the fair share's flood. checkov's scan of the template
-# and its renderings runs once, as a test (tests/template/test_checkov.py: the same files as `make security`, and a
+# The in-process suites (moto in the test process: CPU-bound) are spread over the cores by pytest-xdist (the files of
+# the longest single tests first, tests/conftest.py); the suites that start `tickwork dev` processes and wait in real
+# time (e2e, browser) run after them, three files at a time (--dist loadfile: a file's tests share their runtime;
+# longest first, tests/e2e/conftest.py), so that no CPU-bound suite competes with the runtimes they time. Three at a
+# time holds with a core taken away: all 132 passed in 6 min 38 s beside a process spinning on one core (5 min 49 s
+# without it). Tried and left: the in-process suites beside them at nice 19 (a timed e2e test failed). Where the time
+# goes, a clean clone on a 2-core machine (2026-11-29, 11 min 55 s in all): about 50 s for the venvs, lint, mypy,
+# checkov's venv, `sam validate --lint` (four renderings), `sam build` and the HTTP fuzz beside them; 5 min 15 s for
+# the 3,282 in-process tests (one boto3 session per test process, tests/harness.py; moto's transactions undone by
+# item, tickwork_local.aws.moto_transactions); 5 min 50 s for the 132 e2e and browser tests (one Chromium per test
+# process), the quick soak the longest (benchmarks/soak.py: production lease and recovery times, about 2 min 40 s),
+# then the bursts and the fair share's flood. Earlier clean clones on a slower 2-core host took 22 to 24 minutes for
+# the same phases. checkov's scan of the template and its renderings runs once, as a test (tests/template/test_checkov.py: the same files as `make security`, and a
 # control that must fail, in one run), not before the tests too. On an xdist worker, schemathesis runs a
 # parametrized test as one item whose subtests answered one operation's examples, not every operation's (the HTTP
 # fuzz's last test counts them): that file runs on its own, about 1 min, beside what the tests need first (it needs
