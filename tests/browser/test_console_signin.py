@@ -12,6 +12,7 @@ import re
 import secrets
 import urllib.parse
 import urllib.request
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -124,3 +125,44 @@ def test_a_tenant_signs_in_sees_its_own_pauses_one_is_in_its_audit_and_signs_out
     switcher.get_by_label("Tenant").press("Enter")
     page.get_by_role("link", name="signin-acme-job").wait_for()
     assert page.get_by_role("link", name="signin-globex-job").count() == 0
+
+
+def test_a_sign_in_that_expires_returns_to_the_sign_in_page_saying_so_and_a_new_sign_in_works(page: Any, dev):
+    """The tokens last an hour (the local IdP's, as Cognito's by default): once they expire, the console drops them
+    and shows the sign-in page with why, before any call is refused; signing in again works. The page's clock is
+    Playwright's, moved on by hand: no test waits an hour."""
+    create_job(dev, "alice", "signin-expiry-job")
+    page.clock.install()
+    page.goto(f"{dev.url}/console/#/jobs")
+    sign_in(page, "alice")
+    page.get_by_role("link", name="signin-expiry-job").wait_for()
+
+    page.clock.fast_forward("59:00")  # a minute before the hour: still signed in
+    page.locator("header .session", has_text="Signed in as alice").wait_for()
+    page.clock.fast_forward("02:00")
+    page.get_by_role("heading", name="Sign in to Tickwork").wait_for()
+    page.get_by_text("Your sign-in has expired: sign in again.").wait_for()
+    assert page.get_by_role("link", name="signin-expiry-job").count() == 0
+    stored = page.evaluate("JSON.stringify([{...localStorage}, {...sessionStorage}, document.cookie])")
+    assert "eyJ" not in stored
+
+    page.clock.resume()  # the IdP's new tokens are made at the server's real time: the page's clock goes on
+    page.clock.set_system_time(datetime.now(UTC))
+    sign_in(page, "alice")
+    page.get_by_role("link", name="signin-expiry-job").wait_for()
+
+
+def test_a_token_the_api_refuses_returns_to_the_sign_in_page_saying_so(page: Any, dev: LocalApi):
+    """A token the API refuses (401: revoked at the IdP, or the stack's audience changed) is dropped as an expired
+    one is: the sign-in page, with the reason, not a page of errors."""
+    page.goto(f"{dev.url}/console/#/jobs")
+    sign_in(page, "alice")
+    page.get_by_role("heading", name="Jobs").wait_for()
+
+    def refused(route: Any) -> None:
+        route.fulfill(status=401, content_type="application/json", body=json.dumps({"message": "Unauthorized"}))
+
+    page.route(lambda url: "/v1/" in url, refused)
+    go_to(page, "/runs")
+    page.get_by_role("heading", name="Sign in to Tickwork").wait_for()
+    assert "sign in again" in page.locator("main").inner_text().lower()
