@@ -9,7 +9,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: dev test test-prerequisites http-fuzz generated browser-deps console-vendor lint security vpc-rendering jwt-rendering issuer-rendering soak unit integration e2e typecheck build sam lock bench bench-quick clean simulate
+.PHONY: dev test in-process-tests runtime-tests test-prerequisites http-fuzz generated browser-deps console-vendor lint security vpc-rendering jwt-rendering issuer-rendering soak unit integration e2e typecheck build sam lock bench bench-quick clean simulate
 
 # The venv installs the lock files, hashes checked: requirements-dev.txt (every tool and test dependency) and, within
 # it, the same versions as shared/requirements.txt, the layer's lock. So the tests import what is deployed.
@@ -99,7 +99,15 @@ security: $(CHECKOV_STAMP) vpc-rendering jwt-rendering issuer-rendering
 # only the venv): three at a time (mypy, cfn-lint and the fuzz are CPU, the tools' installs mostly network).
 test:
 	$(MAKE) --no-print-directory -j3 --output-sync=target test-prerequisites http-fuzz
-	TICKWORK_SAM_BUILT=1 $(BIN)/python -m pytest -q -n auto --dist worksteal --durations=15 --ignore=tests/e2e --ignore=tests/browser $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory -j2 --output-sync=target in-process-tests runtime-tests
+
+# Side by side (the `test` target's second step): the runtimes' suites wait in real time and use under half of two
+# cores, and the in-process suites, at a lower priority, take what they leave.
+in-process-tests: $(STAMP)
+	TICKWORK_SAM_BUILT=1 nice -n 10 $(BIN)/python -m pytest -q -n auto --dist worksteal --durations=15 -p no:cacheprovider \
+		--ignore=tests/e2e --ignore=tests/browser $(PYTEST_ARGS)
+
+runtime-tests: $(STAMP)
 	$(BIN)/python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder --durations=10 tests/e2e tests/browser \
 		--ignore=tests/e2e/test_schemathesis_http.py $(PYTEST_ARGS)
 
