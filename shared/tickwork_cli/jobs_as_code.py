@@ -51,6 +51,7 @@ FromModuleOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--from-module",
+        metavar="MODULE",
         help="A Python module (repeatable) whose @job_type(..., schedule= or jobs=) declare the jobs that run its "
         "handlers: those jobs are definitions too, beside the files'.",
         show_default=False,

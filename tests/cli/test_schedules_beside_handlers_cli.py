@@ -140,6 +140,19 @@ def test_modules_and_files_together_and_a_name_in_both_is_defined_twice(cli, dec
     )
 
 
+def test_two_modules_at_once_each_gives_its_declared_jobs(cli, declare):
+    declare("acme_jobs", MODULE)
+    other = "from pydantic import BaseModel\nfrom tickwork.jobtypes import job_type\n\n\nclass P(BaseModel):\n    pass\n\n\n"
+    declare(
+        "beta_jobs",
+        other + '@job_type("beta-ping", P, schedule={"rate": "5 minutes"})\ndef ping(p, ctx):\n    return {}\n',
+    )
+    both = _run(cli, "apply", "--from-module", "beta_jobs")
+    assert both.exit_code == 0, both.output
+    assert set(_jobs(cli)) == {"acme-report", "acme-sync-eu", "acme-sync-us", "beta-ping"}
+    assert _jobs(cli)["beta-ping"]["schedule"]["rate"] == "5 minutes"
+
+
 def test_a_bad_declaration_is_refused_named_with_its_module_and_type_and_nothing_is_sent(cli, declare):
     declare("acme_jobs", MODULE.replace('"timezone": "Europe/Paris"', '"timezone": "Europe/Paris", "priority": 1'))
     refused = _run(cli, "apply")
