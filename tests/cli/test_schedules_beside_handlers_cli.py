@@ -46,10 +46,11 @@ def sync(payload: Report, ctx: RunContext) -> dict:
 @pytest.fixture
 def declare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str, str], None]]:
     """Writes a module of job types in the test's folder (the CLI's current folder) and forgets any earlier version
-    of it: its types leave the registry, the module leaves sys.modules, so the next import is the new text. Both
-    are as they were after the test."""
+    of it: its types leave the registry, the module leaves sys.modules, so the next import is the new text. They,
+    and sys.path, are as they were after the test."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the CLI puts its current folder first
     before = dict(registry._types)
     modules: set[str] = set()
 
@@ -171,6 +172,33 @@ def test_a_declared_job_the_api_refuses_is_named_with_its_module_type_and_field(
         "  acme_jobs: @job_type('acme-sync') jobs[0]: payload.region: Input should be a valid string",
     ]
     assert "created job acme-report" in refused.stdout  # what came before it stays applied
+
+
+def test_a_declared_job_of_a_type_the_stack_does_not_load_is_the_apis_422(cli, declare, monkeypatch, tmp_path):
+    """The CLI's process has the module; the stack's registry (here: the API handler's) does not have its types."""
+    import importlib
+
+    from tickwork.jobtypes.registry import JobTypeRegistry
+    from tickwork_cli import declared_jobs
+
+    declare("acme_jobs", MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("acme_jobs")
+    known_here = JobTypeRegistry()
+    for name in registry.names():
+        known_here.register(registry.get(name))
+    monkeypatch.setattr(declared_jobs, "registry", known_here)
+    for name in ("acme-report", "acme-sync"):
+        registry._types.pop(name)
+
+    refused = _run(cli, "apply")
+    assert refused.exit_code == 1
+    assert refused.stderr.splitlines()[:2] == [
+        "tickwork: acme_jobs: @job_type('acme-report'): job 'acme-report' refused (422):",
+        "  acme_jobs: @job_type('acme-report'): type: unknown job type 'acme-report'; known: "
+        + ", ".join(registry.names()),
+    ]
+    assert _jobs(cli) == {}
 
 
 def test_a_module_that_does_not_import_or_registers_no_type_is_an_error(cli, declare):
