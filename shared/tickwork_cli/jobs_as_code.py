@@ -5,6 +5,7 @@ tickwork_cli.desired_state; here the API is read and, for `apply`, called.
     tickwork plan -f jobs/ --source payments          # exit 0: nothing to do, 2: changes, 1: an error
     tickwork apply -f jobs/ --source payments --prune
     tickwork apply -f jobs/ --source payments --adopt  # take over the hand-made jobs of the files' names
+    tickwork apply --from-module acme_jobs --source acme  # the jobs its @job_type(schedule=...) declare
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from tickwork.model.freezes import EVERY_TENANT
 
 from tickwork_cli import clock
 from tickwork_cli.client import ApiError, Client, ConfigError
+from tickwork_cli.declared_jobs import read_modules
 from tickwork_cli.definition_files import read_definitions
 from tickwork_cli.desired_state import (
     MANAGED_BY,
@@ -40,9 +42,19 @@ DONE = {"create": "created", "adopt": "adopted", "change": "changed", "replace":
 PATHS = {"calendar": "/v1/calendars", "job": "/v1/jobs", "workflow": "/v1/workflows", "freeze": "/v1/freezes"}
 
 DefinitionsPath = Annotated[
-    Path,
+    Path | None,
     typer.Option(
         "--file", "-f", help="A definitions file (YAML or JSON), or a folder of them, read whole.", show_default=False
+    ),
+]
+FromModuleOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--from-module",
+        metavar="MODULE",
+        help="A Python module (repeatable) whose @job_type(..., schedule= or jobs=) declare the jobs that run its "
+        "handlers: those jobs are definitions too, beside the files'.",
+        show_default=False,
     ),
 ]
 SourceOpt = Annotated[
@@ -133,9 +145,17 @@ def _shown(value: Any) -> str:
     return "(absent)" if value is None else json.dumps(value, sort_keys=True)
 
 
-def _made(client: Client, path: Path, source: str, prune: bool, adopt: bool) -> tuple[Plan, dict[str, str]]:
+def definitions_from(path: Path | None, modules: list[str] | None) -> list[Definition]:
+    """The files' definitions, then the modules' declared jobs; one of the two must be given."""
+    if path is None and not modules:
+        raise DefinitionError("tickwork", "give the definitions: -f PATH, --from-module MODULE, or both")
+    return (read_definitions(path) if path is not None else []) + read_modules(modules or [])
+
+
+def _made(
+    client: Client, definitions: list[Definition], source: str, prune: bool, adopt: bool
+) -> tuple[Plan, dict[str, str]]:
     """The plan, printed; a conflict in it an error (nothing is done while one stands)."""
-    definitions = read_definitions(path)
     live = live_state(client, source, definitions, prune=prune)
     made = plan(definitions, live, source, now=clock.now(), prune=prune, adopt=adopt)
     typer.echo("\n".join(describe(made)))
@@ -201,8 +221,9 @@ def _failed(message: str) -> typer.Exit:
 
 
 def plan_command(
-    file: DefinitionsPath,
     session: Session,
+    file: DefinitionsPath = None,
+    from_module: FromModuleOpt = None,
     source: SourceOpt = "default",
     prune: PruneOpt = False,
     adopt: AdoptOpt = False,
@@ -211,15 +232,16 @@ def plan_command(
     with --prune, cancel (-); a name another's object has is a conflict (!). Exit status: 0 nothing to do, 2
     changes, 1 an error or a conflict."""
     try:
-        made, _ = _made(session.client, file, source, prune, adopt)
+        made, _ = _made(session.client, definitions_from(file, from_module), source, prune, adopt)
     except (DefinitionError, ConfigError) as exc:
         raise _failed(str(exc)) from None
     raise typer.Exit(EXIT_CHANGES if made.changes_anything else EXIT_NO_CHANGES)
 
 
 def apply_command(
-    file: DefinitionsPath,
     session: Session,
+    file: DefinitionsPath = None,
+    from_module: FromModuleOpt = None,
     source: SourceOpt = "default",
     prune: PruneOpt = False,
     adopt: AdoptOpt = False,
@@ -228,7 +250,7 @@ def apply_command(
     same files again change nothing; a conflict (a name another's object has) refuses it all. Exit status: 0 done,
     1 an error (what was done before it is said)."""
     try:
-        made, calendar_ids = _made(session.client, file, source, prune, adopt)
+        made, calendar_ids = _made(session.client, definitions_from(file, from_module), source, prune, adopt)
         carry_out(session.client, made, calendar_ids, typer.echo)
     except (DefinitionError, ConfigError) as exc:
         raise _failed(str(exc)) from None

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import io
 import json
-import re
-import shlex
 from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.cli.docs_examples import DOCS, marked_blocks, run_console
 
 NIGHTLY = """
 kind: job
@@ -304,14 +304,13 @@ def test_a_freeze_for_a_number_of_seconds_is_refused_with_its_line(cli, tmp_path
     assert _freezes(cli) == {}
 
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "jobs-as-code.md"
 DOCS_MARKER = "<!-- jobs-as-code example: run in process by tests/cli/test_jobs_as_code_cli.py -->"
 
 
 def test_the_pages_example_runs_as_written(cli, tmp_path, monkeypatch):
     """docs/jobs-as-code.md's marked blocks: its files (each named by its first line's comment), then its commands,
     each printing what the page shows."""
-    blocks = re.findall(re.escape(DOCS_MARKER) + r"\n```(\w+)\n(.*?)\n```", DOCS.read_text(encoding="utf-8"), re.S)
+    blocks = marked_blocks(DOCS_MARKER)
     assert [language for language, _ in blocks] == ["yaml", "console"]
     for language, body in blocks:
         if language == "yaml":
@@ -319,14 +318,7 @@ def test_the_pages_example_runs_as_written(cli, tmp_path, monkeypatch):
             (tmp_path / name.removeprefix("# ")).parent.mkdir(parents=True, exist_ok=True)
             (tmp_path / name.removeprefix("# ")).write_text(text + "\n")
     monkeypatch.chdir(tmp_path)
-    steps = re.split(r"^\$ ", blocks[1][1], flags=re.M)[1:]
-    assert len(steps) == 3
-    for step in steps:
-        command, *shown = step.strip("\n").split("\n")
-        argv = shlex.split(command)
-        assert argv[0] == "tickwork"
-        result = cli(*argv[1:], output=None)
-        assert result.stdout.splitlines() == shown, command
+    run_console(cli, blocks[1][1], steps=3)
 
 
 def test_a_workflow_from_its_own_json_file_is_created_then_left_alone_and_a_step_change_is_a_diff(cli, tmp_path):
@@ -364,7 +356,7 @@ CLIENT_MARKER = "<!-- python client example: run in process by tests/cli/test_jo
 
 def test_the_pages_python_client_example_prints_what_the_page_shows(cli):
     """docs/jobs-as-code.md's Python client example, run against the API handler: it prints what the page says."""
-    blocks = re.findall(re.escape(CLIENT_MARKER) + r"\n```(\w+)\n(.*?)\n```", DOCS.read_text(encoding="utf-8"), re.S)
+    blocks = marked_blocks(CLIENT_MARKER)
     assert [language for language, _ in blocks] == ["python", "text"]
     printed = io.StringIO()
     with redirect_stdout(printed):

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import importlib
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -188,6 +189,10 @@ class JobType:
     handler: Handler
     description: str = ""
     isolation: Isolation = Isolation.INLINE
+    # The jobs its module declares to run it, each the fields of a job's create body without its `type` (its name
+    # defaulting to the type's): data, read by `tickwork apply --from-module` (tickwork_cli.declared_jobs), which
+    # validates them with the API's JobSpec; nothing here acts on them.
+    declared_jobs: tuple[Mapping[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "isolation", Isolation.of(self.isolation))
@@ -241,18 +246,47 @@ registry = JobTypeRegistry()
 
 
 def job_type(
-    name: str, payload_model: type[BaseModel], *, description: str = "", isolation: str = Isolation.INLINE
+    name: str,
+    payload_model: type[BaseModel],
+    *,
+    description: str = "",
+    isolation: str = Isolation.INLINE,
+    schedule: Mapping[str, Any] | None = None,
+    jobs: Sequence[Mapping[str, Any]] = (),
 ) -> Callable[[Handler], Handler]:
     """Register a handler for a job type. The payload is validated with `payload_model` at create time. `isolation`
     says where the handler runs: "inline" (in the executor) or "function" (in the job sandbox function: see
-    Isolation); anything else raises ValueError here, when the module is imported."""
+    Isolation); anything else raises ValueError here, when the module is imported.
+
+    The jobs that run it may be declared beside it (docs/jobs-as-code.md, "Schedules beside their handlers"):
+    `schedule=` (as the API takes it: `{"cron": "0 3 * * *", "timezone": "Europe/Paris"}`) declares one job of the
+    type's name; `jobs=` several, each the fields of a job's create body but its `type` (`name`, `schedule`,
+    `payload`, `retry`, `tags`...). `tickwork apply --from-module` makes them so; they are checked there."""
     checked = Isolation.of(isolation)
+    declared = declared_jobs(name, schedule, jobs)
 
     def decorate(fn: Handler) -> Handler:
-        registry.register(JobType(name, payload_model, fn, description or (fn.__doc__ or "").strip(), checked))
+        about = description or (fn.__doc__ or "").strip()
+        registry.register(JobType(name, payload_model, fn, about, checked, declared))
         return fn
 
     return decorate
+
+
+def declared_jobs(
+    name: str, schedule: Mapping[str, Any] | None, jobs: Sequence[Mapping[str, Any]]
+) -> tuple[dict[str, Any], ...]:
+    """`schedule=` and `jobs=` as one tuple of job fields (copied: the module's own dicts may change after); only
+    their shape is checked here (ValueError), their fields by `tickwork apply`, with the API's model."""
+    if schedule is not None and jobs:
+        raise ValueError(f"job type {name!r}: give schedule= (one job) or jobs= (each with its schedule), not both")
+    given = [{"schedule": schedule}] if schedule is not None else list(jobs)
+    for job in given:
+        if not isinstance(job, Mapping):
+            raise ValueError(f"job type {name!r}: each of jobs= is a job's fields (a dict), not {job!r}")
+        if "type" in job:
+            raise ValueError(f"job type {name!r}: a declared job's type is the handler's own; give no `type`")
+    return tuple(copy.deepcopy(dict(job)) for job in given)
 
 
 def import_job_type_modules(modules: Iterable[str]) -> None:
