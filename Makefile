@@ -9,7 +9,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: dev test in-process-tests runtime-tests test-prerequisites http-fuzz generated browser-deps console-vendor lint security vpc-rendering jwt-rendering issuer-rendering soak unit integration e2e typecheck build sam lock bench bench-quick clean simulate
+.PHONY: dev dist test in-process-tests runtime-tests test-prerequisites http-fuzz generated browser-deps console-vendor lint security vpc-rendering jwt-rendering issuer-rendering soak unit integration e2e typecheck build sam lock bench bench-quick clean simulate
 
 # The venv installs the lock files, hashes checked: requirements-dev.txt (every tool and test dependency) and, within
 # it, the same versions as shared/requirements.txt, the layer's lock. So the tests import what is deployed.
@@ -30,8 +30,17 @@ $(STAMP): pyproject.toml requirements-dev.txt shared/requirements.txt
 # built for arm64 and Python 3.13, the tests run here.
 LOCK_FLAGS := --quiet --universal --python-version 3.11 --generate-hashes --custom-compile-command "make lock"
 lock: $(STAMP)
-	$(BIN)/uv pip compile $(LOCK_FLAGS) $(UPGRADE) pyproject.toml --extra dev -o requirements-dev.txt
+	$(BIN)/uv pip compile $(LOCK_FLAGS) $(UPGRADE) pyproject.toml --extra dev --group test -o requirements-dev.txt
 	$(BIN)/uv pip compile $(LOCK_FLAGS) $(UPGRADE) shared/requirements.in -c requirements-dev.txt -o shared/requirements.txt
+
+# The wheel users install (`pip install tickwork`, docs/jobs-as-code.md): the CLI, the typed client and the console,
+# with the local runtime for `tickwork[dev]`; built by uv (in the dev lock) with the build backend pyproject.toml
+# names. tests/cli/test_wheel.py installs it in a fresh venv.
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/uv build --quiet --wheel --out-dir dist
+	rm -rf build  # setuptools' staging copy of the sources
+	@for wheel in dist/*.whl; do echo "$$wheel: $$(stat -c %s $$wheel) bytes"; done
 
 # checkov pins an older boto3 than ours, so the scanner gets a venv of its own.
 CHECKOV_VENV  := .venv-checkov

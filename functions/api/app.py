@@ -47,6 +47,7 @@ from routes import (
 )
 from routes import metrics as metrics_routes
 from routes.meta import VERSION
+from tickwork import VERSION_HEADER
 from tickwork.jobtypes import registry
 from tickwork.model.errors import TickworkError
 from tickwork.observability import observed
@@ -194,7 +195,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         return refused
     _wiring.services()  # built before any route: the job types it imports are in the OpenAPI document too
     app.append_context(**{WIRING: _wiring})
-    return app.resolve(event, context)
+    answer = app.resolve(event, context)
+    answer.setdefault("headers", {})[VERSION_HEADER] = VERSION  # the CLI warns when it is older (tickwork_cli.versions)
+    return answer
 
 
 __all__ = ["app", "handler", "openapi_document", "services", "use_services"]

@@ -459,7 +459,7 @@ def dev(
     level, keys_file, overrides = _log_level(log_level, verbose), _keys_file(api_keys), _parameter_overrides(parameter)
     overrides, module_paths = _job_types(job_types, overrides), _job_types_paths(job_types_path)
     if not attach and importlib.util.find_spec("moto") is None:
-        _fail("moto is not installed: `make dev` installs it, or pip install -e '.[dev]' (or use --attach URL)")
+        _fail("moto is not installed: `make dev` installs it, or pip install 'tickwork[dev]' (or use --attach URL)")
     if idp and keys_file:
         _fail("--idp and --api-keys exclude each other: with the IdP, callers are its tokens' users")
     local_idp = None

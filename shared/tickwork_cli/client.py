@@ -21,8 +21,11 @@ from urllib.parse import urlencode, urlsplit
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.session import Session
+from tickwork import __version__
 
-USER_AGENT = "tickwork-cli/0.1.0"
+from tickwork_cli.versions import warn_if_older
+
+USER_AGENT = f"tickwork-cli/{__version__}"
 LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1", "[::1]"}
 _EXECUTE_API = re.compile(r"^[a-z0-9]+\.execute-api\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?$")
 
@@ -209,10 +212,12 @@ class Client:
         elif self.always_sign or not is_local(url):
             sent = self._sign(method, url, sent, body)
         try:
-            return transport(method, url, sent, body, timeout=self.timeout)
+            response = transport(method, url, sent, body, timeout=self.timeout)
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise ConfigError(f"cannot reach {self.base_url}: {reason}") from None
+        warn_if_older(response.headers)
+        return response
 
     def get(self, path: str, **query: Any) -> Any:
         return self.request("GET", path, query=query)

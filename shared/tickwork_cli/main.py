@@ -21,6 +21,7 @@ Here the `tickwork` app is assembled; each noun's commands are in its own module
 from __future__ import annotations
 
 import typer
+from tickwork import __version__
 
 from tickwork_cli.commands import (
     audit,
@@ -40,6 +41,23 @@ from tickwork_cli.commands import (
 from tickwork_cli.jobs_as_code import register as register_jobs_as_code
 
 app = typer.Typer(help="Tickwork: a serverless job scheduler.", no_args_is_help=True)
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        typer.echo(f"tickwork {__version__}")
+        raise typer.Exit
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Tickwork: a serverless job scheduler."""
+
+
 # `--help` lists the top-level commands before the groups, each in the order registered: so plan, apply and
 # dev come before audit, smoke and console, and dev's group (secrets) after these groups.
 GROUPS = (jobs, runs, dlq, dead_letters, workflows, workflow_runs, schedules, tenants, calendars, freezes)

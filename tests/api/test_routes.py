@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from tickwork import __version__
 from tickwork.model.clock import iso
 
 from tests.api.conftest import ACME
@@ -20,10 +21,20 @@ def _due_in(seconds: float) -> dict[str, str]:
 def test_health_and_openapi(api):
     health = api.get("/v1/health")
     assert health.status == 200
-    assert health.json["status"] == "ok"
+    assert health.json == {"status": "ok", "version": __version__}
     doc = api.get("/v1/openapi.json")
     assert doc.status == 200
     assert doc.json["openapi"].startswith("3.")
+    assert doc.json["info"]["version"] == __version__
+
+
+def test_every_answer_carries_the_stack_version(api):
+    """The CLI reads it to warn when it is older than the stack (tickwork_cli.versions), with no request of its own."""
+    assert api.get("/v1/health").headers["x-tickwork-version"] == __version__
+    assert api.get("/v1/jobs").headers["x-tickwork-version"] == __version__
+    missing = api.get("/v1/jobs/job_does_not_exist")
+    assert missing.status == 404
+    assert missing.headers["x-tickwork-version"] == __version__
 
 
 def test_create_then_get_an_echo_job_and_watch_its_run(api, pipeline):

@@ -16,12 +16,21 @@ def _requirements() -> list[Requirement]:
     return [Requirement(line) for line in lines if line]
 
 
-def test_pyproject_reads_its_dependencies_from_the_layers_list() -> None:
+def test_pyproject_reads_its_dependencies_from_the_layers_list_and_the_clis() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "dependencies" not in project["project"]
-    assert project["project"]["dynamic"] == ["dependencies"]
-    dynamic = project["tool"]["setuptools"]["dynamic"]["dependencies"]
-    assert dynamic == {"file": ["shared/requirements.in"]}
+    assert "version" not in project["project"]
+    assert project["project"]["dynamic"] == ["version", "dependencies"]
+    dynamic = project["tool"]["setuptools"]["dynamic"]
+    assert dynamic["dependencies"] == {"file": ["shared/requirements.in", "requirements-cli.in"]}
+    assert dynamic["version"] == {"attr": "tickwork.__version__"}  # the one place it is written
+
+
+def test_the_test_tools_are_a_dependency_group_not_an_extra_of_the_wheel() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    extras = {Requirement(r).name for rs in project["project"]["optional-dependencies"].values() for r in rs}
+    assert extras == {"moto"}
+    assert "pytest" in {Requirement(r).name for r in project["dependency-groups"]["test"]}
 
 
 def test_every_declared_requirement_is_pinned_by_the_layer_lock_within_its_range() -> None:

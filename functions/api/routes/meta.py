@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+from tickwork import __version__ as VERSION
 from tickwork.control.api_bodies import Health
 
 from routes.responses import json_response, ok
-
-VERSION = "1.0.0"
 
 router = APIGatewayHttpRouter()
 
