@@ -56,7 +56,12 @@ def declare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callabl
 
     def write(module: str, text: str) -> None:
         (tmp_path / f"{module}.py").write_text(text)
-        monkeypatch.setattr(registry, "_types", dict(before))
+        # Without any type of a module of that name: another test of this process may have imported one (the
+        # worked example's acme_jobs, tests/unit/test_job_type_modules.py) and left its types registered.
+        kept = {
+            n: t for n, t in before.items() if (getattr(t.handler, "__module__", "") or "").partition(".")[0] != module
+        }
+        monkeypatch.setattr(registry, "_types", kept)
         sys.modules.pop(module, None)
         modules.add(module)
 
