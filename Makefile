@@ -90,28 +90,30 @@ security: $(CHECKOV_STAMP) vpc-rendering jwt-rendering issuer-rendering
 	$(CHECKOV_VENV)/bin/checkov -f template.yaml $(VPC_RENDERING) $(JWT_RENDERING) $(ISSUER_RENDERING) --framework cloudformation --compact --quiet --skip-download
 
 # The in-process suites (moto in the test process: CPU-bound) are spread over the cores by pytest-xdist (the files of
-# the longest single tests first, tests/conftest.py); the suites that start `tickwork dev` processes and wait in real
-# time (e2e, browser) run after them, three files at a time (--dist loadfile: a file's tests share their runtime;
-# longest first, tests/e2e/conftest.py), so that no CPU-bound suite competes with the runtimes they time. Three at a
-# time holds with a core taken away: all 132 passed in 6 min 38 s beside a process spinning on one core (5 min 49 s
-# without it). Tried and left: the in-process suites beside them at nice 19 (a timed e2e test failed). Where the time
-# goes, a clean clone on a 2-core machine (2026-11-29, 11 min 55 s in all): about 50 s for the venvs, lint, mypy,
-# checkov's venv, `sam validate --lint` (four renderings), `sam build` and the HTTP fuzz beside them; 5 min 15 s for
-# the 3,282 in-process tests (one boto3 session per test process, tests/harness.py; moto's transactions undone by
-# item, tickwork_local.aws.moto_transactions); 5 min 50 s for the 132 e2e and browser tests (one Chromium per test
-# process), the quick soak the longest (benchmarks/soak.py: production lease and recovery times, about 2 min 40 s),
-# then the bursts and the fair share's flood. Earlier clean clones on a slower 2-core host took 22 to 24 minutes for
-# the same phases. checkov's scan of the template and its renderings runs once, as a test (tests/template/test_checkov.py: the same files as `make security`, and a
-# control that must fail, in one run), not before the tests too. On an xdist worker, schemathesis runs a
-# parametrized test as one item whose subtests answered one operation's examples, not every operation's (the HTTP
-# fuzz's last test counts them): that file runs on its own, about 1 min, beside what the tests need first (it needs
-# only the venv): three at a time (mypy, cfn-lint and the fuzz are CPU, the tools' installs mostly network).
+# the longest single tests first, tests/conftest.py). Beside them, the suites that start `tickwork dev` processes and
+# wait in real time (e2e, browser) run three files at a time (--dist loadfile: a file's tests share their runtime;
+# longest first, tests/e2e/conftest.py); the in-process suites run at nice 10, so the runtimes they time come first.
+# Three at a time holds with a core taken away: all 132 passed in 6 min 38 s beside a process spinning on one core
+# (5 min 49 s without it). Where the time goes, a clean clone on a 2-core machine (2026-11-29, 11 min 35 s in all):
+# about 55 s for the venvs, lint, mypy, checkov's venv, `sam validate --lint` (four renderings), `sam build` and the
+# HTTP fuzz beside them; then 10 min 41 s for the 3,314 in-process tests (one boto3 session per test process,
+# tests/harness.py; moto's transactions undone by item, tickwork_local.aws.moto_transactions) beside 6 min 47 s for the
+# 138 e2e and browser tests (one Chromium per test process), the quick soak the longest (benchmarks/soak.py:
+# production lease and recovery times, about 2 min 40 s), then the bursts and the fair share's flood. One after the
+# other the two took 5 min 15 s and 5 min 49 s (11 min 55 s in all, 6 fewer tests). Earlier clean clones on a slower
+# 2-core host took 22 to 24 minutes with the phases one after the other and the e2e files two at a time. checkov's
+# scan of the template and its renderings runs once, as a test (tests/template/test_checkov.py: the same files as
+# `make security`, and a control that must fail, in one run), not before the tests too. On an xdist worker,
+# schemathesis runs a parametrized test as one item whose subtests answered one operation's examples, not every
+# operation's (the HTTP fuzz's last test counts them): that file runs on its own, about 1 min, beside what the tests
+# need first (it needs only the venv): three at a time (mypy, cfn-lint and the fuzz are CPU, the tools' installs
+# mostly network).
 test:
 	$(MAKE) --no-print-directory -j3 --output-sync=target test-prerequisites http-fuzz
 	$(MAKE) --no-print-directory -j2 --output-sync=target in-process-tests runtime-tests
 
-# Side by side (the `test` target's second step): the runtimes' suites wait in real time and use under half of two
-# cores, and the in-process suites, at a lower priority, take what they leave.
+# Side by side (the `test` target's second step): the runtimes' suites wait in real time and leave part of two cores
+# idle, which the in-process suites, at a lower priority, take.
 in-process-tests: $(STAMP)
 	TICKWORK_SAM_BUILT=1 nice -n 10 $(BIN)/python -m pytest -q -n auto --dist worksteal --durations=15 -p no:cacheprovider \
 		--ignore=tests/e2e --ignore=tests/browser $(PYTEST_ARGS)
