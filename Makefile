@@ -94,13 +94,13 @@ security: $(CHECKOV_STAMP) vpc-rendering jwt-rendering issuer-rendering
 # wait in real time (e2e, browser) run three files at a time (--dist loadfile: a file's tests share their runtime;
 # longest first, tests/e2e/conftest.py); the in-process suites run at nice 10, so the runtimes they time come first.
 # Three at a time holds with a core taken away: all 132 passed in 6 min 38 s beside a process spinning on one core
-# (5 min 49 s without it). Where the time goes, a clean clone on a 2-core machine (2026-11-29, 11 min 35 s in all):
+# (5 min 49 s without it). Where the time goes, a clean clone on a 2-core machine (2026-11-29, 10 min 46 s in all):
 # about 55 s for the venvs, lint, mypy, checkov's venv, `sam validate --lint` (four renderings), `sam build` and the
-# HTTP fuzz beside them; then 10 min 41 s for the 3,314 in-process tests (one boto3 session per test process,
+# HTTP fuzz beside them; then 9 min 50 s for the 3,314 in-process tests (one boto3 session per test process,
 # tests/harness.py; moto's transactions undone by item, tickwork_local.aws.moto_transactions) beside 6 min 47 s for the
 # 138 e2e and browser tests (one Chromium per test process), the quick soak the longest (benchmarks/soak.py:
 # production lease and recovery times, about 2 min 40 s), then the bursts and the fair share's flood. One after the
-# other the two took 5 min 15 s and 5 min 49 s (11 min 55 s in all, 6 fewer tests). Earlier clean clones on a slower
+# other the two took 5 min 15 s and 5 min 49 s (11 min 55 s in all, 38 fewer tests). Earlier clean clones on a slower
 # 2-core host took 22 to 24 minutes with the phases one after the other and the e2e files two at a time. checkov's
 # scan of the template and its renderings runs once, as a test (tests/template/test_checkov.py: the same files as
 # `make security`, and a control that must fail, in one run), not before the tests too. On an xdist worker,
