@@ -101,7 +101,8 @@ security: $(CHECKOV_STAMP) vpc-rendering jwt-rendering issuer-rendering
 # 138 e2e and browser tests (one Chromium per test process), the quick soak the longest (benchmarks/soak.py:
 # production lease and recovery times, about 2 min 40 s), then the bursts and the fair share's flood. One after the
 # other the two took 5 min 15 s and 5 min 49 s (11 min 55 s in all, 38 fewer tests). Earlier clean clones on a slower
-# 2-core host took 22 to 24 minutes with the phases one after the other and the e2e files two at a time. checkov's
+# 2-core host took 22 to 24 minutes with the phases one after the other and the e2e files two at a time. With half
+# the CPU (a cgroup quota of one core's time across the two), a clean clone passed whole in 18 min 19 s. checkov's
 # scan of the template and its renderings runs once, as a test (tests/template/test_checkov.py: the same files as
 # `make security`, and a control that must fail, in one run), not before the tests too. On an xdist worker,
 # schemathesis runs a parametrized test as one item whose subtests answered one operation's examples, not every
