@@ -84,11 +84,11 @@ def build_event(
 
 
 class ApiClient:
-    def __init__(self, pipeline: Any) -> None:
+    def __init__(self, pipeline: Any, app: Any = None) -> None:
         from api import app as api_app
 
         self.pipeline = pipeline
-        self.app = api_app
+        self.app = app or api_app
 
     def call(self, event: dict[str, Any]) -> Reply:
         response = self.app.handler(event, LocalLambdaContext("ApiFunction", 10))
@@ -130,3 +130,21 @@ def api(pipeline: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[ApiClient]:
         yield ApiClient(pipeline)
     finally:
         api_app.use_services(None)
+
+
+def separate_environments(pipeline: Any, count: int) -> list[ApiClient]:
+    """`count` API clients, each calling its own instance of the API's handler module on the pipeline's services: as
+    many Lambda execution environments, each serving one invocation at a time, as Lambda (and the local runtime,
+    tickwork_local.runtime.lambda_runtime) runs them. Calls racing from threads need them: one module's Powertools
+    resolver keeps the request it is resolving on itself, so two invocations at once in one module are not a thing
+    Lambda does, and they break each other."""
+    from tickwork_local.runtime.lambda_runtime import function_config, load_handler_module
+    from tickwork_local.stack.template import load_template
+
+    config = function_config(load_template(), "ApiFunction")
+    clients = []
+    for _ in range(count):
+        module = load_handler_module(config)
+        module.use_services(pipeline.services)
+        clients.append(ApiClient(pipeline, module))
+    return clients

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from tickwork.model.states import RunStatus
 
-from tests.api.conftest import ApiClient
+from tests.api.conftest import ApiClient, separate_environments
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
@@ -27,12 +27,15 @@ def pipeline(timed_pipeline: Any) -> Any:
 
 
 def _racing_triggers(api: ApiClient, job_id: str, debounce: dict[str, Any], first: int) -> list[dict[str, Any]]:
-    """CALLERS API calls at once (released together), payloads {"n": first}, {"n": first + 1}, ..."""
+    """CALLERS API calls at once (released together), each in an execution environment of its own, payloads
+    {"n": first}, {"n": first + 1}, ..."""
     start = threading.Barrier(CALLERS)
+    callers = separate_environments(api.pipeline, CALLERS)
 
     def trigger(n: int) -> dict[str, Any]:
+        caller = callers[n - first]
         start.wait(timeout=10)
-        reply = api.post(f"/v1/jobs/{job_id}/trigger", {"debounce": debounce, "payload": {"n": n}})
+        reply = caller.post(f"/v1/jobs/{job_id}/trigger", {"debounce": debounce, "payload": {"n": n}})
         assert reply.status == 202, reply.text
         return reply.json
 
