@@ -78,6 +78,9 @@ class Intents:
         self.not_happened.append(intent.record.id)
         return True
 
+    def settle(self, intent: PendingIntent, record: AuditRecord | None) -> bool:
+        return self.mark_not_happened(intent) if record is None else self.confirm(intent, record)
+
 
 class Queues:
     def __init__(self, started: dict[Band, list[datetime]]) -> None:

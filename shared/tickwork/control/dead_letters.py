@@ -152,11 +152,7 @@ class DeadLetterAdmin:
         record = settled(intent.record, started)
         started_bands = [band.value for band in started]
         try:
-            won = (
-                self.audit.intents.mark_not_happened(intent)
-                if record is None
-                else self.audit.intents.confirm(intent, record)
-            )
+            won = self.audit.intents.settle(intent, record)
         except Exception:
             logger.exception(
                 "could not settle the redrive's audit record; the tick settles it",

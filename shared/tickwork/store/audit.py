@@ -180,6 +180,10 @@ class AuditIntents:
         """Its action did not happen: the intent settled, no record. False if it was settled already."""
         return self._settle(intent, "not_happened", audit=None)
 
+    def settle(self, intent: PendingIntent, record: AuditRecord | None) -> bool:
+        """Confirmed with `record`, or marked not happened when there is none (nothing of it happened)."""
+        return self.mark_not_happened(intent) if record is None else self.confirm(intent, record)
+
     def _settle(self, intent: PendingIntent, outcome: str, *, audit: dict[str, Any] | None) -> bool:
         expires_at = intent.due_at // 1000 + SETTLED_INTENT_KEPT_SECONDS
         values = expression_values(due=intent.due_at, outcome=outcome, expires=expires_at)

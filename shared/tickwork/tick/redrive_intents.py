@@ -48,7 +48,7 @@ class RedriveIntents:
         started = {band: self.queues.moves_started(band) for band in intended_bands(intent.record)}
         bands = started_within(intent.record, started)
         record = settled(intent.record, bands)
-        won = self.intents.mark_not_happened(intent) if record is None else self.intents.confirm(intent, record)
+        won = self.intents.settle(intent, record)
         logger.info(
             "pending redrive audit record settled",
             extra={
