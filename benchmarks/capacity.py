@@ -44,7 +44,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from benchmarks import ROOT, cost
+from benchmarks import ROOT, cost, hour_top_report
 from benchmarks.common import Stamp
 from benchmarks.prices import assumption, price
 
@@ -639,15 +639,35 @@ def scenarios() -> list[Scenario]:
     ]
 
 
+def hour_tops(cal: Calibration, data: dict[str, Any]) -> dict[str, Any]:
+    """The hour-top bursts at 100M/day (benchmarks/hour_top.py), with the sized scenario's executors."""
+    sized = scenarios()[0]
+    cron, _ = day_profile(sized.runs_per_day, sized.peak_factor, sized.background_share, sized.seed)
+    day = {
+        "runs_per_day": sized.runs_per_day,
+        "today_peak": cron[PEAK_MINUTE * 60],
+        "cron_per_day": sum(cron),
+        "executor_mb": sized.executor_mb,
+        "vcpu": vcpu(sized.executor_mb),
+    }
+    execute = {"wru": cal.wru.get("execute", 0.0), "due_writes": cal.due_writes.get("execute", 0.0)}
+    return hour_top_report.run(execute, executor_timing(sized, cal), data, day)
+
+
 QUICK_SCENARIOS = 4  # `make bench-quick`: the two sizes, 1B/day at :00 and W=1
 
 
 def run(stamp: Stamp, results: dict[str, Any] | None = None, *, quick: bool = False) -> dict[str, Any]:
     """Simulate every scenario with the figures in `results` (benchmarks/results.json's, by default)."""
-    cal = load_calibration(results)
+    data = results if results is not None else _results_file(RESULTS)
+    cal = load_calibration(data)
     chosen = scenarios()[:QUICK_SCENARIOS] if quick else scenarios()
     rows = [simulate(sc, cal) for sc in chosen]
+    tops = hour_tops(cal, data)
+    peak_wru = max(r["peak_wru_per_s"] for r in [*tops["rows"], *(p["row"] for p in tops["plans"])])
     return {
+        "hour_top": tops,
+        "costs": hour_top_report.costs(cal.section1, data["cost"], peak_wru, 100_000_000) if "cost" in data else None,
         "stamp": stamp.__dict__,
         "calibration": {
             "claim_cpu_ms": cal.claim_cpu_ms,
@@ -744,10 +764,22 @@ def render(result: dict[str, Any]) -> str:
         f" {LATE_GOAL_S} s: {'met' if base['peak']['p99'] <= LATE_GOAL_S else 'not met'}). The rows after the two sizes"
         " change one setting each, to show what breaks.",
     ]
+    if "hour_top" in result:
+        lines += ["", *hour_top_report.render(result["hour_top"], stamp.line())]
+    if result.get("costs"):
+        lines += ["", *hour_top_report.render_costs(result["costs"])]
     return "\n".join(lines)
 
 
 def console(result: dict[str, Any]) -> str:
     rows = result["rows"]
     parts = [f"{r['scenario']['name']}: p99 {_s(r['peak']['p99'])}, W {r['workers_max']}" for r in rows[:2]]
-    return "[capacity] peak minute " + "; ".join(parts) + f" ({len(rows)} scenarios)"
+    line = "[capacity] peak minute " + "; ".join(parts) + f" ({len(rows)} scenarios)"
+    for plan in result.get("hour_top", {}).get("plans", []):
+        r = plan["row"]
+        line += (
+            f"\n[capacity] {plan['share']:.0%} of crons at hh:00:00 with warm-up, {plan['wru_note']}: p99"
+            f" {_s(r['p99'])} (goal ≤ 2 s {'met' if r['p99'] <= 2.0 else 'missed'});"
+            f" warm-up ${plan['cost']['cheaper_usd']:,.0f}/month"
+        )
+    return line
