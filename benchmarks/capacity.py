@@ -650,7 +650,13 @@ def hour_tops(cal: Calibration, data: dict[str, Any]) -> dict[str, Any]:
         "executor_mb": sized.executor_mb,
         "vcpu": vcpu(sized.executor_mb),
     }
-    execute = {"wru": cal.wru.get("execute", 0.0), "due_writes": cal.due_writes.get("execute", 0.0)}
+    parts = cal.section1["scenarios"]["ahead"]["phases"]["execute"]["wru_per_run"] if cal.section1 else {}
+    execute = {
+        "wru": cal.wru.get("execute", 0.0),
+        "due_writes": cal.due_writes.get("execute", 0.0),
+        "tenant_index_writes": sum(p.get("tenant-index", 0.0) for p in parts.values()),
+        "runs_index_writes": sum(p.get("runs-index", 0.0) for p in parts.values()),
+    }
     return hour_top_report.run(execute, executor_timing(sized, cal), data, day)
 
 
@@ -781,5 +787,17 @@ def console(result: dict[str, Any]) -> str:
             f"\n[capacity] {plan['share']:.0%} of crons at hh:00:00 with warm-up, {plan['wru_note']}: p99"
             f" {_s(r['p99'])} (goal ≤ 2 s {'met' if r['p99'] <= 2.0 else 'missed'});"
             f" warm-up ${plan['cost']['cheaper_usd']:,.0f}/month"
+        )
+    costs = result.get("costs")
+    if costs:
+        ratios = ", ".join(f"{r['case']} {r['ratio']:.2f}" for r in costs["like_for_like"])
+        modes = costs["capacity_modes"]
+        cheapest = min(modes["modes"], key=lambda m: m["per_million"])
+        line += (
+            f"\n[capacity] cost ratio to EventBridge Scheduler, like for like: {ratios}; cron run"
+            f" {costs['cron']['ratio']:.2f} ({costs['cron']['wru']:g} WRU); DynamoDB writes at 100M/day per million"
+            f" runs: on-demand ${modes['on_demand']:.2f}, {cheapest['mode']} ({cheapest['sizing']})"
+            f" ${cheapest['per_million']:.2f}; goals met: {sum(g['met'] for g in costs['goals'])} of"
+            f" {len(costs['goals'])}"
         )
     return line

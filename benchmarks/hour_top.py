@@ -318,3 +318,30 @@ def with_warm_up(b: Burst, environments: int) -> Burst:
         account_concurrency=max(b.account_concurrency, environments),
         rounding=False,
     )
+
+
+# ---------------------------------------------------------------- limits a tenant or the API meets
+
+
+def tenant_caps(tenant_index_writes: float, runs_index_writes: float, runs_index_shards: int) -> dict[str, float]:
+    """One tenant's starts per second: its tenant-index entries share one partition key, its runs-index entries
+    `runs_index_shards` of them; each key takes 1,000 WCU/s."""
+    caps = {}
+    if tenant_index_writes:
+        caps["tenant index"] = PARTITION_WCU / tenant_index_writes
+    if runs_index_writes:
+        caps["runs index"] = runs_index_shards * PARTITION_WCU / runs_index_writes
+    return caps
+
+
+def api_gateway(creates_per_day: float) -> dict[str, float]:
+    """Creates against API Gateway's 10,000 requests/s per account: on average, and the jobs a second it admits
+    one per request or 25 per batch create."""
+    average = creates_per_day / 86_400
+    return {
+        "average_per_s": average,
+        "limit_rps": float(API_GATEWAY_RPS),
+        "headroom": API_GATEWAY_RPS / average if average else math.inf,
+        "jobs_per_s_single": float(API_GATEWAY_RPS),
+        "jobs_per_s_batch": float(API_GATEWAY_RPS * BATCH_CREATE_MAX),
+    }

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from tickwork.store.codec import RUN_SEARCH_SHARDS
+
 from benchmarks import cost, cost_compare, hour_top
 from benchmarks.hour_top import Burst
 from benchmarks.prices import assumption, price
@@ -130,7 +132,17 @@ def run(cal_execute: dict[str, float], timing: dict[str, float], results: dict[s
                 new_table = replace(warmed, name=f"{share:.0%}, warm-up without DynamoDB's, a new table (4,000 WRU/s)")
                 new_table = replace(new_table, table_warm_wru=float(hour_top.NEW_TABLE_WRU))
                 rows += [{**hour_top.simulate(in_s3), "note": ""}, {**hour_top.simulate(new_table), "note": ""}]
-    return {"cold_start": cold, "base": base.__dict__, "rows": rows, "plans": plans, "day": day}
+    return {
+        "cold_start": cold,
+        "base": base.__dict__,
+        "rows": rows,
+        "plans": plans,
+        "day": day,
+        "tenant": hour_top.tenant_caps(
+            cal_execute.get("tenant_index_writes", 0.0), cal_execute.get("runs_index_writes", 0.0), RUN_SEARCH_SHARDS
+        ),
+        "api": hour_top.api_gateway(day["runs_per_day"] - day["cron_per_day"]),
+    }
 
 
 def costs(section1: dict[str, Any], section2: dict[str, Any], peak_wru_per_s: float, runs_per_day: float) -> dict:
@@ -198,7 +210,31 @@ def render(result: dict[str, Any], stamp_line: str) -> list[str]:
         "",
     ]
     lines += _goal_lines(result)
+    lines += _limit_lines(result)
     return lines
+
+
+def _limit_lines(result: dict[str, Any]) -> list[str]:
+    """The limits a single tenant, or the API, meets: outside the simulation, which sums every tenant."""
+    tenant, api = result.get("tenant", {}), result.get("api")
+    out = []
+    if tenant:
+        slowest = min(tenant, key=lambda k: tenant[k])
+        out.append(
+            "- **One tenant's burst**: its job records share one tenant-index partition key, its runs"
+            f" {RUN_SEARCH_SHARDS} runs-index keys, each 1,000 WCU/s: one tenant starts at most"
+            f" {', '.join(f'{v:,.0f}/s ({k})' for k, v in tenant.items())}, so a tenant with more than"
+            f" {GOAL_S * tenant[slowest]:,.0f} runs at one instant misses the 2 s goal for its own runs whatever the"
+            f" warm-up ({slowest} binds; spreading a tenant's crons with `jitter_seconds` is the remedy)."
+        )
+    if api:
+        out.append(
+            f"- **API Gateway** (10,000 requests/s per account and region): the day's creates average"
+            f" {api['average_per_s']:,.0f}/s ({api['headroom']:.0f}x headroom); a burst of creates is admitted at"
+            f" {api['jobs_per_s_single']:,.0f} jobs/s one per request, {api['jobs_per_s_batch']:,.0f} jobs/s by batch"
+            " create (25 a request); crons make no request. Not simulated: creates are spread over the day here."
+        )
+    return out
 
 
 def _goal_lines(result: dict[str, Any]) -> list[str]:

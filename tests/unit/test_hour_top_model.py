@@ -117,3 +117,15 @@ def test_inline_like_for_like_leaves_out_the_schedulers_s3_put() -> None:
     rows = cost_compare.like_for_like({}, s3, inline)
     assert [r["scheduler"] for r in rows] == [7.0, 2.0]
     assert rows[1]["ratio"] == 3.0
+
+
+def test_one_tenants_starts_are_capped_by_its_index_keys() -> None:
+    caps = hour_top.tenant_caps(tenant_index_writes=1.0, runs_index_writes=2.0, runs_index_shards=8)
+    assert caps == {"tenant index": 1_000.0, "runs index": 4_000.0}
+    assert hour_top.tenant_caps(0.0, 0.0, 8) == {}
+
+
+def test_api_gateway_admits_25_jobs_a_request_by_batch_create() -> None:
+    api = hour_top.api_gateway(creates_per_day=50_000_000)
+    assert api["average_per_s"] == pytest.approx(578.7, abs=0.1)
+    assert api["jobs_per_s_batch"] == 25 * api["jobs_per_s_single"] == 250_000
