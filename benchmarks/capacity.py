@@ -773,7 +773,7 @@ def render(result: dict[str, Any]) -> str:
     if "hour_top" in result:
         lines += ["", *hour_top_report.render(result["hour_top"], stamp.line())]
     if result.get("costs"):
-        lines += ["", *hour_top_report.render_costs(result["costs"])]
+        lines += ["", *hour_top_report.render_costs(result["costs"], stamp.line())]
     return "\n".join(lines)
 
 

@@ -49,7 +49,12 @@ def cron_per_million(section1: dict[str, Any], per_million: dict[str, Any], api_
         - create_no_due * wru_usd
     )
     wru = section1["billable"]["ahead"]["wru_per_run"] - create_wru
-    return {"wru": wru, "tickwork": tickwork, "scheduler": scheduler, "ratio": tickwork / scheduler}
+    measured = section1["billable"].get("cron")
+    if measured:  # section 1 measured a cron scenario: its WRU replace the derived ones
+        tickwork += (measured["wru_per_run"] - wru) * wru_usd
+        wru = measured["wru_per_run"]
+    source = "section 1's cron scenario" if measured else "derived: the one-shot's phases without its create"
+    return {"wru": wru, "tickwork": tickwork, "scheduler": scheduler, "ratio": tickwork / scheduler, "source": source}
 
 
 def like_for_like(section1: dict[str, Any], s3: dict[str, Any], inline: dict[str, Any] | None) -> list[dict[str, Any]]:

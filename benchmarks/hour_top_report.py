@@ -262,12 +262,14 @@ def _goal_lines(result: dict[str, Any]) -> list[str]:
     return out
 
 
-def render_costs(c: dict[str, Any]) -> list[str]:
+def render_costs(c: dict[str, Any], stamp_line: str) -> list[str]:
     lines = [
         "### Cost per million runs, like for like (benchmarks/cost_compare.py)",
         "",
-        f"From section 2's line items (`{c['section2_stamp']['command']}` · {c['section2_stamp']['date']}) and the"
-        " price table; `?` marks a price not in the facts file.",
+        f"Computed by {stamp_line}, from section 2's line items (`{c['section2_stamp']['command']}` ·"
+        f" {c['section2_stamp']['date']}) and the price table; `?` marks a price not in the facts file. The cron"
+        " run's WRU are derived from the one-shot's phases until section 1 measures a cron (the review measured 9"
+        " WRU; a cron's claim also writes its next occurrence).",
         "",
         "| case | compared with | Tickwork | peer | ratio |",
         "|---|---|---:|---:|---:|",
@@ -278,7 +280,7 @@ def render_costs(c: dict[str, Any]) -> list[str]:
         )
     cron = c["cron"]
     lines += [
-        f"| cron run ({cron['wru']:g} WRU: the one-shot's phases without its create) | EventBridge Scheduler recurring"
+        f"| cron run ({cron['wru']:g} WRU, {cron.get('source', '')}) | EventBridge Scheduler recurring"
         f" schedule (no CreateSchedule) | ${cron['tickwork']:.2f} | ${cron['scheduler']:.2f} | {cron['ratio']:.2f} |",
         "",
         "| hosted peer | billed units per scheduled run | per million runs | source |",

@@ -129,3 +129,21 @@ def test_api_gateway_admits_25_jobs_a_request_by_batch_create() -> None:
     api = hour_top.api_gateway(creates_per_day=50_000_000)
     assert api["average_per_s"] == pytest.approx(578.7, abs=0.1)
     assert api["jobs_per_s_batch"] == 25 * api["jobs_per_s_single"] == 250_000
+
+
+def _section1(*, cron_wru: float | None) -> dict:
+    create = {"dynamodb:PutItem job": {"table": 1.0, "tenant-index": 1.0, "due-index": 1.0}}
+    billable: dict = {"ahead": {"wru_per_run": 16.0}}
+    if cron_wru is not None:
+        billable["cron"] = {"wru_per_run": cron_wru}
+    return {"scenarios": {"ahead": {"phases": {"create": {"wru_per_run": create}}}}, "billable": billable}
+
+
+def test_a_cron_run_is_a_one_shot_without_its_create_until_section_1_measures_one() -> None:
+    per_million = {"tickwork_total": 16.0, "scheduler_total": 10.0}
+    derived = cost_compare.cron_per_million(_section1(cron_wru=None), per_million, 0.5, 30.0)
+    assert derived["wru"] == 13.0  # 16 less the create's 3
+    measured = cost_compare.cron_per_million(_section1(cron_wru=9.0), per_million, 0.5, 30.0)
+    assert measured["wru"] == 9.0
+    assert derived["tickwork"] - measured["tickwork"] == pytest.approx(4 * 0.625)
+    assert measured["scheduler"] == derived["scheduler"] < 10.0
