@@ -646,6 +646,7 @@ def hour_tops(cal: Calibration, data: dict[str, Any]) -> dict[str, Any]:
     day = {
         "runs_per_day": sized.runs_per_day,
         "today_peak": cron[PEAK_MINUTE * 60],
+        "today_hour_tops": [cron[hour * 3_600] for hour in range(24)],
         "cron_per_day": sum(cron),
         "executor_mb": sized.executor_mb,
         "vcpu": vcpu(sized.executor_mb),

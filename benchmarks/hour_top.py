@@ -43,6 +43,7 @@ ESM_RAMP_PER_MIN = 300  # standard mode: +300 concurrent invokes a minute while 
 ESM_MAX = 1_250  # standard mode: per mapping
 ESM_PROVISIONED_RAMP_PER_MIN = 1_000  # provisioned mode
 ESM_PROVISIONED_MAX = 20_000  # provisioned mode, per mapping
+MIN_POLLERS_MAX = 200  # provisioned mode: the most MinimumPollers a mapping may set
 INVOKES_PER_POLLER = 10  # provisioned mode: concurrent invokes per event poller (third-party figure, docs/scale.md)
 PARTITION_WCU = 1_000  # DynamoDB per-partition writes
 NEW_TABLE_WRU = 4_000  # a new on-demand table's warm write throughput

@@ -8,6 +8,7 @@ run while a run executes, the capacity model's executor timing (section 1's requ
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -92,6 +93,22 @@ def warm_up(b: Burst, goal_s: float) -> tuple[Burst, dict[str, Any]]:
     }
 
 
+def monthly_warm_up(
+    b: Burst, share: float, day: dict[str, Any], memory_mb: int, cold_s: float, prices: hour_top.WarmUpPrices
+) -> dict[str, float]:
+    """Each of the day's 24 hour-tops warmed for its own burst (today's crons at that second, plus the share), a
+    month of them: warming invocations and provisioned concurrency, each summed over the hours."""
+    total = {"warming_invocations_usd": 0.0, "provisioned_concurrency_usd": 0.0}
+    for today in day.get("today_hour_tops", [day["today_peak"]] * 24):
+        runs = round(share * day["cron_per_day"] / 24 + (1 - share) * today)
+        environments = hour_top.environments_needed(replace(b, burst_runs=runs), GOAL_S * HEADROOM)
+        money = hour_top.warm_up_cost(environments, memory_mb, cold_s, prices)
+        for key in total:
+            total[key] += money[key] / 24
+    peak = hour_top.warm_up_cost(hour_top.environments_needed(b, GOAL_S * HEADROOM), memory_mb, cold_s, prices)
+    return {**total, "lead_s": peak["lead_s"], "cheaper_usd": min(total.values())}
+
+
 def run(cal_execute: dict[str, float], timing: dict[str, float], results: dict[str, Any], day: dict[str, Any]) -> dict:
     """Every row simulated, the warm-up and its monthly cost, and the like-for-like costs."""
     executor_mb = day["executor_mb"]
@@ -124,7 +141,7 @@ def run(cal_execute: dict[str, float], timing: dict[str, float], results: dict[s
         for variant, wru_note in variants:
             warmed, need = warm_up(variant, GOAL_S)
             outcome = hour_top.simulate(replace(warmed, name=f"{share:.0%} at hh:00:00, warm-up, {wru_note}"))
-            money = hour_top.warm_up_cost(need["environments"], executor_mb, cold["lambda_s"], prices)
+            money = monthly_warm_up(variant, share, day, executor_mb, cold["lambda_s"], prices)
             plans.append({"share": share, "wru_note": wru_note, "need": need, "cost": money, "row": outcome})
             if share == SHARES[0] and variant is variants[-1][0]:
                 in_s3 = replace(warmed, name=f"{share:.0%}, warm-up, results in S3 (default; split for the background)")
@@ -237,8 +254,17 @@ def _limit_lines(result: dict[str, Any]) -> list[str]:
     return out
 
 
+def _pollers(environments: int, mappings: int) -> str:
+    """Provisioned pollers for the environments, 10 invokes each, and whether a mapping's minimum (200) holds them."""
+    pollers = math.ceil(environments / hour_top.INVOKES_PER_POLLER)
+    each = math.ceil(pollers / mappings)
+    fits = "within" if each <= hour_top.MIN_POLLERS_MAX else "**over**"
+    return f"{pollers:,} pollers ({each:,} a mapping of {mappings}, {fits} the 200 a mapping's minimum may be)"
+
+
 def _goal_lines(result: dict[str, Any]) -> list[str]:
     out = []
+    mappings = result["base"]["mappings"]
     for plan in result["plans"]:
         r, need, money = plan["row"], plan["need"], plan["cost"]
         ok = r["p99"] <= GOAL_S
@@ -248,12 +274,12 @@ def _goal_lines(result: dict[str, Any]) -> list[str]:
             f"- **{plan['share']:.0%} of crons at hh:00:00{goal}, {plan['wru_note']}**: p99 {_s(r['p99'])}, goal"
             f" ≤ {GOAL_S} s with ≤ {GOAL_SHARDS:,} shards: {_met(ok)}{why}. The warm-up: {need['environments']:,}"
             f" executor environments initialised before the instant (from {money['lead_s']:.0f} s ahead: 1,000 per"
-            " 10 s), the mappings in provisioned mode with"
-            f" {need['environments'] // hour_top.INVOKES_PER_POLLER:,} pollers, the account's concurrency raised to"
+            f" 10 s), the mappings in provisioned mode with {_pollers(need['environments'], mappings)}, the account's"
+            " concurrency raised to"
             f" {need['environments']:,} (a free quota increase), sends aligned to the instant; the due index warmed to"
             f" {need['index_warm_wcu']:,.0f} WCU/s ({need['index_partitions']:,} partitions: its busiest holds"
             f" {r['busiest_partition']} shards) and the table's quota and warm throughput to"
-            f" {need['table_wru']:,.0f} WRU/s. Per month: warming invocations"
+            f" {need['table_wru']:,.0f} WRU/s. Per month, each hour-top warmed for its own burst: warming invocations"
             f" **${money['warming_invocations_usd']:,.0f}**, provisioned concurrency for 10 minutes each hour"
             f" ${money['provisioned_concurrency_usd']:,.0f}: the invocations are cheaper. Not priced: the pollers"
             " (provisioned mode's event poller units, no price sourced) and DynamoDB's warm throughput (a one-time"
