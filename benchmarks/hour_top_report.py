@@ -254,6 +254,16 @@ def _limit_lines(result: dict[str, Any]) -> list[str]:
     return out
 
 
+def _cheaper(money: dict[str, float]) -> str:
+    warming, provisioned = money["warming_invocations_usd"], money["provisioned_concurrency_usd"]
+    return "the invocations are cheaper" if warming <= provisioned else "provisioned concurrency is cheaper"
+
+
+def _per_million(money: dict[str, float], day: dict[str, Any]) -> str:
+    per_million = money["cheaper_usd"] / (day["runs_per_day"] * 30) * 1_000_000
+    return f"${per_million:.2f} per million runs"
+
+
 def _pollers(environments: int, mappings: int) -> str:
     """Provisioned pollers for the environments, 10 invokes each, and whether a mapping's minimum (200) holds them."""
     pollers = math.ceil(environments / hour_top.INVOKES_PER_POLLER)
@@ -281,7 +291,8 @@ def _goal_lines(result: dict[str, Any]) -> list[str]:
             f" {r['busiest_partition']} shards) and the table's quota and warm throughput to"
             f" {need['table_wru']:,.0f} WRU/s. Per month, each hour-top warmed for its own burst: warming invocations"
             f" **${money['warming_invocations_usd']:,.0f}**, provisioned concurrency for 10 minutes each hour"
-            f" ${money['provisioned_concurrency_usd']:,.0f}: the invocations are cheaper. Not priced: the pollers"
+            f" ${money['provisioned_concurrency_usd']:,.0f}: {_cheaper(money)}, {_per_million(money, result['day'])}."
+            " Not priced: the pollers"
             " (provisioned mode's event poller units, no price sourced) and DynamoDB's warm throughput (a one-time"
             " charge when raised, no price sourced; it never falls, so once a day at most)."
         )
