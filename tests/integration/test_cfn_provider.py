@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from copy import deepcopy
 from typing import Any
@@ -18,24 +17,9 @@ from tickwork_local.runtime.lambda_runtime import LocalLambdaContext
 from tests.conftest import load_event
 from tests.faults.crashes import ProcessKilled
 from tests.harness import TENANT
-from tests.http_upstream import JsonUpstream, serving
+from tests.http_upstream import PresignedPuts, serving
 
 CONTEXT = LocalLambdaContext("ResourceProviderFunction")
-
-
-class CloudFormation(JsonUpstream):
-    """The pre-signed S3 URL's end: every answer PUT to it, kept."""
-
-    answers: list[dict[str, Any]] = []
-
-    def do_PUT(self) -> None:
-        body = self.read_body()
-        CloudFormation.answers.append(
-            {"path": self.path, "content_type": self.headers.get("Content-Type"), "size": len(body), **json.loads(body)}
-        )
-        self.send_response(200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
 
 
 @pytest.fixture
@@ -44,8 +28,8 @@ def cloudformation(pipeline: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[s
     monkeypatch.setenv("RESOURCE_PROVIDER_LOOPBACK_URLS", "true")
     provider_app.response_urls.cache_clear()
     provider_app.use_services(pipeline.services)
-    CloudFormation.answers = []
-    with serving(CloudFormation) as url:
+    PresignedPuts.answers = []
+    with serving(PresignedPuts) as url:
         yield url
     provider_app.use_services(None)
     provider_app.response_urls.cache_clear()
@@ -60,10 +44,10 @@ def _send(url: str, name: str, physical_id: str | None = None, **changes: Any) -
         event["PhysicalResourceId"] = physical_id
     for key, value in changes.items():
         event[key] = value
-    count = len(CloudFormation.answers)
+    count = len(PresignedPuts.answers)
     provider_app.handler(event, CONTEXT)
-    assert len(CloudFormation.answers) == count + 1
-    return CloudFormation.answers[-1]
+    assert len(PresignedPuts.answers) == count + 1
+    return PresignedPuts.answers[-1]
 
 
 def _jobs(pipeline: Any) -> list[Any]:
@@ -112,7 +96,7 @@ def test_a_delivery_after_the_first_died_past_its_claim_makes_the_job_under_the_
         patched.setattr(JobLifecycle, "add_new", dies)
         with pytest.raises(ProcessKilled):
             provider_app.handler({**load_event("cfn-job-create.json"), "ResponseURL": cloudformation}, CONTEXT)
-    assert CloudFormation.answers == []
+    assert PresignedPuts.answers == []
     assert _jobs(pipeline) == []
     again = _send(cloudformation, "cfn-job-create.json")
     (job,) = _jobs(pipeline)
@@ -192,7 +176,7 @@ def test_a_response_url_that_is_not_awss_gets_no_answer(pipeline, cloudformation
     with pytest.raises(InvalidInput) as refused:
         provider_app.handler({**load_event("cfn-job-create.json"), "ResponseURL": cloudformation}, CONTEXT)
     assert refused.value.errors[0].field == "ResponseURL"
-    assert CloudFormation.answers == []
+    assert PresignedPuts.answers == []
     assert _jobs(pipeline) == []
 
 
@@ -226,7 +210,7 @@ def _event(kind: str, request_type: str, properties: dict[str, Any], **extra: An
         "RequestType": request_type,
         "ResourceType": f"Custom::Tickwork{kind}",
         "LogicalResourceId": kind,
-        "RequestId": f"{kind}-{request_type}-{len(CloudFormation.answers)}",
+        "RequestId": f"{kind}-{request_type}-{len(PresignedPuts.answers)}",
         "ResourceProperties": props,
         **extra,
     }
@@ -234,7 +218,7 @@ def _event(kind: str, request_type: str, properties: dict[str, Any], **extra: An
 
 def _answer(url: str, event: dict[str, Any]) -> dict[str, Any]:
     provider_app.handler({**event, "ResponseURL": url}, CONTEXT)
-    return CloudFormation.answers[-1]
+    return PresignedPuts.answers[-1]
 
 
 def _update(url: str, kind: str, physical_id: str, old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:

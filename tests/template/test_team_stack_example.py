@@ -4,7 +4,6 @@ creates them (in dependency order, each request's properties resolved), are made
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from test_cfn_lint import CFN_LINT
 from tickwork_local.runtime.lambda_runtime import LocalLambdaContext
 from tickwork_local.stack.template import REPO_ROOT, loads_template
 
-from tests.http_upstream import JsonUpstream, serving
+from tests.http_upstream import PresignedPuts, serving
 
 MARKER = "<!-- team stack example: translated with SAM and its resources created through the provider"
 PAGES = ("deploy.md", "jobs-as-code.md")
@@ -30,16 +29,6 @@ def _examples(page: str) -> list[dict[str, Any]]:
     blocks = re.findall(re.escape(MARKER) + r"[^\n]*\n```yaml\n(.*?)```", text, re.S)
     assert blocks, f"no marked example in docs/{page}"
     return [loads_template(block) for block in blocks]
-
-
-class CloudFormation(JsonUpstream):
-    answers: list[dict[str, Any]] = []
-
-    def do_PUT(self) -> None:
-        CloudFormation.answers.append(json.loads(self.read_body()))
-        self.send_response(200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
 
 
 def test_the_team_stack_translates_and_imports_the_export_the_tickwork_stack_makes(template, monkeypatch):
@@ -97,8 +86,8 @@ def test_the_team_stack_passes_cfn_lint(tmp_path):
 @pytest.mark.parametrize("page", PAGES)
 def test_the_pages_resources_are_made_as_cloudformation_creates_them(provider, page):
     made: dict[str, dict[str, Any]] = {}
-    CloudFormation.answers = []
-    with serving(CloudFormation) as url:
+    PresignedPuts.answers = []
+    with serving(PresignedPuts) as url:
         for team in _examples(page):
             # A resource another refers to (!Ref) first, as CloudFormation orders them: calendars before the rest.
             customs = [k for k, r in team["Resources"].items() if r["Type"].startswith("Custom::Tickwork")]
@@ -136,6 +125,6 @@ def _create(url: str, team: dict[str, Any], logical_id: str, made: dict[str, dic
         "ResourceProperties": _resolved(resource["Properties"], made, team),
     }
     provider_app.handler(event, LocalLambdaContext("ResourceProviderFunction"))
-    answer = CloudFormation.answers[-1]
+    answer = PresignedPuts.answers[-1]
     assert answer["Status"] == "SUCCESS", answer.get("Reason")
     return answer
