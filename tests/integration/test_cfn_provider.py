@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from copy import deepcopy
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ from tickwork_local.runtime.lambda_runtime import LocalLambdaContext
 
 from tests.conftest import load_event
 from tests.faults.crashes import ProcessKilled
-from tests.harness import TENANT
+from tests.harness import START, TENANT
 from tests.http_upstream import PresignedPuts, serving
 
 CONTEXT = LocalLambdaContext("ResourceProviderFunction")
@@ -272,3 +273,62 @@ def test_an_unknown_resource_type_fails_naming_the_three(pipeline, cloudformatio
     answer = _answer(cloudformation, _event("Queue", "Create", {"name": "q"}))
     assert answer["Status"] == "FAILED"
     assert "Custom::TickworkJob, Custom::TickworkWorkflow, Custom::TickworkCalendar" in answer["Reason"]
+
+
+@pytest.mark.parametrize(("keys_file", "tenants"), [(None, "*"), ("keys.json", "")])
+def test_the_local_runtime_lets_the_provider_act_for_any_tenant_only_where_its_api_is_open(
+    pipeline, keys_file, tenants
+):
+    """Open mode (every caller the admin of `default`): any tenant; keyed (tenants apart), the parameter alone, whose
+    default refuses every request. Its answers may go to loopback there, never deployed."""
+    from tickwork_local.runtime.node import PROVIDER_FUNCTION, LocalNode, NodeOptions
+
+    node = LocalNode(NodeOptions(endpoint_url="http://127.0.0.1:1", api_keys_file=keys_file))
+    node.resources = pipeline.resources
+    env = node.environment(PROVIDER_FUNCTION)
+    assert (env["RESOURCE_PROVIDER_TENANTS"], env["RESOURCE_PROVIDER_LOOPBACK_URLS"]) == (tenants, "true")
+    deployed = pipeline.resources.environment(PROVIDER_FUNCTION)
+    assert deployed["RESOURCE_PROVIDER_TENANTS"] == ""
+    assert "RESOURCE_PROVIDER_LOOPBACK_URLS" not in deployed
+
+
+def test_a_job_that_ran_its_course_is_left_completed_by_a_delete(pipeline, cloudformation):
+    event = load_event("cfn-job-create.json")
+    props = {**event["ResourceProperties"], "schedule": {"at": (START + timedelta(minutes=1)).isoformat()}}
+    job_id = _send(cloudformation, "cfn-job-create.json", ResourceProperties=props)["PhysicalResourceId"]
+    pipeline.clock.advance(90)
+    pipeline.tick()
+    pipeline.drain()
+    assert pipeline.services.queries.get_job(TENANT, job_id).state is JobState.COMPLETED
+    assert _send(cloudformation, "cfn-job-delete.json", job_id, ResourceProperties=props)["Status"] == "SUCCESS"
+    assert pipeline.services.queries.get_job(TENANT, job_id).state is JobState.COMPLETED
+
+
+def test_a_job_cancelled_by_hand_is_not_brought_back_by_an_update(pipeline, cloudformation):
+    job_id = _send(cloudformation, "cfn-job-create.json")["PhysicalResourceId"]
+    pipeline.services.jobs.cancel(TENANT, job_id)
+    answer = _send(cloudformation, "cfn-job-update.json", job_id)
+    assert answer["Status"] == "FAILED"
+    assert answer["Reason"] == "cannot update a CANCELLED job"
+
+
+def test_a_delivery_racing_another_answers_the_job_the_other_made(pipeline, cloudformation, monkeypatch):
+    """Both found the key claimed and the job missing; the other wrote it first: this one's write finds its id taken
+    (Conflict) and answers that job."""
+    made = JobLifecycle.create_job
+
+    def raced(self: JobLifecycle, *args: Any, **kwargs: Any) -> Any:
+        made(self, *args, **kwargs)  # the other delivery's write
+        return made(self, *args, **kwargs)  # this one's: the id is taken
+
+    def dies(*_: Any, **__: Any) -> Any:
+        raise ProcessKilled("the first delivery's process ended after its claim")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(JobLifecycle, "add_new", dies)
+        with pytest.raises(ProcessKilled):
+            provider_app.handler({**load_event("cfn-job-create.json"), "ResponseURL": cloudformation}, CONTEXT)
+    monkeypatch.setattr(JobLifecycle, "create_job", raced)
+    answer = _send(cloudformation, "cfn-job-create.json")
+    (job,) = _jobs(pipeline)
+    assert (answer["Status"], answer["PhysicalResourceId"]) == ("SUCCESS", job.id)
