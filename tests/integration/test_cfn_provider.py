@@ -87,16 +87,22 @@ def test_a_repeated_delivery_of_a_create_answers_the_same_job_and_makes_no_secon
     assert [j.id for j in _jobs(pipeline)] == [first["PhysicalResourceId"]]
 
 
-def test_a_delivery_after_the_first_died_past_its_claim_makes_the_job_under_the_claimed_id(
-    pipeline, cloudformation, monkeypatch
-):
+def _first_delivery_dies_after_its_claim(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The create's first delivery: its process ends after it claimed the job's id, before the job is written."""
+
     def dies(*_: Any, **__: Any) -> Any:
         raise ProcessKilled("the invocation's process ended")
 
     with monkeypatch.context() as patched:
         patched.setattr(JobLifecycle, "add_new", dies)
         with pytest.raises(ProcessKilled):
-            provider_app.handler({**load_event("cfn-job-create.json"), "ResponseURL": cloudformation}, CONTEXT)
+            provider_app.handler({**load_event("cfn-job-create.json"), "ResponseURL": url}, CONTEXT)
+
+
+def test_a_delivery_after_the_first_died_past_its_claim_makes_the_job_under_the_claimed_id(
+    pipeline, cloudformation, monkeypatch
+):
+    _first_delivery_dies_after_its_claim(cloudformation, monkeypatch)
     assert PresignedPuts.answers == []
     assert _jobs(pipeline) == []
     again = _send(cloudformation, "cfn-job-create.json")
@@ -321,13 +327,7 @@ def test_a_delivery_racing_another_answers_the_job_the_other_made(pipeline, clou
         made(self, *args, **kwargs)  # the other delivery's write
         return made(self, *args, **kwargs)  # this one's: the id is taken
 
-    def dies(*_: Any, **__: Any) -> Any:
-        raise ProcessKilled("the first delivery's process ended after its claim")
-
-    with monkeypatch.context() as patched:
-        patched.setattr(JobLifecycle, "add_new", dies)
-        with pytest.raises(ProcessKilled):
-            provider_app.handler({**load_event("cfn-job-create.json"), "ResponseURL": cloudformation}, CONTEXT)
+    _first_delivery_dies_after_its_claim(cloudformation, monkeypatch)
     monkeypatch.setattr(JobLifecycle, "create_job", raced)
     answer = _send(cloudformation, "cfn-job-create.json")
     (job,) = _jobs(pipeline)
