@@ -41,3 +41,19 @@ def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+class PresignedPuts(JsonUpstream):
+    """The end of CloudFormation's pre-signed response URL: each JSON body PUT to it, kept in order, with its path
+    and Content-Type (reset `answers` before a test)."""
+
+    answers: list[dict[str, Any]] = []
+
+    def do_PUT(self) -> None:
+        body = self.read_body()
+        PresignedPuts.answers.append(
+            {"path": self.path, "content_type": self.headers.get("Content-Type"), "size": len(body), **json.loads(body)}
+        )
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()

@@ -64,14 +64,17 @@ class Proc:
     lines: list[str] = field(default_factory=list)
 
     @classmethod
-    def start(cls, name: str, command: list[str], **kwargs: Any) -> Proc:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    def start(
+        cls, name: str, command: list[str], *, cwd: Path = ROOT, env: dict[str, str] | None = None, **kwargs: Any
+    ) -> Proc:
+        """`command` from `cwd` (the repository's root unless given), in `env` (this process's unless given)."""
+        env = {**(os.environ if env is None else env), "PYTHONUNBUFFERED": "1"}
         # A process starts from a user's shell, not from inside a Lambda: not the endpoint, nor the markers the
         # in-process suites set to trace as in Lambda (tests/conftest.py).
-        for name in ("AWS_ENDPOINT_URL", "LAMBDA_TASK_ROOT", "_X_AMZN_TRACE_ID"):
-            env.pop(name, None)
+        for variable in ("AWS_ENDPOINT_URL", "LAMBDA_TASK_ROOT", "_X_AMZN_TRACE_ID"):
+            env.pop(variable, None)
         process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT, **kwargs
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=cwd, **kwargs
         )
         proc = cls(name, process)
         threading.Thread(target=proc._read, daemon=True).start()

@@ -33,7 +33,14 @@ from tickwork.model.tenant_settings import TenantDirectory
 from tickwork.progress.freeze_events import FreezeEvents
 from tickwork.progress.run_events import RunEvents
 from tickwork.progress.workflow_progress import ProgressSettings, WorkflowProgress
-from tickwork.settings import JobCodeSettings, MetricsSettings, Settings, TelemetryNames, load_settings
+from tickwork.settings import (
+    JobCodeSettings,
+    MetricsSettings,
+    ProviderSettings,
+    Settings,
+    TelemetryNames,
+    load_settings,
+)
 from tickwork.store import (
     Cursors,
     EventOutbox,
@@ -59,6 +66,7 @@ if TYPE_CHECKING:  # the API's and the tick's rooms, imported where they are bui
     from tickwork.control.bulk_jobs import BulkJobs
     from tickwork.control.bulk_runs import BulkRuns
     from tickwork.control.calendars import CalendarService
+    from tickwork.control.cfn_provider import ResourceProvider
     from tickwork.control.dead_letters import DeadLetterAdmin
     from tickwork.control.freezes import FreezeService
     from tickwork.control.idempotent_create import IdempotentCreate
@@ -455,6 +463,16 @@ class Services:
         from tickwork.control.calendars import CalendarService
 
         return CalendarService(self.calendar_records, self.clock, self.audit, self.known_tenants)
+
+    @cached_property
+    def resource_provider(self) -> ResourceProvider:
+        """The CloudFormation custom resources' provider, for the tenants its settings name."""
+        from tickwork.control.cfn_provider import ResourceProvider
+
+        tenants = frozenset(ProviderSettings.from_env().tenants)
+        return ResourceProvider(
+            self.jobs, self.queries, self.workflows, self.calendars, self.idempotency, self.clock, tenants
+        )
 
     @cached_property
     def bulk_jobs(self) -> BulkJobs:

@@ -9,6 +9,7 @@ template sets them from its resources, so names here are the contract with templ
   to local, with API_KEYS_FILE).
 - TelemetryNames: the names Powertools' logger, tracer and metrics are built with.
 - MetricsSettings: the API function's own, for `GET /v1/metrics` (the executor's name and allowed concurrency).
+- ProviderSettings: the custom resource provider's own (the tenants it may act for).
 """
 
 from __future__ import annotations
@@ -275,6 +276,21 @@ class MetricsSettings(FromEnvironment):
                 raise ValueError(f"EXECUTOR_CONCURRENCY must be positive integers, comma-separated: {value!r}")
             return sum(int(part) for part in parts)
         return value
+
+
+class ProviderSettings(FromEnvironment):
+    """The custom resource provider's own (ResourceProviderFunction; tickwork.control.cfn_provider): the tenants
+    whose objects it may make (the stack's parameter ResourceProviderTenants: names, comma-separated, or `*` for
+    any; none: it refuses every request), and, in the local runtime only, whether its answers may go to a loopback
+    http URL."""
+
+    tenants: tuple[str, ...] = Field(default=(), alias="RESOURCE_PROVIDER_TENANTS")
+    loopback_response_urls: bool = Field(default=False, alias="RESOURCE_PROVIDER_LOOPBACK_URLS")
+
+    @field_validator("tenants", mode="before")
+    @classmethod
+    def _split_tenants(cls, value: object) -> object:
+        return comma_separated(value)
 
 
 @lru_cache(maxsize=1)

@@ -18,7 +18,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
+from botocore.config import Config
 
 from tests.processes import Proc, free_port, wait_for  # noqa: F401 (the e2e tests import them from here)
 
@@ -103,6 +105,27 @@ def cli(node: Node, *args: str, timeout: float = 90) -> Any:
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
+
+
+def lambda_client(node: Node) -> Any:
+    """Lambda's client, at the node's endpoint (as `aws lambda invoke --endpoint-url` would be)."""
+    return boto3.client(
+        "lambda",
+        endpoint_url=node.api.url,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=Config(retries={"total_max_attempts": 1}),
+    )
+
+
+def invoke_provider(node: Node, event: dict[str, Any]) -> dict[str, Any]:
+    """The custom resource provider invoked with `event` as CloudFormation invokes it; its summary answer."""
+    answer = lambda_client(node).invoke(
+        FunctionName="tickwork-ResourceProviderFunction", Payload=json.dumps(event).encode()
+    )
+    assert "FunctionError" not in answer, answer["Payload"].read()
+    return json.loads(answer["Payload"].read())
 
 
 def start_node(name: str, *args: str, ready_seconds: float = READY_SECONDS) -> Node:

@@ -20,14 +20,23 @@ from tickwork_local.runtime.lambda_runtime import function_config
 from tickwork_local.runtime.process_runtime import InitError, ProcessFunctionRuntime
 from tickwork_local.stack.build import BuiltStack, build
 
-from tests.e2e.conftest import ROOT, Api, Node, start_node, wait_for
+from tests.conftest import load_event
+from tests.e2e.conftest import ROOT, Api, Node, invoke_provider, start_node, wait_for
+from tests.http_upstream import PresignedPuts, serving
 from tests.locks import LAYER_LOCK, installed_in, pins
 
 pytestmark = pytest.mark.e2e
 
 EXAMPLE_LAYER = ROOT / "examples" / "job-types" / "layer"
 INVOICE = json.loads((ROOT / "examples" / "job-types" / "invoice.json").read_text())
-FUNCTIONS = ("ApiFunction", "TickFunction", "ExecutorFunction", "DispatchFunction", "JobSandboxFunction")
+FUNCTIONS = (
+    "ApiFunction",
+    "TickFunction",
+    "ExecutorFunction",
+    "DispatchFunction",
+    "JobSandboxFunction",
+    "ResourceProviderFunction",
+)
 BUILT_READY_SECONDS = 120  # every function's first process imports the whole layer; a loaded CI machine is slow
 
 
@@ -156,3 +165,12 @@ def test_a_job_runs_end_to_end_through_the_built_functions(built_node: tuple[Nod
             if run["id"] in item["Key"]:
                 stored.append(json.loads(s3.get_object(Bucket=bucket["Name"], Key=item["Key"])["Body"].read()))
     assert stored == [payload]  # the result, written once, by the built executor
+
+
+def test_the_custom_resource_provider_answers_from_its_built_function(built_node: tuple[Node, str]) -> None:
+    node, _ = built_node
+    PresignedPuts.answers = []
+    with serving(PresignedPuts) as url:
+        created = invoke_provider(node, {**load_event("cfn-job-create.json"), "ResponseURL": f"{url}/r"})
+    assert [a["Status"] for a in PresignedPuts.answers] == ["SUCCESS"]
+    assert node.api.get(f"/v1/jobs/{created['PhysicalResourceId']}")["name"] == "nightly-export"

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from tickwork import __version__
 
-from tests.e2e.conftest import BIN, ROOT, Node, running_node
+from tests.e2e.conftest import BIN, READY_SECONDS, ROOT, Api, Node, instant_in, running_node, wait_for
+from tests.processes import Proc
 
 pytestmark = pytest.mark.e2e
 
@@ -42,15 +43,26 @@ def wheel() -> Path:
     return ROOT / match[1]
 
 
-@pytest.fixture(scope="module")
-def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh venv with the wheel and what it needs, nothing else; its bin folder."""
+def _venv_with(requirement: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv with `requirement` (the wheel, or it with an extra) and what it needs, nothing else; its bin
+    folder."""
     venv = tmp_path_factory.mktemp("wheel") / "venv"
     uv = BIN / "uv"
     _run([uv, "venv", "--quiet", "--python", sys.executable, venv])
     python = venv / "bin" / "python"
-    _run([uv, "pip", "install", "--quiet", "--python", python, "-c", ROOT / "requirements-dev.txt", wheel])
+    _run([uv, "pip", "install", "--quiet", "--python", python, "-c", ROOT / "requirements-dev.txt", requirement])
     return venv / "bin"
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _venv_with(str(wheel), tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def installed_dev(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`pip install 'tickwork[dev]'`: the local runtime too."""
+    return _venv_with(f"{wheel}[dev]", tmp_path_factory)
 
 
 def _outside_the_repo(bin_dir: Path) -> dict[str, str]:
@@ -76,6 +88,11 @@ def test_the_wheel_holds_the_clients_and_no_test_tools(wheel: Path, capsys: pyte
     assert {name.split("/")[0] for name in names} == {*PACKAGES, f"tickwork-{__version__}.dist-info"}
     assert not [name for name in names if "/tests/" in name or name.startswith("tests/")]
     assert "tickwork_console/static/index.html" in names
+    # What `tickwork dev` runs: the template and the functions it names, and nothing else of the repository's root.
+    stack = sorted(name.removeprefix("tickwork_local/stack_files/") for name in names if "/stack_files/" in name)
+    assert "template.yaml" in stack
+    assert {"functions/api/app.py", "functions/api/openapi.json", "functions/api/routes/jobs.py"} <= set(stack)
+    assert all(name == "template.yaml" or name.startswith("functions/") for name in stack), stack
     requires = re.findall(r"^Requires-Dist: ([A-Za-z0-9_.-]+)(.*)$", metadata, re.M)
     assert f"Version: {__version__}" in metadata.splitlines()
     assert not {name.lower() for name, _ in requires} & TEST_TOOLS
@@ -131,3 +148,26 @@ def test_the_installed_client_creates_and_reads_a_job(installed: Path, node: Nod
     assert answer["created"] == answer["got"]
     assert answer["name"] == "from-the-wheel"
     assert node.api.get(f"/v1/jobs/{answer['created']}")["payload"] == {"n": 1}
+
+
+def test_tickwork_dev_from_the_installed_wheel_runs_a_job_outside_the_repository(
+    installed_dev: Path, tmp_path: Path
+) -> None:
+    """`pip install 'tickwork[dev]'`, then `tickwork dev` in a folder of one's own: the template and the functions
+    are the wheel's (no clone), and a job runs to its result."""
+    env = _outside_the_repo(installed_dev)
+    where = _run([installed_dev / "python", "-c", TEMPLATE_IN_USE], env=env, cwd=tmp_path).stdout.strip()
+    assert where.startswith(str(installed_dev.parent)), where  # the venv's copy, not the repository's
+    command = [installed_dev / "tickwork", "dev", "--port", "0", "--moto-port", "0", "--tick-seconds", "2"]
+    proc = Proc.start("wheel-dev", [str(part) for part in command], cwd=tmp_path, env=env)
+    try:
+        api = Api(proc.wait_ready(READY_SECONDS).api_url)
+        job = api.create_job(name="from-the-wheels-runtime", payload={"n": 1}, schedule={"at": instant_in(3)})
+        runs = wait_for(lambda: [r for r in api.runs(job["id"]) if r["status"] == "SUCCEEDED"], 60, what="a run")
+        assert api.get(f"/v1/runs/{runs[0]['id']}/result") == {"n": 1}
+    finally:
+        code = proc.terminate()
+    assert code == 0, proc.output()
+
+
+TEMPLATE_IN_USE = "from tickwork_local.stack.template import DEFAULT_TEMPLATE; print(DEFAULT_TEMPLATE.resolve())"

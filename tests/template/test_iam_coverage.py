@@ -450,3 +450,53 @@ def test_every_call_of_a_function_isolated_run_is_allowed_and_the_sandbox_makes_
     assert {("ExecutorRole", "Invoke"), ("ExecutorRole", "PutObject"), ("ExecutorRole", "UpdateItem")} <= operations
     assert recorded["JobSandboxRole"] == []
     assert _missing(recorded, template, pipeline.resources) == []
+
+
+def test_every_call_of_the_resource_provider_is_allowed_by_its_role(pipeline, template, monkeypatch):
+    """CloudFormation's custom resources (tickwork.control.cfn_provider): a calendar, a job naming it (due soon:
+    claimed and sent at once) and a workflow created, the job changed in place and replaced, then all deleted."""
+    from tickwork.control.cfn_provider import CfnRequest
+
+    monkeypatch.setenv("RESOURCE_PROVIDER_TENANTS", TENANT)
+    provider = pipeline.services.resource_provider
+    recorded, acting_as = _recorder(pipeline)
+    stack = "arn:aws:cloudformation:us-east-1:123456789012:stack/team/0a1b"
+    made: dict[str, str] = {}
+
+    def request(kind: str, request_type: str, props: dict[str, Any], old: dict[str, Any] | None = None) -> str:
+        event = {
+            "RequestType": request_type,
+            "ResponseURL": "https://example.s3.amazonaws.com/r",
+            "StackId": stack,
+            "RequestId": f"{kind}-{request_type}-{len(made)}",
+            "LogicalResourceId": kind,
+            "ResourceType": f"Custom::Tickwork{kind}",
+            "PhysicalResourceId": made.get(kind),
+            "ResourceProperties": {"Tenant": TENANT, **props},
+            "OldResourceProperties": None if old is None else {"Tenant": TENANT, **old},
+        }
+        answer = provider.handle(CfnRequest.model_validate(event))
+        assert answer.Status == "SUCCESS", answer.Reason
+        made[kind] = answer.PhysicalResourceId
+        return answer.PhysicalResourceId
+
+    with acting_as("ResourceProviderRole"):
+        calendar = {"name": "iam-calendar", "windows": [{"dates": ["2027-01-01"]}]}
+        calendar_id = request("Calendar", "Create", calendar)
+        job = {"name": "iam-job", "type": "echo", "schedule": {"at": (START + timedelta(seconds=5)).isoformat()}}
+        job |= {"calendars": [calendar_id]}
+        request("Job", "Create", job)
+        request("Job", "Update", {**job, "priority": "2"}, job)
+        replaced = {**job, "type": "http", "payload": {"url": "https://example.com"}, "priority": "2"}
+        request("Job", "Update", replaced, {**job, "priority": "2"})
+        workflow = {"name": "iam-wf", "schedule": {"rate": "1 hour"}, "steps": [{"id": "a", "type": "echo"}]}
+        request("Workflow", "Create", workflow)
+        request("Workflow", "Delete", workflow)
+        request("Job", "Delete", replaced)
+        request("Calendar", "Delete", calendar)
+
+    calls = recorded["ResourceProviderRole"]
+    assert {"PutItem", "UpdateItem", "GetItem", "TransactWriteItems", "SendMessageBatch"} <= {op for _, op, _ in calls}
+    transacted = [item for _, op, p in calls if op == "TransactWriteItems" for item in p["TransactItems"]]
+    assert any("Delete" in item for item in transacted), "no calendar deleted"
+    assert _missing(recorded, template, pipeline.resources) == []

@@ -8,7 +8,14 @@ import pytest
 from samtranslator.model.exceptions import InvalidDocumentException
 from template_support import evaluate, translate
 
-FUNCTIONS = ("TickFunction", "ExecutorFunction", "ApiFunction", "DispatchFunction", "JobSandboxFunction")
+FUNCTIONS = (
+    "TickFunction",
+    "ExecutorFunction",
+    "ApiFunction",
+    "DispatchFunction",
+    "JobSandboxFunction",
+    "ResourceProviderFunction",
+)
 
 
 def _of_type(translated, type_):
@@ -40,6 +47,7 @@ def test_functions_use_our_roles_and_the_layer(translated):
         "ApiFunction": "ApiRole",
         "DispatchFunction": "DispatchRole",
         "JobSandboxFunction": "JobSandboxRole",
+        "ResourceProviderFunction": "ResourceProviderRole",
     }
     for name in FUNCTIONS:
         props = translated["Resources"][name]["Properties"]
@@ -80,7 +88,14 @@ def test_sam_generates_no_function_roles_and_no_managed_policies(template, trans
     """SAM's generated roles would carry AWS-managed policies with Resource "*"; we have none."""
     roles = _of_type(translated, "AWS::IAM::Role")
     # Ours, plus nothing: the rule invokes through a Lambda permission, not a role.
-    assert set(roles) == {"TickRole", "ExecutorRole", "ApiRole", "DispatchRole", "JobSandboxRole"}
+    assert set(roles) == {
+        "TickRole",
+        "ExecutorRole",
+        "ApiRole",
+        "DispatchRole",
+        "JobSandboxRole",
+        "ResourceProviderRole",
+    }
     for logical_id, role in roles.items():
         # The template's own, as it wrote them (the executor's VPC access, only in a VPC): SAM added none.
         written = template["Resources"][logical_id]["Properties"].get("ManagedPolicyArns")

@@ -25,6 +25,7 @@ FUNCTIONS = {
     "ExecutorFunction": "executor",
     "ApiFunction": "api",
     "DispatchFunction": "dispatch",
+    "ResourceProviderFunction": "resource_provider",
 }
 METRICS = [
     "RunsDispatched",
@@ -89,7 +90,7 @@ def test_globals_environment_is_the_job_codes_settings_and_each_function_has_the
     stacks = {fid: _environment(template, fid) for fid in FUNCTIONS}
     for fid, env in stacks.items():
         assert aliases - executor_only <= env.keys(), (fid, aliases - executor_only - env.keys())
-    # The four agree on every setting (the local runtime, which hosts them in one process, insists on it too).
+    # They agree on every setting (the local runtime, which hosts them in one process, insists on it too).
     for name in aliases - executor_only:
         assert len({repr(env[name]) for env in stacks.values()}) == 1, name
     env = stacks["ExecutorFunction"]

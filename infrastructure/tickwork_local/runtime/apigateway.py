@@ -6,7 +6,9 @@ Besides the API, the local server answers `/docs` with Swagger UI for the API's 
 UI's script and stylesheet come from the aws-lambda-powertools package (it ships them for its own
 `enable_swagger`), so the page works offline. It also answers `/console` with the web console's static files
 (tickwork_console), which call the API on this same origin, and the local runtime's own lists
-(`GET /_tickwork/events`: tickwork_local.runtime.event_log).
+(`GET /_tickwork/events`: tickwork_local.runtime.event_log), and Lambda's Invoke of the node's own functions
+(`POST /2015-03-31/functions/<name>/invocations`: `aws lambda invoke --endpoint-url` this server, to try the custom
+resource provider with a CloudFormation event).
 
 In open mode every caller is the admin, so the server acts for any web page the user opens: it answers only
 for the hosts it listens on, and refuses a cross-site change (tickwork_console.request_guard), before any of it.
@@ -36,6 +38,7 @@ from aws_lambda_powertools.event_handler.openapi import swagger_ui
 from tickwork_console.request_guard import accepted_hosts, refusal_of
 
 from tickwork_local.identity.jwt_authorizer import JwtAuthorizer, TokenRefused
+from tickwork_local.runtime.function_invokes import INVOKE_PATH, LocalInvokes
 from tickwork_local.runtime.lambda_runtime import LOCAL_ACCOUNT_ID
 
 log = logging.getLogger("tickwork_local.runtime.apigateway")
@@ -214,6 +217,20 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
 
+    def _invoke(self, path: str) -> None:
+        """Lambda's Invoke of a function this node plays (`aws lambda invoke --endpoint-url <this URL>`): its answer
+        as Lambda's, or Lambda's 404 for any other function."""
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        assert self.server.invokes is not None  # _handle came here only with them
+        answered = self.server.invokes.answer(path, body)
+        if answered is None:
+            missing = {"Type": "User", "message": "Function not found: this node plays only its own functions"}
+            self._send(404, [("X-Amzn-ErrorType", "ResourceNotFoundException")], json.dumps(missing).encode())
+            return
+        payload, error = answered
+        headers = [("X-Amz-Executed-Version", "$LATEST")] + ([("X-Amz-Function-Error", error)] if error else [])
+        self._send(200, headers, payload)
+
     def _problem(self, status: HTTPStatus, message: str) -> None:
         # API Gateway's own errors are {"message": ...}.
         self._send(status.value, [("Content-Type", "application/json")], json.dumps({"message": message}).encode())
@@ -230,6 +247,9 @@ class _Handler(BaseHTTPRequestHandler):
             and (path in ("/docs", "/docs/") or path in DOCS_ASSETS)
         ):
             self._docs(path)
+            return
+        if self.command == "POST" and self.server.invokes is not None and INVOKE_PATH.match(path):
+            self._invoke(path)
             return
         if self.command in ("GET", "HEAD") and path in self.server.local_routes:
             body = json.dumps({"items": self.server.local_routes[path]()}).encode()
@@ -328,12 +348,15 @@ class ApiGatewayServer(ThreadingHTTPServer):
         accept_hosts: tuple[str, ...] = (),
         local_routes: dict[str, Callable[[], list[Any]]] | None = None,
         authorizer: JwtAuthorizer | None = None,
+        invokes: LocalInvokes | None = None,
     ) -> None:
         super().__init__(address, _Handler)
         # TokenApi's JWT authorizer, when set: the function serves the console, on the routes it leaves open.
         self.authorizer = authorizer
         # The local runtime's own lists (`/_tickwork/...`), not the API's: answered here, never by the function.
         self.local_routes = local_routes or {}
+        # Lambda's Invoke of the node's functions (the custom resource provider's, to try a CloudFormation event).
+        self.invokes = invokes
         self.accepted_hosts = accepted_hosts(address[0], accept_hosts)
         self.invoke = invoke
         self.docs = docs

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import threading
 import urllib.error
 import urllib.request
@@ -22,6 +23,9 @@ from urllib.parse import unquote, urlsplit
 
 from botocore.awsrequest import AWSResponse, HTTPHeaders
 from botocore.response import StreamingBody
+
+# Lambda's Invoke: POST /2015-03-31/functions/<name, ARN or partial ARN>/invocations.
+INVOKE_PATH = re.compile(r"^/2015-03-31/functions/[^/]+/invocations$")
 
 
 class Invokable(Protocol):

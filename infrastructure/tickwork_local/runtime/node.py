@@ -66,7 +66,8 @@ TICK_FUNCTION = "TickFunction"
 EXECUTOR_FUNCTION = "ExecutorFunction"
 DISPATCH_FUNCTION = "DispatchFunction"  # the fan-out's worker; idle unless DispatchWorkers > 1
 SANDBOX_FUNCTION = "JobSandboxFunction"  # function-isolated job types' handlers; the executor invokes it
-FUNCTIONS = (API_FUNCTION, TICK_FUNCTION, EXECUTOR_FUNCTION, DISPATCH_FUNCTION, SANDBOX_FUNCTION)
+PROVIDER_FUNCTION = "ResourceProviderFunction"  # CloudFormation's custom resources; Lambda's Invoke of it is played
+FUNCTIONS = (API_FUNCTION, TICK_FUNCTION, EXECUTOR_FUNCTION, DISPATCH_FUNCTION, SANDBOX_FUNCTION, PROVIDER_FUNCTION)
 
 DISPATCH_ENVIRONMENTS = 4  # dispatch workers at once on one node (each claims with its own threads)
 
@@ -222,6 +223,14 @@ class LocalNode:
         horizon = int(self.resources.environment(logical_id).get("HORIZON_SECONDS", "120"))
         if horizon <= tick:  # claims must look beyond the next tick
             overrides["HORIZON_SECONDS"] = str(min(900, tick + 60))
+        if logical_id == PROVIDER_FUNCTION:
+            # Its answers go to a loopback URL here (tests, `aws lambda invoke` by hand); and, where the local API
+            # is open (every caller the admin of tenant `default`), it acts for any tenant unless the parameter
+            # ResourceProviderTenants says. Keyed or with tokens, the parameter decides, as deployed.
+            overrides["RESOURCE_PROVIDER_LOOPBACK_URLS"] = "true"
+            open_mode = not self.options.api_keys_file and not self.jwt_issuer
+            if open_mode and "ResourceProviderTenants" not in self.options.parameters:
+                overrides["RESOURCE_PROVIDER_TENANTS"] = "*"
         if logical_id == API_FUNCTION and not self.jwt_issuer:
             # The deployed API authenticates with IAM; locally it is open, for tenant `default`, or keyed.
             overrides["API_AUTH_MODE"] = "local"
@@ -332,6 +341,7 @@ class LocalNode:
             DISPATCH_FUNCTION: DISPATCH_ENVIRONMENTS,
             EXECUTOR_FUNCTION: max(1, sum(self.concurrency.values())),
             SANDBOX_FUNCTION: max(1, sum(self.concurrency.values())),  # a segment at a time per executor's run
+            PROVIDER_FUNCTION: 1,
         }
         if self.built is not None:
             self.invoke_endpoint = InvokeEndpoint(self.invokes, opts.endpoint_url)
@@ -346,9 +356,11 @@ class LocalNode:
                 DISPATCH_FUNCTION: services(DISPATCH_FUNCTION, api_clients),
                 SANDBOX_FUNCTION: SandboxServices(JobCodeSettings.from_env(envs[SANDBOX_FUNCTION]), sandbox_clients),
                 EXECUTOR_FUNCTION: services(EXECUTOR_FUNCTION, executor_clients, observed=True),
+                PROVIDER_FUNCTION: services(PROVIDER_FUNCTION, api_clients),
             }
             self.functions = {fid: self._runtime(configs[fid], wiring[fid], environments[fid]) for fid in FUNCTIONS}
         self.invokes.serve(f"{opts.prefix}-{SANDBOX_FUNCTION}", self.functions[SANDBOX_FUNCTION])
+        self.invokes.serve(f"{opts.prefix}-{PROVIDER_FUNCTION}", self.functions[PROVIDER_FUNCTION])
         # Cold-start the API and the executor before serving, so the first requests are not slow.
         for fid in (API_FUNCTION, EXECUTOR_FUNCTION):
             self.functions[fid].warm()
@@ -422,6 +434,7 @@ class LocalNode:
             self.functions[API_FUNCTION].invoke,
             accept_hosts=self.options.accept_hosts,
             local_routes={EVENTS_PATH: self.event_log.listed} if self.event_log is not None else None,
+            invokes=self.invokes,
             authorizer=self.jwt_authorizer(),
         )
         self.api.start()

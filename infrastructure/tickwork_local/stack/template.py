@@ -16,7 +16,18 @@ import yaml
 
 # The repository root: infrastructure/tickwork_local/stack/template.py -> ../../../
 REPO_ROOT = Path(__file__).resolve().parents[3]
-DEFAULT_TEMPLATE = REPO_ROOT / "template.yaml"
+# Installed from the wheel (`pip install 'tickwork[dev]'`), outside a clone: the template and the functions it names,
+# as the wheel carries them (package data of tickwork_local.stack_files, pyproject.toml).
+PACKAGED_STACK = Path(__file__).resolve().parents[1] / "stack_files"
+
+
+def default_template(root: Path = REPO_ROOT, packaged: Path = PACKAGED_STACK) -> Path:
+    """The template `tickwork dev` runs: the clone's, else the wheel's copy; its folder holds the functions."""
+    cloned = root / "template.yaml"
+    return cloned if cloned.is_file() else packaged / "template.yaml"
+
+
+DEFAULT_TEMPLATE = default_template()
 
 # Short tags that map to "Fn::<Name>"; !Ref and !Condition are the two without the prefix.
 _FN_TAGS = (

@@ -63,15 +63,22 @@ class CalendarService:
         start = start or self.clock.now()
         return blocked_spans(calendar, start, start + timedelta(days=days))
 
-    def create(self, tenant: str, spec: CalendarDefinition, *, by: Attribution | None = None) -> Calendar:
+    def create(
+        self, tenant: str, spec: CalendarDefinition, *, by: Attribution | None = None, calendar_id: str | None = None
+    ) -> Calendar:
+        """Under `calendar_id`, else a new id (Conflict, nothing written, when a calendar of the tenant has it)."""
         now = self.clock.now()
         check_crossable((spec,), now, field="windows")
         calendar = Calendar(
-            id=new_job_id(to_ms(now), prefix="c"), tenant=tenant, created_at=now, updated_at=now, **_fields(spec)
+            id=calendar_id or new_job_id(to_ms(now), prefix="c"),
+            tenant=tenant,
+            created_at=now,
+            updated_at=now,
+            **_fields(spec),
         )
         self.known.know(tenant)
         if not self.records.put_new(calendar, audit=self._audit(by, "create", after=calendar)):
-            raise Conflict(f"calendar {calendar.id} exists already")  # pragma: no cover - 75 random bits
+            raise Conflict(f"calendar {calendar.id} exists already")  # a given id; a new one has 75 random bits
         logger.info("calendar created", extra={"calendar_id": calendar.id, "tenant": tenant})
         return calendar
 

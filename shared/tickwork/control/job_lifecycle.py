@@ -54,13 +54,16 @@ class JobLifecycle:
 
     # ------------------------------------------------------------ create
 
-    def create_job(self, tenant: str, spec: JobSpec, *, by: Attribution | None = None) -> Job:
+    def create_job(
+        self, tenant: str, spec: JobSpec, *, by: Attribution | None = None, job_id: str | None = None
+    ) -> Job:
         """A checked job, durable before acknowledged; QuotaExceeded (nothing written) over max_active_jobs.
-        Attributed to `by` (`created_by`, and its audit record in the same write)."""
-        job = self.new_job(tenant, spec, by=by)
+        Attributed to `by` (`created_by`, and its audit record in the same write). Under `job_id`, else a new id
+        (Conflict, nothing written, when a job has that id)."""
+        job = self.new_job(tenant, spec, by=by, job_id=job_id)
         with self.quota.admitted(tenant, lambda: self.jobs.get_job(job.id) is not None) as counted:
             if not self.add_new(job, counted=counted, by=by):  # durable before acknowledged
-                raise Conflict(f"job {job.id} exists already")  # pragma: no cover - ids are 75 random bits
+                raise Conflict(f"job {job.id} exists already")  # a given id; a new one has 75 random bits
         return job
 
     def new_job(self, tenant: str, spec: JobSpec, *, by: Attribution | None = None, job_id: str | None = None) -> Job:

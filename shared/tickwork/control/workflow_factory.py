@@ -45,13 +45,15 @@ class WorkflowFactory:
     targets: TargetRules = DEFAULT_TARGETS  # as JobFactory's
     calendars: CalendarRecords | None = None  # as JobFactory's
 
-    def new_workflow(self, tenant: str, spec: WorkflowSpec, *, now: datetime) -> Workflow:
-        """The workflow `spec` describes, checked (DAG, each step's type and payload, size, a future
-        occurrence); nothing is written."""
+    def new_workflow(
+        self, tenant: str, spec: WorkflowSpec, *, now: datetime, workflow_id: str | None = None
+    ) -> Workflow:
+        """The workflow `spec` describes (under `workflow_id`, else a new id), checked (DAG, each step's type and
+        payload, size, a future occurrence); nothing is written."""
         self.check_steps(tenant, spec.steps)
         check_calendars_visible(self.calendars, tenant, spec.calendars, now=now)
         workflow = Workflow(
-            id=new_workflow_id(to_ms(now)),
+            id=workflow_id or new_workflow_id(to_ms(now)),
             tenant=tenant,
             created_at=now,
             updated_at=now,

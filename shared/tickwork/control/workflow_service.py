@@ -51,15 +51,19 @@ class WorkflowService:
 
     # ------------------------------------------------------------ workflows
 
-    def create(self, tenant: str, spec: WorkflowSpec, *, by: Attribution | None = None) -> Workflow:
+    def create(
+        self, tenant: str, spec: WorkflowSpec, *, by: Attribution | None = None, workflow_id: str | None = None
+    ) -> Workflow:
         """A checked workflow, durable before acknowledged; claimed at once if due within the horizon.
         InvalidInput (naming `steps[i]...` fields) or TooLarge, and nothing written, if the spec is bad;
-        QuotaExceeded, and nothing written, over the tenant's max_active_jobs."""
-        workflow = created_by(self.factory.new_workflow(tenant, spec, now=self.clock.now()), by)
+        QuotaExceeded, and nothing written, over the tenant's max_active_jobs. Under `workflow_id`, else a new id
+        (Conflict, nothing written, when a workflow has that id)."""
+        new = self.factory.new_workflow(tenant, spec, now=self.clock.now(), workflow_id=workflow_id)
+        workflow = created_by(new, by)
         audit = self.audit.created(by, "workflow", workflow)
         with self.quota.admitted(tenant, lambda: self.records.get_workflow(workflow.id) is not None) as counted:
             if not self.records.put_new_workflow(workflow, counted=counted, audit=audit):
-                raise Conflict(f"workflow {workflow.id} exists already")  # pragma: no cover - 75 random bits
+                raise Conflict(f"workflow {workflow.id} exists already")  # a given id; a new one has 75 random bits
         logger.info(
             "workflow created",
             extra={"workflow_id": workflow.id, "steps": len(workflow.steps), "next_run_at": workflow.next_run_at},

@@ -29,6 +29,9 @@ class ActorKind(StrEnum):
     JWT = "jwt"  # a bearer token's subject
     LOCAL_KEY = "local-key"  # the local runtime's caller: id is its tenant, never its key
     SYSTEM = "system"  # the scheduler itself
+    CLOUDFORMATION = (
+        "cloudformation"  # a stack's custom resource (tickwork.control.cfn_provider): id is the stack's ARN
+    )
 
 
 class Actor(BaseModel):
