@@ -218,7 +218,9 @@ def test_every_folder_of_an_installed_package_is_listed_so_setuptools_does_not_w
     unlisted = set()
     for name, folder in roots.items():
         root = PACKAGE.parents[1] / folder
-        for sub in root.rglob("*"):
+        # The repository's root is a package only for the files its package data and packages name (the stack's).
+        subs = (root / "functions").rglob("*") if folder == "." else root.rglob("*")
+        for sub in subs:
             parts = sub.relative_to(root).parts
             if sub.is_dir() and all(part.isidentifier() for part in parts) and "__pycache__" not in parts:
                 unlisted.add(".".join((name, *parts)))

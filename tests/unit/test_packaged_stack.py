@@ -21,14 +21,20 @@ def test_outside_a_clone_the_wheels_copy_is_run(tmp_path: Path):
 
 
 def test_the_wheel_carries_the_functions_every_function_of_the_template_names():
-    """pyproject.toml's package data for tickwork_local.stack_files holds each function's CodeUri folder."""
+    """pyproject.toml's packages under tickwork_local.stack_files (their modules) and their package data hold each
+    function's CodeUri folder."""
     import tomllib
 
     from tickwork_local.stack.template import load_template
 
-    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    globs = project["tool"]["setuptools"]["package-data"]["tickwork_local.stack_files"]
-    carried = {path.relative_to(REPO_ROOT) for pattern in globs for path in REPO_ROOT.glob(pattern)}
+    setuptools = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    root = "tickwork_local.stack_files"
+    carried: set[Path] = set()
+    for package in setuptools["packages"]:
+        if package == root or package.startswith(root + "."):
+            folder = Path(*package.removeprefix(root).lstrip(".").split(".")) if package != root else Path()
+            globs = ["*.py", *setuptools["package-data"].get(package, [])]
+            carried |= {path.relative_to(REPO_ROOT) for pattern in globs for path in (REPO_ROOT / folder).glob(pattern)}
     for logical_id, resource in load_template()["Resources"].items():
         if resource["Type"] == "AWS::Serverless::Function":
             code = Path(resource["Properties"]["CodeUri"])
