@@ -115,3 +115,21 @@ def test_calendars_freezes_and_tenants_print_as_the_api_answered(cli, tmp_path):
     as_the_api_answered(cli, "tenants", "get", "me")
     as_the_api_answered(cli, "tenants", "set", "default", "--weight", "2")
     as_the_api_answered(cli, "tenants", "get", "default")
+
+
+def test_metrics_and_the_api_itself_print_as_the_api_answered(cli):
+    from tickwork import __version__
+
+    catalogue = as_the_api_answered(cli, "metrics", "catalogue")
+    names = [item["name"] for item in catalogue["items"]]
+    assert {"lateness_p99", "runs_failed"} <= set(names)
+    figures = as_the_api_answered(cli, "metrics", "get", "--names", "runs_failed", "--from", "-2h", "--period", "600")
+    assert (figures["period"], {s["name"] for s in figures["series"]}) == (600, {"runs_failed"})
+    table = cli("metrics", "get", "--names", "runs_failed", output="table")
+    assert table.exit_code == 0, table.output + table.stderr
+    assert table.stdout.split()[:5] == ["NAME", "BY", "UNIT", "POINTS", "LATEST"]
+    assert "a point every 60 s" in table.stderr
+
+    assert as_the_api_answered(cli, "api", "health") == {"status": "ok", "version": __version__}
+    document = as_the_api_answered(cli, "api", "openapi")
+    assert "/v1/metrics" in document["paths"]
