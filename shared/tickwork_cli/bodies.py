@@ -9,10 +9,12 @@ import re
 import sys
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tickwork_cli.client import ConfigError
-from tickwork_cli.options import JobFields, PolicyFields, ScheduleFields
+
+if TYPE_CHECKING:  # the option groups are read, not made, here; options imports the clock, which imports this
+    from tickwork_cli.options import JobFields, PolicyFields, ScheduleFields
 
 # ---------------------------------------------------------------- instants
 

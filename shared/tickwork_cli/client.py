@@ -1,4 +1,5 @@
-"""The CLI's HTTP client: JSON in and out, SigV4-signed for a deployed API, problem details as errors.
+"""The HTTP exchange under the typed client (tickwork_cli.api_client) and the console's proxy: one request as it is,
+SigV4-signed for a deployed API, and a refusal's problem details as an error.
 
 Requests to anything but a loopback host are signed with SigV4 (service `execute-api`) using the normal AWS
 credential chain (environment, AWS_PROFILE / --profile, SSO, instance role, ...). Local APIs (localhost,
@@ -16,7 +17,7 @@ import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlsplit
 
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
@@ -179,27 +180,6 @@ class Client:
 
     # ------------------------------------------------------------ requests
 
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: Mapping[str, Any] | None = None,
-        body: Any = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> Any:
-        params = {k: v for k, v in (query or {}).items() if v is not None}
-        url = self.base_url + path + (("?" + urlencode(params)) if params else "")
-        data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
-        sent = {"Accept": "application/json", "User-Agent": USER_AGENT, **(headers or {})}
-        if data is not None:
-            sent["Content-Type"] = "application/json"
-        response = self.send(method, url[len(self.base_url) :], sent, data)
-        if not 200 <= response.status < 300:
-            raise problem_error(response)
-        text = response.body.decode("utf-8", errors="replace")
-        return json.loads(text) if text else None
-
     def send(self, method: str, target: str, headers: Mapping[str, str], body: bytes | None) -> HttpResponse:
         """One exchange with the API as it is, whatever the status: `target` is the path and query. Adds the API
         key and the SigV4 signature (unless the API is local). The console's proxy forwards through it."""
@@ -218,28 +198,3 @@ class Client:
             raise ConfigError(f"cannot reach {self.base_url}: {reason}") from None
         warn_if_older(response.headers)
         return response
-
-    def get(self, path: str, **query: Any) -> Any:
-        return self.request("GET", path, query=query)
-
-    def post(self, path: str, body: Any = None, headers: Mapping[str, str] | None = None) -> Any:
-        return self.request("POST", path, body=body, headers=headers)
-
-    def patch(self, path: str, body: Any) -> Any:
-        return self.request("PATCH", path, body=body)
-
-    def put(self, path: str, body: Any) -> Any:
-        return self.request("PUT", path, body=body)
-
-    def delete(self, path: str) -> Any:
-        return self.request("DELETE", path)
-
-    def pages(self, path: str, **query: Any) -> Any:
-        """Every item of a listing, following next_cursor to the end."""
-        cursor = query.pop("cursor", None)
-        while True:
-            page = self.get(path, **query, cursor=cursor)
-            yield from page["items"]
-            cursor = page.get("next_cursor")
-            if not cursor:
-                return

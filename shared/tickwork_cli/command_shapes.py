@@ -12,9 +12,9 @@ from typing import Any
 
 import typer
 
-from tickwork_cli import clock
+from tickwork_cli import clock, render
+from tickwork_cli.api_client import Listing
 from tickwork_cli.bodies import SCHEDULE_KINDS, given, json_object_file, overlay, refuse_a_zone_for_a_rate
-from tickwork_cli.client import Client
 from tickwork_cli.options import (
     EXIT_TIMEOUT,
     RunsListing,
@@ -30,28 +30,32 @@ TERMINAL = {"SUCCEEDED", "FAILED", "SKIPPED"}
 WORKFLOW_RUN_TERMINAL = TERMINAL | {"CANCELLED", "COMPENSATED", "COMPENSATION_FAILED"}
 
 
-def listing(client: Client, path: str, all_pages: bool, **query: Any) -> dict[str, Any]:
+def listing(found: Listing[Any, Any], all_pages: bool, cursor: str | None = None) -> dict[str, Any]:
+    """One page of a listing of the typed client's, from `cursor`; or (`all_pages`) every page from there, as one
+    page without a next_cursor."""
     if all_pages:
-        return {"items": list(client.pages(path, **query)), "next_cursor": None}
-    page: dict[str, Any] = client.get(path, **query)
+        return {"items": render.plain(list(found.items(cursor))), "next_cursor": None}
+    page: dict[str, Any] = render.plain(found.page(cursor))
     return page
 
 
 def call_by_id(
-    group: typer.Typer, name: str, doc: str, method: str, path: str, id_arg: Any, *, hidden: bool = False
+    group: typer.Typer, name: str, doc: str, call: str, id_name: str, id_arg: Any, *, hidden: bool = False
 ) -> None:
-    """A command that makes one call about one thing named by its id and shows the answer. The id stands in
-    `path` as `{job_id}` (or `{run_id}`, ...), which names the command's argument too (its metavar in --help)."""
-    id_name = path[path.index("{") + 1 : path.index("}")]
+    """A command that makes one call about one thing named by its id and shows the answer: `call` names the typed
+    client's method, `id_name` (`job_id`, `run_id`, ...) the command's argument (its metavar in --help). A read
+    (a `get_` method) takes --tenant too."""
+    read = call.startswith("get_")
 
     def command(session: Session, tenant: str | None = None, **ids: str) -> None:
-        session.show_one(session.client.request(method, path.format(**ids), query=given(tenant=tenant)))
+        method = getattr(session.client, call)
+        session.show_one(method(ids[id_name], **given(tenant=tenant)))
 
     parameters = [
         inspect.Parameter(id_name, inspect.Parameter.KEYWORD_ONLY, annotation=id_arg),
         inspect.Parameter("session", inspect.Parameter.KEYWORD_ONLY, annotation=Session),
     ]
-    if method == "GET":  # a read: an admin's, of a named tenant's (the item must be its), or any tenant's
+    if read:  # a read: an admin's, of a named tenant's (the item must be its), or any tenant's
         parameters.append(
             inspect.Parameter("tenant", inspect.Parameter.KEYWORD_ONLY, annotation=TenantOpt, default=None)
         )
@@ -61,26 +65,13 @@ def call_by_id(
 
 
 def watch(
-    session: Session,
-    path: str,
-    status: str | None,
-    runs_listing: RunsListing,
-    columns: Any,
-    terminal: set[str],
-    *,
-    started: bool = False,
+    session: Session, runs: Listing[Any, Any], runs_listing: RunsListing, columns: Any, terminal: set[str]
 ) -> None:
-    """Show a page of runs (`started`: only those that started); with --wait, first poll until it lists runs and
-    all of them are terminal, and exit with how they ended (options.EXIT_BY_ENDING)."""
+    """Show a page of runs (a listing of the typed client's); with --wait, first poll until it lists runs and all
+    of them are terminal, and exit with how they ended (options.EXIT_BY_ENDING)."""
 
     def fetch() -> dict[str, Any]:
-        query = {
-            "status": status,
-            "limit": runs_listing.limit,
-            "cursor": runs_listing.cursor,
-            "started": "true" if started else None,
-        }
-        return listing(session.client, path, runs_listing.all_pages, **query)
+        return listing(runs, runs_listing.all_pages, runs_listing.cursor)
 
     page = fetch()
     deadline = time.monotonic() + runs_listing.wait_timeout
@@ -105,13 +96,16 @@ def watch(
 
 
 def bulk(
-    session: Session, path: str, request: dict[str, Any], columns: list[tuple[str, Callable[[dict[str, Any]], Any]]]
+    session: Session,
+    send: Callable[[dict[str, Any]], Any],
+    request: dict[str, Any],
+    columns: list[tuple[str, Callable[[dict[str, Any]], Any]]],
 ) -> None:
-    """A bulk action, page after page (each answer's next_cursor sent back as cursor): a line per item, and exit
-    status 1 if one was not found or refused."""
+    """A bulk action (`send`, the typed client's bulk_jobs or bulk_runs), page after page (each answer's next_cursor
+    sent back as cursor): a line per item, and exit status 1 if one was not found or refused."""
     items: list[dict[str, Any]] = []
     while True:
-        answer = session.client.post(path, request)
+        answer = render.plain(send(request))
         items += answer["items"]
         if not answer["next_cursor"]:
             break
@@ -126,12 +120,12 @@ def request_body(file: Path | None, what: str, flags: dict[str, Any]) -> dict[st
     return overlay(json_object_file(file, what) if file is not None else {}, flags)
 
 
-def whole_schedule(client: Client, path: str, flags: ScheduleFields, change: dict[str, Any]) -> dict[str, Any]:
+def whole_schedule(stored_of: Callable[[], Any], flags: ScheduleFields, change: dict[str, Any]) -> dict[str, Any]:
     """An update's body with a whole schedule: when only the zone or the window changes, the kind (and the
-    rest) comes from what the job or workflow has, since the API takes a schedule whole."""
+    rest) comes from what the job or workflow has (`stored_of` reads it), since the API takes a schedule whole."""
     schedule = change.get("schedule")
     if schedule and not SCHEDULE_KINDS & set(schedule):
-        stored = client.get(path)["schedule"]
+        stored = render.plain(stored_of())["schedule"]
         change = {**change, "schedule": {**{k: v for k, v in stored.items() if v is not None}, **schedule}}
     refuse_a_zone_for_a_rate(flags, change.get("schedule"))
     return change

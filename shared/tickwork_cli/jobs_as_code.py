@@ -18,8 +18,8 @@ from typing import Annotated, Any
 import typer
 from tickwork.model.freezes import EVERY_TENANT
 
-from tickwork_cli import clock
-from tickwork_cli.client import ApiError, Client, ConfigError
+from tickwork_cli import clock, render
+from tickwork_cli.api_client import ApiError, Client, ConfigError
 from tickwork_cli.declared_jobs import read_modules
 from tickwork_cli.definition_files import read_definitions
 from tickwork_cli.desired_state import (
@@ -39,8 +39,6 @@ EXIT_NO_CHANGES = 0
 EXIT_ERROR = 1
 EXIT_CHANGES = 2  # as `terraform plan -detailed-exitcode`
 DONE = {"create": "created", "adopt": "adopted", "change": "changed", "replace": "replaced", "cancel": "cancelled"}
-PATHS = {"calendar": "/v1/calendars", "job": "/v1/jobs", "workflow": "/v1/workflows", "freeze": "/v1/freezes"}
-
 DefinitionsPath = Annotated[
     Path | None,
     typer.Option(
@@ -90,23 +88,23 @@ def live_state(
     define freezes or prune, the caller's own freezes (an admin lists every tenant's: another's is never touched)."""
 
     def standing(items: Any) -> list[dict[str, Any]]:
-        return [i for i in items if i.get("state") != "CANCELLED"]
+        return [i for i in render.plain(list(items)) if i.get("state") != "CANCELLED"]
 
-    jobs = standing(j for j in client.pages(PATHS["job"], tag=f"{MANAGED_BY}={source}") if managed_by(j, source))
+    jobs = [j for j in standing(client.list_jobs(tag=f"{MANAGED_BY}={source}")) if managed_by(j, source)]
     if {d.name for d in definitions if d.kind == "job"} - {j["name"] for j in jobs}:
-        jobs = standing(client.pages(PATHS["job"]))
+        jobs = standing(client.list_jobs())
     return {
-        "calendar": client.get(PATHS["calendar"])["items"],
+        "calendar": render.plain(client.list_calendars()),
         "job": jobs,
-        "workflow": standing(client.pages(PATHS["workflow"])),
+        "workflow": standing(client.list_workflows()),
         "freeze": _own_freezes(client) if prune or any(d.kind == "freeze" for d in definitions) else [],
     }
 
 
 def _own_freezes(client: Client) -> list[dict[str, Any]]:
-    me = client.get("/v1/me")
-    own = (me["tenant"], EVERY_TENANT) if me.get("admin") else (me["tenant"],)
-    return [f for f in client.get(PATHS["freeze"])["items"] if f.get("tenant") in own]
+    me = client.me()
+    own = (me.tenant, EVERY_TENANT) if me.admin else (me.tenant,)
+    return [f for f in render.plain(client.list_freezes()) if f.get("tenant") in own]
 
 
 def describe(made: Plan) -> list[str]:
@@ -181,22 +179,36 @@ def carry_out(client: Client, made: Plan, calendar_ids: dict[str, str], say: Cal
 
 
 def _carry_out_one(client: Client, action: Action, calendar_ids: dict[str, str]) -> None:
-    base = PATHS[action.object_kind]
+    kind, live_id = action.object_kind, str(action.live_id)
+    creates: dict[str, Callable[[Any], Any]] = {
+        "calendar": client.create_calendar,
+        "job": client.create_job,
+        "workflow": client.create_workflow,
+        "freeze": client.create_freeze,
+    }
+    cancels: dict[str, Callable[[str], Any]] = {
+        "calendar": client.delete_calendar,
+        "job": client.cancel_job,
+        "workflow": client.cancel_workflow,
+        "freeze": client.lift_freeze,
+    }
     if action.kind == "cancel":
-        client.delete(f"{base}/{action.live_id}")
+        cancels[kind](live_id)
         return
     body = with_calendar_ids(action.body, calendar_ids)
     if action.kind == "replace":  # the new one first: no moment unfrozen between the two
-        client.post(base, body)
-        client.delete(f"{base}/{action.live_id}")
+        creates[kind](body)
+        cancels[kind](live_id)
     elif action.kind == "create":
-        created = client.post(base, body)
-        if action.object_kind == "calendar":
-            calendar_ids[action.name] = created["id"]
-    elif action.object_kind == "calendar":
-        client.put(f"{base}/{action.live_id}", body)
+        created = creates[kind](body)
+        if kind == "calendar":
+            calendar_ids[action.name] = created.id
+    elif kind == "calendar":
+        client.replace_calendar(live_id, body)
+    elif kind == "job":
+        client.update_job(live_id, body)
     else:
-        client.patch(f"{base}/{action.live_id}", body)
+        client.update_workflow(live_id, body)
 
 
 def _located(action: Action, exc: ApiError) -> DefinitionError:

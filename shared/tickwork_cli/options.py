@@ -21,8 +21,8 @@ from typing import Annotated, Any
 
 import typer
 
-from tickwork_cli import render
-from tickwork_cli.client import ApiError, Client, ConfigError
+from tickwork_cli import clock, render
+from tickwork_cli.api_client import ApiError, Client, ConfigError
 
 EXIT_API_ERROR = 1
 EXIT_USAGE = 2
@@ -133,18 +133,30 @@ class Session:
 
     @cached_property
     def client(self) -> Client:
-        """Built on first use, so a command that checks its input before calling reports that first."""
-        return Client(self.api_url, api_key=self.api_key, token=self.token, profile=self.profile, region=self.region)
+        """Built on first use, so a command that checks its input before calling reports that first. Its waits
+        between attempts are the CLI's (tickwork_cli.clock)."""
+        return Client(
+            self.api_url,
+            api_key=self.api_key,
+            token=self.token,
+            profile=self.profile,
+            region=self.region,
+            sleep=clock.sleep,
+            now=clock.now,
+        )
 
     @property
     def as_json(self) -> bool:
         return (self.output or (Output.table if sys.stdout.isatty() else Output.json)) is Output.json
 
     def show_one(self, item: Any) -> None:
+        """An answer (a model of the typed client's, or its JSON) as JSON, or a field a line."""
+        item = render.plain(item)
         typer.echo(render.as_json(item) if self.as_json or not isinstance(item, dict) else render.record(item))
 
-    def show_page(self, page: dict[str, Any], columns: Any, *, tenant: str | None = None) -> None:
+    def show_page(self, page: Any, columns: Any, *, tenant: str | None = None) -> None:
         """A page as JSON or a table; every tenant's (`tenant` `*`) with a TENANT column first."""
+        page = render.plain(page)
         if self.as_json:
             typer.echo(render.as_json(page))
             return

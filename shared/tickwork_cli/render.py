@@ -7,9 +7,23 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
+from pydantic import BaseModel
+
+
+def plain(value: Any) -> Any:
+    """An answer of the typed client as the API sent it: a model as its JSON (the API's field names, and the nulls
+    the API sends), in lists and mappings too."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True)
+    if isinstance(value, list):
+        return [plain(item) for item in value]
+    if isinstance(value, dict):
+        return {key: plain(item) for key, item in value.items()}
+    return value
+
 
 def as_json(value: Any) -> str:
-    return json.dumps(value, indent=2, sort_keys=False)
+    return json.dumps(plain(value), indent=2, sort_keys=False)
 
 
 def _cell(value: Any) -> str:

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-from urllib.parse import quote
 
-from tickwork_cli.client import ApiError, Client
+from tickwork_cli import render
+from tickwork_cli.api_client import ApiError, Client
 
 DUE_IN = "+10s"
 TAG = "tickwork-smoke"
@@ -83,7 +83,7 @@ class Smoke:
     def run(self, job: SmokeJob, due: Callable[[str, datetime], str]) -> None:
         """Raises SmokeFailed (or ApiError, from a call the API refused) at the first step that fails; cancels the
         job whatever happened once it exists."""
-        created = self.client.post("/v1/jobs", job.spec(due(DUE_IN, self.now())))
+        created = render.plain(self.client.create_job(job.spec(due(DUE_IN, self.now()))))
         job_id = created["id"]
         self.say(f"created job {job_id} ({created['name']}), echo due at {created['next_run_at']}")
         try:
@@ -99,7 +99,7 @@ class Smoke:
         if problem:
             raise SmokeFailed(problem)
         self.say(f"run {run['id']} SUCCEEDED, {run.get('lateness_ms')} ms late, attempt {run.get('attempts')}")
-        result = self.client.get(f"/v1/runs/{quote(run['id'], safe='')}/result")
+        result = self.client.run_result(run["id"])
         problem = result_problem(result, job.payload)
         if problem:
             raise SmokeFailed(problem)
@@ -112,7 +112,7 @@ class Smoke:
         waited = 0.0
         said = ""
         while True:
-            runs = self.client.get(f"/v1/jobs/{quote(job_id, safe='')}/runs")["items"]
+            runs = render.plain(self.client.list_runs(job_id).page().items)
             if runs and runs[0]["status"] in TERMINAL:
                 return dict(runs[0])
             status = runs[0]["status"] if runs else "no run yet"
@@ -128,7 +128,7 @@ class Smoke:
         """Cancel the job. A cleanup that fails fails the check, unless the check is failing already: then it is
         said, and the first failure stays the reason."""
         try:
-            self.client.delete(f"/v1/jobs/{quote(job_id, safe='')}")
+            self.client.cancel_job(job_id)
         except ApiError as exc:
             if exc.status == 409:  # the one-shot has completed: nothing of it is left to cancel
                 self.say(f"job {job_id} has completed: nothing to cancel")

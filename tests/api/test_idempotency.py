@@ -144,3 +144,15 @@ def test_concurrent_first_requests_create_one_job(api, pipeline):
     assert (replayed_first, replayed_second) == (False, True)
     assert second == first
     assert _job_count(api) == 1
+
+
+def test_a_tenant_whose_first_job_came_with_a_key_is_in_an_admins_every_tenant_listing(api):
+    """The defect: a create with an Idempotency-Key did not make its tenant known (tickwork.store.tenants), so an
+    admin's `tenant=*` listing left out every job of a tenant that had created only so."""
+    from tests.api.test_tenant_admin_routes import ADMIN
+
+    created = _create(api, identity=GLOBEX)
+    assert created.status == 201, created.text
+    listed = api.get("/v1/jobs", identity=ADMIN, query={"tenant": "*"})
+    assert listed.status == 200, listed.text
+    assert [(job["id"], job["tenant"]) for job in listed.json["items"]] == [(created.json["id"], "globex")]

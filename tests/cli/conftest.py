@@ -22,6 +22,8 @@ class HandlerTransport:
 
     identity: dict[str, Any] | None = field(default_factory=lambda: ACME)
     sent: list[tuple[str, str, dict[str, str], bytes | None]] = field(default_factory=list)
+    # Each answer the handler gave, as sent: (method, url, status, body).
+    answered: list[tuple[str, str, int, bytes]] = field(default_factory=list)
     # The functions' own output (their EMF lines), which is not the CLI's: the test's, as when it was made.
     function_stdout: TextIO = field(default_factory=lambda: sys.stdout)
 
@@ -46,9 +48,11 @@ class HandlerTransport:
             event.pop("body", None)
         with redirect_stdout(self.function_stdout):
             response = api_app.handler(event, LocalLambdaContext("ApiFunction", 10))
-        return HttpResponse(
+        answer = HttpResponse(
             response["statusCode"], response.get("headers") or {}, (response.get("body") or "").encode()
         )
+        self.answered.append((method, url, answer.status, answer.body))
+        return answer
 
 
 @dataclass

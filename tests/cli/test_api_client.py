@@ -21,25 +21,21 @@ HOURLY = {"name": "hourly", "type": "echo", "payload": {"n": 1}, "schedule": {"c
 
 
 @pytest.fixture
-def waits(cli: Any, monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """The client's sleeps between attempts, recorded (and the clock moved on by them)."""
-    from tickwork_cli import api_client
-
-    waited: list[float] = []
-
-    def sleep(seconds: float) -> None:
-        waited.append(seconds)
-        cli.pipeline.clock.advance(seconds)
-
-    monkeypatch.setattr(api_client, "sleep", sleep)
-    return waited
+def waits() -> list[float]:
+    """The client's sleeps between attempts, recorded."""
+    return []
 
 
 @pytest.fixture
 def tickwork(cli: Any, waits: list[float]) -> Any:
+    """A client whose waits between attempts are recorded, and move the scheduler's clock on."""
     from tickwork_cli.api_client import Client
 
-    return Client(URL)
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        cli.pipeline.clock.advance(seconds)
+
+    return Client(URL, sleep=sleep, now=cli.pipeline.clock.now)
 
 
 def _sent(cli: Any, method: str, path: str) -> list[tuple[str, str, dict[str, str], bytes | None]]:
@@ -90,12 +86,13 @@ def test_a_refused_field_is_one_error_carrying_the_apis_problem_with_the_fields_
 
 @dataclass
 class Throttling:
-    """Answers 429 with a Retry-After to the first `times` requests, then lets them through."""
+    """Answers 429 (or `status`) with a Retry-After to the first `times` requests, then lets them through."""
 
     through: Any
     times: int
     retry_after: str = "7"
     refused: list[str] = field(default_factory=list)
+    status: int = 429
 
     def __call__(
         self, method: str, url: str, headers: dict[str, str], body: bytes | None, timeout: float = 30.0
@@ -104,8 +101,13 @@ class Throttling:
 
         if len(self.refused) < self.times:
             self.refused.append(url)
-            problem = {"type": "about:blank", "title": "Too Many Requests", "status": 429, "detail": "slow down"}
-            return HttpResponse(429, {"Retry-After": self.retry_after}, json.dumps(problem).encode())
+            problem = {
+                "type": "about:blank",
+                "title": "Too Many Requests",
+                "status": self.status,
+                "detail": "slow down",
+            }
+            return HttpResponse(self.status, {"Retry-After": self.retry_after}, json.dumps(problem).encode())
         return self.through(method, url, headers, body)
 
 
@@ -208,21 +210,12 @@ class Recording:
 
 
 @pytest.fixture
-def recording(monkeypatch: pytest.MonkeyPatch, waits_alone: list[float]) -> Recording:
+def recording(monkeypatch: pytest.MonkeyPatch) -> Recording:
     from tickwork_cli import client
 
     recorded = Recording()
     monkeypatch.setattr(client, "transport", recorded)
     return recorded
-
-
-@pytest.fixture
-def waits_alone(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    from tickwork_cli import api_client
-
-    waited: list[float] = []
-    monkeypatch.setattr(api_client, "sleep", waited.append)
-    return waited
 
 
 DEPLOYED = "https://abc123.execute-api.eu-west-1.amazonaws.com"
@@ -252,16 +245,97 @@ def test_a_token_is_sent_as_a_bearer_and_an_api_key_as_x_api_key_unsigned(record
         Client(DEPLOYED, token="t", api_key="k")
 
 
-def test_a_5xx_is_retried_where_a_repeat_is_safe_and_not_on_a_trigger(recording, waits_alone):
+def test_a_5xx_is_retried_where_a_repeat_is_safe_and_not_on_a_trigger(recording, waits):
     from tickwork_cli.api_client import ApiError, Client
 
     recording.status = 503
-    tickwork = Client("http://127.0.0.1:3000")
+    tickwork = Client("http://127.0.0.1:3000", sleep=waits.append)
     with pytest.raises(ApiError):
         tickwork.get_job("j" + "0" * 25)
     assert len(recording.sent) == 4
     with pytest.raises(ApiError):
         tickwork.trigger_job("j" + "0" * 25)
     assert len(recording.sent) == 5  # a trigger sent again could run twice
-    assert len(waits_alone) == 3
-    assert all(0 <= wait <= 20 for wait in waits_alone)
+    assert len(waits) == 3
+    assert all(0 <= wait <= 20 for wait in waits)
+
+
+def test_the_operator_reads_answer_in_their_models(cli, tickwork):
+    from tickwork import __version__
+    from tickwork.control.api_bodies import CallerView, Health, TenantView
+    from tickwork.control.metrics_bodies import Catalogue, MetricsBody
+
+    me = tickwork.me()
+    assert isinstance(me, CallerView)
+    assert me.tenant == "default"
+    mine = tickwork.my_tenant()
+    assert isinstance(mine, TenantView)
+    assert mine == tickwork.get_tenant("default")
+    assert tickwork.set_tenant("default", {"weight": 3}).weight == 3
+    assert tickwork.my_tenant().settings.weight == 3
+    assert tickwork.health() == Health(version=__version__)
+    assert "/v1/jobs" in tickwork.openapi()["paths"]
+    catalogue = tickwork.metrics_catalogue()
+    assert isinstance(catalogue, Catalogue)
+    figures = tickwork.metrics(names=catalogue.items[0].name, period=300)
+    assert isinstance(figures, MetricsBody)
+    assert {series.name for series in figures.series} == {catalogue.items[0].name}
+    assert [record.action for record in tickwork.audit(resource="default")] == ["tenant.settings"]
+
+
+def test_a_listing_gives_one_page_in_its_model_or_every_item_from_a_cursor_on(cli, tickwork):
+    from tickwork.control.api_bodies import JobList
+
+    created = [tickwork.create_job({**HOURLY, "name": f"n{n}"}) for n in range(3)]
+    first = tickwork.list_jobs(page_size=2).page()
+    assert isinstance(first, JobList)
+    assert len(first.items) == 2
+    assert first.next_cursor
+    rest = list(tickwork.list_jobs(page_size=2).items(first.next_cursor))
+    assert sorted(job.id for job in [*first.items, *rest]) == sorted(job.id for job in created)
+
+
+def test_a_jobs_and_a_workflows_whole_life_through_the_client(cli, tickwork):
+    from tickwork.control.api_bodies import BackfillResponse
+    from tickwork.control.bulk_jobs import BulkJobsResult
+
+    from tests.api.test_workflow_routes import DIAMOND
+
+    job = tickwork.create_job({**HOURLY, "tags": {"team": "data"}})
+    backfilled = tickwork.backfill_job(job.id, {"from": "2026-11-21T09:00:00Z", "to": "2026-11-21T11:00:00Z"})
+    assert isinstance(backfilled, BackfillResponse)
+    assert backfilled.created == 3
+    paused = tickwork.bulk_jobs({"action": "pause", "selector": {"tags": {"team": "data"}}})
+    assert isinstance(paused, BulkJobsResult)
+    assert [(item.job_id, item.state) for item in paused.items] == [(job.id, "PAUSED")]
+
+    workflow = tickwork.create_workflow(DIAMOND)
+    assert tickwork.update_workflow(workflow.id, {"priority": 3}).priority == 3
+    assert tickwork.pause_workflow(workflow.id).state == "PAUSED"
+    assert tickwork.resume_workflow(workflow.id).state == "ACTIVE"
+    started = tickwork.trigger_workflow(workflow.id)
+    assert [run.id for run in tickwork.list_workflow_runs(workflow.id)] == [started.id]
+    assert tickwork.get_workflow_run(started.id).workflow_id == workflow.id
+    assert tickwork.cancel_workflow_run(started.id, {"compensate": True}).status in ("CANCELLED", "COMPENSATING")
+    assert tickwork.cancel_workflow(workflow.id).state == "CANCELLED"
+
+
+def test_the_cli_retries_as_the_client_does_a_read_after_a_503_and_a_trigger_never(cli, throttled, monkeypatch):
+    """The CLI calls through the typed client: a read that met a 503 is sent again after the CLI's own wait; a
+    trigger, which sent again could run twice, fails at once with the API's problem."""
+    from tickwork_cli import clock
+
+    job = cli.json("jobs", "create", "--name", "n", "--type", "echo", "--cron", "0 * * * *")  # after two 429s
+    waited: list[float] = []
+    monkeypatch.setattr(clock, "sleep", waited.append)
+    throttled.status, throttled.times, throttled.refused = 503, 1, []
+    assert cli.json("jobs", "get", job["id"])["id"] == job["id"]
+    assert (len(throttled.refused), len(waited)) == (1, 1)
+
+    throttled.times, throttled.refused = 1, []
+    refused = cli("jobs", "trigger", job["id"], output="table")
+    assert refused.exit_code == 1
+    assert refused.stderr.startswith("Error 503 Too Many Requests")
+    assert len(throttled.refused) == 1
+    assert len(waited) == 1  # no wait: not sent again
+    assert [r["trigger"] for r in cli.json("runs", "list", job["id"])["items"]] == []

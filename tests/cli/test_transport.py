@@ -9,9 +9,23 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from tickwork.model.job import Job
 from typer.testing import CliRunner
 
-JOB = {"id": "j" + "1" * 25, "name": "x", "type": "echo", "state": "ACTIVE", "priority": 5}
+# A job as the API sends it: every field of the model.
+JOB = Job.model_validate(
+    {
+        "id": "j" + "1" * 25,
+        "tenant": "default",
+        "name": "x",
+        "type": "echo",
+        "schedule": {"cron": "0 * * * *"},
+        "created_at": "2026-11-21T12:00:00.000Z",
+        "updated_at": "2026-11-21T12:00:00.000Z",
+    }
+).model_dump(mode="json")
+# What a stack of another version might send: not a job as this client knows one.
+NOT_A_JOB = {"id": "j" + "2" * 25, "name": "x", "state": "ACTIVE"}
 PROBLEM = {
     "type": "urn:tickwork:problem:not-found",
     "title": "Not found",
@@ -27,6 +41,8 @@ class _Handler(BaseHTTPRequestHandler):
         _Handler.seen.append(dict(self.headers.items()))
         if self.path == f"/v1/jobs/{JOB['id']}":
             status, body, kind = 200, JOB, "application/json"
+        elif self.path == f"/v1/jobs/{NOT_A_JOB['id']}":
+            status, body, kind = 200, NOT_A_JOB, "application/json"
         else:
             status, body, kind = 404, PROBLEM, "application/problem+json"
         data = json.dumps(body).encode()
@@ -60,6 +76,16 @@ def test_get_over_real_http(server):
     assert json.loads(result.stdout) == JOB
     assert "Authorization" not in _Handler.seen[-1]  # a local API is never signed
     assert _Handler.seen[-1]["User-Agent"].startswith("tickwork-cli/")
+
+
+def test_an_answer_that_is_not_the_model_is_an_error_naming_its_fields_not_a_traceback(server):
+    from tickwork_cli.main import app
+
+    result = CliRunner().invoke(app, ["jobs", "get", NOT_A_JOB["id"], "--api-url", server, "-o", "json"])
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[0] == "Error 200 Unexpected answer"
+    assert "not a Job as this client knows it (fields: created_at, schedule, tenant, type, updated_at)" in result.stderr
+    assert result.stdout == ""
 
 
 def test_problem_over_real_http(server):

@@ -67,6 +67,7 @@ class IdempotentCreate:
         job = self.jobs.new_job(tenant, spec, by=by)
         counted = self.quota.reserve(tenant)
         try:
+            self.quota.known.know(tenant)  # before its job is written, as every create does (tickwork.store.tenants)
             earlier = self.records.claim(tenant, key, request_hash=request_hash, job_id=job.id, now=now)
         except Exception:
             self._give_back(tenant, counted)

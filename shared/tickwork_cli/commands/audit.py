@@ -41,14 +41,13 @@ def audit(
 ) -> None:
     """Who changed what through the API, newest first (docs/security.md "Audit trail")."""
     current = clock.now()
-    query = {
-        "resource": resource,
-        "actor": actor,
-        "action": action,
-        "from": parse_instant(since, "--from", current) if since else None,
-        "to": parse_instant(until, "--to", current) if until else None,
-        "tenant": tenant,
-        "limit": limit,
-        "cursor": cursor,
-    }
-    session.show_page(listing(session.client, "/v1/audit", all_pages, **query), render.AUDIT_COLUMNS)
+    records = session.client.audit(
+        resource=resource,
+        actor=actor,
+        action=action,
+        from_=parse_instant(since, "--from", current) if since else None,
+        to=parse_instant(until, "--to", current) if until else None,
+        tenant=tenant,
+        page_size=limit,
+    )
+    session.show_page(listing(records, all_pages, cursor), render.AUDIT_COLUMNS)

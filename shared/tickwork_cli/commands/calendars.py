@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from tickwork_cli import clock
+from tickwork_cli import clock, render
 from tickwork_cli.bodies import given, json_object_file, overlay, parse_instant
 from tickwork_cli.client import ConfigError
 from tickwork_cli.options import Session, TenantOpt, api_command
@@ -47,10 +47,6 @@ def register(app: typer.Typer) -> None:
     app.add_typer(calendars_app, name="calendars")
 
 
-def _path(calendar_id: str) -> str:
-    return f"/v1/calendars/{calendar_id}"
-
-
 def _calendar_flags(name: str | None, timezone: str | None, mode: str | None) -> dict[str, str]:
     return given(name=name, timezone=timezone, mode=mode)
 
@@ -66,21 +62,21 @@ def calendars_create(
 ) -> None:
     """Create a calendar from its JSON document (see docs/operations.md); the flags given override its fields."""
     body = overlay(json_object_file(file, "calendar"), _calendar_flags(name, timezone, mode))
-    session.show_one(session.client.post("/v1/calendars", body))
+    session.show_one(session.client.create_calendar(body))
 
 
 @calendars_app.command("list")
 @api_command
 def calendars_list(session: Session, tenant: TenantOpt = None) -> None:
     """Your calendars (an admin: a tenant's, with --tenant)."""
-    session.show_page(session.client.get("/v1/calendars", **given(tenant=tenant)), CALENDAR_COLUMNS, tenant=tenant)
+    session.show_page({"items": session.client.list_calendars(tenant=tenant)}, CALENDAR_COLUMNS, tenant=tenant)
 
 
 @calendars_app.command("get")
 @api_command
 def calendars_get(calendar_id: CalendarIdArg, session: Session, tenant: TenantOpt = None) -> None:
     """One calendar (an admin: a tenant's, with --tenant)."""
-    session.show_one(session.client.get(_path(calendar_id), **given(tenant=tenant)))
+    session.show_one(session.client.get_calendar(calendar_id, tenant=tenant))
 
 
 BLOCKED_COLUMNS = [("FROM", lambda span: span["from"]), ("UNTIL", lambda span: span["until"])]
@@ -99,8 +95,7 @@ def calendars_blocked(
 ) -> None:
     """What a calendar blocks over the next days: a span a line (its whole answer with --output json)."""
     start = parse_instant(since, "--from", clock.now()) if since is not None else None
-    query = given(tenant=tenant, days=days, **{"from": start})
-    found = session.client.get(f"{_path(calendar_id)}/blocked", **query)
+    found = render.plain(session.client.calendar_blocked(calendar_id, from_=start, days=days, tenant=tenant))
     if session.as_json:
         session.show_one(found)
         return
@@ -131,20 +126,20 @@ def calendars_update(
     if not change:
         raise ConfigError("nothing to change: give at least one option (see --help)")
     # The API replaces a calendar whole: the fields not changed are the stored ones.
-    stored = session.client.get(_path(calendar_id))
+    stored = render.plain(session.client.get_calendar(calendar_id))
     whole = {field: stored[field] for field in CALENDAR_DEFINITION if field in stored} | change
-    session.show_one(session.client.put(_path(calendar_id), whole))
+    session.show_one(session.client.replace_calendar(calendar_id, whole))
 
 
 @calendars_app.command("replace", hidden=True)
 @api_command
 def calendars_replace(calendar_id: CalendarIdArg, file: CalendarFile, session: Session) -> None:
     """Replace a calendar, the whole document (the old verb; `calendars update` changes the fields given)."""
-    session.show_one(session.client.put(_path(calendar_id), json_object_file(file, "calendar")))
+    session.show_one(session.client.replace_calendar(calendar_id, json_object_file(file, "calendar")))
 
 
 @calendars_app.command("delete")
 @api_command
 def calendars_delete(calendar_id: CalendarIdArg, session: Session) -> None:
     """Delete a calendar; a job still naming it runs as if it did not."""
-    session.show_one(session.client.delete(_path(calendar_id)))
+    session.show_one(session.client.delete_calendar(calendar_id))

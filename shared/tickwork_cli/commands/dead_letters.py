@@ -45,7 +45,7 @@ BANDS = ("high", "normal", "low")
 @api_command
 def dead_letters_list(session: Session) -> None:
     """How many messages each band's SQS dead-letter queue holds, and its latest redrive."""
-    session.show_page(session.client.get("/v1/dead-letters"), DEAD_LETTER_COLUMNS)
+    session.show_page(session.client.dead_letters(), DEAD_LETTER_COLUMNS)
 
 
 @dead_letters_app.command("redrive")
@@ -61,7 +61,7 @@ def dead_letters_redrive(
     unknown = [band for band in chosen if band not in BANDS]
     if unknown:
         raise typer.BadParameter(f"{', '.join(unknown)}: a band is one of {', '.join(BANDS)}", param_hint="'--band'")
-    result = session.client.post("/v1/dead-letters/redrive", {"bands": chosen})
+    result = render.plain(session.client.redrive_dead_letters({"bands": chosen}))
     if session.as_json:
         typer.echo(render.as_json(result))
         return

@@ -40,7 +40,7 @@ def dlq_list(
 ) -> None:
     """Your FAILED runs (an admin: a tenant's, with --tenant), newest first; RETRY says whether a retry re-queues
     each, or why not."""
-    page = listing(session.client, "/v1/dlq", all_pages, tenant=tenant, limit=limit, cursor=cursor)
+    page = listing(session.client.list_dlq(tenant=tenant, page_size=limit), all_pages, cursor)
     session.show_page(page, render.DLQ_COLUMNS, tenant=tenant)
 
 
@@ -63,7 +63,7 @@ def dlq_redrive(
                 "name the runs to re-queue, or pass --all for every FAILED run", param_hint="'--all'"
             )
         typer.confirm("Re-queue every FAILED run?", abort=True, err=True)
-    result = session.client.post("/v1/dlq/redrive", {"run_ids": run_ids} if run_ids else {"all": True})
+    result = render.plain(session.client.redrive_dlq({"run_ids": run_ids} if run_ids else {"all": True}))
     if session.as_json:
         typer.echo(render.as_json(result))
     else:
@@ -83,7 +83,7 @@ call_by_id(
     dlq_app,
     "dismiss",
     "Take a FAILED run out of the DLQ without a retry (its record is kept, and says who); idempotent.",
-    "POST",
-    "/v1/dlq/{run_id}/dismiss",
+    "dismiss_run",
+    "run_id",
     RunIdArg,
 )

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from tickwork_cli import clock
+from tickwork_cli import clock, render
 from tickwork_cli.bodies import given, parse_duration, parse_instant, tags_of
 from tickwork_cli.options import Output, Session, TenantOpt, api_command
 
@@ -64,7 +64,7 @@ def freeze(
         every_tenant=True if every_tenant else None,
         **{"from": parse_instant(since, "--from", current) if since is not None else None},
     )
-    created = session.client.post("/v1/freezes", body)
+    created = render.plain(session.client.create_freeze(body))
     if session.output is Output.json:
         session.show_one(created)
     else:
@@ -73,7 +73,7 @@ def freeze(
 
 def lift(freeze_id: FreezeIdArg, session: Session) -> None:
     """Lift a freeze now: the occurrences from now on run."""
-    session.show_one(session.client.delete(f"/v1/freezes/{freeze_id}"))
+    session.show_one(session.client.lift_freeze(freeze_id))
 
 
 def _selector_text(selector: dict[str, Any]) -> str:
@@ -100,15 +100,15 @@ FREEZE_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
 def freezes_list(session: Session, tenant: TenantOpt = None) -> None:
     """Your freezes and those over every tenant, newest first: active, upcoming, and those ended within a day
     (an admin: a tenant's, with --tenant)."""
-    page = session.client.get("/v1/freezes", **given(tenant=tenant))
-    session.show_page({**page, "next_cursor": None}, FREEZE_COLUMNS, tenant=tenant)
+    freezes = session.client.list_freezes(tenant=tenant)
+    session.show_page({"items": freezes, "next_cursor": None}, FREEZE_COLUMNS, tenant=tenant)
 
 
 @freezes_app.command("get")
 @api_command
 def freezes_get(freeze_id: FreezeIdArg, session: Session, tenant: TenantOpt = None) -> None:
     """One freeze (an admin: a tenant's, with --tenant)."""
-    session.show_one(session.client.get(f"/v1/freezes/{freeze_id}", **given(tenant=tenant)))
+    session.show_one(session.client.get_freeze(freeze_id, tenant=tenant))
 
 
 freezes_app.command("create")(api_command(freeze))

@@ -8,7 +8,6 @@ preview and backfill jobs over the HTTP API.
 from __future__ import annotations
 
 from typing import Annotated, Any
-from urllib.parse import quote
 
 import typer
 
@@ -79,8 +78,7 @@ def jobs_create(
             raise ConfigError(f"give {option} (or {field!r} in --file)")
     refuse_a_zone_for_a_rate(schedule, spec.get("schedule"))
     spec = {"payload": {}, "schedule": {}, **spec}
-    headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
-    session.show_one(session.client.post("/v1/jobs", spec, headers=headers))
+    session.show_one(session.client.create_job(spec, idempotency_key=idempotency_key))
 
 
 @jobs_app.command("list")
@@ -97,19 +95,13 @@ def jobs_list(
     all_pages: AllPages = False,
 ) -> None:
     """Your jobs (an admin: a tenant's, with --tenant), newest first."""
-    query = {
-        "tenant": tenant,
-        "state": state,
-        "type": job_type,
-        "name_prefix": name_prefix,
-        "tag": tag,
-        "limit": limit,
-        "cursor": cursor,
-    }
-    session.show_page(listing(session.client, "/v1/jobs", all_pages, **query), render.JOB_COLUMNS, tenant=tenant)
+    jobs = session.client.list_jobs(
+        tenant=tenant, state=state, type=job_type, name_prefix=name_prefix, tag=tag, page_size=limit
+    )
+    session.show_page(listing(jobs, all_pages, cursor), render.JOB_COLUMNS, tenant=tenant)
 
 
-call_by_id(jobs_app, "get", "One job.", "GET", "/v1/jobs/{job_id}", JobIdArg)
+call_by_id(jobs_app, "get", "One job.", "get_job", "job_id", JobIdArg)
 
 
 @jobs_app.command("update")
@@ -133,12 +125,11 @@ def jobs_update(
     change = request_body(file, "the fields to change", flags)
     if not change:
         raise ConfigError("nothing to change: give at least one option (see --help)")
-    path = f"/v1/jobs/{quote(job_id, safe='')}"
-    change = whole_schedule(session.client, path, schedule, change)
-    session.show_one(session.client.patch(path, change))
+    change = whole_schedule(lambda: session.client.get_job(job_id), schedule, change)
+    session.show_one(session.client.update_job(job_id, change))
 
 
-def _job_state_command(action: str, doc: str, method: str, path: str) -> None:
+def _job_state_command(action: str, call: str, doc: str) -> None:
     """`jobs pause|resume|cancel`: one job by its id, or the jobs a selector names (--tag, --job, --all, as
     `freeze` takes them) through POST /v1/bulk/jobs, page after page; a line per job, and exit status 1 if one was
     not found or refused."""
@@ -167,25 +158,20 @@ def _job_state_command(action: str, doc: str, method: str, path: str) -> None:
         if (job_id is None) == (not selectors) or len(selectors) > 1:
             raise typer.BadParameter("give a job id, or one of --tag, --job and --all", param_hint="'--tag'")
         if job_id is not None:
-            session.show_one(session.client.request(method, path.format(job_id=quote(job_id, safe=""))))
+            session.show_one(getattr(session.client, call)(job_id))
             return
         request: dict[str, Any] = {"action": action, "selector": selectors, **given(cursor=cursor)}
-        bulk(session, "/v1/bulk/jobs", request, render.BULK_JOB_COLUMNS)
+        bulk(session, session.client.bulk_jobs, request, render.BULK_JOB_COLUMNS)
 
 
-_job_state_command(
-    "pause", "Pause a job, or the jobs --tag, --job or --all name; idempotent.", "POST", "/v1/jobs/{job_id}/pause"
-)
+_job_state_command("pause", "pause_job", "Pause a job, or the jobs --tag, --job or --all name; idempotent.")
 _job_state_command(
     "resume",
+    "resume_job",
     "Resume a paused job, or the jobs --tag, --job or --all name; idempotent; missed occurrences follow the "
     "misfire rule.",
-    "POST",
-    "/v1/jobs/{job_id}/resume",
 )
-_job_state_command(
-    "cancel", "Cancel a job, or the jobs --tag, --job or --all name; idempotent.", "DELETE", "/v1/jobs/{job_id}"
-)
+_job_state_command("cancel", "cancel_job", "Cancel a job, or the jobs --tag, --job or --all name; idempotent.")
 
 
 @jobs_app.command("trigger")
@@ -202,8 +188,7 @@ def jobs_trigger(
         payload=json_object(payload, "--payload", "the payload") if payload is not None else None,
         debounce=debounce_of(debounce, debounce_collect),
     )
-    path = f"/v1/jobs/{quote(job_id, safe='')}/trigger"
-    session.show_one(session.client.post(path, body) if body else session.client.post(path))
+    session.show_one(session.client.trigger_job(job_id, body or None))
 
 
 @jobs_app.command("preview")
@@ -211,7 +196,7 @@ def jobs_trigger(
 def jobs_preview(job_id: JobIdArg, session: Session, count: PreviewCount = None) -> None:
     """A job's next occurrences, as it will run them, with DST flags (gap, fold) and what blocks them (a
     calendar, a freeze) and what becomes of them."""
-    page = session.client.get(f"/v1/jobs/{quote(job_id, safe='')}/preview", count=count)
+    page = render.plain(session.client.preview_job(job_id, count=count))
     session.show_page({**page, "next_cursor": None}, render.JOB_PREVIEW_COLUMNS)
 
 
@@ -227,6 +212,4 @@ def jobs_backfill(
     """Run a job's past occurrences in [--from, --to], each once: a repeat creates none it already made."""
     current = clock.now()
     body = {"from": clock.parse_at(since, current, "--from"), "to": clock.parse_at(until, current, "--to")}
-    session.show_one(
-        session.client.post(f"/v1/jobs/{quote(job_id, safe='')}/backfill", body | given(max_runs=max_runs))
-    )
+    session.show_one(session.client.backfill_job(job_id, body | given(max_runs=max_runs)))

@@ -57,7 +57,8 @@ def runs_list(
     listing: RunsListing,
 ) -> None:
     """Runs of a job, newest first."""
-    watch(session, f"/v1/jobs/{job_id}/runs", status, listing, render.RUN_COLUMNS, TERMINAL, started=started)
+    runs = session.client.list_runs(job_id, status=status, started=started or None, page_size=listing.limit)
+    watch(session, runs, listing, render.RUN_COLUMNS, TERMINAL)
 
 
 def run_filters(status: str | None, filters: RunFilters) -> dict[str, Any]:
@@ -92,9 +93,8 @@ def runs_search(
 ) -> None:
     """Your runs across every job and workflow, newest first: what failed in the last hour is
     `runs search --status FAILED --from -1h --ended`."""
-    filters = run_filters(status, search)
-    query = {"tenant": tenant, **filters, "limit": limit, "cursor": cursor}
-    session.show_page(listing(session.client, "/v1/runs", all_pages, **query), render.RUN_COLUMNS, tenant=tenant)
+    runs = session.client.search_runs(tenant=tenant, **run_filters(status, search), page_size=limit)
+    session.show_page(listing(runs, all_pages, cursor), render.RUN_COLUMNS, tenant=tenant)
 
 
 @runs_app.command("stuck")
@@ -102,7 +102,7 @@ def runs_search(
 def runs_stuck(session: Session, tenant: TenantOpt = None, limit: Limit = None) -> None:
     """Your stuck runs (an admin: a tenant's, with --tenant): QUEUED over 5 minutes past their time, or RUNNING
     past their lease; oldest first."""
-    page = session.client.get("/v1/runs/stuck", **given(tenant=tenant, limit=limit))
+    page = render.plain(session.client.stuck_runs(tenant=tenant, limit=limit))
     if session.as_json:
         typer.echo(render.as_json(page))
         return
@@ -116,7 +116,7 @@ def runs_stuck(session: Session, tenant: TenantOpt = None, limit: Limit = None) 
         typer.echo("more are stuck than listed (the oldest are)", err=True)
 
 
-call_by_id(runs_app, "get", "One run.", "GET", "/v1/runs/{run_id}", RunIdArg)
+call_by_id(runs_app, "get", "One run.", "get_run", "run_id", RunIdArg)
 
 
 @runs_app.command("watch", epilog=EXIT_STATUS_HELP)
@@ -131,7 +131,7 @@ def runs_watch(
     status says how it ended."""
     said, waited = "", 0.0
     while True:
-        run = session.client.get(f"/v1/runs/{run_id}")
+        run = render.plain(session.client.get_run(run_id))
         news = render.progress_line(run)
         if news != said:  # to stderr, so that stdout is the run alone (as `runs get` shows it)
             typer.echo(news, err=True)
@@ -150,14 +150,14 @@ def runs_watch(
 @api_command
 def runs_result(run_id: RunIdArg, session: Session, tenant: TenantOpt = None) -> None:
     """The run's result document (JSON), as stored; JSON whatever --output says."""
-    typer.echo(render.as_json(session.client.get(f"/v1/runs/{run_id}/result", **given(tenant=tenant))))
+    typer.echo(render.as_json(session.client.run_result(run_id, tenant=tenant)))
 
 
 @runs_app.command("logs")
 @api_command
 def runs_logs(run_id: RunIdArg, session: Session) -> None:
     """The lines the run's handler logged (ctx.log), every attempt's, in order."""
-    logs = session.client.get(f"/v1/runs/{run_id}/logs")
+    logs = render.plain(session.client.run_logs(run_id))
     if session.as_json:
         typer.echo(render.as_json(logs))
         return
@@ -204,7 +204,7 @@ def runs_retry(
         if filters or runs or cursor:
             raise typer.BadParameter("give a run id, or --run, or a search's filters", param_hint="'--run'")
         body = given(payload=payload_given(payload, payload_file), from_checkpoint=False if start_over else None)
-        session.show_one(session.client.post(f"/v1/runs/{run_id}/retry", body or None))
+        session.show_one(session.client.retry_run(run_id, body or None))
         return
     if (not filters) == (not runs) or payload is not None or payload_file is not None or start_over:
         raise typer.BadParameter(
@@ -212,22 +212,23 @@ def runs_retry(
             param_hint="'--run'",
         )
     selected = {"run_ids": runs} if runs else {"filters": filters}
-    bulk(session, "/v1/bulk/runs", {"action": "retry", **selected, **given(cursor=cursor)}, render.BULK_RUN_COLUMNS)
+    request = {"action": "retry", **selected, **given(cursor=cursor)}
+    bulk(session, session.client.bulk_runs, request, render.BULK_RUN_COLUMNS)
 
 
 call_by_id(
     runs_app,
     "skip",
     "Skip a FAILED run that blocks its ordering key: the key's next run goes; the run stays FAILED.",
-    "POST",
-    "/v1/runs/{run_id}/skip",
+    "skip_run",
+    "run_id",
     RunIdArg,
 )
 call_by_id(
     runs_app,
     "cancel",
     "Ask a RUNNING run (or a durable run between its segments) to stop: it is recorded SKIPPED `cancelled`.",
-    "POST",
-    "/v1/runs/{run_id}/cancel",
+    "cancel_run",
+    "run_id",
     RunIdArg,
 )

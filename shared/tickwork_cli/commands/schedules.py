@@ -36,5 +36,5 @@ def schedules_preview(
     current = clock.now()
     since_at = clock.parse_at(since, current, "--from") if since is not None else None
     body = {"schedule": schedule_of(schedule, current), **given(count=count, **{"from": since_at})}
-    page = session.client.post("/v1/schedules/preview", body)
+    page = render.plain(session.client.preview_schedule(body))
     session.show_page({**page, "next_cursor": None}, render.PREVIEW_COLUMNS)

@@ -8,10 +8,11 @@ them is an admin's.
 from __future__ import annotations
 
 from typing import Annotated, Any
-from urllib.parse import quote
 
 import typer
+from tickwork.control.api_bodies import TenantView
 
+from tickwork_cli import render
 from tickwork_cli.options import Session, api_command
 
 tenants_app = typer.Typer(
@@ -27,13 +28,9 @@ def _quota_option(flag: str, what: str) -> Any:
     return typer.Option(flag, min=1, max=1_000_000, show_default=False, help=f"{what} at most (1-1000000).")
 
 
-def _tenant_path(tenant: str) -> str:
-    """A tenant's path; a name from an IAM identity holds `/` and `:`, sent percent-encoded."""
-    return f"/v1/tenants/{quote(tenant, safe='')}"
-
-
-def _show_tenant(session: Session, view: dict[str, Any]) -> None:
+def _show_tenant(session: Session, found: TenantView) -> None:
     """The API's answer as JSON; as a table, one row per setting and usage figure."""
+    view = render.plain(found)
     if session.as_json:
         session.show_one(view)
         return
@@ -50,7 +47,7 @@ def tenants_get(
     ] = "me",
 ) -> None:
     """A tenant's settings (the defaults where none are set) and current usage."""
-    _show_tenant(session, session.client.get(_tenant_path(tenant)))
+    _show_tenant(session, session.client.my_tenant() if tenant == "me" else session.client.get_tenant(tenant))
 
 
 @tenants_app.command("set")
@@ -83,7 +80,7 @@ def tenants_set(
         "max_runs_per_minute": max_runs_per_minute,
         "max_concurrent_runs": max_concurrent_runs,
     }
-    stored = session.client.put(_tenant_path(tenant), {k: v for k, v in chosen.items() if v is not None})
+    stored = render.plain(session.client.set_tenant(tenant, {k: v for k, v in chosen.items() if v is not None}))
     if session.as_json:
         session.show_one(stored)
     else:

@@ -47,13 +47,13 @@ def workflow_runs_list(
     listing: RunsListing,
 ) -> None:
     """Runs of a workflow, newest first, with each step's state."""
-    path = f"/v1/workflows/{workflow_id}/runs"
-    watch(session, path, status, listing, render.WORKFLOW_RUN_COLUMNS, WORKFLOW_RUN_TERMINAL)
+    runs = session.client.list_workflow_runs(workflow_id, status=status, page_size=listing.limit)
+    watch(session, runs, listing, render.WORKFLOW_RUN_COLUMNS, WORKFLOW_RUN_TERMINAL)
 
 
-WORKFLOW_RUN_PATH = "/v1/workflow-runs/{workflow_run_id}"
+WORKFLOW_RUN_ID = "workflow_run_id"
 WORKFLOW_RUN_GET = "One workflow run, with every step's state and run id (`tickwork runs get` shows a step's run)."
-call_by_id(workflow_runs_app, "get", WORKFLOW_RUN_GET, "GET", WORKFLOW_RUN_PATH, WorkflowRunIdArg)
+call_by_id(workflow_runs_app, "get", WORKFLOW_RUN_GET, "get_workflow_run", WORKFLOW_RUN_ID, WorkflowRunIdArg)
 
 
 @workflow_runs_app.command("cancel")
@@ -67,10 +67,10 @@ def workflow_runs_cancel(
 ) -> None:
     """Cancel a RUNNING workflow run: steps not started are skipped, running ones asked to stop."""
     body = {"compensate": True} if compensate else None
-    session.show_one(session.client.post(f"/v1/workflow-runs/{workflow_run_id}/cancel", body))
+    session.show_one(session.client.cancel_workflow_run(workflow_run_id, body))
 
 
 WORKFLOW_RUN_RETRY = (
     "Re-run a FAILED workflow run's failed steps and what they skipped; nothing that succeeded runs again."
 )
-call_by_id(workflow_runs_app, "retry", WORKFLOW_RUN_RETRY, "POST", WORKFLOW_RUN_PATH + "/retry", WorkflowRunIdArg)
+call_by_id(workflow_runs_app, "retry", WORKFLOW_RUN_RETRY, "retry_workflow_run", WORKFLOW_RUN_ID, WorkflowRunIdArg)

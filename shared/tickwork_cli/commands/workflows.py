@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import quote
 
 import typer
 
@@ -20,7 +19,7 @@ from tickwork_cli.client import ConfigError
 from tickwork_cli.command_shapes import call_by_id, listing, request_body, whole_schedule
 from tickwork_cli.commands.workflow_runs import (
     WORKFLOW_RUN_GET,
-    WORKFLOW_RUN_PATH,
+    WORKFLOW_RUN_ID,
     WORKFLOW_RUN_RETRY,
     workflow_runs_cancel,
     workflow_runs_list,
@@ -71,7 +70,7 @@ def workflows_create(
     """Create a workflow from its definition (see docs/workflows.md); the flags given override its fields."""
     spec = request_body(file, WORKFLOW_BODY, _workflow_flags(name, schedule, policy))
     refuse_a_zone_for_a_rate(schedule, spec.get("schedule"))
-    session.show_one(session.client.post("/v1/workflows", spec))
+    session.show_one(session.client.create_workflow(spec))
 
 
 @workflows_app.command("update")
@@ -92,9 +91,8 @@ def workflows_update(
     change = request_body(file, "the fields to change", _workflow_flags(name, schedule, policy))
     if not change:
         raise ConfigError("nothing to change: give at least one option (see --help)")
-    path = f"/v1/workflows/{quote(workflow_id, safe='')}"
-    change = whole_schedule(session.client, path, schedule, change)
-    session.show_one(session.client.patch(path, change))
+    change = whole_schedule(lambda: session.client.get_workflow(workflow_id), schedule, change)
+    session.show_one(session.client.update_workflow(workflow_id, change))
 
 
 @workflows_app.command("list")
@@ -109,42 +107,41 @@ def workflows_list(
     all_pages: AllPages = False,
 ) -> None:
     """Your workflows (an admin: a tenant's, with --tenant), newest first."""
-    query = {"tenant": tenant, "state": state, "name_prefix": name_prefix, "limit": limit, "cursor": cursor}
-    workflows = listing(session.client, "/v1/workflows", all_pages, **query)
-    session.show_page(workflows, render.WORKFLOW_COLUMNS, tenant=tenant)
+    workflows = session.client.list_workflows(tenant=tenant, state=state, name_prefix=name_prefix, page_size=limit)
+    session.show_page(listing(workflows, all_pages, cursor), render.WORKFLOW_COLUMNS, tenant=tenant)
 
 
-call_by_id(workflows_app, "get", "One workflow.", "GET", "/v1/workflows/{workflow_id}", WorkflowIdArg)
+call_by_id(workflows_app, "get", "One workflow.", "get_workflow", "workflow_id", WorkflowIdArg)
 call_by_id(
     workflows_app,
     "pause",
     "Pause a workflow: its occurrences are skipped; runs in progress go on.",
-    "POST",
-    "/v1/workflows/{workflow_id}/pause",
+    "pause_workflow",
+    "workflow_id",
     WorkflowIdArg,
 )
 call_by_id(
     workflows_app,
     "resume",
     "Resume a paused workflow; missed occurrences follow the misfire rule.",
-    "POST",
-    "/v1/workflows/{workflow_id}/resume",
+    "resume_workflow",
+    "workflow_id",
     WorkflowIdArg,
 )
 call_by_id(
     workflows_app,
     "cancel",
     "Cancel a workflow: it has no new workflow runs.",
-    "DELETE",
-    "/v1/workflows/{workflow_id}",
+    "cancel_workflow",
+    "workflow_id",
     WorkflowIdArg,
 )
 call_by_id(
     workflows_app,
     "trigger",
     "Run a workflow now, once, outside its schedule: its root steps are queued.",
-    "POST",
-    "/v1/workflows/{workflow_id}/trigger",
+    "trigger_workflow",
+    "workflow_id",
     WorkflowIdArg,
 )
 
@@ -152,9 +149,9 @@ call_by_id(
 # The old verbs, under workflows, kept for a release; not listed.
 workflows_app.command("runs", hidden=True, epilog="With --wait: " + EXIT_STATUS_HELP)(workflow_runs_list)
 workflows_app.command("cancel-run", hidden=True)(workflow_runs_cancel)
-for _old, _doc, _method, _path in (
-    ("get-run", WORKFLOW_RUN_GET, "GET", WORKFLOW_RUN_PATH),
-    ("show-run", WORKFLOW_RUN_GET, "GET", WORKFLOW_RUN_PATH),
-    ("retry-run", WORKFLOW_RUN_RETRY, "POST", WORKFLOW_RUN_PATH + "/retry"),
+for _old, _doc, _call in (
+    ("get-run", WORKFLOW_RUN_GET, "get_workflow_run"),
+    ("show-run", WORKFLOW_RUN_GET, "get_workflow_run"),
+    ("retry-run", WORKFLOW_RUN_RETRY, "retry_workflow_run"),
 ):
-    call_by_id(workflows_app, _old, _doc, _method, _path, WorkflowRunIdArg, hidden=True)
+    call_by_id(workflows_app, _old, _doc, _call, WORKFLOW_RUN_ID, WorkflowRunIdArg, hidden=True)
