@@ -44,6 +44,7 @@ from tickwork.control.api_bodies import (
     WorkflowRun,
     WorkflowSpec,
 )
+from tickwork.control.batch_create import BatchCreateResult
 from tickwork.jobtypes.http import retry_after_seconds
 from tickwork.model.backoff import backoff_ceiling
 from tickwork.model.calendars import Calendar, CalendarDefinition
@@ -65,6 +66,7 @@ Body = BaseModel | Mapping[str, Any]
 # (tests/cli/test_every_api_operation_in_the_client.py holds it to the document).
 OPERATIONS: dict[tuple[str, str], str] = {
     ("POST", "/v1/jobs"): "create_job",
+    ("POST", "/v1/bulk/jobs/create"): "create_jobs_in_batch",
     ("GET", "/v1/jobs"): "list_jobs",
     ("GET", "/v1/jobs/{job_id}"): "get_job",
     ("PATCH", "/v1/jobs/{job_id}"): "update_job",
@@ -143,6 +145,15 @@ class Client:
         same key and body within 24 h, answer the job the first one created."""
         key = idempotency_key or uuid.uuid4().hex
         return self._one(Job, "POST", "/v1/jobs", body=spec, headers={"Idempotency-Key": key})
+
+    def create_jobs_in_batch(
+        self, specs: list[JobSpec | Mapping[str, Any]], *, idempotency_key: str | None = None
+    ) -> BatchCreateResult:
+        """Create up to 25 jobs in one request, each answered on its own (created, replayed, or why not). The
+        Idempotency-Key (a new one unless given) makes a retry create only the jobs the first try did not."""
+        key = idempotency_key or uuid.uuid4().hex
+        body = {"jobs": [_jsonable(spec) for spec in specs]}
+        return self._one(BatchCreateResult, "POST", "/v1/bulk/jobs/create", body=body, headers={"Idempotency-Key": key})
 
     def get_job(self, job_id: str) -> Job:
         return self._one(Job, "GET", f"/v1/jobs/{_segment(job_id)}")
