@@ -51,7 +51,7 @@ def test_a_bad_job_is_answered_with_its_fields_and_the_others_are_created(api, p
             spec("good"),
             {"name": "no type", "schedule": {"rate": "1 hour"}},
             spec("bad cron", schedule={"cron": "61 * * * *"}),
-            "not an object",
+            spec("unknown field", colour="red"),
             spec("also good"),
         ],
     )
@@ -59,11 +59,17 @@ def test_a_bad_job_is_answered_with_its_fields_and_the_others_are_created(api, p
     items = reply.json["items"]
     assert [e["field"] for e in items[1]["errors"]] == ["jobs[1].type"]
     assert {e["field"] for e in items[2]["errors"]} == {"jobs[2].schedule.cron"}
-    assert items[3]["errors"]
-    assert all(e["field"].startswith("jobs[3]") for e in items[3]["errors"])
+    assert [e["field"] for e in items[3]["errors"]] == ["jobs[3].colour"]
     assert all(item["job"] is None for item in items[1:4])
     names = {job["name"] for job in api.get("/v1/jobs").json["items"]}
     assert names == {"good", "also good"}  # nothing written for the bad ones
+
+
+def test_a_job_that_is_not_an_object_is_a_422_for_the_request_naming_it(api, pipeline):
+    reply = batch(api, [spec("good"), "not an object"])
+    assert reply.status == 422, reply.text
+    assert reply.fields == ["jobs[1]"]
+    assert api.get("/v1/jobs").json["items"] == []
 
 
 def test_a_26th_job_is_422_naming_the_field_and_nothing_is_created(api, pipeline):
