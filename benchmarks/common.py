@@ -415,8 +415,8 @@ class PhaseMeter:
         self._mark = 0
 
     def close(self, phase: str) -> None:
-        """The calls since the last phase closed are `phase`'s."""
-        self.phases[phase] = self.meter.calls[self._mark :]
+        """The calls since the last phase closed are `phase`'s (added to its earlier ones, if it closed before)."""
+        self.phases[phase] = self.phases.get(phase, []) + self.meter.calls[self._mark :]
         self._mark = len(self.meter.calls)
 
     def all_calls(self) -> list[Call]:

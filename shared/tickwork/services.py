@@ -63,6 +63,7 @@ from tickwork.store.tenant_rates import TenantRates
 
 if TYPE_CHECKING:  # the API's and the tick's rooms, imported where they are built: an executor never loads them
     from tickwork.control.audit import AuditTrail
+    from tickwork.control.batch_create import BatchCreate
     from tickwork.control.bulk_jobs import BulkJobs
     from tickwork.control.bulk_runs import BulkRuns
     from tickwork.control.calendars import CalendarService
@@ -479,6 +480,12 @@ class Services:
         from tickwork.control.bulk_jobs import BulkJobs
 
         return BulkJobs(self.jobs, self.queries, self.listings)
+
+    @cached_property
+    def batch_create(self) -> BatchCreate:
+        from tickwork.control.batch_create import BatchCreate
+
+        return BatchCreate(self.jobs, self.idempotent_create)
 
     @cached_property
     def bulk_runs(self) -> BulkRuns:

@@ -68,11 +68,15 @@ def _read(path: Path, option: str) -> str:
         raise ConfigError(f"{option}: cannot read {path}: {exc.strerror}") from None
 
 
-def _json_object(text: str, source: str, what: str) -> dict[str, Any]:
+def _json_value(text: str, source: str) -> Any:
     try:
-        value = json.loads(text)
+        return json.loads(text)
     except ValueError as exc:
         raise ConfigError(f"{source}: not valid JSON ({exc})") from None
+
+
+def _json_object(text: str, source: str, what: str) -> dict[str, Any]:
+    value = _json_value(text, source)
     if not isinstance(value, dict):
         raise ConfigError(f"{source}: must hold a JSON object ({what})")
     return value
@@ -86,6 +90,11 @@ def json_object(text: str, source: str, what: str) -> dict[str, Any]:
 def json_object_file(path: Path, what: str) -> dict[str, Any]:
     """The JSON object `--file` names (or stdin for -), as the request body it stands for."""
     return _json_object(_read(path, "--file"), "--file", what)
+
+
+def json_value_file(path: Path) -> Any:
+    """The JSON value (of any kind) `--file` names, or stdin for -."""
+    return _json_value(_read(path, "--file"), "--file")
 
 
 def given(**fields: Any) -> dict[str, Any]:

@@ -133,6 +133,13 @@ BULK_JOB_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
     ("REASON", lambda r: r.get("reason")),
 ]
 
+BATCH_CREATE_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
+    ("#", lambda r: r["index"]),
+    ("OUTCOME", lambda r: r["outcome"]),
+    ("JOB", lambda r: (r.get("job") or {}).get("id")),
+    ("REASON", lambda r: "; ".join(f"{e['field']}: {e['message']}" for e in r.get("errors") or []) or r.get("detail")),
+]
+
 BULK_RUN_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
     ("RUN", lambda r: r["run_id"]),
     ("OUTCOME", lambda r: r["outcome"]),

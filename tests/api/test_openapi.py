@@ -36,6 +36,7 @@ ROUTES = {
     ("post", "/v1/dlq/redrive"),
     ("post", "/v1/dlq/{run_id}/dismiss"),
     ("post", "/v1/bulk/jobs"),
+    ("post", "/v1/bulk/jobs/create"),
     ("post", "/v1/bulk/runs"),
     ("get", "/v1/dead-letters"),
     ("post", "/v1/dead-letters/redrive"),

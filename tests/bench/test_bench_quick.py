@@ -37,7 +37,11 @@ RUN_CALL_BUDGET = {
 # tenant-index projects only what its queries filter on: the claim's job update no longer rewrites its entry. 16
 # since a run is in the runs-index (GET /v1/runs): its entry is written at each status, QUEUED, RUNNING, SUCCEEDED.
 # 16.025 with the tenant made known once (1 WRU over the 40 runs), which more runs make as small as you like.
-WRU_BUDGET = 16.025
+# 15.025 since the due index projects neither a run's status nor its lease: the lease no longer rewrites the entry.
+WRU_BUDGET = 15.025
+# Per cron run (no create): the job's advance (1, and 2 in due-index: its key moves), the run's put (3), lease (2:
+# table and runs-index) and outcome (3). 12 before the due index stopped projecting a run's status and lease.
+CRON_WRU_BUDGET = 11
 # Per workflow step run, diamond workflows (benchmarks/calls_per_step.py): the workflow's create, claim and
 # completion are shared by its 4 steps; a step's end is recorded in its workflow run, and so is each plan.
 STEP_CALL_BUDGET = {
@@ -154,6 +158,20 @@ def test_a_one_shot_run_writes_no_more_units_than_budgeted(section1: dict[str, A
         n for op, n in section1["scenarios"]["ahead"]["total"]["per_run"].items() if "Item " in op and "Get" not in op
     )
     assert billed["wru_per_run"] >= writes
+
+
+def test_a_runs_due_index_entry_is_written_at_its_claim_and_its_outcome_only(section1: dict[str, Any]) -> None:
+    """Not at its lease (nor a heartbeat): the index projects neither the run's status nor its lease."""
+    wru = section1["scenarios"]["ahead"]["total"]["wru_per_run"]
+    assert wru["dynamodb:PutItem run"]["due-index"] == 1  # the claim: the entry
+    assert wru["dynamodb:UpdateItem run"]["due-index"] == 1  # lease 0, outcome 1: the entry deleted
+
+
+def test_a_cron_run_writes_no_more_units_than_budgeted(section1: dict[str, Any]) -> None:
+    cron = section1["scenarios"]["cron"]["total"]
+    assert cron["per_run"]["dynamodb:UpdateItem run"] == 2  # lease, outcome
+    assert "dynamodb:PutItem job" not in cron["per_run"]  # its create is not a run's
+    assert section1["billable"]["cron"]["wru_per_run"] <= CRON_WRU_BUDGET
 
 
 def test_a_tick_pays_one_query_per_shard_and_a_lease_per_busy_shard(section1: dict[str, Any]) -> None:

@@ -37,6 +37,7 @@ COMMANDS: dict[tuple[str, str], list[str]] = {
     ("PUT", "/v1/calendars/{calendar_id}"): ["calendars", "update", CALENDAR_ID],
     ("POST", "/v1/freezes"): ["freezes", "create"],
     ("POST", "/v1/bulk/jobs"): ["jobs", "pause"],
+    ("POST", "/v1/bulk/jobs/create"): ["jobs", "create-batch"],
     ("POST", "/v1/bulk/runs"): ["runs", "retry"],
 }
 

@@ -9,6 +9,7 @@ spaced by its age started 24 minutes late in the full soak).
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -88,3 +89,42 @@ def test_a_re_send_into_a_backlog_is_repeated_once_per_defer_limit_not_every_tic
     assert pipeline.tick()["redispatched"] == 2  # not leased one defer limit later: lost again, re-sent again
     pipeline.drain()
     assert {pipeline.run(r).status for r in run_ids} == {RunStatus.SUCCEEDED}
+
+
+def _parked_retry(pipeline: Any, *, retry_in: timedelta) -> str:
+    """A claimed run whose first attempt failed with a backoff too long for a message: parked in the due index
+    at its retry time, `retry_in` from now, with no message anywhere."""
+    (run_id,) = _claimed_with_its_message_lost(pipeline, 1)
+    store, now = pipeline.services.store, pipeline.clock.now()
+    lease = store.leases.lease_run(run_id, owner="executor", now=now, lease_for=timedelta(minutes=5))
+    assert lease.run is not None
+    retry_at = now + retry_in
+    finished = store.leases.finish_run(
+        lease.run, owner="executor", status=RunStatus.RETRYING, now=now, not_before=retry_at, resend_at=retry_at
+    )
+    assert finished.recorded
+    return run_id
+
+
+def test_a_parked_retry_within_the_horizon_is_sent_ahead_of_its_time(pipeline):
+    """The due index does not carry a run's status (its lease would rewrite the entry): a parked retry not yet
+    due is told from the other runs' entries by its `not_before`, and read with its status."""
+    run_id = _parked_retry(pipeline, retry_in=timedelta(seconds=90))
+    pipeline.calls.clear()
+    assert pipeline.tick()["redispatched"] == 1
+    (sent,) = [e for p in pipeline.calls.params("SendMessageBatch") for e in p["Entries"]]
+    assert json.loads(sent["MessageBody"])["run_id"] == run_id
+    assert 85 <= sent["DelaySeconds"] <= 90  # sent now, to start at its time
+
+
+def test_a_run_leased_when_its_entry_comes_due_is_not_sent_again(pipeline):
+    """The entry still says nothing of the lease taken after the claim; the tick reads the run's status and
+    lease, and moves the entry to the lease's end (plus the re-send delay) instead of re-sending."""
+    (run_id,) = _claimed_with_its_message_lost(pipeline, 1)
+    store = pipeline.services.store
+    lease = store.leases.lease_run(run_id, owner="executor", now=pipeline.clock.now(), lease_for=timedelta(minutes=30))
+    assert lease.outcome.value == "LEASED"
+    pipeline.clock.advance(95)  # past the run's re-send time, the lease still live
+    assert pipeline.tick()["redispatched"] == 0
+    assert sum(pipeline.queued_messages(b) for b in Band) == 0
+    assert pipeline.run(run_id).status is RunStatus.RUNNING

@@ -203,7 +203,9 @@ def test_layer_is_built_from_shared_with_its_requirements(template):
 def test_table_is_on_demand_encrypted_recoverable_and_protected(template):
     table = template["Resources"]["JobsTable"]
     props = table["Properties"]
-    assert props["BillingMode"] == "PAY_PER_REQUEST"
+    # On demand unless TableBillingMode says PROVISIONED (test_table_capacity.py).
+    assert props["BillingMode"] == {"Ref": "TableBillingMode"}
+    assert _default(template, "TableBillingMode") == "PAY_PER_REQUEST"
     assert props["SSESpecification"]["SSEEnabled"] is True
     assert props["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
     assert props["DeletionProtectionEnabled"] == {"Fn::If": ["ProtectTable", True, False]}

@@ -9,7 +9,13 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Que
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import Acting, CallerJobs, Jobs, Tenant, Wired
 from tickwork.control.api_bodies import JobList, JobSpec, JobUpdate, TriggeredRun, TriggerRequest
-from tickwork.control.api_examples import BULK_JOBS, JOB_SPEC, JOB_UPDATE, TRIGGER, openapi_examples
+from tickwork.control.api_examples import BATCH_CREATE, BULK_JOBS, JOB_SPEC, JOB_UPDATE, TRIGGER, openapi_examples
+from tickwork.control.batch_create import (
+    BATCH_IDEMPOTENCY_KEY,
+    MAX_BATCH_JOBS,
+    BatchCreateRequest,
+    BatchCreateResult,
+)
 from tickwork.control.bulk_jobs import MAX_BULK_JOBS, BulkJobsRequest, BulkJobsResult
 from tickwork.control.idempotent_create import request_hash
 from tickwork.model.job import Job
@@ -146,6 +152,36 @@ def bulk_jobs(
     ],
 ):
     return json_response(200, built.bulk_jobs.apply(tenant, request, by=by))
+
+
+@router.post(
+    "/v1/bulk/jobs/create",
+    summary=f"Create up to {MAX_BATCH_JOBS} jobs, each as POST /v1/jobs would, answered per job",
+    responses={200: ok(BatchCreateResult, "Each job's outcome, in order"), **problems(400, 413, 415, 422)},
+    tags=["jobs"],
+)
+def create_jobs_in_batch(
+    request: Annotated[
+        BatchCreateRequest,
+        Body(
+            description=f'`{{"jobs": [<a job, as POST /v1/jobs takes it>, ...]}}`: 1 to {MAX_BATCH_JOBS} of them.',
+            openapi_examples=openapi_examples(BATCH_CREATE),
+        ),
+    ],
+    built: Wired,
+    tenant: Tenant,
+    by: Acting,
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            alias="Idempotency-Key",
+            pattern=BATCH_IDEMPOTENCY_KEY,
+            description="Job i is created under `<key>:<i>`: a retry within 24 h answers each job as the first "
+            "try did, and creates only those it did not.",
+        ),
+    ] = None,
+):
+    return json_response(200, built.batch_create.create(tenant, request, key=idempotency_key, by=by))
 
 
 add_routes(router, "jobs")  # one job, and its state changes: see routes/by_id.py

@@ -1,13 +1,14 @@
 """template.yaml as it deploys with other parameter values: a copy whose parameters' defaults are those values.
 
 cfn-lint, `sam validate --lint` and checkov read a template's conditions with its parameters' defaults, so the
-branches that a parameter turns on are checked only in such a copy. CI lints and scans four renderings: template.yaml
+branches that a parameter turns on are checked only in such a copy. CI lints and scans five renderings: template.yaml
 itself (no VPC, no token API, no hosted console), `vpc` (the executor in a VPC, with its endpoints; docs/security.md,
 "Private networks"), `jwt` (the token API and the hosted console, with the stack's own Cognito user pool;
-docs/security.md, "Sign-in with tokens (JWT)", "The hosted console") and `issuer` (the same with an IdP of your own:
-the console's client is the first audience).
+docs/security.md, "Sign-in with tokens (JWT)", "The hosted console"), `issuer` (the same with an IdP of your own:
+the console's client is the first audience) and `provisioned` (the table's provisioned capacity with auto scaling on
+it and each index; docs/scale.md).
 
-    python -m tickwork_local.stack.template_renderings vpc|jwt|issuer OUT.json   # write the rendering (JSON)
+    python -m tickwork_local.stack.template_renderings vpc|jwt|issuer|provisioned OUT.json   # write the rendering
 """
 
 from __future__ import annotations
@@ -38,7 +39,15 @@ ISSUER_PARAMETERS: dict[str, str] = {
     "JwtAudience": "0oa1tickworkconsole,api://tickwork",
 }
 
-RENDERINGS: dict[str, dict[str, str]] = {"vpc": VPC_PARAMETERS, "jwt": JWT_PARAMETERS, "issuer": ISSUER_PARAMETERS}
+# The table with provisioned capacity and auto scaling on it and its indexes (docs/scale.md).
+PROVISIONED_PARAMETERS: dict[str, str] = {"TableBillingMode": "PROVISIONED"}
+
+RENDERINGS: dict[str, dict[str, str]] = {
+    "vpc": VPC_PARAMETERS,
+    "jwt": JWT_PARAMETERS,
+    "issuer": ISSUER_PARAMETERS,
+    "provisioned": PROVISIONED_PARAMETERS,
+}
 
 
 def with_defaults(template: Mapping[str, Any], values: Mapping[str, str]) -> dict[str, Any]:

@@ -122,6 +122,13 @@ BULK_JOBS = {
     ),
 }
 
+BATCH_CREATE = {
+    "two-jobs": (
+        "A nightly report and a one-shot, in one request",
+        {"jobs": [JOB_SPEC["cron-in-a-zone"][1], JOB_SPEC["one-shot"][1]]},
+    ),
+}
+
 BULK_RUNS = {
     "retry-failed-of-a-job": (
         "Retry a job's FAILED runs of the last day",

@@ -205,14 +205,18 @@ class Table:
                 return found
             params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
-    def batch_get(self, keys: list[dict[str, Any]], *, projection: str | None = None) -> list[dict[str, Any]]:
+    def batch_get(
+        self, keys: list[dict[str, Any]], *, projection: str | None = None, names: dict[str, str] | None = None
+    ) -> list[dict[str, Any]]:
         """The items of these keys that exist (BatchGetItem, consistent reads, 100 keys a request, unprocessed
-        keys asked again), as attributes, in no particular order."""
+        keys asked again), as attributes, in no particular order. `names`: the projection's placeholders."""
         found: list[dict[str, Any]] = []
         for start in range(0, len(keys), 100):
             request: dict[str, Any] = {self.name: {"Keys": keys[start : start + 100], "ConsistentRead": True}}
             if projection:
                 request[self.name]["ProjectionExpression"] = projection
+            if names:
+                request[self.name]["ExpressionAttributeNames"] = names
             while request:
                 response = self.client.batch_get_item(RequestItems=request)
                 found += [deserialize(item) for item in response.get("Responses", {}).get(self.name, [])]

@@ -51,7 +51,12 @@ TENANT_INDEX_PROJECTION = (
     "schedule",
     "counted_for",
 )
-# The due index projects only what a claim needs (never the payload): template.yaml must list the same.
+# The due index projects only what a claim needs (never the payload): template.yaml must list the same. Not a
+# run's `status` nor its `lease_until_ms`: the lease and each heartbeat change them and nothing else of the entry,
+# so projecting them rewrote the entry at every start and beat (1 WRU each). A run's (or workflow run's) entry is
+# read with its item's current status and lease instead (`with_current_status`), only when it is read: at its
+# re-send time, or as a parked retry, which a run that settles in time never is. `not_before_ms` marks a parked
+# retry among the entries not yet due (its write sets the due time too; the lease removes it only where set).
 DUE_INDEX_PROJECTION = (
     "kind",
     "job_id",
@@ -65,7 +70,6 @@ DUE_INDEX_PROJECTION = (
     "misfire_grace_seconds",
     "paused_at",
     "resumed_at",
-    "status",
     "scheduled_for",
     "overlap",
     "catchup",
@@ -73,7 +77,7 @@ DUE_INDEX_PROJECTION = (
     "type",
     "trigger",
     "created_at",
-    "lease_until_ms",
+    "not_before_ms",
     "jitter_seconds",
     "start_precision",
     "deadline",
@@ -153,14 +157,44 @@ def _default_catchup(kind: ItemKind) -> str:
     return (CatchupPolicy.LATEST if kind is ItemKind.JOB else CatchupPolicy.ALL).value
 
 
+# What a run's entry is read with from its item (`with_current_status`): what the index does not project.
+CURRENT_STATUS = ("status", "lease_until_ms")
+_HAS_STATUS = (ItemKind.RUN, ItemKind.WORKFLOW_RUN)
+
+
 class DueIndex:
     """Reads of the due index, the shard leases, and moving an unleased run's re-send time."""
 
     def __init__(self, table: Table) -> None:
         self._table = table
 
-    def query_due(self, shard: str, until_ms: int, *, page_size: int = 200, max_items: int = 5000) -> Iterator[DueItem]:
-        """Due entries of one shard, oldest first, paginated."""
+    def with_current_status(self, items: list[DueItem]) -> list[DueItem]:
+        """`items`, each run's and workflow run's with its item's status and lease (one consistent BatchGetItem
+        per 100 of them; none when there are none). An entry whose item is gone is left out. The decisions made
+        on them are conditional writes on the item (`postpone_due`), so a status read here that has moved on
+        since only loses the write, as an index entry's did."""
+        keyed = [i for i in items if i.kind in _HAS_STATUS]
+        if not keyed:
+            return items
+        keys = [{"pk": {"S": i.attrs["pk"]}, "sk": {"S": i.attrs["sk"]}} for i in keyed]
+        names = {f"#a{n}": name for n, name in enumerate(("pk", "sk", *CURRENT_STATUS))}
+        found = self._table.batch_get(keys, projection=", ".join(names), names=names)
+        current = {(f["pk"], f["sk"]): f for f in found}
+        out: list[DueItem] = []
+        for item in items:
+            if item.kind not in _HAS_STATUS:
+                out.append(item)
+            elif (now := current.get((item.attrs["pk"], item.attrs["sk"]))) is not None:
+                attrs = {k: v for k, v in item.attrs.items() if k not in CURRENT_STATUS}
+                attrs.update({k: now[k] for k in CURRENT_STATUS if k in now})
+                out.append(DueItem(item.kind, item.shard, item.due_at, attrs))
+        return out
+
+    def query_due(
+        self, shard: str, until_ms: int, *, page_size: int = 200, max_items: int = 5000, runs_status: bool = True
+    ) -> Iterator[DueItem]:
+        """Due entries of one shard, oldest first, paginated; with `runs_status`, runs' with their current status
+        (`with_current_status`; a reader of jobs alone need not pay for it)."""
         kwargs: dict[str, Any] = {
             "TableName": self._table.name,
             "IndexName": DUE_INDEX,
@@ -171,15 +205,26 @@ class DueIndex:
         seen = 0
         while True:
             page = self._table.client.query(**kwargs)
-            for raw in page.get("Items", []):
-                attrs = deserialize(raw)
-                yield DueItem(ItemKind(attrs["kind"]), shard, int(attrs["due_at"]), attrs)
-                seen += 1
-                if seen >= max_items:
-                    return
-            if "LastEvaluatedKey" not in page:
+            entries = [deserialize(raw) for raw in page.get("Items", [])][: max_items - seen]
+            seen += len(entries)
+            due = [DueItem(ItemKind(a["kind"]), shard, int(a["due_at"]), a) for a in entries]
+            yield from self.with_current_status(due) if runs_status else due
+            if seen >= max_items or "LastEvaluatedKey" not in page:
                 return
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def actionable(self, shard: str, now_ms: int, until_ms: int, *, max_items: int) -> list[DueItem]:
+        """What a tick acts on in one shard: the jobs (and workflows) due by `until_ms`, the entries due by
+        `now_ms`, and the parked retries (RETRYING) due by `until_ms`, sent ahead like a claimed run. Only the runs
+        due, and those not yet due that may be parked retries (a `not_before`), are read with their status."""
+        read = self.query_due(shard, until_ms, max_items=max_items, runs_status=False)
+        return [
+            i
+            for i in self.with_current_status(
+                [i for i in read if i.kind.scheduled or i.due_at <= now_ms or "not_before_ms" in i.attrs]
+            )
+            if i.kind.scheduled or i.due_at <= now_ms or i.attrs.get("status") == RunStatus.RETRYING.value
+        ]
 
     def tenant_runs_due(self, tenant: str, shard: str, until_ms: int, *, max_read: int) -> tuple[list[DueItem], bool]:
         """A tenant's runs (EVERY_TENANT: every tenant's) among one shard's entries due by `until_ms`, oldest
@@ -201,9 +246,9 @@ class DueIndex:
         while read < max_read:
             page = self._table.client.query(**kwargs, Limit=min(200, max_read - read))
             read += int(page.get("ScannedCount", 0))
-            for raw in page.get("Items", []):
-                attrs = deserialize(raw)
-                found.append(DueItem(ItemKind.RUN, shard, int(attrs["due_at"]), attrs))
+            found += self.with_current_status(
+                [DueItem(ItemKind.RUN, shard, int(a["due_at"]), a) for a in map(deserialize, page.get("Items", []))]
+            )
             if "LastEvaluatedKey" not in page:
                 return found, True
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]

@@ -201,12 +201,7 @@ class Dispatcher:
 
         Jobs due within the horizon are claimed ahead (and sent with DelaySeconds). Runs are re-sent once
         their re-send time has passed; a parked retry (RETRYING) is sent ahead like a claimed run."""
-        now_ms = to_ms(now)
-        items = [
-            i
-            for i in self.store.due.query_due(shard, to_ms(horizon_end), max_items=self.read_per_shard)
-            if i.kind.scheduled or i.due_at <= now_ms or i.attrs.get("status") == RunStatus.RETRYING.value
-        ]
+        items = self.store.due.actionable(shard, to_ms(now), to_ms(horizon_end), max_items=self.read_per_shard)
         if items and not self.store.due.acquire_shard(shard, owner=owner, now=now, lease_for=self.shard_lease):
             return []
         return items
@@ -227,7 +222,7 @@ class Dispatcher:
         due = [
             item
             for shard in range(self.store.shards)
-            for item in self.store.due.query_due(str(shard), until)
+            for item in self.store.due.query_due(str(shard), until, runs_status=False)
             if item.kind.scheduled and selects(item)
         ]
         for item in due:

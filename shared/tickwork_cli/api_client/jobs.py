@@ -18,6 +18,7 @@ from tickwork.control.api_bodies import (
     TriggeredRun,
     TriggerRequest,
 )
+from tickwork.control.batch_create import BatchCreateRequest, BatchCreateResult
 from tickwork.control.bulk_jobs import BulkJobsRequest, BulkJobsResult
 from tickwork.model.job import Job
 
@@ -25,6 +26,7 @@ from tickwork_cli.api_client.exchange import Listing, Part, segment
 
 OPERATIONS = {
     ("POST", "/v1/jobs"): "create_job",
+    ("POST", "/v1/bulk/jobs/create"): "create_jobs_in_batch",
     ("GET", "/v1/jobs"): "list_jobs",
     ("GET", "/v1/jobs/{job_id}"): "get_job",
     ("PATCH", "/v1/jobs/{job_id}"): "update_job",
@@ -45,6 +47,16 @@ class Jobs(Part):
         same key and body within 24 h, answer the job the first one created."""
         key = idempotency_key or uuid.uuid4().hex
         return self._exchange.one(Job, "POST", "/v1/jobs", body=spec, headers={"Idempotency-Key": key})
+
+    def create_jobs_in_batch(
+        self, request: BatchCreateRequest | Mapping[str, Any], *, idempotency_key: str | None = None
+    ) -> BatchCreateResult:
+        """Create up to 25 jobs in one request (`{"jobs": [...]}`), each answered on its own (created, replayed, or
+        why not). The Idempotency-Key (a new one unless given) makes a retry create only what the first did not."""
+        key = idempotency_key or uuid.uuid4().hex
+        return self._exchange.one(
+            BatchCreateResult, "POST", "/v1/bulk/jobs/create", body=request, headers={"Idempotency-Key": key}
+        )
 
     def get_job(self, job_id: str, *, tenant: str | None = None) -> Job:
         return self._exchange.one(Job, "GET", f"/v1/jobs/{segment(job_id)}", query={"tenant": tenant})

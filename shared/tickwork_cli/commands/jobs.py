@@ -1,5 +1,5 @@
-"""`tickwork jobs ...`: create, list, read, change, pause, resume, cancel (one, or many by a selector), trigger,
-preview and backfill jobs over the HTTP API.
+"""`tickwork jobs ...`: create (one, or up to 25 from a file: create-batch), list, read, change, pause, resume,
+cancel (one, or many by a selector), trigger, preview and backfill jobs over the HTTP API.
 
     tickwork jobs create --name hello --type echo --at +10s --payload '{"hello": "world"}'
     tickwork jobs pause --tag team=payments
@@ -7,6 +7,7 @@ preview and backfill jobs over the HTTP API.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -17,6 +18,7 @@ from tickwork_cli.bodies import (
     given,
     job_settings_of,
     json_object,
+    json_value_file,
     payload_of,
     policy_of,
     refuse_a_zone_for_a_rate,
@@ -24,7 +26,14 @@ from tickwork_cli.bodies import (
     tags_of,
 )
 from tickwork_cli.client import ConfigError
-from tickwork_cli.command_shapes import bulk, call_by_id, listing, request_body, whole_schedule
+from tickwork_cli.command_shapes import (
+    EXIT_BULK_INCOMPLETE,
+    bulk,
+    call_by_id,
+    listing,
+    request_body,
+    whole_schedule,
+)
 from tickwork_cli.options import (
     DEBOUNCE_COLLECT_OPTION,
     DEBOUNCE_OPTION,
@@ -79,6 +88,30 @@ def jobs_create(
     refuse_a_zone_for_a_rate(schedule, spec.get("schedule"))
     spec = {"payload": {}, "schedule": {}, **spec}
     session.show_one(session.client.create_job(spec, idempotency_key=idempotency_key))
+
+
+@jobs_app.command("create-batch")
+@api_command
+def jobs_create_batch(
+    session: Session,
+    file: Annotated[
+        Path,
+        typer.Option("--file", "-f", help='The jobs as JSON: a list, or {"jobs": [...]}; - for stdin. At most 25.'),
+    ],
+    idempotency_key: Annotated[
+        str | None, typer.Option("--idempotency-key", help="Retrying with the same key creates only what was not.")
+    ] = None,
+) -> None:
+    """Create up to 25 jobs in one request, each as `jobs create --file` would: a line per job (exit status 1 if
+    one was not created)."""
+    given_jobs = json_value_file(file)
+    body = {"jobs": given_jobs} if isinstance(given_jobs, list) else given_jobs
+    if not isinstance(body, dict) or "jobs" not in body:
+        raise ConfigError('--file: give a JSON list of jobs, or {"jobs": [...]}')
+    answer = render.plain(session.client.create_jobs_in_batch(body, idempotency_key=idempotency_key))
+    session.show_page(answer, render.BATCH_CREATE_COLUMNS)
+    if any(item["outcome"] not in ("created", "replayed") for item in answer["items"]):
+        raise typer.Exit(EXIT_BULK_INCOMPLETE)
 
 
 @jobs_app.command("list")
