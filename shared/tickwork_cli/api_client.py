@@ -34,6 +34,7 @@ from tickwork.control.api_bodies import (
     JobList,
     JobSpec,
     JobUpdate,
+    JobVariantsView,
     Preview,
     RetryRequest,
     RunList,
@@ -73,6 +74,9 @@ OPERATIONS: dict[tuple[str, str], str] = {
     ("DELETE", "/v1/jobs/{job_id}"): "cancel_job",
     ("POST", "/v1/jobs/{job_id}/trigger"): "trigger_job",
     ("GET", "/v1/jobs/{job_id}/preview"): "preview_job",
+    ("GET", "/v1/jobs/{job_id}/variants"): "job_variants",
+    ("POST", "/v1/jobs/{job_id}/variants/{name}/promote"): "promote_variant",
+    ("POST", "/v1/jobs/{job_id}/variants/{name}/rollback"): "rollback_variant",
     ("POST", "/v1/schedules/preview"): "preview_schedule",
     ("GET", "/v1/jobs/{job_id}/runs"): "list_runs",
     ("GET", "/v1/runs"): "search_runs",
@@ -179,6 +183,16 @@ class Client:
 
     def preview_job(self, job_id: str, *, count: int | None = None) -> Preview:
         return self._one(Preview, "GET", f"/v1/jobs/{_segment(job_id)}/preview", query={"count": count})
+
+    def job_variants(self, job_id: str, *, window: str | None = None) -> JobVariantsView:
+        """The job's baseline and variants over `window` (30m, 24h, 7d; the API's default: 24h) (docs/versions.md)."""
+        return self._one(JobVariantsView, "GET", f"/v1/jobs/{_segment(job_id)}/variants", query={"window": window})
+
+    def promote_variant(self, job_id: str, name: str) -> Job:
+        return self._one(Job, "POST", f"/v1/jobs/{_segment(job_id)}/variants/{_segment(name)}/promote")
+
+    def rollback_variant(self, job_id: str, name: str) -> Job:
+        return self._one(Job, "POST", f"/v1/jobs/{_segment(job_id)}/variants/{_segment(name)}/rollback")
 
     def preview_schedule(self, request: SchedulePreviewRequest | Mapping[str, Any]) -> Preview:
         return self._one(Preview, "POST", "/v1/schedules/preview", body=request)

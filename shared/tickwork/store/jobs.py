@@ -124,15 +124,23 @@ class JobRecords:
         ).get("Item")
         return read_job(deserialize(item)) if item else None
 
-    def replace_job(self, job: Job, *, expected_version: int, audit: dict[str, Any] | None = None) -> bool:
+    def replace_job(
+        self,
+        job: Job,
+        *,
+        expected_version: int,
+        audit: dict[str, Any] | None = None,
+        forget: Set[str] = frozenset(),
+    ) -> bool:
         """Write a changed job (pause, resume, cancel, update) if nobody changed it since `expected_version`;
-        `audit`: its audit record's item, in the same transaction."""
+        `audit`: its audit record's item, in the same transaction; `forget`: attributes beside the job's fields
+        the change makes stale (its variants' tallies, tickwork.store.variants), removed in the same write."""
         return replace_scheduled(
             self._table,
             self._tenants,
             job_to_item(job, self.shards),
             expected_version=expected_version,
-            attributes=JOB_ATTRIBUTES,
+            attributes=JOB_ATTRIBUTES | forget,
             audit=audit,
         )
 
