@@ -14,7 +14,7 @@ from tickwork.control.api_bodies import JobUpdate
 from tickwork.executor.variant_guard import VariantGuard
 from tickwork.jobtypes import RunContext, job_type, registry
 from tickwork.model.clock import to_ms
-from tickwork.model.ids import run_id_for
+from tickwork.model.ids import run_id_for, step_run_id_for
 from tickwork.model.job import Job
 from tickwork.model.run import Run
 from tickwork.model.run_target import RunTarget
@@ -226,3 +226,30 @@ def test_a_change_of_a_variant_forgets_its_counts_and_a_weight_change_keeps_them
     _patch(pipeline, job, variants=[{"name": "v2", "weight": 30, "payload": {"fail_attempts": 1}}])
     assert tally_attribute("v2", "ended") not in _item(pipeline, job)
     assert json.dumps(_item(pipeline, job)["variants"])  # still declared
+
+
+def test_a_redriven_run_runs_its_recorded_variant_as_the_job_has_it_now(pipeline):
+    v2 = {"name": "v2", "weight": 100, "type": "variant_probe@2", "payload": {"fail_attempts": 5}}
+    job, run_id = _due(pipeline, type="variant_probe", retry={"max_attempts": 1}, variants=[v2])
+    pipeline.drain()
+    assert (pipeline.run(run_id).status, pipeline.run(run_id).variant) == (RunStatus.FAILED, "v2")
+    fixed = {**v2, "weight": 1, "payload": {"fail_attempts": 0}}
+    other = {"name": "v3", "weight": 99}
+    _patch(pipeline, job, variants=[other, fixed] if bucket_of(run_id) < 99 else [fixed, other])
+    pipeline.services.redrive.retry_run(TENANT, run_id)
+    pipeline.drain()
+    run = pipeline.run(run_id)
+    assert (run.status, run.requeues, run.variant) == (RunStatus.SUCCEEDED, 1, "v2")
+    assert pipeline.services.results.read(run) == {"version": 2}
+
+
+def test_a_workflow_step_runs_and_records_its_variant(pipeline):
+    from tests.workflow_runs import create, occur
+
+    variant = {"name": "v2", "weight": 100, "type": "variant_probe@2"}
+    workflow = create(pipeline, [{"id": "a", "type": "variant_probe", "variants": [variant]}])
+    workflow_run_id = occur(pipeline, workflow)
+    pipeline.drain()
+    run = pipeline.run(step_run_id_for(workflow_run_id, "a"))
+    assert (run.status, run.variant) == (RunStatus.SUCCEEDED, "v2")
+    assert pipeline.services.results.read(run) == {"version": 2}

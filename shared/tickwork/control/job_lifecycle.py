@@ -38,7 +38,7 @@ from tickwork.tick.dispatch import Dispatcher
 
 # What a PATCH may change on a COMPLETED job whose last run FAILED: what a retry of that run reads from the job.
 FIXABLE_WHEN_COMPLETED = frozenset(
-    {"name", "payload", "priority", "retry", "timeout_seconds", "tags", "concurrency", "rate_limit"}
+    {"name", "payload", "priority", "retry", "timeout_seconds", "tags", "concurrency", "rate_limit", "variants"}
 )
 
 
