@@ -253,3 +253,50 @@ def test_a_workflow_step_runs_and_records_its_variant(pipeline):
     run = pipeline.run(step_run_id_for(workflow_run_id, "a"))
     assert (run.status, run.variant) == (RunStatus.SUCCEEDED, "v2")
     assert pipeline.services.results.read(run) == {"version": 2}
+
+
+def test_a_count_that_cannot_be_written_leaves_the_outcome_standing(pipeline, monkeypatch):
+    def refused(*_: Any, **__: Any) -> None:
+        raise RuntimeError("throttled")
+
+    monkeypatch.setattr(VariantTallies, "count", refused)
+    v2 = {"name": "v2", "weight": 100, "type": "variant_probe@2"}
+    job, run_id = _due(pipeline, type="variant_probe", variants=[v2])
+    pipeline.drain()
+    assert (pipeline.run(run_id).status, pipeline.run(run_id).variant) == (RunStatus.SUCCEEDED, "v2")
+    assert tally_attribute("v2", "ended") not in _item(pipeline, job)
+
+
+def test_a_rollback_of_a_variant_already_gone_writes_nothing(pipeline):
+    job = pipeline.create_job(type="variant_probe", schedule={"rate": "1 hour"}, variants=[{"name": "v2", "weight": 5}])
+    guard = _guard(pipeline)
+    assert guard.roll_back(job.id, "v3", "why") is False
+    assert guard.roll_back(f"j{'0' * 25}", "v2", "why") is False
+    assert pipeline.services.store.jobs.get_job(job.id).version == job.version
+
+
+def test_a_rollback_that_keeps_losing_to_changes_gives_up_and_the_next_run_tries_again(pipeline, monkeypatch):
+    job = pipeline.create_job(type="variant_probe", schedule={"rate": "1 hour"}, variants=[{"name": "v2", "weight": 5}])
+    guard = _guard(pipeline)
+    monkeypatch.setattr(type(guard.jobs), "replace_job", lambda *_, **__: False)
+    assert guard.roll_back(job.id, "v2", "why") is False
+    monkeypatch.undo()
+    assert [v.name for v in pipeline.services.store.jobs.get_job(job.id).variants] == ["v2"]
+    assert guard.roll_back(job.id, "v2", "why") is True
+
+
+def test_the_stats_window_reads_at_most_its_limit_newest_first(pipeline):
+    from tickwork.store.variants import VariantRuns
+
+    job = pipeline.create_job(type="variant_probe", schedule={"rate": "1 hour"}, variants=[{"name": "v2", "weight": 5}])
+    for _ in range(4):
+        pipeline.services.jobs.trigger(TENANT, job.id)
+        pipeline.clock.advance(1)
+    pipeline.drain()
+    runs = VariantRuns(pipeline.services.store.shared_table)
+    since = pipeline.clock.now() - timedelta(hours=1)
+    every = runs.ended_in(job.id, since, pipeline.clock.now())
+    assert (len(every.runs), every.truncated) == (4, False)
+    latest = runs.ended_in(job.id, since, pipeline.clock.now(), limit=3)
+    assert (latest.truncated, [r["run_id"] for r in latest.runs]) == (True, [r["run_id"] for r in every.runs][:3])
+    assert runs.ended_in(job.id, since - timedelta(hours=2), since).runs == []
