@@ -225,7 +225,22 @@ def test_a_change_of_a_variant_forgets_its_counts_and_a_weight_change_keeps_them
     assert _item(pipeline, job)[tally_attribute("v2", "ended")] == {"N": "2"}
     _patch(pipeline, job, variants=[{"name": "v2", "weight": 30, "payload": {"fail_attempts": 1}}])
     assert tally_attribute("v2", "ended") not in _item(pipeline, job)
-    assert json.dumps(_item(pipeline, job)["variants"])  # still declared
+    assert [v["name"] for v in json.loads(_item(pipeline, job)["variants_json"]["S"])] == ["v2"]  # still declared
+
+
+def test_a_variant_s_payload_patch_keeps_its_nulls_and_numbers_as_written(pipeline):
+    v2 = {"name": "v2", "weight": 100, "payload": {"drop": None, "ratio": 2.0, "empty": ""}}
+    job = pipeline.create_job(
+        type="echo", payload={"drop": 1, "keep": True}, schedule={"rate": "1 hour"}, variants=[v2]
+    )
+    stored = pipeline.services.store.jobs.get_job(job.id)
+    assert stored.variants[0].payload == {"drop": None, "ratio": 2.0, "empty": ""}
+    pipeline.services.jobs.trigger(TENANT, job.id)
+    pipeline.drain()
+    (run,) = pipeline.runs_of(job.id)
+    assert pipeline.services.results.read(run) == {"keep": True, "ratio": 2.0, "empty": ""}
+    plain = pipeline.create_job(type="echo", schedule={"rate": "1 hour"})
+    assert "variants_json" not in _item(pipeline, plain)  # a job without variants stores nothing for them
 
 
 def test_a_redriven_run_runs_its_recorded_variant_as_the_job_has_it_now(pipeline):

@@ -6,13 +6,14 @@ among them, so the count moves no version (a claim or a PATCH racing it still wi
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from tickwork.model.clock import to_ms
 from tickwork.model.variants import Tally, tally_attribute
-from tickwork.store.codec import deserialize, expression_values, job_key
+from tickwork.store.codec import VARIANTS_JSON, deserialize, expression_values, job_key
 from tickwork.store.conditional import Table
 
 _PREFIX = "variant_runs#"
@@ -51,7 +52,7 @@ def counted_of(item: dict[str, Any]) -> Counted:
             variant, _, field = name.removeprefix(_PREFIX).rpartition("#")
             counts.setdefault(variant, {})[field] = int(value)
     tallies = {name: Tally(c.get("ended", 0), c.get("failed", 0)) for name, c in counts.items()}
-    declared = frozenset(str(v.get("name")) for v in item.get("variants") or [] if isinstance(v, dict))
+    declared = frozenset(str(v.get("name")) for v in json.loads(item.get(VARIANTS_JSON) or "[]"))
     return Counted(tallies, declared)
 
 
