@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from typing import Annotated
+from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from dependencies import Acting, Tenant, Wired
+from pydantic import BeforeValidator
 from tickwork.control.api_bodies import JobVariantsView
 from tickwork.control.job_variants import DEFAULT_WINDOW
 from tickwork.model.job import Job
@@ -16,7 +18,10 @@ from routes.responses import json_response, ok, problems
 
 router = APIGatewayHttpRouter()
 
-VariantName = Annotated[str, Path(description="A variant's name, as the job declares it.", max_length=32)]
+# Decoded before its length is checked, as a job id is (routes.parameters).
+VariantName = Annotated[
+    str, BeforeValidator(unquote), Path(description="A variant's name, as the job declares it.", max_length=32)
+]
 
 
 @router.get(
@@ -30,7 +35,11 @@ def job_variants(
     built: Wired,
     tenant: Tenant,
     window: Annotated[
-        str, Query(max_length=8, description="How far back from now: 30m, 24h, 7d (up to 30d); default 24h.")
+        str,
+        Query(
+            pattern=r"^[0-9]{1,5}[mhd]$",
+            description="How far back from now: 30m, 24h, 7d (up to 30d); default 24h.",
+        ),
     ] = DEFAULT_WINDOW,
 ):
     return json_response(200, built.job_variants.stats(tenant, job_id, window))

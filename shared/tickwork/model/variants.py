@@ -6,9 +6,10 @@ variant an occurrence runs, and the guard's decision to roll a variant back. Pur
   patch, RFC 7386), or, for a `lambda` job, its `target` (a function version or alias, the qualifier of
   `function_arn`).
 - An occurrence's variant is a pure function of its run id and the weights (`pick_variant`): a hash of the id into
-  [0, 100), in steps of 0.01, against the cumulative weights in the order declared. It is picked once, when the
-  run is created, and recorded on the run (`Run.variant`); every later attempt, a retry, a redrive, a yielded
-  segment, runs the recorded one (`applied`), never a new pick.
+  [0, 100), in steps of 0.01, against the cumulative weights in the order declared. The run's first attempt picks
+  it (the executor has the job then; the claim reads only the due index) and its outcome's write records it on the
+  run (`Run.variant`); every later attempt, a retry, a redrive, a yielded segment, runs the recorded one
+  (`run_variant`), never a new pick.
 - The guard (`guard_verdict`): a one-sided two-proportion test with a margin, on the runs that ended since the
   variant was declared, looked at every `min_runs` of the variant's runs, with the false-alarm rate spent over the
   looks (alpha * 6 / (pi^2 k^2) at the k-th look, so at most `alpha` in all, at the margin).
@@ -26,6 +27,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from tickwork.model.errors import FieldError
+from tickwork.model.policies import NotCoerced
 from tickwork.model.schedule import UtcDatetime
 
 BASELINE = "baseline"
@@ -51,7 +53,9 @@ class Variant(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: VariantName
-    weight: int = Field(ge=1, le=100, description="Its share of the runs, in percent; the baseline takes the rest.")
+    weight: Annotated[int, Field(ge=1, le=100), NotCoerced] = Field(
+        description="Its share of the runs, in percent; the baseline takes the rest."
+    )
     type: str | None = Field(
         default=None,
         min_length=1,
