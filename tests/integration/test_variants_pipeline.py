@@ -315,3 +315,19 @@ def test_the_stats_window_reads_at_most_its_limit_newest_first(pipeline):
     latest = runs.ended_in(job.id, since, pipeline.clock.now(), limit=3)
     assert (latest.truncated, [r["run_id"] for r in latest.runs]) == (True, [r["run_id"] for r in every.runs][:3])
     assert runs.ended_in(job.id, since - timedelta(hours=2), since).runs == []
+
+
+def _requests_of_one_run(pipeline: Pipeline, **spec: Any) -> int:
+    _, run_id = _due(pipeline, type="variant_probe", **spec)
+    pipeline.calls.clear()
+    pipeline.drain()
+    assert pipeline.run(run_id).status is RunStatus.SUCCEEDED
+    return pipeline.calls.count()
+
+
+def test_the_guard_costs_one_small_write_per_run_of_a_job_with_variants_and_none_without(pipeline):
+    without = _requests_of_one_run(pipeline)
+    with_variants = _requests_of_one_run(pipeline, variants=[{"name": "v2", "weight": 50}])
+    assert with_variants == without + 1
+    (count,) = [p for p in pipeline.calls.params("UpdateItem") if p["UpdateExpression"].startswith("ADD")]
+    assert count["UpdateExpression"] == "ADD #ended :one, #failed :failed"
