@@ -43,6 +43,7 @@ from routes import (
     preview,
     runs,
     tenants,
+    variants,
     workflows,
 )
 from routes import metrics as metrics_routes
@@ -103,6 +104,7 @@ def build_openapi_document() -> str:
 
 _ROUTERS = (
     jobs,
+    variants,
     preview,
     backfill,
     runs,

@@ -73,6 +73,7 @@ if TYPE_CHECKING:  # the API's and the tick's rooms, imported where they are bui
     from tickwork.control.idempotent_create import IdempotentCreate
     from tickwork.control.job_factory import JobFactory
     from tickwork.control.job_lifecycle import JobLifecycle
+    from tickwork.control.job_variants import JobVariants
     from tickwork.control.metrics_catalogue import MetricsContext
     from tickwork.control.ordering_keys import OrderingKeys
     from tickwork.control.queries import JobQueries
@@ -408,6 +409,13 @@ class Services:
             DebouncedTriggers(self.store.runs, DebounceWindows(self.store.shared_table), self.dispatcher, self.clock),
             self.audit,
         )
+
+    @cached_property
+    def job_variants(self) -> JobVariants:
+        from tickwork.control.job_variants import JobVariants
+        from tickwork.store.variants import VariantRuns
+
+        return JobVariants(self.jobs, self.queries, VariantRuns(self.store.shared_table), self.clock)
 
     @cached_property
     def audit(self) -> AuditTrail:

@@ -259,6 +259,19 @@ def _notify(events: list[str] | None) -> list[str] | None:
     return events
 
 
+def _variants(text: str | None) -> list[Any] | None:
+    """`--variants JSON` as the API's `variants` (a list; each variant is checked by the API)."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"--variants is not JSON: {exc}") from None
+    if not isinstance(value, list):
+        raise ConfigError('--variants is a JSON list of variants, such as \'[{"name": "v2", "weight": 10}]\'')
+    return value
+
+
 def job_settings_of(fields: JobFields) -> dict[str, Any]:
     """What only jobs take: overlap, catch-up, the circuit breaker, jitter, precision, limits, the run time,
     the deadline, the events published."""
@@ -281,4 +294,5 @@ def job_settings_of(fields: JobFields) -> dict[str, Any]:
         max_run_seconds=fields.max_run_seconds,
         deadline=_deadline(fields.deadline, fields.on_deadline_miss),
         notify=_notify(fields.notify),
+        variants=_variants(fields.variants),
     )

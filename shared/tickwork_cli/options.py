@@ -309,6 +309,15 @@ class JobFields:
             "repeatable; none for no event.",
         ),
     ] = None
+    variants: Annotated[
+        str | None,
+        typer.Option(
+            "--variants",
+            metavar="JSON",
+            help='Versions run on a share of the runs (docs/versions.md), a JSON list: \'[{"name": "v2", "weight": '
+            '10, "target": "live"}]\'; [] for none.',
+        ),
+    ] = None
 
 
 @dataclasses.dataclass

@@ -188,6 +188,17 @@ def blocked_text(occurrence: dict[str, Any]) -> str:
 # A job's preview: its calendars and the freezes over it may block an occurrence (a schedule's has none).
 JOB_PREVIEW_COLUMNS = [*PREVIEW_COLUMNS, ("BLOCKED", blocked_text)]
 
+VARIANT_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
+    ("VARIANT", lambda v: v["name"]),
+    ("WEIGHT", lambda v: f"{v['weight']}%"),
+    ("RUNS", lambda v: v["runs"]),
+    ("SUCCESS", lambda v: "" if v["success_rate"] is None else f"{v['success_rate']:.1%}"),
+    ("P50 MS", lambda v: v["duration_p50_ms"] if v["duration_p50_ms"] is not None else ""),
+    ("P95 MS", lambda v: v["duration_p95_ms"] if v["duration_p95_ms"] is not None else ""),
+    ("ATTEMPTS/RUN", lambda v: v["attempts_per_run"] if v["attempts_per_run"] is not None else ""),
+    ("USD/RUN", lambda v: "" if v["cost_per_run_usd"] is None else f"{v['cost_per_run_usd']:.8f}"),
+]
+
 LOG_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
     ("AT (UTC)", lambda line: line["at"]),
     ("ATTEMPT", lambda line: line["attempt"]),

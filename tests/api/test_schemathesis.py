@@ -135,6 +135,15 @@ _BEYOND_THE_SCHEMA = (
         rf"(({_STEP}\.)?ordering|debounce)\.key",
         "bytes",
     ),  # a key's bound is in bytes (UTF-8), the schema's in characters
+    # A job's (or a step's) variants (docs/versions.md): names used once and weights of 100 at most between the
+    # list's items; a type that is a registered version of the job's, a target on a `lambda` job only, and what
+    # each variant runs as the job's type checks it (its payload merged over the job's).
+    (rf"({_STEP}\.)?variants", "used by an earlier variant"),
+    (rf"({_STEP}\.)?variants", "weights add up to"),
+    (rf"({_STEP}\.)?variants\[\d+\]\.name", "`baseline` is the job's own"),
+    (rf"({_STEP}\.)?variants\[\d+\]\.(type|target)", ""),
+    (rf"({_STEP}\.)?variants\[\d+\]\.payload.*", ""),
+    (r"window", "up to 30 days"),  # GET /v1/jobs/{id}/variants: 30 days at most
     (r"calendars", "no such calendar"),  # ids of calendars the caller has (docs/operations.md)
     (r"timezone", "unknown time zone"),
     (r"windows\[\d+\]\.cron\.cron", ""),

@@ -98,6 +98,7 @@ JOB_FLAGS = {
     "deadline.within_seconds": ["--deadline", "30m"],
     "deadline.on_miss": ["--deadline", "30m", "--on-deadline-miss", "CANCEL"],
     "notify": ["--notify", "Run Failed"],
+    "variants": ["--variants", '[{"name": "v2", "weight": 10}]'],
 }
 # Commands where every field has a flag: a job's fields are set one by one from a shell (--file is for the rest).
 EVERY_FIELD_A_FLAG = {"jobs create", "jobs update"}

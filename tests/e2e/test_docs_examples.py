@@ -14,7 +14,7 @@ from tests.e2e.doc_examples import marked_examples, run_steps
 pytestmark = pytest.mark.e2e
 
 MARKER = "<!-- example: run as written against `tickwork dev` by tests/e2e/test_docs_examples.py -->"
-PAGES = ["docs/workflows.md", "docs/api.md", "docs/fairness.md", "docs/operations.md"]
+PAGES = ["docs/workflows.md", "docs/api.md", "docs/fairness.md", "docs/operations.md", "docs/versions.md"]
 
 
 def test_the_marked_pages_are_the_pages_with_marks():

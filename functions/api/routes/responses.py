@@ -46,6 +46,9 @@ JOB_OPERATIONS = {
     "ListRuns": ("GET", "/v1/jobs/{job_id}/runs"),
     "PreviewJob": ("GET", "/v1/jobs/{job_id}/preview"),
     "BackfillJob": ("POST", "/v1/jobs/{job_id}/backfill"),
+    "JobVariants": ("GET", "/v1/jobs/{job_id}/variants"),
+    "PromoteVariant": ("POST", "/v1/jobs/{job_id}/variants/{name}/promote"),
+    "RollbackVariant": ("POST", "/v1/jobs/{job_id}/variants/{name}/rollback"),
 }
 RUN_OPERATIONS = {
     "GetRun": ("GET", "/v1/runs/{run_id}"),

@@ -36,6 +36,7 @@ from tickwork.model.run import Run, RunProgress
 from tickwork.model.schedule import CallerInstant, Schedule, UtcDatetime
 from tickwork.model.states import RunStatus, SkipReason
 from tickwork.model.tenant_settings import TenantSettings
+from tickwork.model.variants import VariantRollback, VariantStats
 from tickwork.model.workflow.advance import WorkflowRunStatus
 from tickwork.model.workflow.definition import Workflow, WorkflowDefinition
 from tickwork.model.workflow.runs import WorkflowRunIdentity
@@ -581,3 +582,22 @@ class BackfillResponse(BaseModel):
     existing: list[UtcDatetime] = Field(
         description="Occurrences skipped because they already had a run (backfilled before, or scheduled)."
     )
+
+
+class GuardSettings(BaseModel):
+    margin: float = Field(description="Rolled back when its failure rate is above the baseline's by more than this.")
+    min_runs: int = Field(description="Judged every this many of its runs, with at least as many of the baseline's.")
+    alpha: float = Field(description="At most this share of false alarms, in all, for a variant at the margin.")
+
+
+class JobVariantsView(BaseModel):
+    """GET /v1/jobs/{id}/variants: the baseline's and each variant's runs that ended in the window."""
+
+    job_id: str
+    since: UtcDatetime
+    until: UtcDatetime
+    runs_read: int = Field(description="Run records the stats are of (SUCCEEDED or FAILED, newest first).")
+    truncated: bool = Field(description="More ended in the window than were read: the stats are of the latest.")
+    variants: list[VariantStats]
+    guard: GuardSettings
+    last_rollback: VariantRollback | None = None

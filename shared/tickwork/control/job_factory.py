@@ -7,6 +7,7 @@ write, so bad input writes nothing (not even an idempotency record).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -18,11 +19,12 @@ from tickwork.control.calendars import check_calendars_visible
 from tickwork.jobtypes import UnknownJobType, registry
 from tickwork.model.claim_plan import CATCHUP_TOLERANCE
 from tickwork.model.clock import to_ms
-from tickwork.model.errors import InvalidInput, ItemTooLarge, PayloadTooLarge
+from tickwork.model.errors import FieldError, InvalidInput, ItemTooLarge, PayloadTooLarge
 from tickwork.model.ids import new_job_id
 from tickwork.model.job import Job
 from tickwork.model.policies import MAX_PAYLOAD_BYTES
 from tickwork.model.targets import DEFAULT_TARGETS, TargetRules
+from tickwork.model.variants import Variant, variant_errors
 from tickwork.model.workflow.definition import Workflow
 from tickwork.store import item_bytes, job_to_item
 from tickwork.store.calendars import CalendarRecords
@@ -45,6 +47,7 @@ class JobFactory:
     def new_job(self, tenant: str, spec: JobSpec, *, now: datetime, job_id: str | None = None) -> Job:
         """The job `spec` describes, checked (type, payload, size, a future occurrence); nothing is written."""
         self.check_payload(tenant, spec.type, spec.payload)
+        self.check_variants(tenant, spec.type, spec.payload, spec.variants)
         check_calendars_visible(self.calendars, tenant, spec.calendars, now=now)
         job = Job(
             id=job_id or new_job_id(to_ms(now)),
@@ -73,6 +76,29 @@ class JobFactory:
             kind.parse(payload, context=self.targets.context(tenant))
         except ValidationError as exc:
             raise InvalidInput.from_validation(exc, prefix="payload") from None
+
+    def check_variants(
+        self, tenant: str, job_type: str, payload: dict[str, Any], variants: Sequence[Variant], *, at: str = ""
+    ) -> None:
+        """Each variant against the job it varies (tickwork.model.variants.variant_errors): every error, at its field."""
+        errors = variant_errors(
+            variants,
+            at=at,
+            job_type=job_type,
+            payload=payload,
+            registered=registry.names(),
+            typed_errors=lambda place, kind, merged: self.typed_errors(tenant, place, kind, merged),
+        )
+        if errors:
+            raise InvalidInput(errors)
+
+    def typed_errors(self, tenant: str, at: str, job_type: str, payload: dict[str, Any]) -> list[FieldError]:
+        """check_payload's refusals as errors at `at` (a variant's place), none if it passes."""
+        try:
+            self.check_payload(tenant, job_type, payload)
+        except InvalidInput as exc:
+            return [FieldError(f"{at}.{e.field}", e.message) for e in exc.errors]
+        return []
 
     def first_occurrence(self, job: Job | Workflow, now: datetime) -> datetime:
         """The first occurrence after `now` of a job's (or a workflow's) schedule, or InvalidInput naming why

@@ -8,6 +8,7 @@ Creating under an Idempotency-Key is `tickwork.control.idempotent_create`; re-qu
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -27,6 +28,7 @@ from tickwork.model.clock import Clock
 from tickwork.model.errors import Conflict
 from tickwork.model.ids import on_a_free_millisecond
 from tickwork.model.job import Job
+from tickwork.model.job_variants import stale_after
 from tickwork.model.run import Run, manual_run
 from tickwork.model.run_spec import MARK_BACK
 from tickwork.model.states import JobState, RunStatus
@@ -36,7 +38,7 @@ from tickwork.tick.dispatch import Dispatcher
 
 # What a PATCH may change on a COMPLETED job whose last run FAILED: what a retry of that run reads from the job.
 FIXABLE_WHEN_COMPLETED = frozenset(
-    {"name", "payload", "priority", "retry", "timeout_seconds", "tags", "concurrency", "rate_limit"}
+    {"name", "payload", "priority", "retry", "timeout_seconds", "tags", "concurrency", "rate_limit", "variants"}
 )
 
 
@@ -92,9 +94,23 @@ class JobLifecycle:
 
     @property
     def _changes(self) -> VersionedChanges[Job]:
-        return VersionedChanges("job", self.queries.get_job, self._replace, self.clock, self.audit)
+        """Changes under the job's version; each write also removes the variants' tallies the change makes stale
+        (tickwork.model.job_variants.stale_after), from the job as the change read it."""
+        read: dict[int, Job] = {}
 
-    def _replace(self, job: Job, expected_version: int, audit: dict[str, Any] | None) -> bool:
+        def get(tenant: str, job_id: str) -> Job:
+            job = self.queries.get_job(tenant, job_id)
+            read[job.version] = job
+            return job
+
+        def replace(job: Job, expected_version: int, audit: dict[str, Any] | None) -> bool:
+            return self._replace(job, expected_version, audit, forget=stale_after(read[expected_version], job))
+
+        return VersionedChanges("job", get, replace, self.clock, self.audit)
+
+    def _replace(
+        self, job: Job, expected_version: int, audit: dict[str, Any] | None, *, forget: frozenset[str] = frozenset()
+    ) -> bool:
         """The change's write, after the job's claimed runs were told that their messages' copies of the job no
         longer hold, so that their executors read it (tickwork.model.run_spec). Before the write, not after: a process
         that dies between the two leaves nothing untold. A run claimed after the marking has a copy only if its
@@ -103,7 +119,20 @@ class JobLifecycle:
         the changed job."""
         now = self.clock.now()
         self.runs.mark_runs_job_changed(job.id, now=now, since=now - MARK_BACK)
-        return self.jobs.replace_job(job, expected_version=expected_version, audit=audit)
+        return self.jobs.replace_job(job, expected_version=expected_version, audit=audit, forget=forget)
+
+    def change(
+        self,
+        tenant: str,
+        job_id: str,
+        change: Callable[[Job, datetime], Job | None],
+        *,
+        verb: str,
+        by: Attribution | None = None,
+    ) -> Job:
+        """Any other change of the job (a variant's promotion or rollback: tickwork.control.job_variants), as the
+        changes here are made: on its version, its claimed runs told, its audit record `job.<verb>` in its write."""
+        return self._changes.change(tenant, job_id, change, verb=verb, by=by)
 
     def pause(self, tenant: str, job_id: str, *, by: Attribution | None = None) -> Job:
         return self._changes.pause(tenant, job_id, by=by)
@@ -147,6 +176,9 @@ class JobLifecycle:
         def check_changes(job: Job) -> None:
             if "payload" in changes:
                 self.factory.check_payload(tenant, job.type, changes["payload"])
+            if "payload" in changes or "variants" in changes:
+                payload, variants = changes.get("payload", job.payload), changes.get("variants", job.variants)
+                self.factory.check_variants(tenant, job.type, payload, variants)
             if "calendars" in changes:
                 check_calendars_visible(self.factory.calendars, tenant, changes["calendars"], now=self.clock.now())
 

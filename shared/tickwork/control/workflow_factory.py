@@ -24,6 +24,7 @@ from tickwork.model.errors import FieldError, InvalidInput, ItemTooLarge, TooLar
 from tickwork.model.ids import new_workflow_id
 from tickwork.model.policies import MAX_PAYLOAD_BYTES
 from tickwork.model.targets import DEFAULT_TARGETS, TargetRules
+from tickwork.model.variants import variant_errors
 from tickwork.model.workflow.definition import Workflow, WorkflowStep, check_steps
 from tickwork.model.workflow.expressions import from_references
 from tickwork.store import item_bytes
@@ -84,7 +85,14 @@ class WorkflowFactory:
         if step.compensate is not None:
             compensate = step.compensate
             errors += self._typed_errors(tenant, f"steps[{index}].compensate", compensate.type, compensate.payload)
-        return errors
+        return errors + variant_errors(
+            step.variants,
+            at=f"steps[{index}].",
+            job_type=step.type,
+            payload=step.payload,
+            registered=registry.names(),
+            typed_errors=lambda place, kind, merged: self._typed_errors(tenant, place, kind, merged),
+        )
 
     def _typed_errors(self, tenant: str, at: str, type_name: str, payload: dict[str, Any]) -> list[FieldError]:
         """A type and payload (a step's, or its compensation's, at `at`) as the type's model reads them."""

@@ -22,6 +22,7 @@ from tickwork.executor import run_metrics
 from tickwork.executor.breaker import CircuitBreakers
 from tickwork.executor.delivery import Delivery, Outcome
 from tickwork.executor.limits import Deferral
+from tickwork.executor.variant_guard import VariantGuard
 from tickwork.faults import CrashPoint, FaultPlan
 from tickwork.model.backoff import Random, backoff_seconds
 from tickwork.model.clock import Clock
@@ -65,8 +66,10 @@ class RunOutcomes:
         steps: StepSettlement | None = None,
         results: ResultStore | None = None,
         events: RunEvents | None = None,
+        guard: VariantGuard | None = None,
     ) -> None:
         self.leases, self.queues, self.clock = leases, queues, clock
+        self.guard = guard  # a job's variants' (tickwork.executor.variant_guard); None: not wired
         self.results = results
         self.steps = steps
         # How long after a message-borne retry's time the tick re-sends it, were its message never to come back.
@@ -139,6 +142,8 @@ class RunOutcomes:
         now = self.clock.now()
         if skip_reason is not None:
             fields["skip_reason"] = skip_reason
+        if target is not None:
+            fields["variant"] = target.variant
         finished = self._finish(run, owner=owner, status=status, now=now, attempt=attempt, **fields)
         if finished.recorded and run.deadline_at is not None:
             # How long before its deadline the run ended (negative: after it; the tick records that miss).
@@ -148,6 +153,8 @@ class RunOutcomes:
                 then(now)
             self.settled(run, target, now, status, skip_reason, finished=finished)
             self.breakers.run_settled(run, target.job if target is not None else None, status, now)
+            if self.guard is not None:
+                self.guard.run_settled(run, target, status)
         return finished
 
     def succeed(
@@ -209,6 +216,7 @@ class RunOutcomes:
             # On the message: a safety net, were it never to come back. Parked: the retry itself.
             resend_at=not_before + self.retry_safety_net if on_message else not_before,
             attempt=(started, AttemptOutcome.RETRYING),
+            variant=target.variant,
         ).recorded:
             return Outcome.DONE
         _count("RunsRetried", run.tenant)

@@ -79,6 +79,7 @@ from tickwork.executor.outcomes import MAX_MESSAGE_BACKOFF_SECONDS, RunOutcomes,
 from tickwork.executor.overlap import CANCEL_POLL_SECONDS, OverlapGate
 from tickwork.executor.progress_reports import ProgressReports
 from tickwork.executor.secrets import RunSecrets, SecretCache
+from tickwork.executor.variant_guard import VariantGuard
 from tickwork.executor.yields import THE_900_SECOND_LAMBDAS, LambdaMargins, RunYields, kept_until, segment_budget
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
 from tickwork.jobtypes import (
@@ -106,6 +107,7 @@ from tickwork.observability import logger, metrics, secret_mask
 from tickwork.progress.run_events import RunEvents
 from tickwork.store import JobStore, LeaseOutcome
 from tickwork.store.checkpoints import CheckpointRecords, StoredCheckpoint
+from tickwork.store.variants import VariantTallies
 
 __all__ = ["Delivery", "Outcome", "RunExecutor"]  # the executor's handler takes all three from here
 
@@ -187,6 +189,7 @@ class RunExecutor:
             steps=workflows,
             results=results,
             events=events,
+            guard=VariantGuard(VariantTallies(store.shared_table), self.jobs, self.runs, clock, events=events),
         )
         self.limits = limits
         self.checkpoints = CheckpointRecords(store.shared_table)

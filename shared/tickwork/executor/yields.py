@@ -115,7 +115,12 @@ class RunYields:
         # Carried before the yield's write: whatever happens after it, the next occurrence does not start beside it.
         held.carry(kept_until(resend_at, self.lease_for))
         if not self.leases.yield_run(
-            run, owner=owner, segment_ms=duration_ms, resend_at=resend_at, history=history_after(run, record)
+            run,
+            owner=owner,
+            segment_ms=duration_ms,
+            resend_at=resend_at,
+            history=history_after(run, record),
+            variant=target.variant,
         ):
             return Outcome.DONE  # the lease was taken over: its new holder goes on
         metrics.add_metric(name="RunsYielded", unit="Count", value=1)

@@ -261,7 +261,10 @@ def job_type(
     The jobs that run it may be declared beside it (docs/jobs-as-code.md, "Schedules beside their handlers"):
     `schedule=` (as the API takes it: `{"cron": "0 3 * * *", "timezone": "Europe/Paris"}`) declares one job of the
     type's name; `jobs=` several, each the fields of a job's create body but its `type` (`name`, `schedule`,
-    `payload`, `retry`, `tags`...). `tickwork apply --from-module` makes them so; they are checked there."""
+    `payload`, `retry`, `tags`...). `tickwork apply --from-module` makes them so; they are checked there.
+
+    A new version of a type is registered as a type of its own named `<type>@<version>` (`report@2`): a job of type
+    `report` may run it on a share of its runs, as a variant (tickwork.model.variants, docs/versions.md)."""
     checked = Isolation.of(isolation)
     declared = declared_jobs(name, schedule, jobs)
 

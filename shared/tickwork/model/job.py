@@ -42,6 +42,7 @@ from tickwork.model.policies import (
 from tickwork.model.run_event_kinds import Notify
 from tickwork.model.schedule import Schedule, UtcDatetime
 from tickwork.model.states import JobState
+from tickwork.model.variants import VariantRollback, Variants
 
 
 class JobDefinition(BaseModel):
@@ -85,6 +86,8 @@ class JobDefinition(BaseModel):
     notify: Notify | None = None
     # Absent: no deadline, and nothing is written or watched for it.
     deadline: Deadline | None = None
+    # Versions run beside its own on a share of its runs (tickwork.model.variants, docs/versions.md); none: no split.
+    variants: Variants = Field(default_factory=list)
 
     @field_validator("deadline")
     @classmethod
@@ -157,6 +160,8 @@ class Job(ScheduledLifecycle, JobDefinition, _JobIdentity, _InBand):
     suspended_at: UtcDatetime | None = None
     suspended_reason: str | None = None
     breaker: BreakerState | None = None  # while SUSPENDED
+    # The last variant rolled back (by its guard or by hand) and why; absent: none ever was.
+    variant_rollback: VariantRollback | None = None
 
     def next_occurrence_after(self, instant: datetime) -> datetime | None:
         return self.schedule.next_after(instant, anchor=self.created_at, hash_key=self.id)

@@ -19,6 +19,7 @@ from tickwork.model.ids import parse_run_id
 from tickwork.model.policies import DEFAULT_MAX_RUN_SECONDS, ConcurrencyLimit, RateLimit, RetryPolicy, StoredTags
 from tickwork.model.run_event_kinds import Notify
 from tickwork.model.schedule import UtcDatetime
+from tickwork.model.variants import Variants
 
 if TYPE_CHECKING:
     from tickwork.model.job import Job
@@ -41,6 +42,8 @@ class RunSettings(BaseModel):
     deadline: Deadline | None = None
     # Its job's tags: an executor matches a freeze's selector with them (tickwork.executor.freeze_gate).
     tags: StoredTags = Field(default_factory=dict)
+    # Its job's variants: the executor applies the one its run recorded (tickwork.model.variants.applied).
+    variants: Variants = Field(default_factory=list)
 
 
 def run_settings(source: Job | RunSettings) -> dict[str, Any]:

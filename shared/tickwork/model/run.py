@@ -261,6 +261,9 @@ class Run(BaseModel, _InBand):
     yielded_ms: int = 0
     # Its handler's last progress report (coalesced: at most one write every few seconds); absent if none.
     progress: RunProgress | None = None
+    # The variant it runs (tickwork.model.variants), picked from its id when it was created and kept by its
+    # retries, redrives and segments; `baseline` for the job's own; absent: its job had no variants then.
+    variant: str | None = None
 
     @field_validator("progress", mode="before")
     @classmethod

@@ -145,3 +145,21 @@ def deadline_missed_event(
         **subject.detail(deadline_at=iso(deadline_at), missed_at=iso(missed_at), status=status, on_miss=on_miss),
     }
     return RunEvent(kind=RunEventKind.DEADLINE_MISSED, time=missed_at, detail=detail)
+
+
+def variant_rolled_back_event(
+    *, job_id: str, tenant: str, variant: str, reason: str, by: str, at: datetime
+) -> RunEvent:
+    """A job's variant was rolled back (by its guard, or by hand): one per rollback (its id names the instant)."""
+    detail = {
+        "event_id": event_id(
+            job_id, RunEventKind.VARIANT_ROLLED_BACK, round_=f"{variant}#{int(at.timestamp() * 1000)}"
+        ),
+        "job_id": job_id,
+        "tenant": tenant,
+        "variant": variant,
+        "reason": reason,
+        "by": by,
+        "rolled_back_at": iso(at),
+    }
+    return RunEvent(kind=RunEventKind.VARIANT_ROLLED_BACK, time=at, detail=detail)

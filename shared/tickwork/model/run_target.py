@@ -14,6 +14,7 @@ from tickwork.model.messages import JobRunSpec, RunSettings, run_settings
 from tickwork.model.policies import DEFAULT_MAX_RUN_SECONDS, ConcurrencyLimit, OverlapPolicy, RateLimit, RetryPolicy
 from tickwork.model.run import Run
 from tickwork.model.states import JobState, RunTrigger, SkipReason
+from tickwork.model.variants import run_variant
 from tickwork.model.workflow.advance import WorkflowRunStatus
 from tickwork.model.workflow.definition import StepCompensation, WorkflowStep
 from tickwork.model.workflow.runs import WorkflowRunRecord
@@ -46,6 +47,9 @@ class RunTarget:
     # The job as the executor read it (its circuit breaker's state); None for a workflow step, or a run by its
     # message's copy of the job (tickwork.model.run_spec: such a job has no breaker).
     job: Job | None = field(default=None, compare=False)
+    # The variant its run runs and records (tickwork.model.variants.run_variant): `baseline` for the job's own,
+    # None when its job (or step) has no variants and its run recorded none.
+    variant: str | None = None
 
     @classmethod
     def of_job(cls, job: Job, run: Run) -> RunTarget:
@@ -64,8 +68,7 @@ class RunTarget:
             probe = job.breaker.probe_at if job.breaker is not None else None
             held_back = None if run.occurrence_at == probe else SkipReason.CIRCUIT_OPEN
         return cls._of_settings(
-            job.id,
-            job.tenant,
+            run,
             job,
             payload=run.payload if run.payload is not None else job.payload,  # a trigger's own (debounce)
             overlap=job.overlap,
@@ -78,16 +81,18 @@ class RunTarget:
     def of_spec(cls, spec: JobRunSpec, run: Run) -> RunTarget:
         """A job's run by its message's copy of the job (tickwork.model.run_spec.trusted_spec): the job was ACTIVE
         with overlap ALLOW when claimed, and nobody changed it since."""
-        return cls._of_settings(
-            run.job_id, run.tenant, spec, last_occurrence=spec.last_occurrence, only_occurrence=spec.only_occurrence
-        )
+        return cls._of_settings(run, spec, last_occurrence=spec.last_occurrence, only_occurrence=spec.only_occurrence)
 
     @classmethod
-    def _of_settings(cls, owner_id: str, tenant: str, settings: Job | RunSettings, **rest: Any) -> RunTarget:
-        """A job's run: what it takes from its job (tickwork.model.messages.RunSettings) as `settings` has it."""
+    def _of_settings(cls, run: Run, settings: Job | RunSettings, **rest: Any) -> RunTarget:
+        """A job's run: what it takes from its job (tickwork.model.messages.RunSettings) as `settings` has it, its
+        type and payload its variant's."""
         taken = run_settings(settings)
         taken["notify"] = None if taken["notify"] is None else tuple(taken["notify"])
-        return cls(owner_id=owner_id, tenant=tenant, **{**taken, **rest})
+        variants = taken.pop("variants")
+        payload = rest.pop("payload", taken.pop("payload"))
+        kind, payload, variant = run_variant(run.id, run.variant, taken.pop("type"), payload, variants)
+        return cls(owner_id=run.job_id, tenant=run.tenant, type=kind, payload=payload, variant=variant, **taken, **rest)
 
     @classmethod
     def of_step(cls, record: WorkflowRunRecord, run: Run) -> RunTarget:
@@ -130,12 +135,11 @@ class RunTarget:
     ) -> RunTarget:
         """A step's or a compensation's run: `action`'s type, and the payload as resolved when the run was created
         (else `action`'s own)."""
+        payload = run.payload if run.payload is not None else action.payload
+        variants = action.variants if isinstance(action, WorkflowStep) else []
+        kind, payload, variant = run_variant(run.id, run.variant, action.type, payload, variants)
         return cls(
-            owner_id=record.workflow_id,
-            tenant=record.tenant,
-            type=action.type,
-            payload=run.payload if run.payload is not None else action.payload,
-            **rest,
+            owner_id=record.workflow_id, tenant=record.tenant, type=kind, payload=payload, variant=variant, **rest
         )
 
 

@@ -118,8 +118,18 @@ def expression_values(**values: Any) -> dict[str, Any]:
 # ---------------------------------------------------------------- item <-> model
 
 
+# A job's variants, as JSON text (as its payload is: a variant's payload patch keeps its nulls and its numbers as
+# written), stored only when it has some.
+VARIANTS_JSON = "variants_json"
+
+
 def job_to_item(job: Job, shards: int) -> dict[str, Any]:
-    return _scheduled_item(job, ItemKind.JOB, "payload_json", job.payload, shards)
+    item = _scheduled_item(job, ItemKind.JOB, "payload_json", job.payload, shards)
+    del item["variants"]
+    if job.variants:
+        variants = [v.model_dump(mode="json", exclude_none=True) for v in job.variants]
+        item[VARIANTS_JSON] = {"S": json_text(variants)}
+    return item
 
 
 # A workflow item's soonest root step deadline (Workflow.roots_deadline_seconds), absent when no root has one: its
@@ -182,6 +192,7 @@ def job_from_attrs(attrs: Mapping[str, Any]) -> Job:
     data = {k: v for k, v in attrs.items() if k in _JOB_FIELDS}
     data["id"] = attrs["job_id"]
     data["payload"] = json.loads(attrs.get("payload_json") or "{}")
+    data["variants"] = json.loads(attrs.get(VARIANTS_JSON) or "[]")
     return Job.model_validate(data)
 
 

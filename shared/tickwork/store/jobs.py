@@ -20,7 +20,7 @@ from tickwork.model.clock import iso, to_ms
 from tickwork.model.errors import UnreadableItem
 from tickwork.model.job import Job
 from tickwork.model.states import JobState
-from tickwork.store.codec import deserialize, expression_values, job_key, job_to_item, shard_of
+from tickwork.store.codec import VARIANTS_JSON, deserialize, expression_values, job_key, job_to_item, shard_of
 from tickwork.store.conditional import Table, Update
 from tickwork.store.reading import read_job
 from tickwork.store.tenants import ACTIVE_STATES, COUNTED_FOR, TenantRecords
@@ -34,7 +34,7 @@ OCCURRENCE_RUNS = "occurrence_runs"
 
 # What a job item holds that its model decides, and so what a replace removes when the model leaves it out
 # (None fields are not stored). Anything else on the item (the running slot, the counted mark) a replace keeps.
-JOB_ATTRIBUTES = frozenset((set(Job.model_fields) - {"id", "payload"}) | {"due_shard", "due_at"})
+JOB_ATTRIBUTES = frozenset((set(Job.model_fields) - {"id", "payload"}) | {"due_shard", "due_at", VARIANTS_JSON})
 
 
 def replace_scheduled(
@@ -124,15 +124,23 @@ class JobRecords:
         ).get("Item")
         return read_job(deserialize(item)) if item else None
 
-    def replace_job(self, job: Job, *, expected_version: int, audit: dict[str, Any] | None = None) -> bool:
+    def replace_job(
+        self,
+        job: Job,
+        *,
+        expected_version: int,
+        audit: dict[str, Any] | None = None,
+        forget: Set[str] = frozenset(),
+    ) -> bool:
         """Write a changed job (pause, resume, cancel, update) if nobody changed it since `expected_version`;
-        `audit`: its audit record's item, in the same transaction."""
+        `audit`: its audit record's item, in the same transaction; `forget`: attributes beside the job's fields
+        the change makes stale (its variants' tallies, tickwork.store.variants), removed in the same write."""
         return replace_scheduled(
             self._table,
             self._tenants,
             job_to_item(job, self.shards),
             expected_version=expected_version,
-            attributes=JOB_ATTRIBUTES,
+            attributes=JOB_ATTRIBUTES | forget,
             audit=audit,
         )
 

@@ -183,6 +183,7 @@ class RunLeases:
         never_started: bool = False,
         events_pending: Sequence[str] = (),
         outbox_at: datetime | None = None,
+        variant: str | None = None,
     ) -> Finished:
         """Leave RUNNING: SUCCEEDED, RETRYING, FAILED or SKIPPED, only while holding the lease.
 
@@ -198,9 +199,12 @@ class RunLeases:
         item as the write found it (ReturnValues: no read, no capacity billed).
 
         `events_pending` (a terminal outcome's run events, tickwork.model.run_events) are kept on the run, which stays
-        in the due index at `outbox_at` until they are published (tickwork.store.event_outbox)."""
+        in the due index at `outbox_at` until they are published (tickwork.store.event_outbox).
+
+        `variant`: the variant the run ran (tickwork.model.variants), recorded by its first outcome, kept after."""
         update = _held_by(owner)
         update.set("#status", status.value)
+        _record_variant(update, run, variant)
         if history is not None:
             _set_history(update, history)
         if status.terminal and (wall_ms := run.wall_ms_at(now, started=not never_started)) is not None:
@@ -277,12 +281,22 @@ class RunLeases:
             run_key(run.id), update.expression(), update.condition(), update.names, update.attribute_values()
         )
 
-    def yield_run(self, run: Run, *, owner: str, segment_ms: int, resend_at: datetime, history: AttemptHistory) -> bool:
+    def yield_run(
+        self,
+        run: Run,
+        *,
+        owner: str,
+        segment_ms: int,
+        resend_at: datetime,
+        history: AttemptHistory,
+        variant: str | None = None,
+    ) -> bool:
         """A segment ended in a graceful yield (tickwork.executor.yields): back to QUEUED (RETRYING after a failed
         attempt) with the attempt not consumed, `segments` + 1 and its handler time added to `yielded_ms`, in the
         due index at `resend_at` (the tick re-sends it then, were its fresh message lost). Only while holding the
-        lease; its checkpoint stays."""
+        lease; its checkpoint stays. `variant`: as an outcome records it (finish_run)."""
         update = _held_by(owner, one=1, zero=0, ms=segment_ms)
+        _record_variant(update, run, variant)
         update.names["#segments"] = "segments"
         update.set("#status", (RunStatus.QUEUED if run.attempts <= 1 else RunStatus.RETRYING).value)
         update.sets += ["attempts = attempts - :one", "#segments = if_not_exists(#segments, :zero) + :one"]
@@ -352,3 +366,9 @@ def _set_history(update: Update, history: AttemptHistory) -> None:
     if history.earlier is not None:
         update.set("earlier_attempts", history.earlier.model_dump(mode="json"))
     update.set("handler_ms", history.handler_ms)
+
+
+def _record_variant(update: Update, run: Run, variant: str | None) -> None:
+    """The run's variant, in the outcome's own write, when the run has none recorded yet (its first attempt)."""
+    if variant is not None and run.variant is None:
+        update.set("variant", variant)

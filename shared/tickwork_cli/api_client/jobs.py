@@ -13,6 +13,7 @@ from tickwork.control.api_bodies import (
     JobList,
     JobSpec,
     JobUpdate,
+    JobVariantsView,
     Preview,
     SchedulePreviewRequest,
     TriggeredRun,
@@ -36,6 +37,9 @@ OPERATIONS = {
     ("POST", "/v1/bulk/jobs"): "bulk_jobs",
     ("POST", "/v1/jobs/{job_id}/trigger"): "trigger_job",
     ("GET", "/v1/jobs/{job_id}/preview"): "preview_job",
+    ("GET", "/v1/jobs/{job_id}/variants"): "job_variants",
+    ("POST", "/v1/jobs/{job_id}/variants/{name}/promote"): "promote_variant",
+    ("POST", "/v1/jobs/{job_id}/variants/{name}/rollback"): "rollback_variant",
     ("POST", "/v1/jobs/{job_id}/backfill"): "backfill_job",
     ("POST", "/v1/schedules/preview"): "preview_schedule",
 }
@@ -104,3 +108,14 @@ class Jobs(Part):
 
     def preview_schedule(self, request: SchedulePreviewRequest | Mapping[str, Any]) -> Preview:
         return self._exchange.one(Preview, "POST", "/v1/schedules/preview", body=request)
+
+    def job_variants(self, job_id: str, *, window: str | None = None) -> JobVariantsView:
+        """The job's baseline and variants over `window` (30m, 24h, 7d; the API's default: 24h) (docs/versions.md)."""
+        query = {"window": window}
+        return self._exchange.one(JobVariantsView, "GET", f"/v1/jobs/{segment(job_id)}/variants", query=query)
+
+    def promote_variant(self, job_id: str, name: str) -> Job:
+        return self._exchange.one(Job, "POST", f"/v1/jobs/{segment(job_id)}/variants/{segment(name)}/promote")
+
+    def rollback_variant(self, job_id: str, name: str) -> Job:
+        return self._exchange.one(Job, "POST", f"/v1/jobs/{segment(job_id)}/variants/{segment(name)}/rollback")

@@ -233,6 +233,42 @@ def jobs_preview(job_id: JobIdArg, session: Session, count: PreviewCount = None)
     session.show_page({**page, "next_cursor": None}, render.JOB_PREVIEW_COLUMNS)
 
 
+@jobs_app.command("variants")
+@api_command
+def jobs_variants(
+    job_id: JobIdArg,
+    session: Session,
+    window: Annotated[
+        str | None, typer.Option("--window", help="How far back: 30m, 24h, 7d, up to 30d (default 24h).")
+    ] = None,
+) -> None:
+    """A job's baseline and variants (docs/versions.md) over a window: runs, success rate, duration p50/p95,
+    attempts and cost per run."""
+    view = render.plain(session.client.job_variants(job_id, window=window))
+    if session.as_json:
+        typer.echo(render.as_json(view))
+        return
+    session.show_page({"items": view["variants"]}, render.VARIANT_COLUMNS)
+
+
+def _variant_command(action: str, doc: str) -> None:
+    """`jobs promote-variant|rollback-variant JOB NAME`: POST /v1/jobs/{id}/variants/{name}/<action>."""
+
+    @jobs_app.command(f"{action}-variant", help=doc)
+    @api_command
+    def command(
+        job_id: JobIdArg,
+        name: Annotated[str, typer.Argument(help="The variant's name.", show_default=False)],
+        session: Session,
+    ) -> None:
+        change = session.client.promote_variant if action == "promote" else session.client.rollback_variant
+        session.show_one(change(job_id, name))
+
+
+_variant_command("promote", "Make a variant the job's own: its type and payload become the job's (a new version).")
+_variant_command("rollback", "Remove a variant: its share of the runs goes back to the baseline.")
+
+
 @jobs_app.command("backfill")
 @api_command
 def jobs_backfill(

@@ -9,6 +9,7 @@ import { JobLink } from "./names.js";
 import { Instants } from "./schedule.js";
 import { StuckRunsStrip } from "./stuck.js";
 import { TenantCell, TenantHead, columnsWithTenant } from "./tenancy.js";
+import { VariantsPanel } from "./variants.js";
 import {
   Cell,
   ConfirmDialog,
@@ -291,6 +292,9 @@ export function JobPage({ id, query }) {
       </dl>
       ${ended ? null : html`<${NextInstants} preview=${preview} blocked=${blocked} />`}
     </div>
+    ${(j.variants && j.variants.length) || j.variant_rollback
+      ? html`<${VariantsPanel} job=${j} onChanged=${() => { job.reload(); runs.reload(); }} />`
+      : null}
     <${Tabs} tabs=${JOB_TABS} current=${tab} base=${`#/jobs/${enc(id)}`} label="Job sections" />
     ${tab === "audit"
       ? html`<${TabPanel} name="audit"><${ResourceAudit} item=${j} /><//>`

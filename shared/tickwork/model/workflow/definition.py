@@ -36,6 +36,7 @@ from tickwork.model.policies import (
     TimeoutSeconds,
 )
 from tickwork.model.schedule import Schedule
+from tickwork.model.variants import Variants
 from tickwork.model.workflow.expressions import (
     ALL_STEPS,
     FROM_KEY,
@@ -113,6 +114,8 @@ class WorkflowStep(BaseModel):
     ordering: OrderingKey | None = None
     # As a job's (docs/operations.md, "Deadlines"), counted from its workflow run's occurrence; absent: none.
     deadline: Deadline | None = None
+    # Versions of the step run on a share of its runs (tickwork.model.variants, docs/versions.md).
+    variants: Variants = Field(default_factory=list)
 
 
 class WorkflowDefinition(BaseModel):
