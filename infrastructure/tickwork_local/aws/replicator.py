@@ -78,6 +78,7 @@ class _ReplicaState:
     holds: dict[str, Change] = field(default_factory=dict)
     # Per item, the replicator's writes whose stream records are still to come back (image canonical JSON).
     echoes: dict[str, deque[tuple[str, Change]]] = field(default_factory=dict)
+    failing: bool = False  # its last read or write failed (said once, not on every pump)
 
 
 @dataclass
@@ -205,10 +206,16 @@ class Replicator:
             step()
         except _UNREACHABLE as exc:
             self.counts.unreachable += 1
-            logger.warning(
-                "replication step failed; retried on the next pump",
-                extra={"step": what, "region": state.replica.region, "error": f"{type(exc).__name__}: {exc}"},
-            )
+            if not state.failing:
+                logger.warning(
+                    "replication to or from a region failed; retried on every pump until it answers",
+                    extra={"step": what, "region": state.replica.region, "error": f"{type(exc).__name__}: {exc}"},
+                )
+            state.failing = True
+            return
+        if state.failing and what == "apply":
+            logger.info("replication to a region works again", extra={"region": state.replica.region})
+            state.failing = False
 
     # ------------------------------------------------------------ the report
 
