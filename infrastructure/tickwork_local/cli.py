@@ -463,7 +463,11 @@ ControlPort = Annotated[
 
 ParentPid = Annotated[
     int | None,
-    typer.Option("--parent-pid", hidden=True, help="Exit when this process is gone (a --regions node's parent)."),
+    typer.Option(
+        "--parent-pid",
+        metavar="PID",
+        help="Exit when this process is gone: --regions starts its nodes with it, so none runs on without it.",
+    ),
 ]
 
 
