@@ -153,31 +153,67 @@ def test_the_lag_report_is_the_age_of_the_oldest_change_not_yet_replicated(
     assert replicator.lag() == 0.0
 
 
-def test_a_local_write_landing_under_a_replicated_one_is_put_back(
+def _before_the_replicators_put(client: Any, write: Any) -> None:
+    """`write` runs once, in the destination, just before the replicator's next PutItem there."""
+    done: list[bool] = []
+
+    def first(**_: Any) -> None:
+        if not done:
+            done.append(True)
+            write()
+
+    client.meta.events.register("before-call.dynamodb.PutItem", first)
+
+
+def test_a_replicated_write_never_lands_over_a_newer_local_one(
     regions: dict[str, Any], replicator: Replicator, clock: FakeClock
 ) -> None:
-    """WEST's own write lands after the replicator decided to apply EAST's older change and before its write:
-    the replicated write overtook a newer one, so the newer one is put back, in WEST, and reaches EAST."""
+    """WEST's own write lands after the replicator read the streams and before it writes EAST's older change there:
+    the replicated write is conditional, as MREC's are, and loses."""
     regions[EAST].put_item(TableName=TABLE, Item=_item("OLDER"))
     replicator.pump()
     clock.advance(LAG)
     local = boto3.client("dynamodb", region_name=WEST)
-    landed: list[bool] = []
+    _before_the_replicators_put(regions[WEST], lambda: local.put_item(TableName=TABLE, Item=_item("NEWER")))
+    replicator.pump()
+    assert _held(regions, WEST) == "NEWER"
+    assert replicator.counts.superseded == 1
+    replicator.pump()
+    clock.advance(LAG)
+    replicator.pump()
+    assert (_held(regions, EAST), _held(regions, WEST)) == ("NEWER", "NEWER")
 
-    def local_write_first(**_: Any) -> None:
-        if not landed:
-            landed.append(True)
-            local.put_item(TableName=TABLE, Item=_item("NEWER"))
 
-    regions[WEST].meta.events.register("before-call.dynamodb.PutItem", local_write_first)
-    replicator.pump()  # applies OLDER in WEST, over NEWER
-    assert _held(regions, WEST) == "OLDER"
-    replicator.pump()  # reads NEWER, then the echo of OLDER: NEWER is put back
+def test_a_local_write_the_condition_cannot_see_is_put_back(
+    regions: dict[str, Any], replicator: Replicator, clock: FakeClock
+) -> None:
+    """A local write that only adds an attribute leaves the condition true: the replicated write lands over it, and
+    the newer local image, read just before the echo, is put back, in WEST and then in EAST."""
+    regions[EAST].put_item(TableName=TABLE, Item=_item("A"))
+    replicator.pump()
+    clock.advance(LAG)
+    replicator.pump()
+    regions[EAST].put_item(TableName=TABLE, Item=_item("B"))
+    replicator.pump()
+    clock.advance(LAG)
+    local = boto3.client("dynamodb", region_name=WEST)
+
+    def add_a_note() -> None:
+        local.update_item(
+            TableName=TABLE, Key=KEY, UpdateExpression="SET note = :n", ExpressionAttributeValues={":n": {"S": "x"}}
+        )
+
+    _before_the_replicators_put(regions[WEST], add_a_note)
+    replicator.pump()
+    assert _held(regions, WEST) == "B"  # the note's write was overwritten
+    replicator.pump()
     assert replicator.counts.repaired == 1
     clock.advance(LAG)
     replicator.pump()
     replicator.pump()
-    assert (_held(regions, EAST), _held(regions, WEST)) == ("NEWER", "NEWER")
+    for region in (EAST, WEST):
+        item = regions[region].get_item(TableName=TABLE, Key=KEY)["Item"]
+        assert (item["status"]["S"], item["note"]["S"]) == ("A", "x")
 
 
 def test_a_region_that_does_not_answer_keeps_its_changes_until_it_does(

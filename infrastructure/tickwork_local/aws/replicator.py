@@ -11,9 +11,11 @@ As MREC does (AWS Prescriptive Guidance, "Overview of global tables"; docs/local
   the region whose name sorts last, so every replica picks the same winner;
 - deletes are replicated the same way (a delete is a change with no image, and has its timestamp too).
 
-The replicator's own writes come back on the destination's stream; they are recognised (same key and image as
-written) and not replicated again. If a local write landed between the replicator's decision and its write, the
-echo arrives after that newer local write: the newer image is put back, so the replica converges.
+A replicated change is written only over what the replicator knows the destination holds (a condition on the item's
+attributes, or its absence), as MREC's own replicated writes are conditional: a local write that landed since, not
+yet read from the stream, is newer and wins. The replicator's own writes come back on the destination's stream;
+they are recognised (same key and image as written) and not replicated again. A local write the condition cannot
+see (one that only added attributes) comes back before the echo: the newer image is then put back.
 
 Lag comes from the injected clock: a change read at t is applied at t + lag (`pump` applies what is due), and
 `lag_seconds()` is the age of the oldest change not yet applied everywhere. A destination that does not answer
@@ -62,6 +64,23 @@ class Change:
 
     def wins_over(self, other: Change) -> bool:
         return (self.written_at, self.origin) > (other.written_at, other.origin)
+
+
+def _unchanged_since(held: Change | None, keys: dict[str, Any]) -> dict[str, Any]:
+    """A condition that the item is as `held` left it: absent, or each of its attributes as written."""
+    image = held.image if held is not None else None
+    if not image:
+        return {
+            "ConditionExpression": "attribute_not_exists(#k)",
+            "ExpressionAttributeNames": {"#k": next(iter(keys))},
+        }
+    names = {f"#a{i}": name for i, name in enumerate(image)}
+    values = {f":v{i}": image[name] for i, name in enumerate(image)}
+    return {
+        "ConditionExpression": " AND ".join(f"#a{i} = :v{i}" for i in range(len(image))),
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": values,
+    }
 
 
 def _canonical(value: Any) -> str:
@@ -169,16 +188,29 @@ class Replicator:
 
     # ------------------------------------------------------------ applying
 
-    def _write(self, state: _ReplicaState, change: Change) -> None:
+    def _write(
+        self, state: _ReplicaState, change: Change, *, over: Change | None = None, guarded: bool = False
+    ) -> bool:
+        """Write `change` to the replica; `guarded`: only if the item is still as `over` left it (None: absent), as
+        MREC applies a replicated write only over an older one. False if a newer local write was there."""
         replica = state.replica
-        if change.image is not None:
-            replica.dynamodb.put_item(TableName=replica.table, Item=change.image)
-            echo = True
-        else:
-            old = replica.dynamodb.delete_item(TableName=replica.table, Key=change.keys, ReturnValues="ALL_OLD")
-            echo = bool(old.get("Attributes"))  # deleting nothing writes no stream record
+        condition = _unchanged_since(over, change.keys) if guarded else {}
+        try:
+            if change.image is not None:
+                replica.dynamodb.put_item(TableName=replica.table, Item=change.image, **condition)
+                echo = True
+            else:
+                old = replica.dynamodb.delete_item(
+                    TableName=replica.table, Key=change.keys, ReturnValues="ALL_OLD", **condition
+                )
+                echo = bool(old.get("Attributes"))  # deleting nothing writes no stream record
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False  # a local write, not yet read from the stream, is newer: it wins
+            raise
         if echo:
             state.echoes.setdefault(change.key, deque()).append((_canonical(change.image), change))
+        return True
 
     def _apply_due(self, state: _ReplicaState, now: float) -> None:
         while state.pending and state.pending[0].seen_at + self.lag_seconds <= now:
@@ -186,10 +218,12 @@ class Replicator:
             held = state.holds.get(change.key)
             if held is not None and not change.wins_over(held):
                 self.counts.superseded += 1
-            else:
-                self._write(state, change)  # raises if the destination is down: the change stays pending
+            # Raises if the destination is down: the change stays pending.
+            elif self._write(state, change, over=held, guarded=True):
                 state.holds[change.key] = change
                 self.counts.applied += 1
+            else:
+                self.counts.superseded += 1
             state.pending.popleft()
 
     def pump(self) -> None:
