@@ -259,3 +259,17 @@ def test_a_stream_without_the_images_is_refused(regions: dict[str, Any], clock: 
     replicas = [Replica(region, TABLE, client, _streams(region)) for region, client in regions.items()]
     with pytest.raises(ValueError, match="KEYS_ONLY"):
         Replicator(replicas, lag_seconds=LAG, clock=clock).enable_streams()
+
+
+def test_two_changes_to_one_item_replicated_together_are_written_once_each(
+    regions: dict[str, Any], replicator: Replicator, clock: FakeClock
+) -> None:
+    regions[EAST].put_item(TableName=TABLE, Item=_item("QUEUED"))
+    clock.advance(0.1)
+    regions[EAST].put_item(TableName=TABLE, Item=_item("RUNNING"))
+    replicator.pump()
+    clock.advance(LAG)
+    replicator.pump()
+    replicator.pump()
+    assert _held(regions, WEST) == "RUNNING"
+    assert vars(replicator.counts) == {"read": 2, "applied": 2, "superseded": 0, "repaired": 0, "unreachable": 0}

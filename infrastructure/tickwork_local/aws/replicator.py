@@ -176,7 +176,9 @@ class Replicator:
             if not waiting:
                 del state.echoes[change.key]
             held = state.holds.get(change.key)
-            if held is not None and held.wins_over(written):  # a local write came in between: put it back
+            # A local write read before this echo, newer than what was written, came in between: put it back. (Not a
+            # later replicated change: that one's own write is still to come back.)
+            if held is not None and held.origin == state.replica.region and held.wins_over(written):
                 self._write(state, held)
                 self.counts.repaired += 1
             return
