@@ -103,16 +103,23 @@ def test_concurrent_writes_to_one_item_converge_to_the_later_write_in_both_regio
     assert replicator.counts.superseded == 1  # WEST's write reached EAST after EAST's later one, and lost
 
 
-def test_the_earlier_write_loses_whichever_region_made_it(
-    regions: dict[str, Any], replicator: Replicator, clock: FakeClock
+def _two_writes_replicated(
+    regions: dict[str, Any], replicator: Replicator, clock: FakeClock, first: tuple[str, str], second: tuple[str, str]
 ) -> None:
-    regions[EAST].put_item(TableName=TABLE, Item=_item("FIRST"))
-    clock.advance(0.2)
-    regions[WEST].put_item(TableName=TABLE, Item=_item("SECOND"))
+    """The item written as `first` says ((region, status)), 0.2 s later as `second` says; then replicated."""
+    for (region, status), wait in ((first, 0.2), (second, 0.0)):
+        regions[region].put_item(TableName=TABLE, Item=_item(status))
+        clock.advance(wait)
     replicator.pump()
     clock.advance(LAG)
     replicator.pump()
     replicator.pump()
+
+
+def test_the_earlier_write_loses_whichever_region_made_it(
+    regions: dict[str, Any], replicator: Replicator, clock: FakeClock
+) -> None:
+    _two_writes_replicated(regions, replicator, clock, (EAST, "FIRST"), (WEST, "SECOND"))
     assert (_held(regions, EAST), _held(regions, WEST)) == ("SECOND", "SECOND")
 
 
@@ -264,12 +271,6 @@ def test_a_stream_without_the_images_is_refused(regions: dict[str, Any], clock: 
 def test_two_changes_to_one_item_replicated_together_are_written_once_each(
     regions: dict[str, Any], replicator: Replicator, clock: FakeClock
 ) -> None:
-    regions[EAST].put_item(TableName=TABLE, Item=_item("QUEUED"))
-    clock.advance(0.1)
-    regions[EAST].put_item(TableName=TABLE, Item=_item("RUNNING"))
-    replicator.pump()
-    clock.advance(LAG)
-    replicator.pump()
-    replicator.pump()
+    _two_writes_replicated(regions, replicator, clock, (EAST, "QUEUED"), (EAST, "RUNNING"))
     assert _held(regions, WEST) == "RUNNING"
     assert vars(replicator.counts) == {"read": 2, "applied": 2, "superseded": 0, "repaired": 0, "unreachable": 0}
