@@ -428,6 +428,61 @@ JobTypesPath = Annotated[
 ]
 
 
+Regions = Annotated[
+    str | None,
+    typer.Option(
+        "--regions",
+        metavar="REGION,REGION[,REGION]",
+        help="Run two or three regions on this machine, e.g. us-east-1,us-west-2: each its own nodes (API ports from "
+        '--port on), with AWS_REGION set; the table as --region-mode says (docs/local.md, "Several regions").',
+    ),
+]
+RegionMode = Annotated[
+    str,
+    typer.Option(
+        "--region-mode",
+        help="With --regions: strong (one table every region shares, as MRSC) or eventual (a table per region, "
+        "replicated with --replication-lag, last writer wins, as MREC).",
+    ),
+]
+ReplicationLag = Annotated[
+    float,
+    typer.Option("--replication-lag", metavar="SECONDS", help="eventual: the replication lag between regions.", min=0),
+]
+NodesPerRegion = Annotated[int, typer.Option("--nodes-per-region", help="With --regions: nodes in each.", min=1, max=4)]
+ControlPort = Annotated[
+    int,
+    typer.Option(
+        "--control-port",
+        help="With --regions: port of the control API (GET /regions; POST /regions/REGION/kill kills a region's "
+        "nodes); 0: any free port.",
+        min=0,
+        max=65535,
+    ),
+]
+
+ParentPid = Annotated[
+    int | None,
+    typer.Option(
+        "--parent-pid",
+        metavar="PID",
+        help="Exit when this process is gone: --regions starts its nodes with it, so none runs on without it.",
+    ),
+]
+
+
+def _exit_with_parent(parent_pid: int) -> None:
+    """A --regions node runs in a session of its own (Ctrl-C reaches its parent, which stops it): if that parent
+    dies without stopping it (SIGKILL), the node must not run on alone."""
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def dev(
     host: Host = "127.0.0.1",
     port: Port = DEFAULT_PORT,
@@ -451,13 +506,40 @@ def dev(
     idp: Idp = False,
     idp_port: IdpPort = 0,
     idp_user: IdpUser = None,
+    regions: Regions = None,
+    region_mode: RegionMode = "strong",
+    replication_lag: ReplicationLag = 1.0,
+    nodes_per_region: NodesPerRegion = 1,
+    control_port: ControlPort = 0,
+    parent_pid: ParentPid = None,
 ) -> None:
     """Run the whole scheduler locally on moto: API, tick and executors, until Ctrl-C."""
     started = time.monotonic()
+    if parent_pid is not None:
+        _exit_with_parent(parent_pid)
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(line_buffering=True)
     level, keys_file, overrides = _log_level(log_level, verbose), _keys_file(api_keys), _parameter_overrides(parameter)
     overrides, module_paths = _job_types(job_types, overrides), _job_types_paths(job_types_path)
+    if regions is not None:
+        if attach or built or idp:
+            _fail("--regions starts its own endpoints and in-process nodes: no --attach, --built or --idp with it")
+        node_args = ["--tick-seconds", str(tick_seconds), "--workers", str(workers), "--log-level", level]
+        node_args += ["--inject-aws-errors", str(inject_aws_errors), "--fault-seed", str(fault_seed)]
+        node_args += ["--api-keys", keys_file] if keys_file else []
+        node_args += [arg for path in module_paths for arg in ("--job-types-path", path)]
+        _dev_regions(
+            regions,
+            region_mode,
+            host=host,
+            ports=(port, moto_port, control_port),
+            nodes_per_region=nodes_per_region,
+            replication_lag=replication_lag,
+            prefix=prefix,
+            parameters={"DueShards": str(due_shards), **overrides},
+            node_args=node_args,
+            started=started,
+        )
     if not attach and importlib.util.find_spec("moto") is None:
         _fail("moto is not installed: `make dev` installs it, or pip install 'tickwork[dev]' (or use --attach URL)")
     if idp and keys_file:
@@ -503,6 +585,56 @@ def dev(
     _print_banner(node, endpoint, bool(attach), tick_seconds, workers, local_idp)
     _wait_ready(node, moto, started, local_idp)
     _serve_until_stopped(stop, node, moto)
+
+
+def _dev_regions(
+    regions: str,
+    mode: str,
+    *,
+    host: str,
+    ports: tuple[int, int, int],
+    nodes_per_region: int,
+    replication_lag: float,
+    prefix: str,
+    parameters: dict[str, str],
+    node_args: list[str],
+    started: float,
+) -> NoReturn:
+    """`tickwork dev --regions`: each region's nodes, their endpoints (and the replicator), until Ctrl-C."""
+    from tickwork_local.runtime.regions import LocalRegions, RegionsOptions, parse_regions  # noqa: PLC0415
+
+    port, moto_port, control_port = ports
+    try:
+        # In RegionsOptions' field order: regions, mode, host, then the ports, nodes, lag, control port and the rest.
+        options = RegionsOptions(
+            parse_regions(regions), mode, host, port, moto_port, nodes_per_region, replication_lag, control_port
+        )
+        options.prefix, options.parameters, options.node_args = prefix, parameters, node_args
+        local = LocalRegions(options)
+    except ValueError as exc:
+        _fail(str(exc))
+    stop = _StopRequest()
+    try:
+        local.start()
+    except Exception as exc:
+        _say(f"tickwork dev: the regions could not start: {type(exc).__name__}: {exc}")
+        local.stop(2.0)
+        _leave(1, None)
+    table = (
+        "one table, every region's (MRSC)"
+        if mode == "strong"
+        else f"a table each, replicated after {replication_lag:g} s"
+    )
+    _say(f"Tickwork local regions ({mode}: {table})")
+    for region, status in local.status()["regions"].items():
+        urls = ", ".join(f"{node['api_url']}/v1" for node in status["nodes"])
+        _say(f"  {region:<14} API {urls}  (moto {status['endpoint']})")
+    _say(f"  Control  {local.control_url} (POST {local.control_url}/REGION/kill kills every node of a region)")
+    _say(f"regions ready in {time.monotonic() - started:.1f} s (Ctrl-C to stop)")
+    name = stop.wait()
+    _say(f"{name}: stopping every region's nodes")
+    local.stop(SHUTDOWN_GRACE_SECONDS + 3)
+    _leave(0, None, "stopped")
 
 
 def build(out: BuildOut = ".build/local") -> None:

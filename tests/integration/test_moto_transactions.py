@@ -74,6 +74,31 @@ def test_a_cancelled_transaction_leaves_every_item_it_named_as_it_was(ddb: Any, 
     assert every_item(ddb) == before
 
 
+def stream_records(table: str) -> list[dict[str, Any]]:
+    """Every record the table's stream holds, through the DynamoDB Streams API (its regional endpoint: botocore's
+    own rules send DescribeStream to an account endpoint moto does not serve)."""
+    streams = boto3.client(
+        "dynamodbstreams", region_name="us-east-1", endpoint_url="https://streams.dynamodb.us-east-1.amazonaws.com"
+    )
+    arn = boto3.client("dynamodb", region_name="us-east-1").describe_table(TableName=table)["Table"]["LatestStreamArn"]
+    shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
+    iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON")
+    return streams.get_records(ShardIterator=iterator["ShardIterator"])["Records"]  # type: ignore[no-any-return]
+
+
+def test_a_cancelled_transaction_leaves_nothing_on_the_tables_streams(ddb: Any) -> None:
+    """A stream reader (the local replicator, tickwork_local.aws.replicator) must not see writes that never happened."""
+    spec = {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
+    for name in ("t", "h"):
+        ddb.update_table(TableName=name, StreamSpecification=spec)
+    with pytest.raises(ClientError):
+        ddb.transact_write_items(TransactItems=cancelled_transaction(ddb))
+    assert (stream_records("t"), stream_records("h")) == ([], [])
+    ddb.transact_write_items(TransactItems=cancelled_transaction(ddb)[:3])
+    assert [r["eventName"] for r in stream_records("t")] == ["INSERT", "MODIFY"]
+    assert [r["eventName"] for r in stream_records("h")] == ["REMOVE"]
+
+
 def test_a_transaction_naming_one_item_twice_is_refused_and_writes_nothing(ddb: Any, no_table_copied: None) -> None:
     before = every_item(ddb)
     key = {"pk": {"S": "job"}, "sk": {"S": "a"}}

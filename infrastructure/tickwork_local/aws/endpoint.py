@@ -52,9 +52,10 @@ def endpoint_reachable(url: str, timeout: float = 10.0) -> bool:
 class MotoProcess:
     """A ThreadedMotoServer in a child process, on host:port (port 0: any free port)."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 5000) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 5000, *, one_dynamodb_region: str | None = None) -> None:
         self.host = host
         self.port = port
+        self.one_dynamodb_region = one_dynamodb_region  # every region's DynamoDB is this one's (MRSC, locally)
         self.process: subprocess.Popen[str] | None = None
 
     @property
@@ -74,6 +75,8 @@ class MotoProcess:
             "--parent-pid",
             str(os.getpid()),
         ]
+        if self.one_dynamodb_region:
+            command += ["--one-dynamodb-region", self.one_dynamodb_region]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         self.process = subprocess.Popen(  # noqa: S603 - our own module, with this interpreter
             command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env

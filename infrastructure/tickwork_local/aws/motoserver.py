@@ -43,6 +43,7 @@ from tickwork_local.aws.endpoint import READY_PREFIX, PortInUse, check_port_free
 from tickwork_local.aws.moto_atomic import play_fair_queues
 from tickwork_local.aws.moto_cloudwatch import play_cloudwatch_statistics
 from tickwork_local.aws.moto_message_moves import play_message_move_tasks
+from tickwork_local.aws.moto_one_dynamodb import share_one_dynamodb
 from tickwork_local.aws.moto_transactions import roll_back_transactions_by_item
 
 # Set to `arrival` to serve standard queues in moto's own order (oldest first) instead of as SQS fair queues: only
@@ -364,13 +365,16 @@ class InProcessMoto:
             stopper.join(timeout)
 
 
-def serve(host: str, port: int, parent_pid: int | None) -> None:
-    """The child's main: serve until SIGTERM, or until the parent is gone."""
+def serve(host: str, port: int, parent_pid: int | None, one_dynamodb_region: str | None = None) -> None:
+    """The child's main: serve until SIGTERM, or until the parent is gone. With `one_dynamodb_region`, every region's
+    DynamoDB requests reach that region's tables (tickwork_local.aws.moto_one_dynamodb: MRSC, as its users see it)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent decides
     stopped = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopped.set())
     sys.setswitchinterval(0.001)  # short GIL slices: a quick request does not wait behind a slow one
     _prepare_moto()
+    if one_dynamodb_region:
+        share_one_dynamodb(one_dynamodb_region)
     server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
     server.start()
     threading.Thread(target=wake_long_polls, args=(stopped,), name="wake-long-polls", daemon=True).start()
@@ -387,13 +391,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=5000)
     parser.add_argument("--parent-pid", type=int, default=None)
+    parser.add_argument("--one-dynamodb-region", default=None, help="serve every region's DynamoDB from this one's")
     args = parser.parse_args(argv)
     try:
         check_port_free(args.host, args.port)
     except PortInUse as exc:
         sys.stderr.write(f"{exc}\n")
         sys.exit(2)
-    serve(args.host, args.port, args.parent_pid)
+    serve(args.host, args.port, args.parent_pid, args.one_dynamodb_region)
 
 
 if __name__ == "__main__":

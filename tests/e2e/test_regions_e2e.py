@@ -1,0 +1,184 @@
+"""A region's failure, end to end: `tickwork dev --regions us-east-1,us-west-2 --region-mode strong` (both regions'
+nodes on one table, as MRSC) under a steady load of one-shots and a cron; every node of one region is SIGKILLed
+mid-load through the control API, and the other region carries on alone.
+
+Counted over the API: no occurrence lost, no duplicated run record (each occurrence has exactly one), no effect run
+twice (each run's completion printed once), every run terminal within a bound after the kill; and the time from the
+kill to the first run the surviving region starts. The figures are printed (docs/local.md, "Several regions").
+
+The bound is the product's, with the lease the template's LeaseSeconds (10 here): a run the dead region had claimed
+but not run is re-sent by the survivor's tick 30 s after its time (tickwork.tick.resender's redispatch_after), one it
+was running once its lease has lapsed by as much. `running_regions` starts N regions in either mode, for the drill of
+`eventual` once it has its fencing and failover.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import BIN, Api
+from tests.processes import Proc, wait_for
+
+pytestmark = pytest.mark.e2e
+
+REGIONS_READY_SECONDS = 90  # endpoints, the tables and every node: slow when the machine is shared
+CONTROL_LINE = re.compile(r"^  Control  (?P<url>http://\S+/regions)")
+COMPLETION = re.compile(r"run SUCCEEDED\s+\S+ \((?P<run>[^)]+)\)")
+NODE_TAG = re.compile(r"^\[(?P<node>[^\]]+)\] ")
+LEASE_SECONDS = 10
+TICK_SECONDS = 2
+REDISPATCH_AFTER = 30  # tickwork.tick.dispatch.Dispatcher's redispatch_after
+RECOVERY_BOUND = LEASE_SECONDS + REDISPATCH_AFTER + 2 * TICK_SECONDS  # after the kill, or the run's time if later
+
+
+@dataclass
+class Regions:
+    proc: Proc
+    control_url: str
+    apis: dict[str, Api]  # each region's first node
+
+    def status(self) -> dict[str, Any]:
+        with urllib.request.urlopen(self.control_url, timeout=10) as answer:
+            return json.loads(answer.read())  # type: ignore[no-any-return]
+
+    def kill(self, region: str) -> dict[str, Any]:
+        request = urllib.request.Request(f"{self.control_url}/{region}/kill", method="POST")
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return json.loads(answer.read())  # type: ignore[no-any-return]
+
+    def completions(self) -> list[tuple[str, str]]:
+        """(node, run id) of every success a node printed, in order."""
+        found = []
+        for line in list(self.proc.lines):
+            tag, done = NODE_TAG.match(line), COMPLETION.search(line)
+            if tag and done:
+                found.append((tag["node"], done["run"]))
+        return found
+
+
+@contextmanager
+def running_regions(mode: str, regions: list[str], *args: str) -> Iterator[Regions]:
+    """`tickwork dev --regions` in `mode` on ports it picks; stopped (and checked to stop cleanly) on leaving."""
+    command = [str(BIN / "tickwork"), "dev", "--regions", ",".join(regions), "--region-mode", mode]
+    command += ["--port", "0", "--moto-port", "0", "--control-port", "0", *args]
+    proc = Proc.start(f"regions-{mode}", command)
+    try:
+        proc.wait_line("regions ready in", REGIONS_READY_SECONDS)
+        control = proc.wait_match(CONTROL_LINE, 1)["url"]
+        started = Regions(proc, control, {})
+        status = started.status()
+        started.apis = {region: Api(s["nodes"][0]["api_url"]) for region, s in status["regions"].items()}
+        yield started
+        assert proc.terminate(30) == 0, proc.output()
+    finally:
+        proc.kill()
+
+
+def _iso(instant: datetime) -> str:
+    return instant.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _parse(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def test_strong_regions_survive_one_region_killed_mid_load_with_nothing_lost_or_doubled() -> None:
+    east, west = "us-east-1", "us-west-2"
+    with running_regions(
+        "strong", [east, west], "--tick-seconds", str(TICK_SECONDS), "--parameter", f"LeaseSeconds={LEASE_SECONDS}"
+    ) as regions:
+        base = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=5)
+        base += timedelta(seconds=base.second % 2)  # an even second: the cron's bounds below fall on odd ones
+        # Load: a one-shot every 0.5 s for 6 s, created half through each region; a cron every 2 s over the same 6 s
+        # (start and end on odd seconds, so its occurrences are the even seconds between, whatever the bounds' sense).
+        expected: dict[str, set[datetime]] = {}
+        for i in range(12):
+            at = base + timedelta(seconds=0.5 * i)
+            api = regions.apis[east if i % 2 else west]
+            job = api.create_job(name=f"one-shot-{i}", payload={"i": i}, schedule={"at": _iso(at)})
+            expected[job["id"]] = {at}
+        start, end = base + timedelta(seconds=1), base + timedelta(seconds=7)
+        cron = regions.apis[east].create_job(
+            name="cron-2s",
+            payload={"cron": True},
+            schedule={"cron": "*/2 * * * * *", "timezone": "UTC", "start_at": _iso(start), "end_at": _iso(end)},
+        )
+        expected[cron["id"]] = {start + timedelta(seconds=s) for s in range(1, 6, 2)}
+        assert datetime.now(UTC) < base, "the load was created too slowly to be scheduled ahead"
+
+        wait_for(lambda: datetime.now(UTC) >= base + timedelta(seconds=2.5), 30, 0.1, "mid-load")
+        killed = regions.kill(east)
+        killed_at = _parse(killed["at"])
+        assert killed["killed"], "no node of the region was running"
+        survivor = regions.apis[west]
+        total = sum(len(times) for times in expected.values())
+
+        def runs_now() -> dict[str, list[dict[str, Any]]]:
+            return {job_id: survivor.runs(job_id) for job_id in expected}
+
+        def all_terminal() -> dict[str, list[dict[str, Any]]] | None:
+            runs = runs_now()
+            done = [r for found in runs.values() for r in found if r["status"] in ("SUCCEEDED", "FAILED", "SKIPPED")]
+            return runs if len(done) >= total else None
+
+        last_due = max(t for times in expected.values() for t in times)
+        deadline = (max(killed_at, last_due) + timedelta(seconds=RECOVERY_BOUND)) - datetime.now(UTC)
+        runs = wait_for(all_terminal, max(1.0, deadline.total_seconds()) + 5, 0.5, "every run terminal")
+        time.sleep(TICK_SECONDS)  # a late duplicate would be recorded by now
+        runs = runs_now()
+
+        lost = sum(len(expected[j] - {_parse(r["scheduled_for"]) for r in found}) for j, found in runs.items())
+        per_occurrence = Counter((j, r["scheduled_for"]) for j, found in runs.items() for r in found)
+        duplicated = sum(n - 1 for n in per_occurrence.values() if n > 1)
+        flat = [r for found in runs.values() for r in found]
+        not_succeeded = [r for r in flat if r["status"] != "SUCCEEDED"]
+        over_bound = [
+            r
+            for r in flat
+            if (_parse(r["finished_at"]) - max(killed_at, _parse(r["scheduled_for"]))).total_seconds() > RECOVERY_BOUND
+        ]
+        completions = regions.completions()
+        effects_twice = sum(n - 1 for n in Counter(run for _, run in completions).values() if n > 1)
+        by_id = {r["id"]: r for r in flat}
+        survivor_starts = sorted(
+            _parse(by_id[run]["started_at"])
+            for node, run in completions
+            if node.startswith(west) and run in by_id and _parse(by_id[run]["started_at"]) > killed_at
+        )
+        ready = regions.proc.wait_match(re.compile(r"^regions ready in (?P<s>[0-9.]+) s"), 1)
+        figures = {
+            "regions_ready_s": float(ready["s"]),
+            "occurrences": total,
+            "runs": len(flat),
+            "lost": lost,
+            "duplicated_run_records": duplicated,
+            "effects_run_twice": effects_twice,
+            "not_succeeded": len(not_succeeded),
+            "terminal_after_kill_s_max": round(
+                max((_parse(r["finished_at"]) - killed_at).total_seconds() for r in flat), 1
+            ),
+            "bound_s": RECOVERY_BOUND,
+            "over_bound": len(over_bound),
+            "kill_to_first_survivor_run_s": round((survivor_starts[0] - killed_at).total_seconds(), 2)
+            if survivor_starts
+            else None,
+            "runs_by_region": dict(Counter(node for node, _ in completions)),
+        }
+        print(json.dumps(figures, indent=2))
+        assert figures["lost"] == figures["duplicated_run_records"] == figures["effects_run_twice"] == 0, figures
+        assert not_succeeded == [], figures
+        assert over_bound == [], figures
+        assert len(flat) == total
+        assert survivor_starts, "the surviving region ran nothing after the kill"
+        assert regions.status()["regions"][east]["nodes"][0]["alive"] is False
