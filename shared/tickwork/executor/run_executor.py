@@ -94,6 +94,7 @@ from tickwork.jobtypes.durable import RunCheckpoints, Yielded
 from tickwork.jobtypes.registry import JobTypeRegistry
 from tickwork.model.backoff import Random, wait_within_cap
 from tickwork.model.clock import Clock, to_ms
+from tickwork.model.forecast_uses import DEFAULT_SLOW_FACTOR
 from tickwork.model.messages import RunMessage
 from tickwork.model.policies import Band, OverlapPolicy
 from tickwork.model.run import Run, RunError
@@ -166,6 +167,7 @@ class RunExecutor:
         events: RunEvents | None = None,
         freezes: Gate | None = None,
         margins: LambdaMargins = THE_900_SECOND_LAMBDAS,
+        slow_factor: float = DEFAULT_SLOW_FACTOR,
     ) -> None:
         self.jobs, self.runs, self.leases = store.jobs, store.runs, store.leases
         self.margins = margins  # of the executor Lambda's time: for recording the outcome, and for yielding
@@ -187,6 +189,7 @@ class RunExecutor:
             steps=workflows,
             results=results,
             events=events,
+            slow_factor=slow_factor,
         )
         self.limits = limits
         self.checkpoints = CheckpointRecords(store.shared_table)

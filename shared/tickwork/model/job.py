@@ -15,6 +15,7 @@ from pydantic import (
 
 from tickwork.model.blocking import CalendarIds, OnBlocked
 from tickwork.model.deadlines import Deadline, longest_run_seconds
+from tickwork.model.forecast_uses import JobForecast
 from tickwork.model.jitter import check_jitter
 from tickwork.model.policies import (
     DEFAULT_MAX_RUN_SECONDS,
@@ -25,6 +26,7 @@ from tickwork.model.policies import (
     CircuitBreaker,
     ConcurrencyLimit,
     Debounce,
+    DispatchOrder,
     JitterSeconds,
     JobName,
     JobTypeName,
@@ -85,6 +87,8 @@ class JobDefinition(BaseModel):
     notify: Notify | None = None
     # Absent: no deadline, and nothing is written or watched for it.
     deadline: Deadline | None = None
+    # Absent: its tenant's (edf unless set): which of a band's due items a tick that is short of room claims first.
+    dispatch_order: DispatchOrder | None = None
 
     @field_validator("deadline")
     @classmethod
@@ -157,6 +161,9 @@ class Job(ScheduledLifecycle, JobDefinition, _JobIdentity, _InBand):
     suspended_at: UtcDatetime | None = None
     suspended_reason: str | None = None
     breaker: BreakerState | None = None  # while SUSPENDED
+    # What its recent runs forecast (docs/forecasts.md): shown in an answer, never written from here (the claim's
+    # advance keeps the stored forecast, `forecasts`, tickwork.store.jobs).
+    forecast: JobForecast | None = None
 
     def next_occurrence_after(self, instant: datetime) -> datetime | None:
         return self.schedule.next_after(instant, anchor=self.created_at, hash_key=self.id)

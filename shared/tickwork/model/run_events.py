@@ -145,3 +145,25 @@ def deadline_missed_event(
         **subject.detail(deadline_at=iso(deadline_at), missed_at=iso(missed_at), status=status, on_miss=on_miss),
     }
     return RunEvent(kind=RunEventKind.DEADLINE_MISSED, time=missed_at, detail=detail)
+
+
+def deadline_at_risk_event(
+    subject: RunSubject, *, deadline_at: datetime, expected_end_at: datetime, p95_ms: int, at: datetime
+) -> RunEvent:
+    """A run's start plus its job's p95 passes its deadline (docs/forecasts.md): a warning, one per run and round."""
+    detail = {
+        "event_id": subject.event_id(RunEventKind.DEADLINE_AT_RISK),
+        **subject.detail(
+            deadline_at=iso(deadline_at), expected_end_at=iso(expected_end_at), p95_ms=p95_ms, found_at=iso(at)
+        ),
+    }
+    return RunEvent(kind=RunEventKind.DEADLINE_AT_RISK, time=at, detail=detail)
+
+
+def run_slow_event(subject: RunSubject, *, ran_ms: int, p99_ms: int, factor: float, at: datetime) -> RunEvent:
+    """A run's handler ran past its job's p99 times `factor` (docs/forecasts.md): one per run and round."""
+    detail = {
+        "event_id": subject.event_id(RunEventKind.RUN_SLOW),
+        **subject.detail(ran_ms=ran_ms, p99_ms=p99_ms, factor=factor, found_at=iso(at)),
+    }
+    return RunEvent(kind=RunEventKind.RUN_SLOW, time=at, detail=detail)

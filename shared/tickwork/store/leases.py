@@ -183,6 +183,7 @@ class RunLeases:
         never_started: bool = False,
         events_pending: Sequence[str] = (),
         outbox_at: datetime | None = None,
+        slow_at: datetime | None = None,
     ) -> Finished:
         """Leave RUNNING: SUCCEEDED, RETRYING, FAILED or SKIPPED, only while holding the lease.
 
@@ -198,7 +199,8 @@ class RunLeases:
         item as the write found it (ReturnValues: no read, no capacity billed).
 
         `events_pending` (a terminal outcome's run events, tickwork.model.run_events) are kept on the run, which stays
-        in the due index at `outbox_at` until they are published (tickwork.store.event_outbox)."""
+        in the due index at `outbox_at` until they are published (tickwork.store.event_outbox). `slow_at`: the run
+        was found slow (`Run Slow`, docs/forecasts.md), marked once by the write it rides on."""
         update = _held_by(owner)
         update.set("#status", status.value)
         if history is not None:
@@ -214,6 +216,8 @@ class RunLeases:
             update.removes.append(COMPLETES_JOB)
         if duration_ms is not None:
             update.set("duration_ms", duration_ms)
+        if slow_at is not None:
+            update.sets.append(f"slow_at = if_not_exists(slow_at, {update.value(iso(slow_at))})")
         if result is not None:
             update.set(update.name("result"), result.model_dump(mode="json", exclude_none=True))
         if error is not None:
