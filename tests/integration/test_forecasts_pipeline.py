@@ -111,3 +111,38 @@ def test_a_run_past_the_p99_times_the_slow_factor_is_marked_slow_by_its_outcome(
     assert {r.id for r in slow} == {r.id for r in runs if r.duration_ms is not None and r.duration_ms >= 5_000}
     events = [e for e in consumer.events() if e["detail-type"] == "Run Slow"]
     assert {e["detail"]["run_id"] for e in events} == {r.id for r in slow}
+
+
+def test_a_long_run_is_flagged_slow_by_a_heartbeat_while_it_runs_once(pipeline):
+    consumer = Consumer(pipeline.services.clients)
+    job = pipeline.create_job(schedule={"rate": "1 minute"}, payload={"sleep_seconds": 1}, timeout_seconds=600)
+    _history(pipeline, job.id, MIN_RUNS + 2)
+    pipeline.services.jobs.update(TENANT, job.id, JobUpdate.model_validate({"payload": {"sleep_seconds": 50}}))
+    _history(pipeline, job.id, 3)
+    slow = [r for r in pipeline.runs_of(job.id) if r.slow_at is not None]
+    assert slow
+    # Found at a beat (every 20 s of a 60 s lease), while it ran: before its end, not by its outcome.
+    assert all(r.finished_at is not None and r.slow_at < r.finished_at for r in slow)
+    events = [e for e in consumer.events() if e["detail-type"] == "Run Slow"]
+    assert sorted(e["detail"]["run_id"] for e in events) == sorted(r.id for r in slow)  # once each
+
+
+def test_a_run_that_starts_late_is_found_at_risk_by_a_heartbeat_while_it_runs(pipeline):
+    consumer = Consumer(pipeline.services.clients)
+    job = pipeline.create_job(
+        schedule={"rate": "1 minute"}, payload={"sleep_seconds": 30}, deadline={"within_seconds": 100}
+    )
+    _history(pipeline, job.id, MIN_RUNS + 2)
+    pipeline.clock.advance(60)
+    pipeline.tick()
+    claimed = [r for r in pipeline.runs_of(job.id) if r.status is RunStatus.QUEUED and r.forecast_p95_ms]
+    assert claimed
+    assert all(r.deadline_at_risk_at is None for r in claimed)  # on time, 30 s fits in 100
+    first = min(claimed, key=lambda r: r.scheduled_for)
+    pipeline.clock.set(first.scheduled_for + timedelta(seconds=80))  # it starts 80 s late: 80 + 30 > 100
+    pipeline.drain(wait_out_backoff=False)
+    late = pipeline.run(first.id)
+    assert late.deadline_at_risk_at is not None
+    assert late.started_at < late.deadline_at_risk_at < late.finished_at
+    at_risk = [e for e in consumer.events() if e["detail-type"] == "Deadline At Risk"]
+    assert [e["detail"]["run_id"] for e in at_risk if e["detail"]["run_id"] == first.id] == [first.id]

@@ -22,7 +22,7 @@ from tickwork.executor import run_metrics
 from tickwork.executor.breaker import CircuitBreakers
 from tickwork.executor.delivery import Delivery, Outcome
 from tickwork.executor.limits import Deferral
-from tickwork.executor.slow_runs import SlowRuns
+from tickwork.executor.run_warnings import SlowRuns
 from tickwork.faults import CrashPoint, FaultPlan
 from tickwork.model.backoff import Random, backoff_seconds
 from tickwork.model.clock import Clock

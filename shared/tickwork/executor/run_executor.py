@@ -78,6 +78,7 @@ from tickwork.executor.ordering import OrderingGate
 from tickwork.executor.outcomes import MAX_MESSAGE_BACKOFF_SECONDS, RunOutcomes, StepSettlement
 from tickwork.executor.overlap import CANCEL_POLL_SECONDS, OverlapGate
 from tickwork.executor.progress_reports import ProgressReports
+from tickwork.executor.run_warnings import RunWatch
 from tickwork.executor.secrets import RunSecrets, SecretCache
 from tickwork.executor.yields import THE_900_SECOND_LAMBDAS, LambdaMargins, RunYields, kept_until, segment_budget
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
@@ -447,6 +448,8 @@ class RunExecutor:
         ctx = self._context(run, target, started, budget)
         ctx.yield_at = started + timedelta(seconds=segment.yield_after)
         heartbeat = self._heartbeat(run, target, owner, delivery, ctx, held)
+        if run.forecast_p99_ms is not None:  # claimed with a forecast: its beats look for its warnings
+            heartbeat.watch = RunWatch(run, started, self.outcomes.slow, target.notify)
         reports = ProgressReports(self.leases, self.clock, run_id=run.id, owner=owner)
         ctx.progress_sink = heartbeat.progress = reports
         heartbeat.live_log = LiveLog(self.results, run, ctx.logger)

@@ -147,14 +147,18 @@ def deadline_missed_event(
     return RunEvent(kind=RunEventKind.DEADLINE_MISSED, time=missed_at, detail=detail)
 
 
-def deadline_at_risk_event(
-    subject: RunSubject, *, deadline_at: datetime, expected_end_at: datetime, p95_ms: int, at: datetime
-) -> RunEvent:
-    """A run's start plus its job's p95 passes its deadline (docs/forecasts.md): a warning, one per run and round."""
+def deadline_at_risk_event(run: Run, *, at: datetime) -> RunEvent:
+    """A run's start plus its job's p95 passes its deadline (docs/forecasts.md): a warning, one per run and round.
+    `run` has its deadline and the forecast it was claimed with."""
+    subject = RunSubject.of_run(run)
     detail = {
         "event_id": subject.event_id(RunEventKind.DEADLINE_AT_RISK),
         **subject.detail(
-            deadline_at=iso(deadline_at), expected_end_at=iso(expected_end_at), p95_ms=p95_ms, found_at=iso(at)
+            deadline_at=iso(run.deadline_at),
+            expected_end_at=iso(run.expected_end_at),
+            p95_ms=run.forecast_p95_ms,
+            started_at=iso(run.started_at),
+            found_at=iso(at),
         ),
     }
     return RunEvent(kind=RunEventKind.DEADLINE_AT_RISK, time=at, detail=detail)

@@ -6,7 +6,7 @@ which the heartbeat reads.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -139,17 +139,29 @@ class RunLeases:
         )
 
     def extend_lease(
-        self, run_id: str, *, owner: str, lease_until: datetime, progress: str | None = None
+        self,
+        run_id: str,
+        *,
+        owner: str,
+        lease_until: datetime,
+        progress: str | None = None,
+        marks: Mapping[str, datetime] | None = None,
     ) -> LeaseExtension:
         """The heartbeat's write: the lease runs on, while this owner holds it. The item comes back with it, so
         the heartbeat learns at no extra read whether the run was asked to stop (`request_cancel`). A pending
-        progress report (JSON text: tickwork.executor.progress_reports) rides on it."""
+        progress report (JSON text: tickwork.executor.progress_reports) rides on it, and so do the run's warnings'
+        marks (`slow_at`, `deadline_at_risk_at`: tickwork.executor.run_warnings), each kept if it is there already."""
         values = {"lu": iso(lease_until), "lu_ms": to_ms(lease_until), "owner": owner}
+        sets = "SET lease_until = :lu, lease_until_ms = :lu_ms"
         if progress is not None:
             values["progress"] = progress
+            sets += ", progress = :progress"
+        for n, (name, at) in enumerate(sorted((marks or {}).items())):
+            values[f"mark{n}"] = iso(at)
+            sets += f", {name} = if_not_exists({name}, :mark{n})"
         won, attrs = self._table.update_if_returning_new(
             run_key(run_id),
-            "SET lease_until = :lu, lease_until_ms = :lu_ms" + (", progress = :progress" if progress else ""),
+            sets,
             "lease_owner = :owner AND #status = :running",
             {"#status": "status"},
             expression_values(**values, running=RunStatus.RUNNING.value),

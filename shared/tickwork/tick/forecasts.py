@@ -14,7 +14,7 @@ from tickwork.model.forecasts import JobForecasts
 from tickwork.model.ids import ItemKind
 from tickwork.model.run import Run
 from tickwork.model.run_event_kinds import DEADLINE_NOTIFY, RunEventKind, emitted
-from tickwork.model.run_events import RunEvent, RunSubject, deadline_at_risk_event
+from tickwork.model.run_events import deadline_at_risk_event
 from tickwork.observability import logger, metrics
 from tickwork.progress.run_events import RunEvents
 from tickwork.store.ended_runs import EndedRuns
@@ -59,18 +59,5 @@ def warn_at_risk(job: ClaimableJob, created: Iterable[Run], events: RunEvents | 
         )
     notify = list(job.notify) if job.notify is not None else DEADLINE_NOTIFY
     if events is not None and emitted(notify, (RunEventKind.DEADLINE_AT_RISK,)):
-        events.publish([at_risk_event(run, now) for run in risky])
+        events.publish([deadline_at_risk_event(run, at=run.deadline_at_risk_at or now) for run in risky])
     return len(risky)
-
-
-def at_risk_event(run: Run, now: datetime) -> RunEvent:
-    assert run.deadline_at is not None
-    assert run.expected_end_at is not None
-    assert run.forecast_p95_ms is not None
-    return deadline_at_risk_event(
-        RunSubject.of_run(run),
-        deadline_at=run.deadline_at,
-        expected_end_at=run.expected_end_at,
-        p95_ms=run.forecast_p95_ms,
-        at=run.deadline_at_risk_at or now,
-    )
