@@ -24,6 +24,7 @@ from typing import Any
 from tickwork.model.clock import iso
 from tickwork_local.stack.template import load_template
 
+from benchmarks import forecast_cost
 from benchmarks.common import Call, PhaseMeter, Stamp, moto_session, stopwatch
 from tests.harness import START, Pipeline
 
@@ -207,6 +208,7 @@ def run(stamp: Stamp, *, quick: bool) -> dict[str, Any]:
     plan = QUICK if quick else FULL
     scenarios = {name: measure(runs, name) for name, runs in plan.items()}
     return {
+        "forecasts": forecast_cost.run(),
         "stamp": stamp.__dict__,
         "runs": plan["ahead"],
         "runs_soon": plan["soon"],
@@ -311,6 +313,8 @@ def render(result: dict[str, Any]) -> str:
         *_advice(ahead, b_ahead, result["billable"].get("inline")),
     ]
     lines += _wru_goals(result["billable"])
+    if result.get("forecasts"):
+        lines += ["", *forecast_cost.render(result["forecasts"])]
     inline = result["billable"].get("inline")
     if inline:
         lines += [

@@ -37,6 +37,7 @@ from tickwork.model.clock import iso
 from tickwork.model.tenant_settings import TenantSettings
 from tickwork_local.aws.motoserver import QUEUE_ORDER_VARIABLE
 
+from benchmarks import dispatch_order
 from benchmarks.common import Stamp, moto_session, percentile
 from benchmarks.lateness import Runtime
 from benchmarks.soak import NODES_ONLY, Cluster
@@ -312,6 +313,7 @@ def run(stamp: Stamp, *, quick: bool) -> dict[str, Any]:
         "weights": measure_weights(WEIGHTS),
         "flood": measure_flood(FLOOD_QUICK if quick else FLOOD),
         "key": measure_key(KEY_QUICK if quick else KEY),
+        "dispatch_order": dispatch_order.measure(),
         "load_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
     }
 
@@ -365,6 +367,8 @@ def render(result: dict[str, Any]) -> str:
             f" handlers running at once was **{k['max_overlap']}** (goal: {k['limit']}:"
             f" {ok(k['max_overlap'] <= k['limit'])}); the runs were deferred {k['deferred_total']} times in all,"
             f" without consuming attempts, and took {k['span_s']:.1f} s from the first start to the last end.",
+            "",
+            *dispatch_order.render(result.get("dispatch_order") or dispatch_order.measure()),
         ]
     )
 

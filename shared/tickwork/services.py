@@ -233,6 +233,7 @@ class Services:
             events=self.run_events,
             freezes=FreezeGate(self.freeze_records, self.executor_freezes, self.store.jobs),
             margins=LambdaMargins.for_timeout(self.settings.executor_timeout_seconds),
+            slow_factor=self.settings.run_slow_factor,
         )
 
     @cached_property

@@ -22,6 +22,7 @@ from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from tickwork.model.forecast_uses import DEFAULT_SLOW_FACTOR
 from tickwork.model.policies import Band
 from tickwork.model.secret_references import DEFAULT_SECRET_PREFIX
 from tickwork.model.targets import TargetRules
@@ -131,6 +132,8 @@ class Settings(JobCodeSettings):
     # Fair share at dispatch: a due item overdue by more than this competes one band higher per such period
     # (capped at high), so a busy high band cannot starve the low one; 0 turns aging off.
     aging_after_seconds: int = Field(default=DEFAULT_AGING_AFTER_SECONDS, alias="AGING_AFTER_SECONDS", ge=0, le=86_400)
+    # A run whose handler runs past its job's p99 times this is flagged `Run Slow` (docs/forecasts.md).
+    run_slow_factor: float = Field(default=DEFAULT_SLOW_FACTOR, alias="RUN_SLOW_FACTOR", ge=1, le=100)
     # A RUNNING workflow run is reconciled by the tick this long after its last step's end (or its opening):
     # how long a run whose progress a crash interrupted waits at most, plus a tick.
     reconcile_after_seconds: int = Field(default=120, alias="RECONCILE_AFTER_SECONDS", ge=10, le=3600)

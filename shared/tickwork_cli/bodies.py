@@ -287,6 +287,7 @@ def job_settings_of(fields: JobFields) -> dict[str, Any]:
         or None,
         jitter_seconds=fields.jitter_seconds,
         start_precision=fields.start_precision,
+        dispatch_order=fields.dispatch_order,
         concurrency=_concurrency(fields.concurrency),
         rate_limit=_rate_limit(fields.rate_limit),
         ordering=_ordering(fields.ordering, fields.ordering_on_failure),

@@ -260,6 +260,14 @@ class JobFields:
             "--start-precision", help="second (0-1 s after the instant) or precise (within ~100 ms; more Lambda time)."
         ),
     ] = None
+    dispatch_order: Annotated[
+        str | None,
+        typer.Option(
+            "--dispatch-order",
+            help="edf (earliest deadline first) or sjf (shortest expected run first) when a tick is short of room;"
+            " unset: its tenant's (docs/forecasts.md).",
+        ),
+    ] = None
     concurrency: Annotated[
         str | None,
         typer.Option("--concurrency", metavar="KEY=LIMIT", help="At most LIMIT runs sharing KEY run at once."),

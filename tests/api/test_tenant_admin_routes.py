@@ -13,7 +13,13 @@ from tests.api.conftest import ACME, GLOBEX, role_identity
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
 ADMIN = role_identity("tickwork-admin", session="ops")
-SETTINGS = {"weight": 3, "max_active_jobs": 2, "max_runs_per_minute": 60, "max_concurrent_runs": 4}
+SETTINGS = {
+    "weight": 3,
+    "max_active_jobs": 2,
+    "max_runs_per_minute": 60,
+    "max_concurrent_runs": 4,
+    "dispatch_order": "sjf",
+}
 
 
 def put(api, tenant, body, identity=ADMIN, **kwargs):
@@ -33,7 +39,13 @@ def test_admin_puts_then_reads_a_tenants_settings(api):
 
 def test_put_replaces_the_whole_document_and_the_defaults_show_when_nothing_is_set(api):
     assert put(api, "acme", SETTINGS).status == 200
-    replaced = {"weight": 1, "max_active_jobs": None, "max_runs_per_minute": 10, "max_concurrent_runs": None}
+    replaced = {
+        "weight": 1,
+        "max_active_jobs": None,
+        "max_runs_per_minute": 10,
+        "max_concurrent_runs": None,
+        "dispatch_order": "edf",  # the default shows
+    }
     assert put(api, "acme", {"max_runs_per_minute": 10}).json == replaced
     view = api.get("/v1/tenants/acme", identity=ADMIN).json
     assert view["settings"] == replaced

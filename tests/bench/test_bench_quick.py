@@ -141,6 +141,16 @@ def _fake_credentials(mp: pytest.MonkeyPatch) -> None:
     mp.delenv("AWS_PROFILE", raising=False)
 
 
+def test_a_jobs_forecast_adds_no_write_per_run_only_the_claims_query(section1: dict[str, Any]) -> None:
+    """docs/forecasts.md: the claim's advance carries the forecast; its fold reads the job's ended runs once a claim
+    (a once-a-minute job: once a run)."""
+    forecasts = section1["forecasts"]
+    assert forecasts["added_per_run"] == {"dynamodb:Query": 1.0}
+    assert forecasts["added_wru_per_run"] == 0
+    assert forecasts["added_rru_per_run"] <= 0.5
+    assert forecasts["with"]["forecast_bytes"] < 640
+
+
 def test_a_one_shot_run_makes_no_more_requests_than_budgeted(section1: dict[str, Any]) -> None:
     per_run = section1["scenarios"]["ahead"]["total"]["per_run"]
     calls = {op: n for op, n in per_run.items() if "(empty)" not in op}

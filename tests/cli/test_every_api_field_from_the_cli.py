@@ -86,6 +86,7 @@ JOB_FLAGS = {
     "circuit_breaker.max_cooldown_seconds": ["--max-cooldown-seconds", "600"],
     "jitter_seconds": ["--jitter-seconds", "5"],
     "start_precision": ["--start-precision", "precise"],
+    "dispatch_order": ["--dispatch-order", "sjf"],
     "concurrency.key": ["--concurrency", "db=2"],
     "concurrency.limit": ["--concurrency", "db=2"],
     "rate_limit.key": ["--rate-limit", "partner=5/s"],
@@ -154,6 +155,7 @@ FLAGS: dict[str, dict[str, list[str]]] = {
         "max_active_jobs": ["--max-active-jobs", "10"],
         "max_runs_per_minute": ["--max-runs-per-minute", "10"],
         "max_concurrent_runs": ["--max-concurrent-runs", "10"],
+        "dispatch_order": ["--dispatch-order", "sjf"],
     },
 }
 # What --file must hold besides the field under test for the command to send it.

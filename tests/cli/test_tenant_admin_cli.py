@@ -8,7 +8,13 @@ import pytest
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
-DEFAULTS = {"weight": 1, "max_active_jobs": None, "max_runs_per_minute": None, "max_concurrent_runs": None}
+DEFAULTS = {
+    "weight": 1,
+    "max_active_jobs": None,
+    "max_runs_per_minute": None,
+    "max_concurrent_runs": None,
+    "dispatch_order": "edf",
+}
 
 
 def test_get_me_by_default(cli):
@@ -17,8 +23,17 @@ def test_get_me_by_default(cli):
 
 
 def test_set_replaces_the_whole_document_then_get_shows_it(cli):
-    stored = cli.json("tenants", "set", "acme", "--weight", "3", "--max-active-jobs", "2", "--max-concurrent-runs", "4")
-    assert stored == {"weight": 3, "max_active_jobs": 2, "max_runs_per_minute": None, "max_concurrent_runs": 4}
+    stored = cli.json(
+        "tenants", "set", "acme", "--weight", "3", "--max-active-jobs", "2", "--max-concurrent-runs", "4",
+        "--dispatch-order", "sjf",
+    )  # fmt: skip
+    assert stored == {
+        "weight": 3,
+        "max_active_jobs": 2,
+        "max_runs_per_minute": None,
+        "max_concurrent_runs": 4,
+        "dispatch_order": "sjf",
+    }
     assert cli.transport.sent[-1][0] == "PUT"
     shown = cli.json("tenants", "get", "acme")
     assert shown == {"tenant": "acme", "settings": stored, "usage": {"active_jobs": 0}}

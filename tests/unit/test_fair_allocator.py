@@ -208,3 +208,31 @@ def test_earliest_deadline_first_stays_within_fair_share() -> None:
     ]
     chosen = [a.item for a in run(items, 4).chosen]
     assert sorted(chosen) == ["a0", "a1", "b0", "b1"]
+
+
+def test_shortest_first_claims_the_shortest_expected_runs_of_a_band_when_not_all_fit() -> None:
+    lengths = {"long": 60_000, "mid": 5_000, "short": 1_000, "unknown": None}
+    items = [
+        Candidate(name, "t", 5, NOW + i, urgent=True, shortest_first=True, expected_ms=ms)
+        for i, (name, ms) in enumerate(lengths.items())
+    ]
+    assert [a.item for a in run(items, 2).chosen] == ["short", "mid"]
+    assert [a.item for a in run(items, 4).chosen] == ["short", "mid", "long", "unknown"]  # no forecast: last
+
+
+def test_shortest_first_stays_within_its_band_and_beside_a_deadline_compares_its_expected_end() -> None:
+    high_long = Candidate("high-long", "t", 8, NOW, urgent=True, shortest_first=True, expected_ms=60_000)
+    low_short = Candidate("low-short", "t", 2, NOW, urgent=True, shortest_first=True, expected_ms=10)
+    deadline = Candidate("deadline-in-30s", "t", 5, NOW, urgent=True, deadline_at_ms=NOW + 30_000)
+    short = Candidate("ends-in-1s", "t", 5, NOW, urgent=True, shortest_first=True, expected_ms=1_000)
+    long = Candidate("ends-in-60s", "t", 5, NOW, urgent=True, shortest_first=True, expected_ms=60_000)
+    chosen = run([low_short, long, deadline, short, high_long], 5).chosen
+    assert [a.item for a in chosen] == ["high-long", "ends-in-1s", "deadline-in-30s", "ends-in-60s", "low-short"]
+
+
+def test_in_the_dispatch_order_simulation_shortest_first_waits_least_on_average() -> None:
+    from benchmarks import dispatch_order
+
+    orders = dispatch_order.measure()["orders"]
+    assert orders["sjf"]["mean_wait_s"] < orders["fifo"]["mean_wait_s"]
+    assert orders["sjf"]["mean_wait_s"] < orders["edf"]["mean_wait_s"]

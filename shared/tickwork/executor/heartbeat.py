@@ -13,6 +13,7 @@ from tickwork.executor.admission import Held
 from tickwork.executor.delivery import Delivery, visibility_for
 from tickwork.executor.live_logs import LiveLog
 from tickwork.executor.progress_reports import ProgressReports
+from tickwork.executor.run_warnings import RunWatch
 from tickwork.faults import NO_FAULTS, CrashPoint, FaultPlan
 from tickwork.jobtypes import EffectMayContinue, PermanentJobError, RetryNotBefore, RunContext, RunTimeout
 from tickwork.model.clock import Clock
@@ -64,6 +65,7 @@ class Heartbeat:
         self.beats = 0
         self.progress: ProgressReports | None = None  # its pending report rides on each beat
         self.live_log: LiveLog | None = None  # flushed at each beat (tickwork.executor.live_logs)
+        self.watch: RunWatch | None = None  # its warnings' marks ride on a beat (tickwork.executor.run_warnings)
         self._next = clock.now() + self.every
         self._next_poll = clock.now() + cancel_poll if cancel_poll is not None else None
         self._lock = threading.Lock()
@@ -81,14 +83,17 @@ class Heartbeat:
             self._next = now + self.every
             lease_until = now + self.lease_for
             progress = self.progress.take_pending() if self.progress is not None else None
+            marks = self.watch.marks(now) if self.watch is not None else {}
             extension = self.leases.extend_lease(
-                self.run_id, owner=self.owner, lease_until=lease_until, progress=progress
+                self.run_id, owner=self.owner, lease_until=lease_until, progress=progress, marks=marks
             )
             if not extension.held:
                 self.lost = True
                 self.cancelled.set()
                 logger.error("lease lost: another executor took the run", extra={"run_id": self.run_id})
                 return
+            if marks and self.watch is not None:
+                self.watch.marked(marks)
             if extension.cancel_requested:
                 # Its workflow run was cancelled, or a newer run of its job (overlap CANCEL_OTHER) asked: the
                 # handler is asked to stop, as at its timeout.

@@ -9,7 +9,7 @@ completes after its last occurrence, or its workflow run records the step's end 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -22,11 +22,13 @@ from tickwork.executor import run_metrics
 from tickwork.executor.breaker import CircuitBreakers
 from tickwork.executor.delivery import Delivery, Outcome
 from tickwork.executor.limits import Deferral
+from tickwork.executor.run_warnings import SlowRuns
 from tickwork.executor.variant_guard import VariantGuard
 from tickwork.faults import CrashPoint, FaultPlan
 from tickwork.model.backoff import Random, backoff_seconds
 from tickwork.model.clock import Clock
 from tickwork.model.deadlines import slack_seconds
+from tickwork.model.forecast_uses import DEFAULT_SLOW_FACTOR
 from tickwork.model.run import MAX_ATTEMPT_ERROR_CHARS, AttemptHistory, AttemptRecord, Run, RunError, RunResult
 from tickwork.model.run_event_kinds import FAILURE_KINDS, RunEventKind, emitted
 from tickwork.model.run_target import RunTarget
@@ -67,9 +69,11 @@ class RunOutcomes:
         results: ResultStore | None = None,
         events: RunEvents | None = None,
         guard: VariantGuard | None = None,
+        slow_factor: float = DEFAULT_SLOW_FACTOR,
     ) -> None:
         self.leases, self.queues, self.clock = leases, queues, clock
         self.guard = guard  # a job's variants' (tickwork.executor.variant_guard); None: not wired
+        self.slow = SlowRuns(events, slow_factor)
         self.results = results
         self.steps = steps
         # How long after a message-borne retry's time the tick re-sends it, were its message never to come back.
@@ -88,17 +92,22 @@ class RunOutcomes:
         status: RunStatus,
         now: datetime,
         attempt: tuple[datetime | None, AttemptOutcome],
+        notify: Sequence[str] | None = None,
         **fields: Any,
     ) -> Finished:
         """The outcome's conditional write: not `recorded` if this executor no longer holds the lease. `attempt`
         is when the attempt began (None: no record, its handler never started) and how it ended, for its
-        history."""
+        history. A run found slow is marked by it, and published after it (if its job's `notify` asks)."""
         self.faults.reached(CrashPoint.EXECUTOR_BEFORE_FINISH)
         started, outcome = attempt
         record = attempt_record(run, started, now, outcome, fields.get("error"))
-        return self.leases.finish_run(
-            run, owner=owner, status=status, now=now, history=history_after(run, record), **fields
+        slow_at = self.slow.found(run, fields.get("duration_ms"), now)
+        finished = self.leases.finish_run(
+            run, owner=owner, status=status, now=now, history=history_after(run, record), slow_at=slow_at, **fields
         )
+        if finished.recorded and slow_at is not None:
+            self.slow.warn(run, fields["duration_ms"], slow_at, notify)
+        return finished
 
     def settled(
         self,
@@ -144,7 +153,8 @@ class RunOutcomes:
             fields["skip_reason"] = skip_reason
         if target is not None:
             fields["variant"] = target.variant
-        finished = self._finish(run, owner=owner, status=status, now=now, attempt=attempt, **fields)
+        notify = target.notify if target is not None else None
+        finished = self._finish(run, owner=owner, status=status, now=now, attempt=attempt, notify=notify, **fields)
         if finished.recorded and run.deadline_at is not None:
             # How long before its deadline the run ended (negative: after it; the tick records that miss).
             metrics.add_metric(name="SlackSeconds", unit="Seconds", value=slack_seconds(run.deadline_at, now))
@@ -217,6 +227,7 @@ class RunOutcomes:
             resend_at=not_before + self.retry_safety_net if on_message else not_before,
             attempt=(started, AttemptOutcome.RETRYING),
             variant=target.variant,
+            notify=target.notify,
         ).recorded:
             return Outcome.DONE
         _count("RunsRetried", run.tenant)

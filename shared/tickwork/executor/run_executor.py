@@ -78,6 +78,7 @@ from tickwork.executor.ordering import OrderingGate
 from tickwork.executor.outcomes import MAX_MESSAGE_BACKOFF_SECONDS, RunOutcomes, StepSettlement
 from tickwork.executor.overlap import CANCEL_POLL_SECONDS, OverlapGate
 from tickwork.executor.progress_reports import ProgressReports
+from tickwork.executor.run_warnings import RunWatch
 from tickwork.executor.secrets import RunSecrets, SecretCache
 from tickwork.executor.variant_guard import VariantGuard
 from tickwork.executor.yields import THE_900_SECOND_LAMBDAS, LambdaMargins, RunYields, kept_until, segment_budget
@@ -95,6 +96,7 @@ from tickwork.jobtypes.durable import RunCheckpoints, Yielded
 from tickwork.jobtypes.registry import JobTypeRegistry
 from tickwork.model.backoff import Random, wait_within_cap
 from tickwork.model.clock import Clock, to_ms
+from tickwork.model.forecast_uses import DEFAULT_SLOW_FACTOR
 from tickwork.model.messages import RunMessage
 from tickwork.model.policies import Band, OverlapPolicy
 from tickwork.model.run import Run, RunError
@@ -168,6 +170,7 @@ class RunExecutor:
         events: RunEvents | None = None,
         freezes: Gate | None = None,
         margins: LambdaMargins = THE_900_SECOND_LAMBDAS,
+        slow_factor: float = DEFAULT_SLOW_FACTOR,
     ) -> None:
         self.jobs, self.runs, self.leases = store.jobs, store.runs, store.leases
         self.margins = margins  # of the executor Lambda's time: for recording the outcome, and for yielding
@@ -190,6 +193,7 @@ class RunExecutor:
             results=results,
             events=events,
             guard=VariantGuard(VariantTallies(store.shared_table), self.jobs, self.runs, clock, events=events),
+            slow_factor=slow_factor,
         )
         self.limits = limits
         self.checkpoints = CheckpointRecords(store.shared_table)
@@ -447,6 +451,8 @@ class RunExecutor:
         ctx = self._context(run, target, started, budget)
         ctx.yield_at = started + timedelta(seconds=segment.yield_after)
         heartbeat = self._heartbeat(run, target, owner, delivery, ctx, held)
+        if run.forecast_p99_ms is not None:  # claimed with a forecast: its beats look for its warnings
+            heartbeat.watch = RunWatch(run, started, self.outcomes.slow, target.notify)
         reports = ProgressReports(self.leases, self.clock, run_id=run.id, owner=owner)
         ctx.progress_sink = heartbeat.progress = reports
         heartbeat.live_log = LiveLog(self.results, run, ctx.logger)

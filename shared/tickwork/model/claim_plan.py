@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 
 from tickwork.model.blocking import Block, Blocker, OnBlocked, block_at
 from tickwork.model.budget import OCCURRENCES_STEP_BUDGET, StepBudget
+from tickwork.model.forecasts import JobForecasts
 from tickwork.model.ids import ItemKind
 from tickwork.model.job import Job
 from tickwork.model.policies import BreakerState, CatchupPolicy, OrderingKey, StartPrecision, run_ordering
@@ -118,6 +119,10 @@ class ClaimableJob:
     tags: tuple[tuple[str, str], ...] = ()  # what a freeze's tag selector matches
     # Its calendars as read for this claim (in its own order) and the freezes over it: attached by the tick.
     blockers: tuple[Blocker, ...] = ()
+    # Its forecasts as stored (tickwork.model.forecasts): the claim folds its ended runs in and gives each run it
+    # queues its outlook from them. None: none yet.
+    forecasts: JobForecasts | None = None
+    notify: tuple[str, ...] | None = None  # the run events it publishes (None: the default)
 
     @property
     def suspended(self) -> bool:
@@ -129,6 +134,9 @@ class ClaimableJob:
         if plan.probe_at is not None and breaker is not None:
             breaker = breaker.model_copy(update={"probe_at": plan.probe_at})
         return replace(self, version=self.version + 1, next_run_at=next_run_at, breaker=breaker)
+
+    def with_forecasts(self, forecasts: JobForecasts | None) -> ClaimableJob:
+        return self if forecasts is None else replace(self, forecasts=forecasts)
 
     @classmethod
     def from_job(cls, job: Job | Workflow) -> ClaimableJob:
@@ -156,6 +164,7 @@ class ClaimableJob:
             calendars=tuple(job.calendars),
             on_blocked=job.on_blocked,
             tags=tuple(sorted(job.tags.items())),
+            notify=tuple(job.notify) if isinstance(job, Job) and job.notify is not None else None,
         )
 
     def block_at(self, instant: datetime, work: StepBudget | None = None) -> Block | None:

@@ -169,3 +169,59 @@ class Forecast(BaseModel):
             p_success=round(self.p_success, 4),
             runs=self.runs,
         )
+
+
+# The variant a run without one belongs to (issue 41's A/B runs: a run records `variant`; none is the baseline).
+BASELINE = "baseline"
+# The most ended runs one claim folds: the rest wait for the next claim (a backlog of a per-second job's runs).
+FOLD_LIMIT = 100
+
+
+class EndedRun(BaseModel):
+    """What a claim folds of one of its job's runs, read in scheduled order: whether it has ended (SUCCEEDED or
+    FAILED: SKIPPED and unsettled runs are not outcomes), how, and how long its handler took."""
+
+    model_config = ConfigDict(frozen=True)
+
+    sort_key: str  # its sort key under its job (RUN#<scheduled ms>[#m]): where the fold's cursor moves to
+    settled: bool  # terminal (SUCCEEDED, FAILED or SKIPPED)
+    succeeded: bool | None = None  # None: skipped, nothing to count
+    duration_ms: float | None = None
+    variant: str = BASELINE
+
+
+class JobForecasts(BaseModel):
+    """A job's forecasts, one per variant (the baseline's under BASELINE), and the fold's cursor: the sort key of
+    the last run folded in. Stored on the job item as JSON text (`forecasts`), written by the claim's advance."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    through: str = ""  # the sort key of the last run folded ("": none yet)
+    variants: dict[str, Forecast] = Field(default_factory=dict)
+
+    def of(self, variant: str = BASELINE) -> Forecast:
+        """A variant's forecast; a variant with too few runs of its own reads as the baseline's."""
+        own = self.variants.get(variant)
+        if own is not None and own.view() is not None:
+            return own
+        return self.variants.get(BASELINE, own or Forecast())
+
+    def view(self, variant: str = BASELINE) -> ForecastView | None:
+        return self.of(variant).view()
+
+    def fold(self, runs: list[EndedRun]) -> JobForecasts:
+        """The forecasts after the runs read since the cursor (in scheduled order): every run up to the first that
+        has not settled is counted (a skip only moves the cursor), and the cursor moves past the last one. A run
+        still open holds the cursor, so the runs after it are read again by the next claim, and a long run is
+        counted when it ends, not dropped (dropping the slow ones would bias the p99 low)."""
+        variants, through = dict(self.variants), self.through
+        for run in runs:
+            if not run.settled:
+                break
+            through = run.sort_key
+            if run.succeeded is not None:
+                before = variants.get(run.variant, Forecast())
+                variants[run.variant] = before.observe(succeeded=run.succeeded, duration_ms=run.duration_ms)
+        if through == self.through:
+            return self
+        return JobForecasts.model_construct(through=through, variants=variants)

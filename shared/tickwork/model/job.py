@@ -15,6 +15,7 @@ from pydantic import (
 
 from tickwork.model.blocking import CalendarIds, OnBlocked
 from tickwork.model.deadlines import Deadline, longest_run_seconds
+from tickwork.model.forecast_uses import JobForecast
 from tickwork.model.jitter import check_jitter
 from tickwork.model.policies import (
     DEFAULT_MAX_RUN_SECONDS,
@@ -25,6 +26,7 @@ from tickwork.model.policies import (
     CircuitBreaker,
     ConcurrencyLimit,
     Debounce,
+    DispatchOrder,
     JitterSeconds,
     JobName,
     JobTypeName,
@@ -88,6 +90,8 @@ class JobDefinition(BaseModel):
     deadline: Deadline | None = None
     # Versions run beside its own on a share of its runs (tickwork.model.variants, docs/versions.md); none: no split.
     variants: Variants = Field(default_factory=list)
+    # Absent: its tenant's (edf unless set): which of a band's due items a tick that is short of room claims first.
+    dispatch_order: DispatchOrder | None = None
 
     @field_validator("deadline")
     @classmethod
@@ -162,6 +166,9 @@ class Job(ScheduledLifecycle, JobDefinition, _JobIdentity, _InBand):
     breaker: BreakerState | None = None  # while SUSPENDED
     # The last variant rolled back (by its guard or by hand) and why; absent: none ever was.
     variant_rollback: VariantRollback | None = None
+    # What its recent runs forecast (docs/forecasts.md): shown in an answer, never written from here (the claim's
+    # advance keeps the stored forecast, `forecasts`, tickwork.store.jobs).
+    forecast: JobForecast | None = None
 
     def next_occurrence_after(self, instant: datetime) -> datetime | None:
         return self.schedule.next_after(instant, anchor=self.created_at, hash_key=self.id)

@@ -95,6 +95,14 @@ class CatchupPolicy(StrEnum):
     ALL = "ALL"
 
 
+class DispatchOrder(StrEnum):
+    """Within one band, which due item a tick that cannot claim everything claims first (docs/forecasts.md):
+    `edf`, the earliest deadline; `sjf`, the shortest expected run (its job's p50, tickwork.model.forecasts)."""
+
+    EDF = "edf"
+    SJF = "sjf"
+
+
 class StartPrecision(StrEnum):
     """How close to its instant a run starts (docs/policies.md, "Start precision").
 

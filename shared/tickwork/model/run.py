@@ -255,6 +255,16 @@ class Run(BaseModel, _InBand):
     # Its job's deadline (tickwork.model.deadlines): the run must end by then; when a miss was recorded (once).
     deadline_at: UtcDatetime | None = None
     deadline_missed_at: UtcDatetime | None = None
+    # Its job's forecast when it was claimed (docs/forecasts.md; absent before the job has one): when it is expected
+    # to end (its start plus the p50), how likely it is to succeed, and the p95 and p99 its executor measures it by.
+    expected_end_at: UtcDatetime | None = None
+    p_success: float | None = Field(default=None, ge=0, le=1)
+    forecast_p95_ms: int | None = None
+    forecast_p99_ms: int | None = None
+    # When it was found at risk of missing its deadline (its start plus the p95 passes it: a warning, not a miss),
+    # and when it was found slow (its handler past the p99 times RUN_SLOW_FACTOR); each recorded once.
+    deadline_at_risk_at: UtcDatetime | None = None
+    slow_at: UtcDatetime | None = None
     # Segments that ended in a graceful yield (docs/durable-runs.md), and their handlers' time together: the next
     # segment's budget is the job's max_run_seconds less it.
     segments: int = 0

@@ -16,6 +16,8 @@ class RunEventKind(StrEnum):
     RUN_FAILED = "Run Failed"
     RUN_DEAD_LETTERED = "Run Dead-Lettered"
     DEADLINE_MISSED = "Deadline Missed"
+    DEADLINE_AT_RISK = "Deadline At Risk"
+    RUN_SLOW = "Run Slow"
     JOB_SUSPENDED = "Job Suspended"
     FREEZE_STARTED = "Freeze Started"
     FREEZE_ENDED = "Freeze Ended"
@@ -30,11 +32,15 @@ JOB_EVENT_KINDS: tuple[RunEventKind, ...] = (
     RunEventKind.RUN_DEAD_LETTERED,
     RunEventKind.DEADLINE_MISSED,
     RunEventKind.JOB_SUSPENDED,
+    RunEventKind.DEADLINE_AT_RISK,
+    RunEventKind.RUN_SLOW,
 )
 
 
 # A kind a job's `notify` may name, as written (RunEventKind's values; freezes are a tenant's, not a job's).
-JobEventKind = Literal["Run Failed", "Run Dead-Lettered", "Deadline Missed", "Job Suspended"]
+JobEventKind = Literal[
+    "Run Failed", "Run Dead-Lettered", "Deadline Missed", "Job Suspended", "Deadline At Risk", "Run Slow"
+]
 
 
 def _distinct(kinds: list[str]) -> list[str]:
@@ -52,6 +58,10 @@ Notify = Annotated[
     AfterValidator(_distinct),
 ]
 FAILURE_KINDS: tuple[RunEventKind, ...] = (RunEventKind.RUN_FAILED, RunEventKind.RUN_DEAD_LETTERED)
+# A job with a deadline publishes its misses and its warnings unless its notify leaves them out; every job its
+# slow runs (docs/forecasts.md).
+DEADLINE_NOTIFY = (*DEFAULT_NOTIFY, RunEventKind.DEADLINE_MISSED, RunEventKind.DEADLINE_AT_RISK)
+SLOW_NOTIFY = (*DEFAULT_NOTIFY, RunEventKind.RUN_SLOW)
 
 
 def emitted(notify: Sequence[str] | None, kinds: Sequence[RunEventKind]) -> list[str]:

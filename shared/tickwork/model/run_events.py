@@ -163,3 +163,29 @@ def variant_rolled_back_event(
         "rolled_back_at": iso(at),
     }
     return RunEvent(kind=RunEventKind.VARIANT_ROLLED_BACK, time=at, detail=detail)
+
+
+def deadline_at_risk_event(run: Run, *, at: datetime) -> RunEvent:
+    """A run's start plus its job's p95 passes its deadline (docs/forecasts.md): a warning, one per run and round.
+    `run` has its deadline and the forecast it was claimed with."""
+    subject = RunSubject.of_run(run)
+    detail = {
+        "event_id": subject.event_id(RunEventKind.DEADLINE_AT_RISK),
+        **subject.detail(
+            deadline_at=iso(run.deadline_at),
+            expected_end_at=iso(run.expected_end_at),
+            p95_ms=run.forecast_p95_ms,
+            started_at=iso(run.started_at),
+            found_at=iso(at),
+        ),
+    }
+    return RunEvent(kind=RunEventKind.DEADLINE_AT_RISK, time=at, detail=detail)
+
+
+def run_slow_event(subject: RunSubject, *, ran_ms: int, p99_ms: int, factor: float, at: datetime) -> RunEvent:
+    """A run's handler ran past its job's p99 times `factor` (docs/forecasts.md): one per run and round."""
+    detail = {
+        "event_id": subject.event_id(RunEventKind.RUN_SLOW),
+        **subject.detail(ran_ms=ran_ms, p99_ms=p99_ms, factor=factor, found_at=iso(at)),
+    }
+    return RunEvent(kind=RunEventKind.RUN_SLOW, time=at, detail=detail)

@@ -16,7 +16,7 @@ from typing import Annotated, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from tickwork.model.clock import Clock
-from tickwork.model.policies import NotCoerced
+from tickwork.model.policies import DispatchOrder, NotCoerced
 
 DEFAULT_WEIGHT = 1
 CACHE_SECONDS = 30
@@ -34,6 +34,8 @@ class TenantSettings(BaseModel):
     max_active_jobs: Quota | None = None
     max_runs_per_minute: Quota | None = None
     max_concurrent_runs: Quota | None = None
+    # Which of a band's due items a tick short of room claims first, for its jobs that set none (docs/forecasts.md).
+    dispatch_order: DispatchOrder = DispatchOrder.EDF
 
 
 DEFAULTS = TenantSettings()

@@ -19,6 +19,8 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from tickwork.model.blocking import OnBlocked
 from tickwork.model.clock import to_ms
+from tickwork.model.forecast_uses import job_forecast
+from tickwork.model.forecasts import JobForecasts
 from tickwork.model.ids import ItemKind, parse_run_id, parse_workflow_run_id
 from tickwork.model.job import Job
 from tickwork.model.run import Run
@@ -157,7 +159,8 @@ def _scheduled_item(
     """The item of a job or a workflow: its fields, one of them as JSON text, what the tick reads `derived` from
     them, its tenant-index entry, and its due-index entry while it is ACTIVE (or SUSPENDED) with a next
     occurrence."""
-    data = thing.model_dump(mode="json", exclude={"id", "payload", "steps"})
+    # `forecast` is an answer's (derived from the stored `forecasts`, which only the claim's advance writes).
+    data = thing.model_dump(mode="json", exclude={"id", "payload", "steps", "forecast"})
     # Without calendars (the common case) neither field is stored: every write of the item and of its due-index
     # entry stays as small as before them (the defaults read back).
     if not thing.calendars:
@@ -189,11 +192,38 @@ _WORKFLOW_RUN_FIELDS = set(WorkflowRunRecord.model_fields) - {"definition"}
 
 
 def job_from_attrs(attrs: Mapping[str, Any]) -> Job:
-    data = {k: v for k, v in attrs.items() if k in _JOB_FIELDS}
+    data = {k: v for k, v in attrs.items() if k in _JOB_FIELDS and k != "forecast"}
     data["id"] = attrs["job_id"]
     data["payload"] = json.loads(attrs.get("payload_json") or "{}")
     data["variants"] = json.loads(attrs.get(VARIANTS_JSON) or "[]")
-    return Job.model_validate(data)
+    job = Job.model_validate(data)
+    forecasts = stored_forecasts(attrs)
+    if forecasts is None:
+        return job
+    shown = job_forecast(
+        forecasts.view(),
+        next_run_at=job.next_run_at,
+        deadline_seconds=job.deadline.within_seconds if job.deadline else None,
+        timeout_seconds=job.timeout_seconds,
+    )
+    return job.model_copy(update={"forecast": shown})
+
+
+# The job item's attribute that keeps its forecasts (tickwork.model.forecasts.JobForecasts, as JSON text), written by
+# the claim's advance only; the due index projects it (the claim folds into it and reads its runs' outlook there).
+FORECASTS = "forecasts"
+
+
+def stored_forecasts(attrs: Mapping[str, Any]) -> JobForecasts | None:
+    """A job item's forecasts (None: none yet). One that does not read (written by a newer version) reads as none:
+    the next fold starts it again, a forecast is never worth failing a claim or a read for."""
+    text = attrs.get(FORECASTS)
+    if not text:
+        return None
+    try:
+        return JobForecasts.model_validate_json(text)
+    except ValueError:
+        return None
 
 
 def workflow_from_attrs(attrs: Mapping[str, Any]) -> Workflow:

@@ -30,7 +30,14 @@ from tickwork.model.policies import (
 )
 from tickwork.model.schedule import Schedule
 from tickwork.model.states import JobState, RunStatus
-from tickwork.store.codec import ROOTS_DEADLINE_SECONDS, deserialize, expression_values, run_key, serialize
+from tickwork.store.codec import (
+    ROOTS_DEADLINE_SECONDS,
+    deserialize,
+    expression_values,
+    run_key,
+    serialize,
+    stored_forecasts,
+)
 from tickwork.store.conditional import Table
 
 DUE_INDEX = "due-index"
@@ -87,6 +94,9 @@ DUE_INDEX_PROJECTION = (
     "calendars",
     "on_blocked",
     "tags",
+    "forecasts",
+    "dispatch_order",
+    "notify",
 )
 
 
@@ -143,6 +153,8 @@ class DueItem:
             calendars=tuple(a.get("calendars") or ()),
             on_blocked=OnBlocked(a.get("on_blocked", OnBlocked.SKIP.value)),
             tags=tuple(sorted((a.get("tags") or {}).items())),
+            forecasts=stored_forecasts(a) if self.kind is ItemKind.JOB else None,
+            notify=tuple(a["notify"]) if a.get("notify") is not None else None,
         )
 
 

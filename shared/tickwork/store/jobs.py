@@ -18,9 +18,18 @@ from typing import Any
 
 from tickwork.model.clock import iso, to_ms
 from tickwork.model.errors import UnreadableItem
+from tickwork.model.forecasts import JobForecasts
 from tickwork.model.job import Job
 from tickwork.model.states import JobState
-from tickwork.store.codec import VARIANTS_JSON, deserialize, expression_values, job_key, job_to_item, shard_of
+from tickwork.store.codec import (
+    FORECASTS,
+    VARIANTS_JSON,
+    deserialize,
+    expression_values,
+    job_key,
+    job_to_item,
+    shard_of,
+)
 from tickwork.store.conditional import Table, Update
 from tickwork.store.reading import read_job
 from tickwork.store.tenants import ACTIVE_STATES, COUNTED_FOR, TenantRecords
@@ -34,7 +43,9 @@ OCCURRENCE_RUNS = "occurrence_runs"
 
 # What a job item holds that its model decides, and so what a replace removes when the model leaves it out
 # (None fields are not stored). Anything else on the item (the running slot, the counted mark) a replace keeps.
-JOB_ATTRIBUTES = frozenset((set(Job.model_fields) - {"id", "payload"}) | {"due_shard", "due_at", VARIANTS_JSON})
+JOB_ATTRIBUTES = frozenset(
+    (set(Job.model_fields) - {"id", "payload", "forecast"}) | {"due_shard", "due_at", VARIANTS_JSON}
+)
 
 
 def replace_scheduled(
@@ -177,6 +188,7 @@ class JobRecords:
         now: datetime,
         probe_at: datetime | None = None,
         queued: int = 0,
+        forecasts: JobForecasts | None = None,
     ) -> Advanced | None:
         """The claim's second write: the job moves past the claimed occurrences, only from `expected_version`.
         None if it lost; else the job as the write left it (ReturnValues: no read, no capacity billed), which
@@ -188,7 +200,8 @@ class JobRecords:
         is already settled, as a skip record) also takes the job out of the due index for good. A SUSPENDED job
         is claimed too (its skips, its probe); `probe_at` marks its breaker half-open, in the same write.
         `queued`: the runs the claim queued, added to the job's count of its occurrences' runs in the same write
-        (OCCURRENCE_RUNS)."""
+        (OCCURRENCE_RUNS). `forecasts`: the job's forecasts with its runs ended since the last claim folded in
+        (tickwork.model.forecasts), in the same write: no write more for them, on the version they were read at."""
         shard = shard_of(job_id, self.shards)
         update = Update(
             {"#state": "state"},
@@ -202,6 +215,8 @@ class JobRecords:
         update.set("updated_at", iso(now))
         if probe_at is not None:
             update.set("breaker.probe_at", iso(probe_at))
+        if forecasts is not None:
+            update.set(FORECASTS, forecasts.model_dump_json(exclude_defaults=True))
         if queued:
             counted = f"if_not_exists({OCCURRENCE_RUNS}, {update.value(0)}) + {update.value(queued)}"
             update.sets.append(f"{OCCURRENCE_RUNS} = {counted}")

@@ -6,7 +6,7 @@ which the heartbeat reads.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -139,17 +139,29 @@ class RunLeases:
         )
 
     def extend_lease(
-        self, run_id: str, *, owner: str, lease_until: datetime, progress: str | None = None
+        self,
+        run_id: str,
+        *,
+        owner: str,
+        lease_until: datetime,
+        progress: str | None = None,
+        marks: Mapping[str, datetime] | None = None,
     ) -> LeaseExtension:
         """The heartbeat's write: the lease runs on, while this owner holds it. The item comes back with it, so
         the heartbeat learns at no extra read whether the run was asked to stop (`request_cancel`). A pending
-        progress report (JSON text: tickwork.executor.progress_reports) rides on it."""
+        progress report (JSON text: tickwork.executor.progress_reports) rides on it, and so do the run's warnings'
+        marks (`slow_at`, `deadline_at_risk_at`: tickwork.executor.run_warnings), each kept if it is there already."""
         values = {"lu": iso(lease_until), "lu_ms": to_ms(lease_until), "owner": owner}
+        sets = "SET lease_until = :lu, lease_until_ms = :lu_ms"
         if progress is not None:
             values["progress"] = progress
+            sets += ", progress = :progress"
+        for n, (name, at) in enumerate(sorted((marks or {}).items())):
+            values[f"mark{n}"] = iso(at)
+            sets += f", {name} = if_not_exists({name}, :mark{n})"
         won, attrs = self._table.update_if_returning_new(
             run_key(run_id),
-            "SET lease_until = :lu, lease_until_ms = :lu_ms" + (", progress = :progress" if progress else ""),
+            sets,
             "lease_owner = :owner AND #status = :running",
             {"#status": "status"},
             expression_values(**values, running=RunStatus.RUNNING.value),
@@ -184,6 +196,7 @@ class RunLeases:
         events_pending: Sequence[str] = (),
         outbox_at: datetime | None = None,
         variant: str | None = None,
+        slow_at: datetime | None = None,
     ) -> Finished:
         """Leave RUNNING: SUCCEEDED, RETRYING, FAILED or SKIPPED, only while holding the lease.
 
@@ -199,7 +212,8 @@ class RunLeases:
         item as the write found it (ReturnValues: no read, no capacity billed).
 
         `events_pending` (a terminal outcome's run events, tickwork.model.run_events) are kept on the run, which stays
-        in the due index at `outbox_at` until they are published (tickwork.store.event_outbox).
+        in the due index at `outbox_at` until they are published (tickwork.store.event_outbox). `slow_at`: the run
+        was found slow (`Run Slow`, docs/forecasts.md), marked once by the write it rides on.
 
         `variant`: the variant the run ran (tickwork.model.variants), recorded by its first outcome, kept after."""
         update = _held_by(owner)
@@ -218,6 +232,8 @@ class RunLeases:
             update.removes.append(COMPLETES_JOB)
         if duration_ms is not None:
             update.set("duration_ms", duration_ms)
+        if slow_at is not None:
+            update.sets.append(f"slow_at = if_not_exists(slow_at, {update.value(iso(slow_at))})")
         if result is not None:
             update.set(update.name("result"), result.model_dump(mode="json", exclude_none=True))
         if error is not None:

@@ -18,6 +18,7 @@ from tickwork.aws.queues import Outgoing
 from tickwork.faults import CrashPoint, FaultPlan
 from tickwork.model.claim_plan import ClaimableJob, ClaimPlan, Occurrence, plan_claim
 from tickwork.model.clock import optional_instant
+from tickwork.model.forecast_uses import outlook
 from tickwork.model.ids import ItemKind, run_id_for
 from tickwork.model.jitter import jittered_times
 from tickwork.model.policies import StartPrecision
@@ -26,9 +27,11 @@ from tickwork.model.run_spec import with_specs
 from tickwork.model.states import DeferReason, RunStatus, SkipReason
 from tickwork.observability import logger, metrics
 from tickwork.progress.job_completion import JobCompletion
+from tickwork.progress.run_events import RunEvents
 from tickwork.store import DueItem, JobRecords, RunRecords
 from tickwork.store.deadlines import DeadlineRecords
 from tickwork.store.jobs import Advanced
+from tickwork.tick.forecasts import ForecastFold, warn_at_risk
 from tickwork.tick.report import TickReport
 from tickwork.tick.sender import outgoing_for
 
@@ -80,11 +83,18 @@ class JobRunWriter(OccurrenceWriter):
         redispatch_after: timedelta,
         tick_period: timedelta,
         deadlines: DeadlineRecords | None = None,
+        events: RunEvents | None = None,
     ) -> None:
         self.runs = runs
         self.redispatch_after = redispatch_after
         self.tick_period = tick_period
         self.deadlines = deadlines
+        self.events = events  # publishes `Deadline At Risk` of the runs it creates at risk
+
+    def watched(self, deadlines: DeadlineRecords, events: RunEvents | None) -> JobRunWriter:
+        """This writer, watching its runs' deadlines and publishing their warnings."""
+        self.deadlines, self.events = deadlines, events
+        return self
 
     def write(self, job: ClaimableJob, plan: ClaimPlan, now: datetime) -> OccurrenceRecords:
         runs = [self._run_of(job, o, now) for o in plan.occurrences()]
@@ -95,6 +105,7 @@ class JobRunWriter(OccurrenceWriter):
                 if run.deadline_at is not None and run.status is RunStatus.QUEUED:
                     self.deadlines.watch(run)
         put = self.runs.put_claimed_runs(runs, now=now, redispatch_after=self.redispatch_after)
+        warn_at_risk(job, put.created, self.events, now)
         return OccurrenceRecords(
             outgoing=[outgoing_for(r) for r in put.created if r.status is RunStatus.QUEUED],
             skipped=[
@@ -145,6 +156,7 @@ class JobRunWriter(OccurrenceWriter):
             return Run(
                 id=run_id_for(job.job_id, occurrence.at),
                 **times,
+                **_outlook_fields(job, times["scheduled_for"], deadline_at, now),
                 deadline_at=deadline_at,
                 status=RunStatus.QUEUED,
                 enqueued_at=now,
@@ -178,12 +190,19 @@ class JobClaimer:
     """Claims the occurrences of a job (or a workflow): their records first, then the job advanced past them."""
 
     def __init__(
-        self, jobs: JobRecords, runs: RunRecords, writers: dict[ItemKind, OccurrenceWriter], *, faults: FaultPlan
+        self,
+        jobs: JobRecords,
+        runs: RunRecords,
+        writers: dict[ItemKind, OccurrenceWriter],
+        *,
+        faults: FaultPlan,
+        fold: ForecastFold | None = None,
     ) -> None:
         self.jobs, self.runs = jobs, runs
         self.writers = writers
         self.faults = faults
         self.completion = JobCompletion(jobs, runs)
+        self.fold = fold  # the job's ended runs into its forecasts, on the advance (docs/forecasts.md)
 
     def claim(
         self,
@@ -203,6 +222,9 @@ class JobClaimer:
             logger.error("nothing claims this kind of item", extra={"job_id": job.job_id, "kind": job.kind.value})
             return []
         outgoing: list[Outgoing] = []
+        # Folded once per claim, written by its first advance; its runs' outlook is read from it.
+        forecasts = self.fold.folded(job, now) if self.fold is not None else None
+        job = job.with_forecasts(forecasts)
         for _ in range(MAX_CLAIM_ROUNDS):
             plan = plan_claim(job, now=now, horizon_end=horizon_end, max_queued=max_runs)
             if plan.waits_until is not None and not plan.occurrences() and plan.next_run_at == job.next_run_at:
@@ -226,6 +248,7 @@ class JobClaimer:
                 now=now,
                 probe_at=plan.probe_at,
                 queued=len(plan.queued),
+                forecasts=forecasts,
             )
             if advanced is None:
                 report.lost_races += 1  # another tick moved the job (or it changed): its next claim is theirs
@@ -240,6 +263,7 @@ class JobClaimer:
             elif next_run_at is None and not complete:
                 self._complete_if_last_settled(job, plan, written.existing, now)
             report.claimed_jobs += 1
+            forecasts = None  # written
             if max_runs is not None:
                 max_runs -= len(plan.queued)
             if next_run_at is None or next_run_at > horizon_end or max_runs == 0:
@@ -297,6 +321,16 @@ class JobClaimer:
                     "skipped_count": skip.count,
                 },
             )
+
+
+def _outlook_fields(job: ClaimableJob, start: datetime, deadline_at: datetime | None, now: datetime) -> dict[str, Any]:
+    """A queued run's forecast from its job's (docs/forecasts.md), and its `Deadline At Risk` mark: none before the
+    job has a forecast."""
+    seen = outlook(job.forecasts.view() if job.forecasts else None, start=start, deadline_at=deadline_at)
+    if seen is None:
+        return {}
+    fields = seen.model_dump(exclude={"deadline_at_risk"})
+    return fields | ({"deadline_at_risk_at": now} if seen.deadline_at_risk else {})
 
 
 def _with_job(outgoing: list[Outgoing], advanced: Advanced) -> list[Outgoing]:

@@ -10,15 +10,13 @@ from __future__ import annotations
 from datetime import datetime
 
 from tickwork.model.deadlines import OnMiss, missed
-from tickwork.model.run_event_kinds import DEFAULT_NOTIFY, RunEventKind, emitted
+from tickwork.model.run_event_kinds import DEADLINE_NOTIFY, RunEventKind, emitted
 from tickwork.model.run_events import RunSubject, deadline_missed_event
 from tickwork.model.states import RunStatus
 from tickwork.observability import logger, metrics
 from tickwork.progress.run_events import OUTBOX_GRACE, RunEvents
 from tickwork.store import DueItem, EventOutbox, JobRecords, RunLeases, RunRecords
 from tickwork.store.deadlines import DeadlineRecords, watch_key
-
-DEADLINE_NOTIFY = (*DEFAULT_NOTIFY, RunEventKind.DEADLINE_MISSED)
 
 
 class DeadlineCheck:

@@ -43,6 +43,7 @@ from tickwork.settings import DEFAULT_AGING_AFTER_SECONDS
 from tickwork.store import DueItem, EventOutbox, JobStore
 from tickwork.store.calendars import CalendarRecords
 from tickwork.store.deadlines import DeadlineRecords
+from tickwork.store.ended_runs import EndedRuns
 from tickwork.store.freezes import FreezeReads, FreezeRecords
 from tickwork.store.tenant_rates import TenantRates
 from tickwork.tick.audit_archive import AuditArchiver
@@ -51,6 +52,7 @@ from tickwork.tick.claimer import JobClaimer, JobRunWriter, OccurrenceWriter, Wo
 from tickwork.tick.deadlines import DeadlineCheck
 from tickwork.tick.fairness import HoldReason
 from tickwork.tick.fanout import DispatchCoordinator
+from tickwork.tick.forecasts import ForecastFold
 from tickwork.tick.redrive_intents import RedriveIntents
 from tickwork.tick.report import HELD_BACK_METRIC, TickReport
 from tickwork.tick.resender import Resender
@@ -106,15 +108,13 @@ class Dispatcher:
         self.shares = DispatchShares(
             tenants, rates, max_dispatch=max_dispatch, tick_period=tick_period, aging_after=aging_after
         )
-        writers: dict[ItemKind, OccurrenceWriter] = {
-            ItemKind.JOB: JobRunWriter(
-                store.runs, redispatch_after=redispatch_after, tick_period=tick_period, deadlines=deadlines
-            )
-        }
+        job_writer = JobRunWriter(store.runs, redispatch_after=redispatch_after, tick_period=tick_period)
+        writers: dict[ItemKind, OccurrenceWriter] = {ItemKind.JOB: job_writer.watched(deadlines, events)}
         if workflows is not None:
             writers[ItemKind.WORKFLOW] = workflows
         self.workflows = workflows
-        self.claimer = JobClaimer(store.jobs, store.runs, writers, faults=faults)
+        fold = ForecastFold(EndedRuns(store.shared_table))  # docs/forecasts.md
+        self.claimer = JobClaimer(store.jobs, store.runs, writers, faults=faults, fold=fold)
         self.resender = Resender(store.due, queues, redispatch_after=redispatch_after)
         self.sender = RunSender(queues, clock, faults)
         # Each shard is read oldest first; reading well past the dispatch cap lets priority, not due time,

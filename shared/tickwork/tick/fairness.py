@@ -11,7 +11,10 @@ high band, then normal, then low), and within a class by deficit round robin acr
 the tenant's weight: under saturation a tenant of weight 3 gets three slots for every one of a tenant of
 weight 1. Within a tenant, its own items keep today's order, in which, within a band, the item whose run has the
 least slack (the earliest deadline, tickwork.model.deadlines) goes first: earliest deadline first, within fair
-share.
+share. A job (or its tenant) with `dispatch_order: sjf` competes by its run's expected end instead, now plus its
+forecast's p50 (tickwork.model.forecasts): among such items, shortest job first; beside an earliest-deadline item,
+the two instants compare (when one must end, when the other would). An item with neither a deadline nor a
+forecast goes after those with one.
 
 Aging: an item overdue by more than `aging_after` competes one band higher per such period (capped at high), so
 a flood in the high band cannot hold the low band back forever. Only its class changes; its run's priority,
@@ -58,15 +61,24 @@ class Candidate(Generic[T]):
     cost: int = 0
     # When the run it dispatches must have ended (its job's deadline); None: no deadline.
     deadline_at_ms: int | None = None
+    # Its dispatch order (DispatchOrder.SJF: shortest job first) and its run's expected length (its job's p50).
+    shortest_first: bool = False
+    expected_ms: int | None = None
 
-    @property
-    def today_key(self) -> tuple[bool, int, float, int, int]:
+    def today_key(self, now_ms: int) -> tuple[bool, int, float, int, int]:
         """The tick's order when nothing is held back: must-go-now first, then the band (high first); within a
-        band the least slack first (earliest deadline; none last), then priority 9..0, then the oldest. Without
-        deadlines, that is priority 9..0 then the oldest (a band is a range of priorities)."""
-        deadline = float("inf") if self.deadline_at_ms is None else self.deadline_at_ms
+        band the least slack first (earliest deadline; none last), or for shortest-first the earliest expected
+        end (now plus its p50), then priority 9..0, then the oldest. Without deadlines or shortest-first, that is
+        priority 9..0 then the oldest (a band is a range of priorities)."""
         band = _BAND_RANK[Band.of_priority(self.priority)]
-        return (not self.urgent, -band, deadline, -self.priority, self.due_at_ms)
+        return (not self.urgent, -band, self._end_by(now_ms), -self.priority, self.due_at_ms)
+
+    def _end_by(self, now_ms: int) -> float:
+        if self.shortest_first and self.expected_ms is not None:
+            return now_ms + self.expected_ms
+        if self.shortest_first or self.deadline_at_ms is None:
+            return float("inf")
+        return self.deadline_at_ms
 
 
 @dataclass(frozen=True)
@@ -123,7 +135,7 @@ def allocate(
 
     `weights`: a tenant's weight (absent: 1). `budgets`: the runs a rate-limited tenant may still dispatch
     (absent: no limit)."""
-    ordered = sorted(candidates, key=lambda c: c.today_key)
+    ordered = sorted(candidates, key=lambda c: c.today_key(now_ms))
     allocation: Allocation[T] = Allocation()
     if len(ordered) <= capacity and _within_budgets(ordered, budgets):
         allocation.chosen = [Allotted(c, max_runs=c.cost if c.cost and c.tenant in budgets else None) for c in ordered]
@@ -166,7 +178,7 @@ def allocate(
             for c in queue:
                 spent = c.cost > 0 and left.get(c.tenant, 1) <= 0
                 allocation._hold(c, HoldReason.TENANT_RATE if spent else HoldReason.CAPACITY)
-    allocation.chosen = sorted(chosen, key=lambda a: a.candidate.today_key)
+    allocation.chosen = sorted(chosen, key=lambda a: a.candidate.today_key(now_ms))
     return allocation
 
 

@@ -11,10 +11,11 @@ from datetime import datetime, timedelta
 from tickwork.model.claim_plan import ClaimableJob, runs_to_claim
 from tickwork.model.clock import from_ms, optional_instant, to_ms
 from tickwork.model.ids import ItemKind
+from tickwork.model.policies import DispatchOrder
 from tickwork.model.tenant_settings import TenantDirectory, TenantSettings, rate_window
 from tickwork.observability import logger, metrics
 from tickwork.store import DueItem
-from tickwork.store.codec import ROOTS_DEADLINE_SECONDS
+from tickwork.store.codec import ROOTS_DEADLINE_SECONDS, stored_forecasts
 from tickwork.store.tenant_rates import TenantRates
 from tickwork.tick.blockers import TickBlockers
 from tickwork.tick.claimer import MAX_CLAIM_ROUNDS
@@ -110,6 +111,7 @@ class DispatchShares:
                 cost=self._runs_asked(i, now, horizon_end, spent, blockers)
                 if i.kind is ItemKind.JOB and tenant_of(i) in quotas
                 else 0,
+                tenant_order=settings[tenant_of(i)].dispatch_order if tenant_of(i) in settings else DispatchOrder.EDF,
             )
             for i in items
         ]
@@ -201,10 +203,19 @@ def claimable_as_of(item: DueItem, now: datetime, spent: dict[str, set[int]]) ->
     return job
 
 
-def candidate_of(item: DueItem, *, urgent_ms: int, cost: int = 0) -> Candidate[DueItem]:
+def candidate_of(
+    item: DueItem, *, urgent_ms: int, cost: int = 0, tenant_order: DispatchOrder = DispatchOrder.EDF
+) -> Candidate[DueItem]:
     """A due entry as the allocator sees it (tickwork.tick.fairness); `urgent_ms`: what is due by then must go
-    before the next tick."""
+    before the next tick. A job's `dispatch_order`, else its tenant's (`tenant_order`), says whether it competes
+    by its deadline or by its expected length (its forecast's p50: none before it has one)."""
+    own = item.attrs.get("dispatch_order")
+    shortest_first = (DispatchOrder(own) if own else tenant_order) is DispatchOrder.SJF and item.kind is ItemKind.JOB
+    forecasts = stored_forecasts(item.attrs) if shortest_first else None
+    view = forecasts.view() if forecasts is not None else None
     return Candidate(
+        shortest_first=shortest_first,
+        expected_ms=view.p50_ms if view is not None else None,
         item=item,
         tenant=tenant_of(item),
         priority=item.priority,

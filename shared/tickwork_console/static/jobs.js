@@ -2,6 +2,7 @@
 import { html, useState } from "./vendor/htm-preact-standalone.module.js";
 import { del, enc, get, post, postEveryPage } from "./api.js";
 import { Attribution, ResourceAudit, TabPanel, Tabs } from "./audit.js";
+import { JobForecastFacts, RunForecastFacts } from "./forecast.js";
 import { tagsText } from "./forms.js";
 import { HEALTH, JobState, LastRun, healthOf, useLastRuns } from "./health.js";
 import { EditJobDialog } from "./job_form.js";
@@ -283,6 +284,7 @@ export function JobPage({ id, query }) {
         <dt>Priority</dt><dd>${j.priority} (${band(j.priority)} band)</dd>
         <dt>Retries</dt><dd>${j.retry.max_attempts} attempts, backoff ${j.retry.backoff_seconds} s (max ${j.retry.max_backoff_seconds} s)</dd>
         <dt>Timeout</dt><dd>${j.timeout_seconds} s</dd>
+        <${JobForecastFacts} job=${j} />
         <dt>Policies</dt><dd>overlap ${j.overlap}, catch-up ${j.catchup}${j.jitter_seconds ? `, jitter ${j.jitter_seconds} s` : ""}${j.circuit_breaker ? `, breaker after ${j.circuit_breaker.failure_threshold} failures` : ""}</dd>
         <dt>Tags</dt><dd class="mono">${tagsText(j.tags) || "—"}</dd>
         <dt>Calendars</dt><dd><${CalendarLinks} ids=${j.calendars || []} />${(j.calendars || []).length ? html` <span class="muted">blocked: ${j.on_blocked === "DEFER" ? "runs when allowed" : "skipped"}</span>` : null}</dd>
@@ -469,6 +471,7 @@ export function RunPage({ id }) {
           : html`<dt>Took</dt><dd>${duration(r.duration_ms)}${r.handler_ms !== null && r.handler_ms !== undefined && r.handler_ms !== r.duration_ms ? html` <span class="muted">(${duration(r.handler_ms)} over every attempt${r.requeues ? " of every execution" : ""})</span>` : null}</dd>`}
         ${r.wall_ms !== null && r.wall_ms !== undefined ? html`<dt>Wall time</dt><dd>${duration(r.wall_ms)} <span class="muted">${r.requeues ? "each execution's first start to its end, added" : "first start to end"}</span></dd>` : null}
         <dt>Band</dt><dd>${band(r.priority)} (priority ${r.priority})</dd>
+        <${RunForecastFacts} run=${r} />
         ${r.skip_reason ? html`<dt>Skipped</dt><dd>${r.skip_reason}${r.skipped_count ? ` (${r.skipped_count} occurrences)` : ""}</dd>` : null}
         ${r.blocked_by ? html`<dt>Blocked by</dt><dd class="mono">${r.blocked_by}</dd>` : null}
         ${r.deferred ? html`<dt>Deferred</dt><dd>${r.deferred} times${r.deferred_reason ? ` (${r.deferred_reason})` : ""}</dd>` : null}
