@@ -332,3 +332,39 @@ def test_a_delivery_racing_another_answers_the_job_the_other_made(pipeline, clou
     answer = _send(cloudformation, "cfn-job-create.json")
     (job,) = _jobs(pipeline)
     assert (answer["Status"], answer["PhysicalResourceId"]) == ("SUCCESS", job.id)
+
+
+# ---------------------------------------------------------------- rollbacks of refused updates
+
+
+def _rollback(url: str, job_id: str, refused: dict[str, Any]) -> dict[str, Any]:
+    """CloudFormation's rollback of an update it was answered FAILED for: an Update back to the create's properties,
+    the refused ones as its old properties, with the physical id the failed update kept."""
+    create = load_event("cfn-job-create.json")["ResourceProperties"]
+    return _send(
+        url,
+        "cfn-job-update.json",
+        job_id,
+        RequestId="rollback-1",
+        ResourceProperties=create,
+        OldResourceProperties=refused,
+    )
+
+
+@pytest.mark.parametrize(
+    "refused",
+    [
+        {"Tenant": "initech"},  # a tenant the provider may not act for
+        {"type": "http", "payload": {"url": "not a url"}},  # another type, its payload refused
+    ],
+    ids=["tenant", "type"],
+)
+def test_the_rollback_of_a_refused_replacement_keeps_the_job_and_makes_no_second(pipeline, cloudformation, refused):
+    job_id = _send(cloudformation, "cfn-job-create.json")["PhysicalResourceId"]
+    refused_props = {**load_event("cfn-job-create.json")["ResourceProperties"], **refused}
+    failed = _send(cloudformation, "cfn-job-update.json", job_id, ResourceProperties=refused_props)
+    assert (failed["Status"], failed["PhysicalResourceId"]) == ("FAILED", job_id)
+    rollback = _rollback(cloudformation, job_id, refused_props)
+    assert (rollback["Status"], rollback["PhysicalResourceId"]) == ("SUCCESS", job_id)
+    assert [j.id for j in _jobs(pipeline)] == [job_id]
+    assert pipeline.services.queries.get_job(TENANT, job_id).version == 1

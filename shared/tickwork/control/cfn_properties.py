@@ -12,7 +12,9 @@ pure decisions, no I/O (tickwork.control.cfn_provider acts on them).
 - **An update** (`plan_update`) changes the object in place (the API's PATCH: the fields whose values differ, or a
   calendar's PUT), or replaces it (a new object, a new physical id, the old one then deleted by CloudFormation)
   where the API cannot change a field in place: another `Tenant`, a job's `type`, or a field given before and
-  removed now whose default is no value (a PATCH cannot send null).
+  removed now whose default is no value (a PATCH cannot send null). A replacement is planned against the live
+  object too (`properties_of`): CloudFormation's rollback of an update refused for such a field sends it back as
+  the old properties, though the object never had it, and the object as it is needs no replacement then.
 """
 
 from __future__ import annotations
@@ -206,6 +208,12 @@ def plan_update(kind: ResourceKind, old_properties: dict[str, Any], new_tenant: 
         return UpdatePlan("replace", reason=f"{', '.join(unset)} removed: the API cannot unset it in place")
     in_place = [name for name in changed if name not in _FIXED.get(kind, frozenset())]
     return UpdatePlan("in_place", changes={name: new[name] for name in in_place})
+
+
+def properties_of(kind: ResourceKind, tenant: str, live: BaseModel) -> dict[str, Any]:
+    """The properties the live object is made of: its tenant and the fields of its kind's body."""
+    shown = live.model_dump(mode="json")
+    return {TENANT_PROPERTY: tenant, **{name: shown[name] for name in kind.spec_model.model_fields if name in shown}}
 
 
 def not_yet_made(changes: dict[str, Any], live: BaseModel) -> dict[str, Any]:

@@ -26,9 +26,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tickwork.control.calendars import CalendarService
 from tickwork.control.cfn_properties import (
     ResourceKind,
+    UpdatePlan,
     not_yet_made,
     patch_of,
     plan_update,
+    properties_of,
     resource_kind,
     spec_of,
     tenant_of,
@@ -189,6 +191,8 @@ class ResourceProvider:
         spec = spec_of(kind, request.properties)
         plan = plan_update(kind, request.old_properties or {}, tenant, spec)
         physical_id = request.physical_resource_id or ""
+        if plan.action == "replace":
+            plan = self._replan_on_live(kind, tenant, physical_id, spec, plan)
         logger.info("custom resource update", extra={"action": plan.action, "reason": plan.reason, "id": physical_id})
         if plan.action == "replace":
             return self._create_once(kind, tenant, spec, request)
@@ -231,6 +235,19 @@ class ResourceProvider:
                 f"not {tenant!r}"
             )
         return tenant
+
+    def _replan_on_live(
+        self, kind: ResourceKind, tenant: str, physical_id: str, spec: Any, plan: UpdatePlan
+    ) -> UpdatePlan:
+        """A replacement's plan made again against the object in the new properties' tenant, where it is there:
+        the rollback of an update refused for its tenant or type finds the object as it was, to keep."""
+        if not kind.id_pattern.match(physical_id):
+            return plan
+        try:
+            live = self._read(kind, tenant, physical_id)
+        except NotFound:
+            return plan
+        return plan_update(kind, properties_of(kind, tenant, live), tenant, spec)
 
     def _read(self, kind: ResourceKind, tenant: str, object_id: str) -> Made:
         if kind is ResourceKind.JOB:
