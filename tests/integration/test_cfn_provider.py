@@ -368,3 +368,10 @@ def test_the_rollback_of_a_refused_replacement_keeps_the_job_and_makes_no_second
     assert (rollback["Status"], rollback["PhysicalResourceId"]) == ("SUCCESS", job_id)
     assert [j.id for j in _jobs(pipeline)] == [job_id]
     assert pipeline.services.queries.get_job(TENANT, job_id).version == 1
+
+
+def test_the_delete_of_a_create_refused_for_its_resource_type_succeeds(pipeline, cloudformation):
+    created = _answer(cloudformation, _event("Queue", "Create", {"name": "q"}))
+    assert created["Status"] == "FAILED"
+    rollback = _event("Queue", "Delete", {"name": "q"}, PhysicalResourceId=created["PhysicalResourceId"])
+    assert _answer(cloudformation, rollback)["Status"] == "SUCCESS"

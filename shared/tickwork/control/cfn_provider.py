@@ -169,6 +169,9 @@ class ResourceProvider:
 
     def handle(self, request: CfnRequest) -> CfnResponse:
         """The answer to one request; a refusal is FAILED with the API's message, never an exception."""
+        if request.request_type == "Delete" and request.resource_type not in set(ResourceKind):
+            # Its create was refused for its type, so nothing was made: its rollback has nothing to do.
+            return request.answer(request.physical_resource_id or NOT_CREATED + request.request_id, {})
         try:
             kind = resource_kind(request.resource_type)
             act = {"Create": self._create, "Update": self._update, "Delete": self._delete}[request.request_type]
