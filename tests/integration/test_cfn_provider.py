@@ -375,3 +375,13 @@ def test_the_delete_of_a_create_refused_for_its_resource_type_succeeds(pipeline,
     assert created["Status"] == "FAILED"
     rollback = _event("Queue", "Delete", {"name": "q"}, PhysicalResourceId=created["PhysicalResourceId"])
     assert _answer(cloudformation, rollback)["Status"] == "SUCCESS"
+
+
+def test_the_rollback_of_an_update_refused_for_a_payload_that_is_not_json_keeps_the_job(pipeline, cloudformation):
+    job_id = _send(cloudformation, "cfn-job-create.json")["PhysicalResourceId"]
+    refused_props = {**load_event("cfn-job-create.json")["ResourceProperties"], "payload": "{not json"}
+    failed = _send(cloudformation, "cfn-job-update.json", job_id, ResourceProperties=refused_props)
+    assert (failed["Status"], failed["Reason"].split(":")[0]) == ("FAILED", "payload")
+    rollback = _rollback(cloudformation, job_id, refused_props)
+    assert (rollback["Status"], rollback["PhysicalResourceId"]) == ("SUCCESS", job_id)
+    assert pipeline.services.queries.get_job(TENANT, job_id).version == 1

@@ -193,8 +193,8 @@ def plan_update(kind: ResourceKind, old_properties: dict[str, Any], new_tenant: 
     try:
         old = spec_of(kind, old_properties).model_dump(mode="json")
         changed = sorted(name for name in new if old.get(name) != new[name])
-    except InvalidInput:
-        old = body_of(kind, old_properties)
+    except InvalidInput:  # as given, not read as a body: what made it invalid may be unreadable (a payload)
+        old = {name: value for name, value in old_properties.items() if name not in (TENANT_PROPERTY, SERVICE_TOKEN)}
         changed = sorted(new_spec.model_fields_set)
     if not changed:
         return UpdatePlan("none")
