@@ -356,8 +356,10 @@ def _rollback(url: str, job_id: str, refused: dict[str, Any]) -> dict[str, Any]:
     [
         {"Tenant": "initech"},  # a tenant the provider may not act for
         {"type": "http", "payload": {"url": "not a url"}},  # another type, its payload refused
+        # a field added (its removal back is no PATCH), the payload naming a secret of another tenant's
+        {"concurrency": {"key": "exports", "limit": "1"}, "payload": {"token": {"$secret": "tickwork/globex/key"}}},
     ],
-    ids=["tenant", "type"],
+    ids=["tenant", "type", "unset"],
 )
 def test_the_rollback_of_a_refused_replacement_keeps_the_job_and_makes_no_second(pipeline, cloudformation, refused):
     job_id = _send(cloudformation, "cfn-job-create.json")["PhysicalResourceId"]
