@@ -387,3 +387,12 @@ def test_the_rollback_of_an_update_refused_for_a_payload_that_is_not_json_keeps_
     rollback = _rollback(cloudformation, job_id, refused_props)
     assert (rollback["Status"], rollback["PhysicalResourceId"]) == ("SUCCESS", job_id)
     assert pipeline.services.queries.get_job(TENANT, job_id).version == 1
+
+
+def test_a_refused_tenant_is_not_told_the_tenants_the_provider_acts_for(pipeline, cloudformation):
+    """The Reason is kept in the stack's events, which whoever reads the stack sees: other tenants' names stay out."""
+    props = {**load_event("cfn-job-create.json")["ResourceProperties"], "Tenant": "initech"}
+    answer = _send(cloudformation, "cfn-job-create.json", ResourceProperties=props)
+    assert answer["Status"] == "FAILED"
+    assert "globex" not in answer["Reason"]
+    assert TENANT not in answer["Reason"].replace("initech", "")

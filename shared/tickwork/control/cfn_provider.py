@@ -232,10 +232,10 @@ class ResourceProvider:
         if not TENANT.match(tenant):
             raise InvalidInput.one("Tenant", f"{tenant[:130]!r} is not a tenant name ({TENANT.pattern})")
         if ANY_TENANT not in self.tenants and tenant not in self.tenants:
-            allowed = ", ".join(sorted(self.tenants)) or "none"
+            # Not naming those it may act for: the reason is in the stack's events, which its readers see.
             raise Forbidden(
-                f"Tenant: this provider may act for {allowed} (the stack's parameter ResourceProviderTenants), "
-                f"not {tenant!r}"
+                f"Tenant: this provider may not act for {tenant!r} (not one of the Tickwork stack's parameter "
+                f"ResourceProviderTenants)"
             )
         return tenant
 
