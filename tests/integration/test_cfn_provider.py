@@ -396,3 +396,18 @@ def test_a_refused_tenant_is_not_told_the_tenants_the_provider_acts_for(pipeline
     assert answer["Status"] == "FAILED"
     assert "globex" not in answer["Reason"]
     assert TENANT not in answer["Reason"].replace("initech", "")
+
+
+def test_a_first_delivery_whose_write_is_found_made_already_answers_that_job(pipeline, cloudformation, monkeypatch):
+    """The SDK's retry of a write that happened, though its answer was lost, finds the job's id taken (Conflict): the
+    job is the request's own, answered so, not left behind a FAILED answer that CloudFormation never deletes."""
+    made = JobLifecycle.create_job
+
+    def written_twice(self: JobLifecycle, *args: Any, **kwargs: Any) -> Any:
+        made(self, *args, **kwargs)  # the write whose answer was lost
+        return made(self, *args, **kwargs)  # its retry: the id is taken
+
+    monkeypatch.setattr(JobLifecycle, "create_job", written_twice)
+    answer = _send(cloudformation, "cfn-job-create.json")
+    (job,) = _jobs(pipeline)
+    assert (answer["Status"], answer["PhysicalResourceId"]) == ("SUCCESS", job.id)

@@ -268,17 +268,25 @@ class ResourceProvider:
             claimed = new_job_id(to_ms(now), prefix=kind.name[0].lower())  # type: ignore[arg-type]
             earlier = self.idempotency.claim(tenant, key, request_hash=digest, job_id=claimed, now=now)
             if earlier is None:
-                return self._make(kind, tenant, spec, claimed, request.attribution)
+                return self._made(kind, tenant, spec, claimed, request.attribution)
         if earlier.request_hash != digest:  # pragma: no cover - a request's deliveries carry one body
             raise KeyReused(key)
         try:
             return self._read(kind, tenant, earlier.job_id)
         except NotFound:
             logger.info("a repeated delivery makes what the first claimed", extra={"id": earlier.job_id})
+        return self._made(kind, tenant, spec, earlier.job_id, request.attribution)
+
+    def _made(self, kind: ResourceKind, tenant: str, spec: Any, object_id: str, by: Attribution) -> Made:
+        """The object made under its id; or, the id taken (by another delivery, or by the SDK's retry of a write
+        that happened though its answer was lost), the one there."""
         try:
-            return self._make(kind, tenant, spec, earlier.job_id, request.attribution)
-        except Conflict:  # another delivery made it meanwhile
-            return self._read(kind, tenant, earlier.job_id)
+            return self._make(kind, tenant, spec, object_id, by)
+        except Conflict as conflict:
+            try:
+                return self._read(kind, tenant, object_id)
+            except NotFound:
+                raise conflict from None
 
     def _make(self, kind: ResourceKind, tenant: str, spec: Any, object_id: str, by: Attribution) -> Made:
         if kind is ResourceKind.JOB:
