@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from resource_provider import app as provider_app
 from tickwork.control.job_lifecycle import JobLifecycle
-from tickwork.model.errors import InvalidInput
+from tickwork.model.errors import Conflict, InvalidInput
 from tickwork.model.states import JobState
 from tickwork_local.runtime.lambda_runtime import LocalLambdaContext
 
@@ -411,3 +411,13 @@ def test_a_first_delivery_whose_write_is_found_made_already_answers_that_job(pip
     answer = _send(cloudformation, "cfn-job-create.json")
     (job,) = _jobs(pipeline)
     assert (answer["Status"], answer["PhysicalResourceId"]) == ("SUCCESS", job.id)
+
+
+def test_a_conflict_on_an_id_no_object_has_is_the_failure_answered(pipeline, cloudformation, monkeypatch):
+    def refused(*_: Any, **__: Any) -> Any:
+        raise Conflict("job exists already")
+
+    monkeypatch.setattr(JobLifecycle, "create_job", refused)
+    answer = _send(cloudformation, "cfn-job-create.json")
+    assert (answer["Status"], answer["Reason"]) == ("FAILED", "job exists already")
+    assert _jobs(pipeline) == []
