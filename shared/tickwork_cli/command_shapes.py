@@ -14,6 +14,7 @@ import typer
 
 from tickwork_cli import clock, render
 from tickwork_cli.api_client import Listing
+from tickwork_cli.api_client.exchange import unseen
 from tickwork_cli.bodies import SCHEDULE_KINDS, given, json_object_file, overlay, refuse_a_zone_for_a_rate
 from tickwork_cli.options import (
     EXIT_TIMEOUT,
@@ -104,10 +105,12 @@ def bulk(
     """A bulk action (`send`, the typed client's bulk_jobs or bulk_runs), page after page (each answer's next_cursor
     sent back as cursor): a line per item, and exit status 1 if one was not found or refused."""
     items: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    unseen(request.get("cursor"), seen, "the bulk action")
     while True:
         answer = render.plain(send(request))
         items += answer["items"]
-        if not answer["next_cursor"]:
+        if not unseen(answer["next_cursor"], seen, "the bulk action"):
             break
         request = {**request, "cursor": answer["next_cursor"]}
     session.show_page({"action": request["action"], "items": items, "next_cursor": None}, columns)

@@ -339,3 +339,50 @@ def test_the_cli_retries_as_the_client_does_a_read_after_a_503_and_a_trigger_nev
     assert len(throttled.refused) == 1
     assert len(waited) == 1  # no wait: not sent again
     assert [r["trigger"] for r in cli.json("runs", "list", job["id"])["items"]] == []
+
+
+@dataclass
+class RepeatingCursor:
+    """An API that answers every page, a listing's or a bulk action's, with the cursor it was asked with (or `c1`):
+    a loop no end of pages stops. Refuses past `cap` requests, so a client that follows it forever fails here."""
+
+    cap: int = 10
+    sent: list[str] = field(default_factory=list)
+
+    def __call__(
+        self, method: str, url: str, headers: dict[str, str], body: bytes | None, timeout: float = 30.0
+    ) -> Any:
+        from tickwork_cli.client import HttpResponse
+
+        self.sent.append(url)
+        if len(self.sent) > self.cap:
+            raise RuntimeError("the client follows a repeating cursor without end")
+        answer: dict[str, Any] = {"items": [], "next_cursor": "c1"}
+        if method == "POST":
+            answer["action"] = json.loads(body or b"{}")["action"]
+        return HttpResponse(200, {}, json.dumps(answer).encode())
+
+
+@pytest.fixture
+def repeating(monkeypatch: pytest.MonkeyPatch) -> RepeatingCursor:
+    from tickwork_cli import client
+
+    api = RepeatingCursor()
+    monkeypatch.setattr(client, "transport", api)
+    return api
+
+
+def test_a_cursor_the_api_answered_before_ends_a_listing_with_an_error(repeating):
+    from tickwork_cli.api_client import ApiError, Client
+
+    with pytest.raises(ApiError) as looped:
+        list(Client(URL).list_jobs())
+    assert "c1" in str(looped.value)
+    assert len(repeating.sent) == 2  # the first page, and the one its cursor names: that answers it again
+
+
+def test_the_clis_bulk_action_stops_at_a_cursor_the_api_answered_before(cli, repeating):
+    looped = cli("jobs", "pause", "--all")
+    assert looped.exit_code == 1
+    assert "c1" in looped.stderr
+    assert len(repeating.sent) == 2

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from resource_provider import app as provider_app
 from tickwork.control.job_lifecycle import JobLifecycle
-from tickwork.model.errors import InvalidInput
+from tickwork.model.errors import Conflict, InvalidInput
 from tickwork.model.states import JobState
 from tickwork_local.runtime.lambda_runtime import LocalLambdaContext
 
@@ -332,3 +332,92 @@ def test_a_delivery_racing_another_answers_the_job_the_other_made(pipeline, clou
     answer = _send(cloudformation, "cfn-job-create.json")
     (job,) = _jobs(pipeline)
     assert (answer["Status"], answer["PhysicalResourceId"]) == ("SUCCESS", job.id)
+
+
+# ---------------------------------------------------------------- rollbacks of refused updates
+
+
+def _rollback(url: str, job_id: str, refused: dict[str, Any]) -> dict[str, Any]:
+    """CloudFormation's rollback of an update it was answered FAILED for: an Update back to the create's properties,
+    the refused ones as its old properties, with the physical id the failed update kept."""
+    create = load_event("cfn-job-create.json")["ResourceProperties"]
+    return _send(
+        url,
+        "cfn-job-update.json",
+        job_id,
+        RequestId="rollback-1",
+        ResourceProperties=create,
+        OldResourceProperties=refused,
+    )
+
+
+@pytest.mark.parametrize(
+    "refused",
+    [
+        {"Tenant": "initech"},  # a tenant the provider may not act for
+        {"type": "http", "payload": {"url": "not a url"}},  # another type, its payload refused
+        # a field added (its removal back is no PATCH), the payload naming a secret of another tenant's
+        {"concurrency": {"key": "exports", "limit": "1"}, "payload": {"token": {"$secret": "tickwork/globex/key"}}},
+    ],
+    ids=["tenant", "type", "unset"],
+)
+def test_the_rollback_of_a_refused_replacement_keeps_the_job_and_makes_no_second(pipeline, cloudformation, refused):
+    job_id = _send(cloudformation, "cfn-job-create.json")["PhysicalResourceId"]
+    refused_props = {**load_event("cfn-job-create.json")["ResourceProperties"], **refused}
+    failed = _send(cloudformation, "cfn-job-update.json", job_id, ResourceProperties=refused_props)
+    assert (failed["Status"], failed["PhysicalResourceId"]) == ("FAILED", job_id)
+    rollback = _rollback(cloudformation, job_id, refused_props)
+    assert (rollback["Status"], rollback["PhysicalResourceId"]) == ("SUCCESS", job_id)
+    assert [j.id for j in _jobs(pipeline)] == [job_id]
+    assert pipeline.services.queries.get_job(TENANT, job_id).version == 1
+
+
+def test_the_delete_of_a_create_refused_for_its_resource_type_succeeds(pipeline, cloudformation):
+    created = _answer(cloudformation, _event("Queue", "Create", {"name": "q"}))
+    assert created["Status"] == "FAILED"
+    rollback = _event("Queue", "Delete", {"name": "q"}, PhysicalResourceId=created["PhysicalResourceId"])
+    assert _answer(cloudformation, rollback)["Status"] == "SUCCESS"
+
+
+def test_the_rollback_of_an_update_refused_for_a_payload_that_is_not_json_keeps_the_job(pipeline, cloudformation):
+    job_id = _send(cloudformation, "cfn-job-create.json")["PhysicalResourceId"]
+    refused_props = {**load_event("cfn-job-create.json")["ResourceProperties"], "payload": "{not json"}
+    failed = _send(cloudformation, "cfn-job-update.json", job_id, ResourceProperties=refused_props)
+    assert (failed["Status"], failed["Reason"].split(":")[0]) == ("FAILED", "payload")
+    rollback = _rollback(cloudformation, job_id, refused_props)
+    assert (rollback["Status"], rollback["PhysicalResourceId"]) == ("SUCCESS", job_id)
+    assert pipeline.services.queries.get_job(TENANT, job_id).version == 1
+
+
+def test_a_refused_tenant_is_not_told_the_tenants_the_provider_acts_for(pipeline, cloudformation):
+    """The Reason is kept in the stack's events, which whoever reads the stack sees: other tenants' names stay out."""
+    props = {**load_event("cfn-job-create.json")["ResourceProperties"], "Tenant": "initech"}
+    answer = _send(cloudformation, "cfn-job-create.json", ResourceProperties=props)
+    assert answer["Status"] == "FAILED"
+    assert "globex" not in answer["Reason"]
+    assert TENANT not in answer["Reason"].replace("initech", "")
+
+
+def test_a_first_delivery_whose_write_is_found_made_already_answers_that_job(pipeline, cloudformation, monkeypatch):
+    """The SDK's retry of a write that happened, though its answer was lost, finds the job's id taken (Conflict): the
+    job is the request's own, answered so, not left behind a FAILED answer that CloudFormation never deletes."""
+    made = JobLifecycle.create_job
+
+    def written_twice(self: JobLifecycle, *args: Any, **kwargs: Any) -> Any:
+        made(self, *args, **kwargs)  # the write whose answer was lost
+        return made(self, *args, **kwargs)  # its retry: the id is taken
+
+    monkeypatch.setattr(JobLifecycle, "create_job", written_twice)
+    answer = _send(cloudformation, "cfn-job-create.json")
+    (job,) = _jobs(pipeline)
+    assert (answer["Status"], answer["PhysicalResourceId"]) == ("SUCCESS", job.id)
+
+
+def test_a_conflict_on_an_id_no_object_has_is_the_failure_answered(pipeline, cloudformation, monkeypatch):
+    def refused(*_: Any, **__: Any) -> Any:
+        raise Conflict("job exists already")
+
+    monkeypatch.setattr(JobLifecycle, "create_job", refused)
+    answer = _send(cloudformation, "cfn-job-create.json")
+    assert (answer["Status"], answer["Reason"]) == ("FAILED", "job exists already")
+    assert _jobs(pipeline) == []

@@ -89,6 +89,21 @@ def test_tenant_is_required_and_unknown_resource_types_are_named():
 # ---------------------------------------------------------------- updates
 
 
+@pytest.mark.parametrize("kind", list(ResourceKind))
+def test_cloudformations_own_service_timeout_is_not_read_as_a_field_of_the_body(kind):
+    """ServiceTimeout (seconds CloudFormation waits for the answer) is CloudFormation's, as ServiceToken is: it
+    comes in the properties of every custom resource that sets it (cfn-lint asks for it on each)."""
+    bodies = {
+        JOB: NIGHTLY,
+        ResourceKind.WORKFLOW: {"name": "etl", "schedule": {"rate": "1 hour"}, "steps": [{"id": "a", "type": "echo"}]},
+        ResourceKind.CALENDAR: {"name": "holidays", "windows": [{"dates": ["2026-12-25"]}]},
+    }
+    given = {**bodies[kind], "Tenant": "acme", "ServiceTimeout": "300"}
+    assert "ServiceTimeout" not in body_of(kind, given)
+    assert spec_of(kind, given) == spec_of(kind, bodies[kind])
+    assert plan_update(kind, {**given, "ServiceTimeout": "600"}, "acme", spec_of(kind, given)).action == "none"
+
+
 def _plan(old: dict, new: dict, kind: ResourceKind = JOB):
     return plan_update(kind, old, new["Tenant"], spec_of(kind, new))
 

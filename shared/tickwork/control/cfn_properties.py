@@ -3,7 +3,8 @@ pure decisions, no I/O (tickwork.control.cfn_provider acts on them).
 
 - **The kinds.** `Custom::TickworkJob` is a `POST /v1/jobs` body (JobSpec), `Custom::TickworkWorkflow` a
   `POST /v1/workflows` body (WorkflowSpec), `Custom::TickworkCalendar` a `POST /v1/calendars` body
-  (CalendarDefinition), each beside `Tenant` (whose object it is) and CloudFormation's own `ServiceToken`.
+  (CalendarDefinition), each beside `Tenant` (whose object it is) and CloudFormation's own `ServiceToken` (and
+  `ServiceTimeout`, where the template sets it).
 - **Strings.** CloudFormation hands a custom resource every scalar as a string (`priority: 7` arrives as `"7"`),
   where the API takes JSON numbers and booleans only. A string is made the number or boolean the body's JSON Schema
   asks for at that place, and only there (`coerced`): a name of digits stays a string; a payload is read by its job
@@ -12,7 +13,9 @@ pure decisions, no I/O (tickwork.control.cfn_provider acts on them).
 - **An update** (`plan_update`) changes the object in place (the API's PATCH: the fields whose values differ, or a
   calendar's PUT), or replaces it (a new object, a new physical id, the old one then deleted by CloudFormation)
   where the API cannot change a field in place: another `Tenant`, a job's `type`, or a field given before and
-  removed now whose default is no value (a PATCH cannot send null).
+  removed now whose default is no value (a PATCH cannot send null). A replacement is planned against the live
+  object too (`properties_of`): CloudFormation's rollback of an update refused for such a field sends it back as
+  the old properties, though the object never had it, and the object as it is needs no replacement then.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from tickwork.model.errors import InvalidInput
 
 TENANT_PROPERTY = "Tenant"
 SERVICE_TOKEN = "ServiceToken"  # noqa: S105 - CloudFormation's own property (which provider), not a secret
+SERVICE_TIMEOUT = "ServiceTimeout"  # CloudFormation's own too: how long it waits for the answer
+NOT_THE_BODY = frozenset({TENANT_PROPERTY, SERVICE_TOKEN, SERVICE_TIMEOUT})
 
 
 class ResourceKind(StrEnum):
@@ -137,8 +142,9 @@ def _payload_coerced(body: dict[str, Any], where: str) -> dict[str, Any]:
 
 
 def body_of(kind: ResourceKind, properties: dict[str, Any]) -> dict[str, Any]:
-    """The request body the properties give (without Tenant and ServiceToken), its strings coerced."""
-    body = {k: v for k, v in properties.items() if k not in (TENANT_PROPERTY, SERVICE_TOKEN)}
+    """The request body the properties give (without Tenant, ServiceToken and ServiceTimeout), its strings
+    coerced."""
+    body = {k: v for k, v in properties.items() if k not in NOT_THE_BODY}
     if kind is ResourceKind.JOB:
         body = _payload_coerced(body, "")
     if kind is ResourceKind.WORKFLOW and isinstance(body.get("steps"), list):
@@ -191,8 +197,8 @@ def plan_update(kind: ResourceKind, old_properties: dict[str, Any], new_tenant: 
     try:
         old = spec_of(kind, old_properties).model_dump(mode="json")
         changed = sorted(name for name in new if old.get(name) != new[name])
-    except InvalidInput:
-        old = body_of(kind, old_properties)
+    except InvalidInput:  # as given, not read as a body: what made it invalid may be unreadable (a payload)
+        old = {name: value for name, value in old_properties.items() if name not in NOT_THE_BODY}
         changed = sorted(new_spec.model_fields_set)
     if not changed:
         return UpdatePlan("none")
@@ -206,6 +212,12 @@ def plan_update(kind: ResourceKind, old_properties: dict[str, Any], new_tenant: 
         return UpdatePlan("replace", reason=f"{', '.join(unset)} removed: the API cannot unset it in place")
     in_place = [name for name in changed if name not in _FIXED.get(kind, frozenset())]
     return UpdatePlan("in_place", changes={name: new[name] for name in in_place})
+
+
+def properties_of(kind: ResourceKind, tenant: str, live: BaseModel) -> dict[str, Any]:
+    """The properties the live object is made of: its tenant and the fields of its kind's body."""
+    shown = live.model_dump(mode="json")
+    return {TENANT_PROPERTY: tenant, **{name: shown[name] for name in kind.spec_model.model_fields if name in shown}}
 
 
 def not_yet_made(changes: dict[str, Any], live: BaseModel) -> dict[str, Any]:

@@ -26,9 +26,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tickwork.control.calendars import CalendarService
 from tickwork.control.cfn_properties import (
     ResourceKind,
+    UpdatePlan,
     not_yet_made,
     patch_of,
     plan_update,
+    properties_of,
     resource_kind,
     spec_of,
     tenant_of,
@@ -167,6 +169,9 @@ class ResourceProvider:
 
     def handle(self, request: CfnRequest) -> CfnResponse:
         """The answer to one request; a refusal is FAILED with the API's message, never an exception."""
+        if request.request_type == "Delete" and request.resource_type not in set(ResourceKind):
+            # Its create was refused for its type, so nothing was made: its rollback has nothing to do.
+            return request.answer(request.physical_resource_id or NOT_CREATED + request.request_id, {})
         try:
             kind = resource_kind(request.resource_type)
             act = {"Create": self._create, "Update": self._update, "Delete": self._delete}[request.request_type]
@@ -189,6 +194,8 @@ class ResourceProvider:
         spec = spec_of(kind, request.properties)
         plan = plan_update(kind, request.old_properties or {}, tenant, spec)
         physical_id = request.physical_resource_id or ""
+        if plan.action == "replace":
+            plan = self._replan_on_live(kind, tenant, physical_id, spec, plan)
         logger.info("custom resource update", extra={"action": plan.action, "reason": plan.reason, "id": physical_id})
         if plan.action == "replace":
             return self._create_once(kind, tenant, spec, request)
@@ -225,12 +232,25 @@ class ResourceProvider:
         if not TENANT.match(tenant):
             raise InvalidInput.one("Tenant", f"{tenant[:130]!r} is not a tenant name ({TENANT.pattern})")
         if ANY_TENANT not in self.tenants and tenant not in self.tenants:
-            allowed = ", ".join(sorted(self.tenants)) or "none"
+            # Not naming those it may act for: the reason is in the stack's events, which its readers see.
             raise Forbidden(
-                f"Tenant: this provider may act for {allowed} (the stack's parameter ResourceProviderTenants), "
-                f"not {tenant!r}"
+                f"Tenant: this provider may not act for {tenant!r} (not one of the Tickwork stack's parameter "
+                f"ResourceProviderTenants)"
             )
         return tenant
+
+    def _replan_on_live(
+        self, kind: ResourceKind, tenant: str, physical_id: str, spec: Any, plan: UpdatePlan
+    ) -> UpdatePlan:
+        """A replacement's plan made again against the object in the new properties' tenant, where it is there:
+        the rollback of an update refused for its tenant or type finds the object as it was, to keep."""
+        if not kind.id_pattern.match(physical_id):
+            return plan
+        try:
+            live = self._read(kind, tenant, physical_id)
+        except NotFound:
+            return plan
+        return plan_update(kind, properties_of(kind, tenant, live), tenant, spec)
 
     def _read(self, kind: ResourceKind, tenant: str, object_id: str) -> Made:
         if kind is ResourceKind.JOB:
@@ -248,17 +268,25 @@ class ResourceProvider:
             claimed = new_job_id(to_ms(now), prefix=kind.name[0].lower())  # type: ignore[arg-type]
             earlier = self.idempotency.claim(tenant, key, request_hash=digest, job_id=claimed, now=now)
             if earlier is None:
-                return self._make(kind, tenant, spec, claimed, request.attribution)
+                return self._made(kind, tenant, spec, claimed, request.attribution)
         if earlier.request_hash != digest:  # pragma: no cover - a request's deliveries carry one body
             raise KeyReused(key)
         try:
             return self._read(kind, tenant, earlier.job_id)
         except NotFound:
             logger.info("a repeated delivery makes what the first claimed", extra={"id": earlier.job_id})
+        return self._made(kind, tenant, spec, earlier.job_id, request.attribution)
+
+    def _made(self, kind: ResourceKind, tenant: str, spec: Any, object_id: str, by: Attribution) -> Made:
+        """The object made under its id; or, the id taken (by another delivery, or by the SDK's retry of a write
+        that happened though its answer was lost), the one there."""
         try:
-            return self._make(kind, tenant, spec, earlier.job_id, request.attribution)
-        except Conflict:  # another delivery made it meanwhile
-            return self._read(kind, tenant, earlier.job_id)
+            return self._make(kind, tenant, spec, object_id, by)
+        except Conflict as conflict:
+            try:
+                return self._read(kind, tenant, object_id)
+            except NotFound:
+                raise conflict from None
 
     def _make(self, kind: ResourceKind, tenant: str, spec: Any, object_id: str, by: Attribution) -> Made:
         if kind is ResourceKind.JOB:

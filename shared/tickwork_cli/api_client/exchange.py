@@ -112,6 +112,24 @@ class UnexpectedAnswer(http.ApiError):
         super().__init__(200, {"title": "Unexpected answer", "detail": detail})
 
 
+class RepeatedCursor(http.ApiError):
+    """A page answered with a cursor that an earlier page of the same walk had: following it would never end."""
+
+    def __init__(self, path: str, cursor: str) -> None:
+        detail = f"{path} answered the cursor {cursor!r} a second time: stopped rather than follow it again"
+        super().__init__(200, {"title": "Repeated cursor", "detail": detail})
+
+
+def unseen(cursor: str | None, seen: set[str], path: str) -> str | None:
+    """`cursor`, the next page's, remembered in `seen` (the cursors of the walk so far); RepeatedCursor if it is
+    one of them."""
+    if cursor in seen:
+        raise RepeatedCursor(path, cursor)
+    if cursor:
+        seen.add(cursor)
+    return cursor
+
+
 class Listing(Generic[Page, Item]):
     """A paginated listing: iterating it yields every item, a page fetched when the last one is used up, to the page
     without `next_cursor`; `page(cursor)` is one page, in the listing's own model (`items` and `next_cursor`)."""
@@ -133,11 +151,14 @@ class Listing(Generic[Page, Item]):
         return self.items()
 
     def items(self, cursor: str | None = None) -> Iterator[Item]:
-        """Every item from the page at `cursor` (the first page: None) on."""
+        """Every item from the page at `cursor` (the first page: None) on; RepeatedCursor if a page answers a
+        cursor the walk was given before."""
+        seen: set[str] = set()
+        unseen(cursor, seen, self._path)
         while True:
             page = self.page(cursor)
             yield from getattr(page, "items")  # noqa: B009 - every listing's model has items and next_cursor
-            cursor = getattr(page, "next_cursor")  # noqa: B009
+            cursor = unseen(getattr(page, "next_cursor"), seen, self._path)  # noqa: B009
             if not cursor:
                 return
 
