@@ -51,6 +51,7 @@ from tickwork.store.calendars import CalendarRecords
 from tickwork.store.deadlines import DeadlineRecords
 from tickwork.store.debounce import DebounceWindows
 from tickwork.store.freezes import FreezeReads, FreezeRecords
+from tickwork.store.regions import RegionFence
 from tickwork.store.run_search import RunSearchIndex
 from tickwork.store.tenant_rates import TenantRates
 
@@ -146,6 +147,7 @@ class Services:
             calendars=self.calendar_records,
             freezes=self.freeze_records,
             audit_archive=self.audit_archiver,
+            fence=self.region_fence,
         )
 
     @cached_property
@@ -223,6 +225,14 @@ class Services:
             events=self.run_events,
             freezes=FreezeGate(self.freeze_records, self.executor_freezes, self.store.jobs),
             margins=LambdaMargins.for_timeout(self.settings.executor_timeout_seconds),
+            fence=self.region_fence,
+        )
+
+    @cached_property
+    def region_fence(self) -> RegionFence:
+        """This region's leave to claim, lease and record (docs/regions.md): the region is the table client's."""
+        return RegionFence(
+            self.store.regions, self.settings.region_mode, self.clients.client("dynamodb").meta.region_name
         )
 
     @cached_property

@@ -22,6 +22,7 @@ from typing import Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from tickwork.model.policies import Band
+from tickwork.model.regions import RegionMode
 from tickwork.model.secret_references import DEFAULT_SECRET_PREFIX
 from tickwork.model.targets import TargetRules
 
@@ -101,6 +102,8 @@ class Settings(JobCodeSettings):
     """What every function but the job sandbox reads: the stack's resources and tuning, besides the job code's."""
 
     table_name: str = Field(alias="TABLE_NAME", min_length=3)
+    # The template's RegionMode (docs/regions.md): in eventual, only the active region claims, leases and records.
+    region_mode: RegionMode = Field(default=RegionMode.SINGLE, alias="REGION_MODE")
     results_bucket: str = Field(alias="RESULTS_BUCKET", min_length=3)
     queue_url_high: str = Field(alias="QUEUE_URL_HIGH")
     queue_url_normal: str = Field(alias="QUEUE_URL_NORMAL")

@@ -12,7 +12,8 @@ from datetime import datetime
 from typing import Any
 
 from tickwork.model.clock import iso
-from tickwork.model.regions import FailoverPlan, RegionRoles
+from tickwork.model.regions import EVERY_REGION, Admission, FailoverPlan, RegionMode, RegionRoles, admission
+from tickwork.observability import logger, metrics
 from tickwork.store.codec import deserialize, expression_values, serialize
 from tickwork.store.conditional import Table
 
@@ -48,3 +49,29 @@ class RegionRoleRecords:
             return won
         won, _ = self._table.put_if(item, "epoch = :epoch", None, expression_values(epoch=plan.previous.epoch))
         return won
+
+
+class RegionFence:
+    """This region's leave to claim, lease and record outcomes (tickwork.model.regions.admission), read from the
+    region-role item when it is asked: one consistent GetItem in RegionMode eventual, none in the others (`records`
+    None: a fence that never reads, OPEN_FENCE). Each refusal is logged and counted (`FencedByRegion`)."""
+
+    def __init__(self, records: RegionRoleRecords | None, mode: RegionMode, region: str) -> None:
+        self.records, self.mode, self.region = records, mode, region
+
+    def admit(self, doing: str) -> Admission | None:
+        """The epoch this region may work under now, to do `doing`; None: fenced."""
+        if self.mode is not RegionMode.EVENTUAL or self.records is None:
+            return EVERY_REGION
+        admitted = admission(self.mode, self.records.roles(), self.region)
+        if admitted is None:
+            logger.warning("not the active region (docs/regions.md)", extra={"doing": doing, "region": self.region})
+            metrics.add_metric(name="FencedByRegion", unit="Count", value=1)
+        return admitted
+
+    def still(self, admitted: Admission, doing: str) -> bool:
+        """Whether work admitted under `admitted` may still `doing` (a side effect, or recording its outcome)."""
+        return self.admit(doing) == admitted
+
+
+OPEN_FENCE = RegionFence(None, RegionMode.SINGLE, "")
