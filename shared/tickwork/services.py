@@ -69,6 +69,7 @@ if TYPE_CHECKING:  # the API's and the tick's rooms, imported where they are bui
     from tickwork.control.ordering_keys import OrderingKeys
     from tickwork.control.queries import JobQueries
     from tickwork.control.redrive import RunRedrive
+    from tickwork.control.region_failover import RegionFailovers
     from tickwork.control.run_cancel import RunCancel
     from tickwork.control.run_searches import RunSearches
     from tickwork.control.stuck_runs import StuckRuns
@@ -226,6 +227,25 @@ class Services:
             freezes=FreezeGate(self.freeze_records, self.executor_freezes, self.store.jobs),
             margins=LambdaMargins.for_timeout(self.settings.executor_timeout_seconds),
             fence=self.region_fence,
+        )
+
+    @cached_property
+    def region_failovers(self) -> RegionFailovers:
+        """The regions' roles for an admin, and a failover (docs/regions.md)."""
+        from tickwork.control.region_failover import RegionFailovers, regions_of
+
+        s = self.settings
+        bus = EventBus(lambda: self.clients.client("events"), s.event_bus_name)
+        fence = self.region_fence
+        return RegionFailovers(
+            self.store.regions,
+            self.store.due,
+            bus.publish,
+            self.clock,
+            mode=s.region_mode,
+            region=fence.region,
+            regions=regions_of(s.global_table_regions),
+            shards=self.store.shards,
         )
 
     @cached_property

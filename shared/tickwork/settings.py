@@ -104,6 +104,8 @@ class Settings(JobCodeSettings):
     table_name: str = Field(alias="TABLE_NAME", min_length=3)
     # The template's RegionMode (docs/regions.md): in eventual, only the active region claims, leases and records.
     region_mode: RegionMode = Field(default=RegionMode.SINGLE, alias="REGION_MODE")
+    # The global table's regions, comma-separated (the template's GlobalTableRegions): where a failover may go.
+    global_table_regions: str = Field(default="", alias="GLOBAL_TABLE_REGIONS")
     results_bucket: str = Field(alias="RESULTS_BUCKET", min_length=3)
     queue_url_high: str = Field(alias="QUEUE_URL_HIGH")
     queue_url_normal: str = Field(alias="QUEUE_URL_NORMAL")

@@ -31,6 +31,7 @@ from tickwork_cli.commands import (
     dlq,
     freezes,
     jobs,
+    regions,
     runs,
     schedules,
     smoke,
@@ -60,7 +61,7 @@ def _options(
 
 # `--help` lists the top-level commands before the groups, each in the order registered: so plan, apply and
 # dev come before audit, smoke and console, and dev's group (secrets) after these groups.
-GROUPS = (jobs, runs, dlq, dead_letters, workflows, workflow_runs, schedules, tenants, calendars, freezes)
+GROUPS = (jobs, runs, dlq, dead_letters, workflows, workflow_runs, schedules, tenants, calendars, freezes, regions)
 COMMANDS = (audit, smoke, console)
 for _noun in GROUPS:
     _noun.register(app)

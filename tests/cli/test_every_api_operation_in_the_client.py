@@ -24,6 +24,8 @@ NOT_YET: set[tuple[str, str]] = {
     ("POST", "/v1/dlq/{run_id}/dismiss"),
     ("GET", "/v1/dead-letters"),
     ("POST", "/v1/dead-letters/redrive"),
+    ("GET", "/v1/regions"),
+    ("POST", "/v1/regions/failover"),
     ("DELETE", "/v1/workflows/{workflow_id}"),
     ("PATCH", "/v1/workflows/{workflow_id}"),
     ("GET", "/v1/workflows/{workflow_id}/runs"),

@@ -19,6 +19,7 @@ class RunEventKind(StrEnum):
     JOB_SUSPENDED = "Job Suspended"
     FREEZE_STARTED = "Freeze Started"
     FREEZE_ENDED = "Freeze Ended"
+    REGION_FAILOVER = "Region Failover"  # another region made active (docs/regions.md)
 
 
 # What a job emits unless its `notify` says otherwise: failures and dead letters.
