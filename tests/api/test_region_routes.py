@@ -52,6 +52,8 @@ def test_no_region_is_active_until_an_admin_fails_over_to_one(eventual_api):
     assert (reply.json["previous_region"], reply.json["forced"], reply.json["possibly_twice"]) == (None, False, [])
     status = eventual_api.get("/v1/regions", identity=ADMIN).json
     assert (status["active_region"], status["epoch"]) == ("us-east-1", 1)
+    # The health endpoint shows the same.
+    assert eventual_api.get("/v1/health", identity=ACME).json["region"] == status
     (event,) = _published(eventual_api.pipeline)
     assert (event["active_region"], event["epoch"]) == ("us-east-1", 1)
     assert event["by"]["id"].endswith("assumed-role/tickwork-admin/ops")

@@ -103,6 +103,8 @@ def test_only_api_gateway_and_alarms_are_stripped(stack):
         "TokenApiConsoleRoute",  # the hosted console's open routes (HostedConsole, on with the token API)
         "TokenApiConsoleFilesRoute",
         "TokenApiServerErrorsAlarm",
+        # Replication's (RegionMode eventual, off here).
+        *(f"ReplicationLatencyAlarm{i}" for i in (1, 2, 3)),
         *ALARMS,
     }
     # Kept, with their references to stripped resources replaced by literals:

@@ -148,3 +148,27 @@ def test_a_passive_regions_stack_translates(template, monkeypatch):
     translated = translate(template, {**EVENTUAL_PARAMETERS, "RegionRole": "passive"})
     rule = translated["Resources"]["TickFunctionEveryMinute"]["Properties"]
     assert evaluate(template, rule["State"], {**EVENTUAL_PARAMETERS, "RegionRole": "passive"}) == "DISABLED"
+
+
+def _replication_alarms(template: dict[str, Any], region: str, parameters: dict[str, str]) -> dict[str, Any]:
+    resources = resources_on(template, _in(region, parameters))
+    return {
+        props["Dimensions"][1]["Value"]: props
+        for props in (r["Properties"] for r in resources.values() if r["Type"] == "AWS::CloudWatch::Alarm")
+        if props.get("MetricName") == "ReplicationLatency"
+    }
+
+
+def test_in_eventual_each_region_alarms_on_replication_to_each_other_replica(template):
+    alarms = _replication_alarms(template, "us-east-2", EVENTUAL_PARAMETERS)
+    assert sorted(alarms) == ["us-east-1", "us-west-2"]  # not to itself
+    for alarm in alarms.values():
+        assert alarm["Namespace"] == "AWS/DynamoDB"
+        assert alarm["Dimensions"][0] == {"Name": "TableName", "Value": "tickwork-jobs"}
+        assert (alarm["Statistic"], alarm["Threshold"], alarm["Period"]) == ("Maximum", "60000", 300)
+        assert alarm["AlarmActions"] == [{"Ref": "AlarmTopic"}]
+    two = {**EVENTUAL_PARAMETERS, "GlobalTableRegions": "us-east-1,us-east-2"}
+    assert sorted(_replication_alarms(template, "us-east-1", two)) == ["us-east-2"]
+    # MRSC replicates synchronously (no lag to alarm on); one region has no replicas.
+    assert _replication_alarms(template, "us-east-1", STRONG_PARAMETERS) == {}
+    assert _replication_alarms(template, "us-east-1", {}) == {}

@@ -659,7 +659,9 @@ def _alarms(template):
 
 def test_every_alarm_notifies_the_topic(template):
     alarms = _alarms(template)
-    assert len(alarms) == 23  # with the token API's, under its condition
+    assert (
+        len(alarms) == 26
+    )  # with the token API's and the three of replication (RegionMode eventual), under conditions
     for props in alarms.values():
         assert props["AlarmActions"] == [{"Ref": "AlarmTopic"}]
         assert props["OKActions"] == [{"Ref": "AlarmTopic"}]
