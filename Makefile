@@ -9,7 +9,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: dev dist test in-process-tests runtime-tests test-prerequisites http-fuzz generated browser-deps console-vendor lint security vpc-rendering jwt-rendering issuer-rendering provisioned-rendering soak unit integration e2e typecheck build sam lock bench bench-quick clean simulate
+.PHONY: dev dist test in-process-tests runtime-tests test-prerequisites http-fuzz generated browser-deps console-vendor lint security soak unit integration e2e typecheck build sam lock bench bench-quick clean simulate
 
 # The venv installs the lock files, hashes checked: requirements-dev.txt (every tool and test dependency) and, within
 # it, the same versions as shared/requirements.txt, the layer's lock. So the tests import what is deployed.
@@ -72,26 +72,23 @@ typecheck: $(STAMP)
 
 # The template as it deploys with the private network's parameters set (docs/security.md): the branches the defaults
 # leave off, which the scan and the lint check in this copy (tickwork_local.stack.template_renderings).
+# The others: with the token API and the stack's own Cognito user pool (docs/security.md, "Sign-in with tokens (JWT)");
+# with an IdP of your own (JwtIssuer) and the hosted console (docs/security.md, "The hosted console"); with the jobs
+# table a DynamoDB global table, MRSC or MREC, as the stack that creates it (docs/regions.md). (Not .PHONY: make
+# skips pattern rules for phony targets.)
 VPC_RENDERING := .build/template-vpc.json
-vpc-rendering: $(STAMP)
-	$(BIN)/python -m tickwork_local.stack.template_renderings vpc $(VPC_RENDERING)
-# And with the token API and the stack's own Cognito user pool (docs/security.md, "Sign-in with tokens (JWT)").
 JWT_RENDERING := .build/template-jwt.json
-jwt-rendering: $(STAMP)
-	$(BIN)/python -m tickwork_local.stack.template_renderings jwt $(JWT_RENDERING)
-# And with an IdP of your own (JwtIssuer) and the hosted console (docs/security.md, "The hosted console").
 ISSUER_RENDERING := .build/template-issuer.json
-issuer-rendering: $(STAMP)
-	$(BIN)/python -m tickwork_local.stack.template_renderings issuer $(ISSUER_RENDERING)
-# And with the table's provisioned capacity and its auto scaling (docs/scale.md).
 PROVISIONED_RENDERING := .build/template-provisioned.json
-provisioned-rendering: $(STAMP)
-	$(BIN)/python -m tickwork_local.stack.template_renderings provisioned $(PROVISIONED_RENDERING)
+STRONG_RENDERING := .build/template-strong.json
+EVENTUAL_RENDERING := .build/template-eventual.json
+%-rendering: $(STAMP)
+	$(BIN)/python -m tickwork_local.stack.template_renderings $* .build/template-$*.json
 
 # The template's security scan: every failed check is fixed, or skipped in the template with its reason. One run
-# scans the template and its VPC, JWT, issuer and provisioned renderings.
-security: $(CHECKOV_STAMP) vpc-rendering jwt-rendering issuer-rendering provisioned-rendering
-	$(CHECKOV_VENV)/bin/checkov -f template.yaml $(VPC_RENDERING) $(JWT_RENDERING) $(ISSUER_RENDERING) $(PROVISIONED_RENDERING) --framework cloudformation --compact --quiet --skip-download
+# scans the template and its VPC, JWT, issuer, provisioned, strong and eventual renderings.
+security: $(CHECKOV_STAMP) vpc-rendering jwt-rendering issuer-rendering provisioned-rendering strong-rendering eventual-rendering
+	$(CHECKOV_VENV)/bin/checkov -f template.yaml $(VPC_RENDERING) $(JWT_RENDERING) $(ISSUER_RENDERING) $(PROVISIONED_RENDERING) $(STRONG_RENDERING) $(EVENTUAL_RENDERING) --framework cloudformation --compact --quiet --skip-download
 
 # The in-process suites (moto in the test process: CPU-bound) are spread over the cores by pytest-xdist (the files of
 # the longest single tests first, tests/conftest.py). Beside them, the suites that start `tickwork dev` processes and
@@ -99,7 +96,7 @@ security: $(CHECKOV_STAMP) vpc-rendering jwt-rendering issuer-rendering provisio
 # longest first, tests/e2e/conftest.py); the in-process suites run at nice 10, so the runtimes they time come first.
 # Three at a time holds with a core taken away: all 132 passed in 6 min 38 s beside a process spinning on one core
 # (5 min 49 s without it). Where the time goes, a clean clone on a 2-core machine (2026-11-29, 10 min 46 s in all):
-# about 55 s for the venvs, lint, mypy, checkov's venv, `sam validate --lint` (five renderings), `sam build` and the
+# about 55 s for the venvs, lint, mypy, checkov's venv, `sam validate --lint` (seven renderings), `sam build` and the
 # HTTP fuzz beside them; then 9 min 50 s for the 3,314 in-process tests (one boto3 session per test process,
 # tests/harness.py; moto's transactions undone by item, tickwork_local.aws.moto_transactions) beside 6 min 47 s for the
 # 138 e2e and browser tests (one Chromium per test process), the quick soak the longest (benchmarks/soak.py:
@@ -165,12 +162,14 @@ $(SAM_STAMP): $(STAMP)
 	touch $(SAM_STAMP)
 RUNTIME_PYTHON = $$($(BIN)/python -c 'from tickwork_local.stack.build import find_runtime_python, runtime_version; from tickwork_local.stack.template import load_template; print(find_runtime_python(runtime_version(load_template())))')
 
-sam: $(SAM_STAMP) vpc-rendering jwt-rendering issuer-rendering provisioned-rendering
+sam: $(SAM_STAMP) vpc-rendering jwt-rendering issuer-rendering provisioned-rendering strong-rendering eventual-rendering
 	$(SAM_VENV)/bin/sam validate --lint
 	$(SAM_VENV)/bin/sam validate --lint -t $(VPC_RENDERING)
 	$(SAM_VENV)/bin/sam validate --lint -t $(JWT_RENDERING)
 	$(SAM_VENV)/bin/sam validate --lint -t $(ISSUER_RENDERING)
 	$(SAM_VENV)/bin/sam validate --lint -t $(PROVISIONED_RENDERING)
+	$(SAM_VENV)/bin/sam validate --lint -t $(STRONG_RENDERING)
+	$(SAM_VENV)/bin/sam validate --lint -t $(EVENTUAL_RENDERING)
 	PATH="$$(dirname $(RUNTIME_PYTHON)):$$PATH" $(SAM_VENV)/bin/sam build
 
 # The functions built for this machine (`tickwork dev --built .build/local` runs them as deployed).

@@ -41,6 +41,7 @@ from routes import (
     jobs,
     meta,
     preview,
+    regions,
     runs,
     tenants,
     variants,
@@ -116,6 +117,7 @@ _ROUTERS = (
     calendars,
     freezes,
     audit,
+    regions,
 )
 for _resource in _ROUTERS:
     app.include_router(_resource.router)

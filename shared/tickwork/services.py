@@ -58,6 +58,7 @@ from tickwork.store.calendars import CalendarRecords
 from tickwork.store.deadlines import DeadlineRecords
 from tickwork.store.debounce import DebounceWindows
 from tickwork.store.freezes import FreezeReads, FreezeRecords
+from tickwork.store.regions import RegionFence
 from tickwork.store.run_search import RunSearchIndex
 from tickwork.store.tenant_rates import TenantRates
 
@@ -78,6 +79,7 @@ if TYPE_CHECKING:  # the API's and the tick's rooms, imported where they are bui
     from tickwork.control.ordering_keys import OrderingKeys
     from tickwork.control.queries import JobQueries
     from tickwork.control.redrive import RunRedrive
+    from tickwork.control.region_failover import RegionFailovers
     from tickwork.control.run_cancel import RunCancel
     from tickwork.control.run_searches import RunSearches
     from tickwork.control.stuck_runs import StuckRuns
@@ -156,6 +158,7 @@ class Services:
             calendars=self.calendar_records,
             freezes=self.freeze_records,
             audit_archive=self.audit_archiver,
+            fence=self.region_fence,
         )
 
     @cached_property
@@ -234,6 +237,33 @@ class Services:
             freezes=FreezeGate(self.freeze_records, self.executor_freezes, self.store.jobs),
             margins=LambdaMargins.for_timeout(self.settings.executor_timeout_seconds),
             slow_factor=self.settings.run_slow_factor,
+            fence=self.region_fence,
+        )
+
+    @cached_property
+    def region_failovers(self) -> RegionFailovers:
+        """The regions' roles for an admin, and a failover (docs/regions.md)."""
+        from tickwork.control.region_failover import RegionFailovers, regions_of
+
+        s = self.settings
+        bus = EventBus(lambda: self.clients.client("events"), s.event_bus_name)
+        fence = self.region_fence
+        return RegionFailovers(
+            self.store.regions,
+            self.store.due,
+            bus.publish,
+            self.clock,
+            mode=s.region_mode,
+            region=fence.region,
+            regions=regions_of(s.global_table_regions),
+            shards=self.store.shards,
+        )
+
+    @cached_property
+    def region_fence(self) -> RegionFence:
+        """This region's leave to claim, lease and record (docs/regions.md): the region is the table client's."""
+        return RegionFence(
+            self.store.regions, self.settings.region_mode, self.clients.client("dynamodb").meta.region_name
         )
 
     @cached_property

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from tickwork.model.forecast_uses import DEFAULT_SLOW_FACTOR
 from tickwork.model.policies import Band
+from tickwork.model.regions import RegionMode
 from tickwork.model.secret_references import DEFAULT_SECRET_PREFIX
 from tickwork.model.targets import TargetRules
 
@@ -103,6 +104,10 @@ class Settings(JobCodeSettings):
     """What every function but the job sandbox reads: the stack's resources and tuning, besides the job code's."""
 
     table_name: str = Field(alias="TABLE_NAME", min_length=3)
+    # The template's RegionMode (docs/regions.md): in eventual, only the active region claims, leases and records.
+    region_mode: RegionMode = Field(default=RegionMode.SINGLE, alias="REGION_MODE")
+    # The global table's regions, comma-separated (the template's GlobalTableRegions): where a failover may go.
+    global_table_regions: str = Field(default="", alias="GLOBAL_TABLE_REGIONS")
     results_bucket: str = Field(alias="RESULTS_BUCKET", min_length=3)
     queue_url_high: str = Field(alias="QUEUE_URL_HIGH")
     queue_url_normal: str = Field(alias="QUEUE_URL_NORMAL")

@@ -33,6 +33,7 @@ from tickwork_cli.commands import (
     freezes,
     jobs,
     metrics,
+    regions,
     runs,
     schedules,
     smoke,
@@ -62,7 +63,21 @@ def _options(
 
 # `--help` lists the top-level commands before the groups, each in the order registered: so plan, apply and
 # dev come before audit, smoke and console, and dev's group (secrets) after these groups.
-GROUPS = (jobs, runs, dlq, dead_letters, workflows, workflow_runs, schedules, tenants, calendars, freezes, metrics, api)
+GROUPS = (
+    jobs,
+    runs,
+    dlq,
+    dead_letters,
+    workflows,
+    workflow_runs,
+    schedules,
+    tenants,
+    calendars,
+    freezes,
+    metrics,
+    api,
+    regions,
+)
 COMMANDS = (audit, smoke, console)
 for _noun in GROUPS:
     _noun.register(app)

@@ -43,6 +43,8 @@ ROUTES = {
     ("post", "/v1/bulk/runs"),
     ("get", "/v1/dead-letters"),
     ("post", "/v1/dead-letters/redrive"),
+    ("get", "/v1/regions"),
+    ("post", "/v1/regions/failover"),
     ("post", "/v1/workflows"),
     ("get", "/v1/workflows"),
     ("get", "/v1/workflows/{workflow_id}"),

@@ -21,7 +21,11 @@ def _due_in(seconds: float) -> dict[str, str]:
 def test_health_and_openapi(api):
     health = api.get("/v1/health")
     assert health.status == 200
-    assert health.json == {"status": "ok", "version": __version__}
+    assert health.json == {
+        "status": "ok",
+        "version": __version__,
+        "region": {"mode": "single", "region": "us-east-1", "active_region": None, "epoch": None, "since": None},
+    }
     doc = api.get("/v1/openapi.json")
     assert doc.status == 200
     assert doc.json["openapi"].startswith("3.")

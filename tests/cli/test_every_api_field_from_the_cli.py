@@ -28,6 +28,7 @@ COMMANDS: dict[tuple[str, str], list[str]] = {
     ("POST", "/v1/schedules/preview"): ["schedules", "preview"],
     ("POST", "/v1/dlq/redrive"): ["dlq", "redrive"],
     ("POST", "/v1/dead-letters/redrive"): ["dead-letters", "redrive"],
+    ("POST", "/v1/regions/failover"): ["regions", "failover"],
     ("POST", "/v1/runs/{run_id}/retry"): ["runs", "retry", RUN_ID],
     ("POST", "/v1/workflows"): ["workflows", "create"],
     ("PATCH", "/v1/workflows/{workflow_id}"): ["workflows", "update", WORKFLOW_ID],
@@ -111,6 +112,7 @@ FLAGS: dict[str, dict[str, list[str]]] = {
     "schedules preview": {**SCHEDULE_FLAGS, "count": ["--count", "3"], "from": ["--from", "now"]},
     "dlq redrive": {"run_ids": ["r1"], "all": ["--all"]},
     "dead-letters redrive": {"bands": ["--band", "low"]},
+    "regions failover": {"to": ["--to", "us-east-1"], "force": ["--to", "us-east-1", "--force"]},
     "runs retry": {
         "from_checkpoint": ["--start-over"],
         "payload": ["--payload", "{}"],

@@ -135,15 +135,26 @@ def strip_for_moto(translated: dict[str, Any]) -> tuple[dict[str, Any], list[str
     return template, sorted(stripped), stubbed
 
 
-def iam_statements(template: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(role logical id, statement) for every inline policy statement of every IAM role."""
+def iam_statements(template: dict[str, Any], *, as_written: bool = False) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(role logical id, statement) for every inline policy statement of every IAM role; a Resource that is the jobs
+    table's ARN in one region or a global table's (docs/regions.md) as a single-region stack names it, unless
+    `as_written`."""
     for logical_id, resource in template["Resources"].items():
         if resource["Type"] != "AWS::IAM::Role":
             continue
         for policy in resource["Properties"].get("Policies", []):
             statements = policy["PolicyDocument"]["Statement"]
             for statement in statements if isinstance(statements, list) else [statements]:
-                yield logical_id, statement
+                if as_written or "Resource" not in statement:
+                    yield logical_id, statement
+                else:
+                    yield logical_id, {**statement, "Resource": _single_region(statement["Resource"])}
+
+
+def _single_region(value: Any) -> Any:
+    if isinstance(value, dict) and list(value) == ["Fn::If"] and value["Fn::If"][0] == "SingleRegion":
+        return value["Fn::If"][1]
+    return value
 
 
 def as_list(value: Any) -> list[Any]:
@@ -160,8 +171,8 @@ _NO_VALUE = object()  # what Ref AWS::NoValue evaluates to: the list item or pro
 
 
 def evaluate(template: dict[str, Any], value: Any, parameters: dict[str, str] | None = None) -> Any:
-    """A value as CloudFormation would deploy it with these parameters (the rest at their defaults): Ref of a
-    parameter, Fn::If on the template's conditions (AWS::NoValue drops the item), Fn::Equals, Not, And, Or,
+    """A value as CloudFormation would deploy it with these parameters (the rest at their defaults; a pseudo
+    parameter such as AWS::Region only if given): Ref of a parameter, Fn::If on the template's conditions (AWS::NoValue drops the item), Fn::Equals, Not, And, Or,
     Select, Split, Join and Sub (of parameters) worked out; references to resources are left as they are."""
     given = {name: str(p.get("Default", "")) for name, p in template.get("Parameters", {}).items()}
     given.update(parameters or {})
@@ -178,8 +189,8 @@ def evaluate(template: dict[str, Any], value: Any, parameters: dict[str, str] | 
             ((key, arg),) = node.items()
             if key == "Ref" and arg == "AWS::NoValue":
                 return _NO_VALUE
-            if key == "Ref" and arg in given:
-                kind = template["Parameters"][arg]["Type"]
+            if key == "Ref" and arg in given:  # a parameter, or a pseudo parameter given (AWS::Region)
+                kind = template["Parameters"].get(arg, {}).get("Type")
                 return given[arg].split(",") if kind == "CommaDelimitedList" else given[arg]
             if key == "Fn::If":
                 name, then, otherwise = arg

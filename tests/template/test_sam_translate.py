@@ -102,10 +102,10 @@ def test_sam_generates_no_function_roles_and_no_managed_policies(template, trans
         assert role["Properties"].get("ManagedPolicyArns") == written
 
 
-def test_tick_rule_retries_and_dead_letters(translated):
+def test_tick_rule_retries_and_dead_letters(template, translated):
     rule = translated["Resources"]["TickFunctionEveryMinute"]["Properties"]
     assert rule["ScheduleExpression"] == "rate(1 minute)"
-    assert rule["State"] == "ENABLED"
+    assert evaluate(template, rule["State"]) == "ENABLED"  # a passive region's is not (test_regions.py)
     (target,) = rule["Targets"]
     assert target["Arn"] == {"Fn::GetAtt": ["TickFunction", "Arn"]}
     assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": ["TickDeadLetterQueue", "Arn"]}}

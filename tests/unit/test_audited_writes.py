@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-from tickwork.store.conditional import TRANSACTION_CONFLICT_TRIES, Table
+from tickwork.store.conditional import CONFLICT_REFUSALS, TRANSACTION_CONFLICT_TRIES, Table
 
 KEY = {"pk": {"S": "JOB#j"}, "sk": {"S": "JOB"}}
 AUDIT = {"pk": {"S": "AUDIT#acme"}, "sk": {"S": "0000000000001#a1"}}
@@ -96,17 +96,21 @@ def single_write_refused(*codes: str) -> tuple[Any, Any]:
     return client, stubber
 
 
-def test_a_single_write_refused_while_an_audited_transaction_holds_its_item_is_sent_again() -> None:
+@pytest.mark.parametrize("code", sorted(CONFLICT_REFUSALS))
+@pytest.mark.parametrize("refusals", [1, TRANSACTION_CONFLICT_TRIES - 1])
+def test_a_single_write_refused_while_another_write_holds_its_item_is_sent_again(code: str, refusals: int) -> None:
     """A tick's claim or an executor's heartbeat on an item an API change's transaction holds is refused, unapplied,
-    with TransactionConflictException (which the SDK does not retry): sent again, not an error of the tick's or the
-    run's."""
-    client, stubber = single_write_refused("TransactionConflictException")
+    with TransactionConflictException (which the SDK does not retry); in an MRSC global table, a write to an item
+    another region is writing, with ReplicatedWriteConflictException past the SDK's retries (docs/regions.md): sent
+    again, not an error of the tick's or the run's."""
+    client, stubber = single_write_refused(*[code] * refusals)
     table = Table(client, "t")
     assert table.update_if_returning_new(KEY, "SET v = :v", "v = :old", None, {":v": {"N": "2"}}) == (True, {"v": 2})
     stubber.assert_no_pending_responses()
 
 
-def test_a_single_write_refused_by_conflicts_every_time_is_an_error() -> None:
-    client, _ = single_write_refused(*["TransactionConflictException"] * TRANSACTION_CONFLICT_TRIES)
-    with pytest.raises(ClientError, match="TransactionConflictException"):
+@pytest.mark.parametrize("code", sorted(CONFLICT_REFUSALS))
+def test_a_single_write_refused_by_conflicts_every_time_is_an_error(code: str) -> None:
+    client, _ = single_write_refused(*[code] * TRANSACTION_CONFLICT_TRIES)
+    with pytest.raises(ClientError, match=code):
         Table(client, "t").update_if_returning_new(KEY, "SET v = :v", "v = :old", None, {":v": {"N": "2"}})

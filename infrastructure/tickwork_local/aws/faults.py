@@ -18,8 +18,8 @@ import json
 import random
 import threading
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from botocore.awsrequest import AWSResponse, HTTPHeaders
@@ -133,3 +133,57 @@ class AwsErrorInjector:
             raise NO_ANSWER[kind.code](endpoint_url=request.url)
         setattr(request, REFUSED, True)
         return _answer(kind, request.url)
+
+
+# A write to an item that another region is writing, in an MRSC global table: refused, unapplied (docs/regions.md).
+# The status is botocore's (its legacy retry configuration names this code with 409).
+REPLICATED_WRITE_CONFLICT = ErrorKind("dynamodb", "ReplicatedWriteConflictException", 409)
+
+
+@dataclass
+class AimedRefusal:
+    """Refuse the next `times` requests of `operation` whose JSON body `matches`; `refused_at` and `passed_at`: when
+    (by the injector's clock) each was refused, and when the first one after them went through."""
+
+    operation: str
+    matches: Callable[[dict[str, Any]], bool]
+    times: int
+    refused_at: list[Any] = field(default_factory=list)
+    passed_at: Any = None
+
+
+class AimedRefusals:
+    """Refuses chosen requests with one kind of error, a number of times each: another region's write to the same
+    item, aimed at the claim, the lease or the outcome (tests/faults/test_replicated_write_conflicts.py). Registered
+    like AwsErrorInjector, and its refusals are marked the same way (`REFUSED`). `clock` stamps what it sees."""
+
+    def __init__(self, clock: Callable[[], Any], kind: ErrorKind = REPLICATED_WRITE_CONFLICT) -> None:
+        self.kind = kind
+        self.clock = clock
+        self.aims: list[AimedRefusal] = []
+        self._lock = threading.Lock()
+
+    def aim(self, operation: str, matches: Callable[[dict[str, Any]], bool], times: int) -> AimedRefusal:
+        aimed = AimedRefusal(operation, matches, times)
+        with self._lock:
+            self.aims.append(aimed)
+        return aimed
+
+    def register(self, events: Any) -> None:
+        events.register_first("before-send", self._before_send)
+
+    def _before_send(self, request: Any, event_name: str = "", **_: Any) -> AWSResponse | None:
+        service, operation = [*event_name.split(".", 2), "", ""][1:3]
+        setattr(request, REFUSED, False)
+        if service != self.kind.service:
+            return None
+        body = json.loads(request.body or b"{}")
+        with self._lock:
+            for aimed in (a for a in self.aims if a.operation == operation and a.matches(body)):
+                if len(aimed.refused_at) < aimed.times:
+                    aimed.refused_at.append(self.clock())
+                    setattr(request, REFUSED, True)
+                    return _answer(self.kind, request.url)
+                if aimed.passed_at is None:
+                    aimed.passed_at = self.clock()
+        return None

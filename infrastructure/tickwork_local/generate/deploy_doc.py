@@ -48,10 +48,16 @@ def _of_type(template: Mapping[str, Any], type_: str) -> list[str]:
     return sorted(k for k, r in template["Resources"].items() if r["Type"] == type_)
 
 
+# Conditions that hold with every parameter at its default: the jobs table is the stack's own (JobsTable) unless
+# RegionMode makes it a global table (docs/regions.md).
+DEFAULT_CONDITIONS = frozenset({"SingleRegion"})
+
+
 def _held_by_default(template: Mapping[str, Any], type_: str) -> list[str]:
-    """Resources of a type that every stack holds: not those a parameter turns on (a `Condition`), such as the
-    private network's (docs/security.md)."""
-    return [k for k in _of_type(template, type_) if "Condition" not in template["Resources"][k]]
+    """Resources of a type that a stack of the defaults holds: not those a parameter turns on (a `Condition`), such
+    as the private network's (docs/security.md)."""
+    conditions = {k: template["Resources"][k].get("Condition") for k in _of_type(template, type_)}
+    return [k for k, condition in conditions.items() if condition is None or condition in DEFAULT_CONDITIONS]
 
 
 def _cell(text: Any) -> str:

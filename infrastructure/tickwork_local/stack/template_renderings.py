@@ -1,14 +1,15 @@
 """template.yaml as it deploys with other parameter values: a copy whose parameters' defaults are those values.
 
 cfn-lint, `sam validate --lint` and checkov read a template's conditions with its parameters' defaults, so the
-branches that a parameter turns on are checked only in such a copy. CI lints and scans five renderings: template.yaml
-itself (no VPC, no token API, no hosted console), `vpc` (the executor in a VPC, with its endpoints; docs/security.md,
-"Private networks"), `jwt` (the token API and the hosted console, with the stack's own Cognito user pool;
-docs/security.md, "Sign-in with tokens (JWT)", "The hosted console"), `issuer` (the same with an IdP of your own:
-the console's client is the first audience) and `provisioned` (the table's provisioned capacity with auto scaling on
-it and each index; docs/scale.md).
+branches that a parameter turns on are checked only in such a copy. CI lints and scans seven renderings: template.yaml
+itself (no VPC, no token API, no hosted console, one region), `vpc` (the executor in a VPC, with its endpoints;
+docs/security.md, "Private networks"), `jwt` (the token API and the hosted console, with the stack's own Cognito
+user pool; docs/security.md, "Sign-in with tokens (JWT)", "The hosted console"), `issuer` (the same with an IdP of
+your own: the console's client is the first audience), `provisioned` (the table's provisioned capacity with auto
+scaling on it and each index; docs/scale.md), `strong` and `eventual` (the jobs table as a DynamoDB global table,
+MRSC or MREC, as the stack that creates it deploys; docs/regions.md).
 
-    python -m tickwork_local.stack.template_renderings vpc|jwt|issuer|provisioned OUT.json   # write the rendering
+    python -m tickwork_local.stack.template_renderings vpc|jwt|issuer|provisioned|strong|eventual OUT.json   # write the rendering
 """
 
 from __future__ import annotations
@@ -41,12 +42,27 @@ ISSUER_PARAMETERS: dict[str, str] = {
 
 # The table with provisioned capacity and auto scaling on it and its indexes (docs/scale.md).
 PROVISIONED_PARAMETERS: dict[str, str] = {"TableBillingMode": "PROVISIONED"}
+# A global table shared by three regions' stacks (docs/regions.md), as the stack in the first region, which creates
+# it, deploys: MRSC with two replicas and a witness; MREC with three replicas, this region active.
+STRONG_PARAMETERS: dict[str, str] = {
+    "RegionMode": "strong",
+    "GlobalTableName": "tickwork-jobs",
+    "GlobalTableRegions": "us-east-1,us-east-2",
+    "WitnessRegion": "us-west-2",
+}
+EVENTUAL_PARAMETERS: dict[str, str] = {
+    "RegionMode": "eventual",
+    "GlobalTableName": "tickwork-jobs",
+    "GlobalTableRegions": "us-east-1,us-east-2,us-west-2",
+}
 
 RENDERINGS: dict[str, dict[str, str]] = {
     "vpc": VPC_PARAMETERS,
     "jwt": JWT_PARAMETERS,
     "issuer": ISSUER_PARAMETERS,
     "provisioned": PROVISIONED_PARAMETERS,
+    "strong": STRONG_PARAMETERS,
+    "eventual": EVENTUAL_PARAMETERS,
 }
 
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, WithJsonSchema, c
 
 from tickwork.control.backfill import DEFAULT_BACKFILL_RUNS, MAX_BACKFILL_RUNS
 from tickwork.control.debounce import WindowVerdict
+from tickwork.control.region_failover import RegionStatus
 from tickwork.jobtypes import registry
 from tickwork.model.audit import AuditRecord
 from tickwork.model.calendars import Calendar
@@ -444,6 +445,10 @@ class RedriveResult(BaseModel):
 class Health(BaseModel):
     status: str = "ok"
     version: str
+    region: RegionStatus = Field(
+        description="This region, the RegionMode, and the active region and its epoch as this region's replica holds "
+        "them (docs/regions.md; RegionMode eventual only)."
+    )
 
 
 class ProblemField(BaseModel):

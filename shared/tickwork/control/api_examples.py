@@ -86,6 +86,14 @@ DEAD_LETTER_REDRIVE = {
     "all": ("Every band's SQS dead-letter queue", {"bands": ["high", "normal", "low"]}),
 }
 
+REGION_FAILOVER = {
+    "wait": ("Make us-east-2 active once replication has caught up", {"to": "us-east-2"}),
+    "force": (
+        "Make us-east-2 active now (the answer names the runs that may run twice)",
+        {"to": "us-east-2", "force": True},
+    ),
+}
+
 SCHEDULE_PREVIEW = {
     "dst-gap": (
         "Sundays 02:30 in Paris through the March change: the last one falls in the gap",

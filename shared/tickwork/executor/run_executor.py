@@ -99,6 +99,7 @@ from tickwork.model.clock import Clock, to_ms
 from tickwork.model.forecast_uses import DEFAULT_SLOW_FACTOR
 from tickwork.model.messages import RunMessage
 from tickwork.model.policies import Band, OverlapPolicy
+from tickwork.model.regions import EVERY_REGION, Admission
 from tickwork.model.run import Run, RunError
 from tickwork.model.run_spec import trusted_spec
 from tickwork.model.run_target import RunTarget
@@ -109,6 +110,7 @@ from tickwork.observability import logger, metrics, secret_mask
 from tickwork.progress.run_events import RunEvents
 from tickwork.store import JobStore, LeaseOutcome
 from tickwork.store.checkpoints import CheckpointRecords, StoredCheckpoint
+from tickwork.store.regions import OPEN_FENCE, RegionFence
 from tickwork.store.variants import VariantTallies
 
 __all__ = ["Delivery", "Outcome", "RunExecutor"]  # the executor's handler takes all three from here
@@ -171,8 +173,11 @@ class RunExecutor:
         freezes: Gate | None = None,
         margins: LambdaMargins = THE_900_SECOND_LAMBDAS,
         slow_factor: float = DEFAULT_SLOW_FACTOR,
+        fence: RegionFence = OPEN_FENCE,
     ) -> None:
         self.jobs, self.runs, self.leases = store.jobs, store.runs, store.leases
+        # RegionMode eventual: only the active region leases and records outcomes (docs/regions.md).
+        self.fence = fence
         self.margins = margins  # of the executor Lambda's time: for recording the outcome, and for yielding
         self.results, self.queues, self.clock = results, queues, clock
         self.handlers = handlers
@@ -280,6 +285,10 @@ class RunExecutor:
             self.queues.change_visibility(delivery.queue_url, delivery.receipt_handle, visibility_for(self.lease_for))
         if message.precise:
             self._wait_for_instant(message)
+        if (admitted := self.fence.admit("lease")) is None:
+            # Not the active region: no lease, no effect. Its message is let go; the active region's resender sends
+            # the run (its due-index entry stays until an outcome).
+            return Outcome.DONE
         now = self.clock.now()
         lease = self.leases.lease_run(message.run_id, owner=owner, now=now, lease_for=self.lease_for)
         if lease.outcome is LeaseOutcome.MISSING:
@@ -334,6 +343,7 @@ class RunExecutor:
                 secrets,
                 leased_at=now,
                 checkpoint=lease.checkpoint,
+                admitted=admitted,
             )
         except Exception:
             admission.held.release()
@@ -428,6 +438,7 @@ class RunExecutor:
         *,
         leased_at: datetime,
         checkpoint: StoredCheckpoint | None = None,
+        admitted: Admission = EVERY_REGION,
     ) -> Outcome:
         """Run the handler under the lease and record how the attempt (which began at `leased_at`) ended; what
         the handler logged is kept beside the result first (tickwork.jobtypes.run_log). The handler starts from
@@ -500,6 +511,11 @@ class RunExecutor:
         if heartbeat.lost:
             held.lease_lost()
             return Outcome.DONE  # the run belongs to another executor now; it records the outcome
+        if not self.fence.still(admitted, "record"):
+            # A failover since the lease: this region may not record. The run stays RUNNING under this lease, which
+            # lapses; the active region takes it over and runs it again (docs/regions.md, the possibly-twice runs).
+            held.lease_lost()
+            return Outcome.DONE
         return self._record(
             run, target, owner, delivery, attempt, heartbeat, held, duration_ms=duration_ms, leased_at=leased_at
         )

@@ -22,6 +22,7 @@ class RunEventKind(StrEnum):
     FREEZE_STARTED = "Freeze Started"
     FREEZE_ENDED = "Freeze Ended"
     VARIANT_ROLLED_BACK = "Variant Rolled Back"
+    REGION_FAILOVER = "Region Failover"  # another region made active (docs/regions.md)
 
 
 # What a job emits unless its `notify` says otherwise: failures and dead letters.

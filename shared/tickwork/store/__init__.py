@@ -94,6 +94,7 @@ from tickwork.store.reading import (
     read_workflow,
     read_workflow_run,
 )
+from tickwork.store.regions import RegionRoleRecords
 from tickwork.store.running_slots import RunningSlots, SlotClaim
 from tickwork.store.runs import ClaimedRuns, RunRecords
 from tickwork.store.tenants import KnownTenants, TenantRecords
@@ -167,8 +168,8 @@ __all__ = [
 class JobStore:
     """Jobs and runs in one DynamoDB table. Takes its client; builds none.
 
-    Its parts, `jobs` (JobRecords), `runs` (RunRecords), `leases` (RunLeases), `due` (DueIndex), `breakers` (BreakerRecords) and
-    `slots` (RunningSlots), share one `Table`; callers are handed the part they use."""
+    Its parts, `jobs` (JobRecords), `runs` (RunRecords), `leases` (RunLeases), `due` (DueIndex), `breakers` (BreakerRecords),
+    `slots` (RunningSlots) and `regions` (RegionRoleRecords), share one `Table`; callers are handed the part they use."""
 
     def __init__(self, client: Any, table_name: str, *, shards: int = 8, retention_days: int = 30) -> None:
         self._table = Table(client, table_name)
@@ -181,6 +182,7 @@ class JobStore:
         self.due = DueIndex(self._table)
         self.breakers = BreakerRecords(self._table)
         self.slots = RunningSlots(self._table)
+        self.regions = RegionRoleRecords(self._table)
 
     @property
     def shared_table(self) -> Table:

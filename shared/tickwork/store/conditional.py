@@ -4,6 +4,9 @@ Every state change in the store is a conditional write, and its condition is the
 write and answers whether it won; a failed condition comes back as False (with the item the condition saw,
 where asked for), never as an exception, so no caller parses botocore errors. Any other error propagates.
 
+A write refused, unapplied, because another holds its item (an audited change's transaction here, or a write in
+another region of an MRSC global table, docs/regions.md) is sent again, a few times: its condition is read anew.
+
 A write that is audited (docs/security.md "Audit trail") goes with its audit record's put in one
 TransactWriteItems: both are written or neither; its outcome is read here too, a cancellation by the write's
 condition being the same False. A transaction returns no item's attributes when it wins (no ReturnValues).
@@ -25,6 +28,12 @@ from tickwork.store.codec import deserialize, expression_values, serialize
 
 # How often an audited write's transaction is sent when another transaction in progress on its item cancels it.
 TRANSACTION_CONFLICT_TRIES = 3
+
+# What refuses a single write, unapplied, because another write holds its item: an audited change's transaction in
+# this region (TransactionConflict, which the SDK does not retry), or, in an MRSC global table, a write in another
+# region (ReplicatedWriteConflict, which the SDK retries within its attempts; docs/regions.md). Sent again, the
+# write's condition is read anew, so a resend can neither apply it twice nor skip its lock.
+CONFLICT_REFUSALS = frozenset({"TransactionConflictException", "ReplicatedWriteConflictException"})
 
 
 class Update:
@@ -233,13 +242,11 @@ class Table:
         if audit is not None:
             return self._attempt_audited(operation, audit, params)
         write = {"Put": self.client.put_item, "Update": self.client.update_item, "Delete": self.client.delete_item}
-        # A write to an item that an audited change's transaction holds (for milliseconds) is refused, unapplied,
-        # with TransactionConflict, which the SDK does not retry: sent again, its condition is read anew.
         for tries_left in range(TRANSACTION_CONFLICT_TRIES - 1, -1, -1):
             try:
                 response = write[operation](TableName=self.name, **params)
             except ClientError as exc:
-                if _error_code(exc) == "TransactionConflictException" and tries_left:
+                if _error_code(exc) in CONFLICT_REFUSALS and tries_left:
                     continue
                 if not _is_condition_failure(exc):
                     raise

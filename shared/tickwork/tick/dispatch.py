@@ -45,6 +45,7 @@ from tickwork.store.calendars import CalendarRecords
 from tickwork.store.deadlines import DeadlineRecords
 from tickwork.store.ended_runs import EndedRuns
 from tickwork.store.freezes import FreezeReads, FreezeRecords
+from tickwork.store.regions import OPEN_FENCE, RegionFence
 from tickwork.store.tenant_rates import TenantRates
 from tickwork.tick.audit_archive import AuditArchiver
 from tickwork.tick.blockers import BlockersUnread, TickBlockers
@@ -67,6 +68,8 @@ from tickwork.tick.stuck import stuck_runs
 FREEZE_EVENTS_SHARD = 0
 
 
+# One piece over 250 lines: the tick's one path from the due index's shards to the sends, each step a short method;
+# what it decides is in its parts already (DispatchShares, the blockers, Resender, RunSender, the RegionFence).
 class Dispatcher:
     def __init__(
         self,
@@ -88,8 +91,11 @@ class Dispatcher:
         calendars: CalendarRecords | None = None,
         freezes: FreezeRecords | None = None,
         audit_archive: AuditArchiver | None = None,
+        fence: RegionFence = OPEN_FENCE,
     ) -> None:
         self.store, self.clock = store, clock
+        # RegionMode eventual: only the active region claims, and it stops when a failover fences it (docs/regions.md).
+        self.fence = fence
         self.audit_archive = audit_archive  # without it (no AUDIT_BUCKET) audit records stay in the table, unexpired
         self.horizon, self.tick_period = horizon, tick_period
         self.max_dispatch, self.threads = max_dispatch, threads
@@ -136,6 +142,8 @@ class Dispatcher:
         """Claim and send what is due in `shards` (all of the due index's unless given: a dispatch worker's
         slice)."""
         started = time.monotonic()
+        if (admitted := self.fence.admit("claim")) is None:
+            return TickReport()
         now = self.clock.now()
         horizon_end = now + self.horizon
         report = TickReport()
@@ -155,6 +163,8 @@ class Dispatcher:
                 # Claim in priority-ordered slices; each slice is sent before the next is claimed.
                 step = max(10, self.threads * 5)
                 for start in range(0, len(chosen), step):
+                    if not self.fence.still(admitted, "claim"):
+                        break  # a failover during the tick: it claims and sends no more
                     chunk = chosen[start : start + step]
                     outgoing: list[Outgoing] = []
                     for result in pool.map(
@@ -164,6 +174,8 @@ class Dispatcher:
                         chunk,
                     ):
                         outgoing.extend(result)
+                    if not self.fence.still(admitted, "send"):
+                        break  # claimed, not sent: the active region's resender sends them (tickwork.tick.resender)
                     self._send(outgoing, report)
         finally:
             for shard in held:

@@ -1,6 +1,6 @@
 """The typed client's operator reads and admin settings: who the caller is, tenants' settings and usage, the audit
-trail, the scheduler's metrics, the band queues' dead letters and their redrive, the API's health and its OpenAPI
-document."""
+trail, the scheduler's metrics, the band queues' dead letters and their redrive, the regions' roles and a failover,
+the API's health and its OpenAPI document."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 from tickwork.control.api_bodies import AuditList, CallerView, Health, TenantView
 from tickwork.control.dead_letters import DeadLetterQueueList, DeadLetterRedriveRequest, DeadLetterRedriveResult
 from tickwork.control.metrics_bodies import Catalogue, MetricsBody
+from tickwork.control.region_failover import FailoverRequest, FailoverResult, RegionStatus
 from tickwork.model.audit import AuditRecord
 from tickwork.model.tenant_settings import TenantSettings
 
@@ -26,6 +27,8 @@ OPERATIONS = {
     ("GET", "/v1/metrics/catalogue"): "metrics_catalogue",
     ("GET", "/v1/dead-letters"): "dead_letters",
     ("POST", "/v1/dead-letters/redrive"): "redrive_dead_letters",
+    ("GET", "/v1/regions"): "region_status",
+    ("POST", "/v1/regions/failover"): "fail_over",
     ("GET", "/v1/health"): "health",
     ("GET", "/v1/openapi.json"): "openapi",
 }
@@ -85,6 +88,15 @@ class Operators(Part):
 
     def redrive_dead_letters(self, request: DeadLetterRedriveRequest | Mapping[str, Any]) -> DeadLetterRedriveResult:
         return self._exchange.one(DeadLetterRedriveResult, "POST", "/v1/dead-letters/redrive", body=request)
+
+    def region_status(self) -> RegionStatus:
+        """This region, the mode, and the active region and epoch its replica holds (docs/regions.md)."""
+        return self._exchange.one(RegionStatus, "GET", "/v1/regions")
+
+    def fail_over(self, request: FailoverRequest | Mapping[str, Any]) -> FailoverResult:
+        """Make `to` the active region under the next epoch; a 409 while replication has not caught up, unless
+        `force` (docs/regions.md)."""
+        return self._exchange.one(FailoverResult, "POST", "/v1/regions/failover", body=request)
 
     def health(self) -> Health:
         return self._exchange.one(Health, "GET", "/v1/health")

@@ -1,0 +1,165 @@
+"""The regions' roles for an admin (docs/regions.md, RegionMode eventual): which region is active under which epoch,
+and a failover that makes another one active (`tickwork regions failover --to REGION [--force]`, POST
+/v1/regions/failover).
+
+A failover is decided by tickwork.model.regions.plan_failover and written to the region-role item, conditioned on
+the epoch it replaces; then `Region Failover` goes on the bus. It is refused while replication has not caught up with
+the active region unless forced; forced, its answer names the runs that may run twice (every run not ended, which
+the due index holds until an outcome: tickwork.model.regions.possibly_twice).
+
+Whether replication has caught up is a `ReplicationProbe`'s answer. In AWS none is built: `UNKNOWN_REPLICATION`
+cannot tell, so a failover from an active region needs `force` (docs/regions.md, section 7).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tickwork.model.audit import Attribution
+from tickwork.model.clock import Clock
+from tickwork.model.errors import Conflict
+from tickwork.model.ids import ItemKind
+from tickwork.model.regions import FailoverPlan, RegionMode, SeenRun, plan_failover, possibly_twice
+from tickwork.model.run_event_kinds import RunEventKind
+from tickwork.model.run_events import RunEvent, event_id
+from tickwork.model.states import RunStatus
+from tickwork.observability import logger
+from tickwork.store import DueIndex
+from tickwork.store.regions import RegionRoleRecords
+
+REGION_PATTERN = r"^[a-z]{2}(-[a-z]+)+-[0-9]$"
+FAR_FUTURE_MS = 10**13  # past every due-index entry: the report reads them all
+
+
+class FailoverRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    to: str = Field(pattern=REGION_PATTERN, description="The region to make active.")
+    force: bool = Field(
+        default=False,
+        description="Fail over although replication has not caught up (or cannot be told); the answer names the "
+        "runs that may run twice.",
+    )
+
+
+class RegionStatus(BaseModel):
+    """This region's view of the roles: the mode, this region, and the active region and epoch its replica holds
+    (none before the first failover, and always none outside RegionMode eventual)."""
+
+    mode: RegionMode
+    region: str
+    active_region: str | None = None
+    epoch: int | None = None
+    since: datetime | None = None
+
+
+class FailoverResult(BaseModel):
+    active_region: str
+    epoch: int
+    since: datetime
+    previous_region: str | None
+    forced: bool
+    possibly_twice: list[str] = Field(description="Runs that may run twice: every run not ended, after a forced one.")
+
+
+class ReplicationProbe(Protocol):
+    def caught_up(self, active: str, to: str) -> bool | None:
+        """Whether every write of `active` has reached `to`'s replica; None: it cannot be told."""
+        ...
+
+
+class _UnknownReplication:
+    def caught_up(self, active: str, to: str) -> bool | None:
+        return None
+
+
+UNKNOWN_REPLICATION: ReplicationProbe = _UnknownReplication()
+
+
+class RegionFailovers:
+    def __init__(
+        self,
+        records: RegionRoleRecords,
+        due: DueIndex,
+        publish: Publisher,
+        clock: Clock,
+        *,
+        mode: RegionMode,
+        region: str,
+        regions: Sequence[str],
+        shards: int,
+        probe: ReplicationProbe = UNKNOWN_REPLICATION,
+    ) -> None:
+        self.records, self.due, self.publish, self.clock = records, due, publish, clock
+        self.mode, self.region, self.regions, self.shards, self.probe = mode, region, tuple(regions), shards, probe
+
+    def status(self) -> RegionStatus:
+        roles = self.records.roles() if self.mode is RegionMode.EVENTUAL else None
+        if roles is None:
+            return RegionStatus(mode=self.mode, region=self.region)
+        return RegionStatus(
+            mode=self.mode, region=self.region, active_region=roles.active_region, epoch=roles.epoch, since=roles.since
+        )
+
+    def fail_over(self, request: FailoverRequest, *, by: Attribution) -> FailoverResult:
+        """Make `request.to` active under the next epoch; Conflict when refused, or when another failover changed the
+        roles first."""
+        roles = self.records.roles()
+        caught_up = self.probe.caught_up(roles.active_region, request.to) if roles is not None else None
+        plan = plan_failover(
+            self.mode,
+            roles,
+            request.to,
+            self.regions,
+            caught_up=caught_up,
+            force=request.force,
+            now=self.clock.now(),
+        )
+        if not isinstance(plan, FailoverPlan):
+            raise Conflict(f"failover to {request.to} refused: {plan.value}")
+        if not self.records.fail_over(plan):
+            raise Conflict("another failover changed the regions' roles first; read them and try again")
+        twice = possibly_twice(plan, self._runs_not_ended()) if plan.forced else []
+        result = FailoverResult(
+            active_region=plan.roles.active_region,
+            epoch=plan.roles.epoch,
+            since=plan.roles.since,
+            previous_region=plan.previous.active_region if plan.previous else None,
+            forced=plan.forced,
+            possibly_twice=twice,
+        )
+        actor = by.actor.model_dump(mode="json")
+        logger.warning(
+            "region failover", extra={"by": actor, **result.model_dump(mode="json", exclude={"possibly_twice"})}
+        )
+        detail = {"event_id": event_id("regions", RunEventKind.REGION_FAILOVER, round_=plan.roles.epoch), "by": actor}
+        event = RunEvent(
+            kind=RunEventKind.REGION_FAILOVER, time=plan.roles.since, detail=detail | result.model_dump(mode="json")
+        )
+        if not self.publish([event]):
+            logger.error("Region Failover not taken by EventBridge; the failover stands")
+        return result
+
+    def _runs_not_ended(self) -> list[SeenRun]:
+        """Every run the due index holds (a run keeps its entry until its outcome), as this region's replica has it."""
+        seen: list[SeenRun] = []
+        for shard in range(self.shards):
+            for item in self.due.query_due(str(shard), FAR_FUTURE_MS, max_items=10**6):
+                run_id, status = item.attrs.get("run_id"), item.attrs.get("status")
+                if item.kind is ItemKind.RUN and run_id and status:
+                    seen.append(SeenRun(str(run_id), RunStatus(status)))
+        return seen
+
+
+class Publisher(Protocol):
+    def __call__(self, events: Sequence[RunEvent]) -> bool: ...
+
+
+def regions_of(setting: str) -> tuple[str, ...]:
+    """The global table's regions, as GLOBAL_TABLE_REGIONS gives them (comma-separated)."""
+    return tuple(r for r in re.split(r"\s*,\s*", setting.strip()) if r)
