@@ -120,3 +120,17 @@ def test_a_batched_job_costs_the_writes_of_a_single_create(api, pipeline):
     assert outcomes(batch(api, [spec(f"b{i}") for i in range(3)])) == ["created"] * 3
     assert _writes(pipeline) == sorted(single * 3)
     assert "TransactWriteItems" in single
+
+
+def test_a_batchs_keys_are_its_own_not_a_single_creates_that_used_key_colon_index(api, pipeline):
+    """A single create under "import-8:0" and a batch under "import-8" are two requests: the batch's job 0 is
+    neither that job replayed (same body) nor a conflict with it (another body), and the reverse holds too."""
+    single = api.post("/v1/jobs", spec("a"), headers={"Idempotency-Key": "import-8:0"})
+    assert single.status == 201, single.text
+    reply = batch(api, [spec("a"), spec("b")], headers={"Idempotency-Key": "import-8"})
+    assert outcomes(reply) == ["created", "created"]
+    assert reply.json["items"][0]["job"]["id"] != single.json["id"]
+    other = api.post("/v1/jobs", spec("b changed"), headers={"Idempotency-Key": "import-8:1"})
+    assert other.status == 201, other.text
+    assert other.json["id"] != reply.json["items"][1]["job"]["id"]
+    assert sorted(job["name"] for job in api.get("/v1/jobs").json["items"]) == ["a", "a", "b", "b changed"]

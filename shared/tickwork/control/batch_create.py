@@ -10,7 +10,7 @@ saves is the requests around the writes: one API Gateway request and one Lambda 
 
 A bad job does not stop the others: it is answered with the problem a single create would get (its fields named
 `jobs[<index>].<field>`), and the rest are created. With the request's Idempotency-Key K, job i is created under
-the key `K:i` with its own body's digest, so a retried batch answers each job as its first try did (a job whose
+the key `K#i` with its own body's digest (`#` is in no request's key, so no single create's key is a batch's job's), so a retried batch answers each job as its first try did (a job whose
 body changed is a conflict, alone) and creates only those the first try did not.
 """
 
@@ -31,7 +31,7 @@ from tickwork.model.job import Job
 from tickwork.observability import logger
 
 MAX_BATCH_JOBS = 25
-# The request's Idempotency-Key, short enough that `<key>:<index>` is still a key (tickwork.store.IDEMPOTENCY_KEY).
+# The request's Idempotency-Key, as a single create's (tickwork.store.IDEMPOTENCY_KEY) but with room for `#<index>`.
 BATCH_IDEMPOTENCY_KEY = r"^[A-Za-z0-9_.:=+/-]{1,125}$"
 
 
@@ -90,7 +90,7 @@ class BatchCreate:
     def create(
         self, tenant: str, request: BatchCreateRequest, *, key: str | None = None, by: Attribution | None = None
     ) -> BatchCreateResult:
-        """Each job of `request` created for `tenant` as a single create would be, under `key:<index>` if `key`."""
+        """Each job of `request` created for `tenant` as a single create would be, under `key#<index>` if `key`."""
         items = [self._one(tenant, index, raw, key, by) for index, raw in enumerate(request.jobs)]
         created = sum(1 for item in items if item.outcome is BatchOutcome.CREATED)
         logger.info("jobs created in a batch", extra={"tenant": tenant, "jobs": len(items), "jobs_created": created})
@@ -104,7 +104,7 @@ class BatchCreate:
                 job = self.lifecycle.create_job(tenant, spec, by=by)
                 return BatchCreated(index=index, outcome=BatchOutcome.CREATED, job=job)
             body, replayed = self.idempotent.create_job_once(
-                tenant, spec, key=f"{key}:{index}", request_hash=request_hash(raw), by=by
+                tenant, spec, key=_job_key(key, index), request_hash=request_hash(raw), by=by
             )
         except ValidationError as exc:
             return _refused(index, InvalidInput.from_validation(exc, prefix=prefix), prefix)
@@ -112,6 +112,12 @@ class BatchCreate:
             return _refused(index, exc, prefix)
         outcome = BatchOutcome.REPLAYED if replayed else BatchOutcome.CREATED
         return BatchCreated(index=index, outcome=outcome, job=Job.model_validate(body))
+
+
+def _job_key(key: str, index: int) -> str:
+    """The idempotency key of a batch's job `index`: `#` is never in a request's key (it separates the record's key),
+    so a single create's key (say `K:0`) is never a batch's job's, nor one batch's job another's."""
+    return f"{key}#{index}"
 
 
 def _refused(index: int, exc: TickworkError, prefix: str) -> BatchCreated:
