@@ -10,9 +10,10 @@ saves is the requests around the writes: one API Gateway request and one Lambda 
 
 A bad job does not stop the others: it is answered with the problem a single create would get (its fields named
 `jobs[<index>].<field>`), and the rest are created. With the request's Idempotency-Key K, job i is created under
-the key `K#i` with its own body's digest (`#` is in no request's key, so no single create's key is a batch's job's), so a retried batch answers each job as its first try did (a job whose
-body changed is a conflict, alone) and creates only those the first try did not. A batch whose answer could exceed
-what Lambda answers with (`MAX_ANSWER_BYTES`) is refused whole, before anything is written.
+the key `K#i` with its own body's digest (`#` is in no request's key: no single create's key is a batch's job's),
+so a retried batch answers each job as its first try did (a job whose body changed is a conflict, alone) and
+creates only those the first try did not. A batch whose answer could exceed what Lambda answers with
+(`MAX_ANSWER_BYTES`) is refused whole, before anything is written.
 """
 
 from __future__ import annotations
