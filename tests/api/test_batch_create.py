@@ -5,6 +5,7 @@ another tenant's; a 26th job is a 422 naming the field."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -120,3 +121,43 @@ def test_a_batched_job_costs_the_writes_of_a_single_create(api, pipeline):
     assert outcomes(batch(api, [spec(f"b{i}") for i in range(3)])) == ["created"] * 3
     assert _writes(pipeline) == sorted(single * 3)
     assert "TransactWriteItems" in single
+
+
+def test_a_batchs_keys_are_its_own_not_a_single_creates_that_used_key_colon_index(api, pipeline):
+    """A single create under "import-8:0" and a batch under "import-8" are two requests: the batch's job 0 is
+    neither that job replayed (same body) nor a conflict with it (another body), and the reverse holds too."""
+    single = api.post("/v1/jobs", spec("a"), headers={"Idempotency-Key": "import-8:0"})
+    assert single.status == 201, single.text
+    reply = batch(api, [spec("a"), spec("b")], headers={"Idempotency-Key": "import-8"})
+    assert outcomes(reply) == ["created", "created"]
+    assert reply.json["items"][0]["job"]["id"] != single.json["id"]
+    other = api.post("/v1/jobs", spec("b changed"), headers={"Idempotency-Key": "import-8:1"})
+    assert other.status == 201, other.text
+    assert other.json["id"] != reply.json["items"][1]["job"]["id"]
+    assert sorted(job["name"] for job in api.get("/v1/jobs").json["items"]) == ["a", "a", "b", "b changed"]
+
+
+LAMBDA_ANSWER_BYTES = 6 * 1024 * 1024  # what Lambda answers a synchronous invoke (API Gateway's) with at most
+
+
+def _numbers_jobs(count: int) -> str:
+    """A request's body of `count` jobs whose payload, 29,000 times `1e5`, is 116 KB as sent and 261 KB as answered
+    (`100000.0`): under the 256 KiB payload limit, which measures it as stored."""
+    numbers = ",".join(["1e5"] * 29_000)
+    job = '{"name":"n","type":"echo","schedule":{"rate":"1 hour"},"payload":{"x":[' + numbers + "]}}"
+    return '{"jobs":[' + ",".join([job] * count) + "]}"
+
+
+def test_a_batch_whose_answer_lambda_could_not_send_is_refused_whole_naming_jobs(api, pipeline):
+    """25 jobs of 116 KB (2.9 MB sent, under Lambda's 6 MB) are answered with 25 jobs of 261 KB: over what Lambda
+    can answer, so the caller would get a 502 for jobs created, and every retry under its key the same. Refused
+    before anything is written; a batch whose answer fits is answered within it."""
+    raw = _numbers_jobs(25)
+    assert len(raw) < LAMBDA_ANSWER_BYTES / 2
+    reply = api.request("POST", "/v1/bulk/jobs/create", raw_body=raw)
+    assert reply.status == 413, reply.status
+    assert reply.fields == ["jobs"]
+    assert api.get("/v1/jobs").json["items"] == []
+    fits = api.request("POST", "/v1/bulk/jobs/create", raw_body=_numbers_jobs(20))
+    assert outcomes(fits) == ["created"] * 20
+    assert len(json.dumps(fits.text)) < LAMBDA_ANSWER_BYTES  # the body as Lambda's answer carries it (a string)

@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 from tickwork.faults import CrashPoint
-from tickwork.model.ids import run_id_for
+from tickwork.model.ids import ItemKind, run_id_for
 from tickwork.model.policies import Band
 from tickwork.model.states import RunStatus
+from tickwork.store import DueItem
 from tickwork.tick.resender import RESEND_DEFER_LIMIT
 
 from tests.faults.crashes import ProcessKilled
@@ -128,3 +129,19 @@ def test_a_run_leased_when_its_entry_comes_due_is_not_sent_again(pipeline):
     assert pipeline.tick()["redispatched"] == 0
     assert sum(pipeline.queued_messages(b) for b in Band) == 0
     assert pipeline.run(run_id).status is RunStatus.RUNNING
+
+
+def test_an_entry_a_paged_read_returned_twice_is_read_with_its_status_not_refused(pipeline):
+    """A tick reads a shard's entries page by page (200 a Query) before it reads their runs' status in one
+    BatchGetItem per 100; an entry whose due time moves on between two pages (a re-send, an outcome, a deferral)
+    is returned by both. BatchGetItem refuses a request naming a key twice, which failed the whole tick."""
+    (run_id,) = _claimed_with_its_message_lost(pipeline, 1)
+    due = pipeline.services.store.due
+    far = int((pipeline.clock.now() + timedelta(days=1)).timestamp() * 1000)
+    (entry,) = [
+        i for s in range(pipeline.services.store.shards) for i in due.query_due(str(s), far) if i.kind is ItemKind.RUN
+    ]
+    assert entry.attrs["run_id"] == run_id
+    moved = DueItem(entry.kind, entry.shard, entry.due_at + 60_000, entry.attrs)
+    read = due.with_current_status([entry, moved])
+    assert [(i.due_at, i.attrs["status"]) for i in read] == [(entry.due_at, "QUEUED"), (moved.due_at, "QUEUED")]

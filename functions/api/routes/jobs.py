@@ -176,8 +176,8 @@ def create_jobs_in_batch(
         Header(
             alias="Idempotency-Key",
             pattern=BATCH_IDEMPOTENCY_KEY,
-            description="Job i is created under `<key>:<i>`: a retry within 24 h answers each job as the first "
-            "try did, and creates only those it did not.",
+            description="Job i is created under the key `<key>#<i>` (never a single create's): a retry within 24 h "
+            "answers each job as the first try did, and creates only those it did not.",
         ),
     ] = None,
 ):

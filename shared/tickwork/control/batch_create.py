@@ -10,12 +10,15 @@ saves is the requests around the writes: one API Gateway request and one Lambda 
 
 A bad job does not stop the others: it is answered with the problem a single create would get (its fields named
 `jobs[<index>].<field>`), and the rest are created. With the request's Idempotency-Key K, job i is created under
-the key `K:i` with its own body's digest, so a retried batch answers each job as its first try did (a job whose
-body changed is a conflict, alone) and creates only those the first try did not.
+the key `K#i` with its own body's digest (`#` is in no request's key: no single create's key is a batch's job's),
+so a retried batch answers each job as its first try did (a job whose body changed is a conflict, alone) and
+creates only those the first try did not. A batch whose answer could exceed what Lambda answers with
+(`MAX_ANSWER_BYTES`) is refused whole, before anything is written.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any
@@ -26,12 +29,18 @@ from tickwork.control.api_bodies import JobSpec
 from tickwork.control.idempotent_create import IdempotentCreate, request_hash
 from tickwork.control.job_lifecycle import JobLifecycle
 from tickwork.model.audit import Attribution
-from tickwork.model.errors import Conflict, FieldError, InvalidInput, QuotaExceeded, TickworkError
+from tickwork.model.errors import Conflict, FieldError, InvalidInput, QuotaExceeded, TickworkError, TooLarge
 from tickwork.model.job import Job
 from tickwork.observability import logger
 
 MAX_BATCH_JOBS = 25
-# The request's Idempotency-Key, short enough that `<key>:<index>` is still a key (tickwork.store.IDEMPOTENCY_KEY).
+# What the answer may take: Lambda answers a synchronous invoke (API Gateway's) with at most 6 MB, the body as a JSON
+# string in it; the rest is the answer's envelope. A job is answered whole, payload included, as stored, which may
+# be larger than as sent (`1e5` is answered `100000.0`): an answer over it would be a 502 for jobs created.
+MAX_ANSWER_BYTES = 6 * 1024 * 1024 - 64 * 1024
+# A job's answer beyond its spec: its own fields (id, state, times, ...) and its item's, measured at about 1 KB.
+JOB_ANSWER_FIELDS_BYTES = 2048
+# The request's Idempotency-Key, as a single create's (tickwork.store.IDEMPOTENCY_KEY) but with room for `#<index>`.
 BATCH_IDEMPOTENCY_KEY = r"^[A-Za-z0-9_.:=+/-]{1,125}$"
 
 
@@ -90,7 +99,9 @@ class BatchCreate:
     def create(
         self, tenant: str, request: BatchCreateRequest, *, key: str | None = None, by: Attribution | None = None
     ) -> BatchCreateResult:
-        """Each job of `request` created for `tenant` as a single create would be, under `key:<index>` if `key`."""
+        """Each job of `request` created for `tenant` as a single create would be, under `key#<index>` if `key`.
+        TooLarge (naming `jobs`, nothing written) if the answer could exceed what Lambda can answer."""
+        _check_answer_fits(request.jobs)
         items = [self._one(tenant, index, raw, key, by) for index, raw in enumerate(request.jobs)]
         created = sum(1 for item in items if item.outcome is BatchOutcome.CREATED)
         logger.info("jobs created in a batch", extra={"tenant": tenant, "jobs": len(items), "jobs_created": created})
@@ -104,7 +115,7 @@ class BatchCreate:
                 job = self.lifecycle.create_job(tenant, spec, by=by)
                 return BatchCreated(index=index, outcome=BatchOutcome.CREATED, job=job)
             body, replayed = self.idempotent.create_job_once(
-                tenant, spec, key=f"{key}:{index}", request_hash=request_hash(raw), by=by
+                tenant, spec, key=_job_key(key, index), request_hash=request_hash(raw), by=by
             )
         except ValidationError as exc:
             return _refused(index, InvalidInput.from_validation(exc, prefix=prefix), prefix)
@@ -112,6 +123,30 @@ class BatchCreate:
             return _refused(index, exc, prefix)
         outcome = BatchOutcome.REPLAYED if replayed else BatchOutcome.CREATED
         return BatchCreated(index=index, outcome=outcome, job=Job.model_validate(body))
+
+
+def _check_answer_fits(jobs: list[dict[str, Any]]) -> None:
+    """The answer's size at most: each job's spec as stored, plus its own fields (an invalid job's answer is its
+    errors, within that allowance)."""
+    size = sum(_stored_spec_bytes(raw) + JOB_ANSWER_FIELDS_BYTES for raw in jobs)
+    if size > MAX_ANSWER_BYTES:
+        message = f"the jobs' answer would take up to {size} bytes, over the {MAX_ANSWER_BYTES} it may: send fewer jobs"
+        raise TooLarge("jobs", message)
+
+
+def _stored_spec_bytes(raw: dict[str, Any]) -> int:
+    """A valid job's spec as stored, as a JSON string (as Lambda's answer carries the body); 0 for an invalid one."""
+    try:
+        spec = JobSpec.model_validate(raw)
+    except ValidationError:
+        return 0
+    return len(json.dumps(spec.model_dump_json()))
+
+
+def _job_key(key: str, index: int) -> str:
+    """The idempotency key of a batch's job `index`: `#` is never in a request's key (it separates the record's key),
+    so a single create's key (say `K:0`) is never a batch's job's, nor one batch's job another's."""
+    return f"{key}#{index}"
 
 
 def _refused(index: int, exc: TickworkError, prefix: str) -> BatchCreated:

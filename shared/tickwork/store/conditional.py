@@ -20,6 +20,7 @@ workflow run's steps): the one builder of the store's variable update expression
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -218,7 +219,9 @@ class Table:
         self, keys: list[dict[str, Any]], *, projection: str | None = None, names: dict[str, str] | None = None
     ) -> list[dict[str, Any]]:
         """The items of these keys that exist (BatchGetItem, consistent reads, 100 keys a request, unprocessed
-        keys asked again), as attributes, in no particular order. `names`: the projection's placeholders."""
+        keys asked again), as attributes, in no particular order. `names`: the projection's placeholders. A key
+        given twice is asked once: BatchGetItem refuses a request that names a key twice."""
+        keys = list({json.dumps(key, sort_keys=True): key for key in keys}.values())
         found: list[dict[str, Any]] = []
         for start in range(0, len(keys), 100):
             request: dict[str, Any] = {self.name: {"Keys": keys[start : start + 100], "ConsistentRead": True}}
