@@ -143,6 +143,10 @@ def iam_statements(template: dict[str, Any]) -> Iterator[tuple[str, dict[str, An
         for policy in resource["Properties"].get("Policies", []):
             statements = policy["PolicyDocument"]["Statement"]
             for statement in statements if isinstance(statements, list) else [statements]:
+                if isinstance(statement, dict) and "Fn::If" in statement:  # a statement granted under a condition
+                    _, granted, otherwise = statement["Fn::If"]
+                    yield from ((logical_id, s) for s in (granted, otherwise) if "Effect" in s)
+                    continue
                 yield logical_id, statement
 
 

@@ -301,7 +301,8 @@ class LocalNode:
                 built.results = ObservedResults(built.results, self.runlog)  # type: ignore[assignment,misc]
             return built
 
-        api_clients, poller_clients = clients(), clients()
+        # The tick's (and dispatch workers') warming invocations of the executor are played here too.
+        api_clients, poller_clients = clients(invokes=self.invokes), clients()
         executor_clients = clients(invokes=self.invokes)  # its Invoke of the job sandbox is played here
         sandbox_clients = clients()  # the sandbox's own, as it has a role of its own
         self.clients = {
@@ -349,6 +350,7 @@ class LocalNode:
             }
             self.functions = {fid: self._runtime(configs[fid], wiring[fid], environments[fid]) for fid in FUNCTIONS}
         self.invokes.serve(f"{opts.prefix}-{SANDBOX_FUNCTION}", self.functions[SANDBOX_FUNCTION])
+        self.invokes.serve(f"{opts.prefix}-{EXECUTOR_FUNCTION}", self.functions[EXECUTOR_FUNCTION])
         # Cold-start the API and the executor before serving, so the first requests are not slow.
         for fid in (API_FUNCTION, EXECUTOR_FUNCTION):
             self.functions[fid].warm()
