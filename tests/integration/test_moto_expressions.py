@@ -107,3 +107,20 @@ def test_an_expression_moto_refuses_is_refused_with_its_message_each_time(
 def test_an_expression_is_parsed_once(mocked_aws: None) -> None:
     parser: Any = getattr(expressions, "UpdateExpressionParser")
     assert parser.make("SET a = :v") is parser.make("SET a = :v")
+
+
+def test_an_update_of_an_item_not_there_makes_it_each_time_from_the_same_expression(table: Any) -> None:
+    for pk in ("x", "y"):
+        made = table.update_item(
+            TableName="t",
+            Key={"pk": {"S": pk}},
+            UpdateExpression="SET n = if_not_exists(n, :zero) + :one, s = list_append(if_not_exists(s, :none), :me)",
+            ExpressionAttributeValues={
+                ":zero": {"N": "0"},
+                ":one": {"N": "1"},
+                ":none": {"L": []},
+                ":me": {"L": [{"S": pk}]},
+            },
+            ReturnValues="ALL_NEW",
+        )["Attributes"]
+        assert made == {"pk": {"S": pk}, "n": {"N": "1"}, "s": {"L": [{"S": pk}]}}
