@@ -294,10 +294,11 @@ class LocalNode:
 
         def services(logical_id: str, clients: Any, *, observed: bool = False) -> Services:
             # One wiring per function, shared by its execution environments: the domain objects hold no
-            # per-invocation state, and boto3 clients are thread-safe.
+            # per-invocation state, and boto3 clients are thread-safe. The functions that claim tell the run log
+            # the names of the jobs they claim, so that the executor's lines need no read of them.
             built = Services(settings=Settings.from_env(envs[logical_id]), clients=clients)
+            built.store = ObservedStore(built.store, self.runlog, outcomes=observed)  # type: ignore[assignment,misc]
             if observed:
-                built.store = ObservedStore(built.store, self.runlog)  # type: ignore[assignment,misc]
                 built.results = ObservedResults(built.results, self.runlog)  # type: ignore[assignment,misc]
             return built
 
