@@ -105,3 +105,14 @@ def test_warm_ups_that_fail_never_fail_the_tick(warming: tuple[Pipeline, Functio
     assert pipeline.tick()["dispatched"] == 60
     assert len(_calls(pipeline, "lambda", "Invoke")) == 6  # tried, refused
     assert _table_warm_write_units(pipeline) == 6000  # the table's warm-up failed not with the executor's
+
+
+def test_the_executor_answers_a_warming_invocation_and_runs_nothing(pipeline: Pipeline) -> None:
+    from executor import app as executor_app
+    from tickwork_local.runtime.lambda_runtime import LocalLambdaContext
+
+    pipeline.calls.clear()
+    answer = executor_app.handler({"tickwork_warm": {"hold_ms": 200}}, LocalLambdaContext("ExecutorFunction"))
+    assert answer == {"warmed": True}
+    assert pipeline.calls.calls == []  # nothing received, leased or written
+    assert pipeline.clock.now() == START + timedelta(milliseconds=200)  # it held its environment, on the clock
