@@ -6,7 +6,9 @@ three of them per run), most of it work moto repeats on every request:
   syntax tree of an expression is kept, as nothing changes it; the validation, which changes its own deep copy of
   it, gets the copy from the tree's pickle, made once (ten times quicker than `deepcopy` of the tree);
 - each of the ten passes the validation makes over that tree builds its map of node types to handlers anew at
-  every node, twice (a dict of bound methods, then a tuple of its keys): it is built once per pass;
+  every node, twice (a dict of bound methods, then a tuple of its keys): it is built once per pass; and it asks
+  at every node whether it is a node and one to process, through `abc`'s `isinstance`: the answers are kept by the
+  node's type (the node classes are fixed, no virtual subclass is ever registered);
 - the check that an update expression has at most one SET, REMOVE and ADD clause counts the clauses of the whole
   subtree under every `UpdateExpression` node, which a SET of eight actions nests eight deep: they are counted
   once, at the root, which holds every clause any subtree holds (the same error, for the same expressions);
@@ -40,6 +42,7 @@ def evaluate_expressions_quicker() -> None:
         if "_processing_map" in cls.__dict__:
             cls._processing_map = _kept_per_pass(cls.__dict__["_processing_map"])
     traverser.nodes_to_be_processed = _processed_types
+    traverser.traverse_node_recursively = _traverse
 
     counts = ActionCountValidator.verify_action_counts
 
@@ -98,6 +101,37 @@ def _processed_types(self: Any) -> tuple[type, ...]:
     if kept is None:
         kept = self.__dict__["_tickwork_types"] = tuple(self._processing_map())
     return kept
+
+
+_IS_NODE: dict[type, bool] = {}
+
+
+def _traverse(self: Any, node: Any, child_id: int = -1) -> Any:
+    """moto's `DepthFirstTraverser.traverse_node_recursively`, with its two `isinstance` answers kept by type."""
+    kind = type(node)
+    is_node = _IS_NODE.get(kind)
+    if is_node is None:
+        is_node = _IS_NODE[kind] = isinstance(node, ast_nodes.Node)  # type: ignore[attr-defined]
+    if not is_node:
+        return node
+    parent_node = node.parent
+    children = node.children
+    if children is not None:
+        for i, child_node in enumerate(children):
+            self.pre_processing_of_child(node, i)
+            self.traverse_node_recursively(child_node, i)
+    processed = self.__dict__.get("_tickwork_processed")
+    if processed is None:
+        processed = self.__dict__["_tickwork_processed"] = {}
+    hit = processed.get(kind)
+    if hit is None:
+        hit = processed[kind] = isinstance(node, self.nodes_to_be_processed())
+    if hit:
+        node = self.process(node)
+        node.parent = parent_node
+        if parent_node:
+            parent_node.children[child_id] = node
+    return node
 
 
 def _with_subclasses(cls: Any) -> list[Any]:
