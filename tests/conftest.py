@@ -159,6 +159,7 @@ def mocked_aws(aws_credentials: None) -> Iterator[None]:
     from moto import mock_aws
     from tickwork_local.aws.moto_atomic import atomic_requests_in_process
     from tickwork_local.aws.moto_cloudwatch import cloudwatch_in_process
+    from tickwork_local.aws.moto_expressions import evaluate_expressions_quicker
     from tickwork_local.aws.moto_message_moves import message_moves_in_process
     from tickwork_local.aws.motoserver import serialize_item_responses_directly
 
@@ -168,6 +169,8 @@ def mocked_aws(aws_credentials: None) -> Iterator[None]:
     # DynamoDB's item answers are written as the local endpoint writes them, the same JSON without moto 5.2's
     # shape-walking serializer (tests/integration/test_speed_local_endpoint.py compares the two): quicker tests.
     serialize_item_responses_directly()
+    # Its expressions evaluated as the local endpoint evaluates them (tests/integration/test_moto_expressions.py).
+    evaluate_expressions_quicker()
     with mock_aws(), atomic_requests_in_process(), cloudwatch_in_process(), message_moves_in_process():
         yield
 

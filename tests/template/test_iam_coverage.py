@@ -500,3 +500,36 @@ def test_every_call_of_the_resource_provider_is_allowed_by_its_role(pipeline, te
     transacted = [item for _, op, p in calls if op == "TransactWriteItems" for item in p["TransactItems"]]
     assert any("Delete" in item for item in transacted), "no calendar deleted"
     assert _missing(recorded, template, pipeline.resources) == []
+
+
+@pytest.mark.parametrize(("workers", "role"), [("1", "TickRole"), ("2", "DispatchRole")])
+def test_every_call_of_a_warm_up_before_a_burst_is_allowed_by_its_functions_role(mocked_aws, template, workers, role):
+    """Before a burst it sees coming, the tick (or, fanned out, a dispatch worker) invokes the executor (warming
+    invocations) and raises the table's warm throughput (DescribeTable, UpdateTable)."""
+    from tests.harness import Pipeline, _process_aws
+
+    name = "tickwork-ExecutorFunction"
+    env = {"EXECUTOR_WARMUP": "invocations", "TABLE_WARMUP": "on", "EXECUTOR_FUNCTION_NAME": name}
+    with Pipeline.create(DISPATCH_WORKERS=workers, **env) as pipeline:
+        _process_aws().invokes.serve(name, _Accepted())
+        warmup = pipeline.services.burst_warmup
+        assert warmup is not None
+        warmup.policy = warmup.policy.model_copy(update={"write_units_per_run": 100})
+        recorded, acting_as = _recorder(pipeline)
+        for _ in range(60):
+            pipeline.create_job(schedule={"at": START + FAR})
+        pipeline.clock.advance(FAR.total_seconds() - 90)
+        with acting_as("TickRole"):
+            pipeline.tick()  # fanned out, it hands out the slices
+        with acting_as("DispatchRole"):
+            pipeline.dispatch_all()
+        operations = {op for _, op, _ in recorded[role]}
+        assert {"Invoke", "DescribeTable", "UpdateTable"} <= operations
+        assert _missing(recorded, template, pipeline.resources) == []
+
+
+class _Accepted:
+    """The executor, as far as a warming invocation's caller sees it: accepted, nothing run."""
+
+    def invoke(self, event: Any) -> Any:
+        return {"warmed": True}

@@ -26,9 +26,11 @@ def _table_names(resources: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def _dynamodb_resources(template: dict[str, Any], parameters: dict[str, str]) -> list[Any]:
+    deployed = [evaluate(template, statement, parameters) for _, statement in iam_statements(template, as_written=True)]
     return [
-        evaluate(template, statement["Resource"], parameters)
-        for _, statement in iam_statements(template, as_written=True)
+        statement["Resource"]
+        for statement in deployed
+        if isinstance(statement, dict) and "Action" in statement  # not a statement its condition leaves out
         if any(str(action).startswith("dynamodb:") for action in _actions(statement))
     ]
 

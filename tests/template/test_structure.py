@@ -87,12 +87,16 @@ def test_globals_environment_is_the_job_codes_settings_and_each_function_has_the
     aliases = {field.alias for field in Settings.model_fields.values()}
     # The executor's own: the job sandbox is a function of the stack, so the others cannot name it (a cycle).
     executor_only = {"JOB_SANDBOX_FUNCTION"}
+    # And the executor cannot be told its own name (the tick's warming invocations, the API's metrics): a cycle.
+    not_the_executors = {"EXECUTOR_FUNCTION_NAME"}
     stacks = {fid: _environment(template, fid) for fid in FUNCTIONS}
     for fid, env in stacks.items():
-        assert aliases - executor_only <= env.keys(), (fid, aliases - executor_only - env.keys())
+        own = aliases - executor_only - (not_the_executors if fid == "ExecutorFunction" else set())
+        assert own <= env.keys(), (fid, own - env.keys())
+    assert not_the_executors.isdisjoint(stacks["ExecutorFunction"])
     # They agree on every setting (the local runtime, which hosts them in one process, insists on it too).
     for name in aliases - executor_only:
-        assert len({repr(env[name]) for env in stacks.values()}) == 1, name
+        assert len({repr(env[name]) for env in stacks.values() if name in env}) == 1, name
     env = stacks["ExecutorFunction"]
     assert env["JOB_SANDBOX_FUNCTION"] == {"Ref": "JobSandboxFunction"}
     assert evaluate(template, env["TABLE_NAME"]) == {"Ref": "JobsTable"}  # a global table's name: test_regions.py
@@ -163,10 +167,10 @@ def test_the_api_function_s_own_environment(template):
             ]
         },
         "EXECUTOR_LOG_GROUPS": log_group,
-        "EXECUTOR_FUNCTION_NAME": {"Ref": "ExecutorFunction"},
-        "EXECUTOR_CONCURRENCY": {
-            "Fn::Join": [",", [{"Ref": "HighConcurrency"}, {"Ref": "NormalConcurrency"}, {"Ref": "LowConcurrency"}]]
-        },
+    }
+    # The executor's name and concurrency (GET /v1/metrics), which the tick reads too (its warm-ups).
+    assert _props(template, "ApiFunction")["Environment"]["Variables"]["EXECUTOR_FUNCTION_NAME"] == {
+        "Ref": "ExecutorFunction"
     }
 
 
@@ -178,9 +182,13 @@ def test_environment_defaults_are_valid_settings(template):
             env[name] = value
         elif "Ref" in value and value["Ref"] in template["Parameters"]:
             env[name] = str(_default(template, value["Ref"]))
+        elif "Fn::Join" in value and all(part.get("Ref") in template["Parameters"] for part in value["Fn::Join"][1]):
+            separator, parts = value["Fn::Join"]
+            env[name] = separator.join(str(_default(template, part["Ref"])) for part in parts)
         else:
             env[name] = f"resource-{name.lower()}"
     settings = Settings.from_env(env)
+    assert (settings.executor_warmup, settings.table_warmup, settings.executor_concurrency) == ("invocations", "on", 75)
     assert settings.horizon_seconds > settings.tick_period_seconds
 
 
@@ -546,7 +554,18 @@ def test_table_access_is_what_the_store_does(template):
         "dynamodb:BatchGetItem": [table],
         # The due index, and the table itself for one partition: the freezes in force (tickwork.store.freezes).
         "dynamodb:Query": [{"Fn::Sub": "${JobsTable.Arn}/index/due-index"}, table],
+        # Before a burst, with TableWarmup on only (tickwork.tick.warmup): the table's warm throughput.
+        "dynamodb:DescribeTable": [table],
+        "dynamodb:UpdateTable": [table],
     }
+    (warm_table,) = [s for r, s in iam_statements(template) if r == "TickRole" and s.get("Sid") == "WarmTable"]
+    (conditional,) = [
+        s["Fn::If"]
+        for s in template["Resources"]["TickRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+        if "Fn::If" in s
+    ]
+    assert conditional[0] == "WarmsTable"
+    assert conditional[1] == warm_table
     executor = _grants(template, "ExecutorRole")
     # Overlap SKIP is a conditional update of the job's running slot: no query for it. A workflow step's end
     # creates the runs of the steps it lets start (conditional Puts). The one Query is of the table itself, never
@@ -584,13 +603,15 @@ def test_executor_may_invoke_only_the_configured_functions(template):
         ]
     }
     assert template["Parameters"]["InvokableFunctionArns"]["Type"] == "CommaDelimitedList"
-    # only the executor invokes functions
+    # Only the executor invokes job functions; the tick and the dispatch workers invoke the executor alone (its
+    # warming invocations before a burst, tickwork.tick.warmup).
     others = [
-        r
+        (r, s["Resource"])
         for r, s in iam_statements(template)
         if r != "ExecutorRole" and "lambda:InvokeFunction" in as_list(s["Action"])
     ]
-    assert others == []
+    executor = {"Fn::GetAtt": ["ExecutorFunction", "Arn"]}
+    assert others == [("TickRole", executor), ("DispatchRole", executor)]
 
 
 # ---------------------------------------------------------------- tick

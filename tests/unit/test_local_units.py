@@ -394,6 +394,20 @@ def test_every_run_line_names_its_job_though_no_claim_or_read_saw_it():
     assert inner.reads == ["j01jd2k3m4n5p6q7r8s9t0v1w2"]  # read once, then remembered
 
 
+def test_a_run_claimed_by_another_function_is_named_in_its_executors_line_without_a_read():
+    # The API and the tick claim (their stores report names only); the executor records the outcome.
+    out = io.StringIO()
+    runlog = RunLog(out)
+    claimer = ObservedStore(_Store(recorded=True), runlog, outcomes=False)
+    executor = _NamingStore(recorded=True)
+    assert claimer.jobs.advance_job("j01jd2k3m4n5p6q7r8s9t0v1w2").job.name == "nightly"
+    assert claimer.leases.finish_run(_run(), status=RunStatus.SUCCEEDED, now=FINISHED).recorded is True
+    assert out.getvalue() == ""  # the claimer's own outcomes are not its lines
+    ObservedStore(executor, runlog).leases.finish_run(_run(), status=RunStatus.SUCCEEDED, now=FINISHED)
+    assert " run SUCCEEDED nightly (j01jd2k3m4n5p6q7r8s9t0v1w2.1795262405000) " in out.getvalue()
+    assert executor.reads == []
+
+
 def test_a_step_run_line_names_its_step_and_workflow_run():
     out = io.StringIO()
     inner = _NamingStore(recorded=True)

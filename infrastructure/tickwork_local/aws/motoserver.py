@@ -6,7 +6,8 @@ message becomes visible, and a standard queue whose messages carry a group serve
 And what keeps it quick (issue 16; docs/benchmarks.md, "Burst"): connections stay open between requests
 (`keep_connections_alive`), and moto's routing and SQS clock skip work they repeated on every request
 (`skip_repeated_work`), and DynamoDB's item responses are written as the JSON they already are
-(`serialize_item_responses_directly`), all with the same answers. `GET /_tickwork/requests` gives the requests served so far by
+(`serialize_item_responses_directly`), and DynamoDB's expressions are evaluated without the work moto repeats
+on every request (tickwork_local.aws.moto_expressions), all with the same answers. `GET /_tickwork/requests` gives the requests served so far by
 `service:Operation`, so a benchmark can count AWS requests per run of a node it drives from outside.
 
 `tickwork dev` runs it in a child process (`python -m tickwork_local.aws.motoserver`, started by
@@ -42,6 +43,7 @@ from moto.sqs.models import Message, Queue, sqs_backends
 from tickwork_local.aws.endpoint import READY_PREFIX, PortInUse, check_port_free
 from tickwork_local.aws.moto_atomic import play_fair_queues
 from tickwork_local.aws.moto_cloudwatch import play_cloudwatch_statistics
+from tickwork_local.aws.moto_expressions import evaluate_expressions_quicker
 from tickwork_local.aws.moto_message_moves import play_message_move_tasks
 from tickwork_local.aws.moto_one_dynamodb import share_one_dynamodb
 from tickwork_local.aws.moto_transactions import roll_back_transactions_by_item
@@ -70,6 +72,7 @@ def _prepare_moto() -> None:
     keep_connections_alive()
     skip_repeated_work()
     serialize_item_responses_directly()
+    evaluate_expressions_quicker()
 
 
 _serial = threading.Lock()

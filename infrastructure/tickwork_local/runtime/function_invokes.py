@@ -2,10 +2,12 @@
 in Docker, so an Invoke of a function this node runs (the job sandbox, JobSandboxFunction) is answered by running
 it in its local execution environments (tickwork_local.runtime.lambda_runtime), as Lambda would run it.
 
-It hooks botocore's `before-call.lambda.Invoke` on the sessions of the functions that invoke (the executor's): the
-call goes through the client as against AWS (its parameters built, its events emitted, counted by whoever counts
-them), and its answer has Invoke's shape: StatusCode 200 and the handler's JSON answer as Payload, or, when the
-handler raised, FunctionError "Unhandled" and Lambda's error body. An Invoke of any other function is left to moto.
+It hooks botocore's `before-call.lambda.Invoke` on the sessions of the functions that invoke (the executor's, and
+the tick's warming invocations of the executor): the call goes through the client as against AWS (its parameters
+built, its events emitted, counted by whoever counts them), and its answer has Invoke's shape: StatusCode 200 and
+the handler's JSON answer as Payload, or, when the handler raised, FunctionError "Unhandled" and Lambda's error body.
+An asynchronous Invoke (InvocationType Event) is answered 202 at once and run on a thread of its own, as Lambda
+queues it. An Invoke of any other function is left to moto.
 Nothing here is imported by a function.
 """
 
@@ -13,8 +15,10 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import re
 import threading
+import time
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -26,6 +30,7 @@ from botocore.response import StreamingBody
 
 # Lambda's Invoke: POST /2015-03-31/functions/<name, ARN or partial ARN>/invocations.
 INVOKE_PATH = re.compile(r"^/2015-03-31/functions/[^/]+/invocations$")
+log = logging.getLogger("tickwork_local.runtime.function_invokes")
 
 
 class Invokable(Protocol):
@@ -49,6 +54,7 @@ class LocalInvokes:
         self._functions: dict[str, Invokable] = {}
         self._lock = threading.Lock()
         self.invocations = 0
+        self._queued: list[threading.Thread] = []  # asynchronous invocations running or done
 
     def serve(self, function_name: str, function: Invokable) -> None:
         with self._lock:
@@ -63,15 +69,22 @@ class LocalInvokes:
         """Hook into a botocore session's (or client's) event system: its clients built from now on."""
         events.register("before-call.lambda.Invoke", self._before_call)
 
-    def answer(self, url_path: str, body: bytes | None) -> tuple[bytes, str | None] | None:
+    def answer(self, url_path: str, body: bytes | None, *, queued: bool = False) -> tuple[bytes, str | None] | None:
         """Invoke's answer for a function this node plays (None for any other): the handler's JSON, or Lambda's
-        error body with the function error "Unhandled" when the handler raised."""
+        error body with the function error "Unhandled" when the handler raised; `queued` (InvocationType Event):
+        an empty answer at once, the invocation run on a thread of its own."""
         name = _function_name(url_path)
         with self._lock:
             function = self._functions.get(name)
         if function is None:
             return None
         event = json.loads(body or b"null")
+        if queued:
+            thread = threading.Thread(target=self._run_queued, args=(function, event), name="invoke-event", daemon=True)
+            with self._lock:
+                self._queued = [t for t in self._queued if t.is_alive()] + [thread]
+            thread.start()
+            return b"", None
         try:
             answer, error = json.dumps(function.invoke(event)).encode(), None
         except Exception as exc:  # the handler's error: Lambda's function error, with its body
@@ -83,20 +96,40 @@ class LocalInvokes:
             self.invocations += 1
         return answer, error
 
+    def _run_queued(self, function: Invokable, event: Any) -> None:
+        try:
+            function.invoke(event)
+        except Exception:  # Lambda logs an asynchronous invocation's error; its caller never sees it
+            log.exception("an asynchronous invocation failed")
+        with self._lock:
+            self.invocations += 1
+
+    def settle(self, timeout: float = 30.0) -> bool:
+        """Wait for the asynchronous invocations started so far to end; False if some still run at the deadline."""
+        with self._lock:
+            queued = list(self._queued)
+        deadline = time.monotonic() + timeout
+        for thread in queued:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        return not any(t.is_alive() for t in queued)
+
     def _before_call(self, params: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
-        answered = self.answer(str(params.get("url_path", "")), params.get("body"))
+        headers = params.get("headers") or {}
+        queued = str(headers.get("X-Amz-Invocation-Type", "")) == "Event"
+        answered = self.answer(str(params.get("url_path", "")), params.get("body"), queued=queued)
         if answered is None:
             return None
         body, error = answered
+        status = 202 if queued else 200
         parsed: dict[str, Any] = {
-            "StatusCode": 200,
+            "StatusCode": status,
             "ExecutedVersion": "$LATEST",
             "Payload": StreamingBody(io.BytesIO(body), len(body)),
-            "ResponseMetadata": {"HTTPStatusCode": 200, "HTTPHeaders": {}, "RetryAttempts": 0},
+            "ResponseMetadata": {"HTTPStatusCode": status, "HTTPHeaders": {}, "RetryAttempts": 0},
         }
         if error is not None:
             parsed["FunctionError"] = error
-        return AWSResponse(str(params.get("url", "")), 200, HTTPHeaders(), _Body(b"")), parsed
+        return AWSResponse(str(params.get("url", "")), status, HTTPHeaders(), _Body(b"")), parsed
 
 
 class InvokeEndpoint:
@@ -111,12 +144,14 @@ class InvokeEndpoint:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                answered = invokes.answer(urlsplit(self.path).path, body) if "/functions/" in self.path else None
+                queued = self.headers.get("X-Amz-Invocation-Type") == "Event"
+                path = urlsplit(self.path).path
+                answered = invokes.answer(path, body, queued=queued) if "/functions/" in self.path else None
                 if answered is None:
                     endpoint.forward(self, body)
                     return
                 payload, error = answered
-                self.send_response(200)
+                self.send_response(202 if queued else 200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("X-Amz-Executed-Version", "$LATEST")
                 if error is not None:

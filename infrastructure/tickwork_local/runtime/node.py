@@ -303,14 +303,16 @@ class LocalNode:
 
         def services(logical_id: str, clients: Any, *, observed: bool = False) -> Services:
             # One wiring per function, shared by its execution environments: the domain objects hold no
-            # per-invocation state, and boto3 clients are thread-safe.
+            # per-invocation state, and boto3 clients are thread-safe. The functions that claim tell the run log
+            # the names of the jobs they claim, so that the executor's lines need no read of them.
             built = Services(settings=Settings.from_env(envs[logical_id]), clients=clients)
+            built.store = ObservedStore(built.store, self.runlog, outcomes=observed)  # type: ignore[assignment,misc]
             if observed:
-                built.store = ObservedStore(built.store, self.runlog)  # type: ignore[assignment,misc]
                 built.results = ObservedResults(built.results, self.runlog)  # type: ignore[assignment,misc]
             return built
 
-        api_clients, poller_clients = clients(), clients()
+        # The tick's (and dispatch workers') warming invocations of the executor are played here too.
+        api_clients, poller_clients = clients(invokes=self.invokes), clients()
         executor_clients = clients(invokes=self.invokes)  # its Invoke of the job sandbox is played here
         sandbox_clients = clients()  # the sandbox's own, as it has a role of its own
         self.clients = {
@@ -361,6 +363,7 @@ class LocalNode:
             self.functions = {fid: self._runtime(configs[fid], wiring[fid], environments[fid]) for fid in FUNCTIONS}
         self.invokes.serve(f"{opts.prefix}-{SANDBOX_FUNCTION}", self.functions[SANDBOX_FUNCTION])
         self.invokes.serve(f"{opts.prefix}-{PROVIDER_FUNCTION}", self.functions[PROVIDER_FUNCTION])
+        self.invokes.serve(f"{opts.prefix}-{EXECUTOR_FUNCTION}", self.functions[EXECUTOR_FUNCTION])
         # Cold-start the API and the executor before serving, so the first requests are not slow.
         for fid in (API_FUNCTION, EXECUTOR_FUNCTION):
             self.functions[fid].warm()

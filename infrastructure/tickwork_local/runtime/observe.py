@@ -195,12 +195,15 @@ class ObservedLeases(_Observed):
 
 
 class ObservedStore(_Observed):
-    """A JobStore whose `jobs` and `leases` tell the run log what they record; the wiring hands these on."""
+    """A JobStore whose `jobs` and `leases` tell the run log what they record; the wiring hands these on. With
+    `outcomes` False (the functions that claim but run nothing: the API, the tick, the dispatch workers), only the
+    jobs' names: a run claimed there is named in its executor's line without a read of its job."""
 
-    def __init__(self, inner: Any, runlog: RunLog) -> None:
+    def __init__(self, inner: Any, runlog: RunLog, *, outcomes: bool = True) -> None:
         super().__init__(inner, runlog)
         self.jobs = ObservedJobs(inner.jobs, runlog)
-        self.leases = ObservedLeases(inner.leases, self.jobs, runlog)
+        if outcomes:
+            self.leases = ObservedLeases(inner.leases, self.jobs, runlog)
 
 
 class ObservedResults(_Observed):

@@ -9,7 +9,8 @@ tick, and a run held back by its tenant's quota records the ticks it waited. It 
 re-sends what was claimed but never leased (tickwork.tick.resender), reconciles RUNNING workflow runs
 (tickwork.tick.workflow_occurrences), and sends the claimed runs to their band queues in batches of 10 with
 DelaySeconds = ceil(due - now), so a run starts within about a second of its time and never before it
-(tickwork.tick.sender). `MinuteTick` is the minute rule's entry: the whole claim, or, fanned out, the
+(tickwork.tick.sender). Before it claims, it warms what a burst among the entries it read will need
+(tickwork.tick.warmup), when the template turns warm-ups on. `MinuteTick` is the minute rule's entry: the whole claim, or, fanned out, the
 coordinator's slices (tickwork.tick.fanout), then the settlement of the dead letters' redrives' audit records left
 pending (tickwork.tick.redrive_intents). Once per tick, the whole claim (or the slice with shard 0) also
 records and publishes the freezes' starts and ends (tickwork.progress.freeze_events) and archives the audit
@@ -35,6 +36,7 @@ from tickwork.model.policies import Band
 from tickwork.model.run import Run
 from tickwork.model.states import JobState, RunStatus
 from tickwork.model.tenant_settings import TenantDirectory
+from tickwork.model.warmup import WarmupPolicy
 from tickwork.model.workflow.definition import Workflow
 from tickwork.observability import logger, metrics
 from tickwork.progress.freeze_events import FreezeEvents
@@ -60,6 +62,7 @@ from tickwork.tick.resender import Resender
 from tickwork.tick.sender import RunSender, outgoing_for
 from tickwork.tick.shares import DispatchShares, claimable_as_of, tenant_of
 from tickwork.tick.stuck import stuck_runs
+from tickwork.tick.warmup import BurstWarmup
 
 # ---------------------------------------------------------------- the tick
 
@@ -92,8 +95,9 @@ class Dispatcher:
         freezes: FreezeRecords | None = None,
         audit_archive: AuditArchiver | None = None,
         fence: RegionFence = OPEN_FENCE,
+        warmup: BurstWarmup | None = None,
     ) -> None:
-        self.store, self.clock = store, clock
+        self.store, self.clock, self.warmup = store, clock, warmup or BurstWarmup(WarmupPolicy())  # off: none
         # RegionMode eventual: only the active region claims, and it stops when a failover fences it (docs/regions.md).
         self.fence = fence
         self.audit_archive = audit_archive  # without it (no AUDIT_BUCKET) audit records stay in the table, unexpired
@@ -156,6 +160,7 @@ class Dispatcher:
                 held = [shard for shard, items in zip(names, pages, strict=True) if items]
                 items = [i for page in pages for i in page]
                 report.candidates = len(items)
+                report.warmed_environments = self.warmup.before_burst(items, now, shards, self.store.shards)
                 self._count_stuck(items, now, report)
                 backlogged = self.resender.backlogged_bands(items, now)
                 blockers = self._blockers(items)

@@ -30,6 +30,7 @@ class TickReport:
     deadlines_missed: int = 0  # runs whose deadline miss this tick recorded (tickwork.tick.deadlines)
     freeze_events: int = 0  # freeze starts and ends this tick recorded or published (tickwork.progress.freeze_events)
     audit_archived: int = 0  # audit records this tick archived to S3 (tickwork.tick.audit_archive)
+    warmed_environments: int = 0  # warming invocations this tick planned before a burst (tickwork.tick.warmup)
     redrive_intents_settled: int = 0  # redrives' audit records left pending, settled (tickwork.tick.redrive_intents)
     dispatched_run_ids: list[str] = field(default_factory=list)
 
