@@ -331,3 +331,33 @@ def test_the_guard_costs_one_small_write_per_run_of_a_job_with_variants_and_none
     assert with_variants == without + 1
     (count,) = [p for p in pipeline.calls.params("UpdateItem") if p["UpdateExpression"].startswith("ADD")]
     assert count["UpdateExpression"] == "ADD #ended :one, #failed :failed"
+
+
+def test_a_redriven_run_counts_once_for_its_variant_as_it_last_ended(pipeline):
+    v2 = {"name": "v2", "weight": 100, "type": "variant_probe@2"}
+    job, run_id = _due(
+        pipeline, type="variant_probe", payload={"fail_attempts": 1}, retry={"max_attempts": 1}, variants=[v2]
+    )
+    pipeline.drain()
+    assert pipeline.run(run_id).status is RunStatus.FAILED
+    pipeline.services.redrive.retry_run(TENANT, run_id, payload={"fail_attempts": 0})  # fixed for its retry
+    pipeline.drain()
+    assert pipeline.run(run_id).status is RunStatus.SUCCEEDED
+    item = _item(pipeline, job)
+    # One run, which ended SUCCEEDED after its redrive: not two, one of them failed.
+    assert (item[tally_attribute("v2", "ended")], item[tally_attribute("v2", "failed")]) == ({"N": "1"}, {"N": "0"})
+
+
+def test_a_redriven_run_whose_earlier_count_was_forgotten_counts_as_a_new_run(pipeline):
+    v2 = {"name": "v2", "weight": 100, "type": "variant_probe@2"}
+    job, run_id = _due(
+        pipeline, type="variant_probe", payload={"fail_attempts": 1}, retry={"max_attempts": 1}, variants=[v2]
+    )
+    pipeline.drain()
+    _patch(pipeline, job, variants=[{**v2, "payload": {"fail_attempts": 0}}])  # v2 fixed: its counts forgotten
+    assert tally_attribute("v2", "ended") not in _item(pipeline, job)
+    pipeline.services.redrive.retry_run(TENANT, run_id)
+    pipeline.drain()
+    assert pipeline.run(run_id).status is RunStatus.SUCCEEDED
+    item = _item(pipeline, job)
+    assert (item[tally_attribute("v2", "ended")], item[tally_attribute("v2", "failed")]) == ({"N": "1"}, {"N": "0"})

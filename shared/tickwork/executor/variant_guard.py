@@ -53,11 +53,18 @@ class VariantGuard:
         if target is None or target.variant is None or run.workflow_run_id is not None or status not in ENDS:
             return
         try:
-            counted = self.tallies.count(run.job_id, target.variant, failed=status is RunStatus.FAILED)
+            # A run re-queued after its FAILED end was counted (its variant recorded then) counts once, as it ends now.
+            again = run.requeues > 0 and run.variant is not None
+            counted = self.tallies.count(run.job_id, target.variant, failed=status is RunStatus.FAILED, again=again)
         except Exception:  # the outcome stands; a count lost makes the guard a little slower to tell
             logger.exception("could not count the variant's run", extra={"variant": target.variant})
             return
-        if counted is None or target.variant == BASELINE or target.variant not in counted.declared:
+        if (
+            counted is None
+            or not counted.new_run
+            or target.variant == BASELINE
+            or target.variant not in counted.declared
+        ):
             return
         verdict = guard_verdict(
             counted.tallies.get(target.variant, Tally()), counted.tallies.get(BASELINE, Tally()), self.policy
