@@ -7,7 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, ConfigDict
+from tickwork.jobtypes import RunContext, job_type, registry
 from tickwork.model.variants import BASELINE
+
+from tests.api.conftest import GLOBEX
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
@@ -135,3 +139,44 @@ def test_a_window_outside_its_bounds_is_refused(api):
         reply = api.get(f"/v1/jobs/{job['id']}/variants", query={"window": window})
         assert reply.status in (400, 422), reply.text
         assert reply.fields == ["window"]
+
+
+class _PromoV1(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rows: int = 1
+    legacy: bool = False  # version 2 has no such field
+
+
+class _PromoV2(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rows: int = 1
+
+
+if "promo_probe" not in registry:
+
+    @job_type("promo_probe", _PromoV1)
+    def _promo_v1(payload: _PromoV1, ctx: RunContext) -> dict[str, Any]:
+        return {}
+
+    @job_type("promo_probe@2", _PromoV2)
+    def _promo_v2(payload: _PromoV2, ctx: RunContext) -> dict[str, Any]:
+        return {}
+
+
+def test_a_promotion_that_leaves_another_variant_invalid_over_the_new_baseline_is_refused(api):
+    legacy = {"name": "legacy", "weight": 10, "payload": {"legacy": True}}
+    job = api.create(type="promo_probe", variants=[{"name": "v2", "weight": 10, "type": "promo_probe@2"}, legacy])
+    reply = api.post(f"/v1/jobs/{job['id']}/variants/v2/promote")
+    assert reply.status == 422, reply.text  # `legacy` would run promo_probe@2 with a field it does not have
+    assert reply.fields == ["variants[0].payload.legacy"]
+    assert api.get(f"/v1/jobs/{job['id']}").json["version"] == job["version"]
+
+
+@pytest.mark.parametrize("action", ["promote", "rollback"])
+def test_another_tenant_s_variant_is_404_and_changes_nothing(api, action):
+    job = _job(api)
+    assert api.post(f"/v1/jobs/{job['id']}/variants/v2/{action}", identity=GLOBEX).status == 404
+    assert api.get(f"/v1/jobs/{job['id']}/variants", identity=GLOBEX).status == 404
+    assert api.get(f"/v1/jobs/{job['id']}").json["version"] == job["version"]
