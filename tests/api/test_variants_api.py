@@ -162,6 +162,8 @@ if "promo_probe" not in registry:
 
     @job_type("promo_probe@2", _PromoV2)
     def _promo_v2(payload: _PromoV2, ctx: RunContext) -> dict[str, Any]:
+        if not payload.rows:
+            raise RuntimeError("no rows")
         return {}
 
 
@@ -180,3 +182,24 @@ def test_another_tenant_s_variant_is_404_and_changes_nothing(api, action):
     assert api.post(f"/v1/jobs/{job['id']}/variants/v2/{action}", identity=GLOBEX).status == 404
     assert api.get(f"/v1/jobs/{job['id']}/variants", identity=GLOBEX).status == 404
     assert api.get(f"/v1/jobs/{job['id']}").json["version"] == job["version"]
+
+
+def test_a_trigger_s_payload_is_checked_under_the_variants_as_the_job_s_is(api):
+    job = api.create(type="promo_probe", variants=[{"name": "v2", "weight": 100, "type": "promo_probe@2"}])
+    reply = api.post(f"/v1/jobs/{job['id']}/trigger", {"payload": {"legacy": True}})
+    assert reply.status == 422, reply.text  # every run is v2's, whose type has no `legacy`
+    assert reply.fields == ["variants[0].payload.legacy"]
+    assert api.get(f"/v1/jobs/{job['id']}/runs").json["items"] == []
+
+
+def test_a_retry_s_payload_is_checked_as_its_run_s_variant_runs_it(api, pipeline):
+    v2 = {"name": "v2", "weight": 100, "type": "promo_probe@2"}
+    job = api.create(type="promo_probe", payload={"rows": 0}, retry={"max_attempts": 1}, variants=[v2])
+    assert api.post(f"/v1/jobs/{job['id']}/trigger").status == 202
+    pipeline.drain()
+    (run,) = api.get(f"/v1/jobs/{job['id']}/runs").json["items"]
+    assert (run["status"], run["variant"]) == ("FAILED", "v2")
+    reply = api.post(f"/v1/runs/{run['id']}/retry", {"payload": {"rows": 2, "legacy": True}})
+    assert reply.status == 422, reply.text  # v2's type has no `legacy`, though the job's type has
+    assert reply.fields == ["payload.legacy"]
+    assert api.get(f"/v1/runs/{run['id']}").json["status"] == "FAILED"
