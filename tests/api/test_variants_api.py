@@ -203,3 +203,11 @@ def test_a_retry_s_payload_is_checked_as_its_run_s_variant_runs_it(api, pipeline
     assert reply.status == 422, reply.text  # v2's type has no `legacy`, though the job's type has
     assert reply.fields == ["payload.legacy"]
     assert api.get(f"/v1/runs/{run['id']}").json["status"] == "FAILED"
+
+
+def test_variants_too_large_for_the_job_item_are_refused_at_variants(api):
+    big = [{"name": f"v{i}", "weight": 10, "payload": {"pad": "x" * 80_000}} for i in range(5)]
+    reply = api.post("/v1/jobs", {"name": "n", "type": "echo", "schedule": {"rate": "1 hour"}, "variants": big})
+    assert reply.status in (413, 422), reply.text
+    assert reply.fields == ["variants"]
+    assert api.get("/v1/jobs").json["items"] == []
