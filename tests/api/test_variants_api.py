@@ -211,3 +211,14 @@ def test_variants_too_large_for_the_job_item_are_refused_at_variants(api):
     assert reply.status in (413, 422), reply.text
     assert reply.fields == ["variants"]
     assert api.get("/v1/jobs").json["items"] == []
+
+
+def test_a_promotion_keeps_another_variant_of_the_promoted_type(api):
+    v2 = {"name": "v2", "weight": 10, "type": "promo_probe@2"}
+    v3 = {"name": "v3", "weight": 10, "type": "promo_probe@2", "payload": {"rows": 3}}
+    job = api.create(type="promo_probe", variants=[v2, v3])
+    reply = api.post(f"/v1/jobs/{job['id']}/variants/v2/promote")
+    assert reply.status == 200, reply.text
+    assert reply.json["type"] == "promo_probe@2"
+    (kept,) = reply.json["variants"]
+    assert (kept["name"], kept["type"], kept["payload"]) == ("v3", None, {"rows": 3})  # the job's type now
