@@ -361,3 +361,23 @@ def test_a_redriven_run_whose_earlier_count_was_forgotten_counts_as_a_new_run(pi
     assert pipeline.run(run_id).status is RunStatus.SUCCEEDED
     item = _item(pipeline, job)
     assert (item[tally_attribute("v2", "ended")], item[tally_attribute("v2", "failed")]) == ({"N": "1"}, {"N": "0"})
+
+
+def test_a_run_of_a_variant_rolled_back_while_it_was_in_flight_leaves_no_count_behind(pipeline):
+    v2 = {"name": "v2", "weight": 100, "type": "variant_probe@2", "payload": {"fail_attempts": 1}}
+    job, run_id = _due(pipeline, type="variant_probe", retry={"max_attempts": 2}, variants=[v2])
+    band, messages = _one(pipeline)
+    pipeline.deliver(band, messages)
+    assert (pipeline.run(run_id).status, pipeline.run(run_id).variant) == (RunStatus.RETRYING, "v2")
+    pipeline.services.job_variants.rollback(TENANT, job.id, "v2")
+    pipeline.clock.advance(10)
+    url = pipeline.resources.queue_urls[band.value]
+    pipeline.sqs.change_message_visibility(
+        QueueUrl=url, ReceiptHandle=messages[0]["ReceiptHandle"], VisibilityTimeout=0
+    )
+    pipeline.drain()
+    run = pipeline.run(run_id)
+    assert (run.status, run.variant) == (RunStatus.SUCCEEDED, "v2")  # it ran the baseline, under its own name
+    assert pipeline.services.results.read(run) == {"version": 1}
+    item = _item(pipeline, job)
+    assert not [name for name in item if name.startswith("variant_runs#")]  # a job without variants counts nothing

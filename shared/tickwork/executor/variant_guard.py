@@ -16,6 +16,7 @@ from datetime import datetime
 
 from tickwork.model.audit import SYSTEM, Attribution, AuditResource, audit_record
 from tickwork.model.clock import Clock
+from tickwork.model.job import Job
 from tickwork.model.job_variants import rolled_back
 from tickwork.model.run import Run
 from tickwork.model.run_events import variant_rolled_back_event
@@ -52,6 +53,8 @@ class VariantGuard:
         """Count a job's run that ended, if its job has variants, and roll its variant back if it fails."""
         if target is None or target.variant is None or run.workflow_run_id is not None or status not in ENDS:
             return
+        if target.job is not None and not _declared(target.job, target.variant):
+            return  # its variant went while it was in flight (it ran the baseline): no count for what is gone
         try:
             # A run re-queued after its FAILED end was counted (its variant recorded then) counts once, as it ends now.
             again = run.requeues > 0 and run.variant is not None
@@ -113,3 +116,8 @@ class VariantGuard:
                     )
                 ]
             )
+
+
+def _declared(job: Job, variant: str) -> bool:
+    """Whether `job`, as the executor read it, still runs `variant`: one it declares, or its baseline beside some."""
+    return any(v.name == variant for v in job.variants) or (variant == BASELINE and bool(job.variants))
