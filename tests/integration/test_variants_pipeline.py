@@ -381,3 +381,26 @@ def test_a_run_of_a_variant_rolled_back_while_it_was_in_flight_leaves_no_count_b
     assert pipeline.services.results.read(run) == {"version": 1}
     item = _item(pipeline, job)
     assert not [name for name in item if name.startswith("variant_runs#")]  # a job without variants counts nothing
+
+
+def test_the_guard_does_not_roll_back_a_variant_changed_since_its_runs_were_counted(pipeline, monkeypatch):
+    job = pipeline.create_job(
+        type="variant_probe", schedule={"rate": "1 hour"}, variants=[{"name": "v2", "weight": 20}]
+    )
+    _settle(pipeline, job, BASELINE, [True] * 95 + [False] * 5)
+    _settle(pipeline, job, "v2", [True] * 20 + [False] * 9)
+    counted = VariantTallies.count
+    fixed = {"name": "v2", "weight": 20, "payload": {"fail_attempts": 0}}
+
+    def count_then_changed(self: VariantTallies, *args: Any, **kwargs: Any) -> Any:
+        seen = counted(self, *args, **kwargs)  # the 30th run's count, the old v2's: a look that rolls back
+        _patch(pipeline, job, variants=[fixed])  # ...while a person puts a new v2 in its place
+        return seen
+
+    monkeypatch.setattr(VariantTallies, "count", count_then_changed)
+    _settle(pipeline, job, "v2", [False])
+    after = pipeline.services.store.jobs.get_job(job.id)
+    assert [v.model_dump(exclude_none=True) for v in after.variants] == [
+        fixed
+    ]  # the new v2 is not judged by the old's runs
+    assert after.variant_rollback is None

@@ -23,7 +23,16 @@ from tickwork.model.run_events import variant_rolled_back_event
 from tickwork.model.run_spec import MARK_BACK
 from tickwork.model.run_target import RunTarget
 from tickwork.model.states import RunStatus
-from tickwork.model.variants import BASELINE, DEFAULT_GUARD, GuardPolicy, Tally, guard_verdict, tally_attributes
+from tickwork.model.variants import (
+    BASELINE,
+    DEFAULT_GUARD,
+    GuardPolicy,
+    Tally,
+    Variant,
+    guard_verdict,
+    stale_tallies,
+    tally_attributes,
+)
 from tickwork.observability import logger, metrics
 from tickwork.progress.run_events import RunEvents
 from tickwork.store import JobRecords, RunRecords
@@ -73,14 +82,20 @@ class VariantGuard:
             counted.tallies.get(target.variant, Tally()), counted.tallies.get(BASELINE, Tally()), self.policy
         )
         if verdict.roll_back:
-            self.roll_back(run.job_id, target.variant, verdict.reason)
+            self.roll_back(run.job_id, target.variant, verdict.reason, judged=counted.declared[target.variant])
 
-    def roll_back(self, job_id: str, name: str, reason: str) -> bool:
+    def roll_back(self, job_id: str, name: str, reason: str, *, judged: Variant | None = None) -> bool:
         """The job written without variant `name`, by `tickwork`, with `reason`: False if it is gone or declares
-        no such variant any more (another rollback, or a person, got there first)."""
+        no such variant any more (another rollback, or a person, got there first), or one other than `judged`, the
+        variant whose counts were judged (a change since put another in its place, its counts forgotten)."""
         for _ in range(ROLLBACK_RETRIES):
             job = self.jobs.get_job(job_id)
-            if job is None or all(v.name != name for v in job.variants):
+            current = next((v for v in job.variants if v.name == name), None) if job is not None else None
+            if (
+                job is None
+                or current is None
+                or (judged is not None and stale_tallies([judged], [current], baseline_changed=False))
+            ):
                 return False
             now = self.clock.now()
             changed = rolled_back(job, name, by=SYSTEM.display, reason=reason, now=now)

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from tickwork.model.clock import to_ms
-from tickwork.model.variants import Tally, tally_attribute
+from tickwork.model.variants import Tally, Variant, tally_attribute
 from tickwork.store.codec import VARIANTS_JSON, deserialize, expression_values, job_key
 from tickwork.store.conditional import Table
 
@@ -21,10 +21,10 @@ _PREFIX = "variant_runs#"
 
 @dataclass(frozen=True)
 class Counted:
-    """The job's tallies as the count left them, and the names of the variants it declares now."""
+    """The job's tallies as the count left them, and the variants it declares now, by name."""
 
     tallies: dict[str, Tally]
-    declared: frozenset[str]
+    declared: dict[str, Variant]
     # The count took a run more (False: it replaced a re-queued run's earlier FAILED end), so the guard looks.
     new_run: bool = True
 
@@ -69,7 +69,7 @@ def counted_of(item: dict[str, Any]) -> Counted:
             variant, _, field = name.removeprefix(_PREFIX).rpartition("#")
             counts.setdefault(variant, {})[field] = int(value)
     tallies = {name: Tally(c.get("ended", 0), c.get("failed", 0)) for name, c in counts.items()}
-    declared = frozenset(str(v.get("name")) for v in json.loads(item.get(VARIANTS_JSON) or "[]"))
+    declared = {v.name: v for v in (Variant.model_validate(d) for d in json.loads(item.get(VARIANTS_JSON) or "[]"))}
     return Counted(tallies, declared)
 
 
