@@ -290,7 +290,7 @@ def test_a_rollback_of_a_variant_already_gone_writes_nothing(pipeline):
     assert pipeline.services.store.jobs.get_job(job.id).version == job.version
 
 
-def test_a_rollback_that_keeps_losing_to_changes_gives_up_and_the_next_run_tries_again(pipeline, monkeypatch):
+def test_a_rollback_that_keeps_losing_to_changes_gives_up_and_a_later_try_wins(pipeline, monkeypatch):
     job = pipeline.create_job(type="variant_probe", schedule={"rate": "1 hour"}, variants=[{"name": "v2", "weight": 5}])
     guard = _guard(pipeline)
     monkeypatch.setattr(type(guard.jobs), "replace_job", lambda *_, **__: False)
@@ -404,3 +404,18 @@ def test_the_guard_does_not_roll_back_a_variant_changed_since_its_runs_were_coun
         fixed
     ]  # the new v2 is not judged by the old's runs
     assert after.variant_rollback is None
+
+
+def test_a_look_whose_rollback_gave_up_is_tried_again_at_the_next_look_not_the_next_run(pipeline, monkeypatch):
+    job = pipeline.create_job(
+        type="variant_probe", schedule={"rate": "1 hour"}, variants=[{"name": "v2", "weight": 20}]
+    )
+    _settle(pipeline, job, BASELINE, [True] * 95 + [False] * 5)
+    _settle(pipeline, job, "v2", [True] * 20 + [False] * 9)
+    monkeypatch.setattr(type(pipeline.services.store.jobs), "replace_job", lambda *_, **__: False)
+    _settle(pipeline, job, "v2", [False])  # the look at 30 rolls back, and loses every try
+    monkeypatch.undo()
+    _settle(pipeline, job, "v2", [False] * 29)  # 31 to 59: no look
+    assert [v.name for v in pipeline.services.store.jobs.get_job(job.id).variants] == ["v2"]
+    _settle(pipeline, job, "v2", [False])  # the look at 60
+    assert pipeline.services.store.jobs.get_job(job.id).variants == []

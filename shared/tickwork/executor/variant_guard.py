@@ -116,7 +116,8 @@ class VariantGuard:
                 self._rolled_back(job.id, job.tenant, name, reason, now)
                 return True
         logger.warning(
-            "the variant's rollback lost to concurrent changes; its next run tries again", extra={"job_id": job_id}
+            "the variant's rollback lost to concurrent changes; the guard's next look at it tries again",
+            extra={"job_id": job_id, "variant": name, "reason": reason},
         )
         return False
 
