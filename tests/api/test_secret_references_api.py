@@ -129,3 +129,23 @@ def test_a_secret_by_another_accounts_arn_is_422_at_create(api):
     assert "arn:aws:secretsmanager:us-east-1:123456789012:secret:" in reply.json["errors"][0]["message"]
     ours = {"$secret": "arn:aws:secretsmanager:us-east-1:123456789012:secret:tickwork/acme/api-token-AbCdEf"}
     assert api.post("/v1/jobs", _bearer(ours)).status == 201
+
+
+def test_a_variant_s_payload_names_the_tenant_s_own_secrets_only_and_keeps_them_by_reference(api):
+    theirs = {
+        **_bearer(OURS),
+        "variants": [{"name": "v2", "weight": 10, "payload": {"headers": {"Authorization": THEIRS}}}],
+    }
+    reply = api.post("/v1/jobs", theirs)
+    assert reply.status == 422, reply.text
+    assert reply.fields == ["variants[0].payload.headers.Authorization"]
+    ours = {**_bearer(OURS), "variants": [{"name": "v2", "weight": 10, "payload": {"headers": {"X-Other": OURS}}}]}
+    created = api.post("/v1/jobs", ours)
+    assert created.status == 201, created.text
+    assert api.get(f"/v1/jobs/{created.json['id']}").json["variants"][0]["payload"] == {"headers": {"X-Other": OURS}}
+    patched = api.patch(
+        f"/v1/jobs/{created.json['id']}",
+        {"variants": [{"name": "v2", "weight": 10, "payload": {"headers": {"X-Other": THEIRS}}}]},
+    )
+    assert patched.status == 422, patched.text
+    assert patched.fields == ["variants[0].payload.headers.X-Other"]

@@ -7,7 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, ConfigDict
+from tickwork.jobtypes import RunContext, job_type, registry
 from tickwork.model.variants import BASELINE
+
+from tests.api.conftest import GLOBEX
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
@@ -135,3 +139,86 @@ def test_a_window_outside_its_bounds_is_refused(api):
         reply = api.get(f"/v1/jobs/{job['id']}/variants", query={"window": window})
         assert reply.status in (400, 422), reply.text
         assert reply.fields == ["window"]
+
+
+class _PromoV1(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rows: int = 1
+    legacy: bool = False  # version 2 has no such field
+
+
+class _PromoV2(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rows: int = 1
+
+
+if "promo_probe" not in registry:
+
+    @job_type("promo_probe", _PromoV1)
+    def _promo_v1(payload: _PromoV1, ctx: RunContext) -> dict[str, Any]:
+        return {}
+
+    @job_type("promo_probe@2", _PromoV2)
+    def _promo_v2(payload: _PromoV2, ctx: RunContext) -> dict[str, Any]:
+        if not payload.rows:
+            raise RuntimeError("no rows")
+        return {}
+
+
+def test_a_promotion_that_leaves_another_variant_invalid_over_the_new_baseline_is_refused(api):
+    legacy = {"name": "legacy", "weight": 10, "payload": {"legacy": True}}
+    job = api.create(type="promo_probe", variants=[{"name": "v2", "weight": 10, "type": "promo_probe@2"}, legacy])
+    reply = api.post(f"/v1/jobs/{job['id']}/variants/v2/promote")
+    assert reply.status == 422, reply.text  # `legacy` would run promo_probe@2 with a field it does not have
+    assert reply.fields == ["variants[0].payload.legacy"]
+    assert api.get(f"/v1/jobs/{job['id']}").json["version"] == job["version"]
+
+
+@pytest.mark.parametrize("action", ["promote", "rollback"])
+def test_another_tenant_s_variant_is_404_and_changes_nothing(api, action):
+    job = _job(api)
+    assert api.post(f"/v1/jobs/{job['id']}/variants/v2/{action}", identity=GLOBEX).status == 404
+    assert api.get(f"/v1/jobs/{job['id']}/variants", identity=GLOBEX).status == 404
+    assert api.get(f"/v1/jobs/{job['id']}").json["version"] == job["version"]
+
+
+def test_a_trigger_s_payload_is_checked_under_the_variants_as_the_job_s_is(api):
+    job = api.create(type="promo_probe", variants=[{"name": "v2", "weight": 100, "type": "promo_probe@2"}])
+    reply = api.post(f"/v1/jobs/{job['id']}/trigger", {"payload": {"legacy": True}})
+    assert reply.status == 422, reply.text  # every run is v2's, whose type has no `legacy`
+    assert reply.fields == ["variants[0].payload.legacy"]
+    assert api.get(f"/v1/jobs/{job['id']}/runs").json["items"] == []
+
+
+def test_a_retry_s_payload_is_checked_as_its_run_s_variant_runs_it(api, pipeline):
+    v2 = {"name": "v2", "weight": 100, "type": "promo_probe@2"}
+    job = api.create(type="promo_probe", payload={"rows": 0}, retry={"max_attempts": 1}, variants=[v2])
+    assert api.post(f"/v1/jobs/{job['id']}/trigger").status == 202
+    pipeline.drain()
+    (run,) = api.get(f"/v1/jobs/{job['id']}/runs").json["items"]
+    assert (run["status"], run["variant"]) == ("FAILED", "v2")
+    reply = api.post(f"/v1/runs/{run['id']}/retry", {"payload": {"rows": 2, "legacy": True}})
+    assert reply.status == 422, reply.text  # v2's type has no `legacy`, though the job's type has
+    assert reply.fields == ["payload.legacy"]
+    assert api.get(f"/v1/runs/{run['id']}").json["status"] == "FAILED"
+
+
+def test_variants_too_large_for_the_job_item_are_refused_at_variants(api):
+    big = [{"name": f"v{i}", "weight": 10, "payload": {"pad": "x" * 80_000}} for i in range(5)]
+    reply = api.post("/v1/jobs", {"name": "n", "type": "echo", "schedule": {"rate": "1 hour"}, "variants": big})
+    assert reply.status in (413, 422), reply.text
+    assert reply.fields == ["variants"]
+    assert api.get("/v1/jobs").json["items"] == []
+
+
+def test_a_promotion_keeps_another_variant_of_the_promoted_type(api):
+    v2 = {"name": "v2", "weight": 10, "type": "promo_probe@2"}
+    v3 = {"name": "v3", "weight": 10, "type": "promo_probe@2", "payload": {"rows": 3}}
+    job = api.create(type="promo_probe", variants=[v2, v3])
+    reply = api.post(f"/v1/jobs/{job['id']}/variants/v2/promote")
+    assert reply.status == 200, reply.text
+    assert reply.json["type"] == "promo_probe@2"
+    (kept,) = reply.json["variants"]
+    assert (kept["name"], kept["type"], kept["payload"]) == ("v3", None, {"rows": 3})  # the job's type now

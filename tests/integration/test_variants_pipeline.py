@@ -290,7 +290,7 @@ def test_a_rollback_of_a_variant_already_gone_writes_nothing(pipeline):
     assert pipeline.services.store.jobs.get_job(job.id).version == job.version
 
 
-def test_a_rollback_that_keeps_losing_to_changes_gives_up_and_the_next_run_tries_again(pipeline, monkeypatch):
+def test_a_rollback_that_keeps_losing_to_changes_gives_up_and_a_later_try_wins(pipeline, monkeypatch):
     job = pipeline.create_job(type="variant_probe", schedule={"rate": "1 hour"}, variants=[{"name": "v2", "weight": 5}])
     guard = _guard(pipeline)
     monkeypatch.setattr(type(guard.jobs), "replace_job", lambda *_, **__: False)
@@ -331,3 +331,91 @@ def test_the_guard_costs_one_small_write_per_run_of_a_job_with_variants_and_none
     assert with_variants == without + 1
     (count,) = [p for p in pipeline.calls.params("UpdateItem") if p["UpdateExpression"].startswith("ADD")]
     assert count["UpdateExpression"] == "ADD #ended :one, #failed :failed"
+
+
+def test_a_redriven_run_counts_once_for_its_variant_as_it_last_ended(pipeline):
+    v2 = {"name": "v2", "weight": 100, "type": "variant_probe@2"}
+    job, run_id = _due(
+        pipeline, type="variant_probe", payload={"fail_attempts": 1}, retry={"max_attempts": 1}, variants=[v2]
+    )
+    pipeline.drain()
+    assert pipeline.run(run_id).status is RunStatus.FAILED
+    pipeline.services.redrive.retry_run(TENANT, run_id, payload={"fail_attempts": 0})  # fixed for its retry
+    pipeline.drain()
+    assert pipeline.run(run_id).status is RunStatus.SUCCEEDED
+    item = _item(pipeline, job)
+    # One run, which ended SUCCEEDED after its redrive: not two, one of them failed.
+    assert (item[tally_attribute("v2", "ended")], item[tally_attribute("v2", "failed")]) == ({"N": "1"}, {"N": "0"})
+
+
+def test_a_redriven_run_whose_earlier_count_was_forgotten_counts_as_a_new_run(pipeline):
+    v2 = {"name": "v2", "weight": 100, "type": "variant_probe@2"}
+    job, run_id = _due(
+        pipeline, type="variant_probe", payload={"fail_attempts": 1}, retry={"max_attempts": 1}, variants=[v2]
+    )
+    pipeline.drain()
+    _patch(pipeline, job, variants=[{**v2, "payload": {"fail_attempts": 0}}])  # v2 fixed: its counts forgotten
+    assert tally_attribute("v2", "ended") not in _item(pipeline, job)
+    pipeline.services.redrive.retry_run(TENANT, run_id)
+    pipeline.drain()
+    assert pipeline.run(run_id).status is RunStatus.SUCCEEDED
+    item = _item(pipeline, job)
+    assert (item[tally_attribute("v2", "ended")], item[tally_attribute("v2", "failed")]) == ({"N": "1"}, {"N": "0"})
+
+
+def test_a_run_of_a_variant_rolled_back_while_it_was_in_flight_leaves_no_count_behind(pipeline):
+    v2 = {"name": "v2", "weight": 100, "type": "variant_probe@2", "payload": {"fail_attempts": 1}}
+    job, run_id = _due(pipeline, type="variant_probe", retry={"max_attempts": 2}, variants=[v2])
+    band, messages = _one(pipeline)
+    pipeline.deliver(band, messages)
+    assert (pipeline.run(run_id).status, pipeline.run(run_id).variant) == (RunStatus.RETRYING, "v2")
+    pipeline.services.job_variants.rollback(TENANT, job.id, "v2")
+    pipeline.clock.advance(10)
+    url = pipeline.resources.queue_urls[band.value]
+    pipeline.sqs.change_message_visibility(
+        QueueUrl=url, ReceiptHandle=messages[0]["ReceiptHandle"], VisibilityTimeout=0
+    )
+    pipeline.drain()
+    run = pipeline.run(run_id)
+    assert (run.status, run.variant) == (RunStatus.SUCCEEDED, "v2")  # it ran the baseline, under its own name
+    assert pipeline.services.results.read(run) == {"version": 1}
+    item = _item(pipeline, job)
+    assert not [name for name in item if name.startswith("variant_runs#")]  # a job without variants counts nothing
+
+
+def test_the_guard_does_not_roll_back_a_variant_changed_since_its_runs_were_counted(pipeline, monkeypatch):
+    job = pipeline.create_job(
+        type="variant_probe", schedule={"rate": "1 hour"}, variants=[{"name": "v2", "weight": 20}]
+    )
+    _settle(pipeline, job, BASELINE, [True] * 95 + [False] * 5)
+    _settle(pipeline, job, "v2", [True] * 20 + [False] * 9)
+    counted = VariantTallies.count
+    fixed = {"name": "v2", "weight": 20, "payload": {"fail_attempts": 0}}
+
+    def count_then_changed(self: VariantTallies, *args: Any, **kwargs: Any) -> Any:
+        seen = counted(self, *args, **kwargs)  # the 30th run's count, the old v2's: a look that rolls back
+        _patch(pipeline, job, variants=[fixed])  # ...while a person puts a new v2 in its place
+        return seen
+
+    monkeypatch.setattr(VariantTallies, "count", count_then_changed)
+    _settle(pipeline, job, "v2", [False])
+    after = pipeline.services.store.jobs.get_job(job.id)
+    assert [v.model_dump(exclude_none=True) for v in after.variants] == [
+        fixed
+    ]  # the new v2 is not judged by the old's runs
+    assert after.variant_rollback is None
+
+
+def test_a_look_whose_rollback_gave_up_is_tried_again_at_the_next_look_not_the_next_run(pipeline, monkeypatch):
+    job = pipeline.create_job(
+        type="variant_probe", schedule={"rate": "1 hour"}, variants=[{"name": "v2", "weight": 20}]
+    )
+    _settle(pipeline, job, BASELINE, [True] * 95 + [False] * 5)
+    _settle(pipeline, job, "v2", [True] * 20 + [False] * 9)
+    monkeypatch.setattr(type(pipeline.services.store.jobs), "replace_job", lambda *_, **__: False)
+    _settle(pipeline, job, "v2", [False])  # the look at 30 rolls back, and loses every try
+    monkeypatch.undo()
+    _settle(pipeline, job, "v2", [False] * 29)  # 31 to 59: no look
+    assert [v.name for v in pipeline.services.store.jobs.get_job(job.id).variants] == ["v2"]
+    _settle(pipeline, job, "v2", [False])  # the look at 60
+    assert pipeline.services.store.jobs.get_job(job.id).variants == []

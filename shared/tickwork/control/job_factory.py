@@ -121,11 +121,15 @@ class JobFactory:
     def check_item_size(self, job: Job) -> None:
         """The job fits one DynamoDB item with room to spare: measured as stored, before anything is written
         (a write DynamoDB refuses would come after the idempotency key was taken). Names the larger of the two
-        parts a caller controls without a bound of their own, payload and tags."""
+        parts a caller controls without a bound of their own: payload, tags and variants."""
         size = item_bytes(job_to_item(job, self.shards))
         if size <= MAX_JOB_ITEM_BYTES:
             return
-        payload = len(json.dumps(job.payload, separators=(",", ":")).encode())
-        tags = sum(len(k.encode()) + len(v.encode()) for k, v in job.tags.items())
-        field = "payload" if payload >= tags else "tags"
-        raise ItemTooLarge(field, size, MAX_JOB_ITEM_BYTES, f"payload {payload} bytes, tags {tags} bytes")
+        parts = {
+            "payload": len(json.dumps(job.payload, separators=(",", ":")).encode()),
+            "tags": sum(len(k.encode()) + len(v.encode()) for k, v in job.tags.items()),
+            "variants": len(json.dumps([v.model_dump() for v in job.variants], separators=(",", ":")).encode()),
+        }
+        field = max(parts, key=lambda name: parts[name])  # the first of the largest, payload on a tie
+        said = ", ".join(f"{name} {bytes_} bytes" for name, bytes_ in parts.items())
+        raise ItemTooLarge(field, size, MAX_JOB_ITEM_BYTES, said)

@@ -214,6 +214,8 @@ class JobLifecycle:
         payload = request.payload if request is not None and "payload" in given else None
         if payload is not None:
             self.factory.check_payload(tenant, job.type, payload)
+            # Its run may be any variant's, each of which runs its overrides over this payload.
+            self.factory.check_variants(tenant, job.type, payload, job.variants)
         debounce = request.debounce if request is not None and "debounce" in given else job.debounce
         if debounce is not None:
 

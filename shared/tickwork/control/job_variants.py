@@ -61,8 +61,16 @@ class JobVariants:
         )
 
     def promote(self, tenant: str, job_id: str, name: str, *, by: Attribution | None = None) -> Job:
-        """Variant `name` becomes the job's own (its type and payload the job's; NotFound if it has none such)."""
-        return self.lifecycle.change(tenant, job_id, lambda job, _: promoted(job, name), verb="variant_promote", by=by)
+        """Variant `name` becomes the job's own (its type and payload the job's; NotFound if it has none such).
+        The variants that stay now vary the new baseline: checked against it as a PATCH's are (InvalidInput,
+        nothing written, when one no longer passes its type's model)."""
+
+        def change(job: Job, _: datetime) -> Job:
+            after = promoted(job, name)
+            self.lifecycle.factory.check_variants(tenant, after.type, after.payload, after.variants)
+            return after
+
+        return self.lifecycle.change(tenant, job_id, change, verb="variant_promote", by=by)
 
     def rollback(self, tenant: str, job_id: str, name: str, *, by: Attribution | None = None) -> Job:
         """Variant `name` removed (its share back to the baseline), and who did it recorded on the job."""

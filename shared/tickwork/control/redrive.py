@@ -28,6 +28,7 @@ from tickwork.model.retryable import (
 )
 from tickwork.model.run import Run
 from tickwork.model.states import RunStatus
+from tickwork.model.variants import applied
 from tickwork.observability import logger
 from tickwork.store import RunRecords
 from tickwork.store.listings import Listings, Page
@@ -91,9 +92,9 @@ class RunRedrive:
         by: Attribution | None = None,
     ) -> Run:
         """Re-queue a FAILED run; its attempts start again, from its last checkpoint unless `from_checkpoint` is
-        False (then that is removed: docs/durable-runs.md). `payload`: the run's payload from now on, checked by
-        its job type's model first (InvalidInput naming the field, nothing changed). NotRetryable (a 409 with its
-        reason) for a run its own retry does not re-queue."""
+        False (then that is removed: docs/durable-runs.md). `payload`: the run's payload from now on, checked first
+        as its recorded variant runs it, by that type's model (InvalidInput naming the field, nothing changed).
+        NotRetryable (a 409 with its reason) for a run its own retry does not re-queue."""
         run = self.queries.get_run(tenant, run_id)
         verdict = self.verdicts([run])[run.id]
         if verdict.reason is not None:
@@ -101,7 +102,7 @@ class RunRedrive:
         edit = None
         if payload is not None:
             job = self.queries.get_job(tenant, run.job_id)
-            self.check_payload(tenant, job.type, payload)
+            self.check_payload(tenant, *applied(job.type, payload, job.variants, run.variant))
             before = run.payload if run.payload is not None else job.payload
             edit = PayloadEdit(before, payload)
         queued = self._requeue(run, self.clock.now(), from_checkpoint=from_checkpoint, edit=edit, by=by, verb="retry")

@@ -16,13 +16,23 @@ from datetime import datetime
 
 from tickwork.model.audit import SYSTEM, Attribution, AuditResource, audit_record
 from tickwork.model.clock import Clock
+from tickwork.model.job import Job
 from tickwork.model.job_variants import rolled_back
 from tickwork.model.run import Run
 from tickwork.model.run_events import variant_rolled_back_event
 from tickwork.model.run_spec import MARK_BACK
 from tickwork.model.run_target import RunTarget
 from tickwork.model.states import RunStatus
-from tickwork.model.variants import BASELINE, DEFAULT_GUARD, GuardPolicy, Tally, guard_verdict, tally_attributes
+from tickwork.model.variants import (
+    BASELINE,
+    DEFAULT_GUARD,
+    GuardPolicy,
+    Tally,
+    Variant,
+    guard_verdict,
+    stale_tallies,
+    tally_attributes,
+)
 from tickwork.observability import logger, metrics
 from tickwork.progress.run_events import RunEvents
 from tickwork.store import JobRecords, RunRecords
@@ -52,25 +62,40 @@ class VariantGuard:
         """Count a job's run that ended, if its job has variants, and roll its variant back if it fails."""
         if target is None or target.variant is None or run.workflow_run_id is not None or status not in ENDS:
             return
+        if target.job is not None and not _declared(target.job, target.variant):
+            return  # its variant went while it was in flight (it ran the baseline): no count for what is gone
         try:
-            counted = self.tallies.count(run.job_id, target.variant, failed=status is RunStatus.FAILED)
+            # A run re-queued after its FAILED end was counted (its variant recorded then) counts once, as it ends now.
+            again = run.requeues > 0 and run.variant is not None
+            counted = self.tallies.count(run.job_id, target.variant, failed=status is RunStatus.FAILED, again=again)
         except Exception:  # the outcome stands; a count lost makes the guard a little slower to tell
             logger.exception("could not count the variant's run", extra={"variant": target.variant})
             return
-        if counted is None or target.variant == BASELINE or target.variant not in counted.declared:
+        if (
+            counted is None
+            or not counted.new_run
+            or target.variant == BASELINE
+            or target.variant not in counted.declared
+        ):
             return
         verdict = guard_verdict(
             counted.tallies.get(target.variant, Tally()), counted.tallies.get(BASELINE, Tally()), self.policy
         )
         if verdict.roll_back:
-            self.roll_back(run.job_id, target.variant, verdict.reason)
+            self.roll_back(run.job_id, target.variant, verdict.reason, judged=counted.declared[target.variant])
 
-    def roll_back(self, job_id: str, name: str, reason: str) -> bool:
+    def roll_back(self, job_id: str, name: str, reason: str, *, judged: Variant | None = None) -> bool:
         """The job written without variant `name`, by `tickwork`, with `reason`: False if it is gone or declares
-        no such variant any more (another rollback, or a person, got there first)."""
+        no such variant any more (another rollback, or a person, got there first), or one other than `judged`, the
+        variant whose counts were judged (a change since put another in its place, its counts forgotten)."""
         for _ in range(ROLLBACK_RETRIES):
             job = self.jobs.get_job(job_id)
-            if job is None or all(v.name != name for v in job.variants):
+            current = next((v for v in job.variants if v.name == name), None) if job is not None else None
+            if (
+                job is None
+                or current is None
+                or (judged is not None and stale_tallies([judged], [current], baseline_changed=False))
+            ):
                 return False
             now = self.clock.now()
             changed = rolled_back(job, name, by=SYSTEM.display, reason=reason, now=now)
@@ -91,7 +116,8 @@ class VariantGuard:
                 self._rolled_back(job.id, job.tenant, name, reason, now)
                 return True
         logger.warning(
-            "the variant's rollback lost to concurrent changes; its next run tries again", extra={"job_id": job_id}
+            "the variant's rollback lost to concurrent changes; the guard's next look at it tries again",
+            extra={"job_id": job_id, "variant": name, "reason": reason},
         )
         return False
 
@@ -106,3 +132,8 @@ class VariantGuard:
                     )
                 ]
             )
+
+
+def _declared(job: Job, variant: str) -> bool:
+    """Whether `job`, as the executor read it, still runs `variant`: one it declares, or its baseline beside some."""
+    return any(v.name == variant for v in job.variants) or (variant == BASELINE and bool(job.variants))

@@ -29,11 +29,12 @@ def rolled_back(job: Job, name: str, *, by: str, reason: str, now: datetime) -> 
 
 def promoted(job: Job, name: str) -> Job:
     """`job` running variant `name` as its own: the variant's type and payload become the job's and the variant
-    goes; the other variants stay, their overrides now over the new baseline."""
+    goes; the other variants stay, their overrides now over the new baseline (one of the type it promotes runs the
+    job's type now: a variant's `type` is another version than the job's)."""
     declared(job, name)
     variant = next(v for v in job.variants if v.name == name)
     kind, payload = overridden(job.type, job.payload, variant)
-    rest = [v for v in job.variants if v.name != name]
+    rest = [v.model_copy(update={"type": None}) if v.type == kind else v for v in job.variants if v.name != name]
     return job.model_copy(update={"type": kind, "payload": payload, "variants": rest})
 
 

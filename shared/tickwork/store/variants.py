@@ -7,12 +7,12 @@ among them, so the count moves no version (a claim or a PATCH racing it still wi
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from tickwork.model.clock import to_ms
-from tickwork.model.variants import Tally, tally_attribute
+from tickwork.model.variants import Tally, Variant, tally_attribute
 from tickwork.store.codec import VARIANTS_JSON, deserialize, expression_values, job_key
 from tickwork.store.conditional import Table
 
@@ -21,24 +21,41 @@ _PREFIX = "variant_runs#"
 
 @dataclass(frozen=True)
 class Counted:
-    """The job's tallies as the count left them, and the names of the variants it declares now."""
+    """The job's tallies as the count left them, and the variants it declares now, by name."""
 
     tallies: dict[str, Tally]
-    declared: frozenset[str]
+    declared: dict[str, Variant]
+    # The count took a run more (False: it replaced a re-queued run's earlier FAILED end), so the guard looks.
+    new_run: bool = True
 
 
 class VariantTallies:
     def __init__(self, table: Table) -> None:
         self._table = table
 
-    def count(self, job_id: str, variant: str, *, failed: bool) -> Counted | None:
+    def count(self, job_id: str, variant: str, *, failed: bool, again: bool = False) -> Counted | None:
         """One more run of `variant` ended (FAILED or not): one UpdateItem (ADD), which returns the whole item at
-        no extra read. None: the job is gone."""
+        no extra read. None: the job is gone. `again`: a run that ended FAILED, was counted, and was re-queued
+        (a retry by hand, a redrive) ended again: its end replaces that failure rather than adding a run, unless
+        that failure's count is gone (a change of the variant forgot it), when it is a run of its own."""
+        names = {"#ended": tally_attribute(variant, "ended"), "#failed": tally_attribute(variant, "failed")}
+        if again:
+            won, item = self._table.update_if_returning_new(
+                job_key(job_id),
+                "ADD #failed :change",
+                "attribute_exists(pk) AND #ended > :zero AND #failed > :zero",
+                names,
+                expression_values(change=int(failed) - 1, zero=0),
+            )
+            if won:
+                return replace(counted_of(item), new_run=False)
+            if not item:
+                return None
         won, item = self._table.update_if_returning_new(
             job_key(job_id),
             "ADD #ended :one, #failed :failed",
             "attribute_exists(pk)",
-            {"#ended": tally_attribute(variant, "ended"), "#failed": tally_attribute(variant, "failed")},
+            names,
             expression_values(one=1, failed=int(failed)),
         )
         return counted_of(item) if won else None
@@ -52,7 +69,7 @@ def counted_of(item: dict[str, Any]) -> Counted:
             variant, _, field = name.removeprefix(_PREFIX).rpartition("#")
             counts.setdefault(variant, {})[field] = int(value)
     tallies = {name: Tally(c.get("ended", 0), c.get("failed", 0)) for name, c in counts.items()}
-    declared = frozenset(str(v.get("name")) for v in json.loads(item.get(VARIANTS_JSON) or "[]"))
+    declared = {v.name: v for v in (Variant.model_validate(d) for d in json.loads(item.get(VARIANTS_JSON) or "[]"))}
     return Counted(tallies, declared)
 
 
