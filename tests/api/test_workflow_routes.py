@@ -30,6 +30,7 @@ STEP_DEFAULTS = {
     "irreversible": False,
     "ordering": None,
     "deadline": None,
+    "variants": [],
 }
 ONE_ATTEMPT = {"max_attempts": 1}
 
