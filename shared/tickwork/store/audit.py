@@ -3,8 +3,11 @@
 
 - pk=AUDIT#<tenant>, sk=<at, ms, 13 digits>#<record id>: a tenant's records in time order, read by one Query;
 - tenant_key=AUDIT#*, tenant_sort=<at ms>#<record id> (tenant-index): every tenant's, for an admin;
-- `record`: the record as JSON (its before/after values exactly as the API showed them); `action`, `actor_id`,
-  `actor_display` and `resource_id` beside it for the Query's filters;
+- `record`: the record as JSON (its before/after values exactly as the API showed them), stored without its absent
+  values (a create's every `before`) and compressed (`stored_record`): a create's record, about 1.9 KB as the API
+  shows it, then fits its item in 1 KB, and its transaction bills 2 WRU instead of 4 (an item written before is
+  read as it was, JSON text); `action`, `actor_id`, `actor_display` and `resource_id` beside it for the Query's
+  filters;
 - due_shard=AUDIT, due_at=<at ms> (due-index): the archive's outbox. A record is written with no TTL; the tick
   archives it to S3 (tickwork.tick.audit_archive), then `AuditOutbox.archived` takes it out of the due index and
   sets `expires_at` (DynamoDB TTL: `at` plus AuditRetentionDays) in one conditional write: a record is only ever
@@ -21,6 +24,7 @@ one transaction with the record's put, as any audited change.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -61,7 +65,7 @@ class AuditItems:
                 "actor_id": record.actor.id,
                 "actor_display": record.actor.display,
                 "resource_id": record.resource.id,
-                "record": record.model_dump_json(),
+                "record": stored_record(record),
                 "due_shard": ARCHIVE_SHARD,
                 "due_at": at,
             }
@@ -120,7 +124,7 @@ class AuditOutbox:
     def pending(self, now: datetime, *, limit: int) -> list[PendingRecord]:
         """Up to `limit` records due by `now`, oldest first."""
         items = _due(self._table, ARCHIVE_SHARD, now, limit)
-        pending = [PendingRecord(_key(i), int(i["due_at"]), i["record"]) for i in items]
+        pending = [PendingRecord(_key(i), int(i["due_at"]), record_of(i).model_dump_json()) for i in items]
         return sorted(pending, key=lambda p: (p.due_at, p.key["sk"]["S"]))
 
     def archived(self, pending: PendingRecord) -> bool:
@@ -198,8 +202,18 @@ class AuditIntents:
         return sorted(intents, key=lambda p: (p.due_at, p.key["sk"]["S"]))
 
 
+def stored_record(record: AuditRecord) -> bytes:
+    """The record as its item keeps it: its JSON without the values that are absent (None: a create's `before`s, a
+    request's missing ids), which the model reads back as absent, compressed. The same record, in fewer bytes."""
+    return zlib.compress(record.model_dump_json(exclude_none=True).encode(), 9)
+
+
 def record_of(attrs: dict[str, Any]) -> AuditRecord:
-    return AuditRecord.model_validate_json(attrs["record"])
+    """The record of an item's attributes: compressed (`stored_record`), or JSON text (an item written before)."""
+    stored = attrs["record"]
+    if isinstance(stored, str):
+        return AuditRecord.model_validate_json(stored)
+    return AuditRecord.model_validate_json(zlib.decompress(getattr(stored, "value", stored)))
 
 
 class AuditQuery:
