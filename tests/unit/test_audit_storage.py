@@ -6,8 +6,9 @@ from __future__ import annotations
 import zlib
 from datetime import UTC, datetime
 
+import pytest
 from tickwork.model.audit import SYSTEM, Attribution, AuditResource, Change, audit_record
-from tickwork.store.audit import record_of, stored_record
+from tickwork.store.audit import RECORD_DICTIONARY_V1, record_of, stored_record
 from tickwork.store.codec import deserialize, serialize
 
 RECORD = audit_record(
@@ -30,7 +31,9 @@ def test_a_record_reads_back_from_its_item_as_it_was_written() -> None:
 
 
 def test_its_item_keeps_no_absent_value_and_fewer_bytes() -> None:
-    kept = zlib.decompress(stored_record(RECORD)).decode()
+    stored = stored_record(RECORD)
+    decompressor = zlib.decompressobj(zdict=RECORD_DICTIONARY_V1)
+    kept = (decompressor.decompress(stored[1:]) + decompressor.flush()).decode()
     assert '"before"' not in kept
     assert '"request_id"' not in kept
     assert '"kept":null' in kept
@@ -39,3 +42,8 @@ def test_its_item_keeps_no_absent_value_and_fewer_bytes() -> None:
 
 def test_an_item_written_before_with_its_record_as_json_text_is_read_as_it_is() -> None:
     assert record_of({"record": RECORD.model_dump_json()}) == RECORD
+
+
+def test_a_record_in_an_unknown_format_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown format"):
+        record_of({"record": b"\x02" + stored_record(RECORD)[1:]})
