@@ -307,7 +307,7 @@ def test_a_creates_record_fits_its_item_in_one_kb_and_reads_as_the_api_showed_it
     answers every field as it did: each `before` null, a null inside a value kept."""
     job = created(api, "/v1/jobs", {**JOB, "payload": {"kept": None, "n": [1, None]}})
     (item,) = [i for k, i in table_items(pipeline).items() if k[0].startswith("AUDIT#")]
-    assert item_size(item) <= 1024
+    assert item_size(item) <= 768  # room for a longer caller's ARN and user agent under 1 KB
     (record,) = api.get("/v1/audit").json["items"]
     assert record["changes"]["payload"] == {"before": None, "after": {"kept": None, "n": [1, None]}}
     assert record["changes"]["name"] == {"before": None, "after": "audited"}
