@@ -18,7 +18,7 @@ from tickwork.model.clock import iso
 from tickwork.model.policies import Band
 
 from benchmarks.calls_per_run import _fmt, _template_shards, billable, phase_rows, summarize
-from benchmarks.common import PhaseMeter, Stamp, moto_session
+from benchmarks.common import API_CALLER, PhaseMeter, Stamp, moto_session
 from tests.harness import START, TENANT, Pipeline
 
 FULL = 100
@@ -51,7 +51,10 @@ def measure(workflows: int) -> dict[str, Any]:
         metered = PhaseMeter(pipeline)
         close = metered.close
         due = [START + timedelta(seconds=150, milliseconds=10 * i) for i in range(workflows)]
-        created = [pipeline.services.workflows.create(TENANT, diamond(iso(at) or "", i)) for i, at in enumerate(due)]
+        created = [
+            pipeline.services.workflows.create(TENANT, diamond(iso(at) or "", i), by=API_CALLER)
+            for i, at in enumerate(due)
+        ]
         close("create")
         pipeline.clock.advance((due[-1] - START).total_seconds() + 1)
         pipeline.tick()

@@ -10,12 +10,16 @@ call it records the service and operation and what the bill depends on:
   index, 1 write per started KB of the index entry when an item enters, leaves or changes a projected
   attribute of the index (2 when its index key changes). Reads: 1 RRU per started 4 KB, half when
   eventually consistent (GSI queries always are). moto's reported figure is kept alongside, for the record.
+  A TransactWriteItems (an audited change: the change's write and its audit record's put) bills each of its items'
+  table writes twice (prepare and commit: 2 WRU per started KB), and their index writes as any write's (a GSI is
+  updated after the transaction commits, outside it); TRANSACTION_FACTOR.
 - SQS: ReceiveMessage is split into receives that returned messages and empty ones (the harness's last poll
   of a drained queue; in AWS that is the event source mapping's idle polling, costed in section 2).
 """
 
 from __future__ import annotations
 
+import base64
 import gc
 import math
 import os
@@ -37,6 +41,7 @@ from moto import mock_aws
 from moto.dynamodb.models import dynamodb_backends
 from moto.dynamodb.models.dynamo_type import DynamoType
 from tickwork.control.api_bodies import JobSpec
+from tickwork.model.audit import Actor, ActorKind, Attribution
 from tickwork.model.clock import iso
 from tickwork.store import job_to_item
 from tickwork_local.aws.moto_atomic import atomic_requests_in_process
@@ -46,6 +51,19 @@ from tickwork_local.stack.template import load_template
 from benchmarks import ROOT
 
 KB = 1024
+# The caller of the benchmarks' creates, as the API attributes a SigV4 request (tickwork.control.callers
+# .attribution_of): a role's session, API Gateway's request id and source IP, and the CLI's user agent. Its record
+# goes with the create, one transaction, as POST /v1/jobs and POST /v1/workflows write it.
+API_CALLER = Attribution(
+    actor=Actor(
+        kind=ActorKind.IAM,
+        id="arn:aws:sts::123456789012:assumed-role/platform-scheduler/ci-deploy-7f3a",
+        display="platform-scheduler/ci-deploy-7f3a",
+    ),
+    request_id="JKJaXmPLvHcESHA=",
+    source_ip="203.0.113.17",
+    user_agent="tickwork-cli/0.1.0",
+)
 ACCOUNT_ID = "123456789012"  # moto's default account (tickwork_local.aws.provision.LOCAL_ACCOUNT_ID)
 REGION = "us-east-1"
 
@@ -153,7 +171,7 @@ def value_size(value: Mapping[str, Any]) -> int:
     if kind == "N":
         return _number_size(inner)
     if kind == "B":
-        return len(inner) if isinstance(inner, bytes) else len(str(inner).encode())
+        return len(inner) if isinstance(inner, bytes) else len(base64.b64decode(inner))  # moto keeps it as base64
     if kind in ("BOOL", "NULL"):
         return 1
     if kind == "SS":
@@ -256,6 +274,11 @@ class Call:
 
 
 _WRITES = {"PutItem", "UpdateItem", "DeleteItem"}
+TRANSACT_WRITE = "TransactWriteItems"
+# A transactional write bills its item's table write twice, prepare and commit (DynamoDB developer guide: "Read and
+# write operations", "Capacity management for transactions"); the indexes are updated after it commits, as any
+# write's.
+TRANSACTION_FACTOR = 2
 
 
 def item_kind(key: Mapping[str, Any] | None) -> str:
@@ -318,8 +341,18 @@ class AwsMeter:
     def _before(self, params: dict[str, Any], model: Any, context: dict[str, Any] | None = None, **_: Any) -> None:
         if not self.enabled or model.service_model.service_name != "dynamodb":
             return
-        if model.name in _WRITES or model.name in _READS:
+        if model.name in _WRITES or model.name in _READS or model.name == TRANSACT_WRITE:
             params.setdefault("ReturnConsumedCapacity", "TOTAL")
+        if model.name == TRANSACT_WRITE and context is not None:
+            self._write_lock.acquire()  # as for a single write, below
+            context["bench_locked"] = True
+            keys = [
+                self._key_of(f"{action}Item", body)
+                for item in params.get("TransactItems", [])
+                for action, body in item.items()
+                if action in ("Put", "Update", "Delete") and body.get("TableName") == self.table_name
+            ]
+            context["bench_transaction"] = [(key, self._image(key) if key else None) for key in keys]
         if model.name == "GetItem" and context is not None:
             context["bench_consistent"] = bool(params.get("ConsistentRead", False))
             context["bench_key"] = dict(params.get("Key", {}))
@@ -352,7 +385,9 @@ class AwsMeter:
             consumed = parsed.get("ConsumedCapacity")
             if isinstance(consumed, dict):
                 call.moto_capacity = float(consumed.get("CapacityUnits", 0))
-            if model.name in _WRITES and "bench_key" in context:
+            if model.name == TRANSACT_WRITE and "bench_transaction" in context:
+                self._transaction(call, context["bench_transaction"], failed=bool(error))
+            elif model.name in _WRITES and "bench_key" in context:
                 before = context.get("bench_before")
                 if error:
                     call.size = item_size(before)
@@ -377,6 +412,21 @@ class AwsMeter:
                 call.messages = 1
         with self._lock:
             self.calls.append(call)
+
+    def _transaction(self, call: Call, written: list[tuple[Any, Any]], *, failed: bool) -> None:
+        """A transaction's items: each one's table write at TRANSACTION_FACTOR, its index writes as a write's."""
+        call.item = "+".join(item_kind(key) for key, _ in written)
+        wru: dict[str, int] = defaultdict(int)
+        for key, before in written:
+            if failed:
+                call.size += item_size(before)
+                wru["table"] += TRANSACTION_FACTOR * units(item_size(before), KB)
+                continue
+            after = self._image(key) if key else None
+            call.size += max(item_size(before), item_size(after))
+            for part, n in write_units(before, after, self.table_keys, self.indexes).items():
+                wru[part] += n * (TRANSACTION_FACTOR if part == "table" else 1)
+        call.wru = dict(wru)
 
     # -- summaries
 

@@ -69,7 +69,6 @@ def per_million(section1: dict[str, Any], scenario: str = "ahead") -> dict[str, 
     billed = section1["billable"][scenario]
     total = section1["scenarios"][scenario]["total"]
     per_run = total["per_run"]
-    wru = total["wru_per_run"]
     receives = sum(n for op, n in per_run.items() if op.startswith("sqs:ReceiveMessage") and "empty" not in op)
     api_gb, exec_gb, tick_gb = (_function_memory_gb(f) for f in ("ApiFunction", "ExecutorFunction", "TickFunction"))
     m = MILLION
@@ -94,15 +93,10 @@ def per_million(section1: dict[str, Any], scenario: str = "ahead") -> dict[str, 
             "DynamoDB reads (RRU, computed from the measured reads)", m * sum(total["rru_per_run"].values()), "ddb_rru"
         ),
         _line("SQS: send, receive, delete (batched by 10)", m * billed["sqs_requests"], "sqs_request"),
-        _line("S3 PUT: the result object", m * billed["s3_requests"], "s3_put"),
+        _line("S3 PUT: the result object, the create's audit record's archive", m * billed["s3_requests"], "s3_put"),
     ]
 
-    job_create_wru = sum(
-        parts.get(k, 0) for op, parts in wru.items() if op.startswith("dynamodb:PutItem job") for k in parts
-    )
-    job_create_no_due = job_create_wru - sum(
-        parts.get("due-index", 0) for op, parts in wru.items() if op.startswith("dynamodb:PutItem job")
-    )
+    job_create_no_due = peer_job_put_wru(section1)
     # The outcome update of the job record: as Tickwork's completion of a one-shot (table + tenant-index).
     job_update_wru = _mean_job_update_wru(section1)
     ebs = [
@@ -146,6 +140,12 @@ def per_million(section1: dict[str, Any], scenario: str = "ahead") -> dict[str, 
             "scheduler_usd": traced_ebs * 5.0 / MILLION,
         },
     }
+
+
+def peer_job_put_wru(section1: dict[str, Any]) -> float:
+    """WRU of a peer's job record put (table + tenant-index, no audit record, not transactional), at Tickwork's job
+    item's size: what one write of that item and its tenant-index entry bills, as its completion's update does."""
+    return _mean_job_update_wru(section1)
 
 
 def _mean_job_update_wru(section1: dict[str, Any]) -> float:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchmarks.cost import peer_job_put_wru
 from benchmarks.prices import price
 
 MILLION = 1_000_000
@@ -36,7 +37,7 @@ def cron_per_million(section1: dict[str, Any], per_million: dict[str, Any], api_
     its next occurrence). EventBridge Scheduler's recurring schedule: the same, and no CreateSchedule."""
     parts = section1["scenarios"]["ahead"]["phases"]["create"]["wru_per_run"]
     create_wru = sum(sum(p.values()) for p in parts.values())
-    create_no_due = sum(p.get("table", 0.0) + p.get("tenant-index", 0.0) for p in parts.values())
+    create_no_due = peer_job_put_wru(section1)
     wru_usd = price("ddb_wru").each * MILLION
     request = (price("apigw_http").each + price("lambda_request").each) * MILLION
     gb_s = price("lambda_gb_s_arm").each * MILLION
@@ -50,9 +51,13 @@ def cron_per_million(section1: dict[str, Any], per_million: dict[str, Any], api_
     )
     wru = section1["billable"]["ahead"]["wru_per_run"] - create_wru
     measured = section1["billable"].get("cron")
-    if measured:  # section 1 measured a cron scenario: its WRU replace the derived ones
+    if measured:  # section 1 measured a cron scenario: its WRU and S3 PUTs replace the derived ones
         tickwork += (measured["wru_per_run"] - wru) * wru_usd
         wru = measured["wru_per_run"]
+        # the create's audit record's archive object is the create's, not the occurrence's
+        tickwork += (
+            (measured["s3_requests"] - section1["billable"]["ahead"]["s3_requests"]) * price("s3_put").each * MILLION
+        )
     source = "section 1's cron scenario" if measured else "derived: the one-shot's phases without its create"
     return {"wru": wru, "tickwork": tickwork, "scheduler": scheduler, "ratio": tickwork / scheduler, "source": source}
 

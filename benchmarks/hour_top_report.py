@@ -305,8 +305,8 @@ def render_costs(c: dict[str, Any], stamp_line: str) -> list[str]:
         "",
         f"Computed by {stamp_line}, from section 2's line items (`{c['section2_stamp']['command']}` ·"
         f" {c['section2_stamp']['date']}) and the price table; `?` marks a price not in the facts file. The cron"
-        " run's WRU are derived from the one-shot's phases until section 1 measures a cron (the review measured 9"
-        " WRU; a cron's claim also writes its next occurrence).",
+        f" run's WRU: {c['cron'].get('source', 'derived')}. A one-shot is created as `POST /v1/jobs` creates it,"
+        " with its audit record (section 1).",
         "",
         "| case | compared with | Tickwork | peer | ratio |",
         "|---|---|---:|---:|---:|",
@@ -331,9 +331,14 @@ def render_costs(c: dict[str, Any], stamp_line: str) -> list[str]:
         lines.append(f"- {g['goal']}: {g['text']}, {_met(g['met'])}.")
     if not all(g["met"] for g in c["goals"]):
         lines.append(
-            "- Why missed: these are section 1's counts as measured on this branch; the due-index projection cut"
-            " (-1 WRU a run) and the batch create are another change's, and are counted here when section 1 is"
-            " measured again with them."
+            "- Why missed: a one-shot's create is an audited API request, and section 1 now measures it so: its"
+            " transaction (the job's put and its audit record's, 2 WRU per KB of each: 4), the record's two index"
+            " entries (2), its archive's mark (2) and the archive's S3 object ($5 per million) are 8 WRU and $10 per"
+            " million of a one-shot that the goals, set before the record was measured, leave out. Of the run itself,"
+            " the `runs-index` entry rewritten at each status (3 WRU: QUEUED, RUNNING, the outcome) and the job's"
+            " writes (its claim, 3 with its due-index key moving, and a one-shot's completion) stand above a cron's 8:"
+            " a `runs-index` projecting no status (its searches reading each candidate's item to filter) would save"
+            " 2; not made, as it changes what a search reads."
         )
     modes = c["capacity_modes"]
     lines += [

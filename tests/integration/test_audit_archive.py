@@ -15,6 +15,8 @@ from tickwork.aws.audit_archive import AuditArchive, archive_key
 from tickwork.faults import CrashPoint
 from tickwork.model.audit import Actor, ActorKind, Attribution, AuditRecord, AuditResource, audit_record
 from tickwork.model.clock import to_ms
+from tickwork.store.audit import record_of
+from tickwork.store.codec import deserialize
 from tickwork.tick.audit_archive import ARCHIVE_THREADS
 from tickwork_local.aws.provision import provision
 from tickwork_local.stack.template import REPO_ROOT, load_template
@@ -38,7 +40,7 @@ def _paused_by_alice(pipeline: Any) -> AuditRecord:
     job = pipeline.create_job(schedule={"rate": "1 day"})
     pipeline.services.jobs.pause(TENANT, job.id, by=ALICE)
     (item,) = _audit_items(pipeline)
-    return AuditRecord.model_validate_json(item["record"]["S"])
+    return record_of(deserialize(item))
 
 
 def _audit_items(pipeline: Any) -> list[dict[str, Any]]:

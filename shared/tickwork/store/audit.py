@@ -3,8 +3,11 @@
 
 - pk=AUDIT#<tenant>, sk=<at, ms, 13 digits>#<record id>: a tenant's records in time order, read by one Query;
 - tenant_key=AUDIT#*, tenant_sort=<at ms>#<record id> (tenant-index): every tenant's, for an admin;
-- `record`: the record as JSON (its before/after values exactly as the API showed them); `action`, `actor_id`,
-  `actor_display` and `resource_id` beside it for the Query's filters;
+- `record`: the record as JSON (its before/after values exactly as the API showed them), stored without its absent
+  values (a create's every `before`) and compressed with a preset dictionary (`stored_record`): a create's record,
+  about 1.9 KB as the API shows it, then takes an item of about 550 B, and its transaction bills 2 WRU instead of 4 (an item written before is
+  read as it was, JSON text); `action`, `actor_id`, `actor_display` and `resource_id` beside it for the Query's
+  filters;
 - due_shard=AUDIT, due_at=<at ms> (due-index): the archive's outbox. A record is written with no TTL; the tick
   archives it to S3 (tickwork.tick.audit_archive), then `AuditOutbox.archived` takes it out of the due index and
   sets `expires_at` (DynamoDB TTL: `at` plus AuditRetentionDays) in one conditional write: a record is only ever
@@ -21,6 +24,7 @@ one transaction with the record's put, as any audited change.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -61,7 +65,7 @@ class AuditItems:
                 "actor_id": record.actor.id,
                 "actor_display": record.actor.display,
                 "resource_id": record.resource.id,
-                "record": record.model_dump_json(),
+                "record": stored_record(record),
                 "due_shard": ARCHIVE_SHARD,
                 "due_at": at,
             }
@@ -120,7 +124,7 @@ class AuditOutbox:
     def pending(self, now: datetime, *, limit: int) -> list[PendingRecord]:
         """Up to `limit` records due by `now`, oldest first."""
         items = _due(self._table, ARCHIVE_SHARD, now, limit)
-        pending = [PendingRecord(_key(i), int(i["due_at"]), i["record"]) for i in items]
+        pending = [PendingRecord(_key(i), int(i["due_at"]), record_of(i).model_dump_json()) for i in items]
         return sorted(pending, key=lambda p: (p.due_at, p.key["sk"]["S"]))
 
     def archived(self, pending: PendingRecord) -> bool:
@@ -198,8 +202,51 @@ class AuditIntents:
         return sorted(intents, key=lambda p: (p.due_at, p.key["sk"]["S"]))
 
 
+# zlib's preset dictionary for the records: what their JSON repeats (names of fields and of changes, usual values),
+# a create's last, as zlib finds nearer strings in fewer bits. Never change it: records written with it are read
+# with it; another dictionary is another format byte.
+RECORD_DICTIONARY_V1 = (
+    b'"before":"ACTIVE","after":"PAUSED"},"paused_by":{"after":""},"updated_by":{"before":"","after":""},'
+    b'"reason":"","job.pause","job.resume","job.cancel","job.update","job.trigger","run.cancel","run.retry",'
+    b'"workflow.trigger","workflow_run","freeze.create","calendar","tenant","dlq","local-key","jwt","system",'
+    b'"compensation":{"after":{"order":"reverse","on_error":"halt"}},"steps":{"after":[{"id":"a","type":"echo",'
+    b'"payload":{"$from":"steps.a.result"},"depends_on":[],"trigger_rule":"all_success","irreversible":false,'
+    b'"variants":[]},{"id":"workflow.create","resource":{"kind":"workflow","id":"w01'
+    b'{"id":"a01","at":"2026-01-01T00:00:00.000Z","actor":{"kind":"iam","id":"arn:aws:sts::123456789012:'
+    b'assumed-role/","display":""},"tenant":"","action":"job.create","resource":{"kind":"job","id":"j01"},'
+    b'"request_id":"","source_ip":"","user_agent":"tickwork-cli/","outcome":"succeeded","changes":{'
+    b'"calendars":{"after":[]},"catchup":{"after":"LATEST"},"consecutive_failures":{"after":0},'
+    b'"created_at":{"after":"2026-01-01T00:00:00.000Z"},"created_by":{"after":""},"id":{"after":"j01"},'
+    b'"jitter_seconds":{"after":0},"max_run_seconds":{"after":86400},"misfire_grace_seconds":{"after":900},'
+    b'"name":{"after":""},"next_run_at":{"after":"2026-01-01T00:00:00.000Z"},"on_blocked":{"after":"SKIP"},'
+    b'"overlap":{"after":"ALLOW"},"payload":{"after":{}},"priority":{"after":5},"retry":{"after":{'
+    b'"max_attempts":3,"backoff_seconds":2.0,"max_backoff_seconds":900.0}},"schedule":{"after":{"rate":"",'
+    b'"cron":"","at":"2026-01-01T00:00:00.000Z","timezone":"UTC"}},"start_precision":{"after":"second"},'
+    b'"state":{"after":"ACTIVE"},"tags":{"after":{}},"tenant":{"after":""},"timeout_seconds":{"after":300},'
+    b'"type":{"after":"echo"},"variants":{"after":[]}}}'
+)
+_FORMAT_V1 = b"\x01"  # then the record compressed with RECORD_DICTIONARY_V1
+
+
+def stored_record(record: AuditRecord) -> bytes:
+    """The record as its item keeps it: its JSON without the values that are absent (None: a create's `before`s, a
+    request's missing ids), which the model reads back as absent, compressed with a preset dictionary of what
+    records repeat. The same record, in fewer bytes."""
+    compressor = zlib.compressobj(9, zdict=RECORD_DICTIONARY_V1)
+    text = record.model_dump_json(exclude_none=True).encode()
+    return _FORMAT_V1 + compressor.compress(text) + compressor.flush()
+
+
 def record_of(attrs: dict[str, Any]) -> AuditRecord:
-    return AuditRecord.model_validate_json(attrs["record"])
+    """The record of an item's attributes: compressed (`stored_record`), or JSON text (an item written before)."""
+    stored = attrs["record"]
+    if isinstance(stored, str):
+        return AuditRecord.model_validate_json(stored)
+    raw = bytes(getattr(stored, "value", stored))
+    if raw[:1] != _FORMAT_V1:
+        raise ValueError(f"an audit record in an unknown format ({raw[:1]!r})")
+    decompressor = zlib.decompressobj(zdict=RECORD_DICTIONARY_V1)
+    return AuditRecord.model_validate_json(decompressor.decompress(raw[1:]) + decompressor.flush())
 
 
 class AuditQuery:
