@@ -280,6 +280,7 @@ class Services:
             region=fence.region,
             regions=regions_of(s.global_table_regions),
             shards=self.store.shards,
+            audit=self.audit,
         )
 
     @cached_property

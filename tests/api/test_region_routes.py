@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.api.conftest import ACME, ApiClient, role_identity
+from tests.api.test_audit_trail import audit_items
 from tests.harness import START, Pipeline
 
 ADMIN = role_identity("tickwork-admin", session="ops")
@@ -58,6 +59,11 @@ def test_no_region_is_active_until_an_admin_fails_over_to_one(eventual_api):
     assert (event["active_region"], event["epoch"]) == ("us-east-1", 1)
     assert event["by"]["id"].endswith("assumed-role/tickwork-admin/ops")
     assert event["event_id"] == "regions#region-failover#1"
+    # Attributed to the admin who made it, in the same write: one audit record.
+    (record,) = [r for r in audit_items(eventual_api.pipeline) if r["action"] == "region.failover"]
+    assert record["actor"]["id"].endswith("assumed-role/tickwork-admin/ops")
+    assert record["resource"] == {"kind": "region", "id": "us-east-1"}
+    assert record["outcome"] == "succeeded"
 
 
 def test_a_failover_from_an_active_region_waits_for_replication_unless_forced_and_names_the_runs_in_flight(
@@ -80,6 +86,11 @@ def test_a_failover_from_an_active_region_waits_for_replication_unless_forced_an
     assert forced.json["possibly_twice"] == [run.id]
     assert [e["epoch"] for e in _published(eventual_api.pipeline)] == [1, 2]
     assert _published(eventual_api.pipeline)[1]["possibly_twice"] == [run.id]
+    # The refused failover changed nothing, so left no record; each made one did.
+    failovers = [r for r in audit_items(eventual_api.pipeline) if r["action"] == "region.failover"]
+    assert sorted(r["resource"]["id"] for r in failovers) == ["us-east-1", "us-east-2"]
+    (forced_record,) = [r for r in failovers if r["resource"]["id"] == "us-east-2"]
+    assert forced_record["changes"]["active_region"] == {"before": "us-east-1", "after": "us-east-2"}
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-from dependencies import Acting, Admin, Wired
+from dependencies import Acting, Admin, Tenant, Wired
 from tickwork.control.api_examples import REGION_FAILOVER, openapi_examples
 from tickwork.control.region_failover import FailoverRequest, FailoverResult, RegionStatus
 
@@ -37,6 +37,7 @@ def fail_over(
     built: Wired,
     _admin: Admin,
     by: Acting,
+    tenant: Tenant,
     request: Annotated[
         FailoverRequest,
         Body(
@@ -45,4 +46,4 @@ def fail_over(
         ),
     ],
 ):
-    return json_response(200, built.region_failovers.fail_over(request, by=by))
+    return json_response(200, built.region_failovers.fail_over(request, by=by, tenant=tenant))

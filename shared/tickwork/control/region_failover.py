@@ -20,7 +20,8 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tickwork.model.audit import Attribution
+from tickwork.control.audit import AuditTrail
+from tickwork.model.audit import Attribution, AuditResource
 from tickwork.model.clock import Clock
 from tickwork.model.errors import Conflict
 from tickwork.model.ids import ItemKind
@@ -94,8 +95,10 @@ class RegionFailovers:
         regions: Sequence[str],
         shards: int,
         probe: ReplicationProbe = UNKNOWN_REPLICATION,
+        audit: AuditTrail | None = None,
     ) -> None:
         self.records, self.due, self.publish, self.clock = records, due, publish, clock
+        self.audit = audit  # None: no audit record (a caller that is no one's)
         self.mode, self.region, self.regions, self.shards, self.probe = mode, region, tuple(regions), shards, probe
 
     def status(self) -> RegionStatus:
@@ -106,9 +109,9 @@ class RegionFailovers:
             mode=self.mode, region=self.region, active_region=roles.active_region, epoch=roles.epoch, since=roles.since
         )
 
-    def fail_over(self, request: FailoverRequest, *, by: Attribution) -> FailoverResult:
+    def fail_over(self, request: FailoverRequest, *, by: Attribution, tenant: str) -> FailoverResult:
         """Make `request.to` active under the next epoch; Conflict when refused, or when another failover changed the
-        roles first."""
+        roles first. Its audit record, attributed to `by` (an admin) in the admin's `tenant`, goes in the same write."""
         roles = self.records.roles()
         caught_up = self.probe.caught_up(roles.active_region, request.to) if roles is not None else None
         plan = plan_failover(
@@ -122,7 +125,19 @@ class RegionFailovers:
         )
         if not isinstance(plan, FailoverPlan):
             raise Conflict(f"failover to {request.to} refused: {plan.value}")
-        if not self.records.fail_over(plan):
+        audit = (
+            self.audit.item(
+                by,
+                tenant=tenant,
+                action="region.failover",
+                resource=AuditResource(kind="region", id=plan.roles.active_region),
+                before=plan.previous,
+                after=plan.roles,
+            )
+            if self.audit is not None
+            else None
+        )
+        if not self.records.fail_over(plan, audit=audit):
             raise Conflict("another failover changed the regions' roles first; read them and try again")
         twice = possibly_twice(plan, self._runs_not_ended()) if plan.forced else []
         result = FailoverResult(

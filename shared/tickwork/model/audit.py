@@ -62,7 +62,7 @@ class Attribution(BaseModel):
 class AuditResource(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: Literal["job", "workflow", "run", "workflow_run", "calendar", "freeze", "tenant", "dlq"]
+    kind: Literal["job", "workflow", "run", "workflow_run", "calendar", "freeze", "tenant", "dlq", "region"]
     id: str
 
 

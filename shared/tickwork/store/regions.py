@@ -36,18 +36,20 @@ class RegionRoleRecords:
             since=datetime.fromisoformat(attrs["since"]),
         )
 
-    def fail_over(self, plan: FailoverPlan) -> bool:
+    def fail_over(self, plan: FailoverPlan, *, audit: dict[str, Any] | None = None) -> bool:
         """Write the plan's roles if the item is still the one it was planned from (its epoch, or none); False: another
-        failover changed it first."""
+        failover changed it first. `audit`: its audit record's item, in the same transaction."""
         roles = plan.roles
         item = {
             **ROLES_KEY,
             **serialize({"active_region": roles.active_region, "epoch": roles.epoch, "since": iso(roles.since)}),
         }
         if plan.previous is None:
-            won, _ = self._table.put_if_absent(item, return_old=False)
+            won, _ = self._table.put_if_absent(item, return_old=False, audit=audit)
             return won
-        won, _ = self._table.put_if(item, "epoch = :epoch", None, expression_values(epoch=plan.previous.epoch))
+        won, _ = self._table.put_if(
+            item, "epoch = :epoch", None, expression_values(epoch=plan.previous.epoch), audit=audit
+        )
         return won
 
 
