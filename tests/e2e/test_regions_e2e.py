@@ -1,15 +1,21 @@
-"""A region's failure, end to end: `tickwork dev --regions us-east-1,us-west-2 --region-mode strong` (both regions'
-nodes on one table, as MRSC) under a steady load of one-shots and a cron; every node of one region is SIGKILLed
-mid-load through the control API, and the other region carries on alone.
+"""A region's failure, end to end, in each mode of `tickwork dev --regions us-east-1,us-west-2 --region-mode M`,
+under a steady load of one-shots and a cron; every node of one region is SIGKILLed mid-load through the control API.
 
-Counted over the API: no occurrence lost, no duplicated run record (each occurrence has exactly one), no effect run
-twice (each run's completion printed once), every run terminal within a bound after the kill; and the time from the
-kill to the first run the surviving region starts. The figures are printed (docs/local.md, "Several regions").
+- strong: both regions' nodes on one table (as MRSC); the other region carries on alone.
+- eventual: a table each and the local MREC replicator; us-east-1 is active (the local runtime makes the first region
+  active, epoch 1) and us-west-2 passive, which claims and runs nothing; the active one is killed, then
+  `POST /v1/regions/failover {"to": "us-west-2", "force": true}` (what `tickwork regions failover --to us-west-2
+  --force` sends: the killed region cannot confirm replication) makes us-west-2 active under epoch 2.
+
+Counted over the surviving region's API: no occurrence lost, no duplicated run record (each occurrence has exactly
+one), effects run twice (a run's completion printed twice) none in strong and only runs the forced failover reported
+in eventual, every run terminal within a bound after the kill (eventual: after the failover); and the time from the
+kill to the first run the surviving region starts. The figures are printed (docs/local.md, "Several regions";
+docs/regions.md, "The drills").
 
 The bound is the product's, with the lease the template's LeaseSeconds (10 here): a run the dead region had claimed
 but not run is re-sent by the survivor's tick 30 s after its time (tickwork.tick.resender's redispatch_after), one it
-was running once its lease has lapsed by as much. `running_regions` starts N regions in either mode, for the drill of
-`eventual` once it has its fencing and failover.
+was running once its lease has lapsed by as much.
 """
 
 from __future__ import annotations
@@ -93,92 +99,149 @@ def _parse(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
+def _load(create_through: list[Api]) -> tuple[dict[str, set[datetime]], datetime]:
+    """A one-shot every 0.5 s for 6 s, created in turn through each of `create_through`; a cron every 2 s over the same
+    6 s (start and end on odd seconds, so its occurrences are the even seconds between, whatever the bounds' sense).
+    Each job's expected occurrences, and the load's first instant."""
+    base = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=5)
+    base += timedelta(seconds=base.second % 2)  # an even second: the cron's bounds below fall on odd ones
+    expected: dict[str, set[datetime]] = {}
+    for i in range(12):
+        at = base + timedelta(seconds=0.5 * i)
+        api = create_through[(i + 1) % len(create_through)]
+        job = api.create_job(name=f"one-shot-{i}", payload={"i": i}, schedule={"at": _iso(at)})
+        expected[job["id"]] = {at}
+    start, end = base + timedelta(seconds=1), base + timedelta(seconds=7)
+    cron = create_through[0].create_job(
+        name="cron-2s",
+        payload={"cron": True},
+        schedule={"cron": "*/2 * * * * *", "timezone": "UTC", "start_at": _iso(start), "end_at": _iso(end)},
+    )
+    expected[cron["id"]] = {start + timedelta(seconds=s) for s in range(1, 6, 2)}
+    assert datetime.now(UTC) < base, "the load was created too slowly to be scheduled ahead"
+    return expected, base
+
+
+def _count(
+    regions: Regions, survivor: str, expected: dict[str, set[datetime]], recovering_from: datetime, killed_at: datetime
+) -> dict[str, Any]:
+    """Wait until every occurrence's run is terminal in `survivor` (bound: RECOVERY_BOUND after `recovering_from`,
+    or the run's time if later), then count: the figures."""
+    api = regions.apis[survivor]
+    total = sum(len(times) for times in expected.values())
+
+    def runs_now() -> dict[str, list[dict[str, Any]]]:
+        return {job_id: api.runs(job_id) for job_id in expected}
+
+    def all_terminal() -> dict[str, list[dict[str, Any]]] | None:
+        runs = runs_now()
+        done = [r for found in runs.values() for r in found if r["status"] in ("SUCCEEDED", "FAILED", "SKIPPED")]
+        return runs if len(done) >= total else None
+
+    last_due = max(t for times in expected.values() for t in times)
+    deadline = (max(recovering_from, last_due) + timedelta(seconds=RECOVERY_BOUND)) - datetime.now(UTC)
+    wait_for(all_terminal, max(1.0, deadline.total_seconds()) + 5, 0.5, "every run terminal")
+    time.sleep(TICK_SECONDS)  # a late duplicate would be recorded by now
+    runs = runs_now()
+
+    lost = sum(len(expected[j] - {_parse(r["scheduled_for"]) for r in found}) for j, found in runs.items())
+    per_occurrence = Counter((j, r["scheduled_for"]) for j, found in runs.items() for r in found)
+    flat = [r for found in runs.values() for r in found]
+    over_bound = [
+        r
+        for r in flat
+        if (_parse(r["finished_at"]) - max(recovering_from, _parse(r["scheduled_for"]))).total_seconds()
+        > RECOVERY_BOUND
+    ]
+    completions = regions.completions()
+    by_id = {r["id"]: r for r in flat}
+    survivor_starts = sorted(
+        _parse(by_id[run]["started_at"])
+        for node, run in completions
+        if node.startswith(survivor) and run in by_id and _parse(by_id[run]["started_at"]) > killed_at
+    )
+    ready = regions.proc.wait_match(re.compile(r"^regions ready in (?P<s>[0-9.]+) s"), 1)
+    return {
+        "regions_ready_s": float(ready["s"]),
+        "occurrences": total,
+        "runs": len(flat),
+        "lost": lost,
+        "duplicated_run_records": sum(n - 1 for n in per_occurrence.values() if n > 1),
+        "effects_run_twice": sorted(run for run, n in Counter(run for _, run in completions).items() if n > 1),
+        "not_succeeded": len([r for r in flat if r["status"] != "SUCCEEDED"]),
+        "terminal_after_kill_s_max": round(
+            max((_parse(r["finished_at"]) - killed_at).total_seconds() for r in flat), 1
+        ),
+        "bound_s": RECOVERY_BOUND,
+        "over_bound": len(over_bound),
+        "kill_to_first_survivor_run_s": round((survivor_starts[0] - killed_at).total_seconds(), 2)
+        if survivor_starts
+        else None,
+        "runs_by_region": dict(Counter(node for node, _ in completions)),
+        "survivor_runs_started_before_recovery": sum(
+            1
+            for node, run in completions
+            if node.startswith(survivor) and run in by_id and _parse(by_id[run]["started_at"]) <= recovering_from
+        ),
+    }
+
+
 def test_strong_regions_survive_one_region_killed_mid_load_with_nothing_lost_or_doubled() -> None:
     east, west = "us-east-1", "us-west-2"
     with running_regions(
         "strong", [east, west], "--tick-seconds", str(TICK_SECONDS), "--parameter", f"LeaseSeconds={LEASE_SECONDS}"
     ) as regions:
-        base = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=5)
-        base += timedelta(seconds=base.second % 2)  # an even second: the cron's bounds below fall on odd ones
-        # Load: a one-shot every 0.5 s for 6 s, created half through each region; a cron every 2 s over the same 6 s
-        # (start and end on odd seconds, so its occurrences are the even seconds between, whatever the bounds' sense).
-        expected: dict[str, set[datetime]] = {}
-        for i in range(12):
-            at = base + timedelta(seconds=0.5 * i)
-            api = regions.apis[east if i % 2 else west]
-            job = api.create_job(name=f"one-shot-{i}", payload={"i": i}, schedule={"at": _iso(at)})
-            expected[job["id"]] = {at}
-        start, end = base + timedelta(seconds=1), base + timedelta(seconds=7)
-        cron = regions.apis[east].create_job(
-            name="cron-2s",
-            payload={"cron": True},
-            schedule={"cron": "*/2 * * * * *", "timezone": "UTC", "start_at": _iso(start), "end_at": _iso(end)},
-        )
-        expected[cron["id"]] = {start + timedelta(seconds=s) for s in range(1, 6, 2)}
-        assert datetime.now(UTC) < base, "the load was created too slowly to be scheduled ahead"
-
+        expected, base = _load([regions.apis[west], regions.apis[east]])
         wait_for(lambda: datetime.now(UTC) >= base + timedelta(seconds=2.5), 30, 0.1, "mid-load")
         killed = regions.kill(east)
         killed_at = _parse(killed["at"])
         assert killed["killed"], "no node of the region was running"
-        survivor = regions.apis[west]
-        total = sum(len(times) for times in expected.values())
 
-        def runs_now() -> dict[str, list[dict[str, Any]]]:
-            return {job_id: survivor.runs(job_id) for job_id in expected}
-
-        def all_terminal() -> dict[str, list[dict[str, Any]]] | None:
-            runs = runs_now()
-            done = [r for found in runs.values() for r in found if r["status"] in ("SUCCEEDED", "FAILED", "SKIPPED")]
-            return runs if len(done) >= total else None
-
-        last_due = max(t for times in expected.values() for t in times)
-        deadline = (max(killed_at, last_due) + timedelta(seconds=RECOVERY_BOUND)) - datetime.now(UTC)
-        runs = wait_for(all_terminal, max(1.0, deadline.total_seconds()) + 5, 0.5, "every run terminal")
-        time.sleep(TICK_SECONDS)  # a late duplicate would be recorded by now
-        runs = runs_now()
-
-        lost = sum(len(expected[j] - {_parse(r["scheduled_for"]) for r in found}) for j, found in runs.items())
-        per_occurrence = Counter((j, r["scheduled_for"]) for j, found in runs.items() for r in found)
-        duplicated = sum(n - 1 for n in per_occurrence.values() if n > 1)
-        flat = [r for found in runs.values() for r in found]
-        not_succeeded = [r for r in flat if r["status"] != "SUCCEEDED"]
-        over_bound = [
-            r
-            for r in flat
-            if (_parse(r["finished_at"]) - max(killed_at, _parse(r["scheduled_for"]))).total_seconds() > RECOVERY_BOUND
-        ]
-        completions = regions.completions()
-        effects_twice = sum(n - 1 for n in Counter(run for _, run in completions).values() if n > 1)
-        by_id = {r["id"]: r for r in flat}
-        survivor_starts = sorted(
-            _parse(by_id[run]["started_at"])
-            for node, run in completions
-            if node.startswith(west) and run in by_id and _parse(by_id[run]["started_at"]) > killed_at
-        )
-        ready = regions.proc.wait_match(re.compile(r"^regions ready in (?P<s>[0-9.]+) s"), 1)
-        figures = {
-            "regions_ready_s": float(ready["s"]),
-            "occurrences": total,
-            "runs": len(flat),
-            "lost": lost,
-            "duplicated_run_records": duplicated,
-            "effects_run_twice": effects_twice,
-            "not_succeeded": len(not_succeeded),
-            "terminal_after_kill_s_max": round(
-                max((_parse(r["finished_at"]) - killed_at).total_seconds() for r in flat), 1
-            ),
-            "bound_s": RECOVERY_BOUND,
-            "over_bound": len(over_bound),
-            "kill_to_first_survivor_run_s": round((survivor_starts[0] - killed_at).total_seconds(), 2)
-            if survivor_starts
-            else None,
-            "runs_by_region": dict(Counter(node for node, _ in completions)),
-        }
+        figures = _count(regions, west, expected, killed_at, killed_at)
         print(json.dumps(figures, indent=2))
-        assert figures["lost"] == figures["duplicated_run_records"] == figures["effects_run_twice"] == 0, figures
-        assert not_succeeded == [], figures
-        assert over_bound == [], figures
-        assert len(flat) == total
-        assert survivor_starts, "the surviving region ran nothing after the kill"
+        assert figures["lost"] == figures["duplicated_run_records"] == 0, figures
+        assert figures["effects_run_twice"] == [], figures
+        assert figures["not_succeeded"] == figures["over_bound"] == 0, figures
+        assert figures["runs"] == figures["occurrences"], figures
+        assert figures["kill_to_first_survivor_run_s"] is not None, "the surviving region ran nothing after the kill"
         assert regions.status()["regions"][east]["nodes"][0]["alive"] is False
+
+
+def test_eventual_regions_fail_over_after_the_active_region_is_killed_doubling_only_the_reported_runs() -> None:
+    east, west = "us-east-1", "us-west-2"
+    with running_regions(
+        "eventual",
+        [east, west],
+        "--tick-seconds",
+        str(TICK_SECONDS),
+        "--parameter",
+        f"LeaseSeconds={LEASE_SECONDS}",
+        "--replication-lag",
+        "1",
+    ) as regions:
+        seen_by_west = regions.apis[west].get("/v1/regions")
+        assert (seen_by_west["mode"], seen_by_west["active_region"], seen_by_west["epoch"]) == ("eventual", east, 1)
+        expected, base = _load([regions.apis[east]])  # through the active region
+        wait_for(lambda: datetime.now(UTC) >= base + timedelta(seconds=2.5), 30, 0.1, "mid-load")
+        before_kill = regions.completions()
+        assert before_kill, "the active region ran nothing before the kill"
+        assert all(node.startswith(east) for node, _ in before_kill), f"the passive region ran: {before_kill}"
+        killed = regions.kill(east)
+        killed_at = _parse(killed["at"])
+        assert killed["killed"], "no node of the region was running"
+        failover = regions.apis[west].post("/v1/regions/failover", {"to": west, "force": True})
+        failed_over_at = _parse(failover["since"])
+        assert (failover["active_region"], failover["epoch"], failover["forced"]) == (west, 2, True), failover
+
+        figures = _count(regions, west, expected, failed_over_at, killed_at)
+        figures["kill_to_failover_s"] = round((failed_over_at - killed_at).total_seconds(), 2)
+        figures["reported_possibly_twice"] = len(failover["possibly_twice"])
+        figures["replication"] = regions.status()["replication"]
+        print(json.dumps(figures, indent=2))
+        assert figures["lost"] == figures["duplicated_run_records"] == 0, figures
+        assert set(figures["effects_run_twice"]) <= set(failover["possibly_twice"]), figures
+        assert figures["not_succeeded"] == figures["over_bound"] == 0, figures
+        assert figures["runs"] == figures["occurrences"], figures
+        assert figures["kill_to_first_survivor_run_s"] is not None, "the surviving region ran nothing after the kill"
+        assert figures["survivor_runs_started_before_recovery"] == 0, "the passive region ran before the failover"
+        assert regions.apis[west].get("/v1/regions")["active_region"] == west

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from tickwork.model.regions import FailoverPlan, RegionMode, RegionRoles, plan_failover
+from tickwork_local.runtime.regions import activate_first_region
 
 from tests.harness import START
 
@@ -42,3 +44,14 @@ def test_a_failover_replaces_the_epoch_it_was_planned_from_and_a_racing_one_lose
     # Failing back, from what is there now.
     assert regions.fail_over(_plan(regions.roles(), "us-east-1", minutes=9))
     assert regions.roles() == RegionRoles(active_region="us-east-1", epoch=3, since=START + timedelta(minutes=9))
+
+
+def test_the_local_regions_make_the_first_region_active_under_epoch_1_and_only_once(pipeline):
+    regions = pipeline.services.store.regions
+    assert activate_first_region(regions, list(REGIONS), START) == RegionRoles(
+        active_region="us-east-1", epoch=1, since=START
+    )
+    assert regions.roles() == RegionRoles(active_region="us-east-1", epoch=1, since=START)
+    with pytest.raises(RuntimeError, match="a region is active already"):
+        activate_first_region(regions, ["us-east-2", "us-east-1"], START + timedelta(minutes=1))
+    assert regions.roles() == RegionRoles(active_region="us-east-1", epoch=1, since=START)

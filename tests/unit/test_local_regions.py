@@ -38,6 +38,20 @@ def test_a_mode_other_than_strong_or_eventual_is_refused() -> None:
         LocalRegions(RegionsOptions(regions=["us-east-1", "us-west-2"], mode="active-active"))
 
 
+def test_eventual_nodes_run_as_a_stack_of_the_global_table_and_strong_ones_as_given() -> None:
+    """In eventual the nodes' functions read REGION_MODE eventual, so the fence reads the region-role item."""
+    given = {"LeaseSeconds": "10"}
+    eventual = LocalRegions(RegionsOptions(regions=["us-east-1", "us-west-2"], mode="eventual", parameters=given))
+    assert eventual._node_parameters() == {
+        "LeaseSeconds": "10",
+        "RegionMode": "eventual",
+        "GlobalTableName": "tickwork-JobsTable",
+        "GlobalTableRegions": "us-east-1,us-west-2",
+    }
+    strong = LocalRegions(RegionsOptions(regions=["us-east-1", "us-west-2"], mode="strong", parameters=given))
+    assert strong._node_parameters() == given
+
+
 @pytest.mark.parametrize(
     ("args", "says"),
     [

@@ -7,7 +7,10 @@ queues, event bus and metrics (moto keeps every region's apart). The table diffe
 - strong: one moto server whose DynamoDB is the same for every region (tickwork_local.aws.moto_one_dynamodb), which
   is exactly the consistency a multi-Region strong consistency (MRSC) global table promises;
 - eventual: a moto server per region, each with its own table (and queues and bucket), and the local MREC replicator
-  (tickwork_local.aws.replicator) between the tables, with a configurable lag.
+  (tickwork_local.aws.replicator) between the tables, with a configurable lag. The nodes run as RegionMode eventual
+  (the fence reads the region-role item), and the first region is made active under epoch 1 before they start, as
+  the runbook's first failover does deployed (docs/regions.md, "Runbook"): its table holds the item, which reaches
+  the others by replication.
 
 A small control API on loopback says where everything is and kills a region: `GET /regions`, and `POST
 /regions/REGION/kill` SIGKILLs every node of that region (its endpoint and table stay, as a region's outage of the
@@ -30,6 +33,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TextIO
 
 import boto3
+from tickwork.model.regions import FailoverPlan, RegionMode, RegionRoles, plan_failover
+from tickwork.store.conditional import Table
+from tickwork.store.regions import RegionRoleRecords
 
 from tickwork_local.aws.endpoint import MotoProcess
 from tickwork_local.aws.provision import TABLE_ID, provision
@@ -53,6 +59,16 @@ def parse_regions(value: str) -> list[str]:
     if not 2 <= len(regions) <= 3 or len(set(regions)) != len(regions):
         raise ValueError("--regions takes two or three different regions")
     return regions
+
+
+def activate_first_region(records: RegionRoleRecords, regions: list[str], now: datetime) -> RegionRoles:
+    """eventual: the first region made active under epoch 1, in the replica `records` reads (the first region's; the
+    others get the item replicated), as the runbook's first failover does deployed. Refused if a region is active."""
+    plan = plan_failover(RegionMode.EVENTUAL, None, regions[0], regions, caught_up=None, force=False, now=now)
+    assert isinstance(plan, FailoverPlan)  # the first activation: nothing to wait for or refuse
+    if not records.fail_over(plan):
+        raise RuntimeError(f"a region is active already: {records.roles()}")
+    return plan.roles
 
 
 @dataclass
@@ -163,6 +179,18 @@ class LocalRegions:
         self.replicator.enable_streams()
         self.replicator.start()
 
+    def _node_parameters(self) -> dict[str, str]:
+        """The template parameters a node runs with: in eventual, those of a stack of the global table, so its
+        functions read REGION_MODE eventual and the regions (the table keeps its local name)."""
+        if self.options.mode != "eventual":
+            return self.options.parameters
+        return {
+            **self.options.parameters,
+            "RegionMode": "eventual",
+            "GlobalTableName": f"{self.options.prefix}-{TABLE_ID}",
+            "GlobalTableRegions": ",".join(self.options.regions),
+        }
+
     def _start_node(self, region: str, index: int, port: int) -> RegionNode:
         name = region if self.options.nodes_per_region == 1 else f"{region}/{index + 1}"
         command = [
@@ -184,7 +212,7 @@ class LocalRegions:
             str(os.getpid()),
             *[
                 arg
-                for name_value in sorted(self.options.parameters.items())
+                for name_value in sorted(self._node_parameters().items())
                 for arg in ("--parameter", "=".join(name_value))
             ],
             *self.options.node_args,
@@ -219,6 +247,8 @@ class LocalRegions:
         self._provision()
         if opts.mode == "eventual":
             self._start_replicator()
+            table = Table(self._client(opts.regions[0], "dynamodb"), f"{opts.prefix}-{TABLE_ID}")
+            activate_first_region(RegionRoleRecords(table), opts.regions, datetime.now(UTC))
         count = 0
         for region in opts.regions:
             for index in range(opts.nodes_per_region):
