@@ -4,11 +4,12 @@ folded into the job, a new version, audited) and rolled back (removed, why recor
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, StrictBool
 from tickwork.jobtypes import RunContext, job_type, registry
+from tickwork.model.policies import NotCoerced
 from tickwork.model.variants import BASELINE
 
 from tests.api.conftest import GLOBEX
@@ -144,14 +145,14 @@ def test_a_window_outside_its_bounds_is_refused(api):
 class _PromoV1(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    rows: int = 1
-    legacy: bool = False  # version 2 has no such field
+    rows: Annotated[int, NotCoerced] = 1
+    legacy: StrictBool = False  # version 2 has no such field
 
 
 class _PromoV2(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    rows: int = 1
+    rows: Annotated[int, NotCoerced] = 1
 
 
 if "promo_probe" not in registry:

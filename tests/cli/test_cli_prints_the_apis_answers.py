@@ -130,6 +130,7 @@ def test_metrics_and_the_api_itself_print_as_the_api_answered(cli):
     assert table.stdout.split()[:5] == ["NAME", "BY", "UNIT", "POINTS", "LATEST"]
     assert "a point every 60 s" in table.stderr
 
-    assert as_the_api_answered(cli, "api", "health") == {"status": "ok", "version": __version__}
+    health = as_the_api_answered(cli, "api", "health")
+    assert (health["status"], health["version"], health["region"]["mode"]) == ("ok", __version__, "single")
     document = as_the_api_answered(cli, "api", "openapi")
     assert "/v1/metrics" in document["paths"]

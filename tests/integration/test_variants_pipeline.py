@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict
 from tickwork.control.api_bodies import JobUpdate
@@ -16,6 +16,7 @@ from tickwork.jobtypes import RunContext, job_type, registry
 from tickwork.model.clock import to_ms
 from tickwork.model.ids import run_id_for, step_run_id_for
 from tickwork.model.job import Job
+from tickwork.model.policies import NotCoerced
 from tickwork.model.run import Run
 from tickwork.model.run_target import RunTarget
 from tickwork.model.states import RunStatus, RunTrigger
@@ -32,7 +33,7 @@ FAR = timedelta(seconds=300)
 class Probe(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    fail_attempts: int = 0  # the first this many attempts of a run fail
+    fail_attempts: Annotated[int, NotCoerced] = 0  # the first this many attempts of a run fail
 
 
 if "variant_probe" not in registry:

@@ -60,9 +60,11 @@ def test_the_admin_policy_invokes_this_api_and_reads_the_executor_logs(template)
     assert logs["Resource"] == {"Fn::GetAtt": ["ExecutorLogGroup", "Arn"]}
 
 
-def test_the_managed_policies_are_the_two_callers_and_the_executors_vpc_access(template):
+def test_the_managed_policies_are_the_callers_and_the_executors_vpc_access(template):
     policies = _resources_of_type(template, "AWS::IAM::ManagedPolicy")
-    assert set(policies) == {"ApiCallerPolicy", "ApiAdminPolicy", "ExecutorVpcAccessPolicy"}
+    # The API's two callers, the resource provider's (a stack's deployer: docs/jobs-as-code.md), the VPC's.
+    callers = {"ApiCallerPolicy", "ApiAdminPolicy", "ResourceProviderCallerPolicy"}
+    assert set(policies) == callers | {"ExecutorVpcAccessPolicy"}
     assert template["Resources"]["ExecutorVpcAccessPolicy"]["Condition"] == "InVpc"  # only with VpcSubnetIds
 
 

@@ -43,7 +43,7 @@ def test_each_function_is_built_from_its_code(built: dict) -> None:
     functions = {k: r for k, r in built["Resources"].items() if r["Type"] == "AWS::Serverless::Function"}
     source = load_template(ROOT / "template.yaml")
     assert set(functions) == {k for k, r in source["Resources"].items() if r["Type"] == "AWS::Serverless::Function"}
-    assert len(functions) == 5  # api, tick, dispatch, executor, and the job sandbox
+    assert len(functions) == 6  # api, tick, dispatch, executor, the job sandbox and the resource provider
     for logical_id, resource in functions.items():
         code = BUILT / resource["Properties"]["CodeUri"]
         original = ROOT / source["Resources"][logical_id]["Properties"]["CodeUri"]

@@ -33,6 +33,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TextIO
 
 import boto3
+from tickwork.aws.clients import AwsClients
 from tickwork.model.regions import FailoverPlan, RegionMode, RegionRoles, plan_failover
 from tickwork.store.conditional import Table
 from tickwork.store.regions import RegionRoleRecords
@@ -125,7 +126,7 @@ class LocalRegions:
             aws_access_key_id=FAKE_CREDENTIALS["AWS_ACCESS_KEY_ID"],
             aws_secret_access_key=FAKE_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
         )
-        return session.client(service, endpoint_url=self.endpoint_url(region))  # type: ignore[call-overload]
+        return AwsClients(session=session, endpoint_url=self.endpoint_url(region)).client(service)
 
     def _start_endpoints(self) -> None:
         opts = self.options

@@ -150,7 +150,15 @@ class RegionFailovers:
         )
         actor = by.actor.model_dump(mode="json")
         logger.warning(
-            "region failover", extra={"by": actor, **result.model_dump(mode="json", exclude={"possibly_twice"})}
+            "region failover",
+            extra={
+                "by": actor,
+                "active_region": result.active_region,
+                "epoch": result.epoch,
+                "previous_region": result.previous_region,
+                "forced": result.forced,
+                "possibly_twice_count": len(result.possibly_twice),
+            },
         )
         detail = {"event_id": event_id("regions", RunEventKind.REGION_FAILOVER, round_=plan.roles.epoch), "by": actor}
         event = RunEvent(
