@@ -80,6 +80,7 @@ if TYPE_CHECKING:  # the API's and the tick's rooms, imported where they are bui
     from tickwork.control.queries import JobQueries
     from tickwork.control.redrive import RunRedrive
     from tickwork.control.region_failover import RegionFailovers
+    from tickwork.control.replication_lag import ReplicationLagReader
     from tickwork.control.run_cancel import RunCancel
     from tickwork.control.run_searches import RunSearches
     from tickwork.control.stuck_runs import StuckRuns
@@ -281,6 +282,23 @@ class Services:
             regions=regions_of(s.global_table_regions),
             shards=self.store.shards,
             audit=self.audit,
+        )
+
+    @cached_property
+    def replication_lag(self) -> ReplicationLagReader:
+        """The replication lag for the health endpoint: CloudWatch's ReplicationLatency, kept a minute (kept as long
+        as this object: the execution environment)."""
+        from tickwork.control.region_failover import regions_of
+        from tickwork.control.replication_lag import ReplicationLagReader
+
+        s = self.settings
+        return ReplicationLagReader(
+            self.metric_series,
+            self.clock,
+            mode=s.region_mode,
+            table=s.table_name,
+            region=self.region_fence.region,
+            regions=regions_of(s.global_table_regions),
         )
 
     @cached_property

@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from tickwork_local.aws.replication_latency import ReplicationLatencyPublisher
 
 from tests.api.conftest import ACME, ApiClient, role_identity
 from tests.api.test_audit_trail import audit_items
@@ -53,8 +54,13 @@ def test_no_region_is_active_until_an_admin_fails_over_to_one(eventual_api):
     assert (reply.json["previous_region"], reply.json["forced"], reply.json["possibly_twice"]) == (None, False, [])
     status = eventual_api.get("/v1/regions", identity=ADMIN).json
     assert (status["active_region"], status["epoch"]) == ("us-east-1", 1)
-    # The health endpoint shows the same.
-    assert eventual_api.get("/v1/health", identity=ACME).json["region"] == status
+    # The health endpoint shows the same, and the replication lag (none published yet).
+    health = eventual_api.get("/v1/health", identity=ACME).json["region"]
+    assert health == {
+        **status,
+        "replication_lag_ms": None,
+        "replication_lag_reason": "no ReplicationLatency data in the last 5 minutes",
+    }
     (event,) = _published(eventual_api.pipeline)
     assert (event["active_region"], event["epoch"]) == ("us-east-1", 1)
     assert event["by"]["id"].endswith("assumed-role/tickwork-admin/ops")
@@ -64,6 +70,24 @@ def test_no_region_is_active_until_an_admin_fails_over_to_one(eventual_api):
     assert record["actor"]["id"].endswith("assumed-role/tickwork-admin/ops")
     assert record["resource"] == {"kind": "region", "id": "us-east-1"}
     assert record["outcome"] == "succeeded"
+
+
+def test_the_health_endpoint_shows_the_replication_lag_of_this_regions_writes(eventual_api):
+    """CloudWatch's ReplicationLatency of the global table to the other region, as AWS (and tickwork dev) publish it."""
+    pipeline = eventual_api.pipeline
+    ReplicationLatencyPublisher(
+        lambda: {("us-east-1", "us-east-2"): 1.25},
+        {"us-east-1": pipeline.services.clients.client("cloudwatch")},
+        table=pipeline.services.settings.table_name,
+        clock=pipeline.clock,
+    ).publish()
+    pipeline.clock.advance(1)
+    health = eventual_api.get("/v1/health", identity=ACME)
+    assert health.status == 200, health.text
+    assert (health.json["region"]["replication_lag_ms"], health.json["region"]["replication_lag_reason"]) == (
+        1250,
+        None,
+    )
 
 
 def test_a_failover_from_an_active_region_waits_for_replication_unless_forced_and_names_the_runs_in_flight(

@@ -24,7 +24,15 @@ def test_health_and_openapi(api):
     assert health.json == {
         "status": "ok",
         "version": __version__,
-        "region": {"mode": "single", "region": "us-east-1", "active_region": None, "epoch": None, "since": None},
+        "region": {
+            "mode": "single",
+            "region": "us-east-1",
+            "active_region": None,
+            "epoch": None,
+            "since": None,
+            "replication_lag_ms": None,
+            "replication_lag_reason": "not RegionMode eventual",
+        },
     }
     doc = api.get("/v1/openapi.json")
     assert doc.status == 200

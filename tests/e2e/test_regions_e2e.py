@@ -1,5 +1,5 @@
 """A region's failure, end to end, in each mode of `tickwork dev --regions us-east-1,us-west-2 --region-mode M`,
-under a steady load of one-shots and a cron; every node of one region is SIGKILLed mid-load through the control API.
+under a steady load of one-shots, a cron and a workflow; every node of one region is SIGKILLed mid-load through the control API.
 
 - strong: both regions' nodes on one table (as MRSC); the other region carries on alone.
 - eventual: a table each and the local MREC replicator; us-east-1 is active (the local runtime makes the first region
@@ -10,8 +10,10 @@ under a steady load of one-shots and a cron; every node of one region is SIGKILL
 Counted over the surviving region's API: no occurrence lost, no duplicated run record (each occurrence has exactly
 one), effects run twice (a run's completion printed twice) none in strong and only runs the forced failover reported
 in eventual, every run terminal within a bound after the kill (eventual: after the failover); and the time from the
-kill to the first run the surviving region starts. The figures are printed (docs/local.md, "Several regions";
-docs/regions.md, "The drills").
+kill to the first run the surviving region starts. The workflow (a diamond of `echo` steps whose first step is
+running at the kill) counts too: its run succeeded within its bound (the first step's recovery, then the rest) and
+each step's completion was printed once (eventual: more only within the reported set). The figures are printed
+(docs/local.md, "Several regions"; docs/regions.md, "The drills").
 
 The bound is the product's, with the lease the template's LeaseSeconds (10 here): a run the dead region had claimed
 but not run is re-sent by the survivor's tick 30 s after its time (tickwork.tick.resender's redispatch_after), one it
@@ -40,12 +42,24 @@ pytestmark = pytest.mark.e2e
 
 REGIONS_READY_SECONDS = 90  # endpoints, the tables and every node: slow when the machine is shared
 CONTROL_LINE = re.compile(r"^  Control  (?P<url>http://\S+/regions)")
-COMPLETION = re.compile(r"run SUCCEEDED\s+\S+ \((?P<run>[^)]+)\)")
+# `run SUCCEEDED  NAME (RUN) scheduled ...`, NAME a job's name or `step S of WORKFLOW-RUN`, or `run SUCCEEDED  RUN
+# scheduled ...` when the node does not know the job's name: tickwork_local.runtime.observe.
+COMPLETION = re.compile(r"run SUCCEEDED\s+(?:.*?\((?P<named>[^()\s]+)\)|(?P<bare>\S+)) scheduled")
 NODE_TAG = re.compile(r"^\[(?P<node>[^\]]+)\] ")
 LEASE_SECONDS = 10
 TICK_SECONDS = 2
 REDISPATCH_AFTER = 30  # tickwork.tick.dispatch.Dispatcher's redispatch_after
+FINISHED = ("SUCCEEDED", "FAILED", "SKIPPED", "CANCELLED")
+# a -> b, a -> c, due 2 s into the load: a runs for 1 s, so the kill (at 2.5 s) lands while it runs, and its
+# completion dispatches two steps.
+DIAMOND = [
+    {"id": "a", "type": "echo", "payload": {"step": "a", "sleep_seconds": 1}},
+    {"id": "b", "type": "echo", "depends_on": ["a"], "payload": {"from_a": {"$from": "steps.a.result.step"}}},
+    {"id": "c", "type": "echo", "depends_on": ["a"], "payload": {"step": "c"}},
+]
 RECOVERY_BOUND = LEASE_SECONDS + REDISPATCH_AFTER + 2 * TICK_SECONDS  # after the kill, or the run's time if later
+# The workflow's run: its first step's recovery, then that step's second and its two steps dispatched and run.
+WORKFLOW_BOUND = RECOVERY_BOUND + 5
 
 
 @dataclass
@@ -69,7 +83,7 @@ class Regions:
         for line in list(self.proc.lines):
             tag, done = NODE_TAG.match(line), COMPLETION.search(line)
             if tag and done:
-                found.append((tag["node"], done["run"]))
+                found.append((tag["node"], done["named"] or done["bare"]))
         return found
 
 
@@ -99,10 +113,17 @@ def _parse(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-def _load(create_through: list[Api]) -> tuple[dict[str, set[datetime]], datetime]:
+@dataclass
+class Load:
+    expected: dict[str, set[datetime]]  # each job's occurrences
+    workflow_id: str
+    base: datetime  # the load's first instant
+
+
+def _load(create_through: list[Api]) -> Load:
     """A one-shot every 0.5 s for 6 s, created in turn through each of `create_through`; a cron every 2 s over the same
-    6 s (start and end on odd seconds, so its occurrences are the even seconds between, whatever the bounds' sense).
-    Each job's expected occurrences, and the load's first instant."""
+    6 s (start and end on odd seconds, so its occurrences are the even seconds between, whatever the bounds' sense);
+    the diamond workflow once, 2 s in."""
     base = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=5)
     base += timedelta(seconds=base.second % 2)  # an even second: the cron's bounds below fall on odd ones
     expected: dict[str, set[datetime]] = {}
@@ -118,16 +139,25 @@ def _load(create_through: list[Api]) -> tuple[dict[str, set[datetime]], datetime
         schedule={"cron": "*/2 * * * * *", "timezone": "UTC", "start_at": _iso(start), "end_at": _iso(end)},
     )
     expected[cron["id"]] = {start + timedelta(seconds=s) for s in range(1, 6, 2)}
+    workflow = create_through[-1].post(
+        "/v1/workflows",
+        {"name": "diamond", "schedule": {"at": _iso(base + timedelta(seconds=2))}, "steps": DIAMOND},
+        expect=201,
+    )
     assert datetime.now(UTC) < base, "the load was created too slowly to be scheduled ahead"
-    return expected, base
+    return Load(expected, workflow["id"], base)
+
+
+def _workflow_runs(api: Api, workflow_id: str) -> list[dict[str, Any]]:
+    return api.get(f"/v1/workflows/{workflow_id}/runs")["items"]  # type: ignore[no-any-return]
 
 
 def _count(
-    regions: Regions, survivor: str, expected: dict[str, set[datetime]], recovering_from: datetime, killed_at: datetime
+    regions: Regions, survivor: str, load: Load, recovering_from: datetime, killed_at: datetime
 ) -> dict[str, Any]:
-    """Wait until every occurrence's run is terminal in `survivor` (bound: RECOVERY_BOUND after `recovering_from`,
-    or the run's time if later), then count: the figures."""
-    api = regions.apis[survivor]
+    """Wait until every occurrence's run, and the workflow's run, is terminal in `survivor` (bound: RECOVERY_BOUND
+    after `recovering_from`, or the run's time if later), then count: the figures."""
+    api, expected = regions.apis[survivor], load.expected
     total = sum(len(times) for times in expected.values())
 
     def runs_now() -> dict[str, list[dict[str, Any]]]:
@@ -135,12 +165,20 @@ def _count(
 
     def all_terminal() -> dict[str, list[dict[str, Any]]] | None:
         runs = runs_now()
-        done = [r for found in runs.values() for r in found if r["status"] in ("SUCCEEDED", "FAILED", "SKIPPED")]
-        return runs if len(done) >= total else None
+        done = [r for found in runs.values() for r in found if r["status"] in FINISHED]
+        workflow_done = [r for r in _workflow_runs(api, load.workflow_id) if r["status"] in FINISHED]
+        return runs if len(done) >= total and workflow_done else None
 
     last_due = max(t for times in expected.values() for t in times)
-    deadline = (max(recovering_from, last_due) + timedelta(seconds=RECOVERY_BOUND)) - datetime.now(UTC)
-    wait_for(all_terminal, max(1.0, deadline.total_seconds()) + 5, 0.5, "every run terminal")
+    deadline = (max(recovering_from, last_due) + timedelta(seconds=WORKFLOW_BOUND)) - datetime.now(UTC)
+    try:
+        wait_for(all_terminal, max(1.0, deadline.total_seconds()) + 5, 0.5, "every run terminal")
+    except AssertionError as timed_out:
+        not_ended = [
+            (r["id"], r["status"]) for found in runs_now().values() for r in found if r["status"] not in FINISHED
+        ]
+        workflow = [(w["id"], w["status"], w["steps"]) for w in _workflow_runs(api, load.workflow_id)]
+        raise AssertionError(f"{timed_out}; not ended: {not_ended}; the workflow's runs: {workflow}") from None
     time.sleep(TICK_SECONDS)  # a late duplicate would be recorded by now
     runs = runs_now()
 
@@ -154,7 +192,10 @@ def _count(
         > RECOVERY_BOUND
     ]
     completions = regions.completions()
-    by_id = {r["id"]: r for r in flat}
+    workflow_runs = _workflow_runs(api, load.workflow_id)
+    step_runs = [api.get(f"/v1/runs/{s['run_id']}") for w in workflow_runs for s in w["steps"].values() if s["run_id"]]
+    flat_with_steps = flat + step_runs
+    by_id = {r["id"]: r for r in flat_with_steps}
     survivor_starts = sorted(
         _parse(by_id[run]["started_at"])
         for node, run in completions
@@ -170,20 +211,49 @@ def _count(
         "effects_run_twice": sorted(run for run, n in Counter(run for _, run in completions).items() if n > 1),
         "not_succeeded": len([r for r in flat if r["status"] != "SUCCEEDED"]),
         "terminal_after_kill_s_max": round(
-            max((_parse(r["finished_at"]) - killed_at).total_seconds() for r in flat), 1
+            max((_parse(r["finished_at"]) - killed_at).total_seconds() for r in flat_with_steps), 1
         ),
         "bound_s": RECOVERY_BOUND,
+        "workflow_bound_s": WORKFLOW_BOUND,
         "over_bound": len(over_bound),
         "kill_to_first_survivor_run_s": round((survivor_starts[0] - killed_at).total_seconds(), 2)
         if survivor_starts
         else None,
+        "workflow_runs": len(workflow_runs),
+        "workflow_runs_not_succeeded": len([w for w in workflow_runs if w["status"] != "SUCCEEDED"]),
+        "workflow_finished_after_kill_s": [
+            round((_parse(w["finished_at"]) - killed_at).total_seconds(), 1) for w in workflow_runs if w["finished_at"]
+        ],
+        "workflow_over_bound": len(
+            [
+                w
+                for w in workflow_runs
+                if (_parse(w["finished_at"]) - max(recovering_from, _parse(w["scheduled_for"]))).total_seconds()
+                > WORKFLOW_BOUND
+            ]
+        ),
+        "step_runs": len(step_runs),
+        "step_runs_not_succeeded": len([r for r in step_runs if r["status"] != "SUCCEEDED"]),
+        "step_runs_completed": dict(Counter(run for _, run in completions if run in {r["id"] for r in step_runs})),
         "runs_by_region": dict(Counter(node for node, _ in completions)),
-        "survivor_runs_started_before_recovery": sum(
+        # By its finish: a run the dead region had started and the survivor ran again can keep the first start.
+        "survivor_runs_finished_before_recovery": sum(
             1
             for node, run in completions
-            if node.startswith(survivor) and run in by_id and _parse(by_id[run]["started_at"]) <= recovering_from
+            if node.startswith(survivor) and run in by_id and _parse(by_id[run]["finished_at"]) <= recovering_from
         ),
     }
+
+
+def _assert_workflow_counted(figures: dict[str, Any], possibly_twice: set[str]) -> None:
+    """The workflow's one run terminal and succeeded within the bound; each step run once, or (eventual) more only
+    if the forced failover reported it."""
+    assert (figures["workflow_runs"], figures["step_runs"]) == (1, len(DIAMOND)), figures
+    assert figures["workflow_runs_not_succeeded"] == figures["workflow_over_bound"] == 0, figures
+    assert figures["step_runs_not_succeeded"] == 0, figures
+    assert len(figures["step_runs_completed"]) == len(DIAMOND), figures  # each step's completion printed
+    twice = {run for run, n in figures["step_runs_completed"].items() if n > 1}
+    assert twice <= possibly_twice, figures
 
 
 def test_strong_regions_survive_one_region_killed_mid_load_with_nothing_lost_or_doubled() -> None:
@@ -191,19 +261,20 @@ def test_strong_regions_survive_one_region_killed_mid_load_with_nothing_lost_or_
     with running_regions(
         "strong", [east, west], "--tick-seconds", str(TICK_SECONDS), "--parameter", f"LeaseSeconds={LEASE_SECONDS}"
     ) as regions:
-        expected, base = _load([regions.apis[west], regions.apis[east]])
-        wait_for(lambda: datetime.now(UTC) >= base + timedelta(seconds=2.5), 30, 0.1, "mid-load")
+        load = _load([regions.apis[west], regions.apis[east]])
+        wait_for(lambda: datetime.now(UTC) >= load.base + timedelta(seconds=2.5), 30, 0.1, "mid-load")
         killed = regions.kill(east)
         killed_at = _parse(killed["at"])
         assert killed["killed"], "no node of the region was running"
 
-        figures = _count(regions, west, expected, killed_at, killed_at)
+        figures = _count(regions, west, load, killed_at, killed_at)
         print(json.dumps(figures, indent=2))
         assert figures["lost"] == figures["duplicated_run_records"] == 0, figures
         assert figures["effects_run_twice"] == [], figures
         assert figures["not_succeeded"] == figures["over_bound"] == 0, figures
         assert figures["runs"] == figures["occurrences"], figures
         assert figures["kill_to_first_survivor_run_s"] is not None, "the surviving region ran nothing after the kill"
+        _assert_workflow_counted(figures, possibly_twice=set())
         assert regions.status()["regions"][east]["nodes"][0]["alive"] is False
 
 
@@ -221,8 +292,8 @@ def test_eventual_regions_fail_over_after_the_active_region_is_killed_doubling_o
     ) as regions:
         seen_by_west = regions.apis[west].get("/v1/regions")
         assert (seen_by_west["mode"], seen_by_west["active_region"], seen_by_west["epoch"]) == ("eventual", east, 1)
-        expected, base = _load([regions.apis[east]])  # through the active region
-        wait_for(lambda: datetime.now(UTC) >= base + timedelta(seconds=2.5), 30, 0.1, "mid-load")
+        load = _load([regions.apis[east]])  # through the active region
+        wait_for(lambda: datetime.now(UTC) >= load.base + timedelta(seconds=2.5), 30, 0.1, "mid-load")
         before_kill = regions.completions()
         assert before_kill, "the active region ran nothing before the kill"
         assert all(node.startswith(east) for node, _ in before_kill), f"the passive region ran: {before_kill}"
@@ -233,15 +304,19 @@ def test_eventual_regions_fail_over_after_the_active_region_is_killed_doubling_o
         failed_over_at = _parse(failover["since"])
         assert (failover["active_region"], failover["epoch"], failover["forced"]) == (west, 2, True), failover
 
-        figures = _count(regions, west, expected, failed_over_at, killed_at)
+        figures = _count(regions, west, load, failed_over_at, killed_at)
         figures["kill_to_failover_s"] = round((failed_over_at - killed_at).total_seconds(), 2)
         figures["reported_possibly_twice"] = len(failover["possibly_twice"])
         figures["replication"] = regions.status()["replication"]
+        health = regions.apis[west].get("/v1/health")["region"]  # its lag: read at most once a minute
+        figures["west_health"] = {k: health[k] for k in ("active_region", "epoch", "replication_lag_ms")}
+        figures["west_health"]["replication_lag_reason"] = health["replication_lag_reason"]
         print(json.dumps(figures, indent=2))
         assert figures["lost"] == figures["duplicated_run_records"] == 0, figures
         assert set(figures["effects_run_twice"]) <= set(failover["possibly_twice"]), figures
         assert figures["not_succeeded"] == figures["over_bound"] == 0, figures
         assert figures["runs"] == figures["occurrences"], figures
         assert figures["kill_to_first_survivor_run_s"] is not None, "the surviving region ran nothing after the kill"
-        assert figures["survivor_runs_started_before_recovery"] == 0, "the passive region ran before the failover"
+        assert figures["survivor_runs_finished_before_recovery"] == 0, "the passive region ran before the failover"
+        _assert_workflow_counted(figures, possibly_twice=set(failover["possibly_twice"]))
         assert regions.apis[west].get("/v1/regions")["active_region"] == west

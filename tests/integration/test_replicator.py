@@ -160,6 +160,18 @@ def test_the_lag_report_is_the_age_of_the_oldest_change_not_yet_replicated(
     assert replicator.lag() == 0.0
 
 
+def test_the_latencies_are_how_long_applied_changes_took_per_route_since_last_asked(
+    regions: dict[str, Any], replicator: Replicator, clock: FakeClock
+) -> None:
+    regions[EAST].put_item(TableName=TABLE, Item=_item("A"))
+    replicator.pump()
+    assert replicator.take_latencies() == {}  # nothing applied yet
+    clock.advance(LAG + 0.5)
+    replicator.pump()
+    assert replicator.take_latencies() == pytest.approx({(EAST, WEST): LAG + 0.5})
+    assert replicator.take_latencies() == {}
+
+
 def _before_the_replicators_put(client: Any, write: Any) -> None:
     """`write` runs once, in the destination, just before the replicator's next PutItem there."""
     done: list[bool] = []

@@ -18,7 +18,8 @@ they are recognised (same key and image as written) and not replicated again. A 
 see (one that only added attributes) comes back before the echo: the newer image is then put back.
 
 Lag comes from the injected clock: a change read at t is applied at t + lag (`pump` applies what is due), and
-`lag_seconds()` is the age of the oldest change not yet applied everywhere. A destination that does not answer
+`lag_seconds()` is the age of the oldest change not yet applied everywhere; `take_latencies()` how long applied
+changes took, per route (what tickwork_local.aws.replication_latency publishes as ReplicationLatency). A destination that does not answer
 (its endpoint killed) keeps its changes pending; they are applied when it answers again.
 """
 
@@ -28,7 +29,7 @@ import base64
 import json
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,6 +120,8 @@ class Replicator:
         self.clock = clock or SystemClock()
         self.states = {r.region: _ReplicaState(r) for r in replicas}
         self.counts = ReplicationCounts()
+        # The longest latency of a change applied, per (origin, destination), since take_latencies last asked.
+        self._latencies: dict[tuple[str, str], float] = {}
         self._lock = threading.Lock()  # pump runs on one thread; the report may be asked from another
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -224,6 +227,8 @@ class Replicator:
             elif self._write(state, change, over=held, guarded=True):
                 state.holds[change.key] = change
                 self.counts.applied += 1
+                route = (change.origin, state.replica.region)
+                self._latencies[route] = max(self._latencies.get(route, 0.0), now - change.seen_at)
             else:
                 self.counts.superseded += 1
             state.pending.popleft()
@@ -261,6 +266,13 @@ class Replicator:
             oldest = [s.pending[0].seen_at for s in self.states.values() if s.pending]
             return max(0.0, self._now() - min(oldest)) if oldest else 0.0
 
+    def take_latencies(self) -> dict[tuple[str, str], float]:
+        """The longest latency, in seconds, of a change applied per (origin, destination) since the last call (as
+        DynamoDB's ReplicationLatency measures what replicated); routes with nothing applied are absent."""
+        with self._lock:
+            taken, self._latencies = self._latencies, {}
+            return taken
+
     def report(self) -> dict[str, Any]:
         """The lag, what waits for each region, and the counts so far."""
         lag = self.lag()
@@ -274,10 +286,14 @@ class Replicator:
 
     # ------------------------------------------------------------ in the background (tickwork dev)
 
-    def start(self, every_seconds: float = PUMP_EVERY_SECONDS) -> None:
+    def start(self, every_seconds: float = PUMP_EVERY_SECONDS, *, after_pump: Callable[[], None] | None = None) -> None:
+        """Pump in the background; `after_pump` (e.g. publishing the latencies) runs on the same thread."""
+
         def run() -> None:
             while not self._stop.wait(every_seconds):
                 self.pump()
+                if after_pump is not None:
+                    after_pump()
 
         self._thread = threading.Thread(target=run, name="replicator", daemon=True)
         self._thread.start()

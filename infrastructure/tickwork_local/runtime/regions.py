@@ -7,7 +7,9 @@ queues, event bus and metrics (moto keeps every region's apart). The table diffe
 - strong: one moto server whose DynamoDB is the same for every region (tickwork_local.aws.moto_one_dynamodb), which
   is exactly the consistency a multi-Region strong consistency (MRSC) global table promises;
 - eventual: a moto server per region, each with its own table (and queues and bucket), and the local MREC replicator
-  (tickwork_local.aws.replicator) between the tables, with a configurable lag. The nodes run as RegionMode eventual
+  (tickwork_local.aws.replicator) between the tables, with a configurable lag; its latencies go into each region's
+  CloudWatch as DynamoDB's ReplicationLatency (tickwork_local.aws.replication_latency), where the nodes' health
+  endpoint reads them as on AWS. The nodes run as RegionMode eventual
   (the fence reads the region-role item), and the first region is made active under epoch 1 before they start, as
   the runbook's first failover does deployed (docs/regions.md, "Runbook"): its table holds the item, which reaches
   the others by replication.
@@ -40,6 +42,7 @@ from tickwork.store.regions import RegionRoleRecords
 
 from tickwork_local.aws.endpoint import MotoProcess
 from tickwork_local.aws.provision import TABLE_ID, provision
+from tickwork_local.aws.replication_latency import ReplicationLatencyPublisher
 from tickwork_local.aws.replicator import Replica, Replicator
 from tickwork_local.runtime.node import FAKE_CREDENTIALS
 from tickwork_local.stack.template import load_template
@@ -178,7 +181,9 @@ class LocalRegions:
         ]
         self.replicator = Replicator(replicas, lag_seconds=self.options.replication_lag_seconds)
         self.replicator.enable_streams()
-        self.replicator.start()
+        cloudwatch_of = {region: self._client(region, "cloudwatch") for region in self.options.regions}
+        publisher = ReplicationLatencyPublisher(self.replicator.take_latencies, cloudwatch_of, table=table)
+        self.replicator.start(after_pump=publisher.publish_every())
 
     def _node_parameters(self) -> dict[str, str]:
         """The template parameters a node runs with: in eventual, those of a stack of the global table, so its

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, WithJsonSchema, c
 from tickwork.control.backfill import DEFAULT_BACKFILL_RUNS, MAX_BACKFILL_RUNS
 from tickwork.control.debounce import WindowVerdict
 from tickwork.control.region_failover import RegionStatus
+from tickwork.control.replication_lag import ReplicationLag
 from tickwork.jobtypes import registry
 from tickwork.model.audit import AuditRecord
 from tickwork.model.calendars import Calendar
@@ -442,12 +443,16 @@ class RedriveResult(BaseModel):
     refused: list[NotRetried] = Field(description="Each run of not_redriven, with why (a code, and text).")
 
 
+class RegionHealth(ReplicationLag, RegionStatus):
+    """The regions' roles as this region's replica holds them, and the replication lag of its writes."""
+
+
 class Health(BaseModel):
     status: str = "ok"
     version: str
-    region: RegionStatus = Field(
-        description="This region, the RegionMode, and the active region and its epoch as this region's replica holds "
-        "them (docs/regions.md; RegionMode eventual only)."
+    region: RegionHealth = Field(
+        description="This region, the RegionMode, the active region and its epoch as this region's replica holds "
+        "them, and the replication lag (docs/regions.md; RegionMode eventual only)."
     )
 
 

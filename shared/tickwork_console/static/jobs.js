@@ -8,7 +8,7 @@ import { HEALTH, JobState, LastRun, healthOf, useLastRuns } from "./health.js";
 import { EditJobDialog } from "./job_form.js";
 import { JobLink } from "./names.js";
 import { Instants } from "./schedule.js";
-import { StuckRunsStrip } from "./stuck.js";
+import { RegionStrip, StuckRunsStrip } from "./stuck.js";
 import { TenantCell, TenantHead, columnsWithTenant } from "./tenancy.js";
 import { VariantsPanel } from "./variants.js";
 import {
@@ -86,6 +86,7 @@ export function JobsPage({ query }) {
     <h1 tabindex="-1">Jobs</h1>
     <div class="toolbar"><a class="button primary" href="#/jobs/new">New job</a></div>
     <${StuckRunsStrip} />
+    <${RegionStrip} />
     ${filters.tag && !filters.tenant ? html`<${BulkJobActions} tag=${filters.tag} onDone=${reload} />` : null}
     <form class="filters" key=${key} onSubmit=${apply} aria-label="Filter jobs">
       <label>Search <input name="q" type="search" defaultValue=${query.get("q") || ""} placeholder="name or tag" size="14" /></label>

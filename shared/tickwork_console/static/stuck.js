@@ -1,9 +1,11 @@
-// The health strip: the caller's stuck runs (GET /v1/runs/stuck), each linked to its run page with why and for
-// how long, as the StuckRuns alarm counts them. Durations run from the API's own clock (as_of), not the browser's.
+// The health strips: the caller's stuck runs (GET /v1/runs/stuck), each linked to its run page with why and for
+// how long, as the StuckRuns alarm counts them (durations run from the API's own clock, as_of, not the browser's);
+// and, deployed in several regions, the regions' roles and the replication lag as this region sees them
+// (GET /v1/health, docs/regions.md).
 import { html } from "./vendor/htm-preact-standalone.module.js";
 import { enc, get } from "./api.js";
 import { JobLink } from "./names.js";
-import { ErrorBox, Status, duration, useLoad } from "./ui.js";
+import { ErrorBox, Status, Time, duration, useLoad } from "./ui.js";
 
 // How long past what: a QUEUED run's `since` is its scheduled time, a RUNNING run's the end of its lease.
 const PAST = {
@@ -36,5 +38,26 @@ export function StuckRunsStrip() {
             ${stuck.data.more ? html`<p class="muted">More are stuck than shown: the oldest ${items.length} are listed.</p>` : null}`
         : html`<p class="muted">No stuck runs.</p>`
       : null}
+  </section>`;
+}
+
+// The regions' block: nothing for a single region. Every 60 s: the API reads the lag at most once a minute.
+export function RegionStrip() {
+  const health = useLoad(() => get("/v1/health"), [], 60000);
+  const region = health.data && health.data.region;
+  if (!region || region.mode === "single") return null;
+  const role = region.mode === "strong" ? "active (all regions are)" : region.active_region === region.region ? "active" : "passive";
+  const lag = region.replication_lag_ms;
+  return html`<section class="health-strip" aria-labelledby="region-title">
+    <h2 id="region-title">Regions</h2>
+    <dl class="region-roles">
+      <dt>Mode</dt><dd>${region.mode}</dd>
+      <dt>This region</dt><dd><span class="mono">${region.region}</span> · ${role}</dd>
+      ${region.mode === "eventual"
+        ? html`<dt>Active region</dt><dd>${region.active_region ? html`<span class="mono">${region.active_region}</span>` : "none yet"}</dd>
+            <dt>Epoch</dt><dd>${region.epoch ?? "none"}${region.since ? html` · since <${Time} value=${region.since} />` : null}</dd>
+            <dt>Replication lag</dt><dd>${lag === null || lag === undefined ? html`<span class="muted">unknown: ${region.replication_lag_reason}</span>` : `${lag} ms`}</dd>`
+        : null}
+    </dl>
   </section>`;
 }
