@@ -60,6 +60,12 @@ def _table_items(pipeline: Pipeline) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for page in db.get_paginator("scan").paginate(TableName=pipeline.services.settings.table_name):
         items += page["Items"]
+    # An audit record is kept compressed (tickwork.store.audit): searched as the text it holds, not its bytes.
+    from tickwork.store.audit import record_of
+
+    for item in items:
+        if "B" in item.get("record", {}):
+            item["record"] = {"S": record_of({"record": item["record"]["B"]}).model_dump_json()}
     return items
 
 

@@ -133,10 +133,14 @@ def test_api_gateway_admits_25_jobs_a_request_by_batch_create() -> None:
 
 def _section1(*, cron_wru: float | None) -> dict:
     create = {"dynamodb:PutItem job": {"table": 1.0, "tenant-index": 1.0, "due-index": 1.0}}
-    billable: dict = {"ahead": {"wru_per_run": 16.0}}
+    # The job's completion (a peer's job put is priced as one write of the item and its tenant-index entry).
+    execute = {"wru_per_run": {"dynamodb:UpdateItem job": {"table": 1.0, "tenant-index": 1.0}}}
+    execute["per_run"] = {"dynamodb:UpdateItem job": 1.0}
+    billable: dict = {"ahead": {"wru_per_run": 16.0, "s3_requests": 2.0}}
     if cron_wru is not None:
-        billable["cron"] = {"wru_per_run": cron_wru}
-    return {"scenarios": {"ahead": {"phases": {"create": {"wru_per_run": create}}}}, "billable": billable}
+        billable["cron"] = {"wru_per_run": cron_wru, "s3_requests": 2.0}
+    phases = {"create": {"wru_per_run": create}, "execute": execute}
+    return {"scenarios": {"ahead": {"phases": phases}}, "billable": billable}
 
 
 def test_a_cron_run_is_a_one_shot_without_its_create_until_section_1_measures_one() -> None:
