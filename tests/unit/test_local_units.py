@@ -457,3 +457,15 @@ def test_a_template_that_is_not_a_mapping_is_refused():
 
     with pytest.raises(ValueError, match="must be a mapping"):
         loads_template("- a list\n")
+
+
+def test_each_execution_environment_of_a_function_has_its_own_sibling_modules():
+    """As in Lambda, where an environment is a process: the API's routes are Powertools Routers that keep the event of
+    the resolver that included them last, so environments sharing one routes module read each other's requests
+    (tests/api/test_debounce_racing.py's racing callers lost and doubled payloads)."""
+    from tickwork_local.runtime.lambda_runtime import function_config, load_handler_module
+    from tickwork_local.stack.template import load_template
+
+    config = function_config(load_template(), "ApiFunction")
+    one, two = load_handler_module(config), load_handler_module(config)
+    assert one.metrics_routes is not two.metrics_routes

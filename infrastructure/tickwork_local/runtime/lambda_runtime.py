@@ -254,11 +254,20 @@ def load_handler_module(config: FunctionConfig) -> ModuleType:
     code_dir = str(config.code_dir)
     if code_dir not in sys.path:  # sibling modules import as top-level modules, as in Lambda
         sys.path.append(code_dir)
+    # Its sibling modules (the API's routes, dependencies) are its own too: a Powertools Router keeps the event
+    # of the resolver that included it last, so environments sharing one routes module read each other's requests.
+    siblings = {path.stem for path in config.code_dir.iterdir() if path.suffix == ".py" or path.is_dir()}
+    shared = {k: sys.modules.pop(k) for k in list(sys.modules) if k.split(".")[0] in siblings}
     try:
         spec.loader.exec_module(module)
     except BaseException:
         sys.modules.pop(name, None)
         raise
+    finally:
+        own = {k: sys.modules.pop(k) for k in list(sys.modules) if k.split(".")[0] in siblings}
+        # The first environment's stay where later imports (a route's own, at its call) find them.
+        sys.modules.update(shared or own)
+        module.__dict__["_tickwork_own_siblings"] = own  # kept alive with the environment
     return module
 
 
