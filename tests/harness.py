@@ -124,8 +124,8 @@ class _WatchedClients(AwsClients):
         super().__init__(session)
         self._as_built: dict[str, int] = {}
 
-    def _cached(self, key: str, config: Any, *, service: str | None = None) -> Any:
-        client = super()._cached(key, config, service=service)
+    def _cached(self, key: str, config: Any, **kwargs: Any) -> Any:
+        client = super()._cached(key, config, **kwargs)
         self._as_built.setdefault(key, id(client.meta.events._emitter._lookup_cache))
         return client
 

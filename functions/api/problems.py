@@ -23,6 +23,7 @@ from tickwork.model.errors import (
     NotFound,
     NotRetryable,
     QuotaExceeded,
+    ResultRegionUnreachable,
     TickworkError,
     TooLarge,
     Unauthenticated,
@@ -55,6 +56,7 @@ INVALID_INPUT = ProblemKind(422, "invalid-input", "Invalid input")
 QUOTA_EXCEEDED = ProblemKind(429, "quota-exceeded", "Quota exceeded")
 INTERNAL = ProblemKind(500, "internal-error", "Internal error")
 IDENTITY_UNRESOLVED = ProblemKind(503, "identity-unresolved", "Caller identity unresolved")
+RESULT_REGION_UNREACHABLE = ProblemKind(503, "result-region-unreachable", "Result's region unreachable")
 
 # Each domain error (or its nearest listed base class) and how it is answered; any other is an internal error.
 DOMAIN_KINDS: dict[type[TickworkError], ProblemKind] = {
@@ -103,6 +105,9 @@ def domain_problem(exc: TickworkError, instance: str | None) -> Response:
     if isinstance(exc, IdentityUnresolved):  # logged with the role and IAM's error where it was read
         headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else None
         return as_response(problem(IDENTITY_UNRESOLVED, str(exc), instance=instance), headers)
+    if isinstance(exc, ResultRegionUnreachable):  # logged with the S3 error where it was read
+        plain = problem(RESULT_REGION_UNREACHABLE, str(exc), instance=instance).model_dump()
+        return as_response(Problem(**plain, region=exc.region))
     kind = kind_of(exc)
     if kind is INTERNAL:
         logger.exception("domain error")

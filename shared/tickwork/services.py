@@ -81,6 +81,7 @@ if TYPE_CHECKING:  # the API's and the tick's rooms, imported where they are bui
     from tickwork.control.redrive import RunRedrive
     from tickwork.control.region_failover import RegionFailovers
     from tickwork.control.replication_lag import ReplicationLagReader
+    from tickwork.control.result_reads import ResultReads
     from tickwork.control.run_cancel import RunCancel
     from tickwork.control.run_searches import RunSearches
     from tickwork.control.stuck_runs import StuckRuns
@@ -130,11 +131,30 @@ class Services:
 
     @cached_property
     def results(self) -> ResultStore:
+        """This region's results bucket. In a multi-region stack each result written names this region (the S3
+        client's), so another region's API reads it here (docs/regions.md, "Results")."""
+        client = self.clients.client("s3")
         return ResultStore(
-            self.clients.client("s3"),
+            client,
             self.settings.results_bucket,
             inline_max_bytes=self.settings.inline_result_max_bytes,
+            region=None if self.settings.region_mode == "single" else client.meta.region_name,
         )
+
+    @cached_property
+    def result_reads(self) -> ResultReads:
+        """The API's read of a result: this region's bucket, then (multi-region) the bucket of the region it names."""
+        from tickwork.control.result_reads import ResultReads
+        from tickwork.model.result_regions import results_bucket_in
+
+        local = self.results
+        here = self.clients.client("s3").meta.region_name
+
+        def other_region(there: str) -> ResultStore:
+            bucket = results_bucket_in(local.bucket, here, there)
+            return ResultStore(self.clients.regional_client("s3", there), bucket)
+
+        return ResultReads(local, other_region, self.settings.region_mode, here)
 
     @cached_property
     def dispatcher(self) -> Dispatcher:
@@ -464,7 +484,7 @@ class Services:
     def queries(self) -> JobQueries:
         from tickwork.control.queries import JobQueries
 
-        return JobQueries(self.store.jobs, self.store.runs, self.listings, self.results, self.clock)
+        return JobQueries(self.store.jobs, self.store.runs, self.listings, self.result_reads, self.clock)
 
     @cached_property
     def jobs(self) -> JobLifecycle:

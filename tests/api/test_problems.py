@@ -23,6 +23,7 @@ from tickwork.model.errors import (
     ItemTooLarge,
     NotFound,
     PayloadTooLarge,
+    ResultRegionUnreachable,
     TickworkError,
     Unauthenticated,
     UnreadableItem,
@@ -102,6 +103,16 @@ def test_an_identity_that_cannot_be_resolved_is_a_503_with_retry_after_when_wait
     assert body["type"] == "urn:tickwork:problem:identity-unresolved"
     assert body["detail"] == "the caller's tenant could not be resolved"
     assert response.headers.get("Retry-After") == header
+
+
+def test_a_result_held_by_a_region_that_does_not_answer_is_a_503_naming_the_region_and_the_readable_run():
+    code, body = _answer(ResultRegionUnreachable("r1", "us-east-1", "SUCCEEDED"))
+    assert code == 503
+    assert body["type"] == "urn:tickwork:problem:result-region-unreachable"
+    assert body["region"] == "us-east-1"
+    assert "held in region us-east-1" in body["detail"]
+    assert "GET /v1/runs/r1" in body["detail"]  # the run's status, attempts and error are still readable
+    assert "SUCCEEDED" in body["detail"]
 
 
 def test_an_unreadable_item_is_a_500_that_names_what_is_unreadable():

@@ -256,6 +256,17 @@ def _assert_workflow_counted(figures: dict[str, Any], possibly_twice: set[str]) 
     assert twice <= possibly_twice, figures
 
 
+def _read_across(regions: Regions, completed: list[tuple[str, str]], load: Load, executed_in: str, read_in: str) -> str:
+    """A one-shot's run that `executed_in` completed: its record names that region, and `read_in`'s API, whose own
+    bucket lacks the result, reads it from `executed_in`'s bucket (docs/regions.md, "Results"). The run's id."""
+    run_id = next(run for node, run in completed if node.startswith(executed_in) and run.split(".")[0] in load.expected)
+    api = regions.apis[read_in]
+    run = api.get(f"/v1/runs/{run_id}")
+    assert run["result"]["region"] == executed_in, run
+    assert api.get(f"/v1/runs/{run_id}/result") == api.get(f"/v1/jobs/{run['job_id']}")["payload"]
+    return run_id
+
+
 def test_strong_regions_survive_one_region_killed_mid_load_with_nothing_lost_or_doubled() -> None:
     east, west = "us-east-1", "us-west-2"
     with running_regions(
@@ -268,6 +279,8 @@ def test_strong_regions_survive_one_region_killed_mid_load_with_nothing_lost_or_
         assert killed["killed"], "no node of the region was running"
 
         figures = _count(regions, west, load, killed_at, killed_at)
+        # The killed region's endpoint (its bucket) stays: the survivor reads a result east recorded there.
+        figures["result_read_across"] = _read_across(regions, regions.completions(), load, east, west)
         print(json.dumps(figures, indent=2))
         assert figures["lost"] == figures["duplicated_run_records"] == 0, figures
         assert figures["effects_run_twice"] == [], figures
@@ -311,6 +324,7 @@ def test_eventual_regions_fail_over_after_the_active_region_is_killed_doubling_o
         health = regions.apis[west].get("/v1/health")["region"]  # its lag: read at most once a minute
         figures["west_health"] = {k: health[k] for k in ("active_region", "epoch", "replication_lag_ms")}
         figures["west_health"]["replication_lag_reason"] = health["replication_lag_reason"]
+        figures["result_read_across"] = _read_across(regions, before_kill, load, east, west)
         print(json.dumps(figures, indent=2))
         assert figures["lost"] == figures["duplicated_run_records"] == 0, figures
         assert set(figures["effects_run_twice"]) <= set(failover["possibly_twice"]), figures

@@ -255,6 +255,24 @@ def test_prefixes_isolate_deployments(aws, provisioned):
     assert set(other.queue_urls.values()).isdisjoint(provisioned.queue_urls.values())
 
 
+@pytest.mark.parametrize("mode", ["strong", "eventual"])
+def test_a_multi_region_stacks_results_bucket_is_named_for_its_region_as_deployed(aws, mode):
+    """So that another region's API derives its name (docs/regions.md, "Results"); the audit bucket is as before."""
+    parameters = {
+        "RegionMode": mode,
+        "GlobalTableName": "tickwork-JobsTable",
+        "GlobalTableRegions": "us-east-1,us-west-2",
+    }
+    resources = provision(TEMPLATE, **aws, parameters=parameters)
+    assert resources.results_bucket == "tickwork-results-123456789012-us-east-1"
+    aws["s3"].head_bucket(Bucket=resources.results_bucket)
+    assert resources.environment("ApiFunction")["RESULTS_BUCKET"] == resources.results_bucket
+
+
+def test_a_single_regions_results_bucket_keeps_the_prefixs_name(provisioned):
+    assert provisioned.results_bucket == "tickwork-resultsbucket"
+
+
 def test_works_against_a_moto_server(monkeypatch):
     _fake_credentials(monkeypatch)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)

@@ -174,3 +174,46 @@ def test_in_eventual_each_region_alarms_on_replication_to_each_other_replica(tem
     # MRSC replicates synchronously (no lag to alarm on); one region has no replicas.
     assert _replication_alarms(template, "us-east-1", STRONG_PARAMETERS) == {}
     assert _replication_alarms(template, "us-east-1", {}) == {}
+
+
+def _api_results_grants(template: dict[str, Any], parameters: dict[str, str]) -> dict[str, Any]:
+    """The ApiRole's S3 statements as deployed with these parameters, by Sid."""
+    grants = {}
+    for role, statement in iam_statements(template, as_written=True):
+        deployed = evaluate(template, statement, parameters)
+        if (
+            role == "ApiRole"
+            and isinstance(deployed, dict)
+            and any(str(a).startswith("s3:") for a in _actions(deployed))
+        ):
+            grants[deployed["Sid"]] = deployed
+    return grants
+
+
+def test_a_single_regions_results_bucket_and_api_role_are_as_they_were(template):
+    bucket = resources_on(template, _in("us-east-1", {}))["ResultsBucket"]["Properties"]
+    assert "BucketName" not in bucket  # CloudFormation names it, as before
+    assert set(_api_results_grants(template, {})) == {"ReadResults", "ResultsMissingIs404"}
+
+
+@pytest.mark.parametrize("parameters", [STRONG_PARAMETERS, EVENTUAL_PARAMETERS], ids=["strong", "eventual"])
+def test_in_several_regions_each_results_bucket_is_named_for_its_region_and_the_api_reads_the_others(
+    template, parameters
+):
+    names = {
+        region: resources_on(
+            template, {**_in(region, parameters), "AWS::StackName": "tickwork", "AWS::AccountId": "1"}
+        )["ResultsBucket"]["Properties"]["BucketName"]
+        for region in ("us-east-1", "us-east-2")
+    }
+    # Each region derives another's from its own (tickwork.model.result_regions.results_bucket_in).
+    assert names == {"us-east-1": "tickwork-results-1-us-east-1", "us-east-2": "tickwork-results-1-us-east-2"}
+    grants = _api_results_grants(template, parameters)
+    assert grants["ReadOtherRegionsResults"]["Action"] == "s3:GetObject"
+    assert grants["ReadOtherRegionsResults"]["Resource"] == (
+        "arn:${AWS::Partition}:s3:::${AWS::StackName}-results-${AWS::AccountId}-*/*"
+    )
+    assert grants["OtherRegionsResultsMissingIs404"]["Action"] == "s3:ListBucket"
+    assert grants["OtherRegionsResultsMissingIs404"]["Resource"] == (
+        "arn:${AWS::Partition}:s3:::${AWS::StackName}-results-${AWS::AccountId}-*"
+    )

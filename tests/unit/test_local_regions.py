@@ -38,18 +38,18 @@ def test_a_mode_other_than_strong_or_eventual_is_refused() -> None:
         LocalRegions(RegionsOptions(regions=["us-east-1", "us-west-2"], mode="active-active"))
 
 
-def test_eventual_nodes_run_as_a_stack_of_the_global_table_and_strong_ones_as_given() -> None:
-    """In eventual the nodes' functions read REGION_MODE eventual, so the fence reads the region-role item."""
+@pytest.mark.parametrize("mode", ["strong", "eventual"])
+def test_the_nodes_run_as_a_stack_of_the_global_table_in_its_mode(mode: str) -> None:
+    """The nodes' functions read REGION_MODE (in eventual the fence reads the region-role item), and their results
+    buckets are named for their regions, so that each region's API reads another's (docs/regions.md, "Results")."""
     given = {"LeaseSeconds": "10"}
-    eventual = LocalRegions(RegionsOptions(regions=["us-east-1", "us-west-2"], mode="eventual", parameters=given))
-    assert eventual._node_parameters() == {
+    regions = LocalRegions(RegionsOptions(regions=["us-east-1", "us-west-2"], mode=mode, parameters=given))
+    assert regions._node_parameters() == {
         "LeaseSeconds": "10",
-        "RegionMode": "eventual",
+        "RegionMode": mode,
         "GlobalTableName": "tickwork-JobsTable",
         "GlobalTableRegions": "us-east-1,us-west-2",
     }
-    strong = LocalRegions(RegionsOptions(regions=["us-east-1", "us-west-2"], mode="strong", parameters=given))
-    assert strong._node_parameters() == given
 
 
 @pytest.mark.parametrize(

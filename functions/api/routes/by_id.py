@@ -142,7 +142,7 @@ BY_TAG: dict[str, list[ByIdRoute]] = {
             lambda s, who, i, by: s.queries.get_result(who.tenant, i, admin=who.admin),
             200,
             {"description": "The result document (any JSON)"},
-            (404,),
+            (404, 503),
         ),
         ByIdRoute(
             "cancel_run",

@@ -85,6 +85,7 @@ _PROBLEM_DESCRIPTIONS = {
     415: "The body is not JSON",
     422: "Invalid input, naming each field",
     429: "Over the tenant's quota (`quota`, `limit`, `current`); `Retry-After` when waiting helps",
+    503: "Held in another region (`region`) that could not be read now; the run itself is readable",
 }
 
 

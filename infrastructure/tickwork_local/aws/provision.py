@@ -490,12 +490,17 @@ def provision(
     for logical_id in (BUCKET_ID, AUDIT_BUCKET_ID):
         if logical_id not in template["Resources"]:
             continue
-        bucket_name = _physical_name(prefix, logical_id).lower()
         bucket = template["Resources"][logical_id]
+        # The template's name where it gives one (a multi-region stack's results bucket, named for its region so that
+        # another region's API finds it: docs/regions.md); else the prefix's.
+        named = resolver.resolve(bucket.get("Properties", {}).get("BucketName", _NO_VALUE))
+        bucket_name = named if isinstance(named, str) else _physical_name(prefix, logical_id).lower()
         if not (if_missing and _exists(partial(s3.head_bucket, Bucket=bucket_name), "404", "NoSuchBucket")):
             # Not applied: server access logging (LoggingConfiguration) names the access-log bucket, which
             # only a deployed stack has; a local run has no S3 access logs to keep.
-            properties = {k: v for k, v in bucket.get("Properties", {}).items() if k != "LoggingConfiguration"}
+            properties = {
+                k: v for k, v in bucket.get("Properties", {}).items() if k not in ("LoggingConfiguration", "BucketName")
+            }
             _create_bucket(s3, bucket_name, resolver.resolve(properties))
         resolver.refs[logical_id] = bucket_name
         resolver.attributes[(logical_id, "Arn")] = f"arn:aws:s3:::{bucket_name}"

@@ -75,6 +75,14 @@ FAKE_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",  # moto's placeholder credentials
 }
+# The other regions' endpoints (`tickwork dev --regions`: `us-east-1=http://...,us-west-2=http://...`), where this
+# node's API reads a result another region's bucket holds (docs/regions.md, "Results").
+REGION_ENDPOINTS_ENV = "TICKWORK_LOCAL_REGION_ENDPOINTS"
+
+
+def region_endpoints_from_env() -> dict[str, str]:
+    value = os.environ.get(REGION_ENDPOINTS_ENV, "")
+    return dict(pair.split("=", 1) for pair in value.split(",") if "=" in pair)
 
 
 @dataclass
@@ -273,7 +281,9 @@ class LocalNode:
                 self.aws_errors.register(session.events)
             if invokes is not None:
                 invokes.register(session.events)
-            return AwsClients(session=session, endpoint_url=opts.endpoint_url)
+            return AwsClients(
+                session=session, endpoint_url=opts.endpoint_url, region_endpoints=region_endpoints_from_env()
+            )
 
         if opts.aws_error_rate:
             self.aws_errors = AwsErrorInjector(opts.aws_error_rate, seed=opts.aws_error_seed)

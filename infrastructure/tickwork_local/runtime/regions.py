@@ -2,8 +2,9 @@
 region's failure is exercised end to end (docs/local.md, "Several regions").
 
 Each region runs the same stack: its nodes (`tickwork dev --attach`, in processes of their own, each with its tick,
-pollers and API on its own port) with `AWS_REGION` set to the region, so the product reads where it runs; its own
-queues, event bus and metrics (moto keeps every region's apart). The table differs by mode:
+pollers and API on its own port) with `AWS_REGION` set to the region, so the product reads where it runs, and the
+regions' endpoints, where its API reads a result another region's bucket holds; its own queues, event bus, metrics and
+results bucket, named for its region as deployed (moto keeps every region's apart). The table differs by mode:
 - strong: one moto server whose DynamoDB is the same for every region (tickwork_local.aws.moto_one_dynamodb), which
   is exactly the consistency a multi-Region strong consistency (MRSC) global table promises;
 - eventual: a moto server per region, each with its own table (and queues and bucket), and the local MREC replicator
@@ -44,7 +45,7 @@ from tickwork_local.aws.endpoint import MotoProcess
 from tickwork_local.aws.provision import TABLE_ID, provision
 from tickwork_local.aws.replication_latency import ReplicationLatencyPublisher
 from tickwork_local.aws.replicator import Replica, Replicator
-from tickwork_local.runtime.node import FAKE_CREDENTIALS
+from tickwork_local.runtime.node import FAKE_CREDENTIALS, REGION_ENDPOINTS_ENV
 from tickwork_local.stack.template import load_template
 
 REGION_MODES = ("strong", "eventual")
@@ -170,7 +171,7 @@ class LocalRegions:
                 s3=self._client(region, "s3"),
                 prefix=self.options.prefix,
                 if_missing=True,
-                parameters=self.options.parameters,
+                parameters=self._node_parameters(),
             )
 
     def _start_replicator(self) -> None:
@@ -186,13 +187,12 @@ class LocalRegions:
         self.replicator.start(after_pump=publisher.publish_every())
 
     def _node_parameters(self) -> dict[str, str]:
-        """The template parameters a node runs with: in eventual, those of a stack of the global table, so its
-        functions read REGION_MODE eventual and the regions (the table keeps its local name)."""
-        if self.options.mode != "eventual":
-            return self.options.parameters
+        """The template parameters a node runs with: those of a stack of the global table, so its functions read
+        REGION_MODE and the regions (the table keeps its local name), and its results bucket is named for its region
+        (docs/regions.md, "Results")."""
         return {
             **self.options.parameters,
-            "RegionMode": "eventual",
+            "RegionMode": self.options.mode,
             "GlobalTableName": f"{self.options.prefix}-{TABLE_ID}",
             "GlobalTableRegions": ",".join(self.options.regions),
         }
@@ -223,7 +223,14 @@ class LocalRegions:
             ],
             *self.options.node_args,
         ]
-        env = {**os.environ, "AWS_REGION": region, "AWS_DEFAULT_REGION": region, **FAKE_CREDENTIALS}
+        endpoints = ",".join(f"{r}={self.endpoint_url(r)}" for r in self.options.regions)
+        env = {
+            **os.environ,
+            "AWS_REGION": region,
+            "AWS_DEFAULT_REGION": region,
+            REGION_ENDPOINTS_ENV: endpoints,
+            **FAKE_CREDENTIALS,
+        }
         env.pop("AWS_ENDPOINT_URL", None)
         process = subprocess.Popen(  # noqa: S603 - this interpreter, our own command
             command, stdout=subprocess.PIPE, stderr=None, text=True, env=env, start_new_session=True

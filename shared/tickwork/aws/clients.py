@@ -34,10 +34,24 @@ _ONE_ATTEMPT = {"total_max_attempts": 1, "mode": "standard"}
 ANSWER_LOST: tuple[type[Exception], ...] = (ReadTimeoutError, ConnectionClosedError)
 
 
+# For reads from another region (a result held in another region's bucket, docs/regions.md): one attempt, bounded, so
+# that a region that does not answer costs the API's caller seconds (and an answer saying so), not the SDK's backoff
+# past the API function's 10 s. The caller may ask again.
+_OTHER_REGION = Config(retries=_ONE_ATTEMPT, connect_timeout=3, read_timeout=4)  # type: ignore[arg-type]
+
+
 class AwsClients:
-    def __init__(self, session: boto3.session.Session | None = None, **client_kwargs: Any) -> None:
+    def __init__(
+        self,
+        session: boto3.session.Session | None = None,
+        *,
+        region_endpoints: dict[str, str] | None = None,
+        **client_kwargs: Any,
+    ) -> None:
         self._session = session
         self._kwargs = client_kwargs
+        # Where another region's service answers when it is not AWS's regional endpoint (the local runtime's regions).
+        self._region_endpoints = dict(region_endpoints or {})
         self._clients: dict[str, Any] = {}
         self._lock = threading.Lock()
 
@@ -54,7 +68,17 @@ class AwsClients:
         )
         return self._cached(f"{service}#once#{seconds}", config, service=service)
 
-    def _cached(self, key: str, config: Config, *, service: str | None = None) -> Any:
+    def regional_client(self, service: str, region: str) -> Any:
+        """The service's client in another region (its own regional endpoint): one attempt, bounded timeouts. Cached
+        per region."""
+        extra: dict[str, Any] = {"region_name": region}
+        if region in self._region_endpoints:
+            extra["endpoint_url"] = self._region_endpoints[region]
+        return self._cached(f"{service}@{region}", CLIENT_CONFIG.merge(_OTHER_REGION), service=service, extra=extra)
+
+    def _cached(
+        self, key: str, config: Config, *, service: str | None = None, extra: dict[str, Any] | None = None
+    ) -> Any:
         with self._lock:
             if key not in self._clients:
                 # One session for all of them: each session parses the SDK's endpoint and service models anew, so
@@ -62,5 +86,6 @@ class AwsClients:
                 # boto3 session is not safe to share between threads building clients.)
                 if self._session is None:
                     self._session = boto3.session.Session()
-                self._clients[key] = self._session.client(service or key, config=config, **self._kwargs)  # type: ignore[call-overload]
+                kwargs = {**self._kwargs, **(extra or {})}
+                self._clients[key] = self._session.client(service or key, config=config, **kwargs)  # type: ignore[call-overload]
             return self._clients[key]

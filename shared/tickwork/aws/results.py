@@ -73,12 +73,17 @@ def already_written(exc: ClientError) -> bool:
 
 
 class ResultStore:
-    """Takes its client; builds none."""
+    """Takes its client; builds none.
 
-    def __init__(self, client: Any, bucket: str, *, inline_max_bytes: int = 0) -> None:
+    `region`: in a multi-region stack, this bucket's region, which each result written to it names (docs/regions.md,
+    "Results"), so that another region's API knows where to read it; None in a single region, where a result names
+    none and the run item stays as it was."""
+
+    def __init__(self, client: Any, bucket: str, *, inline_max_bytes: int = 0, region: str | None = None) -> None:
         self._s3 = client
         self.bucket = bucket
         self.inline_max_bytes = inline_max_bytes
+        self.region = region
 
     def write_once(self, run: Run, document: Any) -> tuple[RunResult, bool]:
         """Write the result with If-None-Match: *. Returns (result, written_now).
@@ -122,7 +127,7 @@ class ResultStore:
             if existing is None:  # pragma: no cover - 412 means it exists
                 raise
             return existing, False
-        return RunResult(location=f"s3://{self.bucket}/{key}", sha256=digest, bytes=len(body)), True
+        return RunResult(location=f"s3://{self.bucket}/{key}", sha256=digest, bytes=len(body), region=self.region), True
 
     def find(self, run: Run) -> RunResult | None:
         """The stored result of a run, if an earlier attempt wrote one (under today's key, or the key results
@@ -144,6 +149,7 @@ class ResultStore:
             location=f"s3://{self.bucket}/{key}",
             sha256=head.get("Metadata", {}).get("sha256", ""),
             bytes=int(head["ContentLength"]),
+            region=self.region,
         )
 
     def write_logs_once(self, run: Run, document: dict[str, Any]) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tickwork.aws.results import ResultStore
+from tickwork.control.result_reads import ResultReads
 from tickwork.model.clock import Clock
 from tickwork.model.errors import NotFound
 from tickwork.model.ids import is_job_id, parse_run_id
@@ -25,7 +25,7 @@ class JobQueries:
     jobs: JobRecords
     runs: RunRecords
     listings: Listings
-    results: ResultStore
+    results: ResultReads
     clock: Clock
 
     def shown(self, item: Scheduled) -> Scheduled:
@@ -49,7 +49,9 @@ class JobQueries:
         return run
 
     def get_result(self, tenant: str, run_id: str, *, admin: bool = False) -> Any:
-        """The run's result document, as stored in S3 (for echo, the payload itself)."""
+        """The run's result document, as stored in S3 (for echo, the payload itself): in a multi-region stack, from
+        the region whose executor recorded it when this region's bucket has none (ResultRegionUnreachable if that
+        region does not answer)."""
         run = self.get_run(tenant, run_id, admin=admin)
         document = self.results.read(run)
         if document is None:

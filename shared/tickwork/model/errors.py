@@ -144,3 +144,16 @@ class QuotaExceeded(TickworkError):
         self.current = current
         self.retry_after = retry_after
         super().__init__(f"the tenant's {quota} quota is {limit} and it has {current}")
+
+
+class ResultRegionUnreachable(TickworkError):
+    """A run's result is held by another region's results bucket (the region whose executor recorded the run), and
+    that region did not answer. Not a missing result: the run's status, attempts and error are still readable."""
+
+    def __init__(self, run_id: str, region: str, status: str) -> None:
+        self.run_id = run_id
+        self.region = region
+        super().__init__(
+            f"run {run_id}'s result is held in region {region}, which could not be read now; the run "
+            f"({status}), its attempts and its error are readable at GET /v1/runs/{run_id}"
+        )

@@ -39,6 +39,9 @@ class RunResult(BaseModel):
     # A result of at most InlineResultMaxBytes (a job's run, not a workflow step's), kept in the run record by the
     # outcome's own write instead of S3: its JSON text. Absent for results in S3.
     inline: str | None = None
+    # The region whose results bucket holds it, in a multi-region stack only (docs/regions.md, "Results"): another
+    # region's API reads it there. Absent in a single region, so the run item is what it always was.
+    region: str | None = None
 
 
 class RunProgress(BaseModel):
