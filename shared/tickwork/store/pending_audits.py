@@ -17,9 +17,9 @@ The sequence, for a write (Put, Update or Delete) and its record:
    write answers (False, the item seen) as the transaction did.
 
 A request that dies anywhere in between leaves a pending record, and maybe a marked item. Once its request has
-surely ended (`settles_after`) it is settled by what the item says: marked with this record, the change happened
-(a Delete then finishes), so the record is confirmed and the mark cleared; not marked, it did not happen (a Delete
-told `marked` did), so the record is deleted. It is settled when a later audited write on the item finds the
+surely ended (`settles_after`) it is settled by what the item says (tickwork.model.audit_settlement): marked with
+this record, the change happened (a Delete then finishes), so the record is confirmed and the mark cleared; not
+marked, it did not happen (a Delete told `marked` did), so the record is deleted. It is settled when a later audited write on the item finds the
 mark (then that write is tried again), and when the audit is listed (`settle_due`, before the Query). A mark whose
 record is still young fails that write as a conflicting write does (its caller reads the item and tries again, or
 answers Conflict). A pending record is never listed.
@@ -30,10 +30,12 @@ double; a Delete 5.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
-from tickwork.model.clock import Clock, to_ms
+from tickwork.model.audit_settlement import SETTLES_AFTER, PendingState, Settlement, settlement
+from tickwork.model.clock import Clock, from_ms, to_ms
 from tickwork.observability import logger
 from tickwork.store.audit import ALL_TENANTS, ARCHIVE_SHARD, due_items
 from tickwork.store.codec import deserialize, expression_values, serialize
@@ -42,11 +44,6 @@ from tickwork.store.conditional import Table
 MARKER = "audit_pending"  # on a changed item: the key of its pending audit record ("<pk>|<sk>")
 PENDING_SHARD = "AUDIT_PENDING"  # the due-index partition of the pending records, due at their `settles_after`
 PENDING_KIND = "AUDIT_PENDING"
-# How long a request that makes an audited write may still be running: the longest timeout of the functions that
-# make them (template.yaml: the executor's ExecutorTimeoutSeconds, at most 900 s, which is also Lambda's ceiling;
-# the API's 10 s, the tick's and the dispatch's 55 s), and a minute for the clocks of two functions. A record
-# younger than this may be its request's, still running: it is not settled.
-SETTLES_AFTER = timedelta(seconds=900 + 60)
 # How often a write finding another record's mark settles it and is tried again.
 SETTLE_TRIES = 3
 _PENDING_ATTRIBUTES = ("pending", "settles_after", "target_pk", "target_sk", "target_op", "marked")
@@ -117,7 +114,7 @@ class PendingAudits:
         seen: dict[str, Any] = {}
         for _ in range(SETTLE_TRIES):
             won, seen = table.write_if(change_op, **change)
-            if won or seen.get(MARKER) in (None, marker) or not self._settle_mark(table, str(seen[MARKER])):
+            if won or seen.get(MARKER) in (None, marker) or not self._settle_mark(table, str(seen[MARKER]), target):
                 break
         if not won:
             _delete_record(table, marker)
@@ -131,45 +128,53 @@ class PendingAudits:
             _clear_mark(table, target, marker)
         return True, {}
 
-    def settle(self, table: Table, record: dict[str, Any]) -> str:
+    def settle(self, table: Table, record: dict[str, Any]) -> Settlement:
         """A pending record (its item's attributes) settled by what its target item says, once its request has
-        surely ended: `confirmed`, `not_happened` (deleted), or `young` (left as it is)."""
-        if not record.get("pending"):
-            return "confirmed"
-        if int(record["settles_after"]) > to_ms(self.clock.now()):
-            return "young"
+        surely ended (tickwork.model.audit_settlement): what was done."""
+        now = self.clock.now()
+        state = PendingState(
+            pending=bool(record.get("pending")),
+            settles_after=from_ms(int(record.get("settles_after", 0))),
+            operation=str(record.get("target_op", "")),
+            told_marked=bool(record.get("marked")),
+            item_marked=False,
+        )
+        done = settlement(state, now)
+        if done in (Settlement.CONFIRMED, Settlement.YOUNG):
+            return done
         marker = marker_of(record)
         target = {"pk": {"S": record["target_pk"]}, "sk": {"S": record["target_sk"]}}
         item = table.client.get_item(TableName=table.name, Key=target, ConsistentRead=True).get("Item")
         marked = item is not None and deserialize(item).get(MARKER) == marker
-        if marked and record["target_op"] == "Delete":
+        done = settlement(replace(state, item_marked=marked), now)
+        if done is Settlement.NOT_HAPPENED:
+            _delete_record(table, marker)
+            logger.info("pending audit record settled: its change did not happen", extra={"record": marker})
+            return done
+        if done is Settlement.FINISH_DELETE:
             table.delete_if(target, f"{MARKER} = :m", None, expression_values(m=marker))
-        if marked or (record["target_op"] == "Delete" and record.get("marked")):
-            _confirm(table, record)
-            if marked and record["target_op"] != "Delete":
-                _clear_mark(table, target, marker)
-            return "confirmed"
-        _delete_record(table, marker)
-        logger.info("pending audit record settled: its change did not happen", extra={"record": marker})
-        return "not_happened"
+        _confirm(table, record)
+        if marked and done is Settlement.CONFIRM:
+            _clear_mark(table, target, marker)
+        return done
 
     def settle_due(self, table: Table, *, limit: int = 100) -> int:
         """The pending records whose requests have surely ended (up to `limit`, oldest first), settled; how many."""
         records = due_items(table, PENDING_SHARD, self.clock.now(), limit)
-        return sum(self.settle(table, record) != "young" for record in records)
+        return sum(self.settle(table, record) is not Settlement.YOUNG for record in records)
 
-    def _settle_mark(self, table: Table, marker: str) -> bool:
-        """Another record's mark on the item: True once it is settled and cleared (the write is tried again), False
-        while its record is young (its request may still be running)."""
+    def _settle_mark(self, table: Table, marker: str, target: dict[str, Any]) -> bool:
+        """Another record's mark on the `target` item: True once it is settled and cleared (the write is tried
+        again), False while its record is young (its request may still be running)."""
         stored = table.client.get_item(TableName=table.name, Key=record_key(marker), ConsistentRead=True).get("Item")
         record = deserialize(stored) if stored else None
         if record is not None and record.get("pending"):
-            return self.settle(table, record) != "young"
-        target = {"pk": {"S": record["target_pk"]}, "sk": {"S": record["target_sk"]}} if record else None
-        logger.warning("audit mark cleared after its record", extra={"record": marker, "found": record is not None})
-        if target is not None:
-            _clear_mark(table, target, marker)
-        return record is not None
+            return self.settle(table, record) is not Settlement.YOUNG
+        # Confirmed, its request dead before it cleared the mark (or, never seen, the record gone: the mark is
+        # only a lock then).
+        logger.info("audit mark cleared after its record", extra={"record": marker, "found": record is not None})
+        _clear_mark(table, target, marker)
+        return True
 
 
 def _marked_change(operation: str, params: dict[str, Any], marker: str) -> tuple[str, dict[str, Any]]:
