@@ -41,6 +41,8 @@ def state(**changed: object) -> PendingState:
         (state(operation="Delete"), Settlement.NOT_HAPPENED),
         (state(operation="Update", told_marked=True), Settlement.NOT_HAPPENED),  # only a delete is told
         (state(settles_after=NOW), Settlement.NOT_HAPPENED),  # due at its bound
+        (state(settled=True), Settlement.NOT_HAPPENED_BEFORE),
+        (state(settled=True, item_marked=True), Settlement.NOT_HAPPENED_BEFORE),
     ],
 )
 def test_a_pending_record_is_settled_by_its_items_mark_once_its_request_has_surely_ended(given, settled) -> None:

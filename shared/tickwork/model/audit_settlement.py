@@ -21,29 +21,33 @@ SETTLES_AFTER = timedelta(seconds=900 + 60)
 
 
 class Settlement(StrEnum):
-    CONFIRMED = "confirmed"  # settled before: nothing to do
+    CONFIRMED = "confirmed"  # confirmed before: nothing to do
+    NOT_HAPPENED_BEFORE = "not_happened_before"  # settled before as not happened: nothing to do
     YOUNG = "young"  # its request may still be running: left pending
     CONFIRM = "confirm"  # the change happened: the record confirmed, then the item's mark cleared
     FINISH_DELETE = "finish_delete"  # a delete decided (its item marked) and not done: the item deleted, confirmed
-    NOT_HAPPENED = "not_happened"  # the record deleted, never listed
+    NOT_HAPPENED = "not_happened"  # the record settled as not happened: never listed
 
 
 @dataclass(frozen=True)
 class PendingState:
-    """What a settle reads: the record (pending still; settles after; its operation; a delete told `marked`) and
-    whether its target item carries its mark."""
+    """What a settle reads: the record (pending still; settles after; its operation; a delete told `marked`;
+    settled as not happened) and whether its target item carries its mark."""
 
     pending: bool
     settles_after: datetime
     operation: str
     told_marked: bool
     item_marked: bool
+    settled: bool = False  # settled as not happened before
 
 
 def settlement(state: PendingState, now: datetime) -> Settlement:
     """What settles a pending record at `now`."""
     if not state.pending:
         return Settlement.CONFIRMED
+    if state.settled:
+        return Settlement.NOT_HAPPENED_BEFORE
     if state.settles_after > now:
         return Settlement.YOUNG
     if state.item_marked:

@@ -13,13 +13,15 @@ The sequence, for a write (Put, Update or Delete) and its record:
    mark under the delete's condition (and the item's existence), the record told `marked`, then the Delete
    conditioned on the mark;
 3. won: the record confirmed (its pending attributes removed, its listing and archive keys set as the transaction
-   writes them), then the mark cleared (conditioned on being this record's). Lost: the record deleted, and the
-   write answers (False, the item seen) as the transaction did.
+   writes them), then the mark cleared (conditioned on being this record's). Lost: the record settled as not
+   happened (`settled`, out of the settling's partition, expiring a day later: the functions' roles delete no
+   item but a calendar and a released idempotency key), and the write answers (False, the item seen) as the
+   transaction did.
 
 A request that dies anywhere in between leaves a pending record, and maybe a marked item. Once its request has
 surely ended (`settles_after`) it is settled by what the item says (tickwork.model.audit_settlement): marked with
 this record, the change happened (a Delete then finishes), so the record is confirmed and the mark cleared; not
-marked, it did not happen (a Delete told `marked` did), so the record is deleted. It is settled when a later audited write on the item finds the
+marked, it did not happen (a Delete told `marked` did), so the record is settled as not happened. It is settled when a later audited write on the item finds the
 mark (then that write is tried again), and when the audit is listed (`settle_due`, before the Query). A mark whose
 record is still young fails that write as a conflicting write does (its caller reads the item and tries again, or
 answers Conflict). A pending record is never listed.
@@ -37,13 +39,14 @@ from typing import Any
 from tickwork.model.audit_settlement import SETTLES_AFTER, PendingState, Settlement, settlement
 from tickwork.model.clock import Clock, from_ms, to_ms
 from tickwork.observability import logger
-from tickwork.store.audit import ALL_TENANTS, ARCHIVE_SHARD, due_items
+from tickwork.store.audit import ALL_TENANTS, ARCHIVE_SHARD, SETTLED_INTENT_KEPT_SECONDS, due_items
 from tickwork.store.codec import deserialize, expression_values, serialize
 from tickwork.store.conditional import Table
 
 MARKER = "audit_pending"  # on a changed item: the key of its pending audit record ("<pk>|<sk>")
 PENDING_SHARD = "AUDIT_PENDING"  # the due-index partition of the pending records, due at their `settles_after`
 PENDING_KIND = "AUDIT_PENDING"
+NOT_HAPPENED_KIND = "AUDIT_NOT_HAPPENED"  # a pending record settled: its change did not happen
 # How often a write finding another record's mark settles it and is tried again.
 SETTLE_TRIES = 3
 _PENDING_ATTRIBUTES = ("pending", "settles_after", "target_pk", "target_sk", "target_op", "marked")
@@ -117,12 +120,14 @@ class PendingAudits:
             if won or seen.get(MARKER) in (None, marker) or not self._settle_mark(table, str(seen[MARKER]), target):
                 break
         if not won:
-            _delete_record(table, marker)
+            _not_happened(table, marker, self.clock.now())
             return False, seen if wants_seen else {}
         if operation == "Delete":
             _tell_marked(table, marker)
             if not table.delete_if(target, f"{MARKER} = :m", None, expression_values(m=marker)):
-                raise RuntimeError(f"the item marked for its audited delete lost its mark ({marker})")
+                # Its mark gone (an unaudited put replaced the item meanwhile): the delete did not happen.
+                _not_happened(table, marker, self.clock.now())
+                return False, {}
         _confirm(table, deserialize(intent))
         if operation != "Delete":
             _clear_mark(table, target, marker)
@@ -138,9 +143,10 @@ class PendingAudits:
             operation=str(record.get("target_op", "")),
             told_marked=bool(record.get("marked")),
             item_marked=False,
+            settled=bool(record.get("settled")),
         )
         done = settlement(state, now)
-        if done in (Settlement.CONFIRMED, Settlement.YOUNG):
+        if done in (Settlement.CONFIRMED, Settlement.NOT_HAPPENED_BEFORE, Settlement.YOUNG):
             return done
         marker = marker_of(record)
         target = {"pk": {"S": record["target_pk"]}, "sk": {"S": record["target_sk"]}}
@@ -148,7 +154,7 @@ class PendingAudits:
         marked = item is not None and deserialize(item).get(MARKER) == marker
         done = settlement(replace(state, item_marked=marked), now)
         if done is Settlement.NOT_HAPPENED:
-            _delete_record(table, marker)
+            _not_happened(table, marker, now)
             logger.info("pending audit record settled: its change did not happen", extra={"record": marker})
             return done
         if done is Settlement.FINISH_DELETE:
@@ -168,10 +174,10 @@ class PendingAudits:
         again), False while its record is young (its request may still be running)."""
         stored = table.client.get_item(TableName=table.name, Key=record_key(marker), ConsistentRead=True).get("Item")
         record = deserialize(stored) if stored else None
-        if record is not None and record.get("pending"):
+        if record is not None and record.get("pending") and not record.get("settled"):
             return self.settle(table, record) is not Settlement.YOUNG
-        # Confirmed, its request dead before it cleared the mark (or, never seen, the record gone: the mark is
-        # only a lock then).
+        # Confirmed, its request dead before it cleared the mark (or, never seen, a record settled as not happened,
+        # or none: the mark is only a lock then).
         logger.info("audit mark cleared after its record", extra={"record": marker, "found": record is not None})
         _clear_mark(table, target, marker)
         return True
@@ -212,9 +218,18 @@ def _confirm(table: Table, record: dict[str, Any]) -> bool:
     return table.update_if(record_key(marker_of(record)), update, "attribute_exists(pending)", None, values)
 
 
-def _delete_record(table: Table, marker: str) -> None:
-    """A pending record whose change did not happen: gone, never listed (a confirmed one is never deleted)."""
-    table.write_if("Delete", Key=record_key(marker), ConditionExpression="attribute_exists(pending)")
+def _not_happened(table: Table, marker: str, now: datetime) -> None:
+    """A pending record whose change did not happen: out of the settling's partition, `settled` not_happened (still
+    pending, so never listed), removed a day later by expiry (`expires_at`): no role of the stack deletes an item
+    it did not change (the redrive's intents, tickwork.store.audit, are kept as long)."""
+    expires_at = to_ms(now) // 1000 + SETTLED_INTENT_KEPT_SECONDS
+    table.update_if(
+        record_key(marker),
+        "REMOVE due_shard, due_at SET #settled = :outcome, expires_at = :expires, kind = :kind",
+        "attribute_exists(pending) AND attribute_not_exists(#settled)",
+        {"#settled": "settled"},
+        expression_values(outcome="not_happened", expires=expires_at, kind=NOT_HAPPENED_KIND),
+    )
 
 
 def _clear_mark(table: Table, target: dict[str, Any], marker: str) -> bool:
