@@ -6,6 +6,7 @@ without a transaction, is never too low."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,7 +17,7 @@ import pytest
 from tickwork.model.audit import Actor, ActorKind, Attribution, AuditResource, audit_record
 from tickwork.model.audit_settlement import SETTLES_AFTER
 from tickwork.model.clock import to_ms
-from tickwork.store.audit import AuditItems
+from tickwork.store.audit import AuditItems, AuditOutbox
 from tickwork.store.codec import deserialize, expression_values, serialize
 from tickwork.store.pending_audits import MARKER, PENDING_KIND
 
@@ -86,6 +87,12 @@ def listed(pipeline: Any) -> list[tuple[str, str]]:
     every = [(r.action, r.resource.id) for r in listings.list_audit(None, limit=100, **window).items]
     assert own == every
     return own
+
+
+def archivable(pipeline: Any) -> list[str]:
+    """The resources of the records the tick's archive would take now (its due-index partition)."""
+    outbox = AuditOutbox(pipeline.services.store.shared_table, retention=timedelta(days=1))
+    return [json.loads(p.record)["resource"]["id"] for p in outbox.pending(pipeline.clock.now(), limit=100)]
 
 
 def pending_records(pipeline: Any) -> list[dict[str, Any]]:
@@ -162,6 +169,7 @@ def test_a_request_dying_between_any_two_writes_leaves_the_item_and_the_listing_
         assert bool([r for r in listed(pipeline) if r[1] == name]) == confirmed, "a pending record is listed"
 
         pipeline.clock.advance(SETTLES_AFTER.total_seconds() + 1)
+        assert (name in archivable(pipeline)) == confirmed, "a pending record would be archived"
         if settled_by == "listing":
             records = [r for r in listed(pipeline) if r[1] == name]
         after = item_of(pipeline, name)
@@ -171,6 +179,8 @@ def test_a_request_dying_between_any_two_writes_leaves_the_item_and_the_listing_
         if settled_by != "listing":
             records = [r for r in listed(pipeline) if r[1] == name][1:]  # newest first: the next write's, then
         assert [r[0] for r in records] == ([f"calendar.{change_action(change)}"] if happened else []), nth
+        shown = [r for r in listed(pipeline) if r[1] == name]  # the next write's record too
+        assert archivable(pipeline).count(name) == len(shown), "the archive takes what the listing shows"
         assert (item_of(pipeline, name) or {}).get(MARKER) is None
         assert not pending_records(pipeline)
 

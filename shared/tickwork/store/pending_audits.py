@@ -21,13 +21,13 @@ The sequence, for a write (Put, Update or Delete) and its record:
 A request that dies anywhere in between leaves a pending record, and maybe a marked item. Once its request has
 surely ended (`settles_after`) it is settled by what the item says (tickwork.model.audit_settlement): marked with
 this record, the change happened (a Delete then finishes), so the record is confirmed and the mark cleared; not
-marked, it did not happen (a Delete told `marked` did), so the record is settled as not happened. It is settled when a later audited write on the item finds the
-mark (then that write is tried again), and when the audit is listed (`settle_due`, before the Query). A mark whose
-record is still young fails that write as a conflicting write does (its caller reads the item and tries again, or
-answers Conflict). A pending record is never listed.
+marked, it did not happen (a Delete told `marked` did), so the record is settled as not happened. It is settled
+when a later audited write on the item finds the mark (then that write is tried again), and when the audit is
+listed (`settle_due`, before the Query). A mark whose record is still young fails that write as a conflicting
+write does (its caller reads the item and tries again, or answers Conflict). A pending record is never listed.
 
 Cost of an audited create: 4 writes (record, change, confirm, clear), against a transaction's 2 items billed
-double; a Delete 5.
+double (about the same WRU, docs/regions.md section 2); a Delete 5.
 """
 
 from __future__ import annotations
