@@ -49,6 +49,7 @@ from tickwork.store import (
     KnownTenants,
     LimitRecords,
     Listings,
+    PendingAudits,
     TenantRecords,
     WorkflowRecords,
     cursor_key,
@@ -118,6 +119,8 @@ class Services:
             s.table_name,
             shards=s.due_shards,
             retention_days=s.run_retention_days,
+            # An MRSC global table has no transactions (docs/regions.md section 2): audited changes go through intents.
+            pending_audits=PendingAudits(self.clock) if s.region_mode == "strong" else None,
         )
 
     @cached_property

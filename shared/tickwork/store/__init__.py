@@ -40,7 +40,9 @@ The package, one module a concern:
 - `debounce`: `DebounceWindows`, a job's debounce windows (pk=JOB#<job_id>, sk=DEBOUNCE#...) and their runs' joins.
 - `audit`: the audit records' items (pk=AUDIT#<tenant>, sk=<ms>#<id>), each written in the transaction of the change
   it records (`Table`'s `audit=`), `AuditQuery`, the Query of a page of them (`Listings.list_audit`), and
-  `AuditOutbox`, the records waiting for their archive to S3 and their release to TTL once archived.
+  `AuditOutbox`, the records waiting for their archive to S3 and their release to TTL once archived;
+- `pending_audits`: `PendingAudits`, an audited change without a transaction (RegionMode strong): its record
+  pending, the change, the record confirmed; and the settling of what a dead request left.
 `JobStore` below builds the record classes of jobs and runs over one `Table` (`jobs`, `runs`, `leases`, `due`,
 `breakers`, `slots`) and holds what the others are built with (`shared_table`, `shards`, `retention`). It forwards
 nothing: the wiring (tickwork.services) hands each caller the record class it uses, so a call names its target.
@@ -85,6 +87,7 @@ from tickwork.store.leases import Finished, Lease, LeaseExtension, LeaseOutcome,
 from tickwork.store.limits import TENANT_SEMAPHORE, LimitRecords, RateAdmission, rate_sort, semaphore_sort
 from tickwork.store.listings import DEFAULT_LIMIT, MAX_LIMIT, Listings, Page
 from tickwork.store.ordering import Head, OrderingRecords, QueueEntry
+from tickwork.store.pending_audits import PendingAudits
 from tickwork.store.reading import (
     UNREADABLE,
     item_bytes,
@@ -133,6 +136,7 @@ __all__ = [
     "Listings",
     "OrderingRecords",
     "Page",
+    "PendingAudits",
     "QueueEntry",
     "RateAdmission",
     "RunLeases",
@@ -171,8 +175,17 @@ class JobStore:
     Its parts, `jobs` (JobRecords), `runs` (RunRecords), `leases` (RunLeases), `due` (DueIndex), `breakers` (BreakerRecords),
     `slots` (RunningSlots) and `regions` (RegionRoleRecords), share one `Table`; callers are handed the part they use."""
 
-    def __init__(self, client: Any, table_name: str, *, shards: int = 8, retention_days: int = 30) -> None:
-        self._table = Table(client, table_name)
+    def __init__(
+        self,
+        client: Any,
+        table_name: str,
+        *,
+        shards: int = 8,
+        retention_days: int = 30,
+        pending_audits: PendingAudits | None = None,
+    ) -> None:
+        # `pending_audits`: how an audited change is written without a transaction (RegionMode strong); None: in one.
+        self._table = Table(client, table_name, audited_writes=pending_audits)
         self.table = table_name
         self.shards = shards
         self.retention = timedelta(days=retention_days)

@@ -85,7 +85,7 @@ class AuditItems:
         )
 
 
-def _due(table: Table, shard: str, now: datetime, limit: int) -> list[dict[str, Any]]:
+def due_items(table: Table, shard: str, now: datetime, limit: int) -> list[dict[str, Any]]:
     """The items of a due-index partition due by `now`, up to `limit`, read from the table (the index does not
     project them); one taken out of the index meanwhile is left out."""
     page = table.client.query(
@@ -123,7 +123,7 @@ class AuditOutbox:
 
     def pending(self, now: datetime, *, limit: int) -> list[PendingRecord]:
         """Up to `limit` records due by `now`, oldest first."""
-        items = _due(self._table, ARCHIVE_SHARD, now, limit)
+        items = due_items(self._table, ARCHIVE_SHARD, now, limit)
         pending = [PendingRecord(_key(i), int(i["due_at"]), record_of(i).model_dump_json()) for i in items]
         return sorted(pending, key=lambda p: (p.due_at, p.key["sk"]["S"]))
 
@@ -197,7 +197,7 @@ class AuditIntents:
 
     def due(self, now: datetime, *, limit: int) -> list[PendingIntent]:
         """Up to `limit` intents the tick may settle by `now`, oldest first."""
-        items = _due(self._table, INTENT_SHARD, now, limit)
+        items = due_items(self._table, INTENT_SHARD, now, limit)
         intents = [PendingIntent(_key(i), int(i["due_at"]), record_of(i)) for i in items]
         return sorted(intents, key=lambda p: (p.due_at, p.key["sk"]["S"]))
 

@@ -9,6 +9,7 @@ from typing import Any
 from tickwork.model.calendars import STORED, Calendar
 from tickwork.store.codec import deserialize, expression_values, serialize
 from tickwork.store.conditional import Table
+from tickwork.store.pending_audits import MARKER as AUDIT_MARKER
 from tickwork.store.tenants import tenant_key
 
 CALENDAR_PREFIX = "CALENDAR#"
@@ -24,7 +25,8 @@ def _item(calendar: Calendar) -> dict[str, Any]:
 
 
 def _calendar(attrs: dict[str, Any]) -> Calendar:
-    return Calendar.model_validate({k: v for k, v in attrs.items() if k not in ("pk", "sk")}, context={STORED: True})
+    kept = {k: v for k, v in attrs.items() if k not in ("pk", "sk", AUDIT_MARKER)}
+    return Calendar.model_validate(kept, context={STORED: True})
 
 
 class CalendarRecords:

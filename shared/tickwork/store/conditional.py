@@ -9,7 +9,10 @@ another region of an MRSC global table, docs/regions.md) is sent again, a few ti
 
 A write that is audited (docs/security.md "Audit trail") goes with its audit record's put in one
 TransactWriteItems: both are written or neither; its outcome is read here too, a cancellation by the write's
-condition being the same False. A transaction returns no item's attributes when it wins (no ReturnValues).
+condition being the same False. A transaction returns no item's attributes when it wins (no ReturnValues). A
+table without transactions (RegionMode strong: an MRSC global table has none) is given `AuditedWrites` instead,
+which writes the record as pending, then the change, then confirms it (tickwork.store.pending_audits), with the same
+answers.
 
 `Table` also carries the client and the table name for plain reads, and the store's parts share one
 instance: swapping its `client` (as a fault-injecting test does through `JobStore._db`) reaches them all.
@@ -21,7 +24,7 @@ workflow run's steps): the one builder of the store's variable update expression
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Protocol
 
 from botocore.exceptions import ClientError
 
@@ -82,12 +85,26 @@ class Update:
         return expression_values(**self.values) | self._encoded
 
 
-class Table:
-    """One DynamoDB table and the client that reaches it. Takes its client; builds none."""
+class AuditedWrites(Protocol):
+    """How a table without transactions writes an audited change (tickwork.store.pending_audits.PendingAudits)."""
 
-    def __init__(self, client: Any, name: str) -> None:
+    def write(
+        self, table: Table, operation: str, audit: dict[str, Any], params: dict[str, Any]
+    ) -> tuple[bool, dict[str, Any]]: ...
+
+    def settle_due(self, table: Table, *, limit: int = ...) -> int:
+        """The records left pending by requests that have surely ended, settled (before they are listed)."""
+        ...
+
+
+class Table:
+    """One DynamoDB table and the client that reaches it. Takes its client; builds none. `audited_writes`: how an
+    audited write is made without a transaction (None: in one TransactWriteItems)."""
+
+    def __init__(self, client: Any, name: str, *, audited_writes: AuditedWrites | None = None) -> None:
         self.client = client
         self.name = name
+        self.audited_writes = audited_writes
 
     def put_if_absent(
         self, item: dict[str, Any], *, return_old: bool = True, audit: dict[str, Any] | None = None
@@ -198,6 +215,11 @@ class Table:
             ReturnValuesOnConditionCheckFailure="ALL_OLD",
         )
 
+    def write_if(self, operation: str, **params: Any) -> tuple[bool, dict[str, Any]]:
+        """One conditional write (`operation`: Put, Update or Delete) of the request's parameters but the table's
+        name, unaudited: (won, the returned attributes if won, else the item its condition saw if asked for)."""
+        return self._attempt(operation, None, None, **params)
+
     def query_all(self, key_condition: str, values: dict[str, Any]) -> list[dict[str, Any]]:
         """Every item of the table (not an index) matching the key condition, as attributes: consistent reads,
         one Query per 1 MB."""
@@ -242,6 +264,8 @@ class Table:
         its condition saw) if it failed. With `audit`, the write and the audit item's put are one transaction."""
         if names:
             params["ExpressionAttributeNames"] = names
+        if audit is not None and self.audited_writes is not None:
+            return self.audited_writes.write(self, operation, audit, params)
         if audit is not None:
             return self._attempt_audited(operation, audit, params)
         write = {"Put": self.client.put_item, "Update": self.client.update_item, "Delete": self.client.delete_item}

@@ -24,6 +24,7 @@ from tickwork.model.states import DeferReason, RunStatus
 from tickwork.observability import logger
 from tickwork.store.codec import deserialize, expression_values, run_key, serialize
 from tickwork.store.conditional import Table
+from tickwork.store.pending_audits import MARKER as AUDIT_MARKER
 
 FREEZES_PK = "FREEZES"
 FREEZE_PREFIX = "FREEZE#"
@@ -34,7 +35,7 @@ RECENT_READ_FOR = timedelta(seconds=5)
 # Per event kind: its marker (when its fact was recorded) and its due time in the outbox (until published).
 EVENT_MARKERS = {RunEventKind.FREEZE_STARTED: "started_event_at", RunEventKind.FREEZE_ENDED: "ended_event_at"}
 EVENT_DUE = {RunEventKind.FREEZE_STARTED: "started_event_due", RunEventKind.FREEZE_ENDED: "ended_event_due"}
-_NOT_THE_FREEZE = {"pk", "sk", "expires_at", *EVENT_MARKERS.values(), *EVENT_DUE.values()}
+_NOT_THE_FREEZE = {"pk", "sk", "expires_at", AUDIT_MARKER, *EVENT_MARKERS.values(), *EVENT_DUE.values()}
 
 
 def freeze_key(freeze_id: str) -> dict[str, Any]:

@@ -273,11 +273,18 @@ class Listings:
     def list_audit(
         self, tenant: str | None, *, limit: int = DEFAULT_LIMIT, cursor: str | None = None, **filters: Any
     ) -> Page[AuditRecord]:
-        """Audit records, newest first: the tenant's, or (None) every tenant's; `filters` are AuditQuery's."""
+        """Audit records, newest first: the tenant's, or (None) every tenant's; `filters` are AuditQuery's. Without
+        transactions (tickwork.store.pending_audits), the records its requests left pending are settled first, and
+        a pending record is never listed (every tenant's listing, tenant-index, has none)."""
         owner = tenant if tenant is not None else "*"
         older_than = self.cursors.decode(owner, "audit", cursor) if cursor else None
         query = AuditQuery(self._table.name, tenant, older_than=older_than, **filters)
         where = _Filter(query.conditions, query.names, {})
+        if self._table.audited_writes is not None:
+            self._table.audited_writes.settle_due(self._table)
+            if tenant is not None:
+                where.conditions.append("attribute_not_exists(#pending)")
+                where.names["#pending"] = "pending"
         return self._pages.page(owner, "audit", query.params, where, limit, None, record_of, query.keep)
 
 

@@ -247,35 +247,36 @@ class TenantRecords:
 
     def count_in(self, tenant: str, job_id: str) -> bool:
         """Mark one job or workflow counted and count it, in one transaction (a crash never counts it twice, nor
-        marks it uncounted); False if it was counted meanwhile, left the active set, or is gone."""
+        marks it uncounted); False if it was counted meanwhile, left the active set, or is gone. Without
+        transactions (RegionMode strong): counted first, then marked, the count released if the mark lost; a crash
+        between the two leaves the counter one too high, never too low (as `release_after_transition`)."""
+        mark: dict[str, Any] = {
+            "Key": {"pk": {"S": f"JOB#{job_id}"}, "sk": {"S": "JOB"}},
+            "UpdateExpression": "SET #counted = :tenant",
+            "ConditionExpression": "attribute_not_exists(#counted) AND tenant = :tenant "
+            "AND #state IN (:active, :paused, :suspended)",
+            "ExpressionAttributeNames": {"#counted": COUNTED_FOR, "#state": "state"},
+            "ExpressionAttributeValues": expression_values(
+                tenant=tenant, active=ACTIVE_STATES[0], paused=ACTIVE_STATES[1], suspended=ACTIVE_STATES[2]
+            ),
+        }
+        count = {
+            "Key": tenant_key(tenant, USAGE_SK),
+            "UpdateExpression": "ADD #active :one SET tenant = :tenant",
+            "ExpressionAttributeNames": {"#active": ACTIVE_JOBS},
+            "ExpressionAttributeValues": expression_values(one=1, tenant=tenant),
+        }
+        if self._table.audited_writes is not None:
+            self._table.client.update_item(TableName=self._table.name, **count)
+            won, _ = self._table.write_if("Update", **mark)
+            if not won:
+                self.release_active_job(tenant)
+            return won
         try:
             self._table.client.transact_write_items(
                 TransactItems=[
-                    {
-                        "Update": {
-                            "TableName": self._table.name,
-                            "Key": {"pk": {"S": f"JOB#{job_id}"}, "sk": {"S": "JOB"}},
-                            "UpdateExpression": "SET #counted = :tenant",
-                            "ConditionExpression": "attribute_not_exists(#counted) AND tenant = :tenant "
-                            "AND #state IN (:active, :paused, :suspended)",
-                            "ExpressionAttributeNames": {"#counted": COUNTED_FOR, "#state": "state"},
-                            "ExpressionAttributeValues": expression_values(
-                                tenant=tenant,
-                                active=ACTIVE_STATES[0],
-                                paused=ACTIVE_STATES[1],
-                                suspended=ACTIVE_STATES[2],
-                            ),
-                        }
-                    },
-                    {
-                        "Update": {
-                            "TableName": self._table.name,
-                            "Key": tenant_key(tenant, USAGE_SK),
-                            "UpdateExpression": "ADD #active :one SET tenant = :tenant",
-                            "ExpressionAttributeNames": {"#active": ACTIVE_JOBS},
-                            "ExpressionAttributeValues": expression_values(one=1, tenant=tenant),
-                        }
-                    },
+                    {"Update": {"TableName": self._table.name, **mark}},
+                    {"Update": {"TableName": self._table.name, **count}},
                 ]
             )
         except ClientError as exc:
