@@ -14,6 +14,9 @@ condition being the same False. A transaction returns no item's attributes when 
 `Table` also carries the client and the table name for plain reads, and the store's parts share one
 instance: swapping its `client` (as a fault-injecting test does through `JobStore._db`) reaches them all.
 
+With the expiry index (RegionMode strong, no TTL: docs/regions.md) every write it sends passes through its
+`ExpiryMarks` (store/expiry), which adds the expiry bucket to a write of `expires_at`; without it nothing is added.
+
 `Update` builds an UpdateItem whose clauses depend on the change (a run's outcome, a job's advance or replace, a
 workflow run's steps): the one builder of the store's variable update expressions.
 """
@@ -26,6 +29,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from tickwork.store.codec import deserialize, expression_values, serialize
+from tickwork.store.expiry import ExpiryMarks
 
 # How often an audited write's transaction is sent when another transaction in progress on its item cancels it.
 TRANSACTION_CONFLICT_TRIES = 3
@@ -83,11 +87,17 @@ class Update:
 
 
 class Table:
-    """One DynamoDB table and the client that reaches it. Takes its client; builds none."""
+    """One DynamoDB table and the client that reaches it. Takes its client; builds none. `expiry`: the marks of
+    the expiry index's bucket, where the table has that index (RegionMode strong)."""
 
-    def __init__(self, client: Any, name: str) -> None:
+    def __init__(self, client: Any, name: str, *, expiry: ExpiryMarks | None = None) -> None:
         self.client = client
         self.name = name
+        self.expiry = expiry
+
+    def put(self, item: dict[str, Any]) -> None:
+        """PutItem, unconditional: for an item that is the same whoever writes it (an idempotent put)."""
+        self.client.put_item(TableName=self.name, Item=self.expiry.item(item) if self.expiry else item)
 
     def put_if_absent(
         self, item: dict[str, Any], *, return_old: bool = True, audit: dict[str, Any] | None = None
@@ -242,6 +252,9 @@ class Table:
         its condition saw) if it failed. With `audit`, the write and the audit item's put are one transaction."""
         if names:
             params["ExpressionAttributeNames"] = names
+        if self.expiry is not None:
+            params = self.expiry.write(operation, params)
+            audit = None if audit is None else self.expiry.item(audit)
         if audit is not None:
             return self._attempt_audited(operation, audit, params)
         write = {"Put": self.client.put_item, "Update": self.client.update_item, "Delete": self.client.delete_item}
