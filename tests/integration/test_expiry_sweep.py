@@ -262,3 +262,10 @@ def test_the_strong_table_is_made_with_the_expiry_index(strong):
         {"AttributeName": "expires_at", "KeyType": "RANGE"},
     ]
     assert index["Projection"] == {"ProjectionType": "KEYS_ONLY"}
+
+
+@pytest.mark.parametrize("mode", ["single", "eventual"])
+def test_where_ttl_expires_items_the_table_marks_nothing_and_the_tick_does_not_sweep(mocked_aws, mode):
+    with Pipeline.create(REGION_MODE=mode) as pipeline:
+        assert pipeline.services.store.shared_table.expiry is None
+        assert pipeline.services.minute_tick.expiry_sweep is None

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 from tickwork.model.expiry import (
     EXPIRY_SHARDS,
+    TICK_SECONDS,
     SweepBudget,
     bucket_name,
     buckets_of,
@@ -79,6 +80,15 @@ def test_the_budget_is_of_deletes_and_of_time():
     assert budget.deletes_left(10, 1.0) == 0
     assert budget.deletes_left(12, 1.0) == 0
     assert budget.deletes_left(0, 5.0) == 0
+
+
+def test_a_sweep_late_in_its_tick_has_less_time_and_past_the_ticks_share_none():
+    assert SweepBudget(seconds=10.0).within_tick(5.0).seconds == 10.0
+    assert SweepBudget(seconds=10.0).within_tick(40.0).seconds == TICK_SECONDS - 40.0
+    late = SweepBudget(seconds=10.0).within_tick(50.0)
+    assert late.seconds == 0.0
+    assert late.deletes_left(0, 0.0) == 0
+    assert late.deletes == SweepBudget().deletes
 
 
 # ---------------------------------------------------------------- the marks: one place adds the bucket

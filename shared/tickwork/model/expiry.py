@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 EXPIRY_INDEX = "expiry-index"
@@ -20,6 +20,9 @@ EXPIRY_BUCKET = "expiry_bucket"  # the index's partition key; its sort key is `e
 # Fixed: the sweep reads every shard of an hour, so a bucket written under another count would never be read.
 EXPIRY_SHARDS = 8
 HOUR_SECONDS = 3600
+# The tick's timeout is 55 s (template.yaml, TickFunction): a sweep ends by this far into its tick, whatever its
+# own budget, so that a long claim leaves it less time, never the tick too little.
+TICK_SECONDS = 45.0
 
 
 def expiry_hour(expires_at: int) -> int:
@@ -49,6 +52,10 @@ class SweepBudget:
     deletes: int = 2000  # conditional DeleteItems (each 1 WRU per replica, like any delete)
     seconds: float = 10.0  # of the tick's 55 s, after its claim
     hours: int = 48  # hours read per tick: a backlog (a tick stopped for days) is caught up two days a minute
+
+    def within_tick(self, spent: float) -> SweepBudget:
+        """This budget for a sweep that starts `spent` seconds into its tick."""
+        return replace(self, seconds=max(0.0, min(self.seconds, TICK_SECONDS - spent)))
 
     def deletes_left(self, deleted: int, elapsed: float) -> int:
         """How many more deletes the sweep may send now (0: stop)."""

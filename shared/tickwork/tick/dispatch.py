@@ -345,11 +345,12 @@ class MinuteTick:
         self.expiry_sweep = expiry_sweep
 
     def run(self) -> TickReport:
+        started = time.monotonic()
         report = self._claim_or_hand_out()
         if self.redrive_intents is not None:
             report.redrive_intents_settled = self.redrive_intents.settle_due()
         if self.expiry_sweep is not None:
-            report.expired_deleted = self.expiry_sweep.sweep()
+            report.expired_deleted = self.expiry_sweep.sweep(spent_seconds=time.monotonic() - started)
         return report
 
     def _claim_or_hand_out(self) -> TickReport:

@@ -4,8 +4,8 @@ hours, the buckets and the budget; tickwork.store.expiry reads and deletes). Eac
 (`expires_at < now`): an item whose expiry was moved on or removed since the index was read survives.
 
 Requests per tick: one GetItem (the cursor); a Query per bucket read (8 an hour, eventually consistent, KEYS_ONLY);
-a DeleteItem per expired item, up to the budget (SweepBudget: 2000 deletes, 10 s; the rest next minute), sent
-from a few threads; an UpdateItem when the cursor moves. Caught up, the cursor is at the current hour and a tick
+a DeleteItem per expired item, up to the budget (SweepBudget: 2000 deletes, 10 s, and never past 45 s into the
+tick; the rest next minute), sent from a few threads; an UpdateItem when the cursor moves. Caught up, the cursor is at the current hour and a tick
 sends only the GetItem. A failure is logged and counted (ExpirySweepFailures), never the tick's: the next minute
 goes on from the cursor.
 """
@@ -38,9 +38,10 @@ class ExpirySweep:
     ) -> None:
         self.items, self.clock, self.budget, self.timer = items, clock, budget or SweepBudget(), timer
 
-    def sweep(self) -> int:
-        """Delete what has expired, within the budget; how many items this call deleted. Never raises."""
-        progress = _Progress(self.budget, self.timer)
+    def sweep(self, *, spent_seconds: float = 0.0) -> int:
+        """Delete what has expired, within the budget (less what the tick has `spent_seconds` of its time); how many
+        items this call deleted. Never raises."""
+        progress = _Progress(self.budget.within_tick(spent_seconds), self.timer)
         try:
             self._sweep(progress)
         except Exception:
@@ -50,10 +51,12 @@ class ExpirySweep:
         return progress.deleted
 
     def _sweep(self, progress: _Progress) -> None:
+        if progress.left() == 0:  # no time left in this tick
+            return
         now = self.clock.now()
         now_s = int(now.timestamp())
         cursor = self.items.swept_before()
-        hours = hours_to_sweep(cursor, now, self.budget)
+        hours = hours_to_sweep(cursor, now, progress.budget)
         found_empty: list[bool] = []
         with ThreadPoolExecutor(max_workers=DELETE_THREADS, thread_name_prefix="expiry") as pool:
             for hour in hours:
