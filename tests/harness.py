@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -157,9 +157,16 @@ class Pipeline:
 
     @classmethod
     @contextmanager
-    def create(cls, *, session_hooks: Sequence[Callable[[Any], None]] = (), **env: str) -> Iterator[Pipeline]:
+    def create(
+        cls,
+        *,
+        session_hooks: Sequence[Callable[[Any], None]] = (),
+        parameters: Mapping[str, str] | None = None,
+        **env: str,
+    ) -> Iterator[Pipeline]:
         """`session_hooks` see a boto3 session of the test's own before any client is built (the fault suite's error
-        injector); without them, the test process's reused session and clients serve (`_ReusedAws`)."""
+        injector); without them, the test process's reused session and clients serve (`_ReusedAws`). `parameters`:
+        the template's, for the stack as provisioned and the functions' environment (e.g. a RegionMode)."""
         if session_hooks:
             aws = _ReusedAws.new()
             for hook in session_hooks:
@@ -171,7 +178,7 @@ class Pipeline:
             dynamodb=clients.client("dynamodb"),
             sqs=clients.client("sqs"),
             s3=clients.client("s3"),
-            parameters={"TableDeletionProtection": "false"},
+            parameters={"TableDeletionProtection": "false", **(parameters or {})},
         )
         overrides = {"DUE_SHARDS": "4", "REDISPATCH_AFTER_SECONDS": "30", **env}
         settings = Settings.from_env(resources.environment("ExecutorFunction", overrides=overrides))

@@ -29,6 +29,7 @@ from tickwork.jobtypes import import_job_type_modules, registry
 from tickwork.jobtypes.sandbox import JobSandbox
 from tickwork.model.clock import Clock, SystemClock
 from tickwork.model.policies import MAX_PAYLOAD_BYTES, Band
+from tickwork.model.regions import RegionMode
 from tickwork.model.tenant_settings import TenantDirectory
 from tickwork.progress.freeze_events import FreezeEvents
 from tickwork.progress.run_events import RunEvents
@@ -44,6 +45,7 @@ from tickwork.settings import (
 from tickwork.store import (
     Cursors,
     EventOutbox,
+    ExpiredItems,
     IdempotencyRecords,
     JobStore,
     KnownTenants,
@@ -90,6 +92,7 @@ if TYPE_CHECKING:  # the API's and the tick's rooms, imported where they are bui
     from tickwork.control.workflow_service import WorkflowService
     from tickwork.tick.audit_archive import AuditArchiver
     from tickwork.tick.dispatch import Dispatcher, MinuteTick
+    from tickwork.tick.expiry_sweep import ExpirySweep
     from tickwork.tick.redrive_intents import RedriveIntents
     from tickwork.tick.warmup import BurstWarmup
 
@@ -120,7 +123,8 @@ class Services:
             shards=s.due_shards,
             retention_days=s.run_retention_days,
             # An MRSC global table has no transactions (docs/regions.md section 2): audited changes go through intents.
-            pending_audits=PendingAudits(self.clock) if s.region_mode == "strong" else None,
+            pending_audits=PendingAudits(self.clock) if s.region_mode == RegionMode.STRONG else None,
+            expiry_index=s.region_mode == RegionMode.STRONG,
         )
 
     @cached_property
@@ -235,7 +239,17 @@ class Services:
                 shards=s.due_shards,
                 faults=self.faults,
             )
-        return MinuteTick(self.dispatcher, coordinator, self.redrive_intents)
+        return MinuteTick(self.dispatcher, coordinator, self.redrive_intents, self.expiry_sweep)
+
+    @cached_property
+    def expiry_sweep(self) -> ExpirySweep | None:
+        """The tick's deletes of expired items, in RegionMode strong only: an MRSC table has no TTL (the table's
+        writes mark the expiry index's bucket there, `JobStore(expiry_index=)`); elsewhere TTL deletes them."""
+        from tickwork.tick.expiry_sweep import ExpirySweep
+
+        if self.settings.region_mode != RegionMode.STRONG:
+            return None
+        return ExpirySweep(ExpiredItems(self.store.shared_table), self.clock)
 
     @cached_property
     def redrive_intents(self) -> RedriveIntents:

@@ -110,6 +110,9 @@ def _needed(service: str, operation: str, params: dict[str, Any], resources) -> 
     raise AssertionError(f"unexpected service {service}")
 
 
+_GLOBAL_TABLE_ARN = "arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/${GlobalTableName}"
+
+
 def _granted(template, role: str) -> set[tuple[str, tuple[str, str]]]:
     """(action, (logical id, sub-resource)) pairs a role's Allow statements name."""
     grants = set()
@@ -121,6 +124,9 @@ def _granted(template, role: str) -> set[tuple[str, tuple[str, str]]]:
                 target = (resource["Fn::GetAtt"][0], "")
             elif isinstance(resource, dict) and str(resource.get("Fn::Sub", "")).endswith(":event-bus/${EventBusName}"):
                 target = ("EventBusName", "")
+            elif isinstance(resource, dict) and str(resource.get("Fn::Sub", "")).startswith(_GLOBAL_TABLE_ARN):
+                # A grant of RegionMode strong only (the expiry sweep's): the global table, the local table here.
+                target = ("JobsTable", resource["Fn::Sub"].removeprefix(_GLOBAL_TABLE_ARN))
             elif isinstance(resource, dict) and "Fn::Sub" in resource:
                 match = re.fullmatch(r"\$\{(\w+)\.Arn\}(.*)", resource["Fn::Sub"])
                 target = (match.group(1), match.group(2)) if match else ("?", resource["Fn::Sub"])
@@ -533,3 +539,23 @@ class _Accepted:
 
     def invoke(self, event: Any) -> Any:
         return {"warmed": True}
+
+
+def test_every_call_of_strongs_expiry_sweep_is_allowed_by_the_ticks_role(mocked_aws, template):
+    """RegionMode strong (no TTL): the tick reads the expiry index and deletes what has expired (tickwork.tick.expiry_sweep)."""
+    from tests.harness import Pipeline
+    from tests.integration.test_expiry_sweep import STRONG
+
+    with Pipeline.create(parameters=STRONG, RUN_RETENTION_DAYS="1") as pipeline:
+        recorded, acting_as = _recorder(pipeline)
+        pipeline.create_job(name="iam-expiring", type="echo", schedule={"at": START + FAR})
+        pipeline.clock.advance(FAR.total_seconds())
+        with acting_as("TickRole"):
+            pipeline.tick()
+        pipeline.drain()
+        pipeline.clock.advance(timedelta(days=2).total_seconds())
+        with acting_as("TickRole"):
+            assert pipeline.services.minute_tick.run().expired_deleted == 1  # the run, a day after it ended
+        operations = {(op, p.get("IndexName")) for _, op, p in recorded["TickRole"]}
+        assert {("DeleteItem", None), ("Query", "expiry-index")} <= operations
+        assert _missing(recorded, template, pipeline.resources) == []

@@ -92,15 +92,63 @@ def test_the_global_table_holds_what_the_jobs_table_holds(template, parameters):
     single = resources_on(template, _in("us-east-1", {}))["JobsTable"]["Properties"]
     table = resources_on(template, _in("us-east-1", parameters))["JobsGlobalTable"]["Properties"]
     assert table["KeySchema"] == single["KeySchema"]
-    assert table["AttributeDefinitions"] == single["AttributeDefinitions"]
+    # strong's expiry index (no TTL) adds its two keys; nothing else differs.
+    expiry = [
+        {"AttributeName": "expiry_bucket", "AttributeType": "S"},
+        {"AttributeName": "expires_at", "AttributeType": "N"},
+    ]
+    strong = parameters["RegionMode"] == "strong"
+    assert table["AttributeDefinitions"] == single["AttributeDefinitions"] + (expiry if strong else [])
     indexes = {index["IndexName"]: index for index in table["GlobalSecondaryIndexes"]}
     singles = {index["IndexName"]: index for index in single["GlobalSecondaryIndexes"]}
-    assert indexes.keys() == singles.keys()
+    assert indexes.keys() - {"expiry-index"} == singles.keys()
+    assert ("expiry-index" in indexes) is strong
     assert indexes["tenant-index"] == singles["tenant-index"]
     assert indexes["runs-index"] == singles["runs-index"]
     # A global table's index names at most 20 attributes; the due index's entries are whole there.
     assert indexes["due-index"]["KeySchema"] == singles["due-index"]["KeySchema"]
     assert indexes["due-index"]["Projection"] == {"ProjectionType": "ALL"}
+
+
+def test_strong_expires_items_through_a_sparse_expiry_index_the_tick_alone_sweeps(template):
+    """MRSC has no TTL: the items that expire carry an expiry bucket (tickwork.model.expiry), the key of a sparse,
+    keys-only index; the tick queries it and deletes what has expired. Neither the index nor the grants exist in
+    single or eventual, where TTL deletes: no index write there."""
+    table = resources_on(template, _in("us-east-1", STRONG_PARAMETERS))["JobsGlobalTable"]["Properties"]
+    [index] = [index for index in table["GlobalSecondaryIndexes"] if index["IndexName"] == "expiry-index"]
+    assert index == {
+        "IndexName": "expiry-index",
+        "KeySchema": [
+            {"AttributeName": "expiry_bucket", "KeyType": "HASH"},
+            {"AttributeName": "expires_at", "KeyType": "RANGE"},
+        ],
+        "Projection": {"ProjectionType": "KEYS_ONLY"},
+    }
+    grants = _grants_by_role(template, STRONG_PARAMETERS)
+    assert ("dynamodb:Query", f"{GLOBAL_ARN}/index/expiry-index") in grants["TickRole"]
+    assert ("dynamodb:DeleteItem", GLOBAL_ARN) in grants["TickRole"]
+    for role, granted in grants.items():
+        if role != "TickRole":
+            assert not any(str(resource).endswith("/index/expiry-index") for _, resource in granted), role
+    for parameters in ({}, EVENTUAL_PARAMETERS):
+        for role, granted in _grants_by_role(template, parameters).items():
+            assert not any(str(resource).endswith("/index/expiry-index") for _, resource in granted), role
+        assert ("dynamodb:DeleteItem", GLOBAL_ARN) not in _grants_by_role(template, parameters)["TickRole"]
+    assert ("dynamodb:DeleteItem", {"Fn::GetAtt": ["JobsTable", "Arn"]}) not in _grants_by_role(template, {})[
+        "TickRole"
+    ]
+
+
+def _grants_by_role(template: dict[str, Any], parameters: dict[str, str]) -> dict[str, list[tuple[str, Any]]]:
+    """(action, resource) pairs of each role's statements as deployed with these parameters."""
+    grants: dict[str, list[tuple[str, Any]]] = {}
+    for role, statement in iam_statements(template, as_written=True):
+        deployed = evaluate(template, statement, parameters)
+        if not isinstance(deployed, dict) or "Action" not in deployed:
+            continue  # a statement its condition leaves out
+        resources = deployed["Resource"] if isinstance(deployed["Resource"], list) else [deployed["Resource"]]
+        grants.setdefault(role, []).extend((a, r) for a in _actions(deployed) for r in resources)
+    return grants
 
 
 @pytest.mark.parametrize("parameters", [STRONG_PARAMETERS, EVENTUAL_PARAMETERS], ids=["strong", "eventual"])

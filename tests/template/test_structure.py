@@ -427,11 +427,17 @@ def test_no_aws_managed_policies_on_any_role(translated):
             assert "ExecutorVpcAccessPolicy" in own
 
 
+GLOBAL_TABLE_ARN = "arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/${GlobalTableName}"
+
+
 def test_dynamodb_statements_name_only_this_table(template):
     table_arns = (
         {"Fn::GetAtt": ["JobsTable", "Arn"]},
         {"Fn::Sub": "${JobsTable.Arn}/index/due-index"},
         {"Fn::Sub": "${JobsTable.Arn}/index/tenant-index"},
+        # Granted in RegionMode strong only (the tick's expiry sweep): the global table this stack names.
+        {"Fn::Sub": f"{GLOBAL_TABLE_ARN}"},
+        {"Fn::Sub": f"{GLOBAL_TABLE_ARN}/index/expiry-index"},
     )
     for role, statement in iam_statements(template):
         if any(a.startswith("dynamodb:") for a in as_list(statement["Action"])):
@@ -480,9 +486,11 @@ def test_only_the_executor_consumes_the_band_queues(template):
     assert sorted(worker["sqs:GetQueueAttributes"], key=str) == sorted(
         [*(_arn(f"{b}Queue") for b in BANDS), _arn("DispatchQueue")], key=str
     )
-    # The claims need the same table and index grants as the tick's.
+    # The claims need the same table and index grants as the tick's (whose expiry sweep, RegionMode strong only, is
+    # the tick's alone).
+    sweep = {"Fn::Sub": f"{GLOBAL_TABLE_ARN}/index/expiry-index"}
     for action in ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:BatchGetItem"):
-        assert worker[action] == tick[action]
+        assert worker[action] == [grant for grant in tick[action] if grant != sweep]
 
 
 def test_the_dispatch_queue_never_retries_a_slice_and_outlasts_its_worker(template):
@@ -553,19 +561,29 @@ def test_table_access_is_what_the_store_does(template):
         "dynamodb:UpdateItem": [table],
         "dynamodb:BatchGetItem": [table],
         # The due index, and the table itself for one partition: the freezes in force (tickwork.store.freezes).
-        "dynamodb:Query": [{"Fn::Sub": "${JobsTable.Arn}/index/due-index"}, table],
+        # RegionMode strong only (no TTL; tickwork.tick.expiry_sweep): the expiry index, then conditional deletes.
+        "dynamodb:Query": [
+            {"Fn::Sub": "${JobsTable.Arn}/index/due-index"},
+            {"Fn::Sub": f"{GLOBAL_TABLE_ARN}/index/expiry-index"},
+            table,
+        ],
+        "dynamodb:DeleteItem": [{"Fn::Sub": GLOBAL_TABLE_ARN}],
         # Before a burst, with TableWarmup on only (tickwork.tick.warmup): the table's warm throughput.
         "dynamodb:DescribeTable": [table],
         "dynamodb:UpdateTable": [table],
     }
     (warm_table,) = [s for r, s in iam_statements(template) if r == "TickRole" and s.get("Sid") == "WarmTable"]
-    (conditional,) = [
+    conditional = [
         s["Fn::If"]
         for s in template["Resources"]["TickRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
         if "Fn::If" in s
     ]
-    assert conditional[0] == "WarmsTable"
-    assert conditional[1] == warm_table
+    assert {(c[0], c[1]["Sid"]) for c in conditional} == {
+        ("WarmsTable", "WarmTable"),
+        ("StrongRegions", "SweepExpiredItems"),
+        ("StrongRegions", "DeleteExpiredItems"),
+    }
+    assert [c[1] for c in conditional if c[0] == "WarmsTable"] == [warm_table]
     executor = _grants(template, "ExecutorRole")
     # Overlap SKIP is a conditional update of the job's running slot: no query for it. A workflow step's end
     # creates the runs of the steps it lets start (conditional Puts). The one Query is of the table itself, never
@@ -581,7 +599,9 @@ def test_table_access_is_what_the_store_does(template):
     assert {"Fn::Sub": "${JobsTable.Arn}/index/tenant-index"} in api["dynamodb:Query"]
     for role in ("TickRole", "ExecutorRole", "ApiRole", "DispatchRole"):
         forbidden = {"dynamodb:Scan", "dynamodb:BatchWriteItem", "dynamodb:DeleteTable"}
-        if role != "ApiRole":  # the API deletes a calendar, and an idempotency key its failed create took
+        # The API deletes a calendar, and an idempotency key its failed create took; the tick, in RegionMode strong
+        # only, what has expired (the global table's ARN: the grant is under StrongRegions).
+        if role not in ("ApiRole", "TickRole"):
             forbidden.add("dynamodb:DeleteItem")
         assert not forbidden & _grants(template, role).keys(), role
     assert api["dynamodb:DeleteItem"] == [{"Fn::GetAtt": ["JobsTable", "Arn"]}]

@@ -25,6 +25,9 @@ from botocore.exceptions import ClientError
 BAND_QUEUES = {"high": "HighQueue", "normal": "NormalQueue", "low": "LowQueue"}
 BAND_DLQS = {"high": "HighDeadLetterQueue", "normal": "NormalDeadLetterQueue", "low": "LowDeadLetterQueue"}
 TABLE_ID = "JobsTable"
+# RegionMode strong's table (docs/regions.md): made locally with its keys and indexes (its expiry index), under
+# the local name, as one table (the local regions share one DynamoDB for it).
+STRONG_TABLE_ID = "JobsGlobalTable"
 BUCKET_ID = "ResultsBucket"
 AUDIT_BUCKET_ID = "AuditBucket"
 
@@ -509,7 +512,8 @@ def provision(
 
     # The jobs table.
     table_name = _physical_name(prefix, TABLE_ID)
-    table = template["Resources"][TABLE_ID]
+    strong = "StrongRegions" in template.get("Conditions", {}) and resolver.condition("StrongRegions")
+    table = template["Resources"][STRONG_TABLE_ID if strong else TABLE_ID]
     if if_missing and _exists(lambda: dynamodb.describe_table(TableName=table_name), "ResourceNotFoundException"):
         table_arn = dynamodb.describe_table(TableName=table_name)["Table"]["TableArn"]
     else:

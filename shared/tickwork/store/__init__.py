@@ -38,6 +38,8 @@ The package, one module a concern:
 - `ordering`: `OrderingRecords`, ordering keys' queues and heads (pk=TENANT#<tenant>, sk=ORDER#...), which
   `RunRecords` writes a new run's queue entry through;
 - `debounce`: `DebounceWindows`, a job's debounce windows (pk=JOB#<job_id>, sk=DEBOUNCE#...) and their runs' joins.
+- `expiry`: without TTL (RegionMode strong), `ExpiryMarks`, the expiry bucket `Table` adds to every write of
+  `expires_at` (the sparse `expiry-index`), and `ExpiredItems`, the tick's sweep of it (cursor pk=EXPIRY, sk=SWEPT).
 - `audit`: the audit records' items (pk=AUDIT#<tenant>, sk=<ms>#<id>), each written in the transaction of the change
   it records (`Table`'s `audit=`), `AuditQuery`, the Query of a page of them (`Listings.list_audit`), and
   `AuditOutbox`, the records waiting for their archive to S3 and their release to TTL once archived;
@@ -81,6 +83,7 @@ from tickwork.store.due_index import (
     DueItem,
 )
 from tickwork.store.event_outbox import EVENTS_PENDING, EventOutbox
+from tickwork.store.expiry import ExpiredItems, ExpiryMarks
 from tickwork.store.idempotency import IDEMPOTENCY_KEY, IdempotencyRecord, IdempotencyRecords
 from tickwork.store.jobs import JobRecords
 from tickwork.store.leases import Finished, Lease, LeaseExtension, LeaseOutcome, RunLeases
@@ -121,6 +124,8 @@ __all__ = [
     "DueIndex",
     "DueItem",
     "EventOutbox",
+    "ExpiredItems",
+    "ExpiryMarks",
     "Finished",
     "Head",
     "IdempotencyRecord",
@@ -183,9 +188,13 @@ class JobStore:
         shards: int = 8,
         retention_days: int = 30,
         pending_audits: PendingAudits | None = None,
+        expiry_index: bool = False,
     ) -> None:
         # `pending_audits`: how an audited change is written without a transaction (RegionMode strong); None: in one.
-        self._table = Table(client, table_name, audited_writes=pending_audits)
+        # The expiry index (RegionMode strong: no TTL): every write of `expires_at` marks its bucket.
+        self._table = Table(
+            client, table_name, audited_writes=pending_audits, expiry=ExpiryMarks() if expiry_index else None
+        )
         self.table = table_name
         self.shards = shards
         self.retention = timedelta(days=retention_days)

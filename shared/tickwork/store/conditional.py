@@ -17,6 +17,9 @@ answers.
 `Table` also carries the client and the table name for plain reads, and the store's parts share one
 instance: swapping its `client` (as a fault-injecting test does through `JobStore._db`) reaches them all.
 
+With the expiry index (RegionMode strong, no TTL: docs/regions.md) every write it sends passes through its
+`ExpiryMarks` (store/expiry), which adds the expiry bucket to a write of `expires_at`; without it nothing is added.
+
 `Update` builds an UpdateItem whose clauses depend on the change (a run's outcome, a job's advance or replace, a
 workflow run's steps): the one builder of the store's variable update expressions.
 """
@@ -29,6 +32,7 @@ from typing import Any, Protocol
 from botocore.exceptions import ClientError
 
 from tickwork.store.codec import deserialize, expression_values, serialize
+from tickwork.store.expiry import ExpiryMarks
 
 # How often an audited write's transaction is sent when another transaction in progress on its item cancels it.
 TRANSACTION_CONFLICT_TRIES = 3
@@ -99,12 +103,25 @@ class AuditedWrites(Protocol):
 
 class Table:
     """One DynamoDB table and the client that reaches it. Takes its client; builds none. `audited_writes`: how an
-    audited write is made without a transaction (None: in one TransactWriteItems)."""
+    audited write is made without a transaction (None: in one TransactWriteItems). `expiry`: the marks of the
+    expiry index's bucket, where the table has that index (RegionMode strong)."""
 
-    def __init__(self, client: Any, name: str, *, audited_writes: AuditedWrites | None = None) -> None:
+    def __init__(
+        self,
+        client: Any,
+        name: str,
+        *,
+        audited_writes: AuditedWrites | None = None,
+        expiry: ExpiryMarks | None = None,
+    ) -> None:
         self.client = client
         self.name = name
         self.audited_writes = audited_writes
+        self.expiry = expiry
+
+    def put(self, item: dict[str, Any]) -> None:
+        """PutItem, unconditional: for an item that is the same whoever writes it (an idempotent put)."""
+        self.client.put_item(TableName=self.name, Item=self.expiry.item(item) if self.expiry else item)
 
     def put_if_absent(
         self, item: dict[str, Any], *, return_old: bool = True, audit: dict[str, Any] | None = None
@@ -264,6 +281,10 @@ class Table:
         its condition saw) if it failed. With `audit`, the write and the audit item's put are one transaction."""
         if names:
             params["ExpressionAttributeNames"] = names
+        # The expiry bucket first: an audited write without a transaction writes through this table again.
+        if self.expiry is not None:
+            params = self.expiry.write(operation, params)
+            audit = None if audit is None else self.expiry.item(audit)
         if audit is not None and self.audited_writes is not None:
             return self.audited_writes.write(self, operation, audit, params)
         if audit is not None:

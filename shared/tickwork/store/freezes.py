@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from tickwork.model.clock import Clock, iso, to_ms
+from tickwork.model.expiry import EXPIRY_BUCKET
 from tickwork.model.freezes import Freeze
 from tickwork.model.run_event_kinds import RunEventKind
 from tickwork.model.states import DeferReason, RunStatus
@@ -35,7 +36,7 @@ RECENT_READ_FOR = timedelta(seconds=5)
 # Per event kind: its marker (when its fact was recorded) and its due time in the outbox (until published).
 EVENT_MARKERS = {RunEventKind.FREEZE_STARTED: "started_event_at", RunEventKind.FREEZE_ENDED: "ended_event_at"}
 EVENT_DUE = {RunEventKind.FREEZE_STARTED: "started_event_due", RunEventKind.FREEZE_ENDED: "ended_event_due"}
-_NOT_THE_FREEZE = {"pk", "sk", "expires_at", AUDIT_MARKER, *EVENT_MARKERS.values(), *EVENT_DUE.values()}
+_NOT_THE_FREEZE = {"pk", "sk", "expires_at", AUDIT_MARKER, EXPIRY_BUCKET, *EVENT_MARKERS.values(), *EVENT_DUE.values()}
 
 
 def freeze_key(freeze_id: str) -> dict[str, Any]:

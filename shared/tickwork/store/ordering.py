@@ -85,7 +85,7 @@ class OrderingRecords:
             "created_ms": to_ms(now),
             "expires_at": int((now + ENTRY_RETENTION).timestamp()),
         }
-        self._table.client.put_item(TableName=self._table.name, Item=serialize(item))
+        self._table.put(serialize(item))
 
     def first(self, tenant: str, key: str, *, after: str | None) -> QueueEntry | None:
         """The key's first entry past `after` (None: from the start): one consistent Query, Limit 1."""

@@ -53,6 +53,7 @@ from tickwork.tick.audit_archive import AuditArchiver
 from tickwork.tick.blockers import BlockersUnread, TickBlockers
 from tickwork.tick.claimer import JobClaimer, JobRunWriter, OccurrenceWriter, WorkflowTick
 from tickwork.tick.deadlines import DeadlineCheck
+from tickwork.tick.expiry_sweep import ExpirySweep
 from tickwork.tick.fairness import HoldReason
 from tickwork.tick.fanout import DispatchCoordinator
 from tickwork.tick.forecasts import ForecastFold
@@ -330,20 +331,26 @@ class Dispatcher:
 class MinuteTick:
     """What the minute rule starts: the claim itself, or, fanned out, the coordinator handing the shards to the
     dispatch workers (tickwork.tick.fanout), each of which calls `Dispatcher.claim_slice`; then, once a minute
-    either way, the settlement of the redrives' audit records left pending (tickwork.tick.redrive_intents)."""
+    either way, the settlement of the redrives' audit records left pending (tickwork.tick.redrive_intents) and, in
+    RegionMode strong (no TTL), the sweep of expired items (tickwork.tick.expiry_sweep)."""
 
     def __init__(
         self,
         dispatcher: Dispatcher,
         coordinator: DispatchCoordinator | None,
         redrive_intents: RedriveIntents | None = None,
+        expiry_sweep: ExpirySweep | None = None,
     ) -> None:
         self.dispatcher, self.coordinator, self.redrive_intents = dispatcher, coordinator, redrive_intents
+        self.expiry_sweep = expiry_sweep
 
     def run(self) -> TickReport:
+        started = time.monotonic()
         report = self._claim_or_hand_out()
         if self.redrive_intents is not None:
             report.redrive_intents_settled = self.redrive_intents.settle_due()
+        if self.expiry_sweep is not None:
+            report.expired_deleted = self.expiry_sweep.sweep(spent_seconds=time.monotonic() - started)
         return report
 
     def _claim_or_hand_out(self) -> TickReport:
