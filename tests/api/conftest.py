@@ -136,8 +136,8 @@ def separate_environments(pipeline: Any, count: int) -> list[ApiClient]:
     """`count` API clients, each calling its own instance of the API's handler module on the pipeline's services: as
     many Lambda execution environments, each serving one invocation at a time, as Lambda (and the local runtime,
     tickwork_local.runtime.lambda_runtime) runs them. Calls racing from threads need them: one module's Powertools
-    resolver keeps the request it is resolving on itself, so two invocations at once in one module are not a thing
-    Lambda does, and they break each other."""
+    resolver holds the request it is resolving, so two invocations at once in one module are not a thing Lambda
+    does, and they break each other (each environment's resolver holds its own: load_handler_module)."""
     from tickwork_local.runtime.lambda_runtime import function_config, load_handler_module
     from tickwork_local.stack.template import load_template
 

@@ -268,7 +268,36 @@ def load_handler_module(config: FunctionConfig) -> ModuleType:
         # The first environment's stay where later imports (a route's own, at its call) find them.
         sys.modules.update(shared or own)
         module.__dict__["_tickwork_own_siblings"] = own  # kept alive with the environment
+    for resolver in _resolvers(module):
+        keep_own_request(resolver)
     return module
+
+
+def _resolvers(module: ModuleType) -> list[Any]:
+    """The module's Powertools API resolvers (none where Powertools' event handler was never imported)."""
+    if "aws_lambda_powertools.event_handler" not in sys.modules:
+        return []
+    from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver  # noqa: PLC0415 - a handler imported it already
+
+    return [value for value in vars(module).values() if isinstance(value, ApiGatewayResolver)]
+
+
+def keep_own_request(resolver: Any) -> None:
+    """Make a Powertools resolver read its own invocation's request (and context), as in an environment of its own
+    process. Powertools keeps the request it resolves on its class (`BaseRouter.current_event`), one per process:
+    environments sharing this process, invoked at once, would read each other's (the body the request validation
+    reads, the path of a problem's `instance`). The resolver's own attributes come first."""
+    from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent  # noqa: PLC0415 - as _resolvers
+
+    resolve = resolver.resolve
+
+    def resolve_own_request(event: Any, context: Any) -> Any:
+        raw = event.raw_event if isinstance(event, BaseProxyEvent) else event
+        resolver.current_event = resolver._to_proxy_event(raw)
+        resolver.lambda_context = context
+        return resolve(event, context)
+
+    resolver.resolve = resolve_own_request
 
 
 @dataclass
