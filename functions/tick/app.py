@@ -29,6 +29,8 @@ class TickResult(BaseModel):
     held_back_rate: int
     slices_sent: int
     duration_ms: int
+    pending_audits_settled: int  # RegionMode strong only (no transactions)
+    expired_deleted: int  # RegionMode strong only (no TTL)
 
 
 _slot = ServicesSlot()

@@ -93,6 +93,7 @@ if TYPE_CHECKING:  # the API's and the tick's rooms, imported where they are bui
     from tickwork.tick.audit_archive import AuditArchiver
     from tickwork.tick.dispatch import Dispatcher, MinuteTick
     from tickwork.tick.expiry_sweep import ExpirySweep
+    from tickwork.tick.pending_audits import PendingAuditSettlement
     from tickwork.tick.redrive_intents import RedriveIntents
     from tickwork.tick.warmup import BurstWarmup
 
@@ -239,7 +240,9 @@ class Services:
                 shards=s.due_shards,
                 faults=self.faults,
             )
-        return MinuteTick(self.dispatcher, coordinator, self.redrive_intents, self.expiry_sweep)
+        return MinuteTick(
+            self.dispatcher, coordinator, self.redrive_intents, self.expiry_sweep, self.pending_audit_settlement
+        )
 
     @cached_property
     def expiry_sweep(self) -> ExpirySweep | None:
@@ -250,6 +253,17 @@ class Services:
         if self.settings.region_mode != RegionMode.STRONG:
             return None
         return ExpirySweep(ExpiredItems(self.store.shared_table), self.clock)
+
+    @cached_property
+    def pending_audit_settlement(self) -> PendingAuditSettlement | None:
+        """The tick's settlement of the audit records dead requests left pending, in RegionMode strong only (an
+        audited change without a transaction); elsewhere a change and its record are one transaction."""
+        from tickwork.tick.pending_audits import PendingAuditSettlement
+
+        table = self.store.shared_table
+        if table.audited_writes is None:
+            return None
+        return PendingAuditSettlement(table, table.audited_writes)
 
     @cached_property
     def redrive_intents(self) -> RedriveIntents:

@@ -23,6 +23,7 @@ from tickwork.store.pending_audits import MARKER, PENDING_KIND
 
 from tests.faults.crashes import ProcessKilled
 from tests.harness import TENANT, Pipeline
+from tests.integration.test_expiry_sweep import STRONG
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
@@ -32,7 +33,7 @@ WRITES = ("PutItem", "UpdateItem", "DeleteItem")
 
 @pytest.fixture
 def pipeline(mocked_aws: None) -> Iterator[Any]:
-    with Pipeline.create(REGION_MODE="strong") as p:
+    with Pipeline.create(parameters=STRONG) as p:
         yield p
 
 
@@ -185,6 +186,29 @@ def test_a_request_dying_between_any_two_writes_leaves_the_item_and_the_listing_
         assert not pending_records(pipeline)
 
 
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_the_tick_settles_what_a_dead_request_left_when_nobody_writes_the_item_or_lists_the_audit(
+    pipeline: Any, change: str
+) -> None:
+    prepare, shows, writes = CHANGES[change]
+    for nth in range(2, writes + 1):
+        name = f"{change}-{nth}"
+        write = prepare(pipeline, name)
+        with dying_before_write(pipeline, nth), pytest.raises(ProcessKilled):
+            write()
+        pipeline.clock.advance(SETTLES_AFTER.total_seconds() + 1)
+        report = pipeline.tick()
+        assert not pending_records(pipeline), nth
+        after = item_of(pipeline, name)
+        cleared_last = nth == writes and change != "delete"  # confirmed, the mark left: the next write clears it
+        assert cleared_last or MARKER not in (after or {}), nth
+        happened = shows(after)
+        assert report["pending_audits_settled"] == (1 if nth < writes or change == "delete" else 0), nth
+        assert [r[0] for r in listed(pipeline) if r[1] == name] == (
+            [f"calendar.{change_action(change)}"] if happened else []
+        ), nth
+
+
 def change_action(change: str) -> str:
     return {"put": "create", "update": "update", "delete": "delete"}[change]
 
@@ -277,3 +301,19 @@ def test_counting_a_job_in_without_a_transaction_over_counts_by_at_most_one(pipe
     assert not tenants.count_in(TENANT, job.id)  # counted already: the count released
     assert int(tenants.get_settings_and_usage(TENANT)[1]["active_jobs"]) == dies_before
     assert pipeline.calls.count("TransactWriteItems") == 0
+
+
+def test_an_audited_change_that_sets_an_expiry_marks_its_bucket_once(pipeline: Any) -> None:
+    # Its writes pass through the table twice (the audited write, then each of its own): the bucket is set once.
+    table = pipeline.services.store.shared_table
+    update(pipeline, "expiring")  # the item, at v 1
+    expires = int(pipeline.clock.now().timestamp()) + 3600
+    values = expression_values(v=2, old=1, e=expires)
+    assert table.update_if(
+        key("expiring"), "SET v = :v, expires_at = :e", "v = :old", None, values, audit=record(pipeline, "expiring")
+    )
+    item = item_of(pipeline, "expiring")
+    assert item is not None
+    assert (item["v"], item["expires_at"]) == (2, expires)
+    assert str(item["expiry_bucket"]).startswith("X#")
+    assert listed(pipeline) == [("calendar.update", "expiring")]

@@ -22,6 +22,7 @@ from template_support import as_list, iam_statements
 from tickwork.faults import CrashPoint
 from tickwork.model.audit import Actor, ActorKind, Attribution
 from tickwork.model.calendars import CalendarDefinition
+from tickwork.model.errors import NotFound
 from tickwork.model.ids import run_id_for
 from tickwork.model.policies import Band
 from tickwork.model.states import RunStatus, RunTrigger
@@ -172,6 +173,20 @@ def _a_create_under_a_key_that_fails_after_taking_it(pipeline: Any, monkeypatch:
 
 
 def test_every_call_the_code_makes_is_allowed_by_its_functions_role(pipeline, template, monkeypatch):
+    _every_call_is_allowed(pipeline, template, monkeypatch, strong=False)
+
+
+def test_every_call_the_code_makes_in_strong_is_allowed_by_its_functions_role(mocked_aws, template, monkeypatch):
+    """RegionMode strong: audited changes without transactions (their records pending, confirmed; what a dead request
+    left settled by the tick) and the expiry sweep."""
+    from tests.harness import Pipeline
+    from tests.integration.test_expiry_sweep import STRONG
+
+    with Pipeline.create(parameters=STRONG) as pipeline:
+        _every_call_is_allowed(pipeline, template, monkeypatch, strong=True)
+
+
+def _every_call_is_allowed(pipeline: Any, template: Any, monkeypatch: pytest.MonkeyPatch, *, strong: bool) -> None:
     recorded, acting_as = _recorder(pipeline)
 
     jobs, queries, redrive = pipeline.services.jobs, pipeline.services.queries, pipeline.services.redrive
@@ -220,17 +235,49 @@ def test_every_call_the_code_makes_is_allowed_by_its_functions_role(pipeline, te
     pipeline.clock.advance(60)
     with acting_as("TickRole"):
         pipeline.tick()  # reads the band's move tasks and settles the intent (no move of the request's time)
+    if strong:
+        _a_calendar_delete_whose_request_dies_settled_by_the_tick(pipeline, acting_as)
 
     operations = {op for calls in recorded.values() for _, op, _ in calls}
     # The phases really exercised the paths that need distinct permissions.
     assert {"PutItem", "UpdateItem", "SendMessageBatch", "Query", "PutObject", "ChangeMessageVisibility"} <= operations
-    assert {"ListMessageMoveTasks", "StartMessageMoveTask", "TransactWriteItems"} <= operations
+    assert {"ListMessageMoveTasks", "StartMessageMoveTask"} <= operations
+    assert ("TransactWriteItems" in operations) is not strong
     assert any(op == "ListMessageMoveTasks" for _, op, _ in recorded["TickRole"]), "no pending redrive record settled"
     assert any(op == "SendMessage" and "DeadLetterQueue" in p["QueueUrl"] for _, op, p in recorded["ExecutorRole"]), (
         "the poison message was not dead-lettered"
     )
 
     assert _missing(recorded, template, pipeline.resources) == []
+
+
+def _a_calendar_delete_whose_request_dies_settled_by_the_tick(pipeline: Any, acting_as: Any) -> None:
+    """Strong: the API dies after marking a calendar for its delete; past the record's settle time the tick finishes
+    the delete and confirms the record."""
+    from tickwork.model.audit_settlement import SETTLES_AFTER
+
+    calendar = pipeline.services.calendars.create(
+        TENANT,
+        CalendarDefinition.model_validate(
+            {"name": "iam-dying", "windows": [{"from": START.isoformat(), "to": (START + FAR).isoformat()}]}
+        ),
+    )
+    client = pipeline.services.store.shared_table.client
+
+    def dies_at_the_delete(**_: Any) -> None:
+        raise ProcessKilled("before the marked delete")
+
+    client.meta.events.register("before-call.dynamodb.DeleteItem", dies_at_the_delete)
+    try:
+        with acting_as("ApiRole"), pytest.raises(ProcessKilled):
+            pipeline.services.calendars.delete(TENANT, calendar.id, by=OPS)
+    finally:
+        client.meta.events.unregister("before-call.dynamodb.DeleteItem", dies_at_the_delete)
+    pipeline.clock.advance(SETTLES_AFTER.total_seconds() + 1)
+    with acting_as("TickRole"):
+        assert pipeline.tick()["pending_audits_settled"] == 1
+    with pytest.raises(NotFound):
+        pipeline.services.calendars.get(TENANT, calendar.id)
 
 
 def _missing(recorded: dict[str, list[tuple[str, str, dict[str, Any]]]], template, resources) -> list[tuple[str, ...]]:

@@ -281,12 +281,12 @@ class Table:
         its condition saw) if it failed. With `audit`, the write and the audit item's put are one transaction."""
         if names:
             params["ExpressionAttributeNames"] = names
-        # The expiry bucket first: an audited write without a transaction writes through this table again.
+        if audit is not None and self.audited_writes is not None:
+            # Its writes (the record's, the change's) come back through here, where their expiry is marked, once.
+            return self.audited_writes.write(self, operation, audit, params)
         if self.expiry is not None:
             params = self.expiry.write(operation, params)
             audit = None if audit is None else self.expiry.item(audit)
-        if audit is not None and self.audited_writes is not None:
-            return self.audited_writes.write(self, operation, audit, params)
         if audit is not None:
             return self._attempt_audited(operation, audit, params)
         write = {"Put": self.client.put_item, "Update": self.client.update_item, "Delete": self.client.delete_item}

@@ -57,6 +57,7 @@ from tickwork.tick.expiry_sweep import ExpirySweep
 from tickwork.tick.fairness import HoldReason
 from tickwork.tick.fanout import DispatchCoordinator
 from tickwork.tick.forecasts import ForecastFold
+from tickwork.tick.pending_audits import PendingAuditSettlement
 from tickwork.tick.redrive_intents import RedriveIntents
 from tickwork.tick.report import HELD_BACK_METRIC, TickReport
 from tickwork.tick.resender import Resender
@@ -332,7 +333,8 @@ class MinuteTick:
     """What the minute rule starts: the claim itself, or, fanned out, the coordinator handing the shards to the
     dispatch workers (tickwork.tick.fanout), each of which calls `Dispatcher.claim_slice`; then, once a minute
     either way, the settlement of the redrives' audit records left pending (tickwork.tick.redrive_intents) and, in
-    RegionMode strong (no TTL), the sweep of expired items (tickwork.tick.expiry_sweep)."""
+    RegionMode strong (no TTL, no transactions), the settlement of the audit records dead requests left pending
+    (tickwork.tick.pending_audits) and the sweep of expired items (tickwork.tick.expiry_sweep)."""
 
     def __init__(
         self,
@@ -340,15 +342,18 @@ class MinuteTick:
         coordinator: DispatchCoordinator | None,
         redrive_intents: RedriveIntents | None = None,
         expiry_sweep: ExpirySweep | None = None,
+        pending_audits: PendingAuditSettlement | None = None,
     ) -> None:
         self.dispatcher, self.coordinator, self.redrive_intents = dispatcher, coordinator, redrive_intents
-        self.expiry_sweep = expiry_sweep
+        self.expiry_sweep, self.pending_audits = expiry_sweep, pending_audits
 
     def run(self) -> TickReport:
         started = time.monotonic()
         report = self._claim_or_hand_out()
         if self.redrive_intents is not None:
             report.redrive_intents_settled = self.redrive_intents.settle_due()
+        if self.pending_audits is not None:
+            report.pending_audits_settled = self.pending_audits.settle_due()
         if self.expiry_sweep is not None:
             report.expired_deleted = self.expiry_sweep.sweep(spent_seconds=time.monotonic() - started)
         return report

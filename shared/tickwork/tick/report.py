@@ -32,6 +32,7 @@ class TickReport:
     audit_archived: int = 0  # audit records this tick archived to S3 (tickwork.tick.audit_archive)
     warmed_environments: int = 0  # warming invocations this tick planned before a burst (tickwork.tick.warmup)
     redrive_intents_settled: int = 0  # redrives' audit records left pending, settled (tickwork.tick.redrive_intents)
+    pending_audits_settled: int = 0  # audit records dead requests left pending, RegionMode strong only
     expired_deleted: int = 0  # expired items deleted, RegionMode strong only (tickwork.tick.expiry_sweep)
     dispatched_run_ids: list[str] = field(default_factory=list)
 
