@@ -62,6 +62,8 @@ def _fail_over(pipeline: Pipeline, to: str, *, force: bool = False, caught_up: b
     )
     assert isinstance(plan, FailoverPlan)
     assert regions.fail_over(plan)
+    if plan.handover:  # replication caught up at once: complete it
+        return _fail_over(pipeline, to, force=force, caught_up=caught_up)
     return plan
 
 

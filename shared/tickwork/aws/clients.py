@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 import boto3
@@ -35,11 +36,32 @@ ANSWER_LOST: tuple[type[Exception], ...] = (ReadTimeoutError, ConnectionClosedEr
 
 
 class AwsClients:
-    def __init__(self, session: boto3.session.Session | None = None, **client_kwargs: Any) -> None:
+    def __init__(
+        self,
+        session: boto3.session.Session | None = None,
+        *,
+        region_endpoints: Mapping[str, str] | None = None,
+        **client_kwargs: Any,
+    ) -> None:
+        """`region_endpoints`: where another region's clients send (`in_region`), where it is not AWS's endpoint
+        (`tickwork dev --regions`: each region's own endpoint)."""
         self._session = session
         self._kwargs = client_kwargs
+        self._region_endpoints = dict(region_endpoints or {})
         self._clients: dict[str, Any] = {}
+        self._regions: dict[str, AwsClients] = {}
         self._lock = threading.Lock()
+
+    def in_region(self, region: str) -> AwsClients:
+        """Clients of another region, built on first use (RegionMode eventual: a failover reads the old active
+        region's replica and CloudWatch there, tickwork.control.replication_probe). Their own session."""
+        with self._lock:
+            if region not in self._regions:
+                kwargs = {**self._kwargs, "region_name": region}
+                if region in self._region_endpoints:
+                    kwargs["endpoint_url"] = self._region_endpoints[region]
+                self._regions[region] = AwsClients(region_endpoints=self._region_endpoints, **kwargs)
+            return self._regions[region]
 
     def client(self, service: str) -> Any:
         """The service's client, with `CLIENT_CONFIG` (standard retries)."""
