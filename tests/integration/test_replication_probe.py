@@ -9,8 +9,10 @@ from datetime import timedelta
 from typing import Any
 
 import boto3
+import moto.dynamodb.models.table
 import pytest
 from botocore.exceptions import EndpointConnectionError
+from tickwork.aws.clients import AwsClients
 from tickwork.aws.metric_series import MetricSeries
 from tickwork.control.replication_probe import GlobalTableProbe
 from tickwork.model.clock import FakeClock
@@ -26,6 +28,9 @@ from tickwork.model.regions import (
 from tickwork.store.conditional import Table
 from tickwork.store.regions import RegionRoleRecords
 from tickwork_local.aws.replication_latency import ReplicationLatencyPublisher
+from tickwork_local.aws.replicator import Replica, Replicator
+from tickwork_local.runtime.node import region_endpoints
+from tickwork_local.runtime.regions import activate_first_region
 
 from tests.harness import START, create_keyed_table
 
@@ -128,3 +133,75 @@ def test_an_old_region_that_does_not_answer_cannot_tell(replicas, service, event
     assert replicas.probe.caught_up(handover) == Replication(
         None, f"the old active region {OLD} did not answer ({what}: EndpointConnectionError)"
     )
+
+
+def test_with_the_local_replicator_a_handover_completes_once_the_old_regions_last_writes_have_replicated(
+    replicas, monkeypatch
+):
+    """`tickwork dev --regions ... --region-mode eventual`: the replicator carries the items between the tables and
+    its latencies become the old region's ReplicationLatency, as the local runtime wires them."""
+    monkeypatch.setattr(moto.dynamodb.models.table, "utcnow", lambda: replicas.clock.now().replace(tzinfo=None))
+    streams = {  # the regional endpoint, given, as tests/integration/test_replicator.py explains
+        r: boto3.client("dynamodbstreams", region_name=r, endpoint_url=f"https://streams.dynamodb.{r}.amazonaws.com")
+        for r in (OLD, TARGET)
+    }
+    replicator = Replicator(
+        [Replica(r, TABLE, replicas.dynamodb[r], streams[r]) for r in (OLD, TARGET)],
+        lag_seconds=1,
+        clock=replicas.clock,
+    )
+    replicator.enable_streams()
+    publisher = ReplicationLatencyPublisher(
+        replicator.take_latencies, replicas.cloudwatch, table=TABLE, clock=replicas.clock
+    )
+
+    def replicate() -> None:
+        replicator.pump()  # read from the streams
+        replicas.clock.advance(1)
+        replicator.pump()  # applied, its lag passed
+        publisher.publish()
+
+    activate_first_region(replicas.records(OLD), [OLD, TARGET], replicas.clock.now())
+    replicate()
+    active = replicas.records(TARGET).roles()
+    assert active is not None
+    assert active.active_region == OLD
+    handover = plan_failover(
+        RegionMode.EVENTUAL, active, TARGET, (OLD, TARGET), caught_up=None, force=False, now=replicas.clock.now()
+    )
+    assert isinstance(handover, FailoverPlan)
+    assert replicas.records(TARGET).fail_over(handover)
+    assert replicas.probe.caught_up(handover.roles).caught_up is False  # not replicated yet
+    replicate()
+    assert replicas.records(OLD).roles() == handover.roles  # the old region's fence reads "nobody active"
+    waiting = replicas.probe.caught_up(handover.roles)
+    assert waiting.caught_up is False
+    assert "waiting 71 s more" in waiting.reason  # the old region's 1 s latency to the target, from its CloudWatch
+    replicas.clock.advance(71)
+    assert replicas.probe.caught_up(handover.roles) == Replication(True)
+    done = plan_failover(
+        RegionMode.EVENTUAL,
+        handover.roles,
+        TARGET,
+        (OLD, TARGET),
+        caught_up=True,
+        force=False,
+        now=replicas.clock.now(),
+    )
+    assert isinstance(done, FailoverPlan)
+    assert replicas.records(TARGET).fail_over(done)
+    replicate()
+    assert replicas.records(OLD).roles() == done.roles
+
+
+def test_another_regions_clients_send_to_that_regions_endpoint_where_one_is_named(mocked_aws: None) -> None:
+    """On AWS its regional endpoint; in `tickwork dev --regions` the node is told each region's endpoint."""
+    named = region_endpoints(f"{OLD}=http://127.0.0.1:5001, {TARGET}=http://127.0.0.1:5002")
+    assert named == {OLD: "http://127.0.0.1:5001", TARGET: "http://127.0.0.1:5002"}
+    clients = AwsClients(endpoint_url="http://127.0.0.1:5002", region_endpoints=named)
+    local = clients.in_region(OLD)
+    assert clients.in_region(OLD) is local  # built once
+    client = local.client("dynamodb")
+    assert (client.meta.region_name, client.meta.endpoint_url) == (OLD, "http://127.0.0.1:5001")
+    aws = AwsClients().in_region(TARGET).client("cloudwatch")
+    assert (aws.meta.region_name, aws.meta.endpoint_url) == (TARGET, f"https://monitoring.{TARGET}.amazonaws.com")

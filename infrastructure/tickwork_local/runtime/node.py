@@ -109,6 +109,16 @@ class NodeOptions:
     token_api: bool = False
 
 
+# `tickwork dev --regions ... --region-mode eventual`: each region's endpoint ("us-east-1=http://...,..."), where the
+# node's clients of another region send (a failover's replication probe reads the old active region's).
+REGION_ENDPOINTS_ENV = "TICKWORK_LOCAL_REGION_ENDPOINTS"
+
+
+def region_endpoints(value: str) -> dict[str, str]:
+    """`REGION_ENDPOINTS_ENV`'s value as {region: endpoint URL}."""
+    return dict(part.strip().split("=", 1) for part in value.split(",") if "=" in part)
+
+
 def prepare_process(endpoint_url: str, log_level: str = "WARNING") -> None:
     """Process settings every boto3 client and Powertools object here must see, before they are built:
     all AWS calls go to the local endpoint; no X-Ray daemon (EMF lines go to the local CloudWatch: emf_forwarding)."""
@@ -273,7 +283,8 @@ class LocalNode:
                 self.aws_errors.register(session.events)
             if invokes is not None:
                 invokes.register(session.events)
-            return AwsClients(session=session, endpoint_url=opts.endpoint_url)
+            endpoints = region_endpoints(os.environ.get(REGION_ENDPOINTS_ENV, ""))
+            return AwsClients(session=session, endpoint_url=opts.endpoint_url, region_endpoints=endpoints)
 
         if opts.aws_error_rate:
             self.aws_errors = AwsErrorInjector(opts.aws_error_rate, seed=opts.aws_error_seed)

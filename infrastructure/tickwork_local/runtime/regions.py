@@ -9,7 +9,8 @@ queues, event bus and metrics (moto keeps every region's apart). The table diffe
 - eventual: a moto server per region, each with its own table (and queues and bucket), and the local MREC replicator
   (tickwork_local.aws.replicator) between the tables, with a configurable lag; its latencies go into each region's
   CloudWatch as DynamoDB's ReplicationLatency (tickwork_local.aws.replication_latency), where the nodes' health
-  endpoint reads them as on AWS. The nodes run as RegionMode eventual
+  endpoint reads them as on AWS. Each node knows every region's endpoint (REGION_ENDPOINTS_ENV), so a failover's
+  replication probe reads the old active region's table and CloudWatch as on AWS. The nodes run as RegionMode eventual
   (the fence reads the region-role item), and the first region is made active under epoch 1 before they start, as
   the runbook's first failover does deployed (docs/regions.md, "Runbook"): its table holds the item, which reaches
   the others by replication.
@@ -44,7 +45,7 @@ from tickwork_local.aws.endpoint import MotoProcess
 from tickwork_local.aws.provision import TABLE_ID, provision
 from tickwork_local.aws.replication_latency import ReplicationLatencyPublisher
 from tickwork_local.aws.replicator import Replica, Replicator
-from tickwork_local.runtime.node import FAKE_CREDENTIALS
+from tickwork_local.runtime.node import FAKE_CREDENTIALS, REGION_ENDPOINTS_ENV
 from tickwork_local.stack.template import load_template
 
 REGION_MODES = ("strong", "eventual")
@@ -224,6 +225,8 @@ class LocalRegions:
             *self.options.node_args,
         ]
         env = {**os.environ, "AWS_REGION": region, "AWS_DEFAULT_REGION": region, **FAKE_CREDENTIALS}
+        if self.options.mode == "eventual":  # a failover's probe reads the old active region's replica and metrics
+            env[REGION_ENDPOINTS_ENV] = ",".join(f"{r}={self.endpoint_url(r)}" for r in self.options.regions)
         env.pop("AWS_ENDPOINT_URL", None)
         process = subprocess.Popen(  # noqa: S603 - this interpreter, our own command
             command, stdout=subprocess.PIPE, stderr=None, text=True, env=env, start_new_session=True
