@@ -391,3 +391,16 @@ class Pipeline:
     def result_objects(self) -> list[str]:
         pages = self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.resources.results_bucket)
         return [o["Key"] for page in pages for o in page.get("Contents", [])]
+
+
+def create_keyed_table(client: Any, name: str) -> None:
+    """A table keyed as Tickwork's (pk, sk), nothing else: a bare replica for the regions' tests."""
+    client.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )

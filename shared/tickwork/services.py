@@ -58,10 +58,11 @@ from tickwork.store import (
 )
 from tickwork.store.audit import AuditIntents, AuditItems, AuditOutbox
 from tickwork.store.calendars import CalendarRecords
+from tickwork.store.conditional import Table
 from tickwork.store.deadlines import DeadlineRecords
 from tickwork.store.debounce import DebounceWindows
 from tickwork.store.freezes import FreezeReads, FreezeRecords
-from tickwork.store.regions import RegionFence
+from tickwork.store.regions import RegionFence, RegionRoleRecords
 from tickwork.store.run_search import RunSearchIndex
 from tickwork.store.tenant_rates import TenantRates
 
@@ -82,7 +83,7 @@ if TYPE_CHECKING:  # the API's and the tick's rooms, imported where they are bui
     from tickwork.control.ordering_keys import OrderingKeys
     from tickwork.control.queries import JobQueries
     from tickwork.control.redrive import RunRedrive
-    from tickwork.control.region_failover import RegionFailovers
+    from tickwork.control.region_failover import RegionFailovers, ReplicationProbe
     from tickwork.control.replication_lag import ReplicationLagReader
     from tickwork.control.result_reads import ResultReads
     from tickwork.control.run_cancel import RunCancel
@@ -332,8 +333,23 @@ class Services:
             region=fence.region,
             regions=regions_of(s.global_table_regions),
             shards=self.store.shards,
+            probe=self.replication_probe,
             audit=self.audit,
         )
+
+    @cached_property
+    def replication_probe(self) -> ReplicationProbe:
+        """Whether a handover's target has the old active region's writes (RegionMode eventual): read in that region,
+        through its clients, built on first use."""
+        from tickwork.control.replication_probe import GlobalTableProbe
+
+        def roles_in(region: str) -> RegionRoleRecords:
+            return RegionRoleRecords(Table(self.clients.regional_client("dynamodb", region), self.settings.table_name))
+
+        def series_in(region: str) -> MetricSeries:
+            return MetricSeries(self.clients.regional_client("cloudwatch", region))
+
+        return GlobalTableProbe(roles_in, series_in, self.clock, table=self.settings.table_name)
 
     @cached_property
     def replication_lag(self) -> ReplicationLagReader:

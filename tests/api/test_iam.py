@@ -24,11 +24,13 @@ def _api_grants() -> set[tuple[str, str]]:
     grants = set()
     for policy in role["Policies"]:
         for granted in policy["PolicyDocument"]["Statement"]:
-            # A statement granted under `!If [SingleRegion, ...]`: as the one-region stack has it (none, for the
-            # other regions' results: tests/template/test_regions.py).
-            statement = granted["Fn::If"][1] if "Fn::If" in granted else granted
+            # A statement granted under a region mode's condition: as the one-region stack has it (none, for the
+            # other regions' results and region-role items: tests/template/test_regions.py).
+            statement = granted
             if "Fn::If" in granted:
-                assert granted["Fn::If"][0] == "SingleRegion"
+                condition, when, otherwise = granted["Fn::If"]
+                assert condition in ("SingleRegion", "StrongRegions", "EventualRegions"), condition
+                statement = when if condition == "SingleRegion" else otherwise
             if statement == {"Ref": "AWS::NoValue"} or statement["Effect"] != "Allow":
                 continue
             for named in _as_list(statement["Resource"]):

@@ -1,6 +1,6 @@
 """/v1/regions (docs/regions.md): an admin reads the regions' roles and fails over; RegionMode eventual only. The
-failover is refused while replication cannot be told to have caught up unless forced; forced, it names the runs that
-may run twice; each publishes `Region Failover`."""
+failover hands over first (no region active), and completes once replication has caught up, or forced; forced, it
+names the runs that may run twice; each publishes `Region Failover`."""
 
 from __future__ import annotations
 
@@ -17,7 +17,13 @@ from tests.api.test_audit_trail import audit_items
 from tests.harness import START, Pipeline
 
 ADMIN = role_identity("tickwork-admin", session="ops")
-NO_ACTIVE_REGION = {"active_region": None, "epoch": None, "since": None}
+NO_ACTIVE_REGION = {
+    "active_region": None,
+    "epoch": None,
+    "since": None,
+    "handing_over_to": None,
+    "handing_over_from": None,
+}
 
 
 @pytest.fixture
@@ -75,12 +81,7 @@ def test_no_region_is_active_until_an_admin_fails_over_to_one(eventual_api):
 def test_the_health_endpoint_shows_the_replication_lag_of_this_regions_writes(eventual_api):
     """CloudWatch's ReplicationLatency of the global table to the other region, as AWS (and tickwork dev) publish it."""
     pipeline = eventual_api.pipeline
-    ReplicationLatencyPublisher(
-        lambda: {("us-east-1", "us-east-2"): 1.25},
-        {"us-east-1": pipeline.services.clients.client("cloudwatch")},
-        table=pipeline.services.settings.table_name,
-        clock=pipeline.clock,
-    ).publish()
+    _publish_latency(pipeline, 1.25)
     pipeline.clock.advance(1)
     health = eventual_api.get("/v1/health", identity=ACME)
     assert health.status == 200, health.text
@@ -90,17 +91,79 @@ def test_the_health_endpoint_shows_the_replication_lag_of_this_regions_writes(ev
     )
 
 
-def test_a_failover_from_an_active_region_waits_for_replication_unless_forced_and_names_the_runs_in_flight(
-    eventual_api,
-):
+def _publish_latency(pipeline: Pipeline, seconds: float) -> None:
+    """us-east-1's writes reach us-east-2 in `seconds`, as CloudWatch (and tickwork dev) publish it there."""
+    ReplicationLatencyPublisher(
+        lambda: {("us-east-1", "us-east-2"): seconds},
+        {"us-east-1": pipeline.services.clients.client("cloudwatch")},
+        table=pipeline.services.settings.table_name,
+        clock=pipeline.clock,
+    ).publish()
+
+
+def test_a_failover_hands_over_first_and_completes_once_replication_has_caught_up(eventual_api):
+    """One table stands for both replicas (replication caught up at once): the old region's replica shows the
+    handover as soon as it is written; what is waited for is its last writes' replication."""
+    pipeline = eventual_api.pipeline
+    assert eventual_api.post("/v1/regions/failover", {"to": "us-east-1"}, identity=ADMIN).status == 200
+    job = eventual_api.create(schedule={"at": (START + timedelta(minutes=4)).isoformat()})  # past the horizon
+    handover = eventual_api.post("/v1/regions/failover", {"to": "us-east-2"}, identity=ADMIN)
+    assert handover.status == 409, handover.text
+    assert handover.json["detail"] == (
+        "handing over from us-east-1 to us-east-2 (epoch 2, no region active): replication has not caught up with "
+        "the old active region; wait, or force; asking again completes it"
+    )
+    status = eventual_api.get("/v1/regions", identity=ADMIN).json
+    assert {k: status[k] for k in ("active_region", "epoch", "handing_over_to", "handing_over_from")} == {
+        "active_region": None,
+        "epoch": 2,
+        "handing_over_to": "us-east-2",
+        "handing_over_from": "us-east-1",
+    }
+    # The old active region's tick claims nothing from its next fence read on.
+    pipeline.clock.advance(3 * 60)
+    pipeline.tick()
+    assert pipeline.runs_of(job["id"]) == []
+    # No ReplicationLatency from the old region: it cannot be told (the CLI stops and prints why).
+    unknown = eventual_api.post("/v1/regions/failover", {"to": "us-east-2"}, identity=ADMIN)
+    assert unknown.status == 409, unknown.text
+    assert "cannot be told" in unknown.json["detail"]
+    assert unknown.json["detail"].endswith("no ReplicationLatency data from the old active region to the target")
+    _publish_latency(pipeline, 1.5)
+    pipeline.clock.advance(1)
+    waiting = eventual_api.post("/v1/regions/failover", {"to": "us-east-2"}, identity=ADMIN)
+    assert waiting.status == 409, waiting.text
+    assert "replication has not caught up" in waiting.json["detail"]
+    assert "waiting 71 s more" in waiting.json["detail"]  # 60 s for a fenced write, 1.5 s latency, 10 s margin
+    assert eventual_api.get("/v1/regions", identity=ADMIN).json["epoch"] == 2  # a refusal writes nothing
+    pipeline.clock.advance(71)
+    done = eventual_api.post("/v1/regions/failover", {"to": "us-east-2"}, identity=ADMIN)
+    assert done.status == 200, done.text
+    assert {k: done.json[k] for k in ("active_region", "epoch", "previous_region", "forced", "possibly_twice")} == {
+        "active_region": "us-east-2",
+        "epoch": 3,
+        "previous_region": "us-east-1",
+        "forced": False,
+        "possibly_twice": [],
+    }
+    assert [e["epoch"] for e in _published(pipeline)] == [1, 3]  # the handover is no failover yet
+    failovers = [r for r in audit_items(pipeline) if r["action"] == "region.failover"]
+    assert [r["resource"]["id"] for r in sorted(failovers, key=lambda r: r["at"])] == [
+        "us-east-1",
+        "us-east-2",
+        "us-east-2",
+    ]
+    # The new active region claims (here: the same table, its fence naming it).
+    pipeline.services.region_fence.region = "us-east-2"
+    pipeline.tick()
+    assert len(pipeline.runs_of(job["id"])) == 1
+
+
+def test_a_forced_failover_is_one_step_and_names_the_runs_in_flight(eventual_api):
     assert eventual_api.post("/v1/regions/failover", {"to": "us-east-1"}, identity=ADMIN).status == 200
     # A run in flight: claimed when its job was created (due within the horizon), not ended.
     job = eventual_api.create(schedule={"at": (START + timedelta(seconds=30)).isoformat()})
     (run,) = eventual_api.pipeline.runs_of(job["id"])
-    refused = eventual_api.post("/v1/regions/failover", {"to": "us-east-2"}, identity=ADMIN)
-    assert refused.status == 409, refused.text
-    assert "replication has not caught up" in refused.json["detail"]
-    assert eventual_api.get("/v1/regions", identity=ADMIN).json["active_region"] == "us-east-1"
     forced = eventual_api.post("/v1/regions/failover", {"to": "us-east-2", "force": True}, identity=ADMIN)
     assert forced.status == 200, forced.text
     assert forced.json["active_region"] == "us-east-2"
@@ -110,11 +173,21 @@ def test_a_failover_from_an_active_region_waits_for_replication_unless_forced_an
     assert forced.json["possibly_twice"] == [run.id]
     assert [e["epoch"] for e in _published(eventual_api.pipeline)] == [1, 2]
     assert _published(eventual_api.pipeline)[1]["possibly_twice"] == [run.id]
-    # The refused failover changed nothing, so left no record; each made one did.
     failovers = [r for r in audit_items(eventual_api.pipeline) if r["action"] == "region.failover"]
     assert sorted(r["resource"]["id"] for r in failovers) == ["us-east-1", "us-east-2"]
     (forced_record,) = [r for r in failovers if r["resource"]["id"] == "us-east-2"]
     assert forced_record["changes"]["active_region"] == {"before": "us-east-1", "after": "us-east-2"}
+
+
+def test_a_forced_failover_completes_a_handover_and_reports_the_runs_in_flight(eventual_api):
+    assert eventual_api.post("/v1/regions/failover", {"to": "us-east-1"}, identity=ADMIN).status == 200
+    job = eventual_api.create(schedule={"at": (START + timedelta(seconds=30)).isoformat()})
+    (run,) = eventual_api.pipeline.runs_of(job["id"])
+    assert eventual_api.post("/v1/regions/failover", {"to": "us-east-2"}, identity=ADMIN).status == 409
+    forced = eventual_api.post("/v1/regions/failover", {"to": "us-east-2", "force": True}, identity=ADMIN)
+    assert forced.status == 200, forced.text
+    assert (forced.json["epoch"], forced.json["previous_region"], forced.json["forced"]) == (3, "us-east-1", True)
+    assert forced.json["possibly_twice"] == [run.id]
 
 
 @pytest.mark.parametrize(

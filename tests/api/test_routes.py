@@ -30,6 +30,8 @@ def test_health_and_openapi(api):
             "active_region": None,
             "epoch": None,
             "since": None,
+            "handing_over_to": None,
+            "handing_over_from": None,
             "replication_lag_ms": None,
             "replication_lag_reason": "not RegionMode eventual",
         },

@@ -1,6 +1,6 @@
 """`tickwork regions status|failover` against the real API handler, in RegionMode eventual (docs/regions.md): a
-failover waits while replication has not caught up (the probe says when it has), gives up after --wait, and a forced
-one prints the runs that may run twice."""
+failover hands over, then waits while replication has not caught up (the probe says when it has), gives up after
+--wait, stops when it cannot be told, and a forced one prints the runs that may run twice."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from tickwork.model.regions import RegionRoles, Replication
 
 from tests.harness import START, Pipeline
 
@@ -22,9 +23,15 @@ class CatchingUp:
         self.behind = behind
         self.asked = 0
 
-    def caught_up(self, active: str, to: str) -> bool | None:
+    def caught_up(self, handover: RegionRoles) -> Replication:
+        assert handover.handing_over
         self.asked += 1
-        return self.asked > self.behind
+        return Replication(self.asked > self.behind, "waiting 5 s more")
+
+
+class CannotTell:
+    def caught_up(self, handover: RegionRoles) -> Replication:
+        return Replication(None, "the old active region us-east-1 did not answer (DynamoDB: EndpointConnectionError)")
 
 
 @pytest.fixture
@@ -45,11 +52,28 @@ def test_a_failover_waits_until_replication_has_caught_up(cli):
     started = cli.pipeline.clock.now()
     result = cli("regions", "failover", "--to", "us-east-2", output="table")
     assert result.exit_code == 0, result.output + result.stderr
-    assert "active: us-east-2 (epoch 2), was us-east-1" in result.stdout
-    assert probe.asked == 3
-    assert cli.pipeline.clock.now() - started == timedelta(seconds=10)  # two polls of 5 s
-    assert result.stderr.count("replication has not caught up") == 2
+    assert "active: us-east-2 (epoch 3), was us-east-1" in result.stdout
+    assert probe.asked == 3  # not on the first ask, which wrote the handover
+    assert cli.pipeline.clock.now() - started == timedelta(seconds=15)  # three polls of 5 s
+    assert result.stderr.count("replication has not caught up") == 3
+    assert "handing over from us-east-1 to us-east-2 (epoch 2, no region active)" in result.stderr
     assert cli.json("regions", "status")["active_region"] == "us-east-2"
+
+
+def test_a_failover_that_cannot_tell_stops_and_says_why(cli):
+    cli.json("regions", "failover", "--to", "us-east-1")
+    cli.pipeline.services.region_failovers.probe = CannotTell()
+    started = cli.pipeline.clock.now()
+    result = cli("regions", "failover", "--to", "us-east-2", output="table")
+    assert result.exit_code != 0
+    assert "cannot be told" in result.stderr
+    assert "us-east-1 did not answer (DynamoDB: EndpointConnectionError)" in result.stderr
+    assert cli.pipeline.clock.now() - started == timedelta(seconds=5)  # the handover's answer, then this one
+    status = cli.json("regions", "status")
+    assert (status["active_region"], status["handing_over_to"]) == (None, "us-east-2")
+    forced = cli("regions", "failover", "--to", "us-east-2", "--force", output="table")
+    assert forced.exit_code == 0, forced.output + forced.stderr
+    assert forced.stdout.splitlines() == ["active: us-east-2 (epoch 3), was us-east-1"]
 
 
 def test_a_failover_gives_up_after_its_wait(cli):
@@ -60,7 +84,8 @@ def test_a_failover_gives_up_after_its_wait(cli):
     assert result.exit_code != 0
     assert "replication has not caught up" in result.stderr
     assert cli.pipeline.clock.now() - started == timedelta(seconds=10)
-    assert cli.json("regions", "status")["active_region"] == "us-east-1"
+    status = cli.json("regions", "status")  # handing over: no region active until it completes, or is forced
+    assert (status["active_region"], status["handing_over_from"], status["epoch"]) == (None, "us-east-1", 2)
 
 
 def test_a_forced_failover_does_not_wait_and_prints_the_runs_that_may_run_twice(cli):
@@ -72,4 +97,4 @@ def test_a_forced_failover_does_not_wait_and_prints_the_runs_that_may_run_twice(
     assert result.exit_code == 0, result.output + result.stderr
     assert result.stdout.splitlines() == ["active: us-east-2 (epoch 2), was us-east-1", run.id]
     assert "forced: 1 run(s) may run twice" in result.stderr
-    assert probe.asked == 1
+    assert probe.asked == 0  # from an active region there is no handover to ask about

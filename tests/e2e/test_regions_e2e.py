@@ -5,7 +5,9 @@ under a steady load of one-shots, a cron and a workflow; every node of one regio
 - eventual: a table each and the local MREC replicator; us-east-1 is active (the local runtime makes the first region
   active, epoch 1) and us-west-2 passive, which claims and runs nothing; the active one is killed, then
   `POST /v1/regions/failover {"to": "us-west-2", "force": true}` (what `tickwork regions failover --to us-west-2
-  --force` sends: the killed region cannot confirm replication) makes us-west-2 active under epoch 2.
+  --force` sends: the killed region cannot confirm replication) makes us-west-2 active under epoch 2. And, with both
+  regions alive, a failover without force: the handover, then, once the probe says replication has caught up, the
+  target active (epoch 3), nothing reported to run twice.
 
 Counted over the surviving region's API: no occurrence lost, no duplicated run record (each occurrence has exactly
 one), effects run twice (a run's completion printed twice) none in strong and only runs the forced failover reported
@@ -334,3 +336,40 @@ def test_eventual_regions_fail_over_after_the_active_region_is_killed_doubling_o
         assert figures["survivor_runs_finished_before_recovery"] == 0, "the passive region ran before the failover"
         _assert_workflow_counted(figures, possibly_twice=set(failover["possibly_twice"]))
         assert regions.apis[west].get("/v1/regions")["active_region"] == west
+
+
+HANDOVER_BOUND_SECONDS = 150  # the probe's wait (FENCE_READ_TO_WRITE + latency + margin: ~71 s) and the asks between
+FIRST_LATENCY_SECONDS = 20  # tickwork_local.aws.replication_latency's period (10 s), and some
+
+
+def test_eventual_a_live_active_region_hands_over_without_force_once_replication_has_caught_up() -> None:
+    """The failover's two steps against the target's API, over the local replicator: the handover, which the old
+    region's API shows once replicated; then the target's probe reads us-east-1's table and CloudWatch through
+    us-east-1's own endpoint, as on AWS, and the target becomes active with nothing reported to run twice."""
+    east, west = "us-east-1", "us-west-2"
+    with running_regions("eventual", [east, west], "--replication-lag", "1") as regions:
+        target = regions.apis[west]
+        handover = target.post("/v1/regions/failover", {"to": west}, expect=409)
+        assert f"handing over from {east} to {west}" in handover["detail"], handover
+        asked_at = time.monotonic()
+        wait_for(
+            lambda: regions.apis[east].get("/v1/regions")["handing_over_to"] == west, 30, 0.2, "the handover replicated"
+        )
+        done: dict[str, Any] | None = None
+        while done is None and time.monotonic() - asked_at < HANDOVER_BOUND_SECONDS:
+            time.sleep(5)  # as the CLI asks again
+            answer = target.post("/v1/regions/failover", {"to": west}, expect=(200, 409))
+            if "active_region" in answer:
+                done = answer
+            elif "no ReplicationLatency data" in answer["detail"]:
+                # The local runtime puts its first latencies into CloudWatch 10 s after its replicator starts.
+                assert time.monotonic() - asked_at < FIRST_LATENCY_SECONDS, answer
+            else:
+                assert "replication has not caught up" in answer["detail"], answer
+        assert done is not None, f"not active within {HANDOVER_BOUND_SECONDS} s"
+        waited = time.monotonic() - asked_at
+        print(json.dumps({"handover_to_active_s": round(waited, 1), "failover": done}, indent=2))
+        assert (done["active_region"], done["epoch"], done["previous_region"]) == (west, 3, east), done
+        assert (done["forced"], done["possibly_twice"]) == (False, []), done
+        assert waited >= 70, waited  # FENCE_READ_TO_WRITE (60 s) + REPLICATION_MARGIN (10 s) at least
+        wait_for(lambda: regions.apis[east].get("/v1/regions")["active_region"] == west, 30, 0.2, "replicated")

@@ -1,6 +1,7 @@
-"""RegionMode eventual's fencing (docs/regions.md), against moto: only the active region claims and leases; a failover
-during a tick stops its claims and sends; an executor fenced by a failover while its handler ran does not record the
-outcome, and the new active region runs the run again: one of the runs a forced failover reports.
+"""RegionMode eventual's fencing (docs/regions.md), against moto: only the active region claims (its tick, and its API
+at a job's create) and leases; a failover during a tick stops its claims and sends; an executor fenced by a failover
+while its handler ran does not record the outcome, and the new active region runs the run again: one of the runs a
+forced failover reports.
 
 One moto table plays the global table with replication caught up (the failover's item seen at once in every region):
 this pipeline's region is the table client's (us-east-1); "the other region" is the same pipeline with its fence
@@ -62,6 +63,8 @@ def _fail_over(pipeline: Pipeline, to: str, *, force: bool = False, caught_up: b
     )
     assert isinstance(plan, FailoverPlan)
     assert regions.fail_over(plan)
+    if plan.handover:  # replication caught up at once: complete it
+        return _fail_over(pipeline, to, force=force, caught_up=caught_up)
     return plan
 
 
@@ -173,3 +176,47 @@ def test_a_failover_during_a_tick_stops_its_claims_and_sends_and_the_new_region_
     assert len(runs) == 25
     assert all(r.status is RunStatus.SUCCEEDED and r.attempts == 1 for r in runs)
     assert sorted(run_id for run_id, _ in EFFECTS) == sorted(r.id for r in runs)  # each ran once
+
+
+SOON = START + timedelta(seconds=30)  # within the horizon when created: job creation claims it (where it may)
+
+
+def test_a_passive_regions_api_does_not_claim_a_job_due_soon_and_the_active_regions_tick_does(eventual):
+    _fail_over(eventual, HERE)
+    _in_region(eventual, THERE)  # the job is created through the passive region's API
+    job = eventual.create_job(type="region-drill", schedule={"at": SOON})
+    assert eventual.runs_of(job.id) == []
+    assert eventual.receive(Band.NORMAL) == []  # nothing sent to the passive region's queue either
+    _in_region(eventual, HERE)
+    assert eventual.tick()["dispatched"] == 1
+    assert [r.status for r in eventual.runs_of(job.id)] == [RunStatus.QUEUED]
+
+
+def test_during_a_handover_no_regions_api_claims_at_create(eventual):
+    _fail_over(eventual, HERE)
+    regions = eventual.services.store.regions
+    handover = plan_failover(
+        RegionMode.EVENTUAL, regions.roles(), THERE, REGIONS, caught_up=None, force=False, now=eventual.clock.now()
+    )
+    assert isinstance(handover, FailoverPlan)
+    assert regions.fail_over(handover)
+    for region in REGIONS:
+        _in_region(eventual, region)
+        job = eventual.create_job(type="region-drill", schedule={"at": SOON})
+        assert eventual.runs_of(job.id) == []
+        assert eventual.tick()["dispatched"] == 0
+
+
+def test_the_active_regions_api_claims_a_job_due_soon_at_create(eventual):
+    _fail_over(eventual, HERE)
+    job = eventual.create_job(type="region-drill", schedule={"at": SOON})
+    assert [r.status for r in eventual.runs_of(job.id)] == [RunStatus.QUEUED]
+
+
+@pytest.mark.parametrize("mode", ["single", "strong"])
+def test_where_every_region_works_any_regions_api_claims_at_create(mocked_aws: None, mode: str) -> None:
+    with Pipeline.create(REGION_MODE=mode, GLOBAL_TABLE_REGIONS=",".join(REGIONS)) as pipeline:
+        _in_region(pipeline, THERE)
+        job = pipeline.create_job(type="region-drill", schedule={"at": SOON})
+        assert [r.status for r in pipeline.runs_of(job.id)] == [RunStatus.QUEUED]
+        assert not [c for c in pipeline.calls.params("GetItem") if c["Key"]["pk"]["S"] == "REGIONS"]  # none read

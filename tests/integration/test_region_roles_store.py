@@ -40,10 +40,19 @@ def test_a_failover_replaces_the_epoch_it_was_planned_from_and_a_racing_one_lose
     to_b, to_c = _plan(current, "us-east-2", minutes=5), _plan(current, "us-west-2", minutes=5)
     assert regions.fail_over(to_b)
     assert not regions.fail_over(to_c)
-    assert regions.roles() == RegionRoles(active_region="us-east-2", epoch=2, since=START + timedelta(minutes=5))
+    # The handover: no region active, naming both.
+    handover = RegionRoles(
+        epoch=2, since=START + timedelta(minutes=5), handing_over_to="us-east-2", handing_over_from="us-east-1"
+    )
+    assert regions.roles() == handover
+    assert regions.fail_over(_plan(handover, "us-east-2", minutes=6))
+    assert regions.roles() == RegionRoles(active_region="us-east-2", epoch=3, since=START + timedelta(minutes=6))
+    # A completion planned from the handover, replayed, loses: the epoch moved.
+    assert not regions.fail_over(_plan(handover, "us-east-2", minutes=7))
     # Failing back, from what is there now.
     assert regions.fail_over(_plan(regions.roles(), "us-east-1", minutes=9))
-    assert regions.roles() == RegionRoles(active_region="us-east-1", epoch=3, since=START + timedelta(minutes=9))
+    assert regions.fail_over(_plan(regions.roles(), "us-east-1", minutes=10))
+    assert regions.roles() == RegionRoles(active_region="us-east-1", epoch=5, since=START + timedelta(minutes=10))
 
 
 def test_the_local_regions_make_the_first_region_active_under_epoch_1_and_only_once(pipeline):

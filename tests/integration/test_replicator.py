@@ -15,6 +15,8 @@ from botocore.exceptions import EndpointConnectionError
 from tickwork.model.clock import FakeClock
 from tickwork_local.aws.replicator import Replica, Replicator
 
+from tests.harness import create_keyed_table
+
 EAST, WEST = "us-east-1", "eu-west-1"  # WEST sorts first: a tie would go to EAST, so the tests never rely on ties
 TABLE = "jobs"
 LAG = 1.0
@@ -45,15 +47,7 @@ def regions(mocked_aws: None) -> dict[str, Any]:
     clients = {}
     for region in (EAST, WEST):
         client = boto3.client("dynamodb", region_name=region)
-        client.create_table(
-            TableName=TABLE,
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        create_keyed_table(client, TABLE)
         clients[region] = client
     return clients
 

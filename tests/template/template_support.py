@@ -223,6 +223,10 @@ def evaluate(template: dict[str, Any], value: Any, parameters: dict[str, str] | 
                 return text.split(walk(arg)[0])
             if key == "Fn::Sub" and isinstance(arg, str):
                 return re.sub(r"\$\{([^!}.]+)\}", lambda m: given.get(m.group(1), m.group(0)), arg)
+            if key == "Fn::Sub" and isinstance(arg, list):  # with variables of its own
+                text, variables = arg
+                known = given | {name: v for name, v in walk(variables).items() if isinstance(v, str)}
+                return re.sub(r"\$\{([^!}.]+)\}", lambda m: known.get(m.group(1), m.group(0)), text)
             if key == "Fn::Join":
                 separator, items = walk(arg)
                 return separator.join(items)

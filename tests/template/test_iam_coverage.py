@@ -128,6 +128,8 @@ def _granted(template, role: str) -> set[tuple[str, tuple[str, str]]]:
             elif isinstance(resource, dict) and str(resource.get("Fn::Sub", "")).startswith(_GLOBAL_TABLE_ARN):
                 # A grant of RegionMode strong only (the expiry sweep's): the global table, the local table here.
                 target = ("JobsTable", resource["Fn::Sub"].removeprefix(_GLOBAL_TABLE_ARN))
+            elif isinstance(resource, dict) and isinstance(resource.get("Fn::Sub"), list):
+                target = ("?", str(resource["Fn::Sub"][0]))  # another region's ARN: no call here reaches it
             elif isinstance(resource, dict) and "Fn::Sub" in resource:
                 match = re.fullmatch(r"\$\{(\w+)\.Arn\}(.*)", resource["Fn::Sub"])
                 target = (match.group(1), match.group(2)) if match else ("?", resource["Fn::Sub"])

@@ -25,14 +25,19 @@ def _table_names(resources: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return {name: resources[name]["Properties"]["Environment"]["Variables"]["TABLE_NAME"] for name in FUNCTIONS}
 
 
-def _dynamodb_resources(template: dict[str, Any], parameters: dict[str, str]) -> list[Any]:
+def _dynamodb_statements(template: dict[str, Any], parameters: dict[str, str]) -> list[dict[str, Any]]:
     deployed = [evaluate(template, statement, parameters) for _, statement in iam_statements(template, as_written=True)]
     return [
-        statement["Resource"]
+        statement
         for statement in deployed
         if isinstance(statement, dict) and "Action" in statement  # not a statement its condition leaves out
         if any(str(action).startswith("dynamodb:") for action in _actions(statement))
     ]
+
+
+def _dynamodb_resources(template: dict[str, Any], parameters: dict[str, str]) -> list[Any]:
+    """This region's: every statement's but the failover probe's, which reads every replica (below)."""
+    return [s["Resource"] for s in _dynamodb_statements(template, parameters) if s.get("Sid") != EVERY_REPLICA]
 
 
 def _actions(statement: dict[str, Any]) -> list[Any]:
@@ -159,6 +164,26 @@ def test_only_the_first_region_creates_the_table_and_every_region_uses_it_by_nam
     assert set(_table_names(elsewhere).values()) == {"tickwork-jobs"}
     for resource in _dynamodb_resources(template, parameters):
         assert resource == GLOBAL_ARN or resource.startswith(f"{GLOBAL_ARN}/index/"), resource
+
+
+EVERY_REPLICA = "ReadRegionRolesInEveryReplica"
+
+
+@pytest.mark.parametrize("regions", ["us-east-1,us-east-2,us-west-2", "us-east-1,us-west-2"])
+def test_in_eventual_the_api_may_read_the_region_role_item_in_every_replica_and_nothing_else_there(template, regions):
+    """A failover's replication probe (tickwork.control.replication_probe) reads the old active region's replica."""
+    parameters = {**EVENTUAL_PARAMETERS, "GlobalTableRegions": regions}
+    (statement,) = [
+        s for s in _dynamodb_statements(template, _in("us-east-2", parameters)) if s.get("Sid") == EVERY_REPLICA
+    ]
+    assert statement["Action"] == "dynamodb:GetItem"
+    assert statement["Resource"] == [
+        f"arn:${{AWS::Partition}}:dynamodb:{region}:${{AWS::AccountId}}:table/tickwork-jobs"
+        for region in regions.split(",")
+    ]
+    assert statement["Condition"] == {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["REGIONS"]}}
+    for other in (STRONG_PARAMETERS, {}):
+        assert not [s for s in _dynamodb_statements(template, _in("us-east-2", other)) if s.get("Sid") == EVERY_REPLICA]
 
 
 def test_a_passive_region_does_not_tick(template):

@@ -75,14 +75,19 @@ FAKE_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",  # moto's placeholder credentials
 }
-# The other regions' endpoints (`tickwork dev --regions`: `us-east-1=http://...,us-west-2=http://...`), where this
-# node's API reads a result another region's bucket holds (docs/regions.md, "Results").
+# Every region's endpoint (`tickwork dev --regions`: `us-east-1=http://...,us-west-2=http://...`), where this node's
+# clients of another region send: its API reads a result another region's bucket holds (docs/regions.md,
+# "Results"); a failover's replication probe reads the old active region's replica and metrics.
 REGION_ENDPOINTS_ENV = "TICKWORK_LOCAL_REGION_ENDPOINTS"
 
 
+def region_endpoints(value: str) -> dict[str, str]:
+    """`REGION_ENDPOINTS_ENV`'s value as {region: endpoint URL}."""
+    return dict(part.strip().split("=", 1) for part in value.split(",") if "=" in part)
+
+
 def region_endpoints_from_env() -> dict[str, str]:
-    value = os.environ.get(REGION_ENDPOINTS_ENV, "")
-    return dict(pair.split("=", 1) for pair in value.split(",") if "=" in pair)
+    return region_endpoints(os.environ.get(REGION_ENDPOINTS_ENV, ""))
 
 
 @dataclass

@@ -10,7 +10,8 @@ results bucket, named for its region as deployed (moto keeps every region's apar
 - eventual: a moto server per region, each with its own table (and queues and bucket), and the local MREC replicator
   (tickwork_local.aws.replicator) between the tables, with a configurable lag; its latencies go into each region's
   CloudWatch as DynamoDB's ReplicationLatency (tickwork_local.aws.replication_latency), where the nodes' health
-  endpoint reads them as on AWS. The nodes run as RegionMode eventual
+  endpoint reads them as on AWS. Each node knows every region's endpoint (REGION_ENDPOINTS_ENV), so a failover's
+  replication probe reads the old active region's table and CloudWatch as on AWS. The nodes run as RegionMode eventual
   (the fence reads the region-role item), and the first region is made active under epoch 1 before they start, as
   the runbook's first failover does deployed (docs/regions.md, "Runbook"): its table holds the item, which reaches
   the others by replication.

@@ -69,8 +69,9 @@ class AwsClients:
         return self._cached(f"{service}#once#{seconds}", config, service=service)
 
     def regional_client(self, service: str, region: str) -> Any:
-        """The service's client in another region (its own regional endpoint): one attempt, bounded timeouts. Cached
-        per region."""
+        """The service's client in another region (its own regional endpoint): one attempt, bounded timeouts, so that
+        a region that does not answer holds no API request (a result read there, a failover's replication probe).
+        Cached per region."""
         extra: dict[str, Any] = {"region_name": region}
         if region in self._region_endpoints:
             extra["endpoint_url"] = self._region_endpoints[region]

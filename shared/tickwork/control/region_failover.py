@@ -3,12 +3,15 @@ and a failover that makes another one active (`tickwork regions failover --to RE
 /v1/regions/failover).
 
 A failover is decided by tickwork.model.regions.plan_failover and written to the region-role item, conditioned on
-the epoch it replaces; then `Region Failover` goes on the bus. It is refused while replication has not caught up with
-the active region unless forced; forced, its answer names the runs that may run twice (every run not ended, which
+the epoch it replaces, with its audit record. Not forced, it takes two requests: the first writes the handover (no
+region active, so the old one stops at its next fence read) and is answered 409, replication not caught up yet; a
+later one, once replication has caught up with the old region, makes the target active, and `Region Failover` goes
+on the bus. Forced, it is one request, and its answer names the runs that may run twice (every run not ended, which
 the due index holds until an outcome: tickwork.model.regions.possibly_twice).
 
-Whether replication has caught up is a `ReplicationProbe`'s answer. In AWS none is built: `UNKNOWN_REPLICATION`
-cannot tell, so a failover from an active region needs `force` (docs/regions.md, section 7).
+Whether replication has caught up is a `ReplicationProbe`'s answer: on AWS (and in `tickwork dev`)
+tickwork.control.replication_probe's; without one (`UNKNOWN_REPLICATION`) it cannot be told, and a handover is
+completed only by force.
 """
 
 from __future__ import annotations
@@ -25,7 +28,16 @@ from tickwork.model.audit import Attribution, AuditResource
 from tickwork.model.clock import Clock
 from tickwork.model.errors import Conflict
 from tickwork.model.ids import ItemKind
-from tickwork.model.regions import FailoverPlan, RegionMode, SeenRun, plan_failover, possibly_twice
+from tickwork.model.regions import (
+    FailoverPlan,
+    FailoverRefusal,
+    RegionMode,
+    RegionRoles,
+    Replication,
+    SeenRun,
+    plan_failover,
+    possibly_twice,
+)
 from tickwork.model.run_event_kinds import RunEventKind
 from tickwork.model.run_events import RunEvent, event_id
 from tickwork.model.states import RunStatus
@@ -57,6 +69,10 @@ class RegionStatus(BaseModel):
     active_region: str | None = None
     epoch: int | None = None
     since: datetime | None = None
+    handing_over_to: str | None = Field(
+        default=None, description="During a handover (no region active): the region it makes active."
+    )
+    handing_over_from: str | None = Field(default=None, description="During a handover: the old active region.")
 
 
 class FailoverResult(BaseModel):
@@ -69,14 +85,14 @@ class FailoverResult(BaseModel):
 
 
 class ReplicationProbe(Protocol):
-    def caught_up(self, active: str, to: str) -> bool | None:
-        """Whether every write of `active` has reached `to`'s replica; None: it cannot be told."""
+    def caught_up(self, handover: RegionRoles) -> Replication:
+        """Whether every write of the region handed over from has reached the region handed over to."""
         ...
 
 
 class _UnknownReplication:
-    def caught_up(self, active: str, to: str) -> bool | None:
-        return None
+    def caught_up(self, handover: RegionRoles) -> Replication:
+        return Replication(None, "no replication probe")
 
 
 UNKNOWN_REPLICATION: ReplicationProbe = _UnknownReplication()
@@ -105,32 +121,32 @@ class RegionFailovers:
         roles = self.records.roles() if self.mode is RegionMode.EVENTUAL else None
         if roles is None:
             return RegionStatus(mode=self.mode, region=self.region)
-        return RegionStatus(
-            mode=self.mode, region=self.region, active_region=roles.active_region, epoch=roles.epoch, since=roles.since
-        )
+        return RegionStatus(mode=self.mode, region=self.region, **roles.model_dump())
 
     def fail_over(self, request: FailoverRequest, *, by: Attribution, tenant: str) -> FailoverResult:
-        """Make `request.to` active under the next epoch; Conflict when refused, or when another failover changed the
-        roles first. Its audit record, attributed to `by` (an admin) in the admin's `tenant`, goes in the same write."""
+        """Make `request.to` active; Conflict when refused, when another failover changed the roles first, and when
+        this request wrote the handover (ask again once replication has caught up). Its audit record, attributed to
+        `by` (an admin) in the admin's `tenant`, goes in the same write."""
         roles = self.records.roles()
-        caught_up = self.probe.caught_up(roles.active_region, request.to) if roles is not None else None
+        replication = self._replication(roles, request.to)
         plan = plan_failover(
             self.mode,
             roles,
             request.to,
             self.regions,
-            caught_up=caught_up,
+            caught_up=replication.caught_up,
             force=request.force,
             now=self.clock.now(),
         )
         if not isinstance(plan, FailoverPlan):
-            raise Conflict(f"failover to {request.to} refused: {plan.value}")
+            why = f": {replication.reason}" if replication.reason and roles is not None and roles.handing_over else ""
+            raise Conflict(f"failover to {request.to} refused: {plan.value}{why}")
         audit = (
             self.audit.item(
                 by,
                 tenant=tenant,
                 action="region.failover",
-                resource=AuditResource(kind="region", id=plan.roles.active_region),
+                resource=AuditResource(kind="region", id=request.to),
                 before=plan.previous,
                 after=plan.roles,
             )
@@ -139,12 +155,21 @@ class RegionFailovers:
         )
         if not self.records.fail_over(plan, audit=audit):
             raise Conflict("another failover changed the regions' roles first; read them and try again")
+        if plan.handover:
+            logger.warning(
+                "region handover: no region active until replication has caught up",
+                extra={"by": by.actor.model_dump(mode="json"), "to": request.to, "epoch": plan.roles.epoch},
+            )
+            raise Conflict(
+                f"handing over from {plan.roles.handing_over_from} to {request.to} (epoch {plan.roles.epoch}, no "
+                f"region active): {FailoverRefusal.NOT_CAUGHT_UP.value}; asking again completes it"
+            )
         twice = possibly_twice(plan, self._runs_not_ended()) if plan.forced else []
         result = FailoverResult(
             active_region=plan.roles.active_region,
             epoch=plan.roles.epoch,
             since=plan.roles.since,
-            previous_region=plan.previous.active_region if plan.previous else None,
+            previous_region=(plan.previous.active_region or plan.previous.handing_over_from) if plan.previous else None,
             forced=plan.forced,
             possibly_twice=twice,
         )
@@ -167,6 +192,12 @@ class RegionFailovers:
         if not self.publish([event]):
             logger.error("Region Failover not taken by EventBridge; the failover stands")
         return result
+
+    def _replication(self, roles: RegionRoles | None, to: str) -> Replication:
+        """The probe's answer while `roles` hand over to `to`; otherwise there is nothing it could tell."""
+        if roles is None or not roles.handing_over or roles.handing_over_to != to:
+            return Replication(None)
+        return self.probe.caught_up(roles)
 
     def _runs_not_ended(self) -> list[SeenRun]:
         """Every run the due index holds (a run keeps its entry until its outcome), as this region's replica has it."""

@@ -29,21 +29,15 @@ class RegionRoleRecords:
         item = self._table.client.get_item(TableName=self._table.name, Key=ROLES_KEY, ConsistentRead=True).get("Item")
         if not item:
             return None
-        attrs = deserialize(item)
-        return RegionRoles(
-            active_region=attrs["active_region"],
-            epoch=int(attrs["epoch"]),
-            since=datetime.fromisoformat(attrs["since"]),
-        )
+        return roles_of(item)
 
     def fail_over(self, plan: FailoverPlan, *, audit: dict[str, Any] | None = None) -> bool:
         """Write the plan's roles if the item is still the one it was planned from (its epoch, or none); False: another
         failover changed it first. `audit`: its audit record's item, in the same transaction."""
         roles = plan.roles
-        item = {
-            **ROLES_KEY,
-            **serialize({"active_region": roles.active_region, "epoch": roles.epoch, "since": iso(roles.since)}),
-        }
+        named = {"active_region": roles.active_region, **_handover_names(roles)}
+        attrs = {"epoch": roles.epoch, "since": iso(roles.since)} | {k: v for k, v in named.items() if v is not None}
+        item = {**ROLES_KEY, **serialize(attrs)}
         if plan.previous is None:
             won, _ = self._table.put_if_absent(item, return_old=False, audit=audit)
             return won
@@ -51,6 +45,22 @@ class RegionRoleRecords:
             item, "epoch = :epoch", None, expression_values(epoch=plan.previous.epoch), audit=audit
         )
         return won
+
+
+def _handover_names(roles: RegionRoles) -> dict[str, str | None]:
+    return {"handing_over_to": roles.handing_over_to, "handing_over_from": roles.handing_over_from}
+
+
+def roles_of(item: dict[str, Any]) -> RegionRoles:
+    """The region-role item's roles (a GetItem's `Item`, of any region's replica)."""
+    attrs = deserialize(item)
+    return RegionRoles(
+        active_region=attrs.get("active_region"),
+        epoch=int(attrs["epoch"]),
+        since=datetime.fromisoformat(attrs["since"]),
+        handing_over_to=attrs.get("handing_over_to"),
+        handing_over_from=attrs.get("handing_over_from"),
+    )
 
 
 class RegionFence:

@@ -227,7 +227,7 @@ class Dispatcher:
 
     def dispatch_job(self, job: Job | Workflow) -> TickReport:
         """Claim and send a newly created job's (or workflow's) occurrences right away when they fall within the
-        horizon."""
+        horizon (RegionMode eventual: only in the active region; elsewhere its tick claims them)."""
         now = self.clock.now()
         if job.state is not JobState.ACTIVE or job.next_run_at is None or job.next_run_at > now + self.horizon:
             return TickReport()
@@ -253,6 +253,8 @@ class Dispatcher:
 
     def _dispatch_now(self, claimable: ClaimableJob, now: datetime) -> TickReport:
         report = TickReport()
+        if self.fence.admit("claim at create") is None:
+            return report  # RegionMode eventual, and not the active region: the active region's tick claims it
         try:
             keys = {(claimable.tenant, c) for c in claimable.calendars}
             claimable = TickBlockers.read(self.calendars, self.freezes.recent, keys).attach(claimable)

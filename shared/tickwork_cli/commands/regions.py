@@ -2,7 +2,7 @@
 active under which epoch, and a failover.
 
     tickwork regions status
-    tickwork regions failover --to us-east-2            # waits while replication has not caught up
+    tickwork regions failover --to us-east-2            # hands over, then waits until replication has caught up
     tickwork regions failover --to us-east-2 --force    # does not wait; prints the runs that may run twice
 """
 
@@ -48,8 +48,9 @@ def regions_failover(
         float, typer.Option("--wait", help="How long to wait for replication to catch up, in seconds.", min=0)
     ] = 300.0,
 ) -> None:
-    """Make REGION active under the next epoch: waits (up to --wait) while replication has not caught up with the
-    active region, unless --force."""
+    """Make REGION active: the first ask hands over (no region active, so the old one stops), and the CLI asks again
+    (up to --wait) until replication has caught up with the old active region; it stops when that cannot be told.
+    --force: at once."""
     waited = 0.0
     while True:
         try:

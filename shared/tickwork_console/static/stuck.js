@@ -54,7 +54,7 @@ export function RegionStrip() {
       <dt>Mode</dt><dd>${region.mode}</dd>
       <dt>This region</dt><dd><span class="mono">${region.region}</span> · ${role}</dd>
       ${region.mode === "eventual"
-        ? html`<dt>Active region</dt><dd>${region.active_region ? html`<span class="mono">${region.active_region}</span>` : "none yet"}</dd>
+        ? html`<dt>Active region</dt><dd>${region.active_region ? html`<span class="mono">${region.active_region}</span>` : region.handing_over_to ? html`none: handing over from <span class="mono">${region.handing_over_from}</span> to <span class="mono">${region.handing_over_to}</span>` : "none yet"}</dd>
             <dt>Epoch</dt><dd>${region.epoch ?? "none"}${region.since ? html` · since <${Time} value=${region.since} />` : null}</dd>
             <dt>Replication lag</dt><dd>${lag === null || lag === undefined ? html`<span class="muted">unknown: ${region.replication_lag_reason}</span>` : `${lag} ms`}</dd>`
         : null}
