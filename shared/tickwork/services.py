@@ -61,6 +61,7 @@ from tickwork.store.calendars import CalendarRecords
 from tickwork.store.conditional import Table
 from tickwork.store.deadlines import DeadlineRecords
 from tickwork.store.debounce import DebounceWindows
+from tickwork.store.expiry import ExpiryMarks
 from tickwork.store.freezes import FreezeReads, FreezeRecords
 from tickwork.store.regions import RegionFence, RegionRoleRecords
 from tickwork.store.run_search import RunSearchIndex
@@ -126,7 +127,7 @@ class Services:
             retention_days=s.run_retention_days,
             # An MRSC global table has no transactions (docs/regions.md section 2): audited changes go through intents.
             pending_audits=PendingAudits(self.clock) if s.region_mode == RegionMode.STRONG else None,
-            expiry_index=s.region_mode == RegionMode.STRONG,
+            expiry_marks=ExpiryMarks(self.clock) if s.region_mode == RegionMode.STRONG else None,
         )
 
     @cached_property
@@ -248,7 +249,7 @@ class Services:
     @cached_property
     def expiry_sweep(self) -> ExpirySweep | None:
         """The tick's deletes of expired items, in RegionMode strong only: an MRSC table has no TTL (the table's
-        writes mark the expiry index's bucket there, `JobStore(expiry_index=)`); elsewhere TTL deletes them."""
+        writes mark the expiry index's bucket there, `JobStore(expiry_marks=)`); elsewhere TTL deletes them."""
         from tickwork.tick.expiry_sweep import ExpirySweep
 
         if self.settings.region_mode != RegionMode.STRONG:

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
+from tickwork.model.clock import FakeClock
 from tickwork.model.expiry import (
     EXPIRY_SHARDS,
+    SWEEP_LAG,
     TICK_SECONDS,
     SweepBudget,
     bucket_name,
@@ -17,6 +19,7 @@ from tickwork.model.expiry import (
     hours_to_sweep,
     swept_past,
 )
+from tickwork.store.codec import serialize
 from tickwork.store.expiry import ExpiryMarks
 
 NOW = datetime(2026, 11, 29, 12, 30, tzinfo=UTC)
@@ -54,6 +57,22 @@ def test_a_sweep_reads_from_its_cursor_up_to_the_hour_before_now():
 def test_the_hour_now_is_in_is_never_swept():
     assert list(hours_to_sweep(HOUR, NOW, SweepBudget())) == []
     assert list(hours_to_sweep(HOUR + 1, NOW, SweepBudget())) == []  # a clock behind the one that moved it
+
+
+def test_the_hour_just_ended_is_swept_only_sweep_lag_after_its_end():
+    ended = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+    assert list(hours_to_sweep(HOUR - 1, ended + SWEEP_LAG - timedelta(seconds=1), SweepBudget())) == []
+    assert hours_to_sweep(HOUR - 1, ended + SWEEP_LAG, SweepBudget()) == range(HOUR - 1, HOUR)
+
+
+def test_an_expiry_already_past_when_written_goes_in_the_hour_of_the_write():
+    # The cursor may have passed the expiry's hour: never the write's (it moves only past hours ended before now).
+    written = int(NOW.timestamp())
+    past = written - 5 * 3600
+    assert expiry_bucket("JOB#j1", "RUN#1", past, written_at=written).startswith("X#2026-11-29T12#")
+    assert expiry_bucket("JOB#j1", "RUN#1", AT, written_at=written) == expiry_bucket("JOB#j1", "RUN#1", AT)
+    marked = ExpiryMarks(FakeClock(NOW)).item(serialize({"pk": "JOB#j1", "sk": "RUN#1", "expires_at": past}))
+    assert marked["expiry_bucket"]["S"].startswith("X#2026-11-29T12#")
 
 
 def test_a_backlog_is_read_a_budget_of_hours_a_tick():

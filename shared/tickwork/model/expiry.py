@@ -4,8 +4,9 @@ bucket an item's `expires_at` puts it in, which buckets a sweep reads, how far i
 An item that expires carries `expiry_bucket` = `X#<UTC hour of expires_at>#<shard>`, the partition key of the sparse
 expiry index (sort key `expires_at`). The shard, a stable hash of the item's key, spreads one hour's index writes
 (and the sweep's reads) over `EXPIRY_SHARDS` partitions. The tick sweeps whole hours, oldest first, from a cursor
-(the first hour not known to be empty) up to the hour before now, and moves the cursor past an hour only once a
-sweep found it empty: an hour whose entries it deleted is read once more, by a later tick, before it is passed.
+(the first hour not known to be empty) up to the last hour ended SWEEP_LAG ago, and moves the cursor past an hour
+only once a sweep found it empty: an hour whose entries it deleted is read once more, by a later tick, before it is
+passed. Never an hour the cursor has passed: an expiry already past when written is bucketed in the writer's hour.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 EXPIRY_INDEX = "expiry-index"
 EXPIRY_BUCKET = "expiry_bucket"  # the index's partition key; its sort key is `expires_at` (epoch seconds)
@@ -23,6 +24,9 @@ HOUR_SECONDS = 3600
 # The tick's timeout is 55 s (template.yaml, TickFunction): a sweep ends by this far into its tick, whatever its
 # own budget, so that a long claim leaves it less time, never the tick too little.
 TICK_SECONDS = 45.0
+# An hour is swept only this long after it ended: a writer's clock may be behind the tick's, and an index entry
+# appears after its item's write, so a bucket of the hour just ended may still be filling.
+SWEEP_LAG = timedelta(minutes=5)
 
 
 def expiry_hour(expires_at: int) -> int:
@@ -34,10 +38,12 @@ def bucket_name(hour: int, shard: int) -> str:
     return f"X#{datetime.fromtimestamp(hour * HOUR_SECONDS, tz=UTC):%Y-%m-%dT%H}#{shard}"
 
 
-def expiry_bucket(pk: str, sk: str, expires_at: int) -> str:
-    """The bucket of an item (by its key) that expires at `expires_at`."""
+def expiry_bucket(pk: str, sk: str, expires_at: int, *, written_at: int | None = None) -> str:
+    """The bucket of an item (by its key) that expires at `expires_at`, written at `written_at` (epoch seconds): an
+    expiry in an hour before the write's goes in the write's hour, which the cursor cannot have passed."""
     shard = zlib.crc32(f"{pk}\x00{sk}".encode()) % EXPIRY_SHARDS
-    return bucket_name(expiry_hour(expires_at), shard)
+    hour = expiry_hour(expires_at) if written_at is None else max(expiry_hour(expires_at), expiry_hour(written_at))
+    return bucket_name(hour, shard)
 
 
 def buckets_of(hour: int) -> list[str]:
@@ -65,9 +71,9 @@ class SweepBudget:
 
 
 def hours_to_sweep(swept_before: int | None, now: datetime, budget: SweepBudget) -> range:
-    """The hours a sweep reads, oldest first: from the cursor (no cursor yet: the previous hour) up to the hour
-    before now's, at most `budget.hours` of them. Empty while the cursor is at now's hour."""
-    current = expiry_hour(int(now.timestamp()))
+    """The hours a sweep reads, oldest first: from the cursor (no cursor yet: the previous hour) up to the last hour
+    ended SWEEP_LAG before now, at most `budget.hours` of them. Empty while the cursor is past it."""
+    current = expiry_hour(int((now - SWEEP_LAG).timestamp()))
     start = current - 1 if swept_before is None else swept_before
     return range(start, max(start, min(current, start + budget.hours)))
 

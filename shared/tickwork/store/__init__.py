@@ -188,13 +188,11 @@ class JobStore:
         shards: int = 8,
         retention_days: int = 30,
         pending_audits: PendingAudits | None = None,
-        expiry_index: bool = False,
+        expiry_marks: ExpiryMarks | None = None,
     ) -> None:
         # `pending_audits`: how an audited change is written without a transaction (RegionMode strong); None: in one.
-        # The expiry index (RegionMode strong: no TTL): every write of `expires_at` marks its bucket.
-        self._table = Table(
-            client, table_name, audited_writes=pending_audits, expiry=ExpiryMarks() if expiry_index else None
-        )
+        # `expiry_marks`: the expiry index's (RegionMode strong: no TTL): every write of `expires_at` marks its bucket.
+        self._table = Table(client, table_name, audited_writes=pending_audits, expiry=expiry_marks)
         self.table = table_name
         self.shards = shards
         self.retention = timedelta(days=retention_days)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tickwork.model.clock import Clock
 from tickwork.model.expiry import EXPIRY_BUCKET, EXPIRY_INDEX, expiry_bucket
 from tickwork.store.codec import expression_values
 
@@ -25,13 +26,21 @@ _BUCKET_VALUE = ":expiry_bucket"
 
 
 class ExpiryMarks:
-    """Adds the expiry bucket to a write (DynamoDB JSON, as sent) that writes `expires_at`."""
+    """Adds the expiry bucket to a write (DynamoDB JSON, as sent) that writes `expires_at`. `clock`: when the write
+    is made (an expiry already past is bucketed in that hour, tickwork.model.expiry.expiry_bucket)."""
+
+    def __init__(self, clock: Clock | None = None) -> None:
+        self.clock = clock
+
+    def _written_at(self) -> int | None:
+        return None if self.clock is None else int(self.clock.now().timestamp())
 
     def item(self, item: dict[str, Any]) -> dict[str, Any]:
         """A Put's item, with its bucket if it expires."""
         if EXPIRES_AT not in item:
             return item
-        bucket = expiry_bucket(item["pk"]["S"], item["sk"]["S"], int(item[EXPIRES_AT]["N"]))
+        written_at = self._written_at()
+        bucket = expiry_bucket(item["pk"]["S"], item["sk"]["S"], int(item[EXPIRES_AT]["N"]), written_at=written_at)
         return {**item, EXPIRY_BUCKET: {"S": bucket}}
 
     def write(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -49,7 +58,7 @@ class ExpiryMarks:
         if match := set_action.search(expression):
             value = params["ExpressionAttributeValues"][match.group(1)]
             key = params["Key"]
-            bucket = expiry_bucket(key["pk"]["S"], key["sk"]["S"], int(value["N"]))
+            bucket = expiry_bucket(key["pk"]["S"], key["sk"]["S"], int(value["N"]), written_at=self._written_at())
             expression = f"{expression[: match.end()]}, {EXPIRY_BUCKET} = {_BUCKET_VALUE}{expression[match.end() :]}"
             values = {**params["ExpressionAttributeValues"], _BUCKET_VALUE: {"S": bucket}}
             return {**params, "UpdateExpression": expression, "ExpressionAttributeValues": values}
