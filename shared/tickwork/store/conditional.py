@@ -14,6 +14,12 @@ table without transactions (RegionMode strong: an MRSC global table has none) is
 which writes the record as pending, then the change, then confirms it (tickwork.store.pending_audits), with the same
 answers.
 
+A write whose answer was lost (a read timeout, a connection reset) after DynamoDB applied it is sent again by the
+SDK's retry, and the resend's condition fails: the write itself changed what it held on. A write that must not be
+made twice carries its `Own` token, an attribute it sets to a value of this attempt alone: when its condition fails
+and the item the condition saw holds that value, the write was applied (by the first send), and it is a win
+(docs/architecture.md, "Lost answers").
+
 `Table` also carries the client and the table name for plain reads, and the store's parts share one
 instance: swapping its `client` (as a fault-injecting test does through `JobStore._db`) reaches them all.
 
@@ -27,6 +33,7 @@ workflow run's steps): the one builder of the store's variable update expression
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from botocore.exceptions import ClientError
@@ -42,6 +49,23 @@ TRANSACTION_CONFLICT_TRIES = 3
 # region (ReplicatedWriteConflict, which the SDK retries within its attempts; docs/regions.md). Sent again, the
 # write's condition is read anew, so a resend can neither apply it twice nor skip its lock.
 CONFLICT_REFUSALS = frozenset({"TransactionConflictException", "ReplicatedWriteConflictException"})
+
+
+@dataclass(frozen=True)
+class Own:
+    """A write's token: the attribute the write itself sets to `value`, unique to this attempt (a Put's item gets it
+    from `Table`; an Update's expression sets it). Found so in the item a failed condition saw, the write was
+    applied: a win."""
+
+    attribute: str
+    value: str
+
+    def on(self, item: dict[str, Any]) -> dict[str, Any]:
+        """An encoded item with the token in it."""
+        return item | serialize({self.attribute: self.value})
+
+    def applied(self, seen: dict[str, Any]) -> bool:
+        return seen.get(self.attribute) == self.value
 
 
 class Update:
@@ -101,6 +125,7 @@ class AuditedWrites(Protocol):
         ...
 
 
+# One piece over 250 lines: the one place a conditional write's outcome is read, a short method per kind of write.
 class Table:
     """One DynamoDB table and the client that reaches it. Takes its client; builds none. `audited_writes`: how an
     audited write is made without a transaction (None: in one TransactWriteItems). `expiry`: the marks of the
@@ -124,12 +149,20 @@ class Table:
         self.client.put_item(TableName=self.name, Item=self.expiry.item(item) if self.expiry else item)
 
     def put_if_absent(
-        self, item: dict[str, Any], *, return_old: bool = True, audit: dict[str, Any] | None = None
+        self,
+        item: dict[str, Any],
+        *,
+        return_old: bool = True,
+        audit: dict[str, Any] | None = None,
+        own: Own | None = None,
     ) -> tuple[bool, dict[str, Any]]:
         """PutItem only where no item has this key. Returns (won, the existing item's attributes if lost).
-        `audit`: the audit record's item, written in the same transaction."""
-        params: dict[str, Any] = {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"} if return_old else {}
-        return self._attempt("Put", None, audit, Item=item, ConditionExpression="attribute_not_exists(pk)", **params)
+        `audit`: the audit record's item, written in the same transaction. `own`: the put's token, added to `item`."""
+        params: dict[str, Any] = {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"} if return_old or own else {}
+        item = own.on(item) if own else item
+        return self._attempt(
+            "Put", None, audit, Item=item, ConditionExpression="attribute_not_exists(pk)", own=own, **params
+        )
 
     def put_if(
         self,
@@ -140,17 +173,19 @@ class Table:
         *,
         return_old: bool = False,
         audit: dict[str, Any] | None = None,
+        own: Own | None = None,
     ) -> tuple[bool, dict[str, Any]]:
         """PutItem under a condition. Returns (won, the item as its condition saw it if lost and `return_old`);
-        a condition that does not hold is a False, never an exception. `audit`: as put_if_absent's."""
-        params: dict[str, Any] = {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"} if return_old else {}
+        a condition that does not hold is a False, never an exception. `audit`, `own`: as put_if_absent's."""
+        params: dict[str, Any] = {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"} if return_old or own else {}
         return self._attempt(
             "Put",
             names,
             audit,
-            Item=item,
+            Item=own.on(item) if own else item,
             ConditionExpression=condition,
             ExpressionAttributeValues=values,
+            own=own,
             **params,
         )
 
@@ -219,15 +254,24 @@ class Table:
         )
 
     def update_if_returning_new(
-        self, key: dict[str, Any], update: str, condition: str, names: dict[str, str] | None, values: dict[str, Any]
+        self,
+        key: dict[str, Any],
+        update: str,
+        condition: str,
+        names: dict[str, str] | None,
+        values: dict[str, Any],
+        *,
+        own: Own | None = None,
     ) -> tuple[bool, dict[str, Any]]:
         """`update_if` that also returns the item: as the update left it if it won, as its condition saw it if it
-        lost (empty: there was none). Either way the caller has the current item without another read."""
+        lost (empty: there was none). Either way the caller has the current item without another read. `own`: the
+        update's token, set by `update` (then a win whose answer was lost returns the item as its resend saw it)."""
         return self._attempt(
             "Update",
             names,
             None,
             **_update(key, update, condition, values),
+            own=own,
             ReturnValues="ALL_NEW",
             ReturnValuesOnConditionCheckFailure="ALL_OLD",
         )
@@ -275,10 +319,17 @@ class Table:
         return found
 
     def _attempt(
-        self, operation: str, names: dict[str, str] | None, audit: dict[str, Any] | None, **params: Any
+        self,
+        operation: str,
+        names: dict[str, str] | None,
+        audit: dict[str, Any] | None,
+        *,
+        own: Own | None = None,
+        **params: Any,
     ) -> tuple[bool, dict[str, Any]]:
         """(True, the returned attributes) if the write (`operation`: Put, Update or Delete) won, (False, the item
-        its condition saw) if it failed. With `audit`, the write and the audit item's put are one transaction."""
+        its condition saw) if it failed; (True, that item) if it holds `own`, the write's own token. With `audit`,
+        the write and the audit item's put are one transaction (idempotent: its token is the SDK's)."""
         if names:
             params["ExpressionAttributeNames"] = names
         if audit is not None and self.audited_writes is not None:
@@ -298,7 +349,8 @@ class Table:
                     continue
                 if not _is_condition_failure(exc):
                     raise
-                return False, deserialize(exc.response.get("Item") or {})  # type: ignore[arg-type]
+                seen = deserialize(exc.response.get("Item") or {})  # type: ignore[arg-type]
+                return own is not None and own.applied(seen), seen
             return True, deserialize(response.get("Attributes") or {})
         raise AssertionError("unreachable: the last try returns or raises")  # pragma: no cover
 

@@ -1,0 +1,135 @@
+"""A conditional write that DynamoDB applied but whose answer was lost (a connection reset, a read timeout) is sent
+again by the SDK's standard retry (tickwork.aws.clients CLIENT_CONFIG), and the resend's condition fails: its own
+write moved the item. `store/conditional.Table` reads the write's token in the item the failed condition returned,
+so the write counts as won, not lost, and the caller does not make it again (docs/architecture.md, "Lost answers").
+
+The loss is played by a `before-send` hook registered last (after moto's, at its level: botocore calls a more specific
+event's handlers first): moto has carried out the request when the hook raises botocore's ConnectionClosedError, which
+the SDK retries. Its backoff is not slept."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import botocore.endpoint
+import pytest
+from botocore.exceptions import ConnectionClosedError
+from tickwork.aws.clients import CLIENT_CONFIG
+from tickwork.model.policies import Debounce
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
+
+
+class _NoBackoff:
+    """botocore's endpoint `time`, whose sleep between retries returns at once."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+
+    def sleep(self, seconds: float) -> None:
+        pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+@pytest.fixture(autouse=True)
+def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(botocore.endpoint, "time", _NoBackoff(botocore.endpoint.time))
+
+
+@contextmanager
+def answer_lost(
+    client: Any,
+    operation: str,
+    matches: Callable[[dict[str, Any]], bool],
+    meanwhile: Callable[[], object] = lambda: None,
+) -> Iterator[list[dict[str, Any]]]:
+    """The first `operation` request whose body `matches` is carried out by moto, then (after `meanwhile`) its
+    answer is lost; the SDK's retry goes through. Yields the matching requests' bodies sent meanwhile."""
+    sent: list[dict[str, Any]] = []
+
+    def lose(request: Any, **_: Any) -> None:
+        if request.headers.get("X-Amz-Target", b"") != f"DynamoDB_20120810.{operation}".encode():
+            return
+        body = json.loads(request.body)
+        if matches(body):
+            sent.append(body)
+            if len(sent) == 1:
+                meanwhile()
+                raise ConnectionClosedError(endpoint_url=request.url)
+
+    client.meta.events.register_last("before-send", lose)
+    try:
+        yield sent
+    finally:
+        client.meta.events.unregister("before-send", lose)
+
+
+def test_the_clients_retry_a_lost_answer():
+    # The test plays what the production clients do: standard retries, more than one attempt.
+    assert CLIENT_CONFIG.retries["mode"] == "standard"
+    assert CLIENT_CONFIG.retries["total_max_attempts"] > 1
+
+
+@pytest.mark.parametrize("collect", [True, False])
+def test_a_join_applied_whose_answer_was_lost_is_made_once(pipeline, collect):
+    job = pipeline.create_job(schedule={"cron": "0 0 1 1 *"})
+    debounce = Debounce(key="customer-7", seconds=30, collect=collect)
+    triggers = pipeline.services.jobs.debounced
+    first, _ = triggers.trigger(job, debounce, {"n": 1})
+    client = pipeline.services.store.shared_table.client
+    with answer_lost(client, "UpdateItem", lambda body: "payload_json" in body["UpdateExpression"]) as sent:
+        joined, verdict = triggers.trigger(job, debounce, {"n": 2})
+    assert (verdict, joined.id) == ("joined", first.id)
+    run = pipeline.run(first.id)
+    assert run.payload == ({"payloads": [{"n": 1}, {"n": 2}]} if collect else {"n": 2})
+    assert run.debounce is not None
+    assert run.debounce.triggers == 2
+    assert len(sent) == 2  # applied, its answer lost, sent again by the SDK; not joined again
+    assert joined.payload == run.payload
+
+
+def test_a_join_lost_while_another_trigger_joined_is_made_once(pipeline):
+    job = pipeline.create_job(schedule={"cron": "0 0 1 1 *"})
+    debounce = Debounce(key="k", seconds=30, collect=True)
+    triggers = pipeline.services.jobs.debounced
+    first, _ = triggers.trigger(job, debounce, {"n": 1})
+    client = pipeline.services.store.shared_table.client
+    joins = lambda body: "payload_json" in body["UpdateExpression"]  # noqa: E731
+    with answer_lost(client, "UpdateItem", joins, meanwhile=lambda: triggers.trigger(job, debounce, {"n": 3})):
+        triggers.trigger(job, debounce, {"n": 2})
+    run = pipeline.run(first.id)
+    # The resend's condition saw the third trigger's join after this one's: this one's token is still on the run.
+    assert run.payload == {"payloads": [{"n": 1}, {"n": 2}, {"n": 3}]}
+    assert run.debounce.triggers == 3
+
+
+def _put_of(sort_key_prefix: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda body: body["Item"]["sk"]["S"].startswith(sort_key_prefix)
+
+
+def test_a_window_opened_whose_answer_was_lost_is_started_by_its_trigger(pipeline):
+    job = pipeline.create_job(schedule={"cron": "0 0 1 1 *"})
+    client = pipeline.services.store.shared_table.client
+    with answer_lost(client, "PutItem", _put_of("DEBOUNCE#")) as sent:
+        run, verdict = pipeline.services.jobs.debounced.trigger(job, Debounce(key="k", seconds=30), {"n": 1})
+    assert verdict == "started"  # not "joined" to a window it opened itself
+    assert len(sent) == 2
+    assert pipeline.run(run.id).debounce.triggers == 1
+
+
+def test_a_windows_run_created_whose_answer_was_lost_carries_its_payload_once(pipeline):
+    job = pipeline.create_job(schedule={"cron": "0 0 1 1 *"})
+    client = pipeline.services.store.shared_table.client
+    debounce = Debounce(key="k", seconds=30, collect=True)
+    with answer_lost(client, "PutItem", _put_of("RUN#")) as sent:
+        run, verdict = pipeline.services.jobs.debounced.trigger(job, debounce, {"n": 1})
+    assert verdict == "started"
+    stored = pipeline.run(run.id)
+    assert stored.payload == {"payloads": [{"n": 1}]}
+    assert stored.debounce.triggers == 1
+    assert len(sent) == 2  # created, its answer lost, sent again by the SDK; not joined after
