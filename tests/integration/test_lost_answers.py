@@ -18,7 +18,14 @@ import botocore.endpoint
 import pytest
 from botocore.exceptions import ConnectionClosedError
 from tickwork.aws.clients import CLIENT_CONFIG
+from tickwork.control.api_bodies import TriggerRequest
 from tickwork.model.policies import Debounce
+from tickwork.store.codec import run_key
+from tickwork.store.pending_audits import MARKER
+
+from tests.harness import TENANT, Pipeline
+from tests.integration.test_audited_writes_without_transactions import BY, item_of_key, listed
+from tests.integration.test_expiry_sweep import STRONG
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
@@ -133,3 +140,30 @@ def test_a_windows_run_created_whose_answer_was_lost_carries_its_payload_once(pi
     assert stored.payload == {"payloads": [{"n": 1}]}
     assert stored.debounce.triggers == 1
     assert len(sent) == 2  # created, its answer lost, sent again by the SDK; not joined after
+
+
+@pytest.fixture
+def strong_pipeline(mocked_aws: None) -> Iterator[Any]:
+    """RegionMode strong: an audited write is made without a transaction (tickwork.store.pending_audits)."""
+    with Pipeline.create(parameters=STRONG) as p:
+        yield p
+
+
+def test_an_audited_join_without_transactions_whose_answer_was_lost_is_made_and_audited_once(strong_pipeline):
+    pipeline = strong_pipeline
+    job = pipeline.create_job(schedule={"cron": "0 0 1 1 *"})
+    asked = TriggerRequest.model_validate({"debounce": {"key": "k", "seconds": 30, "collect": True}, "payload": {}})
+    trigger = pipeline.services.jobs.trigger
+    first = trigger(TENANT, job.id, asked.model_copy(update={"payload": {"n": 1}}), by=BY)
+    client = pipeline.services.store.shared_table.client
+    marked_join = lambda body: "payload_json" in body["UpdateExpression"] and MARKER in body["UpdateExpression"]  # noqa: E731
+    with answer_lost(client, "UpdateItem", marked_join) as sent:
+        joined = trigger(TENANT, job.id, asked.model_copy(update={"payload": {"n": 2}}), by=BY)
+    assert joined.debounce_window == "joined"
+    run = pipeline.run(first.id)
+    assert run.payload == {"payloads": [{"n": 1}, {"n": 2}]}
+    assert run.debounce.triggers == 2
+    assert len(sent) == 2
+    # Its record confirmed and listed with the first trigger's, and the run's mark cleared: it happened, once.
+    assert listed(pipeline) == [("job.trigger", first.id)] * 2
+    assert MARKER not in item_of_key(pipeline, run_key(first.id))

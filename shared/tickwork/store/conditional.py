@@ -276,10 +276,11 @@ class Table:
             ReturnValuesOnConditionCheckFailure="ALL_OLD",
         )
 
-    def write_if(self, operation: str, **params: Any) -> tuple[bool, dict[str, Any]]:
+    def write_if(self, operation: str, *, own: Own | None = None, **params: Any) -> tuple[bool, dict[str, Any]]:
         """One conditional write (`operation`: Put, Update or Delete) of the request's parameters but the table's
-        name, unaudited: (won, the returned attributes if won, else the item its condition saw if asked for)."""
-        return self._attempt(operation, None, None, **params)
+        name, unaudited: (won, the returned attributes if won, else the item its condition saw if asked for).
+        `own`: the write's token, which its parameters write."""
+        return self._attempt(operation, None, None, own=own, **params)
 
     def query_all(self, key_condition: str, values: dict[str, Any]) -> list[dict[str, Any]]:
         """Every item of the table (not an index) matching the key condition, as attributes: consistent reads,
