@@ -18,13 +18,15 @@ import botocore.endpoint
 import pytest
 from botocore.exceptions import ConnectionClosedError
 from tickwork.aws.clients import CLIENT_CONFIG
-from tickwork.control.api_bodies import TriggerRequest
+from tickwork.control.api_bodies import JobUpdate, TriggerRequest
 from tickwork.model.policies import Debounce
+from tickwork.model.states import JobState, RunStatus
 from tickwork.store.codec import run_key
 from tickwork.store.pending_audits import MARKER
 
 from tests.harness import TENANT, Pipeline
 from tests.integration.test_audited_writes_without_transactions import BY, item_of_key, listed
+from tests.integration.test_breaker_pipeline import _execute, _failing_job, _job
 from tests.integration.test_expiry_sweep import STRONG
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
@@ -167,3 +169,27 @@ def test_an_audited_join_without_transactions_whose_answer_was_lost_is_made_and_
     # Its record confirmed and listed with the first trigger's, and the run's mark cleared: it happened, once.
     assert listed(pipeline) == [("job.trigger", first.id)] * 2
     assert MARKER not in item_of_key(pipeline, run_key(first.id))
+
+
+def test_a_probe_elected_whose_answer_was_lost_runs_as_the_probe(pipeline):
+    job = _failing_job(pipeline, circuit_breaker={"failure_threshold": 1, "cooldown_seconds": 60})
+    assert _execute(pipeline, job.id, 1) is RunStatus.FAILED  # opens until 12:02; 12:02 queued at create
+    pipeline.services.jobs.update(TENANT, job.id, JobUpdate.model_validate({"payload": {"fail": False}}))
+    client = pipeline.services.store.shared_table.client
+    elects = lambda body: "breaker.probe_at = :probe" in body["UpdateExpression"]  # noqa: E731
+    with answer_lost(client, "UpdateItem", elects) as sent:
+        assert _execute(pipeline, job.id, 2) is RunStatus.SUCCEEDED  # the probe, not held back by its own election
+    assert len(sent) == 2
+    closed = _job(pipeline, job.id)
+    assert (closed.state, closed.breaker) == (JobState.ACTIVE, None)
+
+
+def test_a_failure_counted_whose_answer_was_lost_is_counted_once(pipeline):
+    job = _failing_job(pipeline, circuit_breaker={"failure_threshold": 2, "cooldown_seconds": 60})
+    client = pipeline.services.store.shared_table.client
+    counts = lambda body: "consecutive_failures = if_not_exists" in body["UpdateExpression"]  # noqa: E731
+    with answer_lost(client, "UpdateItem", counts) as sent:
+        assert _execute(pipeline, job.id, 1) is RunStatus.FAILED
+    assert len(sent) == 2
+    counted = _job(pipeline, job.id)
+    assert (counted.state, counted.consecutive_failures) == (JobState.ACTIVE, 1)  # one failure: not opened

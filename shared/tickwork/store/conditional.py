@@ -53,19 +53,22 @@ CONFLICT_REFUSALS = frozenset({"TransactionConflictException", "ReplicatedWriteC
 
 @dataclass(frozen=True)
 class Own:
-    """A write's token: the attribute the write itself sets to `value`, unique to this attempt (a Put's item gets it
-    from `Table`; an Update's expression sets it). Found so in the item a failed condition saw, the write was
-    applied: a win."""
+    """A write's token: the attribute (a map's member: `map.name`) the write itself sets to `value`, unique to this
+    attempt (a Put's item gets it from `Table`; an Update's expression sets it). Found so in the item a failed
+    condition saw, the write was applied: a win."""
 
     attribute: str
     value: str
 
     def on(self, item: dict[str, Any]) -> dict[str, Any]:
-        """An encoded item with the token in it."""
+        """An encoded item with the token in it (a top-level attribute)."""
         return item | serialize({self.attribute: self.value})
 
     def applied(self, seen: dict[str, Any]) -> bool:
-        return seen.get(self.attribute) == self.value
+        found: Any = seen
+        for name in self.attribute.split("."):
+            found = found.get(name) if isinstance(found, dict) else None
+        return bool(found == self.value)
 
 
 class Update:
@@ -214,10 +217,12 @@ class Table:
         values: dict[str, Any],
         *,
         audit: dict[str, Any] | None = None,
+        own: Own | None = None,
     ) -> bool:
         """UpdateItem under a condition; False (never an exception) when the condition does not hold. `audit`: as
-        put_if_absent's."""
-        won, _ = self._attempt("Update", names, audit, **_update(key, update, condition, values))
+        put_if_absent's. `own`: the update's token, set by `update`."""
+        returned = {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"} if own else {}
+        won, _ = self._attempt("Update", names, audit, own=own, **_update(key, update, condition, values), **returned)
         return won
 
     def update_if_audited(
