@@ -19,7 +19,7 @@ import pytest
 from botocore.exceptions import ConnectionClosedError
 from tickwork.aws.clients import CLIENT_CONFIG
 from tickwork.control.api_bodies import JobUpdate, TriggerRequest
-from tickwork.model.policies import Debounce
+from tickwork.model.policies import Band, Debounce
 from tickwork.model.states import JobState, RunStatus
 from tickwork.store.codec import run_key
 from tickwork.store.pending_audits import MARKER
@@ -193,3 +193,19 @@ def test_a_failure_counted_whose_answer_was_lost_is_counted_once(pipeline):
     assert len(sent) == 2
     counted = _job(pipeline, job.id)
     assert (counted.state, counted.consecutive_failures) == (JobState.ACTIVE, 1)  # one failure: not opened
+
+
+def test_a_lease_taken_whose_answer_was_lost_runs_the_run_once(pipeline):
+    job = pipeline.create_job(schedule={"cron": "0 0 1 1 *"}, retry={"max_attempts": 1})
+    run = pipeline.services.jobs.trigger(TENANT, job.id)
+    [message] = pipeline.receive(Band.NORMAL)
+    client = pipeline.services.store.shared_table.client
+    leases = lambda body: "lease_owner = :owner" in body["UpdateExpression"]  # noqa: E731
+    with answer_lost(client, "UpdateItem", leases) as sent:
+        pipeline.deliver(Band.NORMAL, [message])
+    assert len(sent) == 2
+    ran = pipeline.run(run.id)
+    # Its own lease, not another executor's: it ran now, one attempt (not held until the lease lapsed, then FAILED
+    # with its one attempt spent by the lease it never used).
+    assert (ran.status, ran.attempts) == (RunStatus.SUCCEEDED, 1)
+    assert len(ran.attempt_history) == 1

@@ -245,18 +245,19 @@ class Table:
         )
 
     def update_if_returning_old(
-        self, key: dict[str, Any], update: str, condition: str, names: dict[str, str] | None, values: dict[str, Any]
+        self,
+        key: dict[str, Any],
+        update: str,
+        condition: str,
+        names: dict[str, str] | None,
+        values: dict[str, Any],
+        *,
+        own: Own | None = None,
     ) -> tuple[bool, dict[str, Any]]:
         """`update_if` that also returns the item as it was: before the update if it won, as its condition saw
-        it if it lost (empty: there was none)."""
-        return self._attempt(
-            "Update",
-            names,
-            None,
-            **_update(key, update, condition, values),
-            ReturnValues="ALL_OLD",
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
-        )
+        it if it lost (empty: there was none). `own`: as update_if_returning_new's (a win whose answer was lost
+        returns the item as the update left it, holding the token)."""
+        return self._update_returning("ALL_OLD", names, own, **_update(key, update, condition, values))
 
     def update_if_returning_new(
         self,
@@ -271,14 +272,19 @@ class Table:
         """`update_if` that also returns the item: as the update left it if it won, as its condition saw it if it
         lost (empty: there was none). Either way the caller has the current item without another read. `own`: the
         update's token, set by `update` (then a win whose answer was lost returns the item as its resend saw it)."""
+        return self._update_returning("ALL_NEW", names, own, **_update(key, update, condition, values))
+
+    def _update_returning(
+        self, returned: str, names: dict[str, str] | None, own: Own | None, **params: Any
+    ) -> tuple[bool, dict[str, Any]]:
         return self._attempt(
             "Update",
             names,
             None,
-            **_update(key, update, condition, values),
             own=own,
-            ReturnValues="ALL_NEW",
+            ReturnValues=returned,
             ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            **params,
         )
 
     def write_if(self, operation: str, *, own: Own | None = None, **params: Any) -> tuple[bool, dict[str, Any]]:
