@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any
 
 import botocore.endpoint
@@ -209,3 +210,19 @@ def test_a_lease_taken_whose_answer_was_lost_runs_the_run_once(pipeline):
     # with its one attempt spent by the lease it never used).
     assert (ran.status, ran.attempts) == (RunStatus.SUCCEEDED, 1)
     assert len(ran.attempt_history) == 1
+
+
+def test_an_outcome_recorded_whose_answer_was_lost_is_settled(pipeline):
+    at = pipeline.clock.now() + timedelta(minutes=5)
+    job = pipeline.create_job(schedule={"at": at})
+    pipeline.clock.set(at)
+    assert pipeline.tick()["dispatched"] == 1
+    client = pipeline.services.store.shared_table.client
+    finishes = lambda body: "REMOVE lease_owner" in body["UpdateExpression"]  # noqa: E731
+    with answer_lost(client, "UpdateItem", finishes) as sent:
+        assert pipeline.drain() == 1
+    assert len(sent) == 2
+    [run] = pipeline.runs_of(job.id)
+    assert run.status is RunStatus.SUCCEEDED
+    # Its outcome read as recorded (not as a lease lost): what follows it ran, and completed the one-shot job.
+    assert pipeline.services.store.jobs.get_job(job.id).state is JobState.COMPLETED

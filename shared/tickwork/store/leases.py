@@ -221,9 +221,14 @@ class RunLeases:
         in the due index at `outbox_at` until they are published (tickwork.store.event_outbox). `slow_at`: the run
         was found slow (`Run Slow`, docs/forecasts.md), marked once by the write it rides on.
 
-        `variant`: the variant the run ran (tickwork.model.variants), recorded by its first outcome, kept after."""
+        `variant`: the variant the run ran (tickwork.model.variants), recorded by its first outcome, kept after.
+
+        The lease's owner, `finished_by`, is the outcome's token (store/conditional.Own): an outcome applied whose
+        answer was lost, its resend refused (the lease it held on is gone), is recorded, with the `completes_job`
+        ask it found (`completes_job_found`)."""
         update = _held_by(owner)
         update.set("#status", status.value)
+        update.set("finished_by", owner)
         _record_variant(update, run, variant)
         if history is not None:
             _set_history(update, history)
@@ -235,6 +240,7 @@ class RunLeases:
         if status.terminal:
             update.set("finished_at", iso(now))
             update.set("expires_at", expires_at(now, self.retention))
+            update.sets.append(f"completes_job_found = if_not_exists({COMPLETES_JOB}, {update.value(False)})")
             update.removes.append(COMPLETES_JOB)
         if duration_ms is not None:
             update.set("duration_ms", duration_ms)
@@ -264,9 +270,15 @@ class RunLeases:
             update.set("tenant_key", f"T#{run.tenant}#FAILED")
             update.set("tenant_sort", f"{to_ms(now):013d}#{run.id}")
         won, old = self._table.update_if_returning_old(
-            run_key(run.id), update.expression(), update.condition(), update.names, update.attribute_values()
+            run_key(run.id),
+            update.expression(),
+            update.condition(),
+            update.names,
+            update.attribute_values(),
+            own=Own("finished_by", owner),
         )
-        return Finished(recorded=won, completes_job=won and status.terminal and bool(old.get(COMPLETES_JOB)))
+        asked = old.get("completes_job_found") if old.get("finished_by") == owner else old.get(COMPLETES_JOB)
+        return Finished(recorded=won, completes_job=won and status.terminal and bool(asked))
 
     def defer_run(
         self,
