@@ -82,7 +82,7 @@ def test_resume_of_a_suspended_job_closes_its_breaker(api, pipeline):
     job = api.post("/v1/jobs", {**JOB, "circuit_breaker": {"failure_threshold": 1, "cooldown_seconds": 60}}).json
     now = pipeline.clock.now()
     store = pipeline.services.store
-    assert store.breakers.count_failure(job["id"]) == 1
+    assert store.breakers.count_failure(job["id"], "a run's end") == 1
     breaker = BreakerState(opens_until=now, cooldown_seconds=60, consecutive_failures=1)
     assert store.breakers.open_breaker(
         job["id"], threshold=1, breaker=breaker, reason="1 consecutive failed runs", now=now

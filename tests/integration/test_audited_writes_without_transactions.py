@@ -74,8 +74,12 @@ def key(name: str) -> dict[str, Any]:
 
 
 def item_of(pipeline: Any, name: str) -> dict[str, Any] | None:
+    return item_of_key(pipeline, key(name))
+
+
+def item_of_key(pipeline: Any, item_key: dict[str, Any]) -> dict[str, Any] | None:
     table = pipeline.services.store.shared_table
-    found = table.client.get_item(TableName=table.name, Key=key(name), ConsistentRead=True).get("Item")
+    found = table.client.get_item(TableName=table.name, Key=item_key, ConsistentRead=True).get("Item")
     return deserialize(found) if found else None
 
 

@@ -6,12 +6,14 @@ Exactly one run per window, however many triggers race (tickwork.store.debounce)
 opened by one conditional put; the window's run is created only if absent (whoever gets there first, the opener
 or a joiner, creates it; the others join it), and every join is a conditional update of the run that holds only
 while it is QUEUED before its window's end and unchanged since it was read. A trigger that finds the window's run
-closed (leased, or full) opens the next window in its place.
+closed (leased, or full) opens the next window in its place. Each trigger's writes carry its token, so one the
+SDK sent again after its answer was lost is not made twice (tickwork.store.debounce).
 """
 
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -32,7 +34,7 @@ from tickwork.model.run import Run, manual_run
 from tickwork.model.states import RunStatus, RunTrigger
 from tickwork.observability import logger, metrics
 from tickwork.store import RunRecords
-from tickwork.store.debounce import DebounceWindows
+from tickwork.store.debounce import DebounceWindows, trigger_token
 from tickwork.tick.dispatch import Dispatcher
 from tickwork.tick.sender import outgoing_for
 
@@ -89,6 +91,7 @@ class DebouncedTriggers:
         """The run of the window this trigger falls in, and whether it opened that window or joined it. `audit`:
         the trigger's audit item, of the run it creates or joins, written with that write."""
         now = self.clock.now()
+        token = secrets.token_hex(8)  # this trigger's, in each of its writes
         found_closed: str | None = None
         for attempt in range(ATTEMPTS):
             ends = now + timedelta(seconds=debounce.seconds)
@@ -100,6 +103,7 @@ class DebouncedTriggers:
                 ends=ends,
                 collect=debounce.collect,
                 now=now,
+                token=token,
                 replacing=found_closed,
             )
             verdict = WindowVerdict.STARTED if opened else WindowVerdict.JOINED
@@ -109,11 +113,11 @@ class DebouncedTriggers:
                 else DebounceWindow(key=debounce.key, collect=bool(seen.get("collect")))
             )
             run_id, run_ends = (candidate, ends) if opened else (str(seen["run_id"]), from_ms(int(seen["ends_ms"])))
-            first = self._first_run(job, run_id, run_ends, window, payload, now, audit)
+            first = self._first_run(job, run_id, run_ends, window, payload, now, token, audit)
             if first is not None:
                 self._count(verdict)
                 return first, verdict
-            joined = self._join(run_id, debounce.key, payload, now, audit)
+            joined = self._join(run_id, debounce.key, payload, now, token, audit)
             if joined is not None:
                 self._count(verdict)
                 return joined, verdict
@@ -128,6 +132,7 @@ class DebouncedTriggers:
         window: DebounceWindow,
         payload: dict[str, Any],
         now: datetime,
+        token: str,
         audit: Callable[[Run], dict[str, Any] | None],
     ) -> Run | None:
         """The window's run, created with this trigger's payload if it does not exist yet, and sent to start at
@@ -140,7 +145,10 @@ class DebouncedTriggers:
             debounce=window,
             payload={"payloads": [payload]} if window.collect else payload,
         ).model_copy(update={"id": run_id})
-        if not self.runs.put_queued_run(run, redispatch_at=ends + self.dispatcher.redispatch_after, audit=audit(run)):
+        redispatch_at = ends + self.dispatcher.redispatch_after
+        if not self.runs.put_queued_run(
+            run, redispatch_at=redispatch_at, audit=audit(run), own=trigger_token(1, token)
+        ):
             return None
         self.dispatcher.sender.send([outgoing_for(run, start_at=ends)])
         logger.info("debounce window opened", extra={"run_id": run.id, "key": window.key, "ends_at": ends})
@@ -152,6 +160,7 @@ class DebouncedTriggers:
         key: str,
         payload: dict[str, Any],
         now: datetime,
+        token: str,
         audit: Callable[[Run], dict[str, Any] | None],
     ) -> Run | None:
         """The window's run with this trigger's payload in it; None if it can no longer be joined."""
@@ -162,7 +171,7 @@ class DebouncedTriggers:
             carried = joined_payload(current, payload)
             if carried is None:
                 return None
-            won, current = self.windows.join(current, key, carried, now=now, audit=audit(current))
+            won, current = self.windows.join(current, key, carried, now=now, token=token, audit=audit(current))
             if won:
                 return current
         return None

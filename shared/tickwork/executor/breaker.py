@@ -48,7 +48,7 @@ class CircuitBreakers:
             if job.consecutive_failures > 0:
                 self.records.reset_failures(job.id)
         elif status is RunStatus.FAILED and job.state is JobState.ACTIVE:
-            self._failed(job, now)
+            self._failed(job, run, now)
 
     def elect_queued_probe(self, job: Job, run: Run, now: datetime) -> Job | None:
         """A scheduled run claimed before the breaker opened, due at or after the cooldown's end, while no probe
@@ -71,10 +71,11 @@ class CircuitBreakers:
             update={"breaker": breaker.model_copy(update={"probe_at": run.occurrence_at}), "version": job.version + 1}
         )
 
-    def _failed(self, job: Job, now: datetime) -> None:
+    def _failed(self, job: Job, run: Run, now: datetime) -> None:
         assert job.circuit_breaker is not None
         policy = job.circuit_breaker
-        failures = self.records.count_failure(job.id)
+        # The run's end: its FAILED end once per re-queue (a retry by hand ends again as a failure of its own).
+        failures = self.records.count_failure(job.id, f"{run.id}#{run.requeues}")
         if failures < policy.failure_threshold:
             return
         breaker = BreakerState(

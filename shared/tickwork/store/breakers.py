@@ -10,7 +10,7 @@ from tickwork.model.clock import iso
 from tickwork.model.policies import BreakerState
 from tickwork.model.states import JobState
 from tickwork.store.codec import expression_values, job_key
-from tickwork.store.conditional import Table
+from tickwork.store.conditional import Own, Table
 
 
 class BreakerRecords:
@@ -20,15 +20,19 @@ class BreakerRecords:
     def __init__(self, table: Table) -> None:
         self._table = table
 
-    def count_failure(self, job_id: str) -> int:
-        """One more consecutive FAILED run; the count now (0: the job is gone). No version change: a claim or
-        a PATCH racing it still wins."""
+    def count_failure(self, job_id: str, failure: str) -> int:
+        """One more consecutive FAILED run, `failure` naming its end (the job's `last_failure`, the count's token:
+        store/conditional.Own); the count now (0: the job is gone). Counted once: its resend after a lost answer
+        finds it the last failure (unless another run's was counted in between). No version change: a claim or a
+        PATCH racing it still wins."""
+        own = Own("last_failure", failure)
         won, item = self._table.update_if_returning_new(
             job_key(job_id),
-            "SET consecutive_failures = if_not_exists(consecutive_failures, :zero) + :one",
-            "attribute_exists(pk)",
+            "SET consecutive_failures = if_not_exists(consecutive_failures, :zero) + :one, last_failure = :failure",
+            "attribute_exists(pk) AND (attribute_not_exists(last_failure) OR last_failure <> :failure)",
             None,
-            expression_values(zero=0, one=1),
+            expression_values(zero=0, one=1, failure=failure),
+            own=own,
         )
         return int(item.get("consecutive_failures", 0)) if won else 0
 
@@ -65,7 +69,8 @@ class BreakerRecords:
     def elect_probe(self, job_id: str, *, probe_at: datetime, breaker: BreakerState, now: datetime) -> bool:
         """Half-open from the executor: a run claimed before the breaker opened, arriving once the cooldown has
         ended, becomes the probe, only while the breaker is still `breaker` with no probe named. The version
-        moves, so a claim that read the job before this cannot name a second probe."""
+        moves, so a claim that read the job before this cannot name a second probe. The probe's instant is the
+        election's token (store/conditional.Own): one run has it."""
         return self._table.update_if(
             job_key(job_id),
             "SET breaker.probe_at = :probe, updated_at = :now, version = version + :one",
@@ -80,6 +85,7 @@ class BreakerRecords:
                 one=1,
                 null="NULL",
             ),
+            own=Own("breaker.probe_at", str(iso(probe_at))),  # this run's election, found on a lost answer's resend
         )
 
     def reopen_breaker(self, job_id: str, *, probe_at: datetime, breaker: BreakerState, now: datetime) -> bool:

@@ -14,6 +14,12 @@ table without transactions (RegionMode strong: an MRSC global table has none) is
 which writes the record as pending, then the change, then confirms it (tickwork.store.pending_audits), with the same
 answers.
 
+A write whose answer was lost (a read timeout, a connection reset) after DynamoDB applied it is sent again by the
+SDK's retry, and the resend's condition fails: the write itself changed what it held on. A write that must not be
+made twice carries its `Own` token, an attribute it sets to a value of this attempt alone: when its condition fails
+and the item the condition saw holds that value, the write was applied (by the first send), and it is a win
+(docs/architecture.md, "Lost answers").
+
 `Table` also carries the client and the table name for plain reads, and the store's parts share one
 instance: swapping its `client` (as a fault-injecting test does through `JobStore._db`) reaches them all.
 
@@ -27,6 +33,7 @@ workflow run's steps): the one builder of the store's variable update expression
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from botocore.exceptions import ClientError
@@ -42,6 +49,26 @@ TRANSACTION_CONFLICT_TRIES = 3
 # region (ReplicatedWriteConflict, which the SDK retries within its attempts; docs/regions.md). Sent again, the
 # write's condition is read anew, so a resend can neither apply it twice nor skip its lock.
 CONFLICT_REFUSALS = frozenset({"TransactionConflictException", "ReplicatedWriteConflictException"})
+
+
+@dataclass(frozen=True)
+class Own:
+    """A write's token: the attribute (a map's member: `map.name`) the write itself sets to `value`, unique to this
+    attempt (a Put's item gets it from `Table`; an Update's expression sets it). Found so in the item a failed
+    condition saw, the write was applied: a win."""
+
+    attribute: str
+    value: str
+
+    def on(self, item: dict[str, Any]) -> dict[str, Any]:
+        """An encoded item with the token in it (a top-level attribute)."""
+        return item | serialize({self.attribute: self.value})
+
+    def applied(self, seen: dict[str, Any]) -> bool:
+        found: Any = seen
+        for name in self.attribute.split("."):
+            found = found.get(name) if isinstance(found, dict) else None
+        return bool(found == self.value)
 
 
 class Update:
@@ -101,6 +128,7 @@ class AuditedWrites(Protocol):
         ...
 
 
+# One piece over 250 lines: the one place a conditional write's outcome is read, a short method per kind of write.
 class Table:
     """One DynamoDB table and the client that reaches it. Takes its client; builds none. `audited_writes`: how an
     audited write is made without a transaction (None: in one TransactWriteItems). `expiry`: the marks of the
@@ -124,12 +152,20 @@ class Table:
         self.client.put_item(TableName=self.name, Item=self.expiry.item(item) if self.expiry else item)
 
     def put_if_absent(
-        self, item: dict[str, Any], *, return_old: bool = True, audit: dict[str, Any] | None = None
+        self,
+        item: dict[str, Any],
+        *,
+        return_old: bool = True,
+        audit: dict[str, Any] | None = None,
+        own: Own | None = None,
     ) -> tuple[bool, dict[str, Any]]:
         """PutItem only where no item has this key. Returns (won, the existing item's attributes if lost).
-        `audit`: the audit record's item, written in the same transaction."""
-        params: dict[str, Any] = {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"} if return_old else {}
-        return self._attempt("Put", None, audit, Item=item, ConditionExpression="attribute_not_exists(pk)", **params)
+        `audit`: the audit record's item, written in the same transaction. `own`: the put's token, added to `item`."""
+        params: dict[str, Any] = {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"} if return_old or own else {}
+        item = own.on(item) if own else item
+        return self._attempt(
+            "Put", None, audit, Item=item, ConditionExpression="attribute_not_exists(pk)", own=own, **params
+        )
 
     def put_if(
         self,
@@ -140,17 +176,19 @@ class Table:
         *,
         return_old: bool = False,
         audit: dict[str, Any] | None = None,
+        own: Own | None = None,
     ) -> tuple[bool, dict[str, Any]]:
         """PutItem under a condition. Returns (won, the item as its condition saw it if lost and `return_old`);
-        a condition that does not hold is a False, never an exception. `audit`: as put_if_absent's."""
-        params: dict[str, Any] = {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"} if return_old else {}
+        a condition that does not hold is a False, never an exception. `audit`, `own`: as put_if_absent's."""
+        params: dict[str, Any] = {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"} if return_old or own else {}
         return self._attempt(
             "Put",
             names,
             audit,
-            Item=item,
+            Item=own.on(item) if own else item,
             ConditionExpression=condition,
             ExpressionAttributeValues=values,
+            own=own,
             **params,
         )
 
@@ -179,10 +217,12 @@ class Table:
         values: dict[str, Any],
         *,
         audit: dict[str, Any] | None = None,
+        own: Own | None = None,
     ) -> bool:
         """UpdateItem under a condition; False (never an exception) when the condition does not hold. `audit`: as
-        put_if_absent's."""
-        won, _ = self._attempt("Update", names, audit, **_update(key, update, condition, values))
+        put_if_absent's. `own`: the update's token, set by `update`."""
+        returned = {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"} if own else {}
+        won, _ = self._attempt("Update", names, audit, own=own, **_update(key, update, condition, values), **returned)
         return won
 
     def update_if_audited(
@@ -205,37 +245,53 @@ class Table:
         )
 
     def update_if_returning_old(
-        self, key: dict[str, Any], update: str, condition: str, names: dict[str, str] | None, values: dict[str, Any]
+        self,
+        key: dict[str, Any],
+        update: str,
+        condition: str,
+        names: dict[str, str] | None,
+        values: dict[str, Any],
+        *,
+        own: Own | None = None,
     ) -> tuple[bool, dict[str, Any]]:
         """`update_if` that also returns the item as it was: before the update if it won, as its condition saw
-        it if it lost (empty: there was none)."""
-        return self._attempt(
-            "Update",
-            names,
-            None,
-            **_update(key, update, condition, values),
-            ReturnValues="ALL_OLD",
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
-        )
+        it if it lost (empty: there was none). `own`: as update_if_returning_new's (a win whose answer was lost
+        returns the item as the update left it, holding the token)."""
+        return self._update_returning("ALL_OLD", names, own, **_update(key, update, condition, values))
 
     def update_if_returning_new(
-        self, key: dict[str, Any], update: str, condition: str, names: dict[str, str] | None, values: dict[str, Any]
+        self,
+        key: dict[str, Any],
+        update: str,
+        condition: str,
+        names: dict[str, str] | None,
+        values: dict[str, Any],
+        *,
+        own: Own | None = None,
     ) -> tuple[bool, dict[str, Any]]:
         """`update_if` that also returns the item: as the update left it if it won, as its condition saw it if it
-        lost (empty: there was none). Either way the caller has the current item without another read."""
+        lost (empty: there was none). Either way the caller has the current item without another read. `own`: the
+        update's token, set by `update` (then a win whose answer was lost returns the item as its resend saw it)."""
+        return self._update_returning("ALL_NEW", names, own, **_update(key, update, condition, values))
+
+    def _update_returning(
+        self, returned: str, names: dict[str, str] | None, own: Own | None, **params: Any
+    ) -> tuple[bool, dict[str, Any]]:
         return self._attempt(
             "Update",
             names,
             None,
-            **_update(key, update, condition, values),
-            ReturnValues="ALL_NEW",
+            own=own,
+            ReturnValues=returned,
             ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            **params,
         )
 
-    def write_if(self, operation: str, **params: Any) -> tuple[bool, dict[str, Any]]:
+    def write_if(self, operation: str, *, own: Own | None = None, **params: Any) -> tuple[bool, dict[str, Any]]:
         """One conditional write (`operation`: Put, Update or Delete) of the request's parameters but the table's
-        name, unaudited: (won, the returned attributes if won, else the item its condition saw if asked for)."""
-        return self._attempt(operation, None, None, **params)
+        name, unaudited: (won, the returned attributes if won, else the item its condition saw if asked for).
+        `own`: the write's token, which its parameters write."""
+        return self._attempt(operation, None, None, own=own, **params)
 
     def query_all(self, key_condition: str, values: dict[str, Any]) -> list[dict[str, Any]]:
         """Every item of the table (not an index) matching the key condition, as attributes: consistent reads,
@@ -275,10 +331,17 @@ class Table:
         return found
 
     def _attempt(
-        self, operation: str, names: dict[str, str] | None, audit: dict[str, Any] | None, **params: Any
+        self,
+        operation: str,
+        names: dict[str, str] | None,
+        audit: dict[str, Any] | None,
+        *,
+        own: Own | None = None,
+        **params: Any,
     ) -> tuple[bool, dict[str, Any]]:
         """(True, the returned attributes) if the write (`operation`: Put, Update or Delete) won, (False, the item
-        its condition saw) if it failed. With `audit`, the write and the audit item's put are one transaction."""
+        its condition saw) if it failed; (True, that item) if it holds `own`, the write's own token. With `audit`,
+        the write and the audit item's put are one transaction (idempotent: its token is the SDK's)."""
         if names:
             params["ExpressionAttributeNames"] = names
         if audit is not None and self.audited_writes is not None:
@@ -298,7 +361,8 @@ class Table:
                     continue
                 if not _is_condition_failure(exc):
                     raise
-                return False, deserialize(exc.response.get("Item") or {})  # type: ignore[arg-type]
+                seen = deserialize(exc.response.get("Item") or {})  # type: ignore[arg-type]
+                return own is not None and own.applied(seen), seen
             return True, deserialize(response.get("Attributes") or {})
         raise AssertionError("unreachable: the last try returns or raises")  # pragma: no cover
 

@@ -18,7 +18,7 @@ from tickwork.model.run import AttemptHistory, Run, RunError, RunResult
 from tickwork.model.states import DeferReason, RunStatus, SkipReason
 from tickwork.store.checkpoints import StoredCheckpoint, stored_checkpoint
 from tickwork.store.codec import deserialize, expression_values, run_from_attrs, run_key, shard_of
-from tickwork.store.conditional import Table, Update
+from tickwork.store.conditional import Own, Table, Update
 from tickwork.store.runs import COMPLETES_JOB, expires_at
 
 
@@ -69,7 +69,9 @@ class RunLeases:
     def lease_run(self, run_id: str, *, owner: str, now: datetime, lease_for: timedelta) -> Lease:
         """Take the run: QUEUED or RETRYING whose wait has passed, or RUNNING whose lease expired, becomes
         RUNNING with attempts+1. The condition is promise 4's lock (at most one live lease per run) and keeps
-        the retry backoff (no duplicate message starts an attempt before `not_before`)."""
+        the retry backoff (no duplicate message starts an attempt before `not_before`). `owner` is the lease's
+        token (store/conditional.Own): a lease applied whose answer was lost, its resend refused by the lease
+        itself, is this executor's to use, not another's (BUSY)."""
         parsed = parse_run_id(run_id)
         if parsed is None:
             return Lease(LeaseOutcome.MISSING, None)
@@ -77,7 +79,8 @@ class RunLeases:
         lateness = to_ms(now) - to_ms(parsed[1])
         won, old_attrs = self._table.update_if_returning_old(
             run_key(run_id),
-            "SET #status = :running, attempts = if_not_exists(attempts, :zero) + :one, "
+            # `leased_from`: the status this lease found (an update's operands read the item as it was).
+            "SET #status = :running, leased_from = #status, attempts = if_not_exists(attempts, :zero) + :one, "
             "lease_owner = :owner, lease_until = :lu, lease_until_ms = :lu_ms, "
             "started_at = if_not_exists(started_at, :now), lateness_ms = if_not_exists(lateness_ms, :late), "
             # The attempt's record, opened: its number is the count this update makes (see Run.attempt_history).
@@ -106,6 +109,7 @@ class RunLeases:
                 no_history=[],
                 opened=[{"started_at": iso(now)}],
             ),
+            own=Own("lease_owner", owner),
         )
         if not won:
             if not old_attrs:
@@ -118,6 +122,8 @@ class RunLeases:
             ):
                 return Lease(LeaseOutcome.EARLY, current, current.status)
             return Lease(LeaseOutcome.BUSY, current, current.status)
+        if old_attrs.get("lease_owner") == owner:
+            old_attrs = _before_own_lease(old_attrs)
         old = run_from_attrs(old_attrs)
         run = old.model_copy(
             update={
@@ -215,9 +221,14 @@ class RunLeases:
         in the due index at `outbox_at` until they are published (tickwork.store.event_outbox). `slow_at`: the run
         was found slow (`Run Slow`, docs/forecasts.md), marked once by the write it rides on.
 
-        `variant`: the variant the run ran (tickwork.model.variants), recorded by its first outcome, kept after."""
+        `variant`: the variant the run ran (tickwork.model.variants), recorded by its first outcome, kept after.
+
+        The lease's owner, `finished_by`, is the outcome's token (store/conditional.Own): an outcome applied whose
+        answer was lost, its resend refused (the lease it held on is gone), is recorded, with the `completes_job`
+        ask it found (`completes_job_found`)."""
         update = _held_by(owner)
         update.set("#status", status.value)
+        update.set("finished_by", owner)
         _record_variant(update, run, variant)
         if history is not None:
             _set_history(update, history)
@@ -229,6 +240,7 @@ class RunLeases:
         if status.terminal:
             update.set("finished_at", iso(now))
             update.set("expires_at", expires_at(now, self.retention))
+            update.sets.append(f"completes_job_found = if_not_exists({COMPLETES_JOB}, {update.value(False)})")
             update.removes.append(COMPLETES_JOB)
         if duration_ms is not None:
             update.set("duration_ms", duration_ms)
@@ -258,9 +270,15 @@ class RunLeases:
             update.set("tenant_key", f"T#{run.tenant}#FAILED")
             update.set("tenant_sort", f"{to_ms(now):013d}#{run.id}")
         won, old = self._table.update_if_returning_old(
-            run_key(run.id), update.expression(), update.condition(), update.names, update.attribute_values()
+            run_key(run.id),
+            update.expression(),
+            update.condition(),
+            update.names,
+            update.attribute_values(),
+            own=Own("finished_by", owner),
         )
-        return Finished(recorded=won, completes_job=won and status.terminal and bool(old.get(COMPLETES_JOB)))
+        asked = old.get("completes_job_found") if old.get("finished_by") == owner else old.get(COMPLETES_JOB)
+        return Finished(recorded=won, completes_job=won and status.terminal and bool(asked))
 
     def defer_run(
         self,
@@ -366,6 +384,16 @@ class RunLeases:
             ProjectionExpression="cancel_requested",
         ).get("Item")
         return bool(item and deserialize(item).get("cancel_requested"))
+
+
+def _before_own_lease(leased: dict[str, Any]) -> dict[str, Any]:
+    """The run's item as it was before a lease, from the item as that lease left it (its answer lost, its resend
+    refused by the lease itself): the attempt it counted, the record it opened and the status it found taken back."""
+    return leased | {
+        "status": leased["leased_from"],
+        "attempts": int(leased["attempts"]) - 1,
+        "attempt_history": list(leased["attempt_history"])[:-1],
+    }
 
 
 def _held_by(owner: str, **values: Any) -> Update:

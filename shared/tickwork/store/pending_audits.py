@@ -41,7 +41,7 @@ from tickwork.model.clock import Clock, from_ms, to_ms
 from tickwork.observability import logger
 from tickwork.store.audit import ALL_TENANTS, ARCHIVE_SHARD, SETTLED_INTENT_KEPT_SECONDS, due_items
 from tickwork.store.codec import deserialize, expression_values, serialize
-from tickwork.store.conditional import Table
+from tickwork.store.conditional import Own, Table
 
 MARKER = "audit_pending"  # on a changed item: the key of its pending audit record ("<pk>|<sk>")
 PENDING_SHARD = "AUDIT_PENDING"  # the due-index partition of the pending records, due at their `settles_after`
@@ -116,8 +116,10 @@ class PendingAudits:
         change_op, change = _marked_change(operation, params, marker)
         seen: dict[str, Any] = {}
         for _ in range(SETTLE_TRIES):
-            won, seen = table.write_if(change_op, **change)
-            if won or seen.get(MARKER) in (None, marker) or not self._settle_mark(table, str(seen[MARKER]), target):
+            # The mark is the change's token (store/conditional.Own): found on the item, the change was applied, its
+            # answer lost and its resend refused by the mark itself.
+            won, seen = table.write_if(change_op, own=Own(MARKER, marker), **change)
+            if won or seen.get(MARKER) is None or not self._settle_mark(table, str(seen[MARKER]), target):
                 break
         if not won:
             _not_happened(table, marker, self.clock.now())

@@ -28,7 +28,7 @@ from tickwork.store.codec import (
     serialize,
     shard_of,
 )
-from tickwork.store.conditional import Table
+from tickwork.store.conditional import Own, Table
 from tickwork.store.ordering import OrderingRecords
 from tickwork.store.reading import read_run
 
@@ -98,14 +98,16 @@ class RunRecords:
             existing[run.id] = old  # its claimer died part-way: carry the claim through
         return ClaimedRuns(created=created, existing=existing, in_flight_elsewhere=False)
 
-    def put_queued_run(self, run: Run, *, redispatch_at: datetime, audit: dict[str, Any] | None = None) -> bool:
+    def put_queued_run(
+        self, run: Run, *, redispatch_at: datetime, audit: dict[str, Any] | None = None, own: Own | None = None
+    ) -> bool:
         """A run outside the schedule (trigger): created QUEUED, in the due index until its outcome. `audit`: the
-        trigger's audit record's item, in the same transaction."""
+        trigger's audit record's item, in the same transaction. `own`: the put's token (store/conditional)."""
         self._enqueue_ordered(run, run.enqueued_at or run.scheduled_for)
         attrs = run_to_attrs(run)
         attrs["due_shard"] = shard_of(run.job_id, self.shards)
         attrs["due_at"] = to_ms(redispatch_at)
-        won, _ = self._table.put_if_absent(serialize(attrs), return_old=False, audit=audit)
+        won, _ = self._table.put_if_absent(serialize(attrs), return_old=False, audit=audit, own=own)
         return won
 
     def put_failed_run(self, run: Run, *, now: datetime) -> bool:
