@@ -59,6 +59,9 @@ class Own:
 
     attribute: str
     value: str
+    # Other attributes the write sets that, with `value`, make the token unique (e.g. an outcome's instant and the
+    # attempt it ends); checked, never written by `on`.
+    with_: tuple[tuple[str, Any], ...] = ()
 
     def on(self, item: dict[str, Any]) -> dict[str, Any]:
         """An encoded item with the token in it (a top-level attribute)."""
@@ -68,7 +71,7 @@ class Own:
         found: Any = seen
         for name in self.attribute.split("."):
             found = found.get(name) if isinstance(found, dict) else None
-        return bool(found == self.value)
+        return bool(found == self.value) and all(seen.get(name) == value for name, value in self.with_)
 
 
 class Update:

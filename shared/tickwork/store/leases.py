@@ -158,6 +158,7 @@ class RunLeases:
         progress report (JSON text: tickwork.executor.progress_reports) rides on it, and so do the run's warnings'
         marks (`slow_at`, `deadline_at_risk_at`: tickwork.executor.run_warnings), each kept if it is there already."""
         values = {"lu": iso(lease_until), "lu_ms": to_ms(lease_until), "owner": owner}
+        # `leased_from` serves only a lease's own resend (lease_run): the first beat takes it away.
         sets = "SET lease_until = :lu, lease_until_ms = :lu_ms"
         if progress is not None:
             values["progress"] = progress
@@ -167,7 +168,7 @@ class RunLeases:
             sets += f", {name} = if_not_exists({name}, :mark{n})"
         won, attrs = self._table.update_if_returning_new(
             run_key(run_id),
-            sets,
+            f"{sets} REMOVE leased_from",
             "lease_owner = :owner AND #status = :running",
             {"#status": "status"},
             expression_values(**values, running=RunStatus.RUNNING.value),
@@ -214,8 +215,9 @@ class RunLeases:
         (the tick re-sends it if the message never came back); when the backoff is too long for a message,
         that is the retry itself. `history` replaces `attempt_history` (the lease holder is its only writer).
 
-        A terminal outcome takes the run's `completes_job` ask away and tells whether it was there, from the
-        item as the write found it (ReturnValues: no read, no capacity billed).
+        A terminal outcome tells whether the run was asked to complete its job (`completes_job`), from the item as
+        the write found it (ReturnValues: no read, no capacity billed); the ask stays on the settled run, which
+        nothing asks again, so an outcome whose answer was lost finds it too.
 
         `events_pending` (a terminal outcome's run events, tickwork.model.run_events) are kept on the run, which stays
         in the due index at `outbox_at` until they are published (tickwork.store.event_outbox). `slow_at`: the run
@@ -223,25 +225,22 @@ class RunLeases:
 
         `variant`: the variant the run ran (tickwork.model.variants), recorded by its first outcome, kept after.
 
-        The lease's owner, `finished_by`, is the outcome's token (store/conditional.Own): an outcome applied whose
-        answer was lost, its resend refused (the lease it held on is gone), is recorded, with the `completes_job`
-        ask it found (`completes_job_found`)."""
+        The outcome's token (store/conditional.Own) is what it writes anyway, so it costs no byte: its instant
+        (`finished_at`; a retry's `not_before`) with the attempt it ends. An outcome applied whose answer was lost,
+        its resend refused (the lease it held on is gone), is recorded."""
         update = _held_by(owner)
         update.set("#status", status.value)
-        update.set("finished_by", owner)
         _record_variant(update, run, variant)
         if history is not None:
             _set_history(update, history)
         if status.terminal and (wall_ms := run.wall_ms_at(now, started=not never_started)) is not None:
             update.set("wall_ms", wall_ms)
-        update.removes += ["lease_owner", "lease_until", "lease_until_ms"]
+        update.removes += ["lease_owner", "lease_until", "lease_until_ms", "leased_from"]
         if never_started:
             update.removes += ["started_at", "lateness_ms"]
         if status.terminal:
             update.set("finished_at", iso(now))
             update.set("expires_at", expires_at(now, self.retention))
-            update.sets.append(f"completes_job_found = if_not_exists({COMPLETES_JOB}, {update.value(False)})")
-            update.removes.append(COMPLETES_JOB)
         if duration_ms is not None:
             update.set("duration_ms", duration_ms)
         if slow_at is not None:
@@ -275,10 +274,9 @@ class RunLeases:
             update.condition(),
             update.names,
             update.attribute_values(),
-            own=Own("finished_by", owner),
+            own=_outcome_token(run, status, now, not_before),
         )
-        asked = old.get("completes_job_found") if old.get("finished_by") == owner else old.get(COMPLETES_JOB)
-        return Finished(recorded=won, completes_job=won and status.terminal and bool(asked))
+        return Finished(recorded=won, completes_job=won and status.terminal and bool(old.get(COMPLETES_JOB)))
 
     def defer_run(
         self,
@@ -308,7 +306,7 @@ class RunLeases:
         update.set("due_at", to_ms(resend_at))
         if history is not None:
             _set_history(update, history)
-        update.removes += ["lease_owner", "lease_until", "lease_until_ms"]
+        update.removes += ["lease_owner", "lease_until", "lease_until_ms", "leased_from"]
         if run.first_start_of_execution:
             update.removes += ["started_at", "lateness_ms"]
         return self._table.update_if(
@@ -338,7 +336,7 @@ class RunLeases:
         _set_history(update, history)
         update.set("due_shard", shard_of(run.job_id, self.shards))
         update.set("due_at", to_ms(resend_at))
-        update.removes += ["lease_owner", "lease_until", "lease_until_ms"]
+        update.removes += ["lease_owner", "lease_until", "lease_until_ms", "leased_from"]
         return self._table.update_if(
             run_key(run.id), update.expression(), update.condition(), update.names, update.attribute_values()
         )
@@ -384,6 +382,15 @@ class RunLeases:
             ProjectionExpression="cancel_requested",
         ).get("Item")
         return bool(item and deserialize(item).get("cancel_requested"))
+
+
+def _outcome_token(run: Run, status: RunStatus, now: datetime, not_before: datetime | None) -> Own | None:
+    """An outcome's token: its instant and the attempt it ends (another holder of a later lease has another
+    attempt). None where the outcome writes no instant of its own."""
+    attempt = (("attempts", run.attempts),)
+    if status.terminal:
+        return Own("finished_at", str(iso(now)), with_=attempt)
+    return Own("not_before", str(iso(not_before)), with_=attempt) if not_before is not None else None
 
 
 def _before_own_lease(leased: dict[str, Any]) -> dict[str, Any]:
