@@ -6,6 +6,7 @@ tests/api/test_audit_trail.py, in both modes."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -71,6 +72,24 @@ def strong_api(strong_pipeline: Any, monkeypatch: pytest.MonkeyPatch) -> Iterato
         api_app.use_services(None)
 
 
+@contextmanager
+def dying_before_update(pipeline: Any, starting: str) -> Iterator[None]:
+    """The request in the block dies as it is about to send an UpdateItem whose expression starts with `starting`
+    (a botocore handler on the real client: it is never sent)."""
+    client = pipeline.services.store.shared_table.client
+
+    def die(params: dict[str, Any], **_: Any) -> None:
+        if params.get("UpdateExpression", "").startswith(starting):
+            raise ProcessKilled(f"before {starting}")
+
+    client.meta.events.register("before-parameter-build.dynamodb.UpdateItem", die)
+    try:
+        with pytest.raises(ProcessKilled):
+            yield
+    finally:
+        client.meta.events.unregister("before-parameter-build.dynamodb.UpdateItem", die)
+
+
 CREATES = {
     "job": ("POST", "/v1/jobs", JOB, ACME),
     "workflow": ("POST", "/v1/workflows", WORKFLOW, ACME),
@@ -98,18 +117,8 @@ def test_an_item_still_marked_for_its_audit_record_reads_as_before_and_its_mark_
     strong_api: ApiClient, strong_pipeline: Any, made: str
 ) -> None:
     method, path, body, identity = CREATES[made]
-    client = strong_pipeline.services.store.shared_table.client
-
-    def die_before_the_clear(params: dict[str, Any], **_: Any) -> None:
-        if params.get("UpdateExpression", "").startswith("REMOVE audit_pending"):
-            raise ProcessKilled("before the mark's clear")
-
-    client.meta.events.register("before-parameter-build.dynamodb.UpdateItem", die_before_the_clear)
-    try:
-        with pytest.raises(ProcessKilled):
-            strong_api.request(method, path, body=body, identity=identity)
-    finally:
-        client.meta.events.unregister("before-parameter-build.dynamodb.UpdateItem", die_before_the_clear)
+    with dying_before_update(strong_pipeline, "REMOVE audit_pending"):  # before the mark's clear
+        strong_api.request(method, path, body=body, identity=identity)
     (marked,) = [i for i in table_items(strong_pipeline).values() if "audit_pending" in i]
     listing = path if method == "POST" else "/v1/tenants/me"
     for read in (read_path(marked), listing, "/v1/audit"):
