@@ -19,7 +19,7 @@ from tickwork.model.audit_settlement import SETTLES_AFTER
 from tickwork.model.clock import to_ms
 from tickwork.store.audit import AuditItems, AuditOutbox
 from tickwork.store.codec import deserialize, expression_values, serialize
-from tickwork.store.pending_audits import MARKER, PENDING_KIND
+from tickwork.store.pending_audits import MARKER, NOT_HAPPENED_KIND, PENDING_KIND
 
 from tests.faults.crashes import ProcessKilled
 from tests.harness import TENANT, Pipeline
@@ -317,3 +317,35 @@ def test_an_audited_change_that_sets_an_expiry_marks_its_bucket_once(pipeline: A
     assert (item["v"], item["expires_at"]) == (2, expires)
     assert str(item["expiry_bucket"]).startswith("X#")
     assert listed(pipeline) == [("calendar.update", "expiring")]
+
+
+def test_a_record_settled_as_not_happened_is_swept_a_day_later_and_a_confirmed_one_is_archived_once(
+    pipeline: Any,
+) -> None:
+    table = pipeline.services.store.shared_table
+    write = update(pipeline, "kept")  # the item at v 1
+    with dying_before_write(pipeline, 2), pytest.raises(ProcessKilled):
+        write()  # its record pending, its change never sent
+    (pending,) = pending_records(pipeline)
+    assert "expires_at" not in pending  # kept until it is settled, however long that takes
+    lost = table.update_if(
+        key("kept"), "SET v = :v", "v = :old", None, expression_values(v=3, old=7), audit=record(pipeline, "lost")
+    )
+    assert not lost
+    assert write()  # the change, again: its own record confirmed
+    pipeline.clock.advance(SETTLES_AFTER.total_seconds() + 1)
+    first = pipeline.services.minute_tick.run()
+    assert (first.pending_audits_settled, first.audit_archived) == (1, 1)  # the dead request's: not happened
+    assert pipeline.services.minute_tick.run().audit_archived == 0  # the confirmed one archived once
+    items = table.client.scan(TableName=table.name)["Items"]
+    settled = [i for i in items if i.get("kind") == {"S": NOT_HAPPENED_KIND}]
+    assert len(settled) == 2
+    assert all("expiry_bucket" in i for i in settled)
+
+    pipeline.clock.advance(timedelta(days=1, hours=2).total_seconds())
+    pipeline.tick()
+    items = table.client.scan(TableName=table.name)["Items"]
+    assert not [i for i in items if i.get("kind") == {"S": NOT_HAPPENED_KIND}]
+    assert not pending_records(pipeline)
+    confirmed = [i for i in items if i.get("kind") == {"S": "AUDIT"}]
+    assert [i["resource_id"]["S"] for i in confirmed] == ["kept"]  # kept for its retention, archived
