@@ -17,6 +17,7 @@ from tests.faults.crashes import ProcessKilled
 from tests.harness import Pipeline
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
+MARK = "audit_pending"
 
 
 @pytest.fixture(params=["single", "strong"])
@@ -135,3 +136,27 @@ CREATES_ACTIONS = {
     "freeze": "freeze.create",
     "tenant settings": "tenant.settings",
 }
+
+
+def test_no_write_replaces_an_item_an_audited_change_marks_without_its_mark(api: ApiClient, pipeline: Any) -> None:
+    # A put that replaced a marked item would drop its mark, and the change would then be settled as not happened
+    # (its record lost): over every API call, then the tick and the executors they set going, a PutItem on an item
+    # that an audited change marks is an audited change itself, or a create (which cannot replace).
+    if pipeline.services.settings.region_mode != "strong":
+        pytest.skip("items are marked in strong only")
+    for _, call_of in sorted(CALLS.items()):
+        assert call_of(api, pipeline).send(api).status < 300
+    pipeline.tick()
+    pipeline.drain()
+    marked: set[tuple[str, str]] = set()  # the items an audited change has marked so far
+    for _, operation, params in pipeline.calls.calls:
+        if operation == "UpdateItem" and f"{MARK} = :audit_marker" in params.get("UpdateExpression", ""):
+            marked.add((params["Key"]["pk"]["S"], params["Key"]["sk"]["S"]))
+        if operation != "PutItem":
+            continue
+        put = params["Item"]
+        if MARK in put:
+            marked.add((put["pk"]["S"], put["sk"]["S"]))
+        elif (put["pk"]["S"], put["sk"]["S"]) in marked:
+            assert params.get("ConditionExpression") == "attribute_not_exists(pk)", params
+    assert len(marked) > len(CALLS) / 2
