@@ -14,7 +14,7 @@ from tickwork.model.audit_settlement import SETTLES_AFTER
 from tickwork.model.clock import iso
 
 from tests.api.conftest import ApiClient
-from tests.api.test_audit_trail import ADMIN, audit_items, table_items
+from tests.api.test_audit_trail import ADMIN, FAILING, audit_items, table_items
 from tests.api.test_audit_trail_strong import dying_before_update
 from tests.faults.crashes import ProcessKilled
 from tests.harness import Pipeline
@@ -129,3 +129,23 @@ def test_a_backfill_of_a_job_held_by_a_change_not_yet_confirmed_creates_no_run_w
     actions = [r["action"] for r in audit_items(pipeline) if r["resource"]["id"] == job["id"]]
     assert len(runs) == again.json["created"] > 0
     assert sorted(actions) == ["job.backfill", "job.create", "job.update"]
+
+
+def test_a_second_backfill_of_a_skipped_runs_occurrence_leaves_its_ordering_entry_skipped_and_its_record(
+    api: ApiClient, pipeline: Any
+) -> None:
+    job = api.create(**{**FAILING, "schedule": {"cron": "0 * * * *"}, "ordering": {"key": "ledger"}})
+    now = pipeline.clock.now()
+    body = {"from": iso(now - timedelta(hours=1)), "to": iso(now), "max_runs": 1}
+    (run_id,) = api.post(f"/v1/jobs/{job['id']}/backfill", body).json["runs"]
+    pipeline.drain()
+    assert api.get(f"/v1/runs/{run_id}").json["status"] == "FAILED"
+    with dying_before_update(pipeline, "REMOVE pending"):  # the skip made and marked, its record not confirmed
+        api.post(f"/v1/runs/{run_id}/skip")
+    again = api.post(f"/v1/jobs/{job['id']}/backfill", body)
+    assert again.status in (200, 409), again.text
+    pipeline.clock.advance(SETTLES_AFTER.total_seconds() + 1)
+    pipeline.tick()
+    (entry,) = [i for (_, sk), i in table_items(pipeline).items() if sk.startswith("ORDER#") and "#Q#" in sk]
+    assert entry.get("skipped") == {"BOOL": True}
+    assert [r["action"] for r in audit_items(pipeline) if r["resource"]["id"] == run_id] == ["run.skip"]
