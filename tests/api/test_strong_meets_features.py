@@ -19,13 +19,15 @@ from tests.api.test_audit_trail_strong import dying_before_update
 from tests.faults.crashes import ProcessKilled
 from tests.harness import Pipeline
 from tests.integration.test_audited_writes_without_transactions import dying_before_write
+from tests.integration.test_expiry_sweep import STRONG
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
 
 @pytest.fixture
 def pipeline(mocked_aws: None) -> Iterator[Any]:
-    with Pipeline.create(REGION_MODE="strong") as p:
+    with Pipeline.create(parameters=STRONG) as p:  # the template's strong table: its expiry index, no TTL
+        assert p.services.settings.region_mode == "strong"
         yield p
 
 
