@@ -349,3 +349,32 @@ def test_a_record_settled_as_not_happened_is_swept_a_day_later_and_a_confirmed_o
     assert not pending_records(pipeline)
     confirmed = [i for i in items if i.get("kind") == {"S": "AUDIT"}]
     assert [i["resource_id"]["S"] for i in confirmed] == ["kept"]  # kept for its retention, archived
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_a_change_sent_again_after_its_answer_was_lost_is_the_change_that_happened(pipeline: Any, change: str) -> None:
+    # The SDK sends a write again when its answer is lost (a timeout, a connection reset after DynamoDB applied it):
+    # the write sent again then finds the item carrying its own mark, and its condition fails.
+    prepare, shows, _ = CHANGES[change]
+    write = prepare(pipeline, change)
+    client = pipeline.services.store.shared_table.client
+    applied: list[str] = []
+
+    def applied_before(params: dict[str, Any], model: Any, **_: Any) -> None:
+        marking = MARKER in params.get("Item", {}) or f"{MARKER} = :audit_marker" in params.get("UpdateExpression", "")
+        if marking and not applied:
+            applied.append(model.name)
+            getattr(client, {"PutItem": "put_item", "UpdateItem": "update_item"}[model.name])(**dict(params))
+
+    for operation in ("PutItem", "UpdateItem"):
+        client.meta.events.register(f"before-parameter-build.dynamodb.{operation}", applied_before)
+    try:
+        assert write()
+    finally:
+        for operation in ("PutItem", "UpdateItem"):
+            client.meta.events.unregister(f"before-parameter-build.dynamodb.{operation}", applied_before)
+    assert applied
+    assert shows(item_of(pipeline, change))
+    assert listed(pipeline) == [(f"calendar.{change_action(change)}", change)]
+    assert MARKER not in (item_of(pipeline, change) or {})
+    assert not pending_records(pipeline)
