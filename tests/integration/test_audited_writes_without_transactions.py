@@ -378,3 +378,24 @@ def test_a_change_sent_again_after_its_answer_was_lost_is_the_change_that_happen
     assert listed(pipeline) == [(f"calendar.{change_action(change)}", change)]
     assert MARKER not in (item_of(pipeline, change) or {})
     assert not pending_records(pipeline)
+
+
+def test_a_delete_sent_again_after_its_answer_was_lost_is_the_delete_that_happened(pipeline: Any) -> None:
+    write = delete(pipeline, "deleted")
+    client = pipeline.services.store.shared_table.client
+    applied: list[bool] = []
+
+    def applied_before(params: dict[str, Any], **_: Any) -> None:
+        if not applied:
+            applied.append(True)
+            client.delete_item(**dict(params))
+
+    client.meta.events.register("before-parameter-build.dynamodb.DeleteItem", applied_before)
+    try:
+        assert write()
+    finally:
+        client.meta.events.unregister("before-parameter-build.dynamodb.DeleteItem", applied_before)
+    assert applied
+    assert item_of(pipeline, "deleted") is None
+    assert listed(pipeline) == [("calendar.delete", "deleted")]
+    assert not pending_records(pipeline)
