@@ -399,3 +399,25 @@ def test_a_delete_sent_again_after_its_answer_was_lost_is_the_delete_that_happen
     assert item_of(pipeline, "deleted") is None
     assert listed(pipeline) == [("calendar.delete", "deleted")]
     assert not pending_records(pipeline)
+
+
+def test_counting_a_job_in_whose_mark_was_sent_again_after_its_answer_was_lost_counts_it_once(pipeline: Any) -> None:
+    tenants = pipeline.services.tenant_records
+    job = pipeline.create_job(schedule={"rate": "1 hour"})
+    client = pipeline.services.store.shared_table.client
+    applied: list[bool] = []
+
+    def applied_before(params: dict[str, Any], **_: Any) -> None:
+        if params.get("UpdateExpression", "").startswith("SET #counted = :tenant") and not applied:
+            applied.append(True)
+            client.update_item(**dict(params))
+
+    client.meta.events.register("before-parameter-build.dynamodb.UpdateItem", applied_before)
+    try:
+        assert tenants.count_in(TENANT, job.id)
+    finally:
+        client.meta.events.unregister("before-parameter-build.dynamodb.UpdateItem", applied_before)
+    assert applied
+    assert int(tenants.get_settings_and_usage(TENANT)[1]["active_jobs"]) == 1  # never below the jobs counted
+    assert not tenants.count_in(TENANT, job.id)  # another count of it (a racing recount) is released
+    assert int(tenants.get_settings_and_usage(TENANT)[1]["active_jobs"]) == 1
