@@ -16,6 +16,7 @@ import boto3
 import pytest
 from botocore.exceptions import EndpointConnectionError
 from tickwork.aws.clients import AwsClients
+from tickwork.aws.results import ResultStore
 from tickwork.model.errors import NotFound, ResultRegionUnreachable
 from tickwork.model.ids import run_id_for
 from tickwork.model.run import Run
@@ -151,3 +152,46 @@ def test_a_single_region_makes_the_requests_it_always_made(mocked_aws):
             ("s3", "GetObject"),
         ]
         assert not [key for key in pipeline.services.clients._clients if "@" in key]
+
+
+@pytest.mark.parametrize("west_answers_at_first", [True, False])
+def test_a_run_taken_over_in_another_region_records_the_result_its_first_attempt_wrote_there_not_running_again(
+    mocked_aws: None, west_answers_at_first: bool
+) -> None:
+    # us-west-2's executor ran the handler and wrote its result to its own bucket, then died before recording the
+    # outcome; us-east-1's executor takes the run over when the lease ends (an MRSC table: one run, any region).
+    for region, bucket in BUCKETS.items():
+        placed = {} if region == "us-east-1" else {"CreateBucketConfiguration": {"LocationConstraint": region}}
+        boto3.client("s3", region_name=region).create_bucket(Bucket=bucket, **placed)
+    regions = f"{EXECUTED_IN},{READ_IN}"
+    with Pipeline.create(REGION_MODE="strong", RESULTS_BUCKET=BUCKETS[EXECUTED_IN], GLOBAL_TABLE_REGIONS=regions) as p:
+        job = p.create_job(schedule={"at": START + FAR}, payload=PAYLOAD)
+        p.clock.advance(FAR.total_seconds())
+        p.tick()
+        run_id = run_id_for(job.id, START + FAR)
+        p.services.store.leases.lease_run(run_id, owner="west", now=p.clock.now(), lease_for=timedelta(seconds=30))
+        first = {"written": "in us-west-2"}
+        west = ResultStore(boto3.client("s3", region_name=READ_IN), BUCKETS[READ_IN], region=READ_IN)
+        west.write_once(p.run(run_id), first)
+        p.clock.advance(60)  # the dead executor's lease ends
+        west_events = p.services.clients.regional_client("s3", READ_IN).meta.events
+
+        def unreachable(**_: Any) -> None:
+            raise EndpointConnectionError(endpoint_url=f"https://s3.{READ_IN}.amazonaws.com")
+
+        if not west_answers_at_first:
+            west_events.register("before-send.s3.HeadObject", unreachable)
+            p.tick()
+            with pytest.raises(AssertionError, match="did not drain"):
+                p.drain(max_rounds=3)  # its message comes back each time
+            assert p.run(run_id).status is RunStatus.RUNNING  # not run again while its result may be there
+            assert p.services.results.find(p.run(run_id)) is None
+            west_events.unregister("before-send.s3.HeadObject", unreachable)
+            p.clock.advance(120)  # the lease of the executor that could not look ends
+        p.tick()  # the run sent again
+        p.drain()
+        run = p.run(run_id)
+        assert run.status is RunStatus.SUCCEEDED
+        assert run.result is not None
+        assert run.result.region == READ_IN
+        assert p.services.result_reads.read(run) == first  # its first attempt's, not a second run's

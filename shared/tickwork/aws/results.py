@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -79,11 +80,20 @@ class ResultStore:
     "Results"), so that another region's API knows where to read it; None in a single region, where a result names
     none and the run item stays as it was."""
 
-    def __init__(self, client: Any, bucket: str, *, inline_max_bytes: int = 0, region: str | None = None) -> None:
+    def __init__(
+        self,
+        client: Any,
+        bucket: str,
+        *,
+        inline_max_bytes: int = 0,
+        region: str | None = None,
+        elsewhere: Callable[[], Sequence[ResultStore]] = tuple,
+    ) -> None:
         self._s3 = client
         self.bucket = bucket
         self.inline_max_bytes = inline_max_bytes
         self.region = region
+        self.elsewhere = elsewhere  # the other regions' results buckets (a multi-region stack), built when first asked
 
     def write_once(self, run: Run, document: Any) -> tuple[RunResult, bool]:
         """Write the result with If-None-Match: *. Returns (result, written_now).
@@ -137,6 +147,17 @@ class ResultStore:
             if found is not None:
                 return found
         return None
+
+    def find_anywhere(self, run: Run) -> RunResult | None:
+        """`find`, here, then in the other regions' buckets (a multi-region stack: an attempt in another region
+        wrote its result there). A region that does not answer raises: the run is not run again while its result
+        may be there."""
+        found = self.find(run)
+        for store in () if found is not None else self.elsewhere():
+            found = store.find(run)
+            if found is not None:
+                return found
+        return found
 
     def _head(self, key: str) -> RunResult | None:
         try:
