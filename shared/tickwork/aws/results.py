@@ -196,6 +196,22 @@ class ResultStore:
         self._s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType="application/json")
 
     def read_checkpoint(self, key: str) -> Any:
+        """A checkpoint's document: here, or (a multi-region stack) in the bucket of the region whose attempt saved
+        it, the run item naming only its key."""
+        try:
+            return self._checkpoint_here(key)
+        except ClientError as exc:
+            if not _missing(exc):
+                raise
+            for store in self.elsewhere():
+                try:
+                    return store._checkpoint_here(key)
+                except ClientError as elsewhere:
+                    if not _missing(elsewhere):
+                        raise
+            raise
+
+    def _checkpoint_here(self, key: str) -> Any:
         return json.loads(self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read())
 
     def delete_checkpoint(self, key: str) -> None:
