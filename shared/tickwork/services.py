@@ -143,28 +143,44 @@ class Services:
     def results(self) -> ResultStore:
         """This region's results bucket. In a multi-region stack each result written names this region (the S3
         client's), so another region's API reads it here (docs/regions.md, "Results")."""
+        from tickwork.control.region_failover import regions_of
+
         client = self.clients.client("s3")
+        here = client.meta.region_name
+        if self.settings.region_mode == "single":
+            return ResultStore(
+                client, self.settings.results_bucket, inline_max_bytes=self.settings.inline_result_max_bytes
+            )
+        others = [there for there in regions_of(self.settings.global_table_regions) if there != here]
         return ResultStore(
             client,
             self.settings.results_bucket,
             inline_max_bytes=self.settings.inline_result_max_bytes,
-            region=None if self.settings.region_mode == "single" else client.meta.region_name,
+            region=here,
+            elsewhere=lambda: [self.results_in(there) for there in others],
         )
+
+    def results_in(self, there: str) -> ResultStore:
+        """Another region's results bucket (a multi-region stack), through a client of that region."""
+        from tickwork.model.result_regions import results_bucket_in
+
+        if there not in self._other_results:  # two threads building one at once build the same: either is kept
+            here = self.clients.client("s3").meta.region_name
+            bucket = results_bucket_in(self.settings.results_bucket, here, there)
+            self._other_results[there] = ResultStore(self.clients.regional_client("s3", there), bucket, region=there)
+        return self._other_results[there]
+
+    @cached_property
+    def _other_results(self) -> dict[str, ResultStore]:
+        return {}
 
     @cached_property
     def result_reads(self) -> ResultReads:
         """The API's read of a result: this region's bucket, then (multi-region) the bucket of the region it names."""
         from tickwork.control.result_reads import ResultReads
-        from tickwork.model.result_regions import results_bucket_in
 
-        local = self.results
         here = self.clients.client("s3").meta.region_name
-
-        def other_region(there: str) -> ResultStore:
-            bucket = results_bucket_in(local.bucket, here, there)
-            return ResultStore(self.clients.regional_client("s3", there), bucket)
-
-        return ResultReads(local, other_region, self.settings.region_mode, here)
+        return ResultReads(self.results, self.results_in, self.settings.region_mode, here)
 
     @cached_property
     def dispatcher(self) -> Dispatcher:

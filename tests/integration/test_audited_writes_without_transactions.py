@@ -19,7 +19,7 @@ from tickwork.model.audit_settlement import SETTLES_AFTER
 from tickwork.model.clock import to_ms
 from tickwork.store.audit import AuditItems, AuditOutbox
 from tickwork.store.codec import deserialize, expression_values, serialize
-from tickwork.store.pending_audits import MARKER, PENDING_KIND
+from tickwork.store.pending_audits import MARKER, NOT_HAPPENED_KIND, PENDING_KIND
 
 from tests.faults.crashes import ProcessKilled
 from tests.harness import TENANT, Pipeline
@@ -321,3 +321,107 @@ def test_an_audited_change_that_sets_an_expiry_marks_its_bucket_once(pipeline: A
     assert (item["v"], item["expires_at"]) == (2, expires)
     assert str(item["expiry_bucket"]).startswith("X#")
     assert listed(pipeline) == [("calendar.update", "expiring")]
+
+
+def test_a_record_settled_as_not_happened_is_swept_a_day_later_and_a_confirmed_one_is_archived_once(
+    pipeline: Any,
+) -> None:
+    table = pipeline.services.store.shared_table
+    write = update(pipeline, "kept")  # the item at v 1
+    with dying_before_write(pipeline, 2), pytest.raises(ProcessKilled):
+        write()  # its record pending, its change never sent
+    (pending,) = pending_records(pipeline)
+    assert "expires_at" not in pending  # kept until it is settled, however long that takes
+    lost = table.update_if(
+        key("kept"), "SET v = :v", "v = :old", None, expression_values(v=3, old=7), audit=record(pipeline, "lost")
+    )
+    assert not lost
+    assert write()  # the change, again: its own record confirmed
+    pipeline.clock.advance(SETTLES_AFTER.total_seconds() + 1)
+    first = pipeline.services.minute_tick.run()
+    assert (first.pending_audits_settled, first.audit_archived) == (1, 1)  # the dead request's: not happened
+    assert pipeline.services.minute_tick.run().audit_archived == 0  # the confirmed one archived once
+    items = table.client.scan(TableName=table.name)["Items"]
+    settled = [i for i in items if i.get("kind") == {"S": NOT_HAPPENED_KIND}]
+    assert len(settled) == 2
+    assert all("expiry_bucket" in i for i in settled)
+
+    pipeline.clock.advance(timedelta(days=1, hours=2).total_seconds())
+    pipeline.tick()
+    items = table.client.scan(TableName=table.name)["Items"]
+    assert not [i for i in items if i.get("kind") == {"S": NOT_HAPPENED_KIND}]
+    assert not pending_records(pipeline)
+    confirmed = [i for i in items if i.get("kind") == {"S": "AUDIT"}]
+    assert [i["resource_id"]["S"] for i in confirmed] == ["kept"]  # kept for its retention, archived
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_a_change_sent_again_after_its_answer_was_lost_is_the_change_that_happened(pipeline: Any, change: str) -> None:
+    # The SDK sends a write again when its answer is lost (a timeout, a connection reset after DynamoDB applied it):
+    # the write sent again then finds the item carrying its own mark, and its condition fails.
+    prepare, shows, _ = CHANGES[change]
+    write = prepare(pipeline, change)
+    client = pipeline.services.store.shared_table.client
+    applied: list[str] = []
+
+    def applied_before(params: dict[str, Any], model: Any, **_: Any) -> None:
+        marking = MARKER in params.get("Item", {}) or f"{MARKER} = :audit_marker" in params.get("UpdateExpression", "")
+        if marking and not applied:
+            applied.append(model.name)
+            getattr(client, {"PutItem": "put_item", "UpdateItem": "update_item"}[model.name])(**dict(params))
+
+    for operation in ("PutItem", "UpdateItem"):
+        client.meta.events.register(f"before-parameter-build.dynamodb.{operation}", applied_before)
+    try:
+        assert write()
+    finally:
+        for operation in ("PutItem", "UpdateItem"):
+            client.meta.events.unregister(f"before-parameter-build.dynamodb.{operation}", applied_before)
+    assert applied
+    assert shows(item_of(pipeline, change))
+    assert listed(pipeline) == [(f"calendar.{change_action(change)}", change)]
+    assert MARKER not in (item_of(pipeline, change) or {})
+    assert not pending_records(pipeline)
+
+
+def test_a_delete_sent_again_after_its_answer_was_lost_is_the_delete_that_happened(pipeline: Any) -> None:
+    write = delete(pipeline, "deleted")
+    client = pipeline.services.store.shared_table.client
+    applied: list[bool] = []
+
+    def applied_before(params: dict[str, Any], **_: Any) -> None:
+        if not applied:
+            applied.append(True)
+            client.delete_item(**dict(params))
+
+    client.meta.events.register("before-parameter-build.dynamodb.DeleteItem", applied_before)
+    try:
+        assert write()
+    finally:
+        client.meta.events.unregister("before-parameter-build.dynamodb.DeleteItem", applied_before)
+    assert applied
+    assert item_of(pipeline, "deleted") is None
+    assert listed(pipeline) == [("calendar.delete", "deleted")]
+    assert not pending_records(pipeline)
+
+
+def test_counting_a_job_in_whose_mark_was_sent_again_after_its_answer_was_lost_counts_it_once(pipeline: Any) -> None:
+    tenants = pipeline.services.tenant_records
+    job = pipeline.create_job(schedule={"rate": "1 hour"})
+    client = pipeline.services.store.shared_table.client
+    applied: list[bool] = []
+
+    def applied_before(params: dict[str, Any], **_: Any) -> None:
+        if params.get("UpdateExpression", "").startswith("SET #counted = :tenant") and not applied:
+            applied.append(True)
+            client.update_item(**dict(params))
+
+    client.meta.events.register("before-parameter-build.dynamodb.UpdateItem", applied_before)
+    try:
+        assert tenants.count_in(TENANT, job.id)
+    finally:
+        client.meta.events.unregister("before-parameter-build.dynamodb.UpdateItem", applied_before)
+    assert applied
+    assert int(tenants.get_settings_and_usage(TENANT)[1]["active_jobs"]) == 1  # never below the jobs counted
+    assert not tenants.count_in(TENANT, job.id)  # another count of it (a racing recount) is released
+    assert int(tenants.get_settings_and_usage(TENANT)[1]["active_jobs"]) == 1

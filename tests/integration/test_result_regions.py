@@ -8,14 +8,16 @@ real clients, and the other region's failure is injected the same way.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
 import boto3
 import pytest
-from botocore.exceptions import EndpointConnectionError
+from botocore.exceptions import ClientError, EndpointConnectionError
 from tickwork.aws.clients import AwsClients
+from tickwork.aws.results import ResultStore
 from tickwork.model.errors import NotFound, ResultRegionUnreachable
 from tickwork.model.ids import run_id_for
 from tickwork.model.run import Run
@@ -32,15 +34,28 @@ BUCKETS = {region: f"tickwork-results-{ACCOUNT}-{region}" for region in (EXECUTE
 PAYLOAD = {"blob": "x" * 100}  # to S3 (InlineResultMaxBytes is 0)
 
 
-@pytest.fixture
-def executed_in(mocked_aws: None) -> Iterator[Pipeline]:
-    """Region us-east-1's tick and executor, in a multi-region stack."""
+def _buckets() -> None:
     for region, bucket in BUCKETS.items():
         s3 = boto3.client("s3", region_name=region)
         placed = {} if region == "us-east-1" else {"CreateBucketConfiguration": {"LocationConstraint": region}}
         s3.create_bucket(Bucket=bucket, **placed)
+
+
+@pytest.fixture
+def executed_in(mocked_aws: None) -> Iterator[Pipeline]:
+    """Region us-east-1's tick and executor, in a multi-region stack."""
+    _buckets()
     with Pipeline.create(REGION_MODE="strong", RESULTS_BUCKET=BUCKETS[EXECUTED_IN]) as pipeline:
         yield pipeline
+
+
+@pytest.fixture
+def knowing_both(mocked_aws: None) -> Iterator[Pipeline]:
+    """Region us-east-1's functions knowing the global table's regions (GlobalTableRegions)."""
+    _buckets()
+    regions = f"{EXECUTED_IN},{READ_IN}"
+    with Pipeline.create(REGION_MODE="strong", RESULTS_BUCKET=BUCKETS[EXECUTED_IN], GLOBAL_TABLE_REGIONS=regions) as p:
+        yield p
 
 
 def _api_in(region: str, pipeline: Pipeline, calls: CallLog) -> Services:
@@ -151,3 +166,57 @@ def test_a_single_region_makes_the_requests_it_always_made(mocked_aws):
             ("s3", "GetObject"),
         ]
         assert not [key for key in pipeline.services.clients._clients if "@" in key]
+
+
+@pytest.mark.parametrize("west_answers_at_first", [True, False])
+def test_a_run_taken_over_in_another_region_records_the_result_its_first_attempt_wrote_there_not_running_again(
+    knowing_both: Pipeline, west_answers_at_first: bool
+) -> None:
+    # us-west-2's executor ran the handler and wrote its result to its own bucket, then died before recording the
+    # outcome; us-east-1's executor takes the run over when the lease ends (an MRSC table: one run, any region).
+    p = knowing_both
+    job = p.create_job(schedule={"at": START + FAR}, payload=PAYLOAD)
+    p.clock.advance(FAR.total_seconds())
+    p.tick()
+    run_id = run_id_for(job.id, START + FAR)
+    p.services.store.leases.lease_run(run_id, owner="west", now=p.clock.now(), lease_for=timedelta(seconds=30))
+    first = {"written": "in us-west-2"}
+    west = ResultStore(boto3.client("s3", region_name=READ_IN), BUCKETS[READ_IN], region=READ_IN)
+    west.write_once(p.run(run_id), first)
+    p.clock.advance(60)  # the dead executor's lease ends
+    west_events = p.services.clients.regional_client("s3", READ_IN).meta.events
+
+    def unreachable(**_: Any) -> None:
+        raise EndpointConnectionError(endpoint_url=f"https://s3.{READ_IN}.amazonaws.com")
+
+    if not west_answers_at_first:
+        west_events.register("before-send.s3.HeadObject", unreachable)
+        p.tick()
+        with pytest.raises(AssertionError, match="did not drain"):
+            p.drain(max_rounds=3)  # its message comes back each time
+        assert p.run(run_id).status is RunStatus.RUNNING  # not run again while its result may be there
+        assert p.services.results.find(p.run(run_id)) is None
+        west_events.unregister("before-send.s3.HeadObject", unreachable)
+        p.clock.advance(120)  # the lease of the executor that could not look ends
+    p.tick()  # the run sent again
+    p.drain()
+    run = p.run(run_id)
+    assert run.status is RunStatus.SUCCEEDED
+    assert run.result is not None
+    assert run.result.region == READ_IN
+    assert p.services.result_reads.read(run) == first  # its first attempt's, not a second run's
+
+
+def test_a_checkpoint_written_by_an_attempt_in_another_region_is_read_there_by_the_attempt_resuming_it(
+    knowing_both: Pipeline,
+) -> None:
+    # A durable run's checkpoint too large for its item is an object in the bucket of the region whose attempt saved
+    # it; the run item names only its key, and the next attempt (a takeover, a retry, a yield's next segment) may be
+    # another region's.
+    p = knowing_both
+    key = f"checkpoints/{TENANT}/j/r/00000001-writer.json"
+    p.services.results.write_checkpoint(key, json.dumps({"page": 2}).encode())
+    west = _api_in(READ_IN, p, CallLog())
+    assert west.results.read_checkpoint(key) == {"page": 2}
+    with pytest.raises(ClientError):
+        west.results.read_checkpoint(f"checkpoints/{TENANT}/j/r/00000002-writer.json")  # in no region

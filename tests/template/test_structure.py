@@ -528,10 +528,11 @@ def test_results_bucket_access(template):
     assert executor["s3:PutObject"] == [objects]
     # Multi-region only (a statement under a condition): the other regions' results buckets (docs/regions.md).
     others = "arn:${AWS::Partition}:s3:::${AWS::StackName}-results-${AWS::AccountId}-*"
-    assert executor["s3:GetObject"] == [objects]
+    # The executor: a run taken over from an executor that died in another region, its result looked for there.
+    assert executor["s3:GetObject"] == [objects, {"Fn::Sub": f"{others}/*"}]
     assert api["s3:GetObject"] == [objects, {"Fn::Sub": f"{others}/*"}]
     # HeadObject/GetObject of a missing result must be a 404 (results.find), not a 403.
-    assert executor["s3:ListBucket"] == [_arn("ResultsBucket")]
+    assert executor["s3:ListBucket"] == [_arn("ResultsBucket"), {"Fn::Sub": others}]
     assert api["s3:ListBucket"] == [_arn("ResultsBucket"), {"Fn::Sub": others}]
     assert "s3:PutObject" not in api
     # The tick reads the upstream results a stalled workflow run's next steps use; it writes none. It (or, fanned

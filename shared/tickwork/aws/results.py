@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -79,11 +80,20 @@ class ResultStore:
     "Results"), so that another region's API knows where to read it; None in a single region, where a result names
     none and the run item stays as it was."""
 
-    def __init__(self, client: Any, bucket: str, *, inline_max_bytes: int = 0, region: str | None = None) -> None:
+    def __init__(
+        self,
+        client: Any,
+        bucket: str,
+        *,
+        inline_max_bytes: int = 0,
+        region: str | None = None,
+        elsewhere: Callable[[], Sequence[ResultStore]] = tuple,
+    ) -> None:
         self._s3 = client
         self.bucket = bucket
         self.inline_max_bytes = inline_max_bytes
         self.region = region
+        self.elsewhere = elsewhere  # the other regions' results buckets (a multi-region stack), built when first asked
 
     def write_once(self, run: Run, document: Any) -> tuple[RunResult, bool]:
         """Write the result with If-None-Match: *. Returns (result, written_now).
@@ -138,6 +148,17 @@ class ResultStore:
                 return found
         return None
 
+    def find_anywhere(self, run: Run) -> RunResult | None:
+        """`find`, here, then in the other regions' buckets (a multi-region stack: an attempt in another region
+        wrote its result there). A region that does not answer raises: the run is not run again while its result
+        may be there."""
+        found = self.find(run)
+        for store in () if found is not None else self.elsewhere():
+            found = store.find(run)
+            if found is not None:
+                return found
+        return found
+
     def _head(self, key: str) -> RunResult | None:
         try:
             head = self._s3.head_object(Bucket=self.bucket, Key=key)
@@ -175,6 +196,22 @@ class ResultStore:
         self._s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType="application/json")
 
     def read_checkpoint(self, key: str) -> Any:
+        """A checkpoint's document: here, or (a multi-region stack) in the bucket of the region whose attempt saved
+        it, the run item naming only its key."""
+        try:
+            return self._checkpoint_here(key)
+        except ClientError as exc:
+            if not _missing(exc):
+                raise
+            for store in self.elsewhere():
+                try:
+                    return store._checkpoint_here(key)
+                except ClientError as elsewhere:
+                    if not _missing(elsewhere):
+                        raise
+            raise
+
+    def _checkpoint_here(self, key: str) -> Any:
         return json.loads(self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read())
 
     def delete_checkpoint(self, key: str) -> None:

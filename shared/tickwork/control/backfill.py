@@ -95,8 +95,10 @@ class Backfiller:
         )
         quota = self.dispatcher.tenants.settings_of(job.tenant) if self.dispatcher.tenants is not None else None
         spacing = backfill_spacing(quota.max_runs_per_minute if quota is not None else None)
-        if occurrences:  # before the runs exist, so that no completion misses them (tickwork.progress.job_completion)
-            self.jobs.count_backfilled(job.id, len(occurrences), audit=audit(occurrences))
+        # Before the runs exist, so that no completion misses them (tickwork.progress.job_completion); its audit
+        # record with it: no run is queued that the record does not cover.
+        if occurrences and not self.jobs.count_backfilled(job.id, len(occurrences), audit=audit(occurrences)):
+            raise Conflict(f"job {job.id} is being changed (or is gone); read it and try again")
         created: list[Run] = []
         existing: list[datetime] = []
         for at in occurrences:

@@ -163,7 +163,9 @@ class DebouncedTriggers:
         token: str,
         audit: Callable[[Run], dict[str, Any] | None],
     ) -> Run | None:
-        """The window's run with this trigger's payload in it; None if it can no longer be joined."""
+        """The window's run with this trigger's payload in it; None if it can no longer be joined. Conflict if it
+        still could but every join lost: the run is open, so opening the next window would give this one two runs
+        (in RegionMode strong a join also loses to another's change not yet confirmed, its audit mark)."""
         current = self.runs.get_run(run_id)
         for _ in range(ATTEMPTS):
             if current is None or not joinable(current, key, now):
@@ -174,7 +176,9 @@ class DebouncedTriggers:
             won, current = self.windows.join(current, key, carried, now=now, token=token, audit=audit(current))
             if won:
                 return current
-        return None
+        if current is None or not joinable(current, key, now):
+            return None
+        raise Conflict("the debounce window's run kept changing under this trigger; try again")
 
     @staticmethod
     def _count(verdict: WindowVerdict) -> None:

@@ -312,7 +312,7 @@ class RunExecutor:
         if lease.previous_status is RunStatus.RUNNING:
             # Taken over from an executor that died: it may have written the result before dying. That
             # result is the run's effect, and it wins over everything else (a pause or cancel included).
-            existing = self.results.find(run)
+            existing = self.results.find_anywhere(run)
             if existing is not None:
                 logger.warning("result already written by a previous attempt; recording it, not re-running")
                 outcome = self.outcomes.succeed(run, target, owner, existing, duration_ms=None, started=now)

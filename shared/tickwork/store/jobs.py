@@ -239,11 +239,13 @@ class JobRecords:
         self._tenants.release_after_transition(old)
         return Advanced(None)  # complete: nothing of it is sent
 
-    def count_backfilled(self, job_id: str, runs: int, *, audit: dict[str, Any] | None = None) -> None:
+    def count_backfilled(self, job_id: str, runs: int, *, audit: dict[str, Any] | None = None) -> bool:
         """A backfill is about to queue up to `runs` runs of the job's occurrences: counted first (OCCURRENCE_RUNS),
         so that a claim's advance after this sees them. A count above the truth only costs a completion its look
-        at the job's runs. `audit`: the backfill's audit record's item, in the same transaction (its first write)."""
-        self._table.update_if(
+        at the job's runs. `audit`: the backfill's audit record's item, in the same transaction (its first write).
+        False: not counted, nor recorded (the job is gone, or, in RegionMode strong, held by another audited change
+        not yet confirmed): the backfill must queue nothing."""
+        return self._table.update_if(
             job_key(job_id),
             f"SET {OCCURRENCE_RUNS} = if_not_exists({OCCURRENCE_RUNS}, :zero) + :runs",
             "attribute_exists(pk)",

@@ -73,7 +73,8 @@ class OrderingRecords:
         self._table = table
 
     def enqueue(self, run: Run, *, now: datetime) -> None:
-        """The run's entry in its key's queue (the same item again if it is there: idempotent)."""
+        """The run's entry in its key's queue, if it has none (idempotent: a run put again, by a second backfill of
+        its occurrence, keeps the entry it has, which a skip may have marked skipped, and audited)."""
         ordering = run.ordering
         assert ordering is not None
         sort = entry_sort(ordering.key, run)
@@ -85,7 +86,7 @@ class OrderingRecords:
             "created_ms": to_ms(now),
             "expires_at": int((now + ENTRY_RETENTION).timestamp()),
         }
-        self._table.put(serialize(item))
+        self._table.put_if_absent(serialize(item), return_old=False)
 
     def first(self, tenant: str, key: str, *, after: str | None) -> QueueEntry | None:
         """The key's first entry past `after` (None: from the start): one consistent Query, Limit 1."""

@@ -121,13 +121,23 @@ class PendingAudits:
             won, seen = table.write_if(change_op, own=Own(MARKER, marker), **change)
             if won or seen.get(MARKER) is None or not self._settle_mark(table, str(seen[MARKER]), target):
                 break
+        # Its own mark: the change was applied by a try whose answer was lost, and the SDK's try again failed on it.
+        won = won or seen.get(MARKER) == marker
         if not won:
             _not_happened(table, marker, self.clock.now())
             return False, seen if wants_seen else {}
         if operation == "Delete":
             _tell_marked(table, marker)
-            if not table.delete_if(target, f"{MARKER} = :m", None, expression_values(m=marker)):
-                # Its mark gone (an unaudited put replaced the item meanwhile): the delete did not happen.
+            deleted, left = table.write_if(
+                "Delete",
+                Key=target,
+                ConditionExpression=f"{MARKER} = :m",
+                ExpressionAttributeValues=expression_values(m=marker),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+            if not deleted and left:
+                # The item there without its mark (an unaudited put replaced it meanwhile): the delete did not happen.
+                # Gone, it was deleted by a try whose answer was lost (nothing else deletes a marked item).
                 _not_happened(table, marker, self.clock.now())
                 return False, {}
         _confirm(table, deserialize(intent))

@@ -12,6 +12,7 @@ only when that write won (see tickwork.store.jobs).
 
 from __future__ import annotations
 
+import secrets
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
@@ -34,6 +35,8 @@ ACTIVE_JOBS = "active_jobs"
 SETTINGS_RETRIES = 5  # an audited PUT's reads and conditional puts while other PUTs win in between
 # On a job or workflow item: the tenant whose `active_jobs` counts it (absent: not counted).
 COUNTED_FOR = "counted_for"
+# Beside it, in RegionMode strong (no transaction: counted, then marked): which count marked it (`count_in`).
+COUNTED_BY = "counted_by"
 # SUSPENDED (an open circuit breaker) is still active: it stays scheduled and comes back by itself.
 ACTIVE_STATES = (JobState.ACTIVE.value, JobState.PAUSED.value, JobState.SUSPENDED.value)
 _SETTINGS_FIELDS = set(TenantSettings.model_fields)
@@ -268,7 +271,17 @@ class TenantRecords:
         }
         if self._table.audited_writes is not None:
             self._table.client.update_item(TableName=self._table.name, **count)
-            won, _ = self._table.write_if("Update", **mark)
+            # The mark names this count, so that the mark sent again after its answer was lost (its condition then
+            # failing on it) is told from another count's: that one's count is released, never this one's.
+            token = secrets.token_hex(8)
+            mark["UpdateExpression"] += ", #counted_by = :count_token"
+            mark["ExpressionAttributeNames"] = {**mark["ExpressionAttributeNames"], "#counted_by": COUNTED_BY}
+            mark["ExpressionAttributeValues"] = {
+                **mark["ExpressionAttributeValues"],
+                **expression_values(count_token=token),
+            }
+            won, seen = self._table.write_if("Update", **mark, ReturnValuesOnConditionCheckFailure="ALL_OLD")
+            won = won or seen.get(COUNTED_BY) == token
             if not won:
                 self.release_active_job(tenant)
             return won
