@@ -143,7 +143,7 @@ class Services:
     def results(self) -> ResultStore:
         """This region's results bucket. In a multi-region stack each result written names this region (the S3
         client's), so another region's API reads it here (docs/regions.md, "Results")."""
-        from tickwork.control.region_failover import regions_of
+        from tickwork.model.regions import regions_of
 
         client = self.clients.client("s3")
         here = client.meta.region_name
@@ -336,7 +336,8 @@ class Services:
     @cached_property
     def region_failovers(self) -> RegionFailovers:
         """The regions' roles for an admin, and a failover (docs/regions.md)."""
-        from tickwork.control.region_failover import RegionFailovers, regions_of
+        from tickwork.control.region_failover import RegionFailovers
+        from tickwork.model.regions import regions_of
 
         s = self.settings
         bus = EventBus(lambda: self.clients.client("events"), s.event_bus_name)
@@ -372,8 +373,8 @@ class Services:
     def replication_lag(self) -> ReplicationLagReader:
         """The replication lag for the health endpoint: CloudWatch's ReplicationLatency, kept a minute (kept as long
         as this object: the execution environment)."""
-        from tickwork.control.region_failover import regions_of
         from tickwork.control.replication_lag import ReplicationLagReader
+        from tickwork.model.regions import regions_of
 
         s = self.settings
         return ReplicationLagReader(

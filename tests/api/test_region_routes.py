@@ -148,11 +148,8 @@ def test_a_failover_hands_over_first_and_completes_once_replication_has_caught_u
     }
     assert [e["epoch"] for e in _published(pipeline)] == [1, 3]  # the handover is no failover yet
     failovers = [r for r in audit_items(pipeline) if r["action"] == "region.failover"]
-    assert [r["resource"]["id"] for r in sorted(failovers, key=lambda r: r["at"])] == [
-        "us-east-1",
-        "us-east-2",
-        "us-east-2",
-    ]
+    # The activation, the handover and its completion (the first two at one instant of the test's clock).
+    assert sorted(r["resource"]["id"] for r in failovers) == ["us-east-1", "us-east-2", "us-east-2"]
     # The new active region claims (here: the same table, its fence naming it).
     pipeline.services.region_fence.region = "us-east-2"
     pipeline.tick()

@@ -72,13 +72,13 @@ class AwsClients:
         """The service's client in another region (its own regional endpoint): one attempt, bounded timeouts, so that
         a region that does not answer holds no API request (a result read there, a failover's replication probe).
         Cached per region."""
-        extra: dict[str, Any] = {"region_name": region}
+        where: dict[str, Any] = {"region_name": region}
         if region in self._region_endpoints:
-            extra["endpoint_url"] = self._region_endpoints[region]
-        return self._cached(f"{service}@{region}", CLIENT_CONFIG.merge(_OTHER_REGION), service=service, extra=extra)
+            where["endpoint_url"] = self._region_endpoints[region]
+        return self._cached(f"{service}@{region}", CLIENT_CONFIG.merge(_OTHER_REGION), service=service, where=where)
 
     def _cached(
-        self, key: str, config: Config, *, service: str | None = None, extra: dict[str, Any] | None = None
+        self, key: str, config: Config, *, service: str | None = None, where: dict[str, Any] | None = None
     ) -> Any:
         with self._lock:
             if key not in self._clients:
@@ -87,6 +87,6 @@ class AwsClients:
                 # boto3 session is not safe to share between threads building clients.)
                 if self._session is None:
                     self._session = boto3.session.Session()
-                kwargs = {**self._kwargs, **(extra or {})}
+                kwargs = {**self._kwargs, **(where or {})}
                 self._clients[key] = self._session.client(service or key, config=config, **kwargs)  # type: ignore[call-overload]
             return self._clients[key]

@@ -29,12 +29,21 @@ class ExecutorWarming:
         payload = WarmEvent(tickwork_warm=request or WarmRequest()).model_dump_json().encode()
         client = self._lambda()
 
-        def invoke(_: int) -> bool:
-            answer = client.invoke(FunctionName=self.function_name, InvocationType="Event", Payload=payload)
+        def invoke(_: int) -> bool | Exception:
+            # Each invocation on its own: one refused (throttled, say) leaves the others tried.
+            try:
+                answer = client.invoke(FunctionName=self.function_name, InvocationType="Event", Payload=payload)
+            except Exception as exc:  # said below, once every invocation has been tried
+                return exc
             return int(answer.get("StatusCode", 0)) == ACCEPTED
 
         with ThreadPoolExecutor(max_workers=min(WARM_THREADS, environments), thread_name_prefix="warm") as pool:
-            return sum(pool.map(invoke, range(environments)))
+            answers = list(pool.map(invoke, range(environments)))
+        accepted = sum(answer is True for answer in answers)
+        failures = [answer for answer in answers if isinstance(answer, Exception)]
+        if failures and not accepted:
+            raise failures[0]  # none warmed: the caller logs and counts it
+        return accepted
 
 
 class TableWarmth:

@@ -16,7 +16,6 @@ completed only by force.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
@@ -212,8 +211,3 @@ class RegionFailovers:
 
 class Publisher(Protocol):
     def __call__(self, events: Sequence[RunEvent]) -> bool: ...
-
-
-def regions_of(setting: str) -> tuple[str, ...]:
-    """The global table's regions, as GLOBAL_TABLE_REGIONS gives them (comma-separated)."""
-    return tuple(r for r in re.split(r"\s*,\s*", setting.strip()) if r)

@@ -15,6 +15,7 @@ one step, and the runs not ended may run twice (`possibly_twice`), and they are 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -201,3 +202,8 @@ def possibly_twice(plan: FailoverPlan, runs: Iterable[SeenRun]) -> list[str]:
     if not plan.forced:
         return []
     return sorted(r.run_id for r in runs if not r.status.terminal)
+
+
+def regions_of(setting: str) -> tuple[str, ...]:
+    """The global table's regions, as GLOBAL_TABLE_REGIONS gives them (comma-separated)."""
+    return tuple(r for r in re.split(r"\s*,\s*", setting.strip()) if r)
