@@ -45,6 +45,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from tickwork.model.clock import iso, stored_instant
 from tickwork.tick.resender import one_recovery_bound
 
 from benchmarks import ROOT
@@ -260,14 +261,6 @@ class Cluster:
 # ---------------------------------------------------------------------------- the load
 
 
-def _iso(instant: datetime) -> str:
-    return instant.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _parse(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
 @dataclass
 class Expected:
     spec: dict[str, Any]
@@ -305,14 +298,14 @@ def plan_jobs(plan: SoakPlan, start: datetime, tag: str) -> list[Expected]:
 
     def one_shot(name: str, payload: dict[str, Any], **extra: Any) -> None:
         when = start + timedelta(milliseconds=rng.randrange(plan.window_s * 1000))
-        add(name, payload, {"at": _iso(when)}, [when], **extra)
+        add(name, payload, {"at": iso(when)}, [when], **extra)
 
     # Offsets spread the recurring jobs over the seconds, as real schedules are, instead of one burst every 10 s.
     for i in range(plan.cron_jobs):
-        cron = {"cron": f"{i % 10}-59/10 * * * * *", "timezone": "UTC", "start_at": _iso(start), "end_at": _iso(end)}
+        cron = {"cron": f"{i % 10}-59/10 * * * * *", "timezone": "UTC", "start_at": iso(start), "end_at": iso(end)}
         add(f"cron-{i}", {"i": i}, cron, _every(start, end, 10, i % 10, aligned=True))
     for i in range(plan.rate_jobs):
-        rate = {"rate": "15 seconds", "start_at": _iso(start + timedelta(seconds=i % 15)), "end_at": _iso(end)}
+        rate = {"rate": "15 seconds", "start_at": iso(start + timedelta(seconds=i % 15)), "end_at": iso(end)}
         add(f"rate-{i}", {"i": i}, rate, _every(start, end, 15, i % 15, aligned=False))
     for i in range(plan.one_shots):
         one_shot(f"one-{i}", {"i": i, **({"sleep_seconds": 2} if i % 8 == 0 else {})}, priority=i % 10)
@@ -334,7 +327,7 @@ def create_jobs(cluster: Cluster, jobs: list[Expected]) -> None:
             raise RuntimeError(f"create {job.spec['name']}: HTTP {status} {answer}")
         job.job_id = answer["id"]
         # A recurring job acknowledged after some of its window had passed owes only what comes after that.
-        created = _parse(answer["created_at"])
+        created = stored_instant(answer["created_at"])
         if "at" not in job.spec["schedule"]:
             job.occurrences = [t for t in job.occurrences if t > created]
 
@@ -390,7 +383,7 @@ def _unsettled(jobs: list[Expected], runs: dict[str, list[dict[str, Any]]]) -> t
     lost = stuck = 0
     for job in jobs:
         found = runs.get(job.job_id, [])
-        lost += len(set(job.occurrences) - {_parse(r["scheduled_for"]) for r in found})
+        lost += len(set(job.occurrences) - {stored_instant(r["scheduled_for"]) for r in found})
         stuck += sum(r["status"] not in TERMINAL for r in found)
     return lost, stuck
 
@@ -449,11 +442,11 @@ def judge(
     for job in jobs:
         by_time: dict[datetime, list[dict[str, Any]]] = {}
         for run in runs.get(job.job_id, []):
-            by_time.setdefault(_parse(run["scheduled_for"]), []).append(run)
+            by_time.setdefault(stored_instant(run["scheduled_for"]), []).append(run)
         expected = set(job.occurrences)
         missing = sorted(expected - set(by_time))
         lost += len(missing)
-        lost_detail += [f"{job.spec['name']} ({job.job_id}) at {_iso(t)}" for t in missing]
+        lost_detail += [f"{job.spec['name']} ({job.job_id}) at {iso(t)}" for t in missing]
         duplicated += sum(len(rs) - 1 for rs in by_time.values() if len(rs) > 1)
         duplicated += sum(len(rs) for when, rs in by_time.items() if when not in expected)
         for rs in by_time.values():
@@ -471,7 +464,7 @@ def judge(
                     continue
                 lateness = run["lateness_ms"] / 1000
                 early += lateness < 0
-                due, began = _parse(run["scheduled_for"]), _parse(run["started_at"])
+                due, began = stored_instant(run["scheduled_for"]), stored_instant(run["started_at"])
                 hit = any(due - timedelta(seconds=1) <= k.at <= began for k in kills)
                 (touched if hit else untouched).append(lateness)
 
@@ -524,7 +517,7 @@ def to_terminal_s(run: dict[str, Any]) -> float | None:
     """From a run's occurrence to its end; None while it has not ended."""
     if run["status"] not in TERMINAL or not run.get("finished_at"):
         return None
-    return (_parse(run["finished_at"]) - _parse(run["scheduled_for"])).total_seconds()
+    return (stored_instant(run["finished_at"]) - stored_instant(run["scheduled_for"])).total_seconds()
 
 
 def past_bound(run: dict[str, Any], bound_s: float) -> bool:
@@ -577,8 +570,8 @@ LEASE_WINDOW = timedelta(seconds=75)  # LeaseSeconds + the message's 15 s margin
 def run_history(run: dict[str, Any], kills: list[Kill], events: list[RunEvent]) -> dict[str, Any]:
     """A run's history from its occurrence: its attempts (and those an executor's death ended), its re-sends,
     the kills that may have struck it and the errors logged for it, each at its offset from the occurrence."""
-    due = _parse(run["scheduled_for"])
-    ended = _parse(run["finished_at"]) if run.get("finished_at") else None
+    due = stored_instant(run["scheduled_for"])
+    ended = stored_instant(run["finished_at"]) if run.get("finished_at") else None
 
     def at(instant: datetime) -> str:
         return f"+{(instant - due).total_seconds():.0f} s"
@@ -587,13 +580,13 @@ def run_history(run: dict[str, Any], kills: list[Kill], events: list[RunEvent]) 
     open_windows: list[tuple[datetime, datetime]] = [(due, due + RECEIVE_WINDOW)]
     died = 0
     for attempt in run.get("attempt_history") or []:
-        began = _parse(attempt["started_at"])
+        began = stored_instant(attempt["started_at"])
         outcome = attempt.get("outcome")
         if outcome is None and attempt.get("error"):
             died += 1
             outcome = "its executor died"
         timeline.append((began, f"{at(began)} attempt {attempt.get('attempt')}: {outcome or 'running'}"))
-        end = _parse(attempt["ended_at"]) if attempt.get("ended_at") else began + LEASE_WINDOW
+        end = stored_instant(attempt["ended_at"]) if attempt.get("ended_at") else began + LEASE_WINDOW
         open_windows.append((began, end + RECEIVE_WINDOW))
     resends = [e for e in events if e.what == "re-sent"]
     errors = [e for e in events if e.what != "re-sent"]

@@ -36,6 +36,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from tickwork.model.clock import iso, stored_instant
 
 from tests.e2e.conftest import BIN, Api
 from tests.processes import Proc, wait_for
@@ -107,14 +108,6 @@ def running_regions(mode: str, regions: list[str], *args: str) -> Iterator[Regio
         proc.kill()
 
 
-def _iso(instant: datetime) -> str:
-    return instant.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _parse(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
 @dataclass
 class Load:
     expected: dict[str, set[datetime]]  # each job's occurrences
@@ -132,18 +125,18 @@ def _load(create_through: list[Api]) -> Load:
     for i in range(12):
         at = base + timedelta(seconds=0.5 * i)
         api = create_through[(i + 1) % len(create_through)]
-        job = api.create_job(name=f"one-shot-{i}", payload={"i": i}, schedule={"at": _iso(at)})
+        job = api.create_job(name=f"one-shot-{i}", payload={"i": i}, schedule={"at": iso(at)})
         expected[job["id"]] = {at}
     start, end = base + timedelta(seconds=1), base + timedelta(seconds=7)
     cron = create_through[0].create_job(
         name="cron-2s",
         payload={"cron": True},
-        schedule={"cron": "*/2 * * * * *", "timezone": "UTC", "start_at": _iso(start), "end_at": _iso(end)},
+        schedule={"cron": "*/2 * * * * *", "timezone": "UTC", "start_at": iso(start), "end_at": iso(end)},
     )
     expected[cron["id"]] = {start + timedelta(seconds=s) for s in range(1, 6, 2)}
     workflow = create_through[-1].post(
         "/v1/workflows",
-        {"name": "diamond", "schedule": {"at": _iso(base + timedelta(seconds=2))}, "steps": DIAMOND},
+        {"name": "diamond", "schedule": {"at": iso(base + timedelta(seconds=2))}, "steps": DIAMOND},
         expect=201,
     )
     assert datetime.now(UTC) < base, "the load was created too slowly to be scheduled ahead"
@@ -184,13 +177,13 @@ def _count(
     time.sleep(TICK_SECONDS)  # a late duplicate would be recorded by now
     runs = runs_now()
 
-    lost = sum(len(expected[j] - {_parse(r["scheduled_for"]) for r in found}) for j, found in runs.items())
+    lost = sum(len(expected[j] - {stored_instant(r["scheduled_for"]) for r in found}) for j, found in runs.items())
     per_occurrence = Counter((j, r["scheduled_for"]) for j, found in runs.items() for r in found)
     flat = [r for found in runs.values() for r in found]
     over_bound = [
         r
         for r in flat
-        if (_parse(r["finished_at"]) - max(recovering_from, _parse(r["scheduled_for"]))).total_seconds()
+        if (stored_instant(r["finished_at"]) - max(recovering_from, stored_instant(r["scheduled_for"]))).total_seconds()
         > RECOVERY_BOUND
     ]
     completions = regions.completions()
@@ -199,9 +192,9 @@ def _count(
     flat_with_steps = flat + step_runs
     by_id = {r["id"]: r for r in flat_with_steps}
     survivor_starts = sorted(
-        _parse(by_id[run]["started_at"])
+        stored_instant(by_id[run]["started_at"])
         for node, run in completions
-        if node.startswith(survivor) and run in by_id and _parse(by_id[run]["started_at"]) > killed_at
+        if node.startswith(survivor) and run in by_id and stored_instant(by_id[run]["started_at"]) > killed_at
     )
     ready = regions.proc.wait_match(re.compile(r"^regions ready in (?P<s>[0-9.]+) s"), 1)
     return {
@@ -213,7 +206,7 @@ def _count(
         "effects_run_twice": sorted(run for run, n in Counter(run for _, run in completions).items() if n > 1),
         "not_succeeded": len([r for r in flat if r["status"] != "SUCCEEDED"]),
         "terminal_after_kill_s_max": round(
-            max((_parse(r["finished_at"]) - killed_at).total_seconds() for r in flat_with_steps), 1
+            max((stored_instant(r["finished_at"]) - killed_at).total_seconds() for r in flat_with_steps), 1
         ),
         "bound_s": RECOVERY_BOUND,
         "workflow_bound_s": WORKFLOW_BOUND,
@@ -224,13 +217,17 @@ def _count(
         "workflow_runs": len(workflow_runs),
         "workflow_runs_not_succeeded": len([w for w in workflow_runs if w["status"] != "SUCCEEDED"]),
         "workflow_finished_after_kill_s": [
-            round((_parse(w["finished_at"]) - killed_at).total_seconds(), 1) for w in workflow_runs if w["finished_at"]
+            round((stored_instant(w["finished_at"]) - killed_at).total_seconds(), 1)
+            for w in workflow_runs
+            if w["finished_at"]
         ],
         "workflow_over_bound": len(
             [
                 w
                 for w in workflow_runs
-                if (_parse(w["finished_at"]) - max(recovering_from, _parse(w["scheduled_for"]))).total_seconds()
+                if (
+                    stored_instant(w["finished_at"]) - max(recovering_from, stored_instant(w["scheduled_for"]))
+                ).total_seconds()
                 > WORKFLOW_BOUND
             ]
         ),
@@ -242,7 +239,9 @@ def _count(
         "survivor_runs_finished_before_recovery": sum(
             1
             for node, run in completions
-            if node.startswith(survivor) and run in by_id and _parse(by_id[run]["finished_at"]) <= recovering_from
+            if node.startswith(survivor)
+            and run in by_id
+            and stored_instant(by_id[run]["finished_at"]) <= recovering_from
         ),
     }
 
@@ -277,7 +276,7 @@ def test_strong_regions_survive_one_region_killed_mid_load_with_nothing_lost_or_
         load = _load([regions.apis[west], regions.apis[east]])
         wait_for(lambda: datetime.now(UTC) >= load.base + timedelta(seconds=2.5), 30, 0.1, "mid-load")
         killed = regions.kill(east)
-        killed_at = _parse(killed["at"])
+        killed_at = stored_instant(killed["at"])
         assert killed["killed"], "no node of the region was running"
 
         figures = _count(regions, west, load, killed_at, killed_at)
@@ -313,10 +312,10 @@ def test_eventual_regions_fail_over_after_the_active_region_is_killed_doubling_o
         assert before_kill, "the active region ran nothing before the kill"
         assert all(node.startswith(east) for node, _ in before_kill), f"the passive region ran: {before_kill}"
         killed = regions.kill(east)
-        killed_at = _parse(killed["at"])
+        killed_at = stored_instant(killed["at"])
         assert killed["killed"], "no node of the region was running"
         failover = regions.apis[west].post("/v1/regions/failover", {"to": west, "force": True})
-        failed_over_at = _parse(failover["since"])
+        failed_over_at = stored_instant(failover["since"])
         assert (failover["active_region"], failover["epoch"], failover["forced"]) == (west, 2, True), failover
 
         figures = _count(regions, west, load, failed_over_at, killed_at)
