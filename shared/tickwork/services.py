@@ -147,7 +147,7 @@ class Services:
 
         client = self.clients.client("s3")
         here = client.meta.region_name
-        if self.settings.region_mode == "single":
+        if self.settings.region_mode == RegionMode.SINGLE:
             return ResultStore(
                 client, self.settings.results_bucket, inline_max_bytes=self.settings.inline_result_max_bytes
             )
@@ -221,7 +221,7 @@ class Services:
         policy = WarmupPolicy(
             executor=s.executor_warmup == "invocations",
             # A global table's warm throughput is its replicas' (docs/regions.md): raised here in one region only.
-            table=s.table_warmup == "on" and s.region_mode == "single",
+            table=s.table_warmup == "on" and s.region_mode == RegionMode.SINGLE,
             **({"max_environments": s.executor_concurrency} if s.executor_concurrency else {}),
         )
         if not policy.enabled:

@@ -121,8 +121,6 @@ class PendingAudits:
             won, seen = table.write_if(change_op, own=Own(MARKER, marker), **change)
             if won or seen.get(MARKER) is None or not self._settle_mark(table, str(seen[MARKER]), target):
                 break
-        # Its own mark: the change was applied by a try whose answer was lost, and the SDK's try again failed on it.
-        won = won or seen.get(MARKER) == marker
         if not won:
             _not_happened(table, marker, self.clock.now())
             return False, seen if wants_seen else {}
